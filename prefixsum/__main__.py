@@ -1,0 +1,28 @@
+"""Command line: ``python -m prefixsum [demo|ptx] ...``; ``--help`` on each."""
+import argparse
+import sys
+
+
+def _parser():
+    parser = argparse.ArgumentParser(prog="python -m prefixsum", description="Parallel prefix sums with numba.cuda, for teaching.")
+    commands = parser.add_subparsers(dest="command")
+    demo = commands.add_parser("demo", help="run every algorithm against the reference and print a table (the default)")
+    demo.add_argument("-n", type=int, default=None, help="array length (default: 1000 on the simulator, 2^22 on a GPU)")
+    demo.add_argument("--algorithm", action="append", help="only these algorithms (repeatable)")
+    commands.add_parser("ptx", help="compile every kernel to PTX for sm_75 and sm_90 (no GPU needed)")
+    return parser
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
+    if args.command == "ptx":
+        from . import ptx
+
+        return ptx.main()
+    from . import demo
+
+    return demo.main(n=getattr(args, "n", None), algorithms=getattr(args, "algorithm", None))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

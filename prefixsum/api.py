@@ -1,0 +1,85 @@
+"""The public scans: :func:`scan` and :func:`exclusive_scan`."""
+import numpy as np
+from numba import cuda
+
+from .ops import check_dtype, check_op
+from .registry import lookup
+
+
+def _is_device_array(x):
+    # The simulator's device arrays have no __cuda_array_interface__, but numba knows its own.
+    return hasattr(x, "__cuda_array_interface__") or cuda.devicearray.is_cuda_ndarray(x)
+
+
+def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", **options):
+    """Scan (prefix sum) of a 1-D array with an associative operator, on the GPU or simulator.
+
+    Parameters
+    ----------
+    x : numpy.ndarray or device array, 1-D
+        int32, uint32, int64, uint64, float32 or float64. Never modified. A device array is
+        anything with ``__cuda_array_interface__`` (numba, CuPy, PyTorch).
+    op : {"add", "mul", "max", "min"}
+        The operator. Integer add and mul wrap around as numpy's do in that dtype.
+    inclusive : bool, default True
+        Element i combines ``x[0..i]``. If False, ``x[0..i-1]``, and element 0 is the identity
+        (0, 1, the dtype's lowest value or -inf, its highest value or +inf).
+    reverse : bool, default False
+        Suffix scan: element i combines ``x[i..n-1]`` (``x[i+1..n-1]`` if exclusive).
+    algorithm : str, default "auto"
+        A name in :data:`prefixsum.ALGORITHMS`, or "auto" for the fastest registered one.
+    **options
+        Parameters of the algorithm (``block_size=256`` for "ladder", ...).
+
+    Returns
+    -------
+    numpy.ndarray or numba device array
+        The same kind as ``x`` (numpy in, numpy out; device in, device out), same length and
+        dtype.
+
+    Raises
+    ------
+    TypeError
+        Unsupported dtype (bool, float16, complex, object, strings).
+    ValueError
+        ``x`` not 1-D, unknown op, algorithm or option, or an invalid option value.
+
+    Examples
+    --------
+    >>> import numpy as np, prefixsum as ps
+    >>> ps.scan(np.array([3, 2, 1, 2], dtype=np.int32))
+    array([3, 5, 6, 8], dtype=int32)
+    >>> ps.scan(np.array([3, 2, 1, 2], dtype=np.int32), inclusive=False, reverse=True)
+    array([5, 3, 2, 0], dtype=int32)
+    """
+    on_device = _is_device_array(x)
+    if not on_device:
+        x = np.asarray(x)
+    check_dtype(x.dtype)
+    if len(x.shape) != 1:
+        raise ValueError(f"x must be 1-D; got an array of shape {tuple(x.shape)} (ndim={len(x.shape)})")
+    check_op(op)
+    for flag, value in (("inclusive", inclusive), ("reverse", reverse)):
+        if not isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"{flag} must be True or False; got {value!r}")
+    chosen = lookup(algorithm)
+    resolved = chosen.resolve_options(options)
+
+    n = x.shape[0]
+    if on_device:
+        if not cuda.devicearray.is_cuda_ndarray(x):
+            x = cuda.as_cuda_array(x)
+        if not x.is_c_contiguous():
+            raise ValueError("a device array x must be contiguous; copy it first (e.g. cupy.ascontiguousarray)")
+        source = x
+    else:
+        source = cuda.to_device(np.ascontiguousarray(x))
+    out = cuda.device_array(n, x.dtype)
+    if n:
+        chosen.run(source, out, op, bool(inclusive), bool(reverse), **resolved)
+    return out if on_device else out.copy_to_host()
+
+
+def exclusive_scan(x, op="add", **kw):
+    """:func:`scan` with ``inclusive=False``: element i combines ``x[0..i-1]``."""
+    return scan(x, op, inclusive=False, **kw)

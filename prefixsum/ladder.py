@@ -1,0 +1,82 @@
+"""The ladder scan of seed 002, one element per thread, tiles carried across blocks.
+
+At phase ``p`` (p = 1, 2, 4, ...) the tile is cut into aligned runs of ``p`` elements; every
+thread whose index has bit ``p`` set is in an odd run and adds the last element of the run just
+before it, at index ``(t & ~(p - 1)) - 1``. Loop invariant: after phase p every aligned run of
+2p elements holds the inclusive scan of itself. Threads with bit p clear only get read, so one
+phase never reads what it writes: a barrier between phases is all the synchronisation needed.
+
+Work n/2 * log2(n) combines, depth log2(n) phases, n reads and n writes of global memory per
+tile pass (plus the carry pass when there are several tiles).
+"""
+import functools
+
+from numba import cuda
+
+from .ops import device_op, identity, numba_type
+from .registry import Algorithm, check_block_size, register
+from .tiles import carry_argtypes, carry_kernel, lane_result, position, scan_tiles, tile_kernel_argtypes
+
+
+@functools.lru_cache(maxsize=None)
+def ladder_tile_kernel(op, dtype, inclusive, reverse, block_size):
+    """Kernel ``(x, out, totals, n)``: block b ladder-scans tile b of ``block_size`` elements."""
+    combine = device_op(op, dtype)
+    neutral = identity(op, dtype)
+    where = position(reverse)
+    result = lane_result(op, dtype, inclusive)
+    element = numba_type(dtype)
+
+    def ladder_tile(x, out, totals, n):
+        rungs = cuda.shared.array(block_size, element)
+        t = cuda.threadIdx.x
+        i = cuda.blockIdx.x * block_size + t
+        rungs[t] = x[where(i, n)] if i < n else neutral
+        cuda.syncthreads()
+        phase = 1
+        while phase < block_size:
+            if t & phase:
+                rungs[t] = combine(rungs[(t & ~(phase - 1)) - 1], rungs[t])
+            cuda.syncthreads()
+            phase <<= 1
+        if i < n:
+            out[where(i, n)] = result(rungs, t)
+        if t == block_size - 1:
+            totals[cuda.blockIdx.x] = rungs[t]
+
+    return cuda.jit(ladder_tile)
+
+
+def run(x, out, op, inclusive, reverse, block_size):
+    """Ladder-scan device array ``x`` into ``out`` (see :class:`prefixsum.registry.Algorithm`)."""
+    scan_tiles(
+        x, out, ladder_tile_kernel(op, x.dtype, inclusive, reverse, block_size),
+        tile=block_size, threads=block_size, op=op, reverse=reverse,
+        scan_totals=lambda totals: _scan_totals(totals, op, block_size),
+    )
+
+
+def _scan_totals(totals, op, block_size):
+    carries = cuda.device_array_like(totals)
+    run(totals, carries, op, True, False, block_size)
+    return carries
+
+
+def kernels(op, dtype, inclusive, reverse, block_size):
+    """Every kernel :func:`run` may launch, with its argument types."""
+    yield ladder_tile_kernel(op, dtype, inclusive, reverse, block_size), tile_kernel_argtypes(dtype)
+    yield ladder_tile_kernel(op, dtype, True, False, block_size), tile_kernel_argtypes(dtype)
+    yield carry_kernel(op, dtype, reverse, block_size), carry_argtypes(dtype)
+    yield carry_kernel(op, dtype, False, block_size), carry_argtypes(dtype)
+
+
+ALGORITHM = register(Algorithm(
+    name="ladder",
+    run=run,
+    kernels=kernels,
+    options={"block_size": 256},
+    check_options=lambda block_size: check_block_size("block_size", block_size),
+    summary="seed 002's ladder: phase p adds the last element of the preceding aligned run; work n/2 log n, depth log n",
+    source="seed 002 (partial_sum_ladder)",
+    auto_rank=1,
+))

@@ -1,0 +1,78 @@
+"""Compile every kernel of the package to PTX, for real GPUs, without needing one.
+
+The simulator runs kernels as plain Python and accepts code that the GPU compiler rejects (a
+list comprehension, a float index, a closure over ``cuda``). Compiling each kernel for real
+compute capabilities is the second level of proof. It needs numba-cuda's compiler (the
+``cu13`` extra: libNVVM and NVRTC) and ``NUMBA_ENABLE_CUDASIM=0``; no GPU or driver.
+
+Run ``python -m prefixsum.ptx`` (it sets the environment itself), or call :func:`compile_all`.
+"""
+import itertools
+import os
+import sys
+import types as pytypes
+
+CAPABILITIES = ((7, 5), (9, 0))
+
+
+def _configurations(ops, dtypes):
+    """(op, dtype, inclusive, reverse) covering every op, every dtype and every direction."""
+    configs = {(op, dtypes[k % len(dtypes)], True, False) for k, op in enumerate(ops)}
+    configs |= {("add", dtype, True, False) for dtype in dtypes}
+    configs |= {("max", "float32", inclusive, reverse) for inclusive, reverse in itertools.product((True, False), repeat=2)}
+    return sorted(configs, key=str)
+
+
+def kernels_to_compile():
+    """Every distinct ``(label, dispatcher, argtypes)`` of the registry and the tridiagonal solvers."""
+    import prefixsum as ps
+
+    seen = {}
+    for algorithm in ps.ALGORITHMS.values():
+        for op, dtype, inclusive, reverse in _configurations(ps.OPS, [d.name for d in ps.DTYPES]):
+            for kernel, argtypes in algorithm.kernels(op, dtype, inclusive, reverse, **algorithm.options):
+                label = f"{algorithm.name}:{kernel.py_func.__name__}[{op},{dtype},inclusive={inclusive},reverse={reverse}]"
+                seen.setdefault((id(kernel), argtypes), (label, kernel, argtypes))
+    try:
+        from prefixsum import tridiag
+    except ImportError:
+        tridiag = None
+    if tridiag is not None and hasattr(tridiag, "ptx_kernels"):
+        for kernel, argtypes in tridiag.ptx_kernels():
+            seen.setdefault((id(kernel), argtypes), (f"tridiag:{kernel.py_func.__name__}", kernel, argtypes))
+    return list(seen.values())
+
+
+def compile_all(capabilities=CAPABILITIES, out=sys.stdout):
+    """Compile every kernel for each compute capability; return the list of failures."""
+    from numba import config, cuda
+    from numba.cuda import dispatcher
+
+    if config.ENABLE_CUDASIM:
+        raise RuntimeError("PTX needs numba's real CUDA target: run with NUMBA_ENABLE_CUDASIM=0")
+    failures = []
+    for label, kernel, argtypes in kernels_to_compile():
+        for cc in capabilities:
+            # Device functions ask the current device for its capability; there is none here.
+            dispatcher.get_current_device = lambda cc=cc: pytypes.SimpleNamespace(compute_capability=cc)
+            try:
+                ptx, _ = cuda.compile_ptx(kernel.py_func, argtypes, cc=cc)
+                assert ".entry" in ptx
+                print(f"ok   sm_{cc[0]}{cc[1]} {label}", file=out)
+            except Exception as error:  # a report of every failure beats stopping at the first
+                failures.append((label, cc, error))
+                print(f"FAIL sm_{cc[0]}{cc[1]} {label}: {type(error).__name__}: {error}", file=out)
+    return failures
+
+
+def main():
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") != "0":
+        os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
+        os.execv(sys.executable, [sys.executable, "-m", "prefixsum.ptx", *sys.argv[1:]])
+    failures = compile_all()
+    print(f"{len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

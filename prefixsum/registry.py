@@ -1,0 +1,101 @@
+"""The registry of scan algorithms.
+
+Every algorithm is one module that builds an :class:`Algorithm` and calls :func:`register`.
+The public :func:`prefixsum.scan`, the tests, the demo (``python -m prefixsum``), the PTX test
+and the benchmarks all walk :data:`ALGORITHMS`, so a new module needs no edits elsewhere.
+"""
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """One scan algorithm, as the rest of the package sees it.
+
+    Attributes
+    ----------
+    name : str
+        The key in :data:`ALGORITHMS` and the value of ``scan(..., algorithm=name)``.
+    run : callable
+        ``run(x, out, op, inclusive, reverse, **options)``: scans the contiguous 1-D device
+        array ``x`` into the device array ``out`` of the same length (n >= 1) and dtype.
+    kernels : callable
+        ``kernels(op, dtype, inclusive, reverse, **options)``: every ``(dispatcher, argtypes)``
+        that ``run`` may launch for that configuration, for compiling to PTX.
+    options : dict
+        Option names and their defaults.
+    check_options : callable
+        ``check_options(**options)`` raises ValueError naming a bad value and the allowed ones.
+    summary : str
+        One line for tables: the idea, its work and depth.
+    source : str
+        The seed document or reference the algorithm comes from.
+    auto_rank : int
+        ``algorithm="auto"`` picks the registered algorithm with the highest rank.
+    """
+
+    name: str
+    run: Callable
+    kernels: Callable
+    options: dict = field(default_factory=dict)
+    check_options: Callable = lambda **options: None
+    summary: str = ""
+    source: str = ""
+    auto_rank: int = 0
+
+    def resolve_options(self, options):
+        """Return the full option dict (defaults filled in), or raise ValueError for a bad one."""
+        unknown = sorted(set(options) - set(self.options))
+        if unknown:
+            allowed = ", ".join(sorted(self.options)) or "none"
+            raise ValueError(f"unknown option {unknown[0]!r} for algorithm {self.name!r}; allowed options: {allowed}")
+        resolved = {**self.options, **options}
+        self.check_options(**resolved)
+        return resolved
+
+
+class _Registry(Mapping):
+    """A read-only mapping name -> :class:`Algorithm`, iterated in registration order."""
+
+    def __init__(self):
+        self._items = {}
+
+    def __getitem__(self, name):
+        return self._items[name]
+
+    def __iter__(self):
+        return iter(self._items)
+
+    def __len__(self):
+        return len(self._items)
+
+    def __repr__(self):
+        return f"ALGORITHMS{tuple(self._items)}"
+
+
+ALGORITHMS = _Registry()
+
+
+def register(algorithm):
+    """Add ``algorithm`` to :data:`ALGORITHMS` (its name must be new) and return it."""
+    if algorithm.name in ALGORITHMS._items or algorithm.name == "auto":
+        raise ValueError(f"algorithm name {algorithm.name!r} is already taken")
+    ALGORITHMS._items[algorithm.name] = algorithm
+    return algorithm
+
+
+def lookup(name):
+    """The :class:`Algorithm` called ``name``; ``"auto"`` is the highest-ranked one."""
+    if name == "auto":
+        return max(ALGORITHMS.values(), key=lambda a: a.auto_rank)
+    try:
+        return ALGORITHMS[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown algorithm {name!r}; allowed: auto, {', '.join(ALGORITHMS)}") from None
+
+
+def check_block_size(name, value, low=32, high=1024):
+    """Raise ValueError unless ``value`` is a power of two in [low, high] (a block or tile size)."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < low or value > high or value & (value - 1):
+        raise ValueError(f"option {name}={value!r} must be a power of two from {low} to {high}")

@@ -1,0 +1,76 @@
+"""Inputs, poison and comparisons shared by the tests, the demo and the checker.
+
+Random inputs are chosen per operator so that a wrong kernel cannot pass by luck: no zeros-
+or-ones-only data, integer sums that wrap around, products that stay finite, maxima that move.
+"""
+import numpy as np
+
+from .ops import check_dtype, check_op
+from .reference import scan, scan_float64, tolerance
+
+
+def random_input(n, op, dtype, rng):
+    """A random 1-D array of length ``n`` for testing ``op`` in ``dtype``.
+
+    Integers: add uses the full range (so sums wrap), mul small odd and even factors (so products
+    wrap, but rarely become 0), max/min the full range. Floats: add normal(0, 1); mul values in
+    +-[0.9, 1.1] so a product of thousands of factors stays finite; max/min normal(0, 100).
+    """
+    check_op(op)
+    dt = check_dtype(dtype)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        if op == "mul":
+            values = rng.integers(-9 if dt.kind == "i" else 1, 10, size=n)
+            values[values == 0] = 3
+            return values.astype(dt)
+        return rng.integers(info.min, info.max, size=n, dtype=dt, endpoint=True)
+    if op == "mul":
+        return (rng.uniform(0.9, 1.1, size=n) * rng.choice([-1.0, 1.0], size=n)).astype(dt)
+    scale = 1.0 if op == "add" else 100.0
+    return rng.normal(0.0, scale, size=n).astype(dt)
+
+
+def poison_value(dtype):
+    """A value no correct scan of :func:`random_input` data is likely to produce.
+
+    NaN for floats (it also never compares equal); a repeating 0xA5 byte pattern for integers.
+    """
+    dt = check_dtype(dtype)
+    if dt.kind == "f":
+        return dt.type(np.nan)
+    return np.frombuffer(b"\xa5" * dt.itemsize, dtype=dt)[0]
+
+
+def poisoned(n, dtype):
+    """A host array of length ``n`` filled with :func:`poison_value`."""
+    return np.full(n, poison_value(dtype), dtype=check_dtype(dtype))
+
+
+def mismatches(result, x, op="add", *, inclusive=True, reverse=False):
+    """Indices where ``result`` is not the scan of ``x``, and the expected values.
+
+    Integers must match exactly (numpy's wrap-around included); floats must be within
+    :func:`prefixsum.reference.tolerance` of the float64 reference, and NaN never matches.
+
+    Returns
+    -------
+    bad : numpy.ndarray of int
+        The wrong indices in increasing order (empty when the result is right).
+    expected : numpy.ndarray
+        The reference scan (float64 for floats).
+    """
+    x = np.asarray(x)
+    result = np.asarray(result)
+    if result.shape != x.shape:
+        raise ValueError(f"result has shape {result.shape}, expected {x.shape}")
+    if x.dtype.kind == "f":
+        expected = scan_float64(x, op, inclusive=inclusive, reverse=reverse)
+        allowed = tolerance(x, op, inclusive=inclusive, reverse=reverse)
+        with np.errstate(invalid="ignore"):
+            good = np.abs(result.astype(np.float64) - expected) <= allowed
+        good |= (result.astype(np.float64) == expected)  # equal infinities (exclusive max/min)
+    else:
+        expected = scan(x, op, inclusive=inclusive, reverse=reverse)
+        good = result == expected
+    return np.flatnonzero(~good), expected

@@ -1,0 +1,106 @@
+"""What every tiled scan shares: where a logical element lives, what a lane stores, the carry.
+
+A scan of n elements that do not fit one thread block is cut into tiles. Each tile is scanned
+on its own by one block, which also writes the tile's total; the totals are scanned (by the same
+algorithm, recursively); then every tile but the first combines the total of all tiles before it
+into its elements. Algorithms differ only in how one tile is scanned.
+
+Directions are handled by indexing, not by copies: a reverse (suffix) scan is a forward scan of
+the mirrored array, so logical element ``i`` lives at ``n - 1 - i``. An exclusive scan is the
+inclusive one shifted by a lane, with the identity in lane 0 of every tile; the carry then turns
+that identity into the total of the tiles before.
+"""
+import functools
+import math
+
+from numba import cuda, types
+
+from .ops import check_dtype, device_op, identity, numba_type
+
+
+@functools.lru_cache(maxsize=None)
+def position(reverse):
+    """Device function ``position(i, n)``: the array index of logical element ``i``."""
+    if reverse:
+        return cuda.jit(device=True)(lambda i, n: n - 1 - i)
+    return cuda.jit(device=True)(lambda i, n: i)
+
+
+@functools.lru_cache(maxsize=None)
+def lane_result(op, dtype, inclusive):
+    """Device function ``lane_result(scanned, t)``: what lane ``t`` of a scanned tile stores.
+
+    ``scanned`` holds the tile's inclusive scan; an exclusive scan takes the previous lane's
+    value, and lane 0 the identity.
+    """
+    neutral = identity(op, dtype)
+    if inclusive:
+        return cuda.jit(device=True)(lambda scanned, t: scanned[t])
+    return cuda.jit(device=True)(lambda scanned, t: scanned[t - 1] if t > 0 else neutral)
+
+
+@functools.lru_cache(maxsize=None)
+def carry_kernel(op, dtype, reverse, tile):
+    """Kernel ``carry(out, carries, n)``: block b combines ``carries[b]`` into tile ``b + 1``.
+
+    ``carries`` is the inclusive scan of the tile totals, so ``carries[b]`` is everything in
+    tiles 0..b. Launched with one block per tile after the first.
+    """
+    combine = device_op(op, dtype)
+    where = position(reverse)
+
+    def carry_into_tile(out, carries, n):
+        carry = carries[cuda.blockIdx.x]
+        start = (cuda.blockIdx.x + 1) * tile
+        for k in range(cuda.threadIdx.x, tile, cuda.blockDim.x):
+            if start + k < n:
+                p = where(start + k, n)
+                out[p] = combine(carry, out[p])
+
+    return cuda.jit(carry_into_tile)
+
+
+def array_type(dtype):
+    """The numba type of a C-contiguous 1-D device array of ``dtype``."""
+    return types.Array(numba_type(dtype), 1, "C")
+
+
+def tile_kernel_argtypes(dtype):
+    """Argument types of a tile kernel ``(x, out, totals, n)``, for compiling it to PTX."""
+    arr = array_type(dtype)
+    return (arr, arr, arr, types.int64)
+
+
+def carry_argtypes(dtype):
+    """Argument types of :func:`carry_kernel`'s kernel ``(out, carries, n)``."""
+    arr = array_type(dtype)
+    return (arr, arr, types.int64)
+
+
+def scan_tiles(x, out, tile_kernel, *, tile, threads, op, reverse, scan_totals):
+    """Scan ``x`` into ``out`` tile by tile, then carry the totals across tiles.
+
+    Parameters
+    ----------
+    x, out : device arrays
+        Input and output, 1-D, same length n >= 1 and dtype.
+    tile_kernel : kernel
+        ``tile_kernel(x, out, totals, n)``: block b scans tile b (elements ``b*tile`` to
+        ``(b+1)*tile - 1`` in logical order) into ``out`` and writes the tile total to
+        ``totals[b]``.
+    tile, threads : int
+        Elements per tile and threads per block.
+    op, reverse :
+        The operator and direction, for the carry kernel.
+    scan_totals : callable
+        ``scan_totals(totals)`` returns a device array with the inclusive forward scan of
+        ``totals`` (the caller passes its own algorithm, so the recursion stays in it).
+    """
+    n = x.shape[0]
+    dtype = check_dtype(x.dtype)
+    ntiles = math.ceil(n / tile)
+    totals = cuda.device_array(ntiles, dtype)
+    tile_kernel[ntiles, threads](x, out, totals, n)
+    if ntiles > 1:
+        carries = scan_totals(totals)
+        carry_kernel(op, dtype, reverse, tile)[ntiles - 1, threads](out, carries, n)

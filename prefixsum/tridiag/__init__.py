@@ -1,0 +1,21 @@
+"""Tridiagonal systems on the GPU: parallel cyclic reduction, cyclic reduction, Thomas.
+
+:func:`solve` solves one system or a batch. Each method lives in its own module:
+:mod:`.pcr`, :mod:`.cr`, :mod:`.thomas`; the host side (checks, transfers, errors) in :mod:`.api`.
+None of them pivots: they are for diagonally dominant or symmetric positive definite systems.
+"""
+from . import cr, pcr, thomas
+from .api import DTYPES, METHODS, solve
+
+__all__ = ["DTYPES", "METHODS", "ptx_kernels", "solve"]
+
+
+def ptx_kernels():
+    """Yield ``(dispatcher, argtypes)`` for every kernel of every method, float32 and float64.
+
+    For compiling each kernel to PTX without a GPU:
+    ``numba.cuda.compile_ptx(dispatcher.py_func, argtypes, cc=(9, 0))``.
+    """
+    for dtype in DTYPES:
+        for module in (pcr, cr, thomas):
+            yield from module.kernels(dtype)

@@ -1,0 +1,124 @@
+"""Pieces shared by the tridiagonal kernels: the row algebra, the block layout, failure flags.
+
+A system row is the 4-tuple ``(a_i, b_i, c_i, d_i)`` of ``a_i x_{i-s} + b_i x_i + c_i x_{i+s} = d_i``
+at the current stride ``s``. Rows outside the system are identity rows ``(0, 1, 0, 0)``
+(``x = 0``): they let every row be treated alike, at the boundaries and in the padding of a block.
+
+Shared-memory layout (PCR and CR): a block solves ``per_block`` subsystems of ``m`` slots each;
+slot ``j`` belongs to subsystem ``j // m`` of the block and is its row ``j % m`` (the notes'
+``system = threadIdx.x / n``, ``tidx = threadIdx.x % n``, with a loop when there are more slots
+than threads). Subsystem ``g`` of a launch at stride ``s`` is the interleaved set of columns
+``g % s, g % s + s, g % s + 2s, ...`` of system ``g // s``: with ``s = 1`` these are the
+systems themselves; after global PCR steps up to stride ``s`` they are the ``s`` independent
+subsystems that PCR has split each system into.
+"""
+import math
+
+from numba import cuda
+
+# The coefficient axis of a shared buffer: buf[A, j] is a_j, and so on.
+A, B, C, D = 0, 1, 2, 3
+
+# Failure codes in ``info``; a larger code wins (atomic max), so the report does not depend on
+# which thread failed first.
+NOT_FINITE = 1
+ZERO_PIVOT = 2
+
+SHARED_BYTES = 48 * 1024  # the static per-block limit every GPU of compute capability >= 2 has
+TARGET_ROWS = 256  # slots per block when systems are small: several systems share a block
+MAX_THREADS = 512
+GLOBAL_THREADS = 256
+
+
+@cuda.jit(device=True)
+def fail(info, system, code):
+    """Record failure ``code`` for ``system`` (writes race harmlessly: all go through atomic max)."""
+    cuda.atomic.max(info, system, code)
+
+
+@cuda.jit(device=True)
+def store(x, info, system, i, value):
+    """Write one solution value, reporting it if it is NaN or infinite."""
+    x[system, i] = value
+    if not math.isfinite(value):
+        fail(info, system, NOT_FINITE)
+
+
+@cuda.jit(device=True)
+def reduce_row(left, row, right):
+    """Eliminate ``x_{i-s}`` and ``x_{i+s}`` from ``row`` with its neighbours at stride ``s``.
+
+    The result couples ``x_{i-2s}, x_i, x_{i+2s}``. Returns ``(new_row, ok)``; on a zero pivot
+    ``ok`` is False and ``row`` comes back unchanged, so no thread divides by zero (the simulator
+    would warn, and the caller reports the failure anyway).
+    """
+    al, bl, cl, dl = left
+    ai, bi, ci, di = row
+    ar, br, cr, dr = right
+    if bl == 0 or br == 0:
+        return row, False
+    k1 = ai / bl
+    k2 = ci / br
+    return (-al * k1, bi - cl * k1 - ar * k2, -cr * k2, di - dl * k1 - dr * k2), True
+
+
+@cuda.jit(device=True)
+def slot(buf, j):
+    """Row ``j`` of a shared buffer laid out as ``buf[coefficient, j]``."""
+    return buf[A, j], buf[B, j], buf[C, j], buf[D, j]
+
+
+@cuda.jit(device=True)
+def put(buf, j, row):
+    buf[A, j], buf[B, j], buf[C, j], buf[D, j] = row
+
+
+@cuda.jit(device=True)
+def locate(j, m, per_block, stride, n, subsystems):
+    """Where slot ``j`` of this block lives: ``(system, column, row, real)``.
+
+    ``row`` is the slot's row within its subsystem, ``column`` its index in the system's arrays,
+    and ``real`` is False for padding (past the end of a short subsystem or of the last block).
+    """
+    g = cuda.blockIdx.x * per_block + j // m
+    row = j % m
+    column = g % stride + row * stride
+    return g // stride, column, row, g < subsystems and column < n
+
+
+@cuda.jit(device=True)
+def load(a, b, c, d, buf, j, m, per_block, stride, n, subsystems):
+    """Fill slot ``j`` from global memory, identity rows for padding.
+
+    ``a`` of a subsystem's first row and ``c`` of its last are set to 0, whatever the arrays hold:
+    that is how ``a[..., 0]`` and ``c[..., -1]`` are ignored.
+    """
+    zero = b.dtype.type(0)
+    system, i, row, real = locate(j, m, per_block, stride, n, subsystems)
+    if real:
+        put(buf, j, (a[system, i] if row > 0 else zero, b[system, i],
+                     c[system, i] if i + stride < n else zero, d[system, i]))
+    else:
+        put(buf, j, (zero, b.dtype.type(1), zero, zero))
+
+
+def shared_launch(kernel, arrays, x, info, stride, buffers):
+    """Launch a shared-memory kernel over all subsystems at ``stride``.
+
+    ``arrays`` are the (batch, n) device arrays a, b, c, d; ``buffers`` is how many four-row
+    buffers the kernel keeps per slot (2 for PCR's ping-pong, 1 for CR's in-place reduction).
+    """
+    batch, n = x.shape
+    m = -(-n // stride)
+    subsystems = batch * stride
+    per_block = max(1, min(TARGET_ROWS // m, subsystems))
+    rows = per_block * m
+    threads = min(-(-rows // 32) * 32, MAX_THREADS)
+    blocks = -(-subsystems // per_block)
+    shared = buffers * 4 * rows * x.dtype.itemsize
+    kernel[blocks, threads, 0, shared](*arrays, x, info, stride, m, per_block)
+
+
+def max_rows(dtype, buffers):
+    """The most slots a block can hold in ``SHARED_BYTES`` with ``buffers`` four-row buffers."""
+    return SHARED_BYTES // (buffers * 4 * dtype.itemsize)

@@ -1,0 +1,57 @@
+"""The Thomas algorithm: Gaussian elimination without pivoting, one thread per system.
+
+Forward sweep: ``c_i' = c_i / p_i`` and ``d_i' = (d_i - a_i d_{i-1}') / p_i`` with the pivot
+``p_i = b_i - a_i c_{i-1}'``; back substitution: ``x_{n-1} = d_{n-1}'``,
+``x_i = d_i' - c_i' x_{i+1}``. About 8n flops and 2n sequential steps per system: the least
+work of all methods, and the sequential baseline, with parallelism only across the batch.
+
+Each thread walks its own row of the (batch, n) arrays, so neighbouring threads read addresses
+n elements apart: uncoalesced. An interleaved (n, batch) layout would coalesce the reads;
+it is left out so that every method takes the same arrays.
+
+No pivoting: for diagonally dominant or symmetric positive definite systems.
+"""
+import numpy as np
+from numba import cuda, types
+
+from ._common import ZERO_PIVOT, fail, store
+
+THREADS = 128
+
+
+@cuda.jit
+def thomas(a, b, c, d, x, info, scratch):
+    """Solve system ``cuda.grid(1)``; ``scratch`` holds its ``c'`` and ``x`` its ``d'``."""
+    system = cuda.grid(1)
+    batch, n = x.shape
+    if system >= batch:
+        return
+    zero = b.dtype.type(0)
+    cp, dp = zero, zero
+    for i in range(n):
+        ai = a[system, i] if i > 0 else zero
+        pivot = b[system, i] - ai * cp
+        if pivot == 0:
+            fail(info, system, ZERO_PIVOT)
+            return
+        cp = (c[system, i] if i + 1 < n else zero) / pivot
+        dp = (d[system, i] - ai * dp) / pivot
+        scratch[system, i] = cp
+        x[system, i] = dp
+    for i in range(n - 1, -1, -1):
+        if i + 1 < n:
+            dp = x[system, i] - scratch[system, i] * dp
+        store(x, info, system, i, dp)
+
+
+def run(a, b, c, d, x, info):
+    """Solve the (batch, n) device systems into ``x``; failures go to ``info`` (see :mod:`.api`)."""
+    batch = x.shape[0]
+    thomas[-(-batch // THREADS), THREADS](a, b, c, d, x, info, cuda.device_array_like(x))
+
+
+def kernels(dtype):
+    """Every kernel :func:`run` launches for ``dtype``, with numba argument types (for PTX checks)."""
+    t = types.float32 if np.dtype(dtype) == np.float32 else types.float64
+    matrix = t[:, ::1]
+    yield thomas, (matrix, matrix, matrix, matrix, matrix, types.int32[::1], matrix)
