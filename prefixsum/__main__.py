@@ -10,6 +10,9 @@ def _parser():
     demo.add_argument("-n", type=int, default=None, help="array length (default: 1000 on the simulator, 2^22 on a GPU)")
     demo.add_argument("--algorithm", action="append", help="only these algorithms (repeatable)")
     commands.add_parser("ptx", help="compile every kernel to PTX for sm_75 and sm_90 (no GPU needed)")
+    student = commands.add_parser("student", help="write the student version of instructor notebooks (solutions stripped, outputs cleared)")
+    student.add_argument("notebooks", nargs="+", help="instructor notebooks (.ipynb)")
+    student.add_argument("--out", required=True, help="directory for the student versions")
     return parser
 
 
@@ -19,6 +22,12 @@ def main(argv=None):
         from . import ptx
 
         return ptx.main()
+    if args.command == "student":
+        from . import student
+
+        for path in student.write_student_versions(args.notebooks, args.out):
+            print(f"wrote {path}")
+        return 0
     from . import demo
 
     return demo.main(n=getattr(args, "n", None), algorithms=getattr(args, "algorithm", None))

@@ -1,0 +1,49 @@
+"""Make the student's version of an instructor's notebook.
+
+In the instructor's notebook each exercise is a code cell tagged ``exercise`` whose solution
+stands between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` (the markers nbgrader uses). The
+student's version replaces that span with ``raise NotImplementedError(...)`` at the same
+indentation, saying what to write (the cell's ``todo`` metadata), and clears every output, so
+the notebook opens clean and every check cell reports the missing exercise instead of a result.
+"""
+import pathlib
+import re
+
+import nbformat
+
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+_SPAN = re.compile(r"^([ \t]*)" + re.escape(BEGIN) + r".*?^[ \t]*" + re.escape(END) + r"[^\n]*\n?", re.M | re.S)
+
+
+def strip_solutions(source, todo):
+    """Replace every solution span in ``source`` by a ``raise NotImplementedError(todo)``."""
+    if BEGIN not in source:
+        raise ValueError(f"an exercise cell has no {BEGIN!r} marker:\n{source[:200]}")
+    message = f"Exercise: {todo}" if todo else "Exercise: write the missing code here"
+    return _SPAN.sub(lambda m: f"{m.group(1)}raise NotImplementedError({message!r})\n", source)
+
+
+def student_version(notebook):
+    """Return a new notebook: solutions stripped from ``exercise`` cells, all outputs cleared."""
+    student = nbformat.reads(nbformat.writes(notebook), as_version=4)
+    for cell in student.cells:
+        if cell.cell_type != "code":
+            continue
+        if "exercise" in cell.metadata.get("tags", []):
+            cell.source = strip_solutions(cell.source, cell.metadata.get("todo", ""))
+        cell.outputs = []
+        cell.execution_count = None
+    return student
+
+
+def write_student_versions(paths, out_dir):
+    """Write the student version of each notebook in ``paths`` into ``out_dir``; return the new paths."""
+    out_dir = pathlib.Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for path in map(pathlib.Path, paths):
+        notebook = nbformat.read(path, as_version=4)
+        target = out_dir / path.name
+        nbformat.write(student_version(notebook), target)
+        written.append(target)
+    return written
