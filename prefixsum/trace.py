@@ -1,0 +1,360 @@
+"""Record every memory access of a real kernel run, and find what a GPU would punish.
+
+``trace.record(fn, *args, **kwargs)`` calls ``fn`` (host code that launches one or more kernels)
+on the classroom simulator (:mod:`prefixsum.sim`) and records every element read and written in
+global, shared and local memory: launch, block, thread, array, index, read or write, the barrier
+phase of the thread, and the kernel source line. From the resulting :class:`Trace`:
+
+* :meth:`Trace.races`: two threads of one block touching one shared or global address in one
+  barrier phase, at least one writing; and two blocks writing one global address in one launch.
+  The simulator runs the threads of a phase one after another, so it never *shows* such a race;
+  the trace finds it anyway.
+* :meth:`Trace.uninitialized_reads`: shared memory read before any thread of the block wrote it.
+* :meth:`Trace.barrier_divergence`: threads of a block that passed different numbers of barriers.
+* :meth:`Trace.bank_conflicts`: for each warp and each shared-memory access instruction, how many
+  passes 32 banks of 4 bytes need.
+* :meth:`Trace.counts`: operator calls, barriers (steps), shared and global traffic.
+
+Out-of-bounds and negative indices stop the launch with an error from :mod:`prefixsum.sim`
+(numba's own simulator wraps negative indices silently); :attr:`Trace.error` keeps it.
+
+On a machine with a GPU the notebook's own CUDA session must stay intact, so ``record`` then runs
+``fn`` in a child process on the simulator (``fn`` and its arguments must be picklable by
+cloudpickle: functions of a module, lambdas and notebook functions are).
+"""
+import collections
+import os
+import time
+from typing import NamedTuple
+
+import numpy as np
+
+from . import _device
+
+_OPERATOR_NAMES = {"combine_in_dtype"}  # prefixsum.ops.device_op's device functions
+
+
+class Launch(NamedTuple):
+    """One kernel launch in a trace."""
+
+    number: int
+    kernel: str
+    grid: tuple
+    block: tuple
+    combines: int
+    """Calls of the package's operator device functions (``prefixsum.ops.device_op``)."""
+
+
+class Record(NamedTuple):
+    """One element access, as stored in a :class:`Trace`."""
+
+    launch: int
+    block: int
+    """Linear block index (x fastest)."""
+    thread: int
+    """Linear thread index within the block (x fastest); its warp is ``thread // 32``."""
+    array: str
+    space: str
+    index: int
+    """Flat element index (row-major for multi-dimensional arrays)."""
+    write: bool
+    phase: int
+    line: int
+    instance: int
+    """How many times this thread had executed this source line's access to this array before."""
+    itemsize: int
+
+
+class Race(NamedTuple):
+    """Conflicting accesses to one address with no barrier between them."""
+
+    launch: int
+    kernel: str
+    array: str
+    index: int
+    block: int
+    threads: tuple
+    """The threads involved (for a race between blocks: the blocks)."""
+    phase: int
+    between_blocks: bool
+
+    def __str__(self):
+        who = "blocks" if self.between_blocks else f"block {self.block} threads"
+        return (f"race on {self.array}[{self.index}] in kernel '{self.kernel}' (launch {self.launch}, "
+                f"phase {self.phase}): {who} {', '.join(map(str, self.threads[:6]))} "
+                f"{'write it' if self.between_blocks else 'touch it, at least one writing'}")
+
+
+class Trace:
+    """The accesses of one :func:`record` run, and the analyses on them."""
+
+    def __init__(self, records, launches, result=None, error=None):
+        self.records = records
+        self.launches = launches
+        self.result = result
+        self.error = error
+
+    def __repr__(self):
+        return f"<Trace: {len(self.launches)} launches, {len(self.records)} accesses{', error' if self.error else ''}>"
+
+    def kernel(self, launch):
+        return self.launches[launch].kernel
+
+    def select(self, *, launch=None, array=None, space=None, block=None):
+        """The records matching every given field."""
+        return [r for r in self.records
+                if (launch is None or r.launch == launch) and (array is None or r.array == array)
+                and (space is None or r.space == space) and (block is None or r.block == block)]
+
+    def races(self):
+        """Every :class:`Race`, at most one per address and phase."""
+        found = []
+        within = collections.defaultdict(list)
+        writers = collections.defaultdict(set)
+        for r in self.records:
+            if r.space == "local":
+                continue
+            within[(r.launch, r.block, r.space, r.array, r.index, r.phase)].append(r)
+            if r.space == "global" and r.write:
+                writers[(r.launch, r.array, r.index)].add(r.block)
+        for (launch, block, _, array, index, phase), rs in within.items():
+            threads = sorted({r.thread for r in rs})
+            if len(threads) > 1 and any(r.write for r in rs):
+                found.append(Race(launch, self.kernel(launch), array, index, block, tuple(threads), phase, False))
+        for (launch, array, index), blocks in writers.items():
+            if len(blocks) > 1:
+                found.append(Race(launch, self.kernel(launch), array, index, min(blocks), tuple(sorted(blocks)), -1, True))
+        return sorted(found, key=lambda race: (race.launch, race.array, race.index, race.phase))
+
+    def uninitialized_reads(self):
+        """Shared-memory reads of cells no thread of the block had written before."""
+        written = set()
+        found = []
+        for r in self.records:
+            if r.space != "shared":
+                continue
+            key = (r.launch, r.block, r.array, r.index)
+            if r.write:
+                written.add(key)
+            elif key not in written:
+                found.append(r)
+        return found
+
+    def barriers_passed(self):
+        """``{(launch, block, thread): barriers}``: the highest phase each thread reached."""
+        passed = {}
+        for r in self.records:
+            key = (r.launch, r.block, r.thread)
+            passed[key] = max(passed.get(key, 0), r.phase)
+        return passed
+
+    def barrier_divergence(self):
+        """``[(launch, block, {barriers: [threads]})]`` for blocks whose threads disagree."""
+        per_block = collections.defaultdict(lambda: collections.defaultdict(list))
+        for (launch, block, thread), phase in sorted(self.barriers_passed().items()):
+            per_block[(launch, block)][phase].append(thread)
+        return [(launch, block, dict(groups)) for (launch, block), groups in per_block.items() if len(groups) > 1]
+
+    def bank_conflicts(self, banks=32, bank_bytes=4):
+        """Passes needed by each warp-wide shared-memory access instruction.
+
+        Returns
+        -------
+        list of dict
+            One per (launch, block, warp, array, line, instance, read/write): ``ways`` (passes:
+            1 = conflict-free; threads reading one word share it by broadcast) and ``threads``.
+        """
+        groups = collections.defaultdict(list)
+        for r in self.records:
+            if r.space == "shared":
+                groups[(r.launch, r.block, r.thread // 32, r.array, r.line, r.instance, r.write)].append(r)
+        found = []
+        for (launch, block, warp, array, line, instance, write), rs in groups.items():
+            words_per_bank = collections.defaultdict(set)
+            for r in rs:
+                first = r.index * r.itemsize // bank_bytes
+                for word in range(first, first + max(1, r.itemsize // bank_bytes)):
+                    words_per_bank[word % banks].add(word)
+            ways = max(len(words) for words in words_per_bank.values())
+            if rs[0].itemsize > bank_bytes:  # 8-byte words: the hardware serves half a warp per pass
+                ways = max(1, ways // (rs[0].itemsize // bank_bytes))
+            found.append({"launch": launch, "block": block, "warp": warp, "array": array, "line": line,
+                          "instance": instance, "write": write, "ways": ways, "threads": len(rs)})
+        return found
+
+    def conflict_summary(self, **kw):
+        """``{"instructions", "passes", "extra_passes", "worst"}`` over every warp access."""
+        found = self.bank_conflicts(**kw)
+        passes = sum(f["ways"] for f in found)
+        return {"instructions": len(found), "passes": passes, "extra_passes": passes - len(found),
+                "worst": max((f["ways"] for f in found), default=0)}
+
+    def counts(self):
+        """Totals over the run: launches, operator calls, barriers, shared and global traffic."""
+        global_reads = [r for r in self.records if r.space == "global" and not r.write]
+        global_writes = [r for r in self.records if r.space == "global" and r.write]
+        passed = self.barriers_passed()
+        per_launch = collections.defaultdict(int)
+        for (launch, _, _), phase in passed.items():
+            per_launch[launch] = max(per_launch[launch], phase)
+        return {
+            "launches": len(self.launches),
+            "combines": sum(launch.combines for launch in self.launches),
+            "barriers": sum(per_launch.values()),
+            "steps": sum(per_launch.values()) + len(self.launches),
+            "shared_reads": sum(1 for r in self.records if r.space == "shared" and not r.write),
+            "shared_writes": sum(1 for r in self.records if r.space == "shared" and r.write),
+            "global_reads": len(global_reads),
+            "global_writes": len(global_writes),
+            "global_bytes_read": sum(r.itemsize for r in global_reads),
+            "global_bytes_written": sum(r.itemsize for r in global_writes),
+        }
+
+
+def _linear(point, dims):
+    return point[0] + dims[0] * (point[1] + dims[1] * point[2])
+
+
+class _Recorder:
+    """Collects :class:`Record` s from :func:`prefixsum.sim.access_hook` callbacks."""
+
+    def __init__(self, deadline):
+        self.records = []
+        self.launches = []
+        self.instances = collections.Counter()
+        self.deadline = deadline
+
+    def start_launch(self, kernel):
+        from numba.cuda.simulator.kernel import normalize_kernel_dimensions
+
+        grid, block = normalize_kernel_dimensions(kernel.grid_dim, kernel.block_dim)
+        self.launches.append([kernel.fn.__name__, tuple(grid), tuple(block), 0])
+
+    def __call__(self, access):
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise TimeoutError("the kernel ran past the time limit (an endless loop?)")
+        launch = len(self.launches) - 1
+        grid, block = self.launches[launch][1], self.launches[launch][2]
+        b, t = _linear(access.block, grid), _linear(access.thread, block)
+        flat = access.index[0] if len(access.index) == 1 else _flat(access)
+        key = (launch, b, t, access.array, access.line)
+        instance = self.instances[key]
+        self.instances[key] += 1
+        self.records.append(Record(launch, b, t, access.array, access.space, int(flat), access.kind != "read",
+                                   access.phase, access.line, instance, _itemsize(access)))
+
+    def trace(self, result, error):
+        launches = [Launch(i, name, grid, block, combines) for i, (name, grid, block, combines) in enumerate(self.launches)]
+        return Trace(self.records, launches, result, error)
+
+
+def _flat(access):
+    shape = getattr(access, "shape", None)
+    index = [i for i in access.index if isinstance(i, (int, np.integer))]
+    if shape is None or len(shape) != len(index):
+        return index[0]
+    return int(np.ravel_multi_index(index, shape, mode="wrap"))
+
+
+def _itemsize(access):
+    dtype = getattr(access, "dtype", None)
+    if dtype is not None:
+        return np.dtype(dtype).itemsize
+    return np.asarray(access.value).dtype.itemsize
+
+
+def _record_here(fn, args, kwargs, timeout):
+    from numba.cuda.simulator import kernel as sim_kernel
+
+    from . import sim
+
+    deadline = None if timeout is None else time.monotonic() + timeout
+    recorder = _Recorder(deadline)
+    installed_call = sim_kernel.FakeCUDAKernel.__call__
+
+    def counting_call(kernel, *call_args):
+        if not kernel._device and sim._launch is None:
+            recorder.start_launch(kernel)
+        elif kernel._device and kernel.fn.__name__ in _OPERATOR_NAMES and recorder.launches:
+            recorder.launches[-1][3] += 1
+        return installed_call(kernel, *call_args)
+
+    result = error = None
+    sim_kernel.FakeCUDAKernel.__call__ = counting_call
+    try:
+        with sim.enabled(True), sim.access_hook(recorder):
+            result = fn(*args, **kwargs)
+    except Exception as exc:  # the trace up to the failure is the point
+        error = exc
+    finally:
+        sim_kernel.FakeCUDAKernel.__call__ = installed_call
+    return recorder.trace(result, error)
+
+
+def _child(payload):
+    import cloudpickle
+
+    fn, args, kwargs, timeout = cloudpickle.loads(payload)
+    trace = _record_here(fn, args, kwargs, timeout)
+    if trace.error is not None:
+        trace.error = RuntimeError(f"{type(trace.error).__name__}: {trace.error}")
+    if trace.result is not None and not isinstance(trace.result, np.ndarray):
+        trace.result = np.asarray(trace.result.copy_to_host()) if hasattr(trace.result, "copy_to_host") else trace.result
+    return cloudpickle.dumps(trace)
+
+
+def record(fn, *args, timeout=None, raise_errors=False, **kwargs):
+    """Run ``fn(*args, **kwargs)`` on the simulator and record every memory access.
+
+    Parameters
+    ----------
+    fn : callable
+        Host code that launches kernels (``prefixsum.scan``, a student's function, ...).
+    *args, **kwargs
+        Passed to ``fn``.
+    timeout : float, optional
+        Seconds after which a running kernel is stopped with TimeoutError.
+    raise_errors : bool, default False
+        Re-raise an exception from ``fn``; by default it is kept in :attr:`Trace.error` with the
+        accesses made before it.
+
+    Returns
+    -------
+    Trace
+        With ``fn``'s return value in :attr:`Trace.result`.
+    """
+    if _device_is_simulator():
+        trace = _record_here(fn, args, kwargs, timeout)
+    else:
+        trace = _record_in_child(fn, args, kwargs, timeout)
+    if raise_errors and trace.error is not None:
+        raise trace.error
+    return trace
+
+
+def _device_is_simulator():
+    from numba import config
+
+    return bool(config.ENABLE_CUDASIM)
+
+
+def _record_in_child(fn, args, kwargs, timeout):
+    import multiprocessing
+
+    import cloudpickle
+
+    context = multiprocessing.get_context("spawn")
+    previous = os.environ.get(_device._ENV)
+    os.environ[_device._ENV] = "1"  # the child inherits it and chooses the simulator
+    try:
+        with context.Pool(1) as pool:
+            payload = pool.apply(_child, (cloudpickle.dumps((fn, args, kwargs, timeout)),))
+    finally:
+        if previous is None:
+            os.environ.pop(_device._ENV, None)
+        else:
+            os.environ[_device._ENV] = previous
+    return cloudpickle.loads(payload)
+
+
+__all__ = ["Launch", "Race", "Record", "Trace", "record"]
