@@ -26,7 +26,7 @@ ZERO_PIVOT = 2
 
 SHARED_BYTES = 48 * 1024  # the static per-block limit every GPU of compute capability >= 2 has
 TARGET_ROWS = 256  # slots per block when systems are small: several systems share a block
-MAX_THREADS = 512
+MAX_THREADS = 256
 GLOBAL_THREADS = 256
 
 

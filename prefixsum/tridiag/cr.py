@@ -23,7 +23,9 @@ No pivoting: for diagonally dominant or symmetric positive definite systems.
 import numpy as np
 from numba import cuda, types
 
-from ._common import A, B, C, D, ZERO_PIVOT, fail, load, locate, max_rows, put, reduce_row, shared_launch, slot, store
+from ._common import (
+    A, B, C, D, ZERO_PIVOT, fail, load, locate, max_rows, put, reduce_row, shared_launch, slot, store,
+)
 from .pcr import split
 
 BUFFERS = 1  # in place

@@ -31,7 +31,9 @@ No pivoting: for diagonally dominant or symmetric positive definite systems.
 import numpy as np
 from numba import cuda, types
 
-from ._common import A, B, C, D, GLOBAL_THREADS, ZERO_PIVOT, fail, load, locate, max_rows, put, reduce_row, shared_launch, slot, store
+from ._common import (
+    A, B, C, D, GLOBAL_THREADS, ZERO_PIVOT, fail, load, locate, max_rows, put, reduce_row, shared_launch, slot, store,
+)
 
 BUFFERS = 2  # ping-pong
 
@@ -43,7 +45,8 @@ def pcr_shared(a, b, c, d, x, info, stride, m, per_block):
     subsystems = batch * stride
     rows = per_block * m
     buf = cuda.shared.array(0, b.dtype)[:BUFFERS * 4 * rows].reshape((BUFFERS, 4, rows))
-    identity = (b.dtype.type(0), b.dtype.type(1), b.dtype.type(0), b.dtype.type(0))
+    zero = b.dtype.type(0)
+    identity = (zero, b.dtype.type(1), zero, zero)
     tid, threads = cuda.threadIdx.x, cuda.blockDim.x
     for j in range(tid, rows, threads):
         load(a, b, c, d, buf[0], j, m, per_block, stride, n, subsystems)
@@ -81,6 +84,8 @@ def pcr_global_step(a, b, c, d, out, info, s):
     system, i = k // n, k % n
     zero, one = b.dtype.type(0), b.dtype.type(1)
     identity = (zero, one, zero, zero)
+    # Coefficients reaching past either end are 0: this is where a[..., 0] and c[..., -1] are
+    # ignored at the first step (later steps compute 0 there anyway).
     row = (a[system, i] if i >= s else zero, b[system, i], c[system, i] if i + s < n else zero, d[system, i])
     left = (a[system, i - s], b[system, i - s], c[system, i - s], d[system, i - s]) if i >= s else identity
     right = (a[system, i + s], b[system, i + s], c[system, i + s], d[system, i + s]) if i + s < n else identity
@@ -108,7 +113,7 @@ def split(a, b, c, d, info, limit):
     work = [cuda.device_array((4, batch, n), b.dtype) for _ in range(2)]
     blocks = -(-batch * n // GLOBAL_THREADS)
     while -(-n // stride) > limit:
-        out = work[stride.bit_length() % 2]
+        out = work[stride.bit_length() % 2]  # alternate, so a step never writes what it reads
         pcr_global_step[blocks, GLOBAL_THREADS](*rows, out, info, stride)
         rows, stride = (out[A], out[B], out[C], out[D]), 2 * stride
     return rows, stride
