@@ -1,0 +1,182 @@
+"""Speed of :mod:`prefixsum.sim` against numba's stock CUDA simulator, side by side in one process.
+
+Every kernel runs on the same inputs in three ways: numba's stock simulator as it comes, the
+stock simulator with ``sys.setswitchinterval(1e-4)`` during the launch (the best known tuning of
+it), and prefixsum.sim. The results must agree; the times (best of ``--repeat`` runs for the
+fast runs, one run of each stock variant) are printed as a table and written to
+``benchmarks/sim_speed.csv``.
+
+Run: ``python benchmarks/sim_speed.py`` (about a minute on two cores, mostly the stock runs).
+"""
+import argparse
+import csv
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+# Runs from a checkout without installing the package.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+from numba import cuda, float32  # noqa: E402
+
+from prefixsum import sim  # noqa: E402
+
+TPB = 256
+N = 4096
+SIDE = 64  # transpose: 64 x 64 matrix in 16 x 16 blocks
+
+
+@cuda.jit
+def axpy(a, x, y, out):
+    i = cuda.grid(1)
+    if i < out.shape[0]:
+        out[i] = a * x[i] + y[i]
+
+
+@cuda.jit
+def block_scan(x, out):
+    buf = cuda.shared.array((2, TPB), float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * TPB + t
+    buf[0, t] = x[i]
+    cuda.syncthreads()
+    src = 0
+    d = 1
+    while d < TPB:
+        v = buf[src, t]
+        if t >= d:
+            v += buf[src, t - d]
+        buf[1 - src, t] = v
+        src = 1 - src
+        cuda.syncthreads()
+        d *= 2
+    out[i] = buf[src, t]
+
+
+@cuda.jit(device=True)
+def combine(a, b):
+    return a + b
+
+
+@cuda.jit
+def ladder_scan(x, out):
+    rungs = cuda.shared.array(TPB, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * TPB + t
+    rungs[t] = x[i]
+    cuda.syncthreads()
+    phase = 1
+    while phase < TPB:
+        if t & phase:
+            rungs[t] = combine(rungs[(t & ~(phase - 1)) - 1], rungs[t])
+        cuda.syncthreads()
+        phase <<= 1
+    out[i] = rungs[t]
+
+
+@cuda.jit
+def block_reduce(x, out):
+    part = cuda.shared.array(TPB, float32)
+    t = cuda.threadIdx.x
+    part[t] = x[cuda.blockIdx.x * TPB + t]
+    cuda.syncthreads()
+    step = TPB // 2
+    while step > 0:
+        if t < step:
+            part[t] += part[t + step]
+        cuda.syncthreads()
+        step //= 2
+    if t == 0:
+        out[cuda.blockIdx.x] = part[0]
+
+
+@cuda.jit
+def transpose(a, out):
+    tile = cuda.shared.array((16, 17), float32)
+    x, y = cuda.grid(2)
+    tile[cuda.threadIdx.y, cuda.threadIdx.x] = a[y, x]
+    cuda.syncthreads()
+    ox = cuda.blockIdx.y * 16 + cuda.threadIdx.x
+    oy = cuda.blockIdx.x * 16 + cuda.threadIdx.y
+    out[oy, ox] = tile[cuda.threadIdx.x, cuda.threadIdx.y]
+
+
+def cases():
+    """Yield (name, kernel, launch configuration, arguments, index of the output argument,
+    barriers per block, elements)."""
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 10, N).astype(np.float32)
+    blocks = N // TPB
+    yield "map (axpy)", axpy, (blocks, TPB), (np.float32(2), x, x + 1, np.zeros_like(x)), 3, 0, N
+    yield "block scan (Hillis-Steele)", block_scan, (blocks, TPB), (x, np.zeros_like(x)), 1, 9, N
+    yield ("ladder scan (device function)", ladder_scan, (blocks, TPB), (x, np.zeros_like(x)),
+           1, 9, N)
+    yield "block reduce", block_reduce, (blocks, TPB), (x, np.zeros(blocks, np.float32)), 1, 9, N
+    a = rng.random((SIDE, SIDE), dtype=np.float32)
+    yield ("transpose (2-D blocks)", transpose, ((SIDE // 16, SIDE // 16), (16, 16)),
+           (a, np.zeros_like(a)), 1, 1, a.size)
+
+
+def timed(kernel, config, args, out_index, *, ours, switch=None):
+    """Seconds for one launch and its output, in our simulator or the stock one."""
+    args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    previous = sys.getswitchinterval()
+    if switch is not None:
+        sys.setswitchinterval(switch)
+    try:
+        with sim.enabled(ours):
+            start = time.perf_counter()
+            kernel[config](*args)
+            seconds = time.perf_counter() - start
+    finally:
+        sys.setswitchinterval(previous)
+    return seconds, args[out_index]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3, help="runs of prefixsum.sim (best kept)")
+    parser.add_argument("--csv", default=str(Path(__file__).with_suffix(".csv")))
+    options = parser.parse_args()
+    if not sim.install():
+        sys.exit("numba's CUDA simulator is not selected (NUMBA_ENABLE_CUDASIM=0)")
+    rows = []
+    for name, kernel, config, args, out_index, barriers, elements in cases():
+        timed(kernel, config, args, out_index, ours=True)  # warm-up: imports, first calls
+        stock_s, expected = timed(kernel, config, args, out_index, ours=False)
+        switch_s, switch_out = timed(kernel, config, args, out_index, ours=False, switch=1e-4)
+        runs = [timed(kernel, config, args, out_index, ours=True) for _ in range(options.repeat)]
+        ours_s = min(s for s, _ in runs)
+        for _, out in runs + [(switch_s, switch_out)]:
+            np.testing.assert_array_equal(out, expected)
+        grid, block = config
+        rows.append({
+            "kernel": name,
+            "elements": elements,
+            "threads_per_block": int(np.prod(block)),
+            "blocks": int(np.prod(grid)),
+            "barriers_per_block": barriers,
+            "stock_s": round(stock_s, 4),
+            "stock_switch_1e-4_s": round(switch_s, 4),
+            "prefixsum_sim_s": round(ours_s, 4),
+            "speedup_vs_stock": round(stock_s / ours_s, 1),
+            "speedup_vs_switch": round(switch_s / ours_s, 1),
+        })
+        print(f"done: {name}", file=sys.stderr)
+    header = list(rows[0])
+    widths = [max(len(h), *(len(str(r[h])) for r in rows)) for h in header]
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
+    for r in rows:
+        print("  ".join(str(r[h]).ljust(w) for h, w in zip(header, widths)))
+    with open(options.csv, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=header)
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"written: {options.csv}")
+
+
+if __name__ == "__main__":
+    main()
