@@ -98,10 +98,11 @@ def _diagnose(run, x, op, inclusive, reverse):
     races = run.races()
     if races:
         race = races[0]
-        who = (f"blocks {race.threads[0]} and {race.threads[1]} both write it"
-               if race.between_blocks else
-               f"threads {race.threads[0]} and {race.threads[1]} of block {race.block} touch it in one barrier phase")
-        return "race", None, (f"{race.array}[{race.index}] in kernel '{race.kernel}': {who}. "
+        if race.between_blocks:
+            return "race", None, (f"{race.array}[{race.index}] in kernel '{race.kernel}': blocks {race.threads[0]} and "
+                                  f"{race.threads[1]} both write it. No barrier orders blocks: give each block its own cells.")
+        return "race", None, (f"{race.array}[{race.index}] in kernel '{race.kernel}': threads {race.threads[0]} and "
+                              f"{race.threads[1]} of block {race.block} touch it in one barrier phase. "
                               "A cuda.syncthreads() is missing between a read and a write (or use two buffers).")
     uninitialized = run.uninitialized_reads()
     if uninitialized:

@@ -9,6 +9,7 @@ Run ``python -m prefixsum.ptx`` (it sets the environment itself), or call :func:
 """
 import itertools
 import os
+import re
 import sys
 import types as pytypes
 
@@ -63,6 +64,42 @@ def compile_all(capabilities=CAPABILITIES, out=sys.stdout):
                 failures.append((label, cc, error))
                 print(f"FAIL sm_{cc[0]}{cc[1]} {label}: {type(error).__name__}: {error}", file=out)
     return failures
+
+
+def compiles_in_child(kernel, signature, cc=(9, 0)):
+    """Compile a module-level kernel for a real GPU in a child process (usable on the simulator).
+
+    Parameters
+    ----------
+    kernel : numba kernel
+        Defined at the top level of an importable module.
+    signature : str
+        numba signature, e.g. ``"void(float32[::1], float32[::1])"``.
+
+    Returns
+    -------
+    (bool, str)
+        Whether it compiled, and the last line of the compiler's complaint (or "ok").
+    """
+    import subprocess
+
+    fn = kernel.py_func
+    code = (
+        "import importlib, sys, types\n"
+        "from numba import cuda\n"
+        "from numba.cuda import dispatcher\n"
+        f"dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability={cc!r})\n"
+        f"kernel = getattr(importlib.import_module({fn.__module__!r}), {fn.__name__!r})\n"
+        f"cuda.compile_ptx(kernel.py_func, {signature!r}, cc={cc!r})\n"
+    )
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
+    child = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    if child.returncode == 0:
+        return True, "ok"
+    text = re.sub(r"\x1b\[[0-9;]*m", "", child.stderr)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    first = next((k for k, line in enumerate(lines) if "Error:" in line and not line.startswith("File")), len(lines) - 1)
+    return False, " ".join(lines[first:first + 2])
 
 
 def main():

@@ -10,7 +10,7 @@ phase of the thread, and the kernel source line. From the resulting :class:`Trac
   The simulator runs the threads of a phase one after another, so it never *shows* such a race;
   the trace finds it anyway.
 * :meth:`Trace.uninitialized_reads`: shared memory read before any thread of the block wrote it.
-* :meth:`Trace.barrier_divergence`: threads of a block that passed different numbers of barriers.
+* :meth:`Trace.barrier_divergence`: threads of a block that reached different barriers.
 * :meth:`Trace.bank_conflicts`: for each warp and each shared-memory access instruction, how many
   passes 32 banks of 4 bytes need.
 * :meth:`Trace.counts`: operator calls, barriers (steps), shared and global traffic.
@@ -141,7 +141,7 @@ class Trace:
         return found
 
     def barriers_passed(self):
-        """``{(launch, block, thread): barriers}``: the highest phase each thread reached."""
+        """``{(launch, block, thread): barriers}``: the highest phase each thread made an access in."""
         passed = {}
         for r in self.records:
             key = (r.launch, r.block, r.thread)
@@ -149,11 +149,14 @@ class Trace:
         return passed
 
     def barrier_divergence(self):
-        """``[(launch, block, {barriers: [threads]})]`` for blocks whose threads disagree."""
-        per_block = collections.defaultdict(lambda: collections.defaultdict(list))
-        for (launch, block, thread), phase in sorted(self.barriers_passed().items()):
-            per_block[(launch, block)][phase].append(thread)
-        return [(launch, block, dict(groups)) for (launch, block), groups in per_block.items() if len(groups) > 1]
+        """Which threads of a block reached which barrier, when not all reached the same one.
+
+        The classroom simulator stops a launch at the first barrier that some live threads of a
+        block wait at while others returned or wait elsewhere; this is its report ("" if none).
+        """
+        from .sim import BarrierDivergenceError
+
+        return str(self.error) if isinstance(self.error, BarrierDivergenceError) else ""
 
     def bank_conflicts(self, banks=32, bank_bytes=4):
         """Passes needed by each warp-wide shared-memory access instruction.
@@ -273,7 +276,7 @@ def _record_here(fn, args, kwargs, timeout):
     installed_call = sim_kernel.FakeCUDAKernel.__call__
 
     def counting_call(kernel, *call_args):
-        if not kernel._device and sim._launch is None:
+        if not kernel._device and not sim.in_launch():
             recorder.start_launch(kernel)
         elif kernel._device and kernel.fn.__name__ in _OPERATOR_NAMES and recorder.launches:
             recorder.launches[-1][3] += 1

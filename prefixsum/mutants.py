@@ -1,0 +1,333 @@
+"""Deliberately broken scan kernels, each with the diagnosis the checker must give it.
+
+Every mutant is the ladder scan (or a Hillis-Steele or tiling step) with one typical student
+mistake. The test suite runs :func:`prefixsum.check.scan` on each and requires the diagnosis
+listed here; :func:`allclose_catches` measures how many a single ``allclose`` on one
+power-of-two input (the puzzle collections' check) would catch on numba's stock simulator.
+
+All mutants compute an inclusive forward float32 sum with tiles of :data:`BLOCK` elements.
+"""
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+from numba import cuda, float32
+
+BLOCK = 64
+
+
+def _ladder_scan_tiles(tile_kernel, x, *, grid=None, carry=True):
+    """Run ``tile_kernel`` on every tile of ``x``, then carry the totals (sequentially, on the host)."""
+    n = len(x)
+    source = cuda.to_device(x)
+    out = cuda.device_array(n, np.float32)
+    tiles = math.ceil(n / BLOCK)
+    totals = cuda.device_array(tiles, np.float32)
+    tile_kernel[grid or tiles, BLOCK](source, out, totals, n)
+    if carry and tiles > 1:
+        carries = np.cumsum(totals.copy_to_host()[:-1]).astype(np.float32)
+        add_carries[tiles - 1, BLOCK](out, cuda.to_device(carries), n)
+    return out
+
+
+@cuda.jit
+def add_carries(out, carries, n):
+    i = (cuda.blockIdx.x + 1) * BLOCK + cuda.threadIdx.x
+    if i < n:
+        out[i] += carries[cuda.blockIdx.x]
+
+
+@cuda.jit
+def correct_tile(x, out, totals, n):
+    rungs = cuda.shared.array(BLOCK, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * BLOCK + t
+    rungs[t] = x[i] if i < n else float32(0)
+    cuda.syncthreads()
+    phase = 1
+    while phase < BLOCK:
+        if t & phase:
+            rungs[t] += rungs[(t & ~(phase - 1)) - 1]
+        cuda.syncthreads()
+        phase <<= 1
+    if i < n:
+        out[i] = rungs[t]
+    if t == BLOCK - 1:
+        totals[cuda.blockIdx.x] = rungs[t]
+
+
+@cuda.jit
+def missing_barrier_tile(x, out, totals, n):
+    rungs = cuda.shared.array(BLOCK, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * BLOCK + t
+    rungs[t] = x[i] if i < n else float32(0)
+    cuda.syncthreads()
+    phase = 1
+    while phase < BLOCK:
+        if t & phase:
+            rungs[t] += rungs[(t & ~(phase - 1)) - 1]
+        phase <<= 1  # no barrier: the next phase reads cells this one is still writing
+    cuda.syncthreads()
+    if i < n:
+        out[i] = rungs[t]
+    if t == BLOCK - 1:
+        totals[cuda.blockIdx.x] = rungs[t]
+
+
+@cuda.jit
+def off_by_one_bound_tile(x, out, totals, n):
+    rungs = cuda.shared.array(BLOCK, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * BLOCK + t
+    rungs[t] = x[i] if i <= n else float32(0)  # <= reads one past the end
+    cuda.syncthreads()
+    phase = 1
+    while phase < BLOCK:
+        if t & phase:
+            rungs[t] += rungs[(t & ~(phase - 1)) - 1]
+        cuda.syncthreads()
+        phase <<= 1
+    if i < n:
+        out[i] = rungs[t]
+    if t == BLOCK - 1:
+        totals[cuda.blockIdx.x] = rungs[t]
+
+
+@cuda.jit
+def negative_index_tile(x, out, totals, n):
+    rungs = cuda.shared.array(BLOCK, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * BLOCK + t
+    rungs[t] = x[i] if i < n else float32(0)
+    cuda.syncthreads()
+    phase = 1
+    while phase < BLOCK:
+        if t & phase:
+            rungs[t] += rungs[(t & ~(phase - 1)) - 1]
+        cuda.syncthreads()
+        phase <<= 1
+    if i < n:
+        out[i] = rungs[t - 1]  # exclusive by shifting, but lane 0 reads rungs[-1]
+    if t == BLOCK - 1:
+        totals[cuda.blockIdx.x] = rungs[t]
+
+
+@cuda.jit
+def uninitialized_shared_tile(x, out, totals, n):
+    rungs = cuda.shared.array(BLOCK, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * BLOCK + t
+    if i < n:  # lanes past n are left as whatever shared memory held
+        rungs[t] = x[i]
+    cuda.syncthreads()
+    phase = 1
+    while phase < BLOCK:
+        if t & phase:
+            rungs[t] += rungs[(t & ~(phase - 1)) - 1]
+        cuda.syncthreads()
+        phase <<= 1
+    if i < n:
+        out[i] = rungs[t]
+    if t == BLOCK - 1:
+        totals[cuda.blockIdx.x] = rungs[t]
+
+
+@cuda.jit
+def hillis_steele_in_place_tile(x, out, totals, n):
+    cells = cuda.shared.array(BLOCK, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * BLOCK + t
+    cells[t] = x[i] if i < n else float32(0)
+    cuda.syncthreads()
+    stride = 1
+    while stride < BLOCK:
+        if t >= stride:
+            cells[t] += cells[t - stride]  # reads a cell another thread writes in this phase
+        cuda.syncthreads()
+        stride <<= 1
+    if i < n:
+        out[i] = cells[t]
+    if t == BLOCK - 1:
+        totals[cuda.blockIdx.x] = cells[t]
+
+
+@cuda.jit
+def barrier_in_branch_tile(x, out, totals, n):
+    rungs = cuda.shared.array(BLOCK, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * BLOCK + t
+    rungs[t] = x[i] if i < n else float32(0)
+    cuda.syncthreads()
+    phase = 1
+    while phase < BLOCK:
+        if t & phase:
+            rungs[t] += rungs[(t & ~(phase - 1)) - 1]
+            cuda.syncthreads()  # only the threads that worked wait here
+        phase <<= 1
+    cuda.syncthreads()
+    if i < n:
+        out[i] = rungs[t]
+    if t == BLOCK - 1:
+        totals[cuda.blockIdx.x] = rungs[t]
+
+
+@cuda.jit
+def write_past_n_tile(x, out, totals, n):
+    rungs = cuda.shared.array(BLOCK, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * BLOCK + t
+    rungs[t] = x[i] if i < n else float32(0)
+    cuda.syncthreads()
+    phase = 1
+    while phase < BLOCK:
+        if t & phase:
+            rungs[t] += rungs[(t & ~(phase - 1)) - 1]
+        cuda.syncthreads()
+        phase <<= 1
+    out[i] = rungs[t]  # the last tile writes past n
+    if t == BLOCK - 1:
+        totals[cuda.blockIdx.x] = rungs[t]
+
+
+@cuda.jit
+def unwritten_last_element_tile(x, out, totals, n):
+    rungs = cuda.shared.array(BLOCK, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * BLOCK + t
+    rungs[t] = x[i] if i < n else float32(0)
+    cuda.syncthreads()
+    phase = 1
+    while phase < BLOCK:
+        if t & phase:
+            rungs[t] += rungs[(t & ~(phase - 1)) - 1]
+        cuda.syncthreads()
+        phase <<= 1
+    if i < n - 1:  # off by one: the last element is never stored
+        out[i] = rungs[t]
+    if t == BLOCK - 1:
+        totals[cuda.blockIdx.x] = rungs[t]
+
+
+@cuda.jit
+def shared_total_tile(x, out, totals, n):
+    rungs = cuda.shared.array(BLOCK, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * BLOCK + t
+    rungs[t] = x[i] if i < n else float32(0)
+    cuda.syncthreads()
+    phase = 1
+    while phase < BLOCK:
+        if t & phase:
+            rungs[t] += rungs[(t & ~(phase - 1)) - 1]
+        cuda.syncthreads()
+        phase <<= 1
+    if i < n:
+        out[i] = rungs[t]
+    if t == BLOCK - 1:
+        totals[0] = rungs[t]  # every block writes the same cell
+        totals[cuda.blockIdx.x] = rungs[t]
+
+
+@cuda.jit
+def exclusive_wrong_identity_tile(x, out, totals, n):
+    rungs = cuda.shared.array(BLOCK, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * BLOCK + t
+    rungs[t] = x[i] if i < n else float32(0)
+    cuda.syncthreads()
+    phase = 1
+    while phase < BLOCK:
+        if t & phase:
+            rungs[t] += rungs[(t & ~(phase - 1)) - 1]
+        cuda.syncthreads()
+        phase <<= 1
+    if i < n:
+        out[i] = rungs[t - 1] if t > 0 else float32(1)  # the identity of add is 0, not 1
+    if t == BLOCK - 1:
+        totals[cuda.blockIdx.x] = rungs[t]
+
+
+@cuda.jit
+def folding_power_of_two_tile(x, out, totals, n):
+    cells = cuda.shared.array(BLOCK, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * BLOCK + t
+    cells[t] = x[i] if i < n else float32(0)
+    cuda.syncthreads()
+    m = min(BLOCK, n - cuda.blockIdx.x * BLOCK)
+    stride = 1
+    while 2 * stride <= m:  # stops early when the tile's length is not a power of two
+        value = cells[t - stride] if t >= stride else float32(0)
+        cuda.syncthreads()
+        cells[t] += value
+        cuda.syncthreads()
+        stride <<= 1
+    if i < n:
+        out[i] = cells[t]
+    if t == BLOCK - 1:
+        totals[cuda.blockIdx.x] = cells[t]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """A broken scan: ``run(x)`` returns its result; ``diagnosis`` is what the checker must say."""
+
+    name: str
+    mistake: str
+    diagnosis: str
+    run: Callable
+    inclusive: bool = True
+
+
+def _tiles(kernel, **kw):
+    return lambda x: _ladder_scan_tiles(kernel, x, **kw)
+
+
+MUTANTS = (
+    Mutant("missing_barrier", "no barrier between phases", "race", _tiles(missing_barrier_tile)),
+    Mutant("off_by_one_bound", "loads x[i] for i <= n", "out-of-bounds", _tiles(off_by_one_bound_tile)),
+    Mutant("negative_index", "exclusive shift reads rungs[t - 1] at t = 0", "out-of-bounds", _tiles(negative_index_tile), inclusive=False),
+    Mutant("uninitialized_shared", "lanes past n not filled with the identity", "uninitialized-read", _tiles(uninitialized_shared_tile)),
+    Mutant("hillis_steele_in_place", "Hillis-Steele in one buffer", "race", _tiles(hillis_steele_in_place_tile)),
+    Mutant("missing_carry", "tile totals never carried", "wrong-result", _tiles(correct_tile, carry=False)),
+    Mutant("wrong_exclusive_identity", "exclusive scan starts from 1", "wrong-result", _tiles(exclusive_wrong_identity_tile), inclusive=False),
+    Mutant("barrier_in_branch", "syncthreads inside the if", "barrier-divergence", _tiles(barrier_in_branch_tile)),
+    Mutant("write_past_n", "stores out[i] without i < n", "out-of-bounds", _tiles(write_past_n_tile)),
+    Mutant("powers_of_two_only", "stride loop bounded by the tile length", "wrong-result", _tiles(folding_power_of_two_tile)),
+    Mutant("one_block_only", "launches a single block", "unwritten-output", _tiles(correct_tile, grid=1, carry=False)),
+    Mutant("unwritten_last_element", "stores only i < n - 1", "unwritten-output", _tiles(unwritten_last_element_tile)),
+    Mutant("blocks_share_a_total", "every block writes totals[0]", "race", _tiles(shared_total_tile)),
+)
+
+CORRECT = Mutant("ladder_tiles", "none", "pass", _tiles(correct_tile))
+
+
+def allclose_catches(mutants=MUTANTS, n=BLOCK * 4, seed=0):
+    """How many mutants one ``allclose`` on one power-of-two input catches, on the stock simulator.
+
+    That is the check of the puzzle collections: run once, compare with ``numpy.allclose``. A
+    mutant counts as caught if the result differs or the run raises.
+
+    Returns
+    -------
+    dict
+        ``{mutant name: caught (bool)}``.
+    """
+    from . import sim
+
+    x = np.random.default_rng(seed).normal(size=n).astype(np.float32)
+    caught = {}
+    with sim.enabled(False), np.errstate(all="ignore"):
+        for mutant in mutants:
+            expected = np.cumsum(x.astype(np.float64))
+            if not mutant.inclusive:
+                expected = np.concatenate([[0.0], expected[:-1]])
+            try:
+                result = mutant.run(x.copy())
+                result = result.copy_to_host() if hasattr(result, "copy_to_host") else result
+                caught[mutant.name] = not np.allclose(result, expected, rtol=1e-4, atol=1e-4)
+            except Exception:
+                caught[mutant.name] = True
+    return caught

@@ -1,0 +1,125 @@
+"""The tracer: what it records and what it finds in a trace."""
+import numpy as np
+from numba import cuda, float32, float64
+
+import prefixsum as ps
+from prefixsum import trace
+
+
+@cuda.jit
+def strided_shared(out, stride):
+    cells = cuda.shared.array(1024, float32)
+    t = cuda.threadIdx.x
+    cells[t * stride] = t
+    cuda.syncthreads()
+    out[t] = cells[t * stride]
+
+
+@cuda.jit
+def strided_shared_double(out, stride):
+    cells = cuda.shared.array(1024, float64)
+    t = cuda.threadIdx.x
+    cells[t * stride] = t
+    cuda.syncthreads()
+    out[t] = cells[t * stride]
+
+
+def launch(kernel, stride, threads=32):
+    out = cuda.device_array(threads, np.float32)
+    kernel[1, threads](out, stride)
+    return out
+
+
+def test_bank_conflicts_follow_the_stride():
+    ways = {}
+    for stride in (1, 2, 4, 32, 33):
+        found = trace.record(launch, strided_shared, stride, raise_errors=True).bank_conflicts()
+        assert len(found) == 2  # one write and one read instruction of one warp
+        ways[stride] = max(f["ways"] for f in found)
+    assert ways == {1: 1, 2: 2, 4: 4, 32: 32, 33: 1}
+
+
+def test_eight_byte_words_are_served_by_half_warps():
+    assert trace.record(launch, strided_shared_double, 1).conflict_summary()["worst"] == 1
+    assert trace.record(launch, strided_shared_double, 2).conflict_summary()["worst"] == 2
+
+
+def test_broadcast_is_no_conflict():
+    assert trace.record(launch, strided_shared, 0).conflict_summary()["worst"] == 1
+
+
+@cuda.jit
+def racy_neighbours(x):
+    cells = cuda.shared.array(64, float32)
+    t = cuda.threadIdx.x
+    cells[t] = x[t]
+    cuda.syncthreads()
+    if t > 0:
+        cells[t] += cells[t - 1]
+    cuda.syncthreads()
+    x[t] = cells[t]
+
+
+def test_a_race_inside_one_phase_is_found():
+    run = trace.record(lambda x: racy_neighbours[1, 64](x), np.arange(64, dtype=np.float32), raise_errors=True)
+    races = [race for race in run.races() if race.array == "cells"]
+    assert races and not races[0].between_blocks
+    assert races[0].phase == 1 and races[0].threads[:2] == (races[0].index, races[0].index + 1)
+    assert "race on cells[" in str(races[0])
+
+
+def test_a_correct_scan_has_no_race_and_no_uninitialized_read():
+    run = trace.record(ps.scan, np.arange(1, 300, dtype=np.int64), algorithm="ladder", block_size=64)
+    assert run.error is None
+    assert run.races() == [] and run.uninitialized_reads() == []
+    np.testing.assert_array_equal(run.result, np.cumsum(np.arange(1, 300)))
+
+
+def test_counts_of_the_ladder_match_its_formula():
+    n, b = 256, 256
+    run = trace.record(ps.scan, np.arange(n, dtype=np.int32), algorithm="ladder", block_size=b)
+    counts = run.counts()
+    assert counts["launches"] == 1
+    assert counts["combines"] == b // 2 * 8  # n/2 combines in each of log2(b) phases
+    assert counts["barriers"] == 1 + 8  # after the load, then after each phase
+    assert counts["global_reads"] == n and counts["global_writes"] == n + 1  # + the tile total
+    assert counts["global_bytes_read"] == 4 * n
+
+
+def test_launches_are_recorded_with_their_configuration():
+    run = trace.record(ps.scan, np.arange(100, dtype=np.float32), algorithm="ladder", block_size=32)
+    kernels = [launch.kernel for launch in run.launches]
+    assert kernels == ["ladder_tile", "ladder_tile", "carry_into_tile"]
+    assert run.launches[0].grid == (4, 1, 1) and run.launches[0].block == (32, 1, 1)
+
+
+def test_an_error_is_kept_with_the_trace_before_it():
+    def broken(x):
+        racy_neighbours[1, 64](x[:10])
+
+    run = trace.record(broken, np.arange(64, dtype=np.float32))
+    assert isinstance(run.error, IndexError)
+    assert run.records
+
+
+@cuda.jit
+def early_return(x):
+    t = cuda.threadIdx.x
+    if t == 3:
+        return
+    cuda.syncthreads()
+    x[t] = t
+
+
+def test_barrier_divergence_is_reported():
+    run = trace.record(lambda x: early_return[1, 8](x), np.zeros(8, np.float32))
+    assert run.barrier_divergence() and "thread" in run.barrier_divergence()
+    assert trace.record(lambda x: racy_neighbours[1, 64](x), np.zeros(64, np.float32)).barrier_divergence() == ""
+
+
+def test_recording_in_a_child_process_gives_the_same_trace():
+    x = np.arange(1, 70, dtype=np.int32)
+    here = trace.record(ps.scan, x, algorithm="ladder", block_size=32)
+    there = trace._record_in_child(ps.scan, (x,), {"algorithm": "ladder", "block_size": 32}, None)
+    assert there.records == here.records
+    np.testing.assert_array_equal(there.result, here.result)
