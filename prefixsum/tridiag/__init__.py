@@ -5,9 +5,11 @@
 None of them pivots: they are for diagonally dominant or symmetric positive definite systems.
 """
 from . import cr, pcr, thomas
+from . import householder as _householder  # the module: the name householder is the function
 from .api import DTYPES, METHODS, solve
+from .householder import householder, solve_symmetric
 
-__all__ = ["DTYPES", "METHODS", "ptx_kernels", "solve"]
+__all__ = ["DTYPES", "METHODS", "householder", "ptx_kernels", "solve", "solve_symmetric"]
 
 
 def ptx_kernels():
@@ -17,5 +19,5 @@ def ptx_kernels():
     ``numba.cuda.compile_ptx(dispatcher.py_func, argtypes, cc=(9, 0))``.
     """
     for dtype in DTYPES:
-        for module in (pcr, cr, thomas):
+        for module in (pcr, cr, thomas, _householder):
             yield from module.kernels(dtype)

@@ -1,0 +1,421 @@
+"""Householder tridiagonalization of symmetric matrices, and symmetric solves through it.
+
+:func:`householder` computes ``Q^T A Q = T`` with ``Q`` orthogonal and ``T`` symmetric
+tridiagonal, the classic ``tred2`` way: rows are reduced from the last upward. Before step
+``i`` (``i = n-1, ..., 2``) rows and columns ``i+1 .. n-1`` are already tridiagonal; the step
+zeroes ``A[i, :i-1]`` (and, by symmetry, the column) with a reflector ``P = I - u u^T / H``
+acting on indices ``0 .. i-1``:
+
+* ``x = A[i, :i]``, first divided by ``scale = sum |x_k|`` so that squaring cannot overflow or
+  underflow (the scale cancels in ``P``, so ``u`` and ``H`` stay in scaled units);
+* ``h = |x|^2``, ``f = x_{i-1}`` and ``g = -sign(f) sqrt(h)``, the sign chosen so that
+  ``f - g`` adds magnitudes instead of cancelling;
+* ``u = x - g e_{i-1}`` (only the last entry changes: ``f - g``) and ``H = |u|^2 / 2 = h - f g``;
+  then ``P x = g e_{i-1}``, so ``T[i, i-1] = scale * g``;
+* ``p = A u / H``, ``K = u.p / 2H``, ``q = p - K u``, and the two-sided product
+  ``P A P = A - q u^T - u q^T`` updates the leading block (a rank-2 update, ``O(i^2)``, instead
+  of two matrix products).
+
+Step ``i = 1`` needs no reflector (``x`` has a single entry), and neither does a zero ``x``.
+Each step leaves ``u`` in row ``i``, where it is no longer needed as matrix data, and ``H`` in
+a vector ``hs``. Afterwards ``Q = P_{n-1} ... P_2`` is accumulated in place, backwards
+(``tred2``'s second loop): for ``i = 1, ..., n-1`` the leading ``i x i`` block holds the product
+of the reflectors of steps below ``i``, and step ``i`` applies ``P_i`` to it from the left,
+``Q_block -= u (u^T Q_block) / H``, after row ``i-1`` and column ``i-1`` are set to those of
+the identity. ``T``'s diagonal ``d`` is read off before that; its sub-diagonal ``e`` was
+written by the steps themselves.
+
+Parallel layout (the notes' ``tidx = threadIdx.x % n``): a thread owns column ``tidx`` of a
+matrix and does everything that writes it: one entry of ``p``, one column of the rank-2
+update, one column of the accumulation. Columns rather than rows, so that the threads of a
+matrix touch consecutive addresses (``A[k, tidx]``), free of bank conflicts and coalesced; by
+symmetry column ``j`` is row ``j``. The thread owning row ``i`` builds ``u`` and later ``q``
+(sums over ``i`` entries, serial), while the others wait at a barrier. A reduction step has
+four phases between barriers: build ``u`` | ``p`` | ``K`` and ``q`` | rank-2 update.
+
+Two kernels, both on this same code (:func:`tridiagonalize`):
+
+* :func:`tridiagonalize_shared` works in shared memory, several matrices per block when they
+  are small (``threadIdx.x // n`` picks the matrix), for n up to :func:`max_shared_n` (77 for
+  float64, 109 for float32 in 48 KiB);
+* :func:`tridiagonalize_global` works in the output ``Q`` itself (a copy of ``A``), one block per
+  matrix, each thread looping over several columns, for any n. Slower (global memory traffic),
+  and one matrix per block needs a batch of them to fill the GPU.
+
+:func:`solve_symmetric` solves ``A x = b`` as ``Q T Q^T x = b``: ``y = Q^T b``, ``T z = y``
+by parallel cyclic reduction (:mod:`.pcr`), ``x = Q z``.
+"""
+import math
+
+import numpy as np
+from numba import cuda, types
+
+from . import _common
+from .api import DTYPES, solve
+
+SYMMETRY_TOLERANCE = 100
+"""A is symmetric when ``|A - A^T| <= SYMMETRY_TOLERANCE * eps(dtype) * max|A|`` elementwise."""
+MULTIPLY_THREADS = 128
+
+
+@cuda.jit(device=True)
+def owns(i, first, step):
+    """Whether a thread handling columns ``first, first + step, ...`` handles ``i``."""
+    return i >= first and (i - first) % step == 0
+
+
+@cuda.jit(device=True)
+def load(a, matrix, w, first, step):
+    """Copy this thread's columns of ``a[matrix]`` into ``w``, mirroring the lower triangle.
+
+    Only the lower triangle is read (as LAPACK's ``uplo="L"``): the host checked that the upper
+    one matches it within rounding, and an exactly symmetric ``w`` keeps ``T`` symmetric.
+    """
+    n = w.shape[0]
+    for j in range(first, n, step):
+        for k in range(n):
+            w[k, j] = a[matrix, k, j] if k >= j else a[matrix, j, k]
+
+
+@cuda.jit(device=True)
+def reflector(w, hs, sub, matrix, i):
+    """Step ``i``, phase 1 (the owner of row ``i``): ``u`` into row ``i``, ``H`` into ``hs[i]``."""
+    zero = w.dtype.type(0)
+    scale = zero
+    for k in range(i):
+        scale += abs(w[i, k])
+    if i == 1 or scale == zero:
+        # x has a single entry or none that is not 0: T[i, i-1] = x_{i-1} as it stands, and
+        # H = 0 tells the other phases that there is no reflector.
+        sub[matrix, i] = w[i, i - 1]
+        hs[i] = zero
+        return
+    h = zero
+    for k in range(i):
+        w[i, k] /= scale
+        h += w[i, k] * w[i, k]
+    f = w[i, i - 1]
+    g = -math.sqrt(h) if f >= zero else math.sqrt(h)
+    sub[matrix, i] = scale * g
+    hs[i] = h - f * g
+    w[i, i - 1] = f - g
+
+
+@cuda.jit(device=True)
+def project(w, p, hs, i, j):
+    """Step ``i``, phase 2 (column ``j < i``): ``p_j = (A u)_j / H``."""
+    if hs[i] != w.dtype.type(0):
+        s = w.dtype.type(0)
+        for k in range(i):
+            s += w[k, j] * w[i, k]
+        p[j] = s / hs[i]
+
+
+@cuda.jit(device=True)
+def correct(w, p, hs, i):
+    """Step ``i``, phase 3 (the owner of row ``i``): ``K = u.p / 2H``, then ``p <- q = p - K u``."""
+    if hs[i] != w.dtype.type(0):
+        s = w.dtype.type(0)
+        for k in range(i):
+            s += w[i, k] * p[k]
+        K = s / (hs[i] + hs[i])
+        for k in range(i):
+            p[k] -= K * w[i, k]
+
+
+@cuda.jit(device=True)
+def update(w, q, hs, i, j):
+    """Step ``i``, phase 4 (column ``j < i``): column ``j`` of ``A - q u^T - u q^T``.
+
+    Also zeroes ``A[j, i]``: column ``i`` is done as matrix data, and the accumulation of ``Q``
+    expects the identity's column there.
+    """
+    if hs[i] != w.dtype.type(0):
+        uj, qj = w[i, j], q[j]
+        for k in range(i):
+            w[k, j] -= q[k] * uj + w[i, k] * qj
+    w[j, i] = w.dtype.type(0)
+
+
+@cuda.jit(device=True)
+def reduce_rows(w, p, hs, sub, matrix, first, step):
+    """``tred2``'s first loop: reflect rows ``n-1, ..., 1`` away, leaving T's diagonal in ``w``."""
+    n = w.shape[0]
+    for i in range(n - 1, 0, -1):
+        cuda.syncthreads()  # row i is final (and, at the first step, loaded)
+        if owns(i, first, step):
+            reflector(w, hs, sub, matrix, i)
+        cuda.syncthreads()
+        for j in range(first, i, step):
+            project(w, p, hs, i, j)
+        cuda.syncthreads()
+        if owns(i, first, step):
+            correct(w, p, hs, i)
+        cuda.syncthreads()
+        for j in range(first, i, step):
+            update(w, p, hs, i, j)
+
+
+@cuda.jit(device=True)
+def accumulate(w, hs, first, step):
+    """``tred2``'s second loop: turn the ``u`` left in rows ``1 .. n-1`` into ``Q``, in place."""
+    n = w.shape[0]
+    zero, one = w.dtype.type(0), w.dtype.type(1)
+    for i in range(1, n):
+        for j in range(first, i, step):
+            # Row i-1 held u for step i-1, which every thread has used (barrier below).
+            w[i - 1, j] = one if j == i - 1 else zero
+            if hs[i] != zero:
+                g = zero
+                for k in range(i):
+                    g += w[i, k] * w[k, j]
+                g /= hs[i]
+                for k in range(i):
+                    w[k, j] -= g * w[i, k]
+        cuda.syncthreads()
+    for j in range(first, n, step):
+        w[n - 1, j] = one if j == n - 1 else zero
+
+
+@cuda.jit(device=True)
+def tridiagonalize(a, matrix, w, p, hs, d, sub, first, step):
+    """Reduce ``a[matrix]`` in ``w`` to ``Q`` and ``T`` (``d``, ``sub``); ``p``, ``hs``: scratch.
+
+    Every thread of the block calls this (it has barriers); one with no columns passes
+    ``first >= n``.
+    """
+    n = w.shape[0]
+    load(a, matrix, w, first, step)
+    reduce_rows(w, p, hs, sub, matrix, first, step)
+    for j in range(first, n, step):
+        d[matrix, j] = w[j, j]
+    if first == 0:
+        sub[matrix, 0] = w.dtype.type(0)  # outside T; zero so that sub is PCR's a-band as is
+    accumulate(w, hs, first, step)
+
+
+@cuda.jit
+def tridiagonalize_shared(a, q, d, sub, per_block):
+    """``per_block`` matrices per block in shared memory, one thread per column."""
+    batch, n = d.shape
+    tidx = cuda.threadIdx.x % n
+    slot = cuda.threadIdx.x // n
+    matrix = cuda.blockIdx.x * per_block + slot
+    size = n * (n + 2)
+    mine = cuda.shared.array(0, d.dtype)[slot * size:(slot + 1) * size]
+    w = mine[:n * n].reshape((n, n))
+    first = tidx if matrix < batch else n  # a block's last slots may have no matrix
+    tridiagonalize(a, matrix, w, mine[n * n:n * n + n], mine[n * n + n:], d, sub, first, n)
+    if first < n:
+        for k in range(n):
+            q[matrix, k, tidx] = w[k, tidx]
+
+
+@cuda.jit
+def tridiagonalize_global(a, q, d, sub, scratch):
+    """One matrix per block, in ``q[matrix]`` itself; ``scratch[matrix]`` holds ``p`` and ``H``."""
+    matrix = cuda.blockIdx.x
+    tridiagonalize(a, matrix, q[matrix], scratch[matrix, 0], scratch[matrix, 1], d, sub,
+                   cuda.threadIdx.x, cuda.blockDim.x)
+
+
+@cuda.jit
+def multiply(q, v, out, transpose):
+    """``out[m] = Q[m] v[m]``, or ``Q[m]^T v[m]`` when ``transpose``: one thread per entry.
+
+    The transposed product reads down columns of Q, coalesced across threads; the plain one
+    reads along rows, ``n`` elements apart from thread to thread.
+    """
+    batch, n = v.shape
+    entry = cuda.grid(1)
+    if entry >= batch * n:
+        return
+    m, i = entry // n, entry % n
+    s = v.dtype.type(0)
+    for k in range(n):
+        s += (q[m, k, i] if transpose else q[m, i, k]) * v[m, k]
+    out[m, i] = s
+
+
+def max_shared_n(dtype):
+    """The largest n :func:`tridiagonalize_shared` takes: 77 for float64, 109 for float32."""
+    itemsize = np.dtype(dtype).itemsize
+    return int(math.isqrt(_common.SHARED_BYTES // itemsize + 1)) - 1
+
+
+def householder(A):
+    """Reduce symmetric matrices to tridiagonal form: ``Q^T A Q = T`` by Householder reflectors.
+
+    Parameters
+    ----------
+    A : array_like, shape (n, n) or (batch, n, n)
+        Symmetric matrices, float32 or float64, n >= 1. Only the lower triangle is used; the
+        upper one must match it: ``|A - A^T| <= 100 * eps(dtype) * max|A|`` elementwise (max
+        over each matrix). Never modified.
+
+    Returns
+    -------
+    d : numpy.ndarray, shape (..., n)
+        The diagonal of T.
+    e : numpy.ndarray, shape (..., n-1)
+        The sub- (and super-) diagonal of T: ``e[k] = T[k+1, k]``. Signs depend on the
+        reflectors' conventions; ``|e|`` matches LAPACK's ``?sytrd`` with ``uplo="U"``, which
+        also reduces from the last row upward.
+    Q : numpy.ndarray, shape (..., n, n)
+        Orthogonal, with ``Q^T A Q = T``; its last row and column are those of the identity.
+
+    Raises
+    ------
+    TypeError
+        A dtype other than float32 or float64.
+    ValueError
+        A not square (shape (n, n) or (batch, n, n), n >= 1), not finite, or not symmetric
+        within the tolerance above.
+
+    Notes
+    -----
+    ``tred2``: about ``n^3`` multiply-adds per matrix for the reduction (the whole matrix is
+    updated, not one triangle: twice LAPACK's count, for conflict-free column access) and
+    ``2/3 n^3`` for accumulating Q, in ``4 (n - 1)`` plus ``n - 1`` barrier phases. Matrices up
+    to :func:`max_shared_n` are reduced in shared memory, several per block; larger ones in
+    global memory, one block per matrix. See the module docstring for the steps.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from prefixsum.tridiag import householder
+    >>> A = np.array([[4.0, 1, 2], [1, 3, 0], [2, 0, 5]])
+    >>> d, e, Q = householder(A)
+    >>> T = np.diag(d) + np.diag(e, 1) + np.diag(e, -1)
+    >>> bool(np.allclose(Q.T @ A @ Q, T) and np.allclose(Q.T @ Q, np.eye(3)))
+    True
+    """
+    A = _check_matrices(A)
+    shape = A.shape
+    batch, n = (1, shape[0]) if A.ndim == 2 else shape[:2]
+    q, d, bands = _tridiagonalize(A.reshape(batch, n, n))
+    sub = bands[:batch * n].reshape(batch, n).copy_to_host()
+    return (d.copy_to_host().reshape(shape[:-1]), np.ascontiguousarray(sub[:, 1:]).reshape(*shape[:-2], n - 1),
+            q.copy_to_host().reshape(shape))
+
+
+def solve_symmetric(A, rhs):
+    """Solve ``A x = rhs`` for symmetric positive definite A: Householder, then PCR.
+
+    ``A = Q T Q^T`` (:func:`householder`), so ``x = Q z`` with ``T z = Q^T rhs``, a tridiagonal
+    system solved by parallel cyclic reduction (``tridiag.solve(..., method="pcr")``). Both
+    products with Q run as kernels; everything stays on the device until x.
+
+    Parameters
+    ----------
+    A : array_like, shape (n, n) or (batch, n, n)
+        Symmetric positive definite, float32 or float64, checked as by :func:`householder`.
+    rhs : array_like, shape (n,) or (batch, n)
+        ``A.shape[:-1]``, A's dtype.
+
+    Returns
+    -------
+    numpy.ndarray
+        x, of rhs's shape and dtype.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`householder`, and for an rhs of another dtype or shape.
+    numpy.linalg.LinAlgError
+        PCR met a zero pivot or a non-finite result in ``T z = Q^T rhs``: A is singular or not
+        positive definite. The message names the first failing system.
+
+    Notes
+    -----
+    PCR does not pivot; T inherits A's definiteness (same eigenvalues), which is what makes it
+    safe. For an indefinite but nonsingular A it may still fail or lose accuracy.
+    """
+    A = _check_matrices(A)
+    rhs = np.asarray(rhs)
+    if rhs.dtype != A.dtype:
+        raise TypeError(f"rhs has dtype {rhs.dtype}, A {A.dtype}: they must match")
+    if rhs.shape != A.shape[:-1]:
+        raise ValueError(f"rhs must have shape {A.shape[:-1]} (A.shape[:-1]); got {rhs.shape}")
+    batch, n = (1, rhs.shape[0]) if rhs.ndim == 1 else rhs.shape
+    if batch == 0:
+        return np.empty(rhs.shape, rhs.dtype)
+    q, d, bands = _tridiagonalize(A.reshape(batch, n, n))
+    y = _multiply(q, cuda.to_device(np.ascontiguousarray(rhs.reshape(batch, n))), transpose=True)
+    # a_i = T[i, i-1] and c_i = T[i, i+1] = a_{i+1}: c is a one shifted view of the same
+    # memory. Each system's last c reads the next one's a_0 (or the spare last element); PCR
+    # ignores both.
+    a, c = bands[:-1].reshape(batch, n), bands[1:].reshape(batch, n)
+    try:
+        z = solve(a, d, c, y, method="pcr")
+    except np.linalg.LinAlgError as error:
+        raise np.linalg.LinAlgError(
+            f"solve_symmetric: the tridiagonal T = Q^T A Q is singular or A is not positive definite ({error})"
+        ) from None
+    return _multiply(q, z, transpose=False).copy_to_host().reshape(rhs.shape)
+
+
+def _check_matrices(A):
+    """A as a numpy array, or the TypeError / ValueError that :func:`householder` documents."""
+    A = np.asarray(A)
+    if A.dtype not in DTYPES:
+        raise TypeError(f"A has dtype {A.dtype}; the allowed dtypes are float32 and float64")
+    if A.ndim not in (2, 3) or A.shape[-1] != A.shape[-2] or A.shape[-1] < 1:
+        raise ValueError(f"A must be square, of shape (n, n) or (batch, n, n) with n >= 1; got {A.shape}")
+    if not np.isfinite(A).all():
+        raise ValueError("A has NaN or infinite entries")
+    if A.size:
+        stack = A.reshape(-1, *A.shape[-2:])
+        excess = np.abs(stack - stack.transpose(0, 2, 1))
+        bound = SYMMETRY_TOLERANCE * np.finfo(A.dtype).eps * np.abs(stack).max(axis=(1, 2), keepdims=True)
+        bad = np.argwhere(excess > bound)
+        if bad.size:
+            m, i, j = map(int, bad[0])
+            where = f"A[{m}, {i}, {j}]" if A.ndim == 3 else f"A[{i}, {j}]"
+            raise ValueError(
+                f"A is not symmetric: |A - A^T| = {excess[m, i, j]:.3g} at {where} exceeds the tolerance "
+                f"{SYMMETRY_TOLERANCE} * eps({A.dtype}) * max|A| = {bound[m, 0, 0]:.3g}")
+    return A
+
+
+def _tridiagonalize(A):
+    """Launch the reduction of the (batch, n, n) host matrices; returns device ``q, d, bands``.
+
+    ``bands`` is flat, ``batch * n + 1`` long: ``bands[m * n + i] = T_m[i, i-1]``, 0 at i = 0,
+    and a spare last element (see :func:`solve_symmetric`).
+    """
+    batch, n, _ = A.shape
+    q = cuda.device_array((batch, n, n), A.dtype)
+    d = cuda.device_array((batch, n), A.dtype)
+    bands = cuda.device_array(batch * n + 1, A.dtype)
+    if batch == 0:
+        return q, d, bands
+    a = cuda.to_device(np.ascontiguousarray(A))
+    sub = bands[:batch * n].reshape(batch, n)
+    if n <= max_shared_n(A.dtype):
+        per_matrix = n * (n + 2) * A.dtype.itemsize
+        per_block = max(1, min(_common.TARGET_ROWS // n, _common.SHARED_BYTES // per_matrix, batch))
+        blocks = -(-batch // per_block)
+        tridiagonalize_shared[blocks, per_block * n, 0, per_block * per_matrix](a, q, d, sub, per_block)
+    else:
+        threads = min(-(-n // 32) * 32, _common.GLOBAL_THREADS)
+        scratch = cuda.device_array((batch, 2, n), A.dtype)
+        tridiagonalize_global[batch, threads](a, q, d, sub, scratch)
+    return q, d, bands
+
+
+def _multiply(q, v, transpose):
+    """``Q v`` or ``Q^T v`` for (batch, n, n) and (batch, n) device arrays, as a device array."""
+    out = cuda.device_array(v.shape, v.dtype)
+    blocks = -(-v.shape[0] * v.shape[1] // MULTIPLY_THREADS)
+    multiply[blocks, MULTIPLY_THREADS](q, v, out, transpose)
+    return out
+
+
+def kernels(dtype):
+    """Every kernel of this module for ``dtype``, with numba argument types (for PTX checks)."""
+    t = types.float32 if np.dtype(dtype) == np.float32 else types.float64
+    cube, matrix = t[:, :, ::1], t[:, ::1]
+    yield tridiagonalize_shared, (cube, cube, matrix, matrix, types.int64)
+    yield tridiagonalize_global, (cube, cube, matrix, matrix, cube)
+    yield multiply, (cube, matrix, matrix, types.boolean)
