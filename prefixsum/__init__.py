@@ -12,12 +12,19 @@ _SIMULATOR, _REASON = _device.choose()
 
 from numba import cuda  # noqa: E402  (the device must be chosen before this import)
 
+from . import sim  # noqa: E402
+
+if _SIMULATOR:
+    sim.install()
+
 from . import reference  # noqa: E402
 from .api import exclusive_scan, scan  # noqa: E402
 from .ops import DTYPES, OPS, identity  # noqa: E402
 from .registry import ALGORITHMS, Algorithm, register  # noqa: E402
 
 from . import ladder  # noqa: E402,F401  (registers itself)
+from . import folding, hillis_steele, blelloch, kstep  # noqa: E402,F401  (register themselves)
+from . import check, trace  # noqa: E402
 
 __all__ = [
     "ALGORITHMS", "Algorithm", "DTYPES", "OPS", "device_info", "exclusive_scan", "identity",
@@ -27,6 +34,19 @@ __version__ = "0.1.0"
 
 if _SIMULATOR:
     print(f"prefixsum: running on the CUDA simulator ({_REASON}).", file=sys.stderr)
+
+
+_ON_DEMAND = ("basics", "bench", "mutants", "ptx", "student", "tridiag", "viz")
+
+
+def __getattr__(name):
+    # Submodules that notebooks use now and then (viz imports matplotlib, which is slow) are
+    # imported on first use: ``ps.viz.dataflow(...)`` works without ``import prefixsum.viz``.
+    if name in _ON_DEMAND:
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'prefixsum' has no attribute {name!r}")
 
 
 def device_info():

@@ -1,0 +1,128 @@
+"""The naive scan of Hillis and Steele (GPU Gems 3, ch. 39.2.1), tiles carried across blocks.
+
+At step ``stride`` = 1, 2, 4, ... every lane t >= stride combines lane ``t - stride`` into
+itself. Loop invariant: after the step with stride s, lane t holds the combination of the 2s
+elements ending at t (fewer near the start of the tile), so after log2(N) steps it holds the
+inclusive prefix of its tile.
+
+Lane t reads lane ``t - stride`` while the thread of that lane overwrites it in the same step.
+The registered kernel therefore double-buffers in shared memory (ping-pong): a step reads one
+buffer and writes the other, so one barrier per step suffices. The single-buffer version that
+GPU Gems warns against is kept as :func:`hillis_steele_in_place_tile_kernel`, a real kernel with
+the tile kernel's signature, to show the race with a tracer; :func:`run` never launches it.
+
+Work N log2(N) - (N - 1) combines, depth log2(N) steps, per tile of N elements: not work-
+efficient (a sequential scan needs N - 1 combines), but half the depth of the work-efficient
+tree scan of :mod:`prefixsum.blelloch`.
+"""
+import functools
+
+from numba import cuda
+
+from .ops import device_op, identity, numba_type
+from .registry import Algorithm, check_block_size, register
+from .tiles import carry_argtypes, carry_kernel, lane_result, position, scan_tiles, tile_kernel_argtypes
+
+
+@functools.lru_cache(maxsize=None)
+def hillis_steele_tile_kernel(op, dtype, inclusive, reverse, block_size):
+    """Kernel ``(x, out, totals, n)``: block b scans tile b of ``block_size`` elements, ping-pong."""
+    combine = device_op(op, dtype)
+    neutral = identity(op, dtype)
+    where = position(reverse)
+    result = lane_result(op, dtype, inclusive)
+    element = numba_type(dtype)
+
+    def hillis_steele_tile(x, out, totals, n):
+        buffers = cuda.shared.array((2, block_size), element)
+        t = cuda.threadIdx.x
+        i = cuda.blockIdx.x * block_size + t
+        buffers[0, t] = x[where(i, n)] if i < n else neutral
+        cuda.syncthreads()
+        source = 0
+        stride = 1
+        while stride < block_size:
+            if t >= stride:
+                buffers[1 - source, t] = combine(buffers[source, t - stride], buffers[source, t])
+            else:
+                buffers[1 - source, t] = buffers[source, t]
+            cuda.syncthreads()
+            source = 1 - source
+            stride <<= 1
+        if i < n:
+            out[where(i, n)] = result(buffers[source], t)
+        if t == block_size - 1:
+            totals[cuda.blockIdx.x] = buffers[source, t]
+
+    return cuda.jit(hillis_steele_tile)
+
+
+@functools.lru_cache(maxsize=None)
+def hillis_steele_in_place_tile_kernel(op, dtype, inclusive, reverse, block_size):
+    """Kernel ``(x, out, totals, n)``: the racy single-buffer Hillis-Steele tile scan.
+
+    Deliberately wrong, for teaching: within one step thread t reads ``cells[t - stride]``
+    while thread ``t - stride`` writes it, with no barrier between the read and the write, so
+    t may combine a value that already includes this step's update. Whether the result is
+    wrong depends on the order in which the threads (on a GPU, the warps) run; a tracer of
+    shared-memory accesses between barriers shows the read-write race at every step. Not
+    registered and never launched by :func:`run`.
+    """
+    combine = device_op(op, dtype)
+    neutral = identity(op, dtype)
+    where = position(reverse)
+    result = lane_result(op, dtype, inclusive)
+    element = numba_type(dtype)
+
+    def hillis_steele_in_place_tile(x, out, totals, n):
+        cells = cuda.shared.array(block_size, element)
+        t = cuda.threadIdx.x
+        i = cuda.blockIdx.x * block_size + t
+        cells[t] = x[where(i, n)] if i < n else neutral
+        cuda.syncthreads()
+        stride = 1
+        while stride < block_size:
+            if t >= stride:
+                cells[t] = combine(cells[t - stride], cells[t])  # the race: t - stride may be written already
+            cuda.syncthreads()
+            stride <<= 1
+        if i < n:
+            out[where(i, n)] = result(cells, t)
+        if t == block_size - 1:
+            totals[cuda.blockIdx.x] = cells[t]
+
+    return cuda.jit(hillis_steele_in_place_tile)
+
+
+def run(x, out, op, inclusive, reverse, block_size):
+    """Hillis-Steele-scan device array ``x`` into ``out`` (see :class:`prefixsum.registry.Algorithm`)."""
+    scan_tiles(
+        x, out, hillis_steele_tile_kernel(op, x.dtype, inclusive, reverse, block_size),
+        tile=block_size, threads=block_size, op=op, reverse=reverse,
+        scan_totals=lambda totals: _scan_totals(totals, op, block_size),
+    )
+
+
+def _scan_totals(totals, op, block_size):
+    carries = cuda.device_array_like(totals)
+    run(totals, carries, op, True, False, block_size)
+    return carries
+
+
+def kernels(op, dtype, inclusive, reverse, block_size):
+    """Every kernel :func:`run` may launch, with its argument types."""
+    yield hillis_steele_tile_kernel(op, dtype, inclusive, reverse, block_size), tile_kernel_argtypes(dtype)
+    yield hillis_steele_tile_kernel(op, dtype, True, False, block_size), tile_kernel_argtypes(dtype)
+    yield carry_kernel(op, dtype, reverse, block_size), carry_argtypes(dtype)
+    yield carry_kernel(op, dtype, False, block_size), carry_argtypes(dtype)
+
+
+ALGORITHM = register(Algorithm(
+    name="hillis_steele",
+    run=run,
+    kernels=kernels,
+    options={"block_size": 256},
+    check_options=lambda block_size: check_block_size("block_size", block_size),
+    summary="Hillis-Steele: lane t adds lane t - stride for stride 1, 2, 4, ..., ping-pong; work N log N, depth log N",
+    source="GPU Gems 3, ch. 39.2.1 (Harris, Sengupta, Owens)",
+))

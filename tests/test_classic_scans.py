@@ -1,0 +1,139 @@
+"""What is specific to the folding, Hillis-Steele and Blelloch scans, on the simulator.
+
+Correctness over every size, op, dtype and direction comes from tests/test_scan.py, which walks
+the registry; here: the seeds' worked examples, seed 004's 256-element exercise, the options,
+and the deliberately racy Hillis-Steele kernel.
+"""
+import inspect
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import prefixsum as ps
+from prefixsum import blelloch, hillis_steele
+from prefixsum.testing import mismatches, random_input
+
+CLASSIC = ("folding", "hillis_steele", "blelloch")
+
+
+def test_folding_seed_002_example():
+    """Seed 002 folds 33 ones into 33, 32, ..., 1: the fold's own direction is the suffix scan."""
+    ones = np.ones(33, dtype=np.int32)
+    assert ps.scan(ones, reverse=True, algorithm="folding").tolist() == list(range(33, 0, -1))
+    assert ps.scan(ones, algorithm="folding").tolist() == list(range(1, 34))
+
+
+def test_blelloch_256_seed_004_example():
+    """Seed 004's example, padded with zeros to 256: 3 2 1 2 1 4 3 2 4 3 -> 0 3 5 6 8 9 13 16 18 22."""
+    x = np.zeros(256, dtype=np.int32)
+    x[:10] = [3, 2, 1, 2, 1, 4, 3, 2, 4, 3]
+    result = blelloch.blelloch_256(x)
+    assert result.dtype == np.int32
+    assert result[:10].tolist() == [0, 3, 5, 6, 8, 9, 13, 16, 18, 22]
+    assert (result[10:] == 25).all()
+
+
+@pytest.mark.parametrize("dtype", (np.int32, np.float32))
+def test_blelloch_256_random(dtype, rng):
+    """Random inputs; int32 over the full range, so the sums wrap around as numpy's do."""
+    x = random_input(256, "add", dtype, rng)
+    before = x.copy()
+    bad, _ = mismatches(blelloch.blelloch_256(x), x, "add", inclusive=False)
+    assert bad.size == 0, f"wrong at {bad[:5]}"
+    np.testing.assert_array_equal(x, before)
+
+
+@pytest.mark.parametrize("x, error", [
+    (np.zeros(255, np.int32), ValueError),
+    (np.zeros(257, np.int32), ValueError),
+    (np.zeros((16, 16), np.int32), ValueError),
+    (np.zeros(256, np.int64), TypeError),
+    (np.zeros(256, np.float64), TypeError),
+])
+def test_blelloch_256_rejects(x, error):
+    with pytest.raises(error, match="blelloch_256 needs"):
+        blelloch.blelloch_256(x)
+
+
+@pytest.mark.parametrize("op, dtype, inclusive, reverse", [
+    ("add", np.float32, True, False),
+    ("max", np.int64, False, True),
+])
+def test_blelloch_conflict_free_changes_nothing_but_the_layout(op, dtype, inclusive, reverse, rng):
+    """The padding moves values in shared memory only: both layouts give bit-identical results."""
+    x = random_input(300, op, dtype, rng)
+    results = [
+        ps.scan(x, op, inclusive=inclusive, reverse=reverse, algorithm="blelloch", block_size=32, conflict_free=flag)
+        for flag in (True, False)
+    ]
+    np.testing.assert_array_equal(results[0], results[1])
+    assert mismatches(results[0], x, op, inclusive=inclusive, reverse=reverse)[0].size == 0
+
+
+@pytest.mark.parametrize("name", CLASSIC)
+def test_small_blocks_with_two_levels_of_carries(name, rng):
+    """block_size=32: more tiles than a tile holds, so the totals are scanned recursively twice."""
+    tile = 64 if name == "blelloch" else 32
+    x = random_input(tile * (tile + 1) + 5, "add", np.int64, rng)
+    result = ps.scan(x, inclusive=False, reverse=True, algorithm=name, block_size=32)
+    assert mismatches(result, x, inclusive=False, reverse=True)[0].size == 0
+
+
+@pytest.mark.parametrize("name", CLASSIC)
+@pytest.mark.parametrize("block_size", (16, 48, 2048, True, "256"))
+def test_invalid_block_size(name, block_size):
+    with pytest.raises(ValueError, match="block_size"):
+        ps.scan(np.ones(4, np.float32), algorithm=name, block_size=block_size)
+
+
+@pytest.mark.parametrize("conflict_free", (1, "yes", None))
+def test_invalid_conflict_free(conflict_free):
+    with pytest.raises(ValueError, match="conflict_free"):
+        ps.scan(np.ones(4, np.float32), algorithm="blelloch", conflict_free=conflict_free)
+
+
+def test_options_are_declared():
+    assert ps.ALGORITHMS["folding"].options == {"block_size": 256}
+    assert ps.ALGORITHMS["hillis_steele"].options == {"block_size": 256}
+    assert ps.ALGORITHMS["blelloch"].options == {"block_size": 256, "conflict_free": True}
+
+
+def test_in_place_hillis_steele_is_a_tile_kernel():
+    """The racy kernel takes the tile kernel's arguments and runs; its result is not asserted."""
+    racy = hillis_steele.hillis_steele_in_place_tile_kernel("add", np.int32, True, False, 32)
+    safe = hillis_steele.hillis_steele_tile_kernel("add", np.int32, True, False, 32)
+    assert inspect.signature(racy.py_func).parameters.keys() == inspect.signature(safe.py_func).parameters.keys()
+    assert racy is not safe
+    n = 50
+    out = cuda.device_array(n, np.int32)
+    totals = cuda.device_array(2, np.int32)
+    racy[2, 32](cuda.to_device(np.ones(n, np.int32)), out, totals, n)
+    assert out.copy_to_host().shape == (n,)
+
+
+def test_unregistered_kernels_compile_to_ptx():
+    """The seed's 256-element kernel and the racy kernel are not in the registry's PTX walk."""
+    pytest.importorskip("cuda.bindings", reason="PTX compilation needs numba-cuda[cu13] (libNVVM, NVRTC)")
+    code = textwrap.dedent("""
+        import types
+        from numba import cuda
+        from numba.cuda import dispatcher
+        from prefixsum import blelloch, hillis_steele
+        from prefixsum.tiles import array_type, tile_kernel_argtypes
+
+        dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=(9, 0))
+        to_compile = [(blelloch.blelloch_256_kernel(d), (array_type(d), array_type(d))) for d in ("int32", "float32")]
+        to_compile.append((hillis_steele.hillis_steele_in_place_tile_kernel("add", "float32", True, False, 256),
+                             tile_kernel_argtypes("float32")))
+        for kernel, argtypes in to_compile:
+            ptx, _ = cuda.compile_ptx(kernel.py_func, argtypes, cc=(9, 0))
+            assert ".entry" in ptx and "bar.sync" in ptx, kernel.py_func.__name__
+    """)
+    child = subprocess.run([sys.executable, "-c", code], env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0"},
+                           capture_output=True, text=True, timeout=600)
+    assert child.returncode == 0, child.stdout[-3000:] + child.stderr[-3000:]
