@@ -20,11 +20,11 @@
 
 # %%
 # NBVAL_IGNORE_OUTPUT
+import prefixsum as ps  # first: it chooses the GPU or the simulator before numba.cuda loads
+
 import inspect
 
 import numpy as np
-
-import prefixsum as ps
 
 print(ps.device_info())
 
@@ -98,7 +98,7 @@ for phase in (1, 2, 4):
 
 # %%
 seed_trace = ps.trace.record(ps.scan, np.full(30, 2, dtype=np.int32), algorithm="ladder", block_size=32)
-ps.viz.dataflow(seed_trace, array="rungs", title="ladder, n = 30 (seed 002's example)");
+_ = ps.viz.dataflow(seed_trace, array="rungs", title="ladder, n = 30 (seed 002's example)")
 
 # %% [markdown]
 # ## 3. The kernel
@@ -129,7 +129,7 @@ print(inspect.getsource(ps.tiles.scan_tiles))
 
 # %%
 tiles_trace = ps.trace.record(ps.scan, np.arange(1, 101, dtype=np.int32), algorithm="ladder", block_size=32)
-ps.viz.launches(tiles_trace);
+_ = ps.viz.launches(tiles_trace)
 
 # %% [markdown]
 # ## 5. Check

@@ -23,7 +23,7 @@ from .ops import DTYPES, OPS, identity  # noqa: E402
 from .registry import ALGORITHMS, Algorithm, register  # noqa: E402
 
 from . import ladder  # noqa: E402,F401  (registers itself)
-from . import folding, hillis_steele, blelloch, kstep  # noqa: E402,F401  (register themselves)
+from . import folding, hillis_steele, blelloch, kstep, hierarchical  # noqa: E402,F401  (register themselves)
 from . import check, trace  # noqa: E402
 
 __all__ = [

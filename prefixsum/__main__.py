@@ -10,6 +10,7 @@ def _parser():
     demo.add_argument("-n", type=int, default=None, help="array length (default: 1000 on the simulator, 2^22 on a GPU)")
     demo.add_argument("--algorithm", action="append", help="only these algorithms (repeatable)")
     commands.add_parser("ptx", help="compile every kernel to PTX for sm_75 and sm_90 (no GPU needed)")
+    commands.add_parser("bench", help="time every scan on the GPU beside copy, torch.cumsum and cupy.cumsum (python -m prefixsum bench --help)", add_help=False)
     student = commands.add_parser("student", help="write the student version of instructor notebooks (solutions stripped, outputs cleared)")
     student.add_argument("notebooks", nargs="+", help="instructor notebooks (.ipynb)")
     student.add_argument("--out", required=True, help="directory for the student versions")
@@ -17,6 +18,11 @@ def _parser():
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["bench"]:
+        from . import bench
+
+        return bench.main(argv[1:])
     args = _parser().parse_args(argv)
     if args.command == "ptx":
         from . import ptx

@@ -6,6 +6,7 @@ has to be made here, at the very top of the package's import.
 import ctypes
 import os
 import sys
+import warnings
 
 _ENV = "NUMBA_ENABLE_CUDASIM"
 
@@ -29,6 +30,11 @@ def choose():
     if "numba.cuda" in sys.modules:
         from numba import config
 
+        if not config.ENABLE_CUDASIM and not _gpu_usable():
+            warnings.warn(
+                "numba.cuda was imported before prefixsum, for a GPU, and no usable GPU was found: "
+                "kernels will fail. Import prefixsum first (it then chooses the simulator), or set "
+                f"{_ENV}=1 before importing numba.", RuntimeWarning, stacklevel=3)
         return bool(config.ENABLE_CUDASIM), "numba.cuda was imported before prefixsum"
     user = os.environ.get(_ENV)
     if user in ("0", "1"):

@@ -7,6 +7,8 @@ an error that names the kernel, the block, the thread and the line.
 import numpy as np
 from numba import cuda, float32
 
+from . import _child
+
 TILE = 32
 
 
@@ -111,11 +113,22 @@ def run_gap_missing_barrier():
     return out.copy_to_host()
 
 
-def outcome(fn, *args, lines=4):
-    """Run ``fn(*args)`` and describe what happened in a few lines: its result, or its error."""
+def _outcome_here(fn, args, stock, lines):
+    from . import sim
+
     try:
-        result = fn(*args)
+        with sim.enabled(not stock):
+            result = fn(*args)
     except Exception as error:  # the point is to show any error a student's kernel can raise
         text = "\n".join(str(error).splitlines()[:lines])
         return f"{type(error).__name__}: {text}"
     return f"no error; result:\n{np.array2string(np.asarray(result), precision=3, threshold=40)}"
+
+
+def outcome(fn, *args, stock=False, lines=4):
+    """Run ``fn(*args)`` on the simulator and describe, in a few lines, its result or its error.
+
+    ``stock=True`` uses numba's stock simulator instead of the classroom one. On a GPU machine
+    the run happens in a child process that simulates, so the description is the same everywhere.
+    """
+    return _child.on_simulator(_outcome_here, fn, args, stock, lines)

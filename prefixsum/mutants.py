@@ -14,6 +14,8 @@ from typing import Callable
 import numpy as np
 from numba import cuda, float32
 
+from . import _child
+
 BLOCK = 64
 
 
@@ -305,6 +307,11 @@ CORRECT = Mutant("ladder_tiles", "none", "pass", _tiles(correct_tile))
 
 
 def allclose_catches(mutants=MUTANTS, n=BLOCK * 4, seed=0):
+    """See :func:`_allclose_catches_here`; on a GPU machine it runs in a simulating child process."""
+    return _child.on_simulator(_allclose_catches_here, mutants, n, seed)
+
+
+def _allclose_catches_here(mutants, n, seed):
     """How many mutants one ``allclose`` on one power-of-two input catches, on the stock simulator.
 
     That is the check of the puzzle collections: run once, compare with ``numpy.allclose``. A

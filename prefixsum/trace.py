@@ -23,13 +23,12 @@ On a machine with a GPU the notebook's own CUDA session must stay intact, so ``r
 cloudpickle: functions of a module, lambdas and notebook functions are).
 """
 import collections
-import os
 import time
 from typing import NamedTuple
 
 import numpy as np
 
-from . import _device
+from . import _child
 
 _OPERATOR_NAMES = {"combine_in_dtype"}  # prefixsum.ops.device_op's device functions
 
@@ -294,16 +293,14 @@ def _record_here(fn, args, kwargs, timeout):
     return recorder.trace(result, error)
 
 
-def _child(payload):
-    import cloudpickle
-
-    fn, args, kwargs, timeout = cloudpickle.loads(payload)
+def _record_portable(fn, args, kwargs, timeout):
+    """:func:`_record_here`, with the error and result made safe to send to another process."""
     trace = _record_here(fn, args, kwargs, timeout)
     if trace.error is not None:
         trace.error = RuntimeError(f"{type(trace.error).__name__}: {trace.error}")
-    if trace.result is not None and not isinstance(trace.result, np.ndarray):
-        trace.result = np.asarray(trace.result.copy_to_host()) if hasattr(trace.result, "copy_to_host") else trace.result
-    return cloudpickle.dumps(trace)
+    if hasattr(trace.result, "copy_to_host"):
+        trace.result = trace.result.copy_to_host()
+    return trace
 
 
 def record(fn, *args, timeout=None, raise_errors=False, **kwargs):
@@ -326,38 +323,13 @@ def record(fn, *args, timeout=None, raise_errors=False, **kwargs):
     Trace
         With ``fn``'s return value in :attr:`Trace.result`.
     """
-    if _device_is_simulator():
+    if _child.simulating():
         trace = _record_here(fn, args, kwargs, timeout)
     else:
-        trace = _record_in_child(fn, args, kwargs, timeout)
+        trace = _child.on_simulator(_record_portable, fn, args, kwargs, timeout)
     if raise_errors and trace.error is not None:
         raise trace.error
     return trace
-
-
-def _device_is_simulator():
-    from numba import config
-
-    return bool(config.ENABLE_CUDASIM)
-
-
-def _record_in_child(fn, args, kwargs, timeout):
-    import multiprocessing
-
-    import cloudpickle
-
-    context = multiprocessing.get_context("spawn")
-    previous = os.environ.get(_device._ENV)
-    os.environ[_device._ENV] = "1"  # the child inherits it and chooses the simulator
-    try:
-        with context.Pool(1) as pool:
-            payload = pool.apply(_child, (cloudpickle.dumps((fn, args, kwargs, timeout)),))
-    finally:
-        if previous is None:
-            os.environ.pop(_device._ENV, None)
-        else:
-            os.environ[_device._ENV] = previous
-    return cloudpickle.loads(payload)
 
 
 __all__ = ["Launch", "Race", "Record", "Trace", "record"]

@@ -1,0 +1,43 @@
+"""Student versions: solutions stripped, outputs cleared, and the notebook still runs.
+
+Every notebook with exercises is turned into its student version and executed top to bottom on
+the simulator: no cell may fail, and every check cell must report the missing exercise.
+"""
+import pathlib
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from prefixsum import student
+
+NOTEBOOKS = sorted(pathlib.Path(__file__).resolve().parent.parent.joinpath("notebooks").glob("[0-9][0-9]_*.ipynb"))
+WITH_EXERCISES = [p for p in NOTEBOOKS if any("exercise" in c.metadata.get("tags", []) for c in nbformat.read(p, 4).cells)]
+
+
+def test_markers_are_replaced_by_a_clear_raise():
+    source = "def f(x):\n    y = 1\n    ### BEGIN SOLUTION\n    y = x + 1\n    ### END SOLUTION\n    return y\n"
+    out = student.strip_solutions(source, "add one to x")
+    assert out == "def f(x):\n    y = 1\n    raise NotImplementedError('Exercise: add one to x')\n    return y\n"
+    with pytest.raises(ValueError, match="no '### BEGIN SOLUTION' marker"):
+        student.strip_solutions("x = 1\n", "")
+
+
+def test_every_chapter_has_an_exercise_and_a_check():
+    for path in NOTEBOOKS[1:]:
+        tags = [tag for cell in nbformat.read(path, 4).cells for tag in cell.metadata.get("tags", [])]
+        assert "exercise" in tags and "check" in tags, path.name
+
+
+@pytest.mark.parametrize("path", WITH_EXERCISES, ids=lambda p: p.name)
+def test_student_version_runs_and_reports_the_missing_exercise(path, tmp_path):
+    (written,) = student.write_student_versions([path], tmp_path)
+    notebook = nbformat.read(written, 4)
+    assert "### BEGIN SOLUTION" not in nbformat.writes(notebook)
+    assert all(not c.get("outputs") for c in notebook.cells if c.cell_type == "code")
+    NotebookClient(notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    checks = [c for c in notebook.cells if "check" in c.metadata.get("tags", [])]
+    assert checks
+    for cell in checks:
+        text = "".join(o.get("text", "") for o in cell.outputs)
+        assert "FAIL" in text and "NotImplementedError: Exercise:" in text, text
