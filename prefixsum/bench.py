@@ -39,6 +39,17 @@ def fast_mismatches(result, x, op="add"):
     return np.flatnonzero(result != expected)
 
 
+def _copy_kernel():
+    from numba import cuda
+
+    def copy(source, target):
+        i = cuda.grid(1)
+        if i < source.shape[0]:
+            target[i] = source[i]
+
+    return cuda.jit(copy)
+
+
 def _time_events(launch, cuda, warmup, repeats):
     for _ in range(warmup):
         launch()
@@ -73,15 +84,19 @@ def _baselines():
 
 
 def _time_library(name, module, x, warmup, repeats):
-    if name == "torch.cumsum":
+    if name in ("torch.cumsum", "torch.copy"):
         torch = module
         t = torch.from_numpy(x).cuda()
+        target = torch.empty_like(t)
         result = torch.cumsum(t, 0)
         check = result.cpu().numpy().astype(x.dtype)
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
 
         def launch():
-            torch.cumsum(t, 0)
+            if name == "torch.copy":
+                target.copy_(t)
+            else:
+                torch.cumsum(t, 0)
         sync = torch.cuda.synchronize
     else:
         cupy = module
@@ -101,7 +116,7 @@ def _time_library(name, module, x, warmup, repeats):
         launch()
         stop.record()
         stop.synchronize()
-        times.append((torch.cuda.Event.elapsed_time(start, stop) if name == "torch.cumsum"
+        times.append((start.elapsed_time(stop) if name.startswith("torch")
                       else cupy.cuda.get_elapsed_time(start, stop)) * 1e3)
     return statistics.median(times), check
 
@@ -144,7 +159,10 @@ def run(sizes, dtypes, variants, warmup=5, repeats=20, out=print):
                              "gbps": round(bytes_moved / micros / 1e3, 2), "correct": correct, **meta})
                 out(f"{variant:<28} {dtype.name:<8} n=2^{int(np.log2(n)):<3} {micros:>10.1f} us {bytes_moved / micros / 1e3:>8.1f} GB/s {'' if correct else 'WRONG'}")
 
-            add_row("copy", "baseline", _time_events(lambda: out_dev.copy_to_device(source), cuda, warmup, repeats), True)
+            copy = _copy_kernel()
+            blocks = (n + 255) // 256
+            add_row("copy", "baseline", _time_events(lambda: copy[blocks, 256](source, out_dev), cuda, warmup, repeats),
+                    bool(np.array_equal(out_dev.copy_to_host(), x)))
             for variant in variants:
                 name, options = parse_variant(variant)
                 algorithm = ps.ALGORITHMS[name]
@@ -157,6 +175,9 @@ def run(sizes, dtypes, variants, warmup=5, repeats=20, out=print):
             for name, module in libraries.items():
                 micros, result = _time_library(name, module, x, warmup, repeats)
                 add_row(name, "baseline", micros, fast_mismatches(result, x).size == 0)
+            if "torch.cumsum" in libraries:
+                micros = _time_library("torch.copy", libraries["torch.cumsum"], x, warmup, repeats)[0]
+                add_row("torch copy", "baseline", micros, True)
             for variant in variants[:1]:
                 start = time.perf_counter()
                 for _ in range(repeats):

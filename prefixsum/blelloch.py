@@ -236,14 +236,8 @@ def run(x, out, op, inclusive, reverse, block_size, conflict_free):
     scan_tiles(
         x, out, blelloch_tile_kernel(op, x.dtype, inclusive, reverse, block_size, conflict_free),
         tile=2 * block_size, threads=block_size, op=op, reverse=reverse,
-        scan_totals=lambda totals: _scan_totals(totals, op, block_size, conflict_free),
+        scan_totals=lambda totals, carries: run(totals, carries, op, True, False, block_size, conflict_free),
     )
-
-
-def _scan_totals(totals, op, block_size, conflict_free):
-    carries = cuda.device_array_like(totals)
-    run(totals, carries, op, True, False, block_size, conflict_free)
-    return carries
 
 
 def kernels(op, dtype, inclusive, reverse, block_size, conflict_free):

@@ -204,13 +204,8 @@ def tiled(tile_kernel, *, block_size, threads=None, op="add", dtype=np.float32, 
         source = cuda.to_device(x)
         out = cuda.device_array(len(x), x.dtype)
 
-        def scan_totals(totals):
-            carries = cuda.device_array_like(totals)
-            ladder_run(totals, carries, op, True, False, 256)
-            return carries
-
         scan_tiles(source, out, tile_kernel, tile=block_size, threads=threads or block_size, op=op, reverse=False,
-                   scan_totals=scan_totals)
+                   scan_totals=lambda totals, carries: ladder_run(totals, carries, op, True, False, 256))
         return out
 
     name = getattr(getattr(tile_kernel, "py_func", tile_kernel), "__name__", "tile kernel")

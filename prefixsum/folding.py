@@ -74,14 +74,8 @@ def run(x, out, op, inclusive, reverse, block_size):
     scan_tiles(
         x, out, folding_tile_kernel(op, x.dtype, inclusive, reverse, block_size),
         tile=block_size, threads=block_size, op=op, reverse=reverse,
-        scan_totals=lambda totals: _scan_totals(totals, op, block_size),
+        scan_totals=lambda totals, carries: run(totals, carries, op, True, False, block_size),
     )
-
-
-def _scan_totals(totals, op, block_size):
-    carries = cuda.device_array_like(totals)
-    run(totals, carries, op, True, False, block_size)
-    return carries
 
 
 def kernels(op, dtype, inclusive, reverse, block_size):

