@@ -40,7 +40,7 @@ from numba import cuda, int64, types
 
 from .ops import check_dtype, device_op, identity, numba_type
 from .registry import Algorithm, register
-from .tiles import array_type, lane_result, position
+from .tiles import array_type, lane_result, position, scratch
 
 THREADS = 256
 """Most threads per block of the launch-per-step kernels."""
@@ -262,7 +262,7 @@ def scan_launches(x, out, op, inclusive, reverse, L):
     n = x.shape[0]
     dtype = check_dtype(x.dtype)
     sizes, offsets = lv = levels(n, L)
-    buf = cuda.device_array(lv.length, dtype)
+    buf = scratch("kstep buffer", lv.length, dtype)
     _launch(load_kernel(reverse), n, x, buf, n)
     for s in range(lv.top + 1):
         _launch(reduce_kernel(op, dtype, L), sizes[s + 1], buf, offsets[s], offsets[s + 1], sizes[s])
