@@ -141,8 +141,8 @@ def main():
                 if method == "thomas" and batch == 1:
                     continue  # one thread walks 2^20 rows: hundreds of ms, not a comparison
                 x = tridiag.solve(*device, method=method).copy_to_host()
-                run, out, info = tridiag.api._method(method), cuda.device_array((batch, n), dtype), cuda.device_array(batch, np.int32)
-                micros = events_median(lambda: run(*device, out, info), cuda)
+                run, out, flags = tridiag.api._method(method), cuda.device_array((batch, n), dtype), cuda.device_array(batch, np.int32)
+                micros = events_median(lambda: run(*device, out, flags), cuda)
                 add(method, "ours (kernels)", dtype, batch, n, micros, residual(a, b, c, d, x))
                 micros = events_median(lambda: tridiag.solve(*device, method=method), cuda)
                 add(method, "ours (whole call)", dtype, batch, n, micros, residual(a, b, c, d, x))
