@@ -4,6 +4,7 @@ Importing the package picks the device: a usable CUDA GPU, otherwise numba's CUD
 (with the package's stricter, faster classroom simulator :mod:`prefixsum.sim` on top). A
 ``NUMBA_ENABLE_CUDASIM`` of 0 or 1 set by the user is obeyed.
 """
+import os
 import sys
 
 from . import _device
@@ -14,7 +15,8 @@ from numba import cuda  # noqa: E402  (the device must be chosen before this imp
 
 from . import sim  # noqa: E402
 
-if _SIMULATOR:
+# PREFIXSUM_SIMULATOR=stock keeps numba's own simulator for the whole process (to compare).
+if _SIMULATOR and os.environ.get("PREFIXSUM_SIMULATOR", "classroom") != "stock":
     sim.install()
 
 from . import reference  # noqa: E402
