@@ -33,6 +33,9 @@ class Algorithm:
         The seed document or reference the algorithm comes from.
     auto_rank : int
         ``algorithm="auto"`` picks the registered algorithm with the highest rank.
+    warp_level : bool
+        Uses warp intrinsics (shuffles, votes), which numba's stock simulator lacks: "auto"
+        passes over it when the stock simulator runs the kernels.
     """
 
     name: str
@@ -43,6 +46,7 @@ class Algorithm:
     summary: str = ""
     source: str = ""
     auto_rank: int = 0
+    warp_level: bool = False
 
     def resolve_options(self, options):
         """Return the full option dict (defaults filled in), or raise ValueError for a bad one."""
@@ -88,11 +92,20 @@ def register(algorithm):
 def lookup(name):
     """The :class:`Algorithm` called ``name``; ``"auto"`` is the highest-ranked one."""
     if name == "auto":
-        return max(ALGORITHMS.values(), key=lambda a: a.auto_rank)
+        from . import sim
+
+        stock = _simulating() and not sim.is_enabled()
+        return max((a for a in ALGORITHMS.values() if not (stock and a.warp_level)), key=lambda a: a.auto_rank)
     try:
         return ALGORITHMS[name]
     except (KeyError, TypeError):
         raise ValueError(f"unknown algorithm {name!r}; allowed: auto, {', '.join(ALGORITHMS)}") from None
+
+
+def _simulating():
+    from numba import config
+
+    return bool(config.ENABLE_CUDASIM)
 
 
 def check_block_size(name, value, low=32, high=1024):

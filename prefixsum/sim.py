@@ -27,7 +27,9 @@ barrier (``cuda.syncthreads`` and its ``_count``/``_and``/``_or`` variants) or r
 thread of the block waits at the same barrier, all are released. Scheduling is therefore
 deterministic: a run gives the same results, the same errors and the same error messages every
 time. Two threads never interleave between two barriers, so a data race inside one barrier phase
-is not randomly exposed; the access hook below lets a tracer find such races instead.
+is not randomly exposed; the access hook below lets a tracer find such races instead. A thread
+also stops at a warp-level call (``shfl_*_sync``, ``syncwarp``, votes; see below) until the lanes
+its mask names have all arrived there.
 
 Strictness (all launches; each rule names the kernel, the block and the thread)
 --------------------------------------------------------------------------------
@@ -75,20 +77,67 @@ read, write and atomic operation on a global, shared or local array in a launch 
 array name (the kernel parameter's name for a global array, the assigned variable's name for a
 shared or local one), memory space, the element's index in that array (views and records are
 mapped back to the array), kind (``"read"``, ``"write"`` or ``"atomic"``), the value read or
-stored, the thread's barrier phase (how many barriers it has passed in this launch), the kernel
-source file and line, and the array's shape and dtype::
+stored, the thread's barrier phase, the kernel source file and line, and the array's shape and
+dtype::
 
     accesses = []
     with prefixsum.sim.access_hook(accesses.append):
         kernel[blocks, threads](x, out)
     shared_writes = [a for a in accesses if a.space == "shared" and a.kind == "write"]
 
+The phase is a Lamport clock of synchronisation: 0 at the start, and at every barrier (and at a
+``syncwarp``, for the lanes meeting there) the threads that meet leave with one more than the
+highest phase among them. Where threads pass only barriers, it is the number of barriers passed.
+Two accesses of two threads of a block with equal phases are never ordered by a barrier or a
+``syncwarp``, so a tracer flagging equal phases reports no false races; it can miss a race
+between two warps when one of them has passed a ``syncwarp`` since the last barrier.
+
 Launches started without a hook use arrays without the reporting code, so the hook costs nothing
 when unused. A nested ``access_hook`` replaces the outer one until it exits; an exception raised
 by the callback aborts the launch like one raised by the kernel.
 
-Not simulated: warp-level intrinsics (``shfl_*_sync``, ``syncwarp``, ``ballot_sync``, ...), as in
-numba's simulator; one launch at a time, as in numba's simulator.
+Warp-level calls
+----------------
+numba's simulator has none; here ``cuda.syncwarp``, ``shfl_sync``, ``shfl_up_sync``,
+``shfl_down_sync``, ``shfl_xor_sync``, ``ballot_sync``, ``all_sync``, ``any_sync``,
+``eq_sync``, ``match_any_sync``, ``match_all_sync``, ``activemask`` and ``lanemask_lt`` work as
+on a GPU, with numba-cuda's signatures and operand types: the shuffles have no ``width``
+argument (numba always shuffles across the whole warp: sub-warp segments are index arithmetic
+in the kernel), and they take int32, int64, float32 and float64 values only, as numba's
+compiler does (an unsigned value raises TypeError here and is a TypingError on a GPU; shuffle
+its bits as the signed type of its width). Warps are 32 consecutive threads in linear order.
+
+* A call with a mask is a rendezvous: the calling lane waits until every lane named in its mask
+  waits at the same call (the same source line and instruction) with the same mask; then all
+  get their results and run on. :class:`WarpDivergenceError` (a BarrierDivergenceError) names
+  the lanes and where each waits when that cannot happen: the caller is not in its own mask; the
+  mask names a lane that has returned, or that the block does not have (a partial last warp:
+  pass the mask of the lanes that exist); a named lane makes the same call with another mask, or
+  waits elsewhere while nothing else in the block can move. (A GPU of compute capability 7.0 or
+  later lets lanes meet at different ``syncwarp`` or shuffle call sites, and ignores exited
+  lanes; portable code does neither, so the simulator refuses both.)
+* Shuffles follow PTX's ``shfl.sync`` with the clamp values numba passes: the lane or delta
+  operand is taken modulo 32 (bits 4..0; a delta of 33 is a delta of 1); ``shfl_sync`` reads
+  lane ``src_lane % 32``; ``shfl_up_sync`` and ``shfl_down_sync`` return the caller's own value
+  when ``lane - delta < 0`` or ``lane + delta > 31``; ``shfl_xor_sync`` reads ``lane ^ mask``.
+  A 64-bit value moves whole. Reading a lane outside the mask is undefined on a GPU; here it
+  returns the poison of the value's type (:func:`poison_value`: NaN, or 0x5A5A... for integers),
+  so a result that depends on it shows.
+* ``ballot_sync`` and ``match_any_sync`` return the lane mask as numba types it, a signed int32
+  (lane 31 set makes it negative); ``match_all_sync`` returns ``(mask or 0, bool)``;
+  ``all_sync``, ``any_sync`` and ``eq_sync`` return a bool, over the lanes of the mask only.
+  ``activemask()`` and ``lanemask_lt()`` return uint32.
+* ``activemask()`` has no mask to wait for. On a GPU it returns the lanes that happen to execute
+  it together, which the hardware does not promise; here it waits until no thread of the block
+  can move without it, then returns, in each warp, the lanes waiting at the call earliest in the
+  source (lanes at a later call wait on, so that lanes that went around a branch catch up with
+  them, as a GPU reconverges a warp): inside ``if lane < 10`` that is 0x3FF, as on GPUs in
+  practice, and in uniform code every lane that has not returned.
+* ``syncwarp(mask)`` orders memory among the lanes of its mask, so it counts in the ``phase``
+  of the access hook (below). Shuffles and votes exchange registers only: they order no memory
+  accesses, on a GPU either, and leave the phase alone.
+
+Limits: one launch at a time, as in numba's simulator.
 """
 import contextlib
 import contextvars
@@ -107,8 +156,8 @@ from numba.cuda.simulator.cudadrv.devicearray import FakeShape
 
 __all__ = [
     "Access", "BarrierDivergenceError", "KernelError", "LaunchError", "NegativeIndexError",
-    "POISON_BYTE", "SimError", "access_hook", "allow_negative_indices", "enabled", "install",
-    "is_enabled", "poison_value",
+    "POISON_BYTE", "SimError", "WarpDivergenceError", "access_hook", "allow_negative_indices",
+    "enabled", "install", "is_enabled", "poison_value",
 ]
 
 POISON_BYTE = 0x5A
@@ -157,6 +206,10 @@ class LaunchError(SimError, ValueError):
     """A launch configuration or resource use that a GPU refuses."""
 
 
+class WarpDivergenceError(BarrierDivergenceError):
+    """The lanes named in the mask of a warp-level call did not all make that call."""
+
+
 class KernelError(SimError, RuntimeError):
     """An exception from a simulated thread whose own type cannot carry the added context."""
 
@@ -181,7 +234,8 @@ class Access(NamedTuple):
     value: object
     """The value read, the value stored, or for an atomic the value after the operation."""
     phase: int
-    """How many barriers the thread has passed in this launch."""
+    """The thread's synchronisation clock: the barriers it has passed, when it used no ``syncwarp``
+    (see the module's docstring)."""
     file: str
     """Source file of the kernel (or device function) line that made the access."""
     line: int
@@ -387,9 +441,11 @@ def _cuda_order(dims):
 
 
 class _Thread:
-    """A simulated CUDA thread: its greenlet, and where it waits when at a barrier."""
+    """A simulated CUDA thread: its greenlet, and where it waits when at a barrier or warp call."""
 
-    __slots__ = ("greenlet", "index", "linear", "dim3", "phase", "site", "line", "value")
+    __slots__ = (
+        "greenlet", "index", "linear", "dim3", "phase", "site", "line", "value", "mask", "resume",
+    )
 
     def __init__(self, run, parent, index, linear):
         self.greenlet = greenlet.greenlet(run, parent)
@@ -397,9 +453,11 @@ class _Thread:
         self.linear = linear
         self.dim3 = _stock_api.Dim3(*index)
         self.phase = 0
-        self.site = None  # (code, instruction offset, barrier kind) of the barrier it waits at
+        self.site = None  # (code, instruction offset, kind) of the barrier or warp call it waits at
         self.line = None
-        self.value = None  # its argument to syncthreads_count/_and/_or
+        self.value = None  # its operand: syncthreads_count/_and/_or's predicate, a warp call's
+        self.mask = None  # a warp call's member mask (None at a block barrier and activemask)
+        self.resume = None  # the arguments of its next switch: the kernel's, then a call's result
 
 
 _REDUCE_BARRIER = {
@@ -408,6 +466,104 @@ _REDUCE_BARRIER = {
     "syncthreads_and": lambda values: int(all(values)),
     "syncthreads_or": lambda values: int(any(values)),
     "grid.sync": lambda values: None,
+}
+
+
+def _synchronize(threads):
+    """Advance the phases of ``threads`` meeting at a barrier or ``syncwarp``, as a Lamport clock.
+
+    All leave with one more than the highest phase among them, so an access made after the
+    meeting has a higher phase than any access made before it by any of them: two threads that
+    touch one address with equal phases are not ordered by any barrier or ``syncwarp``.
+    """
+    phase = max(t.phase for t in threads) + 1
+    for t in threads:
+        t.phase = phase
+
+
+def _lanes(mask):
+    return [lane for lane in range(32) if mask >> lane & 1]
+
+
+def _runs(numbers):
+    """Sorted ``numbers`` as runs, e.g. ``0..3, 7``."""
+    runs = []
+    for k in numbers:
+        if runs and runs[-1][1] == k - 1:
+            runs[-1][1] = k
+        else:
+            runs.append([k, k])
+    return ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in runs)
+
+
+def _as_int32(bits):
+    """A 32-bit lane mask as numba's ballot and match functions return it: a signed int32."""
+    return np.array(bits & 0xFFFFFFFF, np.uint32).view(np.int32)[()]
+
+
+def _shuffle(source):
+    """The resolver of a shuffle whose PTX source lane is ``source(lane, b)`` (b = b[4:0]).
+
+    ``source`` returns None where PTX's range check fails: the lane then gets its own value.
+    A source lane outside the mask gives an undefined value on a GPU; here it is the poison of
+    the value's type, so that a result depending on it shows.
+    """
+
+    def resolve(members):
+        values = {m.linear & 31: m.value[0] for m in members}
+        results = []
+        for m in members:
+            value, b = m.value
+            j = source(m.linear & 31, b & 31)
+            if j is None:
+                results.append(value)
+            elif j in values:
+                results.append(values[j])
+            else:
+                results.append(poison_value(np.asarray(value).dtype))
+        return results
+
+    return resolve
+
+
+def _syncwarp(members):
+    _synchronize(members)
+    return [None] * len(members)
+
+
+def _ballot(members):
+    bits = sum(1 << (m.linear & 31) for m in members if m.value)
+    return [_as_int32(bits)] * len(members)
+
+
+def _match_any(members):
+    bits = {}
+    for m in members:
+        bits[m.value] = bits.get(m.value, 0) | 1 << (m.linear & 31)
+    return [_as_int32(bits[m.value]) for m in members]
+
+
+def _match_all(members):
+    same = len({m.value for m in members}) == 1
+    result = (_as_int32(sum(1 << (m.linear & 31) for m in members) if same else 0), same)
+    return [result] * len(members)
+
+
+# What each warp-level call returns to the lanes that meet there (in lane order); activemask()
+# meets no mask and is resolved by the scheduler itself.
+_WARP_CALLS = {
+    "syncwarp": _syncwarp,
+    "shfl_sync": _shuffle(lambda lane, b: b),
+    "shfl_up_sync": _shuffle(lambda lane, b: lane - b if lane >= b else None),
+    "shfl_down_sync": _shuffle(lambda lane, b: lane + b if lane + b < 32 else None),
+    "shfl_xor_sync": _shuffle(lambda lane, b: lane ^ b),
+    "ballot_sync": _ballot,
+    "all_sync": lambda members: [all(m.value for m in members)] * len(members),
+    "any_sync": lambda members: [any(m.value for m in members)] * len(members),
+    "eq_sync": lambda members: [len({m.value for m in members}) == 1] * len(members),
+    "match_any_sync": _match_any,
+    "match_all_sync": _match_all,
+    "activemask": None,
 }
 
 
@@ -487,40 +643,147 @@ class _Launch:
         ]
         for t in threads:
             t.greenlet.gr_context = context.copy()
-        running, resume = threads, args
-        while True:
-            for t in running:
+            t.resume = args
+        self.warps = [threads[w:w + 32] for w in range(0, len(threads), 32)]
+        ready = threads
+        while ready:
+            for t in ready:
                 self.thread = t
                 self.module.threadIdx = t.dim3
                 try:
-                    t.greenlet.switch(*resume)
+                    t.greenlet.switch(*t.resume)
                 except Exception as exc:
                     self._abort(threads)
                     raise self._with_context(exc, t)
                 except BaseException:
                     self._abort(threads)
                     raise
-            waiting = [t for t in running if not t.greenlet.dead]
-            if not waiting:
-                return
-            if len(waiting) < len(threads) or len({t.site for t in waiting}) > 1:
-                error = BarrierDivergenceError(self._divergence_message(threads))
+            try:
+                ready = self._release(threads)
+            except SimError:  # raised with its message built while the threads still wait
                 self._abort(threads)
-                raise error
-            result = _REDUCE_BARRIER[waiting[0].site[2]]([t.value for t in waiting])
-            running, resume = waiting, (result,)
+                raise
 
-    def barrier(self, kind, value, frame):
-        """Called by a thread at a barrier: wait until the block is released there."""
+    def _release(self, threads):
+        """The threads that may run on now that every live thread waits; [] when all returned.
+
+        Warp-level calls whose lanes have all arrived go first, then ``activemask()`` (only
+        when nothing else can move, so that every lane that can converge there has), then a
+        block barrier, which needs every thread of the block.
+        """
+        live = [t for t in threads if not t.greenlet.dead]
+        if not live:
+            return []
+        at_warp = [t for t in live if t.site[2] in _WARP_CALLS]
+        if at_warp:
+            return (self._release_warp_calls(at_warp) or self._release_activemask(at_warp)
+                    or self._warp_deadlock(at_warp))
+        if len(live) < len(threads) or len({t.site for t in live}) > 1:
+            raise BarrierDivergenceError(self._divergence_message(threads))
+        result = _REDUCE_BARRIER[live[0].site[2]]([t.value for t in live])
+        _synchronize(live)
+        for t in live:
+            t.resume = (result,)
+        return live
+
+    def _release_warp_calls(self, at_warp):
+        ready = []
+        released = set()
+        for t in at_warp:
+            if t.mask is None or t.linear in released:  # activemask(), or met with a lower lane
+                continue
+            members = self._meeting(t)
+            if members is None:
+                continue
+            for m, result in zip(members, _WARP_CALLS[t.site[2]](members)):
+                m.resume = (result,)
+                released.add(m.linear)
+            ready.extend(members)
+        return sorted(ready, key=lambda t: t.linear)
+
+    def _meeting(self, t):
+        """The lanes named in ``t``'s mask if all wait at ``t``'s call; None if some are elsewhere.
+
+        Raises WarpDivergenceError when they never can all arrive: a named lane does not exist or
+        has returned, or waits at the same call with another mask.
+        """
+        warp = self.warps[t.linear >> 5]
+        lanes = _lanes(t.mask)
+        absent = [lane for lane in lanes if lane >= len(warp)]
+        if absent:
+            threads = sum(len(w) for w in self.warps)
+            raise WarpDivergenceError(self._warp_message(
+                t, f"its mask names lanes {_runs(absent)}, which this block of {threads} threads "
+                "does not have (pass the mask of the lanes that exist)"))
+        named = [warp[lane] for lane in lanes]
+        exited = [m.linear & 31 for m in named if m.greenlet.dead]
+        if exited:
+            raise WarpDivergenceError(self._warp_message(
+                t, f"its mask names lanes {_runs(exited)}, which have returned from the kernel"))
+        for m in named:
+            if m.site == t.site and m.mask != t.mask:
+                raise WarpDivergenceError(self._warp_message(
+                    t, f"lane {m.linear & 31} makes the same call with mask 0x{m.mask:08x}"))
+        if any(m.site != t.site for m in named):
+            return None
+        return named
+
+    def _warp_deadlock(self, at_warp):
+        """Raise for a warp-level call that waits for lanes that wait elsewhere, where no
+        thread of the block can move on."""
+        t = next(t for t in at_warp if t.mask is not None)
+        warp = self.warps[t.linear >> 5]
+        elsewhere = [lane for lane in _lanes(t.mask) if warp[lane].site != t.site]
+        raise WarpDivergenceError(self._warp_message(
+            t, f"lanes {_runs(elsewhere)}, named in its mask, wait elsewhere"))
+
+    def _warp_message(self, t, problem):
+        w = t.linear >> 5
+        lines = [
+            f"warp divergence in kernel '{self.name}', block {_dim(self.block)}, warp {w}: lane "
+            f"{t.linear & 31} calls {t.site[2]}() with mask 0x{t.mask:08x}, and {problem}. Every "
+            "lane named in the mask of a warp-level call must make the same call with the same "
+            "mask (a GPU hangs or returns undefined values otherwise)"
+        ]
+        return "\n".join(lines + self._whereabouts(self.warps[w]))
+
+    def _release_activemask(self, at_warp):
+        """In each warp, the lanes at the ``activemask()`` call earliest in the source.
+
+        Lanes waiting at a later call stay, so that lanes that went around a branch catch up
+        with them there, as a GPU reconverges a warp after a branch.
+        """
+        earliest = {}  # warp -> (source position, site, lanes there)
+        for t in at_warp:
+            if t.site[2] == "activemask":
+                w = t.linear >> 5
+                position = (t.line, t.site[1])
+                if w not in earliest or position < earliest[w][0]:
+                    earliest[w] = (position, t.site, [])
+                if t.site == earliest[w][1]:
+                    earliest[w][2].append(t)
+        ready = []
+        for _, _, members in earliest.values():
+            active = np.uint32(sum(1 << (m.linear & 31) for m in members))
+            for m in members:
+                m.resume = (active,)
+            ready.extend(members)
+        return sorted(ready, key=lambda t: t.linear)
+
+    def wait(self, kind, value, mask, frame):
+        """Called by a thread at a barrier or warp-level call: wait until it is released there."""
         if self._aborting:
             raise greenlet.GreenletExit
         t = self.thread
         t.site = (frame.f_code, frame.f_lasti, kind)
         t.line = frame.f_lineno
         t.value = value
-        result = self._main.switch()
-        t.phase += 1
-        return result
+        t.mask = mask
+        return self._main.switch()
+
+    def barrier(self, kind, value, frame):
+        """Called by a thread at a block barrier: wait until the block is released there."""
+        return self.wait(kind, value, None, frame)
 
     def _abort(self, threads):
         """Unwind every started thread, so that their ``finally`` blocks run now."""
@@ -553,23 +816,30 @@ class _Launch:
         return new.with_traceback(exc.__traceback__)
 
     def _divergence_message(self, threads):
-        groups = {}
-        for t in threads:
-            groups.setdefault(None if t.greenlet.dead else t.site, []).append(t)
         lines = [
             f"barrier divergence in kernel '{self.name}', block {_dim(self.block)}: every thread "
             "of a block must reach the same cuda.syncthreads() (a GPU hangs or computes garbage "
             "otherwise)"
         ]
-        for site, members in groups.items():
+        return "\n".join(lines + self._whereabouts(threads))
+
+    @staticmethod
+    def _whereabouts(threads):
+        """One line (plus source) per place where some of ``threads`` wait or have returned."""
+        groups = {}
+        for t in threads:
+            groups.setdefault(None if t.greenlet.dead else (t.site, t.mask), []).append(t)
+        lines = []
+        for where, members in groups.items():
             who = f"  {_thread_ranges(members)} ({len(members)} thread{'s' * (len(members) > 1)})"
-            if site is None:
+            if where is None:
                 lines.append(f"{who} returned from the kernel")
-            else:
-                code, _, kind = site
-                at = _source(code.co_filename, members[0].line, code.co_name, "    ")
-                lines.append(f"{who} wait at {kind}(){at}")
-        return "\n".join(lines)
+                continue
+            (code, _, kind), mask = where
+            at = _source(code.co_filename, members[0].line, code.co_name, "    ")
+            call = f"{kind}()" if mask is None else f"{kind}() with mask 0x{mask:08x}"
+            lines.append(f"{who} wait at {call}{at}")
+        return lines
 
 
 def _walk_tb(tb):
@@ -633,6 +903,97 @@ class _Module(_stock_api.FakeCUDAModule):
 
     def syncthreads_or(self, value):
         return self._launch.barrier("syncthreads_or", value, sys._getframe(1))
+
+    # Warp-level calls, with numba's signatures (no ``width``: numba's shuffles always use the
+    # whole warp) and the operand types its compiler accepts.
+
+    def syncwarp(self, mask=0xFFFFFFFF):
+        self._warp("syncwarp", mask, None)
+
+    def shfl_sync(self, mask, value, src_lane):
+        return self._shuffle("shfl_sync", mask, value, src_lane)
+
+    def shfl_up_sync(self, mask, value, delta):
+        return self._shuffle("shfl_up_sync", mask, value, delta)
+
+    def shfl_down_sync(self, mask, value, delta):
+        return self._shuffle("shfl_down_sync", mask, value, delta)
+
+    def shfl_xor_sync(self, mask, value, lane_mask):
+        return self._shuffle("shfl_xor_sync", mask, value, lane_mask)
+
+    def ballot_sync(self, mask, predicate):
+        return self._warp("ballot_sync", mask, _predicate("ballot_sync", predicate))
+
+    def all_sync(self, mask, predicate):
+        return self._warp("all_sync", mask, _predicate("all_sync", predicate))
+
+    def any_sync(self, mask, predicate):
+        return self._warp("any_sync", mask, _predicate("any_sync", predicate))
+
+    def eq_sync(self, mask, predicate):
+        return self._warp("eq_sync", mask, _predicate("eq_sync", predicate))
+
+    def match_any_sync(self, mask, value):
+        return self._warp("match_any_sync", mask, _bits(_shuffled("match_any_sync", value)))
+
+    def match_all_sync(self, mask, value):
+        return self._warp("match_all_sync", mask, _bits(_shuffled("match_all_sync", value)))
+
+    def activemask(self):
+        return self._launch.wait("activemask", None, None, sys._getframe(1))
+
+    def lanemask_lt(self):
+        return np.uint32((1 << self.laneid) - 1)
+
+    def _shuffle(self, kind, mask, value, operand):
+        operand = _integer(kind, "lane or delta", operand)
+        return self._warp(kind, mask, (_shuffled(kind, value), operand), frames_up=3)
+
+    def _warp(self, kind, mask, value, frames_up=2):
+        mask = _integer(kind, "mask", mask) & 0xFFFFFFFF
+        lane = self.laneid
+        if not mask >> lane & 1:
+            raise WarpDivergenceError(
+                f"cuda.{kind}(): the calling lane {lane} is not in its mask 0x{mask:08x} (the "
+                "result is undefined on a GPU)"
+            )
+        return self._launch.wait(kind, value, mask, sys._getframe(frames_up))
+
+
+_SHUFFLED_TYPES = (np.int32, np.int64, np.float32, np.float64)
+
+
+def _shuffled(kind, value):
+    """``value`` if numba's compiler lets ``kind`` take it; its shuffles and matches take 32- and
+    64-bit signed integers and floats (a Python int is an int64, a float a float64)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, *_SHUFFLED_TYPES)):
+        name = getattr(getattr(value, "dtype", None), "name", type(value).__name__)
+        raise TypeError(
+            f"cuda.{kind}() takes int32, int64, float32 or float64 values, not {name}: numba's "
+            "compiler rejects it (for an unsigned value, shuffle its bits as the signed type "
+            "of its width, e.g. uint32(cuda.shfl_sync(mask, int32(v), lane)))"
+        )
+    return value
+
+
+def _bits(value):
+    """What match_any/match_all compare: the bits of the value in its type."""
+    return np.asarray(value).tobytes()
+
+
+def _integer(kind, what, value):
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return int(value)
+    raise TypeError(f"cuda.{kind}(): the {what} must be an integer, not {type(value).__name__}")
+
+
+def _predicate(kind, value):
+    if isinstance(value, (int, bool, np.integer, np.bool_)):
+        return bool(value)
+    raise TypeError(
+        f"cuda.{kind}(): the predicate must be an integer or a boolean, not {type(value).__name__}"
+    )
 
 
 class _CooperativeGroups:

@@ -55,7 +55,7 @@ def test_unknown_op():
 
 
 def test_unknown_algorithm():
-    with pytest.raises(ValueError, match=r"unknown algorithm 'quick'; allowed: auto, ladder"):
+    with pytest.raises(ValueError, match=r"unknown algorithm .quick.; allowed: auto, ladder, folding, hillis_steele, blelloch, kstep, hierarchical"):
         ps.scan(np.ones(3, np.float32), algorithm="quick")
 
 
@@ -96,3 +96,11 @@ def test_device_info():
 def test_registry_rejects_a_duplicate_name():
     with pytest.raises(ValueError, match="already taken"):
         ps.register(ps.ALGORITHMS["ladder"])
+
+
+def test_auto_avoids_warp_intrinsics_on_the_stock_simulator():
+    x = np.arange(1, 100, dtype=np.int64)
+    assert ps.registry.lookup("auto").name == "hierarchical"
+    with ps.sim.enabled(False):
+        assert ps.registry.lookup("auto").name == "ladder"
+        np.testing.assert_array_equal(ps.scan(x), np.cumsum(x))

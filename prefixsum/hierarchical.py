@@ -1,0 +1,286 @@
+"""Seed 001's hierarchical scan: thread, warp, block and grid levels, reduce-then-scan.
+
+Levels, inside out:
+
+1. Thread: a tile of ``block_size * items_per_thread`` elements is loaded so that thread t owns
+   the ``items_per_thread`` consecutive elements from ``t * items_per_thread`` on (a *blocked*
+   arrangement) and combines them sequentially in registers; the seed does this with 8 elements
+   per thread. The loads are coalesced: step k has thread t read element ``k * block_size + t``
+   of the tile into shared memory; after a barrier each thread reads its own run from there
+   (the classic transpose through shared memory), and the results go out the same way. The
+   shared index skips one slot every 32 (``j + j // 32``), so that the 32 lanes of a warp reading
+   runs of 2, 4, 8 or 16 words hit 32 different banks.
+2. Warp: the per-thread totals are scanned with ``shfl_up_sync``
+   (:func:`prefixsum.warp.scan_shfl`, seed 001's Figure 1 in registers).
+3. Block (Figure 2): lane 31 of every warp writes its warp's total to shared memory, warp 0
+   scans those totals, and every thread combines the totals of the warps before its own. Two
+   barriers.
+4. Grid, reduce-then-scan: a first kernel only *reduces* each tile to its total (reads n);
+   one block scans the totals (the spine), a tile of up to 4096 totals at a time (twice for
+   2^24 elements in tiles of 2048); a second kernel scans each tile again, seeded with the
+   combined total of the tiles before it, and writes the result (reads n, writes n). 3n
+   element transfers in global memory, against 4n for scan-then-propagate
+   (:func:`prefixsum.tiles.scan_tiles`: scan the tiles and write them, then read and rewrite
+   them to add the carry); a device copy moves 2n. An input of one tile takes one launch,
+   otherwise three.
+
+The reduction combines a thread's elements strided across the tile, and warps by a butterfly:
+another order than the scan's, which the four operators allow (they are commutative); for floats
+the carries then round differently from a sequential sum, within the reference tolerance.
+
+Work: about 3n combines (n in the reduction; in the rescan, n for the threads' totals and n for
+their results) plus 5 shuffle steps per thread; depth: 3 items_per_thread + O(log n).
+Directions are handled by indexing (:func:`prefixsum.tiles.position`); an exclusive scan
+writes each element's prefix before combining it in.
+"""
+import functools
+import math
+
+from numba import cuda, types
+
+from .ops import device_op, identity, numba_type
+from .registry import Algorithm, check_block_size, register
+from .tiles import array_type, carry_argtypes, position, scratch, tile_kernel_argtypes
+from .warp import FULL_MASK, carrier, reduce_shfl, scan_shfl
+
+MAX_TILE = 4096
+"""Most elements per tile: with padding, a float64 tile uses 33 KiB of the 48 KiB of shared memory."""
+MAX_ITEMS_PER_THREAD = 16
+
+
+def check_options(block_size, items_per_thread):
+    """Raise ValueError unless the options make a tile that fits shared memory."""
+    check_block_size("block_size", block_size)
+    if (not isinstance(items_per_thread, int) or isinstance(items_per_thread, bool)
+            or not 1 <= items_per_thread <= MAX_ITEMS_PER_THREAD):
+        raise ValueError(
+            f"option items_per_thread={items_per_thread!r} must be an integer from 1 to {MAX_ITEMS_PER_THREAD}")
+    if block_size * items_per_thread > MAX_TILE:
+        raise ValueError(
+            f"block_size * items_per_thread = {block_size * items_per_thread} elements per tile, but a tile "
+            f"holds at most {MAX_TILE} (its float64 copy must fit 48 KiB of shared memory)")
+
+
+@functools.lru_cache(maxsize=None)
+def block_scan(op, dtype, block_size):
+    """Device function ``block_scan(value) -> (exclusive, total)``: Figure 2 over shuffles.
+
+    Every thread of the block must call it (it has two barriers); ``exclusive`` combines the
+    values of the threads before the caller, ``total`` those of the whole block.
+    """
+    combine = device_op(op, dtype)
+    neutral = identity(op, dtype)
+    element = numba_type(dtype)
+    warp_scan = scan_shfl(op, dtype)
+    to, back = carrier(dtype)
+    warps = block_size // 32
+
+    def scan(value):
+        warp_totals = cuda.shared.array(32, element)
+        lane = cuda.threadIdx.x & 31
+        warp = cuda.threadIdx.x >> 5
+        inclusive = warp_scan(value, FULL_MASK)
+        if lane == 31:
+            warp_totals[warp] = inclusive
+        cuda.syncthreads()
+        if warp == 0:
+            warp_totals[lane] = warp_scan(warp_totals[lane] if lane < warps else neutral, FULL_MASK)
+        cuda.syncthreads()
+        before = warp_totals[warp - 1] if warp > 0 else neutral
+        previous = back(cuda.shfl_up_sync(FULL_MASK, to(inclusive), 1))
+        exclusive = combine(before, previous) if lane > 0 else before
+        return exclusive, warp_totals[warps - 1]
+
+    return cuda.jit(device=True)(scan)
+
+
+@functools.lru_cache(maxsize=None)
+def block_reduce(op, dtype, block_size):
+    """Device function ``block_reduce(value) -> total`` (every thread calls it; thread 0's result
+    is the block's total)."""
+    neutral = identity(op, dtype)
+    element = numba_type(dtype)
+    warp_reduce = reduce_shfl(op, dtype)
+    warps = block_size // 32
+
+    def reduce(value):
+        warp_totals = cuda.shared.array(32, element)
+        lane = cuda.threadIdx.x & 31
+        total = warp_reduce(value)
+        if lane == 0:
+            warp_totals[cuda.threadIdx.x >> 5] = total
+        cuda.syncthreads()
+        if cuda.threadIdx.x < 32:
+            total = warp_reduce(warp_totals[lane] if lane < warps else neutral)
+        return total
+
+    return cuda.jit(device=True)(reduce)
+
+
+@functools.lru_cache(maxsize=None)
+def tile_scanner(op, dtype, inclusive, reverse, block_size, items):
+    """Device function ``scan_tile(src, dst, n, start, seed) -> seed + tile``.
+
+    Scans logical elements ``start .. start + block_size * items - 1`` of ``src`` (those below
+    ``n``) into ``dst``, every result combined after ``seed``, and returns ``seed`` combined with
+    the whole tile, in every thread. ``src`` may be ``dst``.
+    """
+    combine = device_op(op, dtype)
+    neutral = identity(op, dtype)
+    where = position(reverse)
+    element = numba_type(dtype)
+    scan_block = block_scan(op, dtype, block_size)
+    tile = block_size * items
+    staged_size = tile * 33 // 32  # one slot skipped every 32
+
+    def scan_tile(src, dst, n, start, seed):
+        staged = cuda.shared.array(staged_size, element)
+        run = cuda.local.array(items, element)
+        t = cuda.threadIdx.x
+        whole = start + tile <= n
+        # Step k: the warps read consecutive elements. In a whole tile no bounds check stands
+        # between the loads, so that all of a thread's loads are in flight at once.
+        if whole:
+            for k in range(items):
+                run[k] = src[where(start + k * block_size + t, n)]
+        else:
+            for k in range(items):
+                i = start + k * block_size + t
+                run[k] = src[where(i, n)] if i < n else neutral
+        for k in range(items):
+            j = k * block_size + t
+            staged[j + (j >> 5)] = run[k]
+        cuda.syncthreads()
+        total = neutral
+        for k in range(items):
+            j = t * items + k
+            run[k] = staged[j + (j >> 5)]
+            total = combine(total, run[k])
+        exclusive, block_total = scan_block(total)
+        acc = combine(seed, exclusive)
+        for k in range(items):
+            j = t * items + k
+            if not inclusive:
+                staged[j + (j >> 5)] = acc
+            acc = combine(acc, run[k])
+            if inclusive:
+                staged[j + (j >> 5)] = acc
+        cuda.syncthreads()
+        for k in range(items):
+            j = k * block_size + t
+            run[k] = staged[j + (j >> 5)]
+        if whole:
+            for k in range(items):
+                dst[where(start + k * block_size + t, n)] = run[k]
+        else:
+            for k in range(items):
+                i = start + k * block_size + t
+                if i < n:
+                    dst[where(i, n)] = run[k]
+        return combine(seed, block_total)
+
+    return cuda.jit(device=True)(scan_tile)
+
+
+@functools.lru_cache(maxsize=None)
+def reduce_kernel(op, dtype, reverse, block_size, items):
+    """Kernel ``(x, totals, n)``: block b writes the total of tile b to ``totals[b]``."""
+    combine = device_op(op, dtype)
+    neutral = identity(op, dtype)
+    where = position(reverse)
+    reduce_block = block_reduce(op, dtype, block_size)
+    tile = block_size * items
+
+    def reduce_tiles(x, totals, n):
+        t = cuda.threadIdx.x
+        start = cuda.blockIdx.x * tile
+        acc = neutral
+        if start + tile <= n:  # no bounds checks: all of a thread's loads in flight at once
+            for k in range(items):
+                acc = combine(acc, x[where(start + k * block_size + t, n)])
+        else:
+            for k in range(items):
+                i = start + k * block_size + t
+                if i < n:
+                    acc = combine(acc, x[where(i, n)])
+        total = reduce_block(acc)
+        if t == 0:
+            totals[cuda.blockIdx.x] = total
+
+    return cuda.jit(reduce_tiles)
+
+
+def spine_items(block_size):
+    """Elements per thread of the spine: its tiles are as large as shared memory allows, so that
+    its one block loops as few times as possible."""
+    return min(MAX_ITEMS_PER_THREAD, MAX_TILE // block_size)
+
+
+@functools.lru_cache(maxsize=None)
+def spine_kernel(op, dtype, block_size):
+    """Kernel ``(totals, count)``: one block scans ``totals`` in place (inclusive, forward)."""
+    neutral = identity(op, dtype)
+    items = spine_items(block_size)
+    scan_tile = tile_scanner(op, dtype, True, False, block_size, items)
+    tile = block_size * items
+
+    def scan_totals(totals, count):
+        carry = neutral
+        for start in range(0, count, tile):
+            carry = scan_tile(totals, totals, count, start, carry)
+            cuda.syncthreads()  # the next tile reuses the shared buffers
+
+    return cuda.jit(scan_totals)
+
+
+@functools.lru_cache(maxsize=None)
+def scan_kernel(op, dtype, inclusive, reverse, block_size, items):
+    """Kernel ``(x, out, carries, n)``: block b scans tile b seeded with ``carries[b - 1]``.
+
+    ``carries`` is the inclusive scan of the tile totals; block 0 never reads it.
+    """
+    neutral = identity(op, dtype)
+    scan_tile = tile_scanner(op, dtype, inclusive, reverse, block_size, items)
+    tile = block_size * items
+
+    def rescan_tiles(x, out, carries, n):
+        b = cuda.blockIdx.x
+        scan_tile(x, out, n, b * tile, carries[b - 1] if b > 0 else neutral)
+
+    return cuda.jit(rescan_tiles)
+
+
+def run(x, out, op, inclusive, reverse, block_size, items_per_thread):
+    """Scan device array ``x`` into ``out`` (see :class:`prefixsum.registry.Algorithm`)."""
+    n = x.shape[0]
+    dtype = x.dtype
+    tiles = math.ceil(n / (block_size * items_per_thread))
+    scan = scan_kernel(op, dtype, inclusive, reverse, block_size, items_per_thread)
+    if tiles == 1:
+        scan[1, block_size](x, out, x, n)  # one tile reads no carries: any array of the dtype
+        return
+    totals = scratch("hierarchical totals", tiles, dtype)
+    reduce_kernel(op, dtype, reverse, block_size, items_per_thread)[tiles, block_size](x, totals, n)
+    spine_kernel(op, dtype, block_size)[1, block_size](totals, tiles)
+    scan[tiles, block_size](x, out, totals, n)
+
+
+def kernels(op, dtype, inclusive, reverse, block_size, items_per_thread):
+    """Every kernel :func:`run` may launch, with its argument types."""
+    yield scan_kernel(op, dtype, inclusive, reverse, block_size, items_per_thread), tile_kernel_argtypes(dtype)
+    yield reduce_kernel(op, dtype, reverse, block_size, items_per_thread), carry_argtypes(dtype)
+    yield spine_kernel(op, dtype, block_size), (array_type(dtype), types.int64)
+
+
+ALGORITHM = register(Algorithm(
+    name="hierarchical",
+    run=run,
+    kernels=kernels,
+    options={"block_size": 256, "items_per_thread": 8},
+    check_options=check_options,
+    summary=("seed 001: 8 elements per thread in registers, warp scans by shuffle, block scan of warp totals, "
+             "reduce-then-scan across tiles (3n transfers); work ~2n, depth O(log n)"),
+    source="seed 001 (Lungu, Petrosanu, Pirjan: Figures 1 and 2, 8 elements per thread)",
+    auto_rank=2,
+    warp_level=True,
+))
