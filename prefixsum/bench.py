@@ -88,24 +88,24 @@ def _time_library(name, module, x, warmup, repeats):
         torch = module
         t = torch.from_numpy(x).cuda()
         target = torch.empty_like(t)
-        result = torch.cumsum(t, 0)
-        check = result.cpu().numpy().astype(x.dtype)
+        result = torch.cumsum(t, 0, dtype=t.dtype)
+        check = result.cpu().numpy()
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
 
         def launch():
             if name == "torch.copy":
                 target.copy_(t)
             else:
-                torch.cumsum(t, 0)
+                torch.cumsum(t, 0, dtype=t.dtype)  # torch promotes int32 sums to int64 otherwise
         sync = torch.cuda.synchronize
     else:
         cupy = module
         t = cupy.asarray(x)
-        check = cupy.asnumpy(cupy.cumsum(t)).astype(x.dtype)
+        check = cupy.asnumpy(cupy.cumsum(t, dtype=t.dtype))
         start, stop = cupy.cuda.Event(), cupy.cuda.Event()
 
         def launch():
-            cupy.cumsum(t)
+            cupy.cumsum(t, dtype=t.dtype)  # numpy's rules would promote int32 sums to int64
         sync = cupy.cuda.runtime.deviceSynchronize
     for _ in range(warmup):
         launch()

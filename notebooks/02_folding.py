@@ -1,0 +1,297 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 02 · The folding scan, and why it sums suffixes
+#
+# Seed 002 (the Python notebook of partial-sum experiments that gave chapter 01 its ladder) has
+# a second parallel method: **folding**. It halves a stride instead of doubling a run, and as
+# written it does not compute prefix sums at all: it computes **suffix sums**,
+# $s_i = x_i + x_{i+1} + \dots + x_{n-1}$. This chapter finds out why with a loop invariant,
+# mirrors the indexing to get prefix sums, draws the data flow of the real kernel, and carries
+# it to arrays of any length.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+import prefixsum as ps  # first: it chooses the GPU or the simulator before numba.cuda loads
+
+import inspect
+
+import numpy as np
+
+print(ps.device_info())
+
+# %% [markdown]
+# ## 1. The seed's folding method
+#
+# Seed 002 describes it in a comment: *"the folding method has blocks of size $2^h$, supposing
+# there are $2^j$ such blocks, stack them one above the other such that the 0 cell is the
+# uppermost, leftmost cell. [...] Update is to divide each block in half, fold the right half
+# under the left half, and add to a cell the value of the corresponding cell just above the
+# cell. This update is done in parallel, such that all threads read the current cell values and
+# updates simultaneously to the new cell values."*
+#
+# Its code pads the length $m$ to the next power of two $N$ and runs, for
+# `phase` $= N/2, N/4, \dots, 1$:
+#
+# ```
+# for i in range(m):
+#     if i + phase < m:
+#         a[i] += a[i + phase]
+# ```
+#
+# The function below is that loop, with one change that makes the "all at once" explicit: each
+# phase builds the new array from the old one only (a list comprehension reads the old list), as
+# threads that all read before anyone writes would.
+
+
+# %%
+def fold(cells, show=None):
+    """Seed 002's partial_sum_folded: for phase = N/2, ..., 1, cell i adds cell i + phase, all at once."""
+    cells = list(cells)
+    m = len(cells)
+    phase = 1
+    while 2 * phase < m:  # N/2, for N the smallest power of two >= m
+        phase *= 2
+    while phase >= 1:
+        cells = [cells[i] + cells[i + phase] if i + phase < m else cells[i] for i in range(m)]
+        if show:
+            show(phase, cells)
+        phase //= 2
+    return cells
+
+
+# %% [markdown]
+# Seed 002 ran it on 33 ones and printed every phase:
+
+# %%
+seed_result = fold([1] * 33, show=lambda phase, cells: print(f"phase {phase:>2}:", " ".join(f"{c:2}" for c in cells)))
+
+# %% [markdown]
+# The last line is $33, 32, \dots, 1$: cell $i$ counts the ones from $i$ to the end. The seed's
+# comment speaks of adding the cell "just above" (before) it, which would be a prefix sum, but
+# the code adds `a[i + phase]`, a cell *after* $i$. The package's reference loop and the package's
+# folding kernel agree with the printout, as a **reverse** (suffix) scan:
+
+# %%
+ones = np.ones(33, dtype=np.int32)
+print("seed's fold         ", seed_result)
+print("reference, reverse  ", ps.reference.scan(ones, reverse=True).tolist())
+print("kernel, reverse     ", ps.scan(ones, reverse=True, algorithm="folding").tolist())
+print("kernel, forward     ", ps.scan(ones, algorithm="folding").tolist())
+
+# %% [markdown]
+# ## 2. Why: the loop invariant
+#
+# Write the array in rows of `phase` cells, cell 0 top left, and look at **columns**.
+#
+# **Loop invariant.** After the phase with stride $p$, cell $i$ holds
+# $x_i + x_{i+p} + x_{i+2p} + \dots$: its whole column, from its own row down to the bottom.
+#
+# - Before the first phase ($p = N$, one long row) every column is a single cell: true.
+# - A phase with stride $p$ halves the row width from $2p$ to $p$: the right half of every row
+#   folds under the left half. Cell $i$'s new column is its old column (stride $2p$:
+#   $x_i, x_{i+2p}, \dots$) together with the old column of cell $i + p$
+#   ($x_{i+p}, x_{i+3p}, \dots$), which is exactly what `a[i] += a[i + phase]` adds.
+# - After $p = 1$ the rows are single cells, so cell $i$'s column is $x_i, x_{i+1}, \dots, x_{m-1}$:
+#   the suffix sum.
+#
+# The same function shows the columns if each cell holds a list of indices (`+` of two lists
+# joins them), here for $m = 8$:
+
+# %%
+_ = fold([[i] for i in range(8)],
+         show=lambda phase, cells: print(f"after phase {phase}: " + "  ".join("+".join(f"x{j}" for j in c) for c in cells)))
+
+# %% [markdown]
+# Two things show in this printout. First, cell $i$ only ever reads cells *after* it, so its
+# result can only depend on $x_i, \dots, x_{m-1}$. Second, the columns **interleave**: cell 0
+# combines $x_0$ with $x_4$ before $x_2 + x_6$ and $x_1 + \dots$ join. The order of the terms is
+# $x_0, x_4, x_2, x_6, x_1, x_5, x_3, x_7$, not $x_0, x_1, \dots$. That is fine for $+$, `max` and
+# `min`, but an operator that is associative and **not commutative** gets the wrong answer.
+# String concatenation is one:
+
+# %%
+print("fold of a, b, c, d:", fold(["a", "b", "c", "d"]), " suffixes:", ["abcd", "bcd", "cd", "d"])
+
+# %% [markdown]
+# So folding needs a commutative operator; the four operators of the package (`add`, `mul`,
+# `max`, `min`) all are. The ladder of chapter 01 never reorders, so it needs associativity
+# only. (Floating-point `+` is commutative but not exactly associative, so any parallel scan
+# may round differently from the sequential loop; the checker allows for that.)
+#
+# ## 3. Prefix sums: mirror the indexing
+#
+# Reading the array backwards turns suffixes into prefixes. Under the mirror
+# $i \mapsto N - 1 - i$ the update "cell $i$ adds cell $i + p$" becomes "cell $t$ adds cell
+# $t - p$": every cell reads a cell *before* it, and ends with $x_0 + \dots + x_t$. Who reads whom
+# for $N = 8$, in both directions:
+
+# %%
+for phase in (4, 2, 1):
+    suffix = "  ".join(f"{i}<-{i + phase}" for i in range(8 - phase))
+    prefix = "  ".join(f"{t}<-{t - phase}" for t in range(phase, 8))
+    print(f"phase {phase}:  seed (suffix) {suffix:<40} mirrored (prefix) {prefix}")
+
+# %% [markdown]
+# The invariant mirrors too: after the phase with stride $p$, cell $t$ holds
+# $x_t + x_{t-p} + x_{t-2p} + \dots$ down to the top row.
+#
+# ## 4. The kernel
+#
+# One thread per element; the tile lives in the shared array `cells`. The package always scans
+# a tile forwards in *logical* order, so the kernel runs the mirrored (prefix) fold: lane `t`
+# adds lane `t - phase`. For `reverse=True`, `where` puts logical element $i$ at array index
+# $n - 1 - i$, and the kernel is then the seed's fold verbatim on the array. Lanes past the end
+# hold the operator's identity, which plays the part of the seed's guard `i + phase < m`.
+
+# %%
+print(inspect.getsource(ps.folding.folding_tile_kernel))
+print(inspect.getsource(ps.tiles.position))
+
+# %% [markdown]
+# Note the **two barriers** per phase. In one phase, thread $t$ reads cell $t - p$ while thread
+# $t - p$ writes it. The ladder never has this conflict (the cell it reads, the end of the
+# previous run, is not written in that phase), so one barrier per phase suffices there. The fold
+# reads into a register (`folded`), waits until every thread has read, writes, and waits again
+# before the next phase reads. (Chapter 03's Hillis–Steele scan removes the second barrier with
+# two buffers.)
+#
+# ## 5. The picture
+#
+# The tracer records every access of the real kernel on the simulator. Because the fold reads in
+# one barrier phase and writes in the next, each read of `cells` is recorded one phase before
+# the write it feeds; `ps.viz.dataflow` draws an arrow from a read to a write of the same thread
+# in the same phase, so we first move every read of `cells` one phase later. A forward scan of
+# 32 elements in one tile of 32 threads, one row per stride (colours are warps; every lane
+# rewrites its cell in every phase, so each has a vertical arrow from its own old value, and
+# lanes $t \ge p$ also one from lane $t - p$):
+
+# %%
+fold_trace = ps.trace.record(ps.scan, np.arange(1, 33, dtype=np.int32), algorithm="folding", block_size=32)
+read_with_write = ps.trace.Trace(
+    [r._replace(phase=r.phase + 1) if r.array == "cells" and not r.write else r for r in fold_trace.records],
+    fold_trace.launches)
+ax = ps.viz.dataflow(read_with_write, array="cells", title="folding, n = 32, one tile")
+_ = ax.set_yticklabels(["load"] + [f"stride {p}" for p in (16, 8, 4, 2, 1)])
+
+# %% [markdown]
+# Compare with the ladder's picture in chapter 01: the ladder's arrows fan out from one cell
+# (the end of the run before) to many, the fold's arrows are parallel, all of one length per
+# phase, the longest first.
+#
+# ## 6. More than one block
+#
+# Arrays longer than a block are cut into tiles, exactly as for the ladder: each block folds its
+# tile and writes the tile's total, the totals are scanned (by the folding scan again), and a
+# carry kernel combines into every tile the total of all tiles before it (chapter 01 showed
+# `ps.tiles.scan_tiles`). For a reverse scan the tiles are counted from the *end* of the array:
+# logical tile 0 is the last 32 elements. The global-memory picture of a 100-element suffix
+# scan with tiles of 32 shows it: block 0 writes the right end, and the carry kernel's blocks
+# write every tile but that one.
+
+# %%
+suffix_trace = ps.trace.record(ps.scan, np.arange(1, 101, dtype=np.int32), reverse=True, algorithm="folding", block_size=32)
+_ = ps.viz.launches(suffix_trace)
+print("matches the reference:", np.array_equal(suffix_trace.result, ps.reference.scan(np.arange(1, 101, dtype=np.int32), reverse=True)))
+
+# %% [markdown]
+# ## 7. Check, both directions
+#
+# `ps.check.scan` (chapter 00) runs each scan on random inputs from 1 to 2049 elements, with
+# poisoned memory, every launch traced.
+
+# %%
+for op, dtype in (("add", np.float32), ("max", np.int32)):
+    for inclusive, reverse in ((True, False), (False, True)):
+        label = f"folding {op} {np.dtype(dtype).name} {'inclusive' if inclusive else 'exclusive'} {'suffix' if reverse else 'prefix'}"
+        print(ps.check.scan(lambda x: ps.scan(x, op, inclusive=inclusive, reverse=reverse, algorithm="folding"),
+                            op=op, inclusive=inclusive, reverse=reverse, dtype=dtype, name=label))
+
+# %% [markdown]
+# ## 8. Exercise: one phase of the fold
+#
+# Below is the folding tile kernel for sums of float32, in the prefix direction, with the body
+# of the phase loop missing. Write it: every thread computes its new value (its own cell, plus
+# cell `t - phase` if `t >= phase`) into a register, all threads wait, every thread stores its
+# value, all threads wait again. Try it with only one barrier first (add in place): the numbers
+# may even come out right on the simulator, but the checker finds the race.
+
+# %% tags=["exercise"] todo="in the phase loop, compute folded = cells[t] (+ cells[t - phase] if t >= phase), cuda.syncthreads(), store cells[t] = folded, cuda.syncthreads()"
+from numba import cuda, float32
+
+BLOCK = 64
+
+
+@cuda.jit
+def my_folding_tile(x, out, totals, n):
+    cells = cuda.shared.array(BLOCK, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * BLOCK + t
+    cells[t] = x[i] if i < n else float32(0)
+    cuda.syncthreads()
+    phase = BLOCK >> 1
+    while phase > 0:
+        ### BEGIN SOLUTION
+        folded = cells[t]
+        if t >= phase:
+            folded += cells[t - phase]
+        cuda.syncthreads()
+        cells[t] = folded
+        cuda.syncthreads()
+        ### END SOLUTION
+        phase >>= 1
+    if i < n:
+        out[i] = cells[t]
+    if t == BLOCK - 1:
+        totals[cuda.blockIdx.x] = cells[t]
+
+
+# %% tags=["check"]
+print(ps.check.tiled(my_folding_tile, block_size=BLOCK))
+
+# %% [markdown]
+# ## 9. Summary
+#
+# | | seed's fold (sequential simulation) | folding, one tile of $b$ | folding, $n$ elements |
+# | --- | --- | --- | --- |
+# | result | suffix sums | prefix (mirrored) or suffix | either direction, via `where` |
+# | work (combines) | $m\log_2 N - (N - 1)$ | $b\log_2 b - (b - 1)$ | $\approx n \log_2 b$ + carries ($\approx n$) |
+# | depth | $\log_2 N$ phases | $\log_2 b$ phases, 2 barriers each | $\log_2 b$ phases per level, $\lceil\log_b n\rceil$ levels |
+# | global memory | | $b$ reads, $b$ writes | $2n$ reads, $2n$ writes (tile pass + carry pass) |
+#
+# The tracer counts one tile of 256 (the ladder of chapter 01 needs $\frac{b}{2}\log_2 b = 1024$
+# combines and 9 barriers for the same tile):
+
+# %%
+counts = ps.trace.record(ps.scan, np.arange(1, 257, dtype=np.int32), algorithm="folding", block_size=256).counts()
+print(f"n = 256, one tile: {counts['combines']} combines (256 * 8 - 255 = {256 * 8 - 255}), "
+      f"{counts['barriers']} barriers per thread, {counts['global_reads']} global reads, {counts['global_writes']} global writes")
+
+# %% [markdown]
+# The fold does almost twice the ladder's combines and twice its barriers, yet on the H200 the
+# two take the same time for large arrays (`benchmarks/scan_throughput.csv`, float32 sums:
+# folding 240 µs, ladder 245 µs at $n = 2^{24}$; 781 µs and 778 µs at $2^{26}$). A scan does so
+# little arithmetic per byte that memory traffic and launches, not combines, set its speed;
+# chapter 04 looks at those measurements.
+#
+# **Questions.**
+# 1. The seed's comment says the sequential simulation should work "from highest indexed blocks
+#    to lowest", but its loop runs `i` upwards. Which order makes the one-array loop
+#    `a[i] += a[i + phase]` equal to the simultaneous update, and why? What about the mirrored
+#    loop `a[t] += a[t - phase]`?
+# 2. Run the seed's `partial_sum_folded` in your head for a list of one element. What happens,
+#    and why does the kernel not have this problem?
+# 3. After the phase with stride $p$, which inputs does cell 5 of a 16-cell tile hold in the
+#    prefix fold? Check your answer with `fold` on lists of indices (mirror the result).
+# 4. The ladder and the fold both take $\log_2 b$ phases. Which does less work, and why does the
+#    fold need two barriers per phase where the ladder needs one?
+# 5. Give an associative operator that is not commutative (besides concatenation) for which a
+#    scan is useful. Which of the chapter's scans would compute it correctly?

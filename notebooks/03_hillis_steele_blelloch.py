@@ -1,0 +1,337 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 03 · Hillis–Steele and Blelloch: few steps, or little work
+#
+# The two classic block scans of GPU Gems 3, chapter 39 (Harris, Sengupta and Owens, "Parallel
+# Prefix Sum (Scan) with CUDA"). Seed 001 (the paper of Lungu, Petrosanu and Pirjan) sums them
+# up, citing that chapter: *"two versions of the parallel prefix sum function, one with a low
+# efficiency regarding the volume of necessary computations and a second improved one, with a
+# reduced number of computations."* The first is the **Hillis–Steele** scan: as few steps as possible, but
+# $n\log_2 n$ work. The second is **Blelloch's** up-sweep/down-sweep scan, which seed 004 (a
+# German lab sheet) asks students to write for 256 elements: $2n$ work, but twice the steps.
+# This chapter builds both, shows why the obvious Hillis–Steele kernel has a race, and measures
+# work and depth with the tracer.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+import prefixsum as ps  # first: it chooses the GPU or the simulator before numba.cuda loads
+
+import inspect
+import math
+
+import numpy as np
+from numba import cuda
+
+print(ps.device_info())
+
+# %% [markdown]
+# Several cells below run one tile kernel (the package's signature `(x, out, totals, n)`) on
+# one block, without the multi-block driver. This helper launches it:
+
+
+# %%
+def one_tile(kernel, x, threads):
+    """Run tile kernel ``kernel`` on all of ``x`` (one tile) with one block of ``threads``; return out."""
+    out = cuda.device_array(len(x), x.dtype)
+    totals = cuda.device_array(1, x.dtype)
+    kernel[1, threads](cuda.to_device(x), out, totals, len(x))
+    return out.copy_to_host()
+
+
+# %% [markdown]
+# ## 1. Hillis–Steele: the idea
+#
+# GPU Gems calls it the naive scan (after Hillis and Steele, 1986). At step
+# `stride` $= 1, 2, 4, \dots$ every lane $t \ge$ `stride` adds lane $t -$ `stride`.
+#
+# **Loop invariant.** After the step with stride $s$, lane $t$ holds the sum of the $2s$
+# elements ending at $t$ (all of $x_0..x_t$ if $t < 2s$). A step joins two such windows of $s$
+# elements that touch: the one ending at $t - s$ and the one ending at $t$. After
+# $\log_2 n$ steps the window covers everything before $t$.
+#
+# Who reads whom for $n = 8$:
+
+# %%
+for stride in (1, 2, 4):
+    print(f"stride {stride}: " + "  ".join(f"{t}<-{t - stride}" for t in range(stride, 8)))
+
+# %% [markdown]
+# These are the same pairs as the mirrored fold of chapter 02, in the opposite order of strides:
+# the fold starts with the longest stride, Hillis–Steele with the shortest. That order matters:
+# Hillis–Steele only ever joins *adjacent* windows, so it never reorders the terms and needs an
+# associative operator only (the fold also needs a commutative one). Work: step $s$ does
+# $n - s$ combines, $n\log_2 n - (n - 1)$ in all, against $n - 1$ for the loop. Depth:
+# $\log_2 n$ steps.
+#
+# ## 2. The kernel: two buffers
+#
+# In one step lane $t$ reads lane $t - s$, which thread $t - s$ overwrites in the same step.
+# The package's kernel avoids the conflict with two shared buffers (**ping-pong**): a step
+# reads `buffers[source]` and writes `buffers[1 - source]`, so nothing is read and written in
+# one step, and one barrier per step suffices. Lanes below the stride copy their value across.
+
+# %%
+print(inspect.getsource(ps.hillis_steele.hillis_steele_tile_kernel))
+
+# %% [markdown]
+# The traced data flow of a 16-lane tile. The tracer sees the $2 \times 16$ array `buffers` as
+# 32 cells: 0–15 are buffer 0, 16–31 buffer 1, and the steps zig-zag between them. Every lane
+# writes in every step (an arrow from its own old value, and for $t \ge s$ one from lane
+# $t - s$).
+
+# %%
+hs_kernel_16 = ps.hillis_steele.hillis_steele_tile_kernel("add", np.int32, True, False, 16)
+hs_trace = ps.trace.record(one_tile, hs_kernel_16, np.arange(1, 17, dtype=np.int32), 16)
+ax = ps.viz.dataflow(hs_trace, array="buffers", title="Hillis-Steele, 16 lanes: buffers[0] = cells 0-15, buffers[1] = cells 16-31")
+_ = ax.set_yticklabels(["load"] + [f"stride {s}" for s in (1, 2, 4, 8)])
+print("result:", hs_trace.result)
+
+# %% [markdown]
+# ## 3. The race in one buffer
+#
+# GPU Gems writes the naive scan first as pseudo-code on one array, as if every element had a
+# processor of its own, then notes that this fails once the threads of a block run as warps one
+# after another, and double-buffers. The package keeps the one-array version,
+# `hillis_steele_in_place_tile_kernel`, as a real kernel for this lesson (it never uses it):
+
+# %%
+print(inspect.getsource(ps.hillis_steele.hillis_steele_in_place_tile_kernel))
+
+# %% [markdown]
+# Thread $t$ reads `cells[t - stride]` in the same barrier phase in which thread $t - stride$
+# writes it. The tracer finds every such pair on a tile of 32 ones:
+
+# %%
+racy_kernel = ps.hillis_steele.hillis_steele_in_place_tile_kernel("add", np.int32, True, False, 32)
+race_trace = ps.trace.record(one_tile, racy_kernel, np.ones(32, dtype=np.int32), 32)
+races = race_trace.races()
+print(f"{len(races)} races; the first: {races[0]}")
+per_step = {phase: sum(race.phase == phase for race in races) for phase in range(1, 6)}
+print("cells raced on, per step:", ", ".join(f"stride {1 << (phase - 1)}: {k}" for phase, k in per_step.items()))
+print("in-place result on the simulator:", race_trace.result.tolist())
+print("correct result:                  ", ps.reference.scan(np.ones(32, dtype=np.int32)).tolist())
+
+# %% [markdown]
+# At stride 16 there is no race: the readers ($t \ge 16$) read cells 0–15, whose threads do not
+# write at that step.
+#
+# The classroom simulator runs the threads of a block one after another between barriers, so
+# here thread $t$ always sees thread $t - s$'s *new* value, and the result is wrong every time.
+# On a GPU the outcome depends on timing: the 32 threads of a warp usually execute the load
+# before any of them stores, so a tile of one warp may well come out right, while across warps
+# it depends on which warp runs first. Nothing guarantees either. A bug that gives right
+# answers most of the time is the worst kind; the tracer finds it without luck, and
+# `ps.check` reports it as a race.
+#
+# ## 4. Blelloch: up-sweep and down-sweep
+#
+# Seed 004 defines the exclusive prefix sums (*"Summe aller vorherigen Elemente der Folge"*, the
+# sum of all previous elements) and then, following GPU Gems 39.2.2, computes them for
+# $n = 2^k$ in two phases on one array.
+#
+# **Up-sweep** (*"von unten nach oben"*, bottom to top): build a binary tree of partial sums in
+# place. For $d = 0, \dots, k-1$, in parallel for $i = 2^{d+1} - 1, 2 \cdot 2^{d+1} - 1, \dots$:
+# $x[i] \mathrel{+}= x[i - 2^d]$. Afterwards $x[i]$ at level $d$ is the sum of the $2^{d+1}$
+# elements ending at $i$, and $x[n - 1]$ is the total.
+#
+# **Down-sweep** (*"von oben nach unten"*): set the root $x[n-1] = 0$, then for
+# $d = k-1, \dots, 0$, for the same $i$: `tmp = x[i]; x[i] += x[i - 2^d]; x[i - 2^d] = tmp`.
+# In words of the seed: every node passes its value to its left child, and its value plus the
+# left child's old value to its right child. (The seed's pseudo-code for the down-sweep survives
+# only as a mangled LaTeX array; read back, it is the loop above.)
+#
+# **Invariant of the down-sweep.** When a node at level $d$ receives its value, that value is the
+# sum of all elements *before its subtree*. The root's subtree is everything: 0 before it. A left
+# child's subtree starts where its parent's does, so it gets the parent's value; the right
+# child's subtree starts after the left child's, so it gets the parent's value plus the left
+# subtree's total, which the up-sweep left in the left child. At the leaves, "everything before
+# the subtree" is everything before the element: the exclusive scan.
+#
+# Seed 004's example (its first eight numbers), level by level, with numpy slices standing for
+# the parallel loops over $i$:
+
+
+# %%
+def blelloch_levels(x):
+    """Seed 004's up-sweep and down-sweep on a numpy array of 2^k elements, printing every level."""
+    x = np.array(x)
+    k = int(math.log2(len(x)))
+
+    def show(label):
+        print(f"{label:<16}" + "".join(f"{v:4}" for v in x))
+
+    show("input")
+    for d in range(k):
+        right, left = slice(2 ** (d + 1) - 1, None, 2 ** (d + 1)), slice(2 ** d - 1, None, 2 ** (d + 1))
+        x[right] += x[left]
+        show(f"up-sweep d={d}")
+    x[-1] = 0
+    show("clear the root")
+    for d in reversed(range(k)):
+        right, left = slice(2 ** (d + 1) - 1, None, 2 ** (d + 1)), slice(2 ** d - 1, None, 2 ** (d + 1))
+        x[left], x[right] = x[right].copy(), x[right] + x[left]
+        show(f"down-sweep d={d}")
+    return x
+
+
+_ = blelloch_levels([3, 2, 1, 2, 1, 4, 3, 2])
+print(f"{'seed 004':<16}" + "".join(f"{v:4}" for v in ps.reference.exclusive_partial_sums([3, 2, 1, 2, 1, 4, 3, 2])))
+
+# %% [markdown]
+# ## 5. The seed's exercise: 256 elements, one block of 256 threads
+#
+# The lab sheet asks for exactly this: copy the input to local (in CUDA: shared) memory, run the
+# two sweeps with one thread per index $i$ (a thread works at level $d$ when the seed's loop
+# would visit its $i$), synchronise after the copy and after every level of both sweeps, copy
+# the result out. The package's version, `blelloch_256_kernel`:
+
+# %%
+print(inspect.getsource(ps.blelloch.blelloch_256_kernel))
+
+# %% [markdown]
+# The root is cleared without a barrier: thread 255 clears it, and the first down-sweep level
+# is done by thread 255 alone. Seed 004's worked example (padded with zeros to 256) and a check
+# on random inputs:
+
+# %%
+seed_example = np.zeros(256, dtype=np.int32)
+seed_example[:10] = [3, 2, 1, 2, 1, 4, 3, 2, 4, 3]
+print("blelloch_256:", ps.blelloch.blelloch_256(seed_example)[:10].tolist())
+print("seed 004:    ", ps.reference.exclusive_partial_sums(seed_example[:10].tolist()))
+for dtype in (np.int32, np.float32):
+    print(ps.check.scan(ps.blelloch.blelloch_256, inclusive=False, dtype=dtype, sizes=(256,), name=f"blelloch_256 {np.dtype(dtype).name}"))
+
+# %% [markdown]
+# The data flow of that kernel on 256 elements: eight up-sweep levels build the tree (each
+# level half as many arrows, twice as long), the root is cleared, and eight down-sweep levels
+# take it apart again. The tracer sees which cells a thread reads and writes, not which value
+# goes where; `dataflow` draws the reads of a thread into the first cell it writes afterwards.
+# In a down-sweep step the right child `i` therefore gets its two arrows (its own old value
+# and the left child's), while the left child `i - 2^d`, which receives the parent's old value
+# from a register (`parent`), is drawn as a black dot without an arrow.
+
+# %%
+blelloch_trace = ps.trace.record(ps.blelloch.blelloch_256, np.ones(256, dtype=np.int32))
+ax = ps.viz.dataflow(blelloch_trace, array="tree", max_cells=256, title="blelloch_256 (seed 004): up-sweep, clear the root, down-sweep")
+_ = ax.set_yticklabels(["load"] + [f"up d={d}" for d in range(8)] + ["clear, down d=7"] + [f"down d={d}" for d in range(6, -1, -1)])
+
+# %% [markdown]
+# The picture also shows the price of one thread per element: at the top of the tree only a
+# handful of the 256 threads work, and each level still costs a barrier for all of them.
+# Chapter 04 gives each thread two elements (128 threads for 256 elements) and packs the
+# working threads together.
+#
+# ## 6. Work and depth, counted
+#
+# The tracer counts every call of the package's operator (`combines`) and the barriers each
+# thread passes. The table runs the Hillis–Steele tile kernel and the package's Blelloch tile
+# kernel (exclusive, two elements per thread, chapter 04's layout, no padding) on one tile of
+# $n$ elements. (`blelloch_256` adds with `+=` directly, not through the package's operator, so
+# the tracer does not count its additions.)
+
+# %%
+print(f"{'n':>4} | {'HS combines':>11} {'n log n - (n-1)':>15} | {'Blelloch combines':>17} {'2(n-1)':>7} | "
+      f"{'HS barriers':>11} {'Blelloch barriers':>17}")
+for n in (32, 64, 128, 256):
+    x = np.ones(n, dtype=np.int32)
+    hs = ps.trace.record(one_tile, ps.hillis_steele.hillis_steele_tile_kernel("add", np.int32, True, False, n), x, n)
+    bl = ps.trace.record(one_tile, ps.blelloch.blelloch_tile_kernel("add", np.int32, False, False, n // 2, False), x, n // 2)
+    assert hs.result[-1] == n and bl.result[-1] == n - 1  # inclusive and exclusive scans of ones
+    h, b = hs.counts(), bl.counts()
+    k = int(math.log2(n))
+    print(f"{n:>4} | {h['combines']:>11} {n * k - (n - 1):>15} | {b['combines']:>17} {2 * (n - 1):>7} | "
+          f"{h['barriers']:>11} {b['barriers']:>17}")
+
+# %% [markdown]
+# Hillis–Steele's work grows like $n\log_2 n$ (3.5 times Blelloch's at $n = 256$), Blelloch's
+# like $2n$: the up-sweep and the down-sweep each combine $n - 1$ times. The depth goes the
+# other way: Hillis–Steele waits at $1 + \log_2 n$ barriers (after the load, after every step),
+# Blelloch at $2 + 2\log_2 n$ (after the load, after every level of both sweeps, after clearing
+# the root). Blelloch's exclusive result
+# becomes inclusive with $n$ more combines (one per element, no barrier).
+#
+# Within one block the extra work of Hillis–Steele can cost little (its threads would otherwise
+# sit idle at the barriers), and fewer barriers help. Over a whole array, work
+# is what scales: which is why libraries such as CUB scan inside a warp the Hillis–Steele way and
+# combine warps and blocks work-efficiently.
+#
+# ## 7. Exercise: the down-sweep
+#
+# Below is Blelloch's scan of a tile of 64 elements, one thread per element as in the seed,
+# written as a tile kernel: the up-sweep is there, the tile's total goes to `totals` and the
+# root is cleared. Write one level of the down-sweep: the thread whose `t` the seed's loop
+# visits at level `d` swaps in the parent's value and the sum. The kernel then adds each
+# thread's own element, so `out` holds the inclusive scan that `ps.check.tiled` expects.
+
+# %% tags=["exercise"] todo="in the down-sweep loop, if (t + 1) % (2 << d) == 0: keep parent = tree[t], add tree[t - (1 << d)] to tree[t], and store parent in tree[t - (1 << d)]"
+from numba import float32
+
+BLOCK = 64
+LEVELS = 6  # log2(BLOCK)
+
+
+@cuda.jit
+def my_blelloch_tile(x, out, totals, n):
+    tree = cuda.shared.array(BLOCK, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * BLOCK + t
+    element = x[i] if i < n else float32(0)
+    tree[t] = element
+    cuda.syncthreads()
+    for d in range(LEVELS):  # up-sweep
+        if (t + 1) % (2 << d) == 0:
+            tree[t] += tree[t - (1 << d)]
+        cuda.syncthreads()
+    if t == BLOCK - 1:
+        totals[cuda.blockIdx.x] = tree[t]
+        tree[t] = float32(0)
+    cuda.syncthreads()
+    for d in range(LEVELS - 1, -1, -1):  # down-sweep
+        ### BEGIN SOLUTION
+        if (t + 1) % (2 << d) == 0:
+            parent = tree[t]
+            tree[t] += tree[t - (1 << d)]
+            tree[t - (1 << d)] = parent
+        ### END SOLUTION
+        cuda.syncthreads()
+    if i < n:
+        out[i] = tree[t] + element  # exclusive + own element = inclusive
+
+
+# %% tags=["check"]
+print(ps.check.tiled(my_blelloch_tile, block_size=BLOCK))
+
+# %% [markdown]
+# ## 8. Summary
+#
+# | one tile of $n$ | sequential loop | Hillis–Steele | Blelloch |
+# | --- | --- | --- | --- |
+# | work (combines) | $n - 1$ | $n\log_2 n - (n - 1)$ | $2(n - 1)$ (+ $n$ for inclusive) |
+# | depth (barriers) | $n - 1$ steps | $\log_2 n$ steps, $1 + \log_2 n$ barriers | $2\log_2 n$ levels, $2 + 2\log_2 n$ barriers |
+# | threads | 1 | $n$ | $n/2$ (two elements each; the seed's version: $n$) |
+# | shared memory | | $2n$ cells (two buffers) | $n$ cells (in place) |
+# | global memory | $n$ reads, $n$ writes | $n$ reads, $n$ writes | $n$ reads, $n$ writes |
+# | operator | associative | associative | associative |
+#
+# **Questions.**
+# 1. In the in-place Hillis–Steele kernel, why is there no race at the last step (stride 16 in
+#    a tile of 32)? Could you keep one buffer and add a second barrier instead (read into a
+#    register, wait, write, wait), as the fold of chapter 02 does? What does each choice cost?
+# 2. At $n = 2^{20}$, how many combines do Hillis–Steele and Blelloch do on one tile of that
+#    size, and how many barriers?
+# 3. Seed 004's down-sweep swaps through `tmp`. What goes wrong if a thread writes
+#    `x[i - 2^d] = x[i]` before computing `x[i] += x[i - 2^d]`?
+# 4. Why may the root be cleared without a barrier before the first down-sweep level in
+#    `blelloch_256_kernel`? Which thread would have to clear it for this to break?
+# 5. In `blelloch_256_kernel`, how many of the 256 threads work at up-sweep level $d$, and in
+#    how many different warps are they? What would you change so that the working threads sit
+#    in as few warps as possible?

@@ -1,0 +1,352 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 04 · Blelloch's scan for large arrays: tiles, bank conflicts, and what a GPU measures
+#
+# Chapter 03 scanned 256 elements in one block, as seed 004's lab sheet asks. The sheet ends with
+# the next step: *"Später kann der jetzt implementierte Teil dazu benutz[t] werden, ein größeres
+# Feld in 256-Element-Stücke aufzuteilen, die Stücke separat zu berechnen und anschließend wieder
+# zusammenzusetzen"* — later, the part implemented now can be used to split a larger array into
+# pieces of 256 elements, compute the pieces separately and put them together again. This
+# chapter does that the way GPU Gems 3 (chapter 39.2.2–39.2.4) does: two elements per thread,
+# the tile totals scanned recursively and added back, and shared memory padded against bank
+# conflicts. Then it looks at what all this is worth on a real GPU.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+import prefixsum as ps  # first: it chooses the GPU or the simulator before numba.cuda loads
+
+import collections
+import csv
+import inspect
+
+import matplotlib.pyplot as plt
+import numpy as np
+from numba import cuda
+
+print(ps.device_info())
+
+# %% [markdown]
+# ## 1. One tile: two elements per thread
+#
+# The seed's kernel used one thread per element, and at most half of them ever work: at level
+# $d$ of the up-sweep only $n / 2^{d+1}$ do. GPU Gems gives each thread **two** elements, so a
+# block of `block_size` threads scans a tile of `2 * block_size`, and numbers the work
+# differently: at a level where `active` threads work, thread $t <$ `active` combines the two
+# subtrees ending at `offset * (2t + 1) - 1` and `offset * (2t + 2) - 1`. The working threads
+# are always $0, 1, \dots$, `active` $- 1$. For a tile of 16 (8 threads):
+
+# %%
+tile = 16
+offset, active = 1, tile // 2
+while active > 0:
+    pairs = "  ".join(f"t{t}:({offset * (2 * t + 1) - 1},{offset * (2 * t + 2) - 1})" for t in range(active))
+    print(f"up-sweep, offset {offset:>2}: {pairs}")
+    offset, active = offset * 2, active // 2
+
+# %% [markdown]
+# It is the same tree as the seed's (the right index is the seed's $i$, the left one
+# $i - 2^d$), but the threads that work are packed together. A warp (32 threads) whose threads
+# all skip a level is done with it at once; a warp with one working thread costs as much as a
+# full one. For 256 elements, the warps that have work at each up-sweep level:
+
+# %%
+print(f"{'level d':>8} {'seed: 256 threads':>18} {'GPU Gems: 128 threads':>22}")
+for d in range(8):
+    seed_warps = len({i // 32 for i in range(256) if (i + 1) % (2 << d) == 0})
+    packed_warps = -(-(128 >> d) // 32)
+    print(f"{d:>8} {seed_warps:>18} {packed_warps:>22}")
+
+# %% [markdown]
+# The package's tile kernel and its two sweeps (`slot` is where a tree index lives in shared
+# memory; section 3 explains it):
+
+# %%
+print(inspect.getsource(ps.blelloch.blelloch_upsweep))
+print(inspect.getsource(ps.blelloch.blelloch_downsweep))
+print(inspect.getsource(ps.blelloch.blelloch_tile_kernel))
+
+# %% [markdown]
+# Thread $t$ loads elements $t$ and $t +$ `block_size` of its tile (consecutive threads read
+# consecutive addresses, which a GPU serves in few memory transactions), and the thread that
+# made the root writes the tile's total before clearing it. For an inclusive scan each thread
+# combines its own element into the exclusive result at the end.
+#
+# ## 2. Many tiles: scan the totals, add them back
+#
+# The driver is the one every tiled scan of the package shares (chapter 01):
+#
+# 1. **tile pass**: block $b$ scans tile $b$ and writes its total to `totals[b]`;
+# 2. **scan the totals**: `totals` is an array of its own, scanned (inclusively) by the same
+#    algorithm, recursively, until it fits one tile;
+# 3. **carry pass**: block $b$ combines `carries[b]` (everything in tiles $0..b$) into every
+#    element of tile $b + 1$.
+
+# %%
+print(inspect.getsource(ps.blelloch.run))
+print(inspect.getsource(ps.tiles.carry_kernel))
+
+# %% [markdown]
+# The global-memory picture of a scan of 300 elements with 32 threads per block (tiles of 64):
+# five tiles, one tile for the five totals, a carry into the last four tiles.
+
+# %%
+launches_trace = ps.trace.record(ps.scan, np.arange(1, 301, dtype=np.int32), algorithm="blelloch", block_size=32)
+_ = ps.viz.launches(launches_trace)
+
+# %% [markdown]
+# How many launches? A tile holds $T$ elements; $n$ elements make $\lceil n/T \rceil$ tiles, and
+# every level of recursion adds a tile launch and a carry launch:
+
+
+# %%
+def launches(n, tile):
+    """Kernel launches of a tiled scan of n elements (tile pass, recursion on the totals, carry)."""
+    tiles = -(-n // tile)
+    return 1 if tiles == 1 else 2 + launches(tiles, tile)
+
+
+for n in (2 ** 10, 2 ** 16, 2 ** 18, 2 ** 19, 2 ** 24, 2 ** 26):
+    print(f"n = {n:>8}: {launches(n, 512)} launches with tiles of 512 (blelloch), {launches(n, 256)} with tiles of 256 (ladder)")
+print("the trace above:", launches_trace.counts()["launches"], "launches")
+
+# %% [markdown]
+# And the memory traffic, counted by the tracer for 2000 elements in tiles of 64:
+
+# %%
+traffic_n = 2000
+traffic = ps.trace.record(ps.scan, np.ones(traffic_n, dtype=np.float32), algorithm="blelloch", block_size=32).counts()
+print(f"n = {traffic_n}: {traffic['launches']} launches, {traffic['global_reads']} global reads "
+      f"({traffic['global_reads'] / traffic_n:.2f} per element), {traffic['global_writes']} global writes "
+      f"({traffic['global_writes'] / traffic_n:.2f} per element)")
+
+# %% [markdown]
+# The tile pass reads and writes every element once, and the carry pass reads and writes every
+# element outside tile 0 once more: about $2n$ reads and $2n$ writes, **4n words** of traffic,
+# twice the $2n$ of a copy. (The tracer counts a read of `carries[b]` for every thread of the
+# carry kernel; a GPU serves the 32 threads of a warp that read one word with one broadcast.)
+# A single-pass scan, which carries the totals within one launch (the look-back scan), moves
+# only the $2n$.
+#
+# ## 3. Bank conflicts
+#
+# Shared memory is split into 32 **banks**; word $w$ (4 bytes) lives in bank $w \bmod 32$. The 32
+# threads of a warp are served in one pass if they touch 32 different banks (or the same word,
+# by broadcast), and in $k$ passes if $k$ different words fall into one bank. Seed 001 puts it
+# this way: *"Multiple data requests from the same memory bank generate memory banks conflicts.
+# [...] The hardware device serializes memory operations when a conflict occurs."*
+#
+# At the up-sweep level with `offset` $o$, thread $t$ touches index $o(2t+2) - 1$: neighbouring
+# threads are $2o$ words apart, so only $32 / 2o$ banks are hit and the accesses queue up, $2o$
+# of them per bank (as long as the whole warp works). GPU Gems' fix (its `CONFLICT_FREE_OFFSET`) stores index $i$ at
+# $i + \lfloor i / 32 \rfloor$, written `i + (i >> 5)`: every run of 32 indices moves one bank
+# further, so indices 32 apart no longer share a bank. Worst passes for warp 0 at each up-sweep
+# level of a tile of 512, computed by hand:
+
+
+# %%
+def passes(indices):
+    """Passes a warp needs for one access to these word indices: the most distinct words in one bank."""
+    words = collections.defaultdict(set)
+    for i in indices:
+        words[i % 32].add(i)
+    return max(len(w) for w in words.values())
+
+
+offset, active = 1, 256
+print(f"{'offset':>6} {'threads':>7} {'plain':>5} {'padded':>6}")
+while active > 0:
+    right = [offset * (2 * t + 2) - 1 for t in range(min(32, active))]
+    print(f"{offset:>6} {active:>7} {passes(right):>5} {passes([i + (i >> 5) for i in right]):>6}")
+    offset, active = offset * 2, active // 2
+
+# %% [markdown]
+# The tracer does this for every warp and every shared-memory access of a real run. One tile of
+# 512 elements with the package's default 256 threads, with and without the padding (the option
+# `conflict_free`):
+
+# %%
+x512 = np.ones(512, dtype=np.float32)
+plain = ps.trace.record(ps.scan, x512, algorithm="blelloch", conflict_free=False)
+padded = ps.trace.record(ps.scan, x512, algorithm="blelloch", conflict_free=True)
+for label, run in (("conflict_free=False", plain), ("conflict_free=True", padded)):
+    ways = collections.Counter(f["ways"] for f in run.bank_conflicts())
+    print(f"{label:<20} {run.conflict_summary()}  warp accesses by passes: {dict(sorted(ways.items()))}")
+_ = ps.viz.bank_conflicts({"conflict_free=False": plain, "conflict_free=True": padded})
+
+# %% [markdown]
+# Without padding the 194 warp-wide shared-memory accesses of the tile need three times as many
+# passes, up to 16 for one access; with it, all but a few are conflict-free and none needs more
+# than 2 (the padding does not remove every conflict of the down-sweep). The padding costs
+# $512 / 32 = 16$ extra shared cells per tile and changes where values live, never what they
+# are:
+
+# %%
+n_large = ps.size_for_device(simulator=3000, gpu=2 ** 24)
+x_large = np.random.default_rng(4).integers(-1000, 1000, n_large).astype(np.int32)
+same = np.array_equal(ps.scan(x_large, algorithm="blelloch", conflict_free=False),
+                      ps.scan(x_large, algorithm="blelloch", conflict_free=True))
+print("padded and plain results identical:", same, "| equal to the reference:",
+      np.array_equal(ps.scan(x_large, algorithm="blelloch"), ps.reference.scan(x_large)))
+for conflict_free in (False, True):
+    print(ps.check.scan(lambda x: ps.scan(x, algorithm="blelloch", conflict_free=conflict_free),
+                        name=f"blelloch conflict_free={conflict_free}"))
+
+# %% [markdown]
+# ## 4. What a GPU measures
+#
+# `benchmarks/scan_throughput.csv` holds measurements on an NVIDIA H200 (`python -m prefixsum
+# bench`): for each $n$ from $2^{10}$ to $2^{26}$, the median of repeated runs timed with CUDA
+# events around the launches after a warm-up, inclusive float32 and int32 sums. Throughput
+# counts the $2n$ words a scan must at least move ($2n \times 4$ bytes / time), so a copy is the
+# ceiling. Baselines: a
+# numba copy kernel (one element per thread), PyTorch's `copy_`, `torch.cumsum` (CUB's
+# single-pass scan) and `cupy.cumsum`. Below, float32, without the k-step scan of seed 000 and
+# with folding left out (it lies on top of the ladder):
+
+# %%
+with open("../benchmarks/scan_throughput.csv", newline="") as handle:
+    measured = list(csv.DictReader(handle))
+shown = ["blelloch", "blelloch:conflict_free=False", "ladder", "hillis_steele", "copy", "torch copy", "torch.cumsum", "cupy.cumsum"]
+float_rows = [row for row in measured if row["dtype"] == "float32" and row["variant"] in shown]
+fig, (left, right) = plt.subplots(1, 2, figsize=(14, 4.8))
+ps.viz.throughput(float_rows, ax=left, title=f"float32 sums on an {float_rows[0]['device']}: throughput")
+ps.viz.throughput(float_rows, y="median_us", ax=right, title="the same runs: time per scan")
+left.set_ylabel("GB/s (2n x 4 bytes / time)")
+right.set_ylabel("µs per scan (median)")
+right.get_legend().remove()
+
+# %% [markdown]
+# The numbers at the two largest sizes, and each variant's speed relative to `torch.cumsum`:
+
+# %%
+print(f"{'variant':<30} {'2^24: µs':>9} {'GB/s':>7} {'vs cumsum':>9}   {'2^26: µs':>9} {'GB/s':>7} {'vs cumsum':>9}")
+at = {(row["variant"], int(row["n"])): row for row in float_rows}
+for variant in shown:
+    line = f"{variant:<30}"
+    for n in (2 ** 24, 2 ** 26):
+        row, cub = at[(variant, n)], at[("torch.cumsum", n)]
+        line += f" {float(row['median_us']):>9.1f} {float(row['gbps']):>7.0f} {float(cub['median_us']) / float(row['median_us']):>8.2f}x  "
+    print(line)
+
+# %% [markdown]
+# What the measurements show:
+#
+# - **Padding pays.** At $n = 2^{26}$ the padded Blelloch scan takes 706 µs, the plain one 914 µs
+#   (23% less time); at $2^{24}$, 218 µs against 265 µs. The padded version is the fastest of
+#   our tiled scans: 615 GB/s at $2^{24}$, 760 GB/s at $2^{26}$.
+# - **Our tiled scans reach 0.27–0.31 times `torch.cumsum`.** At $2^{24}$ CUB needs 66 µs
+#   (2.0 TB/s); padded Blelloch, the ladder and Hillis–Steele take 218–246 µs. At $2^{26}$ CUB
+#   needs 222 µs, they take 706–816 µs. Work efficiency hardly matters: Hillis–Steele's tile
+#   pass does 7 combines per element (1793 for a tile of 256, chapter 03), Blelloch's 3 (two
+#   sweeps and the inclusive step), and Hillis–Steele is only 15% slower at $2^{26}$ (816 µs).
+# - **Traffic.** Our scans move $4n$ words (two passes), a single-pass scan $2n$. At $2^{26}$
+#   `torch.cumsum` runs as fast as the numba copy kernel (222 µs and 221 µs) and at 60% of the
+#   speed of PyTorch's copy (133 µs, 4.0 TB/s). Two passes explain a factor of 2 against a copy;
+#   Blelloch's 706 µs are 3.2 times the numba copy kernel's, so the tile pass itself does not
+#   stream at copy speed either (two elements per thread, 20 barriers per tile of 512; the CSV
+#   does not split the time between the kernels).
+# - **A floor of launches.** Up to $n = 2^{16}$ (Blelloch: $2^{18}$) every tiled scan takes
+#   87–104 µs whatever $n$: three launches, and a numba launch costs tens of microseconds of
+#   Python on the host, during which the GPU waits. One more level of recursion (five
+#   launches, from $2^{17}$, Blelloch from $2^{19}$) lifts the floor to 152–164 µs up to
+#   $2^{20}$. `torch.cumsum` launches from C++ and takes 18–19 µs up to $2^{21}$ (one outlier:
+#   28 µs at $2^{12}$); the numba copy kernel, one launch, 21–25 µs up to $2^{19}$. From about
+#   $2^{22}$ on, our scans rise above the floor: the GPU's work starts to outlast the launches.
+# - A whole `ps.scan(..., algorithm="ladder")` call on a device array (options, allocation,
+#   launches) adds more: 166–328 µs up to $2^{18}$, 863 µs at $2^{26}$ where the kernels take
+#   778 µs.
+#
+# The floor, launch by launch (launches counted by the `launches` function of section 2):
+
+# %%
+floor = [row for row in measured if row["dtype"] == "float32" and row["variant"] in ("copy", "ladder", "blelloch")
+         and int(row["n"]) in (2 ** 10, 2 ** 16, 2 ** 18, 2 ** 20)]
+print(f"{'variant':<14} {'n':>8} {'launches':>8} {'µs':>7} {'µs per launch':>13}")
+for row in floor:
+    n = int(row["n"])
+    count = {"ladder": launches(n, 256), "blelloch": launches(n, 512)}.get(row["variant"], 1)
+    print(f"{row['variant']:<14} {n:>8} {count:>8} {float(row['median_us']):>7.1f} {float(row['median_us']) / count:>13.1f}")
+
+# %% [markdown]
+# The int32 measurements in the same file give the same times for our scans (Blelloch 704 µs at
+# $2^{26}$). `torch.cumsum` and `cupy.cumsum` are no fair baseline there: like numpy, they sum
+# int32 into **int64**, so they write twice the bytes (622 µs and 647 µs at $2^{26}$).
+#
+# ## 5. Exercise: put the pieces together
+#
+# Seed 004's last step, written by you. `scan_device` below runs the package's tile kernel
+# (Blelloch, 32 threads, tiles of 64, padded), scans the tile totals by calling itself, and then
+# launches `my_carry` with one block of 32 threads per tile after the first. Write `my_carry`:
+# block $b$ adds `carries[b]` (the sum of tiles $0..b$) to every element of tile $b + 1$ that
+# exists, each thread taking the elements `threadIdx.x` and `threadIdx.x + THREADS` of that tile.
+
+# %% tags=["exercise"] todo="write my_carry: block b adds carries[b] to out[(b + 1) * TILE + k] for k = threadIdx.x and threadIdx.x + THREADS, where that index is < n"
+THREADS = 32
+TILE = 2 * THREADS
+tile_kernel = ps.blelloch.blelloch_tile_kernel("add", np.float32, True, False, THREADS, True)
+
+
+@cuda.jit
+def my_carry(out, carries, n):
+    ### BEGIN SOLUTION
+    carry = carries[cuda.blockIdx.x]
+    start = (cuda.blockIdx.x + 1) * TILE
+    for k in range(cuda.threadIdx.x, TILE, THREADS):
+        if start + k < n:
+            out[start + k] += carry
+    ### END SOLUTION
+
+
+def scan_device(source, out):
+    """Inclusive sums of device array source into out: tile pass, totals scanned by recursion, carry pass."""
+    n = source.shape[0]
+    tiles = (n + TILE - 1) // TILE
+    totals = cuda.device_array(tiles, source.dtype)
+    tile_kernel[tiles, THREADS](source, out, totals, n)
+    if tiles > 1:
+        carries = cuda.device_array(tiles, source.dtype)
+        scan_device(totals, carries)
+        my_carry[tiles - 1, THREADS](out, carries, n)
+
+
+def my_blelloch_scan(x):
+    out = cuda.device_array(len(x), x.dtype)
+    scan_device(cuda.to_device(x), out)
+    return out
+
+
+# %% tags=["check"]
+print(ps.check.scan(my_blelloch_scan, name="my_blelloch_scan"))
+
+# %% [markdown]
+# ## 6. Summary
+#
+# | $n$ elements, tiles of $T = 2 \times$ `block_size` | Blelloch, tiled |
+# | --- | --- |
+# | work (combines) | $\approx 2n$ (sweeps) + $n$ (inclusive) + $n$ (carry) |
+# | depth | $2\log_2 T + 2$ barriers per tile pass, $\lceil \log_T n \rceil$ levels, $2\lceil \log_T n \rceil - 1$ launches |
+# | global memory | $\approx 2n$ reads + $2n$ writes (a single-pass scan: $n + n$) |
+# | shared memory | $T + T/32$ cells per block (with padding) |
+# | on an H200, $n = 2^{26}$ float32 | 706 µs = 760 GB/s; 0.31x `torch.cumsum`; 914 µs without padding |
+#
+# **Questions.**
+# 1. With tiles of 512, how many levels of recursion and launches does a scan of $2^{30}$
+#    elements need? How much of the traffic do the levels after the first add?
+# 2. In the hand-computed table of section 3, why does the plain layout need 16 passes at
+#    offsets 8 and 16 but only 8 at offset 32? Why is a broadcast (all threads reading one
+#    word) no conflict?
+# 3. For 8-byte elements (float64), which index pattern is conflict-free, and would
+#    `i + (i >> 5)` still be the right padding?
+# 4. The measurements put every tiled scan near 95 µs for small $n$. Estimate what one numba
+#    launch costs on the host, and name two ways to make a scan of $2^{12}$ elements faster.
+# 5. `torch.cumsum` at $2^{26}$ takes as long as the numba copy kernel. What must a scan do to
+#    move only $2n$ words, and what does a tile then have to wait for?

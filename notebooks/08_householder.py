@@ -1,0 +1,519 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 08 · Householder tridiagonalization and the symmetric solve
+#
+# Seed 003, handwritten notes on tridiagonal solvers, has two parts: ① parallel cyclic reduction
+# (PCR, chapter 07) and ② *"Householder reduction → tridiagonal decomposition of any symmetric
+# matrix"*. Part ② turns a symmetric matrix $A$ into $A = Q T Q^T$ with $Q$ orthogonal and $T$
+# symmetric tridiagonal, by a sequence of reflections, in the order of the classic `tred2`
+# routine: from the last row upward. Then $A x = b$ becomes a tridiagonal system, which part ①
+# solves. This chapter follows the notes: a reflection as a mirror, one reduction step on a
+# $5 \times 5$ matrix, the kernel with several matrices per block (the notes'
+# `tidx = threadIdx.x % n`), the solve $Q T Q^T x = b$, and measurements on an H200 against
+# PyTorch.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+import prefixsum as ps  # first: it chooses the GPU or the simulator before numba.cuda loads
+
+import csv
+import importlib
+import inspect
+import math
+
+import numpy as np
+from numba import cuda
+
+hh = importlib.import_module("prefixsum.tridiag.householder")  # the module (ps.tridiag.householder is the function)
+
+print(ps.device_info())
+
+# %% [markdown]
+# ## 1. A reflection is a mirror
+#
+# Seed 003 starts from the Householder matrix $P = I - 2 w w^T$ with $|w| = 1$, or with any
+# non-zero $u$:
+#
+# $$P = I - \frac{u u^T}{H}, \qquad H = \tfrac12 |u|^2 .$$
+#
+# $P$ is symmetric, and the notes check that it is its own inverse:
+# $P^2 = I - \frac{2 u u^T}{H} + \frac{u (u^T u) u^T}{H^2} = I$, so $P^T = P = P^{-1}$: it is
+# orthogonal. Applied to $x$, it subtracts twice the component of $x$ along $u$:
+# $P x = x - u \, \frac{u \cdot x}{H}$. That is the **mirror image** of $x$ in the hyperplane
+# orthogonal to $u$ (a line, in two dimensions).
+#
+# The reduction needs a mirror that sends a given $x$ onto a unit vector $e$. A mirror keeps
+# lengths, so the image is $g e$ with $g = \pm |x|$, and the mirror must bisect $x$ and $g e$:
+# $u = x - g e$. In `tred2`'s notation, with $f = x \cdot e$ the entry of $x$ along $e$:
+#
+# $$h = |x|^2, \qquad g = -\operatorname{sign}(f) \sqrt{h}, \qquad u = x - g e, \qquad H = \tfrac12|u|^2 = h - f g .$$
+#
+# Only one entry of $u$ differs from $x$: $f - g$. The notes write *"$g = \pm\sqrt{h}$, the sign
+# depends on $f$"* (translated): with $g$ of the opposite sign to $f$, $f - g = f + \operatorname{sign}(f)|x|$
+# adds two magnitudes. The other sign is just as good a mirror on paper, but when $x$ is
+# nearly parallel to $e$ it computes $u$'s entry and $H$ as differences of nearly equal numbers.
+# In two dimensions, with $e = (0, 1)$:
+
+# %%
+e2 = np.array([0.0, 1.0])
+
+
+def mirror(x, g):
+    """u and H of the reflector that sends x to g e2, and P x."""
+    u = x - g * e2
+    H = float(x @ x) - x[1] * g
+    return u, H, x - u * (u @ x) / H
+
+
+x = np.array([3.0, 4.0])
+g = -np.sign(x[1]) * np.linalg.norm(x)
+u, H, image = mirror(x, g)
+print(f"x = {x}: h = {x @ x:g}, f = {x[1]:g}, g = {g:g}, u = {u}, H = {H:g}, P x = {image.round(12) + 0.0}")
+
+# %% [markdown]
+# The picture: $x$, the mirror (orthogonal to $u$), and the image on the circle of radius
+# $|x|$. $u = x - P x$ joins the two tips, and the mirror cuts it in half. In the middle and on
+# the right, an $x$ close to $e$: with `tred2`'s sign the mirror is well away from $x$; with the
+# other sign the image lands next to $x$, and $u$ is a short difference of long vectors.
+
+# %%
+x_near = np.array([0.6, 2.5])
+norm_near = np.linalg.norm(x_near)
+_ = ps.viz.reflection([x, x_near, x_near], [x + 5 * e2, x_near + norm_near * e2, x_near - norm_near * e2],
+                      titles=["x = (3, 4): g = -5", "x near e: g = -sign(f) |x|", "x near e: the other sign, g = +|x|"],
+                      labels=("x[0]", "x[1]  (along e)"))
+
+# %% [markdown]
+# In float32 the other sign is not just less accurate: for $x = (10^{-4}, 1)$, $|x|$ rounds to
+# 1, so $f - g = 0$, $H = 0$ and there is no reflector at all.
+
+# %%
+x32 = np.array([1e-4, 1.0], np.float32)
+h32, f32 = x32 @ x32, x32[1]
+for label, g32 in (("g = -sign(f) sqrt(h)", -np.sqrt(h32)), ("g = +sign(f) sqrt(h)", np.sqrt(h32))):
+    print(f"{label}: last entry of u = f - g = {f32 - g32:g}, H = h - f g = {h32 - f32 * g32:g}")
+
+# %% [markdown]
+# ## 2. One step at a time on a 5 × 5 matrix
+#
+# `tred2` reduces rows from the **last one upward**. Before step $i$ ($i = n-1, \dots, 2$), rows
+# and columns $i+1, \dots, n-1$ are already tridiagonal. Step $i$ takes $x = A[i, 0{:}i]$, the
+# part of row $i$ left of the diagonal, and builds a reflector on indices $0, \dots, i-1$ with
+# $e = e_{i-1}$, so that $P x = g e_{i-1}$: row $i$ keeps one entry left of the diagonal,
+# $T[i, i-1] = g$, and by symmetry so does column $i$. The notes' order of computation is
+# $g, u, H, p, K, q, A'$:
+#
+# $$p = \frac{A u}{H}, \qquad K = \frac{u \cdot p}{2H}, \qquad q = p - K u, \qquad A' = P A P = A - q u^T - u q^T .$$
+#
+# The notes derive the last one: $PAP = A - p u^T - u p^T + 2K u u^T$, and the two $K$ terms
+# fold into $q$. A rank-2 update of $O(n^2)$ operations instead of two matrix products of
+# $O(n^3)$. (`tred2` also divides $x$ by $\mathrm{scale} = \sum_k |x_k|$ first, so that $h$
+# cannot overflow or underflow; $u$ and $H$ scale together and $P$ does not change, so the
+# numpy version below leaves it out. The kernel does it.)
+#
+# In numpy, one step and the whole loop, on a small matrix with integer entries:
+
+# %%
+def householder_step(A, i):
+    """Seed 003's step i on a numpy matrix: returns P A P and the reflector P."""
+    n = len(A)
+    x = A[i, :i]
+    h = x @ x
+    f = x[-1]
+    g = -np.sqrt(h) if f >= 0 else np.sqrt(h)
+    u = np.zeros(n)
+    u[:i] = x
+    u[i - 1] = f - g  # u = x - g e_{i-1}
+    H = h - f * g
+    p = A @ u / H
+    K = u @ p / (2 * H)
+    q = p - K * u
+    return A - np.outer(q, u) - np.outer(u, q), np.eye(n) - np.outer(u, u) / H
+
+
+rng = np.random.default_rng(1)
+A5 = rng.integers(1, 5, size=(5, 5)) * rng.choice([-1, 1], size=(5, 5))
+A5 = (np.tril(A5) + np.tril(A5, -1).T).astype(np.float64)  # symmetric, no zero entries
+steps, reflectors, zeroed = [A5], [], [None]
+for i in range(4, 1, -1):
+    after, P = householder_step(steps[-1], i)
+    steps.append(after)
+    reflectors.append(P)
+    just = np.zeros((5, 5), bool)
+    just[i, :i - 1] = just[:i - 1, i] = True
+    zeroed.append(just)
+print("A =\n", A5)
+
+# %% [markdown]
+# Each step zeroes row $i$ and column $i$ left of (and above) the sub-diagonal: the framed
+# cells are the ones the step just zeroed. Blank cells are zero (up to rounding); colours are
+# $\log_{10}|a|$.
+
+# %%
+_ = ps.viz.sparsity(steps, ["A", "after step i = 4", "after step i = 3", "after step i = 2: T"], highlight=zeroed)
+
+# %% [markdown]
+# After the three steps $T = P_2 P_3 P_4 \, A \, P_4 P_3 P_2$, so $Q = P_4 P_3 P_2$ (the
+# notes, numbering the reflectors in the order they are applied: *"$A'' = P_2 A' P_2 = P_2 P_1
+# A P_1 P_2$"*, *"tridiag $A = Q' A Q$"*). Step $i = 1$ would reflect a single entry onto
+# itself: nothing to do.
+
+# %%
+T5 = steps[-1]
+print("T =\n", np.where(np.abs(T5) < 1e-12, 0.0, T5).round(3) + 0.0)
+Q5 = reflectors[0] @ reflectors[1] @ reflectors[2]
+print("numpy steps: Q^T A Q = T:", np.allclose(Q5.T @ A5 @ Q5, T5, rtol=0, atol=1e-12),
+      "| T tridiagonal:", np.allclose(np.tril(T5, -2), 0, rtol=0, atol=1e-12))
+
+# %% [markdown]
+# The package's `householder` does the same on the GPU (the simulator here) and returns $T$ as
+# its diagonal $d$ and sub-diagonal $e$, with $Q$:
+
+# %%
+d5, e5, Qp = ps.tridiag.householder(A5)
+Tp = np.diag(d5) + np.diag(e5, 1) + np.diag(e5, -1)
+print("package: Q^T A Q = tridiag(e, d, e) within 1e-12:", np.allclose(Qp.T @ A5 @ Qp, Tp, rtol=0, atol=1e-12))
+print("package and numpy steps agree (d, e, Q within 1e-12):",
+      all(np.allclose(a, b, rtol=0, atol=1e-12) for a, b in ((d5, np.diag(T5)), (e5, np.diag(T5, -1)), (Qp, Q5))))
+
+# %% [markdown]
+# Same sign convention, same $T$ and $Q$. (Other libraries may differ in the signs of $e$
+# and of $Q$'s columns, or reduce from the first row down and get another $T$ altogether; the
+# eigenvalues are the same.)
+#
+# ## 3. The reduction on the GPU
+#
+# ### 3.1 Who does what
+#
+# The notes give one matrix $n$ threads (*"tidx = threadIdx.x % d"*). In the package a thread
+# owns **column** `tidx` of its matrix and does everything that writes it; by symmetry column
+# $j$ is also row $j$, and the threads of a matrix then touch consecutive addresses
+# (`w[k, tidx]`): no bank conflicts in shared memory, coalesced in global memory. A step has
+# four phases between barriers:
+#
+# 1. `reflector`: the thread owning row $i$ scales $x$, computes $h, f, g$, stores $u$ in row
+#    $i$ (the notes: *"`sAds[nt + i*n + l] = f - g` // store u"*), $H$ in `hs[i]`, and
+#    $T[i, i-1] = \mathrm{scale} \cdot g$ (the notes' *"`s[gb_index_x*n + i] = scale*g`"*);
+# 2. `project`: every thread $j < i$ computes $p_j = (A u)_j / H$;
+# 3. `correct`: the owner of row $i$ computes $K$ and turns $p$ into $q$;
+# 4. `update`: every thread $j < i$ updates its column of $A - q u^T - u q^T$.
+
+# %%
+for device_function in (hh.reflector, hh.project, hh.correct, hh.update, hh.reduce_rows):
+    print(inspect.getsource(device_function))
+
+# %% [markdown]
+# Phases 1 and 3 are serial: one thread sums over $i$ entries while the others wait at the next
+# barrier. Section 6 comes back to that.
+#
+# Afterwards `accumulate` (`tred2`'s second loop) turns the $u$ vectors left in rows
+# $1, \dots, n-1$ into $Q$, in place, applying the reflectors from the smallest block outward:
+# $Q_{\text{block}} \leftarrow Q_{\text{block}} - u \, (u^T Q_{\text{block}}) / H$, one column per
+# thread again. Row and column $n-1$ are never touched by a reflector: they stay those of the
+# identity.
+
+# %%
+print(inspect.getsource(hh.accumulate))
+print(inspect.getsource(hh.tridiagonalize))
+
+# %% [markdown]
+# ### 3.2 Several matrices per block
+#
+# A matrix of $n = 5$ needs only 5 threads, far too few for a block. The notes put several
+# matrices in one block: *"tidx = threadIdx.x % d; Qt = (threadIdx.x - tidx)/d;
+# gbx = Qt + blockIdx.x * (blockDim.x/d)"*. The shared-memory kernel does exactly that (`slot`
+# is the notes' `Qt`, `matrix` their `gbx`), and cuts the block's dynamic shared memory into one
+# $n \times (n+2)$ piece per matrix: the matrix, $p$ and the $H$ values.
+
+# %%
+print(inspect.getsource(hh.tridiagonalize_shared))
+
+# %% [markdown]
+# The host picks `per_block`: as many matrices as fit into 256 threads and 48 KiB of shared
+# memory. The tracer records the real launches, checks every shared-memory access for races,
+# and counts the barriers each thread passes: $4(n-1)$ in the reduction and $n-1$ in the
+# accumulation.
+
+# %%
+launches = {}
+for n_traced, batch_traced in ((5, 60), (16, 20)):
+    sample = rng.normal(size=(batch_traced, n_traced, n_traced))
+    run = ps.trace.record(ps.tridiag.householder, (sample + sample.transpose(0, 2, 1)) / 2)
+    launch = launches[n_traced] = run.launches[0]
+    print(f"n = {n_traced:2d}, {batch_traced} matrices: {launch.kernel}, {launch.grid[0]} blocks of {launch.block[0]} threads "
+          f"({launch.block[0] // n_traced} matrices each), {run.counts()['barriers']} barriers = 5 (n - 1), "
+          f"{len(run.races())} races, {len(run.uninitialized_reads())} uninitialized reads")
+
+# %% [markdown]
+# With $n = 5$: 51 matrices in a block of 255 threads, and the last 9 of the 60 in a second
+# block (its other slots have no matrix, and their threads only pass the barriers). Who is who
+# in block 1:
+
+# %%
+per_block_5 = launches[5].block[0] // 5
+for thread in (0, 1, 4, 5, 6, 44, 45, 254):
+    tidx, slot = thread % 5, thread // 5
+    matrix = 1 * per_block_5 + slot
+    print(f"block 1, threadIdx.x = {thread:3d}: tidx = {tidx}, slot (Qt) = {slot:2d}, matrix (gbx) = {matrix:3d}"
+          + ("" if matrix < 60 else "  (no matrix: passes the barriers only)"))
+
+# %% [markdown]
+# ### 3.3 Is it right?
+#
+# Random symmetric batches, both precisions: $Q$ orthogonal, $Q^T A Q = T$, and $T$ with the
+# eigenvalues of $A$ (`numpy.linalg.eigvalsh`, in float64), each to within a small multiple of
+# $n \varepsilon$ (times $\|A\|$ where it applies):
+
+# %%
+batch = ps.size_for_device(24, 1000)
+for dtype in (np.float32, np.float64):
+    for n in ps.size_for_device((5, 16, 33), (16, 64, 200)):
+        M = rng.normal(size=(batch, n, n))
+        A = ((M + M.transpose(0, 2, 1)) / 2).astype(dtype)
+        d, e, Q = ps.tridiag.householder(A)
+        A64, Q64, eps = A.astype(np.float64), Q.astype(np.float64), np.finfo(dtype).eps
+        T = np.zeros_like(A64)
+        k = np.arange(n)
+        T[:, k, k], T[:, k[1:], k[:-1]], T[:, k[:-1], k[1:]] = d, e, e
+        size = np.linalg.norm(A64, 2, axis=(1, 2))
+        orthogonal = np.abs(Q64.transpose(0, 2, 1) @ Q64 - np.eye(n)).max() <= 8 * n * eps
+        similar = (np.abs(Q64.transpose(0, 2, 1) @ A64 @ Q64 - T).max(axis=(1, 2)) <= 8 * n * eps * size).all()
+        spectrum = (np.abs(np.linalg.eigvalsh(T) - np.linalg.eigvalsh(A64)).max(axis=1) <= 8 * n * eps * size).all()
+        print(f"{np.dtype(dtype).name}, {batch} matrices of {n:3d}: |Q^T Q - I| <= 8 n eps: {orthogonal}; "
+              f"|Q^T A Q - T| <= 8 n eps |A|: {similar}; eigenvalues of T = eigvalsh(A) within 8 n eps |A|: {spectrum}")
+
+# %% [markdown]
+# ### 3.4 Large matrices: the global-memory path
+#
+# A float64 matrix of $n = 78$ no longer fits into 48 KiB of shared memory ($n(n+2)$ values);
+# the largest are 77 (float64) and 109 (float32). Beyond, `tridiagonalize_global` runs the
+# same device functions on the output $Q$ itself, in global memory: one block per matrix, and
+# each thread loops over the columns `first, first + step, ...` when $n$ exceeds the block.
+
+# %%
+print(f"max_shared_n: float64 {hh.max_shared_n(np.float64)}, float32 {hh.max_shared_n(np.float32)}")
+print(inspect.getsource(hh.tridiagonalize_global))
+
+# %% [markdown]
+# `householder` switches to it by itself for large $n$. To watch it at a size the simulator
+# runs quickly, we launch it directly with fewer threads than columns (here 4 threads for 12
+# columns: 3 columns per thread):
+
+
+# %%
+def reduce_in_global_memory(A, threads):
+    """Launch tridiagonalize_global on a (batch, n, n) host array; return d, e, Q on the host."""
+    count, n, _ = A.shape
+    q, scratch = cuda.device_array((count, n, n), A.dtype), cuda.device_array((count, 2, n), A.dtype)
+    d, sub = cuda.device_array((count, n), A.dtype), cuda.device_array((count, n), A.dtype)
+    hh.tridiagonalize_global[count, threads](cuda.to_device(A), q, d, sub, scratch)
+    return d.copy_to_host(), sub.copy_to_host()[:, 1:], q.copy_to_host()
+
+
+n_global, threads_global = ps.size_for_device(12, 300), ps.size_for_device(4, 128)
+M = rng.normal(size=(3, n_global, n_global))
+A_global = (M + M.transpose(0, 2, 1)) / 2
+by_global = reduce_in_global_memory(A_global, threads_global)
+by_householder = ps.tridiag.householder(A_global)
+print(f"n = {n_global}, {threads_global} threads per matrix: d, e, Q identical to householder's:",
+      all(np.array_equal(a, b) for a, b in zip(by_global, by_householder)))
+run = ps.trace.record(reduce_in_global_memory, A_global, threads_global)
+print(f"traced: {len(run.races())} races, {run.counts()['barriers']} barriers = 5 (n - 1)")
+
+# %% [markdown]
+# Bit for bit the same: every column sees the same operations in the same order, whichever
+# thread owns it and wherever the matrix lives. Only the speed differs (section 6).
+#
+# ## 4. Solving $A x = b$
+#
+# With $A = Q T Q^T$ (the notes: *"$Q \, tA \, Q' x = b$ ⇒ $tA \, Q' x = Q' b$ ⇒ $Q' x = y$ ⇒
+# $x = Q y$"*):
+#
+# $$y = Q^T b, \qquad T z = y \ \text{(tridiagonal: PCR, chapter 07)}, \qquad x = Q z .$$
+#
+# $T$ has the eigenvalues of $A$, so for a symmetric positive definite $A$ it is positive
+# definite too, and PCR, which does not pivot, is safe. By hand, with numpy for the two
+# products and the package's PCR for $T z = y$; $T$'s bands are $a = (0, e)$, $b = d$,
+# $c = (e, 0)$:
+
+# %%
+N = rng.normal(size=(8, 8))
+A_spd = N @ N.T / 8 + np.eye(8)
+b = rng.normal(size=8)
+d, e, Q = ps.tridiag.householder(A_spd)
+y = Q.T @ b
+z = ps.tridiag.solve(np.concatenate([[0.0], e]), d, np.concatenate([e, [0.0]]), y, method="pcr")
+x_steps = Q @ z
+print("Q (T (Q^T x)) = b by hand, vs numpy.linalg.solve, within 1e-12:",
+      np.allclose(x_steps, np.linalg.solve(A_spd, b), rtol=0, atol=1e-12))
+
+# %% [markdown]
+# `solve_symmetric` does the same with everything on the device: the reduction, then
+# $Q^T b$ and $Q z$ by the kernel `multiply` (one thread per entry of the result), and PCR in
+# between. Checked against `numpy.linalg.solve` on batches, with the error bound of a
+# backward-stable solve ($16 n \varepsilon \, \kappa(A) \, |x|$):
+
+# %%
+print(inspect.getsource(hh.multiply))
+for dtype in (np.float32, np.float64):
+    for n in ps.size_for_device((5, 16), (32, 64)):
+        N = rng.normal(size=(batch, n, n))
+        A = (N @ N.transpose(0, 2, 1) / n + np.eye(n)).astype(dtype)
+        rhs = rng.normal(size=(batch, n)).astype(dtype)
+        x_gpu = ps.tridiag.solve_symmetric(A, rhs)
+        A64 = A.astype(np.float64)
+        expected = np.linalg.solve(A64, rhs.astype(np.float64)[..., None])[..., 0]
+        bound = 16 * n * np.finfo(dtype).eps * np.linalg.cond(A64) * np.abs(expected).max(axis=1)
+        print(f"{np.dtype(dtype).name}, {batch} systems of {n:2d}: solve_symmetric = numpy.linalg.solve "
+              f"within 16 n eps cond(A) |x|: {bool((np.abs(x_gpu - expected).max(axis=1) <= bound).all())}")
+
+# %% [markdown]
+# ## 5. Exercise: one reflector
+#
+# Write the reflector of one reduction step as a host function: given $x$ (a numpy vector of length
+# $n \ge 2$), return `(u, H)` with $P = I - u u^T / H$ sending $x$ to $g e$, $e$ the **last**
+# unit vector, following seed 003's formulas: $h = |x|^2$, $f = x_{n-1}$,
+# $g = -\operatorname{sign}(f)\sqrt h$ (take $g = -\sqrt h$ when $f = 0$), $u = x - g e$,
+# $H = h - f g$. Loops or numpy, as you like; the kernel's `reflector` above is the same with
+# a scale in front.
+#
+# `ps.check.reflector` runs your function on random vectors of 2, 3, 5 and 8 entries (either
+# sign of $f$, $f = 0$, and vectors nearly parallel to $e$, where the wrong sign cancels) and
+# checks, in float64, that $P$ is orthogonal and that $P x = -\operatorname{sign}(f)|x| \, e$;
+# the second line repeats it with float32 inputs (and a float32 tolerance).
+
+# %% tags=["exercise"] todo="compute h = |x|^2, f = x[-1], g = -sqrt(h) if f >= 0 else sqrt(h), then u (a copy of x with u[-1] = f - g) and H = h - f * g"
+def my_reflector(x):
+    ### BEGIN SOLUTION
+    h = float(np.dot(x, x))
+    f = float(x[-1])
+    g = -math.sqrt(h) if f >= 0 else math.sqrt(h)
+    u = np.array(x, dtype=np.float64)
+    u[-1] = f - g
+    H = h - f * g
+    ### END SOLUTION
+    return u, H
+
+
+# %% tags=["check"]
+print(ps.check.reflector(my_reflector))
+print(ps.check.reflector(my_reflector, dtype=np.float32))
+
+# %% [markdown]
+# ## 6. On the GPU
+#
+# `benchmarks/householder.py` ran on one NVIDIA H200 (PyTorch 2.11), batches of random
+# symmetric positive definite matrices: 10,000 matrices of $n$ = 16, 32 and 64, and 100 of
+# $n = 512$, float32 and float64, median of 5 runs, every result checked first:
+#
+# - `householder (whole call)` and `solve_symmetric (whole call)`: the package's functions as a
+#   user calls them, from host arrays to host arrays, timed on the host;
+# - `householder (reduction, events)`: the reduction kernel alone (with its output
+#   allocations), CUDA events, minus the time of copying $A$ to the device;
+# - `torch.linalg.eigh` and `torch.linalg.solve` (LU with partial pivoting) on tensors already
+#   on the device, CUDA events.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+with open("../benchmarks/householder.csv", newline="") as handle:
+    bench_rows = list(csv.DictReader(handle))
+times = {(row["what"], row["dtype"], int(row["batch"]), int(row["n"])): float(row["median_us"]) / 1000 for row in bench_rows}
+columns = ("householder (reduction, events)", "householder (whole call)", "solve_symmetric (whole call)",
+           "torch.linalg.eigh", "torch.linalg.solve")
+headers = ("reduction kernel", "householder call", "solve_symmetric", "torch eigh", "torch solve")
+print(f"{'dtype':<8} {'batch x n':>11}" + "".join(f" {h:>17}" for h in headers) + f" {'eigh/kernel':>12} {'solve_sym/torch':>16}")
+for dtype in ("float32", "float64"):
+    for batch_b, n_b in sorted({(k[2], k[3]) for k in times if k[1] == dtype}, key=lambda c: c[1]):
+        ms = [times[(name, dtype, batch_b, n_b)] for name in columns]
+        print(f"{dtype:<8} {f'{batch_b} x {n_b}':>11}" + "".join(f" {m:>14.2f} ms" for m in ms)
+              + f" {ms[3] / ms[0]:>11.1f}x {ms[2] / ms[4]:>15.0f}x")
+print("devices:", sorted({row["device"] for row in bench_rows}), "torch", sorted({row["torch"] for row in bench_rows}))
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+plot_rows = [{"n": row["n"], "ms": float(row["median_us"]) / 1000, "what": row["what"]}
+             for row in bench_rows if row["dtype"] == "float64" and row["batch"] == "10000"]
+ax = ps.viz.throughput(plot_rows, x="n", y="ms", group="what",
+                       title="10,000 float64 matrices on an H200: time against n")
+_ = ax.set_ylabel("median time (ms)")
+
+# %% [markdown]
+# What the numbers say, float64 unless noted:
+#
+# - **Against `torch.linalg.eigh`, many small matrices.** Our reduction kernel takes 0.78 ms,
+#   2.8 ms and 9.9 ms for 10,000 matrices of 16, 32 and 64; `eigh` takes 2.7 ms, 8.9 ms and
+#   **6855 ms**: 3.5, 3.2 and 689 times longer (float32 at 64: 9.5 ms against 7539 ms). The
+#   jump between 32 and 64 is PyTorch's: in its source (`linalg_eigh_cusolver` in
+#   `aten/src/ATen/native/cuda/linalg/BatchLinearAlgebraLib.cpp`, in the version we read) a
+#   batch of matrices up to $n = 32$ goes to cuSOLVER's batched Jacobi solver, and larger ones
+#   are solved **one matrix after another** (`syevd`, or `syevj` for float32 up to 512): 0.69 ms
+#   each, 10,000 times. The comparison is not like for like: `eigh` computes all eigenvalues
+#   and eigenvectors; our kernel only the first part of that work, $T$ and $Q$ (`syevd` itself
+#   starts with such a reduction; Jacobi does not reduce at all). An eigensolver built on our
+#   reduction would still have to solve the tridiagonal eigenproblem.
+# - **Against `torch.linalg.solve`.** `solve_symmetric` takes 548 ms for 10,000 systems of 64;
+#   `torch.linalg.solve` 3.4 ms, 160 times less. Our whole call is almost all host work: the
+#   reduction kernel is 9.9 ms of the 548. A one-off breakdown of the calls on an H200 while
+#   writing this chapter (not in the CSV; medians of 3; that run's `householder` call took
+#   728 ms): the host's check that $A$ is finite and symmetric, in numpy over 41 million
+#   entries, 560 ms; copying $A$ (328 MB) to the device 46 ms; copying $Q$ back 107 ms. The
+#   checks dominate, then the copies. Even the kernel alone (9.9 ms) is 2.9 times torch's whole
+#   solve: for one solve, LU needs $\frac23 n^3$ flops, our route about $\frac{10}{3} n^3$
+#   (section 7). The Householder route pays off when $T$ itself is wanted: eigenvalues, or
+#   shifted systems $(A - \sigma I) x = b$ for many $\sigma$ (question 4).
+# - **$n = 512$, 100 matrices: the global-memory path.** Reduction 285 ms, `eigh` 460 ms
+#   (float32: 256 ms against 1422 ms); `torch.linalg.solve` 6.3 ms. Here our kernel is slow:
+#   one block of 256 threads per matrix, 100 blocks on the H200's 132 multiprocessors, so the
+#   kernel time is the time of one matrix. In each step one thread computes the scale and $h$
+#   (`reflector`) and then $u \cdot p$ and $q$ (`correct`), loops of length $i$, while the
+#   other 255 threads wait at the barrier: **the known bottleneck of this kernel**. Counting loop
+#   iterations along the longest thread's path (from the code above, two columns per thread):
+#   about $2n^2 \approx 0.52$ million in these serial loops and about 0.92 million in the
+#   column loops of `project`, `update` and `accumulate`; 285 ms for about 1.44 million
+#   iterations is some 200 ns an iteration: of the order of a global-memory access's latency,
+#   not of a multiply-add's time, with only 8 warps per multiprocessor to hide it. (That float32
+#   takes nearly as long as float64, 256 against 285 ms, fits this picture. These counts are an
+#   estimate from the code, not a profile.)
+#
+# ## 7. Summary
+#
+# Per matrix of size $n$, one thread per column (the shared-memory path):
+#
+# | | reduction (`tred2`'s first loop) | accumulating $Q$ | solve $Q T Q^T x = b$ |
+# | --- | --- | --- | --- |
+# | work (multiply-adds) | $n^3$: $p$ ($i^2$) and the rank-2 update of the whole $i \times i$ block ($2i^2$) per step; LAPACK updates one triangle, $\frac23 n^3$ | $\frac23 n^3$ | reduction and $Q$, then $2n^2$ for $Q^T b$ and $Q z$, and PCR's $O(n \log n)$ |
+# | depth | $n-1$ steps of 4 phases (the last one trivial), each $O(i)$ serial: $O(n^2)$ | $n-1$ phases of $O(i)$: $O(n^2)$ | $O(n)$ per product, $\lceil \log_2 n \rceil$ PCR steps |
+# | barriers | $4(n-1)$ | $n-1$ | (separate launches) |
+# | memory | $A$ read once ($n^2$), $Q$ written once ($n^2$), $d$ and $e$; everything else in $n(n+2)$ values of shared memory | in place | $Q$ read twice |
+#
+# In flops (two per multiply-add) the textbook counts are $\frac43 n^3$ for $T$ and
+# $\frac43 n^3$ more for $Q$; this package spends $2n^3 + \frac43 n^3 = \frac{10}{3} n^3$,
+# against $\frac23 n^3$ for LU. Above 77 (float64) or 109 (float32) every access of the
+# $O(n^3)$ work goes to global memory, one block per matrix.
+#
+# **Questions.**
+# 1. For $x = (10^{-4}, 1)$ in float32, section 1 found $H = 0$ with the wrong sign of $g$.
+#    Take $x = (10^{-6}, 1)$ in float64: compute $u$ and $H$ with both signs, then
+#    $|P^T P - I|$. How many correct digits does the wrong sign leave, and why?
+# 2. The kernel updates the whole $i \times i$ block although it is symmetric. How much work
+#    would updating one triangle save, and what would it cost in memory access (which
+#    addresses would the threads of a warp touch)?
+# 3. In each step one thread sums $h$ and $u \cdot p$ while the others wait. Replace these
+#    loops by a block-wide tree reduction (chapter 01's ladder, run backwards). How many
+#    barrier phases does it add per step, and how much shorter is the longest path at
+#    $n = 512$ with 256 threads?
+# 4. Once $A = Q T Q^T$ is known, how much does solving $(A - \sigma I) x = b$ cost for a new
+#    shift $\sigma$? Compare with a new LU factorisation of $A - \sigma I$.
+# 5. Why are the last row and column of $Q$ those of the identity? Which would it be if the
+#    reduction went from the first row down?
+# 6. `solve_symmetric` spends most of its time checking $A$ on the host. Which of the checks
+#    could run on the GPU, and what should it report when one fails?
