@@ -11,16 +11,15 @@ reduction, then finds the eigenvalues) and ``torch.linalg.solve`` on tensors alr
 device, timed with CUDA events. Every result is checked first. Writes ``householder.csv``.
 """
 import argparse
-import csv
 import datetime
 import os
 import statistics
-import time
 
 import numpy as np
 
 import prefixsum as ps
 from prefixsum import tridiag
+from prefixsum.bench import host_us, torch_events_us, write_csv
 
 CASES = ((10000, 16), (10000, 32), (10000, 64), (100, 512))
 REPEATS = 5
@@ -29,30 +28,6 @@ REPEATS = 5
 def spd(batch, n, dtype, rng):
     m = rng.normal(size=(batch, n, n))
     return (m @ np.swapaxes(m, 1, 2) / n + np.eye(n)).astype(dtype)
-
-
-def host_median(call):
-    call()
-    times = []
-    for _ in range(REPEATS):
-        start = time.perf_counter()
-        call()
-        times.append((time.perf_counter() - start) * 1e6)
-    return statistics.median(times)
-
-
-def torch_median(call, torch):
-    call()
-    torch.cuda.synchronize()
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(REPEATS):
-        start.record()
-        call()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop) * 1e3)
-    return statistics.median(times)
 
 
 def reduction_events(A):
@@ -108,25 +83,20 @@ def main():
             T[:, idx[:-1], idx[1:]] = e
             Qd = Q.astype(np.float64)
             err = float(np.max(np.abs(np.swapaxes(Qd, 1, 2) @ A.astype(np.float64) @ Qd - T)) / np.max(np.abs(A)))
-            add("householder (whole call)", dtype, batch, n, host_median(lambda: tridiag.householder(A)), err)
+            add("householder (whole call)", dtype, batch, n, host_us(lambda: tridiag.householder(A), repeats=REPEATS), err)
             add("householder (reduction, events)", dtype, batch, n, reduction_events(A), err)
             x = tridiag.solve_symmetric(A, rhs)
             res = float(np.max(np.abs(np.einsum("bij,bj->bi", A.astype(np.float64), x) - rhs)) / np.max(np.abs(rhs)))
-            add("solve_symmetric (whole call)", dtype, batch, n, host_median(lambda: tridiag.solve_symmetric(A, rhs)), res)
+            add("solve_symmetric (whole call)", dtype, batch, n, host_us(lambda: tridiag.solve_symmetric(A, rhs), repeats=REPEATS), res)
             At, bt = torch.from_numpy(A).cuda(), torch.from_numpy(rhs).cuda()
             w = torch.linalg.eigvalsh(At).cpu().numpy()
             ref = np.linalg.eigvalsh(A.astype(np.float64))
-            add("torch.linalg.eigh", dtype, batch, n, torch_median(lambda: torch.linalg.eigh(At), torch),
+            add("torch.linalg.eigh", dtype, batch, n, torch_events_us(lambda: torch.linalg.eigh(At), torch, repeats=REPEATS),
                 float(np.max(np.abs(w - ref)) / np.max(np.abs(ref))))
             xt = torch.linalg.solve(At, bt).cpu().numpy()
-            add("torch.linalg.solve", dtype, batch, n, torch_median(lambda: torch.linalg.solve(At, bt), torch),
+            add("torch.linalg.solve", dtype, batch, n, torch_events_us(lambda: torch.linalg.solve(At, bt), torch, repeats=REPEATS),
                 float(np.max(np.abs(np.einsum("bij,bj->bi", A.astype(np.float64), xt) - rhs)) / np.max(np.abs(rhs))))
-    path = os.path.join(args.out, "householder.csv")
-    with open(path, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    print(f"wrote {path}")
+    write_csv(rows, os.path.join(args.out, "householder.csv"))
 
 
 if __name__ == "__main__":

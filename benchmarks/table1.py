@@ -10,15 +10,12 @@ and 7: the kernel time for each dtype (add) and each operator (float32). Every r
 before it is timed. Writes table1.csv, dtypes.csv and operators.csv.
 """
 import argparse
-import csv
 import os
-import statistics
-import time
 
 import numpy as np
 
 import prefixsum as ps
-from prefixsum.bench import _time_events, fast_mismatches
+from prefixsum.bench import fast_mismatches, host_us, numba_events_us, torch_events_us, write_csv
 from prefixsum.testing import random_input
 
 # test no., n, CPU (i7-2600K), GTX 280, GTX 480: milliseconds, from the paper's Table 1
@@ -38,41 +35,10 @@ PAPER = [
 REPEATS = 50
 
 
-def kernel_ms(x_dev, out_dev, op, cuda):
+def kernel_ms(x_dev, out_dev, op):
     algorithm = ps.ALGORITHMS["hierarchical"]
-    return _time_events(lambda: algorithm.run(x_dev, out_dev, op, True, False, **algorithm.options), cuda, 5, REPEATS) / 1e3
-
-
-def torch_ms(call, torch):
-    call()
-    torch.cuda.synchronize()
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(REPEATS):
-        start.record()
-        call()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return statistics.median(times)
-
-
-def host_ms(call):
-    call()
-    times = []
-    for _ in range(REPEATS):
-        start = time.perf_counter()
-        call()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
-
-
-def write(path, rows):
-    with open(path, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    print(f"wrote {path}")
+    return numba_events_us(lambda: algorithm.run(x_dev, out_dev, op, True, False, **algorithm.options),
+                           warmup=5, repeats=REPEATS) / 1e3
 
 
 def checked(out_dev, x, op):
@@ -98,14 +64,15 @@ def main():
         checked(out_dev, x, "add")
         t, target = torch.from_numpy(x).cuda(), torch.empty(n, dtype=torch.float32, device="cuda")
         row = {"test": test, "n": n, "paper_cpu_ms": cpu, "paper_gtx280_ms": gtx280, "paper_gtx480_ms": gtx480,
-               "numpy_cumsum_ms": round(host_ms(lambda: np.cumsum(x)), 6),
-               "hierarchical_kernel_ms": round(kernel_ms(x_dev, out_dev, "add", cuda), 6),
-               "ps_scan_call_ms": round(host_ms(lambda: ps.scan(x_dev)), 6),
-               "torch_cumsum_ms": round(torch_ms(lambda: torch.cumsum(t, 0), torch), 6),
-               "torch_copy_ms": round(torch_ms(lambda: target.copy_(t), torch), 6), "device": device}
+               "numpy_cumsum_ms": round(host_us(lambda: np.cumsum(x), repeats=REPEATS) / 1e3, 6),
+               "hierarchical_kernel_ms": round(kernel_ms(x_dev, out_dev, "add"), 6),
+               "ps_scan_call_ms": round(host_us(lambda: (ps.scan(x_dev), cuda.synchronize()), repeats=REPEATS) / 1e3, 6),
+               "torch_cumsum_ms": round(torch_events_us(lambda: torch.cumsum(t, 0), torch, repeats=REPEATS) / 1e3, 6),
+               "torch_copy_ms": round(torch_events_us(lambda: target.copy_(t), torch, repeats=REPEATS) / 1e3, 6),
+               "device": device}
         table.append(row)
         print(" ".join(f"{k}={v}" for k, v in row.items() if k != "device"), flush=True)
-    write(os.path.join(args.out, "table1.csv"), table)
+    write_csv(table, os.path.join(args.out, "table1.csv"))
 
     sweeps = {"dtypes.csv": [("add", d) for d in ps.DTYPES], "operators.csv": [(op, np.dtype(np.float32)) for op in ps.OPS]}
     for name, configs in sweeps.items():
@@ -116,10 +83,10 @@ def main():
                 x_dev, out_dev = cuda.to_device(x), cuda.device_array(n, dtype)
                 ps.ALGORITHMS["hierarchical"].run(x_dev, out_dev, op, True, False, **ps.ALGORITHMS["hierarchical"].options)
                 checked(out_dev, x, op)
-                rows.append({"op": op, "dtype": dtype.name, "n": n, "hierarchical_kernel_ms": round(kernel_ms(x_dev, out_dev, op, cuda), 6),
+                rows.append({"op": op, "dtype": dtype.name, "n": n, "hierarchical_kernel_ms": round(kernel_ms(x_dev, out_dev, op), 6),
                              "device": device})
                 print(rows[-1], flush=True)
-        write(os.path.join(args.out, name), rows)
+        write_csv(rows, os.path.join(args.out, name))
 
 
 if __name__ == "__main__":

@@ -13,11 +13,8 @@ calls cuSPARSE) as a whole call, timed on the host after ``block_until_ready``. 
 ``tridiag.csv``.
 """
 import argparse
-import csv
 import datetime
 import os
-import statistics
-import time
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
@@ -25,6 +22,7 @@ import numpy as np  # noqa: E402
 
 import prefixsum as ps  # noqa: E402
 from prefixsum import tridiag  # noqa: E402
+from prefixsum.bench import cupy_events_us, host_us, numba_events_us, write_csv  # noqa: E402
 
 CASES = ((512, 512), (4096, 256), (16384, 64), (1, 1 << 20))
 REPEATS = 20
@@ -48,20 +46,6 @@ def residual(a, b, c, d, x):
     return float(np.linalg.norm(r) / np.linalg.norm(d))
 
 
-def events_median(launch, cuda):
-    launch()
-    cuda.synchronize()
-    start, stop = cuda.event(), cuda.event()
-    times = []
-    for _ in range(REPEATS):
-        start.record()
-        launch()
-        stop.record()
-        stop.synchronize()
-        times.append(cuda.event_elapsed_time(start, stop) * 1e3)
-    return statistics.median(times)
-
-
 def cusparse_time(a, b, c, d):
     import cupy
     from cupy_backends.cuda.libs import cusparse
@@ -81,23 +65,12 @@ def cusparse_time(a, b, c, d):
         solve(handle, n, dl.data.ptr, dd.data.ptr, du.data.ptr, work.data.ptr, batch, n, buffer.data.ptr)
 
     launch()
-    cupy.cuda.runtime.deviceSynchronize()
     result = cupy.asnumpy(work)
-    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-    times = []
-    for _ in range(REPEATS):
-        start.record()
-        launch()
-        stop.record()
-        stop.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, stop) * 1e3)
-    copy_us = statistics.median(times)  # includes the copy of d into the work array, timed below
-    start.record()
-    for _ in range(REPEATS):
+    with_copy = cupy_events_us(launch, cupy, repeats=REPEATS)  # gtsv2 overwrites d: copy it back each time
+
+    def refill():
         work[...] = x
-    stop.record()
-    stop.synchronize()
-    return copy_us - cupy.cuda.get_elapsed_time(start, stop) * 1e3 / REPEATS, result
+    return with_copy - cupy_events_us(refill, cupy, repeats=REPEATS), result
 
 
 def jax_time(a, b, c, d):
@@ -109,12 +82,7 @@ def jax_time(a, b, c, d):
     args = [jnp.asarray(v) for v in (a, b, c)] + [jnp.asarray(d)[..., None]]
     solve = jax.jit(jax.lax.linalg.tridiagonal_solve)
     result = np.asarray(solve(*args).block_until_ready())[..., 0]
-    times = []
-    for _ in range(REPEATS):
-        start = time.perf_counter()
-        solve(*args).block_until_ready()
-        times.append((time.perf_counter() - start) * 1e6)
-    return statistics.median(times), result
+    return host_us(lambda: solve(*args).block_until_ready(), repeats=REPEATS), result
 
 
 def main():
@@ -142,9 +110,9 @@ def main():
                     continue  # one thread walks 2^20 rows: hundreds of ms, not a comparison
                 x = tridiag.solve(*device, method=method).copy_to_host()
                 run, out, flags = tridiag.api._method(method), cuda.device_array((batch, n), dtype), cuda.device_array(batch, np.int32)
-                micros = events_median(lambda: run(*device, out, flags), cuda)
+                micros = numba_events_us(lambda: run(*device, out, flags), repeats=REPEATS)
                 add(method, "ours (kernels)", dtype, batch, n, micros, residual(a, b, c, d, x))
-                micros = events_median(lambda: tridiag.solve(*device, method=method), cuda)
+                micros = numba_events_us(lambda: tridiag.solve(*device, method=method), repeats=REPEATS)
                 add(method, "ours (whole call)", dtype, batch, n, micros, residual(a, b, c, d, x))
             for name, timer in (("cusparse gtsv2StridedBatch", cusparse_time), ("jax tridiagonal_solve", jax_time)):
                 try:
@@ -153,12 +121,7 @@ def main():
                     print(f"{name}: {type(error).__name__}: {error}")
                     continue
                 add(name, "library", dtype, batch, n, micros, residual(a, b, c, d, x))
-    path = os.path.join(args.out, "tridiag.csv")
-    with open(path, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    print(f"wrote {path}")
+    write_csv(rows, os.path.join(args.out, "tridiag.csv"))
 
 
 if __name__ == "__main__":

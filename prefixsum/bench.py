@@ -50,17 +50,52 @@ def _copy_kernel():
     return cuda.jit(copy)
 
 
-def _time_events(launch, cuda, warmup, repeats):
+def median_event_us(launch, make_event, elapsed_ms, *, warmup=1, repeats=20):
+    """Median microseconds of ``launch()`` between two device events, after ``warmup`` calls.
+
+    ``make_event`` and ``elapsed_ms`` come from the library whose stream ``launch`` uses:
+    see :func:`numba_events_us`, :func:`torch_events_us`, :func:`cupy_events_us`.
+    """
     for _ in range(warmup):
         launch()
-    start, stop = cuda.event(), cuda.event()
+    start, stop = make_event(), make_event()
     times = []
     for _ in range(repeats):
         start.record()
         launch()
         stop.record()
         stop.synchronize()
-        times.append(cuda.event_elapsed_time(start, stop) * 1e3)
+        times.append(elapsed_ms(start, stop) * 1e3)
+    return statistics.median(times)
+
+
+def numba_events_us(launch, *, warmup=1, repeats=20):
+    """:func:`median_event_us` with numba's CUDA events (kernels launched by numba)."""
+    from numba import cuda
+
+    return median_event_us(launch, cuda.event, cuda.event_elapsed_time, warmup=warmup, repeats=repeats)
+
+
+def torch_events_us(launch, torch, *, warmup=1, repeats=20):
+    """:func:`median_event_us` with PyTorch's CUDA events."""
+    return median_event_us(launch, lambda: torch.cuda.Event(enable_timing=True), lambda a, b: a.elapsed_time(b),
+                           warmup=warmup, repeats=repeats)
+
+
+def cupy_events_us(launch, cupy, *, warmup=1, repeats=20):
+    """:func:`median_event_us` with CuPy's CUDA events."""
+    return median_event_us(launch, cupy.cuda.Event, cupy.cuda.get_elapsed_time, warmup=warmup, repeats=repeats)
+
+
+def host_us(call, *, warmup=1, repeats=20):
+    """Median microseconds of a whole ``call()`` on the host clock (it must synchronise itself)."""
+    for _ in range(warmup):
+        call()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - start) * 1e6)
     return statistics.median(times)
 
 
@@ -84,41 +119,23 @@ def _baselines():
 
 
 def _time_library(name, module, x, warmup, repeats):
-    if name in ("torch.cumsum", "torch.copy"):
+    """``(median microseconds, result on the host)`` of a torch or cupy baseline on ``x``."""
+    if name.startswith("torch"):
         torch = module
         t = torch.from_numpy(x).cuda()
         target = torch.empty_like(t)
-        result = torch.cumsum(t, 0, dtype=t.dtype)
-        check = result.cpu().numpy()
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        check = torch.cumsum(t, 0, dtype=t.dtype).cpu().numpy()  # torch promotes int32 sums to int64 otherwise
 
         def launch():
             if name == "torch.copy":
                 target.copy_(t)
             else:
-                torch.cumsum(t, 0, dtype=t.dtype)  # torch promotes int32 sums to int64 otherwise
-        sync = torch.cuda.synchronize
-    else:
-        cupy = module
-        t = cupy.asarray(x)
-        check = cupy.asnumpy(cupy.cumsum(t, dtype=t.dtype))
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-
-        def launch():
-            cupy.cumsum(t, dtype=t.dtype)  # numpy's rules would promote int32 sums to int64
-        sync = cupy.cuda.runtime.deviceSynchronize
-    for _ in range(warmup):
-        launch()
-    sync()
-    times = []
-    for _ in range(repeats):
-        start.record()
-        launch()
-        stop.record()
-        stop.synchronize()
-        times.append((start.elapsed_time(stop) if name.startswith("torch")
-                      else cupy.cuda.get_elapsed_time(start, stop)) * 1e3)
-    return statistics.median(times), check
+                torch.cumsum(t, 0, dtype=t.dtype)
+        return torch_events_us(launch, torch, warmup=warmup, repeats=repeats), check
+    cupy = module
+    t = cupy.asarray(x)
+    check = cupy.asnumpy(cupy.cumsum(t, dtype=t.dtype))  # numpy's rules would promote int32 sums to int64
+    return cupy_events_us(lambda: cupy.cumsum(t, dtype=t.dtype), cupy, warmup=warmup, repeats=repeats), check
 
 
 def parse_variant(text):
@@ -161,7 +178,7 @@ def run(sizes, dtypes, variants, warmup=5, repeats=20, out=print):
 
             copy = _copy_kernel()
             blocks = (n + 255) // 256
-            add_row("copy", "baseline", _time_events(lambda: copy[blocks, 256](source, out_dev), cuda, warmup, repeats),
+            add_row("copy", "baseline", numba_events_us(lambda: copy[blocks, 256](source, out_dev), warmup=warmup, repeats=repeats),
                     bool(np.array_equal(out_dev.copy_to_host(), x)))
             for variant in variants:
                 name, options = parse_variant(variant)
@@ -170,7 +187,8 @@ def run(sizes, dtypes, variants, warmup=5, repeats=20, out=print):
                 out_dev.copy_to_device(np.full(n, ps.testing.poison_value(dtype), dtype))
                 algorithm.run(source, out_dev, "add", True, False, **resolved)
                 correct = fast_mismatches(out_dev.copy_to_host(), x).size == 0
-                micros = _time_events(lambda: algorithm.run(source, out_dev, "add", True, False, **resolved), cuda, warmup, repeats)
+                micros = numba_events_us(lambda: algorithm.run(source, out_dev, "add", True, False, **resolved),
+                                         warmup=warmup, repeats=repeats)
                 add_row(variant, "ours", micros, correct)
             for name, module in libraries.items():
                 micros, result = _time_library(name, module, x, warmup, repeats)
@@ -178,12 +196,9 @@ def run(sizes, dtypes, variants, warmup=5, repeats=20, out=print):
             if "torch.cumsum" in libraries:
                 micros = _time_library("torch.copy", libraries["torch.cumsum"], x, warmup, repeats)[0]
                 add_row("torch copy", "baseline", micros, True)
-            for variant in variants[:1]:
-                start = time.perf_counter()
-                for _ in range(repeats):
-                    ps.scan(source, algorithm=parse_variant(variant)[0], **parse_variant(variant)[1])
-                cuda.synchronize()
-                add_row(f"ps.scan({variant}) call", "whole call", (time.perf_counter() - start) / repeats * 1e6, True)
+            name, options = parse_variant(variants[0])
+            micros = host_us(lambda: (ps.scan(source, algorithm=name, **options), cuda.synchronize()), repeats=repeats)
+            add_row(f"ps.scan({variants[0]}) call", "whole call", micros, True)
     return rows
 
 
@@ -195,10 +210,12 @@ def _version(module):
 
 
 def write_csv(rows, path):
+    """Write ``rows`` (dicts with the same keys) to ``path`` as CSV, and say so."""
     with open(path, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
+    print(f"wrote {len(rows)} rows to {path}")
 
 
 def main(argv=None):
@@ -214,7 +231,6 @@ def main(argv=None):
     sizes = [1 << k for k in range(args.min_log2, args.max_log2 + 1)]
     rows = run(sizes, args.dtype or ["float32", "int32"], variants, repeats=args.repeats)
     write_csv(rows, args.csv)
-    print(f"wrote {len(rows)} rows to {args.csv}")
     return 0 if all(row["correct"] for row in rows) else 1
 
 
