@@ -1213,8 +1213,22 @@ class _Array:
         except AttributeError:
             return self[attr]  # record field as attribute, as numba's simulator allows
         if value.__class__ is np.ndarray:
-            return self.__class__(value, self._name, self._space, root=self._root_array())
+            return self._wrap_view(value)
+        if callable(value):
+            # Methods such as reshape, view or swapaxes return views of this memory: wrap them
+            # too, or accesses through them would escape the checks and the access hook.
+            def method(*args, **kwargs):
+                result = value(*args, **kwargs)
+                return self._wrap_view(result) if result.__class__ is np.ndarray else result
+
+            return method
         return value
+
+    def _wrap_view(self, value):
+        """``value`` as an array of this class if it views this memory; a copy stays plain."""
+        if not np.may_share_memory(value, self._root_array()):
+            return value
+        return self.__class__(value, self._name, self._space, root=self._root_array())
 
     def __setattr__(self, attr, value):
         self[attr] = value

@@ -14,7 +14,7 @@ import warnings  # noqa: E402
 import numba  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-from numba import cuda, float32, int32  # noqa: E402
+from numba import cuda, float32, float64, int32  # noqa: E402
 
 from prefixsum import sim  # noqa: E402
 
@@ -760,3 +760,22 @@ def test_warp_semantics_benchmark_matches_its_ptx_model(tmp_path, capsys):
     changed.write_text(json.dumps(data))
     assert semantics.main(["--compare", str(ours), str(changed)]) == 1
     assert "DIFF shfl_up_sync int32 delta=33 mask=full: 1 differ" in capsys.readouterr().out
+
+
+@cuda.jit
+def _reshaped_shared(out):
+    flat = cuda.shared.array(8, float64)
+    t = cuda.threadIdx.x
+    flat[t] = t
+    cuda.syncthreads()
+    grid = flat.reshape((2, 4))
+    out[t] = grid[t // 4, t % 4] + grid[1 - t // 4, 0]
+
+
+def test_views_made_by_array_methods_stay_checked_and_traced():
+    from prefixsum import trace
+
+    run = trace.record(lambda: _reshaped_shared[1, 8](cuda.to_device(np.zeros(8))))
+    assert run.error is None
+    reads = [r for r in run.records if r.space == "shared" and not r.write]
+    assert len(reads) == 16 and {r.index for r in reads} <= set(range(8))
