@@ -166,20 +166,17 @@ print(inspect.getsource(ps.tiles.position))
 #
 # ## 5. The picture
 #
-# The tracer records every access of the real kernel on the simulator. Because the fold reads in
-# one barrier phase and writes in the next, each read of `cells` is recorded one phase before
-# the write it feeds; `ps.viz.dataflow` draws an arrow from a read to a write of the same thread
-# in the same phase, so we first move every read of `cells` one phase later. A forward scan of
-# 32 elements in one tile of 32 threads, one row per stride (colours are warps; every lane
-# rewrites its cell in every phase, so each has a vertical arrow from its own old value, and
-# lanes $t \ge p$ also one from lane $t - p$):
+# The tracer records every access of the real kernel on the simulator. The fold reads in one
+# barrier phase and writes in the next, the value waiting in the register `folded` in between;
+# `ps.viz.dataflow` draws an arrow from every cell a thread read since its previous write to the
+# cell it writes, so it follows the value through the register and across the barrier. A
+# forward scan of 32 elements in one tile of 32 threads, one row per stride (colours are warps;
+# every lane rewrites its cell in every phase, so each has a vertical arrow from its own old
+# value, and lanes $t \ge p$ also one from lane $t - p$):
 
 # %%
 fold_trace = ps.trace.record(ps.scan, np.arange(1, 33, dtype=np.int32), algorithm="folding", block_size=32)
-read_with_write = ps.trace.Trace(
-    [r._replace(phase=r.phase + 1) if r.array == "cells" and not r.write else r for r in fold_trace.records],
-    fold_trace.launches)
-ax = ps.viz.dataflow(read_with_write, array="cells", title="folding, n = 32, one tile")
+ax = ps.viz.dataflow(fold_trace, array="cells", title="folding, n = 32, one tile")
 _ = ax.set_yticklabels(["load"] + [f"stride {p}" for p in (16, 8, 4, 2, 1)])
 
 # %% [markdown]
@@ -278,9 +275,11 @@ print(f"n = 256, one tile: {counts['combines']} combines (256 * 8 - 255 = {256 *
 # %% [markdown]
 # The fold does almost twice the ladder's combines and twice its barriers, yet on the H200 the
 # two take the same time for large arrays (`benchmarks/scan_throughput.csv`, float32 sums:
-# folding 240 µs, ladder 245 µs at $n = 2^{24}$; 781 µs and 778 µs at $2^{26}$). A scan does so
-# little arithmetic per byte that memory traffic and launches, not combines, set its speed;
-# chapter 04 looks at those measurements.
+# folding 244 µs, ladder 247 µs at $n = 2^{24}$; 798 µs and 804 µs at $2^{26}$). At two sizes
+# in between they differ by about 20%, once each way (folding 186 µs against the ladder's
+# 237 µs at $2^{22}$, 504 µs against 423 µs at $2^{25}$): single measurements of this kind vary
+# from run to run by that much. A scan does so little arithmetic per byte that memory traffic and launches,
+# not combines, set its speed; chapter 04 looks at those measurements.
 #
 # **Questions.**
 # 1. The seed's comment says the sequential simulation should work "from highest indexed blocks

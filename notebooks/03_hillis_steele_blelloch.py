@@ -214,10 +214,13 @@ for dtype in (np.int32, np.float32):
 # The data flow of that kernel on 256 elements: eight up-sweep levels build the tree (each
 # level half as many arrows, twice as long), the root is cleared, and eight down-sweep levels
 # take it apart again. The tracer sees which cells a thread reads and writes, not which value
-# goes where; `dataflow` draws the reads of a thread into the first cell it writes afterwards.
-# In a down-sweep step the right child `i` therefore gets its two arrows (its own old value
-# and the left child's), while the left child `i - 2^d`, which receives the parent's old value
-# from a register (`parent`), is drawn as a black dot without an arrow.
+# goes where, so `dataflow` draws an arrow from every cell a thread read since its previous
+# write to every cell it writes: all the cells that may have influenced the new value. In a
+# down-sweep step the thread reads the right child `i` and the left child `i - 2^d` and writes
+# both, so each of the two gets an arrow from both. That is one arrow more than the values
+# take: the right child does get its own old value plus the left child's, but the left child
+# gets only the parent's old value (held in the register `parent`); its arrow from its own old
+# value marks a read that did not feed it.
 
 # %%
 blelloch_trace = ps.trace.record(ps.blelloch.blelloch_256, np.ones(256, dtype=np.int32))

@@ -209,8 +209,9 @@ for conflict_free in (False, True):
 # counts the $2n$ words a scan must at least move ($2n \times 4$ bytes / time), so a copy is the
 # ceiling. Baselines: a
 # numba copy kernel (one element per thread), PyTorch's `copy_`, `torch.cumsum` (CUB's
-# single-pass scan) and `cupy.cumsum`. Below, float32, without the k-step scan of seed 000 and
-# with folding left out (it lies on top of the ladder):
+# single-pass scan) and `cupy.cumsum`. Below, float32, without the k-step scan of seed 000
+# (chapter 05) and the hierarchical scan (chapter 06), and with folding left out (it lies on
+# top of the ladder at most sizes):
 
 # %%
 with open("../benchmarks/scan_throughput.csv", newline="") as handle:
@@ -240,30 +241,37 @@ for variant in shown:
 # %% [markdown]
 # What the measurements show:
 #
-# - **Padding pays.** At $n = 2^{26}$ the padded Blelloch scan takes 706 µs, the plain one 914 µs
-#   (23% less time); at $2^{24}$, 218 µs against 265 µs. The padded version is the fastest of
-#   our tiled scans: 615 GB/s at $2^{24}$, 760 GB/s at $2^{26}$.
-# - **Our tiled scans reach 0.27–0.31 times `torch.cumsum`.** At $2^{24}$ CUB needs 66 µs
-#   (2.0 TB/s); padded Blelloch, the ladder and Hillis–Steele take 218–246 µs. At $2^{26}$ CUB
-#   needs 222 µs, they take 706–816 µs. Work efficiency hardly matters: Hillis–Steele's tile
+# - **Padding pays.** At $n = 2^{26}$ the padded Blelloch scan takes 720 µs, the plain one 936 µs
+#   (23% less time); at $2^{24}$, 221 µs against 266 µs. The padded version is the fastest of
+#   this chapter's two-pass scans: 608 GB/s at $2^{24}$, 746 GB/s at $2^{26}$. (The package's
+#   `hierarchical` scan, chapter 06, which moves $3n$ words instead of $4n$, takes 124 µs and
+#   271 µs in the same file.)
+# - **Our tiled scans reach 0.27–0.31 times `torch.cumsum`.** At $2^{24}$ CUB needs 68 µs
+#   (2.0 TB/s); padded Blelloch, the ladder and Hillis–Steele take 221–248 µs. At $2^{26}$ CUB
+#   needs 220 µs, they take 720–827 µs. Work efficiency hardly matters: Hillis–Steele's tile
 #   pass does 7 combines per element (1793 for a tile of 256, chapter 03), Blelloch's 3 (two
-#   sweeps and the inclusive step), and Hillis–Steele is only 15% slower at $2^{26}$ (816 µs).
+#   sweeps and the inclusive step), and Hillis–Steele is only 15% slower at $2^{26}$ (827 µs).
 # - **Traffic.** Our scans move $4n$ words (two passes), a single-pass scan $2n$. At $2^{26}$
-#   `torch.cumsum` runs as fast as the numba copy kernel (222 µs and 221 µs) and at 60% of the
-#   speed of PyTorch's copy (133 µs, 4.0 TB/s). Two passes explain a factor of 2 against a copy;
-#   Blelloch's 706 µs are 3.2 times the numba copy kernel's, so the tile pass itself does not
-#   stream at copy speed either (two elements per thread, 20 barriers per tile of 512; the CSV
-#   does not split the time between the kernels).
-# - **A floor of launches.** Up to $n = 2^{16}$ (Blelloch: $2^{18}$) every tiled scan takes
-#   87–104 µs whatever $n$: three launches, and a numba launch costs tens of microseconds of
-#   Python on the host, during which the GPU waits. One more level of recursion (five
-#   launches, from $2^{17}$, Blelloch from $2^{19}$) lifts the floor to 152–164 µs up to
-#   $2^{20}$. `torch.cumsum` launches from C++ and takes 18–19 µs up to $2^{21}$ (one outlier:
-#   28 µs at $2^{12}$); the numba copy kernel, one launch, 21–25 µs up to $2^{19}$. From about
-#   $2^{22}$ on, our scans rise above the floor: the GPU's work starts to outlast the launches.
+#   `torch.cumsum` runs a little faster than the numba copy kernel (220 µs and 237 µs) and at
+#   62% of the speed of PyTorch's copy (137 µs, 3.9 TB/s). Two passes explain a factor of 2
+#   against a copy; Blelloch's 720 µs are 3.0 times the numba copy kernel's, so the tile pass
+#   itself does not stream at copy speed either (two elements per thread, 20 barriers per tile
+#   of 512; the CSV does not split the time between the kernels).
+# - **A floor of launches.** Up to $n = 2^{16}$ (Blelloch: $2^{18}$) every tiled scan makes
+#   three launches, and a numba launch costs tens of microseconds of Python on the host, during
+#   which the GPU waits. How many tens is not fixed: the three launches took 94–109 µs at
+#   $2^{10}$ to $2^{12}$ but 176–191 µs at $2^{13}$ to $2^{16}$ (Blelloch: to $2^{18}$). The
+#   launches did not change; the machine did. In the same run `torch.cumsum`, which launches
+#   from C++, took 20–21 µs at $2^{10}$ and $2^{11}$ but 32–36 µs from $2^{12}$ to $2^{20}$, and
+#   the numba copy kernel (one launch) 23–25 µs up to $2^{12}$ but 43–51 µs from $2^{13}$ to
+#   $2^{20}$; at $2^{21}$ both are back near their low values. One more level of recursion (five
+#   launches, from $2^{17}$, Blelloch from $2^{19}$) took 282–304 µs up to $2^{20}$ and
+#   161–191 µs at $2^{21}$. So read the small sizes for their order of magnitude only, and
+#   compare variants at the same $n$. From about $2^{22}$ on, our scans rise above the floor,
+#   and from $2^{24}$ to $2^{26}$ their time grows with $n$: the GPU's work outlasts the launches.
 # - A whole `ps.scan(..., algorithm="ladder")` call on a device array (options, allocation,
-#   launches) adds more: 166–328 µs up to $2^{18}$, 863 µs at $2^{26}$ where the kernels take
-#   778 µs.
+#   launches) adds more: 189–602 µs up to $2^{18}$, 1151 µs at $2^{26}$ where the kernels take
+#   804 µs.
 #
 # The floor, launch by launch (launches counted by the `launches` function of section 2):
 
@@ -277,9 +285,16 @@ for row in floor:
     print(f"{row['variant']:<14} {n:>8} {count:>8} {float(row['median_us']):>7.1f} {float(row['median_us']) / count:>13.1f}")
 
 # %% [markdown]
-# The int32 measurements in the same file give the same times for our scans (Blelloch 704 µs at
-# $2^{26}$). `torch.cumsum` and `cupy.cumsum` are no fair baseline there: like numpy, they sum
-# int32 into **int64**, so they write twice the bytes (622 µs and 647 µs at $2^{26}$).
+# The floor in the launches' own terms: 35–36 µs per launch at $2^{10}$, 58–60 µs at $2^{16}$
+# to $2^{20}$, the slower stretch of the run described above (the copy kernel's one launch:
+# 25 µs, then 45–46 µs).
+#
+# The int32 measurements in the same file give about the same times for our scans at the
+# largest sizes (Blelloch 709 µs at $2^{26}$, against 720 µs for float32). Left to their
+# defaults, `torch.cumsum` and `cupy.cumsum` would follow numpy and sum int32 into **int64**,
+# writing twice the bytes; the benchmark asks them for int32 results (`dtype=` the input's
+# type), so they are a fair baseline here too: 223 µs and 509 µs at $2^{26}$ (float32: 220 µs
+# and 528 µs).
 #
 # ## 5. Exercise: put the pieces together
 #
@@ -336,7 +351,7 @@ print(ps.check.scan(my_blelloch_scan, name="my_blelloch_scan"))
 # | depth | $2\log_2 T + 2$ barriers per tile pass, $\lceil \log_T n \rceil$ levels, $2\lceil \log_T n \rceil - 1$ launches |
 # | global memory | $\approx 2n$ reads + $2n$ writes (a single-pass scan: $n + n$) |
 # | shared memory | $T + T/32$ cells per block (with padding) |
-# | on an H200, $n = 2^{26}$ float32 | 706 µs = 760 GB/s; 0.31x `torch.cumsum`; 914 µs without padding |
+# | on an H200, $n = 2^{26}$ float32 | 720 µs = 746 GB/s; 0.31x `torch.cumsum`; 936 µs without padding |
 #
 # **Questions.**
 # 1. With tiles of 512, how many levels of recursion and launches does a scan of $2^{30}$
@@ -346,7 +361,8 @@ print(ps.check.scan(my_blelloch_scan, name="my_blelloch_scan"))
 #    word) no conflict?
 # 3. For 8-byte elements (float64), which index pattern is conflict-free, and would
 #    `i + (i >> 5)` still be the right padding?
-# 4. The measurements put every tiled scan near 95 µs for small $n$. Estimate what one numba
-#    launch costs on the host, and name two ways to make a scan of $2^{12}$ elements faster.
-# 5. `torch.cumsum` at $2^{26}$ takes as long as the numba copy kernel. What must a scan do to
-#    move only $2n$ words, and what does a tile then have to wait for?
+# 4. The measurements put every tiled scan near 100 µs for $n \le 2^{12}$ (three launches).
+#    Estimate what one numba launch costs on the host, and name two ways to make a scan of
+#    $2^{12}$ elements faster.
+# 5. `torch.cumsum` at $2^{26}$ takes no longer than the numba copy kernel. What must a scan do
+#    to move only $2n$ words, and what does a tile then have to wait for?

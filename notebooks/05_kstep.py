@@ -284,12 +284,14 @@ for L_row in (2, 3, 4, 8, 16, 32):
 #
 # ## 9. A launch per step or a barrier per step
 #
-# For $n = 1000$ and $L = 8$, both paths side by side:
+# For $n = 1000$ and the package's default $L$, both paths side by side:
 
 # %%
+L_default = ps.ALGORITHMS["kstep"].options["L"]
+print(f"default L = {L_default}, s* = {kstep.levels(n_table, L_default).top}")
 x1000 = np.ones(n_table, np.float32)
 for one_block in (False, True):
-    counts = ps.trace.record(ps.scan, x1000, algorithm="kstep", L=8, one_block=one_block).counts()
+    counts = ps.trace.record(ps.scan, x1000, algorithm="kstep", L=L_default, one_block=one_block).counts()
     print(f"one_block={one_block!s:<5}: launches {counts['launches']}, barriers {counts['barriers']}, "
           f"steps {counts['steps']}, combines {counts['combines']}, "
           f"global reads {counts['global_reads']}, writes {counts['global_writes']}; "
@@ -298,12 +300,13 @@ for one_block in (False, True):
 # %% [markdown]
 # The work is the same; the one-block path keeps the buffer in shared memory and touches global
 # memory only to load $x$ and store the result. But one block holds at most
-# `kstep.ONE_BLOCK_BUFFER` = 4096 elements, so beyond about 3,500 inputs ($L = 8$) every step
-# is a launch.
+# `kstep.ONE_BLOCK_BUFFER` = 4096 elements, so beyond 3,968 inputs ($L = 32$; 3,584 for
+# $L = 8$, 2,048 for $L = 2$) every step is a launch.
 #
 # **On the GPU.** The benchmarks (`benchmarks/kstep_L.csv`, `benchmarks/scan_throughput.csv`,
 # one NVIDIA H200, float32, median of 20 runs timed with CUDA events around the launches) show
-# both. The default options, $L = 8$, around the size where the one-block path stops fitting:
+# both. The default options ($L = 32$, chosen from the sweep below), around the size where the
+# one-block path stops fitting:
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -312,16 +315,18 @@ with open("../benchmarks/scan_throughput.csv", newline="") as handle:
 print(f"{'n':>6} {'path':>15} {'launches':>8} {'kstep':>9} {'copy':>8} {'torch.cumsum':>12}")
 for n in (2**10, 2**11, 2**12, 2**13, 2**14):
     at_n = {row["variant"]: float(row["median_us"]) for row in throughput_rows if int(row["n"]) == n}
-    one = kstep.fits_one_block(n, 8)
-    launches = 1 if one else 2 * kstep.levels(n, 8).top + 5
+    one = kstep.fits_one_block(n, L_default)
+    launches = 1 if one else 2 * kstep.levels(n, L_default).top + 5
     print(f"{n:>6} {'one block' if one else 'launch per step':>15} {launches:>8} {at_n['kstep']:>6.0f} us "
           f"{at_n['copy']:>5.0f} us {at_n['torch.cumsum']:>9.0f} us")
 
 # %% [markdown]
-# Up to $n = 2048$ the whole scan is one launch of about 43 us, little more than a copy
-# kernel's single launch; at 4096 the buffer no longer fits and the time jumps to 346 us for
-# 9 launches. The sweep over $L$ at $n = 2^{20}$ to $2^{24}$ (all on the launch path), against
-# `torch.cumsum` (CUB, one pass):
+# Up to $n = 2048$ the whole scan is one launch of 46 to 48 us, about twice a copy kernel's
+# single launch (24 to 25 us); at 4096 the buffer no longer fits and the time jumps to 197 us
+# for 7 launches. At 8192 and 16384 the same 7 launches took 366 and 360 us: in this run the
+# machine was slower at those sizes, the copy kernel's time doubled too (chapter 04). The sweep
+# over $L$ (`kstep_L.csv` has $n = 2^{10}$ to $2^{26}$; plotted: $2^{20}$, $2^{24}$ and
+# $2^{26}$, all on the launch path), against `torch.cumsum` (CUB, one pass):
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -332,54 +337,75 @@ sweep = {(int(row["variant"].split("=")[1]), int(row["n"])): float(row["median_u
 torch_us = {int(row["n"]): float(row["median_us"]) for row in sweep_rows if row["variant"] == "torch.cumsum"}
 sweep_L, sweep_n = sorted({L for L, _ in sweep}), sorted({n for _, n in sweep})
 plot_rows = []
-for n in (2**20, 2**24):
+shown_n = (2**20, 2**24, 2**26)
+for n in shown_n:
     for L_row in sweep_L:
         plot_rows.append({"L": L_row, "median_us": sweep[(L_row, n)], "series": f"k-step, n = 2^{n.bit_length() - 1}"})
         plot_rows.append({"L": L_row, "median_us": torch_us[n], "series": f"torch.cumsum, n = 2^{n.bit_length() - 1}"})
 ax = ps.viz.throughput(plot_rows, x="L", y="median_us", group="series",
                        title="k-step scan on an H200: time against L (a launch per step)")
+for line in ax.get_lines():  # one colour per n; torch.cumsum dashed
+    line.set_color(f"C{[f'2^{n.bit_length() - 1}' for n in shown_n].index(line.get_label().split('= ')[1])}")
+    line.set_linestyle("--" if line.get_label().startswith("torch") else "-")
+ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
 _ = ax.set_ylabel("median time per scan (us)")
 
 # %% [markdown]
-# Time falls steeply with $L$ and flattens beyond 16. The reason is the number of launches:
-# time divided by launches is nearly constant at $2^{20}$.
+# At $2^{20}$ and $2^{24}$ time falls as $L$ grows, steeply from $L = 2$ to 4 and more slowly
+# beyond (at $2^{24}$, $L = 32$ and 64 tie). The reason is the number of launches: time divided
+# by launches stays within 38 to 53 us at $2^{20}$. At $2^{26}$ the curve turns round: $L = 4$ is
+# fastest, and $L = 128$ is the slowest of all.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 best = {n: min(sweep[(L_row, n)] for L_row in sweep_L) for n in sweep_n}
-print(f"{'L':>4}" + "".join(f" {'n = 2^%d' % (n.bit_length() - 1):>24}" for n in (2**20, 2**24)) + "   worst vs best L, 2^20..2^24")
+best_L = {n: min(sweep_L, key=lambda L_row: sweep[(L_row, n)]) for n in sweep_n}
+span = f"2^{sweep_n[0].bit_length() - 1}..2^{sweep_n[-1].bit_length() - 1}"
+print(f"{'L':>4}" + "".join(f" {'n = 2^%d' % (n.bit_length() - 1):>24}" for n in shown_n) + f"   worst vs best L, {span}")
 for L_row in sweep_L:
     cells = ""
-    for n in (2**20, 2**24):
-        launches = 2 * kstep.levels(n, L_row).top + 5
+    for n in shown_n:
+        launches = 1 if kstep.fits_one_block(n, L_row) else 2 * kstep.levels(n, L_row).top + 5
         cells += f" {sweep[(L_row, n)]:>7.0f} us {launches:>2} x {sweep[(L_row, n)] / launches:>4.0f} us"
     worst = max(sweep[(L_row, n)] / best[n] for n in sweep_n)
-    print(f"{L_row:>4}{cells}   {worst:.2f}x")
-print(f"torch.cumsum: {torch_us[2**20]:.1f} us at 2^20, {torch_us[2**24]:.1f} us at 2^24")
+    print(f"{L_row:>4}{cells}   {worst:.2f}x" + ("   (the default)" if L_row == L_default else ""))
+print("best L: " + ", ".join(f"2^{n.bit_length() - 1}: {best_L[n]}" for n in sweep_n))
+print("torch.cumsum: " + ", ".join(f"{torch_us[n]:.1f} us at 2^{n.bit_length() - 1}" for n in shown_n))
 
 # %% [markdown]
 # What this shows:
 #
-# - **Every launch costs host time.** At $n = 2^{20}$ each launch costs 24 to 31 us, whatever
+# - **Every launch costs host time.** At $n = 2^{20}$ each launch costs 38 to 53 us, whatever
 #   $L$: the GPU work of a step is a few microseconds, but a numba launch takes tens of
 #   microseconds of Python on the host, and the GPU waits for it. $L = 2$ needs 41 launches and
-#   takes 1015 us; $L = 128$ needs 7 and takes 218 us. At $2^{24}$ the same: 1211 us for
-#   $L = 2$, about 545 to 600 us for $L \ge 16$.
-# - **At $2^{24}$ memory starts to count**: a launch now costs 42 to 67 us for large $L$. The
-#   launch path moves about $4n$ reads and $3n$ writes, and thread $i$ of a reduction reads
-#   cells $Li, \dots, Li+L-1$: the 32 threads of a warp read addresses $4L$ bytes apart, so one
-#   load touches 32 cache lines instead of one (uncoalesced access), and more so as $L$ grows.
-# - **The library is far ahead**: `torch.cumsum` takes 18.5 us at $2^{20}$ and 69 us at
-#   $2^{24}$, one pass over memory, 12 to 8 times faster than the best $L$ here.
-# - **The default $L = 8$ is not what the data supports.** It takes 388 us at $2^{20}$ and 820
-#   us at $2^{24}$, up to 1.8 times the best $L$ of each size. $L = 64$ and $L = 128$ stay
-#   within 16% and 8% of the best at every size measured (fewest launches); $L = 16$ and
-#   $L = 32$ within 63% and 41%. On this data the launch path wants $L$ of 32 or more. But the
-#   cost of a launch at $2^{24}$ already grows with $L$ (the strided reads above), and it grows
-#   with $n$: beyond $2^{24}$ the balance moves back towards smaller $L$. A default of 32 to 64
-#   keeps the launch count low without the worst of the strided reads. (One run per size: the
-#   default options gave 606 us at $2^{24}$ in `scan_throughput.csv`, so differences of a few
-#   tens of percent between neighbouring $L$ are within the noise.)
+#   takes 1810 us; $L = 128$ needs 7 and takes 374 us. At $2^{24}$ the same: 1288 us for
+#   $L = 2$ (49 launches), 556 to 670 us for $L \ge 8$ (9 to 17).
+# - **With $n$, memory starts to count, and more so for large $L$.** At $2^{24}$ a launch costs
+#   26 us at $L = 2$ but 55 to 67 us for $L \ge 32$; at $2^{26}$, 37 us at $L = 2$ and 294 us at
+#   $L = 128$, which takes 2650 us against 1293 us for $L = 4$. The launch path moves about $4n$
+#   reads and $3n$ writes, and thread $i$ of a reduction reads cells $Li, \dots, Li+L-1$: the
+#   32 threads of a warp read addresses $4L$ bytes apart, so one load touches 32 cache lines
+#   instead of one (uncoalesced access), and more so as $L$ grows.
+# - **The library is far ahead**: `torch.cumsum` takes 37 us at $2^{20}$, 67 us at $2^{24}$ and
+#   223 us at $2^{26}$, one pass over memory, 10, 8 and 6 times faster than the best $L$ of each
+#   size.
+# - **The default, $L = 32$, is chosen from this sweep.** No $L$ is best at every size: $L = 128$
+#   wins at $2^{20}$ (374 us) and $2^{24}$ (556 us), $L = 4$ at $2^{26}$ (1293 us), and the
+#   printout lists the winner of every size. $L = 32$ is the one whose worst case is mildest: at
+#   every size from $2^{10}$ to $2^{26}$ it stays within 1.47 times the best $L$ of that size
+#   ($L = 64$: 1.66, $L = 16$: 1.68, $L = 128$: 2.05, $L = 8$: 2.12). At $2^{20}$, $2^{24}$ and
+#   $2^{26}$, $L = 8$ (the earlier default) takes 733, 670 and 1393 us, $L = 32$ 468,
+#   602 and 1806 us, $L = 128$ 374, 556 and 2650 us. $L = 8$ loses where launches dominate
+#   (1.96 times the best at $2^{20}$, 2.12 at $2^{19}$), $L = 128$ where memory does (2.05 times
+#   at $2^{26}$); $L = 32$ gives up 25%, 8% and 40% at those three sizes.
+# - **The noise is large.** The CUDA events wrap Python launches, so every time includes the
+#   host's share, and that varies: repeated runs differ by tens of percent. The default options
+#   were measured twice, here ($L = 32$) and in `scan_throughput.csv` (`kstep`): 224 us against
+#   366 us at $2^{13}$, 570 us against 307 us at $2^{21}$, but within 4% of each other from
+#   $2^{24}$ to $2^{26}$, where the GPU's work dominates. So differences of a few tens of percent
+#   between neighbouring $L$ at one size are within the noise; what the choice rests on is the
+#   trend across sizes (fewer launches win while launches dominate, smaller $L$ once memory
+#   does), not any single measurement.
 #
 # ## 10. The ladder, Blelloch and the k-step scheme
 #
@@ -417,7 +443,7 @@ for label, options in (("ladder", dict(algorithm="ladder", block_size=256)),
 # | depth | $2s^*+3$ steps of at most $L$ serial combines: $O(L \log_L n)$ | the same, barriers instead of launches |
 # | extra memory | $n/(L-1)$ for $z^0, \dots, z^{s^*}$ (plus the copy of $x$) | all in shared memory, at most 4096 cells |
 # | global memory | about $4n$ reads and $3n$ writes | $n$ reads, $n$ writes |
-# | cost of a step on a GPU | a launch, 24 to 67 us (H200) | a barrier, nanoseconds |
+# | cost of a step on a GPU | a launch, 26 to 67 us up to $n = 2^{24}$, up to 294 us at $2^{26}$ (H200) | a barrier, nanoseconds |
 #
 # with $s^* = \min\{s : K_{s+1} \le L\}$, $K_{s+1} = \lceil K_s / L \rceil$. The formulas are a
 # reconstruction of seed 000's lost ones.
@@ -430,7 +456,7 @@ for label, options in (("ladder", dict(algorithm="ladder", block_size=256)),
 # 3. Show that $K_1 + K_2 + \dots + K_{s^*+1} < n/(L-1) + 2(s^*+1)$. How much shared memory
 #    does the one-block path need for $n = 3000$ and $L = 2$, 8 and 64?
 # 4. The depth is about $2L\log_L n$. Which integer $L$ minimises it? Why is the best $L$ on the
-#    GPU so much larger?
+#    GPU so much larger up to $2^{24}$, and why does it drop to 4 at $2^{26}$?
 # 5. The reductions read with stride $L$ between neighbouring threads. Rewrite the reduction
 #    step so that a warp reads consecutive addresses (hint: let $L$ threads share a run, or
 #    stage the runs through shared memory), and say what it costs.

@@ -279,7 +279,8 @@ ALGORITHM = register(Algorithm(
     options={"block_size": 256, "items_per_thread": 8},
     check_options=check_options,
     summary=("seed 001: 8 elements per thread in registers, warp scans by shuffle, block scan of warp totals, "
-             "reduce-then-scan across tiles (3n transfers); work ~2n, depth O(log n)"),
+             "reduce-then-scan across tiles (3n transfers); work ~3n combines plus O(log) warp steps per thread, "
+             "depth O(log n)"),
     source="seed 001 (Lungu, Petrosanu, Pirjan: Figures 1 and 2, 8 elements per thread)",
     auto_rank=2,
     warp_level=True,
