@@ -13,7 +13,6 @@ Every function returns the matplotlib Axes (or Figure) it drew on, so a notebook
 """
 import collections
 
-import matplotlib
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
