@@ -13,10 +13,9 @@ Every function returns the matplotlib Axes (or Figure) it drew on, so a notebook
 """
 import collections
 
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.collections import LineCollection  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.collections import LineCollection
 
 WARP_COLOURS = plt.get_cmap("tab10")
 
