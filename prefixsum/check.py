@@ -94,23 +94,12 @@ def _hint_for_error(error):
 
 def _diagnose(run, x, op, inclusive, reverse):
     """``(diagnosis, index, hint)`` for one traced run of the student's function."""
-    if run.error is not None:
-        diagnosis, hint = _hint_for_error(run.error)
-        return diagnosis, None, hint
-    races = run.races()
-    if races:
-        race = races[0]
-        if race.between_blocks:
-            return "race", None, (f"{race.array}[{race.index}] in kernel '{race.kernel}': blocks {race.threads[0]} and "
-                                  f"{race.threads[1]} both write it. No barrier orders blocks: give each block its own cells.")
-        return "race", None, (f"{race.array}[{race.index}] in kernel '{race.kernel}': threads {race.threads[0]} and "
-                              f"{race.threads[1]} of block {race.block} touch it in one barrier phase. "
-                              "A cuda.syncthreads() is missing between a read and a write (or use two buffers).")
-    uninitialized = run.uninitialized_reads()
-    if uninitialized:
-        r = uninitialized[0]
-        return "uninitialized-read", None, (f"{r.array}[{r.index}] is read in block {r.block} before any thread wrote it: "
-                                            "fill every cell (with the identity past n) before the barrier.")
+    found = _trace_diagnosis(
+        run, cell=lambda array, index: f"{array}[{index}]",
+        race_advice="A cuda.syncthreads() is missing between a read and a write (or use two buffers).",
+        uninitialized_advice="fill every cell (with the identity past n) before the barrier.")
+    if found is not None:
+        return found
     result = run.result
     if hasattr(result, "copy_to_host"):
         result = result.copy_to_host()
@@ -368,8 +357,11 @@ def _tridiagonal_reference(a, b, c, d):
     return np.linalg.solve(matrices, d.astype(np.float64)[..., None])[..., 0]
 
 
-def _trace_diagnosis(run):
-    """``(diagnosis, index, hint)`` for what the trace of a run shows, or None when it shows nothing wrong."""
+def _trace_diagnosis(run, *, cell, race_advice, uninitialized_advice):
+    """``(diagnosis, index, hint)`` for what the trace of a run shows, or None when it shows nothing wrong.
+
+    ``cell(array, index)`` names an element in the hints; the advice strings say what to fix.
+    """
     if run.error is not None:
         diagnosis, hint = _hint_for_error(run.error)
         return diagnosis, None, hint
@@ -380,16 +372,13 @@ def _trace_diagnosis(run):
             return "race", None, (f"{race.array}[{race.index}] in kernel '{race.kernel}': blocks "
                                   f"{race.threads[0]} and {race.threads[1]} both write it. No barrier orders "
                                   "blocks: give each block its own cells.")
-        return "race", None, (f"element {race.index} of {race.array} (flat index) in kernel '{race.kernel}': "
-                              f"threads {race.threads[0]} and {race.threads[1]} of block {race.block} touch it in "
-                              "one barrier phase. A step must read one buffer and write the other, with a "
-                              "cuda.syncthreads() between steps.")
+        return "race", None, (f"{cell(race.array, race.index)} in kernel '{race.kernel}': threads {race.threads[0]} "
+                              f"and {race.threads[1]} of block {race.block} touch it in one barrier phase. {race_advice}")
     uninitialized = run.uninitialized_reads()
     if uninitialized:
         r = uninitialized[0]
-        return "uninitialized-read", None, (f"element {r.index} of {r.array} (flat index) is read in block "
-                                            f"{r.block} before any thread wrote it: rows outside the system are "
-                                            "identity rows (0, 1, 0, 0), not reads past row n - 1.")
+        return "uninitialized-read", None, (f"{cell(r.array, r.index)} is read in block {r.block} before any thread "
+                                            f"wrote it: {uninitialized_advice}")
     return None
 
 
@@ -468,7 +457,10 @@ def tridiagonal(fn, *, n_values=(1, 2, 3, 7, 11, 32, 33), batch=3, dtype=np.floa
         expected = _tridiagonal_reference(a, b, c, d)
         with _poisoned_allocations():
             run = tracing.record(fn, a.copy(), b.copy(), c.copy(), d.copy(), timeout=timeout)
-        found = _trace_diagnosis(run)
+        found = _trace_diagnosis(
+            run, cell=lambda array, index: f"element {index} of {array} (flat index)",
+            race_advice="A step must read one buffer and write the other, with a cuda.syncthreads() between steps.",
+            uninitialized_advice="rows outside the system are identity rows (0, 1, 0, 0), not reads past row n - 1.")
         if found is not None:
             return CheckResult(False, found[0], name, sizes, n, found[1], found[2])
         result = run.result
