@@ -6,7 +6,8 @@ from .ops import check_dtype, check_op
 from .registry import lookup
 
 
-def _is_device_array(x):
+def is_device_array(x):
+    """Whether ``x`` is a device array: numba's, or anything with ``__cuda_array_interface__``."""
     # The simulator's device arrays have no __cuda_array_interface__, but numba knows its own.
     return hasattr(x, "__cuda_array_interface__") or cuda.devicearray.is_cuda_ndarray(x)
 
@@ -52,7 +53,7 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", **opti
     >>> ps.scan(np.array([3, 2, 1, 2], dtype=np.int32), inclusive=False, reverse=True)
     array([5, 3, 2, 0], dtype=int32)
     """
-    on_device = _is_device_array(x)
+    on_device = is_device_array(x)
     if not on_device:
         x = np.asarray(x)
     check_dtype(x.dtype)

@@ -2,6 +2,7 @@
 import numpy as np
 from numba import cuda
 
+from ..api import is_device_array
 from . import cr, pcr, thomas
 from ._common import NOT_FINITE, ZERO_PIVOT
 
@@ -76,14 +77,9 @@ def _method(method):
     return METHODS[method]
 
 
-def _is_device_array(v):
-    # The simulator's device arrays have no __cuda_array_interface__, but numba knows its own.
-    return hasattr(v, "__cuda_array_interface__") or cuda.devicearray.is_cuda_ndarray(v)
-
-
 def _check(a, b, c, d):
     """The four arrays (device arrays as numba's) and which are on the device, or an error."""
-    on_device = [_is_device_array(v) for v in (a, b, c, d)]
+    on_device = [is_device_array(v) for v in (a, b, c, d)]
     arrays = []
     for name, v, dev in zip(_NAMES, (a, b, c, d), on_device):
         if dev and not cuda.devicearray.is_cuda_ndarray(v):
