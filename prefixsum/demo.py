@@ -1,26 +1,18 @@
 """``python -m prefixsum``: every registered algorithm against the reference, as a table."""
 import itertools
-import time
 
 import numpy as np
-from numba import cuda
 
 import prefixsum as ps
-from .testing import mismatches, poisoned, random_input
+from .testing import random_input, run_poisoned
 
 
 def check_one(algorithm, n, op, dtype, rng, inclusive=True, reverse=False):
     """Run one scan on poisoned output; return ``(passed, seconds, detail)``."""
     x = random_input(n, op, dtype, rng)
-    source = cuda.to_device(x)
-    out = cuda.to_device(poisoned(n, dtype))
-    start = time.perf_counter()
-    algorithm.run(source, out, op, inclusive, reverse, **algorithm.options)
-    cuda.synchronize()
-    seconds = time.perf_counter() - start
-    bad, expected = mismatches(out.copy_to_host(), x, op, inclusive=inclusive, reverse=reverse)
-    detail = "" if bad.size == 0 else f"{bad.size} wrong, first at index {bad[0]}"
-    return bad.size == 0, seconds, detail
+    run = run_poisoned(algorithm.run, x, op, inclusive=inclusive, reverse=reverse, **algorithm.options)
+    detail = "" if run.bad.size == 0 else f"{run.bad.size} wrong, first at index {run.bad[0]}"
+    return run.bad.size == 0, run.seconds, detail
 
 
 def main(n=None, algorithms=None, out=print):

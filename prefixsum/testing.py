@@ -3,6 +3,9 @@
 Random inputs are chosen per operator so that a wrong kernel cannot pass by luck: no zeros-
 or-ones-only data, integer sums that wrap around, products that stay finite, maxima that move.
 """
+import time
+from typing import NamedTuple
+
 import numpy as np
 
 from .ops import check_dtype, check_op
@@ -77,3 +80,33 @@ def mismatches(result, x, op="add", *, inclusive=True, reverse=False):
         expected = scan(x, op, inclusive=inclusive, reverse=reverse)
         good = result == expected
     return np.flatnonzero(~good), expected
+
+
+class PoisonedRun(NamedTuple):
+    """What :func:`run_poisoned` saw: the output, its wrong indices, the reference, the input after."""
+
+    result: np.ndarray
+    bad: np.ndarray
+    expected: np.ndarray
+    input_after: np.ndarray
+    seconds: float
+
+
+def run_poisoned(run, x, op="add", *, inclusive=True, reverse=False, **options):
+    """Call ``run(source, out, op, inclusive, reverse, **options)`` with a poisoned ``out``, and check it.
+
+    ``run`` is an algorithm's ``run`` (see :class:`prefixsum.registry.Algorithm`); ``x`` a host
+    array. Every element of the output is compared with the reference (:func:`mismatches`), and
+    the device input is read back so that callers can check it was not modified.
+    """
+    from numba import cuda
+
+    source = cuda.to_device(x)
+    out = cuda.to_device(poisoned(len(x), x.dtype))
+    start = time.perf_counter()
+    run(source, out, op, inclusive, reverse, **options)
+    cuda.synchronize()
+    seconds = time.perf_counter() - start
+    result = out.copy_to_host()
+    bad, expected = mismatches(result, x, op, inclusive=inclusive, reverse=reverse)
+    return PoisonedRun(result, bad, expected, source.copy_to_host(), seconds)

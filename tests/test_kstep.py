@@ -7,11 +7,10 @@ import itertools
 
 import numpy as np
 import pytest
-from numba import cuda
 
 import prefixsum as ps
 from prefixsum import kstep, trace
-from prefixsum.testing import mismatches, poisoned, random_input
+from prefixsum.testing import random_input, run_poisoned
 
 DIRECTIONS = tuple(itertools.product((True, False), (False, True)))  # (inclusive, reverse)
 
@@ -27,16 +26,13 @@ def sizes_around_powers(L):
 
 
 def check(x, op, inclusive, reverse, L, one_block):
-    source = cuda.to_device(x)
-    out = cuda.to_device(poisoned(len(x), x.dtype))
-    kstep.run(source, out, op, inclusive, reverse, L, one_block)
-    result = out.copy_to_host()
-    bad, expected = mismatches(result, x, op, inclusive=inclusive, reverse=reverse)
+    run = run_poisoned(kstep.run, x, op, inclusive=inclusive, reverse=reverse, L=L, one_block=one_block)
+    bad = run.bad
     assert bad.size == 0, (
         f"L={L} one_block={one_block} n={len(x)} op={op} dtype={x.dtype} inclusive={inclusive} "
-        f"reverse={reverse}: {bad.size} wrong, first at {bad[0]}: got {result[bad[0]]!r}, expected {expected[bad[0]]!r}"
+        f"reverse={reverse}: {bad.size} wrong, first at {bad[0]}: got {run.result[bad[0]]!r}, expected {run.expected[bad[0]]!r}"
     )
-    np.testing.assert_array_equal(source.copy_to_host(), x, err_msg="the input was modified")
+    np.testing.assert_array_equal(run.input_after, x, err_msg="the input was modified")
 
 
 def test_levels_of_the_seed_figure():

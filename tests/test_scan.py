@@ -9,10 +9,9 @@ import zlib
 
 import numpy as np
 import pytest
-from numba import cuda
 
 import prefixsum as ps
-from prefixsum.testing import mismatches, poisoned, random_input
+from prefixsum.testing import random_input, run_poisoned
 
 SIZES = (1, 2, 31, 32, 33, 255, 256, 257, 1000, 4097)
 DIRECTIONS = tuple(itertools.product((True, False), (False, True)))  # (inclusive, reverse)
@@ -22,17 +21,13 @@ ALGORITHMS = tuple(ps.ALGORITHMS)
 def run_and_check(name, x, op, inclusive, reverse, **options):
     """Run algorithm ``name`` on poisoned output and assert that every element is right."""
     algorithm = ps.ALGORITHMS[name]
-    before = x.copy()
-    source = cuda.to_device(x)
-    out = cuda.to_device(poisoned(len(x), x.dtype))
-    algorithm.run(source, out, op, inclusive, reverse, **algorithm.resolve_options(options))
-    result = out.copy_to_host()
-    bad, expected = mismatches(result, x, op, inclusive=inclusive, reverse=reverse)
+    run = run_poisoned(algorithm.run, x, op, inclusive=inclusive, reverse=reverse, **algorithm.resolve_options(options))
+    bad = run.bad
     assert bad.size == 0, (
         f"{name} n={len(x)} op={op} dtype={x.dtype} inclusive={inclusive} reverse={reverse}: "
-        f"{bad.size} wrong, first at {bad[0]}: got {result[bad[0]]!r}, expected {expected[bad[0]]!r}"
+        f"{bad.size} wrong, first at {bad[0]}: got {run.result[bad[0]]!r}, expected {run.expected[bad[0]]!r}"
     )
-    np.testing.assert_array_equal(source.copy_to_host(), before, err_msg="the input was modified")
+    np.testing.assert_array_equal(run.input_after, x, err_msg="the input was modified")
 
 
 def _rotate(seq, key):
