@@ -19,7 +19,7 @@ import numpy as np
 
 import prefixsum as ps
 from prefixsum import tridiag
-from prefixsum.bench import host_us, torch_events_us, write_csv
+from prefixsum.cli.bench import host_us, torch_events_us, write_csv
 
 CASES = ((10000, 16), (10000, 32), (10000, 64), (100, 512))
 REPEATS = 5

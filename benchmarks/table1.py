@@ -15,8 +15,8 @@ import os
 import numpy as np
 
 import prefixsum as ps
-from prefixsum.bench import fast_mismatches, host_us, numba_events_us, torch_events_us, write_csv
-from prefixsum.testing import random_input
+from prefixsum.cli.bench import fast_mismatches, host_us, numba_events_us, torch_events_us, write_csv
+from prefixsum.scans.testing import random_input
 
 # test no., n, CPU (i7-2600K), GTX 280, GTX 480: milliseconds, from the paper's Table 1
 PAPER = [

@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 
 import prefixsum as ps  # noqa: E402
 from prefixsum import tridiag  # noqa: E402
-from prefixsum.bench import cupy_events_us, host_us, numba_events_us, write_csv  # noqa: E402
+from prefixsum.cli.bench import cupy_events_us, host_us, numba_events_us, write_csv  # noqa: E402
 
 CASES = ((512, 512), (4096, 256), (16384, 64), (1, 1 << 20))
 REPEATS = 20

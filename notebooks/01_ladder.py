@@ -110,7 +110,7 @@ _ = ps.viz.dataflow(seed_trace, array="rungs", title="ladder, n = 30 (seed 002's
 # exclusive ones.
 
 # %%
-print(inspect.getsource(ps.ladder.ladder_tile_kernel))
+print(inspect.getsource(ps.scans.ladder.ladder_tile_kernel))
 
 # %% [markdown]
 # ## 4. More than one block
@@ -121,7 +121,7 @@ print(inspect.getsource(ps.ladder.ladder_tile_kernel))
 # all tiles before it into its elements. The package shares this driver between algorithms:
 
 # %%
-print(inspect.getsource(ps.tiles.scan_tiles))
+print(inspect.getsource(ps.scans.tiles.scan_tiles))
 
 # %% [markdown]
 # The global-memory picture of a 100-element scan with tiles of 32: the tile pass, the scan of

@@ -153,8 +153,8 @@ for phase in (4, 2, 1):
 # hold the operator's identity, which plays the part of the seed's guard `i + phase < m`.
 
 # %%
-print(inspect.getsource(ps.folding.folding_tile_kernel))
-print(inspect.getsource(ps.tiles.position))
+print(inspect.getsource(ps.scans.folding.folding_tile_kernel))
+print(inspect.getsource(ps.scans.tiles.position))
 
 # %% [markdown]
 # Note the **two barriers** per phase. In one phase, thread $t$ reads cell $t - p$ while thread
@@ -189,7 +189,7 @@ _ = ax.set_yticklabels(["load"] + [f"stride {p}" for p in (16, 8, 4, 2, 1)])
 # Arrays longer than a block are cut into tiles, exactly as for the ladder: each block folds its
 # tile and writes the tile's total, the totals are scanned (by the folding scan again), and a
 # carry kernel combines into every tile the total of all tiles before it (chapter 01 showed
-# `ps.tiles.scan_tiles`). For a reverse scan the tiles are counted from the *end* of the array:
+# `ps.scans.tiles.scan_tiles`). For a reverse scan the tiles are counted from the *end* of the array:
 # logical tile 0 is the last 32 elements. The global-memory picture of a 100-element suffix
 # scan with tiles of 32 shows it: block 0 writes the right end, and the carry kernel's blocks
 # write every tile but that one.

@@ -80,7 +80,7 @@ for stride in (1, 2, 4):
 # one step, and one barrier per step suffices. Lanes below the stride copy their value across.
 
 # %%
-print(inspect.getsource(ps.hillis_steele.hillis_steele_tile_kernel))
+print(inspect.getsource(ps.scans.hillis_steele.hillis_steele_tile_kernel))
 
 # %% [markdown]
 # The traced data flow of a 16-lane tile. The tracer sees the $2 \times 16$ array `buffers` as
@@ -89,7 +89,7 @@ print(inspect.getsource(ps.hillis_steele.hillis_steele_tile_kernel))
 # $t - s$).
 
 # %%
-hs_kernel_16 = ps.hillis_steele.hillis_steele_tile_kernel("add", np.int32, True, False, 16)
+hs_kernel_16 = ps.scans.hillis_steele.hillis_steele_tile_kernel("add", np.int32, True, False, 16)
 hs_trace = ps.trace.record(one_tile, hs_kernel_16, np.arange(1, 17, dtype=np.int32), 16)
 ax = ps.viz.dataflow(hs_trace, array="buffers", title="Hillis-Steele, 16 lanes: buffers[0] = cells 0-15, buffers[1] = cells 16-31")
 _ = ax.set_yticklabels(["load"] + [f"stride {s}" for s in (1, 2, 4, 8)])
@@ -104,14 +104,14 @@ print("result:", hs_trace.result)
 # `hillis_steele_in_place_tile_kernel`, as a real kernel for this lesson (it never uses it):
 
 # %%
-print(inspect.getsource(ps.hillis_steele.hillis_steele_in_place_tile_kernel))
+print(inspect.getsource(ps.scans.hillis_steele.hillis_steele_in_place_tile_kernel))
 
 # %% [markdown]
 # Thread $t$ reads `cells[t - stride]` in the same barrier phase in which thread $t - stride$
 # writes it. The tracer finds every such pair on a tile of 32 ones:
 
 # %%
-racy_kernel = ps.hillis_steele.hillis_steele_in_place_tile_kernel("add", np.int32, True, False, 32)
+racy_kernel = ps.scans.hillis_steele.hillis_steele_in_place_tile_kernel("add", np.int32, True, False, 32)
 race_trace = ps.trace.record(one_tile, racy_kernel, np.ones(32, dtype=np.int32), 32)
 races = race_trace.races()
 print(f"{len(races)} races; the first: {races[0]}")
@@ -195,7 +195,7 @@ print(f"{'seed 004':<16}" + "".join(f"{v:4}" for v in ps.reference.exclusive_par
 # the result out. The package's version, `blelloch_256_kernel`:
 
 # %%
-print(inspect.getsource(ps.blelloch.blelloch_256_kernel))
+print(inspect.getsource(ps.scans.blelloch.blelloch_256_kernel))
 
 # %% [markdown]
 # The root is cleared without a barrier: thread 255 clears it, and the first down-sweep level
@@ -205,10 +205,10 @@ print(inspect.getsource(ps.blelloch.blelloch_256_kernel))
 # %%
 seed_example = np.zeros(256, dtype=np.int32)
 seed_example[:10] = [3, 2, 1, 2, 1, 4, 3, 2, 4, 3]
-print("blelloch_256:", ps.blelloch.blelloch_256(seed_example)[:10].tolist())
+print("blelloch_256:", ps.scans.blelloch.blelloch_256(seed_example)[:10].tolist())
 print("seed 004:    ", ps.reference.exclusive_partial_sums(seed_example[:10].tolist()))
 for dtype in (np.int32, np.float32):
-    print(ps.check.scan(ps.blelloch.blelloch_256, inclusive=False, dtype=dtype, sizes=(256,), name=f"blelloch_256 {np.dtype(dtype).name}"))
+    print(ps.check.scan(ps.scans.blelloch.blelloch_256, inclusive=False, dtype=dtype, sizes=(256,), name=f"blelloch_256 {np.dtype(dtype).name}"))
 
 # %% [markdown]
 # The data flow of that kernel on 256 elements: eight up-sweep levels build the tree (each
@@ -223,7 +223,7 @@ for dtype in (np.int32, np.float32):
 # value marks a read that did not feed it.
 
 # %%
-blelloch_trace = ps.trace.record(ps.blelloch.blelloch_256, np.ones(256, dtype=np.int32))
+blelloch_trace = ps.trace.record(ps.scans.blelloch.blelloch_256, np.ones(256, dtype=np.int32))
 ax = ps.viz.dataflow(blelloch_trace, array="tree", max_cells=256, title="blelloch_256 (seed 004): up-sweep, clear the root, down-sweep")
 _ = ax.set_yticklabels(["load"] + [f"up d={d}" for d in range(8)] + ["clear, down d=7"] + [f"down d={d}" for d in range(6, -1, -1)])
 
@@ -246,8 +246,8 @@ print(f"{'n':>4} | {'HS combines':>11} {'n log n - (n-1)':>15} | {'Blelloch comb
       f"{'HS barriers':>11} {'Blelloch barriers':>17}")
 for n in (32, 64, 128, 256):
     x = np.ones(n, dtype=np.int32)
-    hs = ps.trace.record(one_tile, ps.hillis_steele.hillis_steele_tile_kernel("add", np.int32, True, False, n), x, n)
-    bl = ps.trace.record(one_tile, ps.blelloch.blelloch_tile_kernel("add", np.int32, False, False, n // 2, False), x, n // 2)
+    hs = ps.trace.record(one_tile, ps.scans.hillis_steele.hillis_steele_tile_kernel("add", np.int32, True, False, n), x, n)
+    bl = ps.trace.record(one_tile, ps.scans.blelloch.blelloch_tile_kernel("add", np.int32, False, False, n // 2, False), x, n // 2)
     assert hs.result[-1] == n and bl.result[-1] == n - 1  # inclusive and exclusive scans of ones
     h, b = hs.counts(), bl.counts()
     k = int(math.log2(n))

@@ -70,9 +70,9 @@ for d in range(8):
 # memory; section 3 explains it):
 
 # %%
-print(inspect.getsource(ps.blelloch.blelloch_upsweep))
-print(inspect.getsource(ps.blelloch.blelloch_downsweep))
-print(inspect.getsource(ps.blelloch.blelloch_tile_kernel))
+print(inspect.getsource(ps.scans.blelloch.blelloch_upsweep))
+print(inspect.getsource(ps.scans.blelloch.blelloch_downsweep))
+print(inspect.getsource(ps.scans.blelloch.blelloch_tile_kernel))
 
 # %% [markdown]
 # Thread $t$ loads elements $t$ and $t +$ `block_size` of its tile (consecutive threads read
@@ -91,8 +91,8 @@ print(inspect.getsource(ps.blelloch.blelloch_tile_kernel))
 #    element of tile $b + 1$.
 
 # %%
-print(inspect.getsource(ps.blelloch.run))
-print(inspect.getsource(ps.tiles.carry_kernel))
+print(inspect.getsource(ps.scans.blelloch.run))
+print(inspect.getsource(ps.scans.tiles.carry_kernel))
 
 # %% [markdown]
 # The global-memory picture of a scan of 300 elements with 32 threads per block (tiles of 64):
@@ -307,7 +307,7 @@ for row in floor:
 # %% tags=["exercise"] todo="write my_carry: block b adds carries[b] to out[(b + 1) * TILE + k] for k = threadIdx.x and threadIdx.x + THREADS, where that index is < n"
 THREADS = 32
 TILE = 2 * THREADS
-tile_kernel = ps.blelloch.blelloch_tile_kernel("add", np.float32, True, False, THREADS, True)
+tile_kernel = ps.scans.blelloch.blelloch_tile_kernel("add", np.float32, True, False, THREADS, True)
 
 
 @cuda.jit

@@ -30,7 +30,7 @@ import inspect
 import numpy as np
 from numba import cuda, float32
 
-from prefixsum import kstep
+from prefixsum.scans import kstep
 
 print(ps.device_info())
 
@@ -52,7 +52,7 @@ print(ps.device_info())
 # on a single thread, correction step $s$ on $L^s$ threads, and one figure, *"Summation in
 # parallel for $L = 3$ and $K_0 = 35$"*. **The formulas below are a reconstruction**
 # (`specs/kstep.md`) consistent with every surviving sentence and checked against a sequential
-# scan; they are not the seed's own text. The package implements them in `prefixsum.kstep`.
+# scan; they are not the seed's own text. The package implements them in `prefixsum.scans.kstep`.
 #
 # ## 2. The levels
 #

@@ -62,7 +62,7 @@ print(ps.device_info())
 # package keeps this version (numba has no `volatile`):
 
 # %%
-print(inspect.getsource(ps.warp.scan_volatile))
+print(inspect.getsource(ps.scans.warp.scan_volatile))
 
 # %% [markdown]
 # **Since Volta (compute capability 7.0, 2017) this is a bug.** Volta gave every thread its own
@@ -79,7 +79,7 @@ print(inspect.getsource(ps.warp.scan_volatile))
 # %%
 x64 = np.arange(1, 65, dtype=np.int32)
 expected = np.concatenate([ps.reference.scan(x64[:32]), ps.reference.scan(x64[32:])])  # one scan per warp
-volatile_run = ps.trace.record(ps.warp.warp_scan, x64, "volatile", threads=64)
+volatile_run = ps.trace.record(ps.scans.warp.warp_scan, x64, "volatile", threads=64)
 print("volatile, lanes 0-7:", volatile_run.result[:8])
 print("the scan, lanes 0-7:", expected[:8])
 races = volatile_run.races()
@@ -99,7 +99,7 @@ print(f"{len(races)} races, for example:\n  {races[1]}\n  {races[31]}")
 # read, writes, and waits until every lane has written:
 
 # %%
-print(inspect.getsource(ps.warp.scan_syncwarp))
+print(inspect.getsource(ps.scans.warp.scan_syncwarp))
 
 # %% [markdown]
 # Every `syncwarp` starts a new phase for the tracer, so the races are gone, and the dataflow of
@@ -109,7 +109,7 @@ print(inspect.getsource(ps.warp.scan_syncwarp))
 # never exchange a value.
 
 # %%
-syncwarp_run = ps.trace.record(ps.warp.warp_scan, x64, "syncwarp", threads=64)
+syncwarp_run = ps.trace.record(ps.scans.warp.warp_scan, x64, "syncwarp", threads=64)
 print("races:", len(syncwarp_run.races()), "| equal to the scan of each warp:", np.array_equal(syncwarp_run.result, expected))
 _ = ps.viz.dataflow(syncwarp_run, array="buf", title="scan_syncwarp: two warps, buf in shared memory")
 
@@ -121,7 +121,7 @@ _ = ps.viz.dataflow(syncwarp_run, array="buf", title="scan_syncwarp: two warps, 
 # instruction for the whole warp. The warp scan becomes a loop of five shuffles:
 
 # %%
-print(inspect.getsource(ps.warp.scan_shfl))
+print(inspect.getsource(ps.scans.warp.scan_shfl))
 
 # %% [markdown]
 # Every lane must execute the shuffle (it is a rendezvous of the lanes in `mask`), even a lane
@@ -141,7 +141,7 @@ def whose_value(sources):
     d = 1
     step = 0
     while d < 32:
-        sources[step, lane] = cuda.shfl_up_sync(ps.warp.FULL_MASK, lane, d)
+        sources[step, lane] = cuda.shfl_up_sync(ps.scans.warp.FULL_MASK, lane, d)
         d *= 2
         step += 1
 
@@ -166,7 +166,7 @@ with open("../benchmarks/warp_semantics_compare.txt") as handle:
 # The three warp scans side by side, as the tracer counts them (two warps, 64 values):
 
 # %%
-shfl_run = ps.trace.record(ps.warp.warp_scan, x64, "shfl", threads=64)
+shfl_run = ps.trace.record(ps.scans.warp.warp_scan, x64, "shfl", threads=64)
 print(f"{'variant':<9} {'correct':>7} {'races':>6} {'shared reads':>13} {'shared writes':>14} {'sync phases':>12}")
 for name, run in (("volatile", volatile_run), ("syncwarp", syncwarp_run), ("shfl", shfl_run)):
     c = run.counts()
@@ -186,14 +186,14 @@ for name, run in (("volatile", volatile_run), ("syncwarp", syncwarp_run), ("shfl
 # result and the block's total, which is what the next level needs):
 
 # %%
-print(inspect.getsource(ps.hierarchical.block_scan))
+print(inspect.getsource(ps.scans.hierarchical.block_scan))
 
 # %% [markdown]
 # The same steps by hand for 128 values (four warps), with the package's warp scan for step 1:
 
 # %%
 xb = np.random.default_rng(6).integers(0, 10, 128).astype(np.int32)
-per_warp = ps.warp.warp_scan(xb, "shfl", threads=128)  # step 1: each warp scans its 32 values
+per_warp = ps.scans.warp.warp_scan(xb, "shfl", threads=128)  # step 1: each warp scans its 32 values
 warp_totals = per_warp[31::32]  # step 2: lane 31 of each warp holds its warp's total
 scanned_totals = ps.reference.scan(warp_totals)  # step 3: warp 0 scans the totals
 before = np.concatenate([[0], scanned_totals[:-1]])  # step 4: warp w adds the totals of warps 0..w-1
@@ -287,25 +287,25 @@ print("one tile of 2048:", tile_run.conflict_summary(), "| races:", len(tile_run
 # The tile scan (sections 4 and 5 in one device function; `seed` is the carry):
 
 # %%
-print(inspect.getsource(ps.hierarchical.tile_scanner))
+print(inspect.getsource(ps.scans.hierarchical.tile_scanner))
 
 # %% [markdown]
 # The three kernels and the host code that launches them:
 
 # %%
-print(inspect.getsource(ps.hierarchical.reduce_kernel))
-print(inspect.getsource(ps.hierarchical.spine_kernel))
-print(inspect.getsource(ps.hierarchical.scan_kernel))
-print(inspect.getsource(ps.hierarchical.run))
+print(inspect.getsource(ps.scans.hierarchical.reduce_kernel))
+print(inspect.getsource(ps.scans.hierarchical.spine_kernel))
+print(inspect.getsource(ps.scans.hierarchical.scan_kernel))
+print(inspect.getsource(ps.scans.hierarchical.run))
 
 # %% [markdown]
 # The reduction kernel needs only a total, not a scan, so its warps combine by a **butterfly**
-# (`ps.warp.reduce_shfl`, `shfl_xor_sync` with masks 16, 8, 4, 2, 1): after five steps every lane
+# (`ps.scans.warp.reduce_shfl`, `shfl_xor_sync` with masks 16, 8, 4, 2, 1): after five steps every lane
 # holds the warp's total. Sums taken in another order are fine for the four operators, which are
 # commutative (for floats the carries round a little differently).
 
 # %%
-print(inspect.getsource(ps.hierarchical.block_reduce))
+print(inspect.getsource(ps.scans.hierarchical.block_reduce))
 _ = ps.viz.shuffles((16, 8, 4, 2, 1), kind="xor", title="reduce_shfl: the butterfly (shfl_xor_sync)")
 
 # %% [markdown]
@@ -375,7 +375,7 @@ print(ps.check.scan(lambda x: ps.scan(x, "max", inclusive=False, reverse=True, a
 # %% tags=["exercise"] todo="for d = 1, 2, 4, 8, 16: other = cuda.shfl_up_sync(FULL_MASK, value, d) in every lane, then value += other in lanes >= d"
 from numba import float32
 
-FULL_MASK = ps.warp.FULL_MASK
+FULL_MASK = ps.scans.warp.FULL_MASK
 
 
 @cuda.jit
@@ -415,7 +415,7 @@ print(ps.check.scan(my_warp_scan, sizes=(1, 2, 5, 17, 31, 32)))
 # %% tags=["exercise"] todo="in warps w > 0 (warp = t >> 5), add warp_totals[warp - 1] (the scanned total of warps 0..w-1) to value"
 BLOCK = 128
 WARPS = BLOCK // 32
-warp_scan = ps.warp.scan_shfl("add", np.float32)
+warp_scan = ps.scans.warp.scan_shfl("add", np.float32)
 
 
 @cuda.jit

@@ -15,8 +15,8 @@ import pytest
 from numba import cuda
 
 import prefixsum as ps
-from prefixsum import blelloch, hillis_steele
-from prefixsum.testing import mismatches, random_input
+from prefixsum.scans import blelloch, hillis_steele
+from prefixsum.scans.testing import mismatches, random_input
 
 CLASSIC = ("folding", "hillis_steele", "blelloch")
 
@@ -123,8 +123,8 @@ def test_unregistered_kernels_compile_to_ptx():
         import types
         from numba import cuda
         from numba.cuda import dispatcher
-        from prefixsum import blelloch, hillis_steele
-        from prefixsum.tiles import array_type, tile_kernel_argtypes
+        from prefixsum.scans import blelloch, hillis_steele
+        from prefixsum.scans.tiles import array_type, tile_kernel_argtypes
 
         dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=(9, 0))
         to_compile = [(blelloch.blelloch_256_kernel(d), (array_type(d), array_type(d))) for d in ("int32", "float32")]

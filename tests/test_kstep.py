@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 import prefixsum as ps
-from prefixsum import kstep, trace
-from prefixsum.testing import random_input, run_poisoned
+from prefixsum import trace
+from prefixsum.scans import kstep
+from prefixsum.scans.testing import random_input, run_poisoned
 
 DIRECTIONS = tuple(itertools.product((True, False), (False, True)))  # (inclusive, reverse)
 

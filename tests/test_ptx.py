@@ -23,7 +23,7 @@ def run_child(code):
 def test_every_registered_kernel_compiles_for_sm75_and_sm90():
     child = run_child("""
         import sys
-        from prefixsum import ptx
+        from prefixsum.cli import ptx
         sys.exit(1 if ptx.compile_all() else 0)
     """)
     assert child.returncode == 0, child.stdout[-3000:] + child.stderr[-3000:]
@@ -37,8 +37,8 @@ def test_a_kernel_the_simulator_accepts_but_the_gpu_compiler_rejects_is_reported
         import sys
         import prefixsum as ps
         from numba import cuda
-        from prefixsum import ptx
-        from prefixsum.tiles import tile_kernel_argtypes
+        from prefixsum.cli import ptx
+        from prefixsum.scans.tiles import tile_kernel_argtypes
 
         def python_only(x, out, totals, n):
             i = cuda.grid(1)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import prefixsum as ps
-from prefixsum.testing import random_input, run_poisoned
+from prefixsum.scans.testing import random_input, run_poisoned
 
 SIZES = (1, 2, 31, 32, 33, 255, 256, 257, 1000, 4097)
 DIRECTIONS = tuple(itertools.product((True, False), (False, True)))  # (inclusive, reverse)

@@ -119,7 +119,7 @@ def test_barrier_divergence_is_reported():
 
 def _child_process_trace(x):
     """Record as a GPU machine does: in a spawned child process that simulates."""
-    from prefixsum import _child
+    from prefixsum.classroom import child as _child
 
     simulating = _child.simulating
     _child.simulating = lambda: False

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 import prefixsum as ps
-from prefixsum import hierarchical, trace, warp
-from prefixsum.testing import random_input
+from prefixsum import trace
+from prefixsum.scans import hierarchical, warp
+from prefixsum.scans.testing import random_input
 
 from test_scan import run_and_check
 
@@ -71,8 +72,8 @@ def test_warp_scan_kernels_compile_to_ptx():
         import types
         from numba import cuda
         from numba.cuda import dispatcher
-        from prefixsum import warp
-        from prefixsum.tiles import array_type
+        from prefixsum.scans import warp
+        from prefixsum.scans.tiles import array_type
         dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=(7, 5))
         for variant in warp.VARIANTS:
             for dtype, inclusive in (("uint64", False), ("float32", True)):

@@ -2,7 +2,7 @@
 import numpy as np
 from numba import cuda
 
-from ..api import is_device_array
+from ..core.arrays import is_device_array
 from . import cr, pcr, thomas
 from ._common import NOT_FINITE, ZERO_PIVOT
 

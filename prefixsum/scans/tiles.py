@@ -13,7 +13,9 @@ that identity into the total of the tiles before.
 import functools
 import math
 
-from numba import config, cuda, types
+from numba import cuda, types
+
+from ..core.device import simulating
 
 from .ops import check_dtype, device_op, identity, numba_type
 
@@ -88,7 +90,7 @@ def scratch(role, length, dtype):
     call gets a fresh array, so that the checker's poisoned allocations see every write.
     """
     dtype = check_dtype(dtype)
-    if config.ENABLE_CUDASIM:
+    if simulating():
         return cuda.device_array(length, dtype)
     key = (role, length, dtype.str)
     if key not in _SCRATCH:

@@ -4,7 +4,7 @@ import itertools
 import numpy as np
 
 import prefixsum as ps
-from .testing import random_input, run_poisoned
+from ..scans.testing import random_input, run_poisoned
 
 
 def check_one(algorithm, n, op, dtype, rng, inclusive=True, reverse=False):

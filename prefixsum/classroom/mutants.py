@@ -14,7 +14,7 @@ from typing import Callable
 import numpy as np
 from numba import cuda, float32
 
-from . import _child
+from . import child as _child
 
 BLOCK = 64
 

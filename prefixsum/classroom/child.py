@@ -9,14 +9,8 @@ functions defined in a notebook work.
 import multiprocessing
 import os
 
-from . import _device
-
-
-def simulating():
-    """Whether this process runs kernels on the simulator."""
-    from numba import config
-
-    return bool(config.ENABLE_CUDASIM)
+from ..core import device as _device
+from ..core.device import simulating
 
 
 def _call_pickled(payload):

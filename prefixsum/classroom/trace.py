@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import _child
+from . import child as _child
 
 _OPERATOR_NAMES = {"combine_in_dtype"}  # prefixsum.ops.device_op's device functions
 

@@ -2,14 +2,9 @@
 import numpy as np
 from numba import cuda
 
+from ..core.arrays import is_device_array
 from .ops import check_dtype, check_op
 from .registry import lookup
-
-
-def is_device_array(x):
-    """Whether ``x`` is a device array: numba's, or anything with ``__cuda_array_interface__``."""
-    # The simulator's device arrays have no __cuda_array_interface__, but numba knows its own.
-    return hasattr(x, "__cuda_array_interface__") or cuda.devicearray.is_cuda_ndarray(x)
 
 
 def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", **options):

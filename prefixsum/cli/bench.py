@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 import prefixsum as ps
-from .testing import random_input
+from ..scans.testing import random_input
 
 _ACCUMULATE = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
 
@@ -184,7 +184,7 @@ def run(sizes, dtypes, variants, warmup=5, repeats=20, out=print):
                 name, options = parse_variant(variant)
                 algorithm = ps.ALGORITHMS[name]
                 resolved = algorithm.resolve_options(options)
-                out_dev.copy_to_device(np.full(n, ps.testing.poison_value(dtype), dtype))
+                out_dev.copy_to_device(np.full(n, ps.scans.testing.poison_value(dtype), dtype))
                 algorithm.run(source, out_dev, "add", True, False, **resolved)
                 correct = fast_mismatches(out_dev.copy_to_host(), x).size == 0
                 micros = numba_events_us(lambda: algorithm.run(source, out_dev, "add", True, False, **resolved),

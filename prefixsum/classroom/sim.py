@@ -154,6 +154,8 @@ from numba.cuda.simulator import kernel as _stock_kernel
 from numba.cuda.simulator import kernelapi as _stock_api
 from numba.cuda.simulator.cudadrv.devicearray import FakeShape
 
+from ..core import device
+
 __all__ = [
     "Access", "BarrierDivergenceError", "KernelError", "LaunchError", "NegativeIndexError",
     "POISON_BYTE", "SimError", "WarpDivergenceError", "access_hook", "allow_negative_indices",
@@ -276,6 +278,7 @@ def install():
     if _stock_call is None:
         _stock_call = _stock_kernel.FakeCUDAKernel.__call__
         _stock_kernel.FakeCUDAKernel.__call__ = _call
+        device.set_classroom_probe(is_enabled)
     return True
 
 

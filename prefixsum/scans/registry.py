@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..core import device
+
 
 @dataclass(frozen=True)
 class Algorithm:
@@ -92,20 +94,12 @@ def register(algorithm):
 def lookup(name):
     """The :class:`Algorithm` called ``name``; ``"auto"`` is the highest-ranked one."""
     if name == "auto":
-        from . import sim
-
-        stock = _simulating() and not sim.is_enabled()
-        return max((a for a in ALGORITHMS.values() if not (stock and a.warp_level)), key=lambda a: a.auto_rank)
+        warp = device.warp_intrinsics()
+        return max((a for a in ALGORITHMS.values() if warp or not a.warp_level), key=lambda a: a.auto_rank)
     try:
         return ALGORITHMS[name]
     except (KeyError, TypeError):
         raise ValueError(f"unknown algorithm {name!r}; allowed: auto, {', '.join(ALGORITHMS)}") from None
-
-
-def _simulating():
-    from numba import config
-
-    return bool(config.ENABLE_CUDASIM)
 
 
 def check_block_size(name, value, low=32, high=1024):

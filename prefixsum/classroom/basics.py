@@ -7,7 +7,7 @@ an error that names the kernel, the block, the thread and the line.
 import numpy as np
 from numba import cuda, float32
 
-from . import _child
+from . import child as _child
 
 TILE = 32
 

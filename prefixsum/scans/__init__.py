@@ -1,0 +1,8 @@
+"""The scans: operators, the registry, the public scan, the reference, and one module per algorithm.
+
+Layered as CUB's are: :mod:`.warp` (warp primitives) and :mod:`.tiles` (what every tiled scan
+shares: a tile's place, the carry between tiles) below the algorithms; each algorithm module
+registers itself in :data:`.registry.ALGORITHMS`, and :func:`.api.scan` dispatches through it.
+"""
+from . import api, ops, reference, registry, testing, tiles, warp  # noqa: F401
+from . import ladder, folding, hillis_steele, blelloch, kstep, hierarchical  # noqa: F401  (register themselves)
