@@ -91,7 +91,7 @@ print(inspect.getsource(ps.scans.blelloch.blelloch_tile_kernel))
 #    element of tile $b + 1$.
 
 # %%
-print(inspect.getsource(ps.scans.blelloch.run))
+print(inspect.getsource(ps.scans.tiles.register_tiled))
 print(inspect.getsource(ps.scans.tiles.carry_kernel))
 
 # %% [markdown]

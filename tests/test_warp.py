@@ -1,4 +1,4 @@
-"""Warp scans (prefixsum.warp) alone, the race in seed 001's Figure 1, and the hierarchical scan's
+"""Warp scans (prefixsum.scans.warp) alone, the race in seed 001's Figure 1, and the hierarchical scan's
 options; the generic suites (test_scan, test_ptx) cover "hierarchical" for every op and dtype."""
 import itertools
 import os

@@ -183,7 +183,7 @@ def tiled(tile_kernel, *, block_size, threads=None, op="add", dtype=np.float32, 
     """Check a student's tile kernel ``(x, out, totals, n)`` run on every tile, with carries.
 
     The kernel scans tile b (``block_size`` elements) into ``out`` and writes its total to
-    ``totals[b]``; the package scans the totals and carries them, as :func:`prefixsum.tiles.scan_tiles`
+    ``totals[b]``; the package scans the totals and carries them, as :func:`prefixsum.scans.tiles.scan_tiles`
     does for every algorithm. Inclusive forward scans only.
     """
     from numba import cuda

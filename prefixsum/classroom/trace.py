@@ -30,7 +30,7 @@ import numpy as np
 
 from . import child as _child
 
-_OPERATOR_NAMES = {"combine_in_dtype"}  # prefixsum.ops.device_op's device functions
+_OPERATOR_NAMES = {"combine_in_dtype"}  # prefixsum.scans.ops.device_op's device functions
 
 
 class Launch(NamedTuple):
@@ -41,7 +41,7 @@ class Launch(NamedTuple):
     grid: tuple
     block: tuple
     combines: int
-    """Calls of the package's operator device functions (``prefixsum.ops.device_op``)."""
+    """Calls of the package's operator device functions (``prefixsum.scans.ops.device_op``)."""
 
 
 class Record(NamedTuple):

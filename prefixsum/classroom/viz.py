@@ -170,7 +170,7 @@ def steps(trace, array, *, block=None, offsets=None, labels=None, row_labels=Non
         blocks, whose blocks have separate copies). Default: every block, as for a global array.
     offsets : sequence of int, optional
         Where the parts of ``array`` start (for a buffer holding several levels, such as
-        :func:`prefixsum.kstep.levels`'s ``offsets``): each part is shaded and its start marked.
+        :func:`prefixsum.scans.kstep.levels`'s ``offsets``): each part is shaded and its start marked.
     labels : sequence of str, optional
         A name for each part given by ``offsets``, written above it.
     row_labels : sequence of str, optional

@@ -19,7 +19,7 @@ Three versions:
 * :func:`blelloch_tile_kernel`, registered as ``"blelloch"``: any op, dtype, direction and n.
   A block of ``block_size`` threads scans a tile of ``2 * block_size`` elements, two per thread
   (the GPU Gems layout); the exclusive scan comes from the tree and the inclusive one combines
-  each element into it. Tile totals are carried by :func:`prefixsum.tiles.scan_tiles`.
+  each element into it. Tile totals are carried by :func:`prefixsum.scans.tiles.scan_tiles`.
 * The same with ``conflict_free=True`` (the default): GPU Gems' CONFLICT_FREE_OFFSET padding.
   At level d the active threads touch indices 2^(d+1) apart, so in a shared memory of 32 banks
   of 4-byte words up to 32 of them hit the same bank and wait for each other. Storing index i
@@ -32,8 +32,8 @@ import numpy as np
 from numba import cuda
 
 from .ops import device_op, identity, numba_type
-from .registry import Algorithm, check_block_size, register
-from .tiles import carry_argtypes, carry_kernel, position, scan_tiles, tile_kernel_argtypes
+from .registry import check_block_size
+from .tiles import position, register_tiled
 
 SEED_LENGTH = 256
 """The seed exercise's fixed length, also its number of threads."""
@@ -231,23 +231,6 @@ def blelloch_tile_kernel(op, dtype, inclusive, reverse, block_size, conflict_fre
     return cuda.jit(blelloch_tile)
 
 
-def run(x, out, op, inclusive, reverse, block_size, conflict_free):
-    """Blelloch-scan device array ``x`` into ``out`` (see :class:`prefixsum.registry.Algorithm`)."""
-    scan_tiles(
-        x, out, blelloch_tile_kernel(op, x.dtype, inclusive, reverse, block_size, conflict_free),
-        tile=2 * block_size, threads=block_size, op=op, reverse=reverse,
-        scan_totals=lambda totals, carries: run(totals, carries, op, True, False, block_size, conflict_free),
-    )
-
-
-def kernels(op, dtype, inclusive, reverse, block_size, conflict_free):
-    """Every kernel :func:`run` may launch, with its argument types."""
-    yield blelloch_tile_kernel(op, dtype, inclusive, reverse, block_size, conflict_free), tile_kernel_argtypes(dtype)
-    yield blelloch_tile_kernel(op, dtype, True, False, block_size, conflict_free), tile_kernel_argtypes(dtype)
-    yield carry_kernel(op, dtype, reverse, 2 * block_size), carry_argtypes(dtype)
-    yield carry_kernel(op, dtype, False, 2 * block_size), carry_argtypes(dtype)
-
-
 def check_options(block_size, conflict_free):
     """Raise ValueError naming a bad ``block_size`` or ``conflict_free`` and the allowed values."""
     check_block_size("block_size", block_size)
@@ -255,12 +238,10 @@ def check_options(block_size, conflict_free):
         raise ValueError(f"option conflict_free={conflict_free!r} must be True or False")
 
 
-ALGORITHM = register(Algorithm(
-    name="blelloch",
-    run=run,
-    kernels=kernels,
+ALGORITHM = register_tiled(
+    "blelloch", blelloch_tile_kernel, items_per_thread=2,
     options={"block_size": 256, "conflict_free": True},
     check_options=check_options,
     summary="Blelloch: up-sweep then down-sweep of a tree, 2 elements per thread; work 2n, depth 2 log n",
     source="seed 004; GPU Gems 3, ch. 39.2.2-39.2.3 (Harris, Sengupta, Owens)",
-))
+)

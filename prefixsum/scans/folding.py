@@ -12,7 +12,7 @@ of cell i + p (x[i + p], x[i + 3p], ...), which is exactly what the fold adds. A
 rows are single cells, the column of cell i is x[i..m-1], and that is the suffix sum.
 
 The fold's own direction is therefore the reverse (suffix) scan. Here a tile is always scanned
-forwards in logical order (:mod:`prefixsum.tiles`), so the kernel runs the mirrored fold: lane
+forwards in logical order (:mod:`prefixsum.scans.tiles`), so the kernel runs the mirrored fold: lane
 t adds lane ``t - phase`` and ends with the prefix of its tile. For ``reverse=True`` logical
 lane t lives at array index ``n - 1 - t``, and the kernel is then the seed's fold verbatim on
 the array: cell i adds cell ``i + phase``.
@@ -33,8 +33,7 @@ import functools
 from numba import cuda
 
 from .ops import device_op, identity, numba_type
-from .registry import Algorithm, check_block_size, register
-from .tiles import carry_argtypes, carry_kernel, lane_result, position, scan_tiles, tile_kernel_argtypes
+from .tiles import lane_result, position, register_tiled
 
 
 @functools.lru_cache(maxsize=None)
@@ -69,29 +68,9 @@ def folding_tile_kernel(op, dtype, inclusive, reverse, block_size):
     return cuda.jit(folding_tile)
 
 
-def run(x, out, op, inclusive, reverse, block_size):
-    """Fold-scan device array ``x`` into ``out`` (see :class:`prefixsum.registry.Algorithm`)."""
-    scan_tiles(
-        x, out, folding_tile_kernel(op, x.dtype, inclusive, reverse, block_size),
-        tile=block_size, threads=block_size, op=op, reverse=reverse,
-        scan_totals=lambda totals, carries: run(totals, carries, op, True, False, block_size),
-    )
-
-
-def kernels(op, dtype, inclusive, reverse, block_size):
-    """Every kernel :func:`run` may launch, with its argument types."""
-    yield folding_tile_kernel(op, dtype, inclusive, reverse, block_size), tile_kernel_argtypes(dtype)
-    yield folding_tile_kernel(op, dtype, True, False, block_size), tile_kernel_argtypes(dtype)
-    yield carry_kernel(op, dtype, reverse, block_size), carry_argtypes(dtype)
-    yield carry_kernel(op, dtype, False, block_size), carry_argtypes(dtype)
-
-
-ALGORITHM = register(Algorithm(
-    name="folding",
-    run=run,
-    kernels=kernels,
+ALGORITHM = register_tiled(
+    "folding", folding_tile_kernel,
     options={"block_size": 256},
-    check_options=lambda block_size: check_block_size("block_size", block_size),
     summary="seed 002's folding: phases N/2 down to 1, cell i adds cell i + phase (suffix); work N log N, depth log N",
     source="seed 002 (partial_sum_folded)",
-))
+)

@@ -11,7 +11,7 @@ Levels, inside out:
    shared index skips one slot every 32 (``j + j // 32``), so that the 32 lanes of a warp reading
    runs of 2, 4, 8 or 16 words hit 32 different banks.
 2. Warp: the per-thread totals are scanned with ``shfl_up_sync``
-   (:func:`prefixsum.warp.scan_shfl`, seed 001's Figure 1 in registers).
+   (:func:`prefixsum.scans.warp.scan_shfl`, seed 001's Figure 1 in registers).
 3. Block (Figure 2): lane 31 of every warp writes its warp's total to shared memory, warp 0
    scans those totals, and every thread combines the totals of the warps before its own. Two
    barriers.
@@ -20,7 +20,7 @@ Levels, inside out:
    2^24 elements in tiles of 2048); a second kernel scans each tile again, seeded with the
    combined total of the tiles before it, and writes the result (reads n, writes n). 3n
    element transfers in global memory, against 4n for scan-then-propagate
-   (:func:`prefixsum.tiles.scan_tiles`: scan the tiles and write them, then read and rewrite
+   (:func:`prefixsum.scans.tiles.scan_tiles`: scan the tiles and write them, then read and rewrite
    them to add the carry); a device copy moves 2n. An input of one tile takes one launch,
    otherwise three.
 
@@ -30,7 +30,7 @@ the carries then round differently from a sequential sum, within the reference t
 
 Work: about 3n combines (n in the reduction; in the rescan, n for the threads' totals and n for
 their results) plus 5 shuffle steps per thread; depth: 3 items_per_thread + O(log n).
-Directions are handled by indexing (:func:`prefixsum.tiles.position`); an exclusive scan
+Directions are handled by indexing (:func:`prefixsum.scans.tiles.position`); an exclusive scan
 writes each element's prefix before combining it in.
 """
 import functools
@@ -251,7 +251,7 @@ def scan_kernel(op, dtype, inclusive, reverse, block_size, items):
 
 
 def run(x, out, op, inclusive, reverse, block_size, items_per_thread):
-    """Scan device array ``x`` into ``out`` (see :class:`prefixsum.registry.Algorithm`)."""
+    """Scan device array ``x`` into ``out`` (see :class:`prefixsum.scans.registry.Algorithm`)."""
     n = x.shape[0]
     dtype = x.dtype
     tiles = math.ceil(n / (block_size * items_per_thread))

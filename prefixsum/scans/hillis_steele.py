@@ -13,15 +13,14 @@ the tile kernel's signature, to show the race with a tracer; :func:`run` never l
 
 Work N log2(N) - (N - 1) combines, depth log2(N) steps, per tile of N elements: not work-
 efficient (a sequential scan needs N - 1 combines), but half the depth of the work-efficient
-tree scan of :mod:`prefixsum.blelloch`.
+tree scan of :mod:`prefixsum.scans.blelloch`.
 """
 import functools
 
 from numba import cuda
 
 from .ops import device_op, identity, numba_type
-from .registry import Algorithm, check_block_size, register
-from .tiles import carry_argtypes, carry_kernel, lane_result, position, scan_tiles, tile_kernel_argtypes
+from .tiles import lane_result, position, register_tiled
 
 
 @functools.lru_cache(maxsize=None)
@@ -94,29 +93,9 @@ def hillis_steele_in_place_tile_kernel(op, dtype, inclusive, reverse, block_size
     return cuda.jit(hillis_steele_in_place_tile)
 
 
-def run(x, out, op, inclusive, reverse, block_size):
-    """Hillis-Steele-scan device array ``x`` into ``out`` (see :class:`prefixsum.registry.Algorithm`)."""
-    scan_tiles(
-        x, out, hillis_steele_tile_kernel(op, x.dtype, inclusive, reverse, block_size),
-        tile=block_size, threads=block_size, op=op, reverse=reverse,
-        scan_totals=lambda totals, carries: run(totals, carries, op, True, False, block_size),
-    )
-
-
-def kernels(op, dtype, inclusive, reverse, block_size):
-    """Every kernel :func:`run` may launch, with its argument types."""
-    yield hillis_steele_tile_kernel(op, dtype, inclusive, reverse, block_size), tile_kernel_argtypes(dtype)
-    yield hillis_steele_tile_kernel(op, dtype, True, False, block_size), tile_kernel_argtypes(dtype)
-    yield carry_kernel(op, dtype, reverse, block_size), carry_argtypes(dtype)
-    yield carry_kernel(op, dtype, False, block_size), carry_argtypes(dtype)
-
-
-ALGORITHM = register(Algorithm(
-    name="hillis_steele",
-    run=run,
-    kernels=kernels,
+ALGORITHM = register_tiled(
+    "hillis_steele", hillis_steele_tile_kernel,
     options={"block_size": 256},
-    check_options=lambda block_size: check_block_size("block_size", block_size),
     summary="Hillis-Steele: lane t adds lane t - stride for stride 1, 2, 4, ..., ping-pong; work N log N, depth log N",
     source="GPU Gems 3, ch. 39.2.1 (Harris, Sengupta, Owens)",
-))
+)

@@ -336,7 +336,7 @@ def scan_one_block(x, out, op, inclusive, reverse, L):
 
 
 def run(x, out, op, inclusive, reverse, L, one_block):
-    """k-step scan of device array ``x`` into ``out`` (see :class:`prefixsum.registry.Algorithm`).
+    """k-step scan of device array ``x`` into ``out`` (see :class:`prefixsum.scans.registry.Algorithm`).
 
     ``one_block="auto"`` takes the one-block path whenever the buffer fits it, True always
     (a ValueError if it does not fit), False never.

@@ -14,8 +14,7 @@ import functools
 from numba import cuda
 
 from .ops import device_op, identity, numba_type
-from .registry import Algorithm, check_block_size, register
-from .tiles import carry_argtypes, carry_kernel, lane_result, position, scan_tiles, tile_kernel_argtypes
+from .tiles import lane_result, position, register_tiled
 
 
 @functools.lru_cache(maxsize=None)
@@ -47,30 +46,10 @@ def ladder_tile_kernel(op, dtype, inclusive, reverse, block_size):
     return cuda.jit(ladder_tile)
 
 
-def run(x, out, op, inclusive, reverse, block_size):
-    """Ladder-scan device array ``x`` into ``out`` (see :class:`prefixsum.registry.Algorithm`)."""
-    scan_tiles(
-        x, out, ladder_tile_kernel(op, x.dtype, inclusive, reverse, block_size),
-        tile=block_size, threads=block_size, op=op, reverse=reverse,
-        scan_totals=lambda totals, carries: run(totals, carries, op, True, False, block_size),
-    )
-
-
-def kernels(op, dtype, inclusive, reverse, block_size):
-    """Every kernel :func:`run` may launch, with its argument types."""
-    yield ladder_tile_kernel(op, dtype, inclusive, reverse, block_size), tile_kernel_argtypes(dtype)
-    yield ladder_tile_kernel(op, dtype, True, False, block_size), tile_kernel_argtypes(dtype)
-    yield carry_kernel(op, dtype, reverse, block_size), carry_argtypes(dtype)
-    yield carry_kernel(op, dtype, False, block_size), carry_argtypes(dtype)
-
-
-ALGORITHM = register(Algorithm(
-    name="ladder",
-    run=run,
-    kernels=kernels,
+ALGORITHM = register_tiled(
+    "ladder", ladder_tile_kernel,
     options={"block_size": 256},
-    check_options=lambda block_size: check_block_size("block_size", block_size),
     summary="seed 002's ladder: phase p adds the last element of the preceding aligned run; work n/2 log n, depth log n",
     source="seed 002 (partial_sum_ladder)",
     auto_rank=1,
-))
+)

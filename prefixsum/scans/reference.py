@@ -32,7 +32,7 @@ def scan(x, op="add", *, inclusive=True, reverse=False):
     Parameters
     ----------
     x : array_like, 1-D
-        Input; one of the dtypes in :data:`prefixsum.ops.DTYPES`.
+        Input; one of the dtypes in :data:`prefixsum.scans.ops.DTYPES`.
     op : {"add", "mul", "max", "min"}
     inclusive : bool
         Element i combines ``x[0..i]``; if False, ``x[0..i-1]`` and element 0 is the identity.

@@ -95,7 +95,7 @@ class PoisonedRun(NamedTuple):
 def run_poisoned(run, x, op="add", *, inclusive=True, reverse=False, **options):
     """Call ``run(source, out, op, inclusive, reverse, **options)`` with a poisoned ``out``, and check it.
 
-    ``run`` is an algorithm's ``run`` (see :class:`prefixsum.registry.Algorithm`); ``x`` a host
+    ``run`` is an algorithm's ``run`` (see :class:`prefixsum.scans.registry.Algorithm`); ``x`` a host
     array. Every element of the output is compared with the reference (:func:`mismatches`), and
     the device input is read back so that callers can check it was not modified.
     """

@@ -18,6 +18,7 @@ from numba import cuda, types
 from ..core.device import simulating
 
 from .ops import check_dtype, device_op, identity, numba_type
+from .registry import Algorithm, check_block_size, register
 
 
 @functools.lru_cache(maxsize=None)
@@ -128,3 +129,51 @@ def scan_tiles(x, out, tile_kernel, *, tile, threads, op, reverse, scan_totals):
         carries = scratch("carries", ntiles, dtype)
         scan_totals(totals, carries)
         carry_kernel(op, dtype, reverse, tile)[ntiles - 1, threads](out, carries, n)
+
+
+def register_tiled(name, tile_kernel, *, items_per_thread=1, options=None, check_options=None, **about):
+    """Register a scan made of one tile kernel and :func:`scan_tiles`'s carries.
+
+    Parameters
+    ----------
+    name : str
+        The algorithm's name in :data:`prefixsum.ALGORITHMS`.
+    tile_kernel : callable
+        ``tile_kernel(op, dtype, inclusive, reverse, **options)`` -> a kernel ``(x, out, totals, n)``
+        that scans tile b of ``items_per_thread * block_size`` elements with one block of
+        ``block_size`` threads and writes the tile's total to ``totals[b]``.
+    items_per_thread : int, default 1
+        Elements of a tile per thread.
+    options : dict, optional
+        Option names and defaults; ``{"block_size": 256}`` when omitted. ``block_size`` is required.
+    check_options : callable, optional
+        Raises ValueError for a bad option; by default ``block_size`` must be a power of two
+        from 32 to 1024.
+    **about
+        ``summary``, ``source``, ``auto_rank``: as in :class:`prefixsum.scans.registry.Algorithm`.
+
+    Returns
+    -------
+    Algorithm
+        The registered algorithm; its ``run`` scans the tile totals recursively with itself.
+    """
+    def run(x, out, op, inclusive, reverse, **chosen):
+        block_size = chosen["block_size"]
+        scan_tiles(
+            x, out, tile_kernel(op, x.dtype, inclusive, reverse, **chosen),
+            tile=items_per_thread * block_size, threads=block_size, op=op, reverse=reverse,
+            scan_totals=lambda totals, carries: run(totals, carries, op, True, False, **chosen),
+        )
+
+    def kernels(op, dtype, inclusive, reverse, **chosen):
+        tile = items_per_thread * chosen["block_size"]
+        for lane_inclusive, lane_reverse in dict.fromkeys([(inclusive, reverse), (True, False)]):
+            yield tile_kernel(op, dtype, lane_inclusive, lane_reverse, **chosen), tile_kernel_argtypes(dtype)
+        for carry_reverse in dict.fromkeys([reverse, False]):
+            yield carry_kernel(op, dtype, carry_reverse, tile), carry_argtypes(dtype)
+
+    return register(Algorithm(
+        name=name, run=run, kernels=kernels, options=options or {"block_size": 256},
+        check_options=check_options or (lambda block_size: check_block_size("block_size", block_size)),
+        **about,
+    ))

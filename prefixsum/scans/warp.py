@@ -17,7 +17,7 @@ may read its neighbour's slot before or after the neighbour updated it. Three ve
     of one's own, and after the write: correct on every GPU, and clean for the tracer.
 :func:`scan_shfl`
     No shared memory: ``cuda.shfl_up_sync`` hands each lane the register of lane l - d. The
-    fastest, and the one :mod:`prefixsum.hierarchical` builds on.
+    fastest, and the one :mod:`prefixsum.scans.hierarchical` builds on.
 
 and :func:`reduce_shfl`, a butterfly reduction (``shfl_xor_sync``) that leaves the warp's total
 in every lane. Each factory returns a ``cuda.jit(device=True)`` function for one operator and
