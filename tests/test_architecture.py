@@ -1,0 +1,96 @@
+"""The layers of ARCHITECTURE.md: no module imports a layer above its own."""
+import ast
+import pathlib
+
+import pytest
+
+PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "prefixsum"
+
+# What each layer may import (besides itself); ARCHITECTURE.md's table.
+ALLOWED = {
+    "core": {"core"},
+    "scans": {"core", "scans"},
+    "tridiag": {"core", "tridiag"},
+    "classroom": {"core", "scans", "tridiag", "classroom"},
+    "cli": {"core", "scans", "tridiag", "classroom", "cli"},
+}
+# The simulator sits at the bottom of the classroom: it runs any kernel and knows no algorithm.
+SIMULATOR = "prefixsum.classroom.sim"
+SIMULATOR_ALLOWED = ("prefixsum.core", SIMULATOR)
+# Who may import the facade ``prefixsum`` itself: the command line, and the child process that
+# must choose its device and install the simulator exactly as an ``import prefixsum`` does.
+FACADE_ALLOWED = ("prefixsum.cli", "prefixsum.classroom.child")
+
+
+def module_name(path):
+    return ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
+
+
+def imported_modules(name, is_package, source):
+    """Every ``prefixsum...`` name module ``name`` imports, relative imports resolved, function bodies too."""
+    package = name if is_package else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            target = node.module
+            if node.level:
+                parts = package.split(".")
+                target = ".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
+            found.add(target)
+            found.update(f"{target}.{alias.name}" for alias in node.names)
+    return {existing(m) for m in found if m == "prefixsum" or m.startswith("prefixsum.")}
+
+
+def existing(module):
+    """``module`` if it names a module or package of prefixsum, else its parent (an imported name)."""
+    path = PACKAGE.parent.joinpath(*module.split("."))
+    if path.with_suffix(".py").exists() or (path / "__init__.py").exists():
+        return module
+    return module.rpartition(".")[0]
+
+
+def violations(name, is_package, source):
+    """The imports of module ``name`` (with ``source``) that go against ARCHITECTURE.md."""
+    layer = name.split(".")[1]
+    wrong = []
+    for module in sorted(imported_modules(name, is_package, source)):
+        target = module.split(".")[1] if "." in module else None
+        if target is None:
+            if not name.startswith(FACADE_ALLOWED):
+                wrong.append(f"{module} (the facade: import the layer's module instead)")
+        elif target not in ALLOWED[layer]:
+            wrong.append(f"{module} (layer {target!r}; {layer!r} may import {sorted(ALLOWED[layer])})")
+        elif name.startswith(SIMULATOR) and not module.startswith(SIMULATOR_ALLOWED):
+            wrong.append(f"{module} (the simulator may import only {', '.join(SIMULATOR_ALLOWED)})")
+    return wrong
+
+
+MODULES = sorted(p for p in PACKAGE.rglob("*.py") if p.parent != PACKAGE)
+
+
+@pytest.mark.parametrize("path", MODULES, ids=module_name)
+def test_imports_follow_the_layers(path):
+    wrong = violations(module_name(path), path.name == "__init__.py", path.read_text())
+    assert not wrong, f"{module_name(path)} imports against ARCHITECTURE.md: " + "; ".join(wrong)
+
+
+def test_every_layer_is_known():
+    layers = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    assert layers == set(ALLOWED)
+
+
+@pytest.mark.parametrize("name, source, message", [
+    ("prefixsum.scans.ops", "from ..classroom import sim", "layer 'classroom'"),
+    ("prefixsum.tridiag.api", "from ..scans.api import scan", "layer 'scans'"),
+    ("prefixsum.core.device", "import prefixsum.scans.ops", "layer 'scans'"),
+    ("prefixsum.scans.api", "def f():\n    import prefixsum\n", "the facade"),
+    ("prefixsum.classroom.sim", "from ..scans import ops", "the simulator may import only"),
+])
+def test_an_upward_import_is_caught(name, source, message):
+    assert any(message in v for v in violations(name, False, source))
+
+
+def test_downward_imports_pass():
+    assert violations("prefixsum.classroom.check", False, "from ..scans.ops import check_op\nfrom . import sim") == []
