@@ -1,28 +1,40 @@
 """Batched Householder tridiagonalization and symmetric solves on the GPU, against PyTorch.
 
-    python benchmarks/householder.py --out DIR      (on a GPU machine)
+    python benchmarks/householder.py [--out DIR] [--quick]      (on a GPU machine; --quick: tiny, on the simulator too)
 
 Batches of 10,000 matrices of n = 16, 32, 64 and 100 of n = 512, float32 and float64, random
 symmetric positive definite. ``householder(A)`` and ``solve_symmetric(A, rhs)`` take host
 arrays, so their times are whole calls (host -> device copy, kernels, device -> host copy),
-measured on the host; ``reduction_us`` is the reduction kernel alone, timed with CUDA events
-on data already on the device. PyTorch: ``torch.linalg.eigh`` (which starts with the same
-reduction, then finds the eigenvalues) and ``torch.linalg.solve`` on tensors already on the
-device, timed with CUDA events. Every result is checked first. Writes ``householder.csv``.
+on the host clock; ``householder (reduction, events)`` is the reduction's launches (with their
+output allocations) on a matrix already on the device, queued behind a busy kernel between CUDA
+events (:func:`prefixsum.cli.bench.kernel_us`). PyTorch: ``torch.linalg.eigh`` (which starts with
+the same reduction, then finds the eigenvalues) and ``torch.linalg.solve`` on tensors already on
+the device, timed the same way on torch's stream; a call that synchronises (to check for errors)
+cannot be queued, and the ``timing`` column then says "events, not queued". Median of
+``REPEATS`` (``eigh`` takes seconds at n = 64). Every result is checked first: its error relative to the matrix must be at
+most ``ERROR_EPS`` x n x eps (``correct``; the script exits with 1 if one is not). Writes
+``householder.csv``.
 """
 import argparse
-import datetime
+import importlib
 import os
-import statistics
+import sys
 
 import numpy as np
 
-import prefixsum as ps
 from prefixsum import tridiag
-from prefixsum.cli.bench import host_us, torch_events_us, write_csv
+from prefixsum.cli.bench import (QUICK_REPEATS, default_out, host_us, kernel_us, print_table, queued_library, require_gpu,
+                             run_metadata, write_csv)
+
+# The module: prefixsum.tridiag's name householder is the function.
+reduction = importlib.import_module("prefixsum.tridiag.householder")._tridiagonalize
 
 CASES = ((10000, 16), (10000, 32), (10000, 64), (100, 512))
+QUICK_CASES = ((4, 16), (1, 80))  # shared memory; global memory for float64 (past its max_shared_n, 77)
 REPEATS = 5
+# Backward-stable reductions and solves: errors of a few n eps at most on these well-conditioned
+# matrices (torch's eigenvalues at n = 512 in float32: 3.6 n eps); a wrong result is off by O(1).
+ERROR_EPS = 16
 
 
 def spd(batch, n, dtype, rng):
@@ -30,74 +42,79 @@ def spd(batch, n, dtype, rng):
     return (m @ np.swapaxes(m, 1, 2) / n + np.eye(n)).astype(dtype)
 
 
-def reduction_events(A):
-    """The reduction kernel's time: CUDA events around ``_tridiagonalize`` minus the copy of A."""
-    import importlib
+def reduction_error(A, d, e, Q):
+    """``max |Q^T A Q - T| / max |A|`` for the reduction ``d, e, Q`` of ``A``."""
+    n = A.shape[-1]
+    T = np.zeros(A.shape, np.float64)
+    idx = np.arange(n)
+    T[:, idx, idx] = d
+    T[:, idx[1:], idx[:-1]] = e
+    T[:, idx[:-1], idx[1:]] = e
+    Qd = Q.astype(np.float64)
+    return float(np.max(np.abs(np.swapaxes(Qd, 1, 2) @ A.astype(np.float64) @ Qd - T)) / np.max(np.abs(A)))
 
+
+def solve_error(A, x, rhs):
+    """``max |A x - rhs| / max |rhs|``."""
+    return float(np.max(np.abs(np.einsum("bij,bj->bi", A.astype(np.float64), x) - rhs)) / np.max(np.abs(rhs)))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=default_out())
+    parser.add_argument("--quick", action="store_true", help=f"cases {QUICK_CASES}, two repeats; runs on the simulator too")
+    args = parser.parse_args(argv)
+    require_gpu(args.quick)
     from numba import cuda
 
-    module = importlib.import_module("prefixsum.tridiag.householder")
-    module._tridiagonalize(A)
-    cuda.synchronize()
-    start, stop = cuda.event(), cuda.event()
-    times = []
-    for _ in range(REPEATS):
-        start.record()
-        cuda.to_device(A)
-        stop.record()
-        stop.synchronize()
-        copy = cuda.event_elapsed_time(start, stop)
-        start.record()
-        module._tridiagonalize(A)
-        stop.record()
-        stop.synchronize()
-        times.append((cuda.event_elapsed_time(start, stop) - copy) * 1e3)
-    return statistics.median(times)
-
-
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="benchmarks")
-    args = parser.parse_args()
-    import torch
-
-    info = ps.device_info()
+    repeats = QUICK_REPEATS if args.quick else REPEATS
+    meta = run_metadata(["torch"])
+    torch, stream = queued_library("torch")
     rng = np.random.default_rng(5)
     rows = []
 
-    def add(what, dtype, batch, n, micros, error):
+    def add(what, dtype, batch, n, micros, error, timing):
+        correct = bool(error <= ERROR_EPS * n * np.finfo(dtype).eps)
         rows.append({"what": what, "dtype": np.dtype(dtype).name, "batch": batch, "n": n, "median_us": round(micros, 1),
-                     "check": f"{error:.1e}", "device": info["name"], "torch": torch.__version__,
-                     "date": datetime.date.today().isoformat()})
-        print(f"{what:<34} {np.dtype(dtype).name:<8} {batch:>6} x {n:<4} {micros:>12.1f} us  check {error:.1e}", flush=True)
+                     "check": f"{error:.1e}", "correct": correct, "timing": timing, **meta})
+        print(f"{what:<34} {np.dtype(dtype).name:<8} {batch:>6} x {n:<4} {micros:>12.1f} us  check {error:.1e}  {timing}"
+              f"{'' if correct else '  WRONG'}", flush=True)
 
     for dtype in (np.float32, np.float64):
-        for batch, n in CASES:
+        for batch, n in QUICK_CASES if args.quick else CASES:
             A = spd(batch, n, dtype, rng)
             rhs = rng.normal(size=(batch, n)).astype(dtype)
-            d, e, Q = tridiag.householder(A)
-            T = np.zeros_like(A, dtype=np.float64)
-            idx = np.arange(n)
-            T[:, idx, idx] = d
-            T[:, idx[1:], idx[:-1]] = e
-            T[:, idx[:-1], idx[1:]] = e
-            Qd = Q.astype(np.float64)
-            err = float(np.max(np.abs(np.swapaxes(Qd, 1, 2) @ A.astype(np.float64) @ Qd - T)) / np.max(np.abs(A)))
-            add("householder (whole call)", dtype, batch, n, host_us(lambda: tridiag.householder(A), repeats=REPEATS), err)
-            add("householder (reduction, events)", dtype, batch, n, reduction_events(A), err)
-            x = tridiag.solve_symmetric(A, rhs)
-            res = float(np.max(np.abs(np.einsum("bij,bj->bi", A.astype(np.float64), x) - rhs)) / np.max(np.abs(rhs)))
-            add("solve_symmetric (whole call)", dtype, batch, n, host_us(lambda: tridiag.solve_symmetric(A, rhs), repeats=REPEATS), res)
+            error = reduction_error(A, *tridiag.householder(A))
+            add("householder (whole call)", dtype, batch, n, host_us(lambda: tridiag.householder(A), repeats=repeats),
+                error, "host clock")
+            A_dev = cuda.to_device(A)
+            q, d, bands = reduction(A_dev)
+            e = bands[:batch * n].copy_to_host().reshape(batch, n)[:, 1:]
+            measured = kernel_us(lambda: reduction(A_dev), repeats=repeats)
+            add("householder (reduction, events)", dtype, batch, n, measured.us,
+                reduction_error(A, d.copy_to_host(), e, q.copy_to_host()), measured.timing)
+            error = solve_error(A, tridiag.solve_symmetric(A, rhs), rhs)
+            micros = host_us(lambda: tridiag.solve_symmetric(A, rhs), repeats=repeats)
+            add("solve_symmetric (whole call)", dtype, batch, n, micros, error, "host clock")
+            if torch is None:
+                continue
             At, bt = torch.from_numpy(A).cuda(), torch.from_numpy(rhs).cuda()
             w = torch.linalg.eigvalsh(At).cpu().numpy()
             ref = np.linalg.eigvalsh(A.astype(np.float64))
-            add("torch.linalg.eigh", dtype, batch, n, torch_events_us(lambda: torch.linalg.eigh(At), torch, repeats=REPEATS),
-                float(np.max(np.abs(w - ref)) / np.max(np.abs(ref))))
-            xt = torch.linalg.solve(At, bt).cpu().numpy()
-            add("torch.linalg.solve", dtype, batch, n, torch_events_us(lambda: torch.linalg.solve(At, bt), torch, repeats=REPEATS),
-                float(np.max(np.abs(np.einsum("bij,bj->bi", A.astype(np.float64), xt) - rhs)) / np.max(np.abs(rhs))))
+            measured = kernel_us(lambda: torch.linalg.eigh(At), stream=stream, warmup=1, repeats=repeats)
+            add("torch.linalg.eigh", dtype, batch, n, measured.us, float(np.max(np.abs(w - ref)) / np.max(np.abs(ref))),
+                measured.timing)
+            error = solve_error(A, torch.linalg.solve(At, bt).cpu().numpy(), rhs)
+            measured = kernel_us(lambda: torch.linalg.solve(At, bt), stream=stream, warmup=1, repeats=repeats)
+            add("torch.linalg.solve", dtype, batch, n, measured.us, error, measured.timing)
     write_csv(rows, os.path.join(args.out, "householder.csv"))
+    print_table([row for row in rows if row["dtype"] == "float64"],
+                ["what", "batch", "n", "median_us", "check", "correct", "timing"], title="float64 (median us):")
+    wrong = [row for row in rows if not row["correct"]]
+    for row in wrong:
+        print(f"WRONG: {row['what']} {row['dtype']} {row['batch']} x {row['n']}")
+    return 1 if wrong else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,19 +1,121 @@
 #!/usr/bin/env bash
-# All GPU measurements of the workbook, run on the lent GPU machine from the repo root:
-#   bash benchmarks/run_gpu.sh STAGE...      (stages: scans kstep hierarchical table1 warp tridiag householder)
-# Results go to $OUT (or benchmarks/out/); commit them under benchmarks/. See ../shared/specs/gpu.md.
+# Every measurement of the workbook, run from the repo root (benchmarks/README.md lists the stages):
+#   bash benchmarks/run_gpu.sh [STAGE...]      no STAGE: all of them, in the order of STAGES below
+#   QUICK=1 bash benchmarks/run_gpu.sh ...     tiny sizes, 2 repeats: tests the scripts (the simulator will do)
+# Results go to $OUT (or benchmarks/out/); copy them into benchmarks/ to commit them. A stage that
+# fails (a wrong result, a missing output) is reported and the next one runs; the exit status is
+# then 1. Each GPU stage fits well within the GPU machine's 10 minutes a command (generous
+# estimates for an H100 beside each, imports and compiling included); all GPU stages together take
+# about 17 minutes, so run them in three commands: "scans kstep" (5 min), "hierarchical table1"
+# (5 min), "tridiag householder warp" (7 min), each bringing back at most 5 files. sim_speed runs
+# on any CPU. See ../shared/specs/gpu.md for the GPU machine.
 set -euo pipefail
+
+# Each stage and the files it writes under $out: every committed result in benchmarks/ is one of
+# these (tests/test_bench_harness.py checks both ways), and each stage must write all of its own.
+STAGES=(scans kstep hierarchical table1 tridiag householder warp sim_speed)
+declare -A OUTPUTS=(
+  [scans]="scan_throughput.csv"
+  [kstep]="kstep_L.csv"
+  [hierarchical]="hierarchical_bench.csv"
+  [table1]="table1.csv dtypes.csv operators.csv"
+  [tridiag]="tridiag.csv"
+  [householder]="householder.csv"
+  [warp]="warp_semantics_gpu.json warp_semantics_sim.json warp_semantics_compare.txt"
+  [sim_speed]="sim_speed.csv"
+)
+
+repo=$(pwd)
 out=${OUT:-benchmarks/out}
-mkdir -p "$out"
+python=${PYTHON:-python3}  # on the GPU machine, python3 is the interpreter that holds torch
+quick_flag=${QUICK:+--quick}
 export PYTHONUNBUFFERED=1 NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS=0
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/gpu.txt"
+
+# GPU, about 3 minutes: every registered scan and Blelloch without padding, beside copy,
+# torch.cumsum and cupy.cumsum, 2^10..2^26, float32 and int32.
+stage_scans() {
+  "$python" -m prefixsum bench $quick_flag --min-log2 10 --max-log2 26 --dtype float32 --dtype int32 \
+    --variant ladder --variant folding --variant hillis_steele --variant blelloch \
+    --variant blelloch:conflict_free=False --variant kstep --variant hierarchical \
+    --csv "$out/scan_throughput.csv"
+}
+
+# GPU, about 2 minutes: the k-step scan's L sweep, 2^10..2^26, float32.
+stage_kstep() {
+  "$python" -m prefixsum bench $quick_flag --min-log2 10 --max-log2 26 --dtype float32 \
+    --variant kstep:L=2 --variant kstep:L=4 --variant kstep:L=8 --variant kstep:L=16 \
+    --variant kstep:L=32 --variant kstep:L=64 --variant kstep:L=128 \
+    --csv "$out/kstep_L.csv"
+}
+
+# GPU, about 4 minutes (the checks and the whole calls on numpy arrays of 2^27 and 2^28 take most
+# of it): the hierarchical scan and two other tile shapes, 2^20..2^28, float32 and int32.
+stage_hierarchical() {
+  "$python" -m prefixsum bench $quick_flag --min-log2 20 --max-log2 28 --dtype float32 --dtype int32 \
+    --variant hierarchical --variant hierarchical:block_size=512,items_per_thread=8 \
+    --variant hierarchical:items_per_thread=16 \
+    --csv "$out/hierarchical_bench.csv"
+}
+
+# GPU, about 1 minute: seed 001's Table 1 and its dtype and operator sweeps.
+stage_table1() {
+  "$python" benchmarks/table1.py $quick_flag --out "$out"
+}
+
+# GPU, about 2 minutes: PCR, CR and Thomas against cuSPARSE and JAX.
+stage_tridiag() {
+  "$python" benchmarks/tridiag.py $quick_flag --out "$out"
+}
+
+# GPU, about 4 minutes (torch.linalg.eigh takes 7 s a call at 10,000 x 64, 8 calls per dtype):
+# Householder reductions and symmetric solves against PyTorch.
+stage_householder() {
+  "$python" benchmarks/householder.py $quick_flag --out "$out"
+}
+
+# GPU, about a minute: the warp-level calls on the GPU, then on the simulator (on this machine's
+# CPU), and the comparison of the two.
+stage_warp() {
+  if [[ -z $quick_flag ]] && ! "$python" -c "import sys, prefixsum; sys.exit(prefixsum.device_info()['simulator'])" 2>/dev/null; then
+    echo "stage warp needs a CUDA GPU for warp_semantics_gpu.json (QUICK=1 runs it on the simulator)" >&2
+    return 1
+  fi
+  "$python" benchmarks/warp_semantics.py --out "$out/warp_semantics_gpu.json" &&
+    NUMBA_ENABLE_CUDASIM=1 "$python" benchmarks/warp_semantics.py --out "$out/warp_semantics_sim.json" &&
+    (cd "$out" && "$python" "$repo/benchmarks/warp_semantics.py" --compare warp_semantics_sim.json warp_semantics_gpu.json) |
+    tee "$out/warp_semantics_compare.txt"
+}
+
+# CPU only (no GPU used), about a minute on two cores: prefixsum's simulator against numba's.
+stage_sim_speed() {
+  NUMBA_ENABLE_CUDASIM=1 "$python" benchmarks/sim_speed.py $quick_flag --out "$out"
+}
+
 for stage in "$@"; do
-  case "$stage" in
-    scans) python -m prefixsum bench --csv "$out/scan_throughput.csv" ;;
-    kstep) python -m prefixsum bench --min-log2 20 --max-log2 24 --dtype float32 \
-             --variant kstep:L=2 --variant kstep:L=3 --variant kstep:L=4 --variant kstep:L=8 \
-             --variant kstep:L=16 --variant kstep:L=32 --variant kstep:L=64 --variant kstep:L=128 \
-             --variant blelloch --variant ladder --csv "$out/kstep_L.csv" ;;
-    *) python "benchmarks/$stage.py" --out "$out" ;;
-  esac
+  if [[ -z ${OUTPUTS[$stage]+set} ]]; then
+    echo "unknown stage '$stage'; the stages are: ${STAGES[*]}" >&2
+    exit 2
+  fi
 done
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>/dev/null || echo "no nvidia-smi here: GPU stages need QUICK=1"
+(( $# )) || set -- "${STAGES[@]}"
+failed=()
+for stage in "$@"; do
+  echo "=== stage $stage${quick_flag:+ (quick)}"
+  for file in ${OUTPUTS[$stage]}; do
+    rm -f "$out/$file"
+  done
+  SECONDS=0
+  status=0
+  "stage_$stage" || status=$?
+  for file in ${OUTPUTS[$stage]}; do
+    [[ -s $out/$file ]] || { echo "stage $stage did not write $out/$file" >&2; status=1; }
+  done
+  echo "=== stage $stage: ${SECONDS} s, $([[ $status == 0 ]] && echo ok || echo "FAILED (status $status)")"
+  [[ $status == 0 ]] || failed+=("$stage")
+done
+if (( ${#failed[@]} )); then
+  echo "failed stages: ${failed[*]}" >&2
+  exit 1
+fi

@@ -3,13 +3,14 @@
 Every kernel runs on the same inputs in three ways: numba's stock simulator as it comes, the
 stock simulator with ``sys.setswitchinterval(1e-4)`` during the launch (the best known tuning of
 it), and prefixsum.sim. The results must agree; the times (best of ``--repeat`` runs for the
-fast runs, one run of each stock variant) are printed as a table and written to
-``benchmarks/sim_speed.csv``.
+fast runs, one run of each stock variant) are written to ``sim_speed.csv`` under ``--out``
+(with :func:`prefixsum.cli.bench.run_metadata`: the CPU is what it measures) and printed as a table.
 
-Run: ``python benchmarks/sim_speed.py`` (about a minute on two cores, mostly the stock runs).
+Run: ``python benchmarks/sim_speed.py [--out DIR] [--quick]`` on any machine: CPU only, the GPU
+is not used (about a minute on two cores, mostly the stock runs; ``--quick``: 512 elements and a
+32 x 32 transpose, seconds, to test the script).
 """
 import argparse
-import csv
 import os
 import sys
 import time
@@ -23,10 +24,13 @@ import numpy as np  # noqa: E402
 from numba import cuda, float32  # noqa: E402
 
 from prefixsum import sim  # noqa: E402
+from prefixsum.cli.bench import default_out, print_table, run_metadata, write_csv  # noqa: E402
 
 TPB = 256
 N = 4096
 SIDE = 64  # transpose: 64 x 64 matrix in 16 x 16 blocks
+QUICK_N = 512
+QUICK_SIDE = 32
 
 
 @cuda.jit
@@ -104,19 +108,20 @@ def transpose(a, out):
     out[oy, ox] = tile[cuda.threadIdx.x, cuda.threadIdx.y]
 
 
-def cases():
+def cases(n=N, side=SIDE):
     """Yield (name, kernel, launch configuration, arguments, index of the output argument,
-    barriers per block, elements)."""
+    barriers per block, elements) for ``n`` elements (a multiple of ``TPB``) and a ``side`` x
+    ``side`` transpose (a multiple of 16)."""
     rng = np.random.default_rng(0)
-    x = rng.integers(0, 10, N).astype(np.float32)
-    blocks = N // TPB
-    yield "map (axpy)", axpy, (blocks, TPB), (np.float32(2), x, x + 1, np.zeros_like(x)), 3, 0, N
-    yield "block scan (Hillis-Steele)", block_scan, (blocks, TPB), (x, np.zeros_like(x)), 1, 9, N
+    x = rng.integers(0, 10, n).astype(np.float32)
+    blocks = n // TPB
+    yield "map (axpy)", axpy, (blocks, TPB), (np.float32(2), x, x + 1, np.zeros_like(x)), 3, 0, n
+    yield "block scan (Hillis-Steele)", block_scan, (blocks, TPB), (x, np.zeros_like(x)), 1, 9, n
     yield ("ladder scan (device function)", ladder_scan, (blocks, TPB), (x, np.zeros_like(x)),
-           1, 9, N)
-    yield "block reduce", block_reduce, (blocks, TPB), (x, np.zeros(blocks, np.float32)), 1, 9, N
-    a = rng.random((SIDE, SIDE), dtype=np.float32)
-    yield ("transpose (2-D blocks)", transpose, ((SIDE // 16, SIDE // 16), (16, 16)),
+           1, 9, n)
+    yield "block reduce", block_reduce, (blocks, TPB), (x, np.zeros(blocks, np.float32)), 1, 9, n
+    a = rng.random((side, side), dtype=np.float32)
+    yield ("transpose (2-D blocks)", transpose, ((side // 16, side // 16), (16, 16)),
            (a, np.zeros_like(a)), 1, 1, a.size)
 
 
@@ -136,15 +141,18 @@ def timed(kernel, config, args, out_index, *, ours, switch=None):
     return seconds, args[out_index]
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs of prefixsum.sim (best kept)")
-    parser.add_argument("--csv", default=str(Path(__file__).with_suffix(".csv")))
-    options = parser.parse_args()
+    parser.add_argument("--out", default=default_out())
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_N} elements, a {QUICK_SIDE} x {QUICK_SIDE} transpose")
+    options = parser.parse_args(argv)
     if not sim.install():
         sys.exit("numba's CUDA simulator is not selected (NUMBA_ENABLE_CUDASIM=0)")
+    meta = run_metadata()
     rows = []
-    for name, kernel, config, args, out_index, barriers, elements in cases():
+    n, side = (QUICK_N, QUICK_SIDE) if options.quick else (N, SIDE)
+    for name, kernel, config, args, out_index, barriers, elements in cases(n, side):
         timed(kernel, config, args, out_index, ours=True)  # warm-up: imports, first calls
         stock_s, expected = timed(kernel, config, args, out_index, ours=False)
         switch_s, switch_out = timed(kernel, config, args, out_index, ours=False, switch=1e-4)
@@ -164,18 +172,11 @@ def main():
             "prefixsum_sim_s": round(ours_s, 4),
             "speedup_vs_stock": round(stock_s / ours_s, 1),
             "speedup_vs_switch": round(switch_s / ours_s, 1),
+            **meta,
         })
         print(f"done: {name}", file=sys.stderr)
-    header = list(rows[0])
-    widths = [max(len(h), *(len(str(r[h])) for r in rows)) for h in header]
-    print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
-    for r in rows:
-        print("  ".join(str(r[h]).ljust(w) for h, w in zip(header, widths)))
-    with open(options.csv, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=header)
-        writer.writeheader()
-        writer.writerows(rows)
-    print(f"written: {options.csv}")
+    write_csv(rows, os.path.join(options.out, "sim_speed.csv"))
+    print_table(rows, [key for key in rows[0] if key not in meta])
 
 
 if __name__ == "__main__":

@@ -1,31 +1,38 @@
 """Batched tridiagonal solves on the GPU: prefixsum's PCR, CR and Thomas against cuSPARSE.
 
-    python benchmarks/tridiag.py --out DIR      (on a GPU machine; see ../shared/specs/gpu.md)
+    python benchmarks/tridiag.py [--out DIR] [--quick]      (on a GPU machine; --quick: tiny, on the simulator too)
 
 Cases (batch x n): 512 x 512, 4096 x 256, 16384 x 64, 1 x 2^20, in float32 and float64, on
-random diagonally dominant systems. Every result is checked (relative residual) before it is
-timed. Ours: CUDA events around the method's launches on numba device arrays allocated once
-(``kernel_us``: what the kernels cost, the figure to set beside cuSPARSE's device time), and
-around a whole ``tridiag.solve`` call on device arrays (``call_us``: checks, allocations and the
-copy of the failure flags included). cuSPARSE: ``gtsv2StridedBatch`` through CuPy with
-CUDA events (the library's device time), and JAX's ``jax.lax.linalg.tridiagonal_solve`` (which
-calls cuSPARSE) as a whole call, timed on the host after ``block_until_ready``. Writes
+random diagonally dominant systems. Every result is checked before it is timed: its relative
+residual must be at most ``RESIDUAL_EPS`` x eps (``correct``; the script exits with 1 if one
+is not). Ours: the method's launches on numba device arrays, queued behind a busy kernel between
+CUDA events (``ours (kernels)``, :func:`prefixsum.cli.bench.kernel_us`: what the kernels cost, the
+figure to set beside cuSPARSE's device time), and a whole ``tridiag.solve`` call on device arrays
+on the host clock (``ours (whole call)``: checks, allocations and the copy of the failure flags
+included). cuSPARSE: ``gtsv2StridedBatch`` through CuPy, queued the same way on CuPy's stream
+(the library's device time), and JAX's ``jax.lax.linalg.tridiagonal_solve`` (which calls
+cuSPARSE) as a whole call, on the host clock after ``block_until_ready``. Median of
+:data:`prefixsum.cli.bench.REPEATS`; the ``timing`` column says how each row was measured. Writes
 ``tridiag.csv``.
 """
 import argparse
-import datetime
 import os
+import sys
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+os.environ["JAX_ENABLE_X64"] = "1"  # read when jax is imported; without it JAX computes "float64" in float32
 
 import numpy as np  # noqa: E402
 
-import prefixsum as ps  # noqa: E402
 from prefixsum import tridiag  # noqa: E402
-from prefixsum.cli.bench import cupy_events_us, host_us, numba_events_us, write_csv  # noqa: E402
+from prefixsum.cli.bench import (QUICK_REPEATS, REPEATS, default_out, gpu_library, host_us, kernel_us, print_table,  # noqa: E402
+                             queued_library, require_gpu, run_metadata, write_csv)
 
 CASES = ((512, 512), (4096, 256), (16384, 64), (1, 1 << 20))
-REPEATS = 20
+QUICK_CASES = ((4, 32), (1, 2048))  # a batch in shared memory; one system with global PCR steps
+# Diagonally dominant systems are well conditioned: the residuals seen are about one eps; a
+# wrong solve is off by far more than this.
+RESIDUAL_EPS = 64
 
 
 def system(batch, n, dtype, rng):
@@ -46,8 +53,8 @@ def residual(a, b, c, d, x):
     return float(np.linalg.norm(r) / np.linalg.norm(d))
 
 
-def cusparse_time(a, b, c, d):
-    import cupy
+def cusparse_time(cupy, stream, a, b, c, d, repeats):
+    """``(device microseconds, timing, x)`` of cuSPARSE's ``gtsv2StridedBatch`` on the systems, through CuPy."""
     from cupy_backends.cuda.libs import cusparse
 
     batch, n = d.shape
@@ -60,69 +67,83 @@ def cusparse_time(a, b, c, d):
     solve = cusparse.sgtsv2StridedBatch if single else cusparse.dgtsv2StridedBatch
     work = cupy.empty_like(x)
 
+    def refill():
+        work[...] = x  # gtsv2 overwrites d with x: copy d back before each solve
+
     def launch():
-        work[...] = x
+        refill()
         solve(handle, n, dl.data.ptr, dd.data.ptr, du.data.ptr, work.data.ptr, batch, n, buffer.data.ptr)
 
     launch()
     result = cupy.asnumpy(work)
-    with_copy = cupy_events_us(launch, cupy, repeats=REPEATS)  # gtsv2 overwrites d: copy it back each time
-
-    def refill():
-        work[...] = x
-    return with_copy - cupy_events_us(refill, cupy, repeats=REPEATS), result
+    solve_and_refill = kernel_us(launch, stream=stream, repeats=repeats)
+    return solve_and_refill.us - kernel_us(refill, stream=stream, repeats=repeats).us, solve_and_refill.timing, result
 
 
-def jax_time(a, b, c, d):
-    import jax
-
-    jax.config.update("jax_enable_x64", True)
+def jax_time(jax, a, b, c, d, repeats):
+    """``(whole-call microseconds, x)`` of JAX's jitted ``tridiagonal_solve`` (cuSPARSE inside)."""
     import jax.numpy as jnp
 
     args = [jnp.asarray(v) for v in (a, b, c)] + [jnp.asarray(d)[..., None]]
     solve = jax.jit(jax.lax.linalg.tridiagonal_solve)
     result = np.asarray(solve(*args).block_until_ready())[..., 0]
-    return host_us(lambda: solve(*args).block_until_ready(), repeats=REPEATS), result
+    return host_us(lambda: solve(*args).block_until_ready(), repeats=repeats), result
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="benchmarks")
-    args = parser.parse_args()
+    parser.add_argument("--out", default=default_out())
+    parser.add_argument("--quick", action="store_true", help=f"cases {QUICK_CASES}, two repeats; runs on the simulator too")
+    args = parser.parse_args(argv)
+    require_gpu(args.quick)
     from numba import cuda
 
-    info = ps.device_info()
+    repeats = QUICK_REPEATS if args.quick else REPEATS
+    meta = run_metadata(["cupy", "jax"])
+    cupy, cupy_stream = queued_library("cupy")
+    jax = gpu_library("jax")
     rng = np.random.default_rng(3)
     rows = []
 
-    def add(method, kind, dtype, batch, n, micros, res):
+    def add(method, kind, dtype, batch, n, micros, timing, res):
+        correct = bool(res <= RESIDUAL_EPS * np.finfo(dtype).eps)
         rows.append({"method": method, "kind": kind, "dtype": np.dtype(dtype).name, "batch": batch, "n": n,
-                     "median_us": round(micros, 2), "relative_residual": f"{res:.2e}", "device": info["name"],
-                     "date": datetime.date.today().isoformat()})
-        print(f"{method:<26} {np.dtype(dtype).name:<8} {batch:>6} x {n:<8} {micros:>10.1f} us  residual {res:.1e}", flush=True)
+                     "median_us": round(micros, 2), "relative_residual": f"{res:.2e}", "correct": correct,
+                     "timing": timing, **meta})
+        print(f"{method:<26} {kind:<18} {np.dtype(dtype).name:<8} {batch:>6} x {n:<8} {micros:>10.1f} us  "
+              f"residual {res:.1e}  {timing}{'' if correct else '  WRONG'}", flush=True)
 
     for dtype in (np.float32, np.float64):
-        for batch, n in CASES:
+        for batch, n in QUICK_CASES if args.quick else CASES:
             a, b, c, d = system(batch, n, dtype, rng)
             device = [cuda.to_device(v) for v in (a, b, c, d)]
             for method in tridiag.METHODS:
                 if method == "thomas" and batch == 1:
                     continue  # one thread walks 2^20 rows: hundreds of ms, not a comparison
-                x = tridiag.solve(*device, method=method).copy_to_host()
-                run, out, flags = tridiag.api._method(method), cuda.device_array((batch, n), dtype), cuda.device_array(batch, np.int32)
-                micros = numba_events_us(lambda: run(*device, out, flags), repeats=REPEATS)
-                add(method, "ours (kernels)", dtype, batch, n, micros, residual(a, b, c, d, x))
-                micros = numba_events_us(lambda: tridiag.solve(*device, method=method), repeats=REPEATS)
-                add(method, "ours (whole call)", dtype, batch, n, micros, residual(a, b, c, d, x))
-            for name, timer in (("cusparse gtsv2StridedBatch", cusparse_time), ("jax tridiagonal_solve", jax_time)):
-                try:
-                    micros, x = timer(a, b, c, d)
-                except Exception as error:  # a missing library must not lose the other rows
-                    print(f"{name}: {type(error).__name__}: {error}")
-                    continue
-                add(name, "library", dtype, batch, n, micros, residual(a, b, c, d, x))
+                run = tridiag.api._method(method)
+                out, flags = cuda.device_array((batch, n), dtype), cuda.device_array(batch, np.int32)
+                run(*device, out, flags)
+                res = residual(a, b, c, d, out.copy_to_host())
+                measured = kernel_us(lambda: run(*device, out, flags), repeats=repeats)
+                add(method, "ours (kernels)", dtype, batch, n, measured.us, measured.timing, res)
+                res = residual(a, b, c, d, tridiag.solve(*device, method=method).copy_to_host())
+                micros = host_us(lambda: tridiag.solve(*device, method=method), repeats=repeats)
+                add(method, "ours (whole call)", dtype, batch, n, micros, "host clock", res)
+            if cupy:
+                micros, timing, x = cusparse_time(cupy, cupy_stream, a, b, c, d, repeats)
+                add("cusparse gtsv2StridedBatch", "library", dtype, batch, n, micros, timing, residual(a, b, c, d, x))
+            if jax:
+                micros, x = jax_time(jax, a, b, c, d, repeats)
+                add("jax tridiagonal_solve", "library", dtype, batch, n, micros, "host clock", residual(a, b, c, d, x))
     write_csv(rows, os.path.join(args.out, "tridiag.csv"))
+    print_table([row for row in rows if row["dtype"] == "float32"],
+                ["method", "kind", "batch", "n", "median_us", "relative_residual", "correct", "timing"],
+                title="float32 (median us):")
+    wrong = [row for row in rows if not row["correct"]]
+    for row in wrong:
+        print(f"WRONG: {row['method']} {row['kind']} {row['dtype']} {row['batch']} x {row['n']}")
+    return 1 if wrong else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -24,10 +24,8 @@ Usage::
 every case that differs and a verdict, and exits with 1 when a defined result differs.
 """
 import argparse
-import datetime
 import functools
 import json
-import platform
 import sys
 from pathlib import Path
 
@@ -41,6 +39,7 @@ import numpy as np  # noqa: E402
 import prefixsum as ps  # noqa: E402  (chooses the device before numba.cuda is imported)
 from numba import cuda  # noqa: E402
 
+from prefixsum.cli.bench import run_metadata  # noqa: E402
 from prefixsum.scans.ops import numba_type  # noqa: E402
 from prefixsum.scans.warp import carrier  # noqa: E402
 
@@ -435,19 +434,9 @@ def main(argv=None):
     with warnings.catch_warnings():  # tiny grids and host arrays are on purpose here
         warnings.filterwarnings("ignore", message=".*(Grid size|Host array used)")
         cases = run_all()
-    import numba
-
-    try:
-        from importlib.metadata import version
-
-        numba_cuda = version("numba-cuda")
-    except Exception:  # an install without the numba-cuda distribution (numba's built-in cuda)
-        numba_cuda = "none"
-    result = {
-        "device": {k: (list(v) if isinstance(v, tuple) else v) for k, v in ps.device_info().items()},
-        "numba": numba.__version__, "numba_cuda": numba_cuda, "python": platform.python_version(),
-        "date": datetime.date.today().isoformat(),
-    }
+    # The harness's metadata, with the device described in full (--compare reads its name).
+    result = {**run_metadata(),
+              "device": {k: (list(v) if isinstance(v, tuple) else v) for k, v in ps.device_info().items()}}
     wrong = model_disagreements(cases)
     for case in cases:
         del case["model"]

@@ -1,93 +1,333 @@
-"""``python -m prefixsum bench``: time every registered scan on the GPU, beside the baselines.
+"""``python -m prefixsum bench``: time every registered scan on the GPU, beside the baselines;
+and the harness every script in ``benchmarks/`` uses.
 
-Each variant is checked against a float64 / exact-integer reference before it is timed (never
-on zeros), then timed with CUDA events around ``warmup`` + ``repeats`` runs on numba device
-arrays; the median is reported. The baselines are measured in the same run: a device-to-device
-copy (the physical limit for a single-pass scan: it reads n and writes n elements),
-``torch.cumsum`` (CUB) and ``cupy.cumsum``. Throughput is 2 n x itemsize / time, the bytes a
-single-pass scan must move. The CSV carries the GPU's name, the versions and the date.
+Each result is checked before it is timed (never on zeros): a scan against the float64 /
+exact-integer reference (:func:`prefixsum.scans.testing.expected_scan`, vectorised), a copy element
+for element. Two times are measured, each the median of ``repeats`` samples after a warm-up:
+
+- **kernel time** (:func:`kernel_us`): CUDA events around the launches of one call, queued on
+  the GPU behind a busy kernel, so that the host's time to issue them (tens of microseconds of
+  Python per numba launch) is not counted; torch's and cupy's kernels are timed the same way, on
+  their own stream (:func:`library_stream`);
+- **whole-call time** (:func:`host_us`): a whole ``prefixsum.scan`` call on the host clock,
+  synchronised, on device arrays and on numpy arrays.
+
+The baselines are measured in the same run: a device-to-device copy (the physical limit for a
+single-pass scan: it reads n and writes n elements), PyTorch's ``copy_``, ``torch.cumsum`` (CUB)
+and ``cupy.cumsum``. Throughput is 2 n x itemsize / time, the bytes a single-pass scan must move.
+Every row carries :func:`run_metadata` (the GPU, driver, versions, date and command). The run
+exits with 1 when any result was wrong.
 """
 import argparse
 import csv
 import datetime
+import functools
+import importlib
+import math
+import os
 import platform
+import re
+import shlex
 import statistics
+import subprocess
 import sys
 import time
+from typing import NamedTuple
 
 import numpy as np
+from numba import config, cuda
 
 import prefixsum as ps
-from ..scans.testing import random_input
+from ..scans.testing import expected_scan, poisoned, random_input, wrong_indices
 
-_ACCUMULATE = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+REPEATS = 25
+WARMUP = 3
+QUICK_REPEATS = 2
+QUICK_SIZES = (1 << 10, 1 << 12)  # one tile, and several (past kstep's one-block path too)
+LIBRARIES = ("torch", "cupy")
+
+# The busy kernel must outlast the host's issuing of the launches it hides: twice the host time
+# one call took with the GPU idle, plus a millisecond for the interpreter's hiccups. A call that
+# needs more than MAX_BUSY_US of it is not queued (it synchronises, or launches for so long that
+# the gaps between its launches do not matter).
+BUSY_MARGIN_US = 1000.0
+MAX_BUSY_US = 50_000.0
+MAX_MISSES = 3
 
 
-def fast_mismatches(result, x, op="add"):
-    """Indices where ``result`` differs from the inclusive forward scan of ``x`` (vectorised).
+def default_out():
+    """Where the scripts write: ``$OUT`` (the GPU machine's result folder) or ``benchmarks/out``."""
+    return os.environ.get("OUT") or os.path.join("benchmarks", "out")
 
-    For the large arrays of a benchmark: integers exactly (numpy's wrap-around), floats within
-    n-independent bounds of a float64 accumulation scaled by the running sum of magnitudes.
+
+def _simulating():
+    """Whether numba's CUDA simulator runs the kernels (then nothing can be timed)."""
+    return bool(config.ENABLE_CUDASIM)
+
+
+def require_gpu(quick):
+    """Stop unless a GPU runs the kernels, or ``quick`` (tiny sizes on the simulator, to test the script)."""
+    if _simulating() and not quick:
+        raise SystemExit("this benchmark needs a CUDA GPU; on the simulator, run it with --quick to test the script")
+
+
+def _driver_version():
+    """The NVIDIA driver's version (e.g. 580.95.05), from nvidia-smi or the kernel module."""
+    try:
+        lines = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                               capture_output=True, text=True, timeout=60).stdout.split()
+        if lines:
+            return lines[0]
+    except (OSError, subprocess.SubprocessError):
+        pass
+    try:
+        with open("/proc/driver/nvidia/version") as handle:
+            found = re.search(r"Kernel Module\s+(\S+)", handle.read())
+        return found.group(1) if found else "unknown"
+    except OSError:
+        return "unknown"
+
+
+def _cuda_version():
+    """The CUDA version the driver supports (e.g. 13.0)."""
+    from numba.cuda.cudadrv import driver
+
+    return ".".join(map(str, driver.get_version()))
+
+
+def _cpu_name():
+    """The host CPU's model name (it runs the simulator, numpy.cumsum and every launch)."""
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _version(name):
+    """``name``'s version, or "absent" (the CSV says so)."""
+    try:
+        return importlib.import_module(name).__version__
+    except Exception:  # not installed, or broken: either way not what was measured
+        return "absent"
+
+
+def run_metadata(libraries=(), command=None):
+    """The columns every benchmark CSV carries, built once per run.
+
+    Parameters
+    ----------
+    libraries : iterable of str
+        The baselines the script uses (``"torch"``, ``"cupy"``, ``"jax"``): their versions are
+        recorded, "absent" when not installed.
+    command : str, optional
+        The command line that produced the file; by default ``python`` and this process's
+        arguments.
+
+    Returns
+    -------
+    dict
+        ``device`` (the GPU's name, or the simulator's), ``cc``, ``driver`` (the NVIDIA driver),
+        ``cuda`` (the CUDA version the driver supports), ``cpu``, ``date``, the versions of
+        ``python``, ``numpy``, ``numba``, ``numba_cuda`` and of each library, and ``command``.
     """
-    if x.dtype.kind == "f":
-        expected = _ACCUMULATE[op].accumulate(x.astype(np.float64))
-        magnitude = np.add.accumulate(np.abs(x.astype(np.float64))) if op == "add" else np.abs(expected)
-        allowed = (8 + 2 * np.log2(max(len(x), 2))) * np.finfo(x.dtype).eps * magnitude * (1 if op != "mul" else len(x) ** 0.5)
-        return np.flatnonzero(~(np.abs(result.astype(np.float64) - expected) <= allowed))
-    with np.errstate(over="ignore"):
-        expected = _ACCUMULATE[op].accumulate(x, dtype=x.dtype)
-    return np.flatnonzero(result != expected)
+    from importlib.metadata import PackageNotFoundError, version
+
+    import numba
+
+    info = ps.device_info()
+    simulator = info["simulator"]
+    try:
+        numba_cuda = version("numba-cuda")
+    except PackageNotFoundError:  # numba's own, older cuda target
+        numba_cuda = "absent"
+    if command is None:
+        command = shlex.join(["python", os.path.relpath(sys.argv[0]), *sys.argv[1:]])
+    meta = {
+        "device": info["name"],
+        "cc": "" if simulator else ".".join(map(str, info["compute_capability"])),
+        "driver": "none (simulator)" if simulator else _driver_version(),
+        "cuda": "" if simulator else _cuda_version(),
+        "cpu": _cpu_name(),
+        "date": datetime.date.today().isoformat(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "numba": numba.__version__,
+        "numba_cuda": numba_cuda,
+    }
+    meta.update({name: _version(name) for name in libraries})
+    meta["command"] = command
+    return meta
 
 
-def _copy_kernel():
-    from numba import cuda
+def gpu_library(name):
+    """The module ``torch``, ``cupy`` or ``jax`` if it is installed and sees the GPU, else None.
 
-    def copy(source, target):
-        i = cuda.grid(1)
-        if i < source.shape[0]:
-            target[i] = source[i]
-
-    return cuda.jit(copy)
-
-
-def median_event_us(launch, make_event, elapsed_ms, *, warmup=1, repeats=20):
-    """Median microseconds of ``launch()`` between two device events, after ``warmup`` calls.
-
-    ``make_event`` and ``elapsed_ms`` come from the library whose stream ``launch`` uses:
-    see :func:`numba_events_us`, :func:`torch_events_us`, :func:`cupy_events_us`.
+    A baseline that cannot run is skipped with a line saying why, never an error: the other rows
+    of the run still count.
     """
+    if _simulating():
+        print(f"{name}: skipped (the CUDA simulator: no GPU for it)")
+        return None
+    try:
+        module = importlib.import_module(name)
+    except ImportError as error:
+        print(f"{name}: skipped (not installed: {error})")
+        return None
+    usable = {"torch": lambda: module.cuda.is_available(),
+              "cupy": lambda: module.cuda.runtime.getDeviceCount() > 0,
+              "jax": lambda: module.default_backend() == "gpu"}[name]
+    try:
+        if usable():
+            return module
+        reason = "it sees no GPU"
+    except Exception as error:  # a library without a working CUDA build raises its own errors
+        reason = f"{type(error).__name__}: {error}"
+    print(f"{name}: skipped ({reason})")
+    return None
+
+
+@cuda.jit
+def _spin(sleeps):
+    """The busy kernel, for one thread: ``sleeps`` naps of about a microsecond."""
+    for _ in range(sleeps):
+        cuda.nanosleep(1000)
+
+
+@functools.cache
+def _us_per_sleep():
+    """Microseconds one nap of :func:`_spin` takes on this GPU: nanosleep only promises 0 to 2x the request."""
+    _spin[1, 1](1)
+    start, stop = cuda.event(), cuda.event()
+    start.record()
+    _spin[1, 1](2000)
+    stop.record()
+    stop.synchronize()
+    return max(start.elapsed_time(stop) * 1e3 / 2000, 0.05)
+
+
+def _busy(us, stream):
+    """Queue a one-thread kernel on ``stream`` that keeps it busy for about ``us`` microseconds."""
+    _spin[1, 1, stream](math.ceil(us / _us_per_sleep()))
+
+
+class KernelTime(NamedTuple):
+    """:func:`kernel_us`'s answer: the median, and whether every sample was queued."""
+
+    us: float
+    queued: bool
+
+    @property
+    def timing(self):
+        """How it was measured, for the CSV's ``timing`` column."""
+        if math.isnan(self.us):
+            return "not timed (simulator)"
+        return "events, queued" if self.queued else "events, not queued"
+
+
+def kernel_us(launch, *, stream=None, warmup=WARMUP, repeats=REPEATS):
+    """Median microseconds of the GPU work that ``launch()`` queues, without the host's launch time.
+
+    Each sample queues a busy kernel on ``stream``, records the start event, calls ``launch()``
+    and records the stop event; the busy kernel outlasts the host's issuing of the launches, so
+    the GPU finds them all queued when the start event fires and the events time the kernels
+    alone. A sample is kept only if the start event was still pending when ``launch()`` returned
+    (else the GPU caught up with the host, and waited: the busy time is doubled and the sample
+    redone). A ``launch`` that synchronises cannot be queued: after ``MAX_MISSES`` misses, or when
+    the busy time would exceed ``MAX_BUSY_US``, it is timed without the busy kernel and the
+    result says ``queued=False``.
+
+    Parameters
+    ----------
+    launch : callable
+        Queues the GPU work on ``stream`` and returns without waiting for it.
+    stream : numba stream, optional
+        The stream ``launch`` uses: numba's default stream (the default), or
+        :func:`library_stream` for torch or cupy.
+
+    Returns
+    -------
+    KernelTime
+        NaN on the simulator, which records no time (``launch`` still runs once, to test the code).
+    """
+    if _simulating():
+        launch()
+        return KernelTime(float("nan"), False)
+    stream = cuda.default_stream() if stream is None else stream
     for _ in range(warmup):
         launch()
-    start, stop = make_event(), make_event()
-    times = []
-    for _ in range(repeats):
-        start.record()
-        launch()
-        stop.record()
-        stop.synchronize()
-        times.append(elapsed_ms(start, stop) * 1e3)
-    return statistics.median(times)
+    cuda.synchronize()
+    clock = time.perf_counter()
+    launch()
+    busy_us = 2 * (time.perf_counter() - clock) * 1e6 + BUSY_MARGIN_US
+    cuda.synchronize()
+    queued = busy_us <= MAX_BUSY_US
+    start, stop = cuda.event(), cuda.event()
+    samples, misses = [], 0
+    # Freeing device memory synchronises the device; launches that allocate must not free inside.
+    with cuda.defer_cleanup():
+        while len(samples) < repeats:
+            if queued:
+                _busy(busy_us, stream)
+            start.record(stream)
+            launch()
+            stop.record(stream)
+            missed = queued and start.query()
+            stop.synchronize()
+            if not missed:
+                samples.append(start.elapsed_time(stop) * 1e3)
+                continue
+            misses += 1
+            busy_us *= 2
+            if misses >= MAX_MISSES or busy_us > MAX_BUSY_US:
+                queued = False
+                samples.clear()
+    return KernelTime(statistics.median(samples), queued)
 
 
-def numba_events_us(launch, *, warmup=1, repeats=20):
-    """:func:`median_event_us` with numba's CUDA events (kernels launched by numba)."""
-    from numba import cuda
+def library_stream(module):
+    """The numba stream on which ``module`` (torch or cupy) queues its kernels now, checked.
 
-    return median_event_us(launch, cuda.event, cuda.event_elapsed_time, warmup=warmup, repeats=repeats)
+    One busy kernel and one kind of event for numba, torch and cupy alike: the numba stream wraps
+    the library's own current stream handle (0, the legacy default stream that numba uses too,
+    unless the library was told otherwise), so the busy kernel and the events are ordered with
+    the library's kernels by construction. The check proves it on the GPU: after a 20 ms busy
+    kernel on the returned stream, the library's own synchronisation of its stream must wait.
+    """
+    if module.__name__ == "torch":
+        current = module.cuda.current_stream()
+        handle = current.cuda_stream
+    else:
+        current = module.cuda.get_current_stream()
+        handle = current.ptr
+    stream = cuda.legacy_default_stream() if handle == 0 else cuda.external_stream(handle)
+    _busy(20_000, stream)
+    clock = time.perf_counter()
+    current.synchronize()
+    waited_ms = (time.perf_counter() - clock) * 1e3
+    if waited_ms < 10:
+        raise RuntimeError(f"{module.__name__}'s stream {handle} did not wait for a 20 ms kernel queued on it "
+                           f"(it waited {waited_ms:.1f} ms): its kernels would not be queued for timing")
+    return stream
 
 
-def torch_events_us(launch, torch, *, warmup=1, repeats=20):
-    """:func:`median_event_us` with PyTorch's CUDA events."""
-    return median_event_us(launch, lambda: torch.cuda.Event(enable_timing=True), lambda a, b: a.elapsed_time(b),
-                           warmup=warmup, repeats=repeats)
+def queued_library(name):
+    """``(module, stream)``: :func:`gpu_library` and its :func:`library_stream`, or ``(None, None)``
+    (with a line saying why) when it cannot run or its kernels cannot be queued."""
+    module = gpu_library(name)
+    if module is None:
+        return None, None
+    try:
+        return module, library_stream(module)
+    except RuntimeError as error:
+        print(f"{name}: skipped ({error})")
+        return None, None
 
 
-def cupy_events_us(launch, cupy, *, warmup=1, repeats=20):
-    """:func:`median_event_us` with CuPy's CUDA events."""
-    return median_event_us(launch, cupy.cuda.Event, cupy.cuda.get_elapsed_time, warmup=warmup, repeats=repeats)
-
-
-def host_us(call, *, warmup=1, repeats=20):
+def host_us(call, *, warmup=1, repeats=REPEATS):
     """Median microseconds of a whole ``call()`` on the host clock (it must synchronise itself)."""
     for _ in range(warmup):
         call()
@@ -99,118 +339,9 @@ def host_us(call, *, warmup=1, repeats=20):
     return statistics.median(times)
 
 
-def _baselines():
-    found = {}
-    try:
-        import torch
-
-        if torch.cuda.is_available():
-            found["torch.cumsum"] = torch
-    except ImportError:
-        pass
-    try:
-        import cupy
-
-        cupy.cuda.runtime.getDeviceCount()
-        found["cupy.cumsum"] = cupy
-    except Exception:  # no cupy, or no device for it
-        pass
-    return found
-
-
-def _time_library(name, module, x, warmup, repeats):
-    """``(median microseconds, result on the host)`` of a torch or cupy baseline on ``x``."""
-    if name.startswith("torch"):
-        torch = module
-        t = torch.from_numpy(x).cuda()
-        target = torch.empty_like(t)
-        check = torch.cumsum(t, 0, dtype=t.dtype).cpu().numpy()  # torch promotes int32 sums to int64 otherwise
-
-        def launch():
-            if name == "torch.copy":
-                target.copy_(t)
-            else:
-                torch.cumsum(t, 0, dtype=t.dtype)
-        return torch_events_us(launch, torch, warmup=warmup, repeats=repeats), check
-    cupy = module
-    t = cupy.asarray(x)
-    check = cupy.asnumpy(cupy.cumsum(t, dtype=t.dtype))  # numpy's rules would promote int32 sums to int64
-    return cupy_events_us(lambda: cupy.cumsum(t, dtype=t.dtype), cupy, warmup=warmup, repeats=repeats), check
-
-
-def parse_variant(text):
-    """``"kstep:L=4"`` -> ``("kstep", {"L": 4})``."""
-    name, _, rest = text.partition(":")
-    options = {}
-    for item in filter(None, rest.split(",")):
-        key, _, value = item.partition("=")
-        options[key] = int(value) if value.lstrip("-").isdigit() else value == "True" if value in ("True", "False") else value
-    return name, options
-
-
-def run(sizes, dtypes, variants, warmup=5, repeats=20, out=print):
-    """Benchmark; return the rows (dicts) of the CSV."""
-    from numba import cuda
-
-    info = ps.device_info()
-    if info["simulator"]:
-        raise SystemExit("bench needs a CUDA GPU; on the simulator, timings mean nothing")
-    import numba
-
-    versions = {"numba": numba.__version__, "numba_cuda": _version("numba_cuda"), "numpy": np.__version__,
-                "torch": _version("torch"), "cupy": _version("cupy"), "python": platform.python_version()}
-    meta = {"device": info["name"], "cc": ".".join(map(str, info["compute_capability"])),
-            "date": datetime.date.today().isoformat(), **versions}
-    libraries = _baselines()
-    rng = np.random.default_rng(7)
-    rows = []
-    for dtype in map(np.dtype, dtypes):
-        for n in sizes:
-            x = random_input(n, "add", dtype, rng)
-            source = cuda.to_device(x)
-            out_dev = cuda.device_array(n, dtype)
-            bytes_moved = 2 * n * dtype.itemsize
-
-            def add_row(variant, kind, micros, correct):
-                rows.append({"variant": variant, "kind": kind, "dtype": dtype.name, "n": n, "median_us": round(micros, 3),
-                             "gbps": round(bytes_moved / micros / 1e3, 2), "correct": correct, **meta})
-                out(f"{variant:<28} {dtype.name:<8} n=2^{int(np.log2(n)):<3} {micros:>10.1f} us {bytes_moved / micros / 1e3:>8.1f} GB/s {'' if correct else 'WRONG'}")
-
-            copy = _copy_kernel()
-            blocks = (n + 255) // 256
-            add_row("copy", "baseline", numba_events_us(lambda: copy[blocks, 256](source, out_dev), warmup=warmup, repeats=repeats),
-                    bool(np.array_equal(out_dev.copy_to_host(), x)))
-            for variant in variants:
-                name, options = parse_variant(variant)
-                algorithm = ps.ALGORITHMS[name]
-                resolved = algorithm.resolve_options(options)
-                out_dev.copy_to_device(np.full(n, ps.scans.testing.poison_value(dtype), dtype))
-                algorithm.run(source, out_dev, "add", True, False, **resolved)
-                correct = fast_mismatches(out_dev.copy_to_host(), x).size == 0
-                micros = numba_events_us(lambda: algorithm.run(source, out_dev, "add", True, False, **resolved),
-                                         warmup=warmup, repeats=repeats)
-                add_row(variant, "ours", micros, correct)
-            for name, module in libraries.items():
-                micros, result = _time_library(name, module, x, warmup, repeats)
-                add_row(name, "baseline", micros, fast_mismatches(result, x).size == 0)
-            if "torch.cumsum" in libraries:
-                micros = _time_library("torch.copy", libraries["torch.cumsum"], x, warmup, repeats)[0]
-                add_row("torch copy", "baseline", micros, True)
-            name, options = parse_variant(variants[0])
-            micros = host_us(lambda: (ps.scan(source, algorithm=name, **options), cuda.synchronize()), repeats=repeats)
-            add_row(f"ps.scan({variants[0]}) call", "whole call", micros, True)
-    return rows
-
-
-def _version(module):
-    try:
-        return __import__(module).__version__
-    except Exception:  # not installed: the CSV says so
-        return ""
-
-
 def write_csv(rows, path):
-    """Write ``rows`` (dicts with the same keys) to ``path`` as CSV, and say so."""
+    """Write ``rows`` (dicts with the same keys) to ``path`` as CSV, making its folder, and say so."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     with open(path, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
@@ -218,20 +349,180 @@ def write_csv(rows, path):
     print(f"wrote {len(rows)} rows to {path}")
 
 
+def _cell(value):
+    if isinstance(value, float):
+        return f"{value:.1f}" if abs(value) >= 100 else f"{value:.3g}"
+    return str(value)
+
+
+def print_table(rows, columns, title=None):
+    """Print the ``columns`` of ``rows`` (dicts) as an aligned table: what a script prints last."""
+    cells = [[_cell(row[c]) for c in columns] for row in rows]
+    widths = [max(len(c), *(len(line[k]) for line in cells)) for k, c in enumerate(columns)]
+    if title:
+        print(title)
+    print("  ".join(c.ljust(w) for c, w in zip(columns, widths)))
+    for line in cells:
+        print("  ".join(cell.ljust(w) for cell, w in zip(line, widths)))
+
+
+def parse_variant(text):
+    """``"kstep:L=4"`` -> ``("kstep", {"L": 4})``; ``"NAME:a=1,b=False"`` -> ``("NAME", {"a": 1, "b": False})``."""
+    name, _, rest = text.partition(":")
+    options = {}
+    for item in filter(None, rest.split(",")):
+        key, _, value = item.partition("=")
+        if value.lstrip("-").isdigit():
+            options[key] = int(value)
+        elif value in ("True", "False"):
+            options[key] = value == "True"
+        else:
+            options[key] = value
+    return name, options
+
+
+@cuda.jit
+def _copy(source, target):
+    i = cuda.grid(1)
+    if i < source.shape[0]:
+        target[i] = source[i]
+
+
+def _torch_rows(torch, stream, x, check, repeats):
+    """``(variant, correct, KernelTime)`` for ``torch.cumsum`` and torch's ``copy_`` on ``x``."""
+    t = torch.from_numpy(x).cuda()
+
+    def cumsum():
+        return torch.cumsum(t, 0, dtype=t.dtype)  # without the dtype, torch sums int32 into int64
+
+    correct = check(cumsum().cpu().numpy())
+    yield "torch.cumsum", correct, kernel_us(cumsum, stream=stream, repeats=repeats)
+    target = torch.from_numpy(poisoned(len(x), x.dtype)).cuda()
+    target.copy_(t)
+    correct = bool(np.array_equal(target.cpu().numpy(), x))
+    yield "torch copy", correct, kernel_us(lambda: target.copy_(t), stream=stream, repeats=repeats)
+
+
+def _cupy_rows(cupy, stream, x, check, repeats):
+    """``(variant, correct, KernelTime)`` for ``cupy.cumsum`` on ``x``."""
+    t = cupy.asarray(x)
+
+    def cumsum():
+        return cupy.cumsum(t, dtype=t.dtype)  # numpy's rules, which cupy follows, promote int32 sums to int64
+
+    correct = check(cupy.asnumpy(cumsum()))
+    yield "cupy.cumsum", correct, kernel_us(cumsum, stream=stream, repeats=repeats)
+
+
+def _baselines():
+    """``(rows, module, stream)`` for each library baseline that can run here."""
+    found = []
+    for rows, name in ((_torch_rows, "torch"), (_cupy_rows, "cupy")):
+        module, stream = queued_library(name)
+        if module is not None:
+            found.append((rows, module, stream))
+    return found
+
+
+def run(sizes, dtypes, variants, *, repeats=REPEATS, command=None):
+    """Check and time every variant and baseline at every size and dtype; return the CSV's rows.
+
+    Rows (in this order, for each dtype and n): the numba copy kernel, each variant, the
+    baselines torch.cumsum, torch copy and cupy.cumsum (each skipped with a line saying why when
+    it cannot run), and two whole calls of ``prefixsum.scan`` with the first variant, on a
+    device array and on a numpy array.
+    """
+    meta = run_metadata(LIBRARIES, command)
+    baselines = _baselines()
+    rng = np.random.default_rng(7)
+    table = []
+    for dtype in map(np.dtype, dtypes):
+        for n in sizes:
+            x = random_input(n, "add", dtype, rng)
+            expected, allowed = expected_scan(x)
+            source = cuda.to_device(x)
+            out = cuda.device_array(n, dtype)
+            bytes_moved = 2 * n * dtype.itemsize
+
+            def check(result):
+                return wrong_indices(result, expected, allowed).size == 0
+
+            def add_row(variant, kind, micros, correct, timing):
+                table.append({"variant": variant, "kind": kind, "dtype": dtype.name, "n": n, "median_us": round(micros, 3),
+                              "gbps": round(bytes_moved / micros / 1e3, 2), "correct": correct, "timing": timing, **meta})
+                print(f"{variant:<34} {dtype.name:<8} n={n:<10} {micros:>10.1f} us {bytes_moved / micros / 1e3:>8.1f} GB/s  "
+                      f"{timing}{'' if correct else '  WRONG'}", flush=True)
+
+            def add_kernel_row(variant, kind, correct, measured):
+                add_row(variant, kind, measured.us, correct, measured.timing)
+
+            blocks = -(-n // 256)
+            out.copy_to_device(poisoned(n, dtype))
+            _copy[blocks, 256](source, out)
+            add_kernel_row("copy", "baseline", bool(np.array_equal(out.copy_to_host(), x)),
+                           kernel_us(lambda: _copy[blocks, 256](source, out), repeats=repeats))
+            for variant in variants:
+                name, options = parse_variant(variant)
+                algorithm = ps.ALGORITHMS[name]
+                resolved = algorithm.resolve_options(options)
+                out.copy_to_device(poisoned(n, dtype))
+                algorithm.run(source, out, "add", True, False, **resolved)
+                add_kernel_row(variant, "ours", check(out.copy_to_host()),
+                               kernel_us(lambda: algorithm.run(source, out, "add", True, False, **resolved), repeats=repeats))
+            for rows, module, stream in baselines:
+                for variant, correct, measured in rows(module, stream, x, check, repeats):
+                    add_kernel_row(variant, "baseline", correct, measured)
+            name, options = parse_variant(variants[0])
+            correct = check(ps.scan(source, algorithm=name, **options).copy_to_host())
+            micros = host_us(lambda: (ps.scan(source, algorithm=name, **options), cuda.synchronize()), repeats=repeats)
+            add_row(f"ps.scan({variants[0]}) call", "whole call", micros, correct, "host clock, device arrays")
+            correct = check(ps.scan(x, algorithm=name, **options))
+            micros = host_us(lambda: ps.scan(x, algorithm=name, **options), repeats=repeats)
+            add_row(f"ps.scan({variants[0]}) call on numpy", "whole call", micros, correct, "host clock, numpy arrays")
+    return table
+
+
+def summary(rows):
+    """The rows of the largest n of each dtype, with each time relative to torch.cumsum's."""
+    shown = []
+    for dtype in dict.fromkeys(row["dtype"] for row in rows):
+        largest = max(row["n"] for row in rows if row["dtype"] == dtype)
+        at = [row for row in rows if row["dtype"] == dtype and row["n"] == largest]
+        cub = next((row["median_us"] for row in at if row["variant"] == "torch.cumsum"), float("nan"))
+        shown += [{**row, "vs torch.cumsum": round(cub / row["median_us"], 2)} for row in at]
+    return shown
+
+
+def parser():
+    """The command line of ``python -m prefixsum bench``."""
+    command = argparse.ArgumentParser(prog="python -m prefixsum bench", description=__doc__.splitlines()[0])
+    command.add_argument("--min-log2", type=int, default=10)
+    command.add_argument("--max-log2", type=int, default=26)
+    command.add_argument("--dtype", action="append", help="float32 and int32 by default (repeatable)")
+    command.add_argument("--variant", action="append", help="NAME or NAME:opt=value,... (default: every registered algorithm)")
+    command.add_argument("--repeats", type=int, default=REPEATS)
+    command.add_argument("--csv", default=None, help="the output (default: scan_throughput.csv in $OUT, else in benchmarks/out)")
+    command.add_argument("--quick", action="store_true",
+                         help=f"sizes {', '.join(map(str, QUICK_SIZES))} and {QUICK_REPEATS} repeats; "
+                              "runs on the simulator too (tests the script)")
+    return command
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m prefixsum bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--min-log2", type=int, default=10)
-    parser.add_argument("--max-log2", type=int, default=26)
-    parser.add_argument("--dtype", action="append", help="float32 and int32 by default (repeatable)")
-    parser.add_argument("--variant", action="append", help="NAME or NAME:opt=value,... (default: every registered algorithm)")
-    parser.add_argument("--repeats", type=int, default=20)
-    parser.add_argument("--csv", default="scan_throughput.csv")
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = parser().parse_args(argv)
+    require_gpu(args.quick)
     variants = args.variant or list(ps.ALGORITHMS)
-    sizes = [1 << k for k in range(args.min_log2, args.max_log2 + 1)]
-    rows = run(sizes, args.dtype or ["float32", "int32"], variants, repeats=args.repeats)
-    write_csv(rows, args.csv)
-    return 0 if all(row["correct"] for row in rows) else 1
+    sizes = list(QUICK_SIZES) if args.quick else [1 << k for k in range(args.min_log2, args.max_log2 + 1)]
+    rows = run(sizes, args.dtype or ["float32", "int32"], variants, repeats=QUICK_REPEATS if args.quick else args.repeats,
+               command=shlex.join(["python", "-m", "prefixsum", "bench", *argv]))
+    write_csv(rows, args.csv or os.path.join(default_out(), "scan_throughput.csv"))
+    print_table(summary(rows), ["variant", "dtype", "n", "median_us", "gbps", "vs torch.cumsum", "correct", "timing"],
+                title="the largest n of each dtype (median us; GB/s = 2 n x itemsize / time):")
+    wrong = [row for row in rows if not row["correct"]]
+    for row in wrong:
+        print(f"WRONG: {row['variant']} {row['dtype']} n={row['n']}")
+    return 1 if wrong else 0
 
 
 if __name__ == "__main__":

@@ -66,6 +66,28 @@ def scan_float64(x, op="add", *, inclusive=True, reverse=False):
     return scan(np.asarray(x, dtype=np.float64), op, inclusive=inclusive, reverse=reverse)
 
 
+def accumulate(x, op="add", *, inclusive=True, reverse=False):
+    """:func:`scan` by numpy's ``ufunc.accumulate``: the same values, without a Python loop.
+
+    ``accumulate`` combines left to right one element at a time, as :func:`scan`'s loop does,
+    so floats round alike and integers wrap alike; for arrays of millions of elements (the
+    benchmarks check results up to 2^28).
+    """
+    x = np.asarray(x)
+    check_op(op)
+    dtype = check_dtype(x.dtype)
+    if reverse:
+        return accumulate(x[::-1], op, inclusive=inclusive)[::-1]
+    out = np.empty(len(x), dtype)
+    with np.errstate(over="ignore"):
+        if inclusive:
+            host_ufunc(op).accumulate(x, dtype=dtype, out=out)
+        elif len(x):
+            out[0] = identity(op, dtype)
+            host_ufunc(op).accumulate(x[:-1], dtype=dtype, out=out[1:])
+    return out
+
+
 def tolerance(x, op="add", *, inclusive=True, reverse=False):
     """Per-element absolute tolerance for a float scan of ``x`` against :func:`scan_float64`.
 
@@ -80,8 +102,8 @@ def tolerance(x, op="add", *, inclusive=True, reverse=False):
         return np.zeros(len(x))
     steps = 8 + 2 * np.log2(max(len(x), 2))
     if op == "add":
-        magnitude = scan_float64(np.abs(x), "add", inclusive=inclusive, reverse=reverse)
+        magnitude = accumulate(np.abs(x).astype(np.float64), "add", inclusive=inclusive, reverse=reverse)
     else:
-        magnitude = np.abs(scan_float64(x, "mul", inclusive=inclusive, reverse=reverse))
+        magnitude = np.abs(accumulate(x.astype(np.float64), "mul", inclusive=inclusive, reverse=reverse))
         steps = steps * max(len(x), 1) ** 0.5
     return steps * np.finfo(dtype).eps * magnitude

@@ -9,7 +9,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .ops import check_dtype, check_op
-from .reference import scan, scan_float64, tolerance
+from .reference import accumulate, tolerance
 
 
 def random_input(n, op, dtype, rng):
@@ -53,11 +53,49 @@ def poisoned(n, dtype):
     return np.full(n, poison_value(dtype), dtype=check_dtype(dtype))
 
 
+def expected_scan(x, op="add", *, inclusive=True, reverse=False):
+    """The reference scan of ``x`` and each element's tolerance, computed once for many results.
+
+    Returns
+    -------
+    expected : numpy.ndarray
+        :func:`prefixsum.reference.accumulate` of ``x``: in ``x``'s dtype for integers, of ``x``
+        in float64 for floats.
+    allowed : numpy.ndarray or None
+        :func:`prefixsum.reference.tolerance` for floats; None for integers (exact).
+    """
+    x = np.asarray(x)
+    if x.dtype.kind == "f":
+        expected = accumulate(x.astype(np.float64), op, inclusive=inclusive, reverse=reverse)
+        return expected, tolerance(x, op, inclusive=inclusive, reverse=reverse)
+    return accumulate(x, op, inclusive=inclusive, reverse=reverse), None
+
+
+def wrong_indices(result, expected, allowed):
+    """Indices where ``result`` differs from ``expected`` by more than ``allowed``, in increasing order.
+
+    ``expected`` and ``allowed`` come from :func:`expected_scan`. Integers must match exactly;
+    floats must be within ``allowed`` (equal infinities match, as exclusive max/min start with
+    one), and NaN never matches.
+    """
+    result = np.asarray(result)
+    if result.shape != expected.shape:
+        raise ValueError(f"result has shape {result.shape}, expected {expected.shape}")
+    if allowed is None:
+        return np.flatnonzero(result != expected)
+    result = result.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        good = np.abs(result - expected) <= allowed
+    good |= result == expected
+    return np.flatnonzero(~good)
+
+
 def mismatches(result, x, op="add", *, inclusive=True, reverse=False):
     """Indices where ``result`` is not the scan of ``x``, and the expected values.
 
-    Integers must match exactly (numpy's wrap-around included); floats must be within
-    :func:`prefixsum.reference.tolerance` of the float64 reference, and NaN never matches.
+    :func:`wrong_indices` against :func:`expected_scan`: integers must match exactly (numpy's
+    wrap-around included); floats must be within :func:`prefixsum.reference.tolerance` of the
+    float64 reference, and NaN never matches.
 
     Returns
     -------
@@ -66,20 +104,8 @@ def mismatches(result, x, op="add", *, inclusive=True, reverse=False):
     expected : numpy.ndarray
         The reference scan (float64 for floats).
     """
-    x = np.asarray(x)
-    result = np.asarray(result)
-    if result.shape != x.shape:
-        raise ValueError(f"result has shape {result.shape}, expected {x.shape}")
-    if x.dtype.kind == "f":
-        expected = scan_float64(x, op, inclusive=inclusive, reverse=reverse)
-        allowed = tolerance(x, op, inclusive=inclusive, reverse=reverse)
-        with np.errstate(invalid="ignore"):
-            good = np.abs(result.astype(np.float64) - expected) <= allowed
-        good |= (result.astype(np.float64) == expected)  # equal infinities (exclusive max/min)
-    else:
-        expected = scan(x, op, inclusive=inclusive, reverse=reverse)
-        good = result == expected
-    return np.flatnonzero(~good), expected
+    expected, allowed = expected_scan(x, op, inclusive=inclusive, reverse=reverse)
+    return wrong_indices(result, expected, allowed), expected
 
 
 class PoisonedRun(NamedTuple):

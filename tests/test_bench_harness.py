@@ -1,0 +1,268 @@
+"""The benchmark harness (prefixsum.cli.bench) and benchmarks/run_gpu.sh, on the simulator.
+
+The timings themselves need a GPU; what is proven here is what they rest on: the metadata, the
+comparison every result passes before it is timed, the queueing logic of ``kernel_us`` (against a
+model of a GPU), and that run_gpu.sh's stages exist and regenerate every committed result.
+"""
+import contextlib
+import csv
+import importlib.util
+import pathlib
+import re
+import shlex
+import subprocess
+import time
+import types
+
+import numpy as np
+import pytest
+
+import prefixsum as ps
+from prefixsum import reference
+from prefixsum.cli import bench
+from prefixsum.scans.testing import expected_scan, mismatches, poison_value, random_input, wrong_indices
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT / "benchmarks"
+RUN_GPU = (BENCHMARKS / "run_gpu.sh").read_text()
+
+
+def test_run_metadata_names_the_device_driver_versions_date_and_command():
+    meta = bench.run_metadata(["torch", "jax"], command="python -m prefixsum bench --quick")
+    assert list(meta) == ["device", "cc", "driver", "cuda", "cpu", "date", "python", "numpy", "numba", "numba_cuda",
+                          "torch", "jax", "command"]
+    assert meta["device"] == ps.device_info()["name"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d", meta["date"])
+    assert meta["numpy"] == np.__version__
+    assert meta["command"] == "python -m prefixsum bench --quick"
+    assert all(isinstance(value, str) and value for key, value in meta.items() if key not in ("cc", "cuda"))
+    assert "cupy" not in bench.run_metadata()
+
+
+def test_accumulate_is_the_sequential_reference(rng):
+    for dtype in ps.DTYPES:
+        for op in ps.OPS:
+            x = random_input(37, op, dtype, rng)
+            for inclusive in (True, False):
+                for reverse in (True, False):
+                    fast = reference.accumulate(x, op, inclusive=inclusive, reverse=reverse)
+                    slow = reference.scan(x, op, inclusive=inclusive, reverse=reverse)
+                    assert fast.dtype == slow.dtype
+                    np.testing.assert_array_equal(fast, slow, err_msg=f"{op} {dtype} {inclusive=} {reverse=}")
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float32"])
+@pytest.mark.parametrize("wrong", ["poisoned", "off by one"])
+def test_the_comparison_catches_one_wrong_element(dtype, wrong, rng):
+    x = random_input(5000, "add", dtype, rng)
+    result = np.cumsum(x, dtype=x.dtype)
+    assert mismatches(result, x)[0].size == 0
+    k = 1234
+    if wrong == "poisoned":
+        result[k] = poison_value(dtype)
+    else:  # element k holds the sum up to k - 1: a kernel that skips an element
+        result[k] = result[k - 1]
+    expected, allowed = expected_scan(x)
+    assert wrong_indices(result, expected, allowed).tolist() == [k]
+
+
+def test_a_float32_sum_in_another_order_is_within_the_tolerance(rng):
+    x = random_input(1 << 16, "add", np.float32, rng)
+    tiles = x.reshape(-1, 256)
+    # a tiled scan: each tile scanned in float32, the tile totals scanned, then added
+    within = np.cumsum(tiles, axis=1, dtype=np.float32)
+    carries = np.concatenate([[0], np.cumsum(within[:-1, -1], dtype=np.float32)]).astype(np.float32)
+    result = (within + carries[:, None]).ravel()
+    assert not np.array_equal(result, np.cumsum(x))  # rounded differently ...
+    assert mismatches(result, x)[0].size == 0  # ... and accepted
+
+
+def test_parse_variant():
+    assert bench.parse_variant("ladder") == ("ladder", {})
+    assert bench.parse_variant("kstep:L=4") == ("kstep", {"L": 4})
+    assert bench.parse_variant("blelloch:conflict_free=False") == ("blelloch", {"conflict_free": False})
+    assert bench.parse_variant("hierarchical:block_size=512,items_per_thread=8") == (
+        "hierarchical", {"block_size": 512, "items_per_thread": 8})
+    assert bench.parse_variant("kstep:one_block=auto") == ("kstep", {"one_block": "auto"})
+
+
+class _ModelGPU:
+    """A GPU in host time: work queued on one stream runs in order, after whatever is queued."""
+
+    def __init__(self):
+        self.free_at = time.perf_counter()
+
+    def queue(self, seconds):
+        self.free_at = max(time.perf_counter(), self.free_at) + seconds
+
+    def wait(self):
+        time.sleep(max(0.0, self.free_at - time.perf_counter()))
+
+    def event(self, timing=True):
+        gpu = self
+
+        class Event:
+            def record(self, stream=0):
+                self.at = max(time.perf_counter(), gpu.free_at)
+
+            def query(self):
+                return time.perf_counter() >= self.at
+
+            def synchronize(self):
+                time.sleep(max(0.0, self.at - time.perf_counter()))
+
+            def elapsed_time(self, stop):
+                return (stop.at - self.at) * 1e3
+
+        return Event()
+
+
+def _on_model(monkeypatch):
+    gpu = _ModelGPU()
+    monkeypatch.setattr(bench, "_simulating", lambda: False)
+    monkeypatch.setattr(bench, "_busy", lambda us, stream: gpu.queue(us / 1e6))
+    monkeypatch.setattr(bench, "cuda", types.SimpleNamespace(
+        default_stream=lambda: 0, synchronize=gpu.wait, event=gpu.event, defer_cleanup=contextlib.nullcontext))
+    return gpu
+
+
+def test_kernel_us_hides_the_host_time_of_the_launches(monkeypatch):
+    gpu = _on_model(monkeypatch)
+
+    def launch():  # 1 ms of host time to issue 100 us of GPU work
+        time.sleep(1e-3)
+        gpu.queue(100e-6)
+
+    measured = bench.kernel_us(launch, repeats=5)
+    assert measured.queued
+    assert measured.us == pytest.approx(100, abs=5)
+
+
+def test_kernel_us_times_a_launch_that_synchronises_without_queueing_and_says_so(monkeypatch):
+    gpu = _on_model(monkeypatch)
+
+    def launch():  # waits for the GPU (as a copy to the host does), then queues 100 us
+        gpu.wait()
+        time.sleep(1e-3)
+        gpu.queue(100e-6)
+
+    measured = bench.kernel_us(launch, repeats=5)
+    assert not measured.queued
+    assert measured.us > 1000
+
+
+def test_the_busy_kernel_compiles_for_a_gpu():
+    pytest.importorskip("cuda.bindings", reason="PTX compilation needs numba-cuda[cu13] (libNVVM, NVRTC)")
+    from prefixsum import ptx
+
+    assert ptx.compiles_in_child(bench._spin, "void(int64)") == (True, "ok")
+
+
+# run_gpu.sh
+
+
+def _stages():
+    """``{stage: [its outputs]}`` from run_gpu.sh's STAGES and OUTPUTS."""
+    names = re.search(r"^STAGES=\(([^)]*)\)", RUN_GPU, re.M).group(1).split()
+    outputs = dict(re.findall(r'^\s+\[(\w+)\]="([^"]*)"', RUN_GPU, re.M))
+    assert sorted(names) == sorted(outputs), "STAGES and OUTPUTS must name the same stages"
+    return {name: outputs[name].split() for name in names}
+
+
+def _stage_body(stage):
+    return re.search(rf"^stage_{stage}\(\) \{{\n(.*?)^\}}", RUN_GPU, re.M | re.S).group(1)
+
+
+def _bench_args(stage):
+    """The arguments of the ``python -m prefixsum bench`` command of ``stage``."""
+    words = shlex.split(_stage_body(stage).replace("\\\n", " "))
+    start = words.index("bench") + 1
+    return [w for w in words[start:] if w != "$quick_flag"]
+
+
+def test_every_stage_has_its_function_and_its_scripts_exist():
+    stages = _stages()
+    assert set(re.findall(r"^stage_(\w+)\(\)", RUN_GPU, re.M)) == set(stages)
+    for stage in stages:
+        body = _stage_body(stage)
+        scripts = re.findall(r"benchmarks/(\w+\.py)", body)
+        assert scripts or '"$python" -m prefixsum bench' in body, stage
+        for script in scripts:
+            assert (BENCHMARKS / script).is_file(), f"stage {stage} runs benchmarks/{script}, which does not exist"
+
+
+def test_an_unknown_stage_is_refused_before_anything_runs(tmp_path):
+    run = subprocess.run(["bash", str(BENCHMARKS / "run_gpu.sh"), "scans", "nosuchstage"], cwd=ROOT,
+                         env={"PATH": "/usr/bin:/bin", "OUT": str(tmp_path)}, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2
+    assert "unknown stage 'nosuchstage'" in run.stderr
+    assert not any(tmp_path.iterdir())
+
+
+def test_every_committed_result_is_written_by_a_stage():
+    committed = {p.name for p in BENCHMARKS.iterdir() if p.suffix in (".csv", ".json", ".txt")}
+    listed = [name for outputs in _stages().values() for name in outputs]
+    assert len(listed) == len(set(listed)), "two stages write the same file"
+    assert committed == set(listed)
+
+
+def _rows(name):
+    with open(BENCHMARKS / name, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+@pytest.mark.parametrize("stage", ["scans", "kstep", "hierarchical"])
+def test_each_bench_stage_produces_every_committed_row(stage):
+    (csv_name,) = _stages()[stage]
+    args = bench.parser().parse_args(_bench_args(stage))
+    assert args.csv == f"$out/{csv_name}"
+    for variant in args.variant:
+        name, options = bench.parse_variant(variant)
+        ps.ALGORITHMS[name].resolve_options(options)
+    first = args.variant[0]
+    names = ["copy", *args.variant, "torch.cumsum", "torch copy", "cupy.cumsum", f"ps.scan({first}) call",
+             f"ps.scan({first}) call on numpy"]
+    planned = {(name, dtype, 1 << k) for name in names for dtype in args.dtype
+               for k in range(args.min_log2, args.max_log2 + 1)}
+    committed = {(row["variant"], row["dtype"], int(row["n"])) for row in _rows(csv_name)}
+    assert committed <= planned, sorted(committed - planned)[:5]
+
+
+def _script(name):
+    spec = importlib.util.spec_from_file_location(f"_benchmark_{name}", BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_table1_stage_produces_every_committed_row():
+    table1 = _script("table1")
+    assert [int(row["n"]) for row in _rows("table1.csv")] == [n for _, n, *_ in table1.PAPER]
+    sizes = table1.sweep_sizes(table1.PAPER)
+    assert {(r["dtype"], int(r["n"])) for r in _rows("dtypes.csv")} == {(d.name, n) for d in ps.DTYPES for n in sizes}
+    assert {(r["op"], int(r["n"])) for r in _rows("operators.csv")} == {(op, n) for op in ps.OPS for n in sizes}
+
+
+def test_the_tridiag_and_householder_stages_produce_every_committed_case(monkeypatch):
+    for variable in ("XLA_PYTHON_CLIENT_PREALLOCATE", "JAX_ENABLE_X64"):  # tridiag.py sets them for JAX
+        monkeypatch.setenv(variable, "")
+    for name in ("tridiag", "householder"):
+        cases = {(int(row["batch"]), int(row["n"])) for row in _rows(f"{name}.csv")}
+        assert cases == set(_script(name).CASES), name
+    methods = {row["method"] for row in _rows("tridiag.csv")}
+    assert methods == set(ps.tridiag.METHODS) | {"cusparse gtsv2StridedBatch", "jax tridiagonal_solve"}
+
+
+def test_python_m_prefixsum_bench_is_still_a_command(capsys):
+    from prefixsum.cli.main import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["bench", "--help"])
+    assert stop.value.code == 0
+    assert "--quick" in capsys.readouterr().out
+
+
+def test_bench_refuses_the_simulator_without_quick():
+    with pytest.raises(SystemExit, match="needs a CUDA GPU"):
+        bench.main(["--max-log2", "10"])
+
