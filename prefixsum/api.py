@@ -2,7 +2,7 @@
 import numpy as np
 from numba import cuda
 
-from .ops import check_dtype, check_op
+from .ops import check_dtype, check_op, native, quiet_arithmetic
 from .registry import lookup
 
 
@@ -19,7 +19,10 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", **opti
     ----------
     x : numpy.ndarray or device array, 1-D
         int32, uint32, int64, uint64, float32 or float64. Never modified. A device array is
-        anything with ``__cuda_array_interface__`` (numba, CuPy, PyTorch).
+        anything with ``__cuda_array_interface__`` (numba, CuPy, PyTorch). A numpy array in the
+        other byte order (``">i4"`` on a little-endian machine) is converted to this machine's
+        order first, as numpy's ``cumsum`` accepts it; a device array must be in this machine's
+        order.
     op : {"add", "mul", "max", "min"}
         The operator. Integer add and mul wrap around as numpy's do in that dtype.
     inclusive : bool, default True
@@ -36,12 +39,14 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", **opti
     -------
     numpy.ndarray or numba device array
         The same kind as ``x`` (numpy in, numpy out; device in, device out), same length and
-        dtype.
+        dtype, in this machine's byte order. max and min propagate NaN as ``np.maximum`` and
+        ``np.minimum`` do; inf + -inf is NaN, without numpy's RuntimeWarning.
 
     Raises
     ------
     TypeError
-        Unsupported dtype (bool, float16, complex, object, strings).
+        Unsupported dtype (bool, float16, complex, object, strings), or a device array in the
+        other byte order.
     ValueError
         ``x`` not 1-D, unknown op, algorithm or option, or an invalid option value.
 
@@ -55,7 +60,7 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", **opti
     """
     on_device = is_device_array(x)
     if not on_device:
-        x = np.asarray(x)
+        x = native(np.asarray(x))
     check_dtype(x.dtype)
     if len(x.shape) != 1:
         raise ValueError(f"x must be 1-D; got an array of shape {tuple(x.shape)} (ndim={len(x.shape)})")
@@ -71,16 +76,20 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", **opti
         if not cuda.devicearray.is_cuda_ndarray(x):
             x = cuda.as_cuda_array(x)
         if not x.is_c_contiguous():
-            raise ValueError("a device array x must be contiguous; copy it first (e.g. cupy.ascontiguousarray)")
+            raise ValueError(
+                f"a device array x must be contiguous; got strides {tuple(x.strides)} for elements of "
+                f"{x.dtype.itemsize} bytes; copy it first (e.g. cupy.ascontiguousarray)")
         source = x
     else:
         source = cuda.to_device(np.ascontiguousarray(x))
     out = cuda.device_array(n, x.dtype)
     if n:
-        chosen.run(source, out, op, bool(inclusive), bool(reverse), **resolved)
+        with quiet_arithmetic():
+            chosen.run(source, out, op, bool(inclusive), bool(reverse), **resolved)
     return out if on_device else out.copy_to_host()
 
 
 def exclusive_scan(x, op="add", **kw):
     """:func:`scan` with ``inclusive=False``: element i combines ``x[0..i-1]``."""
     return scan(x, op, inclusive=False, **kw)
+
