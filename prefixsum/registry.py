@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ._device import simulating
+
 
 @dataclass(frozen=True)
 class Algorithm:
@@ -94,18 +96,12 @@ def lookup(name):
     if name == "auto":
         from . import sim
 
-        stock = _simulating() and not sim.is_enabled()
+        stock = simulating() and not sim.is_enabled()
         return max((a for a in ALGORITHMS.values() if not (stock and a.warp_level)), key=lambda a: a.auto_rank)
     try:
         return ALGORITHMS[name]
     except (KeyError, TypeError):
         raise ValueError(f"unknown algorithm {name!r}; allowed: auto, {', '.join(ALGORITHMS)}") from None
-
-
-def _simulating():
-    from numba import config
-
-    return bool(config.ENABLE_CUDASIM)
 
 
 def check_block_size(name, value, low=32, high=1024):
