@@ -5,12 +5,14 @@ the tracer (:func:`prefixsum.trace.record`), which counts every launch, and chec
 """
 import itertools
 import re
+import warnings
 
 import numpy as np
 import pytest
 from numba import cuda
 
 import prefixsum as ps
+from prefixsum import api
 
 
 def test_numpy_in_numpy_out_and_input_unchanged():
@@ -146,6 +148,49 @@ def test_a_good_input_is_never_modified(name):
         device = cuda.to_device(x)
         ps.scan(device, "add", inclusive=inclusive, reverse=reverse, algorithm=name)
         assert device.copy_to_host().tobytes() == before, f"{name} modified its device input"
+
+
+def test_the_tracer_sees_the_launches_of_a_good_scan():
+    """So that :func:`refused`'s zero launches means something."""
+    run = ps.trace.record(ps.scan, np.ones(40, np.float32), algorithm="ladder", block_size=32)
+    assert run.error is None and [launch.kernel for launch in run.launches] == ["ladder_tile", "ladder_tile", "carry_into_tile"]
+
+
+def test_a_long_simulation_is_announced_once_before_it_starts(monkeypatch):
+    monkeypatch.setattr(api, "_announced_slow", False)
+    monkeypatch.setattr(api, "SLOW_SIMULATION_S", 1e-4)  # 100 elements take longer than this
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            ps.scan(np.arange(100), algorithm="kstep")
+    notices = [w for w in caught if "on the CUDA simulator" in str(w.message)]
+    assert len(notices) == 1, [str(w.message) for w in caught]
+    assert re.match(r"prefixsum: scanning 100 elements with 'kstep' on the CUDA simulator will take about 0 s",
+                    str(notices[0].message))
+    assert notices[0].filename == __file__  # it points at the caller's line
+    # before the start: raised as an error, the warning stops the scan before any launch
+    monkeypatch.setattr(api, "_announced_slow", False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        run = ps.trace.record(ps.scan, np.arange(100))
+    assert isinstance(run.error, UserWarning) and run.launches == []
+
+
+def test_a_short_simulation_is_not_announced(monkeypatch):
+    monkeypatch.setattr(api, "_announced_slow", False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ps.scan(np.arange(1000))
+    assert not api._announced_slow
+
+
+def test_the_estimate_grows_with_n_and_names_the_algorithm():
+    """10 million elements: minutes on the classroom simulator, an hour or more on numba's."""
+    assert 200 < api.simulation_seconds(10_000_000, "hierarchical") < 2000
+    assert api.simulation_seconds(2_000_000, "ladder") == 2 * api.simulation_seconds(1_000_000, "ladder")
+    with ps.sim.enabled(False):
+        assert api.simulation_seconds(10_000_000, "ladder") > 3600
+    assert api.simulation_seconds(1000, "a user's algorithm") > 0
 
 
 def test_identity_values():
