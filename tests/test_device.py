@@ -8,6 +8,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
 REPORT = "import prefixsum as ps; print(ps.device_info()['simulator'], ps.device_info()['reason'], sep='|')"
 # A parent that imports prefixsum, then starts a child that does the same, with the parent's environment.
@@ -52,3 +54,15 @@ def test_hand_down_gives_children_the_reason():
     (report,), stderr = run(code)
     assert report == ["True", "the simulator, for a test"]
     assert "prefixsum: running on the CUDA simulator (the simulator, for a test)." in stderr
+
+
+def test_the_notebook_build_gives_its_kernels_a_true_reason():
+    """notebooks/build.py executes every notebook on the simulator; its kernels must not claim a
+    user setting (the stored outputs are what students see)."""
+    pytest.importorskip("jupytext", reason="notebooks/build.py needs the dev extra (jupytext)")
+    build = pathlib.Path(ROOT, "notebooks", "build.py")
+    code = (f"import runpy, subprocess, sys\nrunpy.run_path({str(build)!r})['simulate_in_kernels']()\n"
+            f"subprocess.run([sys.executable, '-c', {REPORT!r}], check=True)\n")
+    (report,), _ = run(code)
+    assert report[0] == "True"
+    assert report[1] in ("no usable CUDA GPU found", "notebooks/build.py stores the simulator's outputs")
