@@ -179,7 +179,7 @@ def test_a_long_simulation_is_announced_once_before_it_starts(monkeypatch):
 def test_a_short_simulation_is_not_announced(monkeypatch):
     monkeypatch.setattr(api, "_announced_slow", False)
     with warnings.catch_warnings():
-        warnings.simplefilter("error")
+        warnings.simplefilter("error", UserWarning)
         ps.scan(np.arange(1000))
     assert not api._announced_slow
 
