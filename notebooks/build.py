@@ -1,12 +1,16 @@
 """Rebuild the notebooks from their jupytext sources and store fresh outputs.
 
-Each chapter is kept as a pair: ``NN_topic.py`` (jupytext percent format, easy to review and
-diff) and ``NN_topic.ipynb`` (what students open and nbval runs). This script turns each source
-into its notebook and executes it top to bottom on the CUDA simulator, so the stored outputs
-are the ones nbval compares against.
+Each chapter is kept as a pair: ``sources/NN_topic.py`` (jupytext percent format, easy to review
+and diff) and ``NN_topic.ipynb`` (what students open and nbval runs). The sources have a folder
+of their own, so that JupyterLab's file browser shows each chapter once. This script turns each
+source into its notebook, written to this folder beside the others, and executes it top to
+bottom on the CUDA simulator with this folder as the working directory (the notebooks read
+``../benchmarks/``), so the stored outputs are the ones nbval compares against.
 
-    python notebooks/build.py                 # every chapter
-    python notebooks/build.py 01_ladder.py    # one chapter
+Needs jupytext and nbclient besides the package: ``pip install ".[dev]"``.
+
+    python notebooks/build.py                         # every chapter
+    python notebooks/build.py sources/01_ladder.py    # one chapter (or just 01_ladder.py)
 """
 import os
 import pathlib
@@ -18,6 +22,7 @@ import nbformat
 from nbclient import NotebookClient
 
 HERE = pathlib.Path(__file__).resolve().parent
+SOURCES = HERE / "sources"
 
 
 def build(source):
@@ -26,15 +31,37 @@ def build(source):
     notebook.metadata.pop("jupytext", None)
     start = time.perf_counter()
     NotebookClient(notebook, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(HERE)}}).execute()
-    target = source.with_suffix(".ipynb")
+    target = HERE / source.with_suffix(".ipynb").name
     nbformat.write(notebook, target)
     print(f"{target.name}: executed in {time.perf_counter() - start:.1f} s")
 
 
-def main(names):
-    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+def simulate_in_kernels():
+    """Have the notebooks' kernels import this checkout and simulate, giving the true reason.
+
+    Importing prefixsum here makes the device choice that the kernels inherit: on a machine
+    without a GPU they report "no usable CUDA GPU found", as on a student's laptop. On a machine
+    with one, this script hands the simulator down itself, saying so, rather than setting
+    NUMBA_ENABLE_CUDASIM as a user would.
+    """
     os.environ.setdefault("PYTHONPATH", str(HERE.parent))
-    sources = [HERE / name for name in names] or sorted(HERE.glob("[0-9][0-9]_*.py"))
+    sys.path[:0] = os.environ["PYTHONPATH"].split(os.pathsep)
+    import prefixsum
+    from prefixsum import _device
+
+    if not prefixsum.device_info()["simulator"]:
+        _device.hand_down(True, "notebooks/build.py stores the simulator's outputs")
+
+
+def source_path(name):
+    """A source given as a path, or by its name in ``sources/``."""
+    path = pathlib.Path(name)
+    return path.resolve() if path.exists() else SOURCES / path.name
+
+
+def main(names):
+    simulate_in_kernels()
+    sources = [source_path(name) for name in names] or sorted(SOURCES.glob("[0-9][0-9]_*.py"))
     for source in sources:
         build(source)
 

@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 
 import prefixsum as ps
-from prefixsum import reference
 from prefixsum.cli import bench
 from prefixsum.scans.testing import expected_scan, mismatches, poison_value, random_input, wrong_indices
 
@@ -37,18 +36,6 @@ def test_run_metadata_names_the_device_driver_versions_date_and_command():
     assert meta["command"] == "python -m prefixsum bench --quick"
     assert all(isinstance(value, str) and value for key, value in meta.items() if key not in ("cc", "cuda"))
     assert "cupy" not in bench.run_metadata()
-
-
-def test_accumulate_is_the_sequential_reference(rng):
-    for dtype in ps.DTYPES:
-        for op in ps.OPS:
-            x = random_input(37, op, dtype, rng)
-            for inclusive in (True, False):
-                for reverse in (True, False):
-                    fast = reference.accumulate(x, op, inclusive=inclusive, reverse=reverse)
-                    slow = reference.scan(x, op, inclusive=inclusive, reverse=reverse)
-                    assert fast.dtype == slow.dtype
-                    np.testing.assert_array_equal(fast, slow, err_msg=f"{op} {dtype} {inclusive=} {reverse=}")
 
 
 @pytest.mark.parametrize("dtype", ["int32", "float32"])

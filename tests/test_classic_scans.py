@@ -77,11 +77,15 @@ def test_blelloch_conflict_free_changes_nothing_but_the_layout(op, dtype, inclus
 
 @pytest.mark.parametrize("name", CLASSIC)
 def test_small_blocks_with_two_levels_of_carries(name, rng):
-    """block_size=32: more tiles than a tile holds, so the totals are scanned recursively twice."""
+    """block_size=32: more tiles than a tile holds, so the totals are scanned recursively twice
+    (the tracer counts the tile scans: tile + 2 tiles, then 2, then 1)."""
     tile = 64 if name == "blelloch" else 32
     x = random_input(tile * (tile + 1) + 5, "add", np.int64, rng)
-    result = ps.scan(x, inclusive=False, reverse=True, algorithm=name, block_size=32)
-    assert mismatches(result, x, inclusive=False, reverse=True)[0].size == 0
+    run = ps.trace.record(ps.scan, x, inclusive=False, reverse=True, algorithm=name, block_size=32)
+    assert run.error is None, run.error
+    assert mismatches(run.result, x, inclusive=False, reverse=True)[0].size == 0
+    carries = [launch for launch in run.launches if launch.kernel == "carry_into_tile"]
+    assert [launch.grid[0] for launch in run.launches if launch not in carries] == [tile + 2, 2, 1]
 
 
 @pytest.mark.parametrize("name", CLASSIC)
@@ -116,9 +120,8 @@ def test_in_place_hillis_steele_is_a_tile_kernel():
     assert out.copy_to_host().shape == (n,)
 
 
-def test_unregistered_kernels_compile_to_ptx():
+def test_unregistered_kernels_compile_to_ptx(ptx_compiler):
     """The seed's 256-element kernel and the racy kernel are not in the registry's PTX walk."""
-    pytest.importorskip("cuda.bindings", reason="PTX compilation needs numba-cuda[cu13] (libNVVM, NVRTC)")
     code = textwrap.dedent("""
         import types
         from numba import cuda

@@ -82,6 +82,17 @@ def test_seed_004_example():
 
 @pytest.mark.parametrize("block_size", (32, 64, 1024))
 def test_ladder_block_sizes(block_size, rng):
-    """Other tile sizes, including the largest block, with several levels of carries."""
+    """Other tile sizes, including the largest block: four tiles, one level of carries."""
     x = random_input(3 * block_size + 5, "add", np.int64, rng)
     run_and_check("ladder", x, "add", True, False, block_size=block_size)
+
+
+def test_ladder_with_two_levels_of_carries(rng):
+    """34 tiles of 32: their totals fill 2 tiles of their own, whose 2 totals need a third scan.
+
+    The tracer counts the tile scans, so the test cannot silently shrink to one level.
+    """
+    x = random_input(32 * 33 + 5, "add", np.int64, rng)
+    run = ps.trace.record(run_and_check, "ladder", x, "add", False, True, block_size=32)
+    assert run.error is None, run.error
+    assert [launch.grid[0] for launch in run.launches if launch.kernel == "ladder_tile"] == [34, 2, 1]

@@ -22,9 +22,24 @@ def test_ladder_dataflow_has_one_arrow_per_read():
 
 
 def test_reads_before_a_barrier_feed_the_next_write():
+    """Folding reads in one barrier phase and writes in the next: the picture must join them.
+
+    In the phase with stride p (16, 8, 4, 2, 1) every lane t keeps its own cell and lanes
+    t >= p add cell t - p, so row r has exactly the arrows t -> t and t - p -> t from row r - 1.
+    """
     run = ps.trace.record(ps.scan, np.arange(1, 33, dtype=np.float32), reverse=True, algorithm="folding", block_size=32)
-    name = sorted({r.array for r in run.records if r.space == "shared"})[0]
-    assert arrows(viz.dataflow(run, array=name)) > 0
+    assert {r.array for r in run.records if r.space == "shared"} == {"cells"}
+    ax = viz.dataflow(run, array="cells")
+    expected = set()
+    for row, p in enumerate((16, 8, 4, 2, 1), start=1):
+        expected |= {((t, row - 1), (t, row)) for t in range(32)}
+        expected |= {((t - p, row - 1), (t, row)) for t in range(p, 32)}
+    drawn = [tuple(map(tuple, segment.tolist())) for c in ax.collections if hasattr(c, "get_segments")
+             for segment in c.get_segments()]
+    assert len(drawn) == len(expected) == 5 * 32 + 16 + 24 + 28 + 30 + 31
+    assert set(drawn) == expected
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["load"] + [f"phase {2 * k}" for k in range(1, 6)]
+    assert ax.get_title() == "folding_tile: cells, block 0" and ax.get_xlabel() == "cells[i]"
 
 
 def test_launches_and_bank_conflicts_and_throughput_draw(tmp_path):

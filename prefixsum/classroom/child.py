@@ -31,14 +31,16 @@ def on_simulator(fn, *args, **kwargs):
         return fn(*args, **kwargs)
     import cloudpickle
 
-    previous = os.environ.get(_device._ENV)
-    os.environ[_device._ENV] = "1"  # the spawned child reads it when it imports prefixsum
+    previous = {name: os.environ.get(name) for name in (_device._ENV, _device._MARK)}
+    # the spawned child reads it when it imports prefixsum
+    _device.hand_down(True, "a simulated run for a process on the GPU")
     try:
         with multiprocessing.get_context("spawn").Pool(1) as pool:
             payload = pool.apply(_call_pickled, (cloudpickle.dumps((fn, args, kwargs)),))
     finally:
-        if previous is None:
-            os.environ.pop(_device._ENV, None)
-        else:
-            os.environ[_device._ENV] = previous
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     return cloudpickle.loads(payload)

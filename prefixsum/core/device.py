@@ -2,6 +2,13 @@
 
 numba reads ``NUMBA_ENABLE_CUDASIM`` once, when ``numba.cuda`` is first imported, so the choice
 has to be made here, at the very top of the package's import.
+
+The package sets ``NUMBA_ENABLE_CUDASIM`` itself when the user did not, and child processes
+(Jupyter kernels, the tracer's simulator) inherit it. So that a child does not take its parent's
+choice for the user's, the package marks its own setting in a second variable,
+``PREFIXSUM_DEVICE``: ``"simulator: <reason>"`` or ``"gpu: <reason>"`` (see :func:`hand_down`).
+A child finding both reports the parent's reason; a ``NUMBA_ENABLE_CUDASIM`` without a matching
+mark is the user's.
 """
 import ctypes
 import os
@@ -9,6 +16,8 @@ import sys
 import warnings
 
 _ENV = "NUMBA_ENABLE_CUDASIM"
+_MARK = "PREFIXSUM_DEVICE"
+_KINDS = {"1": "simulator", "0": "gpu"}
 
 
 def _gpu_usable():
@@ -25,6 +34,37 @@ def _gpu_usable():
     return False
 
 
+def simulating():
+    """Whether this process runs kernels on the simulator (numba has made its choice)."""
+    from numba import config
+
+    return bool(config.ENABLE_CUDASIM)
+
+
+def hand_down(simulator, reason):
+    """Set ``NUMBA_ENABLE_CUDASIM`` as prefixsum's own choice, with the reason for it.
+
+    Child processes started afterwards (and this process, if numba.cuda is not imported yet)
+    use the simulator or the GPU, and on importing prefixsum report ``reason`` rather than a
+    setting by the user.
+
+    Parameters
+    ----------
+    simulator : bool
+    reason : str
+        Why, in a few words ("no usable CUDA GPU found").
+    """
+    value = "1" if simulator else "0"
+    os.environ[_ENV] = value
+    os.environ[_MARK] = f"{_KINDS[value]}: {reason}"
+
+
+def _handed_down_reason(value):
+    """The reason a parent gave with :func:`hand_down` for ``NUMBA_ENABLE_CUDASIM=value``, or None."""
+    kind, separator, reason = os.environ.get(_MARK, "").partition(": ")
+    return reason if separator and reason and kind == _KINDS[value] else None
+
+
 def choose():
     """Decide simulator or GPU, set the environment for numba, and return ``(simulator, reason)``."""
     if "numba.cuda" in sys.modules:
@@ -36,19 +76,13 @@ def choose():
                 "kernels will fail. Import prefixsum first (it then chooses the simulator), or set "
                 f"{_ENV}=1 before importing numba.", RuntimeWarning, stacklevel=3)
         return bool(config.ENABLE_CUDASIM), "numba.cuda was imported before prefixsum"
-    user = os.environ.get(_ENV)
-    if user in ("0", "1"):
-        return user == "1", f"{_ENV}={user} set by the user"
+    value = os.environ.get(_ENV)
+    if value in ("0", "1"):
+        return value == "1", _handed_down_reason(value) or f"{_ENV}={value} set by the user"
     simulator = not _gpu_usable()
-    os.environ[_ENV] = "1" if simulator else "0"
-    return simulator, "no usable CUDA GPU found" if simulator else "a CUDA GPU was found"
-
-
-def simulating():
-    """Whether this process runs kernels on a CUDA simulator (numba's, or the classroom one on top)."""
-    from numba import config
-
-    return bool(config.ENABLE_CUDASIM)
+    reason = "no usable CUDA GPU found" if simulator else "a CUDA GPU was found"
+    hand_down(simulator, reason)
+    return simulator, reason
 
 
 _classroom_simulator_runs = None
@@ -64,14 +98,17 @@ def set_classroom_probe(probe):
     _classroom_simulator_runs = probe
 
 
+def classroom_simulator():
+    """Whether a kernel launched now runs in the classroom simulator (not numba's stock one, not a GPU)."""
+    return simulating() and _classroom_simulator_runs is not None and _classroom_simulator_runs()
+
+
 def warp_intrinsics():
     """Whether a kernel launched now may use warp intrinsics (shuffles, votes, ``syncwarp``).
 
     A GPU and the classroom simulator have them; numba's stock simulator does not.
     """
-    if not simulating():
-        return True
-    return _classroom_simulator_runs is not None and _classroom_simulator_runs()
+    return not simulating() or classroom_simulator()
 
 
 _reason = None

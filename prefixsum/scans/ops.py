@@ -5,6 +5,7 @@ exclusive scan starts from e, and the padding of a partial tile is e, so that pa
 never change a result.
 """
 import functools
+import sys
 
 import numba
 import numpy as np
@@ -23,17 +24,47 @@ def check_op(op):
 
 
 def check_dtype(dtype):
-    """Return ``dtype`` as a numpy dtype, or raise TypeError unless it is one of :data:`DTYPES`."""
+    """Return ``dtype`` as a numpy dtype, or raise TypeError unless it is one of :data:`DTYPES`.
+
+    A dtype of :data:`DTYPES` in the other byte order is refused with a message that says so:
+    kernels work in the machine's byte order. Host arrays are converted first (:func:`native`).
+    """
     try:
         dt = np.dtype(dtype)
     except TypeError:
         dt = None
+    if dt is not None and not dt.isnative and dt.newbyteorder("=") in DTYPES:
+        order = "big" if dt.byteorder == ">" else "little"
+        raise TypeError(
+            f"unsupported byte order: dtype {dt.str!r} is {order}-endian ({dt.name}), but kernels "
+            f"work in this machine's {sys.byteorder}-endian order; convert it first, e.g. "
+            f"x.astype(x.dtype.newbyteorder('='))"
+        )
     if dt not in DTYPES:
         raise TypeError(
-            f"unsupported dtype {dtype if dt is None else dt.name!r}; "
+            f"unsupported dtype {dtype if dt is None else str(dt)!r}; "
             f"allowed dtypes: {', '.join(d.name for d in DTYPES)}"
         )
     return dt
+
+
+def native(x):
+    """``x`` (a numpy array) in this machine's byte order: ``x`` itself, or a converted copy.
+
+    numpy computes on either byte order; a kernel reads raw bytes, so a big-endian array on a
+    little-endian machine is converted (the values, and hence the dtype's kind and width, stay
+    the same). The caller's array is never modified.
+    """
+    return x if x.dtype.isnative else x.astype(x.dtype.newbyteorder("="))
+
+
+def quiet_arithmetic():
+    """A ``np.errstate`` in which numpy computes as a GPU does, without a RuntimeWarning.
+
+    On the simulator the kernels' arithmetic is numpy's, and numpy warns where a GPU is silent:
+    float overflow to inf, and inf - inf or 0 * inf giving NaN ("invalid value encountered").
+    """
+    return np.errstate(over="ignore", invalid="ignore")
 
 
 def identity(op, dtype):
@@ -70,6 +101,15 @@ _COMBINERS = {
     "max": lambda a, b: a if a >= b else b,
     "min": lambda a, b: a if a <= b else b,
 }
+# numpy's maximum and minimum propagate NaN: once a NaN is combined, the result stays NaN. A bare
+# comparison does not (NaN >= b is False, so max(NaN, 2) would be 2), and every algorithm would
+# then drop NaN at another place. ``a != a`` holds only for NaN; integers keep the bare
+# comparison, so they pay nothing for it (on the simulator each comparison costs Python time).
+_FLOAT_COMBINERS = {
+    **_COMBINERS,
+    "max": lambda a, b: a if a >= b or a != a else b,
+    "min": lambda a, b: a if a <= b or a != a else b,
+}
 
 
 @functools.lru_cache(maxsize=None)
@@ -79,10 +119,13 @@ def device_op(op, dtype):
     Kernels take it as a closure constant, so one kernel source serves every operator and type.
     The result is cast back to ``dtype`` because numba widens int32 and uint32 arithmetic to 64
     bits: without the cast a value kept in a register would not wrap around as numpy's does.
+    For floats, max and min propagate NaN as ``np.maximum`` and ``np.minimum`` do, whichever
+    operand it is, so every algorithm gives numpy's result whatever order it combines in.
     """
     check_op(op)
-    cast = check_dtype(dtype).type
-    combine = cuda.jit(device=True)(_COMBINERS[op])
+    dt = check_dtype(dtype)
+    cast = dt.type
+    combine = cuda.jit(device=True)((_FLOAT_COMBINERS if dt.kind == "f" else _COMBINERS)[op])
 
     @cuda.jit(device=True)
     def combine_in_dtype(a, b):

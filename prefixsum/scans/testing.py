@@ -8,8 +8,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .ops import check_dtype, check_op
-from .reference import accumulate, tolerance
+from .ops import check_dtype, check_op, native, quiet_arithmetic
+from .reference import scan, scan_float64, tolerance
 
 
 def random_input(n, op, dtype, rng):
@@ -59,43 +59,44 @@ def expected_scan(x, op="add", *, inclusive=True, reverse=False):
     Returns
     -------
     expected : numpy.ndarray
-        :func:`prefixsum.reference.accumulate` of ``x``: in ``x``'s dtype for integers, of ``x``
-        in float64 for floats.
+        :func:`prefixsum.scans.reference.scan` of ``x`` in ``x``'s dtype for integers,
+        :func:`prefixsum.scans.reference.scan_float64` for floats.
     allowed : numpy.ndarray or None
-        :func:`prefixsum.reference.tolerance` for floats; None for integers (exact).
+        :func:`prefixsum.scans.reference.tolerance` for floats; None for integers (exact).
     """
-    x = np.asarray(x)
+    x = native(np.asarray(x))
     if x.dtype.kind == "f":
-        expected = accumulate(x.astype(np.float64), op, inclusive=inclusive, reverse=reverse)
-        return expected, tolerance(x, op, inclusive=inclusive, reverse=reverse)
-    return accumulate(x, op, inclusive=inclusive, reverse=reverse), None
+        return (scan_float64(x, op, inclusive=inclusive, reverse=reverse),
+                tolerance(x, op, inclusive=inclusive, reverse=reverse))
+    return scan(x, op, inclusive=inclusive, reverse=reverse), None
 
 
 def wrong_indices(result, expected, allowed):
     """Indices where ``result`` differs from ``expected`` by more than ``allowed``, in increasing order.
 
-    ``expected`` and ``allowed`` come from :func:`expected_scan`. Integers must match exactly;
-    floats must be within ``allowed`` (equal infinities match, as exclusive max/min start with
-    one), and NaN never matches.
+    ``expected`` and ``allowed`` come from :func:`expected_scan`. Integers must match exactly.
+    Floats must be within ``allowed`` where ``expected`` is finite, and equal to it where it is
+    inf or NaN: NaN matches NaN only there (the random inputs hold no NaN, so a NaN elsewhere,
+    such as an unwritten poisoned output, is always wrong).
     """
     result = np.asarray(result)
     if result.shape != expected.shape:
         raise ValueError(f"result has shape {result.shape}, expected {expected.shape}")
     if allowed is None:
         return np.flatnonzero(result != expected)
-    result = result.astype(np.float64)
-    with np.errstate(invalid="ignore"):
-        good = np.abs(result - expected) <= allowed
-    good |= result == expected
-    return np.flatnonzero(~good)
+    got = result.astype(np.float64)
+    with np.errstate(invalid="ignore"):  # inf - inf where a result is wrong
+        close = np.abs(got - expected) <= allowed
+    same = (got == expected) | (np.isnan(got) & np.isnan(expected))
+    return np.flatnonzero(~np.where(np.isfinite(expected), close, same))
 
 
 def mismatches(result, x, op="add", *, inclusive=True, reverse=False):
     """Indices where ``result`` is not the scan of ``x``, and the expected values.
 
     :func:`wrong_indices` against :func:`expected_scan`: integers must match exactly (numpy's
-    wrap-around included); floats must be within :func:`prefixsum.reference.tolerance` of the
-    float64 reference, and NaN never matches.
+    wrap-around included); floats must be within :func:`prefixsum.scans.reference.tolerance` of
+    the float64 reference where it is finite, and equal to it where it is inf or NaN.
 
     Returns
     -------
@@ -130,7 +131,8 @@ def run_poisoned(run, x, op="add", *, inclusive=True, reverse=False, **options):
     source = cuda.to_device(x)
     out = cuda.to_device(poisoned(len(x), x.dtype))
     start = time.perf_counter()
-    run(source, out, op, inclusive, reverse, **options)
+    with quiet_arithmetic():
+        run(source, out, op, inclusive, reverse, **options)
     cuda.synchronize()
     seconds = time.perf_counter() - start
     result = out.copy_to_host()

@@ -1,5 +1,7 @@
 # ---
 # jupyter:
+#   jupytext:
+#     formats: ipynb,sources//py:percent
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
