@@ -50,6 +50,7 @@ import math
 import numpy as np
 from numba import cuda, types
 
+from ..core.hardware import WARP_SIZE
 from . import _common
 from .api import DTYPES, solve
 
@@ -398,7 +399,7 @@ def _tridiagonalize(A):
         blocks = -(-batch // per_block)
         tridiagonalize_shared[blocks, per_block * n, 0, per_block * per_matrix](a, q, d, sub, per_block)
     else:
-        threads = min(-(-n // 32) * 32, _common.GLOBAL_THREADS)
+        threads = min(-(-n // WARP_SIZE) * WARP_SIZE, _common.GLOBAL_THREADS)
         scratch = cuda.device_array((batch, 2, n), A.dtype)
         tridiagonalize_global[batch, threads](a, q, d, sub, scratch)
     return q, d, bands
