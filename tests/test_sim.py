@@ -25,7 +25,7 @@ WHERE = re.compile(r"block \(\d+, \d+, \d+\) thread \(\d+, \d+, \d+\)")
 @pytest.fixture(scope="module", autouse=True)
 def installed():
     assert sim.install()
-    with sim.enabled(True), sim.allow_negative_indices(False), sim.access_hook(None):
+    with sim.enabled(True), sim.allow_negative_indices(False):
         yield
 
 
