@@ -139,68 +139,37 @@ class _Registration:
 
 
 def launch_hook(callback):
-    """Call ``callback(info)`` with a :class:`LaunchInfo` at the start of every simulated launch.
+    """Register ``callback(info)``, called on the host with a :class:`LaunchInfo` at the start of
+    every simulated launch, before the launch configuration is checked.
 
-    Parameters
-    ----------
-    callback : callable
-        Called on the host, once per launch, before the launch configuration is checked.
-
-    Returns
-    -------
-    context manager
-        The hook is registered at once; used in a ``with`` statement, it is removed on exit.
+    Returns a context manager that removes the hook on exit (or at its ``remove()``).
     """
     return _Registration(launches, callback)
 
 
 def call_hook(callback):
-    """Call ``callback(function)`` for every device-function call inside a simulated launch.
+    """Register ``callback(function)``, called in the simulated thread, with the device function's
+    Python function, for every device-function call of a launch started while it is registered.
 
-    Parameters
-    ----------
-    callback : callable
-        Called in the calling simulated thread with the device function's Python function, for
-        launches started while the hook is registered.
-
-    Returns
-    -------
-    context manager
-        The hook is registered at once; used in a ``with`` statement, it is removed on exit.
+    Returns a context manager that removes the hook on exit (or at its ``remove()``).
     """
     return _Registration(calls, callback)
 
 
 def allocation_hook(callback):
-    """Call ``callback(array)`` with every fresh device array allocated on the host.
+    """Register ``callback(array)``, called with every array that ``cuda.device_array`` or
+    ``cuda.device_array_like`` returns while the simulator is installed, before the caller gets it.
 
-    Parameters
-    ----------
-    callback : callable
-        Called with each array that ``cuda.device_array`` or ``cuda.device_array_like`` returns
-        while the simulator is installed, before the caller gets it (e.g. to fill it).
-
-    Returns
-    -------
-    context manager
-        The hook is registered at once; used in a ``with`` statement, it is removed on exit.
+    Returns a context manager that removes the hook on exit (or at its ``remove()``).
     """
     return _Registration(allocations, callback)
 
 
 def access_hook(callback):
-    """Call ``callback(access)`` with an :class:`Access` for every array element access.
+    """Register ``callback(access)``, called in the simulated thread with an :class:`Access` for
+    every array element access of a launch started while it is registered.
 
-    Parameters
-    ----------
-    callback : callable
-        Called in the simulated thread that makes the access, for launches started while the
-        hook is registered.
-
-    Returns
-    -------
-    context manager
-        The hook is registered at once; used in a ``with`` statement (the intended use), it is
-        removed on exit.
+    Returns a context manager that removes the hook on exit (or at its ``remove()``); use it in a
+    ``with`` statement.
     """
     return _Registration(accesses, callback)

@@ -41,32 +41,16 @@ class _Change:
 
 
 def enabled(flag=True):
-    """Run launches here (True) or in numba's stock simulator (False).
+    """Run launches in this simulator (True, the default) or in numba's stock simulator (False).
 
-    Parameters
-    ----------
-    flag : bool, default True
-
-    Returns
-    -------
-    context manager
-        The setting takes effect at once; used in a ``with`` statement, the previous setting is
-        restored on exit.
+    Takes effect at once; used in a ``with`` statement, the previous setting is restored on exit.
     """
     return _Change("enabled", bool(flag))
 
 
 def allow_negative_indices(allow=True):
-    """Permit (True) or refuse (the default) negative indices into device arrays.
+    """Permit (True) or refuse (False, the initial setting) negative indices into device arrays.
 
-    Parameters
-    ----------
-    allow : bool, default True
-
-    Returns
-    -------
-    context manager
-        The setting takes effect at once; used in a ``with`` statement, the previous setting is
-        restored on exit.
+    Takes effect at once; used in a ``with`` statement, the previous setting is restored on exit.
     """
     return _Change("allow_negative", bool(allow))
