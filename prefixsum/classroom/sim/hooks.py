@@ -3,8 +3,9 @@
 Tools built on the simulator (the tracer, the checker, tests) register callbacks here instead of
 patching numba; the simulator calls them:
 
-* :func:`launch_hook`: ``callback(info)`` once per simulated kernel launch, at its start (before
-  the launch configuration is checked, so a launch the simulator refuses counts too), with a
+* :func:`launch_hook`: ``callback(info)`` once per kernel launch this simulator runs (not under
+  ``enabled(False)``, where numba's stock simulator runs it), at its start (before the launch
+  configuration is checked, so a launch the simulator refuses counts too), with a
   :class:`LaunchInfo`. For example, to check that bad input launches nothing::
 
       launches = []
