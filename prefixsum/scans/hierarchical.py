@@ -38,13 +38,13 @@ import math
 
 from numba import cuda, types
 
-from ..core.hardware import MAX_SHARED_BYTES_PER_BLOCK, WARP_SIZE
+from ..core.hardware import MAX_SHARED_BYTES_PER_BLOCK
 from .ops import device_op, identity, numba_type
 from .registry import Algorithm, check_block_size, register
 from .tiles import array_type, carry_argtypes, position, scratch, tile_kernel_argtypes
 from .warp import FULL_MASK, carrier, reduce_shfl, scan_shfl
 
-_PADDED_FLOAT64_BYTES = 8 * (WARP_SIZE + 1) / WARP_SIZE  # a staged float64, with one slot skipped every 32
+_PADDED_FLOAT64_BYTES = 8 * 33 / 32  # a staged float64 element: one slot skipped every 32 (staged_size)
 MAX_TILE = 1 << (int(MAX_SHARED_BYTES_PER_BLOCK / _PADDED_FLOAT64_BYTES).bit_length() - 1)
 """Most elements per tile: the largest power of two whose padded float64 tile fits the shared
 memory of a block (4096: 33 KiB of the 48 KiB)."""
@@ -77,7 +77,7 @@ def block_scan(op, dtype, block_size):
     element = numba_type(dtype)
     warp_scan = scan_shfl(op, dtype)
     to, back = carrier(dtype)
-    warps = block_size // WARP_SIZE
+    warps = block_size // 32
 
     def scan(value):
         warp_totals = cuda.shared.array(32, element)
@@ -105,7 +105,7 @@ def block_reduce(op, dtype, block_size):
     neutral = identity(op, dtype)
     element = numba_type(dtype)
     warp_reduce = reduce_shfl(op, dtype)
-    warps = block_size // WARP_SIZE
+    warps = block_size // 32
 
     def reduce(value):
         warp_totals = cuda.shared.array(32, element)
