@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 from numba import cuda
+from numba.cuda.simulator.kernel import FakeCUDAKernel
 
 import prefixsum as ps
 from prefixsum import check, mutants
@@ -78,3 +79,30 @@ def test_wrong_shape_is_reported():
 def test_results_are_deterministic():
     first = str(check.scan(mutants.MUTANTS[5].run, name="m"))
     assert first == str(check.scan(mutants.MUTANTS[5].run, name="m"))
+
+
+def test_checking_patches_nothing_in_numba():
+    def entry_points():
+        return FakeCUDAKernel.__call__, cuda.device_array, cuda.device_array_like
+
+    before = entry_points()
+    during = []
+
+    def scan_and_look(x):
+        during.append(entry_points())
+        return ps.scan(x, algorithm="ladder")
+
+    assert check.scan(scan_and_look, sizes=(1, 33)).passed
+    assert during == [before, before] and entry_points() == before
+
+
+def test_fresh_arrays_are_poisoned_in_a_child_process_too(monkeypatch):
+    """On a GPU machine a check simulates in a child process: the allocation hook acts there."""
+    from prefixsum.classroom import child
+
+    mutant = next(m for m in mutants.MUTANTS if m.diagnosis == "unwritten-output")
+    here = check.scan(mutant.run, inclusive=mutant.inclusive, name=mutant.name, sizes=(33, 100))
+    assert here.diagnosis == "unwritten-output"
+    monkeypatch.setattr(child, "simulating", lambda: False)
+    there = check.scan(mutant.run, inclusive=mutant.inclusive, name=mutant.name, sizes=(33, 100))
+    assert str(there) == str(here)

@@ -25,7 +25,7 @@ WHERE = re.compile(r"block \(\d+, \d+, \d+\) thread \(\d+, \d+, \d+\)")
 @pytest.fixture(scope="module", autouse=True)
 def installed():
     assert sim.install()
-    with sim.enabled(True), sim.allow_negative_indices(False), sim.access_hook(None):
+    with sim.enabled(True), sim.allow_negative_indices(False):
         yield
 
 
@@ -445,6 +445,11 @@ def test_more_than_1024_threads_per_block_is_refused():
     noop[1, (32, 32)](np.zeros(1))
 
 
+def test_a_grid_over_its_limit_is_refused():
+    with pytest.raises(sim.LaunchError, match=r"gridDim is limited to x <= 2\*\*31 - 1, y <= 65535"):
+        noop[(1, 65536), 1](np.zeros(1))
+
+
 @cuda.jit
 def overflow(x, out):
     out[0] = x[0] + x[1]
@@ -519,6 +524,97 @@ def test_access_hook_records_every_access():
     ]
     assert records[6].value == 2 and records[9].value == 3
     assert records[5].shape == (2, 1)
+
+
+def test_access_hooks_stack_and_leave_on_exit():
+    outer, inner = [], []
+    x, out = np.array([1, 2], np.float32), np.zeros((2, 1), np.float32)
+    with sim.access_hook(outer.append):
+        with sim.access_hook(inner.append):
+            hooked[1, 2](x.copy(), out.copy())
+        hooked[1, 2](x.copy(), out.copy())
+    hooked[1, 2](x.copy(), out.copy())
+    assert len(inner) == 10 and len(outer) == 20 and outer[:10] == inner
+
+
+# The launch, device-function call and allocation hooks.
+
+@cuda.jit(device=True)
+def twice(v):
+    return 2 * v
+
+
+@cuda.jit
+def doubling(x):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        x[i] = twice(twice(x[i]))
+
+
+def test_launch_hook_sees_each_launch_once_with_its_configuration():
+    launches = []
+    with sim.launch_hook(launches.append):
+        doubling[3, 4](np.zeros(10))
+        doubling[(1, 2), (8, 1, 1), 0, 64](np.zeros(10))
+    doubling[1, 8](np.zeros(10))  # after the with: not seen
+    assert [(i.kernel, i.grid, i.block, i.dynamic_shared_bytes) for i in launches] == [
+        ("doubling", (3, 1, 1), (4, 1, 1), 0), ("doubling", (1, 2, 1), (8, 1, 1), 64)]
+    assert launches[0].function is doubling.py_func
+
+
+def test_launch_hook_sees_a_launch_the_simulator_refuses():
+    launches = []
+    with sim.launch_hook(launches.append), pytest.raises(sim.LaunchError):
+        noop[1, 2048](np.zeros(1))
+    assert [(i.kernel, i.block) for i in launches] == [("noop", (2048, 1, 1))]
+
+
+def test_hooks_stack_and_each_leaves_on_exit_or_remove():
+    first, second = [], []
+    hook = sim.launch_hook(first.append)  # takes effect without a with
+    with sim.launch_hook(second.append):
+        doubling[1, 4](np.zeros(4))
+    doubling[1, 4](np.zeros(4))
+    hook.remove()
+    doubling[1, 4](np.zeros(4))
+    assert len(first) == 2 and len(second) == 1 and first[0] == second[0]
+    with pytest.raises(TypeError, match="must be callable"):
+        sim.launch_hook(None)
+
+
+def test_call_hook_counts_device_function_calls():
+    called = []
+    x = np.arange(10, dtype=np.float64)
+    with sim.call_hook(called.append):
+        doubling[3, 4](x)
+    np.testing.assert_array_equal(x, 4 * np.arange(10))
+    assert called == [twice.py_func] * 20  # two calls in each of the 10 threads in bounds
+
+
+def test_allocation_hook_sees_fresh_device_arrays_only():
+    seen = []
+
+    def fill(array):
+        seen.append(array.shape)
+        array.copy_to_device(np.full(array.shape, 7, array.dtype))
+
+    with sim.allocation_hook(fill):
+        fresh = cuda.device_array(3, np.int32)
+        like = cuda.device_array_like(np.zeros((2, 2), np.float32))
+        copied = cuda.to_device(np.zeros(5))  # not fresh: holds the host's values
+    cuda.device_array(4)
+    assert seen == [(3,), (2, 2)]
+    assert (fresh.copy_to_host() == 7).all() and (like.copy_to_host() == 7).all()
+    assert (copied.copy_to_host() == 0).all()
+
+
+def test_an_exception_in_a_hook_aborts_the_launch_with_context():
+    def refuse(function):
+        raise RuntimeError(f"no calls of {function.__name__}")
+
+    with sim.call_hook(refuse), pytest.raises(RuntimeError, match="no calls of twice") as info:
+        doubling[1, 4](np.zeros(4))
+    assert WHERE.search(str(info.value))
 
 
 # Warp-level calls (the full cross-check against a GPU is benchmarks/warp_semantics.py).

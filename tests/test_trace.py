@@ -1,6 +1,7 @@
 """The tracer: what it records and what it finds in a trace."""
 import numpy as np
 from numba import cuda, float32, float64
+from numba.cuda.simulator.kernel import FakeCUDAKernel
 
 import prefixsum as ps
 from prefixsum import trace
@@ -135,3 +136,20 @@ def test_recording_in_a_child_process_gives_the_same_trace():
     there = _child_process_trace(x)
     assert there.records == here.records
     np.testing.assert_array_equal(there.result, here.result)
+
+
+def numba_entry_points():
+    """What a tool that patched numba would replace: the launch and the device-array constructors."""
+    return FakeCUDAKernel.__call__, cuda.device_array, cuda.device_array_like
+
+
+def test_recording_patches_nothing_in_numba():
+    before = numba_entry_points()
+    during = []
+
+    def scan_and_look(x):
+        during.append(numba_entry_points())
+        return ps.scan(x, algorithm="ladder", block_size=32)
+
+    run = trace.record(scan_and_look, np.arange(40, dtype=np.int32), raise_errors=True)
+    assert run.launches and during == [before] and numba_entry_points() == before

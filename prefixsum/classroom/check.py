@@ -12,14 +12,14 @@ Diagnoses, in the order they are looked for at each size:
 ``race``, ``uninitialized-read`` (the trace shows it, even when the numbers came out right),
 ``unwritten-output``, ``wrong-result`` (the numbers), and ``pass``.
 """
-import contextlib
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import sim, trace as tracing
+from ..core.poison import poison, poison_value
 from ..scans.ops import check_dtype, check_op
-from ..scans.testing import mismatches, poison_value, random_input
+from ..scans.testing import mismatches, random_input
 
 DEFAULT_SIZES = (1, 2, 31, 32, 33, 100, 255, 256, 257, 1000, 2049)
 DIAGNOSES = ("pass", "wrong-result", "unwritten-output", "race", "out-of-bounds", "uninitialized-read",
@@ -53,31 +53,20 @@ class CheckResult:
         return self.passed
 
 
-@contextlib.contextmanager
-def _poisoned_allocations():
-    """Fill every device array allocated inside with poison, as a GPU leaves garbage there."""
-    from numba import cuda
-
-    originals = {name: getattr(cuda, name) for name in ("device_array", "device_array_like")}
-
-    def poisoning(allocate):
-        def allocate_poisoned(*args, **kwargs):
-            array = allocate(*args, **kwargs)
-            if array.size:
-                array.copy_to_device(np.full(array.shape, poison_value(array.dtype) if array.dtype in _POISONABLE else 0, array.dtype))
-            return array
-        return allocate_poisoned
-
-    for name, allocate in originals.items():
-        setattr(cuda, name, poisoning(allocate))
-    try:
-        yield
-    finally:
-        for name, allocate in originals.items():
-            setattr(cuda, name, allocate)
+def _poison_fresh(array):
+    """An allocation hook: fill a fresh device array with poison, as a GPU leaves garbage there."""
+    if array.size:
+        array.copy_to_device(poison(np.empty(array.shape, array.dtype)))
 
 
-_POISONABLE = {np.dtype(t) for t in ("int32", "uint32", "int64", "uint64", "float32", "float64")}
+def _with_poisoned_allocations(fn, *args):
+    """``fn(*args)``, every device array it allocates poisoned.
+
+    The hook is registered here, inside the recorded function, so that it acts in the process
+    that simulates the run (a child process on a machine with a GPU).
+    """
+    with sim.allocation_hook(_poison_fresh):
+        return fn(*args)
 
 
 def _hint_for_error(error):
@@ -116,9 +105,10 @@ def _diagnose(run, x, op, inclusive, reverse):
 
 
 def _is_poison(result):
+    """Where ``result`` holds the poison of its dtype (NaN for floats; integers only besides)."""
     if result.dtype.kind == "f":
         return np.isnan(result)
-    if result.dtype in _POISONABLE:
+    if result.dtype.kind in "iu":
         return result == poison_value(result.dtype)
     return np.zeros(result.shape, bool)
 
@@ -168,8 +158,7 @@ def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes
     passed_sizes = []
     for n in sizes:
         x = random_input(n, op, dtype, np.random.default_rng(_SEED + n))
-        with _poisoned_allocations():
-            run = tracing.record(fn, x.copy(), timeout=timeout)
+        run = tracing.record(_with_poisoned_allocations, fn, x.copy(), timeout=timeout)
         diagnosis, index, hint = _diagnose(run, x, op, inclusive, reverse)
         if diagnosis == "wrong-result":
             hint = _wrong_result_hint(index, n, passed_sizes, not inclusive)
@@ -459,8 +448,8 @@ def tridiagonal(fn, *, n_values=(1, 2, 3, 7, 11, 32, 33), batch=3, dtype=np.floa
     for n in sizes:
         a, b, c, d = _tridiagonal_systems(batch, n, dtype, np.random.default_rng(_SEED + n))
         expected = _tridiagonal_reference(a, b, c, d)
-        with _poisoned_allocations():
-            run = tracing.record(fn, a.copy(), b.copy(), c.copy(), d.copy(), timeout=timeout)
+        run = tracing.record(_with_poisoned_allocations, fn, a.copy(), b.copy(), c.copy(), d.copy(),
+                             timeout=timeout)
         found = _trace_diagnosis(
             run, cell=lambda array, index: f"element {index} of {array} (flat index)",
             race_advice="A step must read one buffer and write the other, with a cuda.syncthreads() between steps.",

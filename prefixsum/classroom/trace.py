@@ -28,6 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..core.hardware import WARP_SIZE
 from . import child as _child
 
 _OPERATOR_NAMES = {"combine_in_dtype"}  # prefixsum.scans.ops.device_op's device functions
@@ -51,7 +52,7 @@ class Record(NamedTuple):
     block: int
     """Linear block index (x fastest)."""
     thread: int
-    """Linear thread index within the block (x fastest); its warp is ``thread // 32``."""
+    """Linear thread index within the block (x fastest); its warp is ``thread // WARP_SIZE``."""
     array: str
     space: str
     index: int
@@ -169,7 +170,7 @@ class Trace:
         groups = collections.defaultdict(list)
         for r in self.records:
             if r.space == "shared":
-                groups[(r.launch, r.block, r.thread // 32, r.array, r.line, r.instance, r.write)].append(r)
+                groups[(r.launch, r.block, r.thread // WARP_SIZE, r.array, r.line, r.instance, r.write)].append(r)
         found = []
         for (launch, block, warp, array, line, instance, write), rs in groups.items():
             words_per_bank = collections.defaultdict(set)
@@ -218,7 +219,7 @@ def _linear(point, dims):
 
 
 class _Recorder:
-    """Collects :class:`Record` s from :func:`prefixsum.sim.access_hook` callbacks."""
+    """Collects the :class:`Launch` es and :class:`Record` s of a run from the simulator's hooks."""
 
     def __init__(self, deadline):
         self.records = []
@@ -226,11 +227,14 @@ class _Recorder:
         self.instances = collections.Counter()
         self.deadline = deadline
 
-    def start_launch(self, kernel):
-        from numba.cuda.simulator.kernel import normalize_kernel_dimensions
+    def start_launch(self, info):
+        """A :func:`prefixsum.sim.launch_hook` callback: the accesses that follow are this launch's."""
+        self.launches.append([info.kernel, info.grid, info.block, 0])
 
-        grid, block = normalize_kernel_dimensions(kernel.grid_dim, kernel.block_dim)
-        self.launches.append([kernel.fn.__name__, tuple(grid), tuple(block), 0])
+    def count_call(self, function):
+        """A :func:`prefixsum.sim.call_hook` callback: counts the operator calls of the launch."""
+        if function.__name__ in _OPERATOR_NAMES:
+            self.launches[-1][3] += 1
 
     def __call__(self, access):
         if self.deadline is not None and time.monotonic() > self.deadline:
@@ -266,30 +270,17 @@ def _itemsize(access):
 
 
 def _record_here(fn, args, kwargs, timeout):
-    from numba.cuda.simulator import kernel as sim_kernel
-
     from . import sim
 
     deadline = None if timeout is None else time.monotonic() + timeout
     recorder = _Recorder(deadline)
-    installed_call = sim_kernel.FakeCUDAKernel.__call__
-
-    def counting_call(kernel, *call_args):
-        if not kernel._device and not sim.in_launch():
-            recorder.start_launch(kernel)
-        elif kernel._device and kernel.fn.__name__ in _OPERATOR_NAMES and recorder.launches:
-            recorder.launches[-1][3] += 1
-        return installed_call(kernel, *call_args)
-
     result = error = None
-    sim_kernel.FakeCUDAKernel.__call__ = counting_call
     try:
-        with sim.enabled(True), sim.access_hook(recorder):
+        with (sim.enabled(True), sim.launch_hook(recorder.start_launch),
+              sim.call_hook(recorder.count_call), sim.access_hook(recorder)):
             result = fn(*args, **kwargs)
     except Exception as exc:  # the trace up to the failure is the point
         error = exc
-    finally:
-        sim_kernel.FakeCUDAKernel.__call__ = installed_call
     return recorder.trace(result, error)
 
 

@@ -38,13 +38,16 @@ import math
 
 from numba import cuda, types
 
+from ..core.hardware import MAX_SHARED_BYTES_PER_BLOCK
 from .ops import device_op, identity, numba_type
 from .registry import Algorithm, check_block_size, register
 from .tiles import array_type, carry_argtypes, position, scratch, tile_kernel_argtypes
 from .warp import FULL_MASK, carrier, reduce_shfl, scan_shfl
 
-MAX_TILE = 4096
-"""Most elements per tile: with padding, a float64 tile uses 33 KiB of the 48 KiB of shared memory."""
+_PADDED_FLOAT64_BYTES = 8 * 33 / 32  # a staged float64 element: one slot skipped every 32 (staged_size)
+MAX_TILE = 1 << (int(MAX_SHARED_BYTES_PER_BLOCK / _PADDED_FLOAT64_BYTES).bit_length() - 1)
+"""Most elements per tile: the largest power of two whose padded float64 tile fits the shared
+memory of a block (4096: 33 KiB of the 48 KiB)."""
 MAX_ITEMS_PER_THREAD = 16
 
 
@@ -58,7 +61,8 @@ def check_options(block_size, items_per_thread):
     if block_size * items_per_thread > MAX_TILE:
         raise ValueError(
             f"block_size * items_per_thread = {block_size * items_per_thread} elements per tile, but a tile "
-            f"holds at most {MAX_TILE} (its float64 copy must fit 48 KiB of shared memory)")
+            f"holds at most {MAX_TILE} (its float64 copy must fit {MAX_SHARED_BYTES_PER_BLOCK // 1024} KiB of "
+            "shared memory)")
 
 
 @functools.lru_cache(maxsize=None)

@@ -38,6 +38,7 @@ from typing import NamedTuple
 
 from numba import cuda, int64, types
 
+from ..core.hardware import MAX_THREADS_PER_BLOCK, WARP_SIZE
 from .ops import check_dtype, device_op, identity, numba_type
 from .registry import Algorithm, register
 from .tiles import array_type, lane_result, position, scratch
@@ -48,7 +49,7 @@ THREADS = 256
 ONE_BLOCK_BUFFER = 4096
 """Elements of the one-block kernel's shared buffer (32 KiB in float64)."""
 
-ONE_BLOCK_THREADS = 1024
+ONE_BLOCK_THREADS = MAX_THREADS_PER_BLOCK
 """Most threads of the one-block kernel; a thread takes several runs of a wider step."""
 
 _ONE_BLOCK_LEVELS = 16  # a buffer that fits holds at most 11 levels (L = 2, n near 2048)
@@ -253,7 +254,7 @@ def store_kernel(op, dtype, inclusive, reverse):
 
 def _launch(kernel, threads_needed, *args):
     # Round up to whole warps only: the late steps need a handful of threads.
-    threads = min(THREADS, 32 * math.ceil(threads_needed / 32))
+    threads = min(THREADS, WARP_SIZE * math.ceil(threads_needed / WARP_SIZE))
     kernel[math.ceil(threads_needed / threads), threads](*args)
 
 
@@ -331,7 +332,7 @@ def scan_one_block(x, out, op, inclusive, reverse, L):
             f"one block holds at most {ONE_BLOCK_BUFFER}"
         )
     # The widest step, the first reduction and the last correction, has K_1 threads.
-    threads = min(ONE_BLOCK_THREADS, 32 * math.ceil(lv.sizes[1] / 32))
+    threads = min(ONE_BLOCK_THREADS, WARP_SIZE * math.ceil(lv.sizes[1] / WARP_SIZE))
     one_block_kernel(op, check_dtype(x.dtype), inclusive, reverse, L)[1, threads](x, out, n)
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..core import device
+from ..core.hardware import MAX_THREADS_PER_BLOCK, WARP_SIZE
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ def lookup(name):
         raise ValueError(f"unknown algorithm {name!r}; allowed: auto, {', '.join(ALGORITHMS)}") from None
 
 
-def check_block_size(name, value, low=32, high=1024):
+def check_block_size(name, value, low=WARP_SIZE, high=MAX_THREADS_PER_BLOCK):
     """Raise ValueError unless ``value`` is a power of two in [low, high] (a block or tile size)."""
     if not isinstance(value, int) or isinstance(value, bool) or value < low or value > high or value & (value - 1):
         raise ValueError(f"option {name}={value!r} must be a power of two from {low} to {high}")

@@ -8,6 +8,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..core.poison import poison, poison_value  # noqa: F401  (poison_value: for the tests and the benchmarks)
 from .ops import check_dtype, check_op, native, quiet_arithmetic
 from .reference import scan, scan_float64, tolerance
 
@@ -37,20 +38,13 @@ def random_input(n, op, dtype, rng):
     return rng.normal(0.0, scale, size=n).astype(dt)
 
 
-def poison_value(dtype):
-    """A value no correct scan of :func:`random_input` data is likely to produce.
-
-    NaN for floats (it also never compares equal); a repeating 0xA5 byte pattern for integers.
-    """
-    dt = check_dtype(dtype)
-    if dt.kind == "f":
-        return dt.type(np.nan)
-    return np.frombuffer(b"\xa5" * dt.itemsize, dtype=dt)[0]
-
-
 def poisoned(n, dtype):
-    """A host array of length ``n`` filled with :func:`poison_value`."""
-    return np.full(n, poison_value(dtype), dtype=check_dtype(dtype))
+    """A host array of length ``n`` filled with poison (:mod:`prefixsum.core.poison`).
+
+    Poison is a value no correct scan of :func:`random_input` data is likely to produce: NaN for
+    floats (it also never compares equal), a repeating 0x5A byte pattern for integers.
+    """
+    return poison(np.empty(n, check_dtype(dtype)))
 
 
 def expected_scan(x, op="add", *, inclusive=True, reverse=False):

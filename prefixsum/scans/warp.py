@@ -37,13 +37,14 @@ import math
 import numpy as np
 from numba import cuda
 
+from ..core.hardware import MAX_THREADS_PER_BLOCK
 from .ops import check_dtype, device_op, identity, numba_type
 
 FULL_MASK = 0xFFFFFFFF
 """Member mask of a whole warp."""
 
 VARIANTS = ("volatile", "syncwarp", "shfl")
-_TEST_BLOCK = 1024  # the test kernel's shared buffer: one slot per thread of the largest block
+_TEST_BLOCK = MAX_THREADS_PER_BLOCK  # the test kernel's shared buffer: one slot per thread of the largest block
 
 
 @functools.lru_cache(maxsize=None)

@@ -16,6 +16,8 @@ import math
 
 from numba import cuda
 
+from ..core.hardware import MAX_SHARED_BYTES_PER_BLOCK, WARP_SIZE
+
 # The coefficient axis of a shared buffer: buf[A, j] is a_j, and so on.
 A, B, C, D = 0, 1, 2, 3
 
@@ -24,7 +26,7 @@ A, B, C, D = 0, 1, 2, 3
 NOT_FINITE = 1
 ZERO_PIVOT = 2
 
-SHARED_BYTES = 48 * 1024  # the static per-block limit every GPU of compute capability >= 2 has
+SHARED_BYTES = MAX_SHARED_BYTES_PER_BLOCK  # a block's shared-memory budget (tests shrink it)
 TARGET_ROWS = 256  # slots per block when systems are small: several systems share a block
 MAX_THREADS = 256
 GLOBAL_THREADS = 256
@@ -113,7 +115,7 @@ def shared_launch(kernel, arrays, x, info, stride, buffers):
     subsystems = batch * stride
     per_block = max(1, min(TARGET_ROWS // m, subsystems))
     rows = per_block * m
-    threads = min(-(-rows // 32) * 32, MAX_THREADS)
+    threads = min(-(-rows // WARP_SIZE) * WARP_SIZE, MAX_THREADS)
     blocks = -(-subsystems // per_block)
     shared = buffers * 4 * rows * x.dtype.itemsize
     kernel[blocks, threads, 0, shared](*arrays, x, info, stride, m, per_block)

@@ -51,6 +51,7 @@ import numpy as np
 from numba import cuda, types
 
 from ..core.arrays import is_device_array
+from ..core.hardware import WARP_SIZE
 from . import _common
 from .api import DTYPES, solve
 
@@ -402,7 +403,7 @@ def _tridiagonalize(A):
         blocks = -(-batch // per_block)
         tridiagonalize_shared[blocks, per_block * n, 0, per_block * per_matrix](a, q, d, sub, per_block)
     else:
-        threads = min(-(-n // 32) * 32, _common.GLOBAL_THREADS)
+        threads = min(-(-n // WARP_SIZE) * WARP_SIZE, _common.GLOBAL_THREADS)
         scratch = cuda.device_array((batch, 2, n), A.dtype)
         tridiagonalize_global[batch, threads](a, q, d, sub, scratch)
     return q, d, bands

@@ -1,0 +1,45 @@
+"""The classroom CUDA simulator: numba's simulator, made faster and stricter.
+
+numba's CUDA simulator runs every CUDA thread as an OS thread, so a kernel with barriers spends
+most of its time handing the GIL from thread to thread, and it quietly accepts code that fails or
+misbehaves on a GPU. This package replaces how a simulated kernel *runs* while keeping everything
+else of numba's simulator (``cuda.jit``, device arrays, copies, streams); kernel code needs no
+change.
+
+``install()`` patches numba's simulator in place and returns True; it is idempotent, and does
+nothing (returning False) unless numba's simulator is selected (``numba.config.ENABLE_CUDASIM``).
+``prefixsum`` calls it on import. Afterwards::
+
+    with prefixsum.sim.enabled(False):   # numba's stock simulator, e.g. to compare
+        kernel[blocks, threads](x)
+    prefixsum.sim.is_enabled()           # True when the next launch runs here
+
+Every rule names the kernel, the block and the thread that broke it. Where each is documented:
+
+* :mod:`.scheduler`: how a launch runs (deterministic greenlet threads), barrier divergence,
+  silent overflow;
+* :mod:`.launch`: launches a GPU refuses (:class:`LaunchError`);
+* :mod:`.memory`: negative and out-of-bounds indices, the arrays the access hook sees;
+* :mod:`.allocation`: poisoned shared and local memory, one array per call site;
+* :mod:`.warp`: shuffles, votes, ``syncwarp`` and ``activemask``;
+* :mod:`.errors`: the error messages and how to sanitize them;
+* :mod:`.hooks`: the launch, device-function call, allocation and access hooks;
+* :mod:`.settings`: the switches ``enabled`` and ``allow_negative_indices``;
+* :mod:`.numba_patches`: what ``install()`` patches.
+"""
+from ...core.poison import POISON_BYTE, poison_value
+from .errors import (
+    BarrierDivergenceError, KernelError, LaunchError, NegativeIndexError, SimError,
+    WarpDivergenceError,
+)
+from .hooks import Access, LaunchInfo, access_hook, allocation_hook, call_hook, launch_hook
+from .numba_patches import install, is_enabled
+from .scheduler import in_launch
+from .settings import allow_negative_indices, enabled
+
+__all__ = [
+    "Access", "BarrierDivergenceError", "KernelError", "LaunchError", "LaunchInfo",
+    "NegativeIndexError", "POISON_BYTE", "SimError", "WarpDivergenceError", "access_hook",
+    "allocation_hook", "allow_negative_indices", "call_hook", "enabled", "in_launch", "install",
+    "is_enabled", "launch_hook", "poison_value",
+]

@@ -1,0 +1,94 @@
+"""A kernel launch from the host: its configuration checked, its arguments wrapped, its blocks run.
+
+A launch a GPU refuses raises :class:`LaunchError`: more than 1024 threads per block, a block
+dimension over its limit (x, y <= 1024, z <= 64), a zero dimension, a grid over its limit, or
+more than 48 KiB of shared memory per block (the limits of :mod:`prefixsum.core.hardware`).
+"""
+import sys
+
+import numpy as np
+from numba.cuda.simulator import kernel as _stock_kernel
+
+from ...core.hardware import (
+    MAX_BLOCK_DIM, MAX_GRID_DIM, MAX_SHARED_BYTES_PER_BLOCK, MAX_THREADS_PER_BLOCK,
+)
+from . import hooks
+from .errors import LaunchError, launch_refused
+from .hooks import LaunchInfo
+from .scheduler import Launch
+
+# numba-cuda's simulator and numba's built-in one (macOS) keep wrap_arg in different modules,
+# each next to the ArgHint its kernel module uses.
+_wrap_arg = sys.modules[_stock_kernel.ArgHint.__module__].wrap_arg
+
+
+def run(kernel, args):
+    """Launch ``kernel`` (configured with its grid and block) on ``args`` in the simulator.
+
+    Copies arrays passed from the host back to the host when the launch ends, as numba's
+    simulator does.
+    """
+    grid_dim, block_dim = _stock_kernel.normalize_kernel_dimensions(
+        kernel.grid_dim, kernel.block_dim
+    )
+    hooks.launches(LaunchInfo(
+        kernel.fn.__name__, kernel.fn, tuple(grid_dim), tuple(block_dim), kernel.dynshared_size
+    ))
+    _check_configuration(kernel, grid_dim, block_dim)
+    launch = Launch(kernel, grid_dim, block_dim, hooks.accesses.callbacks, hooks.calls.callbacks)
+    write_back = []
+    code = kernel.fn.__code__
+    names = code.co_varnames[: code.co_argcount]
+    kernel_args = [
+        _argument(kernel, arg, names[i] if i < len(names) else f"arg{i}", launch.array_class,
+                  write_back)
+        for i, arg in enumerate(args)
+    ]
+    launch.run(kernel_args)
+    for copy_back in write_back:
+        copy_back()
+
+
+def _argument(kernel, arg, name, array_class, write_back):
+    """A kernel argument as the threads see it; mirrors numba's simulator."""
+    ty = None
+    for extension in kernel.extensions:
+        ty, arg = extension.prepare_args(ty, arg, stream=0, retr=write_back)
+    if isinstance(arg, np.ndarray) and arg.ndim > 0:
+        arg = _wrap_arg(arg).to_device(write_back)
+    elif isinstance(arg, _stock_kernel.ArgHint):
+        arg = arg.to_device(write_back)
+    elif isinstance(arg, np.void):
+        arg = _stock_kernel.FakeCUDAArray(arg)
+    if isinstance(arg, _stock_kernel.FakeCUDAArray):
+        ary = arg._ary
+        record = () if isinstance(ary, np.void) else None
+        return array_class(ary, name, "global", rec=record)
+    return arg
+
+
+def _check_configuration(kernel, grid_dim, block_dim):
+    """Raise LaunchError for a launch configuration that a GPU refuses."""
+    problems = []
+    threads = block_dim[0] * block_dim[1] * block_dim[2]
+    if min(block_dim) < 1 or min(grid_dim) < 1:
+        problems.append("every grid and block dimension must be at least 1")
+    if threads > MAX_THREADS_PER_BLOCK:
+        problems.append(
+            f"{threads} threads per block, but a block has at most {MAX_THREADS_PER_BLOCK}"
+        )
+    if any(d > m for d, m in zip(block_dim, MAX_BLOCK_DIM)):
+        x, y, z = MAX_BLOCK_DIM
+        problems.append(f"blockDim is limited to x <= {x}, y <= {y}, z <= {z}")
+    if any(d > m for d, m in zip(grid_dim, MAX_GRID_DIM)):
+        x, y, z = MAX_GRID_DIM
+        problems.append(
+            f"gridDim is limited to x <= 2**{x.bit_length()} - 1, y <= {y}, z <= {z}"
+        )
+    if kernel.dynshared_size > MAX_SHARED_BYTES_PER_BLOCK:
+        problems.append(
+            f"{kernel.dynshared_size} bytes of dynamic shared memory, but a block has at most "
+            f"{MAX_SHARED_BYTES_PER_BLOCK}"
+        )
+    if problems:
+        raise LaunchError(launch_refused(kernel.fn.__name__, grid_dim, block_dim, problems))

@@ -1,0 +1,74 @@
+"""The one place where the package patches numba: how launches run, and fresh device arrays.
+
+``install()`` replaces ``FakeCUDAKernel.__call__`` of numba's simulator, so that a launch runs in
+this simulator (:mod:`.launch`) while enabled and a device function called from a simulated
+thread runs directly; and wraps ``cuda.device_array`` and ``cuda.device_array_like``, so that
+the allocation hooks (:mod:`.hooks`) see every fresh device array. Tools built on the simulator
+register hooks instead of patching numba themselves.
+"""
+import functools
+
+import numba
+from numba import cuda
+from numba.cuda.simulator import kernel as _stock_kernel
+
+from ...core import device
+from . import hooks, launch
+from .scheduler import Launch
+from .settings import settings
+
+_stock = {}  # numba's originals that install() replaced, by name; empty until then
+_ALLOCATORS = ("device_array", "device_array_like")
+
+
+def install():
+    """Make this simulator run kernel launches of numba's simulator.
+
+    Returns
+    -------
+    bool
+        True when installed (now or before); False when numba's simulator is not selected, in
+        which case nothing is changed.
+    """
+    if not numba.config.ENABLE_CUDASIM:
+        return False
+    if not _stock:
+        _stock["__call__"] = _stock_kernel.FakeCUDAKernel.__call__
+        _stock_kernel.FakeCUDAKernel.__call__ = _call
+        for name in _ALLOCATORS:
+            _stock[name] = getattr(cuda, name)
+            setattr(cuda, name, _reporting_allocation(_stock[name]))
+        device.set_classroom_probe(is_enabled)
+    return True
+
+
+def is_enabled():
+    """Whether the next kernel launch runs in this simulator (installed and enabled).
+
+    Returns
+    -------
+    bool
+    """
+    return bool(_stock) and settings.enabled
+
+
+def _call(kernel, *args):
+    """FakeCUDAKernel.__call__ once installed: a launch or, inside one, a device function call."""
+    running = Launch.running
+    if running is not None:
+        return running.call(kernel.fn, args)
+    if settings.enabled and not kernel._device and _stock_kernel._kernel_context is None:
+        return launch.run(kernel, args)
+    return _stock["__call__"](kernel, *args)
+
+
+def _reporting_allocation(allocate):
+    """``allocate``, passing every array it returns to the allocation hooks first."""
+
+    @functools.wraps(allocate)
+    def allocate_and_report(*args, **kwargs):
+        array = allocate(*args, **kwargs)
+        hooks.allocations(array)
+        return array
+
+    return allocate_and_report
