@@ -23,8 +23,9 @@ import sys
 import numpy as np
 
 from prefixsum import tridiag
-from prefixsum.cli.bench import (QUICK_REPEATS, default_out, host_us, kernel_us, print_table, queued_library, require_gpu,
-                             run_metadata, write_csv)
+from prefixsum.cli.bench import (QUICK_REPEATS, default_out, host_us, kernel_us, queued_library,
+                                 require_gpu, run_metadata)
+from prefixsum.cli.results import print_table, write_csv
 
 # The module: prefixsum.tridiag's name householder is the function.
 reduction = importlib.import_module("prefixsum.tridiag.householder")._tridiagonalize

@@ -20,8 +20,9 @@ import sys
 import numpy as np
 
 import prefixsum as ps
-from prefixsum.cli.bench import (QUICK_REPEATS, REPEATS, default_out, host_us, kernel_us, print_table, queued_library,
-                             require_gpu, run_metadata, write_csv)
+from prefixsum.cli.bench import (QUICK_REPEATS, REPEATS, default_out, host_us, kernel_us,
+                                 queued_library, require_gpu, run_metadata)
+from prefixsum.cli.results import print_table, write_csv
 from prefixsum.scans.testing import mismatches, poisoned, random_input
 
 # test no., n, CPU (i7-2600K), GTX 280, GTX 480: milliseconds, from the paper's Table 1

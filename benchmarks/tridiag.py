@@ -25,8 +25,9 @@ os.environ["JAX_ENABLE_X64"] = "1"  # read when jax is imported; without it JAX 
 import numpy as np  # noqa: E402
 
 from prefixsum import tridiag  # noqa: E402
-from prefixsum.cli.bench import (QUICK_REPEATS, REPEATS, default_out, gpu_library, host_us, kernel_us, print_table,  # noqa: E402
-                             queued_library, require_gpu, run_metadata, write_csv)
+from prefixsum.cli.bench import (QUICK_REPEATS, REPEATS, default_out, gpu_library, host_us, kernel_us,  # noqa: E402
+                                 queued_library, require_gpu, run_metadata)
+from prefixsum.cli.results import print_table, write_csv  # noqa: E402
 
 CASES = ((512, 512), (4096, 256), (16384, 64), (1, 1 << 20))
 QUICK_CASES = ((4, 32), (1, 2048))  # a batch in shared memory; one system with global PCR steps

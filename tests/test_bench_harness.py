@@ -106,7 +106,7 @@ class _ModelGPU:
 
 def _on_model(monkeypatch):
     gpu = _ModelGPU()
-    monkeypatch.setattr(bench, "_simulating", lambda: False)
+    monkeypatch.setattr(bench, "simulating", lambda: False)
     monkeypatch.setattr(bench, "_busy", lambda us, stream: gpu.queue(us / 1e6))
     monkeypatch.setattr(bench, "cuda", types.SimpleNamespace(
         default_stream=lambda: 0, synchronize=gpu.wait, event=gpu.event, defer_cleanup=contextlib.nullcontext))

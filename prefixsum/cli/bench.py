@@ -19,7 +19,6 @@ Every row carries :func:`run_metadata` (the GPU, driver, versions, date and comm
 exits with 1 when any result was wrong.
 """
 import argparse
-import csv
 import datetime
 import functools
 import importlib
@@ -35,10 +34,12 @@ import time
 from typing import NamedTuple
 
 import numpy as np
-from numba import config, cuda
+from numba import cuda
 
 import prefixsum as ps
+from ..core.device import simulating
 from ..scans.testing import expected_scan, poisoned, random_input, wrong_indices
+from .results import print_table, write_csv
 
 REPEATS = 25
 WARMUP = 3
@@ -60,14 +61,9 @@ def default_out():
     return os.environ.get("OUT") or os.path.join("benchmarks", "out")
 
 
-def _simulating():
-    """Whether numba's CUDA simulator runs the kernels (then nothing can be timed)."""
-    return bool(config.ENABLE_CUDASIM)
-
-
 def require_gpu(quick):
     """Stop unless a GPU runs the kernels, or ``quick`` (tiny sizes on the simulator, to test the script)."""
-    if _simulating() and not quick:
+    if simulating() and not quick:
         raise SystemExit("this benchmark needs a CUDA GPU; on the simulator, run it with --quick to test the script")
 
 
@@ -169,7 +165,7 @@ def gpu_library(name):
     A baseline that cannot run is skipped with a line saying why, never an error: the other rows
     of the run still count.
     """
-    if _simulating():
+    if simulating():
         print(f"{name}: skipped (the CUDA simulator: no GPU for it)")
         return None
     try:
@@ -253,7 +249,7 @@ def kernel_us(launch, *, stream=None, warmup=WARMUP, repeats=REPEATS):
     KernelTime
         NaN on the simulator, which records no time (``launch`` still runs once, to test the code).
     """
-    if _simulating():
+    if simulating():
         launch()
         return KernelTime(float("nan"), False)
     stream = cuda.default_stream() if stream is None else stream
@@ -337,33 +333,6 @@ def host_us(call, *, warmup=1, repeats=REPEATS):
         call()
         times.append((time.perf_counter() - start) * 1e6)
     return statistics.median(times)
-
-
-def write_csv(rows, path):
-    """Write ``rows`` (dicts with the same keys) to ``path`` as CSV, making its folder, and say so."""
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    print(f"wrote {len(rows)} rows to {path}")
-
-
-def _cell(value):
-    if isinstance(value, float):
-        return f"{value:.1f}" if abs(value) >= 100 else f"{value:.3g}"
-    return str(value)
-
-
-def print_table(rows, columns, title=None):
-    """Print the ``columns`` of ``rows`` (dicts) as an aligned table: what a script prints last."""
-    cells = [[_cell(row[c]) for c in columns] for row in rows]
-    widths = [max(len(c), *(len(line[k]) for line in cells)) for k, c in enumerate(columns)]
-    if title:
-        print(title)
-    print("  ".join(c.ljust(w) for c, w in zip(columns, widths)))
-    for line in cells:
-        print("  ".join(cell.ljust(w) for cell, w in zip(line, widths)))
 
 
 def parse_variant(text):
