@@ -1,0 +1,81 @@
+"""The README's "Measured on a GPU" tables, computed from the committed CSVs.
+
+    python benchmarks/readme_tables.py            # print the tables
+    python benchmarks/readme_tables.py --write    # put them into README.md between the markers
+
+tests/test_readme_tables.py fails when the README's tables differ from what this prints, so the
+README cannot drift from the measurements.
+"""
+import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+
+from prefixsum.cli import results  # noqa: E402
+
+README = pathlib.Path(__file__).resolve().parent.parent / "README.md"
+BEGIN, END = "<!-- measured:begin (python benchmarks/readme_tables.py --write) -->", "<!-- measured:end -->"
+SIZES = (24, 26)
+SCANS = ("hierarchical", "blelloch", "blelloch:conflict_free=False", "ladder", "folding", "hillis_steele", "kstep")
+BASELINES = ("torch.cumsum", "cupy.cumsum", "torch copy", "copy")
+NAMES = {"torch.cumsum": "torch.cumsum (CUB)", "torch copy": "device copy, torch `copy_`",
+         "copy": "device copy, numba kernel", "blelloch:conflict_free=False": "`blelloch`, no padding",
+         "hierarchical": "`hierarchical` (auto)", "kstep": "`kstep` (default L)"}
+
+
+def _both(name, variant, column, fmt, dtype="float32"):
+    return " (".join(fmt.format(results.value(name, column, variant=variant, dtype=dtype, n=2**k)) for k in SIZES) + ")"
+
+
+def kernel_table():
+    lines = [f"| n = 2^{SIZES[0]} (2^{SIZES[1]}), float32 | kernel time | GB/s | vs torch.cumsum |", "| --- | --- | --- | --- |"]
+    for variant in SCANS + BASELINES:
+        name = NAMES.get(variant, f"`{variant}`")
+        ratio = " (".join(
+            f"{results.value('scan_throughput.csv', 'median_us', variant='torch.cumsum', dtype='float32', n=2**k) / results.value('scan_throughput.csv', 'median_us', variant=variant, dtype='float32', n=2**k):.2f}x"
+            for k in SIZES) + ")"
+        lines.append(f"| {name} | {_both('scan_throughput.csv', variant, 'median_us', '{:.0f} us')} | "
+                     f"{_both('scan_throughput.csv', variant, 'gbps', '{:.0f}')} | {ratio if variant != 'torch.cumsum' else '1'} |")
+    return "\n".join(lines)
+
+
+def large_and_calls():
+    name = "hierarchical_bench.csv"
+    at = dict(dtype="float32", n=2**28)
+    best = min(results.read(name, kind="ours", **at), key=lambda row: row["median_us"])
+    cumsum = results.value(name, "median_us", variant="torch.cumsum", **at)
+    copy = results.value(name, "median_us", variant="torch copy", **at)
+    calls = [(k, results.value(name, "median_us", variant="ps.scan(hierarchical) call", dtype="float32", n=2**k),
+              results.value(name, "median_us", variant="hierarchical", dtype="float32", n=2**k)) for k in (20, 24, 28)]
+    device = results.value(name, "device", variant="torch.cumsum", **at)
+    return (f"At 2^28 the fastest `hierarchical` shape (`{best['variant']}`) takes {best['median_us']:.0f} us against "
+            f"torch.cumsum's {cumsum:.0f} us ({cumsum / best['median_us']:.2f}x) and a copy's {copy:.0f} us. A whole "
+            f"`ps.scan(device_array)` call, synchronized, on the host clock: "
+            + ", ".join(f"{call:.0f} us at 2^{k} (kernels {kernels:.0f} us)" for k, call, kernels in calls)
+            + f"; the difference is host work (Python, launches, allocating the output). All on one {device}.")
+
+
+def tables():
+    meta = results.read("scan_throughput.csv", variant="copy", dtype="float32", n=2**SIZES[0])[0]
+    return "\n\n".join([
+        f"One {meta['device']} (driver {meta['driver']}, numba-cuda {meta['numba_cuda']}, {meta['date']}); "
+        "kernel times with the launches queued behind a busy kernel, median of 25; GB/s = 2 n x 4 bytes / time; "
+        "from `benchmarks/scan_throughput.csv` and `benchmarks/hierarchical_bench.csv`.",
+        kernel_table(),
+        large_and_calls(),
+    ])
+
+
+def main(argv):
+    text = tables()
+    if argv[1:] == ["--write"]:
+        readme = README.read_text()
+        start, end = readme.index(BEGIN) + len(BEGIN), readme.index(END)
+        README.write_text(readme[:start] + "\n" + text + "\n" + readme[end:])
+        print(f"wrote the tables into {README}")
+    else:
+        print(text)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
