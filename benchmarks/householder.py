@@ -15,7 +15,6 @@ cannot be queued, and the ``timing`` column then says "events, not queued". Medi
 most ``ERROR_EPS`` x n x eps (``correct``; the script exits with 1 if one is not). Writes
 ``householder.csv``.
 """
-import argparse
 import importlib
 import os
 import sys
@@ -23,9 +22,9 @@ import sys
 import numpy as np
 
 from prefixsum import tridiag
-from prefixsum.cli.bench import (QUICK_REPEATS, default_out, host_us, kernel_us, queued_library,
-                                 require_gpu, run_metadata)
-from prefixsum.cli.results import print_table, write_csv
+from prefixsum.cli.bench import (QUICK_REPEATS, host_us, kernel_us, queued_library, run_metadata,
+                                 script_arguments)
+from prefixsum.cli.results import print_table, report_wrong, write_csv
 
 # The module: prefixsum.tridiag's name householder is the function.
 reduction = importlib.import_module("prefixsum.tridiag.householder")._tridiagonalize
@@ -61,11 +60,7 @@ def solve_error(A, x, rhs):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=default_out())
-    parser.add_argument("--quick", action="store_true", help=f"cases {QUICK_CASES}, two repeats; runs on the simulator too")
-    args = parser.parse_args(argv)
-    require_gpu(args.quick)
+    args = script_arguments(argv, f"cases {QUICK_CASES}, two repeats; runs on the simulator too")
     from numba import cuda
 
     repeats = QUICK_REPEATS if args.quick else REPEATS
@@ -111,10 +106,7 @@ def main(argv=None):
     write_csv(rows, os.path.join(args.out, "householder.csv"))
     print_table([row for row in rows if row["dtype"] == "float64"],
                 ["what", "batch", "n", "median_us", "check", "correct", "timing"], title="float64 (median us):")
-    wrong = [row for row in rows if not row["correct"]]
-    for row in wrong:
-        print(f"WRONG: {row['what']} {row['dtype']} {row['batch']} x {row['n']}")
-    return 1 if wrong else 0
+    return report_wrong(rows, lambda row: f"{row['what']} {row['dtype']} {row['batch']} x {row['n']}")
 
 
 if __name__ == "__main__":

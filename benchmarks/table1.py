@@ -13,16 +13,15 @@ operator (float32), at every third size of Table 1. Every result is checked befo
 (``correct``); the script exits with 1 if any was wrong. Writes table1.csv, dtypes.csv and
 operators.csv.
 """
-import argparse
 import os
 import sys
 
 import numpy as np
 
 import prefixsum as ps
-from prefixsum.cli.bench import (QUICK_REPEATS, REPEATS, default_out, host_us, kernel_us,
-                                 queued_library, require_gpu, run_metadata)
-from prefixsum.cli.results import print_table, write_csv
+from prefixsum.cli.bench import (QUICK_REPEATS, REPEATS, host_us, kernel_us, queued_library, run_metadata,
+                                 script_arguments)
+from prefixsum.cli.results import print_table, report_wrong, write_csv
 from prefixsum.scans.testing import mismatches, poisoned, random_input
 
 # test no., n, CPU (i7-2600K), GTX 280, GTX 480: milliseconds, from the paper's Table 1
@@ -74,11 +73,7 @@ def ms(kernel):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=default_out())
-    parser.add_argument("--quick", action="store_true", help="three sizes, two repeats; runs on the simulator too")
-    args = parser.parse_args(argv)
-    require_gpu(args.quick)
+    args = script_arguments(argv, "three sizes, two repeats; runs on the simulator too")
     from numba import cuda
 
     repeats = QUICK_REPEATS if args.quick else REPEATS
@@ -123,10 +118,7 @@ def main(argv=None):
     print_table([row for row in table if row["n"] in sizes],
                 ["test", "n", "paper_gtx480_ms", "numpy_cumsum_ms", "hierarchical_kernel_ms", "ps_scan_call_ms",
                  "torch_cumsum_ms", "torch_copy_ms", "correct", "kernels_queued"], title="Table 1 (ms), every third size:")
-    wrong = [row for row in table + sweep_rows if not row["correct"]]
-    for row in wrong:
-        print(f"WRONG: {row}")
-    return 1 if wrong else 0
+    return report_wrong(table + sweep_rows, str)
 
 
 if __name__ == "__main__":

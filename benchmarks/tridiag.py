@@ -15,7 +15,6 @@ cuSPARSE) as a whole call, on the host clock after ``block_until_ready``. Median
 :data:`prefixsum.cli.bench.REPEATS`; the ``timing`` column says how each row was measured. Writes
 ``tridiag.csv``.
 """
-import argparse
 import os
 import sys
 
@@ -25,9 +24,9 @@ os.environ["JAX_ENABLE_X64"] = "1"  # read when jax is imported; without it JAX 
 import numpy as np  # noqa: E402
 
 from prefixsum import tridiag  # noqa: E402
-from prefixsum.cli.bench import (QUICK_REPEATS, REPEATS, default_out, gpu_library, host_us, kernel_us,  # noqa: E402
-                                 queued_library, require_gpu, run_metadata)
-from prefixsum.cli.results import print_table, write_csv  # noqa: E402
+from prefixsum.cli.bench import (QUICK_REPEATS, REPEATS, gpu_library, host_us, kernel_us, queued_library,  # noqa: E402
+                                 run_metadata, script_arguments)
+from prefixsum.cli.results import print_table, report_wrong, write_csv  # noqa: E402
 
 CASES = ((512, 512), (4096, 256), (16384, 64), (1, 1 << 20))
 QUICK_CASES = ((4, 32), (1, 2048))  # a batch in shared memory; one system with global PCR steps
@@ -92,11 +91,7 @@ def jax_time(jax, a, b, c, d, repeats):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=default_out())
-    parser.add_argument("--quick", action="store_true", help=f"cases {QUICK_CASES}, two repeats; runs on the simulator too")
-    args = parser.parse_args(argv)
-    require_gpu(args.quick)
+    args = script_arguments(argv, f"cases {QUICK_CASES}, two repeats; runs on the simulator too")
     from numba import cuda
 
     repeats = QUICK_REPEATS if args.quick else REPEATS
@@ -140,10 +135,7 @@ def main(argv=None):
     print_table([row for row in rows if row["dtype"] == "float32"],
                 ["method", "kind", "batch", "n", "median_us", "relative_residual", "correct", "timing"],
                 title="float32 (median us):")
-    wrong = [row for row in rows if not row["correct"]]
-    for row in wrong:
-        print(f"WRONG: {row['method']} {row['kind']} {row['dtype']} {row['batch']} x {row['n']}")
-    return 1 if wrong else 0
+    return report_wrong(rows, lambda row: f"{row['method']} {row['kind']} {row['dtype']} {row['batch']} x {row['n']}")
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ from numba import cuda
 import prefixsum as ps
 from ..core.device import simulating
 from ..scans.testing import expected_scan, poisoned, random_input, wrong_indices
-from .results import print_table, write_csv
+from .results import print_table, report_wrong, write_csv
 
 REPEATS = 25
 WARMUP = 3
@@ -59,6 +59,20 @@ MAX_MISSES = 3
 def default_out():
     """Where the scripts write: ``$OUT`` (the GPU machine's result folder) or ``benchmarks/out``."""
     return os.environ.get("OUT") or os.path.join("benchmarks", "out")
+
+
+def script_arguments(argv, quick_help):
+    """Parse the options of a benchmark script (``--out``, ``--quick``); stop unless a GPU or ``--quick``.
+
+    The description is the first line of the calling script's docstring.
+    """
+    description = (sys.modules["__main__"].__doc__ or "").strip().splitlines()[:1]
+    parser = argparse.ArgumentParser(description=description[0] if description else None)
+    parser.add_argument("--out", default=default_out())
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    args = parser.parse_args(argv)
+    require_gpu(args.quick)
+    return args
 
 
 def require_gpu(quick):
@@ -488,10 +502,7 @@ def main(argv=None):
     write_csv(rows, args.csv or os.path.join(default_out(), "scan_throughput.csv"))
     print_table(summary(rows), ["variant", "dtype", "n", "median_us", "gbps", "vs torch.cumsum", "correct", "timing"],
                 title="the largest n of each dtype (median us; GB/s = 2 n x itemsize / time):")
-    wrong = [row for row in rows if not row["correct"]]
-    for row in wrong:
-        print(f"WRONG: {row['variant']} {row['dtype']} n={row['n']}")
-    return 1 if wrong else 0
+    return report_wrong(rows, lambda row: f"{row['variant']} {row['dtype']} n={row['n']}")
 
 
 if __name__ == "__main__":

@@ -37,6 +37,14 @@ def print_table(rows, columns, title=None):
         print("  ".join(cell.ljust(w) for cell, w in zip(line, widths)))
 
 
+def report_wrong(rows, describe):
+    """Print ``WRONG: describe(row)`` for each row whose ``correct`` is False; the script's exit status."""
+    wrong = [row for row in rows if not row["correct"]]
+    for row in wrong:
+        print(f"WRONG: {describe(row)}")
+    return 1 if wrong else 0
+
+
 def _number(text):
     """``text`` as an int or a float where it is one (``"nan"`` too), else unchanged."""
     for kind in (int, float):
