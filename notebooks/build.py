@@ -29,6 +29,8 @@ def build(source):
     notebook = jupytext.read(source)
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     notebook.metadata.pop("jupytext", None)
+    for number, cell in enumerate(notebook.cells):
+        cell.id = f"cell-{number:03d}"  # jupytext draws new ids on every build: diffs would show them all
     start = time.perf_counter()
     NotebookClient(notebook, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(HERE)}}).execute()
     target = HERE / source.with_suffix(".ipynb").name
@@ -47,7 +49,7 @@ def simulate_in_kernels():
     os.environ.setdefault("PYTHONPATH", str(HERE.parent))
     sys.path[:0] = os.environ["PYTHONPATH"].split(os.pathsep)
     import prefixsum
-    from prefixsum import _device
+    from prefixsum.core import device as _device
 
     if not prefixsum.device_info()["simulator"]:
         _device.hand_down(True, "notebooks/build.py stores the simulator's outputs")
