@@ -22,20 +22,21 @@
 #
 # This chapter climbs the levels one at a time: the warp scan three ways (the seed's, which has
 # been unsafe since 2017, and two correct ones), the block scan of the seed's Figure 2, eight
-# elements per thread, and the grid level. Then it reruns the paper's experiments on an NVIDIA
-# H200 and asks what fifteen years changed.
+# elements per thread, and the grid level. Then it reruns the paper's experiments on a current
+# GPU and asks what fifteen years changed.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 import prefixsum as ps  # first: it chooses the GPU or the simulator before numba.cuda loads
 
 import collections
-import csv
 import inspect
 
 import matplotlib.pyplot as plt
 import numpy as np
 from numba import cuda
+
+from prefixsum.cli import results  # the committed benchmark CSVs (sections 3, 9-12)
 
 print(ps.device_info())
 
@@ -155,11 +156,12 @@ _ = ps.viz.shuffles((1, 2, 4, 8, 16), kind="up", sources=measured, title="shfl_u
 # %% [markdown]
 # The classroom simulator's warp intrinsics were not only written to follow the PTX manual:
 # `benchmarks/warp_semantics.py` runs 822 small cases (every shuffle, vote and `syncwarp`, full
-# and partial masks, deltas past the warp, six dtypes) on the simulator and on an H200, and
-# compares every result that is defined on a GPU:
+# and partial masks, deltas past the warp, six dtypes) on the simulator and on a GPU (line B
+# below names it; stage `warp` of `bash benchmarks/run_gpu.sh`), and compares every result that is
+# defined on a GPU:
 
 # %%
-with open("../benchmarks/warp_semantics_compare.txt") as handle:
+with open(results.path("warp_semantics_compare.txt")) as handle:
     print(*[line.strip() for line in handle if line.startswith(("A:", "B:", "VERDICT"))], sep="\n")
 
 # %% [markdown]
@@ -451,27 +453,34 @@ print(ps.check.tiled(my_block_tile, block_size=BLOCK))
 #
 # The paper timed its scan of float32 arrays of 22 sizes, from 35 to 8,388,600 elements, with
 # CUDA events around the GPU work (averages of 10,000 runs), against a sequential loop on an
-# Intel i7-2600K. `benchmarks/table1.py` reran the table on a machine with an NVIDIA H200: the
-# package's hierarchical scan (CUDA events around its launches on device arrays, median of 50),
-# a whole `ps.scan` call on a device array (options, allocation, launches; host clock),
-# `torch.cumsum`, a device copy (`torch` `copy_`) and `numpy.cumsum` on the machine's CPU. All
-# in milliseconds:
+# Intel i7-2600K. `benchmarks/table1.py` (stage `table1` of `bash benchmarks/run_gpu.sh`) reran
+# the table on a machine with a current GPU (the header of the table below names it), and timed
+# our scan in two ways:
+#
+# - **our kernels**: CUDA events around the launches (three; one when the array fits in one
+#   tile), with the launches *queued* behind a short busy kernel, so that the first event fires
+#   only when the GPU reaches our work. This times the GPU alone, without the host's cost of
+#   launching (median of 25 after 3 warm-ups). `torch.cumsum` and a device copy (`torch`
+#   `copy_`) are timed the same way.
+# - **ps.scan**: a whole `ps.scan` call on a device array, synchronised, on the host clock
+#   (checking the arguments, allocating the output, launching, waiting; median of 25): what a
+#   program that calls it pays.
+#
+# `numpy.cumsum` runs on the machine's CPU (host clock). Every result was checked before it was
+# timed. All in milliseconds, from `benchmarks/table1.csv`:
 
 # %%
-def read_csv(name):
-    with open(f"../benchmarks/{name}", newline="") as handle:
-        return list(csv.DictReader(handle))
-
-
-table1 = read_csv("table1.csv")
+table1 = results.read("table1.csv")
 columns = {"paper_cpu_ms": "i7 CPU", "paper_gtx280_ms": "GTX 280", "paper_gtx480_ms": "GTX 480",
            "numpy_cumsum_ms": "numpy", "hierarchical_kernel_ms": "our kernels", "ps_scan_call_ms": "ps.scan",
            "torch_cumsum_ms": "torch.cumsum", "torch_copy_ms": "torch copy"}
 widths = [9, 9, 9, 9, 12, 9, 13, 11]
-print(f"{'':>12} {'--- 2011: the paper ---':^29} {'--- 2026: the ' + table1[0]['device'] + ' machine ---':^58}")
+print(f"{'':>12} {'--- 2011: the paper ---':^29} {'--- ' + table1[0]['date'][:4] + ': the ' + table1[0]['device'] + ' machine ---':^58}")
 print(f"{'test':>4} {'n':>7} " + " ".join(f"{label:>{w}}" for label, w in zip(columns.values(), widths)))
 for row in table1:
-    print(f"{row['test']:>4} {row['n']:>7} " + " ".join(f"{float(row[key]):>{w}.4f}" for key, w in zip(columns, widths)))
+    print(f"{row['test']:>4} {row['n']:>7} " + " ".join(f"{row[key]:>{w}.4f}" for key, w in zip(columns, widths)))
+print("every result correct:", all(row["correct"] for row in table1),
+      "| every kernel time queued:", all(row["kernels_queued"] for row in table1))
 
 # %% [markdown]
 # The same numbers as a picture (the paper's columns dashed):
@@ -488,73 +497,127 @@ ax.set_ylabel("ms per scan")
 _ = ax.set_xlabel("n (elements)")
 
 # %% [markdown]
-# The numbers the discussion below rests on, straight from the file:
+# Two of the new columns time the same scan: the kernels alone, and the whole call. Their
+# difference is what the host spends per call: Python checking the arguments, numba launching
+# each kernel, allocating the output. Grouped by the number of launches (one while the array
+# fits in one tile of 256 threads × 8 items):
 
 # %%
-by_n = {int(row["n"]): row for row in table1}
+options = ps.ALGORITHMS["hierarchical"].options
+tile = options["block_size"] * options["items_per_thread"]
+one_launch = [row for row in table1 if row["n"] <= tile]
+three_small = [row for row in table1 if tile < row["n"] <= 2 ** 17]
+three_large = [row for row in table1 if row["n"] > 2 ** 17]
 
 
-def span(rows, key):
-    values = [float(row[key]) for row in rows]
-    return f"{min(values):.4f}-{max(values):.4f} ms"
+def span(rows, key, scale=1.0, digits=4):
+    values = [row[key] * scale for row in rows]
+    return f"{min(values):.{digits}f}-{max(values):.{digits}f}"
 
 
-small = [row for row in table1 if int(row["n"]) <= 1024]
-print(f"n <= 1024 ({len(small)} sizes): GTX 480 {span(small, 'paper_gtx480_ms')}, GTX 280 {span(small, 'paper_gtx280_ms')}")
-print(f"{'':>21}our kernels {span(small, 'hierarchical_kernel_ms')}, torch.cumsum {span(small, 'torch_cumsum_ms')}, "
-      f"torch copy {span(small, 'torch_copy_ms')}")
-print(f"n = 1024 -> 1030: GTX 480 {float(by_n[1024]['paper_gtx480_ms']):.4f} -> {float(by_n[1030]['paper_gtx480_ms']):.4f} ms, "
-      f"our kernels {float(by_n[1024]['hierarchical_kernel_ms']):.4f} -> {float(by_n[1030]['hierarchical_kernel_ms']):.4f} ms")
-three_launches = [row for row in table1 if 32768 <= int(row["n"]) <= 2097999]
-print(f"32768 <= n <= 2097999: our kernels {span(three_launches, 'hierarchical_kernel_ms')} "
-      f"(median {np.median([float(r['hierarchical_kernel_ms']) for r in three_launches]):.4f}), "
-      f"GTX 480 {span(three_launches, 'paper_gtx480_ms')}")
+def host_ms(row):
+    return row["ps_scan_call_ms"] - row["hierarchical_kernel_ms"]
+
+
+print(f"{'n':<18} {'launches':>8} {'our kernels ms':>15} {'ps.scan ms':>14} {'host ms':>14}")
+for rows, launches in ((one_launch, 1), (three_small, 3), (three_large, 3)):
+    hosts = [host_ms(row) for row in rows]
+    print(f"{str(rows[0]['n']) + '..' + str(rows[-1]['n']):<18} {launches:>8} {span(rows, 'hierarchical_kernel_ms'):>15} "
+          f"{span(rows, 'ps_scan_call_ms'):>14} {min(hosts):.4f}-{max(hosts):.4f}")
+extra = np.median([host_ms(row) for row in three_small]) - np.median([host_ms(row) for row in one_launch])
+print(f"two more launches: {extra:.4f} ms more host time (medians), about {extra / 2 * 1e3:.0f} us per numba launch")
+print("host time above kernel time at every size of Table 1:", all(host_ms(row) > row["hierarchical_kernel_ms"] for row in table1))
+
+# %% [markdown]
+# The table above is the key to Table 1. On the GPU our scan of up to 2048 elements takes about
+# 4 µs; the call that asks for it takes about 0.13 ms, more than thirty times as long, and every
+# further numba launch adds some 34 µs of Python on the host. (Above $2^{17}$ elements the host's share
+# grows to 0.3–0.4 ms though the launches are the same; the CSV cannot say which step grows,
+# question 6.) The other numbers the discussion below rests on, straight from the file:
+
+# %%
+by_n = {row["n"]: row for row in table1}
+small = [row for row in table1 if row["n"] <= 1024]
+print(f"n <= 1024 ({len(small)} sizes): GTX 480 {span(small, 'paper_gtx480_ms')} ms, GTX 280 {span(small, 'paper_gtx280_ms')} ms")
+print(f"{'':>21}our kernels {span(small, 'hierarchical_kernel_ms')} ms, ps.scan {span(small, 'ps_scan_call_ms')} ms, "
+      f"torch.cumsum {span(small, 'torch_cumsum_ms')} ms, torch copy {span(small, 'torch_copy_ms')} ms, "
+      f"numpy {span(small, 'numpy_cumsum_ms')} ms")
+ratios = [row["paper_gtx480_ms"] / row["hierarchical_kernel_ms"] for row in small]
+print(f"{'':>21}GTX 480 / our kernels {min(ratios):.1f}-{max(ratios):.1f}x")
+print(f"n = 1024 -> 1030: GTX 480 {by_n[1024]['paper_gtx480_ms']:.4f} -> {by_n[1030]['paper_gtx480_ms']:.4f} ms "
+      f"({by_n[1030]['paper_gtx480_ms'] / by_n[1024]['paper_gtx480_ms']:.1f}x), "
+      f"our kernels {by_n[1024]['hierarchical_kernel_ms']:.4f} -> {by_n[1030]['hierarchical_kernel_ms']:.4f} ms")
+grid = [row for row in table1 if 32768 <= row["n"] <= 2097999]
+print(f"32768 <= n <= 2097999: our kernels {span(grid, 'hierarchical_kernel_ms')} ms, GTX 480 {span(grid, 'paper_gtx480_ms')} ms; "
+      f"our kernels at 32768 - at 1030: {by_n[32768]['hierarchical_kernel_ms'] - by_n[1030]['hierarchical_kernel_ms']:.4f} ms")
 big = by_n[8388600]
-print("n = 8388600:", ", ".join(f"{label} {float(big[key]):.4f} ms" for key, label in columns.items()))
-print(f"  GTX 480 / our kernels = {float(big['paper_gtx480_ms']) / float(big['hierarchical_kernel_ms']):.1f}x, "
-      f"GTX 480 / torch.cumsum = {float(big['paper_gtx480_ms']) / float(big['torch_cumsum_ms']):.1f}x")
+print("n = 8388600:", ", ".join(f"{label} {big[key]:.4f} ms" for key, label in columns.items()))
+print("  GTX 480 / ...:", ", ".join(f"{label} {big['paper_gtx480_ms'] / big[key]:.1f}x" for key, label in
+                                    (("hierarchical_kernel_ms", "our kernels"), ("torch_cumsum_ms", "torch.cumsum"),
+                                     ("ps_scan_call_ms", "ps.scan"))))
 for label, key in (("GTX 480", "paper_gtx480_ms"), ("our kernels", "hierarchical_kernel_ms"), ("torch.cumsum", "torch_cumsum_ms"),
                    ("torch copy", "torch_copy_ms")):
-    print(f"  {label:<12} {2 * 8388600 * 4 / (float(big[key]) * 1e-3) / 1e9:>6.0f} GB/s (2n x 4 bytes / time)")
+    print(f"  {label:<12} {2 * 8388600 * 4 / (big[key] * 1e-3) / 1e9:>6.0f} GB/s (2n x 4 bytes / time)")
 print("CPU, ns per element:", ", ".join(
-    f"n={n}: i7 {float(by_n[n]['paper_cpu_ms']) * 1e6 / n:.2f}, numpy {float(by_n[n]['numpy_cumsum_ms']) * 1e6 / n:.2f}"
+    f"n={n}: i7 {by_n[n]['paper_cpu_ms'] * 1e6 / n:.2f}, numpy {by_n[n]['numpy_cumsum_ms'] * 1e6 / n:.2f}"
     for n in (32768, 1048576, 8388600)))
-for n in (1030, 32768, 45555):
-    row = by_n[n]
-    print(f"n = {n}: i7 {float(row['paper_cpu_ms']):.4f} vs GTX 480 {float(row['paper_gtx480_ms']):.4f} ms; "
-          f"numpy {float(row['numpy_cumsum_ms']):.4f} vs our kernels {float(row['hierarchical_kernel_ms']):.4f} ms")
+print(f"numpy, n >= 32768, ns per element: "
+      f"{min(row['numpy_cumsum_ms'] * 1e6 / row['n'] for row in table1 if row['n'] >= 32768):.2f}-"
+      f"{max(row['numpy_cumsum_ms'] * 1e6 / row['n'] for row in table1 if row['n'] >= 32768):.2f} ns")
+
+
+def faster_from(fast, slow):
+    """The smallest n of Table 1 from which column ``fast`` is below column ``slow`` at every larger n."""
+    sizes = [row["n"] for row in table1]
+    return next(n for n in sizes if all(row[fast] < row[slow] for row in table1 if row["n"] >= n))
+
+
+for fast, slow, label in (("paper_gtx480_ms", "paper_cpu_ms", "GTX 480 faster than the i7"),
+                          ("hierarchical_kernel_ms", "numpy_cumsum_ms", "our kernels faster than numpy"),
+                          ("ps_scan_call_ms", "numpy_cumsum_ms", "a whole ps.scan call faster than numpy")):
+    n = faster_from(fast, slow)
+    print(f"{label:<40} from n = {n:>6} ({by_n[n][fast]:.4f} against {by_n[n][slow]:.4f} ms)")
 
 # %% [markdown]
 # What changed in fifteen years, and what did not:
 #
-# - **The small sizes never measured a scan.** Up to 1024 elements the GTX 480 takes
-#   0.035–0.041 ms whatever $n$ (the GTX 280 0.077–0.081 ms): a fixed cost per call, the launch
-#   and the API calls between the two events, not arithmetic (1024 additions take a GPU well
-#   under a microsecond). Our kernels on the H200 take 0.034–0.037 ms for the same sizes: the
-#   same floor, for the same reason. One numba launch costs some 30 µs of Python on the host
-#   before the GPU sees the kernel (chapter 04); `torch.cumsum` launches from C++ and floors at
-#   0.020–0.021 ms, a copy at 0.013–0.014 ms. Fifteen years of GPUs did nothing for this
-#   column: it is software.
+# - **The small sizes never measured a scan, and neither does our whole call.** Up to 1024
+#   elements the GTX 480 takes 0.035–0.041 ms whatever $n$ (the GTX 280 0.077–0.081 ms): a
+#   fixed cost per call, not arithmetic (1024 additions take a GPU well under a microsecond).
+#   Our kernels take 0.0040–0.0042 ms at the same sizes, 8.6 to 9.9 times less; a whole
+#   `ps.scan` call takes 0.130–0.141 ms, more than the GTX 480. If the paper's events were
+#   recorded, as usual, around the launches on an otherwise idle GPU, the first event fired at
+#   once and the GPU then waited for the host to launch the kernel: its floor would then be
+#   mostly the host's work (CUDA C's launch plus whatever API calls sat between the events),
+#   the cost that our queued kernel times leave out and our whole calls include, with numba's
+#   Python on top. Which time one compares decides the story: kernel against kernel, fifteen
+#   years cut the floor nine- to tenfold; call against call, Python's launches ate the gain.
 # - **The step at 1030.** Six more elements cost the GTX 480 2.7 times as long
 #   (0.035 → 0.096 ms): past 1024 elements the paper's scan needs its grid level, presumably
-#   more launches. Ours steps later, when a second tile of 2048 is needed (one launch → three): it
-#   takes 0.035 ms at 1030 and 0.087–0.148 ms (median 0.093) from 32,768 to 2,097,999
-#   elements, flat, because three launches (about 3 × 30 µs) cost more than the work.
+#   more launches. Ours steps later, when a second tile of 2048 is needed (one launch → three):
+#   0.0043 ms at 1030, 0.0102–0.0157 ms from 32,768 to 2,097,999 elements. On the GPU the three
+#   kernels cost 0.006 ms more than one: each must finish before the next starts (the spine needs
+#   every tile's total), and starting and draining a kernel takes the GPU microseconds. On the
+#   host the two extra launches cost more than ten times that (the table of host time above).
 # - **Large arrays.** At 8,388,600 elements the GTX 480 needed 1.077 ms; our kernels need
-#   0.107 ms (10 times less), `torch.cumsum` 0.042 ms (26 times less), a copy 0.026 ms. In
+#   0.046 ms (23.5 times less), `torch.cumsum` 0.038 ms (28.3 times less), a copy 0.029 ms. In
 #   bandwidth: the GTX 480 moved 62 GB/s of input and output, about a third of its memory's
-#   177 GB/s; our kernels reach 629 GB/s, `torch.cumsum` 1.6 TB/s, a copy 2.6 TB/s. Even
-#   here our time is mostly the launch floor (0.093 ms at 1 M elements, 0.107 ms at 8 M):
-#   Table 1 stops before an H200 is busy (section 11 goes to $2^{28}$).
+#   177 GB/s; our kernels 1466 GB/s, `torch.cumsum` 1764 GB/s, a copy 2320 GB/s. A whole
+#   `ps.scan` call, 0.384 ms, is only 2.8 times faster than the GTX 480's kernels: most of it is
+#   the host. Table 1 stops before the GPU is busy (section 11 goes to $2^{28}$).
 # - **The CPU line did not move.** The i7-2600K needed 3.3 ns per element; `numpy.cumsum` on
-#   the H200 machine's CPU needs 3.1–3.9 ns per element (33 ms at 8,388,600, slower than the
-#   i7's 27.7 ms). A sequential scan is a chain of dependent additions: more cores and wider
-#   vector units do not help a chain, and clock rates have hardly grown since 2011. (At the
-#   smallest sizes numpy's 2 µs per call are overhead, as the GPU floors are.)
-# - **So the crossover stayed where it was.** The paper's GPU overtook its CPU at about 32,768
-#   elements (0.107 against 0.108 ms); ours overtakes numpy at the same size (0.091 against
-#   0.103 ms): both sides of the comparison are where they were, the floor of the GPU and the
-#   speed of the CPU's chain.
+#   today's machine's CPU needs 3.2–4.1 ns per element from 32,768 elements on (34.6 ms at
+#   8,388,600, slower than the i7's 27.7 ms). A sequential scan is a chain of dependent
+#   additions: more cores and wider vector units do not help a chain, and clock rates have
+#   hardly grown since 2011. (At the smallest sizes numpy's 2–5 µs per call are overhead, as
+#   the GPU floors are.)
+# - **So where the crossover is depends on what is timed.** The paper's GPU overtook its CPU at
+#   32,768 elements (0.107 against 0.108 ms). Our kernels overtake numpy from 1000 elements on;
+#   a whole `ps.scan` call only from 65,536 (0.210 against 0.212 ms). The paper's crossover sits
+#   near our whole call's, not near our kernels': one more sign that its GPU times included the
+#   cost of a call. A program that calls `ps.scan` once, on data already on the GPU, gains
+#   from it only from some 65,536 elements on; one that keeps queueing kernels without waiting
+#   for each (as the benchmark does) sees the kernel column.
 #
 # ## 10. Figures 6 and 7: element types and operators
 #
@@ -562,144 +625,175 @@ for n in (1030, 32768, 45555):
 # 1.076924 ms, the 8-byte types (double, long long, unsigned long long) 0.036127 to
 # 2.142949 ms: twice as many bytes, twice the time at 8 M elements. Figure 7 varies the operator
 # (sum, max, min, product on floats): 0.034305 to 1.090579 ms, *"comparable in all four cases"*.
-# The same sweeps on the H200, our kernels only, at every third size of Table 1 (the script's
-# size list repeats the last size, 8,388,600, so it was measured twice; the plots show the mean
-# of the two runs):
+# The same sweeps on the same GPU as Table 1, our kernels only (timed as in Table 1, one run per
+# size), at every third size of Table 1 and its last, 8,388,600 (`benchmarks/dtypes.csv` and
+# `benchmarks/operators.csv`, from the same `table1` stage):
 
 # %%
-def sweep(name, group):
-    """{label: {n: [ms, ...]}} from a sweep CSV, and the rows (mean per n) for ps.viz.throughput."""
-    runs = collections.defaultdict(lambda: collections.defaultdict(list))
-    for row in read_csv(name):
-        runs[row[group]][int(row["n"])].append(float(row["hierarchical_kernel_ms"]))
-    rows = [{group: label, "n": n, "ms": np.mean(times)} for label, by in runs.items() for n, times in by.items()]
-    return runs, rows
-
-
-dtype_runs, dtype_rows = sweep("dtypes.csv", "dtype")
-op_runs, op_rows = sweep("operators.csv", "op")
+dtype_rows = results.read("dtypes.csv")
+op_rows = results.read("operators.csv")
 fig, (left, right) = plt.subplots(1, 2, figsize=(14, 4.5))
-ps.viz.throughput(dtype_rows, y="ms", group="dtype", ax=left, title="Figure 6 on an H200: element types (add)")
-ps.viz.throughput(op_rows, y="ms", group="op", ax=right, title="Figure 7 on an H200: operators (float32)")
+ps.viz.throughput(dtype_rows, y="hierarchical_kernel_ms", group="dtype", ax=left,
+                  title=f"Figure 6 on an {dtype_rows[0]['device']}: element types (add)")
+ps.viz.throughput(op_rows, y="hierarchical_kernel_ms", group="op", ax=right,
+                  title=f"Figure 7 on an {op_rows[0]['device']}: operators (float32)")
 for ax in (left, right):
     ax.set_ylabel("ms per scan (our kernels)")
 
 # %%
-for title, runs in (("dtype (add)", dtype_runs), ("op (float32)", op_runs)):
-    print(f"{title:<13} {'n <= 1024':>15} {'45555 .. 2097152':>18}   {'n = 8388600, two runs':>22}")
-    for label, by in runs.items():
-        low = [t for n, ts in by.items() if n <= 1024 for t in ts]
-        mid = [t for n, ts in by.items() if 45555 <= n <= 2097152 for t in ts]
-        print(f"{label:<13} {min(low):.4f}-{max(low):.4f} {min(mid):>8.4f}-{max(mid):.4f}   "
-              f"{' and '.join(f'{t:.4f}' for t in by[8388600]):>22}")
+def by_label(rows, group):
+    """{label: {n: ms}} from a sweep's rows."""
+    times = collections.defaultdict(dict)
+    for row in rows:
+        times[row[group]][row["n"]] = row["hierarchical_kernel_ms"]
+    return times
+
+
+dtype_ms, op_ms = by_label(dtype_rows, "dtype"), by_label(op_rows, "op")
+print("every result correct:", all(row["correct"] for row in dtype_rows + op_rows),
+      "| timing:", sorted({row["timing"] for row in dtype_rows + op_rows}))
+for title, times in (("dtype (add)", dtype_ms), ("op (float32)", op_ms)):
+    print(f"{title:<13} {'n <= 1024':>15} {'45555 .. 2097152':>17} {'n = 8388600':>12}")
+    for label, by in times.items():
+        low = [t for n, t in by.items() if n <= 1024]
+        mid = [t for n, t in by.items() if 45555 <= n <= 2097152]
+        print(f"{label:<13} {min(low):.4f}-{max(low):.4f} {min(mid):>8.4f}-{max(mid):.4f} {by[8388600]:>12.4f}")
+print("8-byte / 4-byte type at n = 8388600, and above the three-launch floor (minus the time at 45555):")
+for wide, narrow in (("int64", "int32"), ("uint64", "uint32"), ("float64", "float32")):
+    w, s = dtype_ms[wide], dtype_ms[narrow]
+    print(f"  {wide} / {narrow}: {w[8388600] / s[8388600]:.2f}, above the floor "
+          f"{(w[8388600] - w[45555]) / (s[8388600] - s[45555]):.2f}")
+large_ns = [n for n in op_ms["add"] if n >= 1048555]
+print("max and min slower than add and mul at every n >= 1048555:",
+      all(min(op_ms["max"][n], op_ms["min"][n]) > max(op_ms["add"][n], op_ms["mul"][n]) for n in large_ns),
+      "| max, min / add there:", span([{"r": op_ms[op][n] / op_ms["add"][n]} for op in ("max", "min") for n in large_ns],
+                                     "r", digits=2))
+twice = [abs(dtype_ms["float32"][n] - op_ms["add"][n]) / op_ms["add"][n] for n in op_ms["add"]]
+print(f"float32 add, measured in both sweeps: at most {max(twice):.1%} apart")
 
 # %% [markdown]
-# Our sweeps cannot see the element type or the operator, and they show why:
+# What the two figures show on today's GPU (the lines above):
 #
-# - **Everything sits on the launch floor.** 8,388,600 elements of 8 bytes are 67 MB; three
-#   passes over them ($3n$ words, 201 MB) take an H200 about 60 µs at copy speed, less than three
-#   numba launches. So the 8-byte types take 0.127–0.204 ms at that size and the 4-byte types
-#   0.108–0.151 ms: overlapping ranges, not the paper's factor of 2.
-# - **The spread is noise, and it is large.** The same float64 scan of 8,388,600 elements took
-#   0.130 ms in one run and 0.204 ms in the next. The first configuration of each sweep ran
-#   slow at small sizes (int32 add at 260 and 1024: 0.058 and 0.064 ms; float32 add in the
-#   operator sweep, 0.057–0.064 ms where mul and min take 0.034–0.039), and the float32 sum took
-#   0.17–0.18 ms from 45,555 elements on in the operator sweep but 0.096–0.151 ms in the dtype
-#   sweep: one kernel, two runs of the same script. Host-side launch time varies (the
-#   Python interpreter, the driver, the CPU's clock) by tens of microseconds, and at these sizes
-#   that is all there is to measure.
-# - One thing stands out consistently: uint64 takes 0.135–0.138 ms at all four middle sizes,
-#   0.03–0.04 ms more than every other type. Its traffic at 2 M elements (3 × 2 M × 8 bytes =
-#   50 MB, about 15 µs at copy speed) cannot explain a constant 40 µs, from 45,555 elements on;
-#   the CSV cannot tell whether the host or the kernel spends it (question 6).
-# - The paper's conclusion, that the operator does not matter, holds on the H200 for a
-#   simpler reason than in 2011: a combine costs a few cycles, and a memory-bound scan has
-#   cycles to spare. The paper's second conclusion, that 8-byte types cost twice as much at
-#   large sizes, is a statement about bytes; it would reappear on the H200 only well above
-#   $2^{24}$ elements, where the traffic outweighs the launches.
+# - **The paper's factor of two comes back, nearly.** Up to 1024 elements every type takes
+#   about 4 µs (one kernel; the 8-byte types at most 0.3 µs more). At 8,388,600
+#   elements the 8-byte types take 1.72–1.74 times as long as the 4-byte ones (0.081 against
+#   0.047 ms). Part of each time is the floor of three kernels, 0.010–0.012 ms (the time at
+#   45,555 elements); above it the ratio is 1.89–1.93: twice as many bytes, nearly twice the
+#   time, as on the GTX 480. A scan of this size is memory-bound on both GPUs.
+# - **The operator hardly matters**, as the paper found: add and mul take about the same time,
+#   max and min 6–11% longer from about a million elements on. A float max here is not one
+#   instruction: to propagate NaN as `np.maximum` does, the package's combine compares, tests
+#   for NaN and selects (`prefixsum/scans/ops.py`), a few instructions where add has one; that
+#   is the likely cause, and it stays small because the scan waits on memory.
+# - **The measurements repeat.** The float32 add scan was measured in both sweeps, separately:
+#   the two agree within 0.6% at every size. Timed with the launches queued, the kernel time
+#   does not depend on how fast the host happened to be.
 #
 # ## 11. Half a copy? Large arrays, and `torch.cumsum`
 #
 # The goal set for this scan: for $n \ge 2^{24}$, float32 and int32, reach at least half the
 # bandwidth of a device copy. A copy moves $2n$ words; we count the scan's bandwidth over the
 # same $2n$ words (its real traffic is $3n$), so the ratio is simply copy time / scan time.
-# `benchmarks/scan_throughput.csv` (up to $2^{26}$) and `benchmarks/hierarchical_bench.csv`
-# (up to $2^{28}$, with two other tile shapes; its int32 `torch.cumsum` rows sum into int64 and
-# are left out; a copy moves 4-byte words alike for both types, so the float32 `torch copy`
-# row serves for both). Median times in µs:
+# `benchmarks/scan_throughput.csv` (up to $2^{26}$, stage `scans` of `run_gpu.sh`) and
+# `benchmarks/hierarchical_bench.csv` (up to $2^{28}$, with two other tile shapes, stage
+# `hierarchical`). Both time kernels as Table 1 does (queued, median of 25); `torch.cumsum`
+# sums int32 in int32. Median times in µs:
 
 # %%
-throughput = read_csv("scan_throughput.csv")
-bench = read_csv("hierarchical_bench.csv")
-
-
-def median_us(rows, variant, dtype, n):
-    (row,) = [r for r in rows if r["variant"] == variant and r["dtype"] == dtype and int(r["n"]) == n]
-    return float(row["median_us"])
-
-
 print(f"{'source':<6} {'dtype':<7} {'n':>5} {'ours µs':>8} {'GB/s':>6} {'torch copy':>10} {'ratio':>6} {'numba copy':>10} "
       f"{'ratio':>6} {'cumsum':>7} {'ours/cumsum':>11}")
-target_rows = []
+target_rows, timings = [], set()
 for dtype in ("float32", "int32"):
     for k in (22, 23, 24, 25, 26, 27, 28):
         n = 2 ** k
-        if k <= 26:
-            source, rows, copy_dtype = "scan", throughput, dtype
-        else:
-            source, rows, copy_dtype = "bench", bench, "float32"
-        ours = median_us(rows, "hierarchical", dtype, n)
-        torch_copy = median_us(rows, "torch copy", copy_dtype, n)
-        numba_copy = median_us(rows, "copy", dtype, n)
-        cumsum = median_us(rows, "torch.cumsum", "float32" if source == "bench" else dtype, n)
-        target_rows.append((dtype, k, ours, torch_copy))
+        source, name = ("scan", "scan_throughput.csv") if k <= 26 else ("bench", "hierarchical_bench.csv")
+
+        def us(variant):
+            return results.value(name, "median_us", variant=variant, dtype=dtype, n=n)
+
+        ours, torch_copy, numba_copy, cumsum = us("hierarchical"), us("torch copy"), us("copy"), us("torch.cumsum")
+        timings |= {row["timing"] for row in results.read(name, dtype=dtype, n=n) if row["kind"] != "whole call"}
+        target_rows.append((dtype, k, ours, torch_copy, cumsum))
         print(f"{source:<6} {dtype:<7} {'2^' + str(k):>5} {ours:>8.1f} {2 * n * 4 / ours / 1e3:>6.0f} {torch_copy:>10.1f} "
               f"{torch_copy / ours:>6.2f} {numba_copy:>10.1f} {numba_copy / ours:>6.2f} {cumsum:>7.1f} {ours / cumsum:>11.2f}")
-big_copy = median_us(bench, "torch copy", "float32", 2 ** 28)
+
+
+def bench_us(variant, dtype, k):
+    return results.value("hierarchical_bench.csv", "median_us", variant=variant, dtype=dtype, n=2 ** k)
+
+
 print("16 items per thread at 2^28:", ", ".join(
-    f"{dtype} {median_us(bench, 'hierarchical:items_per_thread=16', dtype, 2 ** 28):.1f} µs "
-    f"(ratio {big_copy / median_us(bench, 'hierarchical:items_per_thread=16', dtype, 2 ** 28):.2f})"
+    f"{dtype} {bench_us('hierarchical:items_per_thread=16', dtype, 28):.1f} µs "
+    f"(ratio {bench_us('torch copy', dtype, 28) / bench_us('hierarchical:items_per_thread=16', dtype, 28):.2f})"
     for dtype in ("float32", "int32")))
-met = [f"{dtype} 2^{k}" for dtype, k, ours, copy in target_rows if k >= 24 and copy / ours >= 0.5]
-missed = [f"{dtype} 2^{k}" for dtype, k, ours, copy in target_rows if k >= 24 and copy / ours < 0.5]
+met = [f"{dtype} 2^{k}" for dtype, k, ours, copy, cumsum in target_rows if k >= 24 and copy / ours >= 0.5]
+missed = [f"{dtype} 2^{k}" for dtype, k, ours, copy, cumsum in target_rows if k >= 24 and copy / ours < 0.5]
 print("at least half of torch copy:", ", ".join(met))
-print("below half:                 ", ", ".join(missed))
+print("below half:                 ", ", ".join(missed) or "none")
+print("torch.cumsum faster than ours at every size above:", all(cumsum < ours for _, _, ours, _, cumsum in target_rows),
+      "| timing of these rows:", sorted(timings))
 
 # %% [markdown]
-# (For $2^{27}$ and $2^{28}$ the cumsum column is float32 for both types.) Plainly:
+# Plainly (the table above):
 #
-# - **The target is not met at $2^{24}$ and $2^{25}$.** At $2^{24}$ float32 the scan takes
-#   123.5 µs (1087 GB/s) where `torch` copies in 39.6 µs (3385 GB/s): 32% of a copy; int32,
-#   26%. At $2^{25}$, 45% and 43%. Against numba's own copy kernel (74.2 µs at $2^{24}$, launched
-#   the way our kernels are) it is 60%.
-# - **It is met, narrowly, from $2^{26}$ on, for float32:** 270.6 µs against 137.2 µs, 51%
-#   (1984 GB/s); at $2^{27}$ 53%, at $2^{28}$ 54% (939 µs against 510 µs), and 57% with 16 items
-#   per thread (898 µs). int32 sits on the line: 49% at $2^{26}$ and $2^{27}$, 52% at $2^{28}$
-#   (56% with 16 items per thread).
-# - **`torch.cumsum` is 1.8 times faster at $2^{24}$** (68.3 µs) and 1.23 times at $2^{26}$
-#   (220.4 µs); at $2^{28}$, 1.12 times (839 µs against 939 µs).
+# - **The target is met at every size from $2^{24}$ on, for both types.** At $2^{24}$ float32
+#   the scan takes 82.2 µs (1632 GB/s) where `torch` copies in 48.3 µs: 59% of a copy; int32,
+#   58%. The ratio creeps up with $n$: 62% at $2^{26}$, 64–65% at $2^{27}$ and $2^{28}$ (1104.8
+#   µs against 712.8 µs for float32), 66% with 16 items per thread (1082.3 µs). Against numba's
+#   own copy kernel, which is slower than torch's, the scan reaches 71–81%.
+# - **`torch.cumsum` is faster at every size**, by less as $n$ grows: 1.16 times at $2^{24}$
+#   (70.6 µs), 1.12 times at $2^{26}$, 1.09 times at $2^{28}$ (1012.1 µs against 1104.8 µs).
+# - Below $2^{24}$ (outside the target) the ratio is lower: 41–42% at $2^{22}$, where a copy takes
+#   under 10 µs and the three kernels' fixed cost (section 9) weighs more.
 #
-# **Why.** Two reasons, one per end of the range.
+# **Why.** These are kernel times, launches left out (section 9), so the difference between
+# us and `torch.cumsum` is work on the GPU, and it is traffic. `torch.cumsum` runs CUB's scan,
+# which is **single-pass**: each tile publishes its total as soon as it has it, and the next
+# tile *looks back* at its predecessors' published totals ("decoupled look-back", Merrill and
+# Garland 2016), so the input is read once and the output written once: $2n$ words. Ours reads
+# the input twice: $3n$. Each against its own traffic at copy speed:
+
+# %%
+for dtype in ("float32", "int32"):
+    for name, k in (("scan_throughput.csv", 24), ("scan_throughput.csv", 26), ("hierarchical_bench.csv", 28)):
+        copy, ours, cumsum = (results.value(name, "median_us", variant=v, dtype=dtype, n=2 ** k)
+                              for v in ("torch copy", "hierarchical", "torch.cumsum"))
+        print(f"{dtype:<7} 2^{k}: ours {ours:7.1f} µs against 3n words at copy speed {1.5 * copy:7.1f} µs: "
+              f"{ours / (1.5 * copy):.2f}x | torch.cumsum {cumsum:7.1f} µs against 2n words {copy:7.1f} µs: {cumsum / copy:.2f}x")
+
+# %% [markdown]
+# Our kernels stream their $3n$ words at close to copy speed (1.03–1.15 times a copy of that
+# much, the lines above); CUB needs 1.42–1.47 times a copy of its $2n$. CUB is ahead only because
+# it moves a third less, not because it streams faster; a single-pass scan that streamed as well
+# as ours would take little more than a copy's time.
 #
-# 1. *Launches.* Our scan is three numba launches; from Table 1, three of them cost about
-#    0.09 ms of host time even when the GPU has nothing to do. The rescan, which moves $2n$
-#    words (as long as a copy, ~40 µs at $2^{24}$), can only start after the third launch. A
-#    rough budget at $2^{24}$: 90 µs of launches + 40 µs of rescan ≈ 130 µs; measured 123.5 µs.
-#    `torch.cumsum` runs CUB's scan, launched from C++ (about 20 µs for both of its launches,
-#    Table 1's floor). At $2^{24}$ most of the 55 µs between us and `torch.cumsum` is Python
-#    launching kernels, not the GPU.
-# 2. *Traffic.* CUB's scan is **single-pass**: each tile publishes its total as soon as it has
-#    it, and the next tile *looks back* at its predecessors' published totals ("decoupled
-#    look-back", Merrill and Garland 2016), so the input is read once and the output written
-#    once: $2n$ words. Ours reads the input twice: $3n$. At $2^{26}$, where launches no longer
-#    matter, $3n$ words at copy speed take $1.5 \times 137$ ≈ 206 µs and we need 271 µs;
-#    $2n$ words take 137 µs and CUB needs 220 µs. Both are about 1.3 and 1.6 times their
-#    traffic at copy speed; CUB is ahead because it moves a third less, not because it streams
-#    faster.
+# **And the whole call.** A program does not call kernels; it calls `ps.scan`. The same file has
+# whole calls (host clock), on a device array and on a numpy array (which adds the copies to the
+# GPU and back), beside the kernels, float32:
+
+# %%
+print(f"{'n':>5} {'kernels µs':>10} {'ps.scan µs':>11} {'host µs':>8} {'call/kernels':>12} {'on numpy µs':>12}")
+numpy_ratios = []
+for k in range(20, 29):
+    kernels = bench_us("hierarchical", "float32", k)
+    call = bench_us("ps.scan(hierarchical) call", "float32", k)
+    on_numpy = bench_us("ps.scan(hierarchical) call on numpy", "float32", k)
+    numpy_ratios.append(on_numpy / kernels)
+    print(f"{'2^' + str(k):>5} {kernels:>10.1f} {call:>11.1f} {call - kernels:>8.1f} {call / kernels:>12.2f} {on_numpy:>12.1f}")
+print(f"a call on a numpy array takes {min(numpy_ratios):.0f} to {max(numpy_ratios):.0f} times as long as the kernels")
+print("timing of the calls:", sorted({row["timing"] for row in results.read("hierarchical_bench.csv", kind="whole call")}))
+
+# %% [markdown]
+# On a device array the host adds 0.24 to 0.70 ms to every call (the `host` column above): at
+# $2^{20}$ the call takes 21 times as long as its kernels, at $2^{24}$ 3.9 times, and only from
+# $2^{26}$ on do the kernels make up half of it or more. On a numpy array the copies to the GPU
+# and back dominate everything: 121 to 449 times the kernels. A scan is worth sending to the GPU
+# only if the data are there already.
 #
-# What would close the gap: fewer launches (or launching from C++, or CUDA graphs), and a
-# single-pass scan. Bigger tiles help at the largest sizes (16 items per thread: 898 µs at
-# $2^{28}$ against 939 µs) but not at $2^{24}$, where the launches dominate.
+# What would close the gaps: for the kernels, a single-pass scan ($2n$ words instead of $3n$);
+# bigger tiles help a little at the largest sizes (16 items per thread: 1082.3 µs at $2^{28}$
+# against 1104.8 µs). For the whole call: fewer launches from Python (CUDA graphs, or launching
+# from C++), and an output buffer that is reused instead of allocated on every call.
 #
 # ## 12. Summary
 #
@@ -715,6 +809,9 @@ print(f"n = {summary_n}: {counts['launches']} launches, {counts['barriers']} bar
       f"{counts['combines'] / summary_n:.2f} combines per element, "
       f"{(counts['global_reads'] - carry_reads + counts['global_writes']) / summary_n:.2f} global words per element "
       f"(+ {carry_reads} carry reads)")
+print("measured (hierarchical_bench.csv, float32, kernels): " + "; ".join(
+    f"2^{k} {bench_us('hierarchical', 'float32', k):.1f} µs, {bench_us('torch copy', 'float32', k) / bench_us('hierarchical', 'float32', k):.0%} of a copy"
+    for k in (24, 26, 28)))
 
 # %% [markdown]
 # The sequential combines are $3n$ ($n$ in the reduction, $2n$ in the rescan); the rest are
@@ -727,7 +824,7 @@ print(f"n = {summary_n}: {counts['launches']} launches, {counts['barriers']} bar
 # | depth | 5 shuffles | $2k$ sequential + 11 shuffles + 4 barriers | 3 launches (1 if $n \le bk$); the spine loops over tiles of up to 4096 totals |
 # | global memory | | $bk$ reads, $bk$ writes per tile | $2n$ reads + $n$ writes = $3n$ words (scan-then-propagate: $4n$; single-pass: $2n$) |
 # | shared memory | none | $bk \cdot 33/32$ staged + 32 warp totals | |
-# | on an H200, float32 | | | $2^{24}$: 123.5 µs, 32% of a copy; $2^{26}$: 270.6 µs, 51%; $2^{28}$: 939 µs, 54% |
+# | measured, float32 | | | kernels: 59–65% of a copy's rate from $2^{24}$ to $2^{28}$ (the last line above); a whole call adds 0.13–0.70 ms of host time (sections 9 and 11) |
 #
 # **Questions.**
 # 1. The warp-synchronous scan of section 1 gave `7` in lane 2 on the simulator. Find a schedule
@@ -742,8 +839,10 @@ print(f"n = {summary_n}: {counts['launches']} launches, {counts['barriers']} bar
 #    too? What happens with 8-byte elements?
 # 5. Reduce-then-scan reads the input twice. For which kind of input (think of a scan whose input
 #    is computed on the fly, say the flags of a stream compaction) is that nearly free?
-# 6. Table 1's floor: estimate from the CSV how much one numba launch costs, and predict our
-#    time for $n = 2^{30}$ float32 from the copy's bandwidth. Which of the two reasons in section
-#    11 would then dominate? How would you find out where uint64's extra 40 µs go (section 10)?
+# 6. Section 9 estimated one numba launch at some 34 µs of host time. Predict our kernel time
+#    and our whole-call time for $n = 2^{30}$ float32 from the copy's bandwidth and the host times
+#    of section 11: which part would dominate? Above $2^{17}$ elements the host's share of a
+#    whole call grows though the launches stay three: which step of `ps.scan` does work that
+#    depends on $n$, and how would you time it alone?
 # 7. A single-pass scan with decoupled look-back lets tile $b$ wait for tile $b - 1$. Why can
 #    that deadlock if blocks are not scheduled in order, and how do CUB's tiles avoid it?
