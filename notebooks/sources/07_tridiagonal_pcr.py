@@ -36,7 +36,6 @@
 import prefixsum as ps  # first: it chooses the GPU or the simulator before numba.cuda loads
 
 import collections
-import csv
 import inspect
 
 import numpy as np
@@ -44,6 +43,7 @@ import scipy.linalg
 from numba import cuda, float64
 
 from prefixsum import tridiag
+from prefixsum.cli import results
 from prefixsum.tridiag import _common, cr, pcr, thomas
 
 print(ps.device_info())
@@ -630,82 +630,192 @@ for n in (8, 16, 32, 64):
 #
 # ## 11. On the GPU
 #
-# `benchmarks/tridiag.py` ran every method and two library baselines on one NVIDIA H200, on
-# random diagonally dominant systems, four shapes (batch × n) in float32 and float64, median of
-# 20 runs, every result checked by its residual first (`benchmarks/tridiag.csv`). *Ours
-# (kernels)* is CUDA events around a method's launches, *ours (whole call)* a whole
-# `tridiag.solve` on device arrays. *cuSPARSE* is `gtsv2StridedBatch` (through CuPy) timed with
-# CUDA events: the library's device time. *JAX* is `jax.lax.linalg.tridiagonal_solve` (which
-# calls cuSPARSE), a whole jitted call timed on the host.
+# `benchmarks/tridiag.py` (the `tridiag` stage of `bash benchmarks/run_gpu.sh`) ran every method
+# and two library baselines on one GPU, on random diagonally dominant systems of four shapes
+# (batch × n) in float32 and float64, and checked every result by its residual before timing it
+# (`benchmarks/tridiag.csv`; `benchmarks/README.md` describes the method). Every time is a median
+# of 25 after warm-up calls, and the CSV's `timing` column says how each row was measured:
+#
+# - *ours (kernels)*: a method's launches on device arrays, **queued** behind a short busy kernel
+#   between two CUDA events. While the busy kernel runs, Python issues all the launches; when the
+#   first event fires the GPU finds them waiting, so the events time the GPU's work alone. The
+#   host's cost of launching (tens of microseconds of Python per numba launch, chapter 05) is
+#   *not* in this figure.
+# - *ours (whole call)*: a whole `tridiag.solve` on device arrays, on the host clock, as a user
+#   pays for it: the checks of the arguments, the allocations, the launches from Python, the
+#   kernels, and the copy of the failure flags back to the host.
+# - *cuSPARSE*: `gtsv2StridedBatch` through CuPy, queued the same way: the library's device time
+#   (less the copy that restores $d$, which the solve overwrites, before each run).
+# - *JAX*: `jax.lax.linalg.tridiagonal_solve` (which calls cuSPARSE), a whole jitted call on the
+#   host clock.
+#
+# The device and the date, how each kind of row was timed, and the times, all read from the CSV
+# (microseconds; Thomas was not run on the single system of $2^{20}$ rows, which one thread
+# would walk alone):
 
 # %%
-# NBVAL_IGNORE_OUTPUT
-with open("../benchmarks/tridiag.csv", newline="") as handle:
-    bench = list(csv.DictReader(handle))
-print(f"{bench[0]['device']}, {bench[0]['date']}")
-cases = [(512, 512), (4096, 256), (16384, 64), (1, 2**20)]
-times = {(row["method"], row["kind"], row["dtype"], int(row["batch"]), int(row["n"])): float(row["median_us"])
-         for row in bench}
-print(f"{'dtype':<8} {'batch x n':>13} {'pcr':>8} {'cr':>8} {'thomas':>8} {'cuSPARSE':>9} {'JAX':>7} "
-      f"{'pcr/cuSPARSE':>12} {'JAX-cuSPARSE':>12}   whole call (pcr)")
+bench = results.read("tridiag.csv")
+print(f"{bench[0]['device']}, {bench[0]['date']}; every result correct: {all(row['correct'] for row in bench)}")
+for label, timing in sorted({(row["method"] if row["kind"] == "library" else row["kind"], row["timing"]) for row in bench}):
+    print(f"  {label:<28} timing: {timing}")
+
+CASES = [(512, 512), (4096, 256), (16384, 64), (1, 2**20)]
+OURS = ("pcr", "cr", "thomas")
+CUSPARSE, JAX = "cusparse gtsv2StridedBatch", "jax tridiagonal_solve"
+
+
+def time_us(method, kind, dtype, batch, n):
+    """median_us of the one matching row of tridiag.csv; NaN for Thomas on one system (not run)."""
+    if method == "thomas" and batch == 1:
+        return float("nan")
+    return results.value("tridiag.csv", "median_us", method=method, kind=kind, dtype=dtype, batch=batch, n=n)
+
+
+def case_label(batch, n):
+    return f"{batch} x {n}" if n < 2**20 else "1 x 2^20"
+
+
+kernels = {(m, dtype, case): time_us(m, "ours (kernels)", dtype, *case) for m in OURS
+           for dtype in ("float32", "float64") for case in CASES}
+whole = {(m, dtype, case): time_us(m, "ours (whole call)", dtype, *case) for m in OURS
+         for dtype in ("float32", "float64") for case in CASES}
+cusparse = {(dtype, case): time_us(CUSPARSE, "library", dtype, *case) for dtype in ("float32", "float64") for case in CASES}
+jax_call = {(dtype, case): time_us(JAX, "library", dtype, *case) for dtype in ("float32", "float64") for case in CASES}
+
+print(f"\n{'median time (us)':<20}{'ours (kernels)':^24}{'cuSPARSE':>10}  {'ours (whole call)':^27}{'JAX':>8}")
+print(f"{'dtype':<8} {'batch x n':>11}" + "".join(f" {m:>7}" for m in OURS) + f" {'device':>9}  "
+      + "".join(f" {m:>8}" for m in OURS) + f" {'call':>7}")
 for dtype in ("float32", "float64"):
-    for batch_, n_ in cases:
-        ours = [times.get((m, "ours (kernels)", dtype, batch_, n_)) for m in ("pcr", "cr", "thomas")]
-        library = times[("cusparse gtsv2StridedBatch", "library", dtype, batch_, n_)]
-        jax_us = times[("jax tridiagonal_solve", "library", dtype, batch_, n_)]
-        label = f"{batch_} x {n_}" if n_ < 2**20 else "1 x 2^20"
-        cells = " ".join(f"{t:>8.0f}" if t else f"{'-':>8}" for t in ours)
-        print(f"{dtype:<8} {label:>13} {cells} {library:>9.0f} {jax_us:>7.0f} {ours[0] / library:>11.1f}x "
-              f"{jax_us - library:>9.0f} us   {times[('pcr', 'ours (whole call)', dtype, batch_, n_)]:>6.0f} us")
+    for case in CASES:
+        print(f"{dtype:<8} {case_label(*case):>11}" + "".join(f" {kernels[m, dtype, case]:>7.1f}" for m in OURS)
+              + f" {cusparse[dtype, case]:>9.1f}  " + "".join(f" {whole[m, dtype, case]:>8.1f}" for m in OURS)
+              + f" {jax_call[dtype, case]:>7.1f}")
 
 # %% [markdown]
-# (All times in microseconds; Thomas was not run on the single system of $2^{20}$ rows, which
-# one thread would walk alone.) The same, drawn against $n$ (each shape has its own $n$; the
-# batch shrinks as $n$ grows):
+# The same, as ratios: each of our methods against cuSPARSE's device time, its kernels and its
+# whole call, and our whole call against JAX's:
 
 # %%
-# NBVAL_IGNORE_OUTPUT
-series = {"pcr": "PCR (kernels)", "cr": "CR (kernels)", "thomas": "Thomas (kernels)",
-          "cusparse gtsv2StridedBatch": "cuSPARSE gtsv2StridedBatch (device)", "jax tridiagonal_solve": "JAX (whole call)"}
+print(f"{'':20}{'kernels / cuSPARSE':^24}  {'whole call / cuSPARSE':^24}  {'whole call / JAX':^24}")
+print(f"{'dtype':<8} {'batch x n':>11}" + "".join(f" {m:>7}" for m in OURS) * 3)
 for dtype in ("float32", "float64"):
-    plot_rows = [{"n": row["n"], "median_us": row["median_us"], "series": series[row["method"]]} for row in bench
-                 if row["dtype"] == dtype and row["kind"] in ("ours (kernels)", "library")]
+    for case in CASES:
+        print(f"{dtype:<8} {case_label(*case):>11}"
+              + "".join(f" {kernels[m, dtype, case] / cusparse[dtype, case]:>7.2f}" for m in OURS) + "  "
+              + "".join(f" {whole[m, dtype, case] / cusparse[dtype, case]:>7.2f}" for m in OURS) + "  "
+              + "".join(f" {whole[m, dtype, case] / jax_call[dtype, case]:>7.2f}" for m in OURS))
+
+
+def span(values, digits=2):
+    values = [v for v in values if v == v]  # without the NaNs of Thomas on one system
+    return f"{min(values):.{digits}f} to {max(values):.{digits}f}"
+
+
+DTYPES = ("float32", "float64")
+BATCHES = [case for case in CASES if case[0] > 1]
+print("\nPCR's kernels / cuSPARSE, on the batches:", span(kernels["pcr", t, c] / cusparse[t, c] for t in DTYPES for c in BATCHES))
+print("PCR's kernels / cuSPARSE, on one system of 2^20:", span(kernels["pcr", t, CASES[-1]] / cusparse[t, CASES[-1]] for t in DTYPES))
+print("the fastest of our kernels:", "; ".join(
+    f"{dtype} {case_label(*case)}: {min(('pcr', 'cr') if case[0] == 1 else OURS, key=lambda m: kernels[m, dtype, case])}"
+    for dtype in DTYPES for case in CASES))
+print("PCR's kernels faster than CR's in every case:", all(kernels["pcr", t, c] < kernels["cr", t, c] for t in DTYPES for c in CASES))
+print("our whole calls / cuSPARSE's device time:", span(whole[m, t, c] / cusparse[t, c] for m in OURS for t in DTYPES for c in CASES))
+print("our whole calls / JAX's whole call:", span(whole[m, t, c] / jax_call[t, c] for m in OURS for t in DTYPES for c in CASES))
+
+# %% [markdown]
+# Kernel times and whole calls were measured separately, so their difference is what a call
+# costs beyond the GPU's work: roughly the host's part, Python included. JAX's whole call minus
+# cuSPARSE's device time is the same thing for JAX, whose solve calls cuSPARSE:
+
+# %%
+print(f"{'whole call - kernels (us)':<26}" + "".join(f" {m:>8}" for m in OURS) + "   JAX call - cuSPARSE device (us)")
+for dtype in DTYPES:
+    for case in CASES:
+        print(f"{dtype:<8} {case_label(*case):>11}{'':6}" + "".join(f" {whole[m, dtype, case] - kernels[m, dtype, case]:>8.1f}" for m in OURS)
+              + f"   {jax_call[dtype, case] - cusparse[dtype, case]:>8.1f}")
+print("\nours, on the batches (one launch each), us:",
+      span((whole[m, t, c] - kernels[m, t, c] for m in OURS for t in DTYPES for c in BATCHES), 1))
+print("ours, on one system of 2^20, us:", span((whole[m, t, CASES[-1]] - kernels[m, t, CASES[-1]] for m in ("pcr", "cr") for t in DTYPES), 1))
+print("JAX, us:", span((jax_call[t, c] - cusparse[t, c] for t in DTYPES for c in CASES), 1))
+print("beyond the kernels more than the kernels themselves, for every call of ours:",
+      all(whole[m, t, c] - kernels[m, t, c] > kernels[m, t, c] for m in OURS for t in DTYPES for c in CASES if c[0] > 1 or m != "thomas"))
+
+# %% [markdown]
+# Two more things to look at: how many bytes PCR's kernels move per microsecond, and, for the
+# single system of $2^{20}$ rows, the global path of section 3. On the batches `pcr_shared`
+# reads the four bands once and writes $x$: $5 \cdot \text{batch} \cdot n$ values. On the large
+# system `pcr.split` first runs global steps until the interleaved subsystems fit into a block
+# (its loop, repeated below); each step reads at least the four bands and writes four new ones,
+# then `pcr_shared` reads four and writes $x$. Those are lower bounds on the traffic (a step
+# reads three rows for every row it writes; caches serve some of it), divided by the kernel
+# times of the table:
+
+# %%
+print(f"{'dtype':<8} {'batch x n':>11} {'global steps':>12} {'least traffic (MB)':>19} {'kernels (us)':>13} "
+      f"{'least traffic / time (GB/s)':>28}")
+for dtype in DTYPES:
+    itemsize = np.dtype(dtype).itemsize
+    for batch_, n_ in CASES:
+        limit, stride, steps = pcr.max_block_rows(dtype), 1, 0
+        while -(-n_ // stride) > limit:  # pcr.split's loop
+            stride, steps = 2 * stride, steps + 1
+        traffic = (8 * steps + 5) * batch_ * n_ * itemsize
+        t = kernels["pcr", dtype, (batch_, n_)]
+        print(f"{dtype:<8} {case_label(batch_, n_):>11} {steps:>12} {traffic / 1e6:>19.1f} {t:>13.1f} {traffic / t / 1e3:>28.0f}")
+print("PCR's float32 kernels faster than its float64 kernels in every case:",
+      all(kernels["pcr", "float32", c] < kernels["pcr", "float64", c] for c in CASES),
+      "| float64 / float32:", span(kernels["pcr", "float64", c] / kernels["pcr", "float32", c] for c in CASES))
+
+# %% [markdown]
+# The same times drawn against $n$ (each shape has its own $n$; the batch shrinks as $n$ grows):
+# our kernels and PCR's whole call beside cuSPARSE's device time and JAX's whole call.
+
+# %%
+series = {("pcr", "ours (kernels)"): "PCR (kernels)", ("cr", "ours (kernels)"): "CR (kernels)",
+          ("thomas", "ours (kernels)"): "Thomas (kernels)", ("pcr", "ours (whole call)"): "PCR (whole call)",
+          (CUSPARSE, "library"): "cuSPARSE gtsv2StridedBatch (device)", (JAX, "library"): "JAX (whole call)"}
+for dtype in DTYPES:
+    plot_rows = [{"n": row["n"], "median_us": row["median_us"], "series": series[row["method"], row["kind"]]}
+                 for row in bench if row["dtype"] == dtype and (row["method"], row["kind"]) in series]
     ax = ps.viz.throughput(plot_rows, x="n", y="median_us", group="series",
-                           title=f"tridiagonal solves on an H200, {dtype}: 16384 x 64, 4096 x 256, 512 x 512, 1 x 2^20")
+                           title=f"tridiagonal solves, {bench[0]['device']}, {dtype}: 16384 x 64, 4096 x 256, 512 x 512, 1 x 2^20")
     _ = ax.set_ylabel("median time (us)")
 
 # %% [markdown]
-# What this shows, plainly:
+# What this shows, plainly (every figure below is printed by one of the cells above):
 #
-# - **PCR is not as fast as cuSPARSE.** On the batches, PCR's kernels take 3.4 to 5.4 times
-#   cuSPARSE's device time: 134 us against 27 us for 512 systems of 512 (float32), 106 against
-#   26 (float64); 226 against 42 for 16384 × 64 (float32). (Both figures include launching from
-#   the host: for us one numba launch, tens of microseconds of Python, which would not close
-#   the gap even if it were removed.) PCR is still the fastest of our three
-#   methods in every case (Thomas comes closest, 228 against 211 us for 16384 × 64 in float64,
-#   where 16384 threads walk 64 rows each).
-# - **On one large system the gap is 24 to 37 times**: 5.1 ms (float32) and 3.6 ms (float64)
-#   against 139 and 147 us. Here PCR takes the global path of section 3: 10 (float32) or 11
-#   (float64) launches of `pcr_global_step`, each reading three rows and writing one for every one
-#   of the $2^{20}$ rows, $O(n \log n)$ work in all, then `pcr_shared` on 1024 or 2048
-#   interleaved subsystems. The traffic of a step is modest (at least 16 MB read and 16 MB
-#   written in float32, about 10 us at the H200's bandwidth), so most of the 5 ms goes
-#   elsewhere. The CSV does not break it down, but the timed region holds plenty of host work
-#   that the GPU waits for: a numba launch per step (tens of microseconds of Python each,
-#   chapter 05), four numba array views (`out[A]`, ...) made in Python for every step, and the
-#   allocation of the two work buffers in `pcr.split`. cuSPARSE's documentation describes
+# - **PCR is not as fast as cuSPARSE, but within a small factor of it.** PCR's kernels take
+#   between 2.6 and 4.0 times cuSPARSE's device time on the batches, and about 3.2 to 3.3 times on
+#   the one system of $2^{20}$ rows (the ratio table). cuSPARSE's documentation describes
 #   `gtsv2StridedBatch` as a combination of CR and PCR without pivoting: the same building
-#   blocks as ours, organised far better.
-# - **JAX's call time is mostly its own overhead**: 92 to 237 us, 65 to 117 us more than
-#   cuSPARSE's device time for the same solve; at these sizes a JAX call is bounded by dispatch.
-#   Our *whole call* (0.5 to 6.1 ms) is worse for the same reason: argument checks, the failure
-#   flags copied back, and numba's launch cost in Python.
-# - float32 is not faster than float64 for PCR here (134 against 106 us at 512 × 512). Bytes do
-#   not set the time: at 512 × 512 in float32 the kernel reads 4 MB and writes 1 MB in 134 us,
-#   under 40 GB/s, about 1% of what the H200's memory delivers. The candidates are latency (a
-#   barrier per step, two divisions per row update, the integer divisions of `locate`) and the
-#   launch; the benchmark does not separate them. One run per case: differences of a few tens of
-#   percent between the two dtypes may be noise.
+#   blocks as ours, organised better.
+# - **PCR is the fastest of our kernels except at 16384 × 64, where Thomas is**: there 16384
+#   threads each walk 64 rows, and Thomas's kernel comes within 1.4 (float64) to 1.9 (float32)
+#   times cuSPARSE. At 512 × 512 Thomas is the slowest by far, over 20 times
+#   cuSPARSE: 512 threads in all, each walking 512 rows. CR's kernels are slower than PCR's in
+#   every case, although CR does fewer row operations (section 6: twice the barriers, and most
+#   threads idle in most steps).
+# - **On the batches, bytes do not set the time.** PCR's kernels move their least traffic at
+#   about 110 to 260 GB/s there, a small fraction of what the GPU's memory delivers (a few
+#   TB/s). float32 is faster than float64 in every case, but by 1.16 to 1.43 times, not by the
+#   factor of 2 in bytes. The candidates are latency (a barrier per step, two divisions per row update,
+#   the integer divisions of `locate`); the benchmark does not separate them. One run per case:
+#   differences of some tens of percent may be noise.
+# - **On one large system** PCR takes the global path of section 3: 10 (float32) or 11 (float64)
+#   launches of `pcr_global_step`, each updating every one of the $2^{20}$ rows, $O(n \log n)$
+#   work in all, then `pcr_shared` on the interleaved subsystems. Its kernels move their least
+#   traffic at about 1.0 (float32) and 1.5 (float64) TB/s: far closer to the memory's bandwidth
+#   than on the batches.
+# - **A whole call costs far more than its kernels.** Our whole calls take 10 to 59 times
+#   cuSPARSE's device time, and 3.4 to 19 times JAX's whole call. Beyond the kernels, a call of
+#   ours spends about 490 to 910 us on the batches, where every method makes one launch: more
+#   than its kernels take, in every case; JAX's call spends 78 to 185 us beyond cuSPARSE's device
+#   time. On the large system it is 3.2 to 3.9 ms: there PCR's and CR's calls first run global
+#   PCR steps (section 3; the table above counts PCR's), one launch each, allocate two work
+#   buffers in `pcr.split`, and make four numba array views (`out[A]`, ...) per step in Python;
+#   the CSV does not say which of these costs what. The kernel times leave all of that out; the
+#   whole call minus its kernels is roughly what driving the GPU from Python costs, call by
+#   call, and at these sizes it is most of the call.
 #
 # ## 12. Summary
 #
@@ -737,10 +847,12 @@ for dtype in ("float32", "float64"):
 # 4. The exercise kernel uses two buffers. Rewrite the step with one buffer and two barriers per
 #    step (as chapter 02's fold does); which values must a thread hold in registers across the
 #    first barrier?
-# 5. CR does half the row operations of PCR at $n = 512$ but took longer on the GPU in every
-#    batched case. Give two reasons from section 6's counts.
+# 5. CR does half the row operations of PCR at $n = 512$, but its kernels took longer on the GPU
+#    in every case (section 11). Give two reasons from section 6's counts.
 # 6. Construct a $3 \times 3$ tridiagonal matrix that is nonsingular, on which PCR meets a zero
 #    pivot. Does CR meet it too? Thomas?
-# 7. For $n = 2^{20}$, estimate the bytes `pcr_global_step` moves over its 10 launches (float32),
-#    and the time at 4 TB/s. What does the difference from the measured 5.1 ms tell you about
-#    where that time goes, and how would you find out?
+# 7. Section 11 divided a lower bound on the traffic of PCR's global path ($n = 2^{20}$) by the
+#    kernel time. Count instead the bytes `pcr_global_step` *requests* over its 10 launches in
+#    float32 (section 6: three rows read and one written per row update). How many of them must
+#    come from memory, and how many can the caches serve? Then the whole call, which took far
+#    longer than its kernels: how would you find out where the rest of its time goes?

@@ -18,20 +18,21 @@
 # routine: from the last row upward. Then $A x = b$ becomes a tridiagonal system, which part ①
 # solves. This chapter follows the notes: a reflection as a mirror, one reduction step on a
 # $5 \times 5$ matrix, the kernel with several matrices per block (the notes'
-# `tidx = threadIdx.x % n`), the solve $Q T Q^T x = b$, and measurements on an H200 against
-# PyTorch.
+# `tidx = threadIdx.x % n`), the solve $Q T Q^T x = b$, and measurements on a GPU against
+# PyTorch (section 6).
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 import prefixsum as ps  # first: it chooses the GPU or the simulator before numba.cuda loads
 
-import csv
 import importlib
 import inspect
 import math
 
 import numpy as np
 from numba import cuda
+
+from prefixsum.cli import results
 
 hh = importlib.import_module("prefixsum.tridiag.householder")  # the module (ps.tridiag.householder is the function)
 
@@ -411,78 +412,160 @@ print(ps.check.reflector(my_reflector, dtype=np.float32))
 # %% [markdown]
 # ## 6. On the GPU
 #
-# `benchmarks/householder.py` ran on one NVIDIA H200 (PyTorch 2.11), batches of random
-# symmetric positive definite matrices: 10,000 matrices of $n$ = 16, 32 and 64, and 100 of
-# $n = 512$, float32 and float64, median of 5 runs, every result checked first:
+# `benchmarks/householder.py` (the `householder` stage of `bash benchmarks/run_gpu.sh`) ran on
+# one GPU, on batches of random symmetric positive definite matrices in float32 and float64,
+# and checked every result before timing it (`benchmarks/householder.csv`;
+# `benchmarks/README.md` describes the method). Each time is a median of 5, as these calls take
+# up to seconds; the CSV's `timing` column says how each row was measured:
 #
+# - `householder (reduction, events)`: the reduction kernel alone (with the allocation of its
+#   outputs) on matrices already on the device, **queued** behind a short busy kernel between
+#   two CUDA events: the GPU's work, without the host's cost of launching it;
 # - `householder (whole call)` and `solve_symmetric (whole call)`: the package's functions as a
-#   user calls them, from host arrays to host arrays, timed on the host;
-# - `householder (reduction, events)`: the reduction kernel alone (with its output
-#   allocations), CUDA events, minus the time of copying $A$ to the device;
-# - `torch.linalg.eigh` and `torch.linalg.solve` (LU with partial pivoting) on tensors already
-#   on the device, CUDA events.
+#   user calls them, from host arrays to host arrays, on the host clock: everything the call
+#   does, the reduction kernel included;
+# - `torch.linalg.eigh` and `torch.linalg.solve` (LU with partial pivoting) on tensors already on
+#   the device, between CUDA events. These calls wait for the GPU themselves, so they could not
+#   be queued ("events, not queued"): their times include the host's part of the call.
+#
+# The device, the date, the PyTorch version, how each row was timed, and the times, all read
+# from the CSV:
 
 # %%
-# NBVAL_IGNORE_OUTPUT
-with open("../benchmarks/householder.csv", newline="") as handle:
-    bench_rows = list(csv.DictReader(handle))
-times = {(row["what"], row["dtype"], int(row["batch"]), int(row["n"])): float(row["median_us"]) / 1000 for row in bench_rows}
-columns = ("householder (reduction, events)", "householder (whole call)", "solve_symmetric (whole call)",
-           "torch.linalg.eigh", "torch.linalg.solve")
-headers = ("reduction kernel", "householder call", "solve_symmetric", "torch eigh", "torch solve")
-print(f"{'dtype':<8} {'batch x n':>11}" + "".join(f" {h:>17}" for h in headers) + f" {'eigh/kernel':>12} {'solve_sym/torch':>16}")
-for dtype in ("float32", "float64"):
-    for batch_b, n_b in sorted({(k[2], k[3]) for k in times if k[1] == dtype}, key=lambda c: c[1]):
-        ms = [times[(name, dtype, batch_b, n_b)] for name in columns]
-        print(f"{dtype:<8} {f'{batch_b} x {n_b}':>11}" + "".join(f" {m:>14.2f} ms" for m in ms)
-              + f" {ms[3] / ms[0]:>11.1f}x {ms[2] / ms[4]:>15.0f}x")
-print("devices:", sorted({row["device"] for row in bench_rows}), "torch", sorted({row["torch"] for row in bench_rows}))
+bench_rows = results.read("householder.csv")
+print(f"{bench_rows[0]['device']}, {bench_rows[0]['date']}, torch {bench_rows[0]['torch']}; "
+      f"every result correct: {all(row['correct'] for row in bench_rows)}")
+for what, timing in dict.fromkeys((row["what"], row["timing"]) for row in bench_rows):
+    print(f"  {what:<34} timing: {timing}")
+
+REDUCTION, CALL, SOLVE_CALL = "householder (reduction, events)", "householder (whole call)", "solve_symmetric (whole call)"
+EIGH, TORCH_SOLVE = "torch.linalg.eigh", "torch.linalg.solve"
+WHAT = (REDUCTION, CALL, SOLVE_CALL, EIGH, TORCH_SOLVE)
+HEADERS = ("reduction kernel", "householder call", "solve_symmetric", "torch eigh", "torch solve")
+DTYPES = ("float32", "float64")
+BENCH_CASES = sorted({(row["batch"], row["n"]) for row in bench_rows}, key=lambda case: case[1])
+
+
+def ms(what, dtype, batch, n):
+    """median_us of the one matching row of householder.csv, in milliseconds."""
+    return results.value("householder.csv", "median_us", what=what, dtype=dtype, batch=batch, n=n) / 1000
+
+
+times = {(what, dtype, case): ms(what, dtype, *case) for what in WHAT for dtype in DTYPES for case in BENCH_CASES}
+print(f"\nmedian time (ms)\n{'dtype':<8} {'batch x n':>11}" + "".join(f" {h:>17}" for h in HEADERS))
+for dtype in DTYPES:
+    for case in BENCH_CASES:
+        print(f"{dtype:<8} {f'{case[0]} x {case[1]}':>11}" + "".join(f" {times[w, dtype, case]:>17.2f}" for w in WHAT))
+
+# %% [markdown]
+# The same as ratios: the whole `householder` call against its reduction kernel (and their
+# difference), `eigh` against the reduction kernel, `solve_symmetric` and the reduction kernel
+# against `torch.linalg.solve`, and `solve_symmetric`'s whole call against `householder`'s:
 
 # %%
-# NBVAL_IGNORE_OUTPUT
-plot_rows = [{"n": row["n"], "ms": float(row["median_us"]) / 1000, "what": row["what"]}
-             for row in bench_rows if row["dtype"] == "float64" and row["batch"] == "10000"]
+ratios = (("call / kernel", lambda t, c: times[CALL, t, c] / times[REDUCTION, t, c]),
+          ("call - kernel (ms)", lambda t, c: times[CALL, t, c] - times[REDUCTION, t, c]),
+          ("eigh / kernel", lambda t, c: times[EIGH, t, c] / times[REDUCTION, t, c]),
+          ("solve_sym / torch", lambda t, c: times[SOLVE_CALL, t, c] / times[TORCH_SOLVE, t, c]),
+          ("kernel / torch solve", lambda t, c: times[REDUCTION, t, c] / times[TORCH_SOLVE, t, c]),
+          ("solve_sym / call", lambda t, c: times[SOLVE_CALL, t, c] / times[CALL, t, c]))
+print(f"{'dtype':<8} {'batch x n':>11}" + "".join(f" {name:>21}" for name, _ in ratios))
+for dtype in DTYPES:
+    for case in BENCH_CASES:
+        print(f"{dtype:<8} {f'{case[0]} x {case[1]}':>11}" + "".join(f" {ratio(dtype, case):>21.2f}" for _, ratio in ratios))
+
+SMALL = [case for case in BENCH_CASES if case[0] == 10000]
+LARGE = (100, 512)
+
+
+def span(values):
+    values = list(values)
+    return f"{min(values):.2f} to {max(values):.2f}"
+
+
+print("\nhouseholder's whole call / its reduction kernel, batches of 10000:",
+      span(times[CALL, t, c] / times[REDUCTION, t, c] for t in DTYPES for c in SMALL),
+      "| 100 x 512:", span(times[CALL, t, LARGE] / times[REDUCTION, t, LARGE] for t in DTYPES))
+print("eigh slower than our reduction kernel in every case:",
+      all(times[EIGH, t, c] > times[REDUCTION, t, c] for t in DTYPES for c in BENCH_CASES))
+print("eigh at 10000 x 64, per matrix (ms):", ", ".join(
+    f"{t} {times[EIGH, t, (10000, 64)] / 10000:.2f}" for t in DTYPES))
+print("solve_symmetric's whole call shorter than householder's in every case:",
+      all(times[SOLVE_CALL, t, c] < times[CALL, t, c] for t in DTYPES for c in BENCH_CASES))
+print("reduction kernel at 100 x 512, float32 / float64:", f"{times[REDUCTION, 'float32', LARGE] / times[REDUCTION, 'float64', LARGE]:.2f}")
+
+# %%
+plot_rows = [{"n": row["n"], "ms": row["median_us"] / 1000, "what": row["what"]}
+             for row in bench_rows if row["dtype"] == "float64" and row["batch"] == 10000]
 ax = ps.viz.throughput(plot_rows, x="n", y="ms", group="what",
-                       title="10,000 float64 matrices on an H200: time against n")
+                       title=f"10,000 float64 matrices, {bench_rows[0]['device']}: time against n")
 _ = ax.set_ylabel("median time (ms)")
 
 # %% [markdown]
-# What the numbers say, float64 unless noted:
+# At $n = 512$ the package takes the global-memory path: one block per matrix, with (as
+# `_tridiagonalize` chooses) as many threads as $n$ rounded up to whole warps, at most
+# `GLOBAL_THREADS`. A rough count of the longest path through the kernel, from the code of
+# section 3: the serial loops of `reflector` and `correct` (about $4i$ iterations at step $i$,
+# in one thread while the others wait), plus the column loops of `project`, `update` and
+# `accumulate` of thread 0, which owns the most columns. Divided into the reduction kernel's
+# time, it gives a time per loop iteration (an estimate from the code, not a profile):
+
+# %%
+n_big = LARGE[1]
+threads_big = min(-(-n_big // 32) * 32, hh._common.GLOBAL_THREADS)
+columns = range(0, n_big, threads_big)  # thread 0's columns
+serial = sum(4 * i for i in range(2, n_big))  # reflector: scale and h; correct: u.p and q
+column_loops = sum(4 * i * sum(1 for j in columns if j < i) for i in range(1, n_big))  # project i, update i, accumulate 2i
+print(f"n = {n_big}: {threads_big} threads per matrix, thread 0 owns columns {list(columns)}")
+print(f"loop iterations on the longest path (millions): serial {serial / 1e6:.2f}, thread 0's columns {column_loops / 1e6:.2f}, "
+      f"total {(serial + column_loops) / 1e6:.2f}")
+for dtype in DTYPES:
+    print(f"{dtype}: reduction kernel (ms) {times[REDUCTION, dtype, LARGE]:.2f}, "
+          f"ns per iteration {times[REDUCTION, dtype, LARGE] * 1e6 / (serial + column_loops):.0f}")
+
+# %% [markdown]
+# What the numbers say (every figure below is printed by the cells above; float64 unless
+# noted):
 #
-# - **Against `torch.linalg.eigh`, many small matrices.** Our reduction kernel takes 0.78 ms,
-#   2.8 ms and 9.9 ms for 10,000 matrices of 16, 32 and 64; `eigh` takes 2.7 ms, 8.9 ms and
-#   **6855 ms**: 3.5, 3.2 and 689 times longer (float32 at 64: 9.5 ms against 7539 ms). The
-#   jump between 32 and 64 is PyTorch's: in its source (`linalg_eigh_cusolver` in
-#   `aten/src/ATen/native/cuda/linalg/BatchLinearAlgebraLib.cpp`, in the version we read) a
-#   batch of matrices up to $n = 32$ goes to cuSOLVER's batched Jacobi solver, and larger ones
-#   are solved **one matrix after another** (`syevd`, or `syevj` for float32 up to 512): 0.69 ms
-#   each, 10,000 times. The comparison is not like for like: `eigh` computes all eigenvalues
-#   and eigenvectors; our kernel only the first part of that work, $T$ and $Q$ (`syevd` itself
-#   starts with such a reduction; Jacobi does not reduce at all). An eigensolver built on our
-#   reduction would still have to solve the tridiagonal eigenproblem.
-# - **Against `torch.linalg.solve`.** `solve_symmetric` takes 548 ms for 10,000 systems of 64;
-#   `torch.linalg.solve` 3.4 ms, 160 times less. Our whole call is almost all host work: the
-#   reduction kernel is 9.9 ms of the 548. A one-off breakdown of the calls on an H200 while
-#   writing this chapter (not in the CSV; medians of 3; that run's `householder` call took
-#   728 ms): the host's check that $A$ is finite and symmetric, in numpy over 41 million
-#   entries, 560 ms; copying $A$ (328 MB) to the device 46 ms; copying $Q$ back 107 ms. The
-#   checks dominate, then the copies. Even the kernel alone (9.9 ms) is 2.9 times torch's whole
-#   solve: for one solve, LU needs $\frac23 n^3$ flops, our route about $\frac{10}{3} n^3$
+# - **Against `torch.linalg.eigh`, many small matrices.** Our reduction kernel takes 0.28 ms,
+#   1.92 ms and 11.67 ms for 10,000 matrices of 16, 32 and 64; `eigh` takes 2.75 ms, 8.96 ms and
+#   **7447.73 ms**: about 10, 4.7 and 638 times longer (float32 at 64: 8.44 ms against 7961.83 ms).
+#   `eigh` is slower than our kernel in every case of the table. The jump between 32 and 64 is
+#   PyTorch's. In its source as we read it (`linalg_eigh_cusolver` in
+#   `aten/src/ATen/native/cuda/linalg/BatchLinearAlgebraLib.cpp`; a reading, not a measurement)
+#   a batch of matrices up to $n = 32$ goes to cuSOLVER's batched Jacobi solver, and larger ones
+#   are solved **one matrix after another** (`syevd`, or `syevj` for float32 up to 512): here
+#   0.74 ms a matrix (float32: 0.80 ms), 10,000 times. The comparison is not like for like:
+#   `eigh` computes all eigenvalues and eigenvectors; our kernel only the first part of that
+#   work, $T$ and $Q$ (`syevd` itself starts with such a reduction; Jacobi does not reduce at
+#   all). An eigensolver built on our reduction would still have to solve the tridiagonal
+#   eigenproblem.
+# - **Against `torch.linalg.solve`.** `solve_symmetric` takes 515.98 ms for 10,000 systems of 64;
+#   `torch.linalg.solve` 3.41 ms, 151 times less. Even our reduction kernel alone is 3.42 times
+#   torch's solve there (between 1.9 and 4.2 times on the batches of 10,000, and 47 to 49 times at
+#   $n = 512$). For one solve, LU needs $\frac23 n^3$ flops, our route about $\frac{10}{3} n^3$
 #   (section 7). The Householder route pays off when $T$ itself is wanted: eigenvalues, or
 #   shifted systems $(A - \sigma I) x = b$ for many $\sigma$ (question 4).
-# - **$n = 512$, 100 matrices: the global-memory path.** Reduction 285 ms, `eigh` 460 ms
-#   (float32: 256 ms against 1422 ms); `torch.linalg.solve` 6.3 ms. Here our kernel is slow:
-#   one block of 256 threads per matrix, 100 blocks on the H200's 132 multiprocessors, so the
-#   kernel time is the time of one matrix. In each step one thread computes the scale and $h$
-#   (`reflector`) and then $u \cdot p$ and $q$ (`correct`), loops of length $i$, while the
-#   other 255 threads wait at the barrier: **the known bottleneck of this kernel**. Counting loop
-#   iterations along the longest thread's path (from the code above, two columns per thread):
-#   about $2n^2 \approx 0.52$ million in these serial loops and about 0.92 million in the
-#   column loops of `project`, `update` and `accumulate`; 285 ms for about 1.44 million
-#   iterations is some 200 ns an iteration: of the order of a global-memory access's latency,
-#   not of a multiply-add's time, with only 8 warps per multiprocessor to hide it. (That float32
-#   takes nearly as long as float64, 256 against 285 ms, fits this picture. These counts are an
-#   estimate from the code, not a profile.)
+# - **The whole call against the kernel.** On the batches of 10,000, `householder`'s whole call
+#   takes 46 to 120 times as long as its reduction kernel: 708.61 ms against 11.67 ms at
+#   $n = 64$, a difference of about 697 ms. At $n = 512$, where the kernel itself is slow, the
+#   call takes 2.1 to 2.3 times the kernel. Besides the kernel, the call (`householder` in
+#   `prefixsum/tridiag/householder.py`) checks on the host that $A$ is finite and symmetric,
+#   copies $A$ to the device, and copies $d$, $e$ and $Q$ back; `solve_symmetric`, which returns $x$ instead of $Q$ and runs
+#   two more small kernels and PCR, takes less time than `householder` in every case (0.73 to
+#   0.96 of it). The CSV times only the whole calls and the kernel, so it does not say how the
+#   difference divides among these steps (question 6).
+# - **$n = 512$, 100 matrices: the global-memory path.** Reduction kernel 307.43 ms, `eigh`
+#   478.90 ms (float32: 276.22 ms against 1459.86 ms); `torch.linalg.solve` 6.22 ms. Here our
+#   kernel is slow: one block of 256 threads per matrix, and 100 blocks are fewer than the
+#   GPU's multiprocessors (132 on an H100 SXM), so the kernel time is the time of one matrix. In
+#   each step one thread computes the scale and $h$ (`reflector`) and then $u \cdot p$ and $q$
+#   (`correct`), loops of length $i$, while the other 255 threads wait at the barrier: **the
+#   serial part of this kernel** (question 3 replaces it). The count above puts some 1.44
+#   million loop iterations on the longest path, about 190 (float32) to 210 (float64) ns each:
+#   of the order of a global-memory access's latency, not of a multiply-add's time, with only 8
+#   warps per multiprocessor to hide it. That float32 takes nearly as long as float64 (0.90 of
+#   its time) fits this picture; the counts are an estimate from the code, not a profile.
 #
 # ## 7. Summary
 #
@@ -515,5 +598,9 @@ _ = ax.set_ylabel("median time (ms)")
 #    shift $\sigma$? Compare with a new LU factorisation of $A - \sigma I$.
 # 5. Why are the last row and column of $Q$ those of the identity? Which would it be if the
 #    reduction went from the first row down?
-# 6. `solve_symmetric` spends most of its time checking $A$ on the host. Which of the checks
-#    could run on the GPU, and what should it report when one fails?
+# 6. Section 6 found `householder`'s whole call many times slower than its reduction kernel on
+#    the batches of 10,000 matrices, and the CSV does not say where the difference goes. List
+#    what the call does besides the kernel (read `householder` and `_check_matrices` in
+#    `prefixsum/tridiag/householder.py`), and time each step yourself on a GPU (on the
+#    simulator only the host's steps mean anything). Which would you move to the GPU, and what
+#    should a check there report when it fails?
