@@ -25,12 +25,13 @@
 import prefixsum as ps  # first: it chooses the GPU or the simulator before numba.cuda loads
 
 import collections
-import csv
 import inspect
 
 import matplotlib.pyplot as plt
 import numpy as np
 from numba import cuda
+
+from prefixsum.cli import results
 
 print(ps.device_info())
 
@@ -82,17 +83,28 @@ print(inspect.getsource(ps.scans.blelloch.blelloch_tile_kernel))
 #
 # ## 2. Many tiles: scan the totals, add them back
 #
-# The driver is the one every tiled scan of the package shares (chapter 01):
+# The driver is the one every tiled scan of the package shares (chapter 01), `scan_tiles` in
+# `prefixsum/scans/tiles.py`:
 #
 # 1. **tile pass**: block $b$ scans tile $b$ and writes its total to `totals[b]`;
 # 2. **scan the totals**: `totals` is an array of its own, scanned (inclusively) by the same
 #    algorithm, recursively, until it fits one tile;
 # 3. **carry pass**: block $b$ combines `carries[b]` (everything in tiles $0..b$) into every
 #    element of tile $b + 1$.
+#
+# A tiled algorithm does not write this driver again: it hands its tile kernel to
+# `register_tiled`, whose `run` calls `scan_tiles` with tiles of `items_per_thread * block_size`
+# elements and passes *itself* as the scan of the totals, which is where the recursion comes
+# from. Below: the driver, the helper, the carry kernel, and the last lines of
+# `prefixsum/scans/blelloch.py`, where Blelloch plugs in its tile kernel with
+# `items_per_thread=2` (tiles of 512 for the default 256 threads).
 
 # %%
+print(inspect.getsource(ps.scans.tiles.scan_tiles))
 print(inspect.getsource(ps.scans.tiles.register_tiled))
 print(inspect.getsource(ps.scans.tiles.carry_kernel))
+blelloch_module = inspect.getsource(ps.scans.blelloch)
+print(blelloch_module[blelloch_module.index("ALGORITHM = register_tiled"):])
 
 # %% [markdown]
 # The global-memory picture of a scan of 300 elements with 32 threads per block (tiles of 64):
@@ -203,99 +215,160 @@ for conflict_free in (False, True):
 # %% [markdown]
 # ## 4. What a GPU measures
 #
-# `benchmarks/scan_throughput.csv` holds measurements on an NVIDIA H200 (`python -m prefixsum
-# bench`): for each $n$ from $2^{10}$ to $2^{26}$, the median of repeated runs timed with CUDA
-# events around the launches after a warm-up, inclusive float32 and int32 sums. Throughput
-# counts the $2n$ words a scan must at least move ($2n \times 4$ bytes / time), so a copy is the
-# ceiling. Baselines: a
-# numba copy kernel (one element per thread), PyTorch's `copy_`, `torch.cumsum` (CUB's
-# single-pass scan) and `cupy.cumsum`. Below, float32, without the k-step scan of seed 000
-# (chapter 05) and the hierarchical scan (chapter 06), and with folding left out (it lies on
-# top of the ladder at most sizes):
+# `benchmarks/scan_throughput.csv` was written by `bash benchmarks/run_gpu.sh scans` (which runs
+# `python -m prefixsum bench`; every row records the command, the device and the date,
+# printed below). For each $n$ from $2^{10}$ to $2^{26}$ and for inclusive float32 and int32
+# sums, it holds two kinds of time (`benchmarks/README.md` describes the method):
+#
+# - **kernel time** (column `timing` = "events, queued"): each sample queues a short busy
+#   kernel, then a CUDA event, the scan's launches and a second event. The busy kernel outlasts
+#   the host's work, so all launches are queued before the first event fires, and the events
+#   time the GPU's work alone: not the tens of microseconds of Python that numba spends on the
+#   host for every launch. Median of 25 samples after 3 warm-up calls.
+# - **whole-call time** ("host clock, ..."): a whole `ps.scan(x, algorithm="ladder")` on a
+#   device array (options, allocation, launches, synchronisation) on the host's clock, median
+#   of 25 after a warm-up; and the same call on a numpy array, copies to and from the GPU
+#   included.
+#
+# Throughput counts the $2n$ words a scan must at least move ($2n \times 4$ bytes / time), so a
+# copy is the ceiling. Baselines: a numba copy kernel (one element per thread), PyTorch's
+# `copy_`, `torch.cumsum` (CUB's single-pass scan) and `cupy.cumsum`. Every result was checked
+# before it was timed. Below, float32 kernel times, without the k-step scan of seed 000
+# (chapter 05) and the hierarchical scan (chapter 06), and with folding left out (the printout
+# says how close it lies to the ladder):
 
 # %%
-with open("../benchmarks/scan_throughput.csv", newline="") as handle:
-    measured = list(csv.DictReader(handle))
+measured = results.read("scan_throughput.csv")
+sizes = sorted({row["n"] for row in measured})
+print(f"scan_throughput.csv: {len(measured)} rows from {', '.join(sorted({row['device'] for row in measured}))}, "
+      f"{', '.join(sorted({row['date'] for row in measured}))}; every result correct: {all(row['correct'] for row in measured)}")
+print("timings:", "; ".join(sorted({row["timing"] for row in measured})))
+
+
+def kernel_us(variant, n, dtype="float32"):
+    """Median kernel time (queued launches) of ``variant`` at ``n``, from scan_throughput.csv."""
+    return results.value("scan_throughput.csv", "median_us", variant=variant, dtype=dtype, n=n)
+
+
+folding_off = max(abs(kernel_us("folding", n) / kernel_us("ladder", n) - 1) for n in sizes)
+print(f"folding differs from the ladder by at most {folding_off:.0%} at any n")
 shown = ["blelloch", "blelloch:conflict_free=False", "ladder", "hillis_steele", "copy", "torch copy", "torch.cumsum", "cupy.cumsum"]
 float_rows = [row for row in measured if row["dtype"] == "float32" and row["variant"] in shown]
 fig, (left, right) = plt.subplots(1, 2, figsize=(14, 4.8))
 ps.viz.throughput(float_rows, ax=left, title=f"float32 sums on an {float_rows[0]['device']}: throughput")
-ps.viz.throughput(float_rows, y="median_us", ax=right, title="the same runs: time per scan")
+ps.viz.throughput(float_rows, y="median_us", ax=right, title="the same runs: kernel time per scan")
 left.set_ylabel("GB/s (2n x 4 bytes / time)")
-right.set_ylabel("µs per scan (median)")
+right.set_ylabel("µs per scan (median, launches queued)")
 right.get_legend().remove()
 
 # %% [markdown]
-# The numbers at the two largest sizes, and each variant's speed relative to `torch.cumsum`:
+# The numbers at the two largest sizes, each variant's speed relative to `torch.cumsum`
+# (its time divided by the variant's), and the ratios the discussion below rests on:
 
 # %%
 print(f"{'variant':<30} {'2^24: µs':>9} {'GB/s':>7} {'vs cumsum':>9}   {'2^26: µs':>9} {'GB/s':>7} {'vs cumsum':>9}")
-at = {(row["variant"], int(row["n"])): row for row in float_rows}
+at = {(row["variant"], row["n"]): row for row in float_rows}
 for variant in shown:
     line = f"{variant:<30}"
     for n in (2 ** 24, 2 ** 26):
         row, cub = at[(variant, n)], at[("torch.cumsum", n)]
-        line += f" {float(row['median_us']):>9.1f} {float(row['gbps']):>7.0f} {float(cub['median_us']) / float(row['median_us']):>8.2f}x  "
+        line += f" {row['median_us']:>9.1f} {row['gbps']:>7.0f} {cub['median_us'] / row['median_us']:>8.2f}x  "
     print(line)
+padded = {n: kernel_us("blelloch", n) for n in sizes}
+plain = {n: kernel_us("blelloch:conflict_free=False", n) for n in sizes}
+print()
+print("padding faster at every n >= 2^19:", all(padded[n] < plain[n] for n in sizes if n >= 2 ** 19))
+print("padding slower at every n <= 2^17:", all(padded[n] > plain[n] for n in sizes if n <= 2 ** 17))
+print("time padding saves:", ", ".join(f"2^{n.bit_length() - 1}: {1 - padded[n] / plain[n]:.0%}" for n in sizes if n >= 2 ** 20))
+ours = [kernel_us("torch.cumsum", n) / kernel_us(v, n) for v in ("blelloch", "ladder", "hillis_steele") for n in (2 ** 24, 2 ** 26)]
+print(f"padded Blelloch, ladder, Hillis-Steele at 2^24 and 2^26: {min(ours):.2f} to {max(ours):.2f} of torch.cumsum's speed")
+big = 2 ** 26
+print(f"at 2^26: Hillis-Steele / Blelloch {kernel_us('hillis_steele', big) / kernel_us('blelloch', big):.2f}, "
+      f"Hillis-Steele / ladder {kernel_us('hillis_steele', big) / kernel_us('ladder', big):.2f}; "
+      f"torch.cumsum / numba copy {kernel_us('torch.cumsum', big) / kernel_us('copy', big):.2f}, "
+      f"torch copy / torch.cumsum {kernel_us('torch copy', big) / kernel_us('torch.cumsum', big):.2f}, "
+      f"Blelloch / numba copy {kernel_us('blelloch', big) / kernel_us('copy', big):.2f}, "
+      f"hierarchical / Blelloch {kernel_us('hierarchical', big) / kernel_us('blelloch', big):.2f}")
 
 # %% [markdown]
 # What the measurements show:
 #
-# - **Padding pays.** At $n = 2^{26}$ the padded Blelloch scan takes 720 µs, the plain one 936 µs
-#   (23% less time); at $2^{24}$, 221 µs against 266 µs. The padded version is the fastest of
-#   this chapter's two-pass scans: 608 GB/s at $2^{24}$, 746 GB/s at $2^{26}$. (The package's
-#   `hierarchical` scan, chapter 06, which moves $3n$ words instead of $4n$, takes 124 µs and
-#   271 µs in the same file.)
-# - **Our tiled scans reach 0.27–0.31 times `torch.cumsum`.** At $2^{24}$ CUB needs 68 µs
-#   (2.0 TB/s); padded Blelloch, the ladder and Hillis–Steele take 221–248 µs. At $2^{26}$ CUB
-#   needs 220 µs, they take 720–827 µs. Work efficiency hardly matters: Hillis–Steele's tile
-#   pass does 7 combines per element (1793 for a tile of 256, chapter 03), Blelloch's 3 (two
-#   sweeps and the inclusive step), and Hillis–Steele is only 15% slower at $2^{26}$ (827 µs).
+# - **Padding pays once there is work to do.** From $n = 2^{19}$ on, the padded Blelloch scan is
+#   faster than the plain one at every size, and the saving grows with $n$, to about a fifth of
+#   the time at $2^{24}$ and $2^{26}$ (the lines above). Up to $2^{17}$, where a tile pass has
+#   little to do, the plain layout is a little faster (about a microsecond of 10 to 12): the
+#   padding's extra index arithmetic is all that is left to see. Padded, Blelloch is the fastest
+#   of this chapter's two-pass scans at $2^{24}$ and $2^{26}$. (The package's `hierarchical`
+#   scan, chapter 06, moves $3n$ words instead of $4n$ and is faster still.)
+# - **Our tiled scans reach about a third of `torch.cumsum`'s speed** at the largest sizes (the
+#   range printed above). Work efficiency hardly matters: Hillis–Steele's tile pass does 7
+#   combines per element (1793 for a tile of 256, chapter 03), Blelloch's 3 (two sweeps and the
+#   inclusive step), and Hillis–Steele is only about 5% slower than the ladder and 16% slower
+#   than padded Blelloch at $2^{26}$.
 # - **Traffic.** Our scans move $4n$ words (two passes), a single-pass scan $2n$. At $2^{26}$
-#   `torch.cumsum` runs a little faster than the numba copy kernel (220 µs and 237 µs) and at
-#   62% of the speed of PyTorch's copy (137 µs, 3.9 TB/s). Two passes explain a factor of 2
-#   against a copy; Blelloch's 720 µs are 3.0 times the numba copy kernel's, so the tile pass
-#   itself does not stream at copy speed either (two elements per thread, 20 barriers per tile
-#   of 512; the CSV does not split the time between the kernels).
-# - **A floor of launches.** Up to $n = 2^{16}$ (Blelloch: $2^{18}$) every tiled scan makes
-#   three launches, and a numba launch costs tens of microseconds of Python on the host, during
-#   which the GPU waits. How many tens is not fixed: the three launches took 94–109 µs at
-#   $2^{10}$ to $2^{12}$ but 176–191 µs at $2^{13}$ to $2^{16}$ (Blelloch: to $2^{18}$). The
-#   launches did not change; the machine did. In the same run `torch.cumsum`, which launches
-#   from C++, took 20–21 µs at $2^{10}$ and $2^{11}$ but 32–36 µs from $2^{12}$ to $2^{20}$, and
-#   the numba copy kernel (one launch) 23–25 µs up to $2^{12}$ but 43–51 µs from $2^{13}$ to
-#   $2^{20}$; at $2^{21}$ both are back near their low values. One more level of recursion (five
-#   launches, from $2^{17}$, Blelloch from $2^{19}$) took 282–304 µs up to $2^{20}$ and
-#   161–191 µs at $2^{21}$. So read the small sizes for their order of magnitude only, and
-#   compare variants at the same $n$. From about $2^{22}$ on, our scans rise above the floor,
-#   and from $2^{24}$ to $2^{26}$ their time grows with $n$: the GPU's work outlasts the launches.
-# - A whole `ps.scan(..., algorithm="ladder")` call on a device array (options, allocation,
-#   launches) adds more: 189–602 µs up to $2^{18}$, 1151 µs at $2^{26}$ where the kernels take
-#   804 µs.
+#   `torch.cumsum` takes only about 15% longer than the numba copy kernel, and PyTorch's own
+#   copy is faster still. Two passes explain a factor of 2 against a copy; padded Blelloch takes
+#   about 3 times as long as the numba copy kernel, so the tile pass itself does not stream at
+#   copy speed either (two elements per thread, 20 barriers per tile of 512; the CSV does not
+#   split the time between the kernels).
 #
-# The floor, launch by launch (launches counted by the `launches` function of section 2):
+# **The floor.** With the launches queued, what is left at small $n$ is the GPU's own cost of
+# running one kernel after another. Up to $n = 2^{16}$ (Blelloch: $2^{18}$) a tiled scan makes
+# three launches, then five (one more level of recursion, counted by the `launches` function of
+# section 2):
 
 # %%
-floor = [row for row in measured if row["dtype"] == "float32" and row["variant"] in ("copy", "ladder", "blelloch")
-         and int(row["n"]) in (2 ** 10, 2 ** 16, 2 ** 18, 2 ** 20)]
-print(f"{'variant':<14} {'n':>8} {'launches':>8} {'µs':>7} {'µs per launch':>13}")
-for row in floor:
-    n = int(row["n"])
-    count = {"ladder": launches(n, 256), "blelloch": launches(n, 512)}.get(row["variant"], 1)
-    print(f"{row['variant']:<14} {n:>8} {count:>8} {float(row['median_us']):>7.1f} {float(row['median_us']) / count:>13.1f}")
+print(f"{'variant':<10} {'n':>9} {'launches':>8} {'kernel µs':>9} {'µs per launch':>13}")
+for variant in ("copy", "ladder", "blelloch"):
+    for n in (2 ** 10, 2 ** 16, 2 ** 17, 2 ** 18, 2 ** 19, 2 ** 20):
+        count = {"ladder": launches(n, 256), "blelloch": launches(n, 512)}.get(variant, 1)
+        print(f"{variant:<10} {n:>9} {count:>8} {kernel_us(variant, n):>9.1f} {kernel_us(variant, n) / count:>13.1f}")
 
 # %% [markdown]
-# The floor in the launches' own terms: 35–36 µs per launch at $2^{10}$, 58–60 µs at $2^{16}$
-# to $2^{20}$, the slower stretch of the run described above (the copy kernel's one launch:
-# 25 µs, then 45–46 µs).
+# Queued back to back, a launch costs the GPU about 3 to 4 µs while the work is small (the copy
+# kernel's one launch included), and one more level of recursion adds about two such launches:
+# the ladder's time steps up from $2^{16}$ to $2^{17}$, Blelloch's from $2^{18}$ to $2^{19}$ (where
+# the data also double).
+# From about $2^{20}$ on, the time grows with $n$: the GPU's work outweighs the launches.
 #
-# The int32 measurements in the same file give about the same times for our scans at the
-# largest sizes (Blelloch 709 µs at $2^{26}$, against 720 µs for float32). Left to their
-# defaults, `torch.cumsum` and `cupy.cumsum` would follow numpy and sum int32 into **int64**,
-# writing twice the bytes; the benchmark asks them for int32 results (`dtype=` the input's
-# type), so they are a fair baseline here too: 223 µs and 509 µs at $2^{26}$ (float32: 220 µs
-# and 528 µs).
+# **A whole call.** Kernel times leave out the host. A user who calls `ps.scan` waits for the
+# host too: the Python of the call (checking options, allocating the result) and of every
+# launch, tens of microseconds each with numba. The CSV has whole calls of the ladder on a
+# device array and on a numpy array, beside the ladder's kernel time:
+
+# %%
+print(f"{'n':>9} {'launches':>8} {'kernel µs':>9} {'call µs':>9} {'call - kernel':>13} {'call / kernel':>13} {'call on numpy µs':>16}")
+host_extra = {}
+for n in sizes:
+    call = results.value("scan_throughput.csv", "median_us", variant="ps.scan(ladder) call", dtype="float32", n=n)
+    on_numpy = results.value("scan_throughput.csv", "median_us", variant="ps.scan(ladder) call on numpy", dtype="float32", n=n)
+    host_extra[n] = call - kernel_us("ladder", n)
+    print(f"{n:>9} {launches(n, 256):>8} {kernel_us('ladder', n):>9.1f} {call:>9.1f} {host_extra[n]:>13.1f} "
+          f"{call / kernel_us('ladder', n):>13.1f} {on_numpy:>16.1f}")
+print(f"a whole call takes longer than its kernels by {min(host_extra.values()):.0f} to {max(host_extra.values()):.0f} µs; "
+      f"median {np.median(list(host_extra.values())):.0f} µs")
+
+# %% [markdown]
+# The difference between the two columns is what Python costs per call: never less than about
+# 175 µs, several times the kernels' own time up to $2^{23}$, and still half as much again as the
+# kernels at $2^{26}$. It is also noisy: the host's clock catches everything else the machine
+# does, and single sizes jump to several times their neighbours (compare $2^{15}$ with $2^{14}$
+# and $2^{16}$). A call on a numpy array adds the copies to and from the GPU, which at large $n$
+# cost far more than the scan. For a scan of a few thousand elements, then, it is the host that
+# decides: the GPU's three launches take about 10 µs, the call around it twenty times as long.
 #
+# The int32 measurements in the same file give about the same kernel times as float32 at the
+# largest sizes. Left to their defaults, `torch.cumsum` and `cupy.cumsum` would follow numpy and
+# sum int32 into **int64**, writing twice the bytes; the benchmark asks them for int32 results
+# (`dtype=` the input's type), so they are a fair baseline here too:
+
+# %%
+print(f"{'at 2^26':<14} {'float32 µs':>10} {'int32 µs':>9} {'ratio':>6}")
+for variant in ("blelloch", "ladder", "torch.cumsum", "cupy.cumsum"):
+    f32, i32 = kernel_us(variant, big), kernel_us(variant, big, "int32")
+    print(f"{variant:<14} {f32:>10.1f} {i32:>9.1f} {i32 / f32:>6.2f}")
+
+# %% [markdown]
 # ## 5. Exercise: put the pieces together
 #
 # Seed 004's last step, written by you. `scan_device` below runs the package's tile kernel
@@ -351,7 +424,7 @@ print(ps.check.scan(my_blelloch_scan, name="my_blelloch_scan"))
 # | depth | $2\log_2 T + 2$ barriers per tile pass, $\lceil \log_T n \rceil$ levels, $2\lceil \log_T n \rceil - 1$ launches |
 # | global memory | $\approx 2n$ reads + $2n$ writes (a single-pass scan: $n + n$) |
 # | shared memory | $T + T/32$ cells per block (with padding) |
-# | on an H200, $n = 2^{26}$ float32 | 720 µs = 746 GB/s; 0.31x `torch.cumsum`; 936 µs without padding |
+# | on a GPU, $n = 2^{26}$ float32 (section 4) | about 3 times a copy kernel's time, about 0.4 times `torch.cumsum`'s speed; padding saves about a fifth; a whole call adds at least about 175 µs of Python |
 #
 # **Questions.**
 # 1. With tiles of 512, how many levels of recursion and launches does a scan of $2^{30}$
@@ -361,8 +434,9 @@ print(ps.check.scan(my_blelloch_scan, name="my_blelloch_scan"))
 #    word) no conflict?
 # 3. For 8-byte elements (float64), which index pattern is conflict-free, and would
 #    `i + (i >> 5)` still be the right padding?
-# 4. The measurements put every tiled scan near 100 µs for $n \le 2^{12}$ (three launches).
-#    Estimate what one numba launch costs on the host, and name two ways to make a scan of
-#    $2^{12}$ elements faster.
-# 5. `torch.cumsum` at $2^{26}$ takes no longer than the numba copy kernel. What must a scan do
-#    to move only $2n$ words, and what does a tile then have to wait for?
+# 4. For $n \le 2^{12}$ the kernels of every tiled scan take about 10 µs (three launches),
+#    but a whole `ps.scan` call of the ladder takes about twenty times as long (section 4).
+#    Where does the rest go? Estimate what one numba launch costs on the host, and name two
+#    ways to make a whole scan of $2^{12}$ elements faster.
+# 5. `torch.cumsum` at $2^{26}$ takes only about 15% longer than the numba copy kernel. What
+#    must a scan do to move only $2n$ words, and what does a tile then have to wait for?

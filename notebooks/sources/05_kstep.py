@@ -24,12 +24,12 @@
 import prefixsum as ps  # first: it chooses the GPU or the simulator before numba.cuda loads
 
 import collections
-import csv
 import inspect
 
 import numpy as np
 from numba import cuda, float32
 
+from prefixsum.cli import results
 from prefixsum.scans import kstep
 
 print(ps.device_info())
@@ -255,9 +255,10 @@ n_table = 1000
 print(f"n = {n_table}, a launch per step")
 print(f"{'L':>3} {'s*':>3} {'launches':>8} {'combines':>8} {'reads/thread':>12} {'serial reads':>12} "
       f"{'buffer':>6} {'extra':>5} {'global reads':>12} {'writes':>6}")
+traced = {}  # L: the tracer's counts, used again in section 9
 for L_row in (2, 3, 4, 8, 16, 32):
     run = ps.trace.record(ps.scan, np.ones(n_table, np.float32), algorithm="kstep", L=L_row, one_block=False)
-    counts = run.counts()
+    counts = traced[L_row] = run.counts()
     reads = collections.Counter((r.launch, r.block, r.thread) for r in run.records if r.array == "buf" and not r.write)
     most = collections.defaultdict(int)  # per launch: the most cells one thread read
     for (number, _, _), k in reads.items():
@@ -280,7 +281,8 @@ for L_row in (2, 3, 4, 8, 16, 32):
 #   $4n$ reads and $3n$ writes as $L$ grows.
 #
 # Which $L$ is best depends on what a step costs. In one block a barrier costs about as much as
-# a few additions, so the depth decides; between launches the host pays for every launch.
+# a few additions, so the depth decides; between launches the GPU pays a few microseconds for
+# every launch, and the host, in Python, several times as much (section 9).
 #
 # ## 9. A launch per step or a barrier per step
 #
@@ -300,112 +302,254 @@ for one_block in (False, True):
 # %% [markdown]
 # The work is the same; the one-block path keeps the buffer in shared memory and touches global
 # memory only to load $x$ and store the result. But one block holds at most
-# `kstep.ONE_BLOCK_BUFFER` = 4096 elements, so beyond 3,968 inputs ($L = 32$; 3,584 for
-# $L = 8$, 2,048 for $L = 2$) every step is a launch.
-#
-# **On the GPU.** The benchmarks (`benchmarks/kstep_L.csv`, `benchmarks/scan_throughput.csv`,
-# one NVIDIA H200, float32, median of 20 runs timed with CUDA events around the launches) show
-# both. The default options ($L = 32$, chosen from the sweep below), around the size where the
-# one-block path stops fitting:
+# `kstep.ONE_BLOCK_BUFFER` = 4096 elements, so beyond a few thousand inputs every step is a
+# launch:
 
 # %%
-# NBVAL_IGNORE_OUTPUT
-with open("../benchmarks/scan_throughput.csv", newline="") as handle:
-    throughput_rows = [row for row in csv.DictReader(handle) if row["dtype"] == "float32"]
-print(f"{'n':>6} {'path':>15} {'launches':>8} {'kstep':>9} {'copy':>8} {'torch.cumsum':>12}")
-for n in (2**10, 2**11, 2**12, 2**13, 2**14):
-    at_n = {row["variant"]: float(row["median_us"]) for row in throughput_rows if int(row["n"]) == n}
-    one = kstep.fits_one_block(n, L_default)
-    launches = 1 if one else 2 * kstep.levels(n, L_default).top + 5
-    print(f"{n:>6} {'one block' if one else 'launch per step':>15} {launches:>8} {at_n['kstep']:>6.0f} us "
-          f"{at_n['copy']:>5.0f} us {at_n['torch.cumsum']:>9.0f} us")
+for L_row in (2, 8, L_default):
+    fits = max(n for n in range(1, kstep.ONE_BLOCK_BUFFER + 1) if kstep.fits_one_block(n, L_row))
+    print(f"L = {L_row:>2}: one block up to n = {fits}")
 
 # %% [markdown]
-# Up to $n = 2048$ the whole scan is one launch of 46 to 48 us, about twice a copy kernel's
-# single launch (24 to 25 us); at 4096 the buffer no longer fits and the time jumps to 197 us
-# for 7 launches. At 8192 and 16384 the same 7 launches took 366 and 360 us: in this run the
-# machine was slower at those sizes, the copy kernel's time doubled too (chapter 04). The sweep
-# over $L$ (`kstep_L.csv` has $n = 2^{10}$ to $2^{26}$; plotted: $2^{20}$, $2^{24}$ and
-# $2^{26}$, all on the launch path), against `torch.cumsum` (CUB, one pass):
+# **On the GPU.** `benchmarks/kstep_L.csv`, written by `bash benchmarks/run_gpu.sh kstep`, times
+# the k-step scan for $L = 2, 4, 8, \dots, 128$ at every $n$ from $2^{10}$ to $2^{26}$ (float32),
+# beside the baselines of chapter 04; `benchmarks/scan_throughput.csv` (`run_gpu.sh scans`) has
+# the default options once more (variant `kstep`). As in chapter 04 there are two kinds of time
+# (`benchmarks/README.md` describes the method):
+#
+# - **kernel time** (`timing` = "events, queued"): each sample queues a short busy kernel, an
+#   event, the scan's launches and a second event, so all launches are queued before the GPU
+#   reaches them, and the events time the GPU's work alone, without the tens of microseconds
+#   of Python that numba spends on the host for every launch; median of 25 after 3 warm-ups;
+# - **whole-call time** ("host clock, device arrays"): `ps.scan(x, algorithm="kstep", L=2)` on a
+#   device array, synchronised, on the host's clock. The sweep has whole calls for $L = 2$ only.
+#
+# First, around the size where the one-block path stops fitting:
 
 # %%
-# NBVAL_IGNORE_OUTPUT
-with open("../benchmarks/kstep_L.csv", newline="") as handle:
-    sweep_rows = list(csv.DictReader(handle))
-sweep = {(int(row["variant"].split("=")[1]), int(row["n"])): float(row["median_us"])
-         for row in sweep_rows if row["variant"].startswith("kstep:L=")}
-torch_us = {int(row["n"]): float(row["median_us"]) for row in sweep_rows if row["variant"] == "torch.cumsum"}
-sweep_L, sweep_n = sorted({L for L, _ in sweep}), sorted({n for _, n in sweep})
+sweep_rows = results.read("kstep_L.csv")
+print(f"kstep_L.csv: {len(sweep_rows)} rows from {', '.join(sorted({row['device'] for row in sweep_rows}))}, "
+      f"{', '.join(sorted({row['date'] for row in sweep_rows}))}; every result correct: {all(row['correct'] for row in sweep_rows)}")
+for row in sweep_rows:
+    if row["kind"] != "whole call" and row["timing"] != "events, queued":
+        print(f"not queued, so left out below: {row['variant']} at n = 2^{row['n'].bit_length() - 1} "
+              f"({row['timing']}: {row['median_us']:.1f})")
+kernel = {(int(row["variant"].split("=")[1]), row["n"]): row["median_us"]
+          for row in sweep_rows if row["variant"].startswith("kstep:L=") and row["timing"] == "events, queued"}
+call = {row["n"]: row["median_us"] for row in sweep_rows if row["variant"] == "ps.scan(kstep:L=2) call"}
+sweep_L, sweep_n = sorted({L for L, _ in kernel}), sorted({n for _, n in kernel})
+
+
+def sweep_us(variant, n):
+    """Median time of ``variant`` at ``n`` in kstep_L.csv (µs)."""
+    return results.value("kstep_L.csv", "median_us", variant=variant, n=n)
+
+
+def kstep_launches(n, L):
+    """Launches of ps.scan(x, algorithm="kstep", L=L) for n elements (one_block="auto")."""
+    return 1 if kstep.fits_one_block(n, L) else 2 * kstep.levels(n, L).top + 5
+
+
+print(f"{'':>6} | {f'L = {L_default}: kernel time (µs)':<38} | {'L = 2: kernel and call (µs)':<28} | {'kernel time (µs)':<19}")
+print(f"{'n':>6} | {'path':>15} {'launches':>8} {'all':>5} {'/launch':>7}"
+      f" | {'launches':>8} {'kernel':>9} {'call':>8} | {'copy':>6} {'torch.cumsum':>12}")
+for n in (2**10, 2**11, 2**12, 2**13, 2**14):
+    count = kstep_launches(n, L_default)
+    path = "one block" if kstep.fits_one_block(n, L_default) else "launch per step"
+    print(f"{n:>6} | {path:>15} {count:>8} {kernel[(L_default, n)]:>5.1f} {kernel[(L_default, n)] / count:>7.1f}"
+          f" | {kstep_launches(n, 2):>8} {kernel[(2, n)]:>9.1f} {call[n]:>8.1f}"
+          f" | {sweep_us('copy', n):>6.1f} {sweep_us('torch.cumsum', n):>12.1f}")
+twice = [results.value("scan_throughput.csv", "median_us", variant="kstep", dtype="float32", n=n) / kernel[(L_default, n)]
+         for n in sweep_n]
+print(f"the default options, measured again in scan_throughput.csv: {min(twice):.2f} to {max(twice):.2f} "
+      f"times this sweep's L = {L_default}, over 2^10..2^26")
+
+# %% [markdown]
+# Up to $n = 2048$ the whole scan is one launch of the one-block kernel, a few times the copy
+# kernel's single launch. At 4096 the buffer no longer fits: the default $L$ now makes 7
+# launches, and the GPU's time grows to a few microseconds per launch. The host sees something
+# else. A whole call with $L = 2$ takes 140 to 170 µs as one launch, and over 700 µs once it
+# is 25 launches at 4096, while the GPU works for less than 60 µs of it: every launch costs the
+# host far more than the GPU. The default options, timed a second time in the other file,
+# agree with the sweep within a few percent at every size: with the launches queued, the GPU's
+# time is steady from run to run.
+#
+# The sweep over $L$, plotted at $2^{20}$, $2^{24}$ and $2^{26}$ (all on the launch path),
+# against `torch.cumsum` (CUB, one pass):
+
+# %%
+torch_us = {n: sweep_us("torch.cumsum", n) for n in sweep_n}
 plot_rows = []
 shown_n = (2**20, 2**24, 2**26)
 for n in shown_n:
     for L_row in sweep_L:
-        plot_rows.append({"L": L_row, "median_us": sweep[(L_row, n)], "series": f"k-step, n = 2^{n.bit_length() - 1}"})
+        if (L_row, n) in kernel:
+            plot_rows.append({"L": L_row, "median_us": kernel[(L_row, n)], "series": f"k-step, n = 2^{n.bit_length() - 1}"})
         plot_rows.append({"L": L_row, "median_us": torch_us[n], "series": f"torch.cumsum, n = 2^{n.bit_length() - 1}"})
 ax = ps.viz.throughput(plot_rows, x="L", y="median_us", group="series",
-                       title="k-step scan on an H200: time against L (a launch per step)")
+                       title=f"k-step scan on an {sweep_rows[0]['device']}: kernel time against L (launches queued)")
 for line in ax.get_lines():  # one colour per n; torch.cumsum dashed
     line.set_color(f"C{[f'2^{n.bit_length() - 1}' for n in shown_n].index(line.get_label().split('= ')[1])}")
     line.set_linestyle("--" if line.get_label().startswith("torch") else "-")
 ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
-_ = ax.set_ylabel("median time per scan (us)")
+_ = ax.set_ylabel("median kernel time per scan (µs)")
 
 # %% [markdown]
-# At $2^{20}$ and $2^{24}$ time falls as $L$ grows, steeply from $L = 2$ to 4 and more slowly
-# beyond (at $2^{24}$, $L = 32$ and 64 tie). The reason is the number of launches: time divided
-# by launches stays within 38 to 53 us at $2^{20}$. At $2^{26}$ the curve turns round: $L = 4$ is
-# fastest, and $L = 128$ is the slowest of all.
+# At $2^{20}$ the middle of the range is best; at $2^{24}$ and $2^{26}$ the time rises with $L$
+# beyond 4 (with a dip at 128 at $2^{24}$). Every size, with the fastest $L$ of each marked:
 
 # %%
-# NBVAL_IGNORE_OUTPUT
-best = {n: min(sweep[(L_row, n)] for L_row in sweep_L) for n in sweep_n}
-best_L = {n: min(sweep_L, key=lambda L_row: sweep[(L_row, n)]) for n in sweep_n}
-span = f"2^{sweep_n[0].bit_length() - 1}..2^{sweep_n[-1].bit_length() - 1}"
-print(f"{'L':>4}" + "".join(f" {'n = 2^%d' % (n.bit_length() - 1):>24}" for n in shown_n) + f"   worst vs best L, {span}")
-for L_row in sweep_L:
-    cells = ""
-    for n in shown_n:
-        launches = 1 if kstep.fits_one_block(n, L_row) else 2 * kstep.levels(n, L_row).top + 5
-        cells += f" {sweep[(L_row, n)]:>7.0f} us {launches:>2} x {sweep[(L_row, n)] / launches:>4.0f} us"
-    worst = max(sweep[(L_row, n)] / best[n] for n in sweep_n)
-    print(f"{L_row:>4}{cells}   {worst:.2f}x" + ("   (the default)" if L_row == L_default else ""))
-print("best L: " + ", ".join(f"2^{n.bit_length() - 1}: {best_L[n]}" for n in sweep_n))
-print("torch.cumsum: " + ", ".join(f"{torch_us[n]:.1f} us at 2^{n.bit_length() - 1}" for n in shown_n))
+print("kernel time (µs, launches queued) by L; * marks the fastest L of each n")
+print(f"{'n':>5}" + "".join(f" {f'L = {L_row}':>9}" for L_row in sweep_L))
+best_L = {}
+for n in sweep_n:
+    best_L[n] = min((L_row for L_row in sweep_L if (L_row, n) in kernel), key=lambda L_row: kernel[(L_row, n)])
+    cells = "".join(f" {kernel[(L_row, n)]:>8.1f}{'*' if L_row == best_L[n] else ' '}" if (L_row, n) in kernel else f" {'-':>8} "
+                    for L_row in sweep_L)
+    print(f"{'2^%d' % (n.bit_length() - 1):>5}{cells}")
+worst = {L_row: max(kernel[(L_row, n)] / kernel[(best_L[n], n)] for n in sweep_n if (L_row, n) in kernel) for L_row in sweep_L}
+print()
+print("fastest L by kernel time:", ", ".join(f"2^{n.bit_length() - 1}: {best_L[n]}" for n in sweep_n))
+print("L = 8 or 16 fastest at every n <= 2^21:", all(best_L[n] in (8, 16) for n in sweep_n if n <= 2**21))
+print("L = 4 fastest at every n >= 2^22:", all(best_L[n] == 4 for n in sweep_n if n >= 2**22))
+print("slowest, relative to the fastest L of the same n, over 2^10..2^26:",
+      ", ".join(f"L = {L_row}: {worst[L_row]:.2f}x" for L_row in sweep_L))
+print(f"the default L = {L_default}: " + ", ".join(
+    f"{kernel[(L_default, n)] / kernel[(best_L[n], n)]:.2f}x the fastest (L = {best_L[n]}) at 2^{n.bit_length() - 1}"
+    for n in shown_n))
+print("torch.cumsum, faster than the fastest L by: " + ", ".join(
+    f"{kernel[(best_L[n], n)] / torch_us[n]:.1f}x at 2^{n.bit_length() - 1}" for n in shown_n))
 
 # %% [markdown]
-# What this shows:
+# So, by kernel time: $L = 8$ or 16 is fastest up to $2^{21}$, and $L = 4$ at every size from
+# $2^{22}$ on. $L = 8$ is never far from the fastest (its worst case is the mildest of all);
+# the default, $L = 32$, takes well over one and a half times as long as $L = 4$ at $2^{24}$
+# and $2^{26}$. Why the best $L$ moves, seen at a small and a large size. At the large one,
+# memory is what counts, so the table also counts the words each $L$ moves: `words_moved`
+# adds up the reads and writes of the launch path's kernels (sections 3 and 4), checked
+# against the tracer's counts of section 8; "copies" is that traffic in units of a copy's
+# $2n$, and "per word vs copy" is the time per word moved relative to the copy kernel's, so
+# near 1 the scan streams its traffic as fast as the copy kernel streams its own.
+
+# %%
+def words_moved(n, L):
+    """Global reads + writes of the launch path: load, reductions, top, corrections, store."""
+    sizes = kstep.levels(n, L).sizes
+    levels_below = len(sizes) - 1  # s* + 1: the reductions, and the corrections after the top
+    reads = (n + sum(sizes[:-1]) + 2 * (sizes[-1] - 1)
+             + sum(sizes[:-1]) + sum(sizes[1:]) - levels_below + n)
+    writes = n + sum(sizes[1:]) + (sizes[-1] - 1) + sum(sizes[:-1]) + n
+    return reads + writes
+
+
+print("words_moved equals the tracer's count at n = 1000 for L = " + ", ".join(map(str, traced)) + ":",
+      all(words_moved(n_table, L_row) == c["global_reads"] + c["global_writes"] for L_row, c in traced.items()))
+copy_26 = sweep_us("copy", 2**26)
+print(f"{'L':>4} | {'2^14: launches':>14} {'µs':>6} {'µs/launch':>9} | {'2^26: launches':>14} {'µs':>7} "
+      f"{'/ copy':>6} {'words':>6} {'copies':>6} {'per word vs copy':>16}")
+for L_row in sweep_L:
+    small, large = kernel[(L_row, 2**14)], kernel[(L_row, 2**26)]
+    copies = words_moved(2**26, L_row) / 2**27
+    print(f"{L_row:>4} | {kstep_launches(2**14, L_row):>14} {small:>6.1f} {small / kstep_launches(2**14, L_row):>9.1f}"
+          f" | {kstep_launches(2**26, L_row):>14} {large:>7.1f} {large / copy_26:>6.1f}"
+          f" {words_moved(2**26, L_row) / 2**26:>5.2f}n {copies:>6.2f} {large / copy_26 / copies:>16.2f}")
+
+# %% [markdown]
+# - **At small $n$, steps and threads.** Queued, a launch of a small step costs the GPU two or
+#   three microseconds, so $L = 2$ (29 launches at $2^{14}$) pays for its many steps. A large
+#   $L$ makes few launches, but each is slower: the first reduction has $n/L$ threads, each
+#   adding $L$ numbers one after another, and at $2^{14}$ with $L = 128$ that is 128 threads
+#   (four warps) on a GPU built to run tens of thousands. $L = 8$ or 16 balances the two.
+# - **At large $n$, memory, and how it is read.** A small $L$ moves more words (more levels,
+#   though each is $L$ times shorter: they add about $n/(L-1)$ cells), but it streams them
+#   almost as fast as the copy kernel streams its own: $L = 2$ moves the most and comes closest
+#   to copy speed per word, and $L = 4$ moves over a quarter fewer words and is fastest. Beyond,
+#   the traffic hardly shrinks any more, but each word costs more the larger $L$: 1.6 times
+#   what it costs the copy at $L = 8$, 2.6 at $L = 32$, 4.6 at $L = 128$ (the table above).
+#   Thread $i$ of a reduction reads cells $Li, \dots, Li+L-1$, so the 32 threads of a
+#   warp read addresses $4L$ bytes apart: from $L = 32$ on, one load touches 32 cache lines
+#   instead of one or a few, and each line must stay in the cache until the thread's loop comes
+#   back for its next element; the larger $L$, the more lines in flight at once and the more of
+#   them are fetched twice (uncoalesced access). That is the likely reason; the CSV does not
+#   split the time between the kernels.
+# - **The library is far ahead**: `torch.cumsum`, one pass over memory, is four to six times
+#   faster than the fastest $L$ at every size plotted (the last line under the table of every size).
 #
-# - **Every launch costs host time.** At $n = 2^{20}$ each launch costs 38 to 53 us, whatever
-#   $L$: the GPU work of a step is a few microseconds, but a numba launch takes tens of
-#   microseconds of Python on the host, and the GPU waits for it. $L = 2$ needs 41 launches and
-#   takes 1810 us; $L = 128$ needs 7 and takes 374 us. At $2^{24}$ the same: 1288 us for
-#   $L = 2$ (49 launches), 556 to 670 us for $L \ge 8$ (9 to 17).
-# - **With $n$, memory starts to count, and more so for large $L$.** At $2^{24}$ a launch costs
-#   26 us at $L = 2$ but 55 to 67 us for $L \ge 32$; at $2^{26}$, 37 us at $L = 2$ and 294 us at
-#   $L = 128$, which takes 2650 us against 1293 us for $L = 4$. The launch path moves about $4n$
-#   reads and $3n$ writes, and thread $i$ of a reduction reads cells $Li, \dots, Li+L-1$: the
-#   32 threads of a warp read addresses $4L$ bytes apart, so one load touches 32 cache lines
-#   instead of one (uncoalesced access), and more so as $L$ grows.
-# - **The library is far ahead**: `torch.cumsum` takes 37 us at $2^{20}$, 67 us at $2^{24}$ and
-#   223 us at $2^{26}$, one pass over memory, 10, 8 and 6 times faster than the best $L$ of each
-#   size.
-# - **The default, $L = 32$, is chosen from this sweep.** No $L$ is best at every size: $L = 128$
-#   wins at $2^{20}$ (374 us) and $2^{24}$ (556 us), $L = 4$ at $2^{26}$ (1293 us), and the
-#   printout lists the winner of every size. $L = 32$ is the one whose worst case is mildest: at
-#   every size from $2^{10}$ to $2^{26}$ it stays within 1.47 times the best $L$ of that size
-#   ($L = 64$: 1.66, $L = 16$: 1.68, $L = 128$: 2.05, $L = 8$: 2.12). At $2^{20}$, $2^{24}$ and
-#   $2^{26}$, $L = 8$ (the earlier default) takes 733, 670 and 1393 us, $L = 32$ 468,
-#   602 and 1806 us, $L = 128$ 374, 556 and 2650 us. $L = 8$ loses where launches dominate
-#   (1.96 times the best at $2^{20}$, 2.12 at $2^{19}$), $L = 128$ where memory does (2.05 times
-#   at $2^{26}$); $L = 32$ gives up 25%, 8% and 40% at those three sizes.
-# - **The noise is large.** The CUDA events wrap Python launches, so every time includes the
-#   host's share, and that varies: repeated runs differ by tens of percent. The default options
-#   were measured twice, here ($L = 32$) and in `scan_throughput.csv` (`kstep`): 224 us against
-#   366 us at $2^{13}$, 570 us against 307 us at $2^{21}$, but within 4% of each other from
-#   $2^{24}$ to $2^{26}$, where the GPU's work dominates. So differences of a few tens of percent
-#   between neighbouring $L$ at one size are within the noise; what the choice rests on is the
-#   trend across sizes (fewer launches win while launches dominate, smaller $L$ once memory
-#   does), not any single measurement.
+# **A whole call** pays, besides the GPU's work, the host's Python for every launch. The sweep
+# has whole calls for $L = 2$ only; they give the host's price of a launch. From $2^{12}$ to
+# $2^{16}$ the launch path makes 25 to 33 launches while the GPU works for less than a tenth of
+# the call, so the call is nearly all host time, and a straight line through those five calls
+# (time = fixed + per launch $\times$ launches) prices it:
+
+# %%
+fit_n = [n for n in sweep_n if 2**12 <= n <= 2**16]
+per_launch, fixed = np.polyfit([kstep_launches(n, 2) for n in fit_n], [call[n] for n in fit_n], 1)
+print(f"host time of a whole call: about {fixed:.0f} + {per_launch:.1f} x launches (µs; a fit to L = 2, n = 2^12..2^16)")
+print(f"the GPU's share of those calls: at most {max(kernel[(2, n)] / call[n] for n in fit_n):.0%}")
+print(f"{'n':>5} {'launches':>8} {'kernel µs':>9} {'call µs':>8} {'call / kernel':>13}")
+for n in sweep_n:
+    print(f"{'2^%d' % (n.bit_length() - 1):>5} {kstep_launches(n, 2):>8} "
+          + (f"{kernel[(2, n)]:>9.1f}" if (2, n) in kernel else f"{'-':>9}")
+          + f" {call[n]:>8.1f} " + (f"{call[n] / kernel[(2, n)]:>13.1f}" if (2, n) in kernel else f"{'-':>13}"))
+
+# %% [markdown]
+# About 20 µs of Python per launch, plus a fixed price for the call: several times what a
+# queued launch costs the GPU. With $L = 2$ a whole call takes several times its kernels' time
+# at every size up to $2^{24}$; only at $2^{26}$ does the GPU's work come close to the host's.
+# (Some sizes jump well above their neighbours, $2^{18}$, $2^{20}$, $2^{21}$ and $2^{25}$: the
+# host's clock also catches whatever else the machine does.)
+#
+# For the other $L$ there are kernel times but no whole calls, so estimate them: the host spends
+# the fixed price plus the price per launch; the GPU runs the early steps while the host is
+# still launching the later ones, so a call takes at least the larger of host time and kernel
+# time, and at most their sum. The best $L$ by each estimate, on the launch path ($n \ge 2^{12}$):
+
+# %%
+def call_estimates(n, L):
+    """(at least, at most) the whole call's time in µs: max and sum of host and kernel time."""
+    host = fixed + per_launch * kstep_launches(n, L)
+    return max(host, kernel[(L, n)]), host + kernel[(L, n)]
+
+
+launch_n = [n for n in sweep_n if n >= 2**12]
+print(f"{'n':>5}" + "".join(f" {f'L = {L_row}':>11}" for L_row in sweep_L) + "   best L (at least, at most)")
+call_worst = {L_row: [1.0, 1.0] for L_row in sweep_L}
+for n in launch_n:
+    there = [L_row for L_row in sweep_L if (L_row, n) in kernel]
+    estimates = {L_row: call_estimates(n, L_row) for L_row in there}
+    fastest = [min(estimates[L_row][k] for L_row in there) for k in (0, 1)]
+    for L_row in there:
+        for k in (0, 1):
+            call_worst[L_row][k] = max(call_worst[L_row][k], estimates[L_row][k] / fastest[k])
+    cells = "".join(f" {estimates[L_row][0]:>5.0f}-{estimates[L_row][1]:<5.0f}" if L_row in estimates else f" {'-':>11}"
+                    for L_row in sweep_L)
+    best = ["/".join(str(L_row) for L_row in there if estimates[L_row][k] < fastest[k] + 0.5) for k in (0, 1)]
+    print(f"{'2^%d' % (n.bit_length() - 1):>5}{cells}   {best[0]}, {best[1]}")
+print("L = 2, measured call / the estimate 'at most': " + ", ".join(
+    f"2^{n.bit_length() - 1}: {call[n] / call_estimates(n, 2)[1]:.2f}" for n in launch_n if (2, n) in kernel))
+print("slowest estimate, relative to the best L of the same n:",
+      ", ".join(f"L = {L_row}: {low:.2f}x / {high:.2f}x" for L_row, (low, high) in call_worst.items()))
+
+# %% [markdown]
+# The estimates are rough: the measured $L = 2$ calls lie up to a tenth below or above the
+# upper estimate, apart from the sizes that jump. But the ranking of $L$ rests on differences
+# of several launches, tens of microseconds each, and both estimates agree on it almost
+# everywhere. For a whole call the order turns round. Up to about $2^{23}$ the host's launches outweigh
+# the GPU's work, and the fewest launches win ($L = 32$ to 128, by both estimates); only at the
+# largest sizes does the GPU's work take over, and the best $L$ falls to 16 at $2^{24}$ and to
+# 4 at $2^{26}$. The best $L$ for a whole call depends on $n$, and it is not the best $L$ for
+# the GPU.
+#
+# **What this means for the default.** The package's default, $L = 32$, was chosen from an
+# earlier sweep whose times counted the host's launch gaps as kernel time, much like a whole
+# call, where few launches win; there, $L = 32$ was the $L$ whose worst case was mildest. The
+# queued kernel times above now favour $L = 8$ to 16 up to $2^{21}$ and $L = 4$ from $2^{22}$
+# on, and put $L = 32$ at well over one and a half times $L = 4$'s time at $2^{24}$ and
+# $2^{26}$; $L = 8$ has the mildest worst case, within 1.18 times the fastest $L$ at every size.
+# For whole calls, by the estimates, $L = 16$ has the mildest worst case, and $L = 32$ is close
+# behind by the upper estimate but not by the lower one. The default stays $L = 32$ for now;
+# no single $L$ is best for both kernel time and whole calls at every size, so pass `L=` to
+# `ps.scan` for the size and the cost you care about.
 #
 # ## 10. The ladder, Blelloch and the k-step scheme
 #
@@ -443,7 +587,7 @@ for label, options in (("ladder", dict(algorithm="ladder", block_size=256)),
 # | depth | $2s^*+3$ steps of at most $L$ serial combines: $O(L \log_L n)$ | the same, barriers instead of launches |
 # | extra memory | $n/(L-1)$ for $z^0, \dots, z^{s^*}$ (plus the copy of $x$) | all in shared memory, at most 4096 cells |
 # | global memory | about $4n$ reads and $3n$ writes | $n$ reads, $n$ writes |
-# | cost of a step on a GPU | a launch, 26 to 67 us up to $n = 2^{24}$, up to 294 us at $2^{26}$ (H200) | a barrier, nanoseconds |
+# | cost of a step on a GPU | a launch: a few µs of GPU time while steps are small, and about 20 µs of Python on the host (section 9) | a barrier, nanoseconds |
 #
 # with $s^* = \min\{s : K_{s+1} \le L\}$, $K_{s+1} = \lceil K_s / L \rceil$. The formulas are a
 # reconstruction of seed 000's lost ones.
@@ -455,10 +599,13 @@ for label, options in (("ladder", dict(algorithm="ladder", block_size=256)),
 #    step is writing? What would go wrong if $u^s$ were written into the level above instead?
 # 3. Show that $K_1 + K_2 + \dots + K_{s^*+1} < n/(L-1) + 2(s^*+1)$. How much shared memory
 #    does the one-block path need for $n = 3000$ and $L = 2$, 8 and 64?
-# 4. The depth is about $2L\log_L n$. Which integer $L$ minimises it? Why is the best $L$ on the
-#    GPU so much larger up to $2^{24}$, and why does it drop to 4 at $2^{26}$?
+# 4. The depth is about $2L\log_L n$. Which integer $L$ minimises it? On the GPU, kernel time
+#    favours $L = 8$ or 16 up to $2^{21}$ and $L = 4$ beyond, while a whole call favours
+#    $L = 32$ to 128 up to about $2^{23}$ (section 9). Explain both from what a step costs the
+#    GPU and the host.
 # 5. The reductions read with stride $L$ between neighbouring threads. Rewrite the reduction
 #    step so that a warp reads consecutive addresses (hint: let $L$ threads share a run, or
 #    stage the runs through shared memory), and say what it costs.
-# 6. The launch path spends most of its time launching. How would you do several steps per
-#    launch (hint: the one-block path does all of them in one)? What limits how many?
+# 6. A whole call of the launch path spends most of its time launching, up to about $2^{23}$.
+#    How would you do several steps per launch (hint: the one-block path does all of them in
+#    one)? What limits how many?
