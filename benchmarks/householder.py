@@ -22,8 +22,8 @@ import sys
 import numpy as np
 
 from prefixsum import tridiag
-from prefixsum.cli.bench import (QUICK_REPEATS, host_us, kernel_us, queued_library, run_metadata,
-                                 script_arguments)
+from prefixsum.cli.bench import QUICK_REPEATS, host_us, kernel_us, queued_library, script_arguments
+from prefixsum.cli.metadata import run_metadata
 from prefixsum.cli.results import print_table, report_wrong, write_csv
 
 # The module: prefixsum.tridiag's name householder is the function.

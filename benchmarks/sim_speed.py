@@ -24,7 +24,8 @@ import numpy as np  # noqa: E402
 from numba import cuda, float32  # noqa: E402
 
 from prefixsum import sim  # noqa: E402
-from prefixsum.cli.bench import default_out, run_metadata  # noqa: E402
+from prefixsum.cli.bench import default_out  # noqa: E402
+from prefixsum.cli.metadata import run_metadata  # noqa: E402
 from prefixsum.cli.results import print_table, write_csv  # noqa: E402
 
 TPB = 256

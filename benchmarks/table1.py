@@ -19,8 +19,8 @@ import sys
 import numpy as np
 
 import prefixsum as ps
-from prefixsum.cli.bench import (QUICK_REPEATS, REPEATS, host_us, kernel_us, queued_library, run_metadata,
-                                 script_arguments)
+from prefixsum.cli.bench import QUICK_REPEATS, REPEATS, host_us, kernel_us, queued_library, script_arguments
+from prefixsum.cli.metadata import run_metadata
 from prefixsum.cli.results import print_table, report_wrong, write_csv
 from prefixsum.scans.testing import mismatches, poisoned, random_input
 

@@ -24,8 +24,9 @@ os.environ["JAX_ENABLE_X64"] = "1"  # read when jax is imported; without it JAX 
 import numpy as np  # noqa: E402
 
 from prefixsum import tridiag  # noqa: E402
-from prefixsum.cli.bench import (QUICK_REPEATS, REPEATS, gpu_library, host_us, kernel_us, queued_library,  # noqa: E402
-                                 run_metadata, script_arguments)
+from prefixsum.cli.bench import (QUICK_REPEATS, REPEATS, gpu_library, host_us,  # noqa: E402
+                                 kernel_us, queued_library, script_arguments)
+from prefixsum.cli.metadata import run_metadata  # noqa: E402
 from prefixsum.cli.results import print_table, report_wrong, write_csv  # noqa: E402
 
 CASES = ((512, 512), (4096, 256), (16384, 64), (1, 1 << 20))

@@ -39,7 +39,7 @@ import numpy as np  # noqa: E402
 import prefixsum as ps  # noqa: E402  (chooses the device before numba.cuda is imported)
 from numba import cuda  # noqa: E402
 
-from prefixsum.cli.bench import run_metadata  # noqa: E402
+from prefixsum.cli.metadata import run_metadata  # noqa: E402
 from prefixsum.scans.ops import numba_type  # noqa: E402
 from prefixsum.scans.warp import carrier  # noqa: E402
 

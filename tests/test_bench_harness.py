@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import prefixsum as ps
-from prefixsum.cli import bench
+from prefixsum.cli import bench, metadata
 from prefixsum.scans.testing import expected_scan, mismatches, poison_value, random_input, wrong_indices
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -27,7 +27,7 @@ RUN_GPU = (BENCHMARKS / "run_gpu.sh").read_text()
 
 
 def test_run_metadata_names_the_device_driver_versions_date_and_command():
-    meta = bench.run_metadata(["torch", "jax"], command="python -m prefixsum bench --quick")
+    meta = metadata.run_metadata(["torch", "jax"], command="python -m prefixsum bench --quick")
     assert list(meta) == ["device", "cc", "driver", "cuda", "cpu", "date", "python", "numpy", "numba", "numba_cuda",
                           "torch", "jax", "command"]
     assert meta["device"] == ps.device_info()["name"]
@@ -35,7 +35,7 @@ def test_run_metadata_names_the_device_driver_versions_date_and_command():
     assert meta["numpy"] == np.__version__
     assert meta["command"] == "python -m prefixsum bench --quick"
     assert all(isinstance(value, str) and value for key, value in meta.items() if key not in ("cc", "cuda"))
-    assert "cupy" not in bench.run_metadata()
+    assert "cupy" not in metadata.run_metadata()
 
 
 @pytest.mark.parametrize("dtype", ["int32", "float32"])

@@ -19,16 +19,12 @@ Every row carries :func:`run_metadata` (the GPU, driver, versions, date and comm
 exits with 1 when any result was wrong.
 """
 import argparse
-import datetime
 import functools
 import importlib
 import math
 import os
-import platform
-import re
 import shlex
 import statistics
-import subprocess
 import sys
 import time
 from typing import NamedTuple
@@ -39,6 +35,7 @@ from numba import cuda
 import prefixsum as ps
 from ..core.device import simulating
 from ..scans.testing import expected_scan, poisoned, random_input, wrong_indices
+from .metadata import run_metadata
 from .results import print_table, report_wrong, write_csv
 
 REPEATS = 25
@@ -79,98 +76,6 @@ def require_gpu(quick):
     """Stop unless a GPU runs the kernels, or ``quick`` (tiny sizes on the simulator, to test the script)."""
     if simulating() and not quick:
         raise SystemExit("this benchmark needs a CUDA GPU; on the simulator, run it with --quick to test the script")
-
-
-def _driver_version():
-    """The NVIDIA driver's version (e.g. 580.95.05), from nvidia-smi or the kernel module."""
-    try:
-        lines = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                               capture_output=True, text=True, timeout=60).stdout.split()
-        if lines:
-            return lines[0]
-    except (OSError, subprocess.SubprocessError):
-        pass
-    try:
-        with open("/proc/driver/nvidia/version") as handle:
-            found = re.search(r"Kernel Module\s+(\S+)", handle.read())
-        return found.group(1) if found else "unknown"
-    except OSError:
-        return "unknown"
-
-
-def _cuda_version():
-    """The CUDA version the driver supports (e.g. 13.0)."""
-    from numba.cuda.cudadrv import driver
-
-    return ".".join(map(str, driver.get_version()))
-
-
-def _cpu_name():
-    """The host CPU's model name (it runs the simulator, numpy.cumsum and every launch)."""
-    try:
-        with open("/proc/cpuinfo") as handle:
-            for line in handle:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def _version(name):
-    """``name``'s version, or "absent" (the CSV says so)."""
-    try:
-        return importlib.import_module(name).__version__
-    except Exception:  # not installed, or broken: either way not what was measured
-        return "absent"
-
-
-def run_metadata(libraries=(), command=None):
-    """The columns every benchmark CSV carries, built once per run.
-
-    Parameters
-    ----------
-    libraries : iterable of str
-        The baselines the script uses (``"torch"``, ``"cupy"``, ``"jax"``): their versions are
-        recorded, "absent" when not installed.
-    command : str, optional
-        The command line that produced the file; by default ``python`` and this process's
-        arguments.
-
-    Returns
-    -------
-    dict
-        ``device`` (the GPU's name, or the simulator's), ``cc``, ``driver`` (the NVIDIA driver),
-        ``cuda`` (the CUDA version the driver supports), ``cpu``, ``date``, the versions of
-        ``python``, ``numpy``, ``numba``, ``numba_cuda`` and of each library, and ``command``.
-    """
-    from importlib.metadata import PackageNotFoundError, version
-
-    import numba
-
-    info = ps.device_info()
-    simulator = info["simulator"]
-    try:
-        numba_cuda = version("numba-cuda")
-    except PackageNotFoundError:  # numba's own, older cuda target
-        numba_cuda = "absent"
-    if command is None:
-        command = shlex.join(["python", os.path.relpath(sys.argv[0]), *sys.argv[1:]])
-    meta = {
-        "device": info["name"],
-        "cc": "" if simulator else ".".join(map(str, info["compute_capability"])),
-        "driver": "none (simulator)" if simulator else _driver_version(),
-        "cuda": "" if simulator else _cuda_version(),
-        "cpu": _cpu_name(),
-        "date": datetime.date.today().isoformat(),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "numba": numba.__version__,
-        "numba_cuda": numba_cuda,
-    }
-    meta.update({name: _version(name) for name in libraries})
-    meta["command"] = command
-    return meta
 
 
 def gpu_library(name):

@@ -1,0 +1,18 @@
+"""Pictures of traces and benchmarks, drawn with matplotlib.
+
+* :func:`dataflow`: who reads whom, phase by phase, in one array of one block (from a trace).
+* :func:`launches`: which block writes which cells of each global array, launch by launch.
+* :func:`steps`: who reads whom in one array over a whole run, one row per launch or phase.
+* :func:`bank_conflicts`: passes per warp access instruction, for one or more traces.
+* :func:`throughput`: GB/s against n from a benchmark CSV.
+* :func:`shuffles`: which lane a warp shuffle reads from, step by step.
+* :func:`reflection`: a Householder reflection as a mirror, in two dimensions.
+* :func:`sparsity`: a row of matrices coloured by magnitude, zeros blank (Householder steps).
+
+Every function returns the matplotlib Axes (or Figure) it drew on, so a notebook can add to it.
+"""
+from .matrices import reflection, sparsity
+from .plots import shuffles, throughput
+from .traces import WARP_COLOURS, bank_conflicts, dataflow, launches, steps
+
+__all__ = ["WARP_COLOURS", "bank_conflicts", "dataflow", "launches", "reflection", "shuffles", "sparsity", "steps", "throughput"]
