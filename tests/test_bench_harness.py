@@ -138,8 +138,7 @@ def test_kernel_us_times_a_launch_that_synchronises_without_queueing_and_says_so
     assert measured.us > 1000
 
 
-def test_the_busy_kernel_compiles_for_a_gpu():
-    pytest.importorskip("cuda.bindings", reason="PTX compilation needs numba-cuda[cu13] (libNVVM, NVRTC)")
+def test_the_busy_kernel_compiles_for_a_gpu(ptx_compiler):
     from prefixsum import ptx
 
     assert ptx.compiles_in_child(bench._spin, "void(int64)") == (True, "ok")

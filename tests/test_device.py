@@ -8,7 +8,6 @@ import pathlib
 import subprocess
 import sys
 
-import pytest
 
 ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
 REPORT = "import prefixsum as ps; print(ps.device_info()['simulator'], ps.device_info()['reason'], sep='|')"
@@ -59,7 +58,6 @@ def test_hand_down_gives_children_the_reason():
 def test_the_notebook_build_gives_its_kernels_a_true_reason():
     """notebooks/build.py executes every notebook on the simulator; its kernels must not claim a
     user setting (the stored outputs are what students see)."""
-    pytest.importorskip("jupytext", reason="notebooks/build.py needs the dev extra (jupytext)")
     build = pathlib.Path(ROOT, "notebooks", "build.py")
     code = (f"import runpy, subprocess, sys\nrunpy.run_path({str(build)!r})['simulate_in_kernels']()\n"
             f"subprocess.run([sys.executable, '-c', {REPORT!r}], check=True)\n")

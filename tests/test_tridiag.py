@@ -208,8 +208,7 @@ def test_an_unknown_method_is_a_value_error_listing_the_methods():
         tridiag.solve(*np.ones((4, 3)), method="gauss")
 
 
-def test_every_kernel_compiles_to_ptx_for_sm75_and_sm90():
-    pytest.importorskip("cuda.bindings", reason="PTX compilation needs numba-cuda[cu13] (libNVVM, NVRTC)")
+def test_every_kernel_compiles_to_ptx_for_sm75_and_sm90(ptx_compiler):
     code = textwrap.dedent("""
         import re, types
         import numba.cuda.dispatcher

@@ -64,10 +64,9 @@ def test_figure_1_without_syncwarp_races():
         np.testing.assert_array_equal(clean.result, np.cumsum(x))
 
 
-def test_warp_scan_kernels_compile_to_ptx():
+def test_warp_scan_kernels_compile_to_ptx(ptx_compiler):
     """The registry's PTX test covers the shuffle scan inside "hierarchical"; these kernels are
     not registered, so compile them here, in a child process without the simulator."""
-    pytest.importorskip("cuda.bindings", reason="PTX compilation needs numba-cuda[cu13] (libNVVM, NVRTC)")
     code = textwrap.dedent("""
         import types
         from numba import cuda
