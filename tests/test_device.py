@@ -8,7 +8,6 @@ import pathlib
 import subprocess
 import sys
 
-
 ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
 REPORT = "import prefixsum as ps; print(ps.device_info()['simulator'], ps.device_info()['reason'], sep='|')"
 # A parent that imports prefixsum, then starts a child that does the same, with the parent's environment.
