@@ -13,7 +13,7 @@ set -euo pipefail
 
 # Each stage and the files it writes under $out: every committed result in benchmarks/ is one of
 # these (tests/test_bench_harness.py checks both ways), and each stage must write all of its own.
-STAGES=(scans kstep hierarchical table1 tridiag householder warp sim_speed)
+STAGES=(scans kstep hierarchical table1 tridiag householder warp sanitize sim_speed)
 declare -A OUTPUTS=(
   [scans]="scan_throughput.csv"
   [kstep]="kstep_L.csv"
@@ -22,6 +22,7 @@ declare -A OUTPUTS=(
   [tridiag]="tridiag.csv"
   [householder]="householder.csv"
   [warp]="warp_semantics_gpu.json warp_semantics_sim.json warp_semantics_compare.txt"
+  [sanitize]="sanitize.txt"
   [sim_speed]="sim_speed.csv"
 )
 
@@ -84,6 +85,28 @@ stage_warp() {
     NUMBA_ENABLE_CUDASIM=1 "$python" benchmarks/warp_semantics.py --out "$out/warp_semantics_sim.json" &&
     (cd "$out" && "$python" "$repo/benchmarks/warp_semantics.py" --compare warp_semantics_sim.json warp_semantics_gpu.json) |
     tee "$out/warp_semantics_compare.txt"
+}
+
+# GPU, about 4 minutes: every registered scan (every op, float32 and float64, with NaN) under
+# compute-sanitizer's memcheck, racecheck, synccheck and initcheck, the four tools side by side;
+# sanitize.txt keeps each tool's error summary and the script's verdict (the full logs stay in $out). QUICK=1 runs the script
+# on the simulator without a sanitizer.
+stage_sanitize() {
+  if [[ -n $quick_flag ]]; then
+    { echo "quick: no compute-sanitizer"; "$python" benchmarks/sanitize.py --quick | tail -n 1; } > "$out/sanitize.txt"
+    return
+  fi
+  local tool pids=() status=0
+  for tool in memcheck racecheck synccheck initcheck; do
+    compute-sanitizer --tool "$tool" --error-exitcode 1 "$python" benchmarks/sanitize.py > "$out/sanitize_$tool.log" 2>&1 &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+  for tool in memcheck racecheck synccheck initcheck; do
+    grep -h -E 'ERROR SUMMARY|RACECHECK SUMMARY|calls checked|^all results|WRONG' "$out/sanitize_$tool.log" | sed "s/^/$tool: /"
+  done > "$out/sanitize.txt"
+  cat "$out/sanitize.txt"
+  return $status
 }
 
 # CPU only (no GPU used), about a minute on two cores: prefixsum's simulator against numba's.

@@ -1,0 +1,57 @@
+"""Every registered scan under compute-sanitizer: the third level of proof, on a GPU.
+
+    compute-sanitizer --tool memcheck python benchmarks/sanitize.py     (and racecheck, synccheck, initcheck)
+    python benchmarks/sanitize.py --quick                                (the same calls on the simulator, to test the script)
+
+Runs each algorithm of the registry for every operator on float32 and float64 (NaN-propagating
+max and min included), inclusive forward and exclusive reverse, at sizes of one tile, of several
+tiles and of several levels of tiles, and checks each result against the reference before the
+next call; prints one line per algorithm and exits 1 on a wrong result. compute-sanitizer's own
+summary (its error count) is the verdict on memory errors, races, barriers and uninitialised
+reads; ``run_gpu.sh sanitize`` runs the four tools and keeps their summaries.
+"""
+import argparse
+import sys
+
+import numpy as np
+
+import prefixsum as ps
+from prefixsum.scans.testing import random_input, run_poisoned
+
+SIZES = (1, 33, 4097, 70001)
+QUICK_SIZES = (1, 33, 300)
+DTYPES = ("float32", "float64")
+DIRECTIONS = ((True, False), (False, True))  # (inclusive, reverse)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help=f"sizes {QUICK_SIZES}; runs on the simulator too")
+    args = parser.parse_args(argv)
+    if ps.device_info()["simulator"] and not args.quick:
+        raise SystemExit("sanitize.py needs a CUDA GPU (compute-sanitizer); --quick runs it on the simulator")
+    rng = np.random.default_rng(11)
+    wrong = 0
+    for name, algorithm in ps.ALGORITHMS.items():
+        calls = 0
+        for op in ps.OPS:
+            for dtype in DTYPES:
+                for n in QUICK_SIZES if args.quick else SIZES:
+                    for inclusive, reverse in DIRECTIONS:
+                        x = random_input(n, op, dtype, rng)
+                        if op in ("max", "min") and n > 2:
+                            x[n // 2] = np.nan  # the NaN-propagating combine is code too
+                        run = run_poisoned(algorithm.run, x, op, inclusive=inclusive, reverse=reverse,
+                                           **algorithm.options)
+                        calls += 1
+                        if run.bad.size:
+                            wrong += 1
+                            print(f"WRONG: {name} {op} {dtype} n={n} inclusive={inclusive} reverse={reverse}: "
+                                  f"{run.bad.size} wrong, first at {run.bad[0]}")
+        print(f"{name}: {calls} calls checked", flush=True)
+    print(f"{'all results right' if not wrong else f'{wrong} WRONG'} on {ps.device_info()['name']}")
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
