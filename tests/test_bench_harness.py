@@ -19,7 +19,8 @@ import pytest
 
 import prefixsum as ps
 from prefixsum.cli import bench, metadata
-from prefixsum.scans.testing import expected_scan, mismatches, poison_value, random_input, wrong_indices
+from prefixsum.core.poison import poison_value
+from prefixsum.scans.testing import expected_scan, mismatches, random_input, wrong_indices
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"

@@ -4,9 +4,10 @@ import warnings
 import numpy as np
 from numba import cuda
 
+from ..core.arithmetic import quiet_arithmetic
 from ..core.arrays import is_device_array
 from ..core.device import classroom_simulator, simulating
-from .ops import check_dtype, check_op, native, quiet_arithmetic
+from .ops import check_dtype, check_op, native
 from .registry import lookup
 
 SLOW_SIMULATION_S = 5.0

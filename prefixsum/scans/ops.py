@@ -58,15 +58,6 @@ def native(x):
     return x if x.dtype.isnative else x.astype(x.dtype.newbyteorder("="))
 
 
-def quiet_arithmetic():
-    """A ``np.errstate`` in which numpy computes as a GPU does, without a RuntimeWarning.
-
-    On the simulator the kernels' arithmetic is numpy's, and numpy warns where a GPU is silent:
-    float overflow to inf, and inf - inf or 0 * inf giving NaN ("invalid value encountered").
-    """
-    return np.errstate(over="ignore", invalid="ignore")
-
-
 def identity(op, dtype):
     """The identity element of ``op`` as a numpy scalar of ``dtype``.
 

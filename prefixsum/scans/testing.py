@@ -8,8 +8,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..core.poison import poison, poison_value  # noqa: F401  (poison_value: for the tests and the benchmarks)
-from .ops import check_dtype, check_op, native, quiet_arithmetic
+from ..core.arithmetic import quiet_arithmetic
+from ..core.poison import poison
+from .ops import check_dtype, check_op, native
 from .reference import scan, scan_float64, tolerance
 
 

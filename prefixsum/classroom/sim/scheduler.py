@@ -22,9 +22,9 @@ import contextlib
 import contextvars
 
 import greenlet
-import numpy as np
 from numba.cuda.simulator import kernel as _stock_kernel
 
+from ...core.arithmetic import quiet_arithmetic
 from .errors import BarrierDivergenceError, SimError, barrier_divergence, in_thread
 from .memory import Array, traced_arrays
 from .module import CudaSwap, Module
@@ -85,11 +85,9 @@ class Launch:
 
     def run(self, args):
         """Run every block on the kernel arguments ``args`` (as the threads see them)."""
-        # A GPU never warns: integer overflow wraps, inf - inf is NaN without a word.
-        errstate = {"over": "ignore", "invalid": "ignore"}
-        if self.kernel._debug:
-            errstate["divide"] = "raise"  # as numba's simulator does for debug=True kernels
-        with np.errstate(**errstate):
+        # A GPU never warns (overflow wraps, inf - inf is NaN); a debug=True kernel raises on a
+        # division by zero, as numba's simulator does. The threads run in this context.
+        with quiet_arithmetic(**({"divide": "raise"} if self.kernel._debug else {})):
             context = contextvars.copy_context()
         self._main = greenlet.getcurrent()
         self._cuda.point(self.kernel.fn)
