@@ -18,7 +18,7 @@
 # course: the **ladder** of seed 002 (a Python notebook of partial-sum experiments), first inside
 # one thread block, then for arrays of any length.
 
-# %%
+# %% tags=["setup"]
 # NBVAL_IGNORE_OUTPUT
 import prefixsum as ps  # first: it chooses the GPU or the simulator before numba.cuda loads
 
@@ -152,7 +152,7 @@ for op in ps.OPS:
 # aligned run. `ps.check.tiled` runs your tile kernel on every tile and carries the totals
 # between tiles, exactly as the package does.
 
-# %% tags=["exercise"] todo="in the phase loop, make each thread whose index t has bit `phase` set add rungs[(t & ~(phase - 1)) - 1] to rungs[t]"
+# %% tags=["exercise"] todo="in the phase loop, make each thread whose index t has bit `phase` set add rungs[(t & ~(phase - 1)) - 1] to rungs[t]" exercise_id="01.ladder-step"
 from numba import cuda, float32
 
 BLOCK = 64
@@ -179,7 +179,7 @@ def my_ladder_tile(x, out, totals, n):
         totals[cuda.blockIdx.x] = rungs[t]
 
 
-# %% tags=["check"]
+# %% tags=["check"] exercise_id="01.ladder-step"
 print(ps.check.tiled(my_ladder_tile, block_size=BLOCK))
 
 # %% [markdown]

@@ -18,7 +18,7 @@
 # mirrors the indexing to get prefix sums, draws the data flow of the real kernel, and carries
 # it to arrays of any length.
 
-# %%
+# %% tags=["setup"]
 # NBVAL_IGNORE_OUTPUT
 import prefixsum as ps  # first: it chooses the GPU or the simulator before numba.cuda loads
 
@@ -221,7 +221,7 @@ for op, dtype in (("add", np.float32), ("max", np.int32)):
 # value, all threads wait again. Try it with only one barrier first (add in place): the numbers
 # may even come out right on the simulator, but the checker finds the race.
 
-# %% tags=["exercise"] todo="in the phase loop, compute folded = cells[t] (+ cells[t - phase] if t >= phase), cuda.syncthreads(), store cells[t] = folded, cuda.syncthreads()"
+# %% tags=["exercise"] todo="in the phase loop, compute folded = cells[t] (+ cells[t - phase] if t >= phase), cuda.syncthreads(), store cells[t] = folded, cuda.syncthreads()" exercise_id="02.folding-phase"
 from numba import cuda, float32
 
 BLOCK = 64
@@ -251,7 +251,7 @@ def my_folding_tile(x, out, totals, n):
         totals[cuda.blockIdx.x] = cells[t]
 
 
-# %% tags=["check"]
+# %% tags=["check"] exercise_id="02.folding-phase"
 print(ps.check.tiled(my_folding_tile, block_size=BLOCK))
 
 # %% [markdown]

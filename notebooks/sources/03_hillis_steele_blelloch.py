@@ -21,7 +21,7 @@
 # This chapter builds both, shows why the obvious Hillis–Steele kernel has a race, and measures
 # work and depth with the tracer.
 
-# %%
+# %% tags=["setup"]
 # NBVAL_IGNORE_OUTPUT
 import prefixsum as ps  # first: it chooses the GPU or the simulator before numba.cuda loads
 
@@ -275,7 +275,7 @@ for n in (32, 64, 128, 256):
 # visits at level `d` swaps in the parent's value and the sum. The kernel then adds each
 # thread's own element, so `out` holds the inclusive scan that `ps.check.tiled` expects.
 
-# %% tags=["exercise"] todo="in the down-sweep loop, if (t + 1) % (2 << d) == 0: keep parent = tree[t], add tree[t - (1 << d)] to tree[t], and store parent in tree[t - (1 << d)]"
+# %% tags=["exercise"] todo="in the down-sweep loop, if (t + 1) % (2 << d) == 0: keep parent = tree[t], add tree[t - (1 << d)] to tree[t], and store parent in tree[t - (1 << d)]" exercise_id="03.blelloch-down-sweep"
 from numba import float32
 
 BLOCK = 64
@@ -310,7 +310,7 @@ def my_blelloch_tile(x, out, totals, n):
         out[i] = tree[t] + element  # exclusive + own element = inclusive
 
 
-# %% tags=["check"]
+# %% tags=["check"] exercise_id="03.blelloch-down-sweep"
 print(ps.check.tiled(my_blelloch_tile, block_size=BLOCK))
 
 # %% [markdown]

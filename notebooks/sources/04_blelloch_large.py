@@ -20,7 +20,7 @@
 # the tile totals scanned recursively and added back, and shared memory padded against bank
 # conflicts. Then it looks at what all this is worth on a real GPU.
 
-# %%
+# %% tags=["setup"]
 # NBVAL_IGNORE_OUTPUT
 import prefixsum as ps  # first: it chooses the GPU or the simulator before numba.cuda loads
 
@@ -377,7 +377,7 @@ for variant in ("blelloch", "ladder", "torch.cumsum", "cupy.cumsum"):
 # block $b$ adds `carries[b]` (the sum of tiles $0..b$) to every element of tile $b + 1$ that
 # exists, each thread taking the elements `threadIdx.x` and `threadIdx.x + THREADS` of that tile.
 
-# %% tags=["exercise"] todo="write my_carry: block b adds carries[b] to out[(b + 1) * TILE + k] for k = threadIdx.x and threadIdx.x + THREADS, where that index is < n"
+# %% tags=["exercise"] todo="write my_carry: block b adds carries[b] to out[(b + 1) * TILE + k] for k = threadIdx.x and threadIdx.x + THREADS, where that index is < n" exercise_id="04.blelloch-carry"
 THREADS = 32
 TILE = 2 * THREADS
 tile_kernel = ps.scans.blelloch.blelloch_tile_kernel("add", np.float32, True, False, THREADS, True)
@@ -412,7 +412,7 @@ def my_blelloch_scan(x):
     return out
 
 
-# %% tags=["check"]
+# %% tags=["check"] exercise_id="04.blelloch-carry"
 print(ps.check.scan(my_blelloch_scan, name="my_blelloch_scan"))
 
 # %% [markdown]

@@ -19,7 +19,7 @@
 # how $L$ trades the number of steps against the serial work of each thread, and compares a
 # kernel launch per step with a barrier per step, on the simulator and on a GPU.
 
-# %%
+# %% tags=["setup"]
 # NBVAL_IGNORE_OUTPUT
 import prefixsum as ps  # first: it chooses the GPU or the simulator before numba.cuda loads
 
@@ -194,7 +194,7 @@ for op in ps.OPS:
 # correction step, so `ps.check.scan` can check it. (The simulator runs your kernel as Python;
 # on a GPU it must also compile, so use only what numba.cuda allows.)
 
-# %% tags=["exercise"] todo="in my_correct, rewrite run j of the level at offset lower: start from buf[upper + j - 1] (0 for j = 0), add the run's elements one by one, storing each running sum in place; the last element of a full run may instead be copied from buf[upper + j]"
+# %% tags=["exercise"] todo="in my_correct, rewrite run j of the level at offset lower: start from buf[upper + j - 1] (0 for j = 0), add the run's elements one by one, storing each running sum in place; the last element of a full run may instead be copied from buf[upper + j]" exercise_id="05.kstep-correct"
 L = 3
 
 
@@ -231,7 +231,7 @@ def my_kstep_scan(x):
     return out
 
 
-# %% tags=["check"]
+# %% tags=["check"] exercise_id="05.kstep-correct"
 print(ps.check.scan(my_kstep_scan))
 
 # %% [markdown]

@@ -25,7 +25,7 @@
 # elements per thread, and the grid level. Then it reruns the paper's experiments on a current
 # GPU and asks what fifteen years changed.
 
-# %%
+# %% tags=["setup"]
 # NBVAL_IGNORE_OUTPUT
 import prefixsum as ps  # first: it chooses the GPU or the simulator before numba.cuda loads
 
@@ -374,7 +374,7 @@ print(ps.check.scan(lambda x: ps.scan(x, "max", inclusive=False, reverse=True, a
 # threads scans up to 32 float32 values; lanes past the end hold 0, so the whole warp takes part
 # and the mask is `FULL_MASK`. Remember that every lane must execute the shuffle.
 
-# %% tags=["exercise"] todo="for d = 1, 2, 4, 8, 16: other = cuda.shfl_up_sync(FULL_MASK, value, d) in every lane, then value += other in lanes >= d"
+# %% tags=["exercise"] todo="for d = 1, 2, 4, 8, 16: other = cuda.shfl_up_sync(FULL_MASK, value, d) in every lane, then value += other in lanes >= d" exercise_id="06.warp-shuffle-scan"
 from numba import float32
 
 FULL_MASK = ps.scans.warp.FULL_MASK
@@ -402,7 +402,7 @@ def my_warp_scan(x):
     return out
 
 
-# %% tags=["check"]
+# %% tags=["check"] exercise_id="06.warp-shuffle-scan"
 print(ps.check.scan(my_warp_scan, sizes=(1, 2, 5, 17, 31, 32)))
 
 # %% [markdown]
@@ -414,7 +414,7 @@ print(ps.check.scan(my_warp_scan, sizes=(1, 2, 5, 17, 31, 32)))
 # adds the scanned total of warps $0..w-1$ to its `value`. `ps.check.tiled` runs the kernel on
 # every tile and carries the tile totals between tiles.
 
-# %% tags=["exercise"] todo="in warps w > 0 (warp = t >> 5), add warp_totals[warp - 1] (the scanned total of warps 0..w-1) to value"
+# %% tags=["exercise"] todo="in warps w > 0 (warp = t >> 5), add warp_totals[warp - 1] (the scanned total of warps 0..w-1) to value" exercise_id="06.block-combine"
 BLOCK = 128
 WARPS = BLOCK // 32
 warp_scan = ps.scans.warp.scan_shfl("add", np.float32)
@@ -445,7 +445,7 @@ def my_block_tile(x, out, totals, n):
         totals[cuda.blockIdx.x] = value
 
 
-# %% tags=["check"]
+# %% tags=["check"] exercise_id="06.block-combine"
 print(ps.check.tiled(my_block_tile, block_size=BLOCK))
 
 # %% [markdown]

@@ -31,7 +31,7 @@
 # counts the work and depth of Thomas, cyclic reduction (CR) and PCR, shows where PCR fails,
 # relates it to the scans of the earlier chapters, and compares it with cuSPARSE on a GPU.
 
-# %%
+# %% tags=["setup"]
 # NBVAL_IGNORE_OUTPUT
 import prefixsum as ps  # first: it chooses the GPU or the simulator before numba.cuda loads
 
@@ -521,7 +521,7 @@ for dtype in (np.float64, np.float32):
 # buffer `1 - src`. (Try writing into `src` instead, or reading `rows[src, 1, i - s]` without the
 # guard: the checker names both mistakes.)
 
-# %% tags=["exercise"] todo="in the step loop, for row i < n: read rows i - s and i + s from rows[src] (the identity row (0, 1, 0, 0) where i - s < 0 or i + s >= n), compute k1 = a_i / b_(i-s) and k2 = c_i / b_(i+s), and write a_i' = -a_(i-s) k1, b_i' = b_i - c_(i-s) k1 - a_(i+s) k2, c_i' = -c_(i+s) k2, d_i' = d_i - d_(i-s) k1 - d_(i+s) k2 into rows[1 - src]"
+# %% tags=["exercise"] todo="in the step loop, for row i < n: read rows i - s and i + s from rows[src] (the identity row (0, 1, 0, 0) where i - s < 0 or i + s >= n), compute k1 = a_i / b_(i-s) and k2 = c_i / b_(i+s), and write a_i' = -a_(i-s) k1, b_i' = b_i - c_(i-s) k1 - a_(i+s) k2, c_i' = -c_(i+s) k2, d_i' = d_i - d_(i-s) k1 - d_(i+s) k2 into rows[1 - src]" exercise_id="07.pcr-step"
 ROWS = 64
 
 
@@ -571,7 +571,7 @@ def my_pcr_solve(a, b, c, d):
     return x
 
 
-# %% tags=["check"]
+# %% tags=["check"] exercise_id="07.pcr-step"
 print(ps.check.tridiagonal(my_pcr_solve))
 
 # %% [markdown]

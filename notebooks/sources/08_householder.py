@@ -21,7 +21,7 @@
 # `tidx = threadIdx.x % n`), the solve $Q T Q^T x = b$, and measurements on a GPU against
 # PyTorch (section 6).
 
-# %%
+# %% tags=["setup"]
 # NBVAL_IGNORE_OUTPUT
 import prefixsum as ps  # first: it chooses the GPU or the simulator before numba.cuda loads
 
@@ -392,7 +392,7 @@ for dtype in (np.float32, np.float64):
 # checks, in float64, that $P$ is orthogonal and that $P x = -\operatorname{sign}(f)|x| \, e$;
 # the second line repeats it with float32 inputs (and a float32 tolerance).
 
-# %% tags=["exercise"] todo="compute h = |x|^2, f = x[-1], g = -sqrt(h) if f >= 0 else sqrt(h), then u (a copy of x with u[-1] = f - g) and H = h - f * g"
+# %% tags=["exercise"] todo="compute h = |x|^2, f = x[-1], g = -sqrt(h) if f >= 0 else sqrt(h), then u (a copy of x with u[-1] = f - g) and H = h - f * g" exercise_id="08.householder-reflector"
 def my_reflector(x):
     ### BEGIN SOLUTION
     h = float(np.dot(x, x))
@@ -405,7 +405,7 @@ def my_reflector(x):
     return u, H
 
 
-# %% tags=["check"]
+# %% tags=["check"] exercise_id="08.householder-reflector"
 print(ps.check.reflector(my_reflector))
 print(ps.check.reflector(my_reflector, dtype=np.float32))
 
