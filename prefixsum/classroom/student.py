@@ -5,6 +5,11 @@ stands between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` (the markers nbgr
 student's version replaces that span with ``raise NotImplementedError(...)`` at the same
 indentation, saying what to write (the cell's ``todo`` metadata), and clears every output, so
 the notebook opens clean and every check cell reports the missing exercise instead of a result.
+
+The cells keep their metadata (``exercise_id``, ``todo``, ``points``), and the notebook's own
+metadata gets ``prefixsum: {chapter: "01_ladder", exercises: ["01.ladder-step", ...]}`` (the
+instructor's file name and the exercise ids in order), by which ``python -m prefixsum grade``
+matches a submission to its instructor's notebook.
 """
 import pathlib
 import re
@@ -23,9 +28,24 @@ def strip_solutions(source, todo):
     return _SPAN.sub(lambda m: f"{m.group(1)}raise NotImplementedError({message!r})\n", source)
 
 
-def student_version(notebook):
-    """Return a new notebook: solutions stripped from ``exercise`` cells, all outputs cleared."""
+def student_version(notebook, chapter=None):
+    """Return a new notebook: solutions stripped from ``exercise`` cells, all outputs cleared.
+
+    Parameters
+    ----------
+    notebook : nbformat.NotebookNode
+        The instructor's notebook (not modified).
+    chapter : str, optional
+        The chapter's name, the instructor's file name without ``.ipynb`` (``"01_ladder"``):
+        stamped with the exercise ids into the notebook's metadata, for the grader.
+    """
     student = nbformat.reads(nbformat.writes(notebook), as_version=4)
+    exercises = [cell.metadata["exercise_id"] for cell in student.cells
+                 if "exercise" in cell.metadata.get("tags", []) and "exercise_id" in cell.metadata]
+    stamp = {"exercises": exercises}
+    if chapter is not None:
+        stamp["chapter"] = chapter
+    student.metadata["prefixsum"] = stamp
     for cell in student.cells:
         if cell.cell_type != "code":
             continue
@@ -44,6 +64,6 @@ def write_student_versions(paths, out_dir):
     for path in map(pathlib.Path, paths):
         notebook = nbformat.read(path, as_version=4)
         target = out_dir / path.name
-        nbformat.write(student_version(notebook), target)
+        nbformat.write(student_version(notebook, chapter=path.stem), target)
         written.append(target)
     return written

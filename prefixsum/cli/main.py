@@ -1,6 +1,8 @@
-"""Command line: ``python -m prefixsum [demo|ptx|bench|student] ...``; ``--help`` on each."""
+"""Command line: ``python -m prefixsum [demo|ptx|bench|student|grade] ...``; ``--help`` on each."""
 import argparse
 import sys
+
+from . import grade
 
 
 def _parser():
@@ -14,6 +16,7 @@ def _parser():
     student = commands.add_parser("student", help="write the student version of instructor notebooks (solutions stripped, outputs cleared)")
     student.add_argument("notebooks", nargs="+", help="instructor notebooks (.ipynb)")
     student.add_argument("--out", required=True, help="directory for the student versions")
+    grade.add_parser(commands)
     return parser
 
 
@@ -34,6 +37,8 @@ def main(argv=None):
         for path in student.write_student_versions(args.notebooks, args.out):
             print(f"wrote {path}")
         return 0
+    if args.command == "grade":
+        return grade.main(args)
     from . import demo
 
     return demo.main(n=getattr(args, "n", None), algorithms=getattr(args, "algorithm", None))

@@ -54,9 +54,22 @@ def hand_down(simulator, reason):
     reason : str
         Why, in a few words ("no usable CUDA GPU found").
     """
+    os.environ.update(device_environment(simulator, reason))
+
+
+def device_environment(simulator, reason):
+    """The environment variables by which :func:`hand_down` passes its choice to child processes.
+
+    For a child started with an environment of its own (the grader's sandboxed runs): it then
+    uses the simulator or the GPU's compiler as told, and reports ``reason``.
+
+    Returns
+    -------
+    dict
+        ``{"NUMBA_ENABLE_CUDASIM": "1" or "0", "PREFIXSUM_DEVICE": "<kind>: <reason>"}``.
+    """
     value = "1" if simulator else "0"
-    os.environ[_ENV] = value
-    os.environ[_MARK] = f"{_KINDS[value]}: {reason}"
+    return {_ENV: value, _MARK: f"{_KINDS[value]}: {reason}"}
 
 
 def _handed_down_reason(value):

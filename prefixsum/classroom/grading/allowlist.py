@@ -1,0 +1,231 @@
+"""What a submitted exercise cell may contain before the grader's own process loads it.
+
+The trusted re-check runs the instructor's check on the student's functions in a process of the
+grader's. So that the student's code cannot reach into that process (replace ``ps.check``, wrap
+``print``, write a file, exit), the cell is parsed and accepted only when it is made of:
+
+* at its top: imports of ``numba``, ``numpy`` and ``math``; assignments of constants (numbers,
+  strings, tuples and arithmetic of them); function definitions, plain or decorated with
+  ``cuda.jit``; and any statement that the instructor's own exercise cell has word for word
+  (``tile_kernel = ps.scans.blelloch.blelloch_tile_kernel(...)``);
+* inside functions: ordinary code on local names, parameters, the cell's own names, a list of
+  harmless builtins, the names the setup cells import, numpy, math and numba. No import,
+  ``global``, ``nonlocal``, class, attribute assignment or deletion, no attribute whose name
+  starts with ``_`` or reaches a file, a global setting or another module's internals, and an
+  attribute of a workbook name (``ps``, ``kstep``, ...) only as the instructor's cell writes it;
+* no top-level name that hides a builtin or a name of the setup cells (``def print``,
+  ``ps = ...``), unless the instructor's cell binds it too.
+
+Kernels are further compiled to PTX (:mod:`.trusted`): code a GPU compiler accepts cannot reach
+Python objects at all.
+"""
+import ast
+import builtins
+
+ALLOWED_MODULES = ("numba", "numpy", "math")
+SAFE_BUILTINS = frozenset({
+    "abs", "all", "any", "bool", "complex", "divmod", "enumerate", "float", "int", "isinstance", "len", "list",
+    "max", "min", "pow", "range", "reversed", "round", "slice", "sorted", "str", "sum", "tuple", "zip", "print",
+    "True", "False", "None", "ArithmeticError", "AssertionError", "IndexError", "NotImplementedError",
+    "RuntimeError", "TypeError", "ValueError", "ZeroDivisionError",
+})
+# Attributes that read or write files, change a global setting, or lead into a library's internals.
+DENIED_ATTRIBUTES = frozenset({
+    "lib", "ctypeslib", "ctypes", "testing", "f2py", "distutils", "core", "random", "simulator", "cudadrv", "driver",
+    "config", "compiler", "dispatcher", "extending", "np", "typed", "tofile", "dump", "dumps", "load", "loads",
+    "save", "savez", "savez_compressed", "savetxt", "loadtxt", "genfromtxt", "fromfile", "memmap", "DataSource",
+    "seterr", "seterrcall", "set_printoptions", "setbufsize", "set_state", "seed", "frame", "func_globals",
+})
+_BUILTIN_NAMES = frozenset(dir(builtins))
+# What IPython puts in a notebook's namespace: a shell, the history, the exit of the kernel.
+_IPYTHON_NAMES = frozenset({"get_ipython", "In", "Out", "exit", "quit", "display"})
+_FORBIDDEN_NODES = (ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal, ast.ClassDef, ast.AsyncFunctionDef,
+                    ast.Await, ast.Yield, ast.YieldFrom, ast.AsyncFor, ast.AsyncWith)
+
+
+def _bound_names(statements):
+    """Names that top-level ``statements`` bind (imports, assignments, definitions)."""
+    names = set()
+    for node in statements:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        else:
+            for child in ast.walk(node):
+                if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
+                    names.add(child.id)
+    return names
+
+
+def setup_names(setup_sources):
+    """Names the setup cells bind at their top level."""
+    names = set()
+    for source in setup_sources:
+        names |= _bound_names(ast.parse(source).body)
+    return names
+
+
+def _chain(node):
+    """``"ps.scans.warp.FULL_MASK"`` for an attribute chain rooted at a name, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        return ".".join([node.id, *reversed(parts)])
+    return None
+
+
+def _is_constant(node, constants):
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.Name):
+        return node.id in constants
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(_is_constant(e, constants) for e in node.elts)
+    if isinstance(node, ast.UnaryOp):
+        return _is_constant(node.operand, constants)
+    if isinstance(node, ast.BinOp):
+        return _is_constant(node.left, constants) and _is_constant(node.right, constants)
+    return False
+
+
+def _is_jit_decorator(node):
+    """``cuda.jit``, ``numba.cuda.jit`` or either called with constant arguments."""
+    target = node.func if isinstance(node, ast.Call) else node
+    if _chain(target) not in ("cuda.jit", "numba.cuda.jit"):
+        return False
+    if isinstance(node, ast.Call):
+        values = list(node.args) + [k.value for k in node.keywords]
+        return all(_is_constant(v, set()) for v in values) and all(k.arg is not None for k in node.keywords)
+    return True
+
+
+class _Names:
+    """What names a function body may read, and which attribute chains of workbook names."""
+
+    def __init__(self, cell_names, modules, workbook, instructor_chains):
+        self.cell_names, self.modules, self.workbook = cell_names, modules, workbook
+        self.instructor_chains = instructor_chains
+
+
+def _check_function(function, names, problems):
+    local = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
+    for node in ast.walk(function):
+        if node is not function and isinstance(node, (ast.FunctionDef, ast.Lambda)):
+            local |= {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            local.add(node.id)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            local.add(node.name)
+        elif isinstance(node, ast.FunctionDef) and node is not function:
+            local.add(node.name)
+    for default in function.args.defaults + [d for d in function.args.kw_defaults if d is not None]:
+        if not _is_constant(default, set()):
+            problems.append((default.lineno, f"a default argument of {function.name} must be a constant"))
+    parents = {}
+    for node in ast.walk(function):
+        for child in ast.iter_child_nodes(node):
+            parents[child] = node
+    for node in ast.walk(function):
+        line = getattr(node, "lineno", function.lineno)
+        if isinstance(node, _FORBIDDEN_NODES):
+            problems.append((line, f"{type(node).__name__.lower()} is not allowed inside {function.name}"))
+        elif isinstance(node, ast.Attribute):
+            if node.attr.startswith("_") or node.attr in DENIED_ATTRIBUTES:
+                problems.append((line, f"the attribute .{node.attr} is not allowed"))
+            if not isinstance(node.ctx, ast.Load):
+                problems.append((line, f"assigning or deleting the attribute .{node.attr} is not allowed"))
+            chain = _chain(node)
+            if chain and chain.split(".")[0] in names.workbook and not isinstance(parents.get(node), ast.Attribute):
+                if chain not in names.instructor_chains:
+                    problems.append((line, f"{chain} is not used by the exercise as the instructor wrote it"))
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            name = node.id
+            if name in local or name in names.cell_names or name in SAFE_BUILTINS or name in names.modules:
+                continue
+            if name.startswith("_") or name in _BUILTIN_NAMES or name in _IPYTHON_NAMES:
+                problems.append((line, f"the name {name} is not allowed in an exercise"))
+            elif name in names.workbook and not isinstance(parents.get(node), ast.Attribute):
+                problems.append((line, f"{name} may only be used as {name}.<attribute>, as the instructor's cell does"))
+            # any other name is unknown to the grader's process: reading it raises NameError there
+
+
+def check(source, *, instructor_source, setup_sources, earlier_sources=()):
+    """Problems that keep ``source`` (a submitted exercise cell) out of the grader's process.
+
+    Parameters
+    ----------
+    source : str
+        The submitted cell.
+    instructor_source : str
+        The instructor's cell of the same exercise (its statements are trusted as written).
+    setup_sources : sequence of str
+        The setup cells the exercise runs after.
+    earlier_sources : sequence of str
+        The instructor's cells of the exercises before this one (what they bind may be used).
+
+    Returns
+    -------
+    list of str
+        ``"line N: what"``, empty when the cell is accepted. A cell that does not parse gives
+        one problem beginning ``"syntax error"``.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as error:
+        return [f"syntax error at line {error.lineno}: {error.msg}"]
+    instructor = ast.parse(instructor_source)
+    trusted = {ast.dump(node) for node in instructor.body if not isinstance(node, ast.FunctionDef)}
+    instructor_names = _bound_names(instructor.body)
+    instructor_chains = {_chain(n) for n in ast.walk(instructor) if isinstance(n, ast.Attribute)} - {None}
+    setup_bound = setup_names(setup_sources)
+    modules, workbook = set(), set()
+    for setup in [*setup_sources, instructor_source, source]:
+        for node in ast.parse(setup).body if setup is not source else tree.body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                root = node.names[0].name.split(".")[0] if isinstance(node, ast.Import) else (node.module or "").split(".")[0]
+                bound = {(a.asname or a.name).split(".")[0] for a in node.names}
+                (modules if root in ALLOWED_MODULES else workbook).update(bound)
+    workbook = (workbook | setup_bound) - modules
+    for earlier in earlier_sources:
+        modules |= _bound_names(ast.parse(earlier).body)
+    problems, constants = [], set()
+    for node in tree.body:
+        line = node.lineno
+        if ast.dump(node) in trusted:
+            constants |= _bound_names([node])
+            continue
+        if isinstance(node, ast.Import):
+            bad = [a.name for a in node.names if a.name.split(".")[0] not in ALLOWED_MODULES]
+            if bad:
+                problems.append((line, f"import of {', '.join(bad)}: an exercise may import only numba, numpy and math"))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level or (node.module or "").split(".")[0] not in ALLOWED_MODULES or any(a.name == "*" for a in node.names):
+                problems.append((line, f"from {node.module} import ...: an exercise may import only numba, numpy and math"))
+            constants |= _bound_names([node])
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if not all(isinstance(t, ast.Name) for t in targets) or node.value is None or not _is_constant(node.value, constants):
+                problems.append((line, "only constants may be assigned at the top of an exercise (numbers, strings, "
+                                       "tuples and arithmetic of them)"))
+            constants |= {t.id for t in targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.FunctionDef):
+            if not all(_is_jit_decorator(d) for d in node.decorator_list):
+                problems.append((line, f"{node.name}: the only decorator allowed is cuda.jit"))
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue
+        else:
+            problems.append((line, f"{type(node).__name__.lower()} statements are not allowed at the top of an exercise; "
+                                   "only imports of numba, numpy and math, constants and function definitions"))
+    bound = _bound_names(tree.body)
+    defined = _bound_names([n for n in tree.body if not isinstance(n, (ast.Import, ast.ImportFrom))])
+    hidden = (defined & (setup_bound | set(dir(builtins)))) - instructor_names
+    if hidden:
+        problems.append((1, f"the cell rebinds {', '.join(sorted(hidden))}, which the setup cells or Python define"))
+    names = _Names(bound, modules, workbook, instructor_chains)
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            _check_function(node, names, problems)
+    return [f"line {line}: {what}" for line, what in sorted(set(problems))]

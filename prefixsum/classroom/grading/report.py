@@ -1,0 +1,90 @@
+"""What the grader writes: grades.csv, summary.csv and a feedback page per submission."""
+import csv
+import pathlib
+import re
+
+from .runner import STATUSES
+
+GRADE_COLUMNS = ("submission", "notebook", "exercise", "score", "max_score", "status", "message")
+_EXPLAINED = {
+    "pass": "passed: the notebook's check and the grader's own check agree",
+    "fail": "the check found a mistake",
+    "not-attempted": "not attempted: the exercise still raises NotImplementedError",
+    "error": "the exercise raised an error",
+    "timeout": "stopped at the time limit",
+    "crashed": "the run crashed",
+    "tampered": "the notebook's check and the grader's own check disagree",
+    "invalid": "the grader could not accept this code or file",
+}
+
+
+def _number(value):
+    return f"{value:g}"
+
+
+def write_grades(rows, path):
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(GRADE_COLUMNS)
+        for row in rows:
+            writer.writerow([row.submission, row.notebook, row.exercise, _number(row.score), _number(row.max_score),
+                             row.status, row.message])
+
+
+def summarize(rows):
+    """``{submission: {"score", "max_score", status: count, ...}}``, in the order of ``rows``."""
+    summary = {}
+    for row in rows:
+        entry = summary.setdefault(row.submission, {"score": 0, "max_score": 0, **{s: 0 for s in STATUSES}})
+        entry["score"] += row.score
+        entry["max_score"] += row.max_score
+        entry[row.status] += 1
+    return summary
+
+
+def write_summary(rows, path):
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["submission", "score", "max_score", *STATUSES])
+        for submission, entry in summarize(rows).items():
+            writer.writerow([submission, _number(entry["score"]), _number(entry["max_score"]), *(entry[s] for s in STATUSES)])
+
+
+def safe_name(name):
+    """A file name for a submission's feedback: letters, digits, ``._-`` (others become ``_``)."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".") or "submission"
+
+
+def feedback(submission, rows):
+    """A Markdown page for one student: each exercise, its status, the diagnosis and hint, their code."""
+    total = sum(r.score for r in rows)
+    best = sum(r.max_score for r in rows)
+    lines = [f"# Feedback for {submission}", "", f"Score: **{_number(total)} / {_number(best)}**", ""]
+    for row in rows:
+        title = row.exercise or row.notebook
+        lines += [f"## {title} ({row.notebook})", "",
+                  f"- status: **{row.status}** ({_EXPLAINED[row.status]})",
+                  f"- score: {_number(row.score)} / {_number(row.max_score)}"]
+        if row.message:
+            lines.append(f"- diagnosis: {row.message}")
+        if row.code:
+            fence = "```"
+            while fence in row.code:
+                fence += "`"
+            lines += ["", "Your code:", "", f"{fence}python", row.code.rstrip("\n"), fence]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_all(rows, out):
+    """Write grades.csv, summary.csv and feedback/<submission>.md under ``out``; return their paths."""
+    out = pathlib.Path(out)
+    (out / "feedback").mkdir(parents=True, exist_ok=True)
+    write_grades(rows, out / "grades.csv")
+    write_summary(rows, out / "summary.csv")
+    pages = []
+    for submission in summarize(rows):
+        page = out / "feedback" / f"{safe_name(submission)}.md"
+        page.write_text(feedback(submission, [r for r in rows if r.submission == submission]))
+        pages.append(page)
+    return [out / "grades.csv", out / "summary.csv", *pages]

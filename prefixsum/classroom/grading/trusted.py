@@ -1,0 +1,231 @@
+"""The grader's own re-check of a submission, in processes that the submission never touched.
+
+Run as a program by :mod:`.runner`, by its file's path (so that starting it imports nothing
+of the package: the ``ptx`` mode never needs the simulator)::
+
+    python .../grading/trusted.py check|record|ptx REQUEST.json RESULT.jsonl
+
+* ``check`` (on the classroom simulator): runs the instructor's setup cells, then for each
+  exercise the submitted cell (already accepted by :mod:`.allowlist`) and the instructor's check
+  cells. A check cell runs with the setup's own names put back and ``print`` recording what it
+  is given, so a verdict is the checker's object, never text a kernel printed. Each exercise has
+  a time limit of its own.
+* ``record``: the same on the instructor's solutions, also recording the argument types of every
+  launch of a kernel that the exercise cell defines: the signatures to compile with.
+* ``ptx`` (with ``NUMBA_ENABLE_CUDASIM=0``, no GPU needed): loads each submitted cell after the
+  setup cells' imports and compiles each kernel it defines to PTX, for the signatures recorded
+  from the instructor's solution.
+
+A result is one JSON object per line and exercise, written as soon as it is known, so that a
+run killed at its time limit still reports the exercises before.
+"""
+import ast
+import configparser
+import contextlib
+import io
+import json
+import re
+import signal
+import sys
+import types as pytypes
+
+
+class _OutOfTime(BaseException):
+    """Raised by the alarm; a BaseException, so that the checker's ``except Exception`` lets it through."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds):
+    def ring(signum, frame):
+        raise _OutOfTime()
+
+    previous = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def sanitize(text, config_text):
+    """Apply nbval's sanitize file (its ``regex``/``replace`` sections) to ``text``."""
+    parser = configparser.ConfigParser()
+    parser.read_string(config_text or "")
+    for section in parser.sections():
+        text = re.sub(parser[section]["regex"], parser[section]["replace"], text)
+    return text
+
+
+def _first_line(error):
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+
+
+def _run_setup(chapter):
+    namespace = {"__name__": "__grading__"}
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        for source in chapter["setup"]:
+            exec(compile(source, "<setup>", "exec"), namespace)  # noqa: S102  (the instructor's own cells)
+    return namespace
+
+
+def _check_one(exercise, source, namespace, setup, timeout, sanitize_config):
+    """``{status, message, lines}`` of one exercise (a dict of :func:`.chapters.to_json`): exec its cell, then its checks."""
+    try:
+        with _time_limit(timeout):
+            exec(compile(source, f"<exercise {exercise['id']}>", "exec"), namespace)  # noqa: S102  (accepted by the allow-list)
+    except _OutOfTime:
+        return {"status": "timeout", "message": f"loading the exercise took more than {timeout:g} s"}
+    except Exception as error:  # noqa: BLE001  (the student's error is the result)
+        return {"status": "error", "message": _first_line(error)}
+    printed, verdicts = [], []
+
+    def record(*values, **_):
+        verdicts.extend(v for v in values if hasattr(v, "passed") and hasattr(v, "diagnosis"))
+        printed.append(" ".join(str(v) for v in values) + "\n")
+
+    expected = ""
+    for check, stored in exercise["checks"]:
+        expected += stored
+        names = {**namespace, **setup, "print": record}
+        try:
+            with _time_limit(timeout):
+                exec(compile(check, f"<check {exercise['id']}>", "exec"), names)  # noqa: S102  (the instructor's check)
+        except _OutOfTime:
+            return {"status": "timeout", "message": f"the check ran for more than {timeout:g} s", "lines": printed}
+        except Exception as error:  # noqa: BLE001
+            return {"status": "error", "message": f"the check failed: {_first_line(error)}", "lines": printed}
+    failed = next((v for v in verdicts if not v.passed), None)
+    if sanitize("".join(printed), sanitize_config) == sanitize(expected, sanitize_config):
+        return {"status": "pass", "message": "", "lines": printed}
+    if failed is not None and failed.diagnosis == "timeout":
+        return {"status": "timeout", "message": str(failed), "lines": printed}
+    message = str(failed) if failed is not None else f"the check printed {''.join(printed).strip()!r}"
+    return {"status": "fail", "message": message, "lines": printed}
+
+
+def _spell(value):
+    """A launch argument's type as numba's signature strings spell it (``float32[::1]``)."""
+    import numpy as np
+    from numba import typeof
+
+    array = value if isinstance(value, np.ndarray) else getattr(value, "_ary", None)
+    if isinstance(array, np.ndarray):
+        kind = typeof(array)
+        dims = [":"] * kind.ndim
+        if kind.layout == "C" and dims:
+            dims[-1] = "::1"
+        return f"{kind.dtype}[{', '.join(dims)}]"
+    return str(typeof(value))
+
+
+@contextlib.contextmanager
+def _recording_launches(namespace, found):
+    """Record ``{kernel name: {signature}}`` for every launch of a kernel defined in ``namespace``."""
+    from numba.cuda.simulator import kernel as fake
+
+    original = fake.FakeCUDAKernel.__call__
+
+    def call(kernel, *args):
+        if not kernel._device and kernel.fn.__globals__ is namespace:
+            found.setdefault(kernel.fn.__name__, set()).add(f"void({', '.join(_spell(a) for a in args)})")
+        return original(kernel, *args)
+
+    fake.FakeCUDAKernel.__call__ = call
+    try:
+        yield
+    finally:
+        fake.FakeCUDAKernel.__call__ = original
+
+
+def _check(request, emit, record=False):
+    chapter = json.loads(request["chapter"])
+    namespace = _run_setup(chapter)
+    setup = dict(namespace)
+    sources = request["sources"]
+    for exercise in chapter["exercises"]:
+        if exercise["id"] not in sources:
+            continue
+        found = {}
+        with contextlib.ExitStack() as stack:
+            if record:
+                stack.enter_context(_recording_launches(namespace, found))
+            result = _check_one(exercise, sources[exercise["id"]], namespace, setup, request["timeout"], chapter["sanitize"])
+        result["id"] = exercise["id"]
+        if record:
+            result["signatures"] = {name: sorted(s) for name, s in found.items()}
+        emit(result)
+
+
+def _kernels(source):
+    """Names of the kernels (``cuda.jit`` functions that are not ``device=True``) a cell defines."""
+    names = []
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef):
+            for decorator in node.decorator_list:
+                device = isinstance(decorator, ast.Call) and any(
+                    k.arg == "device" and getattr(k.value, "value", False) is True for k in decorator.keywords)
+                if not device:
+                    names.append(node.name)
+    return names
+
+
+def _ptx(request, emit):
+    from numba import cuda
+    from numba.cuda import dispatcher
+
+    cc = (7, 5)
+    # Device functions ask the current device for its capability; there is none here.
+    dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=cc)
+    chapter = json.loads(request["chapter"])
+    namespace = {"__name__": "__grading__"}
+    used = {n.id for source in request["sources"].values() for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)}
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        for source in chapter["setup"]:
+            # only the imports the cells use: importing the whole workbook for a GPU costs seconds
+            imports = [n for n in ast.parse(source).body if isinstance(n, (ast.Import, ast.ImportFrom))
+                       and {(a.asname or a.name).split(".")[0] for a in n.names} & used]
+            exec(compile(ast.Module(body=imports, type_ignores=[]), "<setup imports>", "exec"), namespace)  # noqa: S102
+    for exercise in chapter["exercises"]:
+        source = request["sources"].get(exercise["id"])
+        if source is None:
+            continue
+        signatures = request["signatures"].get(exercise["id"], {})
+        problems = []
+        try:
+            exec(compile(source, f"<exercise {exercise['id']}>", "exec"), namespace)  # noqa: S102  (accepted by the allow-list)
+            for name in _kernels(source):
+                if name not in signatures:
+                    problems.append(f"kernel {name} is not one the exercise launches, so the grader cannot compile it "
+                                    f"(the exercise's kernels: {', '.join(sorted(signatures)) or 'none'})")
+                for signature in signatures.get(name, ()):
+                    try:
+                        cuda.compile_ptx(namespace[name].py_func, signature, cc=cc)
+                    except Exception as error:  # noqa: BLE001  (the compiler's complaint is the result)
+                        text = re.sub(r"\x1b\[[0-9;]*m", "", str(error)).strip().splitlines()
+                        problems.append(f"kernel {name} does not compile for a GPU: {type(error).__name__}: "
+                                        f"{text[0] if text else ''}")
+        except Exception as error:  # noqa: BLE001
+            problems.append(f"the exercise does not load for a GPU: {_first_line(error)}")
+        emit({"id": exercise["id"], "status": "rejected" if problems else "ok", "message": "; ".join(problems)})
+
+
+def main(argv):
+    mode, request_path, result_path = argv
+    with open(request_path) as handle:
+        request = json.load(handle)
+    with open(result_path, "w") as out:
+        def emit(result):
+            out.write(json.dumps(result) + "\n")
+            out.flush()
+
+        if mode == "ptx":
+            _ptx(request, emit)
+        else:
+            _check(request, emit, record=mode == "record")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,54 @@
+"""``python -m prefixsum grade``: the command-line glue of :mod:`prefixsum.classroom.grading`."""
+import argparse
+import sys
+
+from ..classroom import grading
+
+
+def add_parser(commands):
+    """Add the ``grade`` sub-command to ``commands`` (an argparse sub-parsers object)."""
+    grade = commands.add_parser(
+        "grade", help="grade students' notebooks: grades.csv, summary.csv and a feedback page per student",
+        description="Grade submitted notebooks against the instructor's: each exercise is run under nbval and "
+                    "re-checked by the grader itself, on the classroom simulator, each submission in fresh "
+                    "processes under time and resource limits. Exits 0 when every submission was graded, "
+                    "whatever the students scored.")
+    grade.add_argument("submissions", nargs="+", metavar="SUBMISSION",
+                       help="a notebook, or a folder: a folder of files is one student's submission (named after "
+                            "the folder), a folder of folders one submission per sub-folder")
+    grade.add_argument("--out", required=True, metavar="DIR", help="folder for grades.csv, summary.csv and feedback/")
+    grade.add_argument("--instructor", nargs="+", metavar="PATH",
+                       help="the instructor's notebooks, with solutions and exercise metadata (default: the workbook's "
+                            "notebooks/NN_*.ipynb); a submission is matched to one by the metadata that "
+                            "'python -m prefixsum student' stamps, else by its exercise ids or its file name")
+    grade.add_argument("--workers", type=int, default=None, metavar="N",
+                       help="submissions graded at once (default: the number of cores)")
+    grade.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                       help="time limit of one exercise with its check (default 60); a whole notebook is killed "
+                            "after its exercises' limits and 90 s to start")
+    grade.add_argument("--memory", type=int, default=4096, metavar="MB",
+                       help="address space of each process a submission runs, MiB (default 4096)")
+    grade.add_argument("--scheduler", metavar="ADDRESS",
+                       help="grade on the workers of a Dask distributed scheduler (tcp://host:8786) instead of "
+                            "local processes; the workers need this package and dask[distributed]")
+    grade.add_argument("--quiet", action="store_true", help="no progress bar")
+    return grade
+
+
+def main(args):
+    """Run the ``grade`` sub-command with parsed ``args``; return the exit status."""
+    if args.workers is not None and args.workers < 1:
+        raise SystemExit(f"--workers must be at least 1; got {args.workers}")
+    if args.timeout <= 0:
+        raise SystemExit(f"--timeout must be positive; got {args.timeout}")
+    limits = grading.Limits(memory_mb=args.memory, cpu_s=int(90 + 10 * args.timeout))
+    options = grading.Options(timeout=args.timeout, limits=limits)
+    try:
+        rows = grading.grade(args.submissions, args.out, instructor=args.instructor, workers=args.workers,
+                             options=options, scheduler=args.scheduler, progress=not args.quiet)
+    except (ValueError, RuntimeError) as error:
+        print(f"grade: {error}", file=sys.stderr)
+        return 2
+    summary = grading.report.summarize(rows)
+    print(f"graded {len(summary)} submissions, {len(rows)} rows: {args.out}/grades.csv, summary.csv, feedback/")
+    return 0
