@@ -77,6 +77,12 @@ def _chain(node):
     return None
 
 
+def _quote(source, node, width=60):
+    """The statement's first line, shortened, in backquotes (for a message to the student)."""
+    text = (ast.get_source_segment(source, node) or "").splitlines()[0]
+    return f"`{text if len(text) <= width else text[:width - 3] + '...'}`"
+
+
 def _is_constant(node, constants):
     if isinstance(node, ast.Constant):
         return True
@@ -208,8 +214,8 @@ def check(source, *, instructor_source, setup_sources, earlier_sources=()):
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if not all(isinstance(t, ast.Name) for t in targets) or node.value is None or not _is_constant(node.value, constants):
-                problems.append((line, "only constants may be assigned at the top of an exercise (numbers, strings, "
-                                       "tuples and arithmetic of them)"))
+                problems.append((line, f"{_quote(source, node)}: only constants may be assigned at the top of an exercise "
+                                       "(numbers, strings, tuples and arithmetic of them)"))
             constants |= {t.id for t in targets if isinstance(t, ast.Name)}
         elif isinstance(node, ast.FunctionDef):
             if not all(_is_jit_decorator(d) for d in node.decorator_list):
@@ -217,8 +223,8 @@ def check(source, *, instructor_source, setup_sources, earlier_sources=()):
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             continue
         else:
-            problems.append((line, f"{type(node).__name__.lower()} statements are not allowed at the top of an exercise; "
-                                   "only imports of numba, numpy and math, constants and function definitions"))
+            problems.append((line, f"{_quote(source, node)} is not allowed at the top of an exercise: only imports of "
+                                   "numba, numpy and math, constants and function definitions"))
     bound = _bound_names(tree.body)
     defined = _bound_names([n for n in tree.body if not isinstance(n, (ast.Import, ast.ImportFrom))])
     hidden = (defined & (setup_bound | set(dir(builtins)))) - instructor_names

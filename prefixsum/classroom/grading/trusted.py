@@ -206,8 +206,9 @@ def _ptx(request, emit):
                         text = re.sub(r"\x1b\[[0-9;]*m", "", str(error)).strip().splitlines()
                         problems.append(f"kernel {name} does not compile for a GPU: {type(error).__name__}: "
                                         f"{text[0] if text else ''}")
-        except Exception as error:  # noqa: BLE001
-            problems.append(f"the exercise does not load for a GPU: {_first_line(error)}")
+        except Exception as error:  # noqa: BLE001  (the student's error: the check's run reports it too)
+            emit({"id": exercise["id"], "status": "error", "message": _first_line(error)})
+            continue
         emit({"id": exercise["id"], "status": "rejected" if problems else "ok", "message": "; ".join(problems)})
 
 

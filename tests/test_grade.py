@@ -1,0 +1,286 @@
+"""python -m prefixsum grade: honest, wrong, hanging, crashing and forged submissions, in one batch.
+
+The submissions are built from the real notebooks (the instructor's solutions, the students'
+versions) and graded together by one run of the grader with two workers: each must get its own
+status and score, and every other grade must come out intact. The allow-list, the assembly and
+the reports have fast tests of their own.
+"""
+import csv
+import pathlib
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from prefixsum.classroom import grading
+from prefixsum.classroom.grading import allowlist, chapters, report, runner
+from prefixsum.classroom.student import student_version
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+LADDER, REFLECTOR = NOTEBOOKS / "01_ladder.ipynb", NOTEBOOKS / "08_householder.ipynb"
+SOLUTION = "rungs[t] += rungs[(t & ~(phase - 1)) - 1]"
+PASS_LINE = "PASS my_ladder_tile: 11 sizes from 1 to 2049"
+
+
+def instructor(path=LADDER):
+    return nbformat.read(path, as_version=4)
+
+
+def cell(notebook, exercise_id, kind="exercise"):
+    return next(c for c in notebook.cells if c.metadata.get("exercise_id") == exercise_id and kind in c.metadata.get("tags", []))
+
+
+def with_exercise(transform, path=LADDER, exercise_id="01.ladder-step"):
+    """The student's version of ``path`` with the exercise cell's source replaced by ``transform(solution)``."""
+    notebook = student_version(instructor(path), chapter=path.stem)
+    cell(notebook, exercise_id).source = transform(cell(instructor(path), exercise_id).source)
+    return notebook
+
+
+def ladder(replacement):
+    """Notebook 01 with the solution's line replaced (indented as it is, inside ``if t & phase:``)."""
+    return with_exercise(lambda source: source.replace(SOLUTION, replacement))
+
+
+def reflector(body):
+    """Notebook 08 with my_reflector's body (between the markers) replaced by ``body``."""
+    def transform(source):
+        head, rest = source.split("    ### BEGIN SOLUTION\n")
+        return head + "".join(f"    {line}\n" for line in body.splitlines()) + rest.split("    ### END SOLUTION\n")[1]
+    return with_exercise(transform, REFLECTOR, "08.householder-reflector")
+
+
+def forged_outputs():
+    notebook = ladder(SOLUTION)
+    cell(notebook, "01.ladder-step", "check").outputs = [nbformat.v4.new_output("stream", name="stdout", text="FAIL forged\n")]
+    return notebook
+
+
+def edited_check():
+    notebook = ladder("rungs[t] += rungs[t - phase]")
+    check = cell(notebook, "01.ladder-step", "check")
+    check.source = f"print({PASS_LINE!r})"
+    check.outputs = [nbformat.v4.new_output("stream", name="stdout", text=PASS_LINE + "\n")]
+    return notebook
+
+
+def deleted_check():
+    notebook = ladder(SOLUTION)
+    notebook.cells = [c for c in notebook.cells if "check" not in c.metadata.get("tags", [])]
+    return notebook
+
+
+def stripped_metadata():
+    notebook = ladder(SOLUTION)
+    notebook.metadata.pop("prefixsum")
+    for c in notebook.cells:
+        c.metadata.pop("exercise_id", None)
+    return notebook
+
+
+def extra_cells():
+    notebook = ladder("rungs[t] += rungs[t - phase]")
+    notebook.cells.insert(0, nbformat.v4.new_code_cell(f"import prefixsum as ps\nps.check.tiled = lambda *a, **k: {PASS_LINE!r}"))
+    return notebook
+
+
+def wrong(source):
+    """The instructor's exercise with a wrong update (a race: Hillis-Steele in one buffer)."""
+    return source.replace(SOLUTION, "rungs[t] += rungs[t - phase]")
+
+
+# name: (notebook or bytes, expected status, expected score, a word the message must hold)
+CASES = {
+    "solution": (lambda out: ladder(SOLUTION), "pass", 1, ""),
+    "blank": (lambda out: student_version(instructor(), chapter="01_ladder"), "not-attempted", 0, "NotImplementedError"),
+    "off_by_one": (lambda out: ladder("rungs[t] += rungs[(t & ~(phase - 1))]"), "fail", 0, "FAIL my_ladder_tile"),
+    "kernel_never_returns": (lambda out: ladder("k = 0\n            while k >= 0:\n                k = (k + 1) % 7"), "timeout", 0, ""),
+    "raises_elsewhere": (lambda out: with_exercise(lambda s: s.replace("BLOCK = 64", "BLOCK = 64 // 0")), "error", 0, "ZeroDivisionError"),
+    "forged_check_function": (lambda out: with_exercise(lambda s: wrong(s) + f"\nimport prefixsum as ps\nps.check.tiled = lambda *a, **k: {PASS_LINE!r}\n"),
+                              "tampered", 0, "import of prefixsum"),
+    "forged_print": (lambda out: with_exercise(lambda s: wrong(s) + f"\n\ndef print(*args, **kw):\n    __builtins__.print({PASS_LINE!r})\n"),
+                     "tampered", 0, "print"),
+    "forged_numpy": (lambda out: with_exercise(lambda s: wrong(s) + "\nimport numpy\nnumpy.isnan = lambda x: x != x\n"), "invalid", 0, "constants"),
+    "kernel_prints_pass": (lambda out: ladder(f"print({PASS_LINE!r})"), "fail", 0, "FAIL"),
+    "system_exit": (lambda out: ladder("raise SystemExit(0)"), "invalid", 0, "SystemExit"),
+    "os_exit": (lambda out: with_exercise(lambda s: "import os\nos._exit(0)\n" + s), "invalid", 0, "import of os"),
+    "writes_grades": (lambda out: with_exercise(lambda s: s + f"\nopen({str(out / 'grades.csv')!r}, 'w').write('forged')\n"
+                                                               f"open({str(out / 'summary.csv')!r}, 'w').write('forged')\n"),
+                      "tampered", 0, "open"),
+    "forged_outputs": (lambda out: forged_outputs(), "pass", 1, ""),
+    "edited_check": (lambda out: edited_check(), "fail", 0, "FAIL my_ladder_tile"),
+    "deleted_check": (lambda out: deleted_check(), "pass", 1, ""),
+    "extra_cells": (lambda out: extra_cells(), "fail", 0, "FAIL my_ladder_tile"),
+    "stripped_metadata": (lambda out: stripped_metadata(), "pass", 1, ""),
+    "reflector": (lambda out: instructor(REFLECTOR), "pass", 1, ""),
+    "host_loop": (lambda out: reflector("while True:\n    pass"), "timeout", 0, ""),
+    "memory_bomb": (lambda out: reflector("hog = []\nwhile True:\n    hog.append(np.zeros(1 << 28))"), "crashed", 0, "memory"),
+}
+# Files that are not a chapter's notebook: (file name, content, message)
+BROKEN = {
+    "corrupt": ("01_ladder.ipynb", b'{"cells": [{"cell_type": "code", "sour', "not a readable notebook"),
+    "not_a_notebook": ("essay.txt", b"I solved it in my head.", "not a notebook"),
+    "empty": ("01_ladder.ipynb", nbformat.writes(nbformat.v4.new_notebook()).encode(), "no code cells"),
+    "other_chapter": ("02_folding.ipynb", None, "not among the instructor's notebooks"),
+}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("class")
+    out = folder / "out"
+    out.mkdir()  # so that the submissions that write into it find it
+    submissions = folder / "submissions"
+    for name, (build, *_) in CASES.items():
+        (submissions / name).mkdir(parents=True)
+        path = REFLECTOR if name in ("reflector", "host_loop", "memory_bomb") else LADDER
+        nbformat.write(build(out), submissions / name / path.name)
+    for name, (filename, data, _) in BROKEN.items():
+        (submissions / name).mkdir(parents=True)
+        if data is None:
+            data = nbformat.writes(student_version(instructor(NOTEBOOKS / filename), chapter="02_folding")).encode()
+        (submissions / name / filename).write_bytes(data)
+    command = [sys.executable, "-m", "prefixsum", "grade", str(submissions), "--out", str(out), "--workers", "2",
+               "--timeout", "12", "--memory", "3072", "--quiet", "--instructor", str(LADDER), str(REFLECTOR)]
+    finished = subprocess.run(command, capture_output=True, text=True, cwd=folder)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    with open(out / "grades.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    with open(out / "summary.csv") as handle:
+        summary = list(csv.DictReader(handle))
+    return out, {row["submission"]: row for row in rows}, summary
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_each_submission_gets_its_status_and_score(graded, name):
+    _, rows, _ = graded
+    _, status, score, word = CASES[name]
+    row = rows[name]
+    assert (row["status"], float(row["score"])) == (status, score), row
+    assert word.lower() in row["message"].lower(), row
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN))
+def test_broken_files_are_invalid_with_a_clear_message(graded, name):
+    _, rows, _ = graded
+    row = rows[name]
+    assert (row["status"], row["score"], row["max_score"]) == ("invalid", "0", "0"), row
+    assert BROKEN[name][2] in row["message"], row
+
+
+def test_reports_are_complete_and_unforged(graded):
+    out, rows, summary = graded
+    assert set(rows) == set(CASES) | set(BROKEN)
+    assert list(next(iter(csv.reader(open(out / "grades.csv"))))) == list(report.GRADE_COLUMNS)
+    by_name = {row["submission"]: row for row in summary}
+    assert set(by_name) == set(rows)
+    assert by_name["solution"]["score"] == "1" and by_name["solution"]["pass"] == "1"
+    assert by_name["memory_bomb"]["crashed"] == "1"
+    page = (out / "feedback" / "off_by_one.md").read_text()
+    assert "**fail**" in page and "FAIL my_ladder_tile" in page and "rungs[(t & ~(phase - 1))]" in page
+
+
+def test_instructor_metadata_errors_are_named(tmp_path):
+    notebook = instructor()
+    cell(notebook, "01.ladder-step").metadata.pop("exercise_id")
+    nbformat.write(notebook, tmp_path / "01_ladder.ipynb")
+    with pytest.raises(ValueError, match="needs the metadata exercise_id"):
+        chapters.read_chapter(tmp_path / "01_ladder.ipynb")
+
+
+def test_every_chapter_has_exercise_ids_and_setup_cells():
+    for path in sorted(NOTEBOOKS.glob("0[1-9]_*.ipynb")):
+        chapter = chapters.read_chapter(path)
+        assert chapter.exercises and chapter.setup, path.name
+        for exercise in chapter.exercises:
+            assert exercise.id.startswith(path.name[:3].replace("_", ".")), exercise.id
+
+
+def test_assembly_takes_only_the_exercise_from_the_submission():
+    chapter = chapters.read_chapter(LADDER)
+    submission = extra_cells()
+    notebook, kinds = chapters.assemble(chapter, chapters.submitted_sources(submission, chapter))
+    assert [kind for kind, _ in kinds] == ["setup", "exercise", "check"]
+    assert "ps.check.tiled = " not in nbformat.writes(notebook)
+    assert notebook.cells[2].outputs[0]["text"] == PASS_LINE + "\n"
+
+
+def test_student_versions_are_stamped_with_chapter_and_ids():
+    stamped = student_version(instructor(NOTEBOOKS / "06_hierarchical.ipynb"), chapter="06_hierarchical")
+    assert stamped.metadata["prefixsum"] == {"chapter": "06_hierarchical", "exercises": ["06.warp-shuffle-scan", "06.block-combine"]}
+    assert cell(stamped, "06.block-combine").metadata["todo"]
+
+
+@pytest.mark.parametrize("code, found", [
+    ("import subprocess", "import of subprocess"),
+    ("from numba import cuda\nfrom os import path", "from os import"),
+    ("x = len([1])", "only constants"),
+    ("def f():\n    global ps\n    ps = 1", "global is not allowed"),
+    ("def f(x):\n    return x.__class__", ".__class__"),
+    ("def f(x):\n    return getattr(x, 'y')", "getattr"),
+    ("def f(x):\n    return eval('1')", "eval"),
+    ("def f(x):\n    x.shape = (1,)", "assigning or deleting the attribute"),
+    ("def f(x):\n    return ps.sim.allow_negative_indices()", "ps.sim.allow_negative_indices"),
+    ("def f(x):\n    p = ps\n    return p", "may only be used as ps.<attribute>"),
+    ("def f(x):\n    np.save('x', x)", ".save"),
+    ("def f():\n    return get_ipython()", "get_ipython"),
+    ("def np():\n    pass", "rebinds np"),
+    ("@staticmethod\ndef f():\n    pass", "decorator"),
+])
+def test_allowlist_refuses(code, found):
+    chapter = chapters.read_chapter(LADDER)
+    problems = allowlist.check(code, instructor_source=chapter.exercises[0].source, setup_sources=chapter.setup)
+    assert any(found in p for p in problems), problems
+
+
+def test_allowlist_accepts_every_instructor_solution_and_blank():
+    for path in sorted(NOTEBOOKS.glob("0[1-9]_*.ipynb")):
+        chapter = chapters.read_chapter(path)
+        earlier = []
+        for exercise in chapter.exercises:
+            for source in (exercise.source, exercise.blank):
+                assert allowlist.check(source, instructor_source=exercise.source, setup_sources=chapter.setup,
+                                       earlier_sources=earlier) == [], exercise.id
+            earlier.append(exercise.source)
+
+
+def test_collect_names_submissions_by_folder_or_file(tmp_path):
+    (tmp_path / "class" / "ann").mkdir(parents=True)
+    (tmp_path / "class" / "ann" / "01_ladder.ipynb").write_text("{}")
+    (tmp_path / "class" / "ann" / ".ipynb_checkpoints").mkdir()
+    (tmp_path / "class" / "ann" / ".ipynb_checkpoints" / "x.ipynb").write_text("{}")
+    (tmp_path / "class" / "bob").mkdir()
+    (tmp_path / "single.ipynb").write_text("{}")
+    found = grading.collect([tmp_path / "class", tmp_path / "single.ipynb"])
+    assert [(s, f) for s, f, _ in found] == [("ann", "01_ladder.ipynb"), ("bob", ""), ("single", "single.ipynb")]
+
+
+def test_combine_reports_a_disagreement_as_tampering():
+    exercise = chapters.read_chapter(LADDER).exercises[0]
+    passed, failed = {"status": "pass"}, {"status": "fail", "message": "FAIL x"}
+    assert runner.combine(exercise, exercise.source, [], {}, passed, ("pass", ""))[0] == "pass"
+    assert runner.combine(exercise, exercise.source, [], {}, failed, ("pass", ""))[0] == "tampered"
+    assert runner.combine(exercise, exercise.source, [], {}, passed, ("fail", "printed"))[0] == "tampered"
+    assert runner.combine(exercise, exercise.source, [], {}, failed, ("fail", ""))[0] == "fail"
+    assert runner.combine(exercise, exercise.source, [], {"status": "rejected", "message": "no PTX"}, {}, ("fail", ""))[0] == "invalid"
+
+
+def test_grade_on_a_dask_cluster_of_two_workers(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    submissions = tmp_path / "submissions"
+    for name, notebook in (("solution", ladder(SOLUTION)), ("off_by_one", ladder("rungs[t] += rungs[(t & ~(phase - 1))]"))):
+        (submissions / name).mkdir(parents=True)
+        nbformat.write(notebook, submissions / name / "01_ladder.ipynb")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        rows = grading.grade([submissions], tmp_path / "out", instructor=[LADDER], scheduler=cluster.scheduler_address,
+                             options=runner.Options(timeout=30), progress=False)
+    assert {(r.submission, r.status, r.score) for r in rows} == {("solution", "pass", 1), ("off_by_one", "fail", 0)}
+    assert (tmp_path / "out" / "summary.csv").exists()
+
+
+def test_grade_help_explains_every_option():
+    finished = subprocess.run([sys.executable, "-m", "prefixsum", "grade", "--help"], capture_output=True, text=True)
+    for option in ("--out", "--instructor", "--workers", "--timeout", "--scheduler", "--memory"):
+        assert option in finished.stdout
