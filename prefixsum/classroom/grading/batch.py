@@ -110,7 +110,9 @@ def grade(submissions, out, *, instructor=None, workers=None, options=Options(),
             chapters[chapter.name] = chapter
     if not chapters:
         raise ValueError(f"none of the instructor notebooks has an exercise: {[str(p) for p in notebooks]}")
-    signatures = {name: instructor_signatures(chapter, options) for name, chapter in chapters.items()}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
+        recorded = {name: pool.submit(instructor_signatures, chapter, options) for name, chapter in chapters.items()}
+        signatures = {name: future.result() for name, future in recorded.items()}
     jobs = collect(submissions)
     bar = Progress(len(jobs), enabled=progress)
     results = [None] * len(jobs)

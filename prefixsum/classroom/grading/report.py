@@ -82,9 +82,13 @@ def write_all(rows, out):
     (out / "feedback").mkdir(parents=True, exist_ok=True)
     write_grades(rows, out / "grades.csv")
     write_summary(rows, out / "summary.csv")
-    pages = []
+    pages, used = [], set()
     for submission in summarize(rows):
-        page = out / "feedback" / f"{safe_name(submission)}.md"
+        name = safe_name(submission)
+        while name.lower() in used:  # "ann b" and "ann_b" both become ann_b
+            name += "_"
+        used.add(name.lower())
+        page = out / "feedback" / f"{name}.md"
         page.write_text(feedback(submission, [r for r in rows if r.submission == submission]))
         pages.append(page)
     return [out / "grades.csv", out / "summary.csv", *pages]
