@@ -13,8 +13,13 @@ WORKBOOK_NOTEBOOKS = pathlib.Path(__file__).resolve().parents[3] / "notebooks"
 
 
 def default_instructor_notebooks():
-    """The workbook's own notebooks that have exercises (``notebooks/NN_*.ipynb`` of this checkout)."""
-    return sorted(WORKBOOK_NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    """The workbook's notebooks, ``notebooks/NN_*.ipynb`` of this package's checkout (or, for an
+    installed copy, of the current folder)."""
+    for folder in (WORKBOOK_NOTEBOOKS, pathlib.Path.cwd() / "notebooks"):
+        found = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
+        if found:
+            return found
+    return []
 
 
 def collect(paths):
@@ -102,7 +107,7 @@ def grade(submissions, out, *, instructor=None, workers=None, options=Options(),
     """
     notebooks = list(instructor) if instructor else default_instructor_notebooks()
     if not notebooks:
-        raise ValueError(f"no instructor notebooks in {WORKBOOK_NOTEBOOKS}: name them with --instructor")
+        raise ValueError(f"no instructor notebooks in {WORKBOOK_NOTEBOOKS} or ./notebooks: name them with --instructor")
     chapters = {}
     for path in notebooks:
         chapter = read_chapter(path)
