@@ -24,6 +24,7 @@ import configparser
 import contextlib
 import io
 import json
+import linecache
 import re
 import signal
 import sys
@@ -57,6 +58,13 @@ def sanitize(text, config_text):
     return text
 
 
+def _compiled(source, filename):
+    """``compile``, with the source put where ``inspect`` finds it (the tracer names shared arrays
+    by their source line, as it does in a notebook)."""
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    return compile(source, filename, "exec")
+
+
 def _first_line(error):
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
@@ -74,7 +82,7 @@ def _check_one(exercise, source, namespace, setup, timeout, sanitize_config):
     """``{status, message, lines}`` of one exercise (a dict of :func:`.chapters.to_json`): exec its cell, then its checks."""
     try:
         with _time_limit(timeout):
-            exec(compile(source, f"<exercise {exercise['id']}>", "exec"), namespace)  # noqa: S102  (accepted by the allow-list)
+            exec(_compiled(source, f"<exercise {exercise['id']}>"), namespace)  # noqa: S102  (accepted by the allow-list)
     except _OutOfTime:
         return {"status": "timeout", "message": f"loading the exercise took more than {timeout:g} s"}
     except Exception as error:  # noqa: BLE001  (the student's error is the result)
@@ -91,7 +99,7 @@ def _check_one(exercise, source, namespace, setup, timeout, sanitize_config):
         names = {**namespace, **setup, "print": record}
         try:
             with _time_limit(timeout):
-                exec(compile(check, f"<check {exercise['id']}>", "exec"), names)  # noqa: S102  (the instructor's check)
+                exec(_compiled(check, f"<check {exercise['id']}>"), names)  # noqa: S102  (the instructor's check)
         except _OutOfTime:
             return {"status": "timeout", "message": f"the check ran for more than {timeout:g} s", "lines": printed}
         except Exception as error:  # noqa: BLE001
@@ -194,7 +202,7 @@ def _ptx(request, emit):
         signatures = request["signatures"].get(exercise["id"], {})
         problems = []
         try:
-            exec(compile(source, f"<exercise {exercise['id']}>", "exec"), namespace)  # noqa: S102  (accepted by the allow-list)
+            exec(_compiled(source, f"<exercise {exercise['id']}>"), namespace)  # noqa: S102  (accepted by the allow-list)
             for name in _kernels(source):
                 if name not in signatures:
                     problems.append(f"kernel {name} is not one the exercise launches, so the grader cannot compile it "
