@@ -171,7 +171,8 @@ def _last_error_line(text):
 def combine(exercise, source, problems, ptx, trusted, nbval):
     """One exercise's ``(status, message)`` from every step's verdict (see the module's docstring).
 
-    * not-attempted: no cell for it, or it still raises the students' ``NotImplementedError``;
+    * not-attempted: no cell for it, or it still raises the students' ``NotImplementedError``
+      (then nothing of it ran);
     * refused by the allow-list or the PTX compiler: ``tampered`` when nbval nonetheless passed
       the check (a forgery), else ``invalid``, with the reason;
     * ``timeout``, ``crashed``, ``error`` as the runs found them;
@@ -181,7 +182,7 @@ def combine(exercise, source, problems, ptx, trusted, nbval):
     nbval_status, nbval_text = nbval
     if source is None:
         return "not-attempted", "no cell of this exercise in the submission"
-    if unsolved(source, exercise) and trusted.get("status") != "pass":
+    if unsolved(source, exercise):
         return "not-attempted", f"still raises NotImplementedError: {exercise.todo}"
     if problems and problems[0].startswith("syntax error"):
         return "error", problems[0]
@@ -238,7 +239,10 @@ def grade_notebook(student, filename, data, chapters, signatures, options=Option
             problems[exercise.id] = [] if source is None else allowlist.check(
                 source, instructor_source=exercise.source, setup_sources=chapter.setup, earlier_sources=earlier)
             earlier.append(exercise.source)
-        accepted = {i: s for i, s in sources.items() if s is not None and not problems[i]}
+        # An exercise still raising the students' NotImplementedError is not attempted: nothing of
+        # it needs to run (a class's blanks cost nothing).
+        attempted = {e.id: sources[e.id] for e in chapter.exercises if sources[e.id] is not None and not unsolved(sources[e.id], e)}
+        accepted = {i: s for i, s in attempted.items() if not problems[i]}
         ptx, trusted = {}, {}
         if any(signatures[chapter.name].get(i) for i in accepted):
             ptx, _ = _trusted("ptx", chapter, accepted, options, folder, signatures[chapter.name])
@@ -249,7 +253,8 @@ def grade_notebook(student, filename, data, chapters, signatures, options=Option
                 if i not in trusted:
                     trusted[i] = {"status": "timeout" if finished.timed_out or finished.returncode in (-9, -24) else "crashed",
                                   "message": f"the grader's own check ended (exit {finished.returncode}) before this exercise"}
-        nbval, _ = _nbval(chapter, {i: s for i, s in sources.items() if s is not None}, options, folder / "nbval")
+        submitted = {i: s for i, s in sources.items() if s is not None}  # unsolved cells may define what later ones use
+        nbval = _nbval(chapter, submitted, options, folder / "nbval")[0] if attempted else {}
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     rows = []
