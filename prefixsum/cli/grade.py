@@ -1,5 +1,4 @@
 """``python -m prefixsum grade``: the command-line glue of :mod:`prefixsum.classroom.grading`."""
-import argparse
 import sys
 
 from ..classroom import grading

@@ -25,7 +25,7 @@ import nbformat
 
 from ...core.device import device_environment
 from . import allowlist, sandbox
-from .chapters import CHECK, EXERCISE, InvalidSubmission, assemble, chapter_of, read_submission, submitted_sources, to_json, unsolved
+from .chapters import EXERCISE, InvalidSubmission, assemble, chapter_of, read_submission, submitted_sources, to_json, unsolved
 
 STATUSES = ("pass", "fail", "not-attempted", "error", "timeout", "crashed", "tampered", "invalid")
 _STARTUP_S = 90  # a fresh Python with numba, a Jupyter kernel, prefixsum: seconds before any exercise runs
