@@ -5,4 +5,4 @@ shares: a tile's place, the carry between tiles) below the algorithms; each algo
 registers itself in :data:`.registry.ALGORITHMS`, and :func:`.api.scan` dispatches through it.
 """
 from . import api, ops, reference, registry, testing, tiles, warp  # noqa: F401
-from . import ladder, folding, hillis_steele, blelloch, kstep, hierarchical  # noqa: F401  (register themselves)
+from . import ladder, folding, hillis_steele, blelloch, kstep, hierarchical, lookback  # noqa: F401  (register themselves)
