@@ -9,6 +9,7 @@ from ..core.arrays import is_device_array
 from ..core.device import classroom_simulator, simulating
 from .ops import check_dtype, check_op, native
 from .registry import lookup
+from .tiles import scratch
 
 SLOW_SIMULATION_S = 5.0
 """A scan the simulator is expected to take longer than this (seconds) for is announced first."""
@@ -25,6 +26,7 @@ _SIMULATOR_US_PER_ELEMENT = {
     "blelloch": (75, 3300),
     "kstep": (45, 180),
     "hierarchical": (40, None),
+    "lookback": (25, None),
 }
 _UNKNOWN_US_PER_ELEMENT = (140, 4900)  # an algorithm registered by a user: the slowest above
 _announced_slow = False
@@ -82,7 +84,7 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", **opti
     >>> ps.scan(np.array([3, 2, 1, 2], dtype=np.int32), inclusive=False, reverse=True)
     array([5, 3, 2, 0], dtype=int32)
     """
-    on_device = is_device_array(x)
+    on_device = type(x) is _NUMBA_DEVICE_ARRAY or is_device_array(x)
     if not on_device:
         x = native(np.asarray(x))
     check_dtype(x.dtype)
@@ -92,26 +94,55 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", **opti
     for flag, value in (("inclusive", inclusive), ("reverse", reverse)):
         if not isinstance(value, (bool, np.bool_)):
             raise ValueError(f"{flag} must be True or False; got {value!r}")
-    chosen = lookup(algorithm)
-    resolved = chosen.resolve_options(options)
-
     n = x.shape[0]
+    chosen = lookup(algorithm, n)
+    resolved = _resolved_options(chosen, options)
+
     if on_device:
-        if not cuda.devicearray.is_cuda_ndarray(x):
+        if type(x) is not _NUMBA_DEVICE_ARRAY and not cuda.devicearray.is_cuda_ndarray(x):
             x = cuda.as_cuda_array(x)
         if not x.is_c_contiguous():
             raise ValueError(
                 f"a device array x must be contiguous; got strides {tuple(x.strides)} for elements of "
                 f"{x.dtype.itemsize} bytes; copy it first (e.g. cupy.ascontiguousarray)")
         source = x
+        out = cuda.device_array(n, x.dtype)
     else:
-        source = cuda.to_device(np.ascontiguousarray(x))
-    out = cuda.device_array(n, x.dtype)
+        # The device copies of a numpy input and of its result live only during this call (it
+        # ends by copying the result back, which waits for the scan): reused, they cost no
+        # allocation, which takes longer than a small scan.
+        source = scratch("scan input", n, x.dtype)
+        source.copy_to_device(np.ascontiguousarray(x))
+        out = scratch("scan output", n, x.dtype)
     if n:
-        announce_slow_simulation(n, chosen.name)
-        with quiet_arithmetic():
+        if simulating():
+            announce_slow_simulation(n, chosen.name)
+            with quiet_arithmetic():
+                chosen.run(source, out, op, bool(inclusive), bool(reverse), **resolved)
+        else:
             chosen.run(source, out, op, bool(inclusive), bool(reverse), **resolved)
     return out if on_device else out.copy_to_host()
+
+
+# numba's device array on a GPU (the simulator has another class): its type is checked first,
+# as asking an array for __cuda_array_interface__ builds a dictionary.
+_NUMBA_DEVICE_ARRAY = getattr(cuda.devicearray, "DeviceNDArray", None)
+_RESOLVED = {}
+
+
+def _resolved_options(algorithm, options):
+    """``algorithm.resolve_options(options)``, remembered: a call repeated with the same options
+    skips checking them again (the key holds each value's type, so ``True`` never stands for ``1``)."""
+    try:
+        key = (algorithm.name, tuple((name, type(value), value) for name, value in options.items()))
+        hash(key)
+    except TypeError:  # an unhashable option value: checked every time (and refused, by every algorithm here)
+        return algorithm.resolve_options(options)
+    if key not in _RESOLVED:
+        if len(_RESOLVED) > 1024:
+            _RESOLVED.clear()
+        _RESOLVED[key] = algorithm.resolve_options(options)
+    return _RESOLVED[key]
 
 
 def exclusive_scan(x, op="add", **kw):

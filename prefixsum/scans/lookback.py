@@ -57,7 +57,6 @@ Work: about 2n combines plus O(log) warp steps per thread and a look-back of a f
 per tile; 2n element transfers in global memory, one launch.
 """
 import functools
-import math
 
 import numpy as np
 from numba import cuda, types
@@ -65,6 +64,7 @@ from numba.cuda import libdevice
 
 from ..core.device import simulating
 from .hierarchical import block_scan, check_options, staged_size, tile_loader, tile_writer
+from .launch import Launcher
 from .ops import check_dtype, device_op, identity, numba_type
 from .registry import Algorithm, register
 from .tiles import array_type
@@ -242,13 +242,19 @@ def states(dtype, tiles):
     return _STATES[itemsize].next(tiles)
 
 
+@functools.lru_cache(maxsize=None)
+def launcher(op, dtype, inclusive, reverse, block_size, items):
+    """The :class:`~prefixsum.scans.launch.Launcher` of :func:`lookback_kernel`'s kernel."""
+    return Launcher(lookback_kernel(op, dtype, inclusive, reverse, block_size, items), argtypes(dtype))
+
+
 def run(x, out, op, inclusive, reverse, block_size, items_per_thread):
     """Scan device array ``x`` into ``out`` (see :class:`prefixsum.scans.registry.Algorithm`)."""
     n = x.shape[0]
-    tiles = math.ceil(n / (block_size * items_per_thread))
-    kernel = lookback_kernel(op, x.dtype, inclusive, reverse, block_size, items_per_thread)
+    tiles = -(-n // (block_size * items_per_thread))
     status, values, counter, epoch = states(x.dtype, tiles)
-    kernel[tiles, block_size](x, out, status, values, counter, n, epoch)
+    launcher(op, x.dtype, inclusive, reverse, block_size, items_per_thread)(
+        tiles, block_size, x, out, status, values, counter, n, epoch)
 
 
 def argtypes(dtype):
