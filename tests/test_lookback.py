@@ -34,9 +34,9 @@ def test_many_small_tiles(dtype, rng):
                       block_size=32, items_per_thread=1)
 
 
-@pytest.mark.parametrize("block_size, items_per_thread", [(64, 3), (128, 16), (1024, 4)])
+@pytest.mark.parametrize("block_size, items_per_thread", [(64, 3), (32, 32), (1024, None)])
 def test_other_tile_shapes(block_size, items_per_thread, rng):
-    tile = block_size * items_per_thread
+    tile = block_size * (items_per_thread or 4)
     for op, dtype, inclusive, reverse in (("add", "float32", True, False), ("min", "int64", False, True)):
         run_and_check("lookback", random_input(3 * tile + 17, op, dtype, rng), op, inclusive, reverse,
                       block_size=block_size, items_per_thread=items_per_thread)
@@ -119,6 +119,13 @@ def _peek_one(dtype):
     return run
 
 
+def test_items_per_thread_by_dtype():
+    assert lookback.tile_items(np.dtype("float32"), 128, None) == 16
+    assert lookback.tile_items(np.dtype("int64"), 128, None) == 24
+    assert lookback.tile_items(np.dtype("float64"), 1024, None) == 4  # the largest tile: 4096
+    assert lookback.tile_items(np.dtype("float64"), 128, 5) == 5
+
+
 def test_states_are_reused_across_calls_and_cleared_when_the_epoch_wraps(rng):
     x = random_input(32 * 40, "add", "int32", rng)
     ps.scan(x, algorithm="lookback", block_size=32, items_per_thread=1)
@@ -157,7 +164,8 @@ def test_one_launch_moves_two_words_per_element_and_races_nowhere(rng):
 
 
 @pytest.mark.parametrize("options, message", [
-    ({"items_per_thread": 17}, "items_per_thread=17"),
+    ({"items_per_thread": 33}, "items_per_thread=33 must be None"),
+    ({"items_per_thread": 2.0}, "items_per_thread=2.0"),
     ({"block_size": 48}, "block_size=48 must be a power of two"),
     ({"block_size": 1024, "items_per_thread": 8}, "8192 elements per tile"),
 ])

@@ -5,7 +5,7 @@ import numpy as np
 from numba import cuda
 
 from ..core.arithmetic import quiet_arithmetic
-from ..core.arrays import is_device_array
+from ..core.arrays import is_device_array, result_array
 from ..core.device import classroom_simulator, simulating
 from .ops import check_dtype, check_op, native
 from .registry import lookup
@@ -106,7 +106,7 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", **opti
                 f"a device array x must be contiguous; got strides {tuple(x.strides)} for elements of "
                 f"{x.dtype.itemsize} bytes; copy it first (e.g. cupy.ascontiguousarray)")
         source = x
-        out = cuda.device_array(n, x.dtype)
+        out = result_array(n, x.dtype)
     else:
         # The device copies of a numpy input and of its result live only during this call (it
         # ends by copying the result back, which waits for the scan): reused, they cost no
