@@ -94,7 +94,7 @@ stage_warp() {
 # sanitize.txt keeps each tool's error summary and the script's verdict (the full logs stay in $out). QUICK=1 runs the script
 # on the simulator without a sanitizer.
 stage_sanitize() {
-  sanitize sanitize
+  sanitize sanitize benchmarks/sanitize.py
 }
 
 # GPU, about 4 minutes: the single-pass scan against torch.cumsum and a copy, kernels at 2^24..2^28
@@ -105,22 +105,22 @@ stage_lookback() {
 
 # GPU, about a minute: the sanitize stage for "lookback" alone, into sanitize_lookback.txt.
 stage_sanitize_lookback() {
-  sanitize sanitize_lookback --algorithm lookback
+  sanitize sanitize_lookback benchmarks/sanitize.py --algorithm lookback
 }
 
-# sanitize NAME [ARGS...]: benchmarks/sanitize.py ARGS under the four tools, summaries in NAME.txt.
+# sanitize NAME SCRIPT [ARGS...]: SCRIPT ARGS under the four tools, their summaries in NAME.txt.
 sanitize() {
-  local name=$1 tool pids=() status=0
-  shift
+  local name=$1 script=$2 tool pids=() status=0
+  shift 2
   if [[ -n $quick_flag ]]; then
-    { echo "quick: no compute-sanitizer"; "$python" benchmarks/sanitize.py --quick "$@" | tail -n 1; } > "$out/$name.txt"
+    { echo "quick: no compute-sanitizer"; "$python" "$script" --quick "$@" | tail -n 1; } > "$out/$name.txt"
     return
   fi
   # --report-api-errors no: cuda-python probes driver entry points with cuGetProcAddress, which
   # memcheck counts as 34 "errors" (host API calls returning CUDA_ERROR_INVALID_VALUE, none a
   # kernel's); errors in kernels are still reported and counted.
   for tool in memcheck racecheck synccheck initcheck; do
-    compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 1 "$python" benchmarks/sanitize.py "$@" > "$out/${name}_$tool.log" 2>&1 &
+    compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 1 "$python" "$script" "$@" > "$out/${name}_$tool.log" 2>&1 &
     pids+=($!)
   done
   for pid in "${pids[@]}"; do wait "$pid" || status=1; done
