@@ -6,6 +6,7 @@ than one window of 32), the look-back itself over states prepared by hand (the s
 blocks one after another, so there a predecessor has always published its prefix), the epochs,
 the tile counter, and the launcher.
 """
+import collections
 import itertools
 
 import numpy as np
@@ -17,7 +18,7 @@ from prefixsum import trace
 from prefixsum.scans import lookback
 from prefixsum.scans.launch import Launcher
 from prefixsum.scans.ops import host_ufunc
-from prefixsum.scans.testing import random_input
+from prefixsum.scans.testing import expected_scan, random_input, wrong_indices
 
 from test_scan import run_and_check
 
@@ -145,11 +146,26 @@ def test_the_last_tile_sets_the_counter_back_to_zero(rng):
     assert lookback._STATES[8].counter.copy_to_host()[0] == 0
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_concurrent_blocks_look_back_over_aggregates(seed, rng):
+    """Resident blocks in turns: tiles find predecessors with only an aggregate out, or nothing yet."""
+    n = 32 * 50 + 3
+    for dtype in ("float32", "uint64"):
+        x = random_input(n, "add", dtype, rng)
+        with ps.sim.block_order_seed(seed), ps.sim.resident_blocks(8):
+            run = trace.record(ps.scan, x, algorithm="lookback", block_size=32, items_per_thread=1)
+        assert wrong_indices(run.result, *expected_scan(x)).size == 0
+        peeks = collections.Counter(r.block for r in run.records if r.array == "status" and r.atomic)
+        # without waiting, tile b peeks at min(b, 32) states once and publishes twice
+        assert any(count > min(block, 32) + 2 for block, count in peeks.items())
+
+
 def test_one_launch_moves_two_words_per_element_and_races_nowhere(rng):
     block_size, items = 32, 2
     n = 64 * 5 + 7  # 6 tiles
     x = random_input(n, "add", np.int64, rng)
-    run = trace.record(ps.scan, x, algorithm="lookback", block_size=block_size, items_per_thread=items)
+    with ps.sim.resident_blocks(1):  # blocks one after another: every predecessor has its prefix out
+        run = trace.record(ps.scan, x, algorithm="lookback", block_size=block_size, items_per_thread=items)
     np.testing.assert_array_equal(run.result, np.cumsum(x, dtype=x.dtype))
     assert run.races() == [] and run.uninitialized_reads() == []
     assert [launch.kernel for launch in run.launches] == ["scan"]
