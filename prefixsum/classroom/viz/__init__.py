@@ -3,6 +3,7 @@
 * :func:`dataflow`: who reads whom, phase by phase, in one array of one block (from a trace).
 * :func:`launches`: which block writes which cells of each global array, launch by launch.
 * :func:`steps`: who reads whom in one array over a whole run, one row per launch or phase.
+* :func:`lookbacks`: how far each tile of a decoupled look-back looked back, and where it waited.
 * :func:`bank_conflicts`: passes per warp access instruction, for one or more traces.
 * :func:`throughput`: GB/s against n from a benchmark CSV.
 * :func:`shuffles`: which lane a warp shuffle reads from, step by step.
@@ -13,6 +14,7 @@ Every function returns the matplotlib Axes (or Figure) it drew on, so a notebook
 """
 from .matrices import reflection, sparsity
 from .plots import shuffles, throughput
-from .traces import WARP_COLOURS, bank_conflicts, dataflow, launches, steps
+from .traces import WARP_COLOURS, bank_conflicts, dataflow, launches, lookbacks, steps
 
-__all__ = ["WARP_COLOURS", "bank_conflicts", "dataflow", "launches", "reflection", "shuffles", "sparsity", "steps", "throughput"]
+__all__ = ["WARP_COLOURS", "bank_conflicts", "dataflow", "launches", "lookbacks", "reflection", "shuffles", "sparsity",
+           "steps", "throughput"]
