@@ -30,10 +30,24 @@ import matplotlib.pyplot as plt
 import numpy as np
 from numba import cuda
 
+from prefixsum.classroom.child import on_simulator  # on a GPU machine: runs a call in a simulating child
 from prefixsum.cli import results  # the committed benchmark CSVs (section 6)
 from prefixsum.scans import lookback
 
 print(ps.device_info())
+
+
+def traced(resident, fn, *args, **kwargs):
+    """``ps.trace.record(fn, ...)`` with ``resident`` blocks of a launch resident at once, on the simulator."""
+    def record():
+        with ps.sim.resident_blocks(resident):
+            return ps.trace.record(fn, *args, **kwargs)
+    return on_simulator(record)
+
+
+def chained(kernel_name, x):
+    """One of the chained-scan kernels of ``ps.mutants``, by name, on ``x``, on the simulator (a GPU would hang)."""
+    return on_simulator(lambda: ps.mutants.chained_scan(getattr(ps.mutants, kernel_name), x).copy_to_host())
 
 # %% [markdown]
 # ## 1. The chained scan
@@ -56,8 +70,7 @@ print(inspect.getsource(ps.mutants.chained_tile))
 
 # %%
 chain_x = np.ones(64 * 12, dtype=np.float32)
-with ps.sim.resident_blocks(4):
-    chain_run = ps.trace.record(ps.mutants.chained_scan, ps.mutants.chained_tile, chain_x)
+chain_run = traced(4, lambda x: ps.mutants.chained_scan(ps.mutants.chained_tile, x).copy_to_host(), chain_x)
 print("chained scan right:", np.array_equal(chain_run.result, np.cumsum(chain_x)))
 _ = ps.viz.lookbacks(chain_run, array="flags")
 
@@ -107,7 +120,7 @@ print(inspect.getsource(lookback.lookback_kernel))
 
 # %%
 try:
-    ps.mutants.chained_scan(ps.mutants.chained_waits_for_later_block_tile, np.ones(64 * 6, dtype=np.float32))
+    chained("chained_waits_for_later_block_tile", np.ones(64 * 6, dtype=np.float32))
 except ps.sim.DeadlockError as error:
     print(str(error).splitlines()[0])
 
@@ -131,7 +144,7 @@ except ps.sim.DeadlockError as error:
 # atomic or the block's end) hands the waiting tile the prefix slot's old contents:
 
 # %%
-no_fence = ps.mutants.chained_scan(ps.mutants.chained_without_fence_tile, chain_x).copy_to_host()
+no_fence = chained("chained_without_fence_tile", chain_x)
 print(f"without the fence: {(no_fence != np.cumsum(chain_x)).sum()} of {len(chain_x)} elements wrong")
 
 # %% [markdown]
@@ -154,8 +167,7 @@ print(inspect.getsource(lookback.state_access))
 
 # %%
 look_x = np.ones(32 * 40, dtype=np.float32)
-with ps.sim.resident_blocks(8):
-    look_run = ps.trace.record(ps.scan, look_x, algorithm="lookback", block_size=32, items_per_thread=1)
+look_run = traced(8, ps.scan, look_x, algorithm="lookback", block_size=32, items_per_thread=1)
 print("lookback right:", np.array_equal(look_run.result, np.cumsum(look_x)))
 _ = ps.viz.lookbacks(look_run)
 
@@ -166,8 +178,7 @@ _ = ps.viz.lookbacks(look_run)
 # elements once in and once out, plus a few words of state per tile:
 
 # %%
-with ps.sim.resident_blocks(1):
-    one_at_a_time = ps.trace.record(ps.scan, look_x, algorithm="lookback", block_size=32, items_per_thread=1)
+one_at_a_time = traced(1, ps.scan, look_x, algorithm="lookback", block_size=32, items_per_thread=1)
 counted = one_at_a_time.counts()
 state_atomics = sum(r.atomic for r in one_at_a_time.records)
 print(f"{counted['launches']} launch; per element {counted['global_reads'] / len(look_x):.0f} read and "
