@@ -23,7 +23,8 @@ def result_array(n, dtype):
     1 GiB) and handed out again for the next result of the same size, as PyTorch's caching
     allocator does. Reuse is safe for work on numba's default stream, where the package launches
     everything: a kernel that writes the new result is queued after every kernel that used the
-    old one. On the simulator: a plain ``cuda.device_array``, poisoned by the checker as any.
+    old one. The kept memory belongs to the GPU it was allocated on: one GPU per process. On the
+    simulator: a plain ``cuda.device_array``, poisoned by the checker as any.
     """
     from .device import simulating
 

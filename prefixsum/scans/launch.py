@@ -10,7 +10,8 @@ launch configuration per grid, and a call only reads each array's address and le
 the flattened arguments to ``cuda.core.launch``, as numba itself does in the end.
 
 On the simulator, or if this numba-cuda lacks the pieces it uses, a launcher launches through
-the dispatcher, as any kernel does.
+the dispatcher, as any kernel does. The compiled kernel is kept for the GPU of the first call:
+a process that switches GPUs (``cuda.select_device``) must not reuse a launcher across them.
 """
 import ctypes
 

@@ -51,7 +51,8 @@ smaller flag and reads as "not yet published". States are never cleared, except 
 2^30 calls when the epoch wraps.
 
 The states, the counter and the epoch are kept per element width and reused by every call, as
-every call runs on numba's default stream: two scans never run at the same time.
+every call runs on numba's default stream: two scans never run at the same time. (They belong to
+the GPU of the first call, as the launchers do: one GPU per process.)
 
 Work: about 2n combines plus O(log) warp steps per thread and a look-back of a few 32-tile windows
 per tile; 2n element transfers in global memory, one launch.
