@@ -26,7 +26,6 @@ import prefixsum as ps  # first: it chooses the GPU or the simulator before numb
 
 import inspect
 
-import matplotlib.pyplot as plt
 import numpy as np
 from numba import cuda
 

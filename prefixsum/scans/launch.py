@@ -15,7 +15,7 @@ a process that switches GPUs (``cuda.select_device``) must not reuse a launcher 
 """
 import ctypes
 
-from numba import cuda, types
+from numba import types
 
 from ..core.device import simulating
 

@@ -286,7 +286,8 @@ def run(x, out, op, inclusive, reverse, block_size, items_per_thread):
     items = tile_items(x.dtype, block_size, items_per_thread)
     tiles = -(-n // (block_size * items))
     status, values, counter, epoch = states(x.dtype, tiles)
-    launcher(op, x.dtype, inclusive, reverse, block_size, items)(tiles, block_size, x, out, status, values, counter, n, epoch)
+    launch = launcher(op, x.dtype, inclusive, reverse, block_size, items)
+    launch(tiles, block_size, x, out, status, values, counter, n, epoch)
 
 
 def scan_with(x, look, *, block_size=32, items_per_thread=1):
