@@ -9,7 +9,6 @@ from ..core.arrays import is_device_array, result_array
 from ..core.device import classroom_simulator, simulating
 from .ops import check_dtype, check_op, native
 from .registry import lookup
-from .tiles import scratch
 
 SLOW_SIMULATION_S = 5.0
 """A scan the simulator is expected to take longer than this (seconds) for is announced first."""
@@ -108,12 +107,8 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", **opti
         source = x
         out = result_array(n, x.dtype)
     else:
-        # The device copies of a numpy input and of its result live only during this call (it
-        # ends by copying the result back, which waits for the scan): reused, they cost no
-        # allocation, which takes longer than a small scan.
-        source = scratch("scan input", n, x.dtype)
+        source, out = _numpy_call_buffers(n, x.dtype)
         source.copy_to_device(np.ascontiguousarray(x))
-        out = scratch("scan output", n, x.dtype)
     if n:
         if simulating():
             announce_slow_simulation(n, chosen.name)
@@ -128,6 +123,24 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", **opti
 # as asking an array for __cuda_array_interface__ builds a dictionary.
 _NUMBA_DEVICE_ARRAY = getattr(cuda.devicearray, "DeviceNDArray", None)
 _RESOLVED = {}
+_NUMPY_CALL_BUFFERS = {}
+
+
+def _numpy_call_buffers(n, dtype):
+    """Device arrays ``(input, result)`` for a call on a numpy array of ``n`` elements of ``dtype``.
+
+    They live only during the call (it ends by copying the result back, which waits for the
+    scan), so on a GPU the pair of the last call of each dtype is kept and reused by the next
+    call of that length: no allocation, which takes longer than a small scan, and at most two
+    arrays of the last length held per dtype. The simulator gets fresh arrays, for the checker.
+    """
+    if simulating():
+        return cuda.device_array(n, dtype), cuda.device_array(n, dtype)
+    pair = _NUMPY_CALL_BUFFERS.get(dtype)
+    if pair is None or pair[0].shape[0] != n:
+        _NUMPY_CALL_BUFFERS.pop(dtype, None)  # free the old pair before allocating the new one
+        pair = _NUMPY_CALL_BUFFERS[dtype] = (cuda.device_array(n, dtype), cuda.device_array(n, dtype))
+    return pair
 
 
 def _resolved_options(algorithm, options):
