@@ -363,3 +363,52 @@ def reference(x, op, *, identity, inclusive=True, reverse=False):
                 out[i] = value
             acc = after
     return outs[0] if bare else tuple(outs)
+
+
+def random_fields(n, dtypes, rng):
+    """Random test elements: one array per dtype, small integers for integer fields, normal for floats.
+
+    Integers lie in [-4, 4] ([0, 8] unsigned) so that sums and products of a few stay exact
+    in every dtype; floats are normal(0, 1).
+    """
+    fields = []
+    for dt in map(np.dtype, dtypes):
+        if dt.kind == "f":
+            fields.append(rng.normal(size=n).astype(dt))
+        else:
+            fields.append(rng.integers(0 if dt.kind == "u" else -4, 9 if dt.kind == "u" else 5, size=n).astype(dt))
+    return tuple(fields)
+
+
+def float64_copy(x):
+    """``x`` (one array or a tuple) with its float fields as float64: the input of a float64 reference."""
+    fields, bare = _fields(x)
+    copies = [np.asarray(f, np.float64) if np.dtype(f.dtype).kind == "f" else np.asarray(f) for f in fields]
+    return copies[0] if bare else tuple(copies)
+
+
+def wrong_indices(result, expected, *, reverse=False):
+    """Indices where some field of ``result`` differs from ``expected`` (same structure), in increasing order.
+
+    Integer fields must match exactly. A float field may differ by ``(8 + 2 log2 n) * eps`` of
+    its dtype times the largest magnitude of the reference so far along the scan (at least 1):
+    the kernels combine in another order than the sequential reference, and a user operator
+    has no running sum of magnitudes to bound the rounding with, so inputs should be of order 1.
+    """
+    results, _ = _fields(result)
+    expecteds, _ = _fields(expected)
+    n = np.shape(expecteds[0])[0]
+    bad = np.zeros(n, bool)
+    steps = 8 + 2 * np.log2(max(n, 2))
+    for got, want in zip(results, expecteds):
+        got, want = np.asarray(got), np.asarray(want)
+        if got.dtype.kind != "f":
+            bad |= got != want
+            continue
+        magnitude = np.abs(want.astype(np.float64))
+        running = np.maximum.accumulate(magnitude[::-1])[::-1] if reverse else np.maximum.accumulate(magnitude)
+        allowed = steps * np.finfo(got.dtype).eps * np.maximum(running, 1.0)
+        with np.errstate(invalid="ignore"):
+            close = np.abs(got.astype(np.float64) - want) <= allowed
+        bad |= ~(close | (got == want))
+    return np.flatnonzero(bad)
