@@ -1,0 +1,128 @@
+"""Chapter 10's applications on the GPU: compaction, radix sort and cubic splines against libraries.
+
+    python benchmarks/applications.py [--out DIR] [--quick]   (on a GPU machine; --quick: tiny, on the simulator too)
+
+Whole calls on the host clock, synchronised (:func:`prefixsum.cli.bench.host_us`), inputs already
+on the device (numba, torch or CuPy arrays; numpy for scipy), median of a few repeats:
+
+* compaction of 2^24 float32 with half the flags set: ``prefixsum.apps.compact`` against
+  ``x[mask]`` in torch and CuPy;
+* sorting 2^22 uint32 and float32 keys: ``prefixsum.apps.radix_sort`` (one scan per bit, 32
+  passes) against ``torch.sort(stable=True)`` and ``cupy.sort`` (both CUB radix sorts);
+* a natural cubic spline through 2^20 knots, built (``cubic_spline``: PCR solve plus numpy
+  coefficients) and evaluated at 2^22 points, against ``scipy.interpolate.CubicSpline`` on the
+  CPU and ``cupyx.scipy.interpolate.CubicSpline``.
+
+Every result is checked against numpy/scipy before it is timed (``correct``; exit status 1 if
+one is not). Writes ``applications.csv``.
+"""
+import os
+import sys
+
+import numpy as np
+import scipy.interpolate
+
+from prefixsum import apps
+from prefixsum.cli.bench import QUICK_REPEATS, gpu_library, host_us, script_arguments
+from prefixsum.cli.metadata import run_metadata
+from prefixsum.cli.results import print_table, report_wrong, write_csv
+
+REPEATS = 7  # whole calls of tens of milliseconds: a few repeats give a steady median
+SIZES = {"compact": 1 << 24, "sort": 1 << 22, "knots": 1 << 20, "points": 1 << 22}
+QUICK_SIZES = {"compact": 3000, "sort": 300, "knots": 200, "points": 500}
+
+
+def main(argv=None):
+    args = script_arguments(argv, f"sizes {QUICK_SIZES}, two repeats; runs on the simulator too")
+    from numba import cuda
+
+    repeats = QUICK_REPEATS if args.quick else REPEATS
+    sizes = QUICK_SIZES if args.quick else SIZES
+    meta = run_metadata(["torch", "cupy", "scipy"])
+    torch, cupy = gpu_library("torch"), gpu_library("cupy")
+    rng = np.random.default_rng(10)
+    rows = []
+
+    def add(task, method, dtype, n, micros, correct):
+        rows.append({"task": task, "method": method, "dtype": dtype, "n": n, "median_us": round(micros, 1),
+                     "correct": bool(correct), "timing": "host clock, synchronised", **meta})
+        print(f"{task:<10} {method:<36} {dtype:<8} {n:>9} {micros:>12.1f} us{'' if correct else '  WRONG'}", flush=True)
+
+    # Compaction.
+    n = sizes["compact"]
+    x, mask = rng.normal(size=n).astype(np.float32), rng.random(n) < 0.5
+    expected = x[mask]
+    dx, dmask = cuda.to_device(x), cuda.to_device(mask)
+    ok = np.array_equal(apps.compact(dx, dmask).copy_to_host(), expected)
+    add("compact", "prefixsum apps.compact", "float32", n, host_us(lambda: apps.compact(dx, dmask), repeats=repeats), ok)
+    if torch:
+        tx, tmask = torch.from_numpy(x).cuda(), torch.from_numpy(mask).cuda()
+        ok = np.array_equal(tx[tmask].cpu().numpy(), expected)
+        add("compact", "torch x[mask]", "float32", n,
+            host_us(lambda: (tx[tmask], torch.cuda.synchronize()), repeats=repeats), ok)
+    if cupy:
+        cx, cmask = cupy.asarray(x), cupy.asarray(mask)
+        ok = np.array_equal(cupy.asnumpy(cx[cmask]), expected)
+        add("compact", "cupy x[mask]", "float32", n,
+            host_us(lambda: (cx[cmask], cupy.cuda.Device().synchronize()), repeats=repeats), ok)
+
+    # Radix sort.
+    n = sizes["sort"]
+    for dtype in ("uint32", "float32"):
+        keys = (rng.integers(0, 2**32, n, dtype=np.uint32) if dtype == "uint32"
+                else rng.normal(size=n).astype(np.float32))
+        expected = np.sort(keys, kind="stable")
+        dkeys = cuda.to_device(keys)
+        ok = np.array_equal(apps.radix_sort(dkeys).copy_to_host(), expected)
+        add("sort", "prefixsum apps.radix_sort (1 bit/pass)", dtype, n,
+            host_us(lambda: (apps.radix_sort(dkeys), cuda.synchronize()), repeats=repeats), ok)
+        if torch and dtype == "float32":  # torch has no uint32 sort on every version
+            tkeys = torch.from_numpy(keys).cuda()
+            ok = np.array_equal(torch.sort(tkeys, stable=True).values.cpu().numpy(), expected)
+            add("sort", "torch.sort(stable=True)", dtype, n,
+                host_us(lambda: (torch.sort(tkeys, stable=True), torch.cuda.synchronize()), repeats=repeats), ok)
+        if cupy:
+            ckeys = cupy.asarray(keys)
+            ok = np.array_equal(cupy.asnumpy(cupy.sort(ckeys)), expected)
+            add("sort", "cupy.sort", dtype, n,
+                host_us(lambda: (cupy.sort(ckeys), cupy.cuda.Device().synchronize()), repeats=repeats), ok)
+
+    # Cubic splines.
+    n, m = sizes["knots"], sizes["points"]
+    knots = np.cumsum(rng.uniform(0.5, 1.5, n))
+    values = np.sin(knots / 10) + rng.normal(size=n) * 0.01
+    points = rng.uniform(knots[0], knots[-1], m)
+    reference = scipy.interpolate.CubicSpline(knots, values, bc_type="natural")
+    expected = reference(points)
+    close = lambda got: bool(np.allclose(got, expected, atol=1e-9))  # noqa: E731
+    dpoints = cuda.to_device(points)
+    spline = apps.cubic_spline(knots, values)
+    add("spline", "prefixsum cubic_spline (build)", "float64", n,
+        host_us(lambda: apps.cubic_spline(knots, values), repeats=repeats), close(spline(points)))
+    add("spline", "prefixsum evaluate (points)", "float64", m,
+        host_us(lambda: (spline(dpoints), cuda.synchronize()), repeats=repeats), close(spline(points)))
+    add("spline", "scipy CubicSpline (build, CPU)", "float64", n,
+        host_us(lambda: scipy.interpolate.CubicSpline(knots, values, bc_type="natural"), repeats=repeats), True)
+    add("spline", "scipy evaluate (points, CPU)", "float64", m, host_us(lambda: reference(points), repeats=repeats), True)
+    if cupy:
+        try:
+            from cupyx.scipy.interpolate import CubicSpline as CupySpline
+        except ImportError as error:
+            print(f"cupyx CubicSpline: skipped ({error})")
+        else:
+            cknots, cvalues, cpoints = cupy.asarray(knots), cupy.asarray(values), cupy.asarray(points)
+            theirs = CupySpline(cknots, cvalues, bc_type="natural")
+            ok = close(cupy.asnumpy(theirs(cpoints)))
+            add("spline", "cupyx CubicSpline (build)", "float64", n,
+                host_us(lambda: (CupySpline(cknots, cvalues, bc_type="natural"), cupy.cuda.Device().synchronize()),
+                        repeats=repeats), ok)
+            add("spline", "cupyx evaluate (points)", "float64", m,
+                host_us(lambda: (theirs(cpoints), cupy.cuda.Device().synchronize()), repeats=repeats), ok)
+
+    write_csv(rows, os.path.join(args.out, "applications.csv"))
+    print_table(rows, ["task", "method", "dtype", "n", "median_us", "correct"], title="whole calls (median us):")
+    return report_wrong(rows, lambda row: f"{row['task']} {row['method']} {row['dtype']} n={row['n']}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
