@@ -46,7 +46,7 @@ def _keys(n, dtype, rng):
     return keys
 
 
-@pytest.mark.parametrize("n", (1, 2, 100))  # 32 or 64 scans per sort: small sizes keep the simulator quick
+@pytest.mark.parametrize("n", (1, 2, 100))  # up to 64 scans per sort: small sizes keep the simulator quick
 @pytest.mark.parametrize("dtype", ["int32", "uint32", "int64", "uint64", "float32", "float64"])
 def test_radix_sort_is_a_stable_sort(n, dtype):
     rng = np.random.default_rng(n)
@@ -73,6 +73,15 @@ def test_one_split_moves_zeros_first_in_order():
     split, values = apps.split_by_bit(keys, 0, cuda.to_device(np.arange(5)))
     np.testing.assert_array_equal(split.copy_to_host(), [2, 4, 5, 7, 1])
     np.testing.assert_array_equal(values.copy_to_host(), [1, 3, 0, 2, 4])
+
+
+def test_radix_sort_splits_only_by_the_bits_in_which_keys_differ(monkeypatch):
+    splits = []
+    split = apps.radix.split_by_bit
+    monkeypatch.setattr(apps.radix, "split_by_bit", lambda keys, bit, values: splits.append(bit) or split(keys, bit, values))
+    keys = np.array([0b1010, 0b0010, 0b1000, 0b1010] * 10, np.int64)
+    np.testing.assert_array_equal(apps.radix_sort(keys), np.sort(keys))
+    assert splits == [1, 3]
 
 
 def test_radix_sort_refuses_other_dtypes():

@@ -5,7 +5,7 @@ from numba import cuda
 from ..core.arrays import is_device_array
 
 THREADS = 256
-"""Threads per block of the applications' element-wise kernels."""
+"""Most threads per block of the applications' element-wise kernels."""
 
 
 def to_device(x, name):
@@ -23,9 +23,14 @@ def to_device(x, name):
     return x, on_device
 
 
-def blocks(n):
-    """Blocks of :data:`THREADS` threads that cover ``n`` elements (at least one)."""
-    return max(1, -(-n // THREADS))
+def grid(n):
+    """``(blocks, threads)`` of an element-wise launch over ``n`` elements.
+
+    :data:`THREADS` per block, fewer (whole warps) when ``n`` is smaller: the simulator runs
+    every thread of a block, idle or not.
+    """
+    threads = min(THREADS, max(32, -(-n // 32) * 32))
+    return max(1, -(-n // threads)), threads
 
 
 def back(x, on_device):

@@ -8,7 +8,7 @@ import numpy as np
 from numba import cuda
 
 from ..scans.api import exclusive_scan
-from ._arrays import THREADS, back, blocks, to_device
+from ._arrays import back, grid, to_device
 
 
 @cuda.jit
@@ -56,9 +56,9 @@ def compact(x, mask):
     if n == 0:
         return back(cuda.device_array(0, x.dtype), on_device)
     flags = cuda.device_array(n, np.int32)
-    to_flags[blocks(n), THREADS](mask, flags)
+    to_flags[grid(n)](mask, flags)
     places = exclusive_scan(flags)
     kept = int(places[n - 1:].copy_to_host()[0] + flags[n - 1:].copy_to_host()[0])
     out = cuda.device_array(kept, x.dtype)
-    scatter_kept[blocks(n), THREADS](x, flags, places, out)
+    scatter_kept[grid(n)](x, flags, places, out)
     return back(out, on_device)

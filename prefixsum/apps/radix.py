@@ -13,13 +13,16 @@ negative ones the other way round). -0.0 sorts before 0.0; NaN with the sign bit
 after +inf, as numpy puts NaN last.
 
 One bit per pass keeps every pass a single scan, w passes for w-bit keys; libraries take 4 to
-8 bits per pass with a histogram of digits per tile, which is faster but more than a scan.
+8 bits per pass with a histogram of digits per tile, which is faster but more than a scan. A
+pass by a bit that all keys share moves nothing, so the sort first finds the bits in which keys
+differ (OR ^ AND of all keys: a scan of (or, and) pairs with a user operator) and splits by
+those only: small or clustered keys take fewer passes.
 """
 import numpy as np
 from numba import cuda
 
-from ..scans.api import exclusive_scan
-from ._arrays import THREADS, back, blocks, to_device
+from ..scans.api import exclusive_scan, scan
+from ._arrays import back, grid, to_device
 
 _UNSIGNED = {4: np.uint32, 8: np.uint64}
 KEY_DTYPES = tuple(np.dtype(t) for t in ("int32", "uint32", "int64", "uint64", "float32", "float64"))
@@ -59,6 +62,20 @@ def order_preserving(bits, sign, negative_flip):
         bits[i] = b ^ (negative_flip if b & sign else sign)
 
 
+@cuda.jit(device=True)
+def or_and(p, q):
+    """(OR, AND) of two pairs: associative and commutative, as | and & each are."""
+    return (p[0] | q[0], p[1] & q[1])
+
+
+def differing_bits(bits):
+    """The bits in which some of the unsigned device keys ``bits`` differ (n >= 1): OR ^ AND of them all."""
+    n = bits.shape[0]
+    ones = np.iinfo(bits.dtype).max
+    ors, ands = scan((bits, bits), or_and, identity=(0, ones))
+    return int(ors[n - 1:].copy_to_host()[0]) ^ int(ands[n - 1:].copy_to_host()[0])
+
+
 def split_by_bit(keys, bit, values=None):
     """One pass of the radix sort: a stable split of unsigned ``keys`` by bit ``bit``, zeros first.
 
@@ -76,12 +93,12 @@ def split_by_bit(keys, bit, values=None):
     """
     n = keys.shape[0]
     flags = cuda.device_array(n, np.int32 if n < 2**31 else np.int64)
-    zero_flags[blocks(n), THREADS](keys, keys.dtype.type(bit), flags)
+    zero_flags[grid(n)](keys, keys.dtype.type(bit), flags)
     zeros_before = exclusive_scan(flags)
     out_keys = cuda.device_array_like(keys)
     carried = values if values is not None else cuda.device_array(0, np.int32)
     out_values = cuda.device_array_like(carried)
-    split_scatter[blocks(n), THREADS](keys, carried, flags, zeros_before, out_keys, out_values)
+    split_scatter[grid(n)](keys, carried, flags, zeros_before, out_keys, out_values)
     return out_keys, (out_values if values is not None else None)
 
 
@@ -122,10 +139,11 @@ def radix_sort(keys, values=None):
     if dtype.kind != "u" and n:
         sign = unsigned.type(1 << (8 * dtype.itemsize - 1))
         flip_negative = unsigned.type(np.iinfo(unsigned).max if dtype.kind == "f" else sign)
-        order_preserving[blocks(n), THREADS](bits, sign, flip_negative)
+        order_preserving[grid(n)](bits, sign, flip_negative)
     order = values
-    if n:
-        for bit in range(8 * dtype.itemsize):
+    differing = differing_bits(bits) if n else 0
+    for bit in range(8 * dtype.itemsize):
+        if differing >> bit & 1:
             bits, order = split_by_bit(bits, bit, order)
     if dtype.kind != "u" and n:
         order_preserving_inverse(bits, dtype, unsigned)
@@ -148,4 +166,4 @@ def order_preserving_inverse(bits, dtype, unsigned):
     n = bits.shape[0]
     sign = unsigned.type(1 << (8 * dtype.itemsize - 1))
     flip_all = unsigned.type(np.iinfo(unsigned).max if dtype.kind == "f" else sign)
-    restore_keys[blocks(n), THREADS](bits, sign, flip_all)
+    restore_keys[grid(n)](bits, sign, flip_all)

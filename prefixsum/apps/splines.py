@@ -22,7 +22,7 @@ from numba import cuda
 
 from ..scans.api import exclusive_scan
 from ..tridiag import solve
-from ._arrays import THREADS, blocks, to_device
+from ._arrays import grid, to_device
 
 
 @cuda.jit
@@ -79,7 +79,7 @@ class PiecewisePolynomial:
                                       "t")
         out = cuda.device_array(points.shape[0], np.float64)
         if points.shape[0]:
-            evaluate_pieces[blocks(points.shape[0]), THREADS](
+            evaluate_pieces[grid(points.shape[0])](
                 cuda.to_device(poly.x), cuda.to_device(np.ascontiguousarray(poly.c)), points, out)
         return out if on_device else out.copy_to_host()
 
