@@ -166,3 +166,14 @@ def test_cubic_spline_bad_input():
         apps.cubic_spline(np.array([0.0, 0.0, 1.0]), np.ones(3))
     with pytest.raises(ValueError, match="bc_type"):
         apps.cubic_spline(np.arange(3.0), np.ones(3), bc_type="clamped")
+
+
+def test_the_checkers_of_chapter_10_pass_the_package_and_catch_a_wrong_order():
+    assert ps.check.compaction(apps.compact, sizes=(1, 2, 33, 100))
+    wrong = ps.check.compaction(lambda x, m: x[::-1][m[::-1]], sizes=(1, 2, 33))
+    assert wrong.diagnosis == "wrong-result" and "order" in wrong.hint
+    split = ps.check.radix_pass(lambda keys, bit: apps.split_by_bit(cuda.to_device(keys), int(bit))[0], sizes=(1, 33))
+    assert split, str(split)
+    unstable = ps.check.radix_pass(lambda keys, bit: np.sort(keys)[np.argsort((np.sort(keys) >> bit) & 1, kind="stable")],
+                                   sizes=(33,))
+    assert not unstable

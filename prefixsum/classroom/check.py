@@ -614,3 +614,68 @@ def tridiagonal(fn, *, n_values=(1, 2, 3, 7, 11, 32, 33), batch=3, dtype=np.floa
             return CheckResult(False, "wrong-result", name, sizes, n, row, f"System {system}. {hint}")
         passed_sizes.append(n)
     return CheckResult(True, "pass", name, sizes)
+
+
+def _name(fn, name, default):
+    """The name a verdict shows: ``name``, else ``fn``'s own unless it is a lambda, else ``default``."""
+    own = getattr(fn, "__name__", default)
+    return name or (default if own == "<lambda>" else own)
+
+
+def _check_cases(fn, cases, name, timeout, wrong_hint):
+    """Run ``fn(*args)`` traced, with poisoned allocations, for each ``(n, args, expected)`` of ``cases``.
+
+    The verdict of :func:`compaction` and :func:`radix_pass`: what the trace shows first, then
+    a result of the wrong length, unwritten elements, and the first wrong one.
+    """
+    sizes = []
+    for n, args, expected in cases:
+        sizes.append(n)
+        run = tracing.record(_with_poisoned_allocations, fn, *[a.copy() for a in args], timeout=timeout)
+        found = _trace_diagnosis(
+            run, cell=lambda array, index: f"{array}[{index}]",
+            race_advice="Two threads write one place: is every element's place different?",
+            uninitialized_advice="write every cell before the barrier.")
+        if found is not None:
+            return CheckResult(False, found[0], name, tuple(sizes), n, found[1], found[2])
+        result = run.result.copy_to_host() if hasattr(run.result, "copy_to_host") else np.asarray(run.result)
+        if result.shape != expected.shape:
+            return CheckResult(False, "wrong-result", name, tuple(sizes), n, None,
+                               f"the result has {result.shape[0] if result.ndim else 0} elements, not {expected.shape[0]}.")
+        unwritten = np.flatnonzero(_is_poison(result))
+        if unwritten.size:
+            return CheckResult(False, "unwritten-output", name, tuple(sizes), n, int(unwritten[0]),
+                               "This element was never written: does every element reach its place?")
+        bad = np.flatnonzero(result != expected)
+        if bad.size:
+            return CheckResult(False, "wrong-result", name, tuple(sizes), n, int(bad[0]), wrong_hint)
+    return CheckResult(True, "pass", name, tuple(sizes))
+
+
+def compaction(fn, *, sizes=DEFAULT_SIZES, timeout=20.0, name=None):
+    """Check ``fn(x, mask) -> x[mask]``, a student's stream compaction, on random float32 inputs.
+
+    ``mask`` is a bool array with about a third of its elements set (all set and none set are
+    among the cases, at the smallest sizes).
+    """
+    def cases():
+        for n in sorted(sizes):
+            rng = np.random.default_rng(_SEED + n)
+            x = rng.normal(size=n).astype(np.float32)
+            mask = rng.random(n) < (1.0 if n == 1 else 0.0 if n == 2 else 0.35)
+            yield n, (x, mask), x[mask]
+
+    return _check_cases(fn, cases(), _name(fn, name, "compaction"), timeout,
+                        "The kept elements must keep their order: element i goes to the number of kept elements before it.")
+
+
+def radix_pass(fn, *, bit=3, sizes=DEFAULT_SIZES, timeout=20.0, name=None):
+    """Check ``fn(keys, bit)``, one pass of a radix sort: a stable split of uint32 ``keys`` by ``bit``, zeros first."""
+    def cases():
+        for n in sorted(sizes):
+            keys = np.random.default_rng(_SEED + n).integers(0, 64, n).astype(np.uint32)
+            zero = (keys >> bit) & 1 == 0
+            yield n, (keys, np.uint32(bit)), np.concatenate([keys[zero], keys[~zero]])
+
+    return _check_cases(fn, cases(), _name(fn, name, "radix pass"), timeout,
+                        "Zeros go to their exclusive-scan place; a one goes to (all zeros) + i - (zeros before i).")
