@@ -431,8 +431,8 @@ evaluation_ratio = (ms("spline", "scipy evaluate (points, CPU)", "float64")
                     / ms("spline", "prefixsum evaluate (points)", "float64"))
 build_ratio = ms("spline", "scipy CubicSpline (build, CPU)", "float64") / ms("spline", "prefixsum cubic_spline (build)",
                                                                              "float64")
-print(f"compaction: {compaction_ratio:.0f}x torch's x[mask]")
-print(f"radix sort, uint32: {sort_ratio:.0f}x cupy.sort")
+print(f"compaction: {compaction_ratio:.0f}x the time of torch's x[mask]")
+print(f"radix sort, uint32: {sort_ratio:.0f}x the time of cupy.sort")
 print(f"spline build: scipy on the CPU takes {build_ratio:.1f}x ours; evaluation: {evaluation_ratio:.0f}x ours")
 
 # %% [markdown]
@@ -449,7 +449,11 @@ print(f"spline build: scipy on the CPU takes {build_ratio:.1f}x ours; evaluation
 #   moves the keys once. Each of our passes is a scan of n flags plus two launches.
 # - **Splines**: building costs a PCR solve plus numpy arithmetic on the host; evaluating millions
 #   of points is one kernel (a binary search and Horner's rule per point), hundreds of times faster
-#   than scipy on one CPU core. The cupyx rows, when present, compare with CuPy's own GPU spline.
+#   than scipy on one CPU core. CuPy's own GPU spline, `cupyx.scipy.interpolate.CubicSpline`, has no
+#   row: it did not finish building the spline of $2^{20}$ knots before the run's 80-second limit
+#   (`benchmarks/applications_gpu.log` shows where it was: in `BSpline.design_matrix`, at Python's
+#   built-in `min` over a CuPy array, which brings the elements to the host one comparison at a
+#   time). A fair comparison with it needs a smaller spline or a fix on CuPy's side.
 #
 # ## Summary
 #
