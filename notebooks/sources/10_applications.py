@@ -135,30 +135,32 @@ print(ps.check.operator(saturating_add, 0.0))
 # the larger value, and on a tie the **earlier** one (`p`, since `p` comes before `q`). Then
 # `ps.scan((values, np.arange(n)), running_argmax, identity=...)` gives, at every `i`, the
 # maximum of `values[:i+1]` and where it first occurs. Argue to yourself why it is associative
-# (what does each grouping return for three elements?), and choose the identity.
+# (what does each grouping return for three elements?), and why `(-inf, -1)`, which every
+# element beats, is its identity.
 
-# %% tags=["exercise"] exercise_id="10.argmax-operator" todo="return q when q's value is strictly larger than p's, else p (ties keep the earlier element); and set ARGMAX_IDENTITY to an element that every (value, index) beats"
+# %% tags=["exercise"] exercise_id="10.argmax-operator" todo="return q when q's value is strictly larger than p's, else p (on a tie the earlier element, p, wins)"
+ARGMAX_IDENTITY = (-np.inf, -1)
+
+
 @cuda.jit(device=True)
 def running_argmax(p, q):
     ### BEGIN SOLUTION
     return q if q[0] > p[0] else p
     ### END SOLUTION
 
-
-### BEGIN SOLUTION
-ARGMAX_IDENTITY = (-np.inf, -1)
-### END SOLUTION
-
 # %% tags=["check"] exercise_id="10.argmax-operator"
-print(ps.check.operator(running_argmax, ARGMAX_IDENTITY, (np.float64, np.int64), name="running_argmax"))
-print(ps.check.scan(lambda x: ps.scan(x, running_argmax, identity=ARGMAX_IDENTITY), op=running_argmax,
-                    identity=ARGMAX_IDENTITY, dtype=(np.float64, np.int64), sizes=(1, 2, 33, 300),
-                    name="running_argmax"))
-values = np.round(rng.normal(size=64), 1)  # rounded, so that ties occur
-peak, where = ps.scan((values, np.arange(64)), running_argmax, identity=ARGMAX_IDENTITY)
-first = [int(np.argmax(values[:i + 1])) for i in range(64)]  # np.argmax returns the first maximum
-print("maxima and first indices as numpy's:",
-      np.array_equal(peak, np.maximum.accumulate(values)) and np.array_equal(where, first))
+as_operator = ps.check.operator(running_argmax, ARGMAX_IDENTITY, (np.float64, np.int64), name="running_argmax")
+print(as_operator)
+in_a_scan = ps.check.scan(lambda x: ps.scan(x, running_argmax, identity=ARGMAX_IDENTITY), op=running_argmax,
+                          identity=ARGMAX_IDENTITY, dtype=(np.float64, np.int64), sizes=(1, 2, 33, 300),
+                          name="running_argmax")
+print(in_a_scan)
+if as_operator and in_a_scan:
+    values = np.round(rng.normal(size=64), 1)  # rounded, so that ties occur
+    peak, where = ps.scan((values, np.arange(64)), running_argmax, identity=ARGMAX_IDENTITY)
+    first = [int(np.argmax(values[:i + 1])) for i in range(64)]  # np.argmax returns the first maximum
+    print("maxima and first indices as numpy's:",
+          np.array_equal(peak, np.maximum.accumulate(values)) and np.array_equal(where, first))
 
 # %% [markdown]
 # ## 2. Linear recurrences and IIR filters

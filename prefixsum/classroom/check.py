@@ -196,6 +196,14 @@ def operator(op, identity, dtypes=np.float64, *, samples=200, name=None):
 
     fields = _small_integers(3 * samples, dtypes, np.random.default_rng(_SEED))
     e = checked.identity
+    try:
+        return _judge_operator(combine, e, fields, samples, dtypes, name, show)
+    except Exception as error:  # noqa: BLE001  (a student's operator may raise anything)
+        return CheckResult(False, "exception", name, (samples,), hint=f"{type(error).__name__}: {error}")
+
+
+def _judge_operator(combine, e, fields, samples, dtypes, name, show):
+    """The verdict of :func:`operator` on ``samples`` triples of ``fields``."""
     with np.errstate(all="ignore"):
         for k in range(samples):
             a, b, c = (_element(fields, 3 * k + j) for j in range(3))
