@@ -1,5 +1,10 @@
 """prefixsum.apps against numpy and scipy: compaction, radix sort, recurrences, segmented scans,
 the tridiagonal solve as a scan, cubic splines."""
+import os
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 import scipy.interpolate
@@ -177,3 +182,48 @@ def test_the_checkers_of_chapter_10_pass_the_package_and_catch_a_wrong_order():
     unstable = ps.check.radix_pass(lambda keys, bit: np.sort(keys)[np.argsort((np.sort(keys) >> bit) & 1, kind="stable")],
                                    sizes=(33,))
     assert not unstable
+
+
+@pytest.mark.usefixtures("ptx_compiler")
+def test_the_applications_kernels_compile_to_ptx():
+    code = """
+        import types as pytypes
+        import numpy as np
+        from numba import cuda, types
+        from numba.cuda import dispatcher
+        import prefixsum
+        from prefixsum.apps import compaction, radix, recurrences, splines
+        from prefixsum.scans import user_ops
+
+        dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(9, 0))
+        array = lambda t, ndim=1: types.Array(t, ndim, "C")
+        kernels = [
+            (compaction.to_flags, (array(types.boolean), array(types.int32))),
+            (compaction.scatter_kept, (array(types.float32), array(types.int32), array(types.int32), array(types.float32))),
+            (radix.order_preserving, (array(types.uint64), types.uint64, types.uint64)),
+            (radix.restore_keys, (array(types.uint32), types.uint32, types.uint32)),
+            (splines.evaluate_pieces, (array(types.float64), array(types.float64, 2), array(types.float64), array(types.float64))),
+        ]
+        for unsigned in (types.uint32, types.uint64):
+            kernels.append((radix.zero_flags, (array(unsigned), unsigned, array(types.int32))))
+            kernels.append((radix.split_scatter, (array(unsigned), array(types.float64), array(types.int32),
+                                                  array(types.int32), array(unsigned), array(types.float64))))
+        for kernel, argtypes in kernels:
+            cuda.compile_ptx(kernel.py_func, argtypes, cc=(9, 0))
+            print("ok", kernel.py_func.__name__)
+        operators = [
+            (recurrences.affine2, recurrences.AFFINE2_IDENTITY, ["float64"] * 6),
+            (recurrences._SEGMENTED["max"], (0, -np.inf), ["int32", "float32"]),
+            (radix.or_and, (0, 2**32 - 1), ["uint32", "uint32"]),
+        ]
+        for op, identity, dtypes in operators:
+            operator = user_ops.operator_for(op, identity, [np.dtype(d) for d in dtypes], False)
+            for kernel, argtypes in user_ops.kernels(operator, True, False, user_ops.choose("auto")):
+                cuda.compile_ptx(kernel.py_func, argtypes, cc=(9, 0))
+                print("ok", kernel.py_func.__name__)
+    """
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
+    child = subprocess.run([sys.executable, "-W", "ignore", "-c", textwrap.dedent(code)], env=env,
+                           capture_output=True, text=True, timeout=600)
+    assert child.returncode == 0, child.stderr[-3000:]
+    assert child.stdout.count("ok") == 9 + 3 * 2
