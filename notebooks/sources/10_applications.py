@@ -440,15 +440,16 @@ print(f"spline build: scipy on the CPU takes {build_ratio:.1f}x ours; evaluation
 # %% [markdown]
 # Read the figures with the chapters behind them:
 #
-# - **Compaction** is correct and simple, and several times slower than the libraries' `x[mask]`
-#   (CUB's select inside): ours makes three launches from Python (flags, scan, scatter), allocates
-#   twice, and reads the output's length back to the host before it can allocate the output,
-#   a synchronisation a library pays too but with one fused pass over the data.
+# - **Compaction** is correct and simple, and several times slower than the libraries' `x[mask]`:
+#   ours makes three launches from Python (flags, scan, scatter), allocates twice, and reads the
+#   output's length back to the host before it can allocate the output. A library pays for that
+#   read too, but can fuse the flagging, the scan and the scatter into fewer passes over the data.
 # - **Radix sort** by one bit per pass is the textbook algorithm, and about two orders of
-#   magnitude slower than CUB's radix sort behind `cupy.sort` and `torch.sort`. The gap is the
-#   lesson: CUB sorts 8 bits per pass (4 passes for 32-bit keys, not 32), counts each tile's digit
-#   histogram in shared memory and scans the histograms with a decoupled look-back, so each pass
-#   moves the keys once. Each of our passes is a scan of n flags plus two launches.
+#   magnitude slower than the library sorts behind `cupy.sort` and `torch.sort`. The gap is the
+#   lesson: a production radix sort (CUB's, Merrill and Grimshaw 2011) takes several bits per pass
+#   (so a handful of passes for 32-bit keys, not 32), counts each tile's digits in shared memory and
+#   scans those counts, so each pass moves the keys once. Each of our passes is a scan of n flags
+#   plus two launches from Python.
 # - **Splines**: building costs a PCR solve plus numpy arithmetic on the host; evaluating millions
 #   of points is one kernel (a binary search and Horner's rule per point), hundreds of times faster
 #   than scipy on one CPU core. CuPy's own GPU spline, `cupyx.scipy.interpolate.CubicSpline`, has no
