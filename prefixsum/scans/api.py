@@ -7,6 +7,7 @@ from numba import cuda
 from ..core.arithmetic import quiet_arithmetic
 from ..core.arrays import is_device_array, result_array
 from ..core.device import classroom_simulator, simulating
+from . import user_ops
 from .ops import check_dtype, check_op, native
 from .registry import lookup
 
@@ -31,19 +32,28 @@ _UNKNOWN_US_PER_ELEMENT = (140, 4900)  # an algorithm registered by a user: the 
 _announced_slow = False
 
 
-def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", **options):
+def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", identity=None, **options):
     """Scan (prefix sum) of a 1-D array with an associative operator, on the GPU or simulator.
 
     Parameters
     ----------
-    x : numpy.ndarray or device array, 1-D
+    x : numpy.ndarray or device array, 1-D, or a tuple of them
         int32, uint32, int64, uint64, float32 or float64. Never modified. A device array is
         anything with ``__cuda_array_interface__`` (numba, CuPy, PyTorch). A numpy array in the
         other byte order (``">i4"`` on a little-endian machine) is converted to this machine's
         order first, as numpy's ``cumsum`` accepts it; a device array must be in this machine's
-        order.
-    op : {"add", "mul", "max", "min"}
-        The operator. Integer add and mul wrap around as numpy's do in that dtype.
+        order. With a user operator, a tuple of equal-length arrays (dtypes may differ) is a
+        sequence of tuples, element i being ``(x[0][i], x[1][i], ...)``.
+    op : {"add", "mul", "max", "min"} or numba CUDA device function
+        The operator. Integer add and mul wrap around as numpy's do in that dtype. A user
+        operator is a ``@cuda.jit(device=True)`` function ``op(p, q)`` of two elements returning
+        one (scalars for one array, tuples for a tuple of arrays), associative; it need not be
+        commutative. It runs on the algorithms whose ``user_op`` is set (``"auto"`` picks the
+        best of them; see :mod:`prefixsum.scans.user_ops`); a reverse scan with it gives element
+        i as ``x[n-1] op ... op x[i]``.
+    identity : scalar or tuple, optional
+        Required with a user operator, and only allowed with one: the element e with
+        ``op(e, x) == x == op(x, e)``, one value per array of a tuple.
     inclusive : bool, default True
         Element i combines ``x[0..i]``. If False, ``x[0..i-1]``, and element 0 is the identity
         (0, 1, the dtype's lowest value or -inf, its highest value or +inf).
@@ -57,8 +67,8 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", **opti
     Returns
     -------
     numpy.ndarray or numba device array
-        The same kind as ``x`` (numpy in, numpy out; device in, device out), same length and
-        dtype, in this machine's byte order. max and min propagate NaN as ``np.maximum`` and
+        The same kind as ``x`` (numpy in, numpy out; device in, device out; a tuple of them for a
+        tuple), same length and dtype, in this machine's byte order. max and min propagate NaN as ``np.maximum`` and
         ``np.minimum`` do; inf + -inf is NaN, without numpy's RuntimeWarning.
 
     Warns
@@ -83,6 +93,9 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", **opti
     >>> ps.scan(np.array([3, 2, 1, 2], dtype=np.int32), inclusive=False, reverse=True)
     array([5, 3, 2, 0], dtype=int32)
     """
+    if isinstance(x, tuple) or callable(op) or identity is not None:
+        return user_ops.scan(x, op, identity=identity, inclusive=inclusive, reverse=reverse,
+                             algorithm=algorithm, **options)
     on_device = type(x) is _NUMBA_DEVICE_ARRAY or is_device_array(x)
     if not on_device:
         x = native(np.asarray(x))

@@ -43,6 +43,11 @@ class Algorithm:
     warp_level : bool
         Uses warp intrinsics (shuffles, votes), which numba's stock simulator lacks: "auto"
         passes over it when the stock simulator runs the kernels.
+    user_op : callable or None
+        ``user_op(operator, inclusive, reverse, **options) -> (kernel, tile, threads)``: the tile
+        kernel ``(x0, ..., out0, ..., totals0, ..., n)`` for a user operator on tuple elements
+        (:mod:`prefixsum.scans.user_ops`), its elements per tile and threads per block; None
+        when the algorithm cannot carry a user operator.
     """
 
     name: str
@@ -55,6 +60,7 @@ class Algorithm:
     auto_rank: int = 0
     auto_min_n: int = 0
     warp_level: bool = False
+    user_op: Callable | None = None
 
     def resolve_options(self, options):
         """Return the full option dict (defaults filled in), or raise ValueError for a bad one."""

@@ -9,12 +9,15 @@
 * :func:`shuffles`: which lane a warp shuffle reads from, step by step.
 * :func:`reflection`: a Householder reflection as a mirror, in two dimensions.
 * :func:`sparsity`: a row of matrices coloured by magnitude, zeros blank (Householder steps).
+* :func:`compaction`, :func:`radix_pass`, :func:`curves`: chapter 10's applications (a compaction
+  and its scan, one split of a radix sort, lines such as a spline or errors against n).
 
 Every function returns the matplotlib Axes (or Figure) it drew on, so a notebook can add to it.
 """
+from .apps import compaction, curves, radix_pass
 from .matrices import reflection, sparsity
 from .plots import shuffles, throughput
 from .traces import WARP_COLOURS, bank_conflicts, dataflow, launches, lookbacks, steps
 
-__all__ = ["WARP_COLOURS", "bank_conflicts", "dataflow", "launches", "lookbacks", "reflection", "shuffles", "sparsity",
-           "steps", "throughput"]
+__all__ = ["WARP_COLOURS", "bank_conflicts", "compaction", "curves", "dataflow", "launches", "lookbacks", "radix_pass",
+           "reflection", "shuffles", "sparsity", "steps", "throughput"]
