@@ -13,7 +13,7 @@ set -euo pipefail
 
 # Each stage and the files it writes under $out: every committed result in benchmarks/ is one of
 # these (tests/test_bench_harness.py checks both ways), and each stage must write all of its own.
-STAGES=(scans kstep hierarchical table1 tridiag householder warp sanitize lookback sanitize_lookback sim_speed)
+STAGES=(scans kstep hierarchical table1 tridiag householder warp sanitize lookback sanitize_lookback applications user_ops sim_speed)
 declare -A OUTPUTS=(
   [scans]="scan_throughput.csv"
   [kstep]="kstep_L.csv"
@@ -25,6 +25,8 @@ declare -A OUTPUTS=(
   [sanitize]="sanitize.txt"
   [lookback]="lookback.csv"
   [sanitize_lookback]="sanitize_lookback.txt"
+  [applications]="applications.csv"
+  [user_ops]="user_ops_gpu.txt"
   [sim_speed]="sim_speed.csv"
 )
 
@@ -106,6 +108,18 @@ stage_lookback() {
 # GPU, about a minute: the sanitize stage for "lookback" alone, into sanitize_lookback.txt.
 stage_sanitize_lookback() {
   sanitize sanitize_lookback benchmarks/sanitize.py --algorithm lookback
+}
+
+# GPU, about 2 minutes: chapter 10's compaction, radix sort and splines against torch, CuPy and
+# scipy (benchmarks/applications.py; applications_gpu.log keeps the console of the committed run).
+stage_applications() {
+  "$python" benchmarks/applications.py $quick_flag --out "$out"
+}
+
+# GPU, about a minute: every algorithm that carries a user operator, at 2^20 elements, on numba
+# and CuPy arrays, checked against sequential loops (benchmarks/user_ops_gpu.py).
+stage_user_ops() {
+  "$python" benchmarks/user_ops_gpu.py $quick_flag --out "$out"
 }
 
 # sanitize NAME SCRIPT [ARGS...]: SCRIPT ARGS under the four tools, their summaries in NAME.txt.
