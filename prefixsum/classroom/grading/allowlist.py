@@ -88,6 +88,10 @@ def _is_constant(node, constants):
         return True
     if isinstance(node, ast.Name):
         return node.id in constants
+    if isinstance(node, ast.Attribute):  # np.inf, math.pi: a module's constant
+        chain = _chain(node)
+        return bool(chain) and chain.split(".")[0] in constants and not any(
+            part.startswith("_") or part in DENIED_ATTRIBUTES for part in chain.split(".")[1:])
     if isinstance(node, (ast.Tuple, ast.List)):
         return all(_is_constant(e, constants) for e in node.elts)
     if isinstance(node, ast.UnaryOp):
@@ -194,10 +198,16 @@ def check(source, *, instructor_source, setup_sources, earlier_sources=()):
                 root = node.names[0].name.split(".")[0] if isinstance(node, ast.Import) else (node.module or "").split(".")[0]
                 bound = {(a.asname or a.name).split(".")[0] for a in node.names}
                 (modules if root in ALLOWED_MODULES else workbook).update(bound)
-    workbook = (workbook | setup_bound) - modules
+    # What the setup cells define themselves (a device function, a constant) may be used as it is;
+    # an imported module of the workbook only through the attribute paths of the instructor's cell.
+    helpers = set()
+    for setup in setup_sources:
+        helpers |= _bound_names([n for n in ast.parse(setup).body if not isinstance(n, (ast.Import, ast.ImportFrom))])
+    workbook -= modules
+    modules |= helpers - workbook
     for earlier in earlier_sources:
         modules |= _bound_names(ast.parse(earlier).body)
-    problems, constants = [], set()
+    problems, constants = [], set(modules)
     for node in tree.body:
         line = node.lineno
         if ast.dump(node) in trusted:
