@@ -9,7 +9,7 @@ grader's. So that the student's code cannot reach into that process (replace ``p
   ``cuda.jit``; and any statement that the instructor's own exercise cell has word for word
   (``tile_kernel = ps.scans.blelloch.blelloch_tile_kernel(...)``);
 * inside functions: ordinary code on local names, parameters, the cell's own names, a list of
-  harmless builtins, the names the setup cells import, numpy, math and numba. No import,
+  harmless builtins, what the setup cells define, numpy, math and numba. No import,
   ``global``, ``nonlocal``, class, attribute assignment or deletion, no attribute whose name
   starts with ``_`` or reaches a file, a global setting or another module's internals, and an
   attribute of a workbook name (``ps``, ``kstep``, ...) only as the instructor's cell writes it;
