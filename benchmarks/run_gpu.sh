@@ -13,7 +13,7 @@ set -euo pipefail
 
 # Each stage and the files it writes under $out: every committed result in benchmarks/ is one of
 # these (tests/test_bench_harness.py checks both ways), and each stage must write all of its own.
-STAGES=(scans kstep hierarchical table1 tridiag householder warp sanitize sim_speed)
+STAGES=(scans kstep hierarchical table1 tridiag householder warp sanitize blocks sim_speed)
 declare -A OUTPUTS=(
   [scans]="scan_throughput.csv"
   [kstep]="kstep_L.csv"
@@ -23,6 +23,7 @@ declare -A OUTPUTS=(
   [householder]="householder.csv"
   [warp]="warp_semantics_gpu.json warp_semantics_sim.json warp_semantics_compare.txt"
   [sanitize]="sanitize.txt"
+  [blocks]="blocks_gpu.csv"
   [sim_speed]="sim_speed.csv"
 )
 
@@ -110,6 +111,12 @@ stage_sanitize() {
   done > "$out/sanitize.txt"
   cat "$out/sanitize.txt"
   return $status
+}
+
+# GPU, about 10 seconds: the chained scans of prefixsum.mutants (blocks that talk to each other),
+# correct and broken, on 16,384 blocks; the ones that would hang give up after bounded polls.
+stage_blocks() {
+  "$python" benchmarks/blocks_gpu.py $quick_flag --out "$out"
 }
 
 # CPU only (no GPU used), about a minute on two cores: prefixsum's simulator against numba's.

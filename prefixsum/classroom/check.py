@@ -67,7 +67,7 @@ def _poison_fresh(array):
         array.copy_to_device(poison(np.empty(array.shape, array.dtype)))
 
 
-def _with_poisoned_allocations(fn, *args):
+def with_poisoned_allocations(fn, *args):
     """``fn(*args)``, every device array it allocates poisoned.
 
     The hook is registered here, inside the recorded function, so that it acts in the process
@@ -173,7 +173,7 @@ def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes
     passed_sizes = []
     for n in sizes:
         x = random_input(n, op, dtype, np.random.default_rng(_SEED + n))
-        run = tracing.record(_with_poisoned_allocations, fn, x.copy(), timeout=timeout)
+        run = tracing.record(with_poisoned_allocations, fn, x.copy(), timeout=timeout)
         diagnosis, index, hint = _diagnose(run, x, op, inclusive, reverse)
         if diagnosis == "wrong-result":
             hint = _wrong_result_hint(index, n, passed_sizes, not inclusive)
@@ -489,7 +489,7 @@ def tridiagonal(fn, *, n_values=(1, 2, 3, 7, 11, 32, 33), batch=3, dtype=np.floa
     for n in sizes:
         a, b, c, d = _tridiagonal_systems(batch, n, dtype, np.random.default_rng(_SEED + n))
         expected = _tridiagonal_reference(a, b, c, d)
-        run = tracing.record(_with_poisoned_allocations, fn, a.copy(), b.copy(), c.copy(), d.copy(),
+        run = tracing.record(with_poisoned_allocations, fn, a.copy(), b.copy(), c.copy(), d.copy(),
                              timeout=timeout)
         found = _trace_diagnosis(
             run, cell=lambda array, index: f"element {index} of {array} (flat index)",
