@@ -1,5 +1,13 @@
 """The tracer and the checker on blocks that talk to each other: races between blocks, stale
 reads, plain-load polls and deadlocks each get their own diagnosis; correct communication passes."""
+import csv
+import importlib.util
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 from numba import cuda
@@ -17,6 +25,7 @@ CHAINED = {
     "chained_plain_poll": (mutants.chained_plain_poll_tile, "plain-load-poll"),
 }
 SIZES = (1, 33, 100, 257, 1000)
+BENCHMARKS = pathlib.Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def checked(kernel, name):
@@ -97,3 +106,41 @@ def histogram_of_blocks(bins):
 def test_atomics_of_threads_of_one_block_in_one_phase_are_no_race():
     run = trace.record(lambda: histogram_of_blocks[3, 64](np.zeros(4, np.int32)))
     assert run.races() == []
+
+
+def test_the_blocks_stage_runs_and_writes_every_committed_kernel(tmp_path):
+    """benchmarks/blocks_gpu.py --quick on the simulator: the rows the committed H100 CSV has."""
+    spec = importlib.util.spec_from_file_location("_benchmark_blocks_gpu", BENCHMARKS / "blocks_gpu.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    script.main(["--quick", "--out", str(tmp_path)])
+    rows = {row["kernel"]: row for row in csv.DictReader(open(tmp_path / "blocks_gpu.csv", newline=""))}
+    committed = [row["kernel"] for row in csv.DictReader(open(BENCHMARKS / "blocks_gpu.csv", newline=""))]
+    assert list(rows) == committed
+    assert rows["chained"]["wrong_launches"] == "0"
+    assert int(rows["chained_waits_for_later_block"]["gave_up"]) > 0
+
+
+def test_the_chained_kernels_compile_for_a_gpu(ptx_compiler):
+    """The package's chained kernels and the benchmark's bounded copies, in one child process."""
+    code = textwrap.dedent(f"""
+        import sys, types
+        sys.path.insert(0, {str(BENCHMARKS)!r})
+        from numba import cuda
+        from numba.cuda import dispatcher
+        dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=(9, 0))
+        import blocks_gpu
+        from prefixsum.classroom import mutants
+        arrays = "float32[::1], float32[::1], float32[::1], int32[::1]"
+        for kernel in (mutants.chained_tile, mutants.chained_without_flags_tile, mutants.chained_without_fence_tile,
+                       mutants.chained_waits_for_later_block_tile, mutants.chained_plain_poll_tile):
+            cuda.compile_ptx(kernel.py_func, f"void({{arrays}}, int32[::1], int64)", cc=(9, 0))
+        cuda.compile_ptx(blocks_gpu.waits_for_later_block_bounded.py_func,
+                         f"void({{arrays}}, int32[::1], int64, int64)", cc=(9, 0))
+        cuda.compile_ptx(blocks_gpu.plain_poll_bounded.py_func,
+                         f"void({{arrays}}, int32[::1], int32[::1], int64, int64)", cc=(9, 0))
+        print("compiled 7")
+    """)
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0", "PYTHONPATH": str(BENCHMARKS.parent)}
+    child = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert "compiled 7" in child.stdout, child.stderr[-2000:]
