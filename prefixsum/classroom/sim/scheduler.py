@@ -35,6 +35,7 @@ One launch runs at a time, as in numba's simulator.
 """
 import contextlib
 import contextvars
+import gc
 import random
 
 import greenlet
@@ -63,6 +64,8 @@ _REDUCE_BARRIER = {
     "grid.sync": lambda values: None,
 }
 
+
+_GC_THRESHOLD = 20_000  # allocations between two young-generation collections during a launch
 
 PHASES_PER_TURN = 4
 """A resident block's turn lasts 1 to this many barrier phases (drawn from the seeded generator),
@@ -153,10 +156,19 @@ class Launch:
         self._main = greenlet.getcurrent()
         self._cuda.point(self.kernel.fn)
         Launch.running = self
+        # The threads of a launch make many short-lived objects; the garbage collections they
+        # trigger need not walk the rest of the process's heap (numba's, numpy's) every time.
+        collecting, thresholds = gc.isenabled(), gc.get_threshold()
+        if collecting:
+            gc.freeze()
+            gc.set_threshold(max(thresholds[0], _GC_THRESHOLD), *thresholds[1:])
         try:
             with _stock_kernel._push_kernel_context(self.module):
                 self._run_blocks(args, context)
         finally:
+            if collecting:
+                gc.set_threshold(*thresholds)
+                gc.unfreeze()
             Launch.running = None
             self._cuda.restore()
 
