@@ -46,7 +46,7 @@ if _SIMULATOR:
 # which is slow): ``ps.viz.dataflow(...)`` works without ``import prefixsum.viz``.
 _ON_DEMAND = {
     "basics": ".classroom.basics", "mutants": ".classroom.mutants", "student": ".classroom.student",
-    "viz": ".classroom.viz", "tridiag": ".tridiag", "bench": ".cli.bench", "ptx": ".cli.ptx",
+    "viz": ".classroom.viz", "tridiag": ".tridiag", "apps": ".apps", "bench": ".cli.bench", "ptx": ".cli.ptx",
 }
 
 

@@ -49,3 +49,20 @@ def test_launches_and_bank_conflicts_and_throughput_draw(tmp_path):
     csv_path = tmp_path / "bench.csv"
     csv_path.write_text("variant,n,gbps\na,1024,1.5\na,2048,3.0\nb,1024,2.0\n")
     assert len(viz.throughput(str(csv_path)).get_lines()) == 2
+
+
+def test_compaction_draws_one_line_per_kept_element():
+    ax = viz.compaction(list(range(8)), [1, 0, 0, 1, 1, 0, 1, 0])
+    assert arrows(ax) == 4
+
+
+def test_radix_pass_moves_every_key_once_zeros_first():
+    ax = viz.radix_pass([5, 2, 7, 4], 0)
+    assert arrows(ax) == 4
+    texts = [t.get_text() for t in ax.texts]
+    assert texts[5:9] == ["0010", "0100", "0101", "0111"]  # after the 4 keys and their row title
+
+
+def test_curves_draws_each_series():
+    ax = viz.curves(np.arange(4), {"a": np.ones(4), "b": np.arange(4)}, points=([0, 1], [0, 1]), logy=True)
+    assert len(ax.lines) == 3
