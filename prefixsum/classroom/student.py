@@ -5,6 +5,9 @@ stands between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` (the markers nbgr
 student's version replaces that span with ``raise NotImplementedError(...)`` at the same
 indentation, saying what to write (the cell's ``todo`` metadata), and clears every output, so
 the notebook opens clean and every check cell reports the missing exercise instead of a result.
+
+Cells tagged ``instructor`` (the package's own solution, shown for comparison after an
+exercise's check) are left out of the student's version.
 """
 import pathlib
 import re
@@ -12,6 +15,7 @@ import re
 import nbformat
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+INSTRUCTOR = "instructor"
 _SPAN = re.compile(r"^([ \t]*)" + re.escape(BEGIN) + r".*?^[ \t]*" + re.escape(END) + r"[^\n]*\n?", re.M | re.S)
 
 
@@ -24,8 +28,9 @@ def strip_solutions(source, todo):
 
 
 def student_version(notebook):
-    """Return a new notebook: solutions stripped from ``exercise`` cells, all outputs cleared."""
+    """Return a new notebook: solutions stripped from ``exercise`` cells, ``instructor`` cells left out, outputs cleared."""
     student = nbformat.reads(nbformat.writes(notebook), as_version=4)
+    student.cells = [cell for cell in student.cells if INSTRUCTOR not in cell.metadata.get("tags", [])]
     for cell in student.cells:
         if cell.cell_type != "code":
             continue
