@@ -106,6 +106,12 @@ for op in ps.OPS:
 # run before it, so afterwards every aligned run of $2p$ elements holds its own scan. After
 # $\lceil \log_2 n \rceil$ phases the run is the whole array.
 #
+# In the literature of adders and prefix networks this is **Sklansky's** network (1960): the
+# fewest steps, $\log_2 n$, with few combines, $\frac{n}{2}\log_2 n$, at the price of a large
+# **fan-out** (in the last phase one cell is read by half the threads). Chapter 03 places it
+# among the other classic networks (Kogge–Stone, Brent–Kung, Ladner–Fischer, Han–Carlson) in
+# one figure drawn from the tracer's counts.
+#
 # A small worked example with $n = 8$: who reads whom at each phase.
 
 # %%

@@ -374,6 +374,10 @@ print(f"n = 256, one tile: {counts['combines']} combines (256 * 8 - 255 = {256 *
 # from run to run by that much. A scan does so little arithmetic per byte that memory traffic and launches,
 # not combines, set its speed; chapter 04 looks at those measurements.
 #
+# In the names of the prefix-network literature (chapter 03 draws the taxonomy), the mirrored
+# fold uses the pairs of **Kogge–Stone**'s network, with the strides in the reverse order: its
+# depth is $\log_2 b$ steps, its fan-out 2, its work that of Kogge–Stone.
+#
 # **Questions.**
 # 1. The seed's comment says the sequential simulation should work "from highest indexed blocks
 #    to lowest", but its loop runs `i` upwards. Which order makes the one-array loop

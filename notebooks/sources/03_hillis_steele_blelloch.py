@@ -453,7 +453,59 @@ print(ps.check.tiled(my_blelloch_tile, block_size=BLOCK,
 print(inspect.getsource(ps.scans.blelloch.blelloch_256_kernel))
 
 # %% [markdown]
-# ## 8. Summary
+# ## 8. Names from the literature: a taxonomy of prefix networks
+#
+# Hardware designers met the same problem in adders (the carries of a binary sum are a scan)
+# and named the networks. A scan of $n$ elements as a **prefix network** is judged by its
+# **depth** (the longest chain of combines), its **work** (how many combines) and its
+# **fan-out** (how many combines one value feeds at once; on a GPU, how many threads read one
+# cell in one step). No network is best at all three; the classic ones, for $n = 2^k$:
+#
+# - **Sklansky** (1960): depth $\log_2 n$, work $\frac{n}{2}\log_2 n$, fan-out $n/2$ in the
+#   last step. That is chapter 01's **ladder**: the end of each even run feeds the whole odd run.
+# - **Kogge–Stone** (1973): depth $\log_2 n$, work $n\log_2 n - n + 1$, fan-out 2. That is
+#   **Hillis–Steele** (section 1), and the warp scan with shuffles of chapter 06. Chapter 02's
+#   **fold** has the same pairs with the strides in reverse order (and so needs a commutative
+#   operator).
+# - **Brent–Kung** (1982): depth $2\log_2 n - 1$, work $2n - \log_2 n - 2$, fan-out 2: a
+#   reduction tree and its mirror. **Blelloch**'s up-sweep and down-sweep (section 4) are its
+#   exclusive, in-place form (one level more, and the root cleared).
+# - **Ladner–Fischer** (1980): a family between Sklansky and Brent–Kung: one Brent–Kung level
+#   first (pairs), Sklansky on the $n/2$ pair sums, one level to finish: depth $\log_2 n + 1$,
+#   work $\frac{n}{4}\log_2\frac{n}{2} + n - 1$, fan-out $n/4$.
+# - **Han–Carlson** (1987): the same frame with Kogge–Stone inside: depth $\log_2 n + 1$, work
+#   $\frac{n}{2}\log_2 n$, fan-out 2.
+#
+# The figure places the package's tile kernels on one tile of 64 as the tracer counts them
+# (work: calls of the operator; depth: barriers per thread, the load's included; fan-out: most
+# threads reading one shared cell in one step), and the two networks the package does not
+# implement by their formulas (one barrier added for the load). The tracer sees the Blelloch
+# kernel's fan-out as 1: each cell is read by one thread per step, the thread that owns the node.
+
+# %%
+taxonomy_n = 64
+ones_n = np.ones(taxonomy_n, dtype=np.int32)
+traced = {
+    "ladder = Sklansky": (ps.scans.ladder.ladder_tile_kernel("add", np.int32, True, False, taxonomy_n), taxonomy_n),
+    "Hillis-Steele = Kogge-Stone": (ps.scans.hillis_steele.hillis_steele_tile_kernel("add", np.int32, True, False, taxonomy_n), taxonomy_n),
+    "folding (Kogge-Stone pairs, reversed)": (ps.scans.folding.folding_tile_kernel("add", np.int32, True, False, taxonomy_n), taxonomy_n),
+    "Blelloch = Brent-Kung (exclusive)": (ps.scans.blelloch.blelloch_tile_kernel("add", np.int32, False, False, taxonomy_n // 2, False), taxonomy_n // 2),
+}
+networks = {}
+for label, (kernel, threads) in traced.items():
+    run = ps.trace.record(one_tile, kernel, ones_n, threads)
+    counts = run.counts()
+    networks[label] = {"depth": counts["barriers"], "work": counts["combines"], "fan_out": run.fan_out(), "measured": True}
+k = int(math.log2(taxonomy_n))
+networks["Ladner-Fischer (formula)"] = {"depth": k + 2, "work": taxonomy_n // 4 * (k - 1) + taxonomy_n - 1,
+                                        "fan_out": taxonomy_n // 4, "measured": False}
+networks["Han-Carlson (formula)"] = {"depth": k + 2, "work": taxonomy_n // 2 * k, "fan_out": 2, "measured": False}
+for label, point in networks.items():
+    print(f"{label:<40} depth {point['depth']:>3}  work {point['work']:>4}  fan-out {point['fan_out']:>3}")
+_ = ps.viz.taxonomy(networks, title=f"prefix networks on one tile of {taxonomy_n}")
+
+# %% [markdown]
+# ## 9. Summary
 #
 # | one tile of $n$ | sequential loop | Hillis–Steele | Blelloch |
 # | --- | --- | --- | --- |

@@ -120,7 +120,7 @@ _ = ps.viz.dataflow(syncwarp_run, array="buf", title="scan_syncwarp: two warps, 
 # The values need not go through shared memory at all. `cuda.shfl_up_sync(mask, value, d)`
 # returns `value` as held by lane $l - d$, and the caller's own value in lanes $l < d$, one
 # instruction for the whole warp. The warp scan becomes a loop of five shuffles, at deltas
-# 1, 2, 4, 8, 16: the Hillis–Steele steps of chapter 03, with a register for the shared cell
+# 1, 2, 4, 8, 16: the Hillis–Steele steps of chapter 03 (Kogge–Stone's network), with a register for the shared cell
 # (exercise 06.warp-scan in section 7 writes it; the package's `ps.scans.warp.scan_shfl` follows
 # its check).
 #

@@ -40,6 +40,11 @@ HINTS = {
         "Cells whose partner t + phase lies past the tile keep their value (or add the identity).",
         "Same two-barrier pattern as 02.fold-phase: read into a register, barrier, write, barrier.",
     ),
+    "03.hs-numpy": (
+        "Slices move whole arrays at once: cells[a:b] is lanes a..b-1.",
+        "The lanes that add are stride..n-1; the lanes they read are 0..n-1-stride.",
+        "Copy first, so that cells stays unchanged, then write the sum into the copy's lanes from stride on.",
+    ),
     "03.hs-step": (
         "A step reads one half of `cells` and writes the other: nothing is read and written in one step.",
         "Lane t at or above the stride adds lane t - stride of the half it reads; lanes below copy their value.",
@@ -54,6 +59,52 @@ HINTS = {
         "With one buffer, the cell a lane reads may be overwritten in the same step: read before anyone writes.",
         "Each step: compute the new value into a register, barrier, store it, barrier.",
         "Stride 1, 2, 4, ... while stride < BLOCK; lanes below the stride keep their value.",
+    ),
+    "04.packed-upsweep": (
+        "Draw the tree of a tile of 8 with 4 threads: at each level, which two indices does thread 0 join?",
+        "offset starts at 1 and the number of active threads at the number of threads; after each level "
+        "offset doubles and the active threads halve, until none is left.",
+        "Only threads t < active work; put a barrier at the start of every level and one after the loop.",
+    ),
+    "04.carry": (
+        "Block b works on tile b + 1: its first element is at (b + 1) * TILE.",
+        "Each thread handles two elements, THREADS apart, so that neighbouring threads touch neighbouring elements.",
+        "Read carries[b] once, guard every element with its index < n, and add in place.",
+    ),
+    "04.conflict-free": (
+        "A bank is a word index modulo 32. Which tree indices does a warp touch at one level, and which banks?",
+        "Shift every run of 32 indices by one more cell: index i moves by the number of whole runs of 32 below it.",
+        "CELLS = TILE + TILE // 32 leaves exactly one spare cell per run of 32.",
+    ),
+    "05.levels": (
+        "The first two levels are always there: n, and n over L rounded up.",
+        "Rounding up in integers: (a + L - 1) // L.",
+        "Keep appending the next level while the last one is longer than L.",
+    ),
+    "05.reduce": (
+        "Thread i's run starts at L * i within the level, that is at source + L * i in buf.",
+        "The last run may be short: stop at the level's size, not at L * i + L.",
+        "Start from the run's first element and add the others; threads with L * i >= size do nothing.",
+    ),
+    "05.correct": (
+        "Everything before run j is u^{s-1}[j - 1], at buf[upper + j - 1]; for j = 0 it is the identity, 0.",
+        "Walk the run from its first element, adding each element to a running sum and storing it in place.",
+        "The run ends at min(L * j + L, size); the last element of a full run equals u^{s-1}[j] already.",
+    ),
+    "06.warp-scan": (
+        "This is Hillis-Steele (chapter 03) with strides 1, 2, 4, 8, 16, and a register for the shared cell.",
+        "cuda.shfl_up_sync(mask, value, d) gives each lane the value of lane - d (its own where lane < d).",
+        "Shuffle in every lane first, then add only in lanes >= d.",
+    ),
+    "06.exclusive-warp-scan": (
+        "An exclusive scan is the inclusive one shifted by one lane.",
+        "One more shuffle moves each lane's inclusive result to the lane after it.",
+        "Lane 0 then holds its own value back: replace it with the identity.",
+    ),
+    "06.block-combine": (
+        "After step 3, warp_totals[w] holds the sum of warps 0..w.",
+        "A thread of warp w needs what all the warps before it summed: warps 0..w-1.",
+        "Warp 0 has nothing before it; the others add one scanned total.",
     ),
 }
 _opened = collections.Counter()

@@ -18,6 +18,10 @@ killed. A mutant it passes is run again under :func:`prefixsum.check.thorough` (
 other inputs): if that fails, the mutant changes an output and survived the real check (a
 *survivor*, to be argued in the exercise's ``survivors`` metadata); if it passes too, the
 mutant is taken as equivalent to the solution and does not count.
+
+The cells run as in the notebook, with ``ps`` the facade (:mod:`prefixsum`) and ``np`` numpy.
+``python -m prefixsum.classroom.mutation notebooks/01_ladder.ipynb ...`` prints the table of
+kill rates.
 """
 import ast
 import contextlib
@@ -286,4 +290,23 @@ def blank_fails(exercise):
     return not verdict(exercise, strip_solutions(exercise.source, exercise.todo))[0]
 
 
-__all__ = ["Exercise", "Mutant", "Report", "blank_fails", "exercises", "kill_rate", "mutants", "verdict"]
+def table(reports):
+    """A markdown table of :class:`Report` s: mutants, equivalent, killed, kill rate, survivors."""
+    lines = ["| exercise | mutants | equivalent | killed | kill rate | survivors |", "| --- | ---: | ---: | ---: | ---: | --- |"]
+    for r in reports:
+        lines.append(f"| {r.exercise} | {r.mutants} | {len(r.equivalent)} | {r.killed} | {r.rate:.0%} | "
+                     f"{'; '.join(r.survivors) or 'none'} |")
+    return "\n".join(lines)
+
+
+def main(paths):
+    """Print the kill-rate table of every exercise in the notebooks at ``paths`` (every mutant)."""
+    print(table(kill_rate(exercise) for exercise in exercises(paths)))
+
+
+__all__ = ["Exercise", "Mutant", "Report", "blank_fails", "exercises", "kill_rate", "main", "mutants", "table", "verdict"]
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])

@@ -195,6 +195,18 @@ class Trace:
         return {"instructions": len(found), "passes": passes, "extra_passes": passes - len(found),
                 "worst": max((f["ways"] for f in found), default=0)}
 
+    def fan_out(self, space="shared"):
+        """The most threads of one block that read one cell of ``space`` memory in one barrier phase.
+
+        A prefix network's fan-out: the ladder (Sklansky) has one cell read by half the tile in
+        its last phase, Hillis-Steele (Kogge-Stone) at most two readers per cell.
+        """
+        readers = collections.defaultdict(set)
+        for r in self.records:
+            if r.space == space and not r.write:
+                readers[(r.launch, r.block, r.array, r.index, r.phase)].add(r.thread)
+        return max((len(threads) for threads in readers.values()), default=0)
+
     def counts(self):
         """Totals over the run: launches, operator calls, barriers, shared and global traffic."""
         global_reads = [r for r in self.records if r.space == "global" and not r.write]

@@ -6,13 +6,14 @@
 * :func:`bank_conflicts`: passes per warp access instruction, for one or more traces.
 * :func:`throughput`: GB/s against n from a benchmark CSV.
 * :func:`shuffles`: which lane a warp shuffle reads from, step by step.
+* :func:`taxonomy`: prefix networks by depth, work and fan-out (Kogge-Stone, Sklansky, ...).
 * :func:`reflection`: a Householder reflection as a mirror, in two dimensions.
 * :func:`sparsity`: a row of matrices coloured by magnitude, zeros blank (Householder steps).
 
 Every function returns the matplotlib Axes (or Figure) it drew on, so a notebook can add to it.
 """
 from .matrices import reflection, sparsity
-from .plots import shuffles, throughput
+from .plots import shuffles, taxonomy, throughput
 from .traces import WARP_COLOURS, bank_conflicts, dataflow, launches, steps
 
-__all__ = ["WARP_COLOURS", "bank_conflicts", "dataflow", "launches", "reflection", "shuffles", "sparsity", "steps", "throughput"]
+__all__ = ["WARP_COLOURS", "bank_conflicts", "dataflow", "launches", "reflection", "shuffles", "sparsity", "steps", "taxonomy", "throughput"]
