@@ -66,16 +66,16 @@ def test_spec_hints_and_todo_do_not_give_the_code(exercise):
 # The package's functions whose source solves an exercise: a student's notebook never prints them.
 SOLVING = {
     "01.serial-scan": ("reference.partial_sums", "reference.exclusive_partial_sums"),
-    "01.ladder-phase": ("scans.ladder.ladder_tile_kernel",),
-    "02.fold-phase": ("scans.folding.folding_tile_kernel",),
+    "01.ladder-step": ("scans.ladder.ladder_tile_kernel",),
+    "02.folding-phase": ("scans.folding.folding_tile_kernel",),
     "03.hs-step": ("scans.hillis_steele.hillis_steele_tile_kernel",),
-    "03.blelloch-downsweep": ("scans.blelloch.blelloch_256_kernel",),
+    "03.blelloch-down-sweep": ("scans.blelloch.blelloch_256_kernel",),
     "04.packed-upsweep": ("scans.blelloch.blelloch_upsweep", "scans.blelloch.blelloch_tile_kernel"),
-    "04.carry": ("scans.tiles.carry_kernel",),
+    "04.blelloch-carry": ("scans.tiles.carry_kernel",),
     "05.levels": ("kstep._level_sizes",),
     "05.reduce": ("kstep._reduce_run", "kstep.reduce_kernel"),
-    "05.correct": ("kstep._correct_run",),
-    "06.warp-scan": ("scans.warp.scan_shfl",),
+    "05.kstep-correct": ("kstep._correct_run",),
+    "06.warp-shuffle-scan": ("scans.warp.scan_shfl",),
     "06.block-combine": ("scans.hierarchical.block_scan",),
 }
 
@@ -98,19 +98,19 @@ def test_students_version_holds_no_solution_and_no_instructor_cell(path):
 
 
 def test_hints_open_one_at_a_time():
-    ladder = hints.HINTS["01.ladder-phase"]
-    hints._opened.pop("01.ladder-phase", None)
-    first, second = ps.hint("01.ladder-phase"), ps.hint("01.ladder-phase")
-    assert first.startswith(f"Hint 1 of {len(ladder)} for 01.ladder-phase: ") and ladder[0] in first
+    ladder = hints.HINTS["01.ladder-step"]
+    hints._opened.pop("01.ladder-step", None)
+    first, second = ps.hint("01.ladder-step"), ps.hint("01.ladder-step")
+    assert first.startswith(f"Hint 1 of {len(ladder)} for 01.ladder-step: ") and ladder[0] in first
     assert second.startswith("Hint 2 of") and repr(second) == str(second)
-    assert ladder[0] in ps.hint("01.ladder-phase", 1)
+    assert ladder[0] in ps.hint("01.ladder-step", 1)
     for _ in ladder:
-        last = ps.hint("01.ladder-phase")
+        last = ps.hint("01.ladder-step")
     assert last.startswith(f"Hint {len(ladder)} of {len(ladder)}") and "last one" in last
     with pytest.raises(ValueError, match="no hints for exercise '01.nope'"):
         ps.hint("01.nope")
     with pytest.raises(ValueError, match="has hints 1 to"):
-        ps.hint("01.ladder-phase", 9)
+        ps.hint("01.ladder-step", 9)
 
 
 def test_mutants_cover_the_issues_kinds_of_mistake():

@@ -18,7 +18,7 @@
 # course: the **ladder** of seed 002 (a Python notebook of partial-sum experiments), first inside
 # one thread block, then for arrays of any length.
 
-# %%
+# %% tags=["setup"]
 # NBVAL_IGNORE_OUTPUT
 import prefixsum as ps  # first: it chooses the GPU or the simulator before numba.cuda loads
 
@@ -183,7 +183,7 @@ for op in ps.OPS:
 # what the parallel algorithm may spend, as the tracer counts it: right numbers from one thread
 # looping over the whole tile, or from more phases than $\log_2 64$, fail as `over-budget`.
 #
-# ### Exercise 01.ladder-phase (core, 2 points)
+# ### Exercise 01.ladder-step (core, 2 points)
 #
 # **Spec.** `my_ladder_tile` is launched with one block of `BLOCK` = 64 threads per tile of 64
 # elements. It leaves in `out[i]` the inclusive sum of the tile up to element `i` (for
@@ -194,9 +194,9 @@ for op in ps.OPS:
 # thread (the load's and one per phase) and at most 4 memory accesses per thread between two
 # barriers, so each thread does one combine per phase.
 #
-# Stuck? `ps.hint("01.ladder-phase")`, once per hint.
+# Stuck? `ps.hint("01.ladder-step")`, once per hint.
 
-# %% tags=["exercise"] exercise_id="01.ladder-phase" points=2 todo="write one phase of the ladder: afterwards every aligned run of 2 * phase elements of rungs holds the inclusive scan of its inputs"
+# %% tags=["exercise"] exercise_id="01.ladder-step" points=2 todo="write one phase of the ladder: afterwards every aligned run of 2 * phase elements of rungs holds the inclusive scan of its inputs"
 from numba import cuda, float32
 
 BLOCK = 64
@@ -223,7 +223,7 @@ def my_ladder_tile(x, out, totals, n):
         totals[cuda.blockIdx.x] = rungs[t]
 
 
-# %% tags=["check"] exercise_id="01.ladder-phase"
+# %% tags=["check"] exercise_id="01.ladder-step"
 print(ps.check.tiled(my_ladder_tile, block_size=BLOCK,
                      budget=ps.check.Budget(barriers=7, accesses_per_step=4, traffic_per_element=2)))
 

@@ -18,7 +18,7 @@
 # mirrors the indexing to get prefix sums, draws the data flow of the real kernel, and carries
 # it to arrays of any length.
 
-# %%
+# %% tags=["setup"]
 # NBVAL_IGNORE_OUTPUT
 import prefixsum as ps  # first: it chooses the GPU or the simulator before numba.cuda loads
 
@@ -243,7 +243,7 @@ for op, dtype in (("add", np.float32), ("max", np.int32)):
 # %% [markdown]
 # ## 8. Exercises: the kernel's phase, and the seed's direction
 #
-# ### Exercise 02.fold-phase (core, 2 points)
+# ### Exercise 02.folding-phase (core, 2 points)
 #
 # **Spec.** `my_folding_tile` runs one block of `BLOCK` = 64 threads per tile of 64 elements
 # (`ps.check.tiled` carries the tile totals, as in chapter 01) and leaves in `out[i]` the
@@ -255,9 +255,9 @@ for op, dtype in (("add", np.float32), ("max", np.int32)):
 # Try it with one barrier first (add in place): the numbers may even come out right on the
 # simulator, but the checker finds the race.
 #
-# `ps.hint("02.fold-phase")` for hints.
+# `ps.hint("02.folding-phase")` for hints.
 
-# %% tags=["exercise"] exercise_id="02.fold-phase" points=2 todo="write one phase of the mirrored fold: afterwards cell t holds the sum of x[t], x[t - phase], x[t - 2 phase], ... of the tile, with no thread reading a cell another thread writes in the same barrier phase"
+# %% tags=["exercise"] exercise_id="02.folding-phase" points=2 todo="write one phase of the mirrored fold: afterwards cell t holds the sum of x[t], x[t - phase], x[t - 2 phase], ... of the tile, with no thread reading a cell another thread writes in the same barrier phase"
 from numba import cuda, float32
 
 BLOCK = 64
@@ -287,7 +287,7 @@ def my_folding_tile(x, out, totals, n):
         totals[cuda.blockIdx.x] = cells[t]
 
 
-# %% tags=["check"] exercise_id="02.fold-phase"
+# %% tags=["check"] exercise_id="02.folding-phase"
 print(ps.check.tiled(my_folding_tile, block_size=BLOCK,
                      budget=ps.check.Budget(barriers=13, accesses_per_step=4, traffic_per_element=2)))
 

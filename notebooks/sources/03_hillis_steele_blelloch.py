@@ -21,7 +21,7 @@
 # This chapter builds both, shows why the obvious Hillis–Steele kernel has a race, and measures
 # work and depth with the tracer.
 
-# %%
+# %% tags=["setup"]
 # NBVAL_IGNORE_OUTPUT
 import prefixsum as ps  # first: it chooses the GPU or the simulator before numba.cuda loads
 
@@ -394,7 +394,7 @@ for n in (32, 64, 128, 256):
 #
 # ## 7. Exercise: the down-sweep
 #
-# ### Exercise 03.blelloch-downsweep (core, 2 points)
+# ### Exercise 03.blelloch-down-sweep (core, 2 points)
 #
 # **Spec.** `my_blelloch_tile` is Blelloch's scan of a tile of 64 elements, one thread per
 # element as in the seed, as a tile kernel (one block of 64 threads per tile; the check carries
@@ -405,9 +405,9 @@ for n in (32, 64, 128, 256):
 # **Budget:** 14 barriers per thread (the load's, one per level of each sweep, the root's), at
 # most 5 memory accesses per thread between two barriers.
 #
-# `ps.hint("03.blelloch-downsweep")` for hints.
+# `ps.hint("03.blelloch-down-sweep")` for hints.
 
-# %% tags=["exercise"] exercise_id="03.blelloch-downsweep" points=2 todo="write level d of the down-sweep: every node the up-sweep combined at level d passes its value to its left child and its value plus the left child's old value to itself (the right child)"
+# %% tags=["exercise"] exercise_id="03.blelloch-down-sweep" points=2 todo="write level d of the down-sweep: every node the up-sweep combined at level d passes its value to its left child and its value plus the left child's old value to itself (the right child)"
 from numba import cuda, float32
 
 BLOCK = 64
@@ -442,7 +442,7 @@ def my_blelloch_tile(x, out, totals, n):
         out[i] = tree[t] + element  # exclusive + own element = inclusive
 
 
-# %% tags=["check"] exercise_id="03.blelloch-downsweep"
+# %% tags=["check"] exercise_id="03.blelloch-down-sweep"
 print(ps.check.tiled(my_blelloch_tile, block_size=BLOCK,
                      budget=ps.check.Budget(barriers=14, accesses_per_step=5, traffic_per_element=2)))
 

@@ -20,7 +20,7 @@
 # the tile totals scanned recursively and added back, and shared memory padded against bank
 # conflicts. Then it looks at what all this is worth on a real GPU.
 
-# %%
+# %% tags=["setup"]
 # NBVAL_IGNORE_OUTPUT
 import prefixsum as ps  # first: it chooses the GPU or the simulator before numba.cuda loads
 
@@ -165,7 +165,7 @@ print(inspect.getsource(ps.scans.blelloch.blelloch_tile_kernel))
 # from. Below: the driver, the helper, and the last lines of
 # `prefixsum/scans/blelloch.py`, where Blelloch plugs in its tile kernel with
 # `items_per_thread=2` (tiles of 512 for the default 256 threads). The carry kernel is yours to
-# write (exercise 04.carry, below).
+# write (exercise 04.blelloch-carry, below).
 
 # %%
 print(inspect.getsource(ps.scans.tiles.scan_tiles))
@@ -215,7 +215,7 @@ print(f"n = {traffic_n}: {traffic['launches']} launches, {traffic['global_reads'
 # A single-pass scan, which carries the totals within one launch (the look-back scan), moves
 # only the $2n$.
 #
-# ### Exercise 04.carry (warm-up, 1 point)
+# ### Exercise 04.blelloch-carry (warm-up, 1 point)
 #
 # Seed 004's last step, written by you. `scan_device` below runs the package's tile kernel
 # (Blelloch, 32 threads, tiles of 64, padded), scans the tile totals by calling itself, and then
@@ -228,9 +228,9 @@ print(f"n = {traffic_n}: {traffic['launches']} launches, {traffic['global_reads'
 # 5 memory accesses per thread (one read of its carry, a read and a write per element), 3
 # global accesses per element in `my_carry`.
 #
-# `ps.hint("04.carry")` for hints.
+# `ps.hint("04.blelloch-carry")` for hints.
 
-# %% tags=["exercise"] exercise_id="04.carry" points=1 todo="write my_carry: block b adds carries[b] to every element of tile b + 1 below n, two elements per thread, consecutive threads on consecutive elements"
+# %% tags=["exercise"] exercise_id="04.blelloch-carry" points=1 todo="write my_carry: block b adds carries[b] to every element of tile b + 1 below n, two elements per thread, consecutive threads on consecutive elements"
 from numba import cuda
 
 THREADS = 32
@@ -267,7 +267,7 @@ def my_blelloch_scan(x):
     return out
 
 
-# %% tags=["check"] exercise_id="04.carry"
+# %% tags=["check"] exercise_id="04.blelloch-carry"
 print(ps.check.scan(my_blelloch_scan, name="my_blelloch_scan",
                     budget=ps.check.Budget(accesses_per_step=5, traffic_per_element=3, kernels=("my_carry",))))
 

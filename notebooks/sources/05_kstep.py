@@ -19,7 +19,7 @@
 # how $L$ trades the number of steps against the serial work of each thread, and compares a
 # kernel launch per step with a barrier per step, on the simulator and on a GPU.
 
-# %%
+# %% tags=["setup"]
 # NBVAL_IGNORE_OUTPUT
 import prefixsum as ps  # first: it chooses the GPU or the simulator before numba.cuda loads
 
@@ -275,11 +275,11 @@ for op in ps.OPS:
 # %% [markdown]
 # ## 7. Exercise: a correction step
 #
-# ### Exercise 05.correct (stretch, 2 points)
+# ### Exercise 05.kstep-correct (stretch, 2 points)
 #
 # **Budget:** at most $2L + 1 = 7$ memory accesses per thread in `my_correct` (one read of the
 # carry, a read and a write per element, a read and a write for the copied last element). Hints:
-# `ps.hint("05.correct")`.
+# `ps.hint("05.kstep-correct")`.
 #
 # **Spec.** Write the kernel of correction step $s \ge 1$ for sums of float32, with the signature of the
 # package's `correct_kernel`: `my_correct(buf, upper, lower, size)`, where `upper` is the offset
@@ -290,7 +290,7 @@ for op in ps.OPS:
 # correction step, so `ps.check.scan` can check it. (The simulator runs your kernel as Python;
 # on a GPU it must also compile, so use only what numba.cuda allows.)
 
-# %% tags=["exercise"] exercise_id="05.correct" points=2 todo="in my_correct, make run j of the level at offset lower hold its inclusive sums plus everything before the run (u^{s-1}[j - 1], nothing for j = 0), in place, as the formula of section 4 says"
+# %% tags=["exercise"] exercise_id="05.kstep-correct" points=2 todo="in my_correct, make run j of the level at offset lower hold its inclusive sums plus everything before the run (u^{s-1}[j - 1], nothing for j = 0), in place, as the formula of section 4 says"
 from numba import cuda, float32
 
 from prefixsum.scans import kstep
@@ -331,7 +331,7 @@ def my_kstep_scan(x):
     return out
 
 
-# %% tags=["check"] exercise_id="05.correct"
+# %% tags=["check"] exercise_id="05.kstep-correct"
 print(ps.check.scan(my_kstep_scan, budget=ps.check.Budget(accesses_per_step=2 * L + 1, kernels=("my_correct",))))
 
 # %% [markdown]

@@ -25,7 +25,7 @@
 # elements per thread, and the grid level. Then it reruns the paper's experiments on a current
 # GPU and asks what fifteen years changed.
 
-# %%
+# %% tags=["setup"]
 # NBVAL_IGNORE_OUTPUT
 import prefixsum as ps  # first: it chooses the GPU or the simulator before numba.cuda loads
 
@@ -121,7 +121,7 @@ _ = ps.viz.dataflow(syncwarp_run, array="buf", title="scan_syncwarp: two warps, 
 # returns `value` as held by lane $l - d$, and the caller's own value in lanes $l < d$, one
 # instruction for the whole warp. The warp scan becomes a loop of five shuffles, at deltas
 # 1, 2, 4, 8, 16: the Hillis–Steele steps of chapter 03 (Kogge–Stone's network), with a register for the shared cell
-# (exercise 06.warp-scan in section 7 writes it; the package's `ps.scans.warp.scan_shfl` follows
+# (exercise 06.warp-shuffle-scan in section 7 writes it; the package's `ps.scans.warp.scan_shfl` follows
 # its check).
 #
 # Every lane must execute the shuffle (it is a rendezvous of the lanes in `mask`), even a lane
@@ -367,7 +367,7 @@ print(ps.check.scan(lambda x: ps.scan(x, "max", inclusive=False, reverse=True, a
 # %% [markdown]
 # ## 7. Exercises: warp scans with shuffles
 #
-# ### Exercise 06.warp-scan (core, 2 points)
+# ### Exercise 06.warp-shuffle-scan (core, 2 points)
 #
 # **Spec.** `my_warp_scan_kernel` runs as one block of 32 threads (one warp) on $n \le 32$
 # float32 values and leaves in `out[lane]` the inclusive sum of `x[0..lane]`, computed in
@@ -377,9 +377,9 @@ print(ps.check.scan(lambda x: ps.scan(x, "max", inclusive=False, reverse=True, a
 # between two synchronisations (its load and its store), so no lane loops over the others'
 # values.
 #
-# `ps.hint("06.warp-scan")` for hints.
+# `ps.hint("06.warp-shuffle-scan")` for hints.
 
-# %% tags=["exercise"] exercise_id="06.warp-scan" points=2 todo="scan value across the warp in registers with shfl_up_sync, in 5 steps, so that lane l ends with the sum of the values of lanes 0..l; every lane executes every shuffle"
+# %% tags=["exercise"] exercise_id="06.warp-shuffle-scan" points=2 todo="scan value across the warp in registers with shfl_up_sync, in 5 steps, so that lane l ends with the sum of the values of lanes 0..l; every lane executes every shuffle"
 from numba import cuda, float32
 
 FULL_MASK = ps.scans.warp.FULL_MASK
@@ -407,7 +407,7 @@ def my_warp_scan(x):
     return out
 
 
-# %% tags=["check"] exercise_id="06.warp-scan"
+# %% tags=["check"] exercise_id="06.warp-shuffle-scan"
 print(ps.check.scan(my_warp_scan, sizes=(1, 2, 5, 17, 31, 32), budget=ps.check.Budget(accesses_per_step=2)))
 
 # %% [markdown]

@@ -2,8 +2,8 @@
 
 Every exercise (a cell tagged ``exercise`` with an ``exercise_id``, see
 :mod:`prefixsum.classroom.mutation`) has a short ladder here, from a nudge to nearly the
-answer, never the code itself. ``ps.hint("01.ladder-phase")`` prints the next hint a student has
-not opened yet in this session; ``ps.hint("01.ladder-phase", 2)`` opens hint 2 again.
+answer, never the code itself. ``ps.hint("01.ladder-step")`` prints the next hint a student has
+not opened yet in this session; ``ps.hint("01.ladder-step", 2)`` opens hint 2 again.
 """
 import collections
 
@@ -13,7 +13,7 @@ HINTS = {
         "Every later sum is the one before it plus one more element.",
         "One loop over i from 1 to n - 1; the sum at i reuses the sum at i - 1 (no inner loop).",
     ),
-    "01.ladder-phase": (
+    "01.ladder-step": (
         "Write the loop invariant for phase = 1 and phase = 2 on 8 elements by hand: who must add whom?",
         "Only threads in an odd-numbered run of `phase` elements work: the bit `phase` of t tells which.",
         "The element to add is the last one of the run just before t's run: the index where t's run starts, "
@@ -21,7 +21,7 @@ HINTS = {
     ),
     "01.ladder-max": (
         "The identity of max is the value that never wins: the smallest int32.",
-        "Copy the shape of 01.ladder-phase: load, barrier, one phase per bit, a barrier after every phase.",
+        "Copy the shape of 01.ladder-step: load, barrier, one phase per bit, a barrier after every phase.",
         "Replace `a += b` by `a = max(a, b)`; max is a numba built-in on the GPU too.",
     ),
     "02.prefix-fold": (
@@ -30,7 +30,7 @@ HINTS = {
         "before anyone writes.",
         "The strides go N/2, N/4, ..., 1 for N the smallest power of two >= m; cells with t < phase keep their value.",
     ),
-    "02.fold-phase": (
+    "02.folding-phase": (
         "In one phase thread t reads cell t - phase, which thread t - phase writes in the same phase.",
         "Read first into a register, let every thread finish reading, then write.",
         "Two barriers per phase: one between the reads and the writes, one before the next phase reads.",
@@ -38,7 +38,7 @@ HINTS = {
     "02.suffix-fold": (
         "This is the seed's direction: cell t adds a cell after it.",
         "Cells whose partner t + phase lies past the tile keep their value (or add the identity).",
-        "Same two-barrier pattern as 02.fold-phase: read into a register, barrier, write, barrier.",
+        "Same two-barrier pattern as 02.folding-phase: read into a register, barrier, write, barrier.",
     ),
     "03.hs-numpy": (
         "Slices move whole arrays at once: cells[a:b] is lanes a..b-1.",
@@ -50,7 +50,7 @@ HINTS = {
         "Lane t at or above the stride adds lane t - stride of the half it reads; lanes below copy their value.",
         "The half read starts at src * BLOCK, the half written at (1 - src) * BLOCK; one barrier after the step.",
     ),
-    "03.blelloch-downsweep": (
+    "03.blelloch-down-sweep": (
         "The down-sweep visits the same threads as the up-sweep at level d: t + 1 a multiple of 2^(d+1).",
         "Each node gives its left child its own value, and its right child its value plus the left child's old value.",
         "Keep the parent's value in a register before overwriting it: the left child (t - 2^d) receives it.",
@@ -66,7 +66,7 @@ HINTS = {
         "offset doubles and the active threads halve, until none is left.",
         "Only threads t < active work; put a barrier at the start of every level and one after the loop.",
     ),
-    "04.carry": (
+    "04.blelloch-carry": (
         "Block b works on tile b + 1: its first element is at (b + 1) * TILE.",
         "Each thread handles two elements, THREADS apart, so that neighbouring threads touch neighbouring elements.",
         "Read carries[b] once, guard every element with its index < n, and add in place.",
@@ -86,12 +86,12 @@ HINTS = {
         "The last run may be short: stop at the level's size, not at L * i + L.",
         "Start from the run's first element and add the others; threads with L * i >= size do nothing.",
     ),
-    "05.correct": (
+    "05.kstep-correct": (
         "Everything before run j is u^{s-1}[j - 1], at buf[upper + j - 1]; for j = 0 it is the identity, 0.",
         "Walk the run from its first element, adding each element to a running sum and storing it in place.",
         "The run ends at min(L * j + L, size); the last element of a full run equals u^{s-1}[j] already.",
     ),
-    "06.warp-scan": (
+    "06.warp-shuffle-scan": (
         "This is Hillis-Steele (chapter 03) with strides 1, 2, 4, 8, 16, and a register for the shared cell.",
         "cuda.shfl_up_sync(mask, value, d) gives each lane the value of lane - d (its own where lane < d).",
         "Shuffle in every lane first, then add only in lanes >= d.",

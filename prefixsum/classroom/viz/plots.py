@@ -143,7 +143,7 @@ def taxonomy(points, *, ax=None, title=None):
         ax.scatter([point["depth"]], [point["work"]], s=40 + 8 * point["fan_out"], marker="o",
                    facecolors=colour if measured else "none", edgecolors=colour, linewidths=1.5, zorder=3)
         ax.annotate(f"{label}\nfan-out {point['fan_out']}", (point["depth"], point["work"]),
-                    textcoords="offset points", xytext=(8, 4), fontsize=8)
+                    textcoords="offset points", xytext=(8, 4) if measured else (8, -24), fontsize=8)
     ax.set_xlabel("depth (steps between barriers)")
     ax.set_ylabel("work (combines)")
     ax.margins(0.25)
