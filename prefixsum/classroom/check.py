@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import sim, trace as tracing
+from ..core.arithmetic import quiet_arithmetic
 from ..core.poison import poison, poison_value
 from ..scans.ops import check_dtype, check_op
 from ..scans.testing import mismatches, random_input
@@ -172,9 +173,10 @@ def _with_poisoned_allocations(fn, *args):
     """``fn(*args)``, every device array it allocates poisoned.
 
     The hook is registered here, inside the recorded function, so that it acts in the process
-    that simulates the run (a child process on a machine with a GPU).
+    that simulates the run (a child process on a machine with a GPU). Host code of the student
+    (a sequential loop on int32, as a GPU would wrap) overflows without a warning.
     """
-    with sim.allocation_hook(_poison_fresh):
+    with sim.allocation_hook(_poison_fresh), quiet_arithmetic():
         return fn(*args)
 
 
