@@ -20,7 +20,7 @@ SCANS = ("hierarchical", "blelloch", "blelloch:conflict_free=False", "ladder", "
 BASELINES = ("torch.cumsum", "cupy.cumsum", "torch copy", "copy")
 NAMES = {"torch.cumsum": "torch.cumsum (CUB)", "torch copy": "device copy, torch `copy_`",
          "copy": "device copy, numba kernel", "blelloch:conflict_free=False": "`blelloch`, no padding",
-         "hierarchical": "`hierarchical` (auto)", "kstep": "`kstep` (default L)"}
+         "hierarchical": "`hierarchical`", "kstep": "`kstep` (default L)"}
 
 
 def _both(name, variant, column, fmt, dtype="float32"):
@@ -55,6 +55,40 @@ def large_and_calls():
             + f"; the difference is host work (Python, launches, allocating the output). All on one {device}.")
 
 
+def lookback_table():
+    """The single-pass scan against torch.cumsum and the two copies, and whole calls (lookback.csv)."""
+    name = "lookback.csv"
+
+    def us(variant, dtype, n, part="kernel"):
+        return results.value(name, "median_us", variant=variant, part=part, dtype=dtype, n=n)
+
+    lines = ["| kernel time, n = 2^24 / 2^26 / 2^28 | `lookback` (auto) | torch.cumsum | vs torch.cumsum | "
+             "of torch `copy_` bandwidth | of numba copy bandwidth |", "| --- | --- | --- | --- | --- | --- |"]
+    for dtype in ("float32", "int32", "float64", "int64"):
+        sizes = [2**k for k in (24, 26, 28)]
+        ours = [us("lookback", dtype, n) for n in sizes]
+        cub = [us("torch.cumsum", dtype, n) for n in sizes]
+        torch_copy = [us("torch copy", dtype, n) for n in sizes]
+        copy = [us("copy", dtype, n) for n in sizes]
+        lines.append(
+            f"| {dtype} | {' / '.join(f'{v:.0f}' for v in ours)} us | {' / '.join(f'{v:.0f}' for v in cub)} us | "
+            + " / ".join(f"{c / o:.2f}x" for c, o in zip(cub, ours)) + " | "
+            + " / ".join(f"{c / o:.0%}" for c, o in zip(torch_copy, ours)) + " | "
+            + " / ".join(f"{c / o:.0%}" for c, o in zip(copy, ours)) + " |")
+    calls = []
+    for k in (10, 16, 20):
+        mine, theirs = us("ps.scan(auto)", "float32", 2**k, "call on device"), us("torch.cumsum", "float32", 2**k, "call on device")
+        calls.append(f"{mine:.0f} us against {theirs:.0f} us at 2^{k} ({mine / theirs:.2f}x)")
+    numpy_calls = []
+    for k in (20, 24):
+        mine, theirs = us("ps.scan(auto)", "float32", 2**k, "call on numpy"), us("torch round trip", "float32", 2**k, "call on numpy")
+        numpy_calls.append(f"{mine:.0f} us against {theirs:.0f} us at 2^{k} ({mine / theirs:.2f}x)")
+    return ("\n".join(lines) + "\n\nWhole calls, float32, host clock: `ps.scan(device_array)` plus a synchronize takes "
+            + ", ".join(calls) + " for `torch.cumsum` and a synchronize; `ps.scan(numpy_array)` takes "
+            + ", ".join(numpy_calls) + " for torch's numpy -> GPU -> numpy round trip. From `benchmarks/lookback.csv` "
+            "(`python benchmarks/lookback.py`), one run.")
+
+
 def tables():
     meta = results.read("scan_throughput.csv", variant="copy", dtype="float32", n=2**SIZES[0])[0]
     return "\n\n".join([
@@ -63,6 +97,9 @@ def tables():
         "from `benchmarks/scan_throughput.csv` and `benchmarks/hierarchical_bench.csv`.",
         kernel_table(),
         large_and_calls(),
+        "The single-pass scan with decoupled look-back, `lookback` (`\"auto\"` since issue 15), in a later run on the "
+        "same GPU, beside torch.cumsum, torch's `copy_` and a numba copy kernel measured in that run:",
+        lookback_table(),
     ])
 
 

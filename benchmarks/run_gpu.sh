@@ -13,7 +13,7 @@ set -euo pipefail
 
 # Each stage and the files it writes under $out: every committed result in benchmarks/ is one of
 # these (tests/test_bench_harness.py checks both ways), and each stage must write all of its own.
-STAGES=(scans kstep hierarchical table1 tridiag householder warp sanitize sim_speed)
+STAGES=(scans kstep hierarchical table1 tridiag householder warp sanitize lookback sanitize_lookback applications user_ops sim_speed)
 declare -A OUTPUTS=(
   [scans]="scan_throughput.csv"
   [kstep]="kstep_L.csv"
@@ -23,6 +23,10 @@ declare -A OUTPUTS=(
   [householder]="householder.csv"
   [warp]="warp_semantics_gpu.json warp_semantics_sim.json warp_semantics_compare.txt"
   [sanitize]="sanitize.txt"
+  [lookback]="lookback.csv"
+  [sanitize_lookback]="sanitize_lookback.txt"
+  [applications]="applications.csv"
+  [user_ops]="user_ops_gpu.txt"
   [sim_speed]="sim_speed.csv"
 )
 
@@ -92,23 +96,52 @@ stage_warp() {
 # sanitize.txt keeps each tool's error summary and the script's verdict (the full logs stay in $out). QUICK=1 runs the script
 # on the simulator without a sanitizer.
 stage_sanitize() {
+  sanitize sanitize benchmarks/sanitize.py
+}
+
+# GPU, about 4 minutes: the single-pass scan against torch.cumsum and a copy, kernels at 2^24..2^28
+# in four dtypes and whole calls on device and numpy arrays (benchmarks/lookback.py).
+stage_lookback() {
+  "$python" benchmarks/lookback.py $quick_flag --out "$out"
+}
+
+# GPU, about a minute: the sanitize stage for "lookback" alone, into sanitize_lookback.txt.
+stage_sanitize_lookback() {
+  sanitize sanitize_lookback benchmarks/sanitize.py --algorithm lookback
+}
+
+# GPU, about 2 minutes: chapter 10's compaction, radix sort and splines against torch, CuPy and
+# scipy (benchmarks/applications.py; applications_gpu.log keeps the console of the committed run).
+stage_applications() {
+  "$python" benchmarks/applications.py $quick_flag --out "$out"
+}
+
+# GPU, about a minute: every algorithm that carries a user operator, at 2^20 elements, on numba
+# and CuPy arrays, checked against sequential loops (benchmarks/user_ops_gpu.py).
+stage_user_ops() {
+  "$python" benchmarks/user_ops_gpu.py $quick_flag --out "$out"
+}
+
+# sanitize NAME SCRIPT [ARGS...]: SCRIPT ARGS under the four tools, their summaries in NAME.txt.
+sanitize() {
+  local name=$1 script=$2 tool pids=() status=0
+  shift 2
   if [[ -n $quick_flag ]]; then
-    { echo "quick: no compute-sanitizer"; "$python" benchmarks/sanitize.py --quick | tail -n 1; } > "$out/sanitize.txt"
+    { echo "quick: no compute-sanitizer"; "$python" "$script" --quick "$@" | tail -n 1; } > "$out/$name.txt"
     return
   fi
-  local tool pids=() status=0
   # --report-api-errors no: cuda-python probes driver entry points with cuGetProcAddress, which
   # memcheck counts as 34 "errors" (host API calls returning CUDA_ERROR_INVALID_VALUE, none a
   # kernel's); errors in kernels are still reported and counted.
   for tool in memcheck racecheck synccheck initcheck; do
-    compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 1 "$python" benchmarks/sanitize.py > "$out/sanitize_$tool.log" 2>&1 &
+    compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 1 "$python" "$script" "$@" > "$out/${name}_$tool.log" 2>&1 &
     pids+=($!)
   done
   for pid in "${pids[@]}"; do wait "$pid" || status=1; done
   for tool in memcheck racecheck synccheck initcheck; do
-    grep -h -E 'ERROR SUMMARY|RACECHECK SUMMARY|calls checked|^all results|WRONG' "$out/sanitize_$tool.log" | sed "s/^/$tool: /"
-  done > "$out/sanitize.txt"
-  cat "$out/sanitize.txt"
+    grep -h -E 'ERROR SUMMARY|RACECHECK SUMMARY|calls checked|^all results|WRONG' "$out/${name}_$tool.log" | sed "s/^/$tool: /"
+  done > "$out/$name.txt"
+  cat "$out/$name.txt"
   return $status
 }
 

@@ -27,12 +27,15 @@ DIRECTIONS = ((True, False), (False, True))  # (inclusive, reverse)
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help=f"sizes {QUICK_SIZES}; runs on the simulator too")
+    parser.add_argument("--algorithm", action="append", choices=list(ps.ALGORITHMS),
+                        help="only this registered scan (repeatable; default: every one)")
     args = parser.parse_args(argv)
     if ps.device_info()["simulator"] and not args.quick:
         raise SystemExit("sanitize.py needs a CUDA GPU (compute-sanitizer); --quick runs it on the simulator")
     rng = np.random.default_rng(11)
     wrong = 0
-    for name, algorithm in ps.ALGORITHMS.items():
+    for name in args.algorithm or ps.ALGORITHMS:
+        algorithm = ps.ALGORITHMS[name]
         calls = 0
         for op in ps.OPS:
             for dtype in DTYPES:

@@ -213,7 +213,7 @@ def test_registry_rejects_a_duplicate_name():
 
 def test_auto_avoids_warp_intrinsics_on_the_stock_simulator():
     x = np.arange(1, 100, dtype=np.int64)
-    assert ps.scans.registry.lookup("auto").name == "hierarchical"
+    assert ps.scans.registry.lookup("auto").name == "lookback"
     with ps.sim.enabled(False):
         assert ps.scans.registry.lookup("auto").name == "ladder"
         np.testing.assert_array_equal(ps.scan(x), np.cumsum(x))

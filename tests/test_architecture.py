@@ -12,7 +12,8 @@ ALLOWED = {
     "scans": {"core", "scans"},
     "tridiag": {"core", "tridiag"},
     "classroom": {"core", "scans", "tridiag", "classroom"},
-    "cli": {"core", "scans", "tridiag", "classroom", "cli"},
+    "apps": {"core", "scans", "tridiag", "apps"},
+    "cli": {"core", "scans", "tridiag", "classroom", "apps", "cli"},
 }
 # The simulator sits at the bottom of the classroom: it runs any kernel and knows no algorithm.
 SIMULATOR = "prefixsum.classroom.sim"
@@ -87,6 +88,8 @@ def test_every_layer_is_known():
     ("prefixsum.core.device", "import prefixsum.scans.ops", "layer 'scans'"),
     ("prefixsum.scans.api", "def f():\n    import prefixsum\n", "the facade"),
     ("prefixsum.classroom.sim", "from ..scans import ops", "the simulator may import only"),
+    ("prefixsum.scans.api", "from ..apps import compact", "layer 'apps'"),
+    ("prefixsum.apps.radix", "from ..classroom import sim", "layer 'classroom'"),
 ])
 def test_an_upward_import_is_caught(name, source, message):
     assert any(message in v for v in violations(name, False, source))

@@ -62,3 +62,20 @@ def test_taxonomy_places_traced_and_formula_networks():
 def test_fan_out_counts_readers_of_one_cell_in_one_step():
     run = ps.trace.record(ps.scan, np.ones(32, dtype=np.int32), algorithm="ladder", block_size=32)
     assert run.fan_out() == 16  # the last phase: lanes 16-31 all read lane 15
+
+
+def test_compaction_draws_one_line_per_kept_element():
+    ax = viz.compaction(list(range(8)), [1, 0, 0, 1, 1, 0, 1, 0])
+    assert arrows(ax) == 4
+
+
+def test_radix_pass_moves_every_key_once_zeros_first():
+    ax = viz.radix_pass([5, 2, 7, 4], 0)
+    assert arrows(ax) == 4
+    texts = [t.get_text() for t in ax.texts]
+    assert texts[5:9] == ["0010", "0100", "0101", "0111"]  # after the 4 keys and their row title
+
+
+def test_curves_draws_each_series():
+    ax = viz.curves(np.arange(4), {"a": np.ones(4), "b": np.arange(4)}, points=([0, 1], [0, 1]), logy=True)
+    assert len(ax.lines) == 3

@@ -14,6 +14,10 @@ Diagnoses, in the order they are looked for at each size:
 by the parallel algorithm the exercise asks for: more barriers, more accesses by one thread
 between two barriers, more global traffic or more bank conflicts than its :class:`Budget`), and
 ``pass``.
+
+A user operator (a ``cuda.jit(device=True)`` function, see :mod:`prefixsum.scans.user_ops`) is
+first checked on its own by :func:`operator`: ``not-associative`` or ``wrong-identity`` before
+any kernel runs, since no scan can be right with such an operator.
 """
 import collections
 import contextlib
@@ -26,10 +30,11 @@ from . import sim, trace as tracing
 from ..core.arithmetic import quiet_arithmetic
 from ..core.poison import poison, poison_value
 from ..scans.ops import check_dtype, check_op
+from ..scans import user_ops
 from ..scans.testing import mismatches, random_input
 
 DEFAULT_SIZES = (1, 2, 31, 32, 33, 100, 255, 256, 257, 1000, 2049)
-DIAGNOSES = ("pass", "wrong-result", "unwritten-output", "race", "out-of-bounds", "uninitialized-read",
+DIAGNOSES = ("pass", "not-associative", "wrong-identity", "wrong-result", "unwritten-output", "race", "out-of-bounds", "uninitialized-read",
              "barrier-divergence", "exception", "timeout", "over-budget")
 _SEED = 20261121
 # Sizes that :func:`thorough` adds to a check's own (those up to its largest size).
@@ -154,6 +159,8 @@ class CheckResult:
             if len(self.sizes) == 1:
                 return f"PASS {self.name}: n = {self.sizes[0]}"
             return f"PASS {self.name}: {len(self.sizes)} sizes from {min(self.sizes)} to {max(self.sizes)}"
+        if self.size is None:  # a verdict on an operator, not on a run
+            return f"FAIL {self.name}: {self.diagnosis}. {self.hint}".rstrip()
         where = f"n={self.size}" + ("" if self.index is None else f", index {self.index}")
         return f"FAIL {self.name}: {self.diagnosis} at {where}. {self.hint}".rstrip()
 
@@ -235,19 +242,140 @@ def _wrong_result_hint(index, n, passed_sizes, exclusive):
     return "Compare one phase of your update with the loop invariant on a small n."
 
 
+def _element(fields, i):
+    return tuple(f[i] for f in fields)
+
+
+def _small_integers(n, dtypes, rng):
+    """Random fields of small integers in each dtype ([-4, 4], [0, 8] unsigned): exact sums and products."""
+    return [rng.integers(0 if dt.kind == "u" else -4, 9 if dt.kind == "u" else 5, size=n).astype(dt) for dt in dtypes]
+
+
+def _combine_on_host(fn, bare, dtypes):
+    """``combine(p, q)`` on tuples: the user's op by its Python function, each field cast to its dtype."""
+    def combine(p, q):
+        r = fn(p[0], q[0]) if bare else fn(p, q)
+        return tuple(dt.type(v) for dt, v in zip(dtypes, (r,) if bare else r))
+    return combine
+
+
+def _same(u, v, dtypes):
+    """Whether elements ``u`` and ``v`` agree: integers exactly, floats to a relative 1e-6 (1e-3 for float32)."""
+    for a, b, dt in zip(u, v, dtypes):
+        if dt.kind != "f":
+            if a != b:
+                return False
+        elif not abs(float(a) - float(b)) <= (1e-3 if dt.itemsize == 4 else 1e-6) * max(1.0, abs(float(a)), abs(float(b))):
+            return False
+    return True
+
+
+def operator(op, identity, dtypes=np.float64, *, samples=200, name=None):
+    """Check a user operator on its own: associative, and ``identity`` an identity of it.
+
+    A scan regroups the combines (a tree inside a tile, then the tiles' totals), so it gives the
+    sequential answer only when ``(a op b) op c == a op (b op c)`` for all elements, and pads
+    with the identity, so ``e op x == x == x op e`` must hold too. Both are tried on ``samples``
+    random elements of small integers (exact in every dtype, so that rounding cannot hide or
+    fake a failure), by ``op``'s Python function on the host.
+
+    Parameters
+    ----------
+    op : numba CUDA device function
+        ``op(p, q)``: scalars when ``dtypes`` is one dtype, else tuples of one value per dtype.
+    identity : scalar or tuple
+    dtypes : numpy dtype or tuple of them
+        The field dtypes; one dtype means elements are scalars (a scan of one array).
+    samples : int
+    name : str, optional
+        Shown in the verdict (default: ``op``'s name).
+
+    Returns
+    -------
+    CheckResult
+        ``not-associative`` or ``wrong-identity`` with the elements that show it in the hint,
+        or ``pass``.
+    """
+    bare = not isinstance(dtypes, tuple)
+    dtypes = tuple(check_dtype(d) for d in ((dtypes,) if bare else dtypes))
+    checked = user_ops.operator_for(op, identity, dtypes, bare)
+    name = name or getattr(user_ops.python_function(op), "__name__", "op")
+    combine = _combine_on_host(user_ops.python_function(op), bare, dtypes)
+    def show(element):
+        values = tuple(v.item() for v in element)
+        return repr(values[0] if bare else values)
+
+    fields = _small_integers(3 * samples, dtypes, np.random.default_rng(_SEED))
+    e = checked.identity
+    try:
+        return _judge_operator(combine, e, fields, samples, dtypes, name, show)
+    except Exception as error:  # noqa: BLE001  (a student's operator may raise anything)
+        return CheckResult(False, "exception", name, (samples,), hint=f"{type(error).__name__}: {error}")
+
+
+def _judge_operator(combine, e, fields, samples, dtypes, name, show):
+    """The verdict of :func:`operator` on ``samples`` triples of ``fields``."""
+    with np.errstate(all="ignore"):
+        for k in range(samples):
+            a, b, c = (_element(fields, 3 * k + j) for j in range(3))
+            for side, value in (("op(e, x)", combine(e, a)), ("op(x, e)", combine(a, e))):
+                if not _same(value, a, dtypes):
+                    return CheckResult(False, "wrong-identity", name, (samples,), hint=(
+                        f"With e = {show(e)} and x = {show(a)}, {side} = {show(value)}, not x. The identity must leave "
+                        "every element unchanged on both sides: the scan pads partial tiles and starts the exclusive "
+                        "scan with it."))
+            left, right = combine(combine(a, b), c), combine(a, combine(b, c))
+            if not _same(left, right, dtypes):
+                return CheckResult(False, "not-associative", name, (samples,), hint=(
+                    f"op(op(a, b), c) = {show(left)} but op(a, op(b, c)) = {show(right)} for a = {show(a)}, "
+                    f"b = {show(b)}, c = {show(c)}. A parallel scan regroups the combines, so the operator must be "
+                    "associative. Clamping, averaging and subtracting are not; carry more state in the element (a "
+                    "tuple) until the combine is, as an affine map x -> a x + b carries (a, b)."))
+    return CheckResult(True, "pass", name, (samples,))
+
+
+def _diagnose_user(run, x, op, identity, inclusive, reverse):
+    """``(diagnosis, index, hint)`` for one traced run of a scan with a user operator."""
+    found = _trace_diagnosis(
+        run, cell=lambda array, index: f"{array}[{index}]",
+        race_advice="A cuda.syncthreads() is missing between a read and a write (or use two buffers).",
+        uninitialized_advice="fill every cell (with the identity past n) before the barrier.")
+    if found is not None:
+        return found
+    results = run.result if isinstance(run.result, tuple) else (run.result,)
+    results = [r.copy_to_host() if hasattr(r, "copy_to_host") else r for r in results]
+    fields = x if isinstance(x, tuple) else (x,)
+    if len(results) != len(fields) or any(np.shape(r) != f.shape for r, f in zip(results, fields)):
+        return "exception", None, f"the function must return the scan of x: {len(fields)} arrays of shape {fields[0].shape}"
+    unwritten = np.flatnonzero(np.any([_is_poison(np.asarray(r)) for r in results], axis=0))
+    if unwritten.size:
+        return "unwritten-output", int(unwritten[0]), "This element was never written: check the bound of the store and the last lanes and blocks."
+    expected = user_ops.reference(user_ops.float64_copy(x), op, identity=identity, inclusive=inclusive, reverse=reverse)
+    got = tuple(np.asarray(r) for r in results)
+    bad = user_ops.wrong_indices(got if isinstance(x, tuple) else got[0], expected, reverse=reverse)
+    if bad.size:
+        return "wrong-result", int(bad[0]), ""
+    return "pass", None, ""
+
+
 def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes=None, timeout=20.0, name=None,
-         budget=None):
+         identity=None, budget=None):
     """Check ``fn``, a student's scan, against the reference.
 
     Parameters
     ----------
     fn : callable
         ``fn(x)`` takes a 1-D numpy array and returns its scan (numpy or device array),
-        computed by the student's kernel(s).
+        computed by the student's kernel(s). With a user operator on a tuple of dtypes, it takes
+        and returns a tuple of arrays.
     op, inclusive, reverse :
-        Which scan ``fn`` computes (see :func:`prefixsum.scan`).
-    dtype : numpy dtype
-        Element type of the random inputs.
+        Which scan ``fn`` computes (see :func:`prefixsum.scan`). ``op`` may be a user operator
+        (a ``cuda.jit(device=True)`` function); it is checked by :func:`operator` first, and the
+        reference is :func:`prefixsum.scans.user_ops.reference`.
+    dtype : numpy dtype, or a tuple of them with a user operator
+        Element type of the random inputs (one per field of a tuple).
+    identity : scalar or tuple, optional
+        The identity of a user operator (required with one).
     sizes : sequence of int, optional
         Input lengths, smallest first (default :data:`DEFAULT_SIZES`).
     timeout : float
@@ -264,8 +392,17 @@ def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes
         ``passed``, ``diagnosis`` (one of :data:`DIAGNOSES`), the first failing ``size`` and
         ``index``, and a ``hint``; printed, one deterministic line.
     """
-    check_op(op)
-    dtype = check_dtype(dtype)
+    name = name or getattr(fn, "__name__", "scan")
+    if name == "<lambda>":
+        name = "scan"
+    user = not isinstance(op, str)
+    if user:
+        verdict = operator(op, identity, dtype, name=name)
+        if not verdict:
+            return verdict
+    else:
+        check_op(op)
+        dtype = check_dtype(dtype)
     if budget is not None and not isinstance(budget, Budget):
         raise TypeError(f"budget must be a prefixsum.check.Budget or None; got {type(budget).__name__}")
     sizes = tuple(sorted(sizes or DEFAULT_SIZES))
@@ -273,14 +410,19 @@ def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes
     sizes, seed = _sizes_and_seed(sizes)
     if _mode["timeout"] is not None:
         timeout = min(timeout, _mode["timeout"])
-    name = name or getattr(fn, "__name__", "scan")
-    if name == "<lambda>":
-        name = "scan"
     passed_sizes = []
     for n in sizes:
-        x = random_input(n, op, dtype, np.random.default_rng(seed + n))
-        run = tracing.record(_with_poisoned_allocations, fn, x.copy(), timeout=timeout)
-        diagnosis, index, hint = _diagnose(run, x, op, inclusive, reverse)
+        rng = np.random.default_rng(seed + n)
+        if user:
+            fields = user_ops.random_fields(n, dtype if isinstance(dtype, tuple) else (dtype,), rng)
+            x = fields if isinstance(dtype, tuple) else fields[0]
+            copy = tuple(f.copy() for f in fields) if isinstance(dtype, tuple) else x.copy()
+            run = tracing.record(_with_poisoned_allocations, fn, copy, timeout=timeout)
+            diagnosis, index, hint = _diagnose_user(run, x, op, identity, inclusive, reverse)
+        else:
+            x = random_input(n, op, dtype, rng)
+            run = tracing.record(_with_poisoned_allocations, fn, x.copy(), timeout=timeout)
+            diagnosis, index, hint = _diagnose(run, x, op, inclusive, reverse)
         if diagnosis == "wrong-result":
             hint = _wrong_result_hint(index, n, passed_sizes, not inclusive)
         if diagnosis == "pass" and budget is not None:
@@ -685,3 +827,68 @@ def tridiagonal(fn, *, n_values=(1, 2, 3, 7, 11, 32, 33), batch=3, dtype=np.floa
             return CheckResult(False, "wrong-result", name, sizes, n, row, f"System {system}. {hint}")
         passed_sizes.append(n)
     return CheckResult(True, "pass", name, sizes)
+
+
+def _name(fn, name, default):
+    """The name a verdict shows: ``name``, else ``fn``'s own unless it is a lambda, else ``default``."""
+    own = getattr(fn, "__name__", default)
+    return name or (default if own == "<lambda>" else own)
+
+
+def _check_cases(fn, cases, name, timeout, wrong_hint):
+    """Run ``fn(*args)`` traced, with poisoned allocations, for each ``(n, args, expected)`` of ``cases``.
+
+    The verdict of :func:`compaction` and :func:`radix_pass`: what the trace shows first, then
+    a result of the wrong length, unwritten elements, and the first wrong one.
+    """
+    sizes = []
+    for n, args, expected in cases:
+        sizes.append(n)
+        run = tracing.record(_with_poisoned_allocations, fn, *[a.copy() for a in args], timeout=timeout)
+        found = _trace_diagnosis(
+            run, cell=lambda array, index: f"{array}[{index}]",
+            race_advice="Two threads write one place: is every element's place different?",
+            uninitialized_advice="write every cell before the barrier.")
+        if found is not None:
+            return CheckResult(False, found[0], name, tuple(sizes), n, found[1], found[2])
+        result = run.result.copy_to_host() if hasattr(run.result, "copy_to_host") else np.asarray(run.result)
+        if result.shape != expected.shape:
+            return CheckResult(False, "wrong-result", name, tuple(sizes), n, None,
+                               f"the result has {result.shape[0] if result.ndim else 0} elements, not {expected.shape[0]}.")
+        unwritten = np.flatnonzero(_is_poison(result))
+        if unwritten.size:
+            return CheckResult(False, "unwritten-output", name, tuple(sizes), n, int(unwritten[0]),
+                               "This element was never written: does every element reach its place?")
+        bad = np.flatnonzero(result != expected)
+        if bad.size:
+            return CheckResult(False, "wrong-result", name, tuple(sizes), n, int(bad[0]), wrong_hint)
+    return CheckResult(True, "pass", name, tuple(sizes))
+
+
+def compaction(fn, *, sizes=DEFAULT_SIZES, timeout=20.0, name=None):
+    """Check ``fn(x, mask) -> x[mask]``, a student's stream compaction, on random float32 inputs.
+
+    ``mask`` is a bool array with about a third of its elements set (all set and none set are
+    among the cases, at the smallest sizes).
+    """
+    def cases():
+        for n in sorted(sizes):
+            rng = np.random.default_rng(_SEED + n)
+            x = rng.normal(size=n).astype(np.float32)
+            mask = rng.random(n) < (1.0 if n == 1 else 0.0 if n == 2 else 0.35)
+            yield n, (x, mask), x[mask]
+
+    return _check_cases(fn, cases(), _name(fn, name, "compaction"), timeout,
+                        "The kept elements must keep their order: element i goes to the number of kept elements before it.")
+
+
+def radix_pass(fn, *, bit=3, sizes=DEFAULT_SIZES, timeout=20.0, name=None):
+    """Check ``fn(keys, bit)``, one pass of a radix sort: a stable split of uint32 ``keys`` by ``bit``, zeros first."""
+    def cases():
+        for n in sorted(sizes):
+            keys = np.random.default_rng(_SEED + n).integers(0, 64, n).astype(np.uint32)
+            zero = (keys >> bit) & 1 == 0
+            yield n, (keys, np.uint32(bit)), np.concatenate([keys[zero], keys[~zero]])
+
+    return _check_cases(fn, cases(), _name(fn, name, "radix pass"), timeout,
+                        "Zeros go to their exclusive-scan place; a one goes to (all zeros) + i - (zeros before i).")

@@ -1,7 +1,11 @@
 """Deliberately broken scan kernels, each with the diagnosis the checker must give it.
 
 Every mutant is the ladder scan (or a Hillis-Steele or tiling step) with one typical student
-mistake. The test suite runs :func:`prefixsum.check.scan` on each and requires the diagnosis
+mistake. The chained scans (:func:`chained_tile` and its mutants) carry between blocks inside
+one launch: each tile waits for the inclusive prefix of the tile before it, which that tile's
+block publishes behind a fence and an atomic flag; their mutants are the mistakes of blocks
+that talk to each other (no flags, no fence, waiting for a block dispatched later, polling with
+a plain load). The test suite runs :func:`prefixsum.check.scan` on each and requires the diagnosis
 listed here; :func:`allclose_catches` measures how many a single ``allclose`` on one
 power-of-two input (the puzzle collections' check) would catch on numba's stock simulator.
 
@@ -12,7 +16,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from numba import cuda, float32
+from numba import cuda, float32, int32
 
 from . import child as _child
 
@@ -272,6 +276,150 @@ def folding_power_of_two_tile(x, out, totals, n):
         totals[cuda.blockIdx.x] = cells[t]
 
 
+@cuda.jit(device=True)
+def ladder_in_shared(rungs, x, i, n, t):
+    """The ladder scan of one tile into ``rungs``, by thread ``t`` of the tile's ``BLOCK``."""
+    rungs[t] = x[i] if i < n else float32(0)
+    cuda.syncthreads()
+    phase = 1
+    while phase < BLOCK:
+        if t & phase:
+            rungs[t] += rungs[(t & ~(phase - 1)) - 1]
+        cuda.syncthreads()
+        phase <<= 1
+
+
+@cuda.jit
+def chained_tile(x, out, prefixes, flags, counter, n):
+    rungs = cuda.shared.array(BLOCK, float32)
+    tile = cuda.shared.array(1, int32)
+    carry = cuda.shared.array(1, float32)
+    t = cuda.threadIdx.x
+    if t == 0:  # tiles in the order blocks start: a tile's predecessor has started already
+        tile[0] = cuda.atomic.add(counter, 0, 1)
+    cuda.syncthreads()
+    b = tile[0]
+    i = b * BLOCK + t
+    ladder_in_shared(rungs, x, i, n, t)
+    if t == BLOCK - 1:
+        before = float32(0)
+        if b > 0:
+            while cuda.atomic.add(flags, b - 1, 0) == 0:  # acquire: an atomic read of the flag
+                pass
+            before = prefixes[b - 1]
+        prefixes[b] = before + rungs[t]
+        cuda.threadfence()  # the prefix reaches memory before the flag does
+        cuda.atomic.add(flags, b, 1)  # release
+        carry[0] = before
+    cuda.syncthreads()
+    if i < n:
+        out[i] = rungs[t] + carry[0]
+
+
+@cuda.jit
+def chained_without_flags_tile(x, out, prefixes, flags, counter, n):
+    rungs = cuda.shared.array(BLOCK, float32)
+    t = cuda.threadIdx.x
+    b = cuda.blockIdx.x
+    i = b * BLOCK + t
+    ladder_in_shared(rungs, x, i, n, t)
+    # the last element of the tile before, which block b - 1 stores in this same launch
+    before = out[b * BLOCK - 1] if b > 0 else float32(0)
+    if i < n:
+        out[i] = rungs[t] + before
+
+
+@cuda.jit
+def chained_without_fence_tile(x, out, prefixes, flags, counter, n):
+    rungs = cuda.shared.array(BLOCK, float32)
+    tile = cuda.shared.array(1, int32)
+    carry = cuda.shared.array(1, float32)
+    t = cuda.threadIdx.x
+    if t == 0:
+        tile[0] = cuda.atomic.add(counter, 0, 1)
+    cuda.syncthreads()
+    b = tile[0]
+    i = b * BLOCK + t
+    ladder_in_shared(rungs, x, i, n, t)
+    if t == BLOCK - 1:
+        before = float32(0)
+        if b > 0:
+            while cuda.atomic.add(flags, b - 1, 0) == 0:
+                pass
+            before = prefixes[b - 1]
+        prefixes[b] = before + rungs[t]
+        cuda.atomic.add(flags, b, 1)  # no threadfence: the flag may arrive before the prefix
+        carry[0] = before
+    cuda.syncthreads()
+    if i < n:
+        out[i] = rungs[t] + carry[0]
+
+
+@cuda.jit
+def chained_waits_for_later_block_tile(x, out, prefixes, flags, counter, n):
+    rungs = cuda.shared.array(BLOCK, float32)
+    carry = cuda.shared.array(1, float32)
+    t = cuda.threadIdx.x
+    b = cuda.gridDim.x - 1 - cuda.blockIdx.x  # tile b - 1 belongs to a block dispatched later
+    i = b * BLOCK + t
+    ladder_in_shared(rungs, x, i, n, t)
+    if t == BLOCK - 1:
+        before = float32(0)
+        if b > 0:
+            while cuda.atomic.add(flags, b - 1, 0) == 0:
+                pass
+            before = prefixes[b - 1]
+        prefixes[b] = before + rungs[t]
+        cuda.threadfence()
+        cuda.atomic.add(flags, b, 1)
+        carry[0] = before
+    cuda.syncthreads()
+    if i < n:
+        out[i] = rungs[t] + carry[0]
+
+
+@cuda.jit
+def chained_plain_poll_tile(x, out, prefixes, flags, counter, n):
+    rungs = cuda.shared.array(BLOCK, float32)
+    tile = cuda.shared.array(1, int32)
+    carry = cuda.shared.array(1, float32)
+    t = cuda.threadIdx.x
+    if t == 0:
+        tile[0] = cuda.atomic.add(counter, 0, 1)
+    cuda.syncthreads()
+    b = tile[0]
+    i = b * BLOCK + t
+    ladder_in_shared(rungs, x, i, n, t)
+    if t == BLOCK - 1:
+        before = float32(0)
+        if b > 0:
+            while flags[b - 1] == 0:  # a plain load: compiled, it may be read once, and hang
+                pass
+            before = prefixes[b - 1]
+        prefixes[b] = before + rungs[t]
+        cuda.threadfence()
+        cuda.atomic.add(flags, b, 1)
+        carry[0] = before
+    cuda.syncthreads()
+    if i < n:
+        out[i] = rungs[t] + carry[0]
+
+
+def chained_scan(kernel, x):
+    """Run a chained tile ``kernel`` (:func:`chained_tile` or a mutant) on ``x`` in one launch.
+
+    Returns the device array of the inclusive sum scan.
+    """
+    n = len(x)
+    tiles = math.ceil(n / BLOCK)
+    out = cuda.device_array(n, np.float32)
+    prefixes = cuda.device_array(tiles, np.float32)
+    flags = cuda.to_device(np.zeros(tiles, np.int32))
+    counter = cuda.to_device(np.zeros(1, np.int32))
+    kernel[tiles, BLOCK](cuda.to_device(x), out, prefixes, flags, counter, n)
+    return out
+
+
 @dataclass(frozen=True)
 class Mutant:
     """A broken scan: ``run(x)`` returns its result; ``diagnosis`` is what the checker must say."""
@@ -304,6 +452,7 @@ MUTANTS = (
 )
 
 CORRECT = Mutant("ladder_tiles", "none", "pass", _tiles(correct_tile))
+
 
 
 def allclose_catches(mutants=MUTANTS, n=BLOCK * 4, seed=0):

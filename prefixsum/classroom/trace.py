@@ -66,6 +66,8 @@ class Record(NamedTuple):
     instance: int
     """How many times this thread had executed this source line's access to this array before."""
     itemsize: int
+    atomic: bool = False
+    """A ``cuda.atomic`` operation (``write`` is then True: it may change the cell)."""
 
 
 class Race(NamedTuple):
@@ -110,22 +112,29 @@ class Trace:
                 and (space is None or r.space == space) and (block is None or r.block == block)]
 
     def races(self):
-        """Every :class:`Race`, at most one per address and phase."""
+        """Every :class:`Race`, at most one per address and phase.
+
+        Atomic operations on one address never race with each other (the hardware orders them);
+        a plain access against an atomic one, or a plain write against any access, does.
+        """
         found = []
         within = collections.defaultdict(list)
-        writers = collections.defaultdict(set)
+        writers = collections.defaultdict(lambda: (set(), set()))  # (plain writers, atomic users)
         for r in self.records:
             if r.space == "local":
                 continue
             within[(r.launch, r.block, r.space, r.array, r.index, r.phase)].append(r)
             if r.space == "global" and r.write:
-                writers[(r.launch, r.array, r.index)].add(r.block)
+                writers[(r.launch, r.array, r.index)][r.atomic].add(r.block)
         for (launch, block, _, array, index, phase), rs in within.items():
             threads = sorted({r.thread for r in rs})
-            if len(threads) > 1 and any(r.write for r in rs):
+            atomics = sum(r.atomic for r in rs)
+            conflict = any(r.write and not r.atomic for r in rs) or 0 < atomics < len(rs)
+            if len(threads) > 1 and conflict:
                 found.append(Race(launch, self.kernel(launch), array, index, block, tuple(threads), phase, False))
-        for (launch, array, index), blocks in writers.items():
-            if len(blocks) > 1:
+        for (launch, array, index), (plain, atomic) in writers.items():
+            blocks = plain | atomic
+            if plain and len(blocks) > 1:
                 found.append(Race(launch, self.kernel(launch), array, index, min(blocks), tuple(sorted(blocks)), -1, True))
         return sorted(found, key=lambda race: (race.launch, race.array, race.index, race.phase))
 
@@ -262,7 +271,7 @@ class _Recorder:
         instance = self.instances[key]
         self.instances[key] += 1
         self.records.append(Record(launch, b, t, access.array, access.space, int(flat), access.kind != "read",
-                                   access.phase, access.line, instance, _itemsize(access)))
+                                   access.phase, access.line, instance, _itemsize(access), access.kind == "atomic"))
 
     def trace(self, result, error):
         launches = [Launch(i, name, grid, block, combines) for i, (name, grid, block, combines) in enumerate(self.launches)]

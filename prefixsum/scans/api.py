@@ -5,8 +5,9 @@ import numpy as np
 from numba import cuda
 
 from ..core.arithmetic import quiet_arithmetic
-from ..core.arrays import is_device_array
+from ..core.arrays import is_device_array, result_array
 from ..core.device import classroom_simulator, simulating
+from . import user_ops
 from .ops import check_dtype, check_op, native
 from .registry import lookup
 
@@ -25,24 +26,34 @@ _SIMULATOR_US_PER_ELEMENT = {
     "blelloch": (75, 3300),
     "kstep": (45, 180),
     "hierarchical": (40, None),
+    "lookback": (25, None),
 }
 _UNKNOWN_US_PER_ELEMENT = (140, 4900)  # an algorithm registered by a user: the slowest above
 _announced_slow = False
 
 
-def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", **options):
+def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", identity=None, **options):
     """Scan (prefix sum) of a 1-D array with an associative operator, on the GPU or simulator.
 
     Parameters
     ----------
-    x : numpy.ndarray or device array, 1-D
+    x : numpy.ndarray or device array, 1-D, or a tuple of them
         int32, uint32, int64, uint64, float32 or float64. Never modified. A device array is
         anything with ``__cuda_array_interface__`` (numba, CuPy, PyTorch). A numpy array in the
         other byte order (``">i4"`` on a little-endian machine) is converted to this machine's
         order first, as numpy's ``cumsum`` accepts it; a device array must be in this machine's
-        order.
-    op : {"add", "mul", "max", "min"}
-        The operator. Integer add and mul wrap around as numpy's do in that dtype.
+        order. With a user operator, a tuple of equal-length arrays (dtypes may differ) is a
+        sequence of tuples, element i being ``(x[0][i], x[1][i], ...)``.
+    op : {"add", "mul", "max", "min"} or numba CUDA device function
+        The operator. Integer add and mul wrap around as numpy's do in that dtype. A user
+        operator is a ``@cuda.jit(device=True)`` function ``op(p, q)`` of two elements returning
+        one (scalars for one array, tuples for a tuple of arrays), associative; it need not be
+        commutative. It runs on the algorithms whose ``user_op`` is set (``"auto"`` picks the
+        best of them; see :mod:`prefixsum.scans.user_ops`); a reverse scan with it gives element
+        i as ``x[n-1] op ... op x[i]``.
+    identity : scalar or tuple, optional
+        Required with a user operator, and only allowed with one: the element e with
+        ``op(e, x) == x == op(x, e)``, one value per array of a tuple.
     inclusive : bool, default True
         Element i combines ``x[0..i]``. If False, ``x[0..i-1]``, and element 0 is the identity
         (0, 1, the dtype's lowest value or -inf, its highest value or +inf).
@@ -56,8 +67,8 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", **opti
     Returns
     -------
     numpy.ndarray or numba device array
-        The same kind as ``x`` (numpy in, numpy out; device in, device out), same length and
-        dtype, in this machine's byte order. max and min propagate NaN as ``np.maximum`` and
+        The same kind as ``x`` (numpy in, numpy out; device in, device out; a tuple of them for a
+        tuple), same length and dtype, in this machine's byte order. max and min propagate NaN as ``np.maximum`` and
         ``np.minimum`` do; inf + -inf is NaN, without numpy's RuntimeWarning.
 
     Warns
@@ -82,7 +93,10 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", **opti
     >>> ps.scan(np.array([3, 2, 1, 2], dtype=np.int32), inclusive=False, reverse=True)
     array([5, 3, 2, 0], dtype=int32)
     """
-    on_device = is_device_array(x)
+    if isinstance(x, tuple) or callable(op) or identity is not None:
+        return user_ops.scan(x, op, identity=identity, inclusive=inclusive, reverse=reverse,
+                             algorithm=algorithm, **options)
+    on_device = type(x) is _NUMBA_DEVICE_ARRAY or is_device_array(x)
     if not on_device:
         x = native(np.asarray(x))
     check_dtype(x.dtype)
@@ -92,26 +106,69 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", **opti
     for flag, value in (("inclusive", inclusive), ("reverse", reverse)):
         if not isinstance(value, (bool, np.bool_)):
             raise ValueError(f"{flag} must be True or False; got {value!r}")
-    chosen = lookup(algorithm)
-    resolved = chosen.resolve_options(options)
-
     n = x.shape[0]
+    chosen = lookup(algorithm, n)
+    resolved = _resolved_options(chosen, options)
+
     if on_device:
-        if not cuda.devicearray.is_cuda_ndarray(x):
+        if type(x) is not _NUMBA_DEVICE_ARRAY and not cuda.devicearray.is_cuda_ndarray(x):
             x = cuda.as_cuda_array(x)
         if not x.is_c_contiguous():
             raise ValueError(
                 f"a device array x must be contiguous; got strides {tuple(x.strides)} for elements of "
                 f"{x.dtype.itemsize} bytes; copy it first (e.g. cupy.ascontiguousarray)")
         source = x
+        out = result_array(n, x.dtype)
     else:
-        source = cuda.to_device(np.ascontiguousarray(x))
-    out = cuda.device_array(n, x.dtype)
+        source, out = _numpy_call_buffers(n, x.dtype)
+        source.copy_to_device(np.ascontiguousarray(x))
     if n:
-        announce_slow_simulation(n, chosen.name)
-        with quiet_arithmetic():
+        if simulating():
+            announce_slow_simulation(n, chosen.name)
+            with quiet_arithmetic():
+                chosen.run(source, out, op, bool(inclusive), bool(reverse), **resolved)
+        else:
             chosen.run(source, out, op, bool(inclusive), bool(reverse), **resolved)
     return out if on_device else out.copy_to_host()
+
+
+# numba's device array on a GPU (the simulator has another class): its type is checked first,
+# as asking an array for __cuda_array_interface__ builds a dictionary.
+_NUMBA_DEVICE_ARRAY = getattr(cuda.devicearray, "DeviceNDArray", None)
+_RESOLVED = {}
+_NUMPY_CALL_BUFFERS = {}
+
+
+def _numpy_call_buffers(n, dtype):
+    """Device arrays ``(input, result)`` for a call on a numpy array of ``n`` elements of ``dtype``.
+
+    They live only during the call (it ends by copying the result back, which waits for the
+    scan), so on a GPU the pair of the last call of each dtype is kept and reused by the next
+    call of that length: no allocation, which takes longer than a small scan, and at most two
+    arrays of the last length held per dtype. The simulator gets fresh arrays, for the checker.
+    """
+    if simulating():
+        return cuda.device_array(n, dtype), cuda.device_array(n, dtype)
+    pair = _NUMPY_CALL_BUFFERS.get(dtype)
+    if pair is None or pair[0].shape[0] != n:
+        _NUMPY_CALL_BUFFERS.pop(dtype, None)  # free the old pair before allocating the new one
+        pair = _NUMPY_CALL_BUFFERS[dtype] = (cuda.device_array(n, dtype), cuda.device_array(n, dtype))
+    return pair
+
+
+def _resolved_options(algorithm, options):
+    """``algorithm.resolve_options(options)``, remembered: a call repeated with the same options
+    skips checking them again (the key holds each value's type, so ``True`` never stands for ``1``)."""
+    try:
+        key = (algorithm.name, tuple((name, type(value), value) for name, value in options.items()))
+        hash(key)
+    except TypeError:  # an unhashable option value: checked every time (and refused, by every algorithm here)
+        return algorithm.resolve_options(options)
+    if key not in _RESOLVED:
+        if len(_RESOLVED) > 1024:
+            _RESOLVED.clear()
+        _RESOLVED[key] = algorithm.resolve_options(options)
+    return _RESOLVED[key]
 
 
 def exclusive_scan(x, op="add", **kw):

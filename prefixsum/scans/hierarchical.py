@@ -121,30 +121,30 @@ def block_reduce(op, dtype, block_size):
     return cuda.jit(device=True)(reduce)
 
 
-@functools.lru_cache(maxsize=None)
-def tile_scanner(op, dtype, inclusive, reverse, block_size, items):
-    """Device function ``scan_tile(src, dst, n, start, seed) -> seed + tile``.
+def staged_size(block_size, items):
+    """Elements of the shared buffer a tile goes through: the tile, one slot skipped every 32."""
+    return block_size * items * 33 // 32
 
-    Scans logical elements ``start .. start + block_size * items - 1`` of ``src`` (those below
-    ``n``) into ``dst``, every result combined after ``seed``, and returns ``seed`` combined with
-    the whole tile, in every thread. ``src`` may be ``dst``.
+
+@functools.lru_cache(maxsize=None)
+def tile_loader(op, dtype, reverse, block_size, items):
+    """Device function ``load(src, n, start, staged, run) -> total``.
+
+    Reads logical elements ``start .. start + block_size * items - 1`` of ``src`` (the identity
+    past ``n``) coalesced, through the shared buffer ``staged`` (:func:`staged_size` elements),
+    into the caller's ``run`` in the blocked arrangement, and returns the combination of the
+    caller's ``items`` elements. Every thread of the block must call it (one barrier).
     """
     combine = device_op(op, dtype)
     neutral = identity(op, dtype)
     where = position(reverse)
-    element = numba_type(dtype)
-    scan_block = block_scan(op, dtype, block_size)
     tile = block_size * items
-    staged_size = tile * 33 // 32  # one slot skipped every 32
 
-    def scan_tile(src, dst, n, start, seed):
-        staged = cuda.shared.array(staged_size, element)
-        run = cuda.local.array(items, element)
+    def load(src, n, start, staged, run):
         t = cuda.threadIdx.x
-        whole = start + tile <= n
         # Step k: the warps read consecutive elements. In a whole tile no bounds check stands
         # between the loads, so that all of a thread's loads are in flight at once.
-        if whole:
+        if start + tile <= n:
             for k in range(items):
                 run[k] = src[where(start + k * block_size + t, n)]
         else:
@@ -160,8 +160,25 @@ def tile_scanner(op, dtype, inclusive, reverse, block_size, items):
             j = t * items + k
             run[k] = staged[j + (j >> 5)]
             total = combine(total, run[k])
-        exclusive, block_total = scan_block(total)
-        acc = combine(seed, exclusive)
+        return total
+
+    return cuda.jit(device=True)(load)
+
+
+@functools.lru_cache(maxsize=None)
+def tile_writer(op, dtype, inclusive, reverse, block_size, items):
+    """Device function ``write(dst, n, start, staged, run, acc)``: the other half of :func:`tile_loader`.
+
+    Scans the caller's blocked ``run`` sequentially from ``acc`` (everything before the
+    caller's first element) and writes the results to logical elements ``start ..`` of ``dst``
+    (those below ``n``), coalesced through ``staged``. Every thread must call it (one barrier).
+    """
+    combine = device_op(op, dtype)
+    where = position(reverse)
+    tile = block_size * items
+
+    def write(dst, n, start, staged, run, acc):
+        t = cuda.threadIdx.x
         for k in range(items):
             j = t * items + k
             if not inclusive:
@@ -173,7 +190,7 @@ def tile_scanner(op, dtype, inclusive, reverse, block_size, items):
         for k in range(items):
             j = k * block_size + t
             run[k] = staged[j + (j >> 5)]
-        if whole:
+        if start + tile <= n:
             for k in range(items):
                 dst[where(start + k * block_size + t, n)] = run[k]
         else:
@@ -181,6 +198,30 @@ def tile_scanner(op, dtype, inclusive, reverse, block_size, items):
                 i = start + k * block_size + t
                 if i < n:
                     dst[where(i, n)] = run[k]
+
+    return cuda.jit(device=True)(write)
+
+
+@functools.lru_cache(maxsize=None)
+def tile_scanner(op, dtype, inclusive, reverse, block_size, items):
+    """Device function ``scan_tile(src, dst, n, start, seed) -> seed + tile``.
+
+    Scans logical elements ``start .. start + block_size * items - 1`` of ``src`` (those below
+    ``n``) into ``dst``, every result combined after ``seed``, and returns ``seed`` combined with
+    the whole tile, in every thread. ``src`` may be ``dst``.
+    """
+    combine = device_op(op, dtype)
+    element = numba_type(dtype)
+    load = tile_loader(op, dtype, reverse, block_size, items)
+    write = tile_writer(op, dtype, inclusive, reverse, block_size, items)
+    scan_block = block_scan(op, dtype, block_size)
+    size = staged_size(block_size, items)
+
+    def scan_tile(src, dst, n, start, seed):
+        staged = cuda.shared.array(size, element)
+        run = cuda.local.array(items, element)
+        exclusive, block_total = scan_block(load(src, n, start, staged, run))
+        write(dst, n, start, staged, run, combine(seed, exclusive))
         return combine(seed, block_total)
 
     return cuda.jit(device=True)(scan_tile)

@@ -35,10 +35,19 @@ class Algorithm:
     source : str
         The seed document or reference the algorithm comes from.
     auto_rank : int
-        ``algorithm="auto"`` picks the registered algorithm with the highest rank.
+        ``algorithm="auto"`` picks, among the registered algorithms it may use for n elements,
+        the one with the highest rank.
+    auto_min_n : int
+        ``"auto"`` uses the algorithm only for n >= auto_min_n (from measurements: below, a
+        lower-ranked one is faster).
     warp_level : bool
         Uses warp intrinsics (shuffles, votes), which numba's stock simulator lacks: "auto"
         passes over it when the stock simulator runs the kernels.
+    user_op : callable or None
+        ``user_op(operator, inclusive, reverse, **options) -> (kernel, tile, threads)``: the tile
+        kernel ``(x0, ..., out0, ..., totals0, ..., n)`` for a user operator on tuple elements
+        (:mod:`prefixsum.scans.user_ops`), its elements per tile and threads per block; None
+        when the algorithm cannot carry a user operator.
     """
 
     name: str
@@ -49,7 +58,9 @@ class Algorithm:
     summary: str = ""
     source: str = ""
     auto_rank: int = 0
+    auto_min_n: int = 0
     warp_level: bool = False
+    user_op: Callable | None = None
 
     def resolve_options(self, options):
         """Return the full option dict (defaults filled in), or raise ValueError for a bad one."""
@@ -92,11 +103,21 @@ def register(algorithm):
     return algorithm
 
 
-def lookup(name):
-    """The :class:`Algorithm` called ``name``; ``"auto"`` is the highest-ranked one."""
+_AUTO_ORDER = {}
+
+
+def lookup(name, n=0):
+    """The :class:`Algorithm` called ``name``; ``"auto"``: the highest-ranked one for ``n`` elements.
+
+    ``"auto"`` passes over warp-level algorithms where warp intrinsics are missing (numba's stock
+    simulator) and over an algorithm whose ``auto_min_n`` is above ``n``.
+    """
     if name == "auto":
-        warp = device.warp_intrinsics()
-        return max((a for a in ALGORITHMS.values() if warp or not a.warp_level), key=lambda a: a.auto_rank)
+        key = (device.warp_intrinsics(), len(ALGORITHMS))
+        if key not in _AUTO_ORDER:
+            _AUTO_ORDER[key] = sorted((a for a in ALGORITHMS.values() if key[0] or not a.warp_level),
+                                      key=lambda a: -a.auto_rank)
+        return next(a for a in _AUTO_ORDER[key] if n >= a.auto_min_n)
     try:
         return ALGORITHMS[name]
     except (KeyError, TypeError):

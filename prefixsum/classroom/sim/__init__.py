@@ -16,30 +16,39 @@ nothing (returning False) unless numba's simulator is selected (``numba.config.E
 
 Every rule names the kernel, the block and the thread that broke it. Where each is documented:
 
-* :mod:`.scheduler`: how a launch runs (deterministic greenlet threads), barrier divergence,
-  silent overflow;
+* :mod:`.scheduler`: how a launch runs (the device model: a few resident blocks taking turns in
+  a seeded order; deterministic greenlet threads), barrier divergence, deadlocks, silent
+  overflow;
 * :mod:`.launch`: launches a GPU refuses (:class:`LaunchError`);
-* :mod:`.memory`: negative and out-of-bounds indices, the arrays the access hook sees;
+* :mod:`.memory`: negative and out-of-bounds indices, the arrays the access hook sees, what one
+  block sees of another's stores (fences, atomics) and when a thread polls;
 * :mod:`.allocation`: poisoned shared and local memory, one array per call site;
 * :mod:`.warp`: shuffles, votes, ``syncwarp`` and ``activemask``;
 * :mod:`.errors`: the error messages and how to sanitize them;
-* :mod:`.hooks`: the launch, device-function call, allocation and access hooks;
-* :mod:`.settings`: the switches ``enabled`` and ``allow_negative_indices``;
+* :mod:`.hooks`: the launch, device-function call, allocation, access and fence hooks;
+* :mod:`.settings`: the switches ``enabled``, ``allow_negative_indices``, ``resident_blocks``
+  and ``block_order_seed``;
 * :mod:`.numba_patches`: what ``install()`` patches.
 """
 from ...core.poison import POISON_BYTE, poison_value
 from .errors import (
-    BarrierDivergenceError, KernelError, LaunchError, NegativeIndexError, SimError,
+    BarrierDivergenceError, DeadlockError, KernelError, LaunchError, NegativeIndexError, SimError,
     WarpDivergenceError,
 )
-from .hooks import Access, LaunchInfo, access_hook, allocation_hook, call_hook, launch_hook
+from .hooks import (
+    Access, Fence, LaunchInfo, access_hook, allocation_hook, call_hook, fence_hook, launch_hook,
+)
 from .numba_patches import install, is_enabled
 from .scheduler import in_launch
-from .settings import allow_negative_indices, enabled
+from .settings import (
+    DEFAULT_RESIDENT_BLOCKS, DEFAULT_SEED, allow_negative_indices, block_order_seed, enabled,
+    resident_blocks,
+)
 
 __all__ = [
-    "Access", "BarrierDivergenceError", "KernelError", "LaunchError", "LaunchInfo",
-    "NegativeIndexError", "POISON_BYTE", "SimError", "WarpDivergenceError", "access_hook",
-    "allocation_hook", "allow_negative_indices", "call_hook", "enabled", "in_launch", "install",
-    "is_enabled", "launch_hook", "poison_value",
+    "Access", "BarrierDivergenceError", "DEFAULT_RESIDENT_BLOCKS", "DEFAULT_SEED",
+    "DeadlockError", "Fence", "KernelError", "LaunchError", "LaunchInfo", "NegativeIndexError",
+    "POISON_BYTE", "SimError", "WarpDivergenceError", "access_hook", "allocation_hook",
+    "allow_negative_indices", "block_order_seed", "call_hook", "enabled", "fence_hook", "in_launch", "install",
+    "is_enabled", "launch_hook", "poison_value", "resident_blocks",
 ]

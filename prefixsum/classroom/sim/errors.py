@@ -15,9 +15,11 @@ IndexError naming the array; an exception type that cannot be rebuilt with a mes
 :class:`KernelError`.
 
 Frames of the simulator itself, of numba, numpy and greenlet are not the student's: messages
-skip them. The five kinds of messages built here: a refused launch, a negative index, an
-exception in a thread, a barrier that not every thread of a block reaches, and a warp-level
-call that not every lane of its mask makes.
+skip them. The six kinds of messages built here: a refused launch, a negative index, an
+exception in a thread, a barrier that not every thread of a block reaches, a warp-level
+call that not every lane of its mask makes, and a deadlock (:class:`DeadlockError`: the
+resident blocks, and where each of their threads waits or polls). Every error of a launch of
+several blocks ends with the seed of the blocks' order (:func:`block_order`).
 """
 import contextlib
 import linecache
@@ -61,6 +63,12 @@ class LaunchError(SimError, ValueError):
 
 class WarpDivergenceError(BarrierDivergenceError):
     """The lanes named in the mask of a warp-level call did not all make that call."""
+
+
+class DeadlockError(SimError, RuntimeError):
+    """Every thread of every resident block waits, and nothing any of them does can change that:
+    a block polls memory that no running thread will write, or waits at a barrier for one that
+    polls. On a GPU the kernel hangs."""
 
 
 class KernelError(SimError, RuntimeError):
@@ -107,7 +115,64 @@ def negative_index(shown, described, name, cell):
     )
 
 
-def in_thread(exc, kernel, block, thread):
+def kernel_frame(frame):
+    """The first frame from ``frame`` outwards that is not the simulator's: the kernel's code."""
+    while frame.f_code.co_filename.startswith(PACKAGE_DIR):
+        frame = frame.f_back
+    return frame
+
+
+def block_order(resident, seed):
+    """The line added to every error of a launch of several blocks: how to run it again alike."""
+    return (
+        f"\n  (blocks ran {resident} at a time, in the order of seed {seed}: "
+        f"prefixsum.sim.block_order_seed({seed}) repeats it)"
+    )
+
+
+def deadlock(kernel, blocks, waiting, describe_poll):
+    """The message of a launch in which no resident thread can move on.
+
+    Parameters
+    ----------
+    kernel : str
+    blocks : list of scheduler.Block
+        The resident blocks.
+    waiting : list of tuple
+        The blocks not dispatched yet (they wait for a resident block to retire).
+    describe_poll : callable
+        ``describe_poll(thread)``: what a polling thread reads, e.g. ``flags[3] (value 0)``.
+    """
+    lines = [
+        f"deadlock in kernel '{kernel}': every thread of the {len(blocks)} resident "
+        f"block{'s' * (len(blocks) > 1)} waits, at a barrier or polling global memory that no "
+        "running thread will change (a GPU hangs here)"
+    ]
+    for block in blocks:
+        lines.append(f"  block {dim(block.index)}:")
+        polling = {}
+        for t in block.threads:
+            if not t.greenlet.dead and t.site[2] == "poll":
+                polling.setdefault((t.site, describe_poll(t)), []).append(t)
+        for (site, what), members in polling.items():
+            code = site[0]
+            at = _source(code.co_filename, members[0].line, code.co_name, "      ")
+            lines.append(f"    {_thread_ranges(members)} ({len(members)} thread"
+                         f"{'s' * (len(members) > 1)}) poll {what}{at}")
+        waiters = [t for t in block.threads if t.greenlet.dead or t.site[2] != "poll"]
+        if waiters:
+            lines.extend("  " + line for line in _whereabouts(waiters))
+    if waiting:
+        first = dim(waiting[0])
+        more = f" and {len(waiting) - 1} more" if len(waiting) > 1 else ""
+        lines.append(
+            f"  not yet dispatched: block {first}{more}. A block is dispatched only when a "
+            "resident one retires, so a block must never wait for one dispatched after it"
+        )
+    return "\n".join(lines)
+
+
+def in_thread(exc, kernel, block, thread, note=""):
     """``exc`` with the kernel, block, thread and the student's source lines added to its message.
 
     Parameters
@@ -131,6 +196,7 @@ def in_thread(exc, kernel, block, thread):
     context = (
         f"  in kernel '{kernel}', block {dim(block)} thread {dim(thread)}"
         + "".join(_source(*f) for f in frames)
+        + note
     )
     message = f"{exc}\n{context}" if str(exc) else context
     new = None

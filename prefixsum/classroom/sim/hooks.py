@@ -26,7 +26,9 @@ patching numba; the simulator calls them:
   parameter's name for a global array, the assigned variable's name for a shared or local one),
   memory space, the element's index in that array (views and records are mapped back to the
   array), kind (``"read"``, ``"write"`` or ``"atomic"``), the value read or stored, the thread's
-  barrier phase, the kernel source file and line, and the array's shape and dtype::
+  barrier phase, the kernel source file and line, the array's shape and dtype, and whether a
+  global read was *stale* (another block's store to the element was not yet published to it,
+  :mod:`.memory`)::
 
       accesses = []
       with prefixsum.sim.access_hook(accesses.append):
@@ -41,6 +43,12 @@ patching numba; the simulator calls them:
   miss a race between two warps when one of them has passed a ``syncwarp`` since the last
   barrier. Launches started without an access hook use arrays without the reporting code, so
   the hook costs nothing when unused.
+
+* :func:`fence_hook`: ``callback(fence)`` for every ``cuda.threadfence()`` (and
+  ``threadfence_system()``) in a launch started inside the ``with``, with a :class:`Fence`:
+  kernel name, block, thread, its phase, source file and line. Called in the fencing thread, in
+  order with the access hook's callbacks, so that a tracer can tell which stores a fence
+  publishes (:mod:`.memory`).
 
 Each function registers its callback at once and returns a context manager that unregisters it
 on exit (or call its ``remove()``). Hooks stack: every registered callback is called, in the
@@ -82,6 +90,26 @@ class Access(NamedTuple):
     """Shape of the array (``index`` is an index into this shape)."""
     dtype: np.dtype
     """Element type of the array."""
+    stale: bool = False
+    """For a global read: whether it returned the old contents of an element that another block
+    had stored to but not published yet (:mod:`.memory`), as a GPU may."""
+
+
+class Fence(NamedTuple):
+    """One ``cuda.threadfence()`` in a simulated launch, as passed to a :func:`fence_hook` callback."""
+
+    kernel: str
+    """Name of the kernel function."""
+    block: tuple
+    """``(x, y, z)`` of the block."""
+    thread: tuple
+    """``(x, y, z)`` of the thread within its block."""
+    phase: int
+    """The thread's synchronisation clock, as in :class:`Access`."""
+    file: str
+    """Source file of the line that called the fence."""
+    line: int
+    """Line number in ``file``."""
 
 
 class LaunchInfo(NamedTuple):
@@ -114,6 +142,7 @@ launches = _Hooks()
 calls = _Hooks()
 allocations = _Hooks()
 accesses = _Hooks()
+fences = _Hooks()
 
 
 class _Registration:
@@ -174,3 +203,12 @@ def access_hook(callback):
     ``with`` statement.
     """
     return _Registration(accesses, callback)
+
+
+def fence_hook(callback):
+    """Register ``callback(fence)``, called in the simulated thread with a :class:`Fence` for
+    every ``cuda.threadfence()`` of a launch started while it is registered.
+
+    Returns a context manager that removes the hook on exit (or at its ``remove()``).
+    """
+    return _Registration(fences, callback)

@@ -35,12 +35,13 @@ def run(kernel, args):
         kernel.fn.__name__, kernel.fn, tuple(grid_dim), tuple(block_dim), kernel.dynshared_size
     ))
     _check_configuration(kernel, grid_dim, block_dim)
-    launch = Launch(kernel, grid_dim, block_dim, hooks.accesses.callbacks, hooks.calls.callbacks)
+    launch = Launch(kernel, grid_dim, block_dim, hooks.accesses.callbacks, hooks.calls.callbacks,
+                    hooks.fences.callbacks)
     write_back = []
     code = kernel.fn.__code__
     names = code.co_varnames[: code.co_argcount]
     kernel_args = [
-        _argument(kernel, arg, names[i] if i < len(names) else f"arg{i}", launch.array_class,
+        _argument(kernel, arg, names[i] if i < len(names) else f"arg{i}", launch.global_class,
                   write_back)
         for i, arg in enumerate(args)
     ]

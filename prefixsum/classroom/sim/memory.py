@@ -15,6 +15,23 @@ Every global, shared and local array a kernel touches is wrapped in an :class:`A
 In a launch with an access hook the arrays are :class:`TracedArray` s, which report every
 element access (:mod:`.hooks`); without one they carry no reporting code. ``cuda.atomic``
 (:class:`Atomic`) runs numba's operations on checked indices and reports each as one access.
+
+Global arrays (the kernel's array arguments) are :class:`GlobalArray` s, which add what blocks
+running at the same time (:mod:`.scheduler`) see of each other's stores:
+
+* A global store of one block is invisible to the other blocks until it is *published*: by a
+  ``cuda.threadfence()`` (or ``threadfence_system()``) of the thread that stored it, or of any
+  thread of its block in a later barrier phase; by an atomic operation on the same element; at
+  the latest when the block retires. Until then the other blocks read the element's old
+  contents, as they can on a GPU (where the store may still sit in the writer's L1 cache or
+  store queue). The writer's own block sees it at once. A block of a one-block launch has no one
+  to hide from. Atomics act on memory itself: they are visible at once.
+* A thread that reads a global element it has read before since it last waited or yielded --
+  that is, polls it in a loop -- first gives the other resident blocks a turn, and so does every
+  atomic operation on global memory and every fence. A poll that finds the same state again
+  with no global memory changed in between is how the scheduler tells a deadlock.
+* Stores through slices (``out[a:b] = ...``) are published at once: only element stores are
+  held back.
 """
 import sys
 
@@ -22,7 +39,7 @@ import numpy as np
 from numba.cuda.simulator import kernelapi as _stock_api
 from numba.cuda.simulator.cudadrv.devicearray import FakeShape
 
-from .errors import PACKAGE_DIR, NegativeIndexError, negative_index
+from .errors import NegativeIndexError, kernel_frame, negative_index
 from .hooks import Access
 from .settings import settings
 
@@ -195,17 +212,15 @@ class TracedArray(Array):
         else:
             self._report(key, "write", stored)
 
-    def _report(self, key, kind, value):
+    def _report(self, key, kind, value, stale=False):
         launch = self._launch
         thread = launch.thread
-        frame = sys._getframe(1)
-        while frame.f_code.co_filename.startswith(PACKAGE_DIR):  # the access the kernel made
-            frame = frame.f_back
+        frame = kernel_frame(sys._getframe(1))  # the access the kernel made
         root = self._root_array()
         access = Access(
             launch.name, launch.block, thread.index, self._name, self._space, self._cell(key),
             kind, value, thread.phase, frame.f_code.co_filename, frame.f_lineno, root.shape,
-            root.dtype,
+            root.dtype, stale,
         )
         for callback in self._callbacks:
             callback(access)
@@ -223,6 +238,107 @@ def traced_arrays(launch, callbacks):
     """
     attributes = {"__slots__": (), "_launch": launch, "_callbacks": callbacks}
     return type("TracedArray", (TracedArray,), attributes)
+
+
+class GlobalArray(Array):
+    """A global :class:`Array` of a launch whose blocks run at the same time (see the module's
+    docstring): holds back a block's stores from the other blocks until published, and lets a
+    polling thread give the other blocks a turn.
+
+    Use the subclass :func:`global_arrays` makes for a launch. ``_cells`` maps an element of the
+    root array (its index as the kernel wrote it) to ``(block, old contents)`` while a store of
+    ``block`` to it is unpublished; the views of one array share it.
+    """
+
+    __slots__ = ("_cells",)
+    _launch = None
+    _traced = False
+
+    def __init__(self, ary, name, space, root=None, rec=None):
+        Array.__init__(self, ary, name, space, root, rec)
+        root = ary if root is None else root
+        object.__setattr__(self, "_cells", self._launch.unpublished.setdefault(id(root), {}))
+
+    def _key(self, key):
+        """The element ``self[key]`` as ``_cells`` knows it, or None for a slice or a field."""
+        if self._root is None and self._rec is None:
+            if key.__class__ is int:
+                return key
+            if key.__class__ is tuple:
+                return key if all(isinstance(k, (int, np.integer)) for k in key) else None
+            return key if isinstance(key, np.integer) else None
+        try:
+            cell = self._cell(key)
+        except (IndexError, TypeError):
+            return None
+        return cell[0] if len(cell) == 1 else cell
+
+    def __getitem__(self, key):
+        value = Array.__getitem__(self, key)
+        if isinstance(value, Array):
+            return value
+        launch = self._launch
+        cell = key if key.__class__ is int and self._root is None else self._key(key)
+        if cell is not None:
+            seen = launch.thread.seen
+            mark = (id(self._cells), cell)
+            if mark in seen:  # read again since the last switch point: a poll
+                launch.switch_point(kernel_frame(sys._getframe(1)), (self, key, cell))
+                value = Array.__getitem__(self, key)
+                seen = launch.thread.seen
+            seen.add(mark)
+        stale = False
+        if self._cells and cell is not None:
+            entry = self._cells.get(cell)
+            if entry is not None and entry[0] is not launch.current:
+                value, stale = entry[1], True
+        if self._traced:
+            self._report(key, "read", value, stale)
+        return value
+
+    def __setitem__(self, key, value):
+        launch = self._launch
+        if launch.hiding:
+            cell = key if key.__class__ is int and self._root is None else self._key(key)
+            if cell is not None:
+                block = launch.current
+                entry = self._cells.get(cell)
+                if entry is None or entry[0] is not block:
+                    old = self._ary[key] if entry is None else entry[1]
+                    if old.__class__ is np.void:  # a record indexes as a view: keep a copy
+                        old = old.copy()
+                    self._cells[cell] = (block, old)
+                    thread = launch.thread
+                    block.unpublished.append((self._cells, cell, thread.linear, thread.phase))
+        launch.version += 1
+        if self._traced:
+            TracedArray.__setitem__(self, key, value)
+        else:
+            Array.__setitem__(self, key, value)
+
+    def _publish(self, index):
+        """Make an unpublished store to the element ``self[index]`` visible (an atomic acts on it)."""
+        if self._cells:
+            cell = self._key(index)
+            if cell is not None and self._cells.pop(cell, None) is not None:
+                self._launch.version += 1
+
+
+def global_arrays(launch, array_class):
+    """The :class:`GlobalArray` class of one launch.
+
+    Parameters
+    ----------
+    launch : scheduler.Launch
+        Its running thread, current block, unpublished stores and switch points.
+    array_class : type
+        The launch's class for shared and local arrays: a traced one makes global accesses
+        reported too.
+    """
+    traced = issubclass(array_class, TracedArray)
+    bases = (GlobalArray, array_class) if traced else (GlobalArray,)
+    attributes = {"__slots__": (), "_launch": launch, "_traced": traced}
+    return type("GlobalArray", bases, attributes)
 
 
 def _wrap_to(dtype, value):
@@ -263,10 +379,21 @@ def _atomic(array, index, operation):
         return operation(array)
     if index.__class__ is not int or index < 0:
         array._check_negative(index)
+    is_global = isinstance(array, GlobalArray)
+    if is_global:
+        array._publish(index)
     try:
         old = operation(array._ary)
     except IndexError as exc:
         raise array._bad_index(index, exc) from None
+    new = array._ary[index]
     if isinstance(array, TracedArray):
-        array._report(index, "atomic", array._ary[index])
+        array._report(index, "atomic", new)
+    if is_global:
+        launch = array._launch
+        changed = not (old == new)
+        if changed:
+            launch.version += 1
+        poll = None if changed else (array, index, array._key(index))
+        launch.switch_point(kernel_frame(sys._getframe(1)), poll)
     return old

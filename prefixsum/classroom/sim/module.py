@@ -4,8 +4,9 @@ numba's simulator runs kernel code as Python: ``cuda.threadIdx`` and ``cuda.sync
 a kernel look up the global ``cuda`` of the kernel's module. During a launch that global is
 :class:`Module`: thread and block indices set by the scheduler, barriers and warp-level calls
 that wait in the scheduler (:mod:`.scheduler`, :mod:`.warp`), checked and poisoned memory
-(:mod:`.memory`, :mod:`.allocation`). ``cuda.cg.this_grid().sync()`` in a grid of more than
-one block raises NotImplementedError (blocks run one after another here).
+(:mod:`.memory`, :mod:`.allocation`), fences that publish a block's stores to the other
+blocks (:mod:`.memory`). ``cuda.cg.this_grid().sync()`` in a grid of more than one block raises
+NotImplementedError (the simulator does not model a cooperative launch).
 """
 import sys
 
@@ -14,7 +15,7 @@ from numba import cuda
 from numba.cuda.simulator import kernelapi as _stock_api
 
 from ...core.hardware import WARP_SIZE
-from .allocation import Local, Shared
+from .allocation import Local
 from .errors import WarpDivergenceError
 from .memory import Atomic
 from .warp import integer_operand, match_key, predicate_operand, shuffle_operand
@@ -66,7 +67,7 @@ class Module(_stock_api.FakeCUDAModule):
     def __init__(self, launch, array_class):
         super().__init__(launch.grid_dim, launch.block_dim, launch.kernel.dynshared_size)
         self._launch = launch
-        self._shared = Shared(array_class, launch.kernel.dynshared_size)
+        self._shared = None  # the shared memory of the block whose turn it is
         self._local = Local(array_class)
         self._atomic = Atomic()
         self._cg = _CooperativeGroups(launch)
@@ -74,10 +75,19 @@ class Module(_stock_api.FakeCUDAModule):
     def __getattr__(self, name):
         raise AttributeError(f"cuda.{name} is not available in the CUDA simulator")
 
-    def new_block(self, block):
-        """Start block ``block``: its index, and shared memory of its own."""
-        self.blockIdx = _stock_api.Dim3(*block)
-        self._shared.new_block()
+    def enter(self, block):
+        """Show the threads ``block`` (a :class:`~.scheduler.Block`): its index, its shared memory."""
+        self.blockIdx = block.dim3
+        self._shared = block.shared
+
+    def threadfence(self):
+        self._launch.fence(sys._getframe(1))
+
+    def threadfence_system(self):
+        self._launch.fence(sys._getframe(1))
+
+    def threadfence_block(self):
+        """Orders memory within the block only: nothing to publish to other blocks."""
 
     @property
     def laneid(self):
@@ -170,6 +180,6 @@ class _GridGroup:
         if blocks > 1:
             raise NotImplementedError(
                 f"cuda.cg.this_grid().sync() in a grid of {blocks} blocks cannot be simulated: "
-                "the simulator runs blocks one after another"
+                "the simulator does not model a cooperative launch"
             )
         launch.barrier("grid.sync", None, sys._getframe(1))

@@ -189,6 +189,14 @@ class Rendezvous:
         """
         return self._release_calls(at_warp) or self._release_activemask(at_warp) or self._deadlock(at_warp)
 
+    def release_met(self, at_warp):
+        """The threads of ``at_warp`` whose calls' lanes have all arrived, released; [] if none.
+
+        For a block some of whose threads still run (they yielded), so that others may yet
+        arrive: neither ``activemask()`` nor a divergence can be decided yet.
+        """
+        return self._release_calls(at_warp)
+
     def _release_calls(self, at_warp):
         ready = []
         released = set()

@@ -274,3 +274,33 @@ def bank_conflicts(traces, *, ax=None):
     ax.set_ylabel("shared-memory passes")
     ax.legend(fontsize=8)
     return ax
+
+
+def lookbacks(trace, *, array="status", launch=None, ax=None):
+    """Draw how far each tile of a decoupled look-back looked, and where it waited.
+
+    From the atomic accesses to the tile states ``array``: a block's own tile is the highest state
+    it touched (it publishes there), the states below are the predecessors it read. One row per
+    tile: a line over the predecessors it read, a dot on each, dark where it read the state more
+    than once (it found nothing published yet, and polled).
+    """
+    launch = _pick_launch(trace, array, launch)
+    reads = {}
+    for r in trace.select(launch=launch, array=array, space="global"):
+        if getattr(r, "atomic", False):
+            reads.setdefault(r.block, []).append(r.index)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 0.6 + 0.16 * len(reads)))
+    for indices in reads.values():
+        tile = max(indices)
+        polls = collections.Counter(i for i in indices if i < tile)
+        if polls:
+            ax.plot([min(polls), tile - 1], [tile, tile], color="0.7", lw=1, zorder=1)
+            xs = sorted(polls)
+            ax.scatter(xs, [tile] * len(xs), c=["black" if polls[i] > 1 else "tab:blue" for i in xs], s=14, zorder=2)
+        ax.scatter([tile], [tile], marker="s", color="tab:orange", s=14, zorder=2)
+    ax.invert_yaxis()
+    ax.set_xlabel("tile whose state was read (orange: the tile's own)")
+    ax.set_ylabel("tile")
+    ax.set_title("look-back: states each tile read (black: read again, it had to wait)")
+    return ax

@@ -1,0 +1,153 @@
+"""Chapter 10's applications on the GPU: compaction, radix sort and cubic splines against libraries.
+
+    python benchmarks/applications.py [--out DIR] [--quick]   (on a GPU machine; --quick: tiny, on the simulator too)
+
+Whole calls on the host clock, synchronised (:func:`prefixsum.cli.bench.host_us`), inputs already
+on the device (numba, torch or CuPy arrays; numpy for scipy), median of a few repeats (a call
+that takes over a second, such as scipy's evaluation at 2^22 points, is timed once):
+
+* compaction of 2^24 float32 with half the flags set: ``prefixsum.apps.compact`` against
+  ``x[mask]`` in torch and CuPy;
+* sorting 2^22 uint32 and float32 keys: ``prefixsum.apps.radix_sort`` (one scan per bit, 32
+  passes) against ``torch.sort(stable=True)`` and ``cupy.sort`` (both CUB radix sorts);
+* a natural cubic spline through 2^20 knots, built (``cubic_spline``: PCR solve plus numpy
+  coefficients) and evaluated at 2^22 points, against ``scipy.interpolate.CubicSpline`` on the
+  CPU and ``cupyx.scipy.interpolate.CubicSpline``.
+
+Every result is checked against numpy/scipy before it is timed (``correct``; exit status 1 if
+one is not). Writes ``applications.csv``.
+"""
+import os
+import sys
+
+import prefixsum as ps  # noqa: F401  (first: it chooses the GPU or the simulator before numba.cuda loads)
+
+import numpy as np  # noqa: E402
+
+from prefixsum import apps  # noqa: E402
+from prefixsum.cli.bench import QUICK_REPEATS, gpu_library, host_us, script_arguments  # noqa: E402
+from prefixsum.cli.metadata import run_metadata  # noqa: E402
+from prefixsum.cli.results import print_table, report_wrong, write_csv  # noqa: E402
+
+REPEATS = 7  # whole calls of tens of milliseconds: a few repeats give a steady median
+SLOW_S = 1.0  # a call that takes longer than this (scipy on 2^22 points, cupyx's sparse solve) is timed once
+SIZES = {"compact": 1 << 24, "sort": 1 << 22, "knots": 1 << 20, "points": 1 << 22}
+QUICK_SIZES = {"compact": 3000, "sort": 300, "knots": 200, "points": 500}
+
+
+def timed(call, repeats):
+    """:func:`host_us` of ``call``, or the first call's time alone when that took over :data:`SLOW_S`."""
+    first = host_us(call, warmup=0, repeats=1)
+    return first if first > SLOW_S * 1e6 else host_us(call, repeats=repeats)
+
+
+def main(argv=None):
+    args = script_arguments(argv, f"sizes {QUICK_SIZES}, two repeats; runs on the simulator too")
+    from numba import cuda
+
+    repeats = QUICK_REPEATS if args.quick else REPEATS
+    sizes = QUICK_SIZES if args.quick else SIZES
+    meta = run_metadata(["torch", "cupy", "scipy"])
+    torch, cupy = gpu_library("torch"), gpu_library("cupy")
+    rng = np.random.default_rng(10)
+    rows = []
+
+    def add(task, method, dtype, n, micros, correct):
+        rows.append({"task": task, "method": method, "dtype": dtype, "n": n, "median_us": round(micros, 1),
+                     "correct": bool(correct), "timing": "host clock, synchronised", **meta})
+        print(f"{task:<10} {method:<36} {dtype:<8} {n:>9} {micros:>12.1f} us{'' if correct else '  WRONG'}", flush=True)
+
+    try:
+        run_tasks(cuda, torch, cupy, sizes, repeats, rng, add)
+    finally:  # what was measured is kept even if a later task fails or the run is cut short
+        write_csv(rows, os.path.join(args.out, "applications.csv"))
+    print_table(rows, ["task", "method", "dtype", "n", "median_us", "correct"], title="whole calls (median us):")
+    return report_wrong(rows, lambda row: f"{row['task']} {row['method']} {row['dtype']} n={row['n']}")
+
+
+def run_tasks(cuda, torch, cupy, sizes, repeats, rng, add):
+    """Time every task, calling ``add(task, method, dtype, n, micros, correct)`` for each row."""
+    # Compaction.
+    n = sizes["compact"]
+    x, mask = rng.normal(size=n).astype(np.float32), rng.random(n) < 0.5
+    expected = x[mask]
+    dx, dmask = cuda.to_device(x), cuda.to_device(mask)
+    ok = np.array_equal(apps.compact(dx, dmask).copy_to_host(), expected)
+    add("compact", "prefixsum apps.compact", "float32", n, timed(lambda: apps.compact(dx, dmask), repeats=repeats), ok)
+    if torch:
+        tx, tmask = torch.from_numpy(x).cuda(), torch.from_numpy(mask).cuda()
+        ok = np.array_equal(tx[tmask].cpu().numpy(), expected)
+        add("compact", "torch x[mask]", "float32", n,
+            timed(lambda: (tx[tmask], torch.cuda.synchronize()), repeats=repeats), ok)
+    if cupy:
+        cx, cmask = cupy.asarray(x), cupy.asarray(mask)
+        ok = np.array_equal(cupy.asnumpy(cx[cmask]), expected)
+        add("compact", "cupy x[mask]", "float32", n,
+            timed(lambda: (cx[cmask], cupy.cuda.Device().synchronize()), repeats=repeats), ok)
+
+    # Radix sort.
+    n = sizes["sort"]
+    for dtype in ("uint32", "float32"):
+        keys = (rng.integers(0, 2**32, n, dtype=np.uint32) if dtype == "uint32"
+                else rng.normal(size=n).astype(np.float32))
+        expected = np.sort(keys, kind="stable")
+        dkeys = cuda.to_device(keys)
+        ok = np.array_equal(apps.radix_sort(dkeys).copy_to_host(), expected)
+        add("sort", "prefixsum apps.radix_sort (1 bit/pass)", dtype, n,
+            timed(lambda: (apps.radix_sort(dkeys), cuda.synchronize()), repeats=repeats), ok)
+        if torch and dtype == "float32":  # torch has no uint32 sort on every version
+            tkeys = torch.from_numpy(keys).cuda()
+            ok = np.array_equal(torch.sort(tkeys, stable=True).values.cpu().numpy(), expected)
+            add("sort", "torch.sort(stable=True)", dtype, n,
+                timed(lambda: (torch.sort(tkeys, stable=True), torch.cuda.synchronize()), repeats=repeats), ok)
+        if cupy:
+            ckeys = cupy.asarray(keys)
+            ok = np.array_equal(cupy.asnumpy(cupy.sort(ckeys)), expected)
+            add("sort", "cupy.sort", dtype, n,
+                timed(lambda: (cupy.sort(ckeys), cupy.cuda.Device().synchronize()), repeats=repeats), ok)
+
+    # Cubic splines.
+    n, m = sizes["knots"], sizes["points"]
+    knots = np.cumsum(rng.uniform(0.5, 1.5, n))
+    values = np.sin(knots / 10) + rng.normal(size=n) * 0.01
+    points = rng.uniform(knots[0], knots[-1], m)
+    try:
+        import scipy.interpolate
+    except ImportError as error:
+        print(f"scipy: skipped ({error}); the splines are checked against cupyx")
+        scipy = None
+    spline = apps.cubic_spline(knots, values)
+    ours = spline(points)
+    expected = []
+    close = lambda got: bool(np.allclose(got, expected[0] if expected else ours, atol=1e-9))  # noqa: E731
+    if scipy:
+        reference = scipy.interpolate.CubicSpline(knots, values, bc_type="natural")
+        expected.append(reference(points))
+    dpoints = cuda.to_device(points)
+    add("spline", "prefixsum cubic_spline (build)", "float64", n,
+        timed(lambda: apps.cubic_spline(knots, values), repeats=repeats), close(ours))
+    add("spline", "prefixsum evaluate (points)", "float64", m,
+        timed(lambda: (spline(dpoints), cuda.synchronize()), repeats=repeats), close(ours))
+    if scipy:
+        add("spline", "scipy CubicSpline (build, CPU)", "float64", n,
+            timed(lambda: scipy.interpolate.CubicSpline(knots, values, bc_type="natural"), repeats=repeats), True)
+        add("spline", "scipy evaluate (points, CPU)", "float64", m, timed(lambda: reference(points), repeats=repeats),
+            True)
+    if cupy:
+        try:
+            from cupyx.scipy.interpolate import CubicSpline as CupySpline
+        except ImportError as error:
+            print(f"cupyx CubicSpline: skipped ({error})")
+        else:
+            cknots, cvalues, cpoints = cupy.asarray(knots), cupy.asarray(values), cupy.asarray(points)
+            theirs = CupySpline(cknots, cvalues, bc_type="natural")
+            ok = close(cupy.asnumpy(theirs(cpoints)))
+            add("spline", "cupyx CubicSpline (build)", "float64", n,
+                timed(lambda: (CupySpline(cknots, cvalues, bc_type="natural"), cupy.cuda.Device().synchronize()),
+                        repeats=repeats), ok)
+            add("spline", "cupyx evaluate (points)", "float64", m,
+                timed(lambda: (theirs(cpoints), cupy.cuda.Device().synchronize()), repeats=repeats), ok)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,353 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,sources//py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 09 · One pass: from the chained scan to decoupled look-back
+#
+# The hierarchical scan of chapter 06 reads its input twice (once to reduce each tile, once to
+# rescan it with the carry) and writes it once: $3n$ words of global memory, where a copy moves
+# $2n$; on an H100 its kernels stayed well below a copy's bandwidth and slower than `torch.cumsum`
+# (chapter 06). `torch.cumsum` calls CUB, whose scan reads the input **once**: every block scans its tile, learns from the blocks before it what comes before
+# its tile, and writes the result. The trick that makes this fast is Merrill and Garland's
+# *decoupled look-back* (NVIDIA, 2016). This chapter builds it up from the simplest single-pass
+# scan, the *chained scan*, runs both on the classroom simulator with several blocks resident at
+# once, and measures the package's `"lookback"` against `torch.cumsum` and a copy.
+
+# %% tags=["setup"]
+# NBVAL_IGNORE_OUTPUT
+import prefixsum as ps  # first: it chooses the GPU or the simulator before numba.cuda loads
+
+import inspect
+
+import numpy as np
+from numba import cuda
+
+from prefixsum.classroom.child import on_simulator  # on a GPU machine: runs a call in a simulating child
+from prefixsum.cli import results  # the committed benchmark CSVs (section 6)
+from prefixsum.scans import lookback
+
+print(ps.device_info())
+
+
+def traced(resident, fn, *args, **kwargs):
+    """``ps.trace.record(fn, ...)`` with ``resident`` blocks of a launch resident at once, on the simulator."""
+    def record():
+        with ps.sim.resident_blocks(resident):
+            return ps.trace.record(fn, *args, **kwargs)
+    return on_simulator(record)
+
+
+def chained(kernel_name, x):
+    """One of the chained-scan kernels of ``ps.mutants``, by name, on ``x``, on the simulator (a GPU would hang)."""
+    return on_simulator(lambda: ps.mutants.chained_scan(getattr(ps.mutants, kernel_name), x).copy_to_host())
+
+# %% [markdown]
+# ## 1. The chained scan
+#
+# One launch, one block per tile. Block $b$ scans its tile, then **waits** until block $b - 1$
+# has published the inclusive prefix of tiles $0..b-1$ (a flag says it is there), adds it to its
+# own total, publishes the inclusive prefix of tiles $0..b$ and raises its own flag. The input
+# is read once and the output written once: $2n$ words. The package keeps one, in the mutant
+# collection of the checker (tiles of 64 float32, the ladder scan inside a tile):
+
+# %%
+print(inspect.getsource(ps.mutants.chained_tile))
+
+# %% [markdown]
+# The simulator now runs a few blocks at once (`ps.sim.resident_blocks`, 4 unless set), taking
+# turns in a seeded order that is not `blockIdx` order, and switching at barriers, atomics, fences
+# and polling loads: what a GPU's SMs do, slowed down. The tracer records every access. Each
+# row of the picture below is a tile; the dots are the flags it read, black where it read the
+# same flag again because its predecessor had not published yet:
+
+# %%
+chain_x = np.ones(64 * 12, dtype=np.float32)
+chain_run = traced(4, lambda x: ps.mutants.chained_scan(ps.mutants.chained_tile, x).copy_to_host(), chain_x)
+print("chained scan right:", np.array_equal(chain_run.result, np.cumsum(chain_x)))
+_ = ps.viz.lookbacks(chain_run, array="flags")
+
+# %% [markdown]
+# Every tile waits for the one before, which waited for the one before it: the wait of tile
+# $b$ is the whole chain's. On a GPU with ~132 SMs × several blocks, the first block of a wave
+# finishes its tile in a few microseconds, and then the prefixes trickle along one block at a
+# time, each hop a round trip through the L2 cache (~1 µs): with $2^{28}$ elements in tiles of
+# 2048 that is 131 072 hops in series. The chained scan moves $2n$ words, and still loses.
+#
+# ## 2. Decoupled look-back
+#
+# Merrill and Garland's observation: a block does not need its predecessor's *prefix*, only the
+# *combination of everything before it*, and it can assemble that from whatever the
+# predecessors have published. So every tile publishes twice:
+#
+# 1. as soon as it has scanned its own tile, its **aggregate** (its tile's total), flagged
+#    AGGREGATE; tile 0 publishes it as its PREFIX;
+# 2. as soon as it knows everything before it, its **inclusive prefix**, flagged PREFIX.
+#
+# In between it **looks back**: it reads the states of tiles $b-1, b-2, \dots$; an AGGREGATE is
+# combined in and the look-back goes on; the first PREFIX ends it. A tile waits only until its
+# predecessors have *scanned their own tiles*, which they did at about the same time, not until
+# the chain reaches it. In the package, warp 0 of the block looks back: its 32 lanes read the
+# states of 32 predecessors at once (each lane waiting for its own tile to publish something),
+# a ballot finds the closest PREFIX, a butterfly reduction combines the states from there on,
+# and if no lane saw a PREFIX the window moves 32 tiles back:
+
+# %%
+print(inspect.getsource(lookback.look_back))
+
+# %% [markdown]
+# The kernel around it (the tile's load, block scan and store are chapter 06's, shared with the
+# hierarchical scan):
+
+# %%
+print(inspect.getsource(lookback.lookback_kernel))
+
+# %% [markdown]
+# ## 3. Tile ids in launch order
+#
+# Tile $b$ waits for tiles $< b$. If the tile were `blockIdx.x`, nothing in CUDA says block
+# 999 starts before block 1000: if blocks 1000..1527 fill the GPU and spin waiting for block 999,
+# which waits for an SM to come free, the GPU hangs. The mutant below makes the danger certain
+# (tile $b$ is `gridDim.x - 1 - blockIdx.x`, so every tile's predecessor is dispatched *later*);
+# the simulator sees every resident thread waiting and says so instead of hanging:
+
+# %%
+try:
+    chained("chained_waits_for_later_block_tile", np.ones(64 * 6, dtype=np.float32))
+except ps.sim.DeadlockError as error:
+    print(str(error).splitlines()[0])
+
+# %% [markdown]
+# The cure (CUB's, and the package's): thread 0 of each block takes its tile id from a global
+# counter with `cuda.atomic.add` **when the block starts**. Tile $b$ then waits only for tiles
+# that drew smaller ids, hence started earlier and are running; each of those waits only for
+# tiles with smaller ids still; by induction on the id every awaited tile finishes, whatever
+# order the hardware starts blocks in. The block that draws the last id resets the counter to 0
+# for the next scan (every other block has drawn by then), so no launch is spent on a reset. The
+# tile states need no reset either: a flag is $2 \cdot \text{epoch} + \text{kind}$, where the
+# epoch counts the calls, and a state from an older call reads as "not published yet".
+#
+# ## 4. The fence between value and flag
+#
+# A flag must never become visible before the value it announces. Stores to different
+# addresses are not ordered for another SM: the flag may reach the L2 cache before the value.
+# The chained scan writes the prefix, executes `cuda.threadfence()` and only then raises the
+# flag (and the reader reads the flag with an atomic, before the value). Without the fence, the
+# simulator (which keeps a block's plain stores hidden from other blocks until a fence, an
+# atomic or the block's end) hands the waiting tile the prefix slot's old contents:
+
+# %%
+no_fence = chained("chained_without_fence_tile", chain_x)
+print(f"without the fence: {(no_fence != np.cumsum(chain_x)).sum()} of {len(chain_x)} elements wrong")
+
+# %% [markdown]
+# The package avoids the question for 4-byte types by packing the flag (high half) and the
+# value's bits (low half) into **one 64-bit word**, written by one atomic exchange and read by
+# one atomic `or` with 0: a reader sees both or neither. 8-byte values do not fit beside a flag:
+# they take the two-word protocol with the fence on both sides (and separate slots for the
+# aggregate and the prefix, so that a reader that saw AGGREGATE cannot read a prefix written
+# into the same slot later):
+
+# %%
+print(inspect.getsource(lookback.state_access))
+
+# %% [markdown]
+# ## 5. The real kernel on concurrent blocks
+#
+# The package's `"lookback"` with tiles of 32 elements, so that a short input makes 40 tiles,
+# and eight blocks resident at once. Each row: the states a tile's warp read (the whole window of
+# 32 predecessors at once, fewer at the start), black where a lane had to read again:
+
+# %%
+look_x = np.ones(32 * 40, dtype=np.float32)
+look_run = traced(8, ps.scan, look_x, algorithm="lookback", block_size=32, items_per_thread=1)
+print("lookback right:", np.array_equal(look_run.result, np.cumsum(look_x)))
+_ = ps.viz.lookbacks(look_run)
+
+# %% [markdown]
+# Compare with the chained scan: the waits (black) sit next to the diagonal (a tile waits for
+# a neighbour that was still loading its tile), and they do not pile up along the chain. The
+# traffic, counted by the tracer with blocks one at a time (so that nobody polls): the
+# elements once in and once out, plus a few words of state per tile:
+
+# %%
+one_at_a_time = traced(1, ps.scan, look_x, algorithm="lookback", block_size=32, items_per_thread=1)
+counted = one_at_a_time.counts()
+state_atomics = sum(r.atomic for r in one_at_a_time.records)
+print(f"{counted['launches']} launch; per element {counted['global_reads'] / len(look_x):.0f} read and "
+      f"{(counted['global_writes'] - state_atomics) / len(look_x):.0f} write; "
+      f"{state_atomics / 40:.1f} atomics per tile on the counter and the states")
+
+# %% [markdown]
+# ## 6. Measured on a GPU
+#
+# `benchmarks/lookback.py` (stage `lookback` of `run_gpu.sh`) times, in one run on one GPU:
+#
+# - **kernel time**: CUDA events around launches queued behind a short busy kernel, so that the
+#   host's launch time is not counted (median of 25, every result checked first), for
+#   `"lookback"`, `"hierarchical"`, a numba copy kernel, `torch.cumsum` (CUB's decoupled look-back)
+#   and torch's `copy_`;
+# - **whole-call time**: `ps.scan(device_array)` followed by a synchronize, on the host clock,
+#   against `torch.cumsum` and a synchronize; and `ps.scan(numpy_array)` against torch's
+#   numpy → GPU → numpy round trip.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+meta = results.read("lookback.csv", part="kernel")[0]
+print(f"{meta['device']}, driver {meta['driver']}, numba-cuda {meta['numba_cuda']}, torch {meta['torch']}, {meta['date']}")
+
+# %%
+def kernel_us(variant, dtype, k):
+    return results.value("lookback.csv", "median_us", variant=variant, part="kernel", dtype=dtype, n=2 ** k)
+
+
+for dtype in ("float32", "int32", "float64", "int64"):
+    print(f"{dtype:8}" + "  ".join(
+        f"2^{k}: {kernel_us('torch.cumsum', dtype, k) / kernel_us('lookback', dtype, k):.2f}x torch.cumsum, "
+        f"{kernel_us('torch copy', dtype, k) / kernel_us('lookback', dtype, k):.0%} of torch's copy"
+        for k in (24, 26, 28)))
+
+# %% [markdown]
+# For 4-byte types the single pass is 8–17% faster than `torch.cumsum` and reaches three
+# quarters to four fifths of the bandwidth of torch's copy (and all of a plain numba copy
+# kernel's). For 8-byte types it is 6–9% slower than CUB: each look-back step is two atomics and
+# a fence instead of one atomic, and the tile (128 × 24) is the best of the eight shapes tried,
+# not CUB's tuned one. The other scans of the workbook on the same plot (float32; they were
+# measured in an earlier run on the same GPU, `scan_throughput.csv`):
+
+# %%
+ours = results.read("lookback.csv", part="kernel", dtype="float32")
+shown = [r for r in ours if r["variant"] in ("lookback", "hierarchical", "torch.cumsum", "torch copy")]
+others = [r for r in results.read("scan_throughput.csv", dtype="float32", kind="ours")
+          if r["variant"] in ("blelloch", "ladder", "kstep") and r["n"] >= 2 ** 20]
+_ = ps.viz.throughput(shown + others, title="float32 kernels on the H100: GB/s = 2 n x 4 bytes / time")
+
+# %% [markdown]
+# **Whole calls.** A kernel of a million elements takes 10 µs; a call from Python costs more.
+# The package's call does little besides the launch: options checked once per distinct set,
+# the result in recycled device memory (numba allocates every array with `cuMemAlloc` and frees
+# it with `cuMemFree`, each longer than a small scan), one launch through cuda.core with the
+# arguments marshalled once (`prefixsum.scans.launch.Launcher`) instead of numba's dispatch,
+# which types every argument on every call:
+
+# %%
+def call_us(variant, k, part="call on device"):
+    return results.value("lookback.csv", "median_us", variant=variant, part=part, dtype="float32", n=2 ** k)
+
+
+print("ps.scan(device array) / torch.cumsum, whole calls: " + ", ".join(
+    f"2^{k} {call_us('ps.scan(auto)', k) / call_us('torch.cumsum', k):.2f}x" for k in (10, 16, 20)))
+print("ps.scan(numpy array) / torch's round trip: " + ", ".join(
+    f"2^{k} {call_us('ps.scan(auto)', k, 'call on numpy') / call_us('torch round trip', k, 'call on numpy'):.2f}x"
+    for k in (20, 24)))
+
+# %% [markdown]
+# Within 2× of torch's call on device arrays. From numpy the copies dominate: at $2^{24}$ the
+# package's round trip is faster than torch's, at $2^{20}$ slower: the two copies through
+# pageable host memory take most of the time, and numba's cost more than torch's there.
+#
+# ## 7. Exercises
+#
+# Both exercises plug into the package's kernel through `lookback.scan_with(x, look)`, which runs
+# the real kernel (float32 sum, tiles of 32) with your look-back, on as many resident blocks as
+# the simulator keeps. Helpers for both:
+
+# %% tags=["setup"]
+publish, peek = lookback.state_access(np.float32)  # the package's state protocol (section 4)
+warp_sum = ps.scans.warp.reduce_shfl("add", np.float32)  # a warp's total, in every lane
+to_bits, from_bits = lookback.bit_carrier(np.float32)  # float32 <-> uint32, same bits
+FULL_MASK, AGGREGATE, PREFIX = 0xFFFFFFFF, lookback.AGGREGATE, lookback.PREFIX
+
+# %% [markdown]
+# **Exercise 1: the look-back loop.** Write `my_look_back(status, values, tile, aggregate, epoch)`,
+# called by the 32 lanes of warp 0. Lane 0 publishes the tile's aggregate (flag
+# `2 * epoch + AGGREGATE`, or `+ PREFIX` for tile 0); then the warp reads the states of the 32
+# tiles before a window's end (`peek(status, values, p)` returns `(flag, value)`; a flag below
+# `2 * epoch` means "not yet", read again), finds the closest PREFIX with a ballot, sums the
+# states from there on with `warp_sum`, and moves the window back if none was a PREFIX. Lane 0
+# then publishes the inclusive prefix; every lane returns the exclusive one.
+
+# %% tags=["exercise"] exercise_id="09.lookback-loop" todo="publish the aggregate (lane 0), then read the states of the 32 predecessors before the window's end in the 32 lanes, re-reading until each is published; add up the states from the closest PREFIX on (ballot, warp_sum), move the window 32 back until a PREFIX was seen, publish the inclusive prefix (lane 0) and return the exclusive one"
+@cuda.jit(device=True)
+def my_look_back(status, values, tile, aggregate, epoch):
+    ### BEGIN SOLUTION
+    lane = cuda.laneid
+    published = np.uint32(2 * epoch)
+    if lane == 0:
+        publish(status, values, tile, published + (PREFIX if tile == 0 else AGGREGATE), aggregate)
+    exclusive = np.float32(0)
+    end = tile
+    while end > 0:
+        p = end - 32 + lane
+        flag, value = published + PREFIX, np.float32(0)
+        if p >= 0:
+            flag, value = peek(status, values, p)
+            while flag < published:
+                flag, value = peek(status, values, p)
+        prefixes = cuda.ballot_sync(FULL_MASK, flag == published + PREFIX)
+        closest = 31 - cuda.clz(prefixes)
+        exclusive += warp_sum(value if lane >= closest else np.float32(0))
+        if prefixes:
+            break
+        end -= 32
+    if lane == 0 and tile > 0:
+        publish(status, values, tile, published + PREFIX, exclusive + aggregate)
+    return exclusive
+    ### END SOLUTION
+
+
+# %% tags=["check"] exercise_id="09.lookback-loop"
+print(ps.check.scan(lambda x: lookback.scan_with(x, my_look_back), sizes=(1, 33, 300, 1100, 2049), name="my_look_back"))
+
+# %% [markdown]
+# **Exercise 2: the publish step.** Write `my_publish(status, values, tile, flag, value)` for the
+# packed state of a 4-byte type: one 64-bit word, `flag` in the high 32 bits and the bits of the
+# float32 `value` in the low 32 (`to_bits(value)`), stored so that no reader can see half of it.
+# `values` is unused here. The package's look-back then runs with your publish.
+
+# %% tags=["exercise"] exercise_id="09.publish" todo="build the 64-bit word (flag shifted into the high half, to_bits(value) in the low half, all as np.uint64) and store it in status[tile] with one atomic exchange"
+@cuda.jit(device=True)
+def my_publish(status, values, tile, flag, value):
+    ### BEGIN SOLUTION
+    cuda.atomic.exch(status, tile, (np.uint64(flag) << np.uint64(32)) | np.uint64(to_bits(value)))
+    ### END SOLUTION
+
+
+# %% tags=["check"] exercise_id="09.publish"
+with_my_publish = lookback.look_back("add", np.dtype(np.float32), publish=my_publish)
+print(ps.check.scan(lambda x: lookback.scan_with(x, with_my_publish), sizes=(1, 33, 300, 1100, 2049), name="my_publish"))
+
+# %% [markdown]
+# ## 8. Summary
+#
+# | | chained scan | decoupled look-back (`"lookback"`) | reduce-then-scan (`"hierarchical"`) |
+# | --- | --- | --- | --- |
+# | launches | 1 | 1 | 3 (1 for one tile) |
+# | global memory | $2n$ + a word per tile | $2n$ + a few words per tile | $3n$ |
+# | work | $n$ per tile scan + 1 per tile | $2n$ + a warp's look-back per tile (usually one window) | $3n$ |
+# | wait of tile $b$ | the whole chain: $O(b)$ hops | about one tile's load | none (three launches) |
+# | needs | ids in launch order, a fence | ids in launch order, a fence or a packed word | nothing across blocks |
+#
+# On the H100 (section 6): 4-byte kernels 1.08–1.17× `torch.cumsum`, 74–82% of torch's copy;
+# 8-byte 0.91–0.94×; whole calls within 2× of torch's.
+#
+# **Questions.**
+# 1. The look-back reads 32 states at once even when the closest predecessor already has its
+#    prefix. What does that cost, and why is it still cheaper than reading one state at a time?
+# 2. Tile 0 publishes its aggregate as a PREFIX. What would go wrong if it published it as an
+#    AGGREGATE, like every other tile?
+# 3. The counter is reset by the block that draws the last id. Why is it safe to reset it before
+#    the other blocks have finished? What if two scans ran at the same time on two streams?
+# 4. The epoch replaces a reset of the tile states. After how many calls does a 32-bit flag run
+#    out, and what does the package do then?
+# 5. Why can the 8-byte protocol not use one slot for the aggregate and the prefix of a tile?
+#    Construct the interleaving that goes wrong.
+# 6. Section 1's chained scan and section 5's look-back ran on the same simulator. Count, from
+#    the two traces, how many times a tile read a state again (the black dots), and explain the
+#    difference.

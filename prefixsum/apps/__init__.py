@@ -1,0 +1,22 @@
+"""What scans build: each application a few lines on top of :mod:`prefixsum.scans` (and :mod:`prefixsum.tridiag`).
+
+* :func:`compact`: stream compaction, an exclusive scan of the keep-flags gives each kept
+  element its place (:mod:`.compaction`).
+* :func:`radix_sort`: a stable LSD radix sort of integers and floats, one split by a scan of
+  flags per bit (:mod:`.radix`).
+* :func:`linear_recurrence`, :func:`lfilter`: ``x[i] = a[i] x[i-1] + b[i]`` and IIR filters of
+  order 1 and 2, scans of affine maps (:mod:`.recurrences`).
+* :func:`segmented_scan`: a scan restarted at every flag, a scan of (flag, value) pairs
+  (:mod:`.recurrences`).
+* :func:`tridiagonal_scan`: a tridiagonal solve as a scan of 3x3 (affine 2-D) matrices, and
+  the accuracy it loses (:mod:`.recurrences`).
+* :func:`cubic_spline` and :class:`PiecewisePolynomial`: natural and clamped splines by a
+  tridiagonal solve, evaluation, derivative and an antiderivative by a scan (:mod:`.splines`).
+"""
+from .compaction import compact
+from .radix import radix_sort, split_by_bit
+from .recurrences import lfilter, linear_recurrence, segmented_scan, tridiagonal_scan
+from .splines import PiecewisePolynomial, cubic_spline
+
+__all__ = ["PiecewisePolynomial", "compact", "cubic_spline", "lfilter", "linear_recurrence", "radix_sort",
+           "segmented_scan", "split_by_bit", "tridiagonal_scan"]

@@ -1,0 +1,64 @@
+"""Stream compaction: keep the elements whose flag is set, in order (Sengupta et al. 2007).
+
+The exclusive scan (add) of the 0/1 flags gives every kept element the number of kept elements
+before it, which is its place in the output; one scatter writes it there. Work O(n), the depth
+of one scan, and no element moves twice.
+"""
+import numpy as np
+from numba import cuda
+
+from ..scans.api import exclusive_scan
+from ._arrays import back, grid, to_device
+
+
+@cuda.jit
+def to_flags(mask, flags):
+    """``flags[i] = 1`` where ``mask[i]`` is set, else 0 (int32, to be scanned)."""
+    i = cuda.grid(1)
+    if i < flags.shape[0]:
+        flags[i] = 1 if mask[i] else 0
+
+
+@cuda.jit
+def scatter_kept(x, flags, places, out):
+    """Element i, if kept, goes to ``out[places[i]]``: the kept elements before it."""
+    i = cuda.grid(1)
+    if i < x.shape[0] and flags[i]:
+        out[places[i]] = x[i]
+
+
+def compact(x, mask):
+    """The elements of ``x`` where ``mask`` is set, in their order: ``x[mask]`` by a scan.
+
+    Parameters
+    ----------
+    x : numpy.ndarray or device array, 1-D
+        Any numeric dtype. Never modified.
+    mask : numpy.ndarray or device array, 1-D, same length
+        Truth values (bool, or numbers: nonzero keeps).
+
+    Returns
+    -------
+    numpy.ndarray or numba device array
+        The kept elements, numpy for numpy ``x``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> compact(np.arange(6), np.array([1, 0, 0, 1, 1, 0], bool))
+    array([0, 3, 4])
+    """
+    x, on_device = to_device(x, "x")
+    mask, _ = to_device(mask, "mask")
+    n = x.shape[0]
+    if mask.shape[0] != n:
+        raise ValueError(f"x and mask must have one length; got {n} and {mask.shape[0]}")
+    if n == 0:
+        return back(cuda.device_array(0, x.dtype), on_device)
+    flags = cuda.device_array(n, np.int32)
+    to_flags[grid(n)](mask, flags)
+    places = exclusive_scan(flags)
+    kept = int(places[n - 1:].copy_to_host()[0] + flags[n - 1:].copy_to_host()[0])
+    out = cuda.device_array(kept, x.dtype)
+    scatter_kept[grid(n)](x, flags, places, out)
+    return back(out, on_device)

@@ -1,0 +1,207 @@
+"""Linear recurrences, IIR filters, segmented scans and a tridiagonal solve: scans of small maps.
+
+``x[i] = a[i] x[i-1] + b[i]`` looks sequential, but each step is the affine map
+``f_i(x) = a_i x + b_i``, and affine maps compose associatively: doing ``p`` then ``q`` is the
+map ``x -> q_a (p_a x + p_b) + q_b = (p_a q_a) x + (q_a p_b + q_b)``, again affine. A scan of
+the pairs ``(a_i, b_i)`` under this composition gives every ``f_i o ... o f_0`` at once, and its
+``b`` field is ``x[i]`` for ``x[-1] = 0``. Composition is associative because composition of
+functions always is; it is not commutative, so the order of the operands matters (the scans
+keep it). A recurrence of order 2 is the same with 2x2 matrices (:func:`affine2`), and so is a
+tridiagonal system (Chang and Hwu; Demmel's CS267 notes): its rows give x_(i+1) from x_i and
+x_(i-1). That solve multiplies matrices whose product grows like the system's growing
+solutions, so it loses accuracy, as the chapter shows.
+
+A segmented scan restarts at every flagged element: the operator on (flag, value) pairs
+``(f, u) + (g, v) = (f | g, v if g else u + v)`` is associative whenever + is (check the
+three cases of where the last flag falls).
+"""
+import numpy as np
+from numba import cuda
+
+from ..scans.api import scan
+from ..scans.ops import check_op
+from ..scans.ops import identity as identity_of
+from ._arrays import back, to_device
+
+
+@cuda.jit(device=True)
+def affine(p, q):
+    """Apply ``p`` then ``q``, for maps ``x -> a x + b`` stored as ``(a, b)``."""
+    return (p[0] * q[0], q[0] * p[1] + q[1])
+
+
+AFFINE_IDENTITY = (1.0, 0.0)
+
+
+@cuda.jit(device=True)
+def affine2(p, q):
+    """Apply ``p`` then ``q``, for 2-D maps ``s -> M s + v`` stored as ``(M00, M01, M10, M11, v0, v1)``.
+
+    The result is ``(Mq Mp, Mq vp + vq)``: a product of 3x3 matrices ``[[M, v], [0, 1]]``.
+    """
+    return (q[0] * p[0] + q[1] * p[2], q[0] * p[1] + q[1] * p[3],
+            q[2] * p[0] + q[3] * p[2], q[2] * p[1] + q[3] * p[3],
+            q[0] * p[4] + q[1] * p[5] + q[4], q[2] * p[4] + q[3] * p[5] + q[5])
+
+
+AFFINE2_IDENTITY = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
+
+
+def _check_floats(*arrays, names):
+    dtypes = {np.dtype(a.dtype) for a in arrays}
+    if len(dtypes) != 1 or dtypes.pop() not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise TypeError(f"{', '.join(names)} must be float32 or float64, all of one dtype; "
+                        f"got {', '.join(np.dtype(a.dtype).name for a in arrays)}")
+
+
+def linear_recurrence(a, b, x0=0.0):
+    """``x[i] = a[i] * x[i-1] + b[i]`` for i = 0..n-1, with ``x[-1] = x0``, by a scan of affine maps.
+
+    Parameters
+    ----------
+    a, b : numpy.ndarray or device array, 1-D, one length, float32 or float64
+        Never modified.
+    x0 : float
+
+    Returns
+    -------
+    numpy.ndarray or numba device array
+        ``x``, the kind of ``b``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> linear_recurrence(np.full(4, 0.5), np.ones(4))
+    array([1.   , 1.5  , 1.75 , 1.875])
+    """
+    _check_floats(a, b, names=("a", "b"))
+    b_dev, on_device = to_device(b, "b")
+    a_dev, _ = to_device(a, "a")
+    if x0 != 0 and b_dev.shape[0]:
+        # Fold x[-1] into the first map: x[0] = a[0] x0 + b[0].
+        first = b_dev[:1].copy_to_host() + a_dev[:1].copy_to_host() * x0
+        b_dev = cuda.to_device(b_dev.copy_to_host())
+        b_dev[:1].copy_to_device(first.astype(b_dev.dtype))
+    _, x = scan((a_dev, b_dev), affine, identity=AFFINE_IDENTITY)
+    return back(x, on_device)
+
+
+def lfilter(b, a, x):
+    """The IIR filter of :func:`scipy.signal.lfilter` with ``len(a) <= 3``, its feedback by a scan.
+
+    ``a[0] y[n] = b[0] x[n] + ... + b[M] x[n-M] - a[1] y[n-1] - a[2] y[n-2]``, zero initial state.
+    The feed-forward part is a convolution (numpy); the feedback of order 1 is a scan of affine
+    maps, of order 2 a scan of 2-D affine maps (:func:`affine2`).
+
+    Parameters
+    ----------
+    b, a : array_like
+        Numerator and denominator; ``a[0] != 0``, at most 3 denominator coefficients.
+    x : numpy.ndarray, 1-D, float64 or float32
+
+    Returns
+    -------
+    numpy.ndarray of x's dtype
+    """
+    b, a, x = np.asarray(b, np.float64), np.asarray(a, np.float64), np.asarray(x)
+    if not 1 <= len(a) <= 3 or a[0] == 0:
+        raise ValueError(f"a must have 1 to 3 coefficients with a[0] != 0; got {a.tolist()}")
+    _check_floats(x, names=("x",))
+    b, a = b / a[0], a / a[0]
+    n = len(x)
+    forward = np.convolve(x.astype(np.float64), b)[:n].astype(x.dtype)
+    if len(a) == 1 or not np.any(a[1:]):
+        return forward
+    if len(a) == 2:
+        return linear_recurrence(np.full(n, -a[1], x.dtype), forward)
+    zeros = np.zeros(n, x.dtype)
+    maps = (np.full(n, -a[1], x.dtype), np.full(n, -a[2], x.dtype), np.ones(n, x.dtype), zeros,
+            forward, zeros)
+    return scan(maps, affine2, identity=AFFINE2_IDENTITY)[4]
+
+
+def _segmented(combine):
+    def segmented(p, q):
+        return (p[0] | q[0], q[1] if q[0] else combine(p[1], q[1]))
+    return cuda.jit(device=True)(segmented)
+
+
+_SEGMENTED = {
+    "add": _segmented(cuda.jit(device=True)(lambda u, v: u + v)),
+    "mul": _segmented(cuda.jit(device=True)(lambda u, v: u * v)),
+    "max": _segmented(cuda.jit(device=True)(lambda u, v: max(u, v))),
+    "min": _segmented(cuda.jit(device=True)(lambda u, v: min(u, v))),
+}
+
+
+def segmented_scan(x, flags, op="add"):
+    """Inclusive scan of ``x`` restarted wherever ``flags`` is set: a scan of (flag, value) pairs.
+
+    Parameters
+    ----------
+    x : numpy.ndarray or device array, 1-D, a dtype of :data:`prefixsum.DTYPES`
+    flags : numpy.ndarray or device array, 1-D, same length
+        Nonzero where a segment starts (element 0 always starts one).
+    op : {"add", "mul", "max", "min"}
+
+    Returns
+    -------
+    numpy.ndarray or numba device array
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> segmented_scan(np.arange(1, 7), np.array([1, 0, 0, 1, 0, 0]))
+    array([ 1,  3,  6,  4,  9, 15])
+    """
+    check_op(op)
+    x_dev, on_device = to_device(x, "x")
+    f_dev, _ = to_device(np.asarray(flags, np.int32) if not hasattr(flags, "__cuda_array_interface__") else flags,
+                         "flags")
+    if f_dev.shape[0] != x_dev.shape[0]:
+        raise ValueError(f"x and flags must have one length; got {x_dev.shape[0]} and {f_dev.shape[0]}")
+    if np.dtype(f_dev.dtype) != np.int32:
+        raise TypeError(f"device flags must be int32; got {np.dtype(f_dev.dtype).name}")
+    _, result = scan((f_dev, x_dev), _SEGMENTED[op], identity=(0, identity_of(op, x_dev.dtype)))
+    return back(result, on_device)
+
+
+def tridiagonal_scan(a, b, c, d):
+    """Solve ``a_i x_(i-1) + b_i x_i + c_i x_(i+1) = d_i`` by a scan of 3x3 matrices (unstable: see below).
+
+    Row i gives ``x_(i+1) = (d_i - a_i x_(i-1) - b_i x_i) / c_i``: the state ``(x_(i+1), x_i)`` is
+    an affine map of ``(x_i, x_(i-1))``. The scan of those maps (:func:`affine2`) expresses every
+    x_i as ``alpha_i x_0 + beta_i``; the last row then fixes x_0. O(n) work and O(log n) depth,
+    but ``alpha_i`` grows like the fastest-growing solution of the recurrence (for a diagonally
+    dominant system exponentially), and x_0 comes from a difference of such numbers: the error
+    grows with n until the result is useless. PCR (:func:`prefixsum.tridiag.solve`) does not.
+
+    Parameters
+    ----------
+    a, b, c, d : numpy.ndarray, 1-D, one length n >= 1, float32 or float64
+        ``a[0]`` and ``c[-1]`` lie outside the matrix and are ignored; ``c[:-1]`` must be nonzero.
+
+    Returns
+    -------
+    numpy.ndarray
+        x.
+    """
+    a, b, c, d = (np.asarray(v) for v in (a, b, c, d))
+    _check_floats(a, b, c, d, names=("a", "b", "c", "d"))
+    n = len(d)
+    if not n or any(len(v) != n for v in (a, b, c)):
+        raise ValueError(f"a, b, c, d must have one length n >= 1; got {[len(v) for v in (a, b, c, d)]}")
+    if not np.all(c[:-1]):
+        raise ValueError("c[:-1] must be nonzero: each row must give x_(i+1)")
+    if n == 1:
+        return d / b
+    a = a.copy()
+    a[0] = 0  # x_(-1) does not exist
+    dtype, rows = d.dtype, slice(0, n - 1)
+    zeros = np.zeros(n - 1, dtype)
+    maps = ((-b[rows] / c[rows]).astype(dtype), (-a[rows] / c[rows]).astype(dtype), np.ones(n - 1, dtype), zeros,
+            (d[rows] / c[rows]).astype(dtype), zeros)
+    m00, _, m10, _, v0, v1 = scan(maps, affine2, identity=AFFINE2_IDENTITY)
+    # The last prefix maps (x_0, 0) to (x_(n-1), x_(n-2)); the last row fixes x_0.
+    x0 = (d[-1] - a[-1] * v1[-1] - b[-1] * v0[-1]) / (a[-1] * m10[-1] + b[-1] * m00[-1])
+    return np.concatenate(([x0], m00 * x0 + v0)).astype(dtype)

@@ -1,0 +1,414 @@
+"""Scans with an operator of the user's own: a numba device function on tuples of fields.
+
+Any associative operator with an identity can ride on a scan (Blelloch 1990). The user gives
+``op``, a ``cuda.jit(device=True)`` function of two elements returning one, and ``identity``.
+An element is a tuple of fields held as a structure of arrays: ``x = (a, b)`` is the sequence
+of pairs ``(a[i], b[i])``, each field with a dtype of its own, and ``op`` takes and returns
+tuples. A single array is a sequence of scalars, and ``op`` takes and returns scalars.
+
+The built-in kernels keep one value per lane in one shared array. A tuple element needs one
+shared array per field and one load and store per field, so the kernels for user operators are
+generated per tuple arity from a template written like an ordinary kernel, in which
+
+* ``«x@[p]»`` stands for ``x0[p], x1[p], ...`` (one item per field; ``@`` is the field), and
+* a line starting with ``each:`` is repeated for every field,
+
+so ``(«x@[p]»,)`` reads a tuple element and ``«out@[p]», = value`` stores one. The algorithm
+modules own their templates (:data:`prefixsum.scans.ladder.TUPLE_TILE`, ...) and register
+them as :attr:`prefixsum.scans.registry.Algorithm.user_op`; this module checks the inputs,
+builds the combine, the tile kernels and the carry between tiles, and holds the sequential
+reference. The generated source is registered with :mod:`linecache`, so that tracebacks, the
+tracer and ``inspect.getsource`` show it.
+"""
+import functools
+import itertools
+import linecache
+import math
+import re
+from typing import NamedTuple
+
+import numpy as np
+from numba import cuda, types
+
+from ..core.arithmetic import quiet_arithmetic
+from ..core.arrays import is_device_array
+from .ops import check_dtype, native, numba_type
+from .registry import ALGORITHMS, lookup
+from .tiles import position
+
+_FIELDWISE = re.compile("«(.*?)»")
+_counter = itertools.count()
+
+
+class Operator(NamedTuple):
+    """A user operator as the kernels see it.
+
+    Attributes
+    ----------
+    op : numba device function
+        The user's ``op(p, q)``; on tuples unless ``bare``.
+    dtypes : tuple of numpy.dtype
+        The fields' dtypes.
+    identity : tuple of numpy scalars
+        The identity, one scalar per field, each of its field's dtype.
+    bare : bool
+        The input was one array, not a tuple: ``op`` takes and returns scalars.
+    """
+
+    op: object
+    dtypes: tuple
+    identity: tuple
+    bare: bool
+
+    @property
+    def arity(self):
+        return len(self.dtypes)
+
+
+def python_function(op):
+    """The Python function behind a numba CUDA device function, or None if ``op`` is not one.
+
+    On a GPU ``cuda.jit(device=True)`` gives a dispatcher with ``py_func``; on the simulator a
+    ``FakeCUDAKernel`` with ``fn``.
+    """
+    if getattr(op, "targetoptions", {}).get("device"):
+        return op.py_func
+    if getattr(op, "_device", False):
+        return op.fn
+    return None
+
+
+def expand(template, arity):
+    """The source of ``template`` for elements of ``arity`` fields (see the module's docstring)."""
+    lines = []
+    for line in template.splitlines():
+        indent, _, body = line.partition("each: ")
+        if body and not indent.strip():
+            lines.extend(indent + body.replace("@", str(k)) for k in range(arity))
+        else:
+            lines.append(line)
+    return _FIELDWISE.sub(
+        lambda m: ", ".join(m.group(1).replace("@", str(k)) for k in range(arity)), "\n".join(lines))
+
+
+def generate(template, name, arity, namespace):
+    """Define function ``name`` from ``template`` expanded for ``arity`` fields, with ``namespace`` as globals.
+
+    The source is registered with :mod:`linecache` under a unique file name, so that tracebacks
+    and ``inspect.getsource`` show the generated code. ``cuda`` is in the globals, where numba's
+    simulator swaps it for the simulated module during a launch.
+    """
+    source = expand(template, arity)
+    filename = f"<prefixsum user operator {name} {next(_counter)}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    scope = {"cuda": cuda, **namespace}
+    exec(compile(source, filename, "exec"), scope)  # noqa: S102  (the package's own templates)
+    return scope[name]
+
+
+_COMBINE = """
+def combine_in_dtype(p, q):
+    r = op(p, q)
+    return («cast@(r[@])»,)
+"""
+_COMBINE_BARE = """
+def combine_in_dtype(p, q):
+    return (cast0(op(p[0], q[0])),)
+"""
+
+
+@functools.lru_cache(maxsize=None)
+def combine(operator):
+    """Device function ``combine_in_dtype(p, q)``: the user's op on tuples, each field cast to its dtype.
+
+    The cast is needed because numba widens int32 arithmetic to 64 bits (as
+    :func:`prefixsum.scans.ops.device_op` does for the built-in operators). A single array's
+    scalar op is wrapped so that every kernel sees tuples. The name is the built-in operators',
+    so that the tracer counts its calls as combines.
+    """
+    casts = {f"cast{k}": dt.type for k, dt in enumerate(operator.dtypes)}
+    fn = generate(_COMBINE_BARE if operator.bare else _COMBINE, "combine_in_dtype", operator.arity,
+                  {"op": operator.op, **casts})
+    return cuda.jit(device=True)(fn)
+
+
+def namespace(operator, **constants):
+    """The globals of a generated kernel: ``combine``, ``IDENTITY``, the field types ``T0``, ..., and ``constants``."""
+    return {"combine": combine(operator), "IDENTITY": operator.identity,
+            **{f"T{k}": numba_type(dt) for k, dt in enumerate(operator.dtypes)}, **constants}
+
+
+_CARRY = """
+def carry_into_tile(«out@», «carries@», n):
+    b = cuda.blockIdx.x
+    carry = («carries@[b]»,)
+    start = (b + 1) * TILE
+    for k in range(cuda.threadIdx.x, TILE, cuda.blockDim.x):
+        if start + k < n:
+            p = where(start + k, n)
+            «out@[p]», = combine(carry, («out@[p]»,))
+"""
+
+
+@functools.lru_cache(maxsize=None)
+def carry_kernel(operator, reverse, tile):
+    """Kernel ``carry(out0, ..., carries0, ..., n)``: block b combines ``carries[b]`` into tile b + 1.
+
+    :func:`prefixsum.scans.tiles.carry_kernel` for tuple elements: the carry comes first, as
+    it holds the elements before the tile (the operator need not be commutative).
+    """
+    fn = generate(_CARRY, "carry_into_tile", operator.arity,
+                  namespace(operator, TILE=tile, where=position(reverse)))
+    return cuda.jit(fn)
+
+
+def _argtypes(operator, arrays_per_field):
+    arrays = [types.Array(numba_type(dt), 1, "C") for dt in operator.dtypes]
+    return tuple(arrays * arrays_per_field) + (types.int64,)
+
+
+def carriers():
+    """The registered algorithms that carry a user operator, in registration order."""
+    return [a for a in ALGORITHMS.values() if a.user_op is not None]
+
+
+def choose(algorithm):
+    """The :class:`~prefixsum.scans.registry.Algorithm` for a user operator: "auto" is the best-ranked carrier."""
+    able = carriers()
+    if algorithm == "auto":
+        return max(able, key=lambda a: a.auto_rank)
+    chosen = lookup(algorithm)
+    if chosen.user_op is None:
+        raise ValueError(f"algorithm {chosen.name!r} cannot carry a user operator; those that can: auto, "
+                         f"{', '.join(a.name for a in able)}")
+    return chosen
+
+
+def run(xs, outs, operator, inclusive, reverse, algorithm, **options):
+    """Scan the device arrays ``xs`` (one per field, length n >= 1) into ``outs`` with ``algorithm``.
+
+    The algorithm's ``user_op(operator, inclusive, reverse, **options)`` gives the tile kernel
+    ``(x0, ..., out0, ..., totals0, ..., n)``, its tile length and its threads per block; the tile
+    totals are scanned recursively, forward and inclusive, and carried into the tiles after the
+    first, as :func:`prefixsum.scans.tiles.scan_tiles` does for one array.
+    """
+    n = xs[0].shape[0]
+    kernel, tile, threads = algorithm.user_op(operator, inclusive, reverse, **options)
+    ntiles = math.ceil(n / tile)
+    totals = [cuda.device_array(ntiles, dt) for dt in operator.dtypes]
+    kernel[ntiles, threads](*xs, *outs, *totals, n)
+    if ntiles > 1:
+        carries = [cuda.device_array(ntiles, dt) for dt in operator.dtypes]
+        run(totals, carries, operator, True, False, algorithm, **options)
+        carry_kernel(operator, reverse, tile)[ntiles - 1, threads](*outs, *carries, n)
+
+
+def kernels(operator, inclusive, reverse, algorithm, **options):
+    """Every ``(dispatcher, argtypes)`` that :func:`run` may launch, for compiling to PTX."""
+    options = algorithm.resolve_options(options)
+    for lane_inclusive, lane_reverse in dict.fromkeys([(inclusive, reverse), (True, False)]):
+        kernel, tile, _ = algorithm.user_op(operator, lane_inclusive, lane_reverse, **options)
+        yield kernel, _argtypes(operator, 3)
+    for carry_reverse in dict.fromkeys([reverse, False]):
+        yield carry_kernel(operator, carry_reverse, tile), _argtypes(operator, 2)
+
+
+def _fields(x):
+    """``(fields, bare)``: the arrays of ``x`` (one array or a non-empty tuple of them)."""
+    if isinstance(x, tuple):
+        if not x:
+            raise ValueError("x is an empty tuple; give one array or a tuple of equal-length 1-D arrays")
+        return list(x), False
+    if isinstance(x, list):
+        raise TypeError("x is a list; give a tuple of arrays (a structure of arrays), or one array")
+    return [x], True
+
+
+def _check_fields(fields):
+    """The fields as numpy (native order) or numba device arrays, and whether they are on the device."""
+    on_device = [is_device_array(f) for f in fields]
+    if len(set(on_device)) > 1:
+        raise ValueError("the fields of x must be all numpy arrays or all device arrays; got "
+                         + ", ".join("device" if d else "host" for d in on_device))
+    checked = []
+    for k, field in enumerate(fields):
+        if on_device[k]:
+            field = field if cuda.devicearray.is_cuda_ndarray(field) else cuda.as_cuda_array(field)
+            if len(field.shape) == 1 and not field.is_c_contiguous():
+                raise ValueError(f"device array x[{k}] must be contiguous; got strides {tuple(field.strides)}")
+        else:
+            field = native(np.asarray(field))
+        try:
+            check_dtype(field.dtype)
+        except TypeError as error:
+            raise TypeError(f"x[{k}]: {error}") from None
+        if len(field.shape) != 1:
+            raise ValueError(f"x[{k}] must be 1-D; got an array of shape {tuple(field.shape)}")
+        checked.append(field)
+    lengths = [f.shape[0] for f in checked]
+    if len(set(lengths)) > 1:
+        raise ValueError(f"the arrays of x must have one length; got lengths {lengths}")
+    return checked, on_device[0]
+
+
+def _check_identity(identity, dtypes, bare):
+    """The identity as a tuple of numpy scalars of the fields' dtypes, or a ValueError."""
+    if identity is None:
+        raise ValueError("a user operator needs identity=...: the element e with op(e, x) == x == op(x, e) "
+                         "(a scalar for one array, a tuple with one value per array of x)")
+    values = (identity,) if bare else identity
+    if not isinstance(values, tuple) or len(values) != len(dtypes):
+        raise ValueError(f"identity must be a tuple of {len(dtypes)} values, one per array of x; got {identity!r}")
+    converted = []
+    for k, (value, dt) in enumerate(zip(values, dtypes)):
+        try:
+            with quiet_arithmetic():
+                scalar = dt.type(value)
+        except (TypeError, ValueError, OverflowError):
+            scalar = None
+        if scalar is None or (dt.kind in "iu" and scalar != value):
+            raise ValueError(f"identity value {value!r} for field {k} cannot be represented in its dtype {dt.name}")
+        converted.append(scalar)
+    return tuple(converted)
+
+
+def _check_result_shape(operator):
+    """Evaluate op(identity, identity) on the host and check that it returns one element.
+
+    Catches an operator that returns the wrong number of fields before any launch. An operator
+    that cannot run on the host (it calls a GPU-only function) is left to the compiler.
+    """
+    fn = python_function(operator.op)
+    try:
+        with quiet_arithmetic():
+            result = fn(operator.identity[0], operator.identity[0]) if operator.bare else fn(operator.identity, operator.identity)
+    except Exception:  # noqa: BLE001  (GPU-only code: the compiler reports it)
+        return
+    if operator.bare:
+        if isinstance(result, tuple):
+            raise ValueError(f"op takes and returns scalars when x is one array; op(identity, identity) returned {result!r}")
+    elif not isinstance(result, tuple) or len(result) != operator.arity:
+        raise ValueError(f"op must return a tuple of {operator.arity} values, one per array of x; "
+                         f"op(identity, identity) returned {result!r}")
+
+
+def operator_for(op, identity, dtypes, bare):
+    """Check ``op`` and ``identity`` for fields of ``dtypes`` and return the :class:`Operator`."""
+    if python_function(op) is None:
+        raise TypeError(f"op must be one of 'add', 'mul', 'max', 'min' or a numba CUDA device function "
+                        f"(decorated with @cuda.jit(device=True)); got {op!r}")
+    operator = Operator(op, tuple(dtypes), _check_identity(identity, dtypes, bare), bare)
+    _check_result_shape(operator)
+    return operator
+
+
+def scan(x, op, *, identity=None, inclusive=True, reverse=False, algorithm="auto", **options):
+    """:func:`prefixsum.scan` with a user operator; see its docstring for the parameters.
+
+    Returns
+    -------
+    numpy.ndarray, device array, or a tuple of them
+        The same structure as ``x``: one array, or a tuple with one array per field, each of its
+        field's dtype; numpy arrays for numpy input, numba device arrays for device input.
+    """
+    if isinstance(op, str):
+        raise ValueError(f"the built-in op {op!r} takes one array and no identity; a tuple x or an identity "
+                         "needs a user operator (a @cuda.jit(device=True) function)")
+    fields, bare = _fields(x)
+    arrays, on_device = _check_fields(fields)
+    operator = operator_for(op, identity, [np.dtype(a.dtype) for a in arrays], bare)
+    for flag, value in (("inclusive", inclusive), ("reverse", reverse)):
+        if not isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"{flag} must be True or False; got {value!r}")
+    chosen = choose(algorithm)
+    resolved = chosen.resolve_options(options)
+    n = arrays[0].shape[0]
+    sources = arrays if on_device else [cuda.to_device(np.ascontiguousarray(a)) for a in arrays]
+    outs = [cuda.device_array(n, dt) for dt in operator.dtypes]
+    if n:
+        with quiet_arithmetic():
+            run(sources, outs, operator, bool(inclusive), bool(reverse), chosen, **resolved)
+    results = outs if on_device else [o.copy_to_host() for o in outs]
+    return results[0] if bare else tuple(results)
+
+
+def reference(x, op, *, identity, inclusive=True, reverse=False):
+    """The scan of ``x`` with the user operator ``op``, by a sequential loop on the host.
+
+    Calls ``op``'s Python function element by element, each field cast to its dtype, so that it
+    gives what the kernels give up to rounding (the kernels combine in another order). The
+    reverse scan is the forward scan of the mirrored sequence: element i is
+    ``x[n-1] op ... op x[i]``. Slow (Python): for tests and checks, not for large n.
+
+    Returns
+    -------
+    numpy.ndarray or tuple of them
+        The same structure as ``x``.
+    """
+    fields, bare = _fields(x)
+    arrays, on_device = _check_fields(fields)
+    if on_device:
+        arrays = [a.copy_to_host() for a in arrays]
+    operator = operator_for(op, identity, [a.dtype for a in arrays], bare)
+    fn = python_function(op)
+    n = arrays[0].shape[0]
+    outs = [np.empty(n, a.dtype) for a in arrays]
+    acc = operator.identity
+    with quiet_arithmetic():
+        for i in (range(n - 1, -1, -1) if reverse else range(n)):
+            element = tuple(a[i] for a in arrays)
+            after = fn(acc[0], element[0]) if bare else fn(acc, element)
+            after = tuple(dt.type(v) for dt, v in zip(operator.dtypes, (after,) if bare else after))
+            for out, value in zip(outs, after if inclusive else acc):
+                out[i] = value
+            acc = after
+    return outs[0] if bare else tuple(outs)
+
+
+def random_fields(n, dtypes, rng):
+    """Random test elements: one array per dtype, small integers for integer fields, normal for floats.
+
+    Integers lie in [-4, 4] ([0, 8] unsigned) so that sums and products of a few stay exact
+    in every dtype; floats are normal(0, 1).
+    """
+    fields = []
+    for dt in map(np.dtype, dtypes):
+        if dt.kind == "f":
+            fields.append(rng.normal(size=n).astype(dt))
+        else:
+            fields.append(rng.integers(0 if dt.kind == "u" else -4, 9 if dt.kind == "u" else 5, size=n).astype(dt))
+    return tuple(fields)
+
+
+def float64_copy(x):
+    """``x`` (one array or a tuple) with its float fields as float64: the input of a float64 reference."""
+    fields, bare = _fields(x)
+    copies = [np.asarray(f, np.float64) if np.dtype(f.dtype).kind == "f" else np.asarray(f) for f in fields]
+    return copies[0] if bare else tuple(copies)
+
+
+def wrong_indices(result, expected, *, reverse=False):
+    """Indices where some field of ``result`` differs from ``expected`` (same structure), in increasing order.
+
+    Integer fields must match exactly. A float field may differ by ``(8 + 2 log2 n) * eps`` of
+    its dtype times the largest magnitude of the reference so far along the scan (at least 1):
+    the kernels combine in another order than the sequential reference, and a user operator
+    has no running sum of magnitudes to bound the rounding with, so inputs should be of order 1.
+    """
+    results, _ = _fields(result)
+    expecteds, _ = _fields(expected)
+    n = np.shape(expecteds[0])[0]
+    bad = np.zeros(n, bool)
+    steps = 8 + 2 * np.log2(max(n, 2))
+    for got, want in zip(results, expecteds):
+        got, want = np.asarray(got), np.asarray(want)
+        if got.dtype.kind != "f":
+            bad |= got != want
+            continue
+        magnitude = np.abs(want.astype(np.float64))
+        running = np.maximum.accumulate(magnitude[::-1])[::-1] if reverse else np.maximum.accumulate(magnitude)
+        allowed = steps * np.finfo(got.dtype).eps * np.maximum(running, 1.0)
+        with np.errstate(invalid="ignore"):
+            close = np.abs(got.astype(np.float64) - want) <= allowed
+        bad |= ~(close | (got == want))
+    return np.flatnonzero(bad)

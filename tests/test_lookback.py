@@ -1,0 +1,211 @@
+"""The single-pass scan with decoupled look-back (prefixsum.scans.lookback) beyond the generic suites.
+
+test_scan, test_api, test_check, test_special_values and test_ptx cover "lookback" for every op,
+dtype, direction and size with its default tiles; here: many small tiles (look-backs over more
+than one window of 32), the look-back itself over states prepared by hand (the simulator runs
+blocks one after another, so there a predecessor has always published its prefix), the epochs,
+the tile counter, and the launcher.
+"""
+import collections
+import itertools
+
+import numpy as np
+import pytest
+from numba import cuda, types
+
+import prefixsum as ps
+from prefixsum import trace
+from prefixsum.scans import lookback
+from prefixsum.scans.launch import Launcher
+from prefixsum.scans.ops import host_ufunc
+from prefixsum.scans.testing import expected_scan, random_input, wrong_indices
+
+from test_scan import run_and_check
+
+TILE_TEST_BLOCK = 32
+
+
+@pytest.mark.parametrize("dtype", ps.DTYPES, ids=str)
+def test_many_small_tiles(dtype, rng):
+    """71 tiles of 32 elements (a look-back window is 32 tiles), both directions."""
+    n = 32 * 70 + 5
+    for k, (inclusive, reverse) in enumerate(((True, False), (False, True))):
+        op = ps.OPS[(k + ps.DTYPES.index(dtype)) % 4]
+        run_and_check("lookback", random_input(n, op, dtype, rng), op, inclusive, reverse,
+                      block_size=32, items_per_thread=1)
+
+
+@pytest.mark.parametrize("block_size, items_per_thread", [(64, 3), (32, 32), (1024, None)])
+def test_other_tile_shapes(block_size, items_per_thread, rng):
+    tile = block_size * (items_per_thread or 4)
+    for op, dtype, inclusive, reverse in (("add", "float32", True, False), ("min", "int64", False, True)):
+        run_and_check("lookback", random_input(3 * tile + 17, op, dtype, rng), op, inclusive, reverse,
+                      block_size=block_size, items_per_thread=items_per_thread)
+
+
+@pytest.mark.parametrize("op, dtype", [("add", "float32"), ("max", "int32"), ("add", "float64"), ("mul", "uint64")])
+def test_look_back_over_aggregates_stops_at_the_closest_prefix(op, dtype, rng):
+    """Tile 70 looks back over prepared states: aggregates of tiles 21..69, a prefix at tile 20.
+
+    The first window (tiles 38..69) holds aggregates only, so the look-back takes a second one
+    (6..37), which stops at the prefix: the aggregates of tiles 6..19 must not count. The tile's
+    own inclusive prefix is then published for the tiles after it.
+    """
+    dtype = np.dtype(dtype)
+    tile, epoch = 70, 5
+    combine = host_ufunc(op)
+    values = random_input(tile + 1, op, dtype, rng)
+    aggregate = values[tile]
+    status_np, values_np = _states(dtype, tile + 1)
+    flags = np.full(tile + 1, 2 * epoch + lookback.AGGREGATE, np.uint32)
+    flags[20] = 2 * epoch + lookback.PREFIX
+    flags[tile] = 0  # not yet published
+    status, packed_values = cuda.to_device(status_np), cuda.to_device(values_np)
+    _publish_all(dtype)[1, 1](status, packed_values, cuda.to_device(flags), cuda.to_device(values))
+    result = cuda.device_array(1, dtype)
+    _look_back_kernel(op, dtype)[1, 32](status, packed_values, tile, aggregate, epoch, result)
+
+    expected = values[20]
+    for t in range(21, tile):
+        expected = combine(expected, values[t])
+    assert result.copy_to_host()[0] == pytest.approx(expected, rel=1e-5)
+    flag, value = _peek_one(dtype)(status, packed_values, tile)
+    assert flag == 2 * epoch + lookback.PREFIX
+    assert value == pytest.approx(combine(expected, aggregate), rel=1e-5)
+
+
+def _states(dtype, tiles):
+    if lookback.packed(dtype):
+        return np.zeros(tiles, np.uint64), np.zeros(1, np.uint64)
+    return np.zeros(tiles, np.uint32), np.zeros(2 * tiles, np.uint64)
+
+
+def _publish_all(dtype):
+    publish, _ = lookback.state_access(dtype)
+
+    @cuda.jit
+    def publish_all(status, packed_values, flags, values):
+        for t in range(flags.shape[0]):
+            if flags[t]:
+                publish(status, packed_values, t, flags[t], values[t])
+
+    return publish_all
+
+
+def _look_back_kernel(op, dtype):
+    look = lookback.look_back(op, dtype)
+
+    @cuda.jit
+    def look_back(status, packed_values, tile, aggregate, epoch, result):
+        before = look(status, packed_values, tile, aggregate, epoch)
+        if cuda.threadIdx.x == 0:
+            result[0] = before
+
+    return look_back
+
+
+def _peek_one(dtype):
+    _, peek = lookback.state_access(dtype)
+    flags = cuda.device_array(1, np.uint32)
+    found = cuda.device_array(1, dtype)
+
+    @cuda.jit
+    def peek_one(status, packed_values, tile, flags, found):
+        flags[0], found[0] = peek(status, packed_values, tile)
+
+    def run(status, packed_values, tile):
+        peek_one[1, 1](status, packed_values, tile, flags, found)
+        return flags.copy_to_host()[0], found.copy_to_host()[0]
+
+    return run
+
+
+def test_items_per_thread_by_dtype():
+    assert lookback.tile_items(np.dtype("float32"), 128, None) == 16
+    assert lookback.tile_items(np.dtype("int64"), 128, None) == 24
+    assert lookback.tile_items(np.dtype("float64"), 1024, None) == 4  # the largest tile: 4096
+    assert lookback.tile_items(np.dtype("float64"), 128, 5) == 5
+
+
+def test_states_are_reused_across_calls_and_cleared_when_the_epoch_wraps(rng):
+    x = random_input(32 * 40, "add", "int32", rng)
+    ps.scan(x, algorithm="lookback", block_size=32, items_per_thread=1)
+    states = lookback._STATES[4]
+    before = states.epoch
+    np.testing.assert_array_equal(ps.scan(x, algorithm="lookback", block_size=32, items_per_thread=1), np.cumsum(x, dtype=x.dtype))
+    assert states.epoch == before + 1
+    states.epoch = lookback.MAX_EPOCH - 1
+    np.testing.assert_array_equal(ps.scan(x, algorithm="lookback", block_size=32, items_per_thread=1), np.cumsum(x, dtype=x.dtype))
+    assert states.epoch == 1
+    assert not states.status.copy_to_host()[40:].any()  # a fresh array: the states of one call only
+
+
+def test_the_last_tile_sets_the_counter_back_to_zero(rng):
+    x = random_input(32 * 9, "add", "float64", rng)
+    ps.scan(x, algorithm="lookback", block_size=32, items_per_thread=1)
+    assert lookback._STATES[8].counter.copy_to_host()[0] == 0
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_concurrent_blocks_look_back_over_aggregates(seed, rng):
+    """Resident blocks in turns: tiles find predecessors with only an aggregate out, or nothing yet."""
+    n = 32 * 50 + 3
+    for dtype in ("float32", "uint64"):
+        x = random_input(n, "add", dtype, rng)
+        with ps.sim.block_order_seed(seed), ps.sim.resident_blocks(8):
+            run = trace.record(ps.scan, x, algorithm="lookback", block_size=32, items_per_thread=1)
+        assert wrong_indices(run.result, *expected_scan(x)).size == 0
+        peeks = collections.Counter(r.block for r in run.records if r.array == "status" and r.atomic)
+        # without waiting, tile b peeks at min(b, 32) states once and publishes twice
+        assert any(count > min(block, 32) + 2 for block, count in peeks.items())
+
+
+def test_one_launch_moves_two_words_per_element_and_races_nowhere(rng):
+    block_size, items = 32, 2
+    n = 64 * 5 + 7  # 6 tiles
+    x = random_input(n, "add", np.int64, rng)
+    with ps.sim.resident_blocks(1):  # blocks one after another: every predecessor has its prefix out
+        run = trace.record(ps.scan, x, algorithm="lookback", block_size=block_size, items_per_thread=items)
+    np.testing.assert_array_equal(run.result, np.cumsum(x, dtype=x.dtype))
+    assert run.races() == [] and run.uninitialized_reads() == []
+    assert [launch.kernel for launch in run.launches] == ["scan"]
+    counts = run.counts()
+    atomics = sum(r.atomic for r in run.records)
+    assert counts["global_reads"] == n
+    assert counts["global_writes"] - atomics == n
+    # The states (int64: flag and value apart): 6 draws of a tile id and the counter's reset;
+    # tile 0 publishes its prefix (value, flag), tiles 1..5 their aggregate and prefix; tile b
+    # peeks at b predecessors (flag, value): 7 + 2 + 5 * 4 + 2 * (1 + 2 + 3 + 4 + 5).
+    assert atomics == 59
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"items_per_thread": 33}, "items_per_thread=33 must be None"),
+    ({"items_per_thread": 2.0}, "items_per_thread=2.0"),
+    ({"block_size": 48}, "block_size=48 must be a power of two"),
+    ({"block_size": 1024, "items_per_thread": 8}, "8192 elements per tile"),
+])
+def test_lookback_refuses_bad_options(options, message):
+    with pytest.raises(ValueError, match=message):
+        ps.scan(np.ones(4, np.float32), algorithm="lookback", **options)
+
+
+def test_launcher_takes_arrays_and_integers_only():
+    with pytest.raises(TypeError, match="1-D C-contiguous arrays and integers"):
+        Launcher(lookback.lookback_kernel("add", np.dtype("float32"), True, False, 32, 1), (types.float32,))
+
+
+def test_launcher_launches_like_the_dispatcher(rng):
+    @cuda.jit
+    def twice(x, out, n):
+        i = cuda.grid(1)
+        if i < n:
+            out[i] = 2 * x[i]
+
+    arr = types.Array(types.float32, 1, "C")
+    launch = Launcher(twice, (arr, arr, types.int64))
+    x = rng.random(100).astype(np.float32)
+    out = cuda.device_array(100, np.float32)
+    for grid, block in itertools.product((4, 1), (32, 128)):
+        launch(grid, block, cuda.to_device(x), out, 100)
+        np.testing.assert_array_equal(out.copy_to_host(), 2 * x)
