@@ -13,7 +13,7 @@ set -euo pipefail
 
 # Each stage and the files it writes under $out: every committed result in benchmarks/ is one of
 # these (tests/test_bench_harness.py checks both ways), and each stage must write all of its own.
-STAGES=(scans kstep hierarchical table1 tridiag householder warp sanitize lookback sanitize_lookback applications user_ops sim_speed)
+STAGES=(scans kstep hierarchical table1 tridiag householder warp sanitize lookback sanitize_lookback applications user_ops blocks sim_speed)
 declare -A OUTPUTS=(
   [scans]="scan_throughput.csv"
   [kstep]="kstep_L.csv"
@@ -27,6 +27,7 @@ declare -A OUTPUTS=(
   [sanitize_lookback]="sanitize_lookback.txt"
   [applications]="applications.csv"
   [user_ops]="user_ops_gpu.txt"
+  [blocks]="blocks_gpu.csv"
   [sim_speed]="sim_speed.csv"
 )
 
@@ -143,6 +144,12 @@ sanitize() {
   done > "$out/$name.txt"
   cat "$out/$name.txt"
   return $status
+}
+
+# GPU, about 10 seconds: the chained scans of prefixsum.mutants (blocks that talk to each other),
+# correct and broken, on 16,384 blocks; the ones that would hang give up after bounded polls.
+stage_blocks() {
+  "$python" benchmarks/blocks_gpu.py $quick_flag --out "$out"
 }
 
 # CPU only (no GPU used), about a minute on two cores: prefixsum's simulator against numba's.

@@ -174,22 +174,102 @@ print("GPU compiler:", "compiles" if compiled else complaint)
 print("stock simulator has shfl_up_sync:", basics.outcome(lambda: hasattr(cuda, "shfl_up_sync"), stock=True))
 
 # %% [markdown]
-# ## 4. Checking a kernel properly
+# ## 4. Blocks that talk to each other
 #
-# Puzzle collections check a kernel with one `allclose` on one input. The workbook's checker,
-# `ps.check.scan`, runs a kernel on many sizes with poisoned memory and traces every launch.
-# `prefixsum.mutants` holds thirteen scan kernels with one typical mistake each. How many does
-# each kind of check catch?
+# Blocks have no barrier between them, but inside one launch they can still pass values through
+# global memory: a block stores a value, then raises a flag; another block waits for the flag,
+# then reads the value. The **chained scan** carries the running total from tile to tile this
+# way: each tile's last thread waits for the inclusive prefix of the tile before, adds its own
+# tile's total and publishes the sum for the next tile. Three details make it right on a GPU:
+#
+# - **a flag**, so that a block reads the prefix only once it is there. The flag is polled with
+#   an atomic (`cuda.atomic.add(flags, b - 1, 0)` reads it), which the compiler cannot hoist
+#   out of the loop as it may hoist a plain load;
+# - **a fence**, `cuda.threadfence()`, between storing the prefix and raising the flag: without
+#   it, another block may see the flag before the prefix;
+# - **waiting only for blocks that have started**: a GPU starts the blocks of a launch in
+#   blockIdx order, as many as fit, and more only as those finish. Tiles numbered by an atomic
+#   counter, in the order blocks start, guarantee that a tile's predecessor is already running.
 
 # %%
 from prefixsum import mutants
+from prefixsum.cli import results
 
+print(inspect.getsource(mutants.chained_tile))
+
+# %% [markdown]
+# numba's stock simulator runs the blocks of a launch one after another, in blockIdx order, so
+# every block finds the one before it finished: leave out the flag or the fence and the answer
+# is still right, and waiting for a block that starts later hangs it forever. The classroom
+# simulator runs a few blocks at once (`ps.sim.resident_blocks()`, 4 unless set), taking turns
+# in a seeded order at barriers, atomics, fences and polling loads (`ps.sim.block_order_seed()`
+# changes the order); holds a block's global stores back from the other blocks until a fence,
+# an atomic on them or the block's end, as a GPU's caches and store queues may; and stops a
+# launch in which every thread waits with a `ps.sim.DeadlockError`. The tracer knows what orders
+# two blocks (a fence, then an atomic flag, then an atomic read of it), so the checker names
+# each mistake. The last column is an H100: `benchmarks/blocks_gpu.py` ran each kernel 20 times
+# on 16,384 blocks (`blocks_gpu.csv`), the kernels that hang there as copies that give up after
+# a bounded number of polls.
+
+# %%
+chained = [mutants.CORRECT_CHAINED] + [m for m in mutants.MUTANTS if m.name.startswith("chained_")]
+tiles = np.random.default_rng(0).integers(-9, 10, 7 * mutants.BLOCK).astype(np.float32)  # 7 tiles
+gpu = {row["kernel"]: row for row in results.read("blocks_gpu.csv")}
+
+
+def on_gpu(row):
+    if row["gave_up"]:
+        return f"hangs: {row['gave_up']} waits gave up"
+    right = row["launches"] - row["wrong_launches"]
+    return f"right in {right} of {row['launches']}"
+
+
+print(f"{'kernel':<30} {'stock simulator':<18} {'classroom simulator':<21} {'checker':<20} H100")
+for m in chained:
+    stock = "hangs (not run)" if m.hangs_stock else basics.verdict(m.run, tiles, stock=True)
+    checked = ps.check.scan(m.run, name=m.name).diagnosis
+    print(f"{m.name:<30} {stock:<18} {basics.verdict(m.run, tiles):<21} {checked:<20} {on_gpu(gpu[m.name])}")
+
+# %% [markdown]
+# The deadlock, as the classroom simulator reports it (the first of its four resident blocks,
+# and the end of the message):
+
+# %%
+waits_for_later = next(m for m in mutants.MUTANTS if m.name == "chained_waits_for_later_block")
+message = basics.outcome(waits_for_later.run, tiles, lines=100).splitlines()
+print("\n".join(message[:9] + ["  ..."] + message[-3:]))
+
+# %%
+fence_row, poll_row = gpu["chained_without_fence"], gpu["chained_plain_poll"]
+print(f"H100, no fence: wrong in {fence_row['wrong_launches']} of {fence_row['launches']} launches, "
+      f"first at element {fence_row['first_wrong_index']:,} of {fence_row['n']:,}; plain-load poll: "
+      f"{poll_row['gave_up']:,} of {(poll_row['blocks'] - 1) * poll_row['launches']:,} waits gave up "
+      f"after {poll_row['patience']:,} polls")
+
+# %% [markdown]
+# On the GPU every mistake shows, but not all alike: without flags the result is wrong at the
+# second tile already; without a fence it is wrong deep into the array, after thousands of
+# tiles came out right, where a small test would never look; the plain load was read once, so
+# every waiting block polled a stale flag until it gave up (unbounded, the kernel hangs), and
+# waiting for a block that starts later hangs too. On the stock simulator all four pass or
+# hang without a word about why, and compute-sanitizer's racecheck looks at shared memory only.
+# The classroom simulator and the checker name each one, on a laptop.
+#
+# %% [markdown]
+# ## 5. Checking a kernel properly
+#
+# Puzzle collections check a kernel with one `allclose` on one input. The workbook's checker,
+# `ps.check.scan`, runs a kernel on many sizes with poisoned memory and traces every launch.
+# `prefixsum.mutants` holds scan kernels with one typical mistake each, the chained ones above
+# among them. How many does each kind of check catch?
+
+# %%
 one_block = mutants.allclose_catches(n=mutants.BLOCK)
 four_blocks = mutants.allclose_catches(n=4 * mutants.BLOCK)
 ours = {m.name: ps.check.scan(m.run, inclusive=m.inclusive, name=m.name) for m in mutants.MUTANTS}
-print(f"{'mutant':<24} {'allclose, 1 block':>17} {'allclose, 4 blocks':>18}  checker")
+print(f"{'mutant':<30} {'allclose, 1 block':>17} {'allclose, 4 blocks':>18}  checker")
 for m in mutants.MUTANTS:
-    print(f"{m.name:<24} {'caught' if one_block[m.name] else '-':>17} {'caught' if four_blocks[m.name] else '-':>18}  {ours[m.name].diagnosis}")
+    print(f"{m.name:<30} {'caught' if one_block[m.name] else '-':>17} {'caught' if four_blocks[m.name] else '-':>18}  {ours[m.name].diagnosis}")
 print(f"caught: {sum(one_block.values())}, {sum(four_blocks.values())} and "
       f"{sum(not r.passed for r in ours.values())} of {len(mutants.MUTANTS)}")
 
@@ -206,9 +286,12 @@ print(ours["uninitialized_shared"])
 # - A kernel runs on a grid of blocks of threads; guard every index with `i < n`.
 # - Threads of a block share memory and meet at `cuda.syncthreads()`; blocks meet only at the
 #   end of a launch.
+# - Blocks can pass values inside a launch through global memory: a fence, then an atomic
+#   flag, polled with atomics, and waits only for blocks that have started.
 # - Without a GPU, `prefixsum` runs its classroom simulator: poisoned shared memory, no negative
-#   indices, no divergent barriers, no oversized blocks, and a tracer for races. Every kernel is
-#   also compiled for real GPUs by the tests.
+#   indices, no divergent barriers, no oversized blocks, several blocks at once with their own
+#   view of memory, deadlocks stopped, and a tracer for races. Every kernel is also compiled for
+#   real GPUs by the tests.
 #
 # **Questions.**
 # 1. Why can blocks not wait for each other inside a kernel? What does that mean for a scan of
@@ -217,3 +300,5 @@ print(ours["uninitialized_shared"])
 #    would the stock simulator rarely show it?
 # 3. `x[i - 1]` at `i = 0` reads `x[-1]` on a GPU too. What does a scan kernel usually want
 #    there instead?
+# 4. In `chained_tile`, why must the tile number come from an atomic counter rather than from
+#    `cuda.blockIdx.x`, when a GPU starts blocks in blockIdx order anyway?

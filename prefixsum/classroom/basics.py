@@ -125,6 +125,31 @@ def _outcome_here(fn, args, stock, lines):
     return f"no error; result:\n{np.array2string(np.asarray(result), precision=3, threshold=40)}"
 
 
+def _verdict_here(run, x, stock):
+    from . import sim
+    from .check import with_poisoned_allocations
+
+    try:
+        with sim.enabled(not stock):
+            result = with_poisoned_allocations(run, x)
+    except Exception as error:  # the point is to show any error a student's kernel can raise
+        return type(error).__name__
+    result = result.copy_to_host() if hasattr(result, "copy_to_host") else np.asarray(result)
+    bad = np.flatnonzero(result != np.cumsum(x))
+    return "right" if bad.size == 0 else f"wrong from index {bad[0]}"
+
+
+def verdict(run, x, *, stock=False):
+    """Run the inclusive sum scan ``run(x)`` on the simulator: "right", "wrong from index k", or
+    the name of the error it raised.
+
+    ``x`` holds small integers (as floats), whose every partial sum is exact, so that any
+    difference from ``numpy.cumsum`` is a wrong element; fresh device arrays are poisoned, as
+    the checker poisons them. ``stock=True`` uses numba's stock simulator. On a GPU machine the run happens in a child process that simulates.
+    """
+    return _child.on_simulator(_verdict_here, run, x, stock)
+
+
 def outcome(fn, *args, stock=False, lines=4):
     """Run ``fn(*args)`` on the simulator and describe, in a few lines, its result or its error.
 

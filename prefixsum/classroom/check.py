@@ -8,12 +8,18 @@ device array and all shared memory poisoned, records every memory access with
 
 Diagnoses, in the order they are looked for at each size:
 
-``exception``, ``timeout``, ``out-of-bounds``, ``barrier-divergence`` (the run stopped),
-``race``, ``uninitialized-read`` (the trace shows it, even when the numbers came out right),
+``exception``, ``timeout``, ``out-of-bounds``, ``barrier-divergence``, ``deadlock`` (the run
+stopped), ``race`` (within a block, or two blocks writing one element), the races between
+blocks that communicate -- ``plain-load-poll`` (a flag polled with plain loads),
+``stale-read`` (a flag raised without a fence after the data: the reader may get old data),
+``race-between-blocks`` (an element one block writes and another reads with no flag between
+them) --, ``uninitialized-read`` (the trace shows it, even when the numbers came out right),
 ``unwritten-output``, ``wrong-result`` (the numbers), ``over-budget`` (right numbers, but not
 by the parallel algorithm the exercise asks for: more barriers, more accesses by one thread
 between two barriers, more global traffic or more bank conflicts than its :class:`Budget`), and
-``pass``.
+``pass``. The simulator runs a few
+blocks at once (:mod:`prefixsum.sim`), so that blocks that talk to each other are checked as a
+GPU runs them.
 
 A user operator (a ``cuda.jit(device=True)`` function, see :mod:`prefixsum.scans.user_ops`) is
 first checked on its own by :func:`operator`: ``not-associative`` or ``wrong-identity`` before
@@ -22,6 +28,7 @@ any kernel runs, since no scan can be right with such an operator.
 import collections
 import contextlib
 import dataclasses
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,8 +41,9 @@ from ..scans import user_ops
 from ..scans.testing import mismatches, random_input
 
 DEFAULT_SIZES = (1, 2, 31, 32, 33, 100, 255, 256, 257, 1000, 2049)
-DIAGNOSES = ("pass", "not-associative", "wrong-identity", "wrong-result", "unwritten-output", "race", "out-of-bounds", "uninitialized-read",
-             "barrier-divergence", "exception", "timeout", "over-budget")
+DIAGNOSES = ("pass", "not-associative", "wrong-identity", "wrong-result", "unwritten-output", "race", "out-of-bounds",
+             "uninitialized-read", "barrier-divergence", "exception", "timeout", "race-between-blocks", "stale-read",
+             "plain-load-poll", "deadlock", "over-budget")
 _SEED = 20261121
 # Sizes that :func:`thorough` adds to a check's own (those up to its largest size).
 _THOROUGH_SIZES = (3, 5, 7, 16, 17, 63, 64, 65, 127, 128, 129, 511, 512, 513, 1023, 1024, 1025)
@@ -176,7 +184,7 @@ def _poison_fresh(array):
         array.copy_to_device(poison(np.empty(array.shape, array.dtype)))
 
 
-def _with_poisoned_allocations(fn, *args):
+def with_poisoned_allocations(fn, *args):
     """``fn(*args)``, every device array it allocates poisoned.
 
     The hook is registered here, inside the recorded function, so that it acts in the process
@@ -191,6 +199,13 @@ def _hint_for_error(error):
     text = str(error).splitlines()[0] if str(error) else type(error).__name__
     if isinstance(error, TimeoutError):
         return "timeout", "Stopped at the time limit: does every loop advance (phase <<= 1, stride *= 2)?"
+    if isinstance(error, sim.DeadlockError):
+        polls = [re.sub(r" \(\d+ threads?\) poll ", " polls ", line.strip())
+                 for line in str(error).splitlines() if " poll " in line]
+        where = f" ({polls[0]})" if polls else ""
+        return "deadlock", (f"Every resident block waits{where}: a block waits for a block that is not running. "
+                            "Blocks start in blockIdx order, a few at a time: wait only for tiles taken earlier "
+                            "(take tile ids from an atomic counter) and never for a block that starts later.")
     if isinstance(error, sim.BarrierDivergenceError):
         return "barrier-divergence", ("Not every thread reached the same cuda.syncthreads(): "
                                       "a barrier inside an if, or threads returning early. Move the barrier out of the branch.")
@@ -417,11 +432,11 @@ def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes
             fields = user_ops.random_fields(n, dtype if isinstance(dtype, tuple) else (dtype,), rng)
             x = fields if isinstance(dtype, tuple) else fields[0]
             copy = tuple(f.copy() for f in fields) if isinstance(dtype, tuple) else x.copy()
-            run = tracing.record(_with_poisoned_allocations, fn, copy, timeout=timeout)
+            run = tracing.record(with_poisoned_allocations, fn, copy, timeout=timeout)
             diagnosis, index, hint = _diagnose_user(run, x, op, identity, inclusive, reverse)
         else:
             x = random_input(n, op, dtype, rng)
-            run = tracing.record(_with_poisoned_allocations, fn, x.copy(), timeout=timeout)
+            run = tracing.record(with_poisoned_allocations, fn, x.copy(), timeout=timeout)
             diagnosis, index, hint = _diagnose(run, x, op, inclusive, reverse)
         if diagnosis == "wrong-result":
             hint = _wrong_result_hint(index, n, passed_sizes, not inclusive)
@@ -687,11 +702,11 @@ def _trace_diagnosis(run, *, cell, race_advice, uninitialized_advice):
         return diagnosis, None, hint
     races = run.races()
     if races:
-        race = races[0]
+        race = min(races, key=_race_rank)
         if race.between_blocks:
-            return "race", None, (f"{race.array}[{race.index}] in kernel '{race.kernel}': blocks "
-                                  f"{race.threads[0]} and {race.threads[1]} both write it. No barrier orders "
-                                  "blocks: give each block its own cells.")
+            return _BLOCK_RACES[race.kind][0], None, _BLOCK_RACES[race.kind][1].format(
+                cell=f"{race.array}[{race.index}]", kernel=race.kernel, first=race.threads[0],
+                second=race.threads[1], line=race.line)
         if not _spans_several_steps(run, race):
             race_advice = ("Both touch it in the same step of the loop, one reading what the other writes: a barrier "
                            "between steps cannot help. Check the index read against the invariant (a step should "
@@ -721,6 +736,32 @@ def _spans_several_steps(run, race):
                                if (r.launch, r.block, r.array, r.phase) == where and r.line in lines)
     # One execution of ``a[t] += a[p]`` reads twice and writes once.
     return any(count > (1 if write else 2) for (_, _, write), count in runs.items())
+
+
+# Races between blocks, by kind (prefixsum.trace.Race.kind): the diagnosis and the hint.
+_BLOCK_RACES = {
+    "both-write": ("race", "{cell} in kernel '{kernel}': blocks {first} and {second} both write it. No barrier "
+                           "orders blocks: give each block its own cells."),
+    "plain-poll": ("plain-load-poll", "{cell} in kernel '{kernel}': block {second} polls it with plain loads (line "
+                                      "{line}) while block {first} writes it. Compiled, a plain load in a loop may be "
+                                      "read once and the loop never ends: poll with an atomic, e.g. "
+                                      "cuda.atomic.add(flags, j, 0)."),
+    "unfenced": ("stale-read", "{cell} in kernel '{kernel}': block {second} waits for block {first}'s flag, then "
+                               "reads it (line {line}), but nothing kept the store ahead of the flag: it may read "
+                               "stale data. Call cuda.threadfence() between storing the data and raising the flag."),
+    "read-write": ("race-between-blocks", "{cell} in kernel '{kernel}': block {first} and block {second} both touch "
+                                          "it in one launch, one writing, and nothing orders them (read at line "
+                                          "{line}). Blocks run in any order: publish the value behind a "
+                                          "cuda.threadfence() and an atomic flag, and wait for the flag with an "
+                                          "atomic, or carry it in a second launch."),
+}
+
+
+def _race_rank(race):
+    """Races within a block first, then between blocks by how telling their kind is."""
+    if not race.between_blocks:
+        return 0
+    return 1 + ("plain-poll", "unfenced", "read-write", "both-write").index(race.kind)
 
 
 def _tridiagonal_hint(n, bad_rows, passed_sizes):
@@ -796,7 +837,7 @@ def tridiagonal(fn, *, n_values=(1, 2, 3, 7, 11, 32, 33), batch=3, dtype=np.floa
     for n in sizes:
         a, b, c, d = _tridiagonal_systems(batch, n, dtype, np.random.default_rng(_SEED + n))
         expected = _tridiagonal_reference(a, b, c, d)
-        run = tracing.record(_with_poisoned_allocations, fn, a.copy(), b.copy(), c.copy(), d.copy(),
+        run = tracing.record(with_poisoned_allocations, fn, a.copy(), b.copy(), c.copy(), d.copy(),
                              timeout=timeout)
         found = _trace_diagnosis(
             run, cell=lambda array, index: f"element {index} of {array} (flat index)",
@@ -844,7 +885,7 @@ def _check_cases(fn, cases, name, timeout, wrong_hint):
     sizes = []
     for n, args, expected in cases:
         sizes.append(n)
-        run = tracing.record(_with_poisoned_allocations, fn, *[a.copy() for a in args], timeout=timeout)
+        run = tracing.record(with_poisoned_allocations, fn, *[a.copy() for a in args], timeout=timeout)
         found = _trace_diagnosis(
             run, cell=lambda array, index: f"{array}[{index}]",
             race_advice="Two threads write one place: is every element's place different?",

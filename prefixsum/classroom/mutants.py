@@ -429,10 +429,17 @@ class Mutant:
     diagnosis: str
     run: Callable
     inclusive: bool = True
+    hangs_stock: bool = False
+    """Whether it never ends on numba's stock simulator (which runs blocks one after another)
+    when it has more than one block."""
 
 
 def _tiles(kernel, **kw):
     return lambda x: _ladder_scan_tiles(kernel, x, **kw)
+
+
+def _chained(kernel):
+    return lambda x: chained_scan(kernel, x)
 
 
 MUTANTS = (
@@ -449,10 +456,18 @@ MUTANTS = (
     Mutant("one_block_only", "launches a single block", "unwritten-output", _tiles(correct_tile, grid=1, carry=False)),
     Mutant("unwritten_last_element", "stores only i < n - 1", "unwritten-output", _tiles(unwritten_last_element_tile)),
     Mutant("blocks_share_a_total", "every block writes totals[0]", "race", _tiles(shared_total_tile)),
+    Mutant("chained_without_flags", "reads the tile before's last output with no flag", "race-between-blocks",
+           _chained(chained_without_flags_tile)),
+    Mutant("chained_without_fence", "raises the flag with no fence after the prefix", "stale-read",
+           _chained(chained_without_fence_tile)),
+    Mutant("chained_waits_for_later_block", "tiles numbered from the last block", "deadlock",
+           _chained(chained_waits_for_later_block_tile), hangs_stock=True),
+    Mutant("chained_plain_poll", "polls the flag with a plain load", "plain-load-poll",
+           _chained(chained_plain_poll_tile)),
 )
 
 CORRECT = Mutant("ladder_tiles", "none", "pass", _tiles(correct_tile))
-
+CORRECT_CHAINED = Mutant("chained", "none", "pass", _chained(chained_tile))
 
 
 def allclose_catches(mutants=MUTANTS, n=BLOCK * 4, seed=0):
@@ -464,7 +479,9 @@ def _allclose_catches_here(mutants, n, seed):
     """How many mutants one ``allclose`` on one power-of-two input catches, on the stock simulator.
 
     That is the check of the puzzle collections: run once, compare with ``numpy.allclose``. A
-    mutant counts as caught if the result differs or the run raises.
+    mutant counts as caught if the result differs or the run raises; one that never ends there
+    (``hangs_stock``, on more than one block) is not run, and counts as caught: a student notices
+    a hang, if not why.
 
     Returns
     -------
@@ -477,6 +494,9 @@ def _allclose_catches_here(mutants, n, seed):
     caught = {}
     with sim.enabled(False), np.errstate(all="ignore"):
         for mutant in mutants:
+            if mutant.hangs_stock and n > BLOCK:
+                caught[mutant.name] = True
+                continue
             expected = np.cumsum(x.astype(np.float64))
             if not mutant.inclusive:
                 expected = np.concatenate([[0.0], expected[:-1]])

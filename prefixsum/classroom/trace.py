@@ -6,14 +6,31 @@ global, shared and local memory: launch, block, thread, array, index, read or wr
 phase of the thread, and the kernel source line. From the resulting :class:`Trace`:
 
 * :meth:`Trace.races`: two threads of one block touching one shared or global address in one
-  barrier phase, at least one writing; and two blocks writing one global address in one launch.
-  The simulator runs the threads of a phase one after another, so it never *shows* such a race;
-  the trace finds it anyway.
+  barrier phase, at least one writing (atomics among themselves never race); and two blocks
+  touching one global address in one launch, at least one writing, without synchronisation
+  between them (see below). The simulator runs the threads of a phase one after another, so it
+  never *shows* a race inside a block; the trace finds it anyway.
+* :meth:`Trace.stale_reads`: global reads that got the old contents of an element another
+  block had stored to but not yet published (:mod:`prefixsum.sim`'s memory model).
 * :meth:`Trace.uninitialized_reads`: shared memory read before any thread of the block wrote it.
 * :meth:`Trace.barrier_divergence`: threads of a block that reached different barriers.
 * :meth:`Trace.bank_conflicts`: for each warp and each shared-memory access instruction, how many
   passes 32 banks of 4 bytes need.
 * :meth:`Trace.counts`: operator calls, barriers (steps), shared and global traffic.
+
+**Between blocks** nothing orders two accesses but a release and an acquire: block A's access
+is ordered before block B's when A's access is an atomic, or is followed by a
+``cuda.threadfence()`` of the same thread (or of a thread of A in a later barrier phase) and
+then an atomic by the fencing thread on some flag (the release), and a thread of B made an
+atomic on that flag after the release (the acquire), before B's access (in the same thread or
+an earlier barrier phase). Atomics among themselves never race: many blocks adding to one
+counter is right. An unordered pair is a race of one of four kinds (:class:`Race`'s ``kind``):
+``"plain-poll"`` (a thread reads, again and again with plain loads, an element another block
+writes, or reads with a plain load an element another block writes with atomics, a flag: a
+compiled loop may read it once and hang; poll with an atomic), ``"unfenced"`` (the
+reader acquired a flag the writer raised after its store, but no fence kept the store ahead of
+the flag: the reader may see stale data), ``"read-write"`` (no flag at all), ``"both-write"``.
+Only direct release/acquire pairs count, not chains through a third block.
 
 Out-of-bounds and negative indices stop the launch with an error from :mod:`prefixsum.sim`
 (numba's own simulator wraps negative indices silently); :attr:`Trace.error` keeps it.
@@ -67,7 +84,22 @@ class Record(NamedTuple):
     """How many times this thread had executed this source line's access to this array before."""
     itemsize: int
     atomic: bool = False
-    """A ``cuda.atomic`` operation (``write`` is then True: it may change the cell)."""
+    """An atomic operation (``write`` is True for it too)."""
+    stale: bool = False
+    """A global read that got the old contents of an element another block had not published."""
+
+
+class FenceRecord(NamedTuple):
+    """One ``cuda.threadfence()``, as stored in :attr:`Trace.fences`."""
+
+    launch: int
+    block: int
+    thread: int
+    phase: int
+    line: int
+    position: int
+    """How many records precede it: it comes between ``records[position - 1]`` and
+    ``records[position]``."""
 
 
 class Race(NamedTuple):
@@ -79,23 +111,42 @@ class Race(NamedTuple):
     index: int
     block: int
     threads: tuple
-    """The threads involved (for a race between blocks: the blocks)."""
+    """The threads involved (for a race between blocks: the two blocks, the earlier access's first)."""
     phase: int
     between_blocks: bool
+    kind: str = ""
+    """Between blocks: ``"both-write"``, ``"read-write"``, ``"unfenced"`` or ``"plain-poll"``
+    (see the module's docstring); within a block ``""``."""
+    line: int = None
+    """Between blocks: the source line of the later access (the read, if one reads)."""
 
     def __str__(self):
-        who = "blocks" if self.between_blocks else f"block {self.block} threads"
-        return (f"race on {self.array}[{self.index}] in kernel '{self.kernel}' (launch {self.launch}, "
-                f"phase {self.phase}): {who} {', '.join(map(str, self.threads[:6]))} "
-                f"{'write it' if self.between_blocks else 'touch it, at least one writing'}")
+        if not self.between_blocks:
+            return (f"race on {self.array}[{self.index}] in kernel '{self.kernel}' (launch {self.launch}, "
+                    f"phase {self.phase}): block {self.block} threads {', '.join(map(str, self.threads[:6]))} "
+                    "touch it, at least one writing")
+        what = _BETWEEN_BLOCKS[self.kind]
+        return (f"race on {self.array}[{self.index}] in kernel '{self.kernel}' (launch {self.launch}): "
+                f"blocks {', '.join(map(str, self.threads[:6]))} {what}")
+
+
+_BETWEEN_BLOCKS = {
+    "both-write": "write it",
+    "read-write": "write and read it with no flag between them",
+    "unfenced": "write and read it; the reader waited for a flag raised with no fence after the write",
+    "plain-poll": "write it and poll it with plain loads",
+}
+_KIND_ORDER = ("plain-poll", "unfenced", "read-write", "both-write")
 
 
 class Trace:
     """The accesses of one :func:`record` run, and the analyses on them."""
 
-    def __init__(self, records, launches, result=None, error=None):
+    def __init__(self, records, launches, result=None, error=None, fences=()):
         self.records = records
         self.launches = launches
+        self.fences = list(fences)
+        """Every ``cuda.threadfence()`` of the run, as :class:`FenceRecord` s."""
         self.result = result
         self.error = error
 
@@ -112,31 +163,34 @@ class Trace:
                 and (space is None or r.space == space) and (block is None or r.block == block)]
 
     def races(self):
-        """Every :class:`Race`, at most one per address and phase.
-
-        Atomic operations on one address never race with each other (the hardware orders them);
-        a plain access against an atomic one, or a plain write against any access, does.
-        """
+        """Every :class:`Race`: within a block at most one per address and phase, between blocks
+        one per address (the first unordered pair of the most telling kind)."""
         found = []
         within = collections.defaultdict(list)
-        writers = collections.defaultdict(lambda: (set(), set()))  # (plain writers, atomic users)
-        for r in self.records:
+        cells = collections.defaultdict(list)
+        for position, r in enumerate(self.records):
             if r.space == "local":
                 continue
             within[(r.launch, r.block, r.space, r.array, r.index, r.phase)].append(r)
-            if r.space == "global" and r.write:
-                writers[(r.launch, r.array, r.index)][r.atomic].add(r.block)
+            if r.space == "global":
+                cells[(r.launch, r.array, r.index)].append((position, r))
         for (launch, block, _, array, index, phase), rs in within.items():
             threads = sorted({r.thread for r in rs})
-            atomics = sum(r.atomic for r in rs)
-            conflict = any(r.write and not r.atomic for r in rs) or 0 < atomics < len(rs)
-            if len(threads) > 1 and conflict:
+            if len(threads) > 1 and any(r.write for r in rs) and not all(r.atomic for r in rs):
                 found.append(Race(launch, self.kernel(launch), array, index, block, tuple(threads), phase, False))
-        for (launch, array, index), (plain, atomic) in writers.items():
-            blocks = plain | atomic
-            if plain and len(blocks) > 1:
-                found.append(Race(launch, self.kernel(launch), array, index, min(blocks), tuple(sorted(blocks)), -1, True))
+        order = _Order(self.records, self.fences)
+        for (launch, array, index), accesses in cells.items():
+            race = _race_between_blocks(accesses, order)
+            if race is not None:
+                kind, blocks, line = race
+                found.append(Race(launch, self.kernel(launch), array, index, min(blocks), blocks, -1, True,
+                                  kind, line))
         return sorted(found, key=lambda race: (race.launch, race.array, race.index, race.phase))
+
+    def stale_reads(self):
+        """Global reads that got the old contents of an element another block had stored to but
+        not yet published (no fence, atomic or retirement in between)."""
+        return [r for r in self.records if r.stale]
 
     def uninitialized_reads(self):
         """Shared-memory reads of cells no thread of the block had written before."""
@@ -238,6 +292,92 @@ class Trace:
         }
 
 
+class _Order:
+    """What orders accesses of different blocks: the fences and atomics of a run, indexed."""
+
+    def __init__(self, records, fences):
+        self.fences = collections.defaultdict(list)  # (launch, block) -> [(position, thread, phase)]
+        for f in fences:
+            self.fences[(f.launch, f.block)].append((f.position, f.thread, f.phase))
+        self.by_thread = collections.defaultdict(list)  # (launch, block, thread) -> [(position, cell)]
+        self.by_cell = collections.defaultdict(list)  # cell -> [(position, block, thread, phase)]
+        for position, r in enumerate(records):
+            if r.atomic and r.space == "global":
+                cell = (r.launch, r.array, r.index)
+                self.by_thread[(r.launch, r.block, r.thread)].append((position, cell))
+                self.by_cell[cell].append((position, r.block, r.thread, r.phase))
+
+    def releases(self, position, r):
+        """``(position, flag)`` of each atomic that releases access ``r`` (at ``position``)."""
+        found = [(position, (r.launch, r.array, r.index))] if r.atomic else []
+        fenced = set()
+        for at, thread, phase in self.fences.get((r.launch, r.block), ()):
+            if at > position and thread not in fenced and (thread == r.thread or phase > r.phase):
+                fenced.add(thread)
+                found.extend(a for a in self.by_thread.get((r.launch, r.block, thread), ()) if a[0] >= at)
+        return found
+
+    def acquired(self, releases, position, r):
+        """Whether ``r`` (at ``position``) follows, in its block, an atomic on the flag of one of
+        ``releases`` made after that release."""
+        for released, flag in releases:
+            for at, block, thread, phase in self.by_cell.get(flag, ()):
+                if (block == r.block and released < at < position
+                        and (thread == r.thread or phase < r.phase)):
+                    return True
+        return False
+
+    def raised_after(self, position, r):
+        """``(position, flag)`` of every atomic of ``r``'s block after ``r`` (at ``position``)."""
+        return [(at, cell) for (launch, block, _), atomics in self.by_thread.items()
+                if launch == r.launch and block == r.block
+                for at, cell in atomics if at > position]
+
+
+def _race_between_blocks(accesses, order):
+    """``(kind, blocks, line)`` of the most telling unordered pair among ``accesses`` (position,
+    record) of one global element by different blocks, or None."""
+    if len({r.block for _, r in accesses}) < 2 or not any(r.write for _, r in accesses):
+        return None
+    if all(r.atomic for _, r in accesses):
+        return None
+    polled = collections.Counter((r.block, r.thread) for _, r in accesses if not r.write)
+    best = None
+    releases = {}
+    flagged = {}
+    for j, (p2, r2) in enumerate(accesses):
+        for p1, r1 in accesses[:j]:
+            if r1.block == r2.block or not (r1.write or r2.write) or (r1.atomic and r2.atomic):
+                continue
+            if p1 not in releases:
+                releases[p1] = order.releases(p1, r1)
+            if order.acquired(releases[p1], p2, r2):
+                continue
+            reader = r2 if not r2.write else r1 if not r1.write else None
+            if reader is None:
+                kind = "both-write"
+            elif polled[(reader.block, reader.thread)] > 1 or (r2 if reader is r1 else r1).atomic:
+                kind = "plain-poll"
+            elif reader is r2 and not r1.atomic and _flagged(order, flagged, p1, r1, p2, r2):
+                kind = "unfenced"
+            else:
+                kind = "read-write"
+            rank = _KIND_ORDER.index(kind)
+            if best is None or rank < best[0]:
+                best = (rank, kind, (r1.block, r2.block), r2.line)
+            if rank == 0:
+                break
+    return None if best is None else best[1:]
+
+
+def _flagged(order, cache, p1, r1, p2, r2):
+    """Whether ``r2`` acquired a flag that ``r1``'s block raised after ``r1``: the two blocks
+    synchronise, but no fence keeps ``r1`` ahead of the flag."""
+    if p1 not in cache:
+        cache[p1] = order.raised_after(p1, r1)
+    return order.acquired(cache[p1], p2, r2)
+
+
 def _linear(point, dims):
     return point[0] + dims[0] * (point[1] + dims[1] * point[2])
 
@@ -248,6 +388,7 @@ class _Recorder:
     def __init__(self, deadline):
         self.records = []
         self.launches = []
+        self.fences = []
         self.instances = collections.Counter()
         self.deadline = deadline
 
@@ -271,11 +412,19 @@ class _Recorder:
         instance = self.instances[key]
         self.instances[key] += 1
         self.records.append(Record(launch, b, t, access.array, access.space, int(flat), access.kind != "read",
-                                   access.phase, access.line, instance, _itemsize(access), access.kind == "atomic"))
+                                   access.phase, access.line, instance, _itemsize(access), access.kind == "atomic",
+                                   access.stale))
+
+    def fence(self, fence):
+        """A :func:`prefixsum.sim.fence_hook` callback: where the fence falls among the accesses."""
+        launch = len(self.launches) - 1
+        grid, block = self.launches[launch][1], self.launches[launch][2]
+        self.fences.append(FenceRecord(launch, _linear(fence.block, grid), _linear(fence.thread, block),
+                                       fence.phase, fence.line, len(self.records)))
 
     def trace(self, result, error):
         launches = [Launch(i, name, grid, block, combines) for i, (name, grid, block, combines) in enumerate(self.launches)]
-        return Trace(self.records, launches, result, error)
+        return Trace(self.records, launches, result, error, self.fences)
 
 
 def _flat(access):
@@ -325,7 +474,7 @@ def _record_here(fn, args, kwargs, timeout):
     result = error = None
     try:
         with (time_limit(timeout), sim.enabled(True), sim.launch_hook(recorder.start_launch),
-              sim.call_hook(recorder.count_call), sim.access_hook(recorder)):
+              sim.call_hook(recorder.count_call), sim.access_hook(recorder), sim.fence_hook(recorder.fence)):
             result = fn(*args, **kwargs)
     except Exception as exc:  # the trace up to the failure is the point
         error = exc
@@ -371,4 +520,4 @@ def record(fn, *args, timeout=None, raise_errors=False, **kwargs):
     return trace
 
 
-__all__ = ["Launch", "Race", "Record", "Trace", "record", "time_limit"]
+__all__ = ["FenceRecord", "Launch", "Race", "Record", "Trace", "record", "time_limit"]

@@ -161,7 +161,7 @@ def deadlock(kernel, blocks, waiting, describe_poll):
                          f"{'s' * (len(members) > 1)}) poll {what}{at}")
         waiters = [t for t in block.threads if t.greenlet.dead or t.site[2] != "poll"]
         if waiters:
-            lines.extend("  " + line for line in _whereabouts(waiters))
+            lines.extend("  " + line for text in _whereabouts(waiters) for line in text.splitlines())
     if waiting:
         first = dim(waiting[0])
         more = f" and {len(waiting) - 1} more" if len(waiting) > 1 else ""

@@ -26,10 +26,11 @@ running at the same time (:mod:`.scheduler`) see of each other's stores:
   contents, as they can on a GPU (where the store may still sit in the writer's L1 cache or
   store queue). The writer's own block sees it at once. A block of a one-block launch has no one
   to hide from. Atomics act on memory itself: they are visible at once.
-* A thread that reads a global element it has read before since it last waited or yielded --
-  that is, polls it in a loop -- first gives the other resident blocks a turn, and so does every
-  atomic operation on global memory and every fence. A poll that finds the same state again
-  with no global memory changed in between is how the scheduler tells a deadlock.
+* A thread that has made :data:`POLL_READS` global reads since it last waited or yielded -- it
+  loops, and may be polling a flag -- gives the other resident blocks a turn before its next
+  read, and so does every atomic operation on global memory and every fence. A poll that finds
+  the same state again with no global memory changed in between is how the scheduler tells a
+  deadlock.
 * Stores through slices (``out[a:b] = ...``) are published at once: only element stores are
   held back.
 """
@@ -44,6 +45,11 @@ from .hooks import Access
 from .settings import settings
 
 _STOCK_ATOMIC = _stock_api.FakeCUDAAtomic()
+
+POLL_READS = 32
+"""Global reads a thread makes between two turns of the other blocks, at most: a loop that polls
+a flag with plain loads lets the other blocks run (and the scheduler see a deadlock) after this
+many reads, while a thread that reads a few elements and goes on never yields at a read."""
 
 
 class Array:
@@ -278,15 +284,11 @@ class GlobalArray(Array):
         if isinstance(value, Array):
             return value
         launch = self._launch
+        launch.reads += 1
         cell = key if key.__class__ is int and self._root is None else self._key(key)
-        if cell is not None:
-            seen = launch.thread.seen
-            mark = (id(self._cells), cell)
-            if mark in seen:  # read again since the last switch point: a poll
-                launch.switch_point(kernel_frame(sys._getframe(1)), (self, key, cell))
-                value = Array.__getitem__(self, key)
-                seen = launch.thread.seen
-            seen.add(mark)
+        if launch.reads > POLL_READS and cell is not None:  # a long run of reads: a loop, a poll
+            launch.switch_point(kernel_frame(sys._getframe(1)), (self, key, cell))
+            value = Array.__getitem__(self, key)
         stale = False
         if self._cells and cell is not None:
             entry = self._cells.get(cell)
@@ -304,17 +306,30 @@ class GlobalArray(Array):
                 block = launch.current
                 entry = self._cells.get(cell)
                 if entry is None or entry[0] is not block:
-                    old = self._ary[key] if entry is None else entry[1]
-                    if old.__class__ is np.void:  # a record indexes as a view: keep a copy
-                        old = old.copy()
-                    self._cells[cell] = (block, old)
-                    thread = launch.thread
-                    block.unpublished.append((self._cells, cell, thread.linear, thread.phase))
+                    self._hold_back(key, cell, block, entry)
         launch.version += 1
         if self._traced:
             TracedArray.__setitem__(self, key, value)
         else:
             Array.__setitem__(self, key, value)
+
+    def _hold_back(self, key, cell, block, entry):
+        """Keep what the other blocks see of ``cell`` (its contents, or another block's held-back
+        old contents) while ``block`` stores to it; an index the store refuses is not kept."""
+        if entry is None:
+            if key.__class__ is int and key < 0:
+                return
+            try:
+                old = self._ary[key]
+            except IndexError:
+                return
+            if old.__class__ is np.void:  # a record indexes as a view: keep a copy
+                old = old.copy()
+        else:
+            old = entry[1]
+        self._cells[cell] = (block, old)
+        thread = self._launch.thread
+        block.unpublished.append((self._cells, cell, thread.linear, thread.phase))
 
     def _publish(self, index):
         """Make an unpublished store to the element ``self[index]`` visible (an atomic acts on it)."""

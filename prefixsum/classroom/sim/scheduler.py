@@ -5,19 +5,19 @@ unless set: :mod:`.settings`), like the few blocks that fit on a GPU's SMs at a 
 dispatched in CUDA's linear order (x fastest), as a GPU dispatches them: first as many as fit,
 then one more each time a resident block retires (all its threads returned). The resident blocks
 take turns in an order that is *not* blockIdx order: each round, a random permutation of them,
-drawn from a generator seeded with ``block_order_seed()`` (0 unless set), so that a run gives
-the same results, the same errors and the same messages every time, and another seed gives
-another interleaving. Every error of a launch of several blocks ends with the seed. With
+each for 1 to :data:`PHASES_PER_TURN` barrier phases, all drawn from a generator seeded with
+``block_order_seed()`` (0 unless set), so that a run gives the same results, the same errors
+and the same messages every time, and another seed gives another interleaving. Every error of a launch of several blocks ends with the seed. With
 ``resident_blocks(1)`` the blocks run one after another, as in numba's stock simulator.
 
-**A block's turn.** Each thread of a block is a greenlet on the launching OS thread. In its
-block's turn every thread that can run does, in linear order, until it waits at a barrier
-(``cuda.syncthreads`` and its ``_count``/``_and``/``_or`` variants), waits at a warp-level call
+**A block's turn.** Each thread of a block is a greenlet on the launching OS thread. In each
+phase of its block's turn every thread that can run does, in linear order, until it waits at a
+barrier (``cuda.syncthreads`` and its ``_count``/``_and``/``_or`` variants), waits at a warp-level call
 (``shfl_*_sync``, ``syncwarp``, votes; :mod:`.warp`) until the lanes its mask names have all
 arrived there, or *yields*: at an atomic operation on global memory, a ``cuda.threadfence()``,
-or a read of a global element it read before since it last waited or yielded (a poll,
-:mod:`.memory`); a yielding thread runs on in the block's next turn. When every live thread of
-the block waits at the same barrier, all are released. Two threads of a block never interleave
+or a global read after a run of reads long enough to be a loop (a poll, :mod:`.memory`); a
+yielding thread runs on in the block's next turn (a yield ends the turn). When every live thread
+of the block waits at the same barrier, all are released. Two threads of a block never interleave
 between two switch points, so a data race inside one barrier phase is not randomly exposed;
 the access hook (:mod:`.hooks`) lets a tracer find such races instead. What one block sees of
 another's stores, and when, is :mod:`.memory`'s.
@@ -35,6 +35,7 @@ One launch runs at a time, as in numba's simulator.
 """
 import contextlib
 import contextvars
+import gc
 import random
 
 import greenlet
@@ -63,6 +64,13 @@ _REDUCE_BARRIER = {
     "grid.sync": lambda values: None,
 }
 
+
+_GC_THRESHOLD = 20_000  # allocations between two young-generation collections during a launch
+
+PHASES_PER_TURN = 4
+"""A resident block's turn lasts 1 to this many barrier phases (drawn from the seeded generator),
+unless a thread of the block yields: blocks interleave at barriers, and running a block for a few
+phases on end keeps the simulator fast."""
 
 # The kinds of ``Thread.site`` of a thread that yielded (Launch.switch_point): it runs on.
 _SWITCH_POINTS = ("poll", "yield")
@@ -126,6 +134,7 @@ class Launch:
         self.hiding = blocks > 1  # whether a block's stores are held back from the others
         self.unpublished = {}  # id(root array) -> {cell: (block, old contents)}
         self.version = 0  # counts changes of global memory, so that a poll sees whether any
+        self.reads = 0  # global reads of the running thread since it last waited or yielded
         self.resident = settings.resident
         self.seed = random.randrange(2**31) if settings.seed is None else settings.seed
         self.note = block_order(self.resident, self.seed) if blocks > 1 else ""
@@ -147,10 +156,19 @@ class Launch:
         self._main = greenlet.getcurrent()
         self._cuda.point(self.kernel.fn)
         Launch.running = self
+        # The threads of a launch make many short-lived objects; the garbage collections they
+        # trigger need not walk the rest of the process's heap (numba's, numpy's) every time.
+        collecting, thresholds = gc.isenabled(), gc.get_threshold()
+        if collecting:
+            gc.freeze()
+            gc.set_threshold(max(thresholds[0], _GC_THRESHOLD), *thresholds[1:])
         try:
             with _stock_kernel._push_kernel_context(self.module):
                 self._run_blocks(args, context)
         finally:
+            if collecting:
+                gc.set_threshold(*thresholds)
+                gc.unfreeze()
             Launch.running = None
             self._cuda.restore()
 
@@ -169,7 +187,10 @@ class Launch:
             version = self.version
             if len(resident) > 1:
                 for block in turns.sample(resident, len(resident)):
-                    self._turn(block)
+                    for _ in range(turns.randint(1, PHASES_PER_TURN)):
+                        self._turn(block)
+                        if not block.ready or self._yields:
+                            break
             else:
                 self._turn(resident[0])
             retired = [b for b in resident if not b.ready]
@@ -201,6 +222,7 @@ class Launch:
         for t in block.ready:
             self.thread = t
             self.module.threadIdx = t.dim3
+            self.reads = 0
             try:
                 t.greenlet.switch(*t.resume)
             except Exception as exc:
@@ -231,8 +253,6 @@ class Launch:
         t.line = frame.f_lineno
         t.value = value
         t.mask = mask
-        if t.seen:
-            t.seen.clear()
         return self._main.switch()
 
     def barrier(self, kind, value, frame):
@@ -240,8 +260,8 @@ class Launch:
         return self.wait(kind, value, None, frame)
 
     def switch_point(self, frame, poll=None):
-        """Called by a thread at a global atomic, a fence or a repeated global read: let the other
-        resident blocks run before it goes on.
+        """Called by a thread at a global atomic, a fence or a global read after a long run of
+        reads: let the other resident blocks run before it goes on.
 
         ``poll`` is None where the thread changed global memory; for a read or an atomic that
         changed nothing it is ``(array, key, cell)``, and the thread's state (where it is, what it
@@ -252,7 +272,6 @@ class Launch:
         if self._aborting:
             raise greenlet.GreenletExit
         t = self.thread
-        t.seen.clear()
         t.site = (frame.f_code, frame.f_lasti, "poll" if poll else "yield")
         t.line = frame.f_lineno
         t.mask = None

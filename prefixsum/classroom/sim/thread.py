@@ -20,7 +20,7 @@ class Thread:
 
     __slots__ = (
         "greenlet", "index", "linear", "dim3", "phase", "site", "line", "value", "mask", "resume",
-        "seen", "spin", "cycling",
+        "spin", "cycling",
     )
 
     def __init__(self, run, parent, index, linear):
@@ -34,7 +34,6 @@ class Thread:
         self.value = None  # its operand: syncthreads_count/_and/_or's predicate, a warp call's
         self.mask = None  # a warp call's member mask (None at a block barrier and activemask)
         self.resume = None  # the arguments of its next switch: the kernel's, then a call's result
-        self.seen = set()  # the global cells it read since it last waited or yielded
         self.spin = None  # its state when it last polled (see Launch.switch_point)
         self.cycling = False  # it polled twice in one state with no global change in between
 

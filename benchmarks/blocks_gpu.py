@@ -1,0 +1,167 @@
+"""What a GPU does with blocks that talk to each other: the chained scans of prefixsum.mutants.
+
+Each chained tile kernel (the correct one and its cross-block mistakes: no flags, no fence, a
+block waiting for a block dispatched after it, polling a flag with a plain load) runs
+``--launches`` times on ``--n`` random small integers as float32 (tiles of ``mutants.BLOCK``; every
+partial sum is exact in float32, so any difference from numpy's cumsum is a wrong element). The two mistakes that can
+hang a GPU -- waiting for a block that never starts, and a polling loop whose plain load the
+compiler may read once -- run as *bounded* copies of the package's kernels, defined below: a
+waiting thread gives up after ``--patience`` polls and counts itself in ``gave_up`` (on a GPU the
+unbounded kernels hang; these show that they would). Notebook 00 quotes the CSV next to the
+stock and the classroom simulator.
+
+Writes ``blocks_gpu.csv`` under ``--out``: one row per kernel with launches, wrong launches,
+the first wrong index of the first wrong launch, blocks that gave up waiting (summed over the
+launches), the GPU's SM count and the median milliseconds a launch took (host clock,
+synchronized), with :func:`prefixsum.cli.metadata.run_metadata`.
+
+Run: ``python benchmarks/blocks_gpu.py [--out DIR] [--quick]`` on a GPU (seconds);
+``--quick`` runs tiny sizes, on the simulator too, to test the script.
+"""
+import argparse
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+# Runs from a checkout without installing the package.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import prefixsum as ps  # noqa: E402  (chooses the GPU or the simulator before numba.cuda loads)
+import numpy as np  # noqa: E402
+from numba import cuda, float32  # noqa: E402
+
+from prefixsum.cli.bench import default_out, require_gpu  # noqa: E402
+from prefixsum.cli.metadata import run_metadata  # noqa: E402
+from prefixsum.cli.results import print_table, write_csv  # noqa: E402
+from prefixsum.classroom import mutants  # noqa: E402
+from prefixsum.classroom.mutants import BLOCK, ladder_in_shared  # noqa: E402
+
+
+@cuda.jit
+def waits_for_later_block_bounded(x, out, prefixes, flags, gave_up, n, patience):
+    """mutants.chained_waits_for_later_block_tile, whose waiting thread gives up after
+    ``patience`` polls (and counts itself in ``gave_up``) instead of hanging."""
+    rungs = cuda.shared.array(BLOCK, float32)
+    carry = cuda.shared.array(1, float32)
+    t = cuda.threadIdx.x
+    b = cuda.gridDim.x - 1 - cuda.blockIdx.x
+    i = b * BLOCK + t
+    ladder_in_shared(rungs, x, i, n, t)
+    if t == BLOCK - 1:
+        before = float32(0)
+        if b > 0:
+            polls = 0
+            while cuda.atomic.add(flags, b - 1, 0) == 0 and polls < patience:
+                polls += 1
+            if polls == patience:
+                cuda.atomic.add(gave_up, 0, 1)
+            before = prefixes[b - 1]
+        prefixes[b] = before + rungs[t]
+        cuda.threadfence()
+        cuda.atomic.add(flags, b, 1)
+        carry[0] = before
+    cuda.syncthreads()
+    if i < n:
+        out[i] = rungs[t] + carry[0]
+
+
+@cuda.jit
+def plain_poll_bounded(x, out, prefixes, flags, counter, gave_up, n, patience):
+    """mutants.chained_plain_poll_tile, whose plain-load loop gives up after ``patience``
+    iterations (and counts itself in ``gave_up``) instead of hanging."""
+    rungs = cuda.shared.array(BLOCK, float32)
+    tile = cuda.shared.array(1, np.int32)
+    carry = cuda.shared.array(1, float32)
+    t = cuda.threadIdx.x
+    if t == 0:
+        tile[0] = cuda.atomic.add(counter, 0, 1)
+    cuda.syncthreads()
+    b = tile[0]
+    i = b * BLOCK + t
+    ladder_in_shared(rungs, x, i, n, t)
+    if t == BLOCK - 1:
+        before = float32(0)
+        if b > 0:
+            polls = 0
+            while flags[b - 1] == 0 and polls < patience:
+                polls += 1
+            if polls == patience:
+                cuda.atomic.add(gave_up, 0, 1)
+            before = prefixes[b - 1]
+        prefixes[b] = before + rungs[t]
+        cuda.threadfence()
+        cuda.atomic.add(flags, b, 1)
+        carry[0] = before
+    cuda.syncthreads()
+    if i < n:
+        out[i] = rungs[t] + carry[0]
+
+
+def launch(name, x, patience):
+    """Run kernel ``name`` once on device array ``x``: ``(output, blocks that gave up)``."""
+    n = x.size
+    tiles = math.ceil(n / BLOCK)
+    out = cuda.device_array(n, np.float32)
+    prefixes = cuda.device_array(tiles, np.float32)
+    flags = cuda.to_device(np.zeros(tiles, np.int32))
+    counter = cuda.to_device(np.zeros(1, np.int32))
+    gave_up = cuda.to_device(np.zeros(1, np.int32))
+    if name == "chained_waits_for_later_block":
+        waits_for_later_block_bounded[tiles, BLOCK](x, out, prefixes, flags, gave_up, n, patience)
+    elif name == "chained_plain_poll":
+        plain_poll_bounded[tiles, BLOCK](x, out, prefixes, flags, counter, gave_up, n, patience)
+    else:
+        KERNELS[name][tiles, BLOCK](x, out, prefixes, flags, counter, n)
+    cuda.synchronize()
+    return out.copy_to_host(), int(gave_up.copy_to_host()[0])
+
+
+KERNELS = {
+    "chained": mutants.chained_tile,
+    "chained_without_flags": mutants.chained_without_flags_tile,
+    "chained_without_fence": mutants.chained_without_fence_tile,
+    "chained_waits_for_later_block": None,  # bounded copy above
+    "chained_plain_poll": None,  # bounded copy above
+}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=default_out())
+    parser.add_argument("--quick", action="store_true", help="tiny sizes; runs on the simulator too")
+    parser.add_argument("--n", type=int, default=1 << 20, help="elements (default 2^20: 16,384 blocks)")
+    parser.add_argument("--launches", type=int, default=20)
+    parser.add_argument("--patience", type=int, default=1 << 16, help="polls before a bounded wait gives up")
+    options = parser.parse_args(argv)
+    require_gpu(options.quick)
+    n, launches, patience = (BLOCK * 6 + 5, 2, 50) if options.quick else (options.n, options.launches, options.patience)
+    rng = np.random.default_rng(0)
+    x = rng.integers(-9, 10, n).astype(np.float32)
+    expected = np.cumsum(x)
+    device = cuda.to_device(x)
+    sms = 0 if ps.device_info()["simulator"] else cuda.get_current_device().MULTIPROCESSOR_COUNT
+    meta = run_metadata()
+    rows = []
+    for name in KERNELS:
+        wrong, first_wrong, gave_up, times = 0, -1, 0, []
+        for _ in range(launches):
+            start = time.perf_counter()
+            result, gave = launch(name, device, patience)
+            times.append((time.perf_counter() - start) * 1e3)
+            bad = np.flatnonzero(result != expected)
+            gave_up += gave
+            if bad.size:
+                wrong += 1
+                first_wrong = int(bad[0]) if first_wrong < 0 else first_wrong
+        rows.append({"kernel": name, "n": n, "blocks": math.ceil(n / BLOCK), "sms": sms, "launches": launches,
+                     "wrong_launches": wrong, "first_wrong_index": first_wrong, "gave_up": gave_up,
+                     "patience": patience, "median_ms": round(float(np.median(times)), 3), **meta})
+        print(f"done: {name}", file=sys.stderr)
+    write_csv(rows, os.path.join(options.out, "blocks_gpu.csv"))
+    print_table(rows, ["kernel", "blocks", "launches", "wrong_launches", "first_wrong_index", "gave_up", "median_ms"])
+
+
+if __name__ == "__main__":
+    main()
