@@ -39,7 +39,7 @@ def check_text(driver, index):
 def test_student_path_in_jupyterlab(lab, driver, on_failure):
     expected = labdriver.expectations(STUDENT)
     cells = nbformat.read(STUDENT, as_version=4).cells
-    exercise = next(i for i, c in enumerate(cells) if "exercise" in c.metadata.get("tags", []))
+    exercise = next(i for i, c in enumerate(cells) if c.metadata.get("exercise_id") == "01.ladder-step")
     check = exercise + 1
     assert "check" in cells[check].metadata.get("tags", []), f"{STUDENT.name}: no check cell after the exercise"
     relpath = f"students/{STUDENT.name}"

@@ -32,9 +32,10 @@ from .scans.api import exclusive_scan, scan  # noqa: E402
 from .scans.ops import DTYPES, OPS, identity  # noqa: E402
 from .scans.registry import ALGORITHMS, Algorithm, register  # noqa: E402
 from .classroom import check, trace  # noqa: E402
+from .classroom.hints import hint  # noqa: E402
 
 __all__ = [
-    "ALGORITHMS", "Algorithm", "DTYPES", "OPS", "device_info", "exclusive_scan", "identity",
+    "ALGORITHMS", "Algorithm", "DTYPES", "OPS", "device_info", "exclusive_scan", "hint", "identity",
     "reference", "register", "scan", "size_for_device",
 ]
 __version__ = "0.1.0"
@@ -45,8 +46,9 @@ if _SIMULATOR:
 # Submodules that notebooks use now and then are imported on first use (viz imports matplotlib,
 # which is slow): ``ps.viz.dataflow(...)`` works without ``import prefixsum.viz``.
 _ON_DEMAND = {
-    "basics": ".classroom.basics", "mutants": ".classroom.mutants", "student": ".classroom.student",
-    "viz": ".classroom.viz", "tridiag": ".tridiag", "apps": ".apps", "bench": ".cli.bench", "ptx": ".cli.ptx",
+    "basics": ".classroom.basics", "mutants": ".classroom.mutants", "mutation": ".classroom.mutation",
+    "student": ".classroom.student", "viz": ".classroom.viz", "tridiag": ".tridiag", "apps": ".apps", "bench": ".cli.bench",
+    "ptx": ".cli.ptx",
 }
 
 

@@ -51,6 +51,19 @@ def test_launches_and_bank_conflicts_and_throughput_draw(tmp_path):
     assert len(viz.throughput(str(csv_path)).get_lines()) == 2
 
 
+def test_taxonomy_places_traced_and_formula_networks():
+    points = {"a": {"depth": 7, "work": 192, "fan_out": 32, "measured": True},
+              "b": {"depth": 8, "work": 143, "fan_out": 16, "measured": False}}
+    ax = viz.taxonomy(points)
+    assert len(ax.collections) == 2 and len(ax.texts) == 2
+    assert "fan-out 32" in ax.texts[0].get_text()
+
+
+def test_fan_out_counts_readers_of_one_cell_in_one_step():
+    run = ps.trace.record(ps.scan, np.ones(32, dtype=np.int32), algorithm="ladder", block_size=32)
+    assert run.fan_out() == 16  # the last phase: lanes 16-31 all read lane 15
+
+
 def test_compaction_draws_one_line_per_kept_element():
     ax = viz.compaction(list(range(8)), [1, 0, 0, 1, 1, 0, 1, 0])
     assert arrows(ax) == 4

@@ -33,9 +33,36 @@ print(ps.device_info())
 #
 # Seed 002 starts from the obvious loop, and seed 004 (a lab sheet on the Blelloch scan) gives
 # its exclusive twin, where $s_i$ sums only the elements *before* $i$. The package keeps both as
-# the truth every kernel is tested against:
+# the truth every kernel is tested against (`ps.reference.partial_sums` and
+# `ps.reference.exclusive_partial_sums`); write the first one yourself.
+#
+# ### Exercise 01.serial-scan (warm-up, 1 point)
+#
+# **Spec.** `my_partial_sums(x)` takes a 1-D numpy array and returns a new array `s` of the
+# same length and dtype with `s[i] = x[0] + ... + x[i]`: the same as `np.cumsum(x)`, computed
+# by one loop of $n - 1$ additions, each reusing the sum before it. It runs on the host (no
+# kernel); the check runs it on random int32 inputs from 1 to 2049 elements.
+#
+# Stuck? `ps.hint("01.serial-scan")` opens the first hint; each call opens the next.
 
-# %%
+# %% tags=["exercise"] exercise_id="01.serial-scan" points=1 todo="fill s with the running totals of x (s[i] is the sum of x[0..i]), one addition per element"
+def my_partial_sums(x):
+    s = np.zeros_like(x)
+    ### BEGIN SOLUTION
+    s[0] = x[0]
+    for i in range(1, len(x)):
+        s[i] = s[i - 1] + x[i]
+    ### END SOLUTION
+    return s
+
+
+# %% tags=["check"] exercise_id="01.serial-scan"
+print(ps.check.scan(my_partial_sums, dtype=np.int32))
+
+# %% [markdown]
+# The package's two loops, for comparison:
+
+# %% tags=["instructor"]
 print(inspect.getsource(ps.reference.partial_sums))
 print(inspect.getsource(ps.reference.exclusive_partial_sums))
 
@@ -79,6 +106,12 @@ for op in ps.OPS:
 # run before it, so afterwards every aligned run of $2p$ elements holds its own scan. After
 # $\lceil \log_2 n \rceil$ phases the run is the whole array.
 #
+# In the literature of adders and prefix networks this is **Sklansky's** network (1960): the
+# fewest steps, $\log_2 n$, with few combines, $\frac{n}{2}\log_2 n$, at the price of a large
+# **fan-out** (in the last phase one cell is read by half the threads). Chapter 03 places it
+# among the other classic networks (Kogge–Stone, Brent–Kung, Ladner–Fischer, Han–Carlson) in
+# one figure drawn from the tracer's counts.
+#
 # A small worked example with $n = 8$: who reads whom at each phase.
 
 # %%
@@ -104,15 +137,12 @@ _ = ps.viz.dataflow(seed_trace, array="rungs", title="ladder, n = 30 (seed 002's
 # ## 3. The kernel
 #
 # One thread per element; the tile lives in shared memory (`rungs`). Lanes past the end of the
-# array hold the operator's identity, so they never change a result. The kernel is built by a
-# factory for one operator, element type and direction, so one source serves all 96
-# combinations; `where` mirrors the index for suffix scans and `result` shifts by one lane for
-# exclusive ones.
-
-# %%
-print(inspect.getsource(ps.scans.ladder.ladder_tile_kernel))
-
-# %% [markdown]
+# array hold the operator's identity, so they never change a result. After the load, a barrier;
+# then one phase per bit of the tile's length, each ended by a barrier; then every thread stores
+# its element, and the last thread of the block the tile's total. The package builds the kernel
+# with a factory for one operator, element type and direction, so one source serves all 96
+# combinations (section 6 writes it, and shows the package's source after the check).
+#
 # ## 4. More than one block
 #
 # A block has at most 1024 threads, so long arrays are cut into **tiles**, one block each. Each
@@ -145,14 +175,28 @@ for op in ps.OPS:
                             op=op, inclusive=inclusive, reverse=reverse, dtype=np.int32))
 
 # %% [markdown]
-# ## 6. Exercise: the phase update
+# ## 6. Exercises: the ladder's phase, and the ladder for `max`
 #
-# Below is the ladder's tile kernel for sums of float32, with the update of one phase missing.
-# Write it: a thread whose index has bit `phase` set adds the last element of the preceding
-# aligned run. `ps.check.tiled` runs your tile kernel on every tile and carries the totals
-# between tiles, exactly as the package does.
+# `ps.check.tiled` runs a tile kernel `(x, out, totals, n)` on every tile of 64 elements and
+# carries the totals between tiles, exactly as the package does, on random inputs from 1 to 2049
+# elements with poisoned memory, every access traced. A **budget** (`ps.check.Budget`) says
+# what the parallel algorithm may spend, as the tracer counts it: right numbers from one thread
+# looping over the whole tile, or from more phases than $\log_2 64$, fail as `over-budget`.
+#
+# ### Exercise 01.ladder-step (core, 2 points)
+#
+# **Spec.** `my_ladder_tile` is launched with one block of `BLOCK` = 64 threads per tile of 64
+# elements. It leaves in `out[i]` the inclusive sum of the tile up to element `i` (for
+# `i < n`) and in `totals[b]` the tile's total; the load, the barriers and the stores are given.
+# Write the update of one phase so that the loop invariant of section 2 holds: before phase
+# `phase`, every aligned run of `phase` elements of `rungs` holds the inclusive scan of its own
+# inputs; after it, every aligned run of `2 * phase` does. **Budget:** at most 7 barriers per
+# thread (the load's and one per phase) and at most 4 memory accesses per thread between two
+# barriers, so each thread does one combine per phase.
+#
+# Stuck? `ps.hint("01.ladder-step")`, once per hint.
 
-# %% tags=["exercise"] todo="in the phase loop, make each thread whose index t has bit `phase` set add rungs[(t & ~(phase - 1)) - 1] to rungs[t]" exercise_id="01.ladder-step"
+# %% tags=["exercise"] exercise_id="01.ladder-step" points=2 todo="write one phase of the ladder: afterwards every aligned run of 2 * phase elements of rungs holds the inclusive scan of its inputs"
 from numba import cuda, float32
 
 BLOCK = 64
@@ -180,7 +224,58 @@ def my_ladder_tile(x, out, totals, n):
 
 
 # %% tags=["check"] exercise_id="01.ladder-step"
-print(ps.check.tiled(my_ladder_tile, block_size=BLOCK))
+print(ps.check.tiled(my_ladder_tile, block_size=BLOCK,
+                     budget=ps.check.Budget(barriers=7, accesses_per_step=4, traffic_per_element=2)))
+
+# %% [markdown]
+# The package's kernel, for comparison:
+
+# %% tags=["instructor"]
+print(inspect.getsource(ps.scans.ladder.ladder_tile_kernel))
+
+# %% [markdown]
+# ### Exercise 01.ladder-max (stretch, 2 points)
+#
+# **Spec.** The same ladder for the running **maximum** of int32 values:
+# `out[i] = max(x[b*64], ..., x[i])` within the tile, `totals[b]` the tile's maximum, as
+# `np.maximum.accumulate` gives. Write the load (lanes past `n` must not change any result:
+# what is the identity of `max` in int32?) and the phase loop with its barriers. The package
+# carries the tile maxima between tiles. **Budget:** as for the sum (7 barriers, 4 accesses per
+# thread between two barriers).
+#
+# `ps.hint("01.ladder-max")` for hints.
+
+# %% tags=["exercise"] exercise_id="01.ladder-max" points=2 todo="load the tile into rungs (lanes past n hold the identity of max in int32) and run the ladder's phases with max instead of +"
+from numba import cuda, int32
+
+BLOCK = 64
+INT32_MIN = np.iinfo(np.int32).min
+
+
+@cuda.jit
+def my_max_tile(x, out, totals, n):
+    rungs = cuda.shared.array(BLOCK, int32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * BLOCK + t
+    ### BEGIN SOLUTION
+    rungs[t] = x[i] if i < n else int32(INT32_MIN)
+    cuda.syncthreads()
+    phase = 1
+    while phase < BLOCK:
+        if t & phase:
+            rungs[t] = max(rungs[t], rungs[(t & ~(phase - 1)) - 1])
+        cuda.syncthreads()
+        phase <<= 1
+    ### END SOLUTION
+    if i < n:
+        out[i] = rungs[t]
+    if t == BLOCK - 1:
+        totals[cuda.blockIdx.x] = rungs[t]
+
+
+# %% tags=["check"] exercise_id="01.ladder-max"
+print(ps.check.tiled(my_max_tile, block_size=BLOCK, op="max", dtype=np.int32,
+                     budget=ps.check.Budget(barriers=7, accesses_per_step=4, traffic_per_element=2)))
 
 # %% [markdown]
 # ## 7. Summary

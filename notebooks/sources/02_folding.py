@@ -144,6 +144,37 @@ for phase in (4, 2, 1):
 # The invariant mirrors too: after the phase with stride $p$, cell $t$ holds
 # $x_t + x_{t-p} + x_{t-2p} + \dots$ down to the top row.
 #
+# ### Exercise 02.prefix-fold (warm-up, 1 point)
+#
+# **Spec.** `prefix_fold(cells)` takes a list of $m$ numbers and returns the list of their
+# prefix sums, computed as `fold` above computes suffix sums but mirrored: for the strides
+# $p = N/2, \dots, 2, 1$ ($N$ the smallest power of two $\ge m$), every cell $t$ adds cell
+# $t - p$ where that exists, **all cells at once** (each phase builds its new list from the old
+# one only). The check runs it on random int32 inputs of every length from 1 to 39 and longer ones up to 2049 against
+# `np.cumsum`; `fold` is the model to mirror.
+#
+# `ps.hint("02.prefix-fold")` for hints, one per call.
+
+# %% tags=["exercise"] exercise_id="02.prefix-fold" points=1 todo="fold the list with strides N/2, ..., 1, every cell t adding cell t - stride where it exists, all cells of a phase at once"
+def prefix_fold(cells):
+    cells = list(cells)
+    m = len(cells)
+    ### BEGIN SOLUTION
+    phase = 1
+    while 2 * phase < m:
+        phase *= 2
+    while phase >= 1:
+        cells = [cells[t] + cells[t - phase] if t >= phase else cells[t] for t in range(m)]
+        phase //= 2
+    ### END SOLUTION
+    return cells
+
+
+# %% tags=["check"] exercise_id="02.prefix-fold"
+print(ps.check.scan(lambda x: np.array(prefix_fold(x), dtype=x.dtype), dtype=np.int32, name="prefix_fold",
+                    sizes=tuple(range(1, 40)) + (100, 255, 256, 257, 1000, 2049)))
+
+# %% [markdown]
 # ## 4. The kernel
 #
 # One thread per element; the tile lives in the shared array `cells`. The package always scans
@@ -151,10 +182,7 @@ for phase in (4, 2, 1):
 # adds lane `t - phase`. For `reverse=True`, `where` puts logical element $i$ at array index
 # $n - 1 - i$, and the kernel is then the seed's fold verbatim on the array. Lanes past the end
 # hold the operator's identity, which plays the part of the seed's guard `i + phase < m`.
-
-# %%
-print(inspect.getsource(ps.scans.folding.folding_tile_kernel))
-print(inspect.getsource(ps.scans.tiles.position))
+# Section 8 writes the kernel's phase; the package's source follows its check there.
 
 # %% [markdown]
 # Note the **two barriers** per phase. In one phase, thread $t$ reads cell $t - p$ while thread
@@ -213,15 +241,23 @@ for op, dtype in (("add", np.float32), ("max", np.int32)):
                             op=op, inclusive=inclusive, reverse=reverse, dtype=dtype, name=label))
 
 # %% [markdown]
-# ## 8. Exercise: one phase of the fold
+# ## 8. Exercises: the kernel's phase, and the seed's direction
 #
-# Below is the folding tile kernel for sums of float32, in the prefix direction, with the body
-# of the phase loop missing. Write it: every thread computes its new value (its own cell, plus
-# cell `t - phase` if `t >= phase`) into a register, all threads wait, every thread stores its
-# value, all threads wait again. Try it with only one barrier first (add in place): the numbers
-# may even come out right on the simulator, but the checker finds the race.
+# ### Exercise 02.folding-phase (core, 2 points)
+#
+# **Spec.** `my_folding_tile` runs one block of `BLOCK` = 64 threads per tile of 64 elements
+# (`ps.check.tiled` carries the tile totals, as in chapter 01) and leaves in `out[i]` the
+# inclusive prefix sum of the tile up to `i`. Write the body of the phase loop, the mirrored
+# fold: after the phase with stride `phase`, cell `t` holds
+# $x_t + x_{t-p} + x_{t-2p} + \dots$ (the invariant of section 3). Every thread reads what it
+# needs before any thread of the block writes. **Budget:** at most 13 barriers per thread (the
+# load's and two per phase), at most 4 memory accesses per thread between two barriers.
+# Try it with one barrier first (add in place): the numbers may even come out right on the
+# simulator, but the checker finds the race.
+#
+# `ps.hint("02.folding-phase")` for hints.
 
-# %% tags=["exercise"] todo="in the phase loop, compute folded = cells[t] (+ cells[t - phase] if t >= phase), cuda.syncthreads(), store cells[t] = folded, cuda.syncthreads()" exercise_id="02.folding-phase"
+# %% tags=["exercise"] exercise_id="02.folding-phase" points=2 todo="write one phase of the mirrored fold: afterwards cell t holds the sum of x[t], x[t - phase], x[t - 2 phase], ... of the tile, with no thread reading a cell another thread writes in the same barrier phase"
 from numba import cuda, float32
 
 BLOCK = 64
@@ -252,7 +288,64 @@ def my_folding_tile(x, out, totals, n):
 
 
 # %% tags=["check"] exercise_id="02.folding-phase"
-print(ps.check.tiled(my_folding_tile, block_size=BLOCK))
+print(ps.check.tiled(my_folding_tile, block_size=BLOCK,
+                     budget=ps.check.Budget(barriers=13, accesses_per_step=4, traffic_per_element=2)))
+
+# %% [markdown]
+# The package's kernel, for comparison (`position` is the mirror for suffix scans):
+
+# %% tags=["instructor"]
+print(inspect.getsource(ps.scans.folding.folding_tile_kernel))
+print(inspect.getsource(ps.scans.tiles.position))
+
+# %% [markdown]
+# ### Exercise 02.suffix-fold (stretch, 2 points)
+#
+# **Spec.** The seed's own direction on the GPU: `my_suffix_fold` is launched as **one block**
+# of `BLOCK` = 64 threads on an array of $n \le 64$ elements and leaves in `out[i]` the suffix
+# sum $x_i + x_{i+1} + \dots + x_{n-1}$ (`np.cumsum(x[::-1])[::-1]`), without mirroring any
+# index: cell `t` adds cells *after* it. The load and the store are given; write the phases.
+# **Budget:** 13 barriers, 4 memory accesses per thread between two barriers. The check runs
+# sizes 1 to 64 as a reverse scan.
+#
+# `ps.hint("02.suffix-fold")` for hints.
+
+# %% tags=["exercise"] exercise_id="02.suffix-fold" points=2 todo="run the seed's fold on the tile with strides 32, 16, ..., 1 so that cell t ends with the sum of x[t..n-1]; no thread reads a cell another thread writes in the same barrier phase"
+from numba import cuda, float32
+
+BLOCK = 64
+
+
+@cuda.jit
+def my_suffix_fold(x, out, n):
+    cells = cuda.shared.array(BLOCK, float32)
+    t = cuda.threadIdx.x
+    cells[t] = x[t] if t < n else float32(0)
+    cuda.syncthreads()
+    ### BEGIN SOLUTION
+    phase = BLOCK >> 1
+    while phase > 0:
+        folded = cells[t]
+        if t + phase < BLOCK:
+            folded += cells[t + phase]
+        cuda.syncthreads()
+        cells[t] = folded
+        cuda.syncthreads()
+        phase >>= 1
+    ### END SOLUTION
+    if t < n:
+        out[t] = cells[t]
+
+
+def suffix_sums(x):
+    out = cuda.device_array(len(x), x.dtype)
+    my_suffix_fold[1, BLOCK](cuda.to_device(x), out, len(x))
+    return out
+
+
+# %% tags=["check"] exercise_id="02.suffix-fold"
+print(ps.check.scan(suffix_sums, reverse=True, sizes=(1, 2, 3, 31, 32, 33, 50, 63, 64),
+                    budget=ps.check.Budget(barriers=13, accesses_per_step=4, traffic_per_element=2)))
 
 # %% [markdown]
 # ## 9. Summary
@@ -280,6 +373,10 @@ print(f"n = 256, one tile: {counts['combines']} combines (256 * 8 - 255 = {256 *
 # 237 µs at $2^{22}$, 504 µs against 423 µs at $2^{25}$): single measurements of this kind vary
 # from run to run by that much. A scan does so little arithmetic per byte that memory traffic and launches,
 # not combines, set its speed; chapter 04 looks at those measurements.
+#
+# In the names of the prefix-network literature (chapter 03 draws the taxonomy), the mirrored
+# fold uses the pairs of **Kogge–Stone**'s network, with the strides in the reverse order: its
+# depth is $\log_2 b$ steps, its fan-out 2, its work that of Kogge–Stone.
 #
 # **Questions.**
 # 1. The seed's comment says the sequential simulation should work "from highest indexed blocks

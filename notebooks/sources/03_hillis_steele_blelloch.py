@@ -72,14 +72,98 @@ for stride in (1, 2, 4):
 # $n - s$ combines, $n\log_2 n - (n - 1)$ in all, against $n - 1$ for the loop. Depth:
 # $\log_2 n$ steps.
 #
+# ### Exercise 03.hs-numpy (warm-up, 1 point)
+#
+# **Spec.** `hs_step(cells, stride)` takes a numpy array and returns a **new** array, one
+# Hillis–Steele step applied to all lanes at once: lane $t \ge$ `stride` holds
+# `cells[t] + cells[t - stride]`, the lanes below keep their value; `cells` itself is not
+# changed. `hs_scan`, given, runs the steps; the check runs it on random int32 inputs of every
+# length from 1 to 39 and longer ones up to 2049, against `np.cumsum`. Numpy slices do all lanes
+# at once, without a Python loop over $t$.
+#
+# `ps.hint("03.hs-numpy")` for hints.
+
+# %% tags=["exercise"] exercise_id="03.hs-numpy" points=1 todo="return a new array in which every lane t >= stride holds cells[t] + cells[t - stride] and the lanes below keep their value, all lanes at once; leave cells unchanged"
+def hs_step(cells, stride):
+    ### BEGIN SOLUTION
+    new = cells.copy()
+    new[stride:] = cells[stride:] + cells[:-stride]
+    return new
+    ### END SOLUTION
+
+
+def hs_scan(x):
+    cells, stride = x.copy(), 1
+    while stride < len(x):
+        cells = hs_step(cells, stride)
+        stride *= 2
+    return cells
+
+
+# %% tags=["check"] exercise_id="03.hs-numpy"
+print(ps.check.scan(hs_scan, dtype=np.int32, sizes=tuple(range(1, 40)) + (100, 255, 256, 257, 1000, 2049)))
+
+# %% [markdown]
 # ## 2. The kernel: two buffers
 #
 # In one step lane $t$ reads lane $t - s$, which thread $t - s$ overwrites in the same step.
 # The package's kernel avoids the conflict with two shared buffers (**ping-pong**): a step
-# reads `buffers[source]` and writes `buffers[1 - source]`, so nothing is read and written in
-# one step, and one barrier per step suffices. Lanes below the stride copy their value across.
+# reads one buffer and writes the other, so nothing is read and written in one step, and one
+# barrier per step suffices. Lanes below the stride copy their value across.
+#
+# ### Exercise 03.hs-step (core, 2 points)
+#
+# **Spec.** `my_hs_tile` runs one block of `BLOCK` = 64 threads per tile of 64 elements
+# (`ps.check.tiled` carries the totals) and leaves in `out[i]` the inclusive scan of the tile.
+# The shared array `cells` holds the two buffers, `cells[0:64]` and `cells[64:128]`; before a
+# step, buffer `src` holds the tile after the steps so far. Write the step: it leaves in the
+# *other* buffer the tile after one more step of stride `stride` (the invariant of section 1:
+# lane $t$ then sums the $2 \cdot$ `stride` elements ending at $t$), without writing buffer
+# `src`. **Budget:** 7 barriers per thread (the load's and one per step), at most 4 memory
+# accesses per thread between two barriers.
+#
+# `ps.hint("03.hs-step")` for hints.
 
-# %%
+# %% tags=["exercise"] exercise_id="03.hs-step" points=2 todo="write one Hillis-Steele step from buffer src into buffer 1 - src: lane t >= stride gets its value plus lane t - stride's, the lanes below copy theirs; buffer src is only read"
+from numba import cuda, float32
+
+BLOCK = 64
+
+
+@cuda.jit
+def my_hs_tile(x, out, totals, n):
+    cells = cuda.shared.array(2 * BLOCK, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * BLOCK + t
+    cells[t] = x[i] if i < n else float32(0)
+    cuda.syncthreads()
+    src = 0
+    stride = 1
+    while stride < BLOCK:
+        ### BEGIN SOLUTION
+        if t >= stride:
+            cells[(1 - src) * BLOCK + t] = cells[src * BLOCK + t] + cells[src * BLOCK + t - stride]
+        else:
+            cells[(1 - src) * BLOCK + t] = cells[src * BLOCK + t]
+        ### END SOLUTION
+        cuda.syncthreads()
+        src = 1 - src
+        stride <<= 1
+    if i < n:
+        out[i] = cells[src * BLOCK + t]
+    if t == BLOCK - 1:
+        totals[cuda.blockIdx.x] = cells[src * BLOCK + t]
+
+
+# %% tags=["check"] exercise_id="03.hs-step"
+print(ps.check.tiled(my_hs_tile, block_size=BLOCK,
+                     budget=ps.check.Budget(barriers=7, accesses_per_step=4, traffic_per_element=2)))
+
+# %% [markdown]
+# The package's kernel, for comparison (a $2 \times$ `lanes` array `buffers`, a factory for
+# every operator and direction):
+
+# %% tags=["instructor"]
 print(inspect.getsource(ps.scans.hillis_steele.hillis_steele_tile_kernel))
 
 # %% [markdown]
@@ -132,6 +216,52 @@ print("correct result:                  ", ps.reference.scan(np.ones(32, dtype=n
 # answers most of the time is the worst kind; the tracer finds it without luck, and
 # `ps.check` reports it as a race.
 #
+# ### Exercise 03.hs-two-barriers (stretch, 2 points)
+#
+# **Spec.** Keep **one** buffer and make it correct: `my_hs_one_buffer_tile` (one block of 64
+# threads per tile, totals carried by the check) leaves in `out[i]` the inclusive scan of the
+# tile, with `cells` of 64 elements only. Write the whole stride loop, strides 1, 2, 4, ... 32,
+# such that no thread reads a cell that another thread writes in the same barrier phase (the
+# tracer checks every access). **Budget:** 13 barriers per thread (the load's and two per step),
+# at most 4 memory accesses per thread between two barriers.
+#
+# `ps.hint("03.hs-two-barriers")` for hints.
+
+# %% tags=["exercise"] exercise_id="03.hs-two-barriers" points=2 todo="write the Hillis-Steele stride loop on the single buffer cells so that after stride s lane t sums the 2s elements ending at t, with no read and write of one cell by two threads between two barriers"
+from numba import cuda, float32
+
+BLOCK = 64
+
+
+@cuda.jit
+def my_hs_one_buffer_tile(x, out, totals, n):
+    cells = cuda.shared.array(BLOCK, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * BLOCK + t
+    cells[t] = x[i] if i < n else float32(0)
+    cuda.syncthreads()
+    ### BEGIN SOLUTION
+    stride = 1
+    while stride < BLOCK:
+        value = cells[t]
+        if t >= stride:
+            value += cells[t - stride]
+        cuda.syncthreads()
+        cells[t] = value
+        cuda.syncthreads()
+        stride <<= 1
+    ### END SOLUTION
+    if i < n:
+        out[i] = cells[t]
+    if t == BLOCK - 1:
+        totals[cuda.blockIdx.x] = cells[t]
+
+
+# %% tags=["check"] exercise_id="03.hs-two-barriers"
+print(ps.check.tiled(my_hs_one_buffer_tile, block_size=BLOCK,
+                     budget=ps.check.Budget(barriers=13, accesses_per_step=4, traffic_per_element=2)))
+
+# %% [markdown]
 # ## 4. Blelloch: up-sweep and down-sweep
 #
 # Seed 004 defines the exclusive prefix sums (*"Summe aller vorherigen Elemente der Folge"*, the
@@ -192,15 +322,10 @@ print(f"{'seed 004':<16}" + "".join(f"{v:4}" for v in ps.reference.exclusive_par
 # The lab sheet asks for exactly this: copy the input to local (in CUDA: shared) memory, run the
 # two sweeps with one thread per index $i$ (a thread works at level $d$ when the seed's loop
 # would visit its $i$), synchronise after the copy and after every level of both sweeps, copy
-# the result out. The package's version, `blelloch_256_kernel`:
-
-# %%
-print(inspect.getsource(ps.scans.blelloch.blelloch_256_kernel))
-
-# %% [markdown]
-# The root is cleared without a barrier: thread 255 clears it, and the first down-sweep level
-# is done by thread 255 alone. Seed 004's worked example (padded with zeros to 256) and a check
-# on random inputs:
+# the result out. The package's version is `blelloch_256_kernel` (section 7 writes its
+# down-sweep; its source follows the check there). It clears the root without a barrier:
+# thread 255 clears it, and the first down-sweep level is done by thread 255 alone. Seed 004's
+# worked example (padded with zeros to 256) and a check on random inputs:
 
 # %%
 seed_example = np.zeros(256, dtype=np.int32)
@@ -269,14 +394,21 @@ for n in (32, 64, 128, 256):
 #
 # ## 7. Exercise: the down-sweep
 #
-# Below is Blelloch's scan of a tile of 64 elements, one thread per element as in the seed,
-# written as a tile kernel: the up-sweep is there, the tile's total goes to `totals` and the
-# root is cleared. Write one level of the down-sweep: the thread whose `t` the seed's loop
-# visits at level `d` swaps in the parent's value and the sum. The kernel then adds each
-# thread's own element, so `out` holds the inclusive scan that `ps.check.tiled` expects.
+# ### Exercise 03.blelloch-down-sweep (core, 2 points)
+#
+# **Spec.** `my_blelloch_tile` is Blelloch's scan of a tile of 64 elements, one thread per
+# element as in the seed, as a tile kernel (one block of 64 threads per tile; the check carries
+# the totals): the up-sweep is given, the tile's total goes to `totals` and the root is cleared.
+# Write one level `d` of the down-sweep so that its invariant holds: when a node at level `d`
+# receives its value, that value is the sum of all elements before its subtree (section 4).
+# The kernel then adds each thread's own element, so `out` holds the inclusive scan.
+# **Budget:** 14 barriers per thread (the load's, one per level of each sweep, the root's), at
+# most 5 memory accesses per thread between two barriers.
+#
+# `ps.hint("03.blelloch-down-sweep")` for hints.
 
-# %% tags=["exercise"] todo="in the down-sweep loop, if (t + 1) % (2 << d) == 0: keep parent = tree[t], add tree[t - (1 << d)] to tree[t], and store parent in tree[t - (1 << d)]" exercise_id="03.blelloch-down-sweep"
-from numba import float32
+# %% tags=["exercise"] exercise_id="03.blelloch-down-sweep" points=2 todo="write level d of the down-sweep: every node the up-sweep combined at level d passes its value to its left child and its value plus the left child's old value to itself (the right child)"
+from numba import cuda, float32
 
 BLOCK = 64
 LEVELS = 6  # log2(BLOCK)
@@ -311,10 +443,69 @@ def my_blelloch_tile(x, out, totals, n):
 
 
 # %% tags=["check"] exercise_id="03.blelloch-down-sweep"
-print(ps.check.tiled(my_blelloch_tile, block_size=BLOCK))
+print(ps.check.tiled(my_blelloch_tile, block_size=BLOCK,
+                     budget=ps.check.Budget(barriers=14, accesses_per_step=5, traffic_per_element=2)))
 
 # %% [markdown]
-# ## 8. Summary
+# The package's `blelloch_256_kernel` of section 5, for comparison:
+
+# %% tags=["instructor"]
+print(inspect.getsource(ps.scans.blelloch.blelloch_256_kernel))
+
+# %% [markdown]
+# ## 8. Names from the literature: a taxonomy of prefix networks
+#
+# Hardware designers met the same problem in adders (the carries of a binary sum are a scan)
+# and named the networks. A scan of $n$ elements as a **prefix network** is judged by its
+# **depth** (the longest chain of combines), its **work** (how many combines) and its
+# **fan-out** (how many combines one value feeds at once; on a GPU, how many threads read one
+# cell in one step). No network is best at all three; the classic ones, for $n = 2^k$:
+#
+# - **Sklansky** (1960): depth $\log_2 n$, work $\frac{n}{2}\log_2 n$, fan-out $n/2$ in the
+#   last step. That is chapter 01's **ladder**: the end of each even run feeds the whole odd run.
+# - **Kogge–Stone** (1973): depth $\log_2 n$, work $n\log_2 n - n + 1$, fan-out 2. That is
+#   **Hillis–Steele** (section 1), and the warp scan with shuffles of chapter 06. Chapter 02's
+#   **fold** has the same pairs with the strides in reverse order (and so needs a commutative
+#   operator).
+# - **Brent–Kung** (1982): depth $2\log_2 n - 1$, work $2n - \log_2 n - 2$, fan-out 2: a
+#   reduction tree and its mirror. **Blelloch**'s up-sweep and down-sweep (section 4) are its
+#   exclusive, in-place form (one level more, and the root cleared).
+# - **Ladner–Fischer** (1980): a family between Sklansky and Brent–Kung: one Brent–Kung level
+#   first (pairs), Sklansky on the $n/2$ pair sums, one level to finish: depth $\log_2 n + 1$,
+#   work $\frac{n}{4}\log_2\frac{n}{2} + n - 1$, fan-out $n/4$.
+# - **Han–Carlson** (1987): the same frame with Kogge–Stone inside: depth $\log_2 n + 1$, work
+#   $\frac{n}{2}\log_2 n$, fan-out 2.
+#
+# The figure places the package's tile kernels on one tile of 64 as the tracer counts them
+# (work: calls of the operator; depth: barriers per thread, the load's included; fan-out: most
+# threads reading one shared cell in one step), and the two networks the package does not
+# implement by their formulas (one barrier added for the load). The tracer sees the Blelloch
+# kernel's fan-out as 1: each cell is read by one thread per step, the thread that owns the node.
+
+# %%
+taxonomy_n = 64
+ones_n = np.ones(taxonomy_n, dtype=np.int32)
+traced = {
+    "ladder = Sklansky": (ps.scans.ladder.ladder_tile_kernel("add", np.int32, True, False, taxonomy_n), taxonomy_n),
+    "Hillis-Steele = Kogge-Stone": (ps.scans.hillis_steele.hillis_steele_tile_kernel("add", np.int32, True, False, taxonomy_n), taxonomy_n),
+    "folding (Kogge-Stone pairs, reversed)": (ps.scans.folding.folding_tile_kernel("add", np.int32, True, False, taxonomy_n), taxonomy_n),
+    "Blelloch = Brent-Kung (exclusive)": (ps.scans.blelloch.blelloch_tile_kernel("add", np.int32, False, False, taxonomy_n // 2, False), taxonomy_n // 2),
+}
+networks = {}
+for label, (kernel, threads) in traced.items():
+    run = ps.trace.record(one_tile, kernel, ones_n, threads)
+    counts = run.counts()
+    networks[label] = {"depth": counts["barriers"], "work": counts["combines"], "fan_out": run.fan_out(), "measured": True}
+k = int(math.log2(taxonomy_n))
+networks["Ladner-Fischer (formula)"] = {"depth": k + 2, "work": taxonomy_n // 4 * (k - 1) + taxonomy_n - 1,
+                                        "fan_out": taxonomy_n // 4, "measured": False}
+networks["Han-Carlson (formula)"] = {"depth": k + 2, "work": taxonomy_n // 2 * k, "fan_out": 2, "measured": False}
+for label, point in networks.items():
+    print(f"{label:<40} depth {point['depth']:>3}  work {point['work']:>4}  fan-out {point['fan_out']:>3}")
+_ = ps.viz.taxonomy(networks, title=f"prefix networks on one tile of {taxonomy_n}")
+
+# %% [markdown]
+# ## 9. Summary
 #
 # | one tile of $n$ | sequential loop | Hillis–Steele | Blelloch |
 # | --- | --- | --- | --- |

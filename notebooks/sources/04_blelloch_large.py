@@ -67,10 +67,77 @@ for d in range(8):
     print(f"{d:>8} {seed_warps:>18} {packed_warps:>22}")
 
 # %% [markdown]
-# The package's tile kernel and its two sweeps (`slot` is where a tree index lives in shared
-# memory; section 3 explains it):
+# ### Exercise 04.packed-upsweep (core, 2 points)
+#
+# **Spec.** `my_packed_tile` scans tiles of `TILE` = 128 elements with one block of
+# `THREADS` = 64 threads, two elements per thread (the check carries the totals between tiles).
+# The loads, the root, the down-sweep and the stores are given. Write the **up-sweep** with the
+# threads packed: at the level where `active` nodes combine (64, 32, ..., 1), thread
+# `t < active` adds the subtree ending at `offset * (2t + 1) - 1` into the one ending at
+# `offset * (2t + 2) - 1`; afterwards `tree[TILE - 1]` holds the tile's total. The given
+# down-sweep expects `offset` to end at `TILE` and starts without a barrier: end your up-sweep
+# with one. **Budget:** 16 barriers per thread, at most 5 memory accesses per thread between
+# two barriers, 2 global accesses per element.
+#
+# `ps.hint("04.packed-upsweep")` for hints.
 
-# %%
+# %% tags=["exercise"] exercise_id="04.packed-upsweep" points=2 todo="write the up-sweep with packed threads: at each level thread t < active combines the two subtrees it owns, offset doubling and active halving, a barrier before every level and after the last, so that tree[TILE - 1] ends with the tile's total and offset with TILE"
+from numba import cuda, float32
+
+THREADS = 64
+TILE = 2 * THREADS
+
+
+@cuda.jit
+def my_packed_tile(x, out, totals, n):
+    tree = cuda.shared.array(TILE, float32)
+    t = cuda.threadIdx.x
+    a = cuda.blockIdx.x * TILE + t
+    b = a + THREADS
+    element_a = x[a] if a < n else float32(0)
+    element_b = x[b] if b < n else float32(0)
+    tree[t] = element_a
+    tree[t + THREADS] = element_b
+    offset = 1
+    ### BEGIN SOLUTION
+    active = THREADS
+    while active > 0:
+        cuda.syncthreads()
+        if t < active:
+            tree[offset * (2 * t + 2) - 1] += tree[offset * (2 * t + 1) - 1]
+        offset *= 2
+        active //= 2
+    cuda.syncthreads()
+    ### END SOLUTION
+    if t == 0:
+        totals[cuda.blockIdx.x] = tree[TILE - 1]
+        tree[TILE - 1] = float32(0)
+    active = 1
+    while active < TILE:
+        offset //= 2
+        cuda.syncthreads()
+        if t < active:
+            left, right = offset * (2 * t + 1) - 1, offset * (2 * t + 2) - 1
+            left_sum = tree[left]
+            tree[left] = tree[right]
+            tree[right] += left_sum
+        active *= 2
+    cuda.syncthreads()
+    if a < n:
+        out[a] = tree[t] + element_a
+    if b < n:
+        out[b] = tree[t + THREADS] + element_b
+
+
+# %% tags=["check"] exercise_id="04.packed-upsweep"
+print(ps.check.tiled(my_packed_tile, block_size=TILE, threads=THREADS,
+                     budget=ps.check.Budget(barriers=16, accesses_per_step=5, traffic_per_element=2)))
+
+# %% [markdown]
+# The package's tile kernel and its two sweeps, for comparison (`slot` is where a tree index
+# lives in shared memory; section 3 explains it):
+
+# %% tags=["instructor"]
 print(inspect.getsource(ps.scans.blelloch.blelloch_upsweep))
 print(inspect.getsource(ps.scans.blelloch.blelloch_downsweep))
 print(inspect.getsource(ps.scans.blelloch.blelloch_tile_kernel))
@@ -95,14 +162,14 @@ print(inspect.getsource(ps.scans.blelloch.blelloch_tile_kernel))
 # A tiled algorithm does not write this driver again: it hands its tile kernel to
 # `register_tiled`, whose `run` calls `scan_tiles` with tiles of `items_per_thread * block_size`
 # elements and passes *itself* as the scan of the totals, which is where the recursion comes
-# from. Below: the driver, the helper, the carry kernel, and the last lines of
+# from. Below: the driver, the helper, and the last lines of
 # `prefixsum/scans/blelloch.py`, where Blelloch plugs in its tile kernel with
-# `items_per_thread=2` (tiles of 512 for the default 256 threads).
+# `items_per_thread=2` (tiles of 512 for the default 256 threads). The carry kernel is yours to
+# write (exercise 04.blelloch-carry, below).
 
 # %%
 print(inspect.getsource(ps.scans.tiles.scan_tiles))
 print(inspect.getsource(ps.scans.tiles.register_tiled))
-print(inspect.getsource(ps.scans.tiles.carry_kernel))
 blelloch_module = inspect.getsource(ps.scans.blelloch)
 print(blelloch_module[blelloch_module.index("ALGORITHM = register_tiled"):])
 
@@ -148,6 +215,70 @@ print(f"n = {traffic_n}: {traffic['launches']} launches, {traffic['global_reads'
 # A single-pass scan, which carries the totals within one launch (the look-back scan), moves
 # only the $2n$.
 #
+# ### Exercise 04.blelloch-carry (warm-up, 1 point)
+#
+# Seed 004's last step, written by you. `scan_device` below runs the package's tile kernel
+# (Blelloch, 32 threads, tiles of 64, padded), scans the tile totals by calling itself, and then
+# launches `my_carry` with one block of `THREADS` = 32 threads per tile after the first.
+#
+# **Spec.** `my_carry(out, carries, n)`, launched with `tiles - 1` blocks of 32 threads: block
+# $b$ adds `carries[b]` (the sum of tiles $0..b$) to every element of tile $b + 1$ that exists
+# (index below `n`), each thread taking two elements of that tile, consecutive threads on
+# consecutive elements. Then `my_blelloch_scan(x)` equals `np.cumsum(x)`. **Budget:** at most
+# 5 memory accesses per thread (one read of its carry, a read and a write per element), 3
+# global accesses per element in `my_carry`.
+#
+# `ps.hint("04.blelloch-carry")` for hints.
+
+# %% tags=["exercise"] exercise_id="04.blelloch-carry" points=1 todo="write my_carry: block b adds carries[b] to every element of tile b + 1 below n, two elements per thread, consecutive threads on consecutive elements"
+from numba import cuda
+
+THREADS = 32
+TILE = 2 * THREADS
+tile_kernel = ps.scans.blelloch.blelloch_tile_kernel("add", np.float32, True, False, THREADS, True)
+
+
+@cuda.jit
+def my_carry(out, carries, n):
+    ### BEGIN SOLUTION
+    carry = carries[cuda.blockIdx.x]
+    start = (cuda.blockIdx.x + 1) * TILE
+    for k in range(cuda.threadIdx.x, TILE, THREADS):
+        if start + k < n:
+            out[start + k] += carry
+    ### END SOLUTION
+
+
+def scan_device(source, out):
+    """Inclusive sums of device array source into out: tile pass, totals scanned by recursion, carry pass."""
+    n = source.shape[0]
+    tiles = (n + TILE - 1) // TILE
+    totals = cuda.device_array(tiles, source.dtype)
+    tile_kernel[tiles, THREADS](source, out, totals, n)
+    if tiles > 1:
+        carries = cuda.device_array(tiles, source.dtype)
+        scan_device(totals, carries)
+        my_carry[tiles - 1, THREADS](out, carries, n)
+
+
+def my_blelloch_scan(x):
+    out = cuda.device_array(len(x), x.dtype)
+    scan_device(cuda.to_device(x), out)
+    return out
+
+
+# %% tags=["check"] exercise_id="04.blelloch-carry"
+print(ps.check.scan(my_blelloch_scan, name="my_blelloch_scan",
+                    budget=ps.check.Budget(accesses_per_step=5, traffic_per_element=3, kernels=("my_carry",))))
+
+# %% [markdown]
+# The package's carry kernel, for comparison (it serves every tiled scan, any number of
+# elements per thread):
+
+# %% tags=["instructor"]
+print(inspect.getsource(ps.scans.tiles.carry_kernel))
+
+# %% [markdown]
 # ## 3. Bank conflicts
 #
 # Shared memory is split into 32 **banks**; word $w$ (4 bytes) lives in bank $w \bmod 32$. The 32
@@ -211,6 +342,75 @@ print("padded and plain results identical:", same, "| equal to the reference:",
 for conflict_free in (False, True):
     print(ps.check.scan(lambda x: ps.scan(x, algorithm="blelloch", conflict_free=conflict_free),
                         name=f"blelloch conflict_free={conflict_free}"))
+
+# %% [markdown]
+# ### Exercise 04.conflict-free (stretch, 2 points)
+#
+# **Spec.** `my_slot(i)` is a device function that says where tree index `i` (0 to 127) of a
+# tile of `TILE` = 128 lives in the shared array `tree` of `CELLS` = 132 cells. The kernel
+# `padded_tile` (given: the packed sweeps of exercise 04.packed-upsweep, every index through
+# `my_slot`) must still scan correctly, so `my_slot` must map the 128 indices to distinct cells
+# below 132; and **no warp-wide shared-memory access may need more than 2 passes** of the 32
+# banks (the tracer counts them; the plain layout `my_slot(i) = i` needs up to 4). Budget:
+# `bank_conflict_ways=2`.
+#
+# `ps.hint("04.conflict-free")` for hints.
+
+# %% tags=["exercise"] exercise_id="04.conflict-free" points=2 todo="make my_slot map the tree indices 0..TILE-1 to distinct cells below CELLS such that no warp's access to tree needs more than 2 passes of the 32 banks"
+from numba import cuda, float32
+
+THREADS = 64
+TILE = 2 * THREADS
+CELLS = TILE + TILE // 32
+
+
+@cuda.jit(device=True)
+def my_slot(i):
+    ### BEGIN SOLUTION
+    return i + (i >> 5)
+    ### END SOLUTION
+
+
+@cuda.jit
+def padded_tile(x, out, totals, n):
+    tree = cuda.shared.array(CELLS, float32)
+    t = cuda.threadIdx.x
+    a = cuda.blockIdx.x * TILE + t
+    b = a + THREADS
+    element_a = x[a] if a < n else float32(0)
+    element_b = x[b] if b < n else float32(0)
+    tree[my_slot(t)] = element_a
+    tree[my_slot(t + THREADS)] = element_b
+    offset, active = 1, THREADS
+    while active > 0:
+        cuda.syncthreads()
+        if t < active:
+            tree[my_slot(offset * (2 * t + 2) - 1)] += tree[my_slot(offset * (2 * t + 1) - 1)]
+        offset, active = offset * 2, active // 2
+    cuda.syncthreads()
+    if t == 0:
+        totals[cuda.blockIdx.x] = tree[my_slot(TILE - 1)]
+        tree[my_slot(TILE - 1)] = float32(0)
+    active = 1
+    while active < TILE:
+        offset //= 2
+        cuda.syncthreads()
+        if t < active:
+            left, right = my_slot(offset * (2 * t + 1) - 1), my_slot(offset * (2 * t + 2) - 1)
+            left_sum = tree[left]
+            tree[left] = tree[right]
+            tree[right] += left_sum
+        active *= 2
+    cuda.syncthreads()
+    if a < n:
+        out[a] = tree[my_slot(t)] + element_a
+    if b < n:
+        out[b] = tree[my_slot(t + THREADS)] + element_b
+
+
+# %% tags=["check"] exercise_id="04.conflict-free"
+print(ps.check.tiled(padded_tile, block_size=TILE, threads=THREADS,
+                     budget=ps.check.Budget(bank_conflict_ways=2, accesses_per_step=5)))
 
 # %% [markdown]
 # ## 4. What a GPU measures
@@ -369,54 +569,7 @@ for variant in ("blelloch", "ladder", "torch.cumsum", "cupy.cumsum"):
     print(f"{variant:<14} {f32:>10.1f} {i32:>9.1f} {i32 / f32:>6.2f}")
 
 # %% [markdown]
-# ## 5. Exercise: put the pieces together
-#
-# Seed 004's last step, written by you. `scan_device` below runs the package's tile kernel
-# (Blelloch, 32 threads, tiles of 64, padded), scans the tile totals by calling itself, and then
-# launches `my_carry` with one block of 32 threads per tile after the first. Write `my_carry`:
-# block $b$ adds `carries[b]` (the sum of tiles $0..b$) to every element of tile $b + 1$ that
-# exists, each thread taking the elements `threadIdx.x` and `threadIdx.x + THREADS` of that tile.
-
-# %% tags=["exercise"] todo="write my_carry: block b adds carries[b] to out[(b + 1) * TILE + k] for k = threadIdx.x and threadIdx.x + THREADS, where that index is < n" exercise_id="04.blelloch-carry"
-THREADS = 32
-TILE = 2 * THREADS
-tile_kernel = ps.scans.blelloch.blelloch_tile_kernel("add", np.float32, True, False, THREADS, True)
-
-
-@cuda.jit
-def my_carry(out, carries, n):
-    ### BEGIN SOLUTION
-    carry = carries[cuda.blockIdx.x]
-    start = (cuda.blockIdx.x + 1) * TILE
-    for k in range(cuda.threadIdx.x, TILE, THREADS):
-        if start + k < n:
-            out[start + k] += carry
-    ### END SOLUTION
-
-
-def scan_device(source, out):
-    """Inclusive sums of device array source into out: tile pass, totals scanned by recursion, carry pass."""
-    n = source.shape[0]
-    tiles = (n + TILE - 1) // TILE
-    totals = cuda.device_array(tiles, source.dtype)
-    tile_kernel[tiles, THREADS](source, out, totals, n)
-    if tiles > 1:
-        carries = cuda.device_array(tiles, source.dtype)
-        scan_device(totals, carries)
-        my_carry[tiles - 1, THREADS](out, carries, n)
-
-
-def my_blelloch_scan(x):
-    out = cuda.device_array(len(x), x.dtype)
-    scan_device(cuda.to_device(x), out)
-    return out
-
-
-# %% tags=["check"] exercise_id="04.blelloch-carry"
-print(ps.check.scan(my_blelloch_scan, name="my_blelloch_scan"))
-
-# %% [markdown]
-# ## 6. Summary
+# ## 5. Summary
 #
 # | $n$ elements, tiles of $T = 2 \times$ `block_size` | Blelloch, tiled |
 # | --- | --- |

@@ -62,9 +62,42 @@ print(ps.device_info())
 # then $z^0, z^1, \dots, z^{s^*}$ one after the other ($z^s$ starts at
 # $P_{s+1} = K_0 + \dots + K_s$). The sizes come from one short loop (it runs on the host and,
 # compiled, inside the one-block kernel); `kstep.levels` adds the offsets.
+#
+# ### Exercise 05.levels (warm-up, 1 point)
+#
+# **Spec.** `my_level_sizes(n, L)` returns the list $[K_0, K_1, \dots, K_{s^*+1}]$ for
+# $n \ge 1$ inputs and arity $L \ge 2$: $K_0 = n$, $K_{s+1} = \lceil K_s / L \rceil$, and
+# the list stops at the first $K_{s+1} \le L$ (it always holds $K_1$, even when $n \le L$).
+# For the seed's example, `my_level_sizes(35, 3)` is `[35, 12, 4, 2]`. The check compares it
+# with `kstep.levels(n, L).sizes` for every $n$ up to 100 and $L$ from 2 to 6, and a few large $n$.
+#
+# `ps.hint("05.levels")` for hints.
+
+# %% tags=["exercise"] exercise_id="05.levels" points=1 todo="return [K_0, ..., K_{s*+1}]: K_0 = n, each next level L times shorter rounded up, stopping at the first level of at most L elements (never before K_1)"
+from prefixsum.scans import kstep
+
+
+def my_level_sizes(n, L):
+    ### BEGIN SOLUTION
+    sizes = [n, (n + L - 1) // L]
+    while sizes[-1] > L:
+        sizes.append((sizes[-1] + L - 1) // L)
+    return sizes
+    ### END SOLUTION
+
+
+# %% tags=["check"] exercise_id="05.levels"
+cases = [(n, L) for L in range(2, 7) for n in range(1, 101)] + [(10 ** 6, 2), (10 ** 6 + 1, 7), (2 ** 26, 64)]
+print(ps.check.function(my_level_sizes, lambda n, L: list(kstep.levels(n, L).sizes), cases, name="my_level_sizes"))
+
+# %% [markdown]
+# The package's loop, for comparison (it writes into an array so that it also compiles for the
+# one-block kernel):
+
+# %% tags=["instructor"]
+print(inspect.getsource(kstep._level_sizes))
 
 # %%
-print(inspect.getsource(kstep._level_sizes))
 seed = kstep.levels(35, 3)
 print(f"L = 3, K0 = 35: sizes K = {seed.sizes}, offsets P = {seed.offsets}, s* = {seed.top}, buffer length {seed.length}")
 for part, (start, size) in enumerate(zip(seed.offsets, seed.sizes)):
@@ -80,8 +113,65 @@ for part, (start, size) in enumerate(zip(seed.offsets, seed.sizes)):
 # so $z^s_i$ is the sum of $L^{s+1}$ consecutive inputs (the last run may be short), and
 # $z^s_0$ is already a partial sum. In the package, one thread's share of a step is a device
 # function; the kernel only finds the thread's run.
+#
+# ### Exercise 05.reduce (core, 2 points)
+#
+# **Spec.** `my_reduce(buf, source, target, size)` is the kernel of reduction step $s$ for sums
+# of float32 with $L = 3$: level $s$ has `size` elements at offset `source` of `buf`, and thread
+# `i = cuda.grid(1)` with $Li <$ `size` writes $z^s_i$, the sum of run $i$ (elements
+# $Li, \dots, \min(Li + L, \text{size}) - 1$ of the level), to `buf[target + i]`; other
+# threads do nothing. `reduce_scan` runs the whole scheme with the package's kernels and yours
+# in every reduction step, and the check compares it with `np.cumsum` on 1 to 2049 elements.
+# **Budget:** at most $L + 1 = 4$ memory accesses per thread in `my_reduce` (the run's reads
+# and one write).
+#
+# `ps.hint("05.reduce")` for hints.
 
-# %%
+# %% tags=["exercise"] exercise_id="05.reduce" points=2 todo="in my_reduce, thread i (while L * i < size) writes the sum of run i of the level at offset source, cut short at size, to buf[target + i]"
+from numba import cuda, float32
+
+from prefixsum.scans import kstep
+
+L = 3
+
+
+@cuda.jit
+def my_reduce(buf, source, target, size):
+    i = cuda.grid(1)
+    ### BEGIN SOLUTION
+    if L * i < size:
+        acc = buf[source + L * i]
+        for k in range(L * i + 1, min(L * i + L, size)):
+            acc += buf[source + k]
+        buf[target + i] = acc
+    ### END SOLUTION
+
+
+def launch(kernel, threads, *args):
+    kernel[(threads + 63) // 64, 64](*args)
+
+
+def reduce_scan(x):
+    n, dtype = len(x), np.dtype(np.float32)
+    sizes, offsets = lv = kstep.levels(n, L)
+    buf, out = cuda.device_array(lv.length, dtype), cuda.device_array(n, dtype)
+    launch(kstep.load_kernel(False), n, cuda.to_device(x), buf, n)
+    for s in range(lv.top + 1):
+        launch(my_reduce, sizes[s + 1], buf, offsets[s], offsets[s + 1], sizes[s])
+    kstep.top_kernel("add", dtype)[1, 1](buf, offsets[-1], sizes[-1])
+    for level in range(lv.top, -1, -1):
+        launch(kstep.correct_kernel("add", dtype, L), sizes[level + 1], buf, offsets[level + 1], offsets[level], sizes[level])
+    launch(kstep.store_kernel("add", dtype, True, False), n, buf, out, n)
+    return out
+
+
+# %% tags=["check"] exercise_id="05.reduce"
+print(ps.check.scan(reduce_scan, budget=ps.check.Budget(accesses_per_step=L + 1, kernels=("my_reduce",))))
+
+# %% [markdown]
+# The package's version, a device function and the kernel that calls it:
+
+# %% tags=["instructor"]
 print(inspect.getsource(kstep._reduce_run))
 print(inspect.getsource(kstep.reduce_kernel))
 
@@ -185,7 +275,13 @@ for op in ps.OPS:
 # %% [markdown]
 # ## 7. Exercise: a correction step
 #
-# Write the kernel of correction step $s \ge 1$ for sums of float32, with the signature of the
+# ### Exercise 05.kstep-correct (stretch, 2 points)
+#
+# **Budget:** at most $2L + 1 = 7$ memory accesses per thread in `my_correct` (one read of the
+# carry, a read and a write per element, a read and a write for the copied last element). Hints:
+# `ps.hint("05.kstep-correct")`.
+#
+# **Spec.** Write the kernel of correction step $s \ge 1$ for sums of float32, with the signature of the
 # package's `correct_kernel`: `my_correct(buf, upper, lower, size)`, where `upper` is the offset
 # of $u^{s-1}$ in the buffer, `lower` that of the level being corrected (`size` elements, which
 # your kernel overwrites), and thread `j = cuda.grid(1)` owns run $j$ (elements $Lj, \dots,
@@ -194,7 +290,11 @@ for op in ps.OPS:
 # correction step, so `ps.check.scan` can check it. (The simulator runs your kernel as Python;
 # on a GPU it must also compile, so use only what numba.cuda allows.)
 
-# %% tags=["exercise"] todo="in my_correct, rewrite run j of the level at offset lower: start from buf[upper + j - 1] (0 for j = 0), add the run's elements one by one, storing each running sum in place; the last element of a full run may instead be copied from buf[upper + j]" exercise_id="05.kstep-correct"
+# %% tags=["exercise"] exercise_id="05.kstep-correct" points=2 todo="in my_correct, make run j of the level at offset lower hold its inclusive sums plus everything before the run (u^{s-1}[j - 1], nothing for j = 0), in place, as the formula of section 4 says"
+from numba import cuda, float32
+
+from prefixsum.scans import kstep
+
 L = 3
 
 
@@ -232,12 +332,12 @@ def my_kstep_scan(x):
 
 
 # %% tags=["check"] exercise_id="05.kstep-correct"
-print(ps.check.scan(my_kstep_scan))
+print(ps.check.scan(my_kstep_scan, budget=ps.check.Budget(accesses_per_step=2 * L + 1, kernels=("my_correct",))))
 
 # %% [markdown]
 # Compare with the package's version, a device function shared by both paths:
 
-# %%
+# %% tags=["instructor"]
 print(inspect.getsource(kstep._correct_run))
 
 # %% [markdown]

@@ -119,12 +119,11 @@ _ = ps.viz.dataflow(syncwarp_run, array="buf", title="scan_syncwarp: two warps, 
 #
 # The values need not go through shared memory at all. `cuda.shfl_up_sync(mask, value, d)`
 # returns `value` as held by lane $l - d$, and the caller's own value in lanes $l < d$, one
-# instruction for the whole warp. The warp scan becomes a loop of five shuffles:
-
-# %%
-print(inspect.getsource(ps.scans.warp.scan_shfl))
-
-# %% [markdown]
+# instruction for the whole warp. The warp scan becomes a loop of five shuffles, at deltas
+# 1, 2, 4, 8, 16: the Hillis–Steele steps of chapter 03 (Kogge–Stone's network), with a register for the shared cell
+# (exercise 06.warp-shuffle-scan in section 7 writes it; the package's `ps.scans.warp.scan_shfl` follows
+# its check).
+#
 # Every lane must execute the shuffle (it is a rendezvous of the lanes in `mask`), even a lane
 # that will not use the result: the `if lane >= d` comes after it.
 #
@@ -184,13 +183,11 @@ for name, run in (("volatile", volatile_run), ("syncwarp", syncwarp_run), ("shfl
 # A block has up to 32 warps. The seed's Figure 2 scans a block with warp scans: (1) every warp
 # scans its 32 values; (2) the last lane of every warp stores the warp's total; (3) one warp
 # scans those totals; (4) every thread combines the scanned total of the warps before its own
-# into its result. The package's version, on shuffles (it returns each thread's *exclusive*
-# result and the block's total, which is what the next level needs):
-
-# %%
-print(inspect.getsource(ps.scans.hierarchical.block_scan))
-
-# %% [markdown]
+# into its result. The package's version, on shuffles, is `ps.scans.hierarchical.block_scan`
+# (it returns each thread's *exclusive* result and the block's total, which is what the next
+# level needs); exercise 06.block-combine in section 8 writes step 4, and its source follows the
+# check there.
+#
 # The same steps by hand for 128 values (four warps), with the package's warp scan for step 1:
 
 # %%
@@ -368,14 +365,22 @@ print(ps.check.scan(lambda x: ps.scan(x, "max", inclusive=False, reverse=True, a
                     op="max", inclusive=False, reverse=True, dtype=np.int32, name="hierarchical exclusive max suffix (32 x 4)"))
 
 # %% [markdown]
-# ## 7. Exercise: a warp scan with shuffles
+# ## 7. Exercises: warp scans with shuffles
 #
-# Write the five steps of the warp scan with `cuda.shfl_up_sync` (section 3). One block of 32
-# threads scans up to 32 float32 values; lanes past the end hold 0, so the whole warp takes part
-# and the mask is `FULL_MASK`. Remember that every lane must execute the shuffle.
+# ### Exercise 06.warp-shuffle-scan (core, 2 points)
+#
+# **Spec.** `my_warp_scan_kernel` runs as one block of 32 threads (one warp) on $n \le 32$
+# float32 values and leaves in `out[lane]` the inclusive sum of `x[0..lane]`, computed in
+# registers with `cuda.shfl_up_sync` (section 3): no shared memory, $\log_2 32 = 5$ shuffle
+# steps. Lanes past the end hold 0, so the whole warp takes part and the mask is `FULL_MASK`;
+# every lane must execute every shuffle. **Budget:** at most 2 memory accesses per thread
+# between two synchronisations (its load and its store), so no lane loops over the others'
+# values.
+#
+# `ps.hint("06.warp-shuffle-scan")` for hints.
 
-# %% tags=["exercise"] todo="for d = 1, 2, 4, 8, 16: other = cuda.shfl_up_sync(FULL_MASK, value, d) in every lane, then value += other in lanes >= d" exercise_id="06.warp-shuffle-scan"
-from numba import float32
+# %% tags=["exercise"] exercise_id="06.warp-shuffle-scan" points=2 todo="scan value across the warp in registers with shfl_up_sync, in 5 steps, so that lane l ends with the sum of the values of lanes 0..l; every lane executes every shuffle"
+from numba import cuda, float32
 
 FULL_MASK = ps.scans.warp.FULL_MASK
 
@@ -403,18 +408,77 @@ def my_warp_scan(x):
 
 
 # %% tags=["check"] exercise_id="06.warp-shuffle-scan"
-print(ps.check.scan(my_warp_scan, sizes=(1, 2, 5, 17, 31, 32)))
+print(ps.check.scan(my_warp_scan, sizes=(1, 2, 5, 17, 31, 32), budget=ps.check.Budget(accesses_per_step=2)))
+
+# %% [markdown]
+# The package's warp scan, for comparison:
+
+# %% tags=["instructor"]
+print(inspect.getsource(ps.scans.warp.scan_shfl))
+
+# %% [markdown]
+# ### Exercise 06.exclusive-warp-scan (stretch, 2 points)
+#
+# **Spec.** The same warp, an **exclusive** scan: `out[lane]` is the sum of `x[0..lane-1]`,
+# and 0 in lane 0 (`np.cumsum` shifted right by one, starting from the identity), still in
+# registers only, with shuffles. Write everything between the load and the store. **Budget:**
+# at most 2 memory accesses per thread between two synchronisations.
+#
+# `ps.hint("06.exclusive-warp-scan")` for hints.
+
+# %% tags=["exercise"] exercise_id="06.exclusive-warp-scan" points=2 todo="leave in value the sum of the values of lanes 0..lane-1 (0 in lane 0), computed in registers with shuffles that every lane executes"
+from numba import cuda, float32
+
+FULL_MASK = ps.scans.warp.FULL_MASK
+
+
+@cuda.jit
+def my_exclusive_warp_kernel(x, out, n):
+    lane = cuda.threadIdx.x
+    value = x[lane] if lane < n else float32(0)
+    ### BEGIN SOLUTION
+    d = 1
+    while d < 32:
+        other = cuda.shfl_up_sync(FULL_MASK, value, d)
+        if lane >= d:
+            value += other
+        d *= 2
+    value = cuda.shfl_up_sync(FULL_MASK, value, 1)
+    if lane == 0:
+        value = float32(0)
+    ### END SOLUTION
+    if lane < n:
+        out[lane] = value
+
+
+def my_exclusive_warp_scan(x):
+    out = cuda.device_array(len(x), x.dtype)
+    my_exclusive_warp_kernel[1, 32](cuda.to_device(x), out, len(x))
+    return out
+
+
+# %% tags=["check"] exercise_id="06.exclusive-warp-scan"
+print(ps.check.scan(my_exclusive_warp_scan, inclusive=False, sizes=(1, 2, 5, 17, 31, 32),
+                    budget=ps.check.Budget(accesses_per_step=2)))
 
 # %% [markdown]
 # ## 8. Exercise: the block combine
 #
-# Below is a tile kernel for blocks of 128 threads (4 warps), one element per thread: each warp
-# scans with the package's shuffle scan, lane 31 of each warp stores the warp's total, and
-# warp 0 scans the totals in place. Write step 4 of Figure 2: every thread of warp $w > 0$
-# adds the scanned total of warps $0..w-1$ to its `value`. `ps.check.tiled` runs the kernel on
-# every tile and carries the tile totals between tiles.
+# ### Exercise 06.block-combine (warm-up, 1 point)
+#
+# **Spec.** `my_block_tile` scans tiles of `BLOCK` = 128 elements with blocks of 128 threads
+# (4 warps), one element per thread; `ps.check.tiled` carries the tile totals between tiles.
+# Steps 1 to 3 of Figure 2 are given: each warp scans with the package's shuffle scan, lane 31
+# of each warp stores the warp's total, and warp 0 scans the totals in place. Write step 4, so
+# that `value` of thread $t$ becomes the inclusive sum of the tile up to $t$. **Budget:** 3
+# barriers per thread, at most 3 memory accesses per thread between two barriers.
+#
+# `ps.hint("06.block-combine")` for hints.
 
-# %% tags=["exercise"] todo="in warps w > 0 (warp = t >> 5), add warp_totals[warp - 1] (the scanned total of warps 0..w-1) to value" exercise_id="06.block-combine"
+# %% tags=["exercise"] exercise_id="06.block-combine" points=1 todo="make value of every thread the inclusive sum of the tile up to its element, using the scanned warp totals"
+from numba import cuda, float32
+
+FULL_MASK = ps.scans.warp.FULL_MASK
 BLOCK = 128
 WARPS = BLOCK // 32
 warp_scan = ps.scans.warp.scan_shfl("add", np.float32)
@@ -446,7 +510,13 @@ def my_block_tile(x, out, totals, n):
 
 
 # %% tags=["check"] exercise_id="06.block-combine"
-print(ps.check.tiled(my_block_tile, block_size=BLOCK))
+print(ps.check.tiled(my_block_tile, block_size=BLOCK, budget=ps.check.Budget(barriers=3, accesses_per_step=3)))
+
+# %% [markdown]
+# The package's block scan, for comparison (exclusive results and the block's total):
+
+# %% tags=["instructor"]
+print(inspect.getsource(ps.scans.hierarchical.block_scan))
 
 # %% [markdown]
 # ## 9. Seed 001's Table 1, fifteen years later

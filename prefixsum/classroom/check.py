@@ -14,7 +14,10 @@ blocks that communicate -- ``plain-load-poll`` (a flag polled with plain loads),
 ``stale-read`` (a flag raised without a fence after the data: the reader may get old data),
 ``race-between-blocks`` (an element one block writes and another reads with no flag between
 them) --, ``uninitialized-read`` (the trace shows it, even when the numbers came out right),
-``unwritten-output``, ``wrong-result`` (the numbers), and ``pass``. The simulator runs a few
+``unwritten-output``, ``wrong-result`` (the numbers), ``over-budget`` (right numbers, but not
+by the parallel algorithm the exercise asks for: more barriers, more accesses by one thread
+between two barriers, more global traffic or more bank conflicts than its :class:`Budget`), and
+``pass``. The simulator runs a few
 blocks at once (:mod:`prefixsum.sim`), so that blocks that talk to each other are checked as a
 GPU runs them.
 
@@ -22,12 +25,16 @@ A user operator (a ``cuda.jit(device=True)`` function, see :mod:`prefixsum.scans
 first checked on its own by :func:`operator`: ``not-associative`` or ``wrong-identity`` before
 any kernel runs, since no scan can be right with such an operator.
 """
+import collections
+import contextlib
+import dataclasses
 import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import sim, trace as tracing
+from ..core.arithmetic import quiet_arithmetic
 from ..core.poison import poison, poison_value
 from ..scans.ops import check_dtype, check_op
 from ..scans import user_ops
@@ -36,8 +43,111 @@ from ..scans.testing import mismatches, random_input
 DEFAULT_SIZES = (1, 2, 31, 32, 33, 100, 255, 256, 257, 1000, 2049)
 DIAGNOSES = ("pass", "not-associative", "wrong-identity", "wrong-result", "unwritten-output", "race", "out-of-bounds",
              "uninitialized-read", "barrier-divergence", "exception", "timeout", "race-between-blocks", "stale-read",
-             "plain-load-poll", "deadlock")
+             "plain-load-poll", "deadlock", "over-budget")
 _SEED = 20261121
+# Sizes that :func:`thorough` adds to a check's own (those up to its largest size).
+_THOROUGH_SIZES = (3, 5, 7, 16, 17, 63, 64, 65, 127, 128, 129, 511, 512, 513, 1023, 1024, 1025)
+_mode = {"thorough": False, "timeout": None}
+
+
+@contextlib.contextmanager
+def _setting(key, value):
+    old = _mode[key]
+    _mode[key] = value
+    try:
+        yield
+    finally:
+        _mode[key] = old
+
+
+def thorough():
+    """A context in which every scan check also runs more sizes, on other random inputs.
+
+    A check stops at the first problem, on a dozen sizes; the mutation test
+    (:mod:`prefixsum.classroom.mutation`) asks whether a mutant the check passes is really
+    equivalent to the solution, and runs the same check, thorough, as the oracle.
+    """
+    return _setting("thorough", True)
+
+
+def time_limit(seconds):
+    """A context in which no scan check waits longer than ``seconds`` for one run (mutants may hang)."""
+    return _setting("timeout", seconds)
+
+
+def _sizes_and_seed(sizes):
+    """The sizes and the seed of a check, widened inside :func:`thorough`."""
+    if not _mode["thorough"]:
+        return sizes, _SEED
+    every = sorted(set(sizes) | {s for s in _THOROUGH_SIZES if s <= max(sizes)}
+                   | (set(range(1, max(sizes) + 1)) if max(sizes) <= 64 else set()))
+    return tuple(every), _SEED + 7919
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What the parallel algorithm of an exercise may spend, as the tracer measures it.
+
+    A check given a budget fails a run whose numbers are right but whose kernels spend more:
+    one thread scanning the whole tile serially is correct and makes hundreds of accesses
+    between two barriers, where a parallel step makes a handful. Every field left ``None`` is
+    not checked.
+
+    Attributes
+    ----------
+    barriers : int
+        Most barriers (``cuda.syncthreads()``) one thread may pass in one launch.
+    accesses_per_step : int
+        Most memory accesses (global and shared, reads and writes) one thread may make between
+        two barriers: the work of one thread in one step.
+    traffic_per_element : float
+        Most global-memory accesses (reads and writes) per input element, over the launches
+        of the budgeted kernels, with 2 more per block (a tile's total, a carry).
+    bank_conflict_ways : int
+        Most passes one warp's shared-memory access may need (1: conflict-free).
+    kernels : tuple of str
+        The kernels the budget applies to (default: every launch; :func:`tiled` budgets the
+        student's tile kernel only).
+    """
+
+    barriers: int = None
+    accesses_per_step: int = None
+    traffic_per_element: float = None
+    bank_conflict_ways: int = None
+    kernels: tuple = None
+
+    def overspent(self, run, n):
+        """``(index, hint)`` for the first limit ``run`` (a :class:`prefixsum.trace.Trace`) exceeds, else None."""
+        launches = {launch.number for launch in run.launches if self.kernels is None or launch.kernel in self.kernels}
+        records = [r for r in run.records if r.launch in launches]
+        if self.barriers is not None:
+            passed = max((phase for (launch, _, _), phase in run.barriers_passed().items() if launch in launches), default=0)
+            if passed > self.barriers:
+                return None, (f"a thread passed {passed} barriers in one launch; the algorithm needs at most "
+                              f"{self.barriers}. Is the loop bound right (log2 of the tile, not the tile)?")
+        if self.accesses_per_step is not None:
+            per_step = collections.Counter((r.launch, r.block, r.thread, r.phase) for r in records)
+            if per_step:
+                (launch, block, thread, phase), most = per_step.most_common(1)[0]
+                if most > self.accesses_per_step:
+                    return None, (f"thread {thread} of block {block} made {most} memory accesses between two barriers "
+                                  f"(step {phase}); the parallel algorithm makes at most {self.accesses_per_step}. "
+                                  "Share the work: every thread does a few operations per step, a barrier between steps.")
+        if self.traffic_per_element is not None:
+            traffic = sum(1 for r in records if r.space == "global")
+            blocks = len({(r.launch, r.block) for r in records})
+            if traffic > self.traffic_per_element * n + 2 * blocks:
+                return None, (f"{traffic} global-memory accesses for {n} elements in {blocks} blocks, more than the "
+                              f"{self.traffic_per_element:g} per element (and 2 per block) the algorithm needs: "
+                              "read each input once, keep the tile in shared memory.")
+        if self.bank_conflict_ways is not None:
+            worst = [c for c in run.bank_conflicts() if c["launch"] in launches and c["ways"] > self.bank_conflict_ways]
+            if worst:
+                c = max(worst, key=lambda c: c["ways"])
+                return None, (f"a warp's access to {c['array']} (source line {c['line']}) needs {c['ways']} passes of the "
+                              f"shared-memory banks; at most {self.bank_conflict_ways} allowed. Pad the index so that "
+                              "the threads of a warp hit different banks.")
+        return None
 
 
 @dataclass(frozen=True)
@@ -78,9 +188,10 @@ def with_poisoned_allocations(fn, *args):
     """``fn(*args)``, every device array it allocates poisoned.
 
     The hook is registered here, inside the recorded function, so that it acts in the process
-    that simulates the run (a child process on a machine with a GPU).
+    that simulates the run (a child process on a machine with a GPU). Host code of the student
+    (a sequential loop on int32, as a GPU would wrap) overflows without a warning.
     """
-    with sim.allocation_hook(_poison_fresh):
+    with sim.allocation_hook(_poison_fresh), quiet_arithmetic():
         return fn(*args)
 
 
@@ -263,7 +374,7 @@ def _diagnose_user(run, x, op, identity, inclusive, reverse):
 
 
 def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes=None, timeout=20.0, name=None,
-         identity=None):
+         identity=None, budget=None):
     """Check ``fn``, a student's scan, against the reference.
 
     Parameters
@@ -286,6 +397,9 @@ def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes
         Seconds before a run is stopped as hanging.
     name : str, optional
         Shown in the verdict (default: ``fn``'s name).
+    budget : Budget, optional
+        What the run may spend (barriers, accesses per step, traffic, bank conflicts); a run
+        with the right numbers that spends more fails as ``over-budget``.
 
     Returns
     -------
@@ -304,10 +418,16 @@ def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes
     else:
         check_op(op)
         dtype = check_dtype(dtype)
+    if budget is not None and not isinstance(budget, Budget):
+        raise TypeError(f"budget must be a prefixsum.check.Budget or None; got {type(budget).__name__}")
     sizes = tuple(sorted(sizes or DEFAULT_SIZES))
+    shown = sizes
+    sizes, seed = _sizes_and_seed(sizes)
+    if _mode["timeout"] is not None:
+        timeout = min(timeout, _mode["timeout"])
     passed_sizes = []
     for n in sizes:
-        rng = np.random.default_rng(_SEED + n)
+        rng = np.random.default_rng(seed + n)
         if user:
             fields = user_ops.random_fields(n, dtype if isinstance(dtype, tuple) else (dtype,), rng)
             x = fields if isinstance(dtype, tuple) else fields[0]
@@ -320,10 +440,70 @@ def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes
             diagnosis, index, hint = _diagnose(run, x, op, inclusive, reverse)
         if diagnosis == "wrong-result":
             hint = _wrong_result_hint(index, n, passed_sizes, not inclusive)
+        if diagnosis == "pass" and budget is not None:
+            overspent = budget.overspent(run, n)
+            if overspent is not None:
+                diagnosis, (index, hint) = "over-budget", overspent
         if diagnosis != "pass":
-            return CheckResult(False, diagnosis, name, sizes, n, index, hint)
+            return CheckResult(False, diagnosis, name, shown, n, index, hint)
         passed_sizes.append(n)
-    return CheckResult(True, "pass", name, sizes)
+    return CheckResult(True, "pass", name, shown)
+
+
+def function(fn, reference, cases, *, name=None, timeout=20.0):
+    """Check a student's host function against ``reference`` on every argument tuple in ``cases``.
+
+    For exercises that compute on the host (the levels of a scheme, a numpy step): ``fn(*case)``
+    must equal ``reference(*case)``, compared as numpy arrays (exactly for integers, within
+    ``1e-6`` relative for floats). The first case that raises, differs or runs past ``timeout``
+    seconds (where a signal can stop it: the main thread) is the verdict.
+
+    Returns
+    -------
+    CheckResult
+        ``sizes`` is the number of cases; a failure names the case in its hint.
+
+    Examples
+    --------
+    >>> print(function(lambda n: n * n, lambda n: n ** 2, [(1,), (2,), (3,)], name="square"))
+    PASS square: 3 cases
+    """
+    cases = [tuple(case) for case in cases]
+    if not cases:
+        raise ValueError("cases must hold at least one argument tuple")
+    name = name or getattr(fn, "__name__", "function")
+    if _mode["timeout"] is not None:
+        timeout = min(timeout, _mode["timeout"])
+    for number, case in enumerate(cases):
+        expected = np.asarray(reference(*case))
+        try:
+            with tracing.time_limit(timeout):
+                got = np.asarray(fn(*case))
+        except Exception as error:  # noqa: BLE001  (the student's error becomes the verdict)
+            return _FunctionResult(False, "exception", name, len(cases), number, None, f"{case}: {type(error).__name__}: {error}")
+        if got.shape != expected.shape:
+            return _FunctionResult(False, "wrong-result", name, len(cases), number, None,
+                                   f"{case}: expected shape {expected.shape}, got {got.shape}")
+        same = (np.allclose(got, expected, rtol=1e-6, atol=0) if expected.dtype.kind in "fc"
+                else np.array_equal(got, expected))
+        if not same:
+            return _FunctionResult(False, "wrong-result", name, len(cases), number, None,
+                                   f"{case}: expected {expected.tolist()}, got {got.tolist()}")
+    return _FunctionResult(True, "pass", name, len(cases))
+
+
+@dataclass(frozen=True)
+class _FunctionResult(CheckResult):
+    """A :class:`CheckResult` of :func:`function`: ``sizes`` counts cases, ``size`` is the failing case's number."""
+
+    sizes: int = 0
+
+    def __str__(self):
+        if self.passed:
+            return f"PASS {self.name}: {self.sizes} cases"
+        return f"FAIL {self.name}: {self.diagnosis} at case {self.size}. {self.hint}"
+
+    __repr__ = __str__
 
 
 def tiled(tile_kernel, *, block_size, threads=None, op="add", dtype=np.float32, sizes=None, **kw):
@@ -331,7 +511,8 @@ def tiled(tile_kernel, *, block_size, threads=None, op="add", dtype=np.float32, 
 
     The kernel scans tile b (``block_size`` elements) into ``out`` and writes its total to
     ``totals[b]``; the package scans the totals and carries them, as :func:`prefixsum.scans.tiles.scan_tiles`
-    does for every algorithm. Inclusive forward scans only.
+    does for every algorithm. Inclusive forward scans only. A ``budget`` (:class:`Budget`)
+    applies to the student's tile kernel unless it names its ``kernels``.
     """
     from numba import cuda
 
@@ -351,7 +532,10 @@ def tiled(tile_kernel, *, block_size, threads=None, op="add", dtype=np.float32, 
         return out
 
     name = getattr(getattr(tile_kernel, "py_func", tile_kernel), "__name__", "tile kernel")
-    return scan(run_tiles, op=op, dtype=dtype, sizes=sizes, name=name, **kw)
+    budget = kw.pop("budget", None)
+    if budget is not None and budget.kernels is None:
+        budget = dataclasses.replace(budget, kernels=(name,))
+    return scan(run_tiles, op=op, dtype=dtype, sizes=sizes, name=name, budget=budget, **kw)
 
 
 _REFLECTOR_CASES = ("a random x", "a random x with x[-1] > 0", "a random x with x[-1] < 0",
@@ -523,6 +707,11 @@ def _trace_diagnosis(run, *, cell, race_advice, uninitialized_advice):
             return _BLOCK_RACES[race.kind][0], None, _BLOCK_RACES[race.kind][1].format(
                 cell=f"{race.array}[{race.index}]", kernel=race.kernel, first=race.threads[0],
                 second=race.threads[1], line=race.line)
+        if not _spans_several_steps(run, race):
+            race_advice = ("Both touch it in the same step of the loop, one reading what the other writes: a barrier "
+                           "between steps cannot help. Check the index read against the invariant (a step should "
+                           "read only cells no thread writes in that step), or read into a register, "
+                           "cuda.syncthreads(), then write.")
         return "race", None, (f"{cell(race.array, race.index)} in kernel '{race.kernel}': threads {race.threads[0]} "
                               f"and {race.threads[1]} of block {race.block} touch it in one barrier phase. {race_advice}")
     uninitialized = run.uninitialized_reads()
@@ -531,6 +720,22 @@ def _trace_diagnosis(run, *, cell, race_advice, uninitialized_advice):
         return "uninitialized-read", None, (f"{cell(r.array, r.index)} is read in block {r.block} before any thread "
                                             f"wrote it: {uninitialized_advice}")
     return None
+
+
+def _spans_several_steps(run, race):
+    """Whether a thread of ``race``'s block ran a racing source line more than once in the race's phase.
+
+    Then loop iterations ran without a barrier between them: the barrier between steps is
+    missing. If every thread ran those lines once, the race lies inside one step, and adding a
+    barrier between steps changes nothing: the index read is wrong (the ladder's partner
+    without its ``- 1`` reads a cell its own phase writes), or the step must read, wait, write.
+    """
+    where = (race.launch, race.block, race.array, race.phase)
+    lines = {r.line for r in run.records if (r.launch, r.block, r.array, r.phase) == where and r.index == race.index}
+    runs = collections.Counter((r.thread, r.line, r.write) for r in run.records
+                               if (r.launch, r.block, r.array, r.phase) == where and r.line in lines)
+    # One execution of ``a[t] += a[p]`` reads twice and writes once.
+    return any(count > (1 if write else 2) for (_, _, write), count in runs.items())
 
 
 # Races between blocks, by kind (prefixsum.trace.Race.kind): the diagnosis and the hint.

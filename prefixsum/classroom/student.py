@@ -9,7 +9,8 @@ the notebook opens clean and every check cell reports the missing exercise inste
 The cells keep their metadata (``exercise_id``, ``todo``, ``points``), and the notebook's own
 metadata gets ``prefixsum: {chapter: "01_ladder", exercises: ["01.ladder-step", ...]}`` (the
 instructor's file name and the exercise ids in order), by which ``python -m prefixsum grade``
-matches a submission to its instructor's notebook.
+matches a submission to its instructor's notebook. Cells tagged ``instructor`` (the package's own solution, shown for comparison after an
+exercise's check) are left out of the student's version.
 """
 import pathlib
 import re
@@ -17,6 +18,7 @@ import re
 import nbformat
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+INSTRUCTOR = "instructor"
 _SPAN = re.compile(r"^([ \t]*)" + re.escape(BEGIN) + r".*?^[ \t]*" + re.escape(END) + r"[^\n]*\n?", re.M | re.S)
 
 
@@ -29,7 +31,7 @@ def strip_solutions(source, todo):
 
 
 def student_version(notebook, chapter=None):
-    """Return a new notebook: solutions stripped from ``exercise`` cells, all outputs cleared.
+    """Return a new notebook: solutions stripped from ``exercise`` cells, ``instructor`` cells left out, outputs cleared.
 
     Parameters
     ----------
@@ -40,6 +42,7 @@ def student_version(notebook, chapter=None):
         stamped with the exercise ids into the notebook's metadata, for the grader.
     """
     student = nbformat.reads(nbformat.writes(notebook), as_version=4)
+    student.cells = [cell for cell in student.cells if INSTRUCTOR not in cell.metadata.get("tags", [])]
     exercises = [cell.metadata["exercise_id"] for cell in student.cells
                  if "exercise" in cell.metadata.get("tags", []) and "exercise_id" in cell.metadata]
     stamp = {"exercises": exercises}

@@ -40,6 +40,9 @@ On a machine with a GPU the notebook's own CUDA session must stay intact, so ``r
 cloudpickle: functions of a module, lambdas and notebook functions are).
 """
 import collections
+import contextlib
+import signal
+import threading
 import time
 from typing import NamedTuple
 
@@ -255,6 +258,18 @@ class Trace:
         return {"instructions": len(found), "passes": passes, "extra_passes": passes - len(found),
                 "worst": max((f["ways"] for f in found), default=0)}
 
+    def fan_out(self, space="shared"):
+        """The most threads of one block that read one cell of ``space`` memory in one barrier phase.
+
+        A prefix network's fan-out: the ladder (Sklansky) has one cell read by half the tile in
+        its last phase, Hillis-Steele (Kogge-Stone) at most two readers per cell.
+        """
+        readers = collections.defaultdict(set)
+        for r in self.records:
+            if r.space == space and not r.write:
+                readers[(r.launch, r.block, r.array, r.index, r.phase)].add(r.thread)
+        return max((len(threads) for threads in readers.values()), default=0)
+
     def counts(self):
         """Totals over the run: launches, operator calls, barriers, shared and global traffic."""
         global_reads = [r for r in self.records if r.space == "global" and not r.write]
@@ -427,6 +442,30 @@ def _itemsize(access):
     return np.asarray(access.value).dtype.itemsize
 
 
+@contextlib.contextmanager
+def time_limit(timeout):
+    """Raise TimeoutError after ``timeout`` seconds, where a signal can (the main thread, not Windows).
+
+    The recorder's deadline acts only at memory accesses; a loop that only passes barriers (a
+    phase that never advances) makes none, and this stops it. The simulator runs every thread
+    of a launch as a greenlet of the calling thread, so the signal interrupts the kernel itself.
+    """
+    if timeout is None or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise TimeoutError("the kernel ran past the time limit (an endless loop?)")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def _record_here(fn, args, kwargs, timeout):
     from . import sim
 
@@ -434,7 +473,7 @@ def _record_here(fn, args, kwargs, timeout):
     recorder = _Recorder(deadline)
     result = error = None
     try:
-        with (sim.enabled(True), sim.launch_hook(recorder.start_launch),
+        with (time_limit(timeout), sim.enabled(True), sim.launch_hook(recorder.start_launch),
               sim.call_hook(recorder.count_call), sim.access_hook(recorder), sim.fence_hook(recorder.fence)):
             result = fn(*args, **kwargs)
     except Exception as exc:  # the trace up to the failure is the point
@@ -481,4 +520,4 @@ def record(fn, *args, timeout=None, raise_errors=False, **kwargs):
     return trace
 
 
-__all__ = ["FenceRecord", "Launch", "Race", "Record", "Trace", "record"]
+__all__ = ["FenceRecord", "Launch", "Race", "Record", "Trace", "record", "time_limit"]

@@ -7,6 +7,7 @@
 * :func:`bank_conflicts`: passes per warp access instruction, for one or more traces.
 * :func:`throughput`: GB/s against n from a benchmark CSV.
 * :func:`shuffles`: which lane a warp shuffle reads from, step by step.
+* :func:`taxonomy`: prefix networks by depth, work and fan-out (Kogge-Stone, Sklansky, ...).
 * :func:`reflection`: a Householder reflection as a mirror, in two dimensions.
 * :func:`sparsity`: a row of matrices coloured by magnitude, zeros blank (Householder steps).
 * :func:`compaction`, :func:`radix_pass`, :func:`curves`: chapter 10's applications (a compaction
@@ -16,8 +17,8 @@ Every function returns the matplotlib Axes (or Figure) it drew on, so a notebook
 """
 from .apps import compaction, curves, radix_pass
 from .matrices import reflection, sparsity
-from .plots import shuffles, throughput
+from .plots import shuffles, taxonomy, throughput
 from .traces import WARP_COLOURS, bank_conflicts, dataflow, launches, lookbacks, steps
 
 __all__ = ["WARP_COLOURS", "bank_conflicts", "compaction", "curves", "dataflow", "launches", "lookbacks", "radix_pass",
-           "reflection", "shuffles", "sparsity", "steps", "throughput"]
+           "reflection", "shuffles", "sparsity", "steps", "taxonomy", "throughput"]

@@ -117,3 +117,36 @@ def shuffles(deltas=(1, 2, 4, 8, 16), *, kind="up", sources=None, lanes=32, titl
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     return ax
+
+
+def taxonomy(points, *, ax=None, title=None):
+    """Prefix networks placed by depth (x) and work (y), fan-out written beside each point.
+
+    Parameters
+    ----------
+    points : dict
+        ``{label: {"depth": ..., "work": ..., "fan_out": ..., "measured": bool}}``: filled
+        markers for networks counted by the tracer on a real kernel, hollow ones for networks
+        placed by their formulas.
+    ax : matplotlib Axes, optional
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib Axes
+    """
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 4.5))
+    for number, (label, point) in enumerate(points.items()):
+        colour = WARP_COLOURS(number % WARP_COLOURS.N)
+        measured = point.get("measured", True)
+        ax.scatter([point["depth"]], [point["work"]], s=40 + 8 * point["fan_out"], marker="o",
+                   facecolors=colour if measured else "none", edgecolors=colour, linewidths=1.5, zorder=3)
+        ax.annotate(f"{label}\nfan-out {point['fan_out']}", (point["depth"], point["work"]),
+                    textcoords="offset points", xytext=(8, 4) if measured else (8, -24), fontsize=8)
+    ax.set_xlabel("depth (steps between barriers)")
+    ax.set_ylabel("work (combines)")
+    ax.margins(0.25)
+    ax.grid(alpha=0.3)
+    ax.set_title(title or "prefix networks: filled = counted by the tracer, hollow = formula")
+    return ax

@@ -1,0 +1,238 @@
+"""The notebooks' exercises (issue 14): ids, specs, hints, students' versions, and checks that catch mistakes.
+
+The mutation test runs each exercise's own check cell on mechanical mutants of its solution
+(:mod:`prefixsum.classroom.mutation`) and requires at least 90% of the mutants that change an
+output to be rejected, every survivor argued in the exercise's ``survivors`` metadata. To keep
+CI short it runs a fixed sample of :data:`SAMPLE` mutants per exercise; set
+``PREFIXSUM_MUTANTS=all`` to run every mutant (``python -m prefixsum.classroom.mutation`` prints
+the whole table).
+"""
+import os
+import pathlib
+import re
+
+import nbformat
+import numpy as np
+import pytest
+from numba import cuda, float32
+
+import prefixsum as ps
+from prefixsum import check
+from prefixsum.classroom import hints, mutation, student
+
+NOTEBOOKS = sorted(pathlib.Path(__file__).resolve().parent.parent.joinpath("notebooks").glob("[0-9][0-9]_*.ipynb"))
+GRADED = [p for p in NOTEBOOKS if "01" <= p.name[:2] <= "06"]  # the chapters issue 14 has rewritten so far
+EXERCISES = mutation.exercises(GRADED)
+NOTEBOOKS_BY_NAME = {p.name: p for p in NOTEBOOKS}
+SAMPLE = None if os.environ.get("PREFIXSUM_MUTANTS") == "all" else 10
+
+
+def solution_lines(exercise, shortest=12):
+    """The solution's lines of at least ``shortest`` characters, stripped, that the students' notebook does not show.
+
+    Lines the chapter gives elsewhere (the loop header of a kernel given in another exercise,
+    the seed's fold that the student mirrors) are not secret.
+    """
+    given = "\n".join(c.source for c in student.student_version(nbformat.read(NOTEBOOKS_BY_NAME[exercise.notebook], 4)).cells)
+    source = exercise.source
+    span = source[source.index(student.BEGIN):source.index(student.END)].splitlines()[1:]
+    return [line.strip() for line in span if len(line.strip()) >= shortest and line.strip() not in given]
+
+
+def test_every_rewritten_chapter_has_three_graduated_exercises_with_unique_ids():
+    ids = [e.id for e in EXERCISES]
+    assert len(ids) == len(set(ids)), ids
+    for path in GRADED:
+        mine = [e for e in EXERCISES if e.notebook == path.name]
+        assert len(mine) >= 3, path.name
+        for exercise in mine:
+            assert re.fullmatch(rf"{path.name[:2]}\.[a-z0-9-]+", exercise.id), exercise.id
+            assert exercise.todo and exercise.points >= 1
+        text = nbformat.read(path, 4)
+        markdown = "\n".join(c.source for c in text.cells if c.cell_type == "markdown")
+        for level in ("warm-up", "core", "stretch"):
+            assert f"({level}, " in markdown, (path.name, level)
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.id)
+def test_spec_hints_and_todo_do_not_give_the_code(exercise):
+    assert len(hints.HINTS[exercise.id]) >= 2
+    assert solution_lines(exercise), exercise.id  # something is left for the student to write
+    text = " ".join(hints.HINTS[exercise.id]) + " " + exercise.todo
+    for line in solution_lines(exercise):
+        assert line not in text, (exercise.id, line)
+
+
+# The package's functions whose source solves an exercise: a student's notebook never prints them.
+SOLVING = {
+    "01.serial-scan": ("reference.partial_sums", "reference.exclusive_partial_sums"),
+    "01.ladder-step": ("scans.ladder.ladder_tile_kernel",),
+    "02.folding-phase": ("scans.folding.folding_tile_kernel",),
+    "03.hs-step": ("scans.hillis_steele.hillis_steele_tile_kernel",),
+    "03.blelloch-down-sweep": ("scans.blelloch.blelloch_256_kernel",),
+    "04.packed-upsweep": ("scans.blelloch.blelloch_upsweep", "scans.blelloch.blelloch_tile_kernel"),
+    "04.blelloch-carry": ("scans.tiles.carry_kernel",),
+    "05.levels": ("kstep._level_sizes",),
+    "05.reduce": ("kstep._reduce_run", "kstep.reduce_kernel"),
+    "05.kstep-correct": ("kstep._correct_run",),
+    "06.warp-shuffle-scan": ("scans.warp.scan_shfl",),
+    "06.block-combine": ("scans.hierarchical.block_scan",),
+}
+
+
+@pytest.mark.parametrize("path", GRADED, ids=lambda p: p.name)
+def test_students_version_holds_no_solution_and_no_instructor_cell(path):
+    instructor = nbformat.read(path, 4)
+    notebook = student.student_version(instructor)
+    assert len(notebook.cells) < len(instructor.cells)  # the instructor's comparisons are gone
+    sources = "\n".join(cell.source for cell in notebook.cells)
+    assert student.BEGIN not in sources
+    for exercise in (e for e in EXERCISES if e.notebook == path.name):
+        for name in SOLVING.get(exercise.id, ()):
+            assert not re.search(rf"getsource\([\w.]*\b{re.escape(name)}\)", sources), (exercise.id, name)
+    # the instructor's version shows them, after the checks
+    shown = "\n".join(c.source for c in instructor.cells if "instructor" in c.metadata.get("tags", []))
+    for exercise in (e for e in EXERCISES if e.notebook == path.name):
+        for name in SOLVING.get(exercise.id, ()):
+            assert name in shown, (exercise.id, name)
+
+
+def test_hints_open_one_at_a_time():
+    ladder = hints.HINTS["01.ladder-step"]
+    hints._opened.pop("01.ladder-step", None)
+    first, second = ps.hint("01.ladder-step"), ps.hint("01.ladder-step")
+    assert first.startswith(f"Hint 1 of {len(ladder)} for 01.ladder-step: ") and ladder[0] in first
+    assert second.startswith("Hint 2 of") and repr(second) == str(second)
+    assert ladder[0] in ps.hint("01.ladder-step", 1)
+    for _ in ladder:
+        last = ps.hint("01.ladder-step")
+    assert last.startswith(f"Hint {len(ladder)} of {len(ladder)}") and "last one" in last
+    with pytest.raises(ValueError, match="no hints for exercise '01.nope'"):
+        ps.hint("01.nope")
+    with pytest.raises(ValueError, match="has hints 1 to"):
+        ps.hint("01.ladder-step", 9)
+
+
+def test_mutants_cover_the_issues_kinds_of_mistake():
+    source = ("from numba import cuda\ndef k(a, n, t):\n    ### BEGIN SOLUTION\n    if t < n and t > 0:\n"
+              "        a[t] += a[t - 1] * 2\n    cuda.syncthreads()\n    ### END SOLUTION\n    return a\n")
+    kinds = {m.description.split()[2].rstrip(":") for m in mutation.mutants(source)}
+    assert kinds == {"operator", "comparison", "constant", "index", "barrier", "bound"}
+    assert all("### BEGIN" not in m.source for m in mutation.mutants(source))
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.id)
+def test_check_passes_the_solution_fails_the_blank_and_kills_mutants(exercise):
+    passed, output = mutation.verdict(exercise)
+    assert passed, output
+    assert mutation.blank_fails(exercise)
+    report = mutation.kill_rate(exercise, sample=SAMPLE)
+    unargued = [s for s in report.survivors if s not in exercise.survivors]
+    assert not unargued, f"{exercise.id}: survivors not argued in the metadata: {unargued}"
+    assert report.rate >= 0.9, f"{exercise.id}: {report.killed} of {report.mutants - len(report.equivalent)} killed"
+
+
+BLOCK = 64
+
+
+@cuda.jit
+def serial_tile(x, out, totals, n):
+    rungs = cuda.shared.array(BLOCK, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * BLOCK + t
+    rungs[t] = x[i] if i < n else float32(0)
+    cuda.syncthreads()
+    if t == 0:  # one thread scans the whole tile: right numbers, no parallel algorithm
+        for k in range(1, BLOCK):
+            rungs[k] += rungs[k - 1]
+    cuda.syncthreads()
+    if i < n:
+        out[i] = rungs[t]
+    if t == BLOCK - 1:
+        totals[cuda.blockIdx.x] = rungs[t]
+
+
+@cuda.jit
+def partner_without_minus_one_tile(x, out, totals, n):
+    rungs = cuda.shared.array(BLOCK, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * BLOCK + t
+    rungs[t] = x[i] if i < n else float32(0)
+    cuda.syncthreads()
+    phase = 1
+    while phase < BLOCK:
+        if t & phase:
+            rungs[t] += rungs[t & ~(phase - 1)]  # the start of its own run, not the end of the one before
+        cuda.syncthreads()
+        phase <<= 1
+    if i < n:
+        out[i] = rungs[t]
+    if t == BLOCK - 1:
+        totals[cuda.blockIdx.x] = rungs[t]
+
+
+@cuda.jit
+def barrier_only_loop_tile(x, out, totals, n):
+    phase = 1
+    while phase < BLOCK:
+        cuda.syncthreads()
+        phase >>= 1  # never reaches BLOCK, and touches no memory
+
+
+LADDER_BUDGET = check.Budget(barriers=7, accesses_per_step=4, traffic_per_element=2)
+
+
+def test_a_serial_solution_passes_the_numbers_but_not_the_budget():
+    assert check.tiled(serial_tile, block_size=BLOCK, sizes=(1, 100)).passed
+    result = check.tiled(serial_tile, block_size=BLOCK, sizes=(1, 100), budget=LADDER_BUDGET)
+    assert result.diagnosis == "over-budget" and "between two barriers" in result.hint, str(result)
+    assert check.tiled(ps.mutants.correct_tile, block_size=BLOCK, sizes=(1, 100, 257), budget=LADDER_BUDGET).passed
+
+
+def test_each_budget_limit_is_enforced():
+    small = dict(block_size=BLOCK, sizes=(100,))
+    assert "barriers in one launch" in check.tiled(ps.mutants.correct_tile, budget=check.Budget(barriers=6), **small).hint
+    assert "global-memory accesses" in check.tiled(ps.mutants.correct_tile, budget=check.Budget(traffic_per_element=1), **small).hint
+    hs = ps.scans.hillis_steele.hillis_steele_tile_kernel("add", np.float32, True, False, 64)
+    assert check.tiled(hs, budget=check.Budget(bank_conflict_ways=1), **small).passed
+    blelloch = ps.scans.blelloch.blelloch_tile_kernel("add", np.float32, True, False, 64, False)
+    result = check.tiled(blelloch, block_size=128, threads=64, sizes=(100,), budget=check.Budget(bank_conflict_ways=2))
+    assert result.diagnosis == "over-budget" and "passes of the shared-memory banks" in result.hint
+    with pytest.raises(TypeError, match="budget must be"):
+        check.scan(np.cumsum, budget={"barriers": 3})
+
+
+def test_a_wrong_partner_index_is_not_diagnosed_as_a_missing_barrier():
+    wrong_index = check.tiled(partner_without_minus_one_tile, block_size=BLOCK)
+    assert wrong_index.diagnosis == "race"
+    assert "same step" in wrong_index.hint and "Check the index" in wrong_index.hint
+    assert "is missing" not in wrong_index.hint
+    missing_barrier = check.tiled(ps.mutants.missing_barrier_tile, block_size=BLOCK)
+    assert missing_barrier.diagnosis == "race" and "cuda.syncthreads() is missing" in missing_barrier.hint
+
+
+def test_a_loop_that_only_passes_barriers_is_stopped():
+    result = check.tiled(barrier_only_loop_tile, block_size=BLOCK, sizes=(1,), timeout=1.0)
+    assert result.diagnosis == "timeout", str(result)
+
+
+def test_thorough_adds_sizes_and_time_limit_caps_the_timeout():
+    seen = []
+    record = lambda x: seen.append(len(x)) or np.cumsum(x)  # noqa: E731
+    check.scan(record, sizes=(1, 40))
+    assert seen == [1, 40]
+    seen.clear()
+    with check.thorough():
+        assert str(check.scan(record, sizes=(1, 40))) == "PASS <lambda>: 2 sizes from 1 to 40".replace("<lambda>", "scan")
+    assert seen == list(range(1, 41))
+    with check.time_limit(0.5):
+        result = check.function(lambda: [0 for _ in iter(int, 1)], lambda: [0], [()], name="endless")
+    assert result.diagnosis == "exception" and "TimeoutError" in result.hint
+
+
+def test_function_checks_host_code_case_by_case():
+    assert str(check.function(lambda n: n * n, lambda n: n ** 2, [(1,), (2,), (3,)], name="square")) == "PASS square: 3 cases"
+    wrong = check.function(lambda n: [n, n], lambda n: [n, n + 1], [(1,), (2,)], name="pair")
+    assert str(wrong) == "FAIL pair: wrong-result at case 0. (1,): expected [1, 2], got [1, 1]"
+    with pytest.raises(ValueError, match="at least one"):
+        check.function(len, len, [])
