@@ -13,7 +13,7 @@ set -euo pipefail
 
 # Each stage and the files it writes under $out: every committed result in benchmarks/ is one of
 # these (tests/test_bench_harness.py checks both ways), and each stage must write all of its own.
-STAGES=(scans kstep hierarchical table1 tridiag householder warp sanitize sim_speed)
+STAGES=(scans kstep hierarchical table1 tridiag householder householder_calls warp sanitize sanitize_tridiag sim_speed)
 declare -A OUTPUTS=(
   [scans]="scan_throughput.csv"
   [kstep]="kstep_L.csv"
@@ -21,8 +21,10 @@ declare -A OUTPUTS=(
   [table1]="table1.csv dtypes.csv operators.csv"
   [tridiag]="tridiag.csv"
   [householder]="householder.csv"
+  [householder_calls]="householder_calls.csv"
   [warp]="warp_semantics_gpu.json warp_semantics_sim.json warp_semantics_compare.txt"
   [sanitize]="sanitize.txt"
+  [sanitize_tridiag]="sanitize_tridiag.txt"
   [sim_speed]="sim_speed.csv"
 )
 
@@ -63,7 +65,7 @@ stage_table1() {
   "$python" benchmarks/table1.py $quick_flag --out "$out"
 }
 
-# GPU, about 2 minutes: PCR, CR and Thomas against cuSPARSE and JAX.
+# GPU, about 2 minutes: PCR, CR, Thomas and the hybrid against cuSPARSE and JAX.
 stage_tridiag() {
   "$python" benchmarks/tridiag.py $quick_flag --out "$out"
 }
@@ -72,6 +74,12 @@ stage_tridiag() {
 # Householder reductions and symmetric solves against PyTorch.
 stage_householder() {
   "$python" benchmarks/householder.py $quick_flag --out "$out"
+}
+
+# GPU, under a minute: what a Householder call or a symmetric solve costs beyond its kernels,
+# from device arrays and from numpy arrays.
+stage_householder_calls() {
+  "$python" benchmarks/householder.py $quick_flag --calls --out "$out"
 }
 
 # GPU, about a minute: the warp-level calls on the GPU, then on the simulator (on this machine's
@@ -109,6 +117,26 @@ stage_sanitize() {
     grep -h -E 'ERROR SUMMARY|RACECHECK SUMMARY|calls checked|^all results|WRONG' "$out/sanitize_$tool.log" | sed "s/^/$tool: /"
   done > "$out/sanitize.txt"
   cat "$out/sanitize.txt"
+  return $status
+}
+
+# GPU, about a minute: the hybrid tridiagonal solver and the Householder kernels under the four
+# tools of compute-sanitizer, as stage sanitize does for the scans.
+stage_sanitize_tridiag() {
+  if [[ -n $quick_flag ]]; then
+    { echo "quick: no compute-sanitizer"; "$python" benchmarks/sanitize_tridiag.py --quick | tail -n 1; } > "$out/sanitize_tridiag.txt"
+    return
+  fi
+  local tool pids=() status=0
+  for tool in memcheck racecheck synccheck initcheck; do
+    compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 1 "$python" benchmarks/sanitize_tridiag.py > "$out/sanitize_tridiag_$tool.log" 2>&1 &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+  for tool in memcheck racecheck synccheck initcheck; do
+    grep -h -E 'ERROR SUMMARY|RACECHECK SUMMARY|calls checked|^all results|WRONG' "$out/sanitize_tridiag_$tool.log" | sed "s/^/$tool: /"
+  done > "$out/sanitize_tridiag.txt"
+  cat "$out/sanitize_tridiag.txt"
   return $status
 }
 

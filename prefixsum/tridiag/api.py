@@ -1,21 +1,18 @@
 """The host side of :func:`solve`: checks, transfers, dispatch to a method, failure reports."""
-import threading
-
 import numpy as np
 from numba import cuda
 from numba.cuda.cudadrv.driver import device_memset
 
 from ..core.arrays import is_device_array
 from . import cr, hybrid, pcr, thomas
-from ._common import NOT_FINITE, ZERO_PIVOT
+from ._common import NOT_FINITE, ZERO_PIVOT, reused
 
 METHODS = {"pcr": pcr.run, "cr": cr.run, "thomas": thomas.run, "hybrid": hybrid.run}
 DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 AUTO = "hybrid"
 """What ``method="auto"`` runs: the fastest kernel time on every case of ``benchmarks/tridiag.csv``."""
 _NAMES = "abcd"
-_CACHED_SIZES = 8  # batch sizes whose failure flags stay allocated, per thread
-_cache = threading.local()
+
 _FAILURES = {NOT_FINITE: "a non-finite result (NaN or infinity)", ZERO_PIVOT: "a zero pivot"}
 
 
@@ -92,17 +89,9 @@ def choose(method, batch, n, dtype):
 
 
 def _flags(batch):
-    """A device array and a pinned host array of ``batch`` failure flags, kept per thread.
-
-    Reused from call to call (every call zeroes them first), so that a solve allocates nothing
-    but its result: allocating and freeing device memory costs more host time than the solve.
-    """
-    cache = _cache.__dict__.setdefault("flags", {})
-    if batch not in cache:
-        if len(cache) >= _CACHED_SIZES:
-            cache.pop(next(iter(cache)))
-        cache[batch] = cuda.device_array(batch, np.int32), cuda.pinned_array(batch, np.int32)
-    return cache[batch]
+    """A device array and a pinned host array of ``batch`` failure flags (:func:`._common.reused`:
+    every call zeroes them first)."""
+    return reused(("flags", batch), lambda: (cuda.device_array(batch, np.int32), cuda.pinned_array(batch, np.int32)))
 
 
 def _method(method):

@@ -25,7 +25,9 @@ No pivoting: for diagonally dominant or symmetric positive definite systems.
 import numpy as np
 from numba import cuda, types
 
-from ._common import A, B, C, D, MAX_THREADS, ZERO_PIVOT, fail, load, locate, max_rows, put, reduce_row, slot, store
+from ._common import (
+    A, B, C, D, MAX_THREADS, ZERO_PIVOT, fail, load, locate, max_rows, put, reduce_row, reused, slot, store,
+)
 from .pcr import shared_steps
 
 BUFFERS = 2  # PCR's ping-pong
@@ -162,7 +164,7 @@ def split_windows(a, b, c, d, info, limit):
     rows, stride = (a, b, c, d), 1
     if n <= limit:
         return rows, stride
-    work = [cuda.device_array((4, batch, n), b.dtype) for _ in range(2)]
+    work = reused(("windows", batch, n, b.dtype), lambda: [cuda.device_array((4, batch, n), b.dtype) for _ in range(2)])
     slots = max_block_rows(b.dtype)
     turn = 0
     while -(-n // stride) > limit:
