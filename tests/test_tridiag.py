@@ -168,11 +168,14 @@ def test_hybrid_writes_every_element_of_a_poisoned_output(n, batch, dtype, rng):
     check(x.copy_to_host(), system, dtype)
 
 
-@pytest.mark.parametrize("n, lanes", ((1, 1), (15, 1), (16, 2), (64, 8), (512, 64), (1536, 128), (4096, 256)))
-def test_hybrid_plan_gives_each_thread_about_thomas_rows(n, lanes):
-    blocks, threads, shared, m, per_block, got = hybrid.plan(3, n, 1, np.float32)
-    assert got == lanes and m == n and threads == per_block * lanes <= _common.MAX_THREADS
-    assert shared <= _common.SHARED_BYTES or n > hybrid.max_block_rows(np.float32)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", (1, 3, 15, 16, 64, 100, 512, 768, 1536))
+def test_hybrid_plan_gives_each_thread_about_thomas_rows(n, dtype):
+    blocks, threads, shared, m, per_block, lanes = hybrid.plan(300, n, 1, dtype)
+    aim = max(1, n // hybrid.THOMAS_ROWS)
+    assert lanes & (lanes - 1) == 0 and (lanes <= aim < 2 * lanes or lanes == _common.MAX_THREADS)
+    assert m == n and threads == per_block * lanes <= _common.MAX_THREADS and blocks * per_block >= 300
+    assert shared <= _common.SHARED_BYTES or n > hybrid.max_block_rows(dtype)
 
 
 def test_auto_names_a_method_and_runs_it(rng):

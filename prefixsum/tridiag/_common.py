@@ -98,11 +98,18 @@ def load(a, b, c, d, buf, j, m, per_block, stride, n, subsystems):
     ``a`` of a subsystem's first row and ``c`` of its last are set to 0, whatever the arrays hold:
     that is how ``a[..., 0]`` and ``c[..., -1]`` are ignored.
     """
-    zero = b.dtype.type(0)
     system, i, row, real = locate(j, m, per_block, stride, n, subsystems)
+    load_row(a, b, c, d, buf, j, system, i, row, real, stride)
+
+
+@cuda.jit(device=True)
+def load_row(a, b, c, d, buf, j, system, i, row, real, stride):
+    """Fill slot ``j`` with row ``row`` (column ``i`` of ``system``) of its subsystem at
+    ``stride``, or with the identity row if it is padding (``real`` False); see :func:`load`."""
+    zero = b.dtype.type(0)
     if real:
         put(buf, j, (a[system, i] if row > 0 else zero, b[system, i],
-                     c[system, i] if i + stride < n else zero, d[system, i]))
+                     c[system, i] if i + stride < b.shape[1] else zero, d[system, i]))
     else:
         put(buf, j, (zero, b.dtype.type(1), zero, zero))
 

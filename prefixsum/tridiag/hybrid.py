@@ -2,15 +2,16 @@
 
 PCR's ``k`` steps at strides ``1, 2, ..., 2^(k-1)`` split a system of ``m`` rows into
 ``lanes = 2^k`` independent interleaved subsystems (rows ``r, r + lanes, r + 2 lanes, ...``,
-each about ``m / lanes`` long): :func:`.pcr.shared_steps` with ``last = lanes``. Each of those
+each about ``m / lanes`` long): :func:`pcr_steps`, the steps of :func:`.pcr.pcr_shared` stopped
+early. Each of those
 is then solved by one thread with the Thomas algorithm (:func:`sweep`), about ``8 m / lanes``
 flops in ``2 m / lanes`` sequential steps instead of PCR's remaining ``log2(m / lanes)`` steps
 over all ``m`` rows. This is the Thomas-PCR hybrid of Laszlo, Giles and Appleyard (2016), done
 in shared memory:
 
 * PCR does ``m log2(lanes)`` row updates instead of ``m log2(m)``; Thomas adds ``2 m``: with
-  ``m / lanes = 8`` rows per thread, 512 rows take 6 PCR steps and 8 Thomas rows instead of 9
-  PCR steps.
+  ``m / lanes = 4`` rows per thread, 512 rows take 7 PCR steps and a Thomas sweep of 4 rows
+  instead of 9 PCR steps.
 * Thread ``lane`` of a subsystem walks rows ``lane, lane + lanes, ...``: at every Thomas step
   the threads of a warp touch consecutive slots, free of bank conflicts.
 * Loads and stores go through shared memory in an order where neighbouring threads touch
@@ -26,16 +27,15 @@ import numpy as np
 from numba import cuda, types
 
 from ._common import (
-    A, B, C, D, MAX_THREADS, ZERO_PIVOT, fail, load, locate, max_rows, put, reduce_row, reused, slot, store,
+    A, B, C, D, MAX_THREADS, ZERO_PIVOT, fail, load, load_row, locate, max_rows, put, reduce_row, reused, slot, store,
 )
-from .pcr import shared_steps
 
 BUFFERS = 2  # PCR's ping-pong
 WINDOW_BYTES = 32  # a window's row spans one 32-byte memory sector of neighbouring subsystems
 SPLIT_ROWS = 64
 """Large systems are split until the pieces have at most this many rows: small enough that a
 block takes many neighbouring pieces, so that its loads are coalesced."""
-THOMAS_ROWS = 8
+THOMAS_ROWS = 4
 """Rows per thread that the plan aims for in the Thomas part: more means fewer PCR steps but a
 longer sequential sweep and fewer threads."""
 
@@ -55,8 +55,9 @@ def sweep(buf, first, count, step):
         pivot = buf[B, j] - buf[A, j] * cp
         if pivot == 0:
             return False
-        cp = buf[C, j] / pivot
-        dp = (buf[D, j] - buf[A, j] * dp) / pivot
+        inverse = buf.dtype.type(1) / pivot  # one division a row, not two
+        cp = buf[C, j] * inverse
+        dp = (buf[D, j] - buf[A, j] * dp) * inverse
         buf[C, j] = cp
         buf[D, j] = dp
     for t in range(count - 2, -1, -1):
@@ -77,6 +78,35 @@ def spread(k, m, per_block, stride):
     return (k % per_block) * m + k // per_block
 
 
+@cuda.jit(device=True)
+def pcr_steps(buf, info, first, lane, count, lanes, m, system, real):
+    """PCR steps at ``s = 1, 2, ...`` while ``s < lanes``, on the slots loaded in ``buf[0]``.
+
+    This thread updates rows ``lane, lane + lanes, ...`` (``count`` of them) of the subsystem
+    whose row ``lane`` is slot ``first``: the same rows its Thomas sweep takes afterwards, and
+    their indices need no division (:func:`.pcr.pcr_shared` recomputes each slot's place with
+    ``locate``, four 64-bit integer divisions a row and a step). Returns the buffer holding
+    the result.
+    """
+    zero = buf.dtype.type(0)
+    identity = (zero, buf.dtype.type(1), zero, zero)
+    src = 0
+    s = 1
+    while s < lanes:
+        cuda.syncthreads()
+        for t in range(count):
+            row, j = lane + t * lanes, first + t * lanes
+            left = slot(buf[src], j - s) if row >= s else identity
+            right = slot(buf[src], j + s) if row + s < m else identity
+            new, ok = reduce_row(left, slot(buf[src], j), right)
+            put(buf[1 - src], j, new)
+            if real and not ok:
+                fail(info, system, ZERO_PIVOT)
+        src = 1 - src
+        s *= 2
+    return src
+
+
 @cuda.jit
 def hybrid_shared(a, b, c, d, x, info, stride, m, per_block, lanes):
     """Solve every subsystem at ``stride`` (``m`` slots, ``per_block`` per block, ``lanes``
@@ -86,22 +116,34 @@ def hybrid_shared(a, b, c, d, x, info, stride, m, per_block, lanes):
     rows = per_block * m
     buf = cuda.shared.array(0, b.dtype)[:BUFFERS * 4 * rows].reshape((BUFFERS, 4, rows))
     tid, threads = cuda.threadIdx.x, cuda.blockDim.x
-    for k in range(tid, rows, threads):
-        load(a, b, c, d, buf[0], spread(k, m, per_block, stride), m, per_block, stride, n, subsystems)
-    src = shared_steps(buf, info, lanes, m, per_block, stride, n, subsystems)
-    cuda.syncthreads()
     piece, lane = tid // lanes, tid % lanes
-    if piece < per_block:
-        first = piece * m + lane
-        system, _, _, real = locate(first, m, per_block, stride, n, subsystems)
-        if not sweep(buf[src], first, -(-(m - lane) // lanes), lanes) and real:
-            fail(info, system, ZERO_PIVOT)
+    first = piece * m + lane
+    count = -(-(m - lane) // lanes) if piece < per_block else 0
+    system, column, _, real = locate(first, m, per_block, stride, n, subsystems)
+    # At stride 1 this thread's own rows are neighbouring columns of its neighbours' (coalesced),
+    # found without a division; after global steps they lie ``stride`` apart, and the block's
+    # subsystems side by side are read together instead (:func:`spread`).
+    if stride == 1:
+        for t in range(count):
+            load_row(a, b, c, d, buf[0], first + t * lanes, system, column + t * lanes, lane + t * lanes, real, 1)
+    else:
+        for k in range(tid, rows, threads):
+            load(a, b, c, d, buf[0], spread(k, m, per_block, stride), m, per_block, stride, n, subsystems)
+    src = pcr_steps(buf, info, first, lane, count, lanes, m, system, real)
     cuda.syncthreads()
-    for k in range(tid, rows, threads):
-        j = spread(k, m, per_block, stride)
-        system, i, _, real = locate(j, m, per_block, stride, n, subsystems)
-        if real:
-            store(x, info, system, i, buf[src, D, j])
+    if count > 0 and not sweep(buf[src], first, count, lanes) and real:
+        fail(info, system, ZERO_PIVOT)
+    cuda.syncthreads()
+    if stride == 1:
+        for t in range(count):
+            if real:
+                store(x, info, system, column + t * lanes, buf[src, D, first + t * lanes])
+    else:
+        for k in range(tid, rows, threads):
+            j = spread(k, m, per_block, stride)
+            system, i, _, real = locate(j, m, per_block, stride, n, subsystems)
+            if real:
+                store(x, info, system, i, buf[src, D, j])
 
 
 @cuda.jit

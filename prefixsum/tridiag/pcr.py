@@ -38,21 +38,21 @@ from ._common import (
 BUFFERS = 2  # ping-pong
 
 
-@cuda.jit(device=True)
-def shared_steps(buf, info, last, m, per_block, stride, n, subsystems):
-    """PCR steps at ``s = 1, 2, 4, ...`` while ``s < last``, on the slots loaded in ``buf[0]``.
-
-    Returns which buffer holds the result. With ``last = m`` every row ends alone; with a
-    smaller power of two ``last`` each subsystem has split into ``last`` interleaved ones
-    (rows ``r, r + last, r + 2 last, ...``), which is where :mod:`.hybrid` hands over to Thomas.
-    """
+@cuda.jit
+def pcr_shared(a, b, c, d, x, info, stride, m, per_block):
+    """Solve every subsystem at ``stride`` (``m`` slots each, ``per_block`` per block) by PCR."""
+    batch, n = x.shape
+    subsystems = batch * stride
     rows = per_block * m
-    zero = buf.dtype.type(0)
-    identity = (zero, buf.dtype.type(1), zero, zero)
+    buf = cuda.shared.array(0, b.dtype)[:BUFFERS * 4 * rows].reshape((BUFFERS, 4, rows))
+    zero = b.dtype.type(0)
+    identity = (zero, b.dtype.type(1), zero, zero)
     tid, threads = cuda.threadIdx.x, cuda.blockDim.x
+    for j in range(tid, rows, threads):
+        load(a, b, c, d, buf[0], j, m, per_block, stride, n, subsystems)
     src = 0
     s = 1
-    while s < last:
+    while s < m:
         cuda.syncthreads()
         for j in range(tid, rows, threads):
             system, _, row, real = locate(j, m, per_block, stride, n, subsystems)
@@ -64,20 +64,6 @@ def shared_steps(buf, info, last, m, per_block, stride, n, subsystems):
                 fail(info, system, ZERO_PIVOT)
         src = 1 - src
         s *= 2
-    return src
-
-
-@cuda.jit
-def pcr_shared(a, b, c, d, x, info, stride, m, per_block):
-    """Solve every subsystem at ``stride`` (``m`` slots each, ``per_block`` per block) by PCR."""
-    batch, n = x.shape
-    subsystems = batch * stride
-    rows = per_block * m
-    buf = cuda.shared.array(0, b.dtype)[:BUFFERS * 4 * rows].reshape((BUFFERS, 4, rows))
-    tid, threads = cuda.threadIdx.x, cuda.blockDim.x
-    for j in range(tid, rows, threads):
-        load(a, b, c, d, buf[0], j, m, per_block, stride, n, subsystems)
-    src = shared_steps(buf, info, m, m, per_block, stride, n, subsystems)
     cuda.syncthreads()
     for j in range(tid, rows, threads):
         system, i, _, real = locate(j, m, per_block, stride, n, subsystems)
