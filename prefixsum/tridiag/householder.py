@@ -29,9 +29,11 @@ Parallel layout (the notes' ``tidx = threadIdx.x % n``): a thread owns column ``
 matrix and does everything that writes it: one entry of ``p``, one column of the rank-2
 update, one column of the accumulation. Columns rather than rows, so that the threads of a
 matrix touch consecutive addresses (``A[k, tidx]``), free of bank conflicts and coalesced; by
-symmetry column ``j`` is row ``j``. The thread owning row ``i`` builds ``u`` and later ``q``
-(sums over ``i`` entries, serial), while the others wait at a barrier. A reduction step has
-four phases between barriers: build ``u`` | ``p`` | ``K`` and ``q`` | rank-2 update.
+symmetry column ``j`` is row ``j``. In shared memory the thread owning row ``i`` builds ``u``
+and later ``q`` (sums over ``i`` entries, serial), while the others wait at a barrier; in the
+global path (one matrix per block) the whole block shares those sums (:func:`block_sum`). A
+reduction step has four phases between barriers: build ``u`` | ``p`` | ``K`` and ``q`` |
+rank-2 update.
 
 Two kernels, both on this same code (:func:`tridiagonalize`):
 
@@ -42,8 +44,11 @@ Two kernels, both on this same code (:func:`tridiagonalize`):
   matrix, each thread looping over several columns, for any n. Slower (global memory traffic),
   and one matrix per block needs a batch of them to fill the GPU.
 
+Before either, :func:`check_matrices` checks on the device that every matrix is finite and
+symmetric within the tolerance, one number per matrix coming back to the host.
+
 :func:`solve_symmetric` solves ``A x = b`` as ``Q T Q^T x = b``: ``y = Q^T b``, ``T z = y``
-by parallel cyclic reduction (:mod:`.pcr`), ``x = Q z``.
+by :func:`.api.solve`, ``x = Q z``.
 """
 import math
 
@@ -379,14 +384,17 @@ def householder(A):
 
     Parameters
     ----------
-    A : array_like, shape (n, n) or (batch, n, n)
+    A : array_like or device array, shape (n, n) or (batch, n, n)
         Symmetric matrices, float32 or float64, n >= 1. Only the lower triangle is used; the
         upper one must match it: ``|A - A^T| <= 100 * eps(dtype) * max|A|`` elementwise (max
-        over each matrix). Never modified.
+        over each matrix), checked on the device. Never modified. A device array (numba's, or
+        anything with ``__cuda_array_interface__``, C-contiguous) is used in place; host data
+        is copied to the device once.
 
     Returns
     -------
-    d : numpy.ndarray, shape (..., n)
+    d : numpy.ndarray or numba device array, shape (..., n)
+        (All three are device arrays when ``A`` is one.)
         The diagonal of T.
     e : numpy.ndarray, shape (..., n-1)
         The sub- (and super-) diagonal of T: ``e[k] = T[k+1, k]``. Signs depend on the
@@ -433,35 +441,35 @@ def householder(A):
 
 
 def solve_symmetric(A, rhs):
-    """Solve ``A x = rhs`` for symmetric positive definite A: Householder, then PCR.
+    """Solve ``A x = rhs`` for symmetric positive definite A: Householder, then a tridiagonal solve.
 
     ``A = Q T Q^T`` (:func:`householder`), so ``x = Q z`` with ``T z = Q^T rhs``, a tridiagonal
-    system solved by parallel cyclic reduction (``tridiag.solve(..., method="pcr")``). Both
-    products with Q run as kernels; everything stays on the device until x.
+    system solved by ``tridiag.solve(..., method="auto")`` (the hybrid PCR-Thomas solver up to
+    a block's rows). Both products with Q run as kernels; everything stays on the device until x.
 
     Parameters
     ----------
-    A : array_like, shape (n, n) or (batch, n, n)
+    A : array_like or device array, shape (n, n) or (batch, n, n)
         Symmetric positive definite, float32 or float64, checked as by :func:`householder`.
-    rhs : array_like, shape (n,) or (batch, n)
-        ``A.shape[:-1]``, A's dtype.
+    rhs : array_like or device array, shape (n,) or (batch, n)
+        ``A.shape[:-1]``, A's dtype; a device array must be C-contiguous.
 
     Returns
     -------
-    numpy.ndarray
-        x, of rhs's shape and dtype.
+    numpy.ndarray or numba device array
+        x, of rhs's shape and dtype: a device array when ``rhs`` is one.
 
     Raises
     ------
     TypeError, ValueError
         As :func:`householder`, and for an rhs of another dtype or shape.
     numpy.linalg.LinAlgError
-        PCR met a zero pivot or a non-finite result in ``T z = Q^T rhs``: A is singular or not
-        positive definite. The message names the first failing system.
+        The tridiagonal solve met a zero pivot or a non-finite result in ``T z = Q^T rhs``: A is
+        singular or not positive definite. The message names the first failing system.
 
     Notes
     -----
-    PCR does not pivot; T inherits A's definiteness (same eigenvalues), which is what makes it
+    The tridiagonal solvers do not pivot; T inherits A's definiteness (same eigenvalues), which is what makes it
     safe. For an indefinite but nonsingular A it may still fail or lose accuracy.
     """
     rhs_on_device = is_device_array(rhs)
