@@ -1,6 +1,6 @@
 """Batched Householder tridiagonalization and symmetric solves on the GPU, against PyTorch.
 
-    python benchmarks/householder.py [--out DIR] [--quick]      (on a GPU machine; --quick: tiny, on the simulator too)
+    python benchmarks/householder.py [--out DIR] [--quick] [--calls]      (on a GPU machine; --quick: tiny, on the simulator too)
 
 Batches of 10,000 matrices of n = 16, 32, 64 and 100 of n = 512, float32 and float64, random
 symmetric positive definite. ``householder(A)`` and ``solve_symmetric(A, rhs)`` take host
@@ -11,7 +11,12 @@ events (:func:`prefixsum.cli.bench.kernel_us`). PyTorch: ``torch.linalg.eigh`` (
 the same reduction, then finds the eigenvalues) and ``torch.linalg.solve`` on tensors already on
 the device, timed the same way on torch's stream; a call that synchronises (to check for errors)
 cannot be queued, and the ``timing`` column then says "events, not queued". Median of
-``REPEATS`` (``eigh`` takes seconds at n = 64). Every result is checked first: its error relative to the matrix must be at
+``REPEATS`` (``eigh`` takes seconds at n = 64).
+
+``--calls`` measures instead what a call costs beyond its kernels, for 10,000 x 64 and
+100 x 512: ``householder`` and ``solve_symmetric`` as whole calls from device arrays (results
+left on the device, synchronized) and from numpy arrays, beside the reduction's kernels; it
+writes ``householder_calls.csv``. Every result is checked first: its error relative to the matrix must be at
 most ``ERROR_EPS`` x n x eps (``correct``; the script exits with 1 if one is not). Writes
 ``householder.csv``.
 """
@@ -30,6 +35,7 @@ from prefixsum.cli.results import print_table, report_wrong, write_csv
 reduction = importlib.import_module("prefixsum.tridiag.householder")._tridiagonalize
 
 CASES = ((10000, 16), (10000, 32), (10000, 64), (100, 512))
+CALL_CASES = ((10000, 64), (100, 512))  # --calls: the issue's case, and the global-memory path
 QUICK_CASES = ((4, 16), (1, 80))  # shared memory; global memory for float64 (past its max_shared_n, 77)
 REPEATS = 5
 # Backward-stable reductions and solves: errors of a few n eps at most on these well-conditioned
@@ -59,8 +65,64 @@ def solve_error(A, x, rhs):
     return float(np.max(np.abs(np.einsum("bij,bj->bi", A.astype(np.float64), x) - rhs)) / np.max(np.abs(rhs)))
 
 
+def synchronized(call):
+    """``call`` followed by a wait for the device: a whole call whose results stay on the device."""
+    from numba import cuda
+
+    return lambda: (call(), cuda.synchronize())
+
+
+def calls(args, rng):
+    """The ``--calls`` run: whole calls from device arrays and from numpy arrays beside the
+    reduction's kernels, for :data:`CALL_CASES`; writes ``householder_calls.csv``."""
+    from numba import cuda
+
+    repeats = QUICK_REPEATS if args.quick else REPEATS
+    meta = run_metadata([])
+    rows = []
+    for dtype in (np.float32, np.float64):
+        for batch, n in QUICK_CASES if args.quick else CALL_CASES:
+            A = spd(batch, n, dtype, rng)
+            rhs = rng.normal(size=(batch, n)).astype(dtype)
+            A_dev, rhs_dev = cuda.to_device(A), cuda.to_device(rhs)
+            q, d, bands = reduction(A_dev)
+            e = bands[:batch * n].copy_to_host().reshape(batch, n)[:, 1:]
+            measured = kernel_us(lambda: reduction(A_dev), repeats=repeats)
+            error = reduction_error(A, d.copy_to_host(), e, q.copy_to_host())
+            timed = [("householder (reduction, events)", measured.us, error, measured.timing)]
+            error = reduction_error(A, *(r.copy_to_host() for r in tridiag.householder(A_dev)))
+            timed.append(("householder (whole call, device arrays)",
+                          host_us(synchronized(lambda: tridiag.householder(A_dev)), repeats=repeats), error,
+                          "host clock"))
+            error = reduction_error(A, *tridiag.householder(A))
+            timed.append(("householder (whole call, numpy)", host_us(lambda: tridiag.householder(A), repeats=repeats),
+                          error, "host clock"))
+            error = solve_error(A, tridiag.solve_symmetric(A_dev, rhs_dev).copy_to_host(), rhs)
+            timed.append(("solve_symmetric (whole call, device arrays)",
+                          host_us(synchronized(lambda: tridiag.solve_symmetric(A_dev, rhs_dev)), repeats=repeats),
+                          error, "host clock"))
+            error = solve_error(A, tridiag.solve_symmetric(A, rhs), rhs)
+            timed.append(("solve_symmetric (whole call, numpy)",
+                          host_us(lambda: tridiag.solve_symmetric(A, rhs), repeats=repeats), error, "host clock"))
+            for what, micros, error, timing in timed:
+                correct = bool(error <= ERROR_EPS * n * np.finfo(dtype).eps)
+                rows.append({"what": what, "dtype": np.dtype(dtype).name, "batch": batch, "n": n,
+                             "median_us": round(micros, 1), "check": f"{error:.1e}", "correct": correct,
+                             "timing": timing, **meta})
+                print(f"{what:<44} {np.dtype(dtype).name:<8} {batch:>6} x {n:<4} {micros:>12.1f} us  "
+                      f"check {error:.1e}  {timing}{'' if correct else '  WRONG'}", flush=True)
+    write_csv(rows, os.path.join(args.out, "householder_calls.csv"))
+    return report_wrong(rows, lambda row: f"{row['what']} {row['dtype']} {row['batch']} x {row['n']}")
+
+
 def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    whole_calls = "--calls" in argv
+    if whole_calls:
+        argv.remove("--calls")
     args = script_arguments(argv, f"cases {QUICK_CASES}, two repeats; runs on the simulator too")
+    if whole_calls:
+        return calls(args, np.random.default_rng(7))
     from numba import cuda
 
     repeats = QUICK_REPEATS if args.quick else REPEATS

@@ -13,7 +13,7 @@ set -euo pipefail
 
 # Each stage and the files it writes under $out: every committed result in benchmarks/ is one of
 # these (tests/test_bench_harness.py checks both ways), and each stage must write all of its own.
-STAGES=(scans kstep hierarchical table1 tridiag householder warp sanitize lookback sanitize_lookback applications user_ops blocks sim_speed)
+STAGES=(scans kstep hierarchical table1 tridiag householder householder_calls warp sanitize sanitize_tridiag lookback sanitize_lookback applications user_ops blocks sim_speed grading)
 declare -A OUTPUTS=(
   [scans]="scan_throughput.csv"
   [kstep]="kstep_L.csv"
@@ -21,13 +21,16 @@ declare -A OUTPUTS=(
   [table1]="table1.csv dtypes.csv operators.csv"
   [tridiag]="tridiag.csv"
   [householder]="householder.csv"
+  [householder_calls]="householder_calls.csv"
   [warp]="warp_semantics_gpu.json warp_semantics_sim.json warp_semantics_compare.txt"
   [sanitize]="sanitize.txt"
+  [sanitize_tridiag]="sanitize_tridiag.txt"
   [lookback]="lookback.csv"
   [sanitize_lookback]="sanitize_lookback.txt"
   [applications]="applications.csv"
   [user_ops]="user_ops_gpu.txt"
   [blocks]="blocks_gpu.csv"
+  [grading]="grading.csv"
   [sim_speed]="sim_speed.csv"
 )
 
@@ -68,7 +71,7 @@ stage_table1() {
   "$python" benchmarks/table1.py $quick_flag --out "$out"
 }
 
-# GPU, about 2 minutes: PCR, CR and Thomas against cuSPARSE and JAX.
+# GPU, about 2 minutes: PCR, CR, Thomas and the hybrid against cuSPARSE and JAX.
 stage_tridiag() {
   "$python" benchmarks/tridiag.py $quick_flag --out "$out"
 }
@@ -77,6 +80,12 @@ stage_tridiag() {
 # Householder reductions and symmetric solves against PyTorch.
 stage_householder() {
   "$python" benchmarks/householder.py $quick_flag --out "$out"
+}
+
+# GPU, under a minute: what a Householder call or a symmetric solve costs beyond its kernels,
+# from device arrays and from numpy arrays.
+stage_householder_calls() {
+  "$python" benchmarks/householder.py $quick_flag --calls --out "$out"
 }
 
 # GPU, about a minute: the warp-level calls on the GPU, then on the simulator (on this machine's
@@ -150,6 +159,18 @@ sanitize() {
 # correct and broken, on 16,384 blocks; the ones that would hang give up after bounded polls.
 stage_blocks() {
   "$python" benchmarks/blocks_gpu.py $quick_flag --out "$out"
+}
+
+# GPU, about a minute: the hybrid tridiagonal solver and the Householder kernels under the four
+# tools of compute-sanitizer, as stage sanitize does for the scans.
+stage_sanitize_tridiag() {
+  sanitize sanitize_tridiag benchmarks/sanitize_tridiag.py
+}
+
+# CPU only (no GPU used), about 8 minutes on two cores: the grader on 40 mixed submissions of
+# chapter 01 with --workers 2 (benchmarks/grading.py; it records the machine's load beside the times).
+stage_grading() {
+  "$python" benchmarks/grading.py --out "$out/grading.csv"
 }
 
 # CPU only (no GPU used), about a minute on two cores: prefixsum's simulator against numba's.

@@ -1,4 +1,4 @@
-"""Batched tridiagonal solves on the GPU: prefixsum's PCR, CR and Thomas against cuSPARSE.
+"""Batched tridiagonal solves on the GPU: prefixsum's PCR, CR, Thomas and hybrid against cuSPARSE.
 
     python benchmarks/tridiag.py [--out DIR] [--quick]      (on a GPU machine; --quick: tiny, on the simulator too)
 
@@ -9,7 +9,9 @@ is not). Ours: the method's launches on numba device arrays, queued behind a bus
 CUDA events (``ours (kernels)``, :func:`prefixsum.cli.bench.kernel_us`: what the kernels cost, the
 figure to set beside cuSPARSE's device time), and a whole ``tridiag.solve`` call on device arrays
 on the host clock (``ours (whole call)``: checks, allocations and the copy of the failure flags
-included). cuSPARSE: ``gtsv2StridedBatch`` through CuPy, queued the same way on CuPy's stream
+included); the hybrid's kernels also at half and twice its rows per thread
+(``hybrid:thomas_rows=R``); and ``method="auto"`` from numpy arrays to a numpy array
+(``ours (whole call, numpy)``: the four transfers in and the one out included). cuSPARSE: ``gtsv2StridedBatch`` through CuPy, queued the same way on CuPy's stream
 (the library's device time), and JAX's ``jax.lax.linalg.tridiagonal_solve`` (which calls
 cuSPARSE) as a whole call, on the host clock after ``block_until_ready``. Median of
 :data:`prefixsum.cli.bench.REPEATS`; the ``timing`` column says how each row was measured. Writes
@@ -24,6 +26,7 @@ os.environ["JAX_ENABLE_X64"] = "1"  # read when jax is imported; without it JAX 
 import numpy as np  # noqa: E402
 
 from prefixsum import tridiag  # noqa: E402
+from prefixsum.tridiag import hybrid  # noqa: E402
 from prefixsum.cli.bench import (QUICK_REPEATS, REPEATS, gpu_library, host_us,  # noqa: E402
                                  kernel_us, queued_library, script_arguments)
 from prefixsum.cli.metadata import run_metadata  # noqa: E402
@@ -34,6 +37,16 @@ QUICK_CASES = ((4, 32), (1, 2048))  # a batch in shared memory; one system with 
 # Diagonally dominant systems are well conditioned: the residuals seen are about one eps; a
 # wrong solve is off by far more than this.
 RESIDUAL_EPS = 64
+THOMAS_ROWS = hybrid.THOMAS_ROWS
+
+
+def variants(method):
+    """``(label, THOMAS_ROWS)`` for the kernel rows of ``method``: the hybrid at its default and
+    at half and twice as many rows per thread (which :data:`prefixsum.tridiag.hybrid.THOMAS_ROWS`
+    was chosen from), any other method once."""
+    if method != "hybrid":
+        return [(method, THOMAS_ROWS)]
+    return [("hybrid", THOMAS_ROWS)] + [(f"hybrid:thomas_rows={r}", r) for r in (THOMAS_ROWS // 2, 2 * THOMAS_ROWS)]
 
 
 def system(batch, n, dtype, rng):
@@ -117,15 +130,22 @@ def main(argv=None):
             for method in tridiag.METHODS:
                 if method == "thomas" and batch == 1:
                     continue  # one thread walks 2^20 rows: hundreds of ms, not a comparison
-                run = tridiag.api._method(method)
-                out, flags = cuda.device_array((batch, n), dtype), cuda.device_array(batch, np.int32)
-                run(*device, out, flags)
-                res = residual(a, b, c, d, out.copy_to_host())
-                measured = kernel_us(lambda: run(*device, out, flags), repeats=repeats)
-                add(method, "ours (kernels)", dtype, batch, n, measured.us, measured.timing, res)
+                run = tridiag.METHODS[method]
+                for label, rows_per_thread in variants(method):
+                    hybrid.THOMAS_ROWS = rows_per_thread
+                    out, flags = cuda.device_array((batch, n), dtype), cuda.device_array(batch, np.int32)
+                    run(*device, out, flags)
+                    res = residual(a, b, c, d, out.copy_to_host())
+                    measured = kernel_us(lambda: run(*device, out, flags), repeats=repeats)
+                    add(label, "ours (kernels)", dtype, batch, n, measured.us, measured.timing, res)
+                hybrid.THOMAS_ROWS = THOMAS_ROWS
                 res = residual(a, b, c, d, tridiag.solve(*device, method=method).copy_to_host())
                 micros = host_us(lambda: tridiag.solve(*device, method=method), repeats=repeats)
                 add(method, "ours (whole call)", dtype, batch, n, micros, "host clock", res)
+            res = residual(a, b, c, d, tridiag.solve(a, b, c, d))
+            micros = host_us(lambda: tridiag.solve(a, b, c, d), repeats=repeats)
+            add(f"auto ({tridiag.api.choose('auto', batch, n, dtype)})", "ours (whole call, numpy)", dtype, batch, n,
+                micros, "host clock", res)
             if cupy:
                 micros, timing, x = cusparse_time(cupy, cupy_stream, a, b, c, d, repeats)
                 add("cusparse gtsv2StridedBatch", "library", dtype, batch, n, micros, timing, residual(a, b, c, d, x))

@@ -236,8 +236,13 @@ def test_the_tridiag_and_householder_stages_produce_every_committed_case(monkeyp
     for name in ("tridiag", "householder"):
         cases = {(int(row["batch"]), int(row["n"])) for row in _rows(f"{name}.csv")}
         assert cases == set(_script(name).CASES), name
+    calls = {(int(row["batch"]), int(row["n"])) for row in _rows("householder_calls.csv")}
+    assert calls == set(_script("householder").CALL_CASES)
+    script = _script("tridiag")
+    labels = {label for method in ps.tridiag.METHODS for label, _ in script.variants(method)}
     methods = {row["method"] for row in _rows("tridiag.csv")}
-    assert methods == set(ps.tridiag.METHODS) | {"cusparse gtsv2StridedBatch", "jax tridiagonal_solve"}
+    auto = {method for method in methods if method.startswith("auto (")}  # auto (the method it chose)
+    assert auto and methods - auto == labels | {"cusparse gtsv2StridedBatch", "jax tridiagonal_solve"}
 
 
 def test_python_m_prefixsum_bench_is_still_a_command(capsys):

@@ -205,7 +205,8 @@ class Spy:
 
 @pytest.mark.parametrize("dtype, n, batch, shared_bytes, threads, launched", [
     (np.float64, 80, 2, _common.SHARED_BYTES, 32, 32),  # too large for 48 KiB; 3 columns a thread
-    (np.float32, 40, 3, 4096, 256, 64),  # max_shared_n(float32) is 31 in 4 KiB; n rounded up to warps
+    (np.float32, 40, 3, 4096, 256, 64),  # max_shared_n(float32) is 31 in 4 KiB; n up to a power of two
+    (np.float64, 100, 2, 4096, 256, 128),  # whole-block sums over 128 threads, 28 of them without a column
 ])
 def test_global_memory_path(dtype, n, batch, shared_bytes, threads, launched, rng, monkeypatch):
     monkeypatch.setattr(_common, "SHARED_BYTES", shared_bytes)
@@ -215,7 +216,7 @@ def test_global_memory_path(dtype, n, batch, shared_bytes, threads, launched, rn
     monkeypatch.setattr(hh, "tridiagonalize_global", spy)
     A = random_symmetric(rng, batch, n, dtype)
     check_reduction(A, *reduce(A), dtype)
-    assert spy.launches == [(batch, launched)]
+    assert spy.launches == [(batch, launched, 0, launched * np.dtype(dtype).itemsize)]  # the sums' scratch
 
 
 def test_max_shared_n_is_the_largest_n_that_fits():

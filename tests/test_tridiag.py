@@ -18,7 +18,8 @@ import scipy.linalg  # noqa: E402
 from numba import cuda  # noqa: E402
 
 from prefixsum import tridiag  # noqa: E402
-from prefixsum.tridiag import _common, cr, pcr  # noqa: E402
+from prefixsum.core.poison import poison  # noqa: E402
+from prefixsum.tridiag import _common, api, cr, hybrid, pcr  # noqa: E402
 
 METHODS = tuple(tridiag.METHODS)
 DTYPES = (np.float32, np.float64)
@@ -137,6 +138,67 @@ def test_global_memory_path_when_a_system_does_not_fit_a_block(blocks, batch, dt
     assert strides == [2 if blocks < 2 else 4]
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n, batch", ((40, 3), (300, 1), (1000, 2)))
+def test_hybrid_windows_split_systems_that_do_not_fit_a_block(n, batch, dtype, rng, monkeypatch):
+    # 1 KiB: 16 (float64) or 32 (float32) slots a block; the windows take one to three launches,
+    # the later ones several neighbouring subsystems wide.
+    monkeypatch.setattr(_common, "SHARED_BYTES", 1024)
+    launches, split = [], hybrid.split_windows
+
+    def spy(*args):
+        rows, stride = split(*args)
+        launches.append(stride)
+        return rows, stride
+
+    monkeypatch.setattr(hybrid, "split_windows", spy)
+    system = dominant(rng, batch, n)
+    check(solve(system, dtype, "hybrid"), system, dtype)
+    assert -(-n // launches[0]) <= hybrid.max_block_rows(dtype) < n
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n, batch", ((1, 5), (9, 70), (64, 6), (200, 2), (3000, 1)))
+def test_hybrid_writes_every_element_of_a_poisoned_output(n, batch, dtype, rng):
+    system = [v.astype(dtype) for v in dominant(rng, batch, n)]
+    x = cuda.to_device(poison(np.empty((batch, n), dtype)))
+    info = cuda.to_device(np.zeros(batch, np.int32))
+    hybrid.run(*(cuda.to_device(v) for v in system), x, info)
+    assert not info.copy_to_host().any()
+    check(x.copy_to_host(), system, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", (1, 3, 15, 16, 64, 100, 512, 768, 1536))
+def test_hybrid_plan_gives_each_thread_about_thomas_rows(n, dtype):
+    blocks, threads, shared, m, per_block, lanes = hybrid.plan(300, n, 1, dtype)
+    aim = max(1, n // hybrid.THOMAS_ROWS)
+    assert lanes & (lanes - 1) == 0 and (lanes <= aim < 2 * lanes or lanes == _common.MAX_THREADS)
+    assert m == n and threads == per_block * lanes <= _common.MAX_THREADS and blocks * per_block >= 300
+    assert shared <= _common.SHARED_BYTES or n > hybrid.max_block_rows(dtype)
+
+
+def test_auto_takes_the_hybrid_up_to_a_block_and_pcr_beyond(rng):
+    for dtype in DTYPES:
+        largest = hybrid.max_block_rows(dtype)
+        assert api.choose("auto", 7, largest, dtype) == "hybrid" and api.choose("auto", 1, largest + 1, dtype) == "pcr"
+    assert api.choose("cr", 7, 100, np.float32) == "cr"
+    system = dominant(rng, 4, 50)
+    check(tridiag.solve(*system), system, np.float64)
+
+
+def test_device_arrays_are_used_in_place_and_host_arrays_cross_once_each_way(rng, monkeypatch):
+    system = dominant(rng, 3, 40)
+    device = [cuda.to_device(v) for v in system]
+    copies = []
+    to_device = cuda.to_device
+    monkeypatch.setattr(cuda, "to_device", lambda v, *args, **kw: copies.append(np.shape(v)) or to_device(v, *args, **kw))
+    x = tridiag.solve(*device, method="hybrid")
+    assert copies == [] and cuda.devicearray.is_cuda_ndarray(x)
+    tridiag.solve(*system, method="hybrid")
+    assert copies == [(3, 40)] * 4
+
+
 def test_a_large_system_through_global_memory(rng):
     n = pcr.max_block_rows(np.float32) + 64
     system = dominant(rng, 1, n)
@@ -228,7 +290,7 @@ def test_every_kernel_compiles_to_ptx_for_sm75_and_sm90(ptx_compiler):
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
     child = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     assert child.returncode == 0, child.stdout[-3000:] + child.stderr[-3000:]
-    for name in ("pcr_shared", "pcr_global_step", "cr_shared", "thomas"):
+    for name in ("pcr_shared", "pcr_global_step", "cr_shared", "thomas", "hybrid_shared", "pcr_window"):
         for dtype in ("float32", "float64"):
             for cc in ("(7, 5)", "(9, 0)"):
                 assert f"ok {name} {dtype} {cc}" in child.stdout

@@ -44,7 +44,7 @@ from numba import cuda, float64
 
 from prefixsum import tridiag
 from prefixsum.cli import results
-from prefixsum.tridiag import _common, cr, pcr, thomas
+from prefixsum.tridiag import _common, cr, hybrid, pcr, thomas
 
 print(ps.device_info())
 
@@ -52,8 +52,9 @@ print(ps.device_info())
 # ## 1. The solver
 #
 # `tridiag.solve(a, b, c, d, method=...)` takes the three bands and the right-hand side, for one
-# system (shape `(n,)`) or a batch (shape `(batch, n)`), and solves by `"pcr"`, `"cr"` or
-# `"thomas"`. Its docstring's example, the matrix $\begin{pmatrix}4&1&0\\1&4&1\\0&1&4\end{pmatrix}$:
+# system (shape `(n,)`) or a batch (shape `(batch, n)`), and solves by `"pcr"`, `"cr"`,
+# `"thomas"` or `"hybrid"` (section 12); the default, `"auto"`, takes the fastest measured for the
+# shape. Its docstring's example, the matrix $\begin{pmatrix}4&1&0\\1&4&1\\0&1&4\end{pmatrix}$:
 
 # %%
 for method in tridiag.METHODS:
@@ -785,19 +786,20 @@ for dtype in DTYPES:
 # What this shows, plainly (every figure below is printed by one of the cells above):
 #
 # - **PCR is not as fast as cuSPARSE, but within a small factor of it.** PCR's kernels take
-#   between 2.6 and 4.0 times cuSPARSE's device time on the batches, and about 3.2 to 3.3 times on
+#   between 2.5 and 3.9 times cuSPARSE's device time on the batches, and about 3.2 to 3.3 times on
 #   the one system of $2^{20}$ rows (the ratio table). cuSPARSE's documentation describes
 #   `gtsv2StridedBatch` as a combination of CR and PCR without pivoting: the same building
 #   blocks as ours, organised better.
-# - **PCR is the fastest of our kernels except at 16384 × 64, where Thomas is**: there 16384
-#   threads each walk 64 rows, and Thomas's kernel comes within 1.4 (float64) to 1.9 (float32)
-#   times cuSPARSE. At 512 × 512 Thomas is the slowest by far, over 20 times
+# - **PCR is the fastest of these three kernels except at 16384 × 64, where Thomas is** (section
+#   12 adds a fourth, faster on every batch): there 16384
+#   threads each walk 64 rows, and Thomas's kernel comes within 1.4 (float64) to 1.8 (float32)
+#   times cuSPARSE. At 512 × 512 Thomas is the slowest by far, about 20 to 25 times
 #   cuSPARSE: 512 threads in all, each walking 512 rows. CR's kernels are slower than PCR's in
 #   every case, although CR does fewer row operations (section 6: twice the barriers, and most
 #   threads idle in most steps).
 # - **On the batches, bytes do not set the time.** PCR's kernels move their least traffic at
 #   about 110 to 260 GB/s there, a small fraction of what the GPU's memory delivers (a few
-#   TB/s). float32 is faster than float64 in every case, but by 1.16 to 1.43 times, not by the
+#   TB/s). float32 is faster than float64 in every case, but by 1.16 to 1.42 times, not by the
 #   factor of 2 in bytes. The candidates are latency (a barrier per step, two divisions per row update,
 #   the integer divisions of `locate`); the benchmark does not separate them. One run per case:
 #   differences of some tens of percent may be noise.
@@ -806,30 +808,215 @@ for dtype in DTYPES:
 #   work in all, then `pcr_shared` on the interleaved subsystems. Its kernels move their least
 #   traffic at about 1.0 (float32) and 1.5 (float64) TB/s: far closer to the memory's bandwidth
 #   than on the batches.
-# - **A whole call costs far more than its kernels.** Our whole calls take 10 to 59 times
-#   cuSPARSE's device time, and 3.4 to 19 times JAX's whole call. Beyond the kernels, a call of
-#   ours spends about 490 to 910 us on the batches, where every method makes one launch: more
-#   than its kernels take, in every case; JAX's call spends 78 to 185 us beyond cuSPARSE's device
-#   time. On the large system it is 3.2 to 3.9 ms: there PCR's and CR's calls first run global
+# - **A whole call costs far more than its kernels.** Our whole calls take 13 to 73 times
+#   cuSPARSE's device time, and 3.2 to 28 times JAX's whole call. Beyond the kernels, a call of
+#   ours spends about 430 to 980 us on the batches, where every method makes one launch: more
+#   than its kernels take, in every case; JAX's call spends 98 to 161 us beyond cuSPARSE's device
+#   time. On the large system it is 6.0 to 7.5 ms: there PCR's and CR's calls first run global
 #   PCR steps (section 3; the table above counts PCR's), one launch each, allocate two work
 #   buffers in `pcr.split`, and make four numba array views (`out[A]`, ...) per step in Python;
 #   the CSV does not say which of these costs what. The kernel times leave all of that out; the
 #   whole call minus its kernels is roughly what driving the GPU from Python costs, call by
 #   call, and at these sizes it is most of the call.
+
+# %% [markdown]
+# ## 12. The hybrid: a few PCR steps, then Thomas
 #
-# ## 12. Summary
+# Section 11 left PCR several times behind cuSPARSE on the batches, with the bytes far from
+# setting the time. The way out in the literature (Zhang, Cohen and Owens 2010; the Thomas-PCR
+# hybrid of Laszlo, Giles and Appleyard 2016) is to **stop PCR early**. After $k$ steps a
+# system of $m$ rows has split into $2^k$ independent interleaved systems (rows
+# $r, r + 2^k, r + 2 \cdot 2^k, \dots$), each of about $m / 2^k$ rows. Give each of them to one
+# thread, which solves it by Thomas: $2 m / 2^k$ dependent steps, with the least work of all
+# methods. PCR's remaining $\log_2(m / 2^k)$ steps over all $m$ rows are gone.
+#
+# `tridiag.solve(..., method="hybrid")` (`prefixsum.tridiag.hybrid`) does this in one kernel,
+# `hybrid_shared`: `plan` gives each system `lanes` threads, the power of two nearest below
+# $m /$ `THOMAS_ROWS` (4 rows a thread), and as many systems per block as 256 threads and 48 KiB
+# allow; `pcr_steps` runs PCR at strides $1, 2, \dots$ up to `lanes / 2`, and `sweep` is Thomas
+# on one thread's rows. Each thread updates in the PCR steps the same rows its sweep takes, so
+# their slots come without a division (`locate` costs four 64-bit divisions a row and a step).
+# Systems
+# longer than a block are first split by PCR steps in global memory, several per launch
+# (`pcr_window`), until their pieces are 64 rows.
+
+# %%
+print(inspect.getsource(hybrid.pcr_steps))
+print(inspect.getsource(hybrid.sweep))
+
+# %% [markdown]
+# A trace shows which rows each step touches. One system of 32 rows gets 8 threads (4 rows each):
+# after the load (the first line), three PCR steps at strides 1, 2 and 4 combine each row with
+# rows ever further away, as in section 3; then each thread walks its own rows 8 apart, down and
+# back up (the coloured bars join the rows one thread writes in the sweep; the value it carries
+# from row to row stays in a register, which the trace does not see). Only the $d$ coefficients
+# of the shared buffer are drawn, by row.
+
+# %%
+def hybrid_rows(trace, n, coefficient=_common.D):
+    """The hybrid's shared-buffer accesses to one coefficient, by row (one system in one block)."""
+    records = [r._replace(array="rows", index=r.index % n) for r in trace.select(array="buf")
+               if r.index // n % 4 == coefficient]
+    return ps.trace.Trace(records, trace.launches)
+
+
+hybrid_trace = ps.trace.record(lambda *system: tridiag.solve(*system, method="hybrid"), *dominant_systems(1, 32, seed=32))
+print(hybrid_trace.launches[0].kernel, hybrid_trace.launches[0].block, "threads;",
+      hybrid.plan(1, 32, 1, np.float64)[-1], "lanes")
+ax = ps.viz.steps(hybrid_rows(hybrid_trace, 32), "rows", block=0,
+                  row_labels=["load", "PCR, stride 1", "PCR, stride 2", "PCR, stride 4", "Thomas sweeps"],
+                  title="hybrid, n = 32, 8 threads: which rows each step combines")
+
+# %% [markdown]
+# The count for a system of $m$ rows with $L$ lanes: $m \log_2 L$ row updates in $\log_2 L$
+# barrier phases, then $2 m / L$ dependent Thomas steps per thread; for 512 rows and $L = 128$,
+# 7 PCR steps and sweeps of 4 rows instead of PCR's 9 steps. The measurements (the same run as
+# section 11) with half and twice the rows per thread, from which `THOMAS_ROWS = 4` was chosen:
+
+# %%
+VARIANTS = ("hybrid:thomas_rows=2", "hybrid", "hybrid:thomas_rows=8")
+print(f"{'kernels (us)':<20}" + "".join(f"{v.replace('hybrid:', ''):>17}" for v in ("rows=2", "rows=4", "rows=8"))
+      + f"{'PCR':>9}{'cuSPARSE':>10}")
+for dtype in DTYPES:
+    for case in CASES:
+        print(f"{dtype:<8} {case_label(*case):>11}" + "".join(f"{time_us(v, 'ours (kernels)', dtype, *case):>17.1f}" for v in VARIANTS)
+              + f"{kernels['pcr', dtype, case]:>9.1f}{cusparse[dtype, case]:>10.1f}")
+hyb = {(t, c): time_us("hybrid", "ours (kernels)", t, *c) for t in DTYPES for c in CASES}
+print("\n4 rows a thread the fastest of the three on every batch:",
+      all(hyb[t, c] <= min(time_us(v, "ours (kernels)", t, *c) for v in VARIANTS) for t in DTYPES for c in BATCHES))
+print("hybrid's kernels / cuSPARSE, on the batches:", span(hyb[t, c] / cusparse[t, c] for t in DTYPES for c in BATCHES))
+print("hybrid's kernels / cuSPARSE, on one system of 2^20:", span(hyb[t, CASES[-1]] / cusparse[t, CASES[-1]] for t in DTYPES))
+print("PCR's kernels / hybrid's, on the batches:", span(kernels["pcr", t, c] / hyb[t, c] for t in DTYPES for c in BATCHES))
+print("hybrid faster than PCR on one system of 2^20:", any(hyb[t, CASES[-1]] < kernels["pcr", t, CASES[-1]] for t in DTYPES),
+      "| tridiag.solve's 'auto' takes:", {case_label(*c): tridiag.api.choose("auto", *c, np.float32) for c in CASES})
+hybrid_call = {(t, c): time_us("hybrid", "ours (whole call)", t, *c) for t in DTYPES for c in CASES}
+print("hybrid's whole call / JAX's whole call:", span(hybrid_call[t, c] / jax_call[t, c] for t in DTYPES for c in CASES),
+      "| beyond its kernels, us:", span((hybrid_call[t, c] - hyb[t, c] for t in DTYPES for c in CASES), 0))
+
+# %% [markdown]
+# **The roofline of the batch.** On the batches the hybrid reads the four bands once and writes
+# $x$ once: $5 \cdot \text{batch} \cdot n$ values, the least any solver can move. Divided by
+# the kernel time, that is the bandwidth it reaches; the roof is what a plain copy reaches on the
+# same GPU (the largest `copy` rate of `benchmarks/scan_throughput.csv`, measured on the same
+# kind of H100). Time against bytes, with the roof as the time a copy of those bytes would take:
+
+# %%
+copy_gbps = max(row["gbps"] for row in results.read("scan_throughput.csv") if row["variant"] == "copy")
+print(f"copy: {copy_gbps:.0f} GB/s (scan_throughput.csv)")
+print(f"{'dtype':<8} {'batch x n':>11} {'least MB':>9} {'hybrid us':>10} {'GB/s':>7} {'of copy':>8} {'cuSPARSE GB/s':>14}")
+roof_rows = []
+for dtype in DTYPES:
+    for case in BATCHES:
+        megabytes = 5 * case[0] * case[1] * np.dtype(dtype).itemsize / 1e6
+        rate = megabytes / hyb[dtype, case] * 1e3
+        print(f"{dtype:<8} {case_label(*case):>11} {megabytes:>9.1f} {hyb[dtype, case]:>10.1f} {rate:>7.0f} "
+              f"{rate / copy_gbps:>8.0%} {megabytes / cusparse[dtype, case] * 1e3:>14.0f}")
+        roof_rows += [{"MB": megabytes, "us": hyb[dtype, case], "series": "hybrid (kernels)"},
+                      {"MB": megabytes, "us": cusparse[dtype, case], "series": "cuSPARSE (device)"},
+                      {"MB": megabytes, "us": megabytes / copy_gbps * 1e3, "series": "roof: a copy of the same bytes"}]
+ax = ps.viz.throughput(roof_rows, x="MB", y="us", group="series",
+                       title=f"batched solves, {bench[0]['device']}: least bytes moved against time")
+_ = ax.set_ylabel("median time (us)")
+
+# %% [markdown]
+# Plainly: the hybrid halves PCR's kernel time on the batches but does not reach cuSPARSE: it
+# stays a factor of about 1.2 to 1.6 behind (the issue's target was to match it), and it moves
+# the least bytes at a small fraction of the copy's rate, so the bytes are still not what sets
+# the time. What the profile leaves as candidates: the two divisions of every PCR row update,
+# the barriers of 7 steps, and a block of at most 256 threads holding at most 48 KiB, so that
+# few warps per SM hide the latencies. On one system of $2^{20}$ rows the windows of global PCR
+# steps are slower than PCR's own global path, so `"auto"` takes PCR there: both stay 3 to 4
+# times behind cuSPARSE, which would need the partition method (each block solves its chunk
+# in terms of its two ends, a small system joins the chunks) rather than more PCR steps. The
+# whole calls are the other miss: 2.5 to 7.5 times JAX's whole call, with 344 to 1664 us beyond
+# the kernels. The call now allocates only its result and reads back only the failure flags, but
+# what remains (numba's Python launch path, the allocation, the copy of the flags) still costs
+# more than JAX's whole call; the CSV does not say how it divides.
+#
+# ### Exercise: the Thomas sweep
+#
+# Below is a hybrid for float64 systems of up to 64 rows, one system per block and one thread
+# per row. It runs PCR at strides 1, 2 and 4 (with the package's `reduce_row`), after which rows
+# $i, i + 8, i + 16, \dots$ form a system of their own for each $i < 8$; threads 0 to 7 then
+# each call `my_sweep` on theirs. Write `my_sweep`: the Thomas algorithm on the `count` rows
+# `first, first + step, ...` of `rows[coefficient, j]` (coefficients 0 to 3 are $a, b, c, d$),
+# leaving $x$ in `rows[3]`. Forward: $c'_j = c_j / p_j$ and $d'_j = (d_j - a_j d'_{j-1}) / p_j$
+# with $p_j = b_j - a_j c'_{j-1}$; backward: $x = d'$ of the last row, then
+# $x_j = d'_j - c'_j x_{j+1}$. (Walk the rows 1 apart instead of `step` apart, and the checker
+# shows what goes wrong.)
+
+# %% tags=["exercise"] todo="my_sweep: Thomas on the count rows first, first + step, ... of rows: a forward sweep that stores c' in rows[2] and d' in rows[3] (pivot p = b - a c' of the row before), then a backward sweep that leaves x in rows[3]" exercise_id="07.thomas-sweep"
+ROWS = 64
+LANES = 8  # PCR steps until the system has fallen apart into 8 interleaved ones
+
+
+@cuda.jit(device=True)
+def my_sweep(rows, first, count, step):
+    ### BEGIN SOLUTION
+    cp, dp = 0.0, 0.0
+    for t in range(count):
+        j = first + t * step
+        pivot = rows[1, j] - rows[0, j] * cp
+        cp = rows[2, j] / pivot
+        dp = (rows[3, j] - rows[0, j] * dp) / pivot
+        rows[2, j], rows[3, j] = cp, dp
+    for t in range(count - 2, -1, -1):
+        j = first + t * step
+        dp = rows[3, j] - rows[2, j] * dp
+        rows[3, j] = dp
+    ### END SOLUTION
+
+
+@cuda.jit
+def my_hybrid(a, b, c, d, x):
+    rows = cuda.shared.array((2, 4, ROWS), float64)
+    system, i, n = cuda.blockIdx.x, cuda.threadIdx.x, x.shape[1]
+    if i < n:
+        rows[0, 0, i] = a[system, i] if i > 0 else 0.0  # a_0 and c_(n-1) are outside the matrix
+        rows[0, 1, i] = b[system, i]
+        rows[0, 2, i] = c[system, i] if i < n - 1 else 0.0
+        rows[0, 3, i] = d[system, i]
+    identity = (0.0, 1.0, 0.0, 0.0)
+    src, s = 0, 1
+    while s < LANES:
+        cuda.syncthreads()
+        if i < n:
+            left = _common.slot(rows[src], i - s) if i >= s else identity
+            right = _common.slot(rows[src], i + s) if i + s < n else identity
+            new, _ = _common.reduce_row(left, _common.slot(rows[src], i), right)
+            _common.put(rows[1 - src], i, new)
+        src, s = 1 - src, 2 * s
+    cuda.syncthreads()
+    if i < LANES and i < n:
+        my_sweep(rows[src], i, (n - i + LANES - 1) // LANES, LANES)
+    cuda.syncthreads()
+    if i < n:
+        x[system, i] = rows[src, 3, i]
+
+
+def my_hybrid_solve(a, b, c, d):
+    x = cuda.device_array(d.shape, d.dtype)
+    my_hybrid[d.shape[0], ROWS](cuda.to_device(a), cuda.to_device(b), cuda.to_device(c), cuda.to_device(d), x)
+    return x
+
+
+# %% tags=["check"] exercise_id="07.thomas-sweep"
+print(ps.check.tridiagonal(my_hybrid_solve))
+
+# %% [markdown]
+# ## 13. Summary
 #
 # For one system of $n$ rows (a batch multiplies the work and the traffic, not the depth):
 #
-# | | Thomas | cyclic reduction | PCR |
-# | --- | --- | --- | --- |
-# | work (row operations) | $2n$ (about $8n$ flops) | about $2n$: $n$ eliminations, $n$ substitutions | $n \lceil \log_2 n \rceil$ |
-# | depth | $2n$ dependent steps in one thread | $2 \lceil \log_2 n \rceil + 2$ barrier phases | $\lceil \log_2 n \rceil + 1$ barrier phases |
-# | parallelism per system | none (one thread) | $n/2, n/4, \dots$ rows per level | all $n$ rows at every step |
-# | global memory, in a block | $6n$ reads, $3n$ writes (bands, scratch, $x$) | read 4 bands, write $x$ | read 4 bands, write $x$ |
-# | shared memory | none | $n$ rows, in place | $2n$ rows (two buffers) |
-# | global memory, launch per step | | | up to $12n$ reads and $4n$ writes per step, $\lceil \log_2 n \rceil$ launches |
-# | pivoting | none | none | none: diagonally dominant or SPD systems only |
+# | | Thomas | cyclic reduction | PCR | hybrid ($L$ lanes) |
+# | --- | --- | --- | --- | --- |
+# | work (row operations) | $2n$ (about $8n$ flops) | about $2n$: $n$ eliminations, $n$ substitutions | $n \lceil \log_2 n \rceil$ | $n \log_2 L + 2n$ |
+# | depth | $2n$ dependent steps in one thread | $2 \lceil \log_2 n \rceil + 2$ barrier phases | $\lceil \log_2 n \rceil + 1$ barrier phases | $\log_2 L + 2$ phases, then $2n/L$ dependent steps |
+# | parallelism per system | none (one thread) | $n/2, n/4, \dots$ rows per level | all $n$ rows at every step | all $n$ rows, then $L$ threads |
+# | global memory, in a block | $6n$ reads, $3n$ writes (bands, scratch, $x$) | read 4 bands, write $x$ | read 4 bands, write $x$ | read 4 bands, write $x$ |
+# | shared memory | none | $n$ rows, in place | $2n$ rows (two buffers) | $2n$ rows (two buffers) |
+# | global memory, launch per step | | | up to $12n$ reads and $4n$ writes per step, $\lceil \log_2 n \rceil$ launches | several steps a launch (windows with a halo) |
+# | pivoting | none | none | none: diagonally dominant or SPD systems only | none |
 #
 # PCR's stride doubling is Hillis–Steele's doubling applied to equations instead of elements;
 # seed 003's odd/even reordering is the same computation with the rows moved so that each
@@ -856,3 +1043,8 @@ for dtype in DTYPES:
 #    float32 (section 6: three rows read and one written per row update). How many of them must
 #    come from memory, and how many can the caches serve? Then the whole call, which took far
 #    longer than its kernels: how would you find out where the rest of its time goes?
+# 8. The hybrid's trace in section 12 shows each thread's sweep walking rows 8 apart. Why are
+#    the threads of a warp free of bank conflicts there, and what would change if each thread
+#    took a contiguous piece of rows instead (Laszlo, Giles and Appleyard's layout)?
+# 9. Section 12's roof is a copy of the least bytes. Which of the candidates it lists would you
+#    test first, and how (a kernel variant, a count from the trace, a profiler metric)?

@@ -205,7 +205,8 @@ print("package and numpy steps agree (d, e, Q within 1e-12):",
 #    $i$ (the notes: *"`sAds[nt + i*n + l] = f - g` // store u"*), $H$ in `hs[i]`, and
 #    $T[i, i-1] = \mathrm{scale} \cdot g$ (the notes' *"`s[gb_index_x*n + i] = scale*g`"*);
 # 2. `project`: every thread $j < i$ computes $p_j = (A u)_j / H$;
-# 3. `correct`: the owner of row $i$ computes $K$ and turns $p$ into $q$;
+# 3. `correct`: the owner of row $i$ computes $K$ and turns $p$ into $q$ (in the global-memory
+#    path, one matrix per block, the whole block shares phases 1 and 3: section 6.1);
 # 4. `update`: every thread $j < i$ updates its column of $A - q u^T - u q^T$.
 
 # %%
@@ -550,7 +551,7 @@ for dtype in DTYPES:
 #   takes 46 to 120 times as long as its reduction kernel: 708.61 ms against 11.67 ms at
 #   $n = 64$, a difference of about 697 ms. At $n = 512$, where the kernel itself is slow, the
 #   call takes 2.1 to 2.3 times the kernel. Besides the kernel, the call (`householder` in
-#   `prefixsum/tridiag/householder.py`) checks on the host that $A$ is finite and symmetric,
+#   `prefixsum/tridiag/householder.py`, as it was then) checked on the host that $A$ is finite and symmetric,
 #   copies $A$ to the device, and copies $d$, $e$ and $Q$ back; `solve_symmetric`, which returns $x$ instead of $Q$ and runs
 #   two more small kernels and PCR, takes less time than `householder` in every case (0.73 to
 #   0.96 of it). The CSV times only the whole calls and the kernel, so it does not say how the
@@ -561,12 +562,63 @@ for dtype in DTYPES:
 #   GPU's multiprocessors (132 on an H100 SXM), so the kernel time is the time of one matrix. In
 #   each step one thread computes the scale and $h$ (`reflector`) and then $u \cdot p$ and $q$
 #   (`correct`), loops of length $i$, while the other 255 threads wait at the barrier: **the
-#   serial part of this kernel** (question 3 replaces it). The count above puts some 1.44
+#   serial part of this kernel** as it was measured here (section 6.1 replaces it). The count above puts some 1.44
 #   million loop iterations on the longest path, about 190 (float32) to 210 (float64) ns each:
 #   of the order of a global-memory access's latency, not of a multiply-add's time, with only 8
 #   warps per multiprocessor to hide it. That float32 takes nearly as long as float64 (0.90 of
 #   its time) fits this picture; the counts are an estimate from the code, not a profile.
+
+# %% [markdown]
+# ### 6.1 Without the host in the way
 #
+# The whole calls above were measured before `householder` and `solve_symmetric` changed:
+# they checked on the host that $A$ is finite and symmetric (most of the 708 ms at 10,000 × 64),
+# took only host arrays, and the global path summed with one thread. Now they accept device
+# arrays and return device arrays (numpy in, numpy out as before, with one transfer each way);
+# the check runs on the device, one block per matrix (`check_matrices`: the largest magnitude
+# by a block-wide tree, then every pair $a_{ij}, a_{ji}$ against the bound, the first failing
+# entry found by an atomic minimum), and only one number per matrix comes back; in the global
+# path the whole block shares the sums of `reflector` and `correct` (`block_sum`):
+
+# %%
+print(inspect.getsource(hh.block_sum))
+print(inspect.getsource(hh.correct_parallel))
+
+# %% [markdown]
+# `benchmarks/householder.py --calls` (the `householder_calls` stage) measured the calls again,
+# from device arrays (results left on the device, synchronized) and from numpy arrays, beside the
+# reduction kernel, in one run (`benchmarks/householder_calls.csv`):
+
+# %%
+calls_rows = results.read("householder_calls.csv")
+print(f"{calls_rows[0]['device']}, {calls_rows[0]['date']}; every result correct: {all(r['correct'] for r in calls_rows)}")
+CALLS = ("householder (reduction, events)", "householder (whole call, device arrays)", "householder (whole call, numpy)",
+         "solve_symmetric (whole call, device arrays)", "solve_symmetric (whole call, numpy)")
+CALL_CASES = sorted({(row["batch"], row["n"]) for row in calls_rows}, key=lambda case: case[1])
+call_ms = {(what, t, c): results.value("householder_calls.csv", "median_us", what=what, dtype=t, batch=c[0], n=c[1]) / 1000
+           for what in CALLS for t in DTYPES for c in CALL_CASES}
+print(f"\n{'median (ms)':<20}{'kernel':>10}{'hh device':>11}{'hh numpy':>10}{'solve dev':>11}{'solve np':>10}"
+      f"{'hh device / kernel':>20}")
+for t in DTYPES:
+    for c in CALL_CASES:
+        print(f"{t:<8} {f'{c[0]} x {c[1]}':>11}" + "".join(f"{call_ms[w, t, c]:>10.2f} " for w in CALLS)
+              + f"{call_ms[CALLS[1], t, c] / call_ms[CALLS[0], t, c]:>19.2f}")
+big = ("float64", (10000, 64))
+print(f"\n10000 x 64 float64: whole call from device arrays / kernel = {call_ms[CALLS[1], big[0], big[1]] / call_ms[CALLS[0], big[0], big[1]]:.2f}"
+      f" (target: at most 2); from numpy / kernel = {call_ms[CALLS[2], big[0], big[1]] / call_ms[CALLS[0], big[0], big[1]]:.1f}; "
+      f"before: {times[CALL, big[0], big[1]]:.0f} ms from numpy")
+print("n = 512 reduction kernel, before -> now (ms):",
+      "; ".join(f"{t} {times[REDUCTION, t, (100, 512)]:.0f} -> {call_ms[CALLS[0], t, (100, 512)]:.0f}" for t in DTYPES))
+
+# %% [markdown]
+# From device arrays, a call now costs little beyond its kernel: at 10,000 × 64 the difference is
+# the symmetry check (one pass over the matrices and one comparison of each pair) and the launches.
+# From numpy arrays the transfers dominate: $A$ in and $Q$ out are each 327 MB in float64,
+# through pageable host memory. At $n = 512$ the block-wide sums made the float32 reduction faster
+# but not the float64 one: every sum now costs $\log_2 256 = 8$ more barriers, against loops
+# that were $i$ long in one thread; the longest path is shorter, the barriers more numerous.
+
+# %% [markdown]
 # ## 7. Summary
 #
 # Per matrix of size $n$, one thread per column (the shared-memory path):
@@ -590,17 +642,16 @@ for dtype in DTYPES:
 # 2. The kernel updates the whole $i \times i$ block although it is symmetric. How much work
 #    would updating one triangle save, and what would it cost in memory access (which
 #    addresses would the threads of a warp touch)?
-# 3. In each step one thread sums $h$ and $u \cdot p$ while the others wait. Replace these
-#    loops by a block-wide tree reduction (chapter 01's ladder, run backwards). How many
-#    barrier phases does it add per step, and how much shorter is the longest path at
-#    $n = 512$ with 256 threads?
+# 3. In the shared-memory path one thread sums $h$ and $u \cdot p$ while the others wait; the
+#    global path now uses a block-wide tree (`block_sum`, section 6.1). How many barrier phases
+#    does the tree add per step, and how much shorter is the longest path at $n = 512$ with 256
+#    threads? Why does the shared path, with several matrices in a block, not use it as it is?
 # 4. Once $A = Q T Q^T$ is known, how much does solving $(A - \sigma I) x = b$ cost for a new
 #    shift $\sigma$? Compare with a new LU factorisation of $A - \sigma I$.
 # 5. Why are the last row and column of $Q$ those of the identity? Which would it be if the
 #    reduction went from the first row down?
-# 6. Section 6 found `householder`'s whole call many times slower than its reduction kernel on
-#    the batches of 10,000 matrices, and the CSV does not say where the difference goes. List
-#    what the call does besides the kernel (read `householder` and `_check_matrices` in
-#    `prefixsum/tridiag/householder.py`), and time each step yourself on a GPU (on the
-#    simulator only the host's steps mean anything). Which would you move to the GPU, and what
-#    should a check there report when it fails?
+# 6. Section 6 found `householder`'s old whole call many times slower than its reduction kernel
+#    on the batches of 10,000 matrices; section 6.1 moved the check to the device. List what
+#    the call from numpy arrays still does besides the kernel (read `householder` and
+#    `_check_matrices` in `prefixsum/tridiag/householder.py`) and estimate each step's time from
+#    the bytes it moves. What would pinned host memory change?

@@ -13,6 +13,7 @@ systems themselves; after global PCR steps up to stride ``s`` they are the ``s``
 subsystems that PCR has split each system into.
 """
 import math
+import threading
 
 from numba import cuda
 
@@ -26,6 +27,8 @@ A, B, C, D = 0, 1, 2, 3
 NOT_FINITE = 1
 ZERO_PIVOT = 2
 
+CACHED_BUFFERS = 8  # device buffers kept between calls, per thread (:func:`reused`)
+_reused = threading.local()
 SHARED_BYTES = MAX_SHARED_BYTES_PER_BLOCK  # a block's shared-memory budget (tests shrink it)
 TARGET_ROWS = 256  # slots per block when systems are small: several systems share a block
 MAX_THREADS = 256
@@ -95,11 +98,18 @@ def load(a, b, c, d, buf, j, m, per_block, stride, n, subsystems):
     ``a`` of a subsystem's first row and ``c`` of its last are set to 0, whatever the arrays hold:
     that is how ``a[..., 0]`` and ``c[..., -1]`` are ignored.
     """
-    zero = b.dtype.type(0)
     system, i, row, real = locate(j, m, per_block, stride, n, subsystems)
+    load_row(a, b, c, d, buf, j, system, i, row, real, stride)
+
+
+@cuda.jit(device=True)
+def load_row(a, b, c, d, buf, j, system, i, row, real, stride):
+    """Fill slot ``j`` with row ``row`` (column ``i`` of ``system``) of its subsystem at
+    ``stride``, or with the identity row if it is padding (``real`` False); see :func:`load`."""
+    zero = b.dtype.type(0)
     if real:
         put(buf, j, (a[system, i] if row > 0 else zero, b[system, i],
-                     c[system, i] if i + stride < n else zero, d[system, i]))
+                     c[system, i] if i + stride < b.shape[1] else zero, d[system, i]))
     else:
         put(buf, j, (zero, b.dtype.type(1), zero, zero))
 
@@ -124,3 +134,20 @@ def shared_launch(kernel, arrays, x, info, stride, buffers):
 def max_rows(dtype, buffers):
     """The most slots a block can hold in ``SHARED_BYTES`` with ``buffers`` four-row buffers."""
     return SHARED_BYTES // (buffers * 4 * dtype.itemsize)
+
+
+def reused(key, make):
+    """``make()``'s buffers, made once per thread and ``key`` and handed out again afterwards.
+
+    For a solver's own scratch (failure flags, work arrays), never for what it returns:
+    allocating and freeing device memory (``cuMemAlloc``, and ``cuMemFree``, which waits for
+    the device) costs more host time than a small solve. A thread's calls queue on one stream,
+    so one call's kernels finish with a buffer before the next call's start; the oldest of more
+    than :data:`CACHED_BUFFERS` keys is dropped.
+    """
+    cache = _reused.__dict__.setdefault("buffers", {})
+    if key not in cache:
+        if len(cache) >= CACHED_BUFFERS:
+            cache.pop(next(iter(cache)))
+        cache[key] = make()
+    return cache[key]

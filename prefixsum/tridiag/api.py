@@ -1,18 +1,20 @@
 """The host side of :func:`solve`: checks, transfers, dispatch to a method, failure reports."""
 import numpy as np
 from numba import cuda
+from numba.cuda.cudadrv.driver import device_memset
 
 from ..core.arrays import is_device_array
-from . import cr, pcr, thomas
-from ._common import NOT_FINITE, ZERO_PIVOT
+from . import cr, hybrid, pcr, thomas
+from ._common import NOT_FINITE, ZERO_PIVOT, reused
 
-METHODS = {"pcr": pcr.run, "cr": cr.run, "thomas": thomas.run}
+METHODS = {"pcr": pcr.run, "cr": cr.run, "thomas": thomas.run, "hybrid": hybrid.run}
 DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _NAMES = "abcd"
+
 _FAILURES = {NOT_FINITE: "a non-finite result (NaN or infinity)", ZERO_PIVOT: "a zero pivot"}
 
 
-def solve(a, b, c, d, *, method="pcr"):
+def solve(a, b, c, d, *, method="auto"):
     """Solve tridiagonal systems ``a_i x_{i-1} + b_i x_i + c_i x_{i+1} = d_i``, one or a batch.
 
     Parameters
@@ -22,15 +24,19 @@ def solve(a, b, c, d, *, method="pcr"):
         dtype, float32 or float64. ``a[..., 0]`` and ``c[..., -1]`` lie outside the matrix and
         are ignored, whatever they hold. Never modified. Device arrays (numba's, or anything with
         ``__cuda_array_interface__``) must be C-contiguous.
-    method : {"pcr", "cr", "thomas"}
-        "pcr": parallel cyclic reduction (:mod:`prefixsum.tridiag.pcr`); "cr": cyclic reduction
-        (:mod:`prefixsum.tridiag.cr`); "thomas": the sequential algorithm, one thread per
-        system (:mod:`prefixsum.tridiag.thomas`). All three take any n >= 1 and any batch.
+    method : {"auto", "hybrid", "pcr", "cr", "thomas"}
+        "hybrid": PCR steps until each thread has a piece of a few rows, then Thomas on it
+        (:mod:`prefixsum.tridiag.hybrid`); "pcr": parallel cyclic reduction
+        (:mod:`prefixsum.tridiag.pcr`); "cr": cyclic reduction (:mod:`prefixsum.tridiag.cr`);
+        "thomas": the sequential algorithm, one thread per system
+        (:mod:`prefixsum.tridiag.thomas`); "auto" (the default): the fastest measured for
+        the shape (:func:`choose`). All take any n >= 1 and any batch.
 
     Returns
     -------
     numpy.ndarray or numba device array
         x, with ``d``'s shape and dtype: a device array when ``d`` is one, else a numpy array.
+        Device inputs are used in place, not copied; host inputs take one transfer each way.
 
     Raises
     ------
@@ -57,24 +63,42 @@ def solve(a, b, c, d, *, method="pcr"):
     >>> tridiag.solve(a, b, c, np.array([5.0, 6, 5]))  # [[4, 1, 0], [1, 4, 1], [0, 1, 4]] x = d
     array([1., 1., 1.])
     """
-    run = _method(method)
+    _method(method)
     arrays, on_device = _check(a, b, c, d)
     shape = arrays[3].shape
     batch, n = (1, shape[0]) if len(shape) == 1 else shape
     x = cuda.device_array((batch, n), arrays[3].dtype)
     if batch > 0:
         matrices = [_as_matrix(v, batch, n, dev) for v, dev in zip(arrays, on_device)]
-        info = cuda.to_device(np.zeros(batch, np.int32))
-        run(*matrices, x, info)
-        _report(info.copy_to_host())
+        info, flags = _flags(batch)
+        device_memset(info, 0, info.nbytes)
+        METHODS[choose(method, batch, n, x.dtype)](*matrices, x, info)
+        _report(info.copy_to_host(flags))
     x = x.reshape(shape)
     return x if on_device[3] else x.copy_to_host()
 
 
+def choose(method, batch, n, dtype):
+    """The method that ``method`` names for (batch, n) systems of ``dtype``: itself, or for
+    ``"auto"`` the one with the fastest kernels in ``benchmarks/tridiag.csv`` (an H100): the
+    hybrid where a system fits a block (1.9 to 2.5 times faster than PCR, ahead of Thomas at
+    16384 x 64), PCR beyond (1 x 2^20: 364 against the hybrid's 400 us in float32, 518 against
+    596 in float64, where the hybrid's windowed splitting does not pay off)."""
+    if method != "auto":
+        return method
+    return "hybrid" if n <= hybrid.max_block_rows(dtype) else "pcr"
+
+
+def _flags(batch):
+    """A device array and a pinned host array of ``batch`` failure flags (:func:`._common.reused`:
+    every call zeroes them first)."""
+    return reused(("flags", batch), lambda: (cuda.device_array(batch, np.int32), cuda.pinned_array(batch, np.int32)))
+
+
 def _method(method):
-    if not isinstance(method, str) or method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; the methods are {', '.join(map(repr, METHODS))}")
-    return METHODS[method]
+    if not isinstance(method, str) or (method not in METHODS and method != "auto"):
+        raise ValueError(f"unknown method {method!r}; the methods are {', '.join(map(repr, (*METHODS, 'auto')))}")
+    return METHODS.get(method)
 
 
 def _check(a, b, c, d):

@@ -29,9 +29,11 @@ Parallel layout (the notes' ``tidx = threadIdx.x % n``): a thread owns column ``
 matrix and does everything that writes it: one entry of ``p``, one column of the rank-2
 update, one column of the accumulation. Columns rather than rows, so that the threads of a
 matrix touch consecutive addresses (``A[k, tidx]``), free of bank conflicts and coalesced; by
-symmetry column ``j`` is row ``j``. The thread owning row ``i`` builds ``u`` and later ``q``
-(sums over ``i`` entries, serial), while the others wait at a barrier. A reduction step has
-four phases between barriers: build ``u`` | ``p`` | ``K`` and ``q`` | rank-2 update.
+symmetry column ``j`` is row ``j``. In shared memory the thread owning row ``i`` builds ``u``
+and later ``q`` (sums over ``i`` entries, serial), while the others wait at a barrier; in the
+global path (one matrix per block) the whole block shares those sums (:func:`block_sum`). A
+reduction step has four phases between barriers: build ``u`` | ``p`` | ``K`` and ``q`` |
+rank-2 update.
 
 Two kernels, both on this same code (:func:`tridiagonalize`):
 
@@ -42,8 +44,11 @@ Two kernels, both on this same code (:func:`tridiagonalize`):
   matrix, each thread looping over several columns, for any n. Slower (global memory traffic),
   and one matrix per block needs a batch of them to fill the GPU.
 
+Before either, :func:`check_matrices` checks on the device that every matrix is finite and
+symmetric within the tolerance, one number per matrix coming back to the host.
+
 :func:`solve_symmetric` solves ``A x = b`` as ``Q T Q^T x = b``: ``y = Q^T b``, ``T z = y``
-by parallel cyclic reduction (:mod:`.pcr`), ``x = Q z``.
+by :func:`.api.solve`, ``x = Q z``.
 """
 import math
 
@@ -58,6 +63,7 @@ from .api import DTYPES, solve
 SYMMETRY_TOLERANCE = 100
 """A is symmetric when ``|A - A^T| <= SYMMETRY_TOLERANCE * eps(dtype) * max|A|`` elementwise."""
 MULTIPLY_THREADS = 128
+CHECK_THREADS = 256  # a power of two: check_matrices reduces by halving
 
 
 @cuda.jit(device=True)
@@ -140,18 +146,91 @@ def update(w, q, hs, i, j):
 
 
 @cuda.jit(device=True)
-def reduce_rows(w, p, hs, sub, matrix, first, step):
-    """``tred2``'s first loop: reflect rows ``n-1, ..., 1`` away, leaving T's diagonal in ``w``."""
+def block_sum(value, scratch):
+    """The sum of ``value`` over the block's threads, returned to every thread.
+
+    ``scratch`` is a shared array of ``blockDim.x`` (a power of two) elements; a tree of
+    ``log2(blockDim.x)`` halvings, each behind a barrier, and one more barrier so that the
+    next call cannot overwrite ``scratch[0]`` before every thread has read it.
+    """
+    tid = cuda.threadIdx.x
+    scratch[tid] = value
+    half = cuda.blockDim.x // 2
+    while half > 0:
+        cuda.syncthreads()
+        if tid < half:
+            scratch[tid] += scratch[tid + half]
+        half //= 2
+    cuda.syncthreads()
+    total = scratch[0]
+    cuda.syncthreads()
+    return total
+
+
+@cuda.jit(device=True)
+def reflector_parallel(w, hs, sub, matrix, i, scratch):
+    """:func:`reflector` with its two sums over the whole block (one matrix per block)."""
+    zero = w.dtype.type(0)
+    tid, threads = cuda.threadIdx.x, cuda.blockDim.x
+    part = zero
+    for k in range(tid, i, threads):
+        part += abs(w[i, k])
+    scale = block_sum(part, scratch)
+    if i == 1 or scale == zero:
+        if tid == 0:
+            sub[matrix, i] = w[i, i - 1]
+            hs[i] = zero
+        return
+    part = zero
+    for k in range(tid, i, threads):
+        w[i, k] /= scale
+        part += w[i, k] * w[i, k]
+    h = block_sum(part, scratch)  # its barriers also order the divisions above before the reads below
+    if tid == 0:
+        f = w[i, i - 1]
+        g = -math.sqrt(h) if f >= zero else math.sqrt(h)
+        sub[matrix, i] = scale * g
+        hs[i] = h - f * g
+        w[i, i - 1] = f - g
+
+
+@cuda.jit(device=True)
+def correct_parallel(w, p, hs, i, scratch):
+    """:func:`correct` with the sum ``u.p`` over the whole block and ``q`` built by all threads."""
+    tid, threads = cuda.threadIdx.x, cuda.blockDim.x
+    part = w.dtype.type(0)
+    for k in range(tid, i, threads):
+        part += w[i, k] * p[k]
+    s = block_sum(part, scratch)
+    if hs[i] != w.dtype.type(0):
+        K = s / (hs[i] + hs[i])
+        for k in range(tid, i, threads):
+            p[k] -= K * w[i, k]
+
+
+@cuda.jit(device=True)
+def reduce_rows(w, p, hs, sub, matrix, first, step, scratch):
+    """``tred2``'s first loop: reflect rows ``n-1, ..., 1`` away, leaving T's diagonal in ``w``.
+
+    With a ``scratch`` of ``blockDim.x`` elements (one matrix per block, the global path) the
+    whole block shares the sums of phases 1 and 3; with an empty one the owner of row ``i``
+    does them alone (several matrices per block: a block-wide sum would mix them).
+    """
     n = w.shape[0]
+    parallel = scratch.shape[0] > 0
     for i in range(n - 1, 0, -1):
         cuda.syncthreads()  # row i is final (and, at the first step, loaded)
-        if owns(i, first, step):
+        if parallel:
+            reflector_parallel(w, hs, sub, matrix, i, scratch)
+        elif owns(i, first, step):
             reflector(w, hs, sub, matrix, i)
         cuda.syncthreads()
         for j in range(first, i, step):
             project(w, p, hs, i, j)
         cuda.syncthreads()
-        if owns(i, first, step):
+        if parallel:
+            correct_parallel(w, p, hs, i, scratch)
+        elif owns(i, first, step):
             correct(w, p, hs, i)
         cuda.syncthreads()
         for j in range(first, i, step):
@@ -180,15 +259,15 @@ def accumulate(w, hs, first, step):
 
 
 @cuda.jit(device=True)
-def tridiagonalize(a, matrix, w, p, hs, d, sub, first, step):
+def tridiagonalize(a, matrix, w, p, hs, d, sub, first, step, scratch):
     """Reduce ``a[matrix]`` in ``w`` to ``Q`` and ``T`` (``d``, ``sub``); ``p``, ``hs``: scratch.
 
     Every thread of the block calls this (it has barriers); one with no columns passes
-    ``first >= n``.
+    ``first >= n``. ``scratch``: see :func:`reduce_rows`.
     """
     n = w.shape[0]
     load(a, matrix, w, first, step)
-    reduce_rows(w, p, hs, sub, matrix, first, step)
+    reduce_rows(w, p, hs, sub, matrix, first, step, scratch)
     for j in range(first, n, step):
         d[matrix, j] = w[j, j]
     if first == 0:
@@ -207,7 +286,7 @@ def tridiagonalize_shared(a, q, d, sub, per_block):
     mine = cuda.shared.array(0, d.dtype)[slot * size:(slot + 1) * size]
     w = mine[:n * n].reshape((n, n))
     first = tidx if matrix < batch else n  # a block's last slots may have no matrix
-    tridiagonalize(a, matrix, w, mine[n * n:n * n + n], mine[n * n + n:], d, sub, first, n)
+    tridiagonalize(a, matrix, w, mine[n * n:n * n + n], mine[n * n + n:], d, sub, first, n, mine[:0])
     if first < n:
         for k in range(n):
             q[matrix, k, tidx] = w[k, tidx]
@@ -215,10 +294,14 @@ def tridiagonalize_shared(a, q, d, sub, per_block):
 
 @cuda.jit
 def tridiagonalize_global(a, q, d, sub, scratch):
-    """One matrix per block, in ``q[matrix]`` itself; ``scratch[matrix]`` holds ``p`` and ``H``."""
+    """One matrix per block, in ``q[matrix]`` itself; ``scratch[matrix]`` holds ``p`` and ``H``.
+
+    ``blockDim.x`` is a power of two: the block's threads share the sums (:func:`block_sum`).
+    """
     matrix = cuda.blockIdx.x
+    sums = cuda.shared.array(0, d.dtype)[:cuda.blockDim.x]
     tridiagonalize(a, matrix, q[matrix], scratch[matrix, 0], scratch[matrix, 1], d, sub,
-                   cuda.threadIdx.x, cuda.blockDim.x)
+                   cuda.threadIdx.x, cuda.blockDim.x, sums)
 
 
 @cuda.jit
@@ -239,6 +322,57 @@ def multiply(q, v, out, transpose):
     out[m, i] = s
 
 
+@cuda.jit
+def check_matrices(verdict, a, tolerance):
+    """One block per matrix: is ``a[m]`` finite, and symmetric within ``tolerance * max|a[m]|``?
+
+    ``verdict[m]``: -1 if an entry is NaN or infinite, else the row-major index ``i n + j`` of
+    the first entry with ``|a_ij - a_ji|`` above the bound (always in the upper triangle: the
+    first of a pair), else ``n * n``. Two passes over the matrix: the largest magnitude (a
+    block-wide max in shared memory), then the comparison; ``CHECK_THREADS`` threads.
+    """
+    m = cuda.blockIdx.x
+    n = a.shape[1]
+    tid = cuda.threadIdx.x
+    largest = cuda.shared.array(CHECK_THREADS, a.dtype)
+    first = cuda.shared.array(1, types.int64)
+    if tid == 0:
+        first[0] = n * n
+    top = a.dtype.type(0)
+    finite = True
+    for k in range(tid, n * n, CHECK_THREADS):
+        v = a[m, k // n, k % n]
+        finite = finite and math.isfinite(v)
+        top = max(top, abs(v))
+    largest[tid] = top
+    half = CHECK_THREADS // 2
+    while half > 0:
+        cuda.syncthreads()
+        if tid < half:
+            largest[tid] = max(largest[tid], largest[tid + half])
+        half //= 2
+    cuda.syncthreads()
+    bound = tolerance * largest[0]
+    if not finite:
+        cuda.atomic.min(first, 0, -1)
+    for k in range(tid, n * n, CHECK_THREADS):
+        i, j = k // n, k % n
+        if j > i and abs(a[m, i, j] - a[m, j, i]) > bound:
+            cuda.atomic.min(first, 0, k)
+    cuda.syncthreads()
+    if tid == 0:
+        verdict[m] = first[0]
+
+
+@cuda.jit
+def off_diagonal(bands, e):
+    """``e[m, k] = bands[m n + k + 1]``: T's sub-diagonal, without the unused 0 of each row."""
+    batch, width = e.shape
+    k = cuda.grid(1)
+    if k < batch * width:
+        e[k // width, k % width] = bands[k // width * (width + 1) + k % width + 1]
+
+
 def max_shared_n(dtype):
     """The largest n :func:`tridiagonalize_shared` takes: 77 for float64, 109 for float32."""
     itemsize = np.dtype(dtype).itemsize
@@ -250,14 +384,17 @@ def householder(A):
 
     Parameters
     ----------
-    A : array_like, shape (n, n) or (batch, n, n)
+    A : array_like or device array, shape (n, n) or (batch, n, n)
         Symmetric matrices, float32 or float64, n >= 1. Only the lower triangle is used; the
         upper one must match it: ``|A - A^T| <= 100 * eps(dtype) * max|A|`` elementwise (max
-        over each matrix). Never modified.
+        over each matrix), checked on the device. Never modified. A device array (numba's, or
+        anything with ``__cuda_array_interface__``, C-contiguous) is used in place; host data
+        is copied to the device once.
 
     Returns
     -------
-    d : numpy.ndarray, shape (..., n)
+    d : numpy.ndarray or numba device array, shape (..., n)
+        (All three are device arrays when ``A`` is one.)
         The diagonal of T.
     e : numpy.ndarray, shape (..., n-1)
         The sub- (and super-) diagonal of T: ``e[k] = T[k+1, k]``. Signs depend on the
@@ -292,92 +429,123 @@ def householder(A):
     >>> bool(np.allclose(Q.T @ A @ Q, T) and np.allclose(Q.T @ Q, np.eye(3)))
     True
     """
-    A = _check_matrices(A)
+    A, on_device = _check_matrices(A)
     shape = A.shape
-    batch, n = (1, shape[0]) if A.ndim == 2 else shape[:2]
+    batch, n = (1, shape[0]) if len(shape) == 2 else shape[:2]
     q, d, bands = _tridiagonalize(A.reshape(batch, n, n))
-    sub = bands[:batch * n].reshape(batch, n).copy_to_host()
-    return (d.copy_to_host().reshape(shape[:-1]), np.ascontiguousarray(sub[:, 1:]).reshape(*shape[:-2], n - 1),
-            q.copy_to_host().reshape(shape))
+    e = cuda.device_array((batch, n - 1), A.dtype)
+    if e.size:
+        off_diagonal[-(-e.size // MULTIPLY_THREADS), MULTIPLY_THREADS](bands, e)
+    results = d.reshape(shape[:-1]), e.reshape(*shape[:-2], n - 1), q.reshape(shape)
+    return results if on_device else tuple(r.copy_to_host() for r in results)
 
 
 def solve_symmetric(A, rhs):
-    """Solve ``A x = rhs`` for symmetric positive definite A: Householder, then PCR.
+    """Solve ``A x = rhs`` for symmetric positive definite A: Householder, then a tridiagonal solve.
 
     ``A = Q T Q^T`` (:func:`householder`), so ``x = Q z`` with ``T z = Q^T rhs``, a tridiagonal
-    system solved by parallel cyclic reduction (``tridiag.solve(..., method="pcr")``). Both
-    products with Q run as kernels; everything stays on the device until x.
+    system solved by ``tridiag.solve(..., method="auto")`` (the hybrid PCR-Thomas solver up to
+    a block's rows). Both products with Q run as kernels; everything stays on the device until x.
 
     Parameters
     ----------
-    A : array_like, shape (n, n) or (batch, n, n)
+    A : array_like or device array, shape (n, n) or (batch, n, n)
         Symmetric positive definite, float32 or float64, checked as by :func:`householder`.
-    rhs : array_like, shape (n,) or (batch, n)
-        ``A.shape[:-1]``, A's dtype.
+    rhs : array_like or device array, shape (n,) or (batch, n)
+        ``A.shape[:-1]``, A's dtype; a device array must be C-contiguous.
 
     Returns
     -------
-    numpy.ndarray
-        x, of rhs's shape and dtype.
+    numpy.ndarray or numba device array
+        x, of rhs's shape and dtype: a device array when ``rhs`` is one.
 
     Raises
     ------
     TypeError, ValueError
         As :func:`householder`, and for an rhs of another dtype or shape.
     numpy.linalg.LinAlgError
-        PCR met a zero pivot or a non-finite result in ``T z = Q^T rhs``: A is singular or not
-        positive definite. The message names the first failing system.
+        The tridiagonal solve met a zero pivot or a non-finite result in ``T z = Q^T rhs``: A is
+        singular or not positive definite. The message names the first failing system.
 
     Notes
     -----
-    PCR does not pivot; T inherits A's definiteness (same eigenvalues), which is what makes it
+    The tridiagonal solvers do not pivot; T inherits A's definiteness (same eigenvalues), which is what makes it
     safe. For an indefinite but nonsingular A it may still fail or lose accuracy.
     """
-    A = _check_matrices(A)
-    rhs = np.asarray(rhs)
-    if rhs.dtype != A.dtype:
-        raise TypeError(f"rhs has dtype {rhs.dtype}, A {A.dtype}: they must match")
-    if rhs.shape != A.shape[:-1]:
-        raise ValueError(f"rhs must have shape {A.shape[:-1]} (A.shape[:-1]); got {rhs.shape}")
-    batch, n = (1, rhs.shape[0]) if rhs.ndim == 1 else rhs.shape
+    rhs_on_device = is_device_array(rhs)
+    rhs = _as_numba(rhs) if rhs_on_device else np.asarray(rhs)
+    if rhs_on_device and not rhs.is_c_contiguous():
+        raise ValueError("device array rhs must be C-contiguous")
+    A, _ = _check_matrices(A)
+    if np.dtype(rhs.dtype) != np.dtype(A.dtype):
+        raise TypeError(f"rhs has dtype {np.dtype(rhs.dtype)}, A {np.dtype(A.dtype)}: they must match")
+    if tuple(rhs.shape) != tuple(A.shape[:-1]):
+        raise ValueError(f"rhs must have shape {tuple(A.shape[:-1])} (A.shape[:-1]); got {tuple(rhs.shape)}")
+    shape = tuple(rhs.shape)
+    batch, n = (1, shape[0]) if len(shape) == 1 else shape
     if batch == 0:
-        return np.empty(rhs.shape, rhs.dtype)
+        x = cuda.device_array(shape, rhs.dtype)
+        return x if rhs_on_device else x.copy_to_host()
     q, d, bands = _tridiagonalize(A.reshape(batch, n, n))
-    y = _multiply(q, cuda.to_device(np.ascontiguousarray(rhs.reshape(batch, n))), transpose=True)
+    v = rhs.reshape(batch, n) if rhs_on_device else cuda.to_device(np.ascontiguousarray(rhs.reshape(batch, n)))
+    y = _multiply(q, v, transpose=True)
     # a_i = T[i, i-1] and c_i = T[i, i+1] = a_{i+1}: c is a one shifted view of the same
     # memory. Each system's last c reads the next one's a_0 (or the spare last element); PCR
     # ignores both.
     a, c = bands[:-1].reshape(batch, n), bands[1:].reshape(batch, n)
     try:
-        z = solve(a, d, c, y, method="pcr")
+        z = solve(a, d, c, y)
     except np.linalg.LinAlgError as error:
         raise np.linalg.LinAlgError(
             f"solve_symmetric: the tridiagonal T = Q^T A Q is singular or A is not positive definite ({error})"
         ) from None
-    return _multiply(q, z, transpose=False).copy_to_host().reshape(rhs.shape)
+    x = _multiply(q, z, transpose=False).reshape(shape)
+    return x if rhs_on_device else x.copy_to_host()
 
 
 def _check_matrices(A):
-    """A as a numpy array, or the TypeError / ValueError that :func:`householder` documents."""
-    A = np.asarray(A)
-    if A.dtype not in DTYPES:
-        raise TypeError(f"A has dtype {A.dtype}; the allowed dtypes are float32 and float64")
-    if A.ndim not in (2, 3) or A.shape[-1] != A.shape[-2] or A.shape[-1] < 1:
-        raise ValueError(f"A must be square, of shape (n, n) or (batch, n, n) with n >= 1; got {A.shape}")
-    if not np.isfinite(A).all():
-        raise ValueError("A has NaN or infinite entries")
-    if A.size:
-        stack = A.reshape(-1, *A.shape[-2:])
-        excess = np.abs(stack - stack.transpose(0, 2, 1))
-        bound = SYMMETRY_TOLERANCE * np.finfo(A.dtype).eps * np.abs(stack).max(axis=(1, 2), keepdims=True)
-        bad = np.argwhere(excess > bound)
+    """``(A, on_device)``: A on the device (numba's array; host data copied there once), or the
+    TypeError / ValueError that :func:`householder` documents.
+
+    Shape and dtype are checked on the host; finiteness and symmetry on the device
+    (:func:`check_matrices`), which hands back one number per matrix.
+    """
+    on_device = is_device_array(A)
+    A = _as_numba(A) if on_device else np.asarray(A)
+    if np.dtype(A.dtype) not in DTYPES:
+        raise TypeError(f"A has dtype {np.dtype(A.dtype)}; the allowed dtypes are float32 and float64")
+    shape = tuple(A.shape)
+    if len(shape) not in (2, 3) or shape[-1] != shape[-2] or shape[-1] < 1:
+        raise ValueError(f"A must be square, of shape (n, n) or (batch, n, n) with n >= 1; got {shape}")
+    if not on_device:
+        A = cuda.to_device(np.ascontiguousarray(A))
+    elif not A.is_c_contiguous():
+        raise ValueError("device array A must be C-contiguous")
+    n = shape[-1]
+    stack = A.reshape(int(np.prod(shape[:-2], dtype=np.int64)), n, n)
+    if stack.shape[0]:
+        verdict = cuda.device_array(stack.shape[0], np.int64)
+        eps = np.finfo(A.dtype).eps
+        check_matrices[stack.shape[0], CHECK_THREADS](verdict, stack, A.dtype.type(SYMMETRY_TOLERANCE * eps))
+        verdict = verdict.copy_to_host()
+        if (verdict < 0).any():
+            raise ValueError("A has NaN or infinite entries")
+        bad = np.flatnonzero(verdict < n * n)
         if bad.size:
-            m, i, j = map(int, bad[0])
-            where = f"A[{m}, {i}, {j}]" if A.ndim == 3 else f"A[{i}, {j}]"
+            m = int(bad[0])
+            i, j = divmod(int(verdict[m]), n)
+            M = stack[m].copy_to_host()
+            bound = SYMMETRY_TOLERANCE * eps * np.abs(M).max()
+            where = f"A[{m}, {i}, {j}]" if len(shape) == 3 else f"A[{i}, {j}]"
             raise ValueError(
-                f"A is not symmetric: |A - A^T| = {excess[m, i, j]:.3g} at {where} exceeds the tolerance "
-                f"{SYMMETRY_TOLERANCE} * eps({A.dtype}) * max|A| = {bound[m, 0, 0]:.3g}")
-    return A
+                f"A is not symmetric: |A - A^T| = {abs(M[i, j] - M[j, i]):.3g} at {where} exceeds the tolerance "
+                f"{SYMMETRY_TOLERANCE} * eps({np.dtype(A.dtype).name}) * max|A| = {bound:.3g}")
+    return A, on_device
+
+
+def _as_numba(v):
+    """A device array as numba's, without a copy."""
+    return v if cuda.devicearray.is_cuda_ndarray(v) else cuda.as_cuda_array(v)
 
 
 def _tridiagonalize(A):
@@ -403,9 +571,9 @@ def _tridiagonalize(A):
         blocks = -(-batch // per_block)
         tridiagonalize_shared[blocks, per_block * n, 0, per_block * per_matrix](a, q, d, sub, per_block)
     else:
-        threads = min(-(-n // WARP_SIZE) * WARP_SIZE, _common.GLOBAL_THREADS)
+        threads = min(1 << (max(n, WARP_SIZE) - 1).bit_length(), _common.GLOBAL_THREADS)
         scratch = cuda.device_array((batch, 2, n), A.dtype)
-        tridiagonalize_global[batch, threads](a, q, d, sub, scratch)
+        tridiagonalize_global[batch, threads, 0, threads * A.dtype.itemsize](a, q, d, sub, scratch)
     return q, d, bands
 
 
@@ -424,3 +592,5 @@ def kernels(dtype):
     yield tridiagonalize_shared, (cube, cube, matrix, matrix, types.int64)
     yield tridiagonalize_global, (cube, cube, matrix, matrix, cube)
     yield multiply, (cube, matrix, matrix, types.boolean)
+    yield check_matrices, (types.int64[::1], cube, t)
+    yield off_diagonal, (t[::1], matrix)

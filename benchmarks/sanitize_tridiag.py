@@ -1,0 +1,106 @@
+"""The hybrid tridiagonal solver and the Householder kernels under compute-sanitizer, on a GPU.
+
+    compute-sanitizer --tool memcheck python benchmarks/sanitize_tridiag.py     (and racecheck, synccheck, initcheck)
+    python benchmarks/sanitize_tridiag.py --quick                                (the same calls on the simulator, to test the script)
+
+Runs ``tridiag.solve(method="hybrid")`` into poisoned outputs on float32 and float64 systems of
+shapes that take every path (several systems a block, one system a block, one and several
+:func:`~prefixsum.tridiag.hybrid.pcr_window` launches before the hybrid), and a zero pivot;
+then ``householder`` and ``solve_symmetric`` from device arrays (the on-device symmetry check,
+the shared-memory and the global-memory reductions, the off-diagonal copy) and one
+non-symmetric matrix. Each result is checked before the next call; one line per part, exit 1 on
+a wrong result. compute-sanitizer's summary is the verdict on memory errors, races, barriers
+and uninitialised reads; ``run_gpu.sh sanitize_tridiag`` runs the four tools.
+"""
+import argparse
+import importlib
+import sys
+
+import numpy as np
+
+import prefixsum as ps
+from prefixsum.core.poison import poison
+from prefixsum.tridiag import hybrid
+
+hh = importlib.import_module("prefixsum.tridiag.householder")
+
+SHAPES = ((1, 1), (37, 31), (300, 64), (8, 512), (2, 1500), (1, 5000), (1, 20000))
+QUICK_SHAPES = ((1, 1), (5, 31), (2, 200), (1, 2000))
+MATRICES = ((5, 16), (2, 100))
+QUICK_MATRICES = ((3, 8), (1, 80))
+
+
+def dominant(rng, batch, n, dtype):
+    a, c = rng.uniform(-1, 1, (2, batch, n))
+    b = np.abs(a) + np.abs(c) + rng.uniform(0.5, 1.5, (batch, n))
+    return [v.astype(dtype) for v in (a, b, c, rng.normal(size=(batch, n)))]
+
+
+def residual(a, b, c, d, x):
+    """``max |T x - d| / max(|d|)`` in float64, NaN (never small) if x has a poisoned element."""
+    a, b, c, d, x = (v.astype(np.float64) for v in (a, b, c, d, x))
+    r = b * x - d
+    r[:, 1:] += a[:, 1:] * x[:, :-1]
+    r[:, :-1] += c[:, :-1] * x[:, 1:]
+    return float(np.max(np.abs(r)) / np.max(np.abs(d)))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help=f"shapes {QUICK_SHAPES}; runs on the simulator too")
+    args = parser.parse_args(argv)
+    if ps.device_info()["simulator"] and not args.quick:
+        raise SystemExit("sanitize_tridiag.py needs a CUDA GPU (compute-sanitizer); --quick runs it on the simulator")
+    from numba import cuda
+
+    rng = np.random.default_rng(13)
+    wrong = []
+    calls = 0
+    for dtype in (np.float32, np.float64):
+        eps = np.finfo(dtype).eps
+        for batch, n in QUICK_SHAPES if args.quick else SHAPES:
+            system = dominant(rng, batch, n, dtype)
+            x = cuda.to_device(poison(np.empty((batch, n), dtype)))
+            info = cuda.to_device(np.zeros(batch, np.int32))
+            hybrid.run(*(cuda.to_device(v) for v in system), x, info)
+            calls += 1
+            res = residual(*system, x.copy_to_host())
+            if not res <= 64 * eps or info.copy_to_host().any():
+                wrong.append(f"hybrid {np.dtype(dtype).name} {batch} x {n}: residual {res:.2e}")
+        a, b, c, d = dominant(rng, 4, 40, dtype)
+        b[2, 7] = 0
+        try:
+            ps.tridiag.solve(*(cuda.to_device(v) for v in (a, b, c, d)), method="hybrid")
+            wrong.append(f"hybrid {np.dtype(dtype).name}: a zero pivot went unreported")
+        except np.linalg.LinAlgError:
+            calls += 1
+        for batch, n in QUICK_MATRICES if args.quick else MATRICES:
+            m = rng.normal(size=(batch, n, n))
+            A = (m @ m.transpose(0, 2, 1) / n + np.eye(n)).astype(dtype)
+            rhs = rng.normal(size=(batch, n)).astype(dtype)
+            d, e, Q = (r.copy_to_host() for r in ps.tridiag.householder(cuda.to_device(A)))
+            T = np.zeros((batch, n, n))
+            k = np.arange(n)
+            T[:, k, k], T[:, k[1:], k[:-1]], T[:, k[:-1], k[1:]] = d, e, e
+            Q64 = Q.astype(np.float64)
+            error = np.max(np.abs(Q64.transpose(0, 2, 1) @ A @ Q64 - T)) / np.max(np.abs(A))
+            x = ps.tridiag.solve_symmetric(cuda.to_device(A), cuda.to_device(rhs)).copy_to_host()
+            solve_error = np.max(np.abs(np.einsum("bij,bj->bi", A.astype(np.float64), x) - rhs)) / np.max(np.abs(rhs))
+            calls += 2
+            if not max(error, solve_error) <= 16 * n * eps:
+                wrong.append(f"householder {np.dtype(dtype).name} {batch} x {n}: errors {error:.1e}, {solve_error:.1e}")
+        A[0, 0, 1] += 1
+        try:
+            ps.tridiag.householder(cuda.to_device(A))
+            wrong.append(f"householder {np.dtype(dtype).name}: a non-symmetric matrix went unreported")
+        except ValueError:
+            calls += 1
+    print(f"tridiag: {calls} calls checked", flush=True)
+    for line in wrong:
+        print("WRONG:", line)
+    print(f"{'all results right' if not wrong else f'{len(wrong)} WRONG'} on {ps.device_info()['name']}")
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
