@@ -236,3 +236,10 @@ def test_function_checks_host_code_case_by_case():
     assert str(wrong) == "FAIL pair: wrong-result at case 0. (1,): expected [1, 2], got [1, 1]"
     with pytest.raises(ValueError, match="at least one"):
         check.function(len, len, [])
+
+
+def test_every_exercise_of_every_chapter_has_a_hint_ladder():
+    ids = [cell.metadata["exercise_id"] for path in NOTEBOOKS for cell in nbformat.read(path, 4).cells
+           if "exercise" in cell.metadata.get("tags", [])]
+    assert len(ids) == len(set(ids))
+    assert [i for i in ids if len(hints.HINTS.get(i, ())) < 2] == []

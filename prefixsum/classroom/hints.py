@@ -106,6 +106,51 @@ HINTS = {
         "A thread of warp w needs what all the warps before it summed: warps 0..w-1.",
         "Warp 0 has nothing before it; the others add one scanned total.",
     ),
+    "07.pcr-step": (
+        "One PCR step combines each row i with the rows s above and s below it, all read from the old buffer.",
+        "Choose the two multipliers so that row i's couplings to rows i - s and i + s cancel; what is left "
+        "couples row i to rows i - 2s and i + 2s.",
+        "A neighbour outside 0..n-1 must change nothing: treat it as the row of the identity (0, 1, 0, 0).",
+    ),
+    "07.thomas-sweep": (
+        "Thomas is Gaussian elimination without pivoting on a tridiagonal matrix: one sweep down, one back up.",
+        "Going down, each row's pivot is its diagonal minus its sub-diagonal times the c' of the row above; "
+        "c' and d' of a row divide by that pivot.",
+        "Going up, the last row's d' is already its x; each row above subtracts c' times the x below it. "
+        "Visit the rows first, first + step, ...: the subsystem's rows are `step` apart.",
+    ),
+    "08.householder-reflector": (
+        "The reflector maps x onto a multiple of the last unit vector: that multiple has the length of x.",
+        "Choose the sign of g opposite to x[-1], so that x[-1] - g adds two numbers of one sign: no cancellation.",
+        "u is x with only its last entry changed; H = u.u / 2 simplifies to |x|^2 - x[-1] g.",
+    ),
+    "09.lookback-loop": (
+        "Publish your own aggregate first: a later tile may be waiting for it while you look back.",
+        "Each of the 32 lanes watches one predecessor; a lane re-reads its state until the flag belongs to "
+        "this call (the epoch) before using it.",
+        "A ballot of 'this lane saw a PREFIX' tells the closest one: the highest set bit. Sum that lane's "
+        "value and the aggregates after it; if no lane saw a PREFIX, move the window 32 tiles back.",
+    ),
+    "09.publish": (
+        "A reader must see the flag and the value together or not at all: one 64-bit word, one store.",
+        "Put the flag in the high 32 bits and the value's bits in the low 32 bits, all as uint64.",
+        "A plain store can linger in the writer's cache; an atomic exchange goes to the L2 every SM shares.",
+    ),
+    "10.argmax-operator": (
+        "An element is a pair (value, index); the operator returns one of its two arguments.",
+        "Associativity holds if the larger value wins and a tie always goes to the same side.",
+        "In a forward scan p comes before q: let p win ties, so the earliest index of the maximum survives.",
+    ),
+    "10.compact": (
+        "An exclusive scan of the flags tells each kept element how many kept elements precede it.",
+        "That count is its place in the output; elements whose flag is 0 write nothing.",
+        "Guard the thread index against the array's length, as every element-wise kernel does.",
+    ),
+    "10.radix-pass": (
+        "A stable split puts every key whose bit is 0 first, in their old order, then the keys whose bit is 1.",
+        "The exclusive scan of the zero-flags is each zero's place; the number of zeros is where the ones start.",
+        "A one at i has i - zeros_before[i] ones before it: its place is that plus the number of zeros.",
+    ),
 }
 _opened = collections.Counter()
 
