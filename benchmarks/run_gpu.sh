@@ -13,7 +13,7 @@ set -euo pipefail
 
 # Each stage and the files it writes under $out: every committed result in benchmarks/ is one of
 # these (tests/test_bench_harness.py checks both ways), and each stage must write all of its own.
-STAGES=(scans kstep hierarchical table1 tridiag householder householder_calls warp sanitize sanitize_tridiag lookback sanitize_lookback applications user_ops blocks sim_speed grading)
+STAGES=(scans kstep hierarchical table1 tridiag householder householder_calls warp sanitize sanitize_tridiag lookback sanitize_lookback applications user_ops sanitize_apps blocks sim_speed grading)
 declare -A OUTPUTS=(
   [scans]="scan_throughput.csv"
   [kstep]="kstep_L.csv"
@@ -29,6 +29,7 @@ declare -A OUTPUTS=(
   [sanitize_lookback]="sanitize_lookback.txt"
   [applications]="applications.csv"
   [user_ops]="user_ops_gpu.txt"
+  [sanitize_apps]="sanitize_apps.txt"
   [blocks]="blocks_gpu.csv"
   [grading]="grading.csv"
   [sim_speed]="sim_speed.csv"
@@ -130,6 +131,12 @@ stage_applications() {
 # and CuPy arrays, checked against sequential loops (benchmarks/user_ops_gpu.py).
 stage_user_ops() {
   "$python" benchmarks/user_ops_gpu.py $quick_flag --out "$out"
+}
+
+# GPU, about a minute: user operators and chapter 10's applications under the four tools of
+# compute-sanitizer (benchmarks/sanitize_apps.py), as stage sanitize does for the scans.
+stage_sanitize_apps() {
+  sanitize sanitize_apps benchmarks/sanitize_apps.py
 }
 
 # sanitize NAME SCRIPT [ARGS...]: SCRIPT ARGS under the four tools, their summaries in NAME.txt.
