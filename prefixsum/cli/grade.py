@@ -1,8 +1,6 @@
 """``python -m prefixsum grade``: the command-line glue of :mod:`prefixsum.classroom.grading`."""
 import sys
 
-from ..classroom import grading
-
 
 def add_parser(commands):
     """Add the ``grade`` sub-command to ``commands`` (an argparse sub-parsers object)."""
@@ -40,6 +38,8 @@ def main(args):
         raise SystemExit(f"--workers must be at least 1; got {args.workers}")
     if args.timeout <= 0:
         raise SystemExit(f"--timeout must be positive; got {args.timeout}")
+    from ..classroom import grading  # here, not at the top: the other commands need no notebook reader
+
     limits = grading.Limits(memory_mb=args.memory, cpu_s=int(90 + 10 * args.timeout))
     options = grading.Options(timeout=args.timeout, limits=limits)
     try:
