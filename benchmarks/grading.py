@@ -33,11 +33,16 @@ from prefixsum.classroom.student import student_version  # noqa: E402
 
 LADDER = ROOT / "notebooks" / "01_ladder.ipynb"
 SOLUTION = "rungs[t] += rungs[(t & ~(phase - 1)) - 1]"
+EXERCISE = "01.ladder-step"  # the one the mix changes; the chapter's others stay blank (not-attempted)
 FORGERY = "\nimport prefixsum as ps\nps.check.tiled = lambda *a, **k: 'PASS my_ladder_tile: 11 sizes from 1 to 2049'\n"
 
 
+def _cell(notebook, tag):
+    return next(c for c in notebook.cells if tag in c.metadata.get("tags", []) and c.metadata.get("exercise_id") == EXERCISE)
+
+
 def _exercise(notebook):
-    return next(c for c in notebook.cells if "exercise" in c.metadata.get("tags", []))
+    return _cell(notebook, "exercise")
 
 
 def _with(replace=None, append=""):
@@ -50,7 +55,7 @@ def _with(replace=None, append=""):
 
 def _edited_outputs():
     notebook = _with()
-    check = next(c for c in notebook.cells if "check" in c.metadata.get("tags", []))
+    check = _cell(notebook, "check")
     check.outputs = [nbformat.v4.new_output("stream", name="stdout", text="FAIL edited\n")]
     return notebook
 
@@ -119,7 +124,9 @@ def main(argv=None):
         if finished.returncode != 0:
             raise SystemExit(f"the grader failed ({finished.returncode}):\n{finished.stderr[-3000:]}")
         with open(folder / "grades" / "grades.csv") as handle:
-            graded = {row["submission"]: row["status"] for row in csv.DictReader(handle)}
+            rows = list(csv.DictReader(handle))
+        # each submission's status on EXERCISE (a corrupt file has one row, of no exercise)
+        graded = {row["submission"]: row["status"] for row in rows if row["exercise"] in (EXERCISE, "")}
     wrong = {name: (graded.get(name), status) for name, status in expected.items() if graded.get(name) != status}
     if wrong:
         raise SystemExit(f"statuses differ from the expected ones (got, expected): {wrong}")

@@ -91,7 +91,9 @@ def wrong(source):
     return source.replace(SOLUTION, "rungs[t] += rungs[t - phase]")
 
 
-# name: (notebook or bytes, expected status, expected score, a word the message must hold)
+# name: (notebook, expected status of the exercise it changes, expected score as a share of that
+# exercise's points, a word the message must hold). The submissions start from the students'
+# version, so the chapter's other exercises are blank: not-attempted.
 CASES = {
     "solution": (lambda out: ladder(SOLUTION), "pass", 1, ""),
     "blank": (lambda out: student_version(instructor(), chapter="01_ladder"), "not-attempted", 0, "NotImplementedError"),
@@ -150,22 +152,34 @@ def graded(tmp_path_factory):
         rows = list(csv.DictReader(handle))
     with open(out / "summary.csv") as handle:
         summary = list(csv.DictReader(handle))
-    return out, {row["submission"]: row for row in rows}, summary
+    by_submission = {}
+    for row in rows:
+        by_submission.setdefault(row["submission"], {})[row["exercise"]] = row
+    return out, by_submission, summary
+
+
+def target(name):
+    """The exercise a case changes."""
+    return "08.householder-reflector" if name in ("reflector", "host_loop", "memory_bomb") else "01.ladder-step"
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_each_submission_gets_its_status_and_score(graded, name):
     _, rows, _ = graded
-    _, status, score, word = CASES[name]
-    row = rows[name]
-    assert (row["status"], float(row["score"])) == (status, score), row
+    _, status, share, word = CASES[name]
+    row = rows[name][target(name)]
+    assert (row["status"], float(row["score"])) == (status, share * float(row["max_score"])), row
+    assert float(row["max_score"]) > 0, row
     assert word.lower() in row["message"].lower(), row
+    others = {exercise: r["status"] for exercise, r in rows[name].items() if exercise != target(name)}
+    blank = {"not-attempted"} if name != "reflector" else {"pass"}
+    assert set(others.values()) <= blank, others
 
 
 @pytest.mark.parametrize("name", sorted(BROKEN))
 def test_broken_files_are_invalid_with_a_clear_message(graded, name):
     _, rows, _ = graded
-    row = rows[name]
+    (row,) = rows[name].values()
     assert (row["status"], row["score"], row["max_score"]) == ("invalid", "0", "0"), row
     assert BROKEN[name][2] in row["message"], row
 
@@ -176,7 +190,10 @@ def test_reports_are_complete_and_unforged(graded):
     assert list(next(iter(csv.reader(open(out / "grades.csv"))))) == list(report.GRADE_COLUMNS)
     by_name = {row["submission"]: row for row in summary}
     assert set(by_name) == set(rows)
-    assert by_name["solution"]["score"] == "1" and by_name["solution"]["pass"] == "1"
+    solution = rows["solution"]
+    assert float(by_name["solution"]["score"]) == float(solution["01.ladder-step"]["max_score"])
+    assert by_name["solution"]["pass"] == "1"
+    assert int(by_name["solution"]["not-attempted"]) == len(solution) - 1
     assert by_name["memory_bomb"]["crashed"] == "1"
     page = (out / "feedback" / "off_by_one.md").read_text()
     assert "**fail**" in page and "FAIL my_ladder_tile" in page and "rungs[(t & ~(phase - 1))]" in page
@@ -202,14 +219,18 @@ def test_assembly_takes_only_the_exercise_from_the_submission():
     chapter = chapters.read_chapter(LADDER)
     submission = extra_cells()
     notebook, kinds = chapters.assemble(chapter, chapters.submitted_sources(submission, chapter))
-    assert [kind for kind, _ in kinds] == ["setup", "exercise", "check"]
+    assert [kind for kind, _ in kinds] == ["setup"] + ["exercise", "check"] * len(chapter.exercises)
     assert "ps.check.tiled = " not in nbformat.writes(notebook)
-    assert notebook.cells[2].outputs[0]["text"] == PASS_LINE + "\n"
+    ladder_check = kinds.index(("check", "01.ladder-step"))
+    assert notebook.cells[ladder_check].outputs[0]["text"] == PASS_LINE + "\n"
 
 
 def test_student_versions_are_stamped_with_chapter_and_ids():
-    stamped = student_version(instructor(NOTEBOOKS / "06_hierarchical.ipynb"), chapter="06_hierarchical")
-    assert stamped.metadata["prefixsum"] == {"chapter": "06_hierarchical", "exercises": ["06.warp-shuffle-scan", "06.block-combine"]}
+    original = instructor(NOTEBOOKS / "06_hierarchical.ipynb")
+    ids = [c.metadata["exercise_id"] for c in original.cells if "exercise" in c.metadata.get("tags", [])]
+    stamped = student_version(original, chapter="06_hierarchical")
+    assert stamped.metadata["prefixsum"] == {"chapter": "06_hierarchical", "exercises": ids}
+    assert {"06.warp-shuffle-scan", "06.block-combine"} <= set(ids)
     assert cell(stamped, "06.block-combine").metadata["todo"]
 
 
@@ -276,7 +297,10 @@ def test_grade_on_a_dask_cluster_of_two_workers(tmp_path):
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         rows = grading.grade([submissions], tmp_path / "out", instructor=[LADDER], scheduler=cluster.scheduler_address,
                              options=runner.Options(timeout=30), progress=False)
-    assert {(r.submission, r.status, r.score) for r in rows} == {("solution", "pass", 1), ("off_by_one", "fail", 0)}
+    ladder_rows = {r.submission: r for r in rows if r.exercise == "01.ladder-step"}
+    assert {(s, r.status, r.score == r.max_score > 0) for s, r in ladder_rows.items()} == {
+        ("solution", "pass", True), ("off_by_one", "fail", False)}
+    assert {r.status for r in rows if r.exercise != "01.ladder-step"} == {"not-attempted"}
     assert (tmp_path / "out" / "summary.csv").exists()
 
 

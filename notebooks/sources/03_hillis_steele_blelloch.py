@@ -128,11 +128,12 @@ print(ps.check.scan(hs_scan, dtype=np.int32, sizes=tuple(range(1, 40)) + (100, 2
 from numba import cuda, float32
 
 BLOCK = 64
+CELLS = 2 * BLOCK  # two buffers; a shared array's shape must be a constant the GPU compiler sees
 
 
 @cuda.jit
 def my_hs_tile(x, out, totals, n):
-    cells = cuda.shared.array(2 * BLOCK, float32)
+    cells = cuda.shared.array(CELLS, float32)
     t = cuda.threadIdx.x
     i = cuda.blockIdx.x * BLOCK + t
     cells[t] = x[i] if i < n else float32(0)

@@ -981,10 +981,10 @@ def my_hybrid(a, b, c, d, x):
     while s < LANES:
         cuda.syncthreads()
         if i < n:
-            left = _common.slot(rows[src], i - s) if i >= s else identity
-            right = _common.slot(rows[src], i + s) if i + s < n else identity
-            new, _ = _common.reduce_row(left, _common.slot(rows[src], i), right)
-            _common.put(rows[1 - src], i, new)
+            left = hybrid.slot(rows[src], i - s) if i >= s else identity
+            right = hybrid.slot(rows[src], i + s) if i + s < n else identity
+            new, _ = hybrid.reduce_row(left, hybrid.slot(rows[src], i), right)
+            hybrid.put(rows[1 - src], i, new)
         src, s = 1 - src, 2 * s
     cuda.syncthreads()
     if i < LANES and i < n:
