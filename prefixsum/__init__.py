@@ -38,7 +38,7 @@ __all__ = [
     "ALGORITHMS", "Algorithm", "DTYPES", "OPS", "device_info", "exclusive_scan", "hint", "identity",
     "reference", "register", "scan", "size_for_device",
 ]
-__version__ = "0.1.0"
+__version__ = "0.3.0"
 
 if _SIMULATOR:
     print(f"prefixsum: running on the CUDA simulator ({_REASON}).", file=sys.stderr)
