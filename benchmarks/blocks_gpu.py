@@ -39,64 +39,61 @@ from prefixsum.classroom import mutants  # noqa: E402
 from prefixsum.classroom.mutants import BLOCK, ladder_in_shared  # noqa: E402
 
 
-@cuda.jit
-def waits_for_later_block_bounded(x, out, prefixes, flags, gave_up, n, patience):
-    """mutants.chained_waits_for_later_block_tile, whose waiting thread gives up after
-    ``patience`` polls (and counts itself in ``gave_up``) instead of hanging."""
-    rungs = cuda.shared.array(BLOCK, float32)
-    carry = cuda.shared.array(1, float32)
-    t = cuda.threadIdx.x
-    b = cuda.gridDim.x - 1 - cuda.blockIdx.x
-    i = b * BLOCK + t
-    ladder_in_shared(rungs, x, i, n, t)
-    if t == BLOCK - 1:
-        before = float32(0)
-        if b > 0:
-            polls = 0
-            while cuda.atomic.add(flags, b - 1, 0) == 0 and polls < patience:
-                polls += 1
-            if polls == patience:
-                cuda.atomic.add(gave_up, 0, 1)
-            before = prefixes[b - 1]
-        prefixes[b] = before + rungs[t]
-        cuda.threadfence()
-        cuda.atomic.add(flags, b, 1)
-        carry[0] = before
-    cuda.syncthreads()
-    if i < n:
-        out[i] = rungs[t] + carry[0]
+@cuda.jit(device=True)
+def atomic_read(flags, j):
+    return cuda.atomic.add(flags, j, 0)
 
 
-@cuda.jit
-def plain_poll_bounded(x, out, prefixes, flags, counter, gave_up, n, patience):
-    """mutants.chained_plain_poll_tile, whose plain-load loop gives up after ``patience``
-    iterations (and counts itself in ``gave_up``) instead of hanging."""
-    rungs = cuda.shared.array(BLOCK, float32)
-    tile = cuda.shared.array(1, np.int32)
-    carry = cuda.shared.array(1, float32)
-    t = cuda.threadIdx.x
-    if t == 0:
-        tile[0] = cuda.atomic.add(counter, 0, 1)
-    cuda.syncthreads()
-    b = tile[0]
-    i = b * BLOCK + t
-    ladder_in_shared(rungs, x, i, n, t)
-    if t == BLOCK - 1:
-        before = float32(0)
-        if b > 0:
-            polls = 0
-            while flags[b - 1] == 0 and polls < patience:
-                polls += 1
-            if polls == patience:
-                cuda.atomic.add(gave_up, 0, 1)
-            before = prefixes[b - 1]
-        prefixes[b] = before + rungs[t]
-        cuda.threadfence()
-        cuda.atomic.add(flags, b, 1)
-        carry[0] = before
-    cuda.syncthreads()
-    if i < n:
-        out[i] = rungs[t] + carry[0]
+@cuda.jit(device=True)
+def plain_read(flags, j):
+    return flags[j]
+
+
+def bounded(read_flag, tile_from_counter):
+    """A chained tile kernel whose waiting thread gives up after ``patience`` polls (and counts
+    itself in ``gave_up``) instead of hanging: it polls with ``read_flag`` and takes its tile id
+    from the atomic counter when ``tile_from_counter``, else in the reverse of blockIdx order,
+    so that a block waits for one dispatched after it."""
+
+    @cuda.jit
+    def kernel(x, out, prefixes, flags, counter, gave_up, n, patience):
+        rungs = cuda.shared.array(BLOCK, float32)
+        tile = cuda.shared.array(1, np.int32)
+        carry = cuda.shared.array(1, float32)
+        t = cuda.threadIdx.x
+        if tile_from_counter:
+            if t == 0:
+                tile[0] = cuda.atomic.add(counter, 0, 1)
+            cuda.syncthreads()
+            b = tile[0]
+        else:
+            b = cuda.gridDim.x - 1 - cuda.blockIdx.x
+        i = b * BLOCK + t
+        ladder_in_shared(rungs, x, i, n, t)
+        if t == BLOCK - 1:
+            before = float32(0)
+            if b > 0:
+                polls = 0
+                while read_flag(flags, b - 1) == 0 and polls < patience:
+                    polls += 1
+                if polls == patience:
+                    cuda.atomic.add(gave_up, 0, 1)
+                before = prefixes[b - 1]
+            prefixes[b] = before + rungs[t]
+            cuda.threadfence()
+            cuda.atomic.add(flags, b, 1)
+            carry[0] = before
+        cuda.syncthreads()
+        if i < n:
+            out[i] = rungs[t] + carry[0]
+
+    return kernel
+
+
+BOUNDED = {
+    "chained_waits_for_later_block": bounded(atomic_read, tile_from_counter=False),  # mutants.chained_waits_for_later_block_tile
+    "chained_plain_poll": bounded(plain_read, tile_from_counter=True),  # mutants.chained_plain_poll_tile
+}
 
 
 def launch(name, x, patience):
@@ -108,10 +105,8 @@ def launch(name, x, patience):
     flags = cuda.to_device(np.zeros(tiles, np.int32))
     counter = cuda.to_device(np.zeros(1, np.int32))
     gave_up = cuda.to_device(np.zeros(1, np.int32))
-    if name == "chained_waits_for_later_block":
-        waits_for_later_block_bounded[tiles, BLOCK](x, out, prefixes, flags, gave_up, n, patience)
-    elif name == "chained_plain_poll":
-        plain_poll_bounded[tiles, BLOCK](x, out, prefixes, flags, counter, gave_up, n, patience)
+    if name in BOUNDED:
+        BOUNDED[name][tiles, BLOCK](x, out, prefixes, flags, counter, gave_up, n, patience)
     else:
         KERNELS[name][tiles, BLOCK](x, out, prefixes, flags, counter, n)
     cuda.synchronize()
@@ -122,8 +117,8 @@ KERNELS = {
     "chained": mutants.chained_tile,
     "chained_without_flags": mutants.chained_without_flags_tile,
     "chained_without_fence": mutants.chained_without_fence_tile,
-    "chained_waits_for_later_block": None,  # bounded copy above
-    "chained_plain_poll": None,  # bounded copy above
+    "chained_waits_for_later_block": BOUNDED["chained_waits_for_later_block"],
+    "chained_plain_poll": BOUNDED["chained_plain_poll"],
 }
 
 

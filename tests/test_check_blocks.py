@@ -135,10 +135,8 @@ def test_the_chained_kernels_compile_for_a_gpu(ptx_compiler):
         for kernel in (mutants.chained_tile, mutants.chained_without_flags_tile, mutants.chained_without_fence_tile,
                        mutants.chained_waits_for_later_block_tile, mutants.chained_plain_poll_tile):
             cuda.compile_ptx(kernel.py_func, f"void({{arrays}}, int32[::1], int64)", cc=(9, 0))
-        cuda.compile_ptx(blocks_gpu.waits_for_later_block_bounded.py_func,
-                         f"void({{arrays}}, int32[::1], int64, int64)", cc=(9, 0))
-        cuda.compile_ptx(blocks_gpu.plain_poll_bounded.py_func,
-                         f"void({{arrays}}, int32[::1], int32[::1], int64, int64)", cc=(9, 0))
+        for kernel in blocks_gpu.BOUNDED.values():
+            cuda.compile_ptx(kernel.py_func, f"void({{arrays}}, int32[::1], int32[::1], int64, int64)", cc=(9, 0))
         print("compiled 7")
     """)
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0", "PYTHONPATH": str(BENCHMARKS.parent)}
