@@ -238,6 +238,48 @@ def test_function_checks_host_code_case_by_case():
         check.function(len, len, [])
 
 
+@cuda.jit
+def _squares(x, out):
+    i = cuda.grid(1)
+    if i < x.size:
+        out[i] = x[i] * x[i]
+
+
+@cuda.jit
+def _squares_by_one_thread(x, out):
+    if cuda.grid(1) == 0:
+        for i in range(x.size):
+            out[i] = x[i] * x[i]
+
+
+@cuda.jit
+def _squares_but_the_last(x, out):
+    i = cuda.grid(1)
+    if i < x.size - 1:
+        out[i] = x[i] * x[i]
+
+
+def _launching(kernel):
+    def squares(x):
+        out = cuda.device_array_like(x)
+        kernel[(x.size + 31) // 32, 32](cuda.to_device(x), out)
+        return out
+    return squares
+
+
+def test_function_with_a_budget_traces_kernels_and_rejects_serial_or_unwritten_results():
+    cases = [(np.random.default_rng(n).normal(size=n),) for n in (1, 33, 100)]
+    budget = check.Budget(accesses_per_step=3)
+    assert str(check.function(_launching(_squares), np.square, cases, budget=budget, name="sq")) == "PASS sq: 3 cases"
+    serial = check.function(_launching(_squares_by_one_thread), np.square, cases, budget=budget, name="sq")
+    assert not serial and serial.diagnosis == "over-budget" and "at case 1. thread 0 of block 0 made 99 memory accesses" in str(serial)
+    unwritten = check.function(_launching(_squares_but_the_last), np.square, cases, budget=budget, name="sq")
+    assert not unwritten and unwritten.diagnosis == "wrong-result" and "expected [0.119" in str(unwritten) and "got [nan]" in str(unwritten)
+    assert "at (32,)" in str(check.function(_launching(_squares_but_the_last), np.square, cases[1:], budget=budget))
+    with pytest.raises(TypeError, match="Budget"):
+        check.function(np.square, np.square, cases, budget=3)
+
+
 def test_every_exercise_of_every_chapter_has_a_hint_ladder():
     ids = [cell.metadata["exercise_id"] for path in NOTEBOOKS for cell in nbformat.read(path, 4).cells
            if "exercise" in cell.metadata.get("tags", [])]

@@ -28,6 +28,7 @@ any kernel runs, since no scan can be right with such an operator.
 import collections
 import contextlib
 import dataclasses
+import functools
 import re
 from dataclasses import dataclass
 
@@ -450,13 +451,19 @@ def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes
     return CheckResult(True, "pass", name, shown)
 
 
-def function(fn, reference, cases, *, name=None, timeout=20.0):
-    """Check a student's host function against ``reference`` on every argument tuple in ``cases``.
+def function(fn, reference, cases, *, name=None, timeout=20.0, budget=None):
+    """Check a student's function against ``reference`` on every argument tuple in ``cases``.
 
-    For exercises that compute on the host (the levels of a scheme, a numpy step): ``fn(*case)``
-    must equal ``reference(*case)``, compared as numpy arrays (exactly for integers, within
-    ``1e-6`` relative for floats). The first case that raises, differs or runs past ``timeout``
-    seconds (where a signal can stop it: the main thread) is the verdict.
+    For exercises whose result is not a scan or a solve (the levels of a scheme, a numpy step,
+    a kernel behind a small host wrapper): ``fn(*case)`` must equal ``reference(*case)``,
+    compared as numpy arrays (exactly for integers, within ``1e-6`` relative for floats). The
+    first case that raises, differs or runs past ``timeout`` seconds is the verdict.
+
+    With a ``budget`` every case runs traced on the simulator (:mod:`prefixsum.trace`), with
+    every device array ``fn`` allocates poisoned: a race, a read of an unwritten cell or an
+    index out of bounds is the verdict, and a run with the right numbers that spends more than
+    the budget (``n`` for its traffic: the size of the case's first argument) fails as
+    ``over-budget``.
 
     Returns
     -------
@@ -471,25 +478,57 @@ def function(fn, reference, cases, *, name=None, timeout=20.0):
     cases = [tuple(case) for case in cases]
     if not cases:
         raise ValueError("cases must hold at least one argument tuple")
+    if budget is not None and not isinstance(budget, Budget):
+        raise TypeError(f"budget must be a prefixsum.check.Budget or None; got {type(budget).__name__}")
     name = name or getattr(fn, "__name__", "function")
     if _mode["timeout"] is not None:
         timeout = min(timeout, _mode["timeout"])
     for number, case in enumerate(cases):
         expected = np.asarray(reference(*case))
-        try:
-            with tracing.time_limit(timeout):
-                got = np.asarray(fn(*case))
-        except Exception as error:  # noqa: BLE001  (the student's error becomes the verdict)
-            return _FunctionResult(False, "exception", name, len(cases), number, None, f"{case}: {type(error).__name__}: {error}")
+        fail = functools.partial(_FunctionResult, False, name=name, sizes=len(cases), size=number, index=None)
+        if budget is None:
+            try:
+                with tracing.time_limit(timeout):
+                    got = fn(*case)
+            except Exception as error:  # noqa: BLE001  (the student's error becomes the verdict)
+                return fail(diagnosis="exception", hint=f"{_describe(case)}: {type(error).__name__}: {error}")
+        else:
+            run = tracing.record(with_poisoned_allocations, fn, *_copies(case), timeout=timeout)
+            found = _trace_diagnosis(
+                run, cell=lambda array, index: f"{array}[{index}]",
+                race_advice="Two threads touch one cell in one step: a barrier between the steps, or different cells.",
+                uninitialized_advice="write every cell before a barrier, then read it.")
+            if found is not None:
+                return fail(diagnosis=found[0], hint=found[2])
+            got = run.result
+        got = np.asarray(got.copy_to_host() if hasattr(got, "copy_to_host") else got)
         if got.shape != expected.shape:
-            return _FunctionResult(False, "wrong-result", name, len(cases), number, None,
-                                   f"{case}: expected shape {expected.shape}, got {got.shape}")
+            return fail(diagnosis="wrong-result", hint=f"{_describe(case)}: expected shape {expected.shape}, got {got.shape}")
         same = (np.allclose(got, expected, rtol=1e-6, atol=0) if expected.dtype.kind in "fc"
                 else np.array_equal(got, expected))
         if not same:
-            return _FunctionResult(False, "wrong-result", name, len(cases), number, None,
-                                   f"{case}: expected {expected.tolist()}, got {got.tolist()}")
+            if expected.size <= 8:
+                return fail(diagnosis="wrong-result", hint=f"{_describe(case)}: expected {expected.tolist()}, got {got.tolist()}")
+            first = np.unravel_index(int(np.flatnonzero(~np.isclose(got, expected, rtol=1e-6, atol=0) if expected.dtype.kind in "fc"
+                                                         else got != expected)[0]), expected.shape)
+            return fail(diagnosis="wrong-result", hint=f"{_describe(case)}: at {tuple(map(int, first))} expected "
+                                                        f"{expected[first]!r}, got {got[first]!r}")
+        if budget is not None:
+            overspent = budget.overspent(run, int(np.size(case[0])))
+            if overspent is not None:
+                return fail(diagnosis="over-budget", hint=overspent[1])
     return _FunctionResult(True, "pass", name, len(cases))
+
+
+def _describe(case):
+    """``case`` for a hint: small values as they are, arrays of more than 8 elements by shape and dtype."""
+    shown = [f"array of shape {v.shape}, {v.dtype}" if isinstance(v, np.ndarray) and v.size > 8 else repr(v) for v in case]
+    return f"({', '.join(shown)}{',' if len(shown) == 1 else ''})"
+
+
+def _copies(case):
+    """The arguments of ``case``, numpy arrays copied (a student's function may write into them)."""
+    return tuple(v.copy() if isinstance(v, np.ndarray) else v for v in case)
 
 
 @dataclass(frozen=True)

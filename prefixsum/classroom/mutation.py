@@ -19,7 +19,8 @@ other inputs): if that fails, the mutant changes an output and survived the real
 *survivor*, to be argued in the exercise's ``survivors`` metadata); if it passes too, the
 mutant is taken as equivalent to the solution and does not count.
 
-The cells run as in the notebook, with ``ps`` the facade (:mod:`prefixsum`) and ``np`` numpy.
+The cells run as the grader runs them: the notebook's ``setup`` cells before the exercise (its
+imports and the helpers it gives), then the exercise, then its check.
 ``python -m prefixsum.classroom.mutation notebooks/01_ladder.ipynb ...`` prints the table of
 kill rates.
 """
@@ -55,6 +56,8 @@ class Exercise:
     todo: str
     points: int = 1
     survivors: dict = field(default_factory=dict)
+    setup: str = ""
+    """The source of the notebook's ``setup`` cells before the exercise, joined."""
 
 
 @dataclass(frozen=True)
@@ -84,19 +87,22 @@ def exercises(paths):
                       and c.metadata.get("exercise_id") == meta["exercise_id"]]
             if not checks:
                 raise ValueError(f"{path.name}: exercise {meta['exercise_id']} has no check cell of its id after it")
+            setup = "\n\n".join(c.source for c in cells[:number] if "setup" in c.metadata.get("tags", []))
             found.append(Exercise(meta["exercise_id"], path.name, cell.source, checks[0].source, meta.get("todo", ""),
-                                  int(meta.get("points", 1)), dict(meta.get("survivors", {}))))
+                                  int(meta.get("points", 1)), dict(meta.get("survivors", {})), setup))
     return found
 
 
 def _solution_lines(source):
-    """The 1-based line numbers strictly between the solution markers."""
+    """The first solution marker's 1-based line number, and the line numbers strictly inside every
+    solution span (an exercise may leave a kernel's body and its host wrapper to the student)."""
     lines = source.splitlines()
     begins = [k + 1 for k, line in enumerate(lines) if line.strip().startswith(BEGIN)]
     ends = [k + 1 for k, line in enumerate(lines) if line.strip().startswith(END)]
-    if len(begins) != 1 or len(ends) != 1 or ends[0] <= begins[0]:
-        raise ValueError(f"an exercise must hold exactly one solution span:\n{source[:200]}")
-    return begins[0], range(begins[0] + 1, ends[0])
+    if not begins or len(begins) != len(ends) or any(e <= b for b, e in zip(begins, ends)) \
+            or any(b <= e for b, e in zip(begins[1:], ends)):
+        raise ValueError(f"an exercise must hold solution spans, each begun and ended once:\n{source[:200]}")
+    return begins[0], {k for b, e in zip(begins, ends) for k in range(b + 1, e)}
 
 
 def _changes(node):
@@ -181,14 +187,14 @@ def mutants(source):
 def verdict(exercise, source=None):
     """``(passed, output)``: the exercise's check cell run after ``source`` (default: the solution).
 
-    Both cells run in a fresh namespace holding ``ps`` (prefixsum) and ``np`` (numpy), as in the
-    notebook. The check passes when it prints at least one ``PASS`` line and no ``FAIL`` line.
+    The cells run in a fresh namespace after the notebook's setup cells, as the grader runs them.
+    The check passes when it prints at least one ``PASS`` line and no ``FAIL`` line.
     """
     namespace = {"__name__": "__exercise__"}
-    exec("import numpy as np\nimport prefixsum as ps", namespace)  # noqa: S102  (the notebook's own cells)
     out = io.StringIO()
     try:
         with contextlib.redirect_stdout(out):
+            exec(compile(exercise.setup, f"<{exercise.id} setup>", "exec"), namespace)  # noqa: S102  (the notebook's own cells)
             exec(compile(exercise.source if source is None else source, f"<{exercise.id}>", "exec"), namespace)  # noqa: S102
             exec(compile(exercise.check, f"<{exercise.id} check>", "exec"), namespace)  # noqa: S102
     except Exception as error:  # noqa: BLE001  (a mutant that breaks the cell is rejected)
