@@ -99,9 +99,10 @@ for method in tridiag.METHODS:
 # same formulas serve every row without a branch: a row's coefficient of an unknown outside the
 # system is always 0 ($a_0$ and $c_{n-1}$ are zeroed when the rows are loaded, and every step
 # keeps it so), hence $k_1 = 0 / 1$ or $k_2 = 0 / 1$ and the identity row adds nothing. The
-# padding slots of a block hold identity rows too. The row algebra of the package:
+# padding slots of a block hold identity rows too. The row algebra is exercise 07.pcr-step;
+# the instructor's version prints the package's code here:
 
-# %%
+# %% tags=["instructor"]
 print(inspect.getsource(_common.reduce_row))
 
 # %% [markdown]
@@ -374,9 +375,10 @@ _ = ps.viz.launches(many)
 # %% [markdown]
 # ## 6. Work and depth: Thomas, CR and PCR
 #
-# **Thomas** runs one system per thread: a forward sweep and a back substitution.
+# **Thomas** runs one system per thread: a forward sweep and a back substitution (exercise
+# 07.thomas-sweep; the instructor's version prints the package's code here).
 
-# %%
+# %% tags=["instructor"]
 print(inspect.getsource(thomas.thomas))
 
 # %% [markdown]
@@ -511,18 +513,75 @@ for dtype in (np.float64, np.float32):
                                    name=f"{method} {np.dtype(dtype).name}"))
 
 # %% [markdown]
-# ## 9. Exercise: one PCR step
+# ## 9. Exercises
+#
+# Three exercises, from a few lines to an algorithm of its own: the residual that tells whether
+# a solve is right (warm-up), one PCR step (core), and, after section 12, the Thomas sweep that
+# finishes the hybrid (stretch). `ps.hint("07.residual")` opens the hints one at a time.
+#
+# ### Exercise 07.residual (warm-up, 1 point)
+#
+# Every solver above was judged by its **residual** $r = A x - d$: row by row,
+# $r_i = a_i x_{i-1} + b_i x_i + c_i x_{i+1} - d_i$, where $a_0$ and $c_{n-1}$ lie outside the
+# matrix (the arrays hold garbage there, which must not leak in). Write the kernel
+# `my_residual(a, b, c, d, x, r)` for a batch of systems, arrays of shape `(batch, n)`: one thread
+# per row of one system, a 2-D grid (`cuda.grid(2)` gives the row, then the system), every
+# `r[system, i]` written, nothing outside the arrays touched. In numpy it is
+# `b * x + a * roll(x, 1) + c * roll(x, -1) - d` with the wrapped-around terms left out.
+# The check runs it on batches of 1 to 5 systems of 1 to 70 rows, traced, with `r` poisoned, and
+# allows a thread at most 8 memory accesses: one thread looping over a system fails.
+
+# %% tags=["exercise"] exercise_id="07.residual" points=1 todo="my_residual: thread (i, system) writes r[system, i], the i-th row of A x - d for that system, leaving out the terms of a_0 and c_(n-1) (outside the matrix) and touching nothing outside the arrays"
+@cuda.jit
+def my_residual(a, b, c, d, x, r):
+    i, system = cuda.grid(2)
+    batch, n = x.shape
+    ### BEGIN SOLUTION
+    if system < batch and i < n:
+        row = b[system, i] * x[system, i] - d[system, i]
+        if i > 0:
+            row += a[system, i] * x[system, i - 1]
+        if i < n - 1:
+            row += c[system, i] * x[system, i + 1]
+        r[system, i] = row
+    ### END SOLUTION
+
+
+def my_residual_of(a, b, c, d, x):
+    r = cuda.device_array(x.shape, x.dtype)
+    threads = (32, 4)
+    blocks = (-(-x.shape[1] // threads[0]), -(-x.shape[0] // threads[1]))
+    my_residual[blocks, threads](*(cuda.to_device(v) for v in (a, b, c, d, x)), r)
+    return r
+
+
+# %% tags=["check"] exercise_id="07.residual"
+def residual_reference(a, b, c, d, x):
+    r = b * x - d
+    r[:, 1:] += a[:, 1:] * x[:, :-1]
+    r[:, :-1] += c[:, :-1] * x[:, 1:]
+    return r
+
+
+residual_cases = [tuple(np.random.default_rng(10 * batch + n).uniform(-2, 2, (5, batch, n)))
+                  for batch, n in ((1, 1), (1, 2), (2, 3), (3, 31), (2, 33), (5, 70))]
+print(ps.check.function(my_residual_of, residual_reference, residual_cases, name="my_residual",
+                        budget=ps.check.Budget(accesses_per_step=8)))
+
+# %% [markdown]
+# ### Exercise 07.pcr-step (core, 2 points)
 #
 # Below is a PCR kernel for float64 systems of up to 64 rows, one system per block and one thread
 # per row, with the rows in a shared array `rows[buffer, coefficient, i]` (coefficients 0 to 3
 # are $a, b, c, d$) and two buffers. The loads, the barriers, the stride loop and the final
-# division are there; the update of row `i` at stride `s` is missing. Write it: read rows
-# `i - s` and `i + s` from buffer `src`, using the identity row $(0, 1, 0, 0)$ where they fall
-# outside $0 \dots n-1$, compute $k_1$ and $k_2$, and write the new $a, b, c, d$ of row `i` into
-# buffer `1 - src`. (Try writing into `src` instead, or reading `rows[src, 1, i - s]` without the
-# guard: the checker names both mistakes.)
+# division are there; the update of row `i` at stride `s` is missing. Write it, from section 2's
+# elimination: after the step, row `i` of buffer `1 - src` must be a combination of rows `i - s`,
+# `i` and `i + s` of buffer `src` in which $x_{i-s}$ and $x_{i+s}$ no longer appear, so that it
+# couples $x_{i-2s}$, $x_i$ and $x_{i+2s}$ only, and it must have the same solution as the
+# system before. A neighbour outside $0 \dots n-1$ changes nothing. (Try writing into `src`
+# instead, or reading row `i - s` without a guard: the checker names both mistakes.)
 
-# %% tags=["exercise"] todo="in the step loop, for row i < n: read rows i - s and i + s from rows[src] (the identity row (0, 1, 0, 0) where i - s < 0 or i + s >= n), compute k1 = a_i / b_(i-s) and k2 = c_i / b_(i+s), and write a_i' = -a_(i-s) k1, b_i' = b_i - c_(i-s) k1 - a_(i+s) k2, c_i' = -c_(i+s) k2, d_i' = d_i - d_(i-s) k1 - d_(i+s) k2 into rows[1 - src]" exercise_id="07.pcr-step"
+# %% tags=["exercise"] points=2 todo="in the step loop, for row i < n: write into rows[1 - src] the combination of rows i - s, i and i + s of rows[src] that eliminates x_(i-s) and x_(i+s), so that row i then couples x_(i-2s), x_i and x_(i+2s) only and the solution is unchanged; a neighbour outside 0..n-1 acts as a row of the identity" exercise_id="07.pcr-step"
 ROWS = 64
 
 
@@ -842,6 +901,8 @@ for dtype in DTYPES:
 
 # %%
 print(inspect.getsource(hybrid.pcr_steps))
+
+# %% tags=["instructor"]
 print(inspect.getsource(hybrid.sweep))
 
 # %% [markdown]
@@ -933,7 +994,7 @@ _ = ax.set_ylabel("median time (us)")
 # what remains (numba's Python launch path, the allocation, the copy of the flags) still costs
 # more than JAX's whole call; the CSV does not say how it divides.
 #
-# ### Exercise: the Thomas sweep
+# ### Exercise 07.thomas-sweep (stretch, 2 points)
 #
 # Below is a hybrid for float64 systems of up to 64 rows, one system per block and one thread
 # per row. It runs PCR at strides 1, 2 and 4 (with the package's `reduce_row`), after which rows
@@ -945,7 +1006,7 @@ _ = ax.set_ylabel("median time (us)")
 # $x_j = d'_j - c'_j x_{j+1}$. (Walk the rows 1 apart instead of `step` apart, and the checker
 # shows what goes wrong.)
 
-# %% tags=["exercise"] todo="my_sweep: Thomas on the count rows first, first + step, ... of rows: a forward sweep that stores c' in rows[2] and d' in rows[3] (pivot p = b - a c' of the row before), then a backward sweep that leaves x in rows[3]" exercise_id="07.thomas-sweep"
+# %% tags=["exercise"] points=2 todo="my_sweep: solve the tridiagonal system formed by the count rows first, first + step, ... of rows with the Thomas algorithm (a sweep down, a sweep back up), in place, leaving x_j in rows[3, j] of each of its rows" exercise_id="07.thomas-sweep"
 ROWS = 64
 LANES = 8  # PCR steps until the system has fallen apart into 8 interleaved ones
 

@@ -208,9 +208,15 @@ print("package and numpy steps agree (d, e, Q within 1e-12):",
 # 3. `correct`: the owner of row $i$ computes $K$ and turns $p$ into $q$ (in the global-memory
 #    path, one matrix per block, the whole block shares phases 1 and 3: section 6.1);
 # 4. `update`: every thread $j < i$ updates its column of $A - q u^T - u q^T$.
+#
+# `reflector` and `update` are exercises 08.householder-reflector and 08.rank-two-update; the instructor's version prints the package's code here.
 
 # %%
-for device_function in (hh.reflector, hh.project, hh.correct, hh.update, hh.reduce_rows):
+for device_function in (hh.project, hh.correct, hh.reduce_rows):
+    print(inspect.getsource(device_function))
+
+# %% tags=["instructor"]
+for device_function in (hh.reflector, hh.update):
     print(inspect.getsource(device_function))
 
 # %% [markdown]
@@ -379,7 +385,14 @@ for dtype in (np.float32, np.float64):
               f"within 16 n eps cond(A) |x|: {bool((np.abs(x_gpu - expected).max(axis=1) <= bound).all())}")
 
 # %% [markdown]
-# ## 5. Exercise: one reflector
+# ## 5. Exercises
+#
+# Three exercises: the reflector of one step on the host (warm-up), the rank-two update that
+# every thread applies to its column (core), and the block-wide sum that takes the serial
+# phases off one thread (stretch). `ps.hint("08.householder-reflector")` opens the hints one at
+# a time.
+#
+# ### Exercise 08.householder-reflector (warm-up, 1 point)
 #
 # Write the reflector of one reduction step as a host function: given $x$ (a numpy vector of length
 # $n \ge 2$), return `(u, H)` with $P = I - u u^T / H$ sending $x$ to $g e$, $e$ the **last**
@@ -393,7 +406,7 @@ for dtype in (np.float32, np.float64):
 # checks, in float64, that $P$ is orthogonal and that $P x = -\operatorname{sign}(f)|x| \, e$;
 # the second line repeats it with float32 inputs (and a float32 tolerance).
 
-# %% tags=["exercise"] todo="compute h = |x|^2, f = x[-1], g = -sqrt(h) if f >= 0 else sqrt(h), then u (a copy of x with u[-1] = f - g) and H = h - f * g" exercise_id="08.householder-reflector"
+# %% tags=["exercise"] points=1 todo="return (u, H) such that P = I - u u^T / H is orthogonal and sends x to a multiple of the last unit vector, with the sign chosen so that no entry of u is a difference of two numbers of one sign" exercise_id="08.householder-reflector"
 def my_reflector(x):
     ### BEGIN SOLUTION
     h = float(np.dot(x, x))
@@ -409,6 +422,105 @@ def my_reflector(x):
 # %% tags=["check"] exercise_id="08.householder-reflector"
 print(ps.check.reflector(my_reflector))
 print(ps.check.reflector(my_reflector, dtype=np.float32))
+
+# %% [markdown]
+# ### Exercise 08.rank-two-update (core, 2 points)
+#
+# Phase 4 of a step replaces $A$ by $A - q u^T - u q^T$ (section 2): every entry changes, and
+# the result is symmetric again. Write the kernel `my_update(A, u, q)` for a batch of matrices
+# `A` of shape `(batch, n, n)` with vectors `u` and `q` of shape `(batch, n)`, float64: block
+# `m` updates matrix `m` in place, and **thread `j` owns column `j`** (section 3.1), so that the
+# threads of a warp touch consecutive addresses and no two threads write one entry. The launch
+# is given: one block of 64 threads per matrix, $n \le 64$. In numpy:
+# `A - q[:, :, None] * u[:, None, :] - u[:, :, None] * q[:, None, :]`.
+#
+# The check runs it on batches of matrices of 1 to 64 rows, traced, and allows a thread at most
+# $6 \cdot 64$ memory accesses: a column each, not the whole matrix for one thread.
+
+# %% tags=["exercise"] exercise_id="08.rank-two-update" points=2 todo="my_update: thread j of block m replaces column j of A[m] by the same column of A[m] - q u^T - u q^T (u, q of matrix m), for every row; threads j >= n do nothing"
+THREADS = 64
+
+
+@cuda.jit
+def my_update(A, u, q):
+    m = cuda.blockIdx.x
+    j = cuda.threadIdx.x
+    n = A.shape[1]
+    ### BEGIN SOLUTION
+    if j < n:
+        uj, qj = u[m, j], q[m, j]
+        for k in range(n):
+            A[m, k, j] -= q[m, k] * uj + u[m, k] * qj
+    ### END SOLUTION
+
+
+def my_rank_two(A, u, q):
+    A = cuda.to_device(A)
+    my_update[A.shape[0], THREADS](A, cuda.to_device(u), cuda.to_device(q))
+    return A
+
+
+# %% tags=["check"] exercise_id="08.rank-two-update"
+def rank_two_cases():
+    for batch, n in ((1, 1), (2, 2), (3, 5), (2, 16), (2, 33), (1, 64)):
+        rng_case = np.random.default_rng(100 * n + batch)
+        M = rng_case.normal(size=(batch, n, n))
+        yield (M + M.transpose(0, 2, 1)) / 2, rng_case.normal(size=(batch, n)), rng_case.normal(size=(batch, n))
+
+
+print(ps.check.function(my_rank_two, lambda A, u, q: A - (q[:, :, None] * u[:, None, :] + u[:, :, None] * q[:, None, :]),
+                        list(rank_two_cases()), name="my_update", budget=ps.check.Budget(accesses_per_step=6 * 64)))
+
+# %% [markdown]
+# ### Exercise 08.parallel-norm (stretch, 2 points)
+#
+# Phases 1 and 3 of a step sum over up to $n$ entries, and in the shared-memory kernel one
+# thread does it while the others wait at the next barrier. The global-memory path (one matrix
+# per block, section 6.1) shares such a sum among all the threads of the block: a **tree
+# reduction** in shared memory, $\log_2(\text{threads})$ halvings, each behind a barrier (the
+# classic reduction of Harris's "Optimizing parallel reduction in CUDA"; the up-sweep of chapter
+# 03's Blelloch scan is the same tree). Write the kernel `my_squared_norms(X, h)`: block `b`
+# computes `h[b] = (X[b] ** 2).sum()` for a batch `X` of shape `(batch, n)`, float64, with 64
+# threads per block. Each thread's partial sum over entries `t, t + 64, ...` is given; combine
+# the 64 partials with the tree and let one thread write the total.
+#
+# The check runs it on 1 to 300 entries and allows at most 8 barriers per thread and 16 memory
+# accesses between two barriers: one thread adding up the 64 partials fails.
+
+# %% tags=["exercise"] exercise_id="08.parallel-norm" points=2 todo="my_squared_norms: combine the 64 partial sums of the block into their total in log2(64) steps, every step shared by the threads and behind a barrier, and write the total to h[b]"
+NORM_THREADS = 64
+
+
+@cuda.jit
+def my_squared_norms(X, h):
+    partials = cuda.shared.array(NORM_THREADS, np.float64)
+    b, t = cuda.blockIdx.x, cuda.threadIdx.x
+    part = 0.0
+    for k in range(t, X.shape[1], NORM_THREADS):
+        part += X[b, k] * X[b, k]
+    partials[t] = part
+    ### BEGIN SOLUTION
+    half = NORM_THREADS // 2
+    while half > 0:
+        cuda.syncthreads()
+        if t < half:
+            partials[t] += partials[t + half]
+        half //= 2
+    if t == 0:
+        h[b] = partials[0]
+    ### END SOLUTION
+
+
+def my_norms(X):
+    h = cuda.device_array(X.shape[0], X.dtype)
+    my_squared_norms[X.shape[0], NORM_THREADS](cuda.to_device(X), h)
+    return h
+
+
+# %% tags=["check"] exercise_id="08.parallel-norm"
+norm_cases = [(np.random.default_rng(n).normal(size=(batch, n)),) for batch, n in ((1, 1), (2, 2), (3, 63), (2, 64), (2, 65), (1, 300))]
+print(ps.check.function(my_norms, lambda X: (X ** 2).sum(axis=1), norm_cases, name="my_squared_norms",
+                        budget=ps.check.Budget(barriers=8, accesses_per_step=16)))
 
 # %% [markdown]
 # ## 6. On the GPU
@@ -578,10 +690,13 @@ for dtype in DTYPES:
 # the check runs on the device, one block per matrix (`check_matrices`: the largest magnitude
 # by a block-wide tree, then every pair $a_{ij}, a_{ji}$ against the bound, the first failing
 # entry found by an atomic minimum), and only one number per matrix comes back; in the global
-# path the whole block shares the sums of `reflector` and `correct` (`block_sum`):
+# path the whole block shares the sums of `reflector` and `correct` (`block_sum`, exercise
+# 08.parallel-norm; the instructor's version prints the package's code here):
+
+# %% tags=["instructor"]
+print(inspect.getsource(hh.block_sum))
 
 # %%
-print(inspect.getsource(hh.block_sum))
 print(inspect.getsource(hh.correct_parallel))
 
 # %% [markdown]

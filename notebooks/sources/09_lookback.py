@@ -27,7 +27,7 @@ import prefixsum as ps  # first: it chooses the GPU or the simulator before numb
 import inspect
 
 import numpy as np
-from numba import cuda
+from numba import cuda, float32, int32
 
 from prefixsum.classroom.child import on_simulator  # on a GPU machine: runs a call in a simulating child
 from prefixsum.cli import results  # the committed benchmark CSVs (section 6)
@@ -55,9 +55,11 @@ def chained(kernel_name, x):
 # has published the inclusive prefix of tiles $0..b-1$ (a flag says it is there), adds it to its
 # own total, publishes the inclusive prefix of tiles $0..b$ and raises its own flag. The input
 # is read once and the output written once: $2n$ words. The package keeps one, in the mutant
-# collection of the checker (tiles of 64 float32, the ladder scan inside a tile):
+# collection of the checker (tiles of 64 float32, the ladder scan inside a tile). Its hand-off
+# between blocks is exercise 09.chained-handoff (section 7); the instructor's version prints the
+# package's code here:
 
-# %%
+# %% tags=["instructor"]
 print(inspect.getsource(ps.mutants.chained_tile))
 
 # %% [markdown]
@@ -96,9 +98,10 @@ _ = ps.viz.lookbacks(chain_run, array="flags")
 # the chain reaches it. In the package, warp 0 of the block looks back: its 32 lanes read the
 # states of 32 predecessors at once (each lane waiting for its own tile to publish something),
 # a ballot finds the closest PREFIX, a butterfly reduction combines the states from there on,
-# and if no lane saw a PREFIX the window moves 32 tiles back:
+# and if no lane saw a PREFIX the window moves 32 tiles back (exercise 09.lookback-loop;
+# the instructor's version prints the package's code here):
 
-# %%
+# %% tags=["instructor"]
 print(inspect.getsource(lookback.look_back))
 
 # %% [markdown]
@@ -152,9 +155,9 @@ print(f"without the fence: {(no_fence != np.cumsum(chain_x)).sum()} of {len(chai
 # one atomic `or` with 0: a reader sees both or neither. 8-byte values do not fit beside a flag:
 # they take the two-word protocol with the fence on both sides (and separate slots for the
 # aggregate and the prefix, so that a reader that saw AGGREGATE cannot read a prefix written
-# into the same slot later):
+# into the same slot later; exercise 09.publish, and the instructor's version prints the package's code here):
 
-# %%
+# %% tags=["instructor"]
 print(inspect.getsource(lookback.state_access))
 
 # %% [markdown]
@@ -254,7 +257,65 @@ print("ps.scan(numpy array) / torch's round trip: " + ", ".join(
 #
 # ## 7. Exercises
 #
-# Both exercises plug into the package's kernel through `lookback.scan_with(x, look)`, which runs
+# Three exercises, each checked on the simulator with **48 blocks resident** at once, taking
+# turns in a seeded order, as the SMs of a GPU hold many blocks: a hand-off that works only when
+# the blocks run one after another fails there, and so does a look-back that never meets a
+# window without a PREFIX when few blocks run. `ps.hint("09.chained-handoff")` opens the hints
+# one at a time.
+#
+# ### Exercise 09.chained-handoff (warm-up, 1 point)
+#
+# Write the hand-off of the chained scan (section 1) in `my_chained_tile(x, out, prefixes,
+# flags, counter, n)`: tiles of 64 float32, tile ids from the atomic counter, each tile scanned
+# by the ladder (given). The last thread of tile `b` must leave in `carry[0]` the sum of all
+# tiles before `b`, store the inclusive prefix of tiles `0..b` in `prefixes[b]` and then raise
+# `flags[b]`, so that tile `b + 1`, once it sees the flag raised, reads the right prefix.
+# Sections 3 and 4 showed the three ways to get it wrong; the check (`ps.check.scan` of
+# `ps.mutants.chained_scan(my_chained_tile, x)`) diagnoses each.
+
+# %% tags=["exercise"] exercise_id="09.chained-handoff" points=1 todo="thread BLOCK - 1 of tile b: wait until tile b - 1 has published, then put the sum of the tiles before b in carry[0], publish the inclusive prefix of tiles 0..b in prefixes[b] and raise flags[b], ordered so that a tile that sees the flag also sees the prefix"
+BLOCK = ps.mutants.BLOCK  # 64
+ladder_in_shared = ps.mutants.ladder_in_shared  # ladder_in_shared(rungs, x, i, n, t): the tile's inclusive scan into rungs
+
+
+@cuda.jit
+def my_chained_tile(x, out, prefixes, flags, counter, n):
+    rungs = cuda.shared.array(BLOCK, float32)
+    tile = cuda.shared.array(1, int32)
+    carry = cuda.shared.array(1, float32)
+    t = cuda.threadIdx.x
+    if t == 0:
+        tile[0] = cuda.atomic.add(counter, 0, 1)
+    cuda.syncthreads()
+    b = tile[0]
+    i = b * BLOCK + t
+    ladder_in_shared(rungs, x, i, n, t)
+    if t == BLOCK - 1:
+        ### BEGIN SOLUTION
+        before = float32(0)
+        if b > 0:
+            while cuda.atomic.add(flags, b - 1, 0) == 0:
+                pass
+            before = prefixes[b - 1]
+        prefixes[b] = before + rungs[t]
+        cuda.threadfence()
+        cuda.atomic.add(flags, b, 1)
+        carry[0] = before
+        ### END SOLUTION
+    cuda.syncthreads()
+    if i < n:
+        out[i] = rungs[t] + carry[0]
+
+
+# %% tags=["check"] exercise_id="09.chained-handoff"
+with ps.sim.resident_blocks(48):
+    print(ps.check.scan(lambda x: ps.mutants.chained_scan(my_chained_tile, x), sizes=(1, 33, 300, 1100, 2049),
+                        name="my_chained_tile"))
+
+# %% [markdown]
+# ### Exercises 09.lookback-loop (core, 2 points) and 09.publish (stretch, 2 points)
+#
+# Both plug into the package's kernel through `lookback.scan_with(x, look)`, which runs
 # the real kernel (float32 sum, tiles of 32) with your look-back, on as many resident blocks as
 # the simulator keeps. Helpers for both:
 
@@ -265,15 +326,16 @@ to_bits, from_bits = lookback.bit_carrier(np.float32)  # float32 <-> uint32, sam
 FULL_MASK, AGGREGATE, PREFIX = 0xFFFFFFFF, lookback.AGGREGATE, lookback.PREFIX
 
 # %% [markdown]
-# **Exercise 1: the look-back loop.** Write `my_look_back(status, values, tile, aggregate, epoch)`,
-# called by the 32 lanes of warp 0. Lane 0 publishes the tile's aggregate (flag
-# `2 * epoch + AGGREGATE`, or `+ PREFIX` for tile 0); then the warp reads the states of the 32
-# tiles before a window's end (`peek(status, values, p)` returns `(flag, value)`; a flag below
-# `2 * epoch` means "not yet", read again), finds the closest PREFIX with a ballot, sums the
-# states from there on with `warp_sum`, and moves the window back if none was a PREFIX. Lane 0
-# then publishes the inclusive prefix; every lane returns the exclusive one.
+# **The look-back loop (core).** Write `my_look_back(status, values, tile, aggregate, epoch)`,
+# called by the 32 lanes of warp 0 of tile `tile`; it must return, in every lane, the sum of all
+# tiles before `tile` (the exclusive prefix), and leave the tile's state published for the tiles
+# after it: first its aggregate (flag `2 * epoch + AGGREGATE`; tile 0's aggregate is already its
+# PREFIX), at the end its inclusive prefix (flag `2 * epoch + PREFIX`). States are read with
+# `peek(status, values, p)`, which returns `(flag, value)`; a flag below `2 * epoch` was left by
+# an earlier call and means "not published yet". Section 2's decoupled look-back, 32
+# predecessors at a time, with `cuda.ballot_sync` and `warp_sum` at hand.
 
-# %% tags=["exercise"] exercise_id="09.lookback-loop" todo="publish the aggregate (lane 0), then read the states of the 32 predecessors before the window's end in the 32 lanes, re-reading until each is published; add up the states from the closest PREFIX on (ballot, warp_sum), move the window 32 back until a PREFIX was seen, publish the inclusive prefix (lane 0) and return the exclusive one"
+# %% tags=["exercise"] exercise_id="09.lookback-loop" points=2 todo="return the exclusive prefix of tile `tile` in every lane, found by looking back over the states of the tiles before it, 32 at a time, waiting only for states of this call; publish the aggregate first and the inclusive prefix last"
 @cuda.jit(device=True)
 def my_look_back(status, values, tile, aggregate, epoch):
     ### BEGIN SOLUTION
@@ -303,15 +365,16 @@ def my_look_back(status, values, tile, aggregate, epoch):
 
 
 # %% tags=["check"] exercise_id="09.lookback-loop"
-print(ps.check.scan(lambda x: lookback.scan_with(x, my_look_back), sizes=(1, 33, 300, 1100, 2049), name="my_look_back"))
+with ps.sim.resident_blocks(48):
+    print(ps.check.scan(lambda x: lookback.scan_with(x, my_look_back), sizes=(1, 33, 300, 1100, 2049), name="my_look_back"))
 
 # %% [markdown]
-# **Exercise 2: the publish step.** Write `my_publish(status, values, tile, flag, value)` for the
+# **The publish step (stretch).** Write `my_publish(status, values, tile, flag, value)` for the
 # packed state of a 4-byte type: one 64-bit word, `flag` in the high 32 bits and the bits of the
 # float32 `value` in the low 32 (`to_bits(value)`), stored so that no reader can see half of it.
 # `values` is unused here. The package's look-back then runs with your publish.
 
-# %% tags=["exercise"] exercise_id="09.publish" todo="build the 64-bit word (flag shifted into the high half, to_bits(value) in the low half, all as np.uint64) and store it in status[tile] with one atomic exchange"
+# %% tags=["exercise"] exercise_id="09.publish" points=2 todo="store flag and value in status[tile] as one 64-bit state (flag in the high half, the value's bits in the low half) so that a reader sees both or neither, and every SM sees the new state"
 @cuda.jit(device=True)
 def my_publish(status, values, tile, flag, value):
     ### BEGIN SOLUTION
@@ -321,7 +384,8 @@ def my_publish(status, values, tile, flag, value):
 
 # %% tags=["check"] exercise_id="09.publish"
 with_my_publish = lookback.look_back("add", np.dtype(np.float32), publish=my_publish)
-print(ps.check.scan(lambda x: lookback.scan_with(x, with_my_publish), sizes=(1, 33, 300, 1100, 2049), name="my_publish"))
+with ps.sim.resident_blocks(48):
+    print(ps.check.scan(lambda x: lookback.scan_with(x, with_my_publish), sizes=(1, 33, 300, 1100, 2049), name="my_publish"))
 
 # %% [markdown]
 # ## 8. Summary

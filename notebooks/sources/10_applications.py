@@ -129,7 +129,7 @@ print(ps.check.operator(affine, (1.0, 0.0), (np.float64, np.float64)))
 print(ps.check.operator(saturating_add, 0.0))
 
 # %% [markdown]
-# ### Exercise 10.argmax-operator: the running maximum with its index
+# ### Exercise 10.argmax-operator (warm-up, 1 point): the running maximum with its index
 #
 # Write `running_argmax(p, q)` for elements `(value, index)`: the result is the element with
 # the larger value, and on a tie the **earlier** one (`p`, since `p` comes before `q`). Then
@@ -138,7 +138,7 @@ print(ps.check.operator(saturating_add, 0.0))
 # (what does each grouping return for three elements?), and why `(-inf, -1)`, which every
 # element beats, is its identity.
 
-# %% tags=["exercise"] exercise_id="10.argmax-operator" todo="return q when q's value is strictly larger than p's, else p (on a tie the earlier element, p, wins)"
+# %% tags=["exercise"] exercise_id="10.argmax-operator" points=1 todo="return the element of the larger value, the earlier one on a tie, so that the scan gives every prefix's maximum and the index where it first occurs"
 ARGMAX_IDENTITY = (-np.inf, -1)
 
 
@@ -230,8 +230,10 @@ print("as numpy per segment:", np.array_equal(apps.segmented_scan(x, flags),
 # flags. One scatter writes every kept element there. No two kept elements get the same place,
 # so the scatter has no race; the total (last place plus last flag) is the output's length.
 
-# %%
+# %% tags=["instructor"]
 print(inspect.getsource(apps.compaction.scatter_kept))
+
+# %%
 small = np.arange(16)
 keep = np.array([1, 0, 0, 1, 1, 0, 1, 0, 0, 0, 1, 1, 0, 1, 0, 1], bool)
 ax = viz.compaction(small, keep)
@@ -243,13 +245,14 @@ x, mask = rng.normal(size=n), rng.random(n) < 0.3
 print("apps.compact is x[mask]:", np.array_equal(apps.compact(x, mask), x[mask]))
 
 # %% [markdown]
-# ### Exercise 10.compact: the scatter
+# ### Exercise 10.compact (core, 2 points): the scatter
 #
 # Write the kernel `my_scatter(x, flags, places, out)`: thread `i` writes `x[i]` to
 # `out[places[i]]` if `flags[i]` is set. `my_compact` around it computes the flags, scans them
-# and allocates `out`; the checker runs it on many sizes, with poisoned memory, and traces it.
+# and allocates `out`; the checker runs it on many sizes, with poisoned memory, and traces it,
+# and allows a thread of `my_scatter` at most 4 memory accesses: one thread per element.
 
-# %% tags=["exercise"] exercise_id="10.compact" todo="thread i (i < n) writes x[i] to out[places[i]] when flags[i] is 1"
+# %% tags=["exercise"] exercise_id="10.compact" points=2 todo="thread i puts x[i] in its place in out if it is kept, and does nothing otherwise"
 @cuda.jit
 def my_scatter(x, flags, places, out):
     i = cuda.grid(1)
@@ -270,7 +273,7 @@ def my_compact(x, mask):
 
 
 # %% tags=["check"] exercise_id="10.compact"
-print(ps.check.compaction(my_compact, name="my_compact"))
+print(ps.check.compaction(my_compact, name="my_compact", budget=ps.check.Budget(accesses_per_step=4, kernels=("my_scatter",))))
 
 # %% [markdown]
 # ## 5. Radix sort
@@ -306,12 +309,13 @@ for dtype in ("int32", "uint64", "float32"):
           np.array_equal(sorted_keys, keys[stable]) and np.array_equal(order, stable))
 
 # %% [markdown]
-# ### Exercise 10.radix-pass: one split
+# ### Exercise 10.radix-pass (stretch, 2 points): one split
 #
 # Write `my_split(keys, bit)`: flag the keys whose bit `bit` is 0, scan the flags
-# (`ps.exclusive_scan`), and scatter every key to its place, zeros first, both groups in order.
+# (`ps.exclusive_scan`), and scatter every key to its place, zeros first, both groups in order:
+# one thread per key, at most 8 memory accesses each.
 
-# %% tags=["exercise"] exercise_id="10.radix-pass" todo="flag the zeros of bit `bit`, exclusive-scan the flags, then scatter: a zero at i goes to zeros_before[i], a one to (number of zeros) + i - zeros_before[i]"
+# %% tags=["exercise"] exercise_id="10.radix-pass" points=2 todo="my_split: find for every key its place in a stable split by bit `bit` (the keys whose bit is 0 first, each group in its old order) with one exclusive scan; my_split_scatter: thread i moves keys[i] to its place"
 @cuda.jit
 def my_split_scatter(keys, flags, zeros_before, out):
     i = cuda.grid(1)
@@ -337,7 +341,7 @@ def my_split(keys, bit):
 
 
 # %% tags=["check"] exercise_id="10.radix-pass"
-print(ps.check.radix_pass(my_split, name="my_split"))
+print(ps.check.radix_pass(my_split, name="my_split", budget=ps.check.Budget(accesses_per_step=8, kernels=("my_split_scatter",))))
 
 # %% [markdown]
 # ## 6. A tridiagonal solve as a scan, and what it costs in accuracy

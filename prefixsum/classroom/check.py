@@ -915,12 +915,15 @@ def _name(fn, name, default):
     return name or (default if own == "<lambda>" else own)
 
 
-def _check_cases(fn, cases, name, timeout, wrong_hint):
+def _check_cases(fn, cases, name, timeout, wrong_hint, budget=None):
     """Run ``fn(*args)`` traced, with poisoned allocations, for each ``(n, args, expected)`` of ``cases``.
 
     The verdict of :func:`compaction` and :func:`radix_pass`: what the trace shows first, then
-    a result of the wrong length, unwritten elements, and the first wrong one.
+    a result of the wrong length, unwritten elements, the first wrong one, and a ``budget``
+    (:class:`Budget`) overspent.
     """
+    if budget is not None and not isinstance(budget, Budget):
+        raise TypeError(f"budget must be a prefixsum.check.Budget or None; got {type(budget).__name__}")
     sizes = []
     for n, args, expected in cases:
         sizes.append(n)
@@ -942,14 +945,18 @@ def _check_cases(fn, cases, name, timeout, wrong_hint):
         bad = np.flatnonzero(result != expected)
         if bad.size:
             return CheckResult(False, "wrong-result", name, tuple(sizes), n, int(bad[0]), wrong_hint)
+        overspent = None if budget is None else budget.overspent(run, n)
+        if overspent is not None:
+            return CheckResult(False, "over-budget", name, tuple(sizes), n, overspent[0], overspent[1])
     return CheckResult(True, "pass", name, tuple(sizes))
 
 
-def compaction(fn, *, sizes=DEFAULT_SIZES, timeout=20.0, name=None):
+def compaction(fn, *, sizes=DEFAULT_SIZES, timeout=20.0, name=None, budget=None):
     """Check ``fn(x, mask) -> x[mask]``, a student's stream compaction, on random float32 inputs.
 
     ``mask`` is a bool array with about a third of its elements set (all set and none set are
-    among the cases, at the smallest sizes).
+    among the cases, at the smallest sizes). A ``budget`` (:class:`Budget`, usually naming the
+    student's kernel in ``kernels``) fails a right result that spends more.
     """
     def cases():
         for n in sorted(sizes):
@@ -959,11 +966,16 @@ def compaction(fn, *, sizes=DEFAULT_SIZES, timeout=20.0, name=None):
             yield n, (x, mask), x[mask]
 
     return _check_cases(fn, cases(), _name(fn, name, "compaction"), timeout,
-                        "The kept elements must keep their order: element i goes to the number of kept elements before it.")
+                        "The kept elements must keep their order: element i goes to the number of kept elements before it.",
+                        budget)
 
 
-def radix_pass(fn, *, bit=3, sizes=DEFAULT_SIZES, timeout=20.0, name=None):
-    """Check ``fn(keys, bit)``, one pass of a radix sort: a stable split of uint32 ``keys`` by ``bit``, zeros first."""
+def radix_pass(fn, *, bit=3, sizes=DEFAULT_SIZES, timeout=20.0, name=None, budget=None):
+    """Check ``fn(keys, bit)``, one pass of a radix sort: a stable split of uint32 ``keys`` by ``bit``, zeros first.
+
+    A ``budget`` (:class:`Budget`, usually naming the student's kernel in ``kernels``) fails a
+    right result that spends more.
+    """
     def cases():
         for n in sorted(sizes):
             keys = np.random.default_rng(_SEED + n).integers(0, 64, n).astype(np.uint32)
@@ -971,4 +983,4 @@ def radix_pass(fn, *, bit=3, sizes=DEFAULT_SIZES, timeout=20.0, name=None):
             yield n, (keys, np.uint32(bit)), np.concatenate([keys[zero], keys[~zero]])
 
     return _check_cases(fn, cases(), _name(fn, name, "radix pass"), timeout,
-                        "Zeros go to their exclusive-scan place; a one goes to (all zeros) + i - (zeros before i).")
+                        "Zeros go to their exclusive-scan place; a one goes to (all zeros) + i - (zeros before i).", budget)

@@ -106,6 +106,12 @@ HINTS = {
         "A thread of warp w needs what all the warps before it summed: warps 0..w-1.",
         "Warp 0 has nothing before it; the others add one scanned total.",
     ),
+    "07.residual": (
+        "One thread, one row: cuda.grid(2) gives (i, system); threads outside the batch or past row n - 1 do nothing.",
+        "Row i touches x_(i-1), x_i and x_(i+1) of its own system only.",
+        "The first row has no x_(i-1) and the last no x_(i+1): leave those terms out instead of reading a[system, 0] "
+        "or c[system, n - 1], which hold garbage.",
+    ),
     "07.pcr-step": (
         "One PCR step combines each row i with the rows s above and s below it, all read from the old buffer.",
         "Choose the two multipliers so that row i's couplings to rows i - s and i + s cancel; what is left "
@@ -123,6 +129,24 @@ HINTS = {
         "The reflector maps x onto a multiple of the last unit vector: that multiple has the length of x.",
         "Choose the sign of g opposite to x[-1], so that x[-1] - g adds two numbers of one sign: no cancellation.",
         "u is x with only its last entry changed; H = u.u / 2 simplifies to |x|^2 - x[-1] g.",
+    ),
+    "08.rank-two-update": (
+        "Entry (k, j) of q u^T is q_k u_j; of u q^T, u_k q_j.",
+        "Thread j walks down its column, k = 0 .. n - 1; u_j and q_j are the same for the whole column: read them once.",
+        "Threads j >= n have no column: guard them, or they write past the matrix.",
+    ),
+    "08.parallel-norm": (
+        "Halve the number of working threads at every step: thread t < half adds partials[t + half] to partials[t].",
+        "Before a step reads partials written by other threads, every thread must have finished writing: "
+        "a barrier before each step, also before the first one.",
+        "After log2(64) = 6 steps partials[0] holds the total; only one thread writes it to h[b].",
+    ),
+    "09.chained-handoff": (
+        "Tile b may not use prefixes[b - 1] before tile b - 1 has raised flags[b - 1]; tile 0 has nothing to wait for.",
+        "Wait by reading the flag with an atomic (an atomic add of 0): a plain load may be read once and kept in a "
+        "register, and the loop never ends.",
+        "Publish in two steps, the prefix first and the flag after it, with cuda.threadfence() between them: "
+        "otherwise another SM may see the flag before the prefix.",
     ),
     "09.lookback-loop": (
         "Publish your own aggregate first: a later tile may be waiting for it while you look back.",
