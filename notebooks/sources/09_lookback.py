@@ -236,7 +236,7 @@ _ = ps.viz.throughput(shown + others, title="float32 kernels on the H100: GB/s =
 # The package's call does little besides the launch: options checked once per distinct set,
 # the result in recycled device memory (numba allocates every array with `cuMemAlloc` and frees
 # it with `cuMemFree`, each longer than a small scan), one launch through cuda.core with the
-# arguments marshalled once (`prefixsum.scans.launch.Launcher`) instead of numba's dispatch,
+# arguments marshalled once (`prefixsum.core.launch.Launcher`) instead of numba's dispatch,
 # which types every argument on every call:
 
 # %%
