@@ -155,12 +155,15 @@ in_a_scan = ps.check.scan(lambda x: ps.scan(x, running_argmax, identity=ARGMAX_I
                           identity=ARGMAX_IDENTITY, dtype=(np.float64, np.int64), sizes=(1, 2, 33, 300),
                           name="running_argmax")
 print(in_a_scan)
-if as_operator and in_a_scan:
-    values = np.round(rng.normal(size=64), 1)  # rounded, so that ties occur
-    peak, where = ps.scan((values, np.arange(64)), running_argmax, identity=ARGMAX_IDENTITY)
-    first = [int(np.argmax(values[:i + 1])) for i in range(64)]  # np.argmax returns the first maximum
-    print("maxima and first indices as numpy's:",
-          np.array_equal(peak, np.maximum.accumulate(values)) and np.array_equal(where, first))
+
+
+def first_indices_of_maxima(values):
+    return ps.scan((values, np.arange(values.size)), running_argmax, identity=ARGMAX_IDENTITY)[1]
+
+
+tie_cases = [(np.round(np.random.default_rng(n).normal(size=n), 1),) for n in (2, 33, 64, 300)]  # rounded: ties occur
+print(ps.check.function(first_indices_of_maxima, lambda v: np.array([np.argmax(v[:i + 1]) for i in range(v.size)]),
+                        tie_cases, name="running_argmax, first index of a tied maximum"))
 
 # %% [markdown]
 # ## 2. Linear recurrences and IIR filters
