@@ -395,11 +395,12 @@ for dtype in (np.float32, np.float64):
 # ### Exercise 08.householder-reflector (warm-up, 1 point)
 #
 # Write the reflector of one reduction step as a host function: given $x$ (a numpy vector of length
-# $n \ge 2$), return `(u, H)` with $P = I - u u^T / H$ sending $x$ to $g e$, $e$ the **last**
-# unit vector, following seed 003's formulas: $h = |x|^2$, $f = x_{n-1}$,
-# $g = -\operatorname{sign}(f)\sqrt h$ (take $g = -\sqrt h$ when $f = 0$), $u = x - g e$,
-# $H = h - f g$. Loops or numpy, as you like; the kernel's `reflector` above is the same with
-# a scale in front.
+# $n \ge 2$), return `(u, H)` such that $P = I - u u^T / H$ is orthogonal and sends $x$ to
+# $g e$, $e$ the **last** unit vector (so $|g| = |x|$). Of the two possible signs of $g$, take
+# the one opposite to $x_{n-1}$ ($g = -|x|$ when $x_{n-1} = 0$): the other one subtracts two
+# nearly equal numbers when $x$ is nearly parallel to $e$. Section 2 says which direction $u$
+# must have for $P x$ to land on $e$, and what $H$ is in terms of $u$; simplify it. Loops or
+# numpy, as you like.
 #
 # `ps.check.reflector` runs your function on random vectors of 2, 3, 5 and 8 entries (either
 # sign of $f$, $f = 0$, and vectors nearly parallel to $e$, where the wrong sign cancels) and

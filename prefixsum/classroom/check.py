@@ -818,7 +818,8 @@ def _tridiagonal_hint(n, bad_rows, passed_sizes):
             "the rows the previous step wrote, at stride s = 1, 2, 4, ...")
 
 
-def tridiagonal(fn, *, n_values=(1, 2, 3, 7, 11, 32, 33), batch=3, dtype=np.float64, timeout=20.0, name=None):
+def tridiagonal(fn, *, n_values=(1, 2, 3, 7, 11, 32, 33), batch=3, dtype=np.float64, timeout=20.0, name=None,
+                budget=None):
     """Check ``fn``, a student's batched tridiagonal solver, against a float64 reference.
 
     ``fn(a, b, c, d)`` takes four numpy arrays of shape ``(batch, n)`` and ``dtype``, the rows
@@ -833,7 +834,8 @@ def tridiagonal(fn, *, n_values=(1, 2, 3, 7, 11, 32, 33), batch=3, dtype=np.floa
     ``exception``, ``timeout``, ``out-of-bounds``, ``barrier-divergence``, ``race``,
     ``uninitialized-read``, ``unwritten-output`` (a NaN left in x), ``wrong-result`` (an
     element off the float64 solution by more than ``64 * eps(dtype) * steps * max|x|`` of its
-    system, ``steps = ceil(log2(n + 1))``), else ``pass``.
+    system, ``steps = ceil(log2(n + 1))``), ``over-budget`` (right, but spending more than
+    ``budget``), else ``pass``.
 
     Parameters
     ----------
@@ -850,6 +852,9 @@ def tridiagonal(fn, *, n_values=(1, 2, 3, 7, 11, 32, 33), batch=3, dtype=np.floa
         Seconds before a run is stopped as hanging.
     name : str, optional
         Shown in the verdict (default: ``fn``'s name).
+    budget : Budget, optional
+        What the solver's kernels may spend (:class:`Budget`): one thread solving a whole
+        system gets the right x and fails ``accesses_per_step``.
 
     Returns
     -------
@@ -869,6 +874,8 @@ def tridiagonal(fn, *, n_values=(1, 2, 3, 7, 11, 32, 33), batch=3, dtype=np.floa
     sizes = tuple(sorted(n_values))
     if not sizes or sizes[0] < 1 or batch < 1:
         raise ValueError(f"n_values and batch must be at least 1; got n_values={n_values}, batch={batch}")
+    if budget is not None and not isinstance(budget, Budget):
+        raise TypeError(f"budget must be a prefixsum.check.Budget or None; got {type(budget).__name__}")
     name = name or getattr(fn, "__name__", "tridiagonal")
     if name == "<lambda>":
         name = "tridiagonal"
@@ -905,6 +912,9 @@ def tridiagonal(fn, *, n_values=(1, 2, 3, 7, 11, 32, 33), batch=3, dtype=np.floa
             system, row = map(int, bad[0])
             hint = _tridiagonal_hint(n, sorted({int(r) for _, r in bad}), passed_sizes)
             return CheckResult(False, "wrong-result", name, sizes, n, row, f"System {system}. {hint}")
+        overspent = None if budget is None else budget.overspent(run, n)
+        if overspent is not None:
+            return CheckResult(False, "over-budget", name, sizes, n, overspent[0], overspent[1])
         passed_sizes.append(n)
     return CheckResult(True, "pass", name, sizes)
 
