@@ -65,7 +65,7 @@ from numba.cuda import libdevice
 
 from ..core.device import simulating
 from .hierarchical import MAX_TILE, block_scan, staged_size, tile_loader, tile_writer
-from .launch import Launcher
+from ..core.launch import Launcher
 from .ops import check_dtype, device_op, identity, numba_type
 from .registry import Algorithm, check_block_size, register
 from .tiles import array_type
@@ -276,7 +276,7 @@ def states(dtype, tiles):
 
 @functools.lru_cache(maxsize=None)
 def launcher(op, dtype, inclusive, reverse, block_size, items):
-    """The :class:`~prefixsum.scans.launch.Launcher` of :func:`lookback_kernel`'s kernel."""
+    """The :class:`~prefixsum.core.launch.Launcher` of :func:`lookback_kernel`'s kernel."""
     return Launcher(lookback_kernel(op, dtype, inclusive, reverse, block_size, items), argtypes(dtype))
 
 

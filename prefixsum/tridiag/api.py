@@ -3,7 +3,7 @@ import numpy as np
 from numba import cuda
 from numba.cuda.cudadrv.driver import device_memset
 
-from ..core.arrays import is_device_array
+from ..core.arrays import is_device_array, result_array
 from . import cr, hybrid, pcr, thomas
 from ._common import NOT_FINITE, ZERO_PIVOT, reused
 
@@ -67,14 +67,15 @@ def solve(a, b, c, d, *, method="auto"):
     arrays, on_device = _check(a, b, c, d)
     shape = arrays[3].shape
     batch, n = (1, shape[0]) if len(shape) == 1 else shape
-    x = cuda.device_array((batch, n), arrays[3].dtype)
+    x = result_array((batch, n), arrays[3].dtype)
     if batch > 0:
         matrices = [_as_matrix(v, batch, n, dev) for v, dev in zip(arrays, on_device)]
         info, flags = _flags(batch)
         device_memset(info, 0, info.nbytes)
         METHODS[choose(method, batch, n, x.dtype)](*matrices, x, info)
         _report(info.copy_to_host(flags))
-    x = x.reshape(shape)
+    if x.shape != shape:
+        x = x.reshape(shape)
     return x if on_device[3] else x.copy_to_host()
 
 
@@ -131,7 +132,7 @@ def _check(a, b, c, d):
 def _as_matrix(v, batch, n, on_device):
     """``v`` as a (batch, n) C-contiguous device array; host data is copied, so never modified."""
     if on_device:
-        return v.reshape(batch, n)
+        return v if v.shape == (batch, n) else v.reshape(batch, n)
     return cuda.to_device(np.ascontiguousarray(v.reshape(batch, n)))
 
 
