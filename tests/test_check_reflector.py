@@ -48,6 +48,11 @@ def normalised(x):
     return u / np.linalg.norm(u), 0.5  # the same P: u scaled by c, H by c^2
 
 
+def scaled(x):
+    """tred2's way: the reflector of x / s, s the sum of the magnitudes, is the reflector of x."""
+    return seed_reflector(x.astype(np.float64) / np.abs(x.astype(np.float64)).sum())
+
+
 def not_written(x):
     raise NotImplementedError("Exercise: compute u and H")
 
@@ -101,3 +106,18 @@ def test_bad_arguments_are_refused():
         check.reflector(seed_reflector, sizes=(1, 4))
     with pytest.raises(TypeError, match="float32 or float64"):
         check.reflector(seed_reflector, dtype=np.int32)
+
+
+@pytest.mark.parametrize("magnitude", (1e200, 1e-200))
+def test_at_extreme_magnitudes_only_a_scaled_reflector_passes(magnitude):
+    assert str(check.reflector(scaled, magnitude=magnitude)) == "PASS scaled: 4 sizes from 2 to 8"
+    result = check.reflector(seed_reflector, magnitude=magnitude)
+    assert result.diagnosis == "wrong-result" and "h = |x|^2 is not" in result.hint, str(result)
+    assert check.reflector(scaled, dtype=np.float32).passed
+
+
+def test_a_magnitude_the_dtype_cannot_hold_is_refused():
+    with pytest.raises(ValueError, match="magnitude must be a number from"):
+        check.reflector(scaled, magnitude=1e200, dtype=np.float32)
+    with pytest.raises(ValueError, match="magnitude must be a number from"):
+        check.reflector(scaled, magnitude=0)

@@ -77,6 +77,11 @@ SOLVING = {
     "05.kstep-correct": ("kstep._correct_run",),
     "06.warp-shuffle-scan": ("scans.warp.scan_shfl",),
     "06.block-combine": ("scans.hierarchical.block_scan",),
+    "07.pcr-step": ("_common.reduce_row",),
+    "07.thomas-sweep": ("thomas.thomas", "hybrid.sweep"),
+    "08.householder-reflector": ("hh.reflector",),
+    "08.rank-two-update": ("hh.update",),
+    "08.parallel-norm": ("hh.block_sum",),
 }
 
 
@@ -285,3 +290,33 @@ def test_every_exercise_of_every_chapter_has_a_hint_ladder():
            if "exercise" in cell.metadata.get("tags", [])]
     assert len(ids) == len(set(ids))
     assert [i for i in ids if len(hints.HINTS.get(i, ())) < 2] == []
+
+
+@cuda.jit
+def serial_tridiagonal(a, b, c, d, x):
+    system, n = cuda.blockIdx.x, x.shape[1]
+    if cuda.threadIdx.x == 0:  # one thread runs Thomas through global memory: right x, no PCR
+        for i in range(1, n):
+            k = a[system, i] / b[system, i - 1]
+            b[system, i] -= k * c[system, i - 1]
+            d[system, i] -= k * d[system, i - 1]
+        x[system, n - 1] = d[system, n - 1] / b[system, n - 1]
+        for i in range(n - 2, -1, -1):
+            x[system, i] = (d[system, i] - c[system, i] * x[system, i + 1]) / b[system, i]
+
+
+def serial_solve(a, b, c, d):
+    x = cuda.device_array(d.shape, d.dtype)
+    serial_tridiagonal[d.shape[0], 32](*(cuda.to_device(v) for v in (a, b, c, d)), x)
+    return x
+
+
+def test_one_thread_solving_the_system_passes_the_numbers_but_not_the_pcr_budget():
+    budget = check.Budget(accesses_per_step=20)  # 07.pcr-step's
+    assert check.tridiagonal(serial_solve, n_values=(1, 2, 33)).passed
+    result = check.tridiagonal(serial_solve, n_values=(1, 2, 33), budget=budget)
+    assert result.diagnosis == "over-budget" and result.size == 33, str(result)
+    pcr = lambda a, b, c, d: ps.tridiag.solve(a, b, c, d, method="pcr")
+    assert check.tridiagonal(pcr, n_values=(1, 2, 33), budget=budget).passed
+    with pytest.raises(TypeError, match="budget must be a prefixsum.check.Budget"):
+        check.tridiagonal(pcr, budget=20)

@@ -387,32 +387,38 @@ for dtype in (np.float32, np.float64):
 # %% [markdown]
 # ## 5. Exercises
 #
-# Three exercises: the reflector of one step on the host (warm-up), the rank-two update that
-# every thread applies to its column (core), and the block-wide sum that takes the serial
-# phases off one thread (stretch). `ps.hint("08.householder-reflector")` opens the hints one at
+# Three exercises: the reflector of one step on the host, safe from overflow (warm-up), the
+# rank-two update that every thread applies to its column (core), and the block-wide sum that
+# takes the serial phases off one thread (stretch). `ps.hint("08.householder-reflector")` opens the hints one at
 # a time.
 #
 # ### Exercise 08.householder-reflector (warm-up, 1 point)
 #
-# Write the reflector of one reduction step as a host function: given $x$ (a numpy vector of length
-# $n \ge 2$), return `(u, H)` with $P = I - u u^T / H$ sending $x$ to $g e$, $e$ the **last**
-# unit vector, following seed 003's formulas: $h = |x|^2$, $f = x_{n-1}$,
-# $g = -\operatorname{sign}(f)\sqrt h$ (take $g = -\sqrt h$ when $f = 0$), $u = x - g e$,
-# $H = h - f g$. Loops or numpy, as you like; the kernel's `reflector` above is the same with
-# a scale in front.
+# Section 2's `householder_step` computes the reflector of one step from $h = |x|^2$, and so
+# does seed 003's kernel, but not before dividing $x$ by a scale: for entries of about
+# $10^{200}$, $|x|$ is a float64 and $|x|^2$ is not (it overflows to infinity), and for entries
+# of about $10^{-200}$, $|x|^2$ underflows to 0. Write the reflector as a host function that
+# works for both: given $x$ (a numpy vector of length $n \ge 2$, any entries a float64 holds),
+# return `(u, H)` such that $P = I - u u^T / H$ is orthogonal and sends $x$ to $g e$, $e$ the
+# **last** unit vector (so $|g| = |x|$), with $g$ of the sign opposite to $x_{n-1}$ ($g = -|x|$
+# when $x_{n-1} = 0$), as section 1 chose it. Every number you return must be finite. Loops or
+# numpy, as you like.
 #
 # `ps.check.reflector` runs your function on random vectors of 2, 3, 5 and 8 entries (either
 # sign of $f$, $f = 0$, and vectors nearly parallel to $e$, where the wrong sign cancels) and
 # checks, in float64, that $P$ is orthogonal and that $P x = -\operatorname{sign}(f)|x| \, e$;
-# the second line repeats it with float32 inputs (and a float32 tolerance).
+# the second line repeats it with float32 inputs (and a float32 tolerance), the last two with
+# the vectors multiplied by $10^{200}$ and by $10^{-200}$.
 
-# %% tags=["exercise"] points=1 todo="return (u, H) such that P = I - u u^T / H is orthogonal and sends x to a multiple of the last unit vector, with the sign chosen so that no entry of u is a difference of two numbers of one sign" exercise_id="08.householder-reflector"
+# %% tags=["exercise"] points=1 todo="return (u, H) such that P = I - u u^T / H is orthogonal and sends x to -sign(x[-1]) |x| times the last unit vector, u and H finite even where |x|^2 overflows or underflows a float64" exercise_id="08.householder-reflector"
 def my_reflector(x):
     ### BEGIN SOLUTION
-    h = float(np.dot(x, x))
-    f = float(x[-1])
+    y = np.asarray(x, dtype=np.float64)
+    y = y / np.abs(y).sum()  # u and H of y / s give the P of y, and |y / s|^2 is near 1
+    h = float(np.dot(y, y))
+    f = float(y[-1])
     g = -math.sqrt(h) if f >= 0 else math.sqrt(h)
-    u = np.array(x, dtype=np.float64)
+    u = y.copy()
     u[-1] = f - g
     H = h - f * g
     ### END SOLUTION
@@ -422,6 +428,8 @@ def my_reflector(x):
 # %% tags=["check"] exercise_id="08.householder-reflector"
 print(ps.check.reflector(my_reflector))
 print(ps.check.reflector(my_reflector, dtype=np.float32))
+print(ps.check.reflector(my_reflector, magnitude=1e200, name="my_reflector at 1e200"))
+print(ps.check.reflector(my_reflector, magnitude=1e-200, name="my_reflector at 1e-200"))
 
 # %% [markdown]
 # ### Exercise 08.rank-two-update (core, 2 points)

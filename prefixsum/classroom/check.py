@@ -597,8 +597,8 @@ def _reflector_inputs(n, dtype, rng):
     return [v.astype(dtype) for v in (plain, positive, negative, near_plus, near_minus, flat)]
 
 
-def _judge_reflector(x, returned, dtype):
-    """``(diagnosis, index, hint)`` for one call of a student's reflector on ``x``."""
+def _judge_reflector(x, returned, dtype, magnitude=1.0):
+    """``(diagnosis, index, hint)`` for one call of a student's reflector on ``x`` (given to it times ``magnitude``)."""
     n = x.size
     if not (isinstance(returned, (tuple, list)) and len(returned) == 2):
         return "exception", None, f"the function must return (u, H); it returned {type(returned).__name__}"
@@ -610,6 +610,9 @@ def _judge_reflector(x, returned, dtype):
     if u.shape != (n,):
         return "exception", None, f"u must have x's shape ({n},); it has shape {u.shape}"
     if not (np.isfinite(u).all() and np.isfinite(H)) or H == 0:
+        if magnitude != 1:
+            return "wrong-result", None, (f"u or H is not finite, or H = 0, for entries of about {magnitude:g}: "
+                                          "|x| is a float64 there, but h = |x|^2 is not.")
         return "wrong-result", None, ("u or H is not finite, or H = 0: with g = -sign(f) sqrt(h), "
                                       "H = h - f g = h + |f| sqrt(h) is never 0 for x != 0 "
                                       "(np.sign(0) is 0: take g = -sqrt(h) when f >= 0).")
@@ -643,7 +646,7 @@ def _judge_reflector(x, returned, dtype):
     return "pass", None, ""
 
 
-def reflector(fn, *, sizes=(2, 3, 5, 8), dtype=np.float64, name=None):
+def reflector(fn, *, sizes=(2, 3, 5, 8), dtype=np.float64, name=None, magnitude=1.0):
     """Check ``fn``, a student's Householder reflector, against numpy.
 
     ``fn(x)`` takes a vector ``x`` of length ``n >= 2`` and returns ``(u, H)`` with
@@ -655,7 +658,9 @@ def reflector(fn, *, sizes=(2, 3, 5, 8), dtype=np.float64, name=None):
     For every size, ``fn`` runs on six vectors (:data:`_REFLECTOR_CASES`): random ones, with
     either sign of ``f``, and nearly parallel to ``e``, where the wrong sign of ``g`` cancels.
     Each answer is checked in float64: ``P^T P = I`` and ``P x = g e``, within ``64 n eps``
-    (relative to ``|x|``; ``eps`` of ``dtype``).
+    (relative to ``|x|``; ``eps`` of ``dtype``). With a ``magnitude`` the vectors are multiplied
+    by it before ``fn`` gets them (``1e200``: ``|x|^2`` overflows; ``1e-200``: it underflows),
+    and ``P`` is judged as before: it does not depend on the length of ``u``.
 
     Parameters
     ----------
@@ -667,6 +672,9 @@ def reflector(fn, *, sizes=(2, 3, 5, 8), dtype=np.float64, name=None):
         float32 or float64, the dtype of the inputs and of the tolerance.
     name : str, optional
         Shown in the verdict (default: ``fn``'s name).
+    magnitude : float
+        The size of the input's entries, positive, such that ``dtype`` holds ``x * magnitude``
+        (default 1: the random vectors as they are).
 
     Returns
     -------
@@ -692,18 +700,23 @@ def reflector(fn, *, sizes=(2, 3, 5, 8), dtype=np.float64, name=None):
     sizes = tuple(sorted(sizes))
     if not sizes or sizes[0] < 2:
         raise ValueError(f"sizes must be at least 2 (a reflector of one entry does nothing); got {sizes}")
+    info = np.finfo(dtype)
+    if not (isinstance(magnitude, (int, float)) and info.tiny / info.eps <= magnitude <= info.max / 1e3):
+        raise ValueError(f"magnitude must be a number from {info.tiny / info.eps:g} to {info.max / 1e3:g} "
+                         f"(entries {np.dtype(dtype).name} holds); got {magnitude!r}")
     name = name or getattr(fn, "__name__", "reflector")
     if name == "<lambda>":
         name = "reflector"
     for n in sizes:
         for case, x in zip(_REFLECTOR_CASES, _reflector_inputs(n, dtype, np.random.default_rng(_SEED + n))):
+            given = x.copy() if magnitude == 1 else (x.astype(np.float64) * magnitude).astype(dtype)
             try:
-                returned = fn(x.copy())
+                returned = fn(given)
             except Exception as error:  # noqa: BLE001  (the student's error becomes the verdict)
                 text = str(error).splitlines()[0] if str(error) else ""
                 hint = f"{type(error).__name__}: {text}" if text else type(error).__name__
                 return CheckResult(False, "exception", name, sizes, n, None, hint)
-            diagnosis, index, hint = _judge_reflector(x, returned, dtype)
+            diagnosis, index, hint = _judge_reflector(x, returned, dtype, magnitude)
             if diagnosis != "pass":
                 return CheckResult(False, diagnosis, name, sizes, n, index, f"{case}: {hint}")
     return CheckResult(True, "pass", name, sizes)
@@ -818,7 +831,8 @@ def _tridiagonal_hint(n, bad_rows, passed_sizes):
             "the rows the previous step wrote, at stride s = 1, 2, 4, ...")
 
 
-def tridiagonal(fn, *, n_values=(1, 2, 3, 7, 11, 32, 33), batch=3, dtype=np.float64, timeout=20.0, name=None):
+def tridiagonal(fn, *, n_values=(1, 2, 3, 7, 11, 32, 33), batch=3, dtype=np.float64, timeout=20.0, name=None,
+                budget=None):
     """Check ``fn``, a student's batched tridiagonal solver, against a float64 reference.
 
     ``fn(a, b, c, d)`` takes four numpy arrays of shape ``(batch, n)`` and ``dtype``, the rows
@@ -833,7 +847,8 @@ def tridiagonal(fn, *, n_values=(1, 2, 3, 7, 11, 32, 33), batch=3, dtype=np.floa
     ``exception``, ``timeout``, ``out-of-bounds``, ``barrier-divergence``, ``race``,
     ``uninitialized-read``, ``unwritten-output`` (a NaN left in x), ``wrong-result`` (an
     element off the float64 solution by more than ``64 * eps(dtype) * steps * max|x|`` of its
-    system, ``steps = ceil(log2(n + 1))``), else ``pass``.
+    system, ``steps = ceil(log2(n + 1))``), ``over-budget`` (right, but spending more than
+    ``budget``), else ``pass``.
 
     Parameters
     ----------
@@ -850,6 +865,9 @@ def tridiagonal(fn, *, n_values=(1, 2, 3, 7, 11, 32, 33), batch=3, dtype=np.floa
         Seconds before a run is stopped as hanging.
     name : str, optional
         Shown in the verdict (default: ``fn``'s name).
+    budget : Budget, optional
+        What the solver's kernels may spend (:class:`Budget`): one thread solving a whole
+        system gets the right x and fails ``accesses_per_step``.
 
     Returns
     -------
@@ -869,6 +887,8 @@ def tridiagonal(fn, *, n_values=(1, 2, 3, 7, 11, 32, 33), batch=3, dtype=np.floa
     sizes = tuple(sorted(n_values))
     if not sizes or sizes[0] < 1 or batch < 1:
         raise ValueError(f"n_values and batch must be at least 1; got n_values={n_values}, batch={batch}")
+    if budget is not None and not isinstance(budget, Budget):
+        raise TypeError(f"budget must be a prefixsum.check.Budget or None; got {type(budget).__name__}")
     name = name or getattr(fn, "__name__", "tridiagonal")
     if name == "<lambda>":
         name = "tridiagonal"
@@ -905,6 +925,9 @@ def tridiagonal(fn, *, n_values=(1, 2, 3, 7, 11, 32, 33), batch=3, dtype=np.floa
             system, row = map(int, bad[0])
             hint = _tridiagonal_hint(n, sorted({int(r) for _, r in bad}), passed_sizes)
             return CheckResult(False, "wrong-result", name, sizes, n, row, f"System {system}. {hint}")
+        overspent = None if budget is None else budget.overspent(run, n)
+        if overspent is not None:
+            return CheckResult(False, "over-budget", name, sizes, n, overspent[0], overspent[1])
         passed_sizes.append(n)
     return CheckResult(True, "pass", name, sizes)
 

@@ -126,9 +126,11 @@ HINTS = {
         "Visit the rows first, first + step, ...: the subsystem's rows are `step` apart.",
     ),
     "08.householder-reflector": (
-        "The reflector maps x onto a multiple of the last unit vector: that multiple has the length of x.",
-        "Choose the sign of g opposite to x[-1], so that x[-1] - g adds two numbers of one sign: no cancellation.",
-        "u is x with only its last entry changed; H = u.u / 2 simplifies to |x|^2 - x[-1] g.",
+        "Section 2's householder_step gets u and H right for entries of ordinary size: start from it.",
+        "P = I - u u^T / H does not change when u is multiplied by a number s and H by s^2: "
+        "the u and H of x / s serve x as well.",
+        "Choose s of the size of x's entries (the largest magnitude, or the sum of the magnitudes), "
+        "so that |x / s|^2 is near 1: it can neither overflow nor underflow.",
     ),
     "08.rank-two-update": (
         "Entry (k, j) of q u^T is q_k u_j; of u q^T, u_k q_j.",
