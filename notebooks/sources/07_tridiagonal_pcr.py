@@ -873,16 +873,12 @@ for dtype in DTYPES:
 #   work in all, then `pcr_shared` on the interleaved subsystems. Its kernels move their least
 #   traffic at about 1.0 (float32) and 1.5 (float64) TB/s: far closer to the memory's bandwidth
 #   than on the batches.
-# - **A whole call costs far more than its kernels.** Our whole calls take 13 to 73 times
-#   cuSPARSE's device time, and 3.2 to 28 times JAX's whole call. Beyond the kernels, a call of
-#   ours spends about 430 to 980 us on the batches, where every method makes one launch: more
-#   than its kernels take, in every case; JAX's call spends 98 to 161 us beyond cuSPARSE's device
-#   time. On the large system it is 6.0 to 7.5 ms: there PCR's and CR's calls first run global
-#   PCR steps (section 3; the table above counts PCR's), one launch each, allocate two work
-#   buffers in `pcr.split`, and make four numba array views (`out[A]`, ...) per step in Python;
-#   the CSV does not say which of these costs what. The kernel times leave all of that out; the
-#   whole call minus its kernels is roughly what driving the GPU from Python costs, call by
-#   call, and at these sizes it is most of the call.
+# - **A whole call costs more than its kernels.** The spans printed above set our whole calls
+#   beside cuSPARSE's device time and JAX's whole call, and "whole call - kernels" is roughly
+#   what driving the GPU from Python costs, call by call. On the large system PCR's and CR's
+#   calls first run global PCR steps (section 3), one launch each, and make numba array views
+#   per step in Python; on the batches each method makes one launch. Section 12 shows what a
+#   launch without numba's dispatcher and recycled result memory leave of it.
 
 # %% [markdown]
 # ## 12. The hybrid: a few PCR steps, then Thomas
@@ -958,7 +954,8 @@ print("hybrid faster than PCR on one system of 2^20:", any(hyb[t, CASES[-1]] < k
       "| tridiag.solve's 'auto' takes:", {case_label(*c): tridiag.api.choose("auto", *c, np.float32) for c in CASES})
 hybrid_call = {(t, c): time_us("hybrid", "ours (whole call)", t, *c) for t in DTYPES for c in CASES}
 print("hybrid's whole call / JAX's whole call:", span(hybrid_call[t, c] / jax_call[t, c] for t in DTYPES for c in CASES),
-      "| beyond its kernels, us:", span((hybrid_call[t, c] - hyb[t, c] for t in DTYPES for c in CASES), 0))
+      "| beyond its kernels, us:", span((hybrid_call[t, c] - hyb[t, c] for t in DTYPES for c in CASES), 0),
+      "| on the batches:", span((hybrid_call[t, c] - hyb[t, c] for t in DTYPES for c in BATCHES), 0))
 
 # %% [markdown]
 # **The roofline of the batch.** On the batches the hybrid reads the four bands once and writes
@@ -986,19 +983,24 @@ ax = ps.viz.throughput(roof_rows, x="MB", y="us", group="series",
 _ = ax.set_ylabel("median time (us)")
 
 # %% [markdown]
-# Plainly: the hybrid halves PCR's kernel time on the batches but does not reach cuSPARSE: it
-# stays a factor of about 1.2 to 1.6 behind (the issue's target was to match it), and it moves
-# the least bytes at a small fraction of the copy's rate, so the bytes are still not what sets
-# the time. What the profile leaves as candidates: the two divisions of every PCR row update,
-# the barriers of 7 steps, and a block of at most 256 threads holding at most 48 KiB, so that
-# few warps per SM hide the latencies. On one system of $2^{20}$ rows the windows of global PCR
-# steps are slower than PCR's own global path, so `"auto"` takes PCR there: both stay 3 to 4
-# times behind cuSPARSE, which would need the partition method (each block solves its chunk
-# in terms of its two ends, a small system joins the chunks) rather than more PCR steps. The
-# whole calls are the other miss: 2.5 to 7.5 times JAX's whole call, with 344 to 1664 us beyond
-# the kernels. The call now allocates only its result and reads back only the failure flags, but
-# what remains (numba's Python launch path, the allocation, the copy of the flags) still costs
-# more than JAX's whole call; the CSV does not say how it divides.
+# Plainly: the hybrid halves PCR's kernel time on the batches but does not reach cuSPARSE
+# (the spans above; the issue's target was to match it), and it moves the least bytes at a
+# small fraction of the copy's rate, so the bytes are not what sets the time. Nsight Compute
+# (`benchmarks/tridiag_ncu.py`) says what does: `hybrid_shared` is bound by instruction issue,
+# with its compute throughput high and its DRAM throughput low, and its registers per thread
+# let only three blocks share an SM, so few warps hide the latencies; cuSPARSE splits the same
+# work into a global-memory first pass and a shared-memory loop. Compiling it with `fastmath`
+# or capping its registers (`benchmarks/tridiag_variants.py`) did not help: the caps made it
+# slower. What is left is fewer instructions per row, the register-resident Thomas-PCR of
+# Laszlo, Giles and Appleyard (one warp per system, shuffles instead of barriers). On one
+# system of $2^{20}$ rows the windows of global PCR steps are slower than PCR's own global
+# path, so `"auto"` takes PCR there; both stay several times behind cuSPARSE, which would need
+# the partition method (each block solves its chunk in terms of its two ends, a small system
+# joins the chunks). The whole calls come closer: the hybrid's launch goes through
+# `prefixsum.core.launch.Launcher` (cuda.core, without numba's per-call dispatch) and its
+# result through recycled device memory (`result_array`), which took the host's part of a
+# batch call from several hundred microseconds to the span printed above ("on the batches");
+# what remains is the checks, the clearing and the copy of the failure flags, and Python.
 #
 # ### Exercise 07.thomas-sweep (stretch, 2 points)
 #
