@@ -310,11 +310,18 @@ def test_grade_help_explains_every_option():
         assert option in finished.stdout
 
 
-def test_every_chapter_passes_with_the_instructors_solutions(tmp_path):
+def test_every_chapter_passes_with_the_instructors_solutions_and_not_blank(tmp_path):
     """Each instructor's notebook, submitted as it is, passes every exercise under the grader
-    (its setup tags name every cell the exercises need, and its stored check outputs are right)."""
+    (its setup tags name every cell the exercises need, and its stored check outputs are right);
+    its students' version, submitted blank, passes none."""
     paths = sorted(p for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb") if any(
         "exercise" in c.metadata.get("tags", []) for c in nbformat.read(p, 4).cells))
-    rows = grading.grade(paths, tmp_path / "out", instructor=paths, workers=2, options=runner.Options(timeout=120),
-                         progress=False)
-    assert {(r.exercise, r.status) for r in rows} == {(e.id, "pass") for p in paths for e in chapters.read_chapter(p).exercises}
+    blank = tmp_path / "blank"
+    blank.mkdir()
+    for path in paths:
+        nbformat.write(student_version(instructor(path), chapter=path.stem), blank / path.name)
+    rows = grading.grade([*paths, blank], tmp_path / "out", instructor=paths, workers=2,
+                         options=runner.Options(timeout=120), progress=False)
+    every = {e.id for p in paths for e in chapters.read_chapter(p).exercises}
+    assert {(r.exercise, r.status) for r in rows if r.submission != "blank"} == {(e, "pass") for e in every}
+    assert {(r.exercise, r.status) for r in rows if r.submission == "blank"} == {(e, "not-attempted") for e in every}
