@@ -82,6 +82,10 @@ SOLVING = {
     "08.householder-reflector": ("hh.reflector",),
     "08.rank-two-update": ("hh.update",),
     "08.parallel-norm": ("hh.block_sum",),
+    "09.chained-handoff": ("ps.mutants.chained_tile",),
+    "09.lookback-loop": ("lookback.look_back",),
+    "09.publish": ("lookback.state_access",),
+    "10.compact": ("apps.compaction.scatter_kept",),
 }
 
 
