@@ -29,8 +29,8 @@ def solve(a, b, c, d, *, method="auto"):
         (:mod:`prefixsum.tridiag.hybrid`); "pcr": parallel cyclic reduction
         (:mod:`prefixsum.tridiag.pcr`); "cr": cyclic reduction (:mod:`prefixsum.tridiag.cr`);
         "thomas": the sequential algorithm, one thread per system
-        (:mod:`prefixsum.tridiag.thomas`); "auto" (the default): the fastest measured for
-        the shape (:func:`choose`). All take any n >= 1 and any batch.
+        (:mod:`prefixsum.tridiag.thomas`); "auto" (the default): the method whose whole
+        calls were fastest on an H100 (:func:`choose`). All take any n >= 1 and any batch.
 
     Returns
     -------
@@ -81,13 +81,13 @@ def solve(a, b, c, d, *, method="auto"):
 
 def choose(method, batch, n, dtype):
     """The method that ``method`` names for (batch, n) systems of ``dtype``: itself, or for
-    ``"auto"`` the one with the fastest kernels in ``benchmarks/tridiag.csv`` (an H100): the
-    hybrid where a system fits a block (1.9 to 2.5 times faster than PCR, ahead of Thomas at
-    16384 x 64), PCR beyond (1 x 2^20: 364 against the hybrid's 400 us in float32, 518 against
-    596 in float64, where the hybrid's windowed splitting does not pay off)."""
-    if method != "auto":
-        return method
-    return "hybrid" if n <= hybrid.max_block_rows(dtype) else "pcr"
+    ``"auto"`` the one with the fastest whole calls in ``benchmarks/tridiag.csv`` (an H100): the
+    hybrid at every measured shape. Where a system fits a block its kernels are also the
+    fastest (1.9 to 2.5 times PCR's); on one system of 2^20 PCR's kernels are a little faster
+    (364 against 399 us in float32, 516 against 596 in float64), but its whole call launches a
+    global step at a time through numba's dispatcher and takes 5.2 to 5.7 ms against the
+    hybrid's 1.3 to 1.5 ms."""
+    return "hybrid" if method == "auto" else method
 
 
 def _flags(batch):
