@@ -19,7 +19,7 @@ from numba import cuda  # noqa: E402
 
 from prefixsum import tridiag  # noqa: E402
 from prefixsum.core.poison import poison  # noqa: E402
-from prefixsum.tridiag import _common, api, cr, hybrid, pcr  # noqa: E402
+from prefixsum.tridiag import _common, api, cr, hybrid, pcr, warp  # noqa: E402
 
 METHODS = tuple(tridiag.METHODS)
 DTYPES = (np.float32, np.float64)
@@ -144,6 +144,7 @@ def test_hybrid_windows_split_systems_that_do_not_fit_a_block(n, batch, dtype, r
     # 1 KiB: 16 (float64) or 32 (float32) slots a block; the windows take one to three launches,
     # the later ones several neighbouring subsystems wide.
     monkeypatch.setattr(_common, "SHARED_BYTES", 1024)
+    monkeypatch.setattr(hybrid, "WARP_ROWS", 0)  # every n through hybrid_shared
     launches, split = [], hybrid.split_windows
 
     def spy(*args):
@@ -157,9 +158,12 @@ def test_hybrid_windows_split_systems_that_do_not_fit_a_block(n, batch, dtype, r
     assert -(-n // launches[0]) <= hybrid.max_block_rows(dtype) < n
 
 
+@pytest.mark.parametrize("warp_rows", (0, hybrid.WARP_ROWS), ids=("shared", "warp"))
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n, batch", ((1, 5), (9, 70), (64, 6), (200, 2), (3000, 1)))
-def test_hybrid_writes_every_element_of_a_poisoned_output(n, batch, dtype, rng):
+def test_hybrid_writes_every_element_of_a_poisoned_output(n, batch, dtype, warp_rows, rng, monkeypatch):
+    # warp_rows 0: hybrid_shared at every n; else the warp solver up to 512 rows.
+    monkeypatch.setattr(hybrid, "WARP_ROWS", warp_rows)
     system = [v.astype(dtype) for v in dominant(rng, batch, n)]
     x = cuda.to_device(poison(np.empty((batch, n), dtype)))
     info = cuda.to_device(np.zeros(batch, np.int32))
@@ -176,6 +180,94 @@ def test_hybrid_plan_gives_each_thread_about_thomas_rows(n, dtype):
     assert lanes & (lanes - 1) == 0 and (lanes <= aim < 2 * lanes or lanes == _common.MAX_THREADS)
     assert m == n and threads == per_block * lanes <= _common.MAX_THREADS and blocks * per_block >= 300
     assert shared <= _common.SHARED_BYTES or n > hybrid.max_block_rows(dtype)
+
+
+WARP_NS = (1, 2, 3, 31, 32, 33, 63, 64, 65, 100, 256, 512)
+
+
+def warp_solve(system, rows=None):
+    """:func:`.warp.run` on ``system`` (host arrays) into a poisoned output: ``(x, info)``, the
+    inputs checked unchanged on the device."""
+    device = [cuda.to_device(v) for v in system]
+    x = cuda.to_device(poison(np.empty(system[3].shape, system[3].dtype)))
+    info = cuda.to_device(np.zeros(system[3].shape[0], np.int32))
+    warp.run(*device, x, info, rows=rows)
+    for before, after in zip(system, device):
+        np.testing.assert_array_equal(after.copy_to_host(), before)  # inputs unchanged
+    return x.copy_to_host(), info.copy_to_host()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("batch", (1, 2, 7))
+@pytest.mark.parametrize("n", WARP_NS)
+def test_warp_solver_matches_the_float64_reference_on_every_element(n, batch, dtype, rng):
+    # A block of 128 threads holds 128 / G systems: batch 7 puts several systems in a block for
+    # small n and spreads them over blocks for large n; the outside coefficients are NaN.
+    system = [v.astype(dtype) for v in dominant(rng, batch, n)]
+    system[0][:, 0], system[2][:, -1] = np.nan, np.nan
+    x, info = warp_solve(system)
+    assert not info.any()
+    check(x, system, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("rows", warp.ROWS_PER_THREAD)
+def test_warp_solver_every_chunk_length(rows, dtype, rng):
+    # Each kernel (one per R) on symmetric positive definite systems (often not dominant), at
+    # the largest n its 32 lanes hold less one (a padded chunk) and a short n (idle lanes).
+    for n, batch in ((32 * rows - 1, 2), (2 * rows + 1, 5)):
+        system = [v.astype(dtype) for v in spd(rng, batch, n)]
+        x, info = warp_solve(system, rows=rows)
+        assert not info.any()
+        check(x, system, dtype)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # numba's stock simulator warns on inf - inf
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", (5, 100, 512))
+def test_warp_solver_reports_zero_pivots_and_non_finite_results_per_system(n, dtype, rng):
+    # 40 systems: the failing ones (3, a zero diagonal; 33, an infinite right-hand side) lie in
+    # other blocks than the first for n >= 100; no other system is flagged.
+    system = [v.astype(dtype) for v in dominant(rng, 40, n)]
+    system[1][3] = 0
+    system[3][33, n // 2] = np.inf
+    x, info = warp_solve(system)
+    expected = np.zeros(40, np.int32)
+    expected[3], expected[33] = _common.ZERO_PIVOT, _common.NOT_FINITE
+    np.testing.assert_array_equal(info, expected)
+    good = np.ones(40, bool)
+    good[[3, 33]] = False
+    check(x[good], [v[good] for v in system], dtype)
+
+
+def test_warp_solver_zero_pivot_of_a_chunk_and_of_the_reduced_system():
+    # [[0, 1], [1, 1]]: the first chunk's first pivot is 0. [[1, 1], [1, 1]] with R = 2 is one
+    # chunk whose pivots are 1 and 1, but its reduced system's is 1 - 1 * 1 = 0 (singular).
+    for b0, rows in ((0.0, None), (1.0, 2)):
+        system = [np.array([v]) for v in ([0.0, 1.0], [b0, 1.0], [1.0, 0.0], [1.0, 1.0])]
+        _, info = warp_solve(system, rows=rows)
+        assert info.tolist() == [_common.ZERO_PIVOT]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", WARP_NS)
+def test_warp_plan_fits_a_warp_and_the_shared_memory(n, dtype):
+    rows, lanes, blocks, threads, shared = warp.plan(300, n, dtype)
+    assert rows in warp.ROWS_PER_THREAD and lanes & (lanes - 1) == 0 and lanes <= 32
+    assert lanes * rows >= n and (lanes == 1 or lanes * rows < 2 * n)  # no idle half group
+    assert rows == max(warp.TARGET_BYTES // np.dtype(dtype).itemsize, -(-n // 32)) or rows * 16 < n <= rows * 32
+    assert threads % 32 == 0 and blocks * (threads // lanes) >= 300 and shared <= _common.SHARED_BYTES
+    with pytest.raises(ValueError, match="n <= 512"):
+        warp.plan(1, 513, dtype)
+
+
+def test_hybrid_takes_the_warp_solver_up_to_512_rows_and_hybrid_shared_above(rng, monkeypatch):
+    calls = []
+    monkeypatch.setattr(warp, "run", lambda *args: calls.append("warp"))
+    monkeypatch.setattr(hybrid, "run_shared", lambda *args: calls.append("shared"))
+    for n in (1, 512, 513):
+        tridiag.solve(*dominant(rng, 2, n), method="hybrid")
+    assert calls == ["warp", "warp", "shared"]
 
 
 def test_auto_takes_the_hybrid_whose_whole_calls_are_fastest_at_every_size(rng):
@@ -285,12 +377,16 @@ def test_every_kernel_compiles_to_ptx_for_sm75_and_sm90(ptx_compiler):
                 # float32 kernels must not compute in float64 (an untyped 0 or 1 would promote).
                 if "float32" in str(argtypes[1]):
                     assert not re.search(r"\\b(add|sub|mul|div|fma|neg|abs)(\\.rn)?\\.f64", ptx), kernel
+                # The warp solver's chunks must live in registers: no local memory at all.
+                if kernel.py_func.__name__ == "warp_solve":
+                    assert not re.search(r"^\\s*(ld|st)\\.local|^\\s*\\.local", ptx, re.M), kernel
                 print("ok", kernel.py_func.__name__, argtypes[1].dtype, cc)
     """)
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
     child = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
     assert child.returncode == 0, child.stdout[-3000:] + child.stderr[-3000:]
-    for name in ("pcr_shared", "pcr_global_step", "cr_shared", "thomas", "hybrid_shared", "pcr_window"):
+    for name in ("pcr_shared", "pcr_global_step", "cr_shared", "thomas", "hybrid_shared", "pcr_window", "warp_solve"):
         for dtype in ("float32", "float64"):
             for cc in ("(7, 5)", "(9, 0)"):
                 assert f"ok {name} {dtype} {cc}" in child.stdout
+    assert child.stdout.count("ok warp_solve ") == 2 * 2 * len(warp.ROWS_PER_THREAD)  # a kernel per R

@@ -26,7 +26,8 @@ def solve(a, b, c, d, *, method="auto"):
         ``__cuda_array_interface__``) must be C-contiguous.
     method : {"auto", "hybrid", "pcr", "cr", "thomas"}
         "hybrid": PCR steps until each thread has a piece of a few rows, then Thomas on it
-        (:mod:`prefixsum.tridiag.hybrid`); "pcr": parallel cyclic reduction
+        (:mod:`prefixsum.tridiag.hybrid`), and for n <= 512 a partition step per thread in
+        registers with PCR across a warp by shuffles (:mod:`prefixsum.tridiag.warp`); "pcr": parallel cyclic reduction
         (:mod:`prefixsum.tridiag.pcr`); "cr": cyclic reduction (:mod:`prefixsum.tridiag.cr`);
         "thomas": the sequential algorithm, one thread per system
         (:mod:`prefixsum.tridiag.thomas`); "auto" (the default): the method whose whole

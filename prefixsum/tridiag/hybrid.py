@@ -27,6 +27,7 @@ import numpy as np
 from numba import cuda, types
 
 from ..core.launch import Launcher
+from . import warp
 from ._common import (
     A, B, C, D, MAX_THREADS, ZERO_PIVOT, fail, load, load_row, locate, max_rows, put, reduce_row, reused, slot, store,
 )
@@ -34,6 +35,8 @@ from ._common import (
 BUFFERS = 2  # PCR's ping-pong
 WINDOW_BYTES = 32  # a window's row spans one 32-byte memory sector of neighbouring subsystems
 SPLIT_ROWS = 64
+WARP_ROWS = warp.MAX_ROWS
+"""Systems of at most this many rows go to :func:`.warp.run` (0: none do)."""
 """Large systems are split until the pieces have at most this many rows: small enough that a
 block takes many neighbouring pieces, so that its loads are coalesced."""
 THOMAS_ROWS = 4
@@ -248,6 +251,19 @@ def plan(batch, n, stride, dtype):
 
 def run(a, b, c, d, x, info):
     """Solve the (batch, n) device systems into ``x``; failures go to ``info`` (see :mod:`.api`).
+
+    Systems of at most :data:`WARP_ROWS` rows go to the register-resident warp solver
+    (:func:`.warp.run`), faster there on the H100; larger ones to :func:`run_shared`.
+    """
+    if x.shape[1] <= WARP_ROWS:
+        warp.run(a, b, c, d, x, info)
+    else:
+        run_shared(a, b, c, d, x, info)
+
+
+def run_shared(a, b, c, d, x, info):
+    """:func:`run` by :func:`hybrid_shared` alone (after :func:`pcr_window` launches for systems
+    larger than a block), whatever n.
 
     The last launch, the only one for systems that fit a block, goes through a
     :class:`~prefixsum.core.launch.Launcher`: numba's dispatcher would spend more host time on it

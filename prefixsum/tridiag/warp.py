@@ -1,0 +1,308 @@
+"""Register-resident batched solver: a partition (modified Thomas) step per thread, PCR across a warp.
+
+For systems that fit in a warp's registers (``n <= 32 R`` with ``R`` rows per thread), after
+Laszlo, Giles and Appleyard (2016), "Manycore algorithms for batch scalar and block tridiagonal
+solvers", ACM Transactions on Mathematical Software 42(4), 31, whose first step is Wang's
+(1981) partition method. A group of ``G`` lanes of one
+warp (``G`` a power of two, at most 32) solves one system; lane ``t`` owns the ``R`` consecutive
+rows ``t R, ..., t R + R - 1`` (a *chunk*; rows past ``n`` are identity rows ``(0, 1, 0, 0)``,
+``x = 0``). Each row is ``a_k x_{k-1} + b_k x_k + c_k x_{k+1} = d_k``.
+
+1. **Coalesced load**: the block's systems lie end to end in memory; the
+   block copies them into shared memory, neighbouring threads reading neighbouring addresses,
+   then each thread reads its own chunk into registers (``cuda.local.array(R)`` indexed only by
+   the counters of fully unrolled loops: LLVM keeps such arrays in registers; the PTX check in
+   the tests looks for ``.local``). One slot of padding every ``R`` rows makes lane ``t``'s
+   rows start at ``t (R + 1)``, an odd stride: the reads are free of bank conflicts.
+2. **Partition step** (``partition``, the "modified Thomas" sweep of the paper): a forward
+   sweep over rows ``1 .. R-1`` that eliminates each row's left neighbour in favour of the
+   chunk's *first* unknown ``x_0``, and a backward sweep that eliminates the right neighbour in
+   favour of the chunk's *last* unknown ``x_{R-1}``. Afterwards every row reads
+   ``x_k = d_k - a_k x_0 - c_k x_{R-1}`` (``b_k = 1``), and the chunk's first and last rows
+   couple only the boundary unknowns of neighbouring chunks:
+
+       a_0 x_{last of t-1} + x_0 + c_0 x_{R-1} = d_0,
+       a_{R-1} x_0 + x_{R-1} + c_{R-1} x_{first of t+1} = d_{R-1}.
+
+   That is a tridiagonal *reduced system* of ``2 G`` rows, two per lane: about ``5 R``
+   multiply-adds and ``R`` divisions per thread, sequential but in registers.
+3. **Reduced system across the lanes** (``reduced``): one odd-even (cyclic reduction)
+   step eliminates the chunks' first unknowns (each lane needs only lane ``t + 1``'s first row,
+   one ``shfl_down_sync``), leaving ``G`` rows of last unknowns, one per lane; PCR solves these
+   in ``log2 G`` steps, each fetching the rows ``s`` lanes up and down with
+   ``shfl_up_sync``/``shfl_down_sync`` (3 values each way: rows are kept normalised,
+   ``b = 1``). No shared memory, no barrier: a warp's lanes run in lockstep through the
+   shuffles. Sub-warp groups (``G < 32``) share a warp; a lane treats anything from outside its
+   group as an identity row.
+4. **Back substitution**: lane ``t`` gets ``x_{last of t-1}`` with one more
+   shuffle, then its first unknown and its interior ``x_k = d_k - a_k x_0 - c_k x_{R-1}``.
+5. **Coalesced store**: each thread writes its ``R`` results into its shared slots, and the
+   block copies them out with neighbouring threads writing neighbouring addresses, checking each
+   value for NaN or infinity (:func:`._common.store`).
+
+Compared with :func:`.hybrid.hybrid_shared` (which does the same split with PCR steps in shared
+memory, then Thomas): the coefficients are read from shared memory once, not once per PCR step;
+the reduced system exchanges registers by shuffles without barriers; rows are normalised so a
+row update takes one division, not two. Work: about ``R`` divisions and ``8 R`` multiply-adds
+per thread plus ``3 + log2 G`` divisions for the reduced system, against the hybrid's
+``log2(lanes)`` PCR row updates of two divisions each.
+
+One kernel per ``R`` in :data:`ROWS_PER_THREAD` (the arrays' length must be a compile-time
+constant), made by :func:`_make`; ``G`` is a launch argument. :func:`plan` picks ``R`` and ``G``.
+Zero pivots anywhere (a forward sweep, the partition's first row, a PCR step) are reported as
+``ZERO_PIVOT`` for the system, non-finite results as ``NOT_FINITE``, as the other methods do;
+no pivoting: for diagonally dominant or symmetric positive definite systems (on others a chunk's
+pivots can vanish where Thomas's over the whole system would not).
+"""
+import numpy as np
+from numba import cuda, types
+
+from ..core.hardware import WARP_SIZE
+from ..core.launch import Launcher
+from ._common import ZERO_PIVOT, fail, store
+from . import _common
+
+FULL_MASK = 0xFFFFFFFF  # every lane of the warp: blocks are whole warps, every lane shuffles
+ROWS_PER_THREAD = (2, 4, 8, 16)
+"""The chunk lengths ``R`` with a kernel each."""
+TARGET_BYTES = 32
+""":func:`plan` aims for ``R`` rows of ``TARGET_BYTES`` per coefficient (8 in float32, 4 in
+float64) where ``n`` leaves a choice (at least ``n / 32`` rows are needed). More rows per thread
+mean fewer PCR steps and fewer threads per system but a longer sweep and more registers. On the
+H100 (kernel times, every R that fits, six batch shapes) R = 8 was the fastest or within 3% of
+it in float32, R = 4 in float64 (R = 8 there lost up to 9%, R = 16 up to 22%)."""
+MAX_ROWS = WARP_SIZE * max(ROWS_PER_THREAD)
+"""The largest ``n`` one warp holds: 512."""
+THREADS = 128
+
+
+def _make(rows):
+    """The kernel for chunks of ``rows`` rows (a power of two >= 2)."""
+    shift = rows.bit_length() - 1  # i // rows == i >> shift
+
+    @cuda.jit(device=True)
+    def pivot_inverse(pivot, one):
+        """``(1 / pivot, pivot != 0)``; 1 / 1 on a zero pivot, so no thread divides by zero (the
+        system is reported anyway, and the simulator would warn)."""
+        ok = pivot != 0
+        return one / (pivot if ok else one), ok
+
+    @cuda.jit(device=True)
+    def partition(la, lb, lc, ld, one):
+        """Step 2 in registers: rows end as ``x_k = d_k - a_k x_0 - c_k x_{R-1}`` (``b_k = 1``).
+
+        Returns False if a pivot was zero."""
+        inverse, ok = pivot_inverse(lb[0], one)
+        la[0] *= inverse
+        lc[0] *= inverse
+        ld[0] *= inverse
+        inverse, good = pivot_inverse(lb[1], one)
+        ok = ok and good
+        la[1] *= inverse
+        lc[1] *= inverse
+        ld[1] *= inverse
+        # Forward: row k - 1 is a_{k-1} x_0 + x_{k-1} + c_{k-1} x_k = d_{k-1}; subtracting a_k
+        # times it from row k replaces x_{k-1} by x_0.
+        for k in range(2, rows):
+            inverse, good = pivot_inverse(lb[k] - la[k] * lc[k - 1], one)
+            ok = ok and good
+            ld[k] = (ld[k] - la[k] * ld[k - 1]) * inverse
+            la[k] = -la[k] * la[k - 1] * inverse
+            lc[k] = lc[k] * inverse
+        # Backward: row k + 1 now reads a_{k+1} x_0 + x_{k+1} + c_{k+1} x_{R-1} = d_{k+1};
+        # substituting its x_{k+1} into row k leaves x_0, x_k, x_{R-1}. Row R - 2 is already so.
+        for k in range(rows - 3, 0, -1):
+            ld[k] -= lc[k] * ld[k + 1]
+            la[k] -= lc[k] * la[k + 1]
+            lc[k] = -lc[k] * lc[k + 1]
+        if rows > 2:
+            # Row 0 couples x_{-1} (the previous chunk's last), x_0 and x_1: substituting x_1
+            # leaves x_{-1}, x_0 and x_{R-1}.
+            inverse, good = pivot_inverse(one - lc[0] * la[1], one)
+            ok = ok and good
+            ld[0] = (ld[0] - lc[0] * ld[1]) * inverse
+            la[0] *= inverse
+            lc[0] = -lc[0] * lc[1] * inverse
+        return ok
+
+    @cuda.jit(device=True)
+    def reduced(first, last, lane, lanes, zero, one):
+        """Step 3: ``x`` of this chunk's last row, from the two boundary rows ``(a, c, d)`` of
+        every chunk of the group (``lanes`` of them). Returns ``(x_last, ok)``."""
+        # Odd-even step: lane t + 1's first row gives x_{first of t+1} in terms of the last
+        # unknowns of chunks t and t + 1; this chunk's first row likewise with t - 1 and t.
+        af, cf, df = first
+        an = cuda.shfl_down_sync(FULL_MASK, af, 1)
+        cn = cuda.shfl_down_sync(FULL_MASK, cf, 1)
+        dn = cuda.shfl_down_sync(FULL_MASK, df, 1)
+        if lane + 1 >= lanes:
+            an, cn, dn = zero, zero, zero
+        al, cl, dl = last
+        inverse, ok = pivot_inverse(one - al * cf - cl * an, one)
+        a = -al * af * inverse
+        c = -cl * cn * inverse
+        d = (dl - al * df - cl * dn) * inverse
+        # PCR on the G last unknowns, one row per lane: row t - s and row t + s eliminate
+        # x_{t-s} and x_{t+s}; rows beyond the group are identity rows (a = c = d = 0).
+        s = 1
+        while s < lanes:
+            au = cuda.shfl_up_sync(FULL_MASK, a, s)
+            cu = cuda.shfl_up_sync(FULL_MASK, c, s)
+            du = cuda.shfl_up_sync(FULL_MASK, d, s)
+            ad = cuda.shfl_down_sync(FULL_MASK, a, s)
+            cd = cuda.shfl_down_sync(FULL_MASK, c, s)
+            dd = cuda.shfl_down_sync(FULL_MASK, d, s)
+            if lane < s:
+                au, cu, du = zero, zero, zero
+            if lane + s >= lanes:
+                ad, cd, dd = zero, zero, zero
+            inverse, good = pivot_inverse(one - a * cu - c * ad, one)
+            ok = ok and good
+            d = (d - a * du - c * dd) * inverse
+            a = -a * au * inverse
+            c = -c * cd * inverse
+            s *= 2
+        return d, ok
+
+    @cuda.jit
+    def warp_solve(a, b, c, d, x, info, lanes_log2):
+        """Solve systems ``blockIdx.x * per_block ...``, ``2^lanes_log2`` lanes and ``rows`` rows
+        each."""
+        batch, n = x.shape
+        zero, one = b.dtype.type(0), b.dtype.type(1)
+        tid, threads = cuda.threadIdx.x, cuda.blockDim.x
+        lanes = 1 << lanes_log2
+        per_block = threads >> lanes_log2
+        lane = tid & (lanes - 1)
+        group = tid >> lanes_log2
+        first = cuda.blockIdx.x * per_block  # the block's first system
+        system = first + group
+        real = system < batch
+        span = lanes * (rows + 1)
+        # Four buffers, one per coefficient, as slices of one: a reshape would call numba's
+        # runtime and keep the shape in local memory.
+        slots = per_block * span
+        shared = cuda.shared.array(0, b.dtype)
+        sa, sb, sc, sd = shared[:slots], shared[slots:2 * slots], shared[2 * slots:3 * slots], shared[3 * slots:4 * slots]
+
+        # 1. Coalesced copy in: row j of the block's systems end to end is (s, i) = divmod(j, n),
+        # stepped by `threads` rows without a division per row.
+        count = min(per_block, batch - first) * n
+        step_s, step_i = threads // n, threads % n
+        s0, i0 = tid // n, tid % n
+        s, i = s0, i0
+        for j in range(tid, count, threads):
+            k = s * span + i + (i >> shift)
+            sa[k] = a[first + s, i]
+            sb[k] = b[first + s, i]
+            sc[k] = c[first + s, i]
+            sd[k] = d[first + s, i]
+            s += step_s
+            i += step_i
+            if i >= n:
+                i -= n
+                s += 1
+        cuda.syncthreads()
+
+        la = cuda.local.array(rows, b.dtype)
+        lb = cuda.local.array(rows, b.dtype)
+        lc = cuda.local.array(rows, b.dtype)
+        ld = cuda.local.array(rows, b.dtype)
+        base = group * span + lane * (rows + 1)
+        row0 = lane * rows
+        for k in range(rows):
+            row = row0 + k
+            if real and row < n:
+                # a of row 0 and c of row n - 1 lie outside the matrix: ignored, whatever they hold.
+                la[k] = sa[base + k] if row > 0 else zero
+                lb[k] = sb[base + k]
+                lc[k] = sc[base + k] if row + 1 < n else zero
+                ld[k] = sd[base + k]
+            else:
+                la[k], lb[k], lc[k], ld[k] = zero, one, zero, zero
+
+        # 2. The partition step, 3. the reduced system, 4. back substitution.
+        ok = partition(la, lb, lc, ld, one)
+        x_last, good = reduced((la[0], lc[0], ld[0]), (la[rows - 1], lc[rows - 1], ld[rows - 1]),
+                               lane, lanes, zero, one)
+        ok = ok and good
+        x_before = cuda.shfl_up_sync(FULL_MASK, x_last, 1)  # the previous chunk's last unknown
+        if lane == 0:
+            x_before = zero
+        x_first = ld[0] - la[0] * x_before - lc[0] * x_last
+        if real and not ok:
+            fail(info, system, ZERO_PIVOT)
+
+        # 5. Coalesced store: each thread's results into its own slots (which only it has read),
+        # then out by rows as they came in.
+        sd[base] = x_first
+        for k in range(1, rows - 1):
+            sd[base + k] = ld[k] - la[k] * x_first - lc[k] * x_last
+        sd[base + rows - 1] = x_last
+        cuda.syncthreads()
+        s, i = s0, i0
+        for j in range(tid, count, threads):
+            store(x, info, first + s, i, sd[s * span + i + (i >> shift)])
+            s += step_s
+            i += step_i
+            if i >= n:
+                i -= n
+                s += 1
+
+    return warp_solve
+
+
+KERNELS = {rows: _make(rows) for rows in ROWS_PER_THREAD}
+
+
+def plan(batch, n, dtype, rows=None):
+    """``(rows, lanes, blocks, threads, shared bytes)`` of the launch for (batch, n) systems.
+
+    ``rows`` (R, default :data:`TARGET_BYTES` over the item size) is raised to the least that lets 32 lanes hold n,
+    and ``lanes`` (G) is the least power of two with ``G R >= n``. A block is :data:`THREADS`
+    threads (fewer where its four coefficient buffers would not fit the shared-memory budget,
+    at least a warp), ``THREADS / G`` systems.
+    """
+    if n > MAX_ROWS:
+        raise ValueError(f"the warp solver takes n <= {MAX_ROWS}; got {n}")
+    itemsize = np.dtype(dtype).itemsize
+    rows = max(rows or TARGET_BYTES // itemsize, min(r for r in ROWS_PER_THREAD if r * WARP_SIZE >= n))
+    lanes = 1 << (max(1, -(-n // rows)) - 1).bit_length()
+    threads = THREADS
+    while threads > WARP_SIZE and 4 * threads * (rows + 1) * itemsize > _common.SHARED_BYTES:
+        threads //= 2
+    per_block = threads // lanes
+    shared = 4 * threads * (rows + 1) * itemsize
+    return rows, lanes, -(-batch // per_block), threads, shared
+
+
+def run(a, b, c, d, x, info, rows=None):
+    """Solve the (batch, n) device systems (n <= :data:`MAX_ROWS`) into ``x``; failures go to
+    ``info`` (see :mod:`.api`). ``rows`` overrides :func:`plan`'s choice of R."""
+    batch, n = x.shape
+    rows, lanes, blocks, threads, shared = plan(batch, n, x.dtype, rows)
+    _launcher(rows, x.dtype)(blocks, threads, a, b, c, d, x, info, lanes.bit_length() - 1, shared=shared)
+
+
+_LAUNCHERS = {}
+
+
+def _launcher(rows, dtype):
+    """The :class:`~prefixsum.core.launch.Launcher` of the kernel for ``rows`` and ``dtype``, made once."""
+    key = rows, np.dtype(dtype)
+    launcher = _LAUNCHERS.get(key)
+    if launcher is None:
+        launcher = _LAUNCHERS[key] = Launcher(KERNELS[rows], _argtypes(dtype))
+    return launcher
+
+
+def _argtypes(dtype):
+    t = types.float32 if np.dtype(dtype) == np.float32 else types.float64
+    matrix = t[:, ::1]
+    return (matrix, matrix, matrix, matrix, matrix, types.int32[::1], types.int64)
+
+
+def kernels(dtype):
+    """Every kernel :func:`run` launches for ``dtype`` (one per ``R``), with numba argument types."""
+    for rows in ROWS_PER_THREAD:
+        yield KERNELS[rows], _argtypes(dtype)
