@@ -36,7 +36,9 @@ BUFFERS = 2  # PCR's ping-pong
 WINDOW_BYTES = 32  # a window's row spans one 32-byte memory sector of neighbouring subsystems
 SPLIT_ROWS = 64
 WARP_ROWS = warp.MAX_ROWS
-"""Systems of at most this many rows go to :func:`.warp.run` (0: none do)."""
+"""Systems of at most this many rows go to :func:`.warp.run` (0: none do): all it takes. On the
+H100 its kernel was 1.9 to 4.3 times faster than :func:`hybrid_shared` on every batch measured
+(n from 16 to 512, 8 to 100,000 systems, float32 and float64)."""
 """Large systems are split until the pieces have at most this many rows: small enough that a
 block takes many neighbouring pieces, so that its loads are coalesced."""
 THOMAS_ROWS = 4
