@@ -30,9 +30,42 @@ def systems(batch, n, dtype, rng):
     return [v.astype(dtype) for v in (a, b, c, rng.normal(size=(batch, n)))]
 
 
+def steps(arrays, calls):
+    """Median host microseconds of each step of a whole call on device arrays, timed alone."""
+    from prefixsum.core.arrays import copy_to_host, result_array
+    from prefixsum.tridiag import api, hybrid
+
+    checked, _ = api._check(*arrays)
+    batch, n = checked[3].shape
+    x = result_array((batch, n), checked[3].dtype)
+    info, flags = api._flags(batch)
+    parts = {
+        "check": lambda: api._check(*arrays),
+        "result_array": lambda: result_array((batch, n), checked[3].dtype),
+        "flags": lambda: api._flags(batch),
+        "choose": lambda: api.choose("auto", batch, n, x.dtype),
+        "hybrid.run (launches, no wait)": lambda: hybrid.run(*checked, x, info),
+        "copy flags (after a sync)": lambda: copy_to_host(info, flags),
+        "numba's copy_to_host of the flags": lambda: info.copy_to_host(flags),
+        "flags.any": lambda: flags.any(),
+        "synchronize (idle)": cuda.synchronize,
+    }
+    for name, part in parts.items():
+        times = []
+        for _ in range(calls):
+            cuda.synchronize()
+            start = time.perf_counter()
+            part()
+            times.append(time.perf_counter() - start)
+        cuda.synchronize()
+        print(f"  {name:34s} {np.median(times) * 1e6:8.1f} us")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--steps", action="store_true", help="also time each step of a device-array call alone")
+    parser.add_argument("--top", type=int, default=25, help="functions listed per profile")
     parser.add_argument("--quick", action="store_true", help="tiny sizes; runs on the simulator too")
     options = parser.parse_args(argv)
     require_gpu(options.quick)
@@ -42,9 +75,19 @@ def main(argv=None):
     for batch, n in shapes:
         host = systems(batch, n, np.float32, rng)
         device = [cuda.to_device(v) for v in host]
+        if options.steps:
+            print(f"\n=== float32 {batch} x {n}, device arrays, step by step:")
+            steps(device, calls)
         for label, arrays in (("device arrays", device), ("numpy arrays", host)):
-            tridiag.solve(*arrays)
+            for _ in range(5):
+                tridiag.solve(*arrays)
             cuda.synchronize()
+            plain = []
+            for _ in range(calls):
+                start = time.perf_counter()
+                tridiag.solve(*arrays)
+                cuda.synchronize()
+                plain.append(time.perf_counter() - start)
             times = []
             profile = cProfile.Profile()
             for _ in range(calls):
@@ -54,10 +97,10 @@ def main(argv=None):
                 cuda.synchronize()
                 profile.disable()
                 times.append(time.perf_counter() - start)
-            print(f"\n=== float32 {batch} x {n}, {label}: median whole call {np.median(times) * 1e6:.1f} us "
-                  f"(profiled; {calls} calls)")
+            print(f"\n=== float32 {batch} x {n}, {label}: median whole call {np.median(plain) * 1e6:.1f} us, "
+                  f"{np.median(times) * 1e6:.1f} us profiled ({calls} calls)")
             stats = pstats.Stats(profile)
-            stats.sort_stats("cumulative").print_stats(25)
+            stats.sort_stats("tottime").print_stats(options.top)
 
 
 if __name__ == "__main__":

@@ -270,10 +270,10 @@ def test_hybrid_takes_the_warp_solver_up_to_512_rows_and_hybrid_shared_above(rng
     assert calls == ["warp", "warp", "shared"]
 
 
-def test_auto_takes_the_hybrid_whose_whole_calls_are_fastest_at_every_size(rng):
+def test_auto_takes_the_hybrid_where_a_system_fits_a_block_and_pcr_beyond(rng):
     for dtype in DTYPES:
         largest = hybrid.max_block_rows(dtype)
-        assert api.choose("auto", 7, largest, dtype) == "hybrid" and api.choose("auto", 1, largest + 1, dtype) == "hybrid"
+        assert api.choose("auto", 7, largest, dtype) == "hybrid" and api.choose("auto", 1, largest + 1, dtype) == "pcr"
     assert api.choose("cr", 7, 100, np.float32) == "cr"
     system = dominant(rng, 4, 50)
     check(tridiag.solve(*system), system, np.float64)
@@ -282,13 +282,42 @@ def test_auto_takes_the_hybrid_whose_whole_calls_are_fastest_at_every_size(rng):
 def test_device_arrays_are_used_in_place_and_host_arrays_cross_once_each_way(rng, monkeypatch):
     system = dominant(rng, 3, 40)
     device = [cuda.to_device(v) for v in system]
+    tridiag.solve(*device, method="hybrid"), tridiag.solve(*system, method="hybrid")  # the kept buffers are made
     copies = []
+    array_type = type(device[0])
+    for name in ("copy_to_device", "copy_to_host"):
+        original = getattr(array_type, name)
+        monkeypatch.setattr(array_type, name, lambda self, *args, _f=original, _n=name, **kw: copies.append((_n, self.shape)) or _f(self, *args, **kw))
     to_device = cuda.to_device
-    monkeypatch.setattr(cuda, "to_device", lambda v, *args, **kw: copies.append(np.shape(v)) or to_device(v, *args, **kw))
+    monkeypatch.setattr(cuda, "to_device", lambda v, *args, **kw: copies.append(("to_device", np.shape(v))) or to_device(v, *args, **kw))
     x = tridiag.solve(*device, method="hybrid")
-    assert copies == [] and cuda.devicearray.is_cuda_ndarray(x)
-    tridiag.solve(*system, method="hybrid")
-    assert copies == [(3, 40)] * 4
+    # Device arrays: nothing crosses but the failure flags, 4 bytes a system.
+    assert copies == [("copy_to_host", (3,))] and cuda.devicearray.is_cuda_ndarray(x)
+    copies.clear()
+    x = tridiag.solve(*system, method="hybrid")
+    assert copies == [("copy_to_device", (4, 3, 40)), ("copy_to_host", (3,)), ("copy_to_host", (3, 40))]
+    check(x, system, np.float64)
+
+
+def test_host_inputs_are_never_modified_and_kept_buffers_never_leak_between_calls(rng):
+    first, second = dominant(rng, 3, 40), dominant(rng, 3, 40)
+    saved = [v.copy() for v in first + second]
+    x1 = tridiag.solve(*first)
+    x2 = tridiag.solve(*second)  # the same shape: the same kept device and pinned buffers
+    assert all(np.array_equal(v, w) for v, w in zip(first + second, saved))
+    check(x1, first, np.float64), check(x2, second, np.float64)
+    d1 = tridiag.solve(*(cuda.to_device(v) for v in first))
+    d2 = tridiag.solve(*(cuda.to_device(v) for v in second))
+    check(d1.copy_to_host(), first, np.float64), check(d2.copy_to_host(), second, np.float64)
+
+
+def test_a_failure_does_not_leak_into_the_next_call(rng):
+    a, b, c, d = dominant(rng, 4, 10)
+    bad = b.copy()
+    bad[1, 0] = 0
+    with pytest.raises(np.linalg.LinAlgError, match="system 1 of 4"):
+        tridiag.solve(a, bad, c, d)
+    check(tridiag.solve(a, b, c, d), (a, b, c, d), np.float64)
 
 
 def test_a_large_system_through_global_memory(rng):

@@ -12,12 +12,14 @@ than threads). Subsystem ``g`` of a launch at stride ``s`` is the interleaved se
 systems themselves; after global PCR steps up to stride ``s`` they are the ``s`` independent
 subsystems that PCR has split each system into.
 """
+import functools
 import math
 import threading
 
 from numba import cuda
 
 from ..core.hardware import MAX_SHARED_BYTES_PER_BLOCK, WARP_SIZE
+from ..core.launch import Launcher
 
 # The coefficient axis of a shared buffer: buf[A, j] is a_j, and so on.
 A, B, C, D = 0, 1, 2, 3
@@ -114,8 +116,9 @@ def load_row(a, b, c, d, buf, j, system, i, row, real, stride):
         put(buf, j, (zero, b.dtype.type(1), zero, zero))
 
 
-def shared_launch(kernel, arrays, x, info, stride, buffers):
-    """Launch a shared-memory kernel over all subsystems at ``stride``.
+def shared_launch(launcher, arrays, x, info, stride, buffers):
+    """Launch a shared-memory kernel (through its :class:`~prefixsum.core.launch.Launcher`) over
+    all subsystems at ``stride``.
 
     ``arrays`` are the (batch, n) device arrays a, b, c, d; ``buffers`` is how many four-row
     buffers the kernel keeps per slot (2 for PCR's ping-pong, 1 for CR's in-place reduction).
@@ -128,7 +131,25 @@ def shared_launch(kernel, arrays, x, info, stride, buffers):
     threads = min(-(-rows // WARP_SIZE) * WARP_SIZE, MAX_THREADS)
     blocks = -(-subsystems // per_block)
     shared = buffers * 4 * rows * x.dtype.itemsize
-    kernel[blocks, threads, 0, shared](*arrays, x, info, stride, m, per_block)
+    launcher(blocks, threads, *arrays, x, info, stride, m, per_block, shared=shared)
+
+
+@functools.lru_cache(maxsize=None)
+def launchers(kernels, dtype):
+    """``{kernel: Launcher}`` for every kernel that a method's ``kernels(dtype)`` yields, made once
+    per method and dtype: every launch of every method skips numba's dispatcher, whose 30 us of
+    host time a launch would otherwise be most of a batch's whole call."""
+    return {kernel: Launcher(kernel, argtypes) for kernel, argtypes in kernels(dtype)}
+
+
+def work_rows(batch, n, dtype):
+    """Two (4, batch, n) work arrays for global steps, each with its rows ``(a, b, c, d)`` as
+    (batch, n) views: made once per shape (:func:`reused`), views included, since slicing a
+    numba device array costs about 10 us of host time."""
+    def make():
+        work = [cuda.device_array((4, batch, n), dtype) for _ in range(2)]
+        return [(out, (out[A], out[B], out[C], out[D])) for out in work]
+    return reused(("work", batch, n, dtype), make)
 
 
 def max_rows(dtype, buffers):

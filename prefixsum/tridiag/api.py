@@ -1,15 +1,16 @@
 """The host side of :func:`solve`: checks, transfers, dispatch to a method, failure reports."""
 import numpy as np
 from numba import cuda
-from numba.cuda.cudadrv.driver import device_memset
 
-from ..core.arrays import is_device_array, result_array
+from ..core.arrays import copy_to_host, is_device_array, result_array
 from . import cr, hybrid, pcr, thomas
 from ._common import NOT_FINITE, ZERO_PIVOT, reused
 
 METHODS = {"pcr": pcr.run, "cr": cr.run, "thomas": thomas.run, "hybrid": hybrid.run}
 DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _NAMES = "abcd"
+
+STAGED_BYTES = 64 << 20  # the largest pinned buffer kept for packing host inputs (:func:`_staged`)
 
 _FAILURES = {NOT_FINITE: "a non-finite result (NaN or infinity)", ZERO_PIVOT: "a zero pivot"}
 
@@ -66,35 +67,71 @@ def solve(a, b, c, d, *, method="auto"):
     """
     _method(method)
     arrays, on_device = _check(a, b, c, d)
-    shape = arrays[3].shape
+    shape, dtype = tuple(arrays[3].shape), np.dtype(arrays[3].dtype)
     batch, n = (1, shape[0]) if len(shape) == 1 else shape
-    x = result_array((batch, n), arrays[3].dtype)
-    if batch > 0:
-        matrices = [_as_matrix(v, batch, n, dev) for v, dev in zip(arrays, on_device)]
-        info, flags = _flags(batch)
-        device_memset(info, 0, info.nbytes)
-        METHODS[choose(method, batch, n, x.dtype)](*matrices, x, info)
-        _report(info.copy_to_host(flags))
-    if x.shape != shape:
-        x = x.reshape(shape)
-    return x if on_device[3] else x.copy_to_host()
+    if batch == 0:
+        return result_array(shape, dtype) if on_device[3] else np.empty(shape, dtype)
+    if any(on_device):
+        rows = [_as_matrix(v, batch, n, dev) for v, dev in zip(arrays, on_device)]
+        x = result_array((batch, n), dtype)
+    else:
+        rows, x = _staged(arrays, batch, n, dtype)
+    info, flags = _flags(batch)
+    METHODS[choose(method, batch, n, dtype)](*rows, x, info)
+    copy_to_host(info, flags)
+    if np.count_nonzero(flags):
+        failed = flags.copy()
+        flags[:] = 0
+        info.copy_to_device(flags)
+        _report(failed)
+    if not on_device[3]:
+        return x.copy_to_host().reshape(shape)
+    return x if x.shape == shape else x.reshape(shape)
 
 
 def choose(method, batch, n, dtype):
     """The method that ``method`` names for (batch, n) systems of ``dtype``: itself, or for
-    ``"auto"`` the one with the fastest whole calls in ``benchmarks/tridiag.csv`` (an H100): the
-    hybrid at every measured shape. Where a system fits a block its kernels are also the
-    fastest (1.9 to 2.5 times PCR's); on one system of 2^20 PCR's kernels are a little faster
-    (364 against 399 us in float32, 516 against 596 in float64), but its whole call launches a
-    global step at a time through numba's dispatcher and takes 5.2 to 5.7 ms against the
-    hybrid's 1.3 to 1.5 ms."""
-    return "hybrid" if method == "auto" else method
+    ``"auto"`` the one with the fastest whole calls in ``benchmarks/tridiag.csv`` (an H100).
+
+    Where a system fits a block (``n <= hybrid.max_block_rows(dtype)``), the hybrid: its
+    kernels are 2 to 3 times faster than PCR's on every batch measured. Beyond, PCR: on one
+    system of 2^20 its global steps beat the hybrid's windows of steps, kernels and whole calls,
+    float32 and float64, now that every launch goes through a Launcher (its whole call used to
+    be several times slower, a dispatcher launch per global step).
+    """
+    if method != "auto":
+        return method
+    return "hybrid" if n <= hybrid.max_block_rows(dtype) else "pcr"
 
 
 def _flags(batch):
-    """A device array and a pinned host array of ``batch`` failure flags (:func:`._common.reused`:
-    every call zeroes them first)."""
-    return reused(("flags", batch), lambda: (cuda.device_array(batch, np.int32), cuda.pinned_array(batch, np.int32)))
+    """A device array and a pinned host array of ``batch`` failure flags (:func:`._common.reused`),
+    all zero: the kernels write only where a system fails, and :func:`solve` zeroes them again
+    after a failure, so a call need not clear them before it launches."""
+    return reused(("flags", batch), lambda: (cuda.to_device(np.zeros(batch, np.int32)), cuda.pinned_array(batch, np.int32)))
+
+
+def _staged(arrays, batch, n, dtype):
+    """Host systems packed into one (4, batch, n) array and sent in one transfer.
+
+    Returns the four (batch, n) device rows and a device array for x (:func:`solve` copies x out
+    before it returns). Up to :data:`STAGED_BYTES` of inputs, the packing buffer is pinned, so
+    that the transfer runs at full speed, and it and the device arrays are kept for the next
+    call of this shape (:func:`._common.reused`); beyond, pinning would cost more than it saves
+    and keeping would hold on to much memory, so plain arrays are made for the call.
+    """
+    def make():
+        device = cuda.device_array((4, batch, n), dtype)
+        return device, tuple(device[k] for k in range(4)), cuda.device_array((batch, n), dtype)
+    if 4 * batch * n * dtype.itemsize <= STAGED_BYTES:
+        device, rows, x = reused(("staged", batch, n, dtype), make)
+        packed = reused(("packed", batch, n, dtype), lambda: cuda.pinned_array((4, batch, n), dtype))
+    else:
+        (device, rows, x), packed = make(), np.empty((4, batch, n), dtype)
+    for k, v in enumerate(arrays):
+        packed[k] = v.reshape(batch, n)
+    device.copy_to_device(packed)
+    return rows, x
 
 
 def _method(method):
@@ -104,29 +141,30 @@ def _method(method):
 
 
 def _check(a, b, c, d):
-    """The four arrays (device arrays as numba's) and which are on the device, or an error."""
+    """The four arrays (device arrays as numba's) and which are on the device, or an error.
+
+    Written for the common case, four arrays alike, in a handful of comparisons: on a GPU this
+    runs on every call, where each microsecond of Python is a microsecond of the whole call.
+    """
     on_device = [is_device_array(v) for v in (a, b, c, d)]
-    arrays = []
-    for name, v, dev in zip(_NAMES, (a, b, c, d), on_device):
-        if dev and not cuda.devicearray.is_cuda_ndarray(v):
-            v = cuda.as_cuda_array(v)
-        elif not dev:
-            v = np.asarray(v)
-        if np.dtype(v.dtype) not in DTYPES:
-            raise TypeError(f"{name} has dtype {np.dtype(v.dtype)}; the allowed dtypes are float32 and float64")
+    arrays = [v if cuda.devicearray.is_cuda_ndarray(v) else cuda.as_cuda_array(v) if dev else np.asarray(v)
+              for v, dev in zip((a, b, c, d), on_device)]
+    dtype, shape = arrays[3].dtype, tuple(arrays[3].shape)
+    if any(v.dtype != dtype for v in arrays) or dtype not in DTYPES:
+        dtypes = [np.dtype(v.dtype) for v in arrays]
+        for name, v in zip(_NAMES, dtypes):
+            if v not in DTYPES:
+                raise TypeError(f"{name} has dtype {v}; the allowed dtypes are float32 and float64")
+        raise TypeError(f"a, b, c, d must have one dtype; got {', '.join(v.name for v in dtypes)}")
+    for name, v, dev in zip(_NAMES, arrays, on_device):
         if dev and not v.is_c_contiguous():
             raise ValueError(f"device array {name} must be C-contiguous")
-        arrays.append(v)
-    dtypes = [np.dtype(v.dtype).name for v in arrays]
-    if len(set(dtypes)) > 1:
-        raise TypeError(f"a, b, c, d must have one dtype; got {', '.join(dtypes)}")
-    shapes = [tuple(v.shape) for v in arrays]
-    if len(set(shapes)) > 1:
-        raise ValueError(f"a, b, c, d must have one shape; got {', '.join(map(str, shapes))}")
-    if len(shapes[0]) not in (1, 2):
-        raise ValueError(f"a, b, c, d must have shape (n,) or (batch, n); got {shapes[0]}")
-    if shapes[0][-1] < 1:
-        raise ValueError(f"the systems need n >= 1 unknowns; got shape {shapes[0]}")
+    if any(v.shape != shape for v in arrays):
+        raise ValueError(f"a, b, c, d must have one shape; got {', '.join(str(tuple(v.shape)) for v in arrays)}")
+    if len(shape) not in (1, 2):
+        raise ValueError(f"a, b, c, d must have shape (n,) or (batch, n); got {tuple(shape)}")
+    if shape[-1] < 1:
+        raise ValueError(f"the systems need n >= 1 unknowns; got shape {tuple(shape)}")
     return arrays, on_device
 
 

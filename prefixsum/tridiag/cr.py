@@ -24,7 +24,7 @@ import numpy as np
 from numba import cuda, types
 
 from ._common import (
-    A, B, C, D, ZERO_PIVOT, fail, load, locate, max_rows, put, reduce_row, shared_launch, slot, store,
+    A, B, C, D, ZERO_PIVOT, fail, launchers, load, locate, max_rows, put, reduce_row, shared_launch, slot, store,
 )
 from .pcr import split
 
@@ -82,7 +82,7 @@ def max_block_rows(dtype):
 def run(a, b, c, d, x, info):
     """Solve the (batch, n) device systems into ``x``; failures go to ``info`` (see :mod:`.api`)."""
     rows, stride = split(a, b, c, d, info, max_block_rows(x.dtype))
-    shared_launch(cr_shared, rows, x, info, stride, BUFFERS)
+    shared_launch(launchers(kernels, x.dtype)[cr_shared], rows, x, info, stride, BUFFERS)
 
 
 def kernels(dtype):

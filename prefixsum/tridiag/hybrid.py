@@ -26,21 +26,21 @@ No pivoting: for diagonally dominant or symmetric positive definite systems.
 import numpy as np
 from numba import cuda, types
 
-from ..core.launch import Launcher
 from . import warp
 from ._common import (
-    A, B, C, D, MAX_THREADS, ZERO_PIVOT, fail, load, load_row, locate, max_rows, put, reduce_row, reused, slot, store,
+    A, B, C, D, MAX_THREADS, ZERO_PIVOT, fail, launchers, load, load_row, locate, max_rows, put, reduce_row, slot, store,
+    work_rows,
 )
 
 BUFFERS = 2  # PCR's ping-pong
 WINDOW_BYTES = 32  # a window's row spans one 32-byte memory sector of neighbouring subsystems
 SPLIT_ROWS = 64
+"""Large systems are split until the pieces have at most this many rows: small enough that a
+block takes many neighbouring pieces, so that its loads are coalesced."""
 WARP_ROWS = warp.MAX_ROWS
 """Systems of at most this many rows go to :func:`.warp.run` (0: none do): all it takes. On the
 H100 its kernel was 1.9 to 4.3 times faster than :func:`hybrid_shared` on every batch measured
 (n from 16 to 512, 8 to 100,000 systems, float32 and float64)."""
-"""Large systems are split until the pieces have at most this many rows: small enough that a
-block takes many neighbouring pieces, so that its loads are coalesced."""
 THOMAS_ROWS = 4
 """Rows per thread that the plan aims for in the Thomas part: more means fewer PCR steps but a
 longer sequential sweep and fewer threads."""
@@ -212,7 +212,8 @@ def split_windows(a, b, c, d, info, limit):
     rows, stride = (a, b, c, d), 1
     if n <= limit:
         return rows, stride
-    work = reused(("windows", batch, n, b.dtype), lambda: [cuda.device_array((4, batch, n), b.dtype) for _ in range(2)])
+    work = work_rows(batch, n, b.dtype)
+    window_launch = launchers(kernels, b.dtype)[pcr_window]
     slots = max_block_rows(b.dtype)
     turn = 0
     while -(-n // stride) > limit:
@@ -225,8 +226,9 @@ def split_windows(a, b, c, d, info, limit):
         reach = window - 2 * ((1 << steps) - 1)
         blocks = batch * (stride // width) * -(-m // reach)
         shared = BUFFERS * 4 * width * window * b.dtype.itemsize
-        pcr_window[blocks, MAX_THREADS, 0, shared](*rows, work[turn], info, stride, steps, width, reach)
-        rows, stride, turn = (work[turn][A], work[turn][B], work[turn][C], work[turn][D]), stride << steps, 1 - turn
+        out, out_rows = work[turn]
+        window_launch(blocks, MAX_THREADS, *rows, out, info, stride, steps, width, reach, shared=shared)
+        rows, stride, turn = out_rows, stride << steps, 1 - turn
     return rows, stride
 
 
@@ -265,39 +267,16 @@ def run(a, b, c, d, x, info):
 
 def run_shared(a, b, c, d, x, info):
     """:func:`run` by :func:`hybrid_shared` alone (after :func:`pcr_window` launches for systems
-    larger than a block), whatever n.
-
-    The last launch, the only one for systems that fit a block, goes through a
-    :class:`~prefixsum.core.launch.Launcher`: numba's dispatcher would spend more host time on it
-    than the GPU spends on a batch.
-    """
+    larger than a block), whatever n."""
     n = x.shape[1]
     rows, stride = split_windows(a, b, c, d, info, n if n <= max_block_rows(x.dtype) else min(SPLIT_ROWS, max_block_rows(x.dtype)))
     blocks, threads, shared, m, per_block, lanes = plan(*x.shape, stride, x.dtype)
-    _launcher(x.dtype)(blocks, threads, *rows, x, info, stride, m, per_block, lanes, shared=shared)
-
-
-_LAUNCHERS = {}
-
-
-def _launcher(dtype):
-    """The :class:`~prefixsum.core.launch.Launcher` of :func:`hybrid_shared` for ``dtype``, made once."""
-    launcher = _LAUNCHERS.get(dtype)
-    if launcher is None:
-        launcher = _LAUNCHERS[dtype] = Launcher(hybrid_shared, _argtypes(dtype)[0])
-    return launcher
-
-
-def _argtypes(dtype):
-    """The numba argument types of :func:`hybrid_shared` and :func:`pcr_window` for ``dtype``."""
-    t = types.float32 if np.dtype(dtype) == np.float32 else types.float64
-    matrix, info, i64 = t[:, ::1], types.int32[::1], types.int64
-    return ((matrix, matrix, matrix, matrix, matrix, info, i64, i64, i64, i64),
-            (matrix, matrix, matrix, matrix, t[:, :, ::1], info, i64, i64, i64, i64))
+    launchers(kernels, x.dtype)[hybrid_shared](blocks, threads, *rows, x, info, stride, m, per_block, lanes, shared=shared)
 
 
 def kernels(dtype):
     """Every kernel :func:`run` launches for ``dtype``, with numba argument types (for PTX checks)."""
-    shared_types, window_types = _argtypes(dtype)
-    yield hybrid_shared, shared_types
-    yield pcr_window, window_types
+    t = types.float32 if np.dtype(dtype) == np.float32 else types.float64
+    matrix, info, i64 = t[:, ::1], types.int32[::1], types.int64
+    yield hybrid_shared, (matrix, matrix, matrix, matrix, matrix, info, i64, i64, i64, i64)
+    yield pcr_window, (matrix, matrix, matrix, matrix, t[:, :, ::1], info, i64, i64, i64, i64)

@@ -32,7 +32,8 @@ import numpy as np
 from numba import cuda, types
 
 from ._common import (
-    A, B, C, D, GLOBAL_THREADS, ZERO_PIVOT, fail, load, locate, max_rows, put, reduce_row, shared_launch, slot, store,
+    A, B, C, D, GLOBAL_THREADS, ZERO_PIVOT, fail, launchers, load, locate, max_rows, put, reduce_row, shared_launch, slot,
+    store, work_rows,
 )
 
 BUFFERS = 2  # ping-pong
@@ -110,19 +111,20 @@ def split(a, b, c, d, info, limit):
     rows, stride = (a, b, c, d), 1
     if n <= limit:
         return rows, stride
-    work = [cuda.device_array((4, batch, n), b.dtype) for _ in range(2)]
+    work = work_rows(batch, n, b.dtype)
+    step = launchers(kernels, b.dtype)[pcr_global_step]
     blocks = -(-batch * n // GLOBAL_THREADS)
     while -(-n // stride) > limit:
-        out = work[stride.bit_length() % 2]  # alternate, so a step never writes what it reads
-        pcr_global_step[blocks, GLOBAL_THREADS](*rows, out, info, stride)
-        rows, stride = (out[A], out[B], out[C], out[D]), 2 * stride
+        out, out_rows = work[stride.bit_length() % 2]  # alternate, so a step never writes what it reads
+        step(blocks, GLOBAL_THREADS, *rows, out, info, stride)
+        rows, stride = out_rows, 2 * stride
     return rows, stride
 
 
 def run(a, b, c, d, x, info):
     """Solve the (batch, n) device systems into ``x``; failures go to ``info`` (see :mod:`.api`)."""
     rows, stride = split(a, b, c, d, info, max_block_rows(x.dtype))
-    shared_launch(pcr_shared, rows, x, info, stride, BUFFERS)
+    shared_launch(launchers(kernels, x.dtype)[pcr_shared], rows, x, info, stride, BUFFERS)
 
 
 def kernels(dtype):

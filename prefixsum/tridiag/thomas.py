@@ -14,7 +14,7 @@ No pivoting: for diagonally dominant or symmetric positive definite systems.
 import numpy as np
 from numba import cuda, types
 
-from ._common import ZERO_PIVOT, fail, store
+from ._common import ZERO_PIVOT, fail, launchers, reused, store
 
 THREADS = 128
 
@@ -46,8 +46,9 @@ def thomas(a, b, c, d, x, info, scratch):
 
 def run(a, b, c, d, x, info):
     """Solve the (batch, n) device systems into ``x``; failures go to ``info`` (see :mod:`.api`)."""
-    batch = x.shape[0]
-    thomas[-(-batch // THREADS), THREADS](a, b, c, d, x, info, cuda.device_array_like(x))
+    batch, n = x.shape
+    scratch = reused(("thomas", batch, n, x.dtype), lambda: cuda.device_array_like(x))
+    launchers(kernels, x.dtype)[thomas](-(-batch // THREADS), THREADS, a, b, c, d, x, info, scratch)
 
 
 def kernels(dtype):

@@ -60,8 +60,7 @@ import numpy as np
 from numba import cuda, types
 
 from ..core.hardware import WARP_SIZE
-from ..core.launch import Launcher
-from ._common import ZERO_PIVOT, fail, store
+from ._common import ZERO_PIVOT, fail, launchers, store
 from . import _common
 
 FULL_MASK = 0xFFFFFFFF  # every lane of the warp: blocks are whole warps, every lane shuffles
@@ -283,19 +282,7 @@ def run(a, b, c, d, x, info, rows=None):
     ``info`` (see :mod:`.api`). ``rows`` overrides :func:`plan`'s choice of R."""
     batch, n = x.shape
     rows, lanes, blocks, threads, shared = plan(batch, n, x.dtype, rows)
-    _launcher(rows, x.dtype)(blocks, threads, a, b, c, d, x, info, lanes.bit_length() - 1, shared=shared)
-
-
-_LAUNCHERS = {}
-
-
-def _launcher(rows, dtype):
-    """The :class:`~prefixsum.core.launch.Launcher` of the kernel for ``rows`` and ``dtype``, made once."""
-    key = rows, np.dtype(dtype)
-    launcher = _LAUNCHERS.get(key)
-    if launcher is None:
-        launcher = _LAUNCHERS[key] = Launcher(KERNELS[rows], _argtypes(dtype))
-    return launcher
+    launchers(kernels, x.dtype)[KERNELS[rows]](blocks, threads, a, b, c, d, x, info, lanes.bit_length() - 1, shared=shared)
 
 
 def _argtypes(dtype):
