@@ -10,9 +10,11 @@ CUDA events (``ours (kernels)``, :func:`prefixsum.cli.bench.kernel_us`: what the
 figure to set beside cuSPARSE's device time), and a whole ``tridiag.solve`` call on device arrays
 on the host clock (``ours (whole call)``: checks, allocations and the copy of the failure flags
 included); the hybrid's kernels (for n <= 512 the warp solver's, :mod:`prefixsum.tridiag.warp`),
-and :func:`~prefixsum.tridiag.hybrid.hybrid_shared`'s path alone at half and twice its rows per
-thread (``hybrid:thomas_rows=R``, :func:`~prefixsum.tridiag.hybrid.run_shared`, whatever n); and ``method="auto"`` from numpy arrays to a numpy array
-(``ours (whole call, numpy)``: the four transfers in and the one out included). cuSPARSE: ``gtsv2StridedBatch`` through CuPy, queued the same way on CuPy's stream
+and :func:`~prefixsum.tridiag.hybrid.hybrid_shared`'s path alone at its default and at half and
+twice its rows per thread (``hybrid_shared``, ``hybrid_shared:thomas_rows=R``, whatever n); and
+``method="auto"`` from numpy arrays to a numpy array (``ours (whole call, numpy)``: the one
+transfer in and the one out included). cuSPARSE: ``gtsv2StridedBatch`` through CuPy, queued the
+same way on CuPy's stream
 (the library's device time), and JAX's ``jax.lax.linalg.tridiagonal_solve`` (which calls
 cuSPARSE) as a whole call, on the host clock after ``block_until_ready``. Median of
 :data:`prefixsum.cli.bench.REPEATS`; the ``timing`` column says how each row was measured. Writes
@@ -42,12 +44,16 @@ THOMAS_ROWS = hybrid.THOMAS_ROWS
 
 
 def variants(method):
-    """``(label, THOMAS_ROWS)`` for the kernel rows of ``method``: the hybrid at its default, and
-    its shared-memory path at half and twice as many rows per thread (which
-    :data:`prefixsum.tridiag.hybrid.THOMAS_ROWS` was chosen from), any other method once."""
+    """``(label, run, THOMAS_ROWS)`` for the kernel rows of ``method``: any method once, as
+    ``tridiag.solve`` runs it; for the hybrid also its shared-memory path alone
+    (:func:`~prefixsum.tridiag.hybrid.run_shared`, which the hybrid leaves for the warp solver up
+    to 512 rows) at its default and at half and twice as many rows per thread (which
+    :data:`prefixsum.tridiag.hybrid.THOMAS_ROWS` was chosen from)."""
+    own = [(method, tridiag.METHODS[method], THOMAS_ROWS)]
     if method != "hybrid":
-        return [(method, THOMAS_ROWS)]
-    return [("hybrid", THOMAS_ROWS)] + [(f"hybrid:thomas_rows={r}", r) for r in (THOMAS_ROWS // 2, 2 * THOMAS_ROWS)]
+        return own
+    return own + [(f"hybrid_shared{'' if r == THOMAS_ROWS else f':thomas_rows={r}'}", hybrid.run_shared, r)
+                  for r in (THOMAS_ROWS // 2, THOMAS_ROWS, 2 * THOMAS_ROWS)]
 
 
 def system(batch, n, dtype, rng):
@@ -131,10 +137,7 @@ def main(argv=None):
             for method in tridiag.METHODS:
                 if method == "thomas" and batch == 1:
                     continue  # one thread walks 2^20 rows: hundreds of ms, not a comparison
-                for label, rows_per_thread in variants(method):
-                    # The rows-per-thread variants are of hybrid_shared's path, which the hybrid
-                    # leaves for the warp solver up to 512 rows.
-                    run = tridiag.METHODS[method] if label == method else hybrid.run_shared
+                for label, run, rows_per_thread in variants(method):
                     hybrid.THOMAS_ROWS = rows_per_thread
                     out, flags = cuda.device_array((batch, n), dtype), cuda.device_array(batch, np.int32)
                     run(*device, out, flags)
