@@ -876,9 +876,8 @@ for dtype in DTYPES:
 # - **A whole call costs more than its kernels.** The spans printed above set our whole calls
 #   beside cuSPARSE's device time and JAX's whole call, and "whole call - kernels" is roughly
 #   what driving the GPU from Python costs, call by call. On the large system PCR's and CR's
-#   calls first run global PCR steps (section 3), one launch each, and make numba array views
-#   per step in Python; on the batches each method makes one launch. Section 12 shows what a
-#   launch without numba's dispatcher and recycled result memory leave of it.
+#   calls first run global PCR steps (section 3), one launch each; on the batches each method
+#   makes one launch. Section 12 says what was done to make that cost small.
 
 # %% [markdown]
 # ## 12. The hybrid: a few PCR steps, then Thomas
@@ -951,10 +950,13 @@ print("hybrid's kernels / cuSPARSE, on the batches:", span(hyb[t, c] / cusparse[
 print("hybrid's kernels / cuSPARSE, on one system of 2^20:", span(hyb[t, CASES[-1]] / cusparse[t, CASES[-1]] for t in DTYPES))
 print("PCR's kernels / hybrid's, on the batches:", span(kernels["pcr", t, c] / hyb[t, c] for t in DTYPES for c in BATCHES))
 hybrid_call = {(t, c): time_us("hybrid", "ours (whole call)", t, *c) for t in DTYPES for c in CASES}
-print("on one system of 2^20, the hybrid's kernels faster than PCR's:",
-      any(hyb[t, CASES[-1]] < kernels["pcr", t, CASES[-1]] for t in DTYPES),
-      "| its whole calls faster:", all(hybrid_call[t, CASES[-1]] < whole["pcr", t, CASES[-1]] for t in DTYPES),
+print("on one system of 2^20, PCR's kernels faster than the hybrid's:",
+      all(kernels["pcr", t, CASES[-1]] < hyb[t, CASES[-1]] for t in DTYPES),
+      "| its whole calls faster:", all(whole["pcr", t, CASES[-1]] < hybrid_call[t, CASES[-1]] for t in DTYPES),
       "| tridiag.solve's 'auto' takes:", {case_label(*c): tridiag.api.choose("auto", *c, np.float32) for c in CASES})
+fastest = {(t, c): min(hybrid_call[t, c], whole["pcr", t, c]) for t in DTYPES for c in CASES}
+print("auto's whole call / JAX's whole call, on the batches:", span(fastest[t, c] / jax_call[t, c] for t in DTYPES for c in BATCHES),
+      "| on one system of 2^20:", span(fastest[t, CASES[-1]] / jax_call[t, CASES[-1]] for t in DTYPES))
 print("hybrid's whole call / JAX's whole call:", span(hybrid_call[t, c] / jax_call[t, c] for t in DTYPES for c in CASES),
       "| beyond its kernels, us:", span((hybrid_call[t, c] - hyb[t, c] for t in DTYPES for c in CASES), 0),
       "| on the batches:", span((hybrid_call[t, c] - hyb[t, c] for t in DTYPES for c in BATCHES), 0))
@@ -996,15 +998,22 @@ _ = ax.set_ylabel("median time (us)")
 # slower. What is left is fewer instructions per row, the register-resident Thomas-PCR of
 # Laszlo, Giles and Appleyard (one warp per system, shuffles instead of barriers). On one
 # system of $2^{20}$ rows the windows of global PCR steps make the hybrid's kernels a little
-# slower than PCR's global path, but its whole call is several times faster than PCR's (one
-# dispatcher launch per global step, views made in Python), so `"auto"` takes the hybrid at
-# every size; both stay several times behind cuSPARSE's kernels, which would need
-# the partition method (each block solves its chunk in terms of its two ends, a small system
-# joins the chunks). The whole calls come closer: the hybrid's launch goes through
-# `prefixsum.core.launch.Launcher` (cuda.core, without numba's per-call dispatch) and its
-# result through recycled device memory (`result_array`), which took the host's part of a
-# batch call from several hundred microseconds to the span printed above ("on the batches");
-# what remains is the checks, the clearing and the copy of the failure flags, and Python.
+# slower than PCR's global path, and its whole call too, now that every launch of every method
+# skips numba's dispatcher: so `"auto"` takes the hybrid where a system fits a block and PCR
+# beyond (the line above). Both stay several times behind cuSPARSE's kernels there, which
+# would need the partition method (each block solves its chunk in terms of its two ends, a
+# small system joins the chunks).
+#
+# **The whole call.** Every launch goes through a `prefixsum.core.launch.Launcher` (cuda.core,
+# without numba's per-call dispatch: one per kernel and dtype), the result through recycled
+# device memory (`result_array`), the work arrays and their views are kept per shape, the
+# failure flags stay zero between calls (only a failure clears them) and come back in one
+# small copy without numba's checks, and host inputs are packed into one pinned buffer and
+# cross in one transfer. That took the host's part of a batch call from several hundred
+# microseconds to the span printed above ("on the batches"), and the whole call on the
+# batches under JAX's, whose solve calls cuSPARSE; on one system of $2^{20}$ our kernels alone
+# take longer than JAX's whole call. `benchmarks/tridiag_call_profile.py --steps` times each
+# part of a call alone.
 #
 # ### Exercise 07.thomas-sweep (stretch, 2 points)
 #
@@ -1116,7 +1125,7 @@ print(ps.check.tridiagonal(my_hybrid_solve))
 # 7. Section 11 divided a lower bound on the traffic of PCR's global path ($n = 2^{20}$) by the
 #    kernel time. Count instead the bytes `pcr_global_step` *requests* over its 10 launches in
 #    float32 (section 6: three rows read and one written per row update). How many of them must
-#    come from memory, and how many can the caches serve? Then the whole call, which took far
+#    come from memory, and how many can the caches serve? Then the whole call, which takes
 #    longer than its kernels: how would you find out where the rest of its time goes?
 # 8. The hybrid's trace in section 12 shows each thread's sweep walking rows 8 apart. Why are
 #    the threads of a warp free of bank conflicts there, and what would change if each thread
