@@ -4,28 +4,29 @@ For systems that fit in a warp's registers (``n <= 32 R`` with ``R`` rows per th
 Laszlo, Giles and Appleyard (2016), "Manycore algorithms for batch scalar and block tridiagonal
 solvers", ACM Transactions on Mathematical Software 42(4), 31, whose first step is Wang's
 (1981) partition method. A group of ``G`` lanes of one warp (``G`` a power of two, at most 32)
-solves one system; lane ``t`` owns the ``R`` consecutive rows ``t R, ..., t R + R - 1`` (a *chunk*; rows past ``n`` are identity rows ``(0, 1, 0, 0)``,
-``x = 0``). Each row is ``a_k x_{k-1} + b_k x_k + c_k x_{k+1} = d_k``.
+solves one system; lane ``t`` owns the ``R`` consecutive rows ``t R, ..., t R + R - 1`` (a
+*chunk*; rows past ``n`` are identity rows ``(0, 1, 0, 0)``, ``x = 0``). Each row is
+``a_k x_{k-1} + b_k x_k + c_k x_{k+1} = d_k``.
 
 1. **Coalesced load**: the block's systems lie end to end in memory; the block copies them
-   into shared memory, neighbouring threads reading neighbouring addresses,
-   then each thread reads its own chunk into registers (``cuda.local.array(R)`` indexed only by
+   into shared memory, neighbouring threads reading neighbouring addresses, then each thread
+   reads its own chunk into registers (``cuda.local.array(R)`` indexed only by
    the counters of fully unrolled loops: LLVM keeps such arrays in registers; the PTX check in
    the tests looks for ``.local``). One slot of padding every ``R`` rows makes lane ``t``'s
    rows start at ``t (R + 1)``, an odd stride: the reads are free of bank conflicts.
 2. **Partition step** (``partition``, the "modified Thomas" sweep of the paper): every row
    is divided by its pivot (``b = 1`` afterwards: one division a row); a forward sweep over
    rows ``2 .. R-1`` eliminates each row's left neighbour in favour of the chunk's *first*
-   unknown ``x_0`` (row 1's left neighbour is ``x_0``), and a backward sweep that eliminates the right neighbour in
-   favour of the chunk's *last* unknown ``x_{R-1}``. Afterwards every row reads
+   unknown ``x_0`` (row 1's left neighbour is ``x_0``), and a backward sweep eliminates the
+   right neighbour in favour of the chunk's *last* unknown ``x_{R-1}``. Afterwards every row reads
    ``x_k = d_k - a_k x_0 - c_k x_{R-1}`` (``b_k = 1``), and the chunk's first and last rows
    couple only the boundary unknowns of neighbouring chunks:
 
        a_0 x_{last of t-1} + x_0 + c_0 x_{R-1} = d_0,
        a_{R-1} x_0 + x_{R-1} + c_{R-1} x_{first of t+1} = d_{R-1}.
 
-   That is a tridiagonal *reduced system* of ``2 G`` rows, two per lane: about ``6 R``
-   multiply-adds and ``R + 1`` divisions per thread, sequential but in registers.
+   That is a tridiagonal *reduced system* of ``2 G`` rows, two per lane: about ``10 R``
+   multiplications and additions and ``R + 1`` divisions per thread, sequential but in registers.
 3. **Reduced system across the lanes** (``reduced``): one odd-even (cyclic reduction)
    step eliminates the chunks' first unknowns (each lane needs only lane ``t + 1``'s first row,
    one ``shfl_down_sync``), leaving ``G`` rows of last unknowns, one per lane; PCR solves these
@@ -34,7 +35,8 @@ solves one system; lane ``t`` owns the ``R`` consecutive rows ``t R, ..., t R + 
    ``b = 1``). No shared memory, no barrier: a warp's lanes run in lockstep through the
    shuffles. Sub-warp groups (``G < 32``) share a warp; a lane treats anything from outside its
    group as an identity row.
-4. **Back substitution**: lane ``t`` gets ``x_{last of t-1}`` with one more shuffle, then its first unknown and its interior ``x_k = d_k - a_k x_0 - c_k x_{R-1}``.
+4. **Back substitution**: lane ``t`` gets ``x_{last of t-1}`` with one more shuffle, then its
+   first unknown and its interior ``x_k = d_k - a_k x_0 - c_k x_{R-1}``.
 5. **Coalesced store**: each thread writes its ``R`` results into its shared slots, and the
    block copies them out with neighbouring threads writing neighbouring addresses, checking each
    value for NaN or infinity (:func:`._common.store`).
@@ -42,8 +44,8 @@ solves one system; lane ``t`` owns the ``R`` consecutive rows ``t R, ..., t R + 
 Compared with :func:`.hybrid.hybrid_shared` (which does the same split with PCR steps in shared
 memory, then Thomas): the coefficients are read from shared memory once, not once per PCR step;
 the reduced system exchanges registers by shuffles without barriers; rows are normalised so a
-row update takes one division, not two. Work per thread: ``R + 1`` divisions and about ``8 R``
-multiply-adds, plus ``1 + log2 G`` divisions for the reduced system; the hybrid's thread does
+row update takes one division, not two. Work per thread: ``R + 1`` divisions and about ``12 R``
+multiplications and additions, plus ``1 + log2 G`` divisions for the reduced system; the hybrid's thread does
 ``log2(lanes)`` PCR updates of each of its rows, two divisions each, reading and writing four
 shared-memory values per row and step, with a barrier between steps. On the H100 this kernel
 took 0.27 to 0.47 of the hybrid's kernel time on the batches of ``benchmarks/tridiag.py``
@@ -184,10 +186,14 @@ def _make(rows):
         # runtime and keep the shape in local memory.
         slots = per_block * span
         shared = cuda.shared.array(0, b.dtype)
-        sa, sb, sc, sd = shared[:slots], shared[slots:2 * slots], shared[2 * slots:3 * slots], shared[3 * slots:4 * slots]
+        sa, sb = shared[:slots], shared[slots:2 * slots]
+        sc, sd = shared[2 * slots:3 * slots], shared[3 * slots:4 * slots]
 
         # 1. Coalesced copy in: row j of the block's systems end to end is (s, i) = divmod(j, n),
-        # stepped by `threads` rows without a division per row.
+        # stepped by `threads` rows without a division per row. (Tried on the H100: a loop of
+        # `rows` unrolled steps issuing all of a thread's loads into registers before its
+        # shared-memory stores took more registers, 78 instead of 64 at R = 8 in float32, and
+        # was 2-8% slower in float32, 5-10% faster in float64; not kept.)
         count = min(per_block, batch - first) * n
         step_s, step_i = threads // n, threads % n
         s0, i0 = tid // n, tid % n
