@@ -29,7 +29,7 @@ os.environ["JAX_ENABLE_X64"] = "1"  # read when jax is imported; without it JAX 
 import numpy as np  # noqa: E402
 
 from prefixsum import tridiag  # noqa: E402
-from prefixsum.tridiag import hybrid  # noqa: E402
+from prefixsum.tridiag import hybrid, partition, warp  # noqa: E402
 from prefixsum.cli.bench import (QUICK_REPEATS, REPEATS, gpu_library, host_us,  # noqa: E402
                                  kernel_us, queued_library, script_arguments)
 from prefixsum.cli.metadata import run_metadata  # noqa: E402
@@ -41,19 +41,26 @@ QUICK_CASES = ((4, 32), (1, 2048))  # a batch in shared memory; one system with 
 # wrong solve is off by far more than this.
 RESIDUAL_EPS = 64
 THOMAS_ROWS = hybrid.THOMAS_ROWS
+PARTITION_ROWS = dict(partition.ROWS_PER_THREAD)
 
 
-def variants(method):
-    """``(label, run, THOMAS_ROWS)`` for the kernel rows of ``method``: any method once, as
-    ``tridiag.solve`` runs it; for the hybrid also its shared-memory path alone
-    (:func:`~prefixsum.tridiag.hybrid.run_shared`, which the hybrid leaves for the warp solver up
-    to 512 rows) at its default and at half and twice as many rows per thread (which
-    :data:`prefixsum.tridiag.hybrid.THOMAS_ROWS` was chosen from)."""
-    own = [(method, tridiag.METHODS[method], THOMAS_ROWS)]
+def variants(method, n, dtype):
+    """``(label, run, THOMAS_ROWS, partition R)`` for the kernel rows of ``method``: any method
+    once, as ``tridiag.solve`` runs it; for the hybrid also its shared-memory path alone
+    (:func:`~prefixsum.tridiag.hybrid.run_shared`, which the hybrid leaves for the warp solver and
+    the partition method) at its default and at half and twice as many rows per thread (which
+    :data:`prefixsum.tridiag.hybrid.THOMAS_ROWS` was chosen from), and where the partition method
+    runs, its other chunk lengths (which :data:`prefixsum.tridiag.partition.ROWS_PER_THREAD` was
+    chosen from)."""
+    rows = partition.rows_per_thread(dtype)
+    own = [(method, tridiag.METHODS[method], THOMAS_ROWS, rows)]
     if method != "hybrid":
         return own
-    return own + [(f"hybrid_shared{'' if r == THOMAS_ROWS else f':thomas_rows={r}'}", hybrid.run_shared, r)
-                  for r in (THOMAS_ROWS // 2, THOMAS_ROWS, 2 * THOMAS_ROWS)]
+    shared = [(f"hybrid_shared{'' if r == THOMAS_ROWS else f':thomas_rows={r}'}", hybrid.run_shared, r, rows)
+              for r in (THOMAS_ROWS // 2, THOMAS_ROWS, 2 * THOMAS_ROWS)]
+    chunks = [(f"hybrid:partition_rows={r}", hybrid.run, THOMAS_ROWS, r) for r in (4, 8, 16)
+              if r != rows and n > warp.MAX_ROWS]
+    return own + shared + chunks
 
 
 def system(batch, n, dtype, rng):
@@ -137,14 +144,16 @@ def main(argv=None):
             for method in tridiag.METHODS:
                 if method == "thomas" and batch == 1:
                     continue  # one thread walks 2^20 rows: hundreds of ms, not a comparison
-                for label, run, rows_per_thread in variants(method):
+                for label, run, rows_per_thread, chunk_rows in variants(method, n, dtype):
                     hybrid.THOMAS_ROWS = rows_per_thread
+                    partition.ROWS_PER_THREAD[np.dtype(dtype).itemsize] = chunk_rows
                     out, flags = cuda.device_array((batch, n), dtype), cuda.device_array(batch, np.int32)
                     run(*device, out, flags)
                     res = residual(a, b, c, d, out.copy_to_host())
                     measured = kernel_us(lambda: run(*device, out, flags), repeats=repeats)
                     add(label, "ours (kernels)", dtype, batch, n, measured.us, measured.timing, res)
                 hybrid.THOMAS_ROWS = THOMAS_ROWS
+                partition.ROWS_PER_THREAD.update(PARTITION_ROWS)
                 res = residual(a, b, c, d, tridiag.solve(*device, method=method).copy_to_host())
                 micros = host_us(lambda: tridiag.solve(*device, method=method), repeats=repeats)
                 add(method, "ours (whole call)", dtype, batch, n, micros, "host clock", res)

@@ -19,7 +19,7 @@ from numba import cuda  # noqa: E402
 
 from prefixsum import tridiag  # noqa: E402
 from prefixsum.core.poison import poison  # noqa: E402
-from prefixsum.tridiag import _common, api, cr, hybrid, pcr, warp  # noqa: E402
+from prefixsum.tridiag import _common, api, cr, hybrid, partition, pcr, warp  # noqa: E402
 
 METHODS = tuple(tridiag.METHODS)
 DTYPES = (np.float32, np.float64)
@@ -158,12 +158,14 @@ def test_hybrid_windows_split_systems_that_do_not_fit_a_block(n, batch, dtype, r
     assert -(-n // launches[0]) <= hybrid.max_block_rows(dtype) < n
 
 
-@pytest.mark.parametrize("warp_rows", (0, hybrid.WARP_ROWS), ids=("shared", "warp"))
+@pytest.mark.parametrize("own", (False, True), ids=("shared", "warp-partition"))
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n, batch", ((1, 5), (9, 70), (64, 6), (200, 2), (3000, 1)))
-def test_hybrid_writes_every_element_of_a_poisoned_output(n, batch, dtype, warp_rows, rng, monkeypatch):
-    # warp_rows 0: hybrid_shared at every n; else the warp solver up to 512 rows.
-    monkeypatch.setattr(hybrid, "WARP_ROWS", warp_rows)
+def test_hybrid_writes_every_element_of_a_poisoned_output(n, batch, dtype, own, rng, monkeypatch):
+    # shared: hybrid_shared at every n; else the warp solver up to 512 rows, the partition beyond.
+    if not own:
+        monkeypatch.setattr(hybrid, "WARP_ROWS", 0)
+        monkeypatch.setattr(hybrid, "PARTITION", False)
     system = [v.astype(dtype) for v in dominant(rng, batch, n)]
     x = cuda.to_device(poison(np.empty((batch, n), dtype)))
     info = cuda.to_device(np.zeros(batch, np.int32))
@@ -270,10 +272,71 @@ def test_hybrid_takes_the_warp_solver_up_to_512_rows_and_hybrid_shared_above(rng
     assert calls == ["warp", "warp", "shared"]
 
 
-def test_auto_takes_the_hybrid_where_a_system_fits_a_block_and_pcr_beyond(rng):
+def partition_solve(system, monkeypatch, warp_rows=None):
+    """:func:`.hybrid.run` on ``system`` (host arrays) into a poisoned output, the levels of the
+    partition method recorded: ``(x, info, levels)``, the inputs checked unchanged. With
+    ``warp_rows``, the warp solver takes only systems of up to that many rows, so that small
+    systems go through several levels."""
+    if warp_rows:
+        monkeypatch.setattr(hybrid, "WARP_ROWS", warp_rows)
+        monkeypatch.setattr(partition, "MAX_ROWS", warp_rows)
+    levels, level = [], partition.run
+    monkeypatch.setattr(partition, "run", lambda *args: levels.append(args[3].shape) or level(*args))
+    device = [cuda.to_device(v) for v in system]
+    x = cuda.to_device(poison(np.empty(system[3].shape, system[3].dtype)))
+    info = cuda.to_device(np.zeros(system[3].shape[0], np.int32))
+    hybrid.run(*device, x, info)
+    for before, after in zip(system, device):
+        np.testing.assert_array_equal(after.copy_to_host(), before)
+    return x.copy_to_host(), info.copy_to_host(), levels
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n, batch, levels", ((513, 1, 1), (1000, 1, 1), (4097, 1, 2), (1024, 3, 1), (4096, 2, 1)))
+def test_partition_matches_the_float64_reference_on_every_element(n, batch, levels, dtype, rng, monkeypatch):
+    # n = 513, 1000, 4097: one system, its last chunk cut short; 1024 and 4096: batches, n a
+    # multiple of R = 16, chunks never span two systems. The outside coefficients are NaN.
+    system = [v.astype(dtype) for v in dominant(rng, batch, n)]
+    system[0][:, 0], system[2][:, -1] = np.nan, np.nan
+    x, info, seen = partition_solve(system, monkeypatch)
+    assert not info.any() and len(seen) == levels
+    check(x, system, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_partition_recurses_until_a_warp_takes_the_reduced_system(dtype, rng, monkeypatch):
+    # With the warp solver taking only 16 rows: 1024 -> 128 -> 16 rows, two levels, then a warp.
+    system = [v.astype(dtype) for v in dominant(rng, 2, 1024)]
+    x, info, seen = partition_solve(system, monkeypatch, warp_rows=16)
+    assert not info.any() and seen == [(2, 1024), (2, 128)]
+    check(x, system, dtype)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_partition_reports_zero_pivots_and_non_finite_results_per_system(dtype, rng, monkeypatch):
+    a, b, c, d = (v.astype(dtype) for v in dominant(rng, 3, 1024))
+    b[1, 700] = 0
+    a[1, 700] = c[1, 699] = 0  # a zero pivot in the middle of chunk 43 of system 1
+    d[2, 5] = np.inf
+    x, info, _ = partition_solve((a, b, c, d), monkeypatch)
+    assert info[0] == 0 and info[1] == _common.ZERO_PIVOT and info[2] == _common.NOT_FINITE
+    with pytest.raises(np.linalg.LinAlgError, match=r"system 1 of 3 .*zero pivot"):
+        tridiag.solve(a, b, c, d)
+
+
+def test_hybrid_takes_the_partition_for_one_long_system_or_chunks_that_fit(rng, monkeypatch):
+    calls = []
+    monkeypatch.setattr(partition, "run", lambda *args: calls.append(args[3].shape))
+    monkeypatch.setattr(hybrid, "run_shared", lambda *args: calls.append("shared"))
+    for batch, n in ((1, 513), (2, 528), (2, 520)):
+        tridiag.solve(*dominant(rng, batch, n), method="hybrid")
+    assert calls == [(1, 513), (2, 528), "shared"]  # 520 is no multiple of 16: a chunk would span two systems
+
+
+def test_auto_takes_the_hybrid_whose_kernels_and_calls_are_fastest_at_every_size(rng):
     for dtype in DTYPES:
-        largest = hybrid.max_block_rows(dtype)
-        assert api.choose("auto", 7, largest, dtype) == "hybrid" and api.choose("auto", 1, largest + 1, dtype) == "pcr"
+        assert {api.choose("auto", batch, n, dtype) for batch, n in ((7, 3), (7, 512), (1, 513), (1, 1 << 20))} == {"hybrid"}
     assert api.choose("cr", 7, 100, np.float32) == "cr"
     system = dominant(rng, 4, 50)
     check(tridiag.solve(*system), system, np.float64)
@@ -406,8 +469,9 @@ def test_every_kernel_compiles_to_ptx_for_sm75_and_sm90(ptx_compiler):
                 # float32 kernels must not compute in float64 (an untyped 0 or 1 would promote).
                 if "float32" in str(argtypes[1]):
                     assert not re.search(r"\\b(add|sub|mul|div|fma|neg|abs)(\\.rn)?\\.f64", ptx), kernel
-                # The warp solver's chunks must live in registers: no local memory at all.
-                if kernel.py_func.__name__ == "warp_solve":
+                # The warp solver's and the partition's chunks must live in registers: no local
+                # memory at all.
+                if kernel.py_func.__name__ in ("warp_solve", "partition_reduce", "partition_substitute"):
                     assert not re.search(r"^\\s*(ld|st)\\.local|^\\s*\\.local", ptx, re.M), kernel
                 print("ok", kernel.py_func.__name__, argtypes[1].dtype, cc)
     """)

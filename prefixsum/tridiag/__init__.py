@@ -6,7 +6,7 @@
 shuffles); the host side (checks, transfers, errors) in :mod:`.api`.
 None of them pivots: they are for diagonally dominant or symmetric positive definite systems.
 """
-from . import cr, hybrid, pcr, thomas, warp
+from . import cr, hybrid, partition, pcr, thomas, warp
 from . import householder as _householder  # the module: the name householder is the function
 from .api import DTYPES, METHODS, solve
 from .householder import householder, solve_symmetric
@@ -21,5 +21,5 @@ def ptx_kernels():
     ``numba.cuda.compile_ptx(dispatcher.py_func, argtypes, cc=(9, 0))``.
     """
     for dtype in DTYPES:
-        for module in (pcr, cr, thomas, hybrid, warp, _householder):
+        for module in (pcr, cr, thomas, hybrid, warp, partition, _householder):
             yield from module.kernels(dtype)

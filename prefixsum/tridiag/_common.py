@@ -29,7 +29,7 @@ A, B, C, D = 0, 1, 2, 3
 NOT_FINITE = 1
 ZERO_PIVOT = 2
 
-CACHED_BUFFERS = 8  # device buffers kept between calls, per thread (:func:`reused`)
+CACHED_BUFFERS = 32  # device buffers kept between calls, per thread (:func:`reused`)
 _reused = threading.local()
 SHARED_BYTES = MAX_SHARED_BYTES_PER_BLOCK  # a block's shared-memory budget (tests shrink it)
 TARGET_ROWS = 256  # slots per block when systems are small: several systems share a block

@@ -26,7 +26,7 @@ No pivoting: for diagonally dominant or symmetric positive definite systems.
 import numpy as np
 from numba import cuda, types
 
-from . import warp
+from . import partition, warp
 from ._common import (
     A, B, C, D, MAX_THREADS, ZERO_PIVOT, fail, launchers, load, load_row, locate, max_rows, put, reduce_row, slot, store,
     work_rows,
@@ -41,6 +41,9 @@ WARP_ROWS = warp.MAX_ROWS
 """Systems of at most this many rows go to :func:`.warp.run` (0: none do): all it takes. On the
 H100 its kernel was 1.9 to 4.3 times faster than :func:`hybrid_shared` on every batch measured
 (n from 16 to 512, 8 to 100,000 systems, float32 and float64)."""
+PARTITION = True
+"""Whether :func:`run` takes systems longer than :data:`WARP_ROWS` to the partition method
+(tests and the benchmark turn it off to reach :func:`run_shared`)."""
 THOMAS_ROWS = 4
 """Rows per thread that the plan aims for in the Thomas part: more means fewer PCR steps but a
 longer sequential sweep and fewer threads."""
@@ -257,10 +260,16 @@ def run(a, b, c, d, x, info):
     """Solve the (batch, n) device systems into ``x``; failures go to ``info`` (see :mod:`.api`).
 
     Systems of at most :data:`WARP_ROWS` rows go to the register-resident warp solver
-    (:func:`.warp.run`), faster there on the H100; larger ones to :func:`run_shared`.
+    (:func:`.warp.run`), faster there on the H100; longer ones to a level of the partition
+    method (:func:`.partition.run`), whose reduced systems come back here, where
+    :data:`PARTITION` is on and its chunks fit the systems (:func:`.partition.takes`); the rest
+    to :func:`run_shared`.
     """
-    if x.shape[1] <= WARP_ROWS:
+    batch, n = x.shape
+    if n <= WARP_ROWS:
         warp.run(a, b, c, d, x, info)
+    elif PARTITION and partition.takes(batch, n, x.dtype):
+        partition.run(a, b, c, d, x, info, run)
     else:
         run_shared(a, b, c, d, x, info)
 

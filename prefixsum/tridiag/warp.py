@@ -58,6 +58,8 @@ Zero pivots anywhere (a forward sweep, the partition's first row, a PCR step) ar
 no pivoting: for diagonally dominant or symmetric positive definite systems (on others a chunk's
 pivots can vanish where Thomas's over the whole system would not).
 """
+import functools
+
 import numpy as np
 from numba import cuda, types
 
@@ -79,9 +81,10 @@ MAX_ROWS = WARP_SIZE * max(ROWS_PER_THREAD)
 THREADS = 128
 
 
-def _make(rows):
-    """The kernel for chunks of ``rows`` rows (a power of two >= 2)."""
-    shift = rows.bit_length() - 1  # i // rows == i >> shift
+@functools.lru_cache(maxsize=None)
+def chunk_algebra(rows):
+    """``(pivot_inverse, partition)``: the device functions of the partition step on chunks of
+    ``rows`` rows (a power of two >= 2), made once per ``rows``; :mod:`.partition` uses them too."""
 
     @cuda.jit(device=True)
     def pivot_inverse(pivot, one):
@@ -127,6 +130,14 @@ def _make(rows):
             la[0] *= inverse
             lc[0] = -lc[0] * lc[1] * inverse
         return ok
+
+    return pivot_inverse, partition
+
+
+def _make(rows):
+    """The kernel for chunks of ``rows`` rows (a power of two >= 2)."""
+    shift = rows.bit_length() - 1  # i // rows == i >> shift
+    pivot_inverse, partition = chunk_algebra(rows)
 
     @cuda.jit(device=True)
     def reduced(first, last, lane, lanes, zero, one):

@@ -1,0 +1,207 @@
+"""The partition method for systems too long for a warp: reduce to the chunks' ends, recurse.
+
+Wang's (1981) partition method, the first step of :mod:`.warp`'s solver, applied across a whole
+grid instead of a warp, as Laszlo, Giles and Appleyard (2016) do for long systems. Thread ``g``
+owns chunk ``g``: ``R`` consecutive rows of the systems laid end to end (a system's first row
+has ``a = 0`` and its last ``c = 0``, so chunks of different systems never couple; a chunk
+never spans two systems, which holds for one system, or for ``n`` a multiple of ``R``).
+
+1. :func:`partition_reduce`: each thread loads its chunk (coalesced, through shared memory, as
+   :mod:`.warp` does) and runs the partition step in registers (:func:`.warp.chunk_algebra`), which
+   leaves every interior row as ``x_k = d_k - a_k x_first - c_k x_last`` and the chunk's first
+   and last rows coupling only the ends of neighbouring chunks. Those two rows of every chunk,
+   in order, are a tridiagonal system of ``2 n / R`` rows with unit diagonal: the *reduced
+   system*, written to global memory.
+2. The reduced system is solved by the same route (:func:`.hybrid.run`): another level of this
+   method while it is too long for a warp, then :mod:`.warp`'s solver. For ``n = 2^20`` and
+   ``R = 16``: ``2^20 -> 2^17 -> 2^14 -> 2^11 -> 2^8`` rows, four levels and a warp solve.
+3. :func:`partition_substitute`: each thread loads its chunk again and redoes the partition
+   (cheaper than writing the eliminated coefficients and reading them back: registers are free,
+   bandwidth is not), reads its chunk's two end values from the reduced solution and writes
+   every ``x_k``, coalesced through shared memory.
+
+A level moves the four bands twice and ``x`` once, plus ``2 / R`` of that for the reduced
+system: about ``9 n`` values, against PCR's global path that reads three rows and writes one at
+every one of its ``log2 n - 10`` steps. Zero pivots are reported in step 1 for the system the chunk
+belongs to; non-finite results by the stores. No pivoting: for diagonally dominant or
+symmetric positive definite systems (on others a chunk's pivots can vanish where Thomas's over
+the whole system would not).
+"""
+import functools
+
+import numpy as np
+from numba import cuda, types
+
+from ..core.hardware import WARP_SIZE
+from . import _common
+from ._common import ZERO_PIVOT, fail, launchers, reused, store
+from .warp import MAX_ROWS, chunk_algebra
+
+ROWS_PER_THREAD = {4: 16, 8: 16}
+"""``R`` by item size: 16 in float32 and float64. On the H100 (one system of 2^20 rows, kernels
+queued): float32 96 us at R = 16, 106 at 8, 167 at 4; float64 131 us at R = 8, 136 at 16, 188 at
+4. R = 16 is kept in float64 too: it needs four levels instead of six down to a warp's 256 rows
+(a level divides n by R / 2), and the whole call, which pays the host's launches, took 401 us at
+R = 8 against JAX's 337."""
+THREADS = 128
+
+
+@functools.lru_cache(maxsize=None)
+def _make(rows):
+    """The two kernels for chunks of ``rows`` rows (a power of two >= 4)."""
+    shift = rows.bit_length() - 1
+    partition = chunk_algebra(rows)[1]
+
+    @cuda.jit(device=True)
+    def quarters(shared):
+        """The four buffers ``(a, b, c, d)`` of a block's ``blockDim.x * rows`` rows in its shared
+        memory, with one slot of padding every ``rows`` rows (a thread's chunk starts at an odd
+        stride: no bank conflicts when each thread reads its own)."""
+        slots = cuda.blockDim.x * (rows + 1)
+        return shared[:slots], shared[slots:2 * slots], shared[2 * slots:3 * slots], shared[3 * slots:4 * slots]
+
+    @cuda.jit(device=True)
+    def load_block(a, b, c, d, sa, sb, sc, sd):
+        """Copy the block's rows of the systems laid end to end into the shared buffers,
+        neighbouring threads reading neighbouring addresses; identity rows past the end, and
+        ``a`` of a system's first row and ``c`` of its last set to 0 (ignored, whatever they hold).
+        Rows are stepped through as (system, column) without a division per row."""
+        batch, n = b.shape
+        zero, one = b.dtype.type(0), b.dtype.type(1)
+        tid, threads = cuda.threadIdx.x, cuda.blockDim.x
+        start = cuda.blockIdx.x * threads * rows + tid
+        s, i = start // n, start % n
+        step_s, step_i = threads // n, threads % n
+        for j in range(tid, threads * rows, threads):
+            k = j + (j >> shift)
+            if s < batch:
+                sa[k] = a[s, i] if i > 0 else zero
+                sb[k] = b[s, i]
+                sc[k] = c[s, i] if i + 1 < n else zero
+                sd[k] = d[s, i]
+            else:
+                sa[k], sb[k], sc[k], sd[k] = zero, one, zero, zero
+            s += step_s
+            i += step_i
+            if i >= n:
+                i -= n
+                s += 1
+        cuda.syncthreads()
+
+    @cuda.jit(device=True)
+    def chunk(sa, sb, sc, sd, la, lb, lc, ld):
+        """This thread's chunk from the shared buffers into its registers."""
+        base = cuda.threadIdx.x * (rows + 1)
+        for k in range(rows):
+            la[k], lb[k], lc[k], ld[k] = sa[base + k], sb[base + k], sc[base + k], sd[base + k]
+
+    @cuda.jit
+    def partition_reduce(a, b, c, d, ra, rb, rc, rd, info):
+        """Step 1: the partition of every chunk; its first and last rows into rows ``2t`` and
+        ``2t + 1`` of the reduced (batch, 2T) system (``T`` chunks a system)."""
+        batch = b.shape[0]
+        one = b.dtype.type(1)
+        sa, sb, sc, sd = quarters(cuda.shared.array(0, b.dtype))
+        load_block(a, b, c, d, sa, sb, sc, sd)
+        la = cuda.local.array(rows, b.dtype)
+        lb = cuda.local.array(rows, b.dtype)
+        lc = cuda.local.array(rows, b.dtype)
+        ld = cuda.local.array(rows, b.dtype)
+        chunk(sa, sb, sc, sd, la, lb, lc, ld)
+        ok = partition(la, lb, lc, ld, one)
+        g = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+        chunks = ra.shape[1] // 2
+        system, t = g // chunks, g % chunks
+        if system < batch:
+            ra[system, 2 * t], rb[system, 2 * t], rc[system, 2 * t], rd[system, 2 * t] = la[0], one, lc[0], ld[0]
+            last = rows - 1
+            ra[system, 2 * t + 1], rb[system, 2 * t + 1] = la[last], one
+            rc[system, 2 * t + 1], rd[system, 2 * t + 1] = lc[last], ld[last]
+            if not ok:
+                fail(info, system, ZERO_PIVOT)
+
+    @cuda.jit
+    def partition_substitute(a, b, c, d, xr, x, info):
+        """Step 3: every chunk's partition again, its ends from the reduced solution ``xr``,
+        its interior from them; ``x`` written coalesced through shared memory."""
+        batch, n = x.shape
+        zero, one = b.dtype.type(0), b.dtype.type(1)
+        sa, sb, sc, sd = quarters(cuda.shared.array(0, b.dtype))
+        load_block(a, b, c, d, sa, sb, sc, sd)
+        la = cuda.local.array(rows, b.dtype)
+        lb = cuda.local.array(rows, b.dtype)
+        lc = cuda.local.array(rows, b.dtype)
+        ld = cuda.local.array(rows, b.dtype)
+        chunk(sa, sb, sc, sd, la, lb, lc, ld)
+        partition(la, lb, lc, ld, one)  # its zero pivots were reported by partition_reduce
+        tid, threads = cuda.threadIdx.x, cuda.blockDim.x
+        g = cuda.blockIdx.x * threads + tid
+        chunks = xr.shape[1] // 2
+        system, t = g // chunks, g % chunks
+        x_first, x_last = zero, zero
+        if system < batch:
+            x_first, x_last = xr[system, 2 * t], xr[system, 2 * t + 1]
+        # Each thread overwrites only its own slots, which only it has read.
+        base = tid * (rows + 1)
+        sd[base] = x_first
+        for k in range(1, rows - 1):
+            sd[base + k] = ld[k] - la[k] * x_first - lc[k] * x_last
+        sd[base + rows - 1] = x_last
+        cuda.syncthreads()
+        start = cuda.blockIdx.x * threads * rows + tid
+        s, i = start // n, start % n
+        step_s, step_i = threads // n, threads % n
+        for j in range(tid, threads * rows, threads):
+            if s < batch:
+                store(x, info, s, i, sd[j + (j >> shift)])
+            s += step_s
+            i += step_i
+            if i >= n:
+                i -= n
+                s += 1
+
+    return partition_reduce, partition_substitute
+
+
+def rows_per_thread(dtype):
+    """``R`` for ``dtype`` (:data:`ROWS_PER_THREAD`)."""
+    return ROWS_PER_THREAD[np.dtype(dtype).itemsize]
+
+
+def takes(batch, n, dtype):
+    """Whether a level of this method applies: ``n`` longer than a warp's solver takes
+    (:data:`.warp.MAX_ROWS`), and no chunk spanning two systems."""
+    return n > MAX_ROWS and (batch == 1 or n % rows_per_thread(dtype) == 0)
+
+
+def run(a, b, c, d, x, info, solve_reduced, rows=None):
+    """One level: reduce the (batch, n) device systems, ``solve_reduced(ra, rb, rc, rd, xr,
+    info)`` on the reduced ones (:func:`.hybrid.run`, which comes back here while they are
+    long), substitute into ``x``. ``rows`` overrides :data:`ROWS_PER_THREAD` (for the benchmark).
+    """
+    batch, n = x.shape
+    rows = rows or rows_per_thread(x.dtype)
+    size = 2 * -(-n // rows)
+    reduced = reused(("partition", batch, size, x.dtype),
+                     lambda: [cuda.device_array((batch, size), x.dtype) for _ in range(5)])
+    threads = THREADS
+    while threads > WARP_SIZE and 4 * threads * (rows + 1) * x.dtype.itemsize > _common.SHARED_BYTES:
+        threads //= 2
+    blocks = -(-batch * size // 2 // threads)
+    shared = 4 * threads * (rows + 1) * x.dtype.itemsize
+    reduce_kernel, substitute_kernel = _make(rows)
+    launch = launchers(kernels, x.dtype)
+    launch[reduce_kernel](blocks, threads, a, b, c, d, *reduced[:4], info, shared=shared)
+    solve_reduced(*reduced, info)
+    launch[substitute_kernel](blocks, threads, a, b, c, d, reduced[4], x, info, shared=shared)
+
+
+def kernels(dtype):
+    """Every kernel :func:`run` launches for ``dtype`` (two per ``R``: 4, 8, 16), with numba
+    argument types."""
+    t = types.float32 if np.dtype(dtype) == np.float32 else types.float64
+    matrix, info = t[:, ::1], types.int32[::1]
+    for rows in (4, 8, 16):
+        reduce_kernel, substitute_kernel = _make(rows)
+        yield reduce_kernel, (matrix,) * 8 + (info,)
+        yield substitute_kernel, (matrix,) * 6 + (info,)
