@@ -1026,9 +1026,9 @@ _ = ax.set_ylabel("median time (us)")
 # odd-even step and $\log_2 G$ PCR steps solve that across the lanes with `cuda.shfl_up_sync`
 # and `cuda.shfl_down_sync`, without shared memory or barriers, and each lane then recovers its
 # chunk's interior rows from its two ends. Loads and stores still go through shared memory, so
-# that neighbouring threads touch neighbouring addresses. On the H100 its kernels took 11.4 to
-# 18.8 us in float32 and 11.9 to 26.1 us in float64 on the three batches, against
-# `hybrid_shared`'s 24.5 to 62.8 and 26.0 to 98.2 us and cuSPARSE's 15.9 to 43.4 and 20.9 to
+# that neighbouring threads touch neighbouring addresses. On the H100 its kernels took 10.6 to
+# 18.5 us in float32 and 11.1 to 24.8 us in float64 on the three batches, against
+# `hybrid_shared`'s 24.6 to 62.8 and 25.9 to 97.7 us and cuSPARSE's 16.3 to 43.6 and 20.9 to
 # 67.7 us in the same run (the README's changelog has each case).
 #
 # ### Exercise 07.thomas-sweep (stretch, 2 points)

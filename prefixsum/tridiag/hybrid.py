@@ -21,6 +21,10 @@ One kernel, :func:`hybrid_shared`, several small systems per block or one system
 :func:`max_block_rows` rows (the layout of :mod:`._common`); larger systems are first split by
 global PCR steps (:func:`.pcr.split`), and the hybrid finishes the pieces.
 
+:func:`run` gives systems of up to :data:`WARP_ROWS` (512) rows to :mod:`.warp` instead, whose
+kernel keeps each thread's rows in registers and was several times faster on the H100;
+:func:`run_shared` is this module's path alone, at every n.
+
 No pivoting: for diagonally dominant or symmetric positive definite systems.
 """
 import numpy as np
@@ -35,12 +39,12 @@ from ._common import (
 BUFFERS = 2  # PCR's ping-pong
 WINDOW_BYTES = 32  # a window's row spans one 32-byte memory sector of neighbouring subsystems
 SPLIT_ROWS = 64
-WARP_ROWS = warp.MAX_ROWS
-"""Systems of at most this many rows go to :func:`.warp.run` (0: none do): all it takes. On the
-H100 its kernel was 1.9 to 4.3 times faster than :func:`hybrid_shared` on every batch measured
-(n from 16 to 512, 8 to 100,000 systems, float32 and float64)."""
 """Large systems are split until the pieces have at most this many rows: small enough that a
 block takes many neighbouring pieces, so that its loads are coalesced."""
+WARP_ROWS = warp.MAX_ROWS
+"""Systems of at most this many rows go to :func:`.warp.run` (0: none do): all it takes. On the
+H100 its kernel was 2.2 to 3.9 times faster than :func:`hybrid_shared` on every batch measured
+(n from 16 to 512, 8 to 100,000 systems, float32 and float64)."""
 THOMAS_ROWS = 4
 """Rows per thread that the plan aims for in the Thomas part: more means fewer PCR steps but a
 longer sequential sweep and fewer threads."""

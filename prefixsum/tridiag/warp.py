@@ -48,7 +48,7 @@ row update takes one division, not two. Work per thread: ``R + 1`` divisions and
 multiplications and additions, plus ``1 + log2 G`` divisions for the reduced system; the hybrid's thread does
 ``log2(lanes)`` PCR updates of each of its rows, two divisions each, reading and writing four
 shared-memory values per row and step, with a barrier between steps. On the H100 this kernel
-took 0.27 to 0.47 of the hybrid's kernel time on the batches of ``benchmarks/tridiag.py``
+took 0.25 to 0.43 of the hybrid's kernel time on the batches of ``benchmarks/tridiag.py``
 (README's changelog has the numbers).
 
 One kernel per ``R`` in :data:`ROWS_PER_THREAD` (the arrays' length must be a compile-time
@@ -201,9 +201,11 @@ def _make(rows):
         s, i = s0, i0
         for j in range(tid, count, threads):
             k = s * span + i + (i >> shift)
-            sa[k] = a[first + s, i]
+            # a of row 0 and c of row n - 1 lie outside the matrix: ignored, whatever they hold,
+            # and never read (they may never have been written: compute-sanitizer's initcheck).
+            sa[k] = a[first + s, i] if i > 0 else zero
             sb[k] = b[first + s, i]
-            sc[k] = c[first + s, i]
+            sc[k] = c[first + s, i] if i + 1 < n else zero
             sd[k] = d[first + s, i]
             s += step_s
             i += step_i
@@ -221,11 +223,7 @@ def _make(rows):
         for k in range(rows):
             row = row0 + k
             if real and row < n:
-                # a of row 0 and c of row n - 1 lie outside the matrix: ignored, whatever they hold.
-                la[k] = sa[base + k] if row > 0 else zero
-                lb[k] = sb[base + k]
-                lc[k] = sc[base + k] if row + 1 < n else zero
-                ld[k] = sd[base + k]
+                la[k], lb[k], lc[k], ld[k] = sa[base + k], sb[base + k], sc[base + k], sd[base + k]
             else:
                 la[k], lb[k], lc[k], ld[k] = zero, one, zero, zero
 
