@@ -43,8 +43,8 @@ SPLIT_ROWS = 64
 block takes many neighbouring pieces, so that its loads are coalesced."""
 WARP_ROWS = warp.MAX_ROWS
 """Systems of at most this many rows go to :func:`.warp.run` (0: none do): all it takes. On the
-H100 its kernel was 2.2 to 3.9 times faster than :func:`hybrid_shared` on every batch measured
-(n from 16 to 512, 8 to 100,000 systems, float32 and float64)."""
+H100 its kernel was 2.1 to 4.5 times faster than :func:`hybrid_shared` on every batch that
+``benchmarks/tridiag_warp.py`` times (n from 16 to 512, 8 to 100,000 systems, both dtypes)."""
 THOMAS_ROWS = 4
 """Rows per thread that the plan aims for in the Thomas part: more means fewer PCR steps but a
 longer sequential sweep and fewer threads."""

@@ -48,8 +48,8 @@ row update takes one division, not two. Work per thread: ``R + 1`` divisions and
 multiplications and additions, plus ``1 + log2 G`` divisions for the reduced system; the hybrid's thread does
 ``log2(lanes)`` PCR updates of each of its rows, two divisions each, reading and writing four
 shared-memory values per row and step, with a barrier between steps. On the H100 this kernel
-took 0.25 to 0.43 of the hybrid's kernel time on the batches of ``benchmarks/tridiag.py``
-(README's changelog has the numbers).
+took 0.26 to 0.43 of the hybrid's kernel time on the batches of ``benchmarks/tridiag.py``
+(``benchmarks/tridiag_warp.py`` measures it; README's changelog has the numbers).
 
 One kernel per ``R`` in :data:`ROWS_PER_THREAD` (the arrays' length must be a compile-time
 constant), made by :func:`_make`; ``G`` is a launch argument. :func:`plan` picks ``R`` and ``G``.
@@ -73,8 +73,9 @@ TARGET_BYTES = 32
 """:func:`plan` aims for ``R`` rows of ``TARGET_BYTES`` per coefficient (8 in float32, 4 in
 float64) where ``n`` leaves a choice (at least ``n / 32`` rows are needed). More rows per thread
 mean fewer PCR steps and fewer threads per system but a longer sweep and more registers. On the
-H100 (kernel times, every R that fits, six batch shapes) R = 8 was the fastest or within 3% of
-it in float32, R = 4 in float64 (R = 8 there lost up to 9%, R = 16 up to 22%)."""
+H100 (``benchmarks/tridiag_warp.py``: every R that fits, batches of 16 to 256 rows) R = 8 was the
+fastest in float32 or within 7% of R = 16, which lost 5-28% at 16, 32 and 100 rows; in float64
+R = 4 was the fastest everywhere (R = 8 lost up to 10%, R = 16 up to 35%)."""
 MAX_ROWS = WARP_SIZE * max(ROWS_PER_THREAD)
 """The largest ``n`` one warp holds: 512."""
 THREADS = 128
