@@ -4,7 +4,9 @@
     python benchmarks/sanitize_tridiag.py --quick                                (the same calls on the simulator, to test the script)
 
 Runs ``tridiag.solve(method="hybrid")`` into poisoned outputs on float32 and float64 systems of
-shapes that take every path (several systems a block, one system a block, one and several
+shapes that take every path (the warp solver up to 512 rows, and there
+:func:`~prefixsum.tridiag.hybrid.hybrid_shared` too, through ``hybrid.run_shared``: several
+systems a block, one system a block; one and several
 :func:`~prefixsum.tridiag.hybrid.pcr_window` launches before the hybrid), and a zero pivot;
 then ``householder`` and ``solve_symmetric`` from device arrays (the on-device symmetry check,
 the shared-memory and the global-memory reductions, the off-diagonal copy) and one
@@ -60,15 +62,16 @@ def main(argv=None):
         eps = np.finfo(dtype).eps
         for batch, n in QUICK_SHAPES if args.quick else SHAPES:
             system = dominant(rng, batch, n, dtype)
-            x = cuda.to_device(poison(np.empty((batch, n), dtype)))
-            info = cuda.to_device(np.zeros(batch, np.int32))
-            hybrid.run(*(cuda.to_device(v) for v in system), x, info)
-            calls += 1
-            res = residual(*system, x.copy_to_host())
-            if not res <= 64 * eps or info.copy_to_host().any():
-                wrong.append(f"hybrid {np.dtype(dtype).name} {batch} x {n}: residual {res:.2e}")
+            for run in (hybrid.run, hybrid.run_shared) if n <= hybrid.WARP_ROWS else (hybrid.run,):
+                x = cuda.to_device(poison(np.empty((batch, n), dtype)))
+                info = cuda.to_device(np.zeros(batch, np.int32))
+                run(*(cuda.to_device(v) for v in system), x, info)
+                calls += 1
+                res = residual(*system, x.copy_to_host())
+                if not res <= 64 * eps or info.copy_to_host().any():
+                    wrong.append(f"hybrid ({run.__name__}) {np.dtype(dtype).name} {batch} x {n}: residual {res:.2e}")
         a, b, c, d = dominant(rng, 4, 40, dtype)
-        b[2, 7] = 0
+        b[2] = 0  # a zero diagonal: every method meets a zero pivot (a single zero need not be one)
         try:
             ps.tridiag.solve(*(cuda.to_device(v) for v in (a, b, c, d)), method="hybrid")
             wrong.append(f"hybrid {np.dtype(dtype).name}: a zero pivot went unreported")

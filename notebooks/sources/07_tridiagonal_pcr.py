@@ -1035,10 +1035,10 @@ _ = ax.set_ylabel("median time (us)")
 # odd-even step and $\log_2 G$ PCR steps solve that across the lanes with `cuda.shfl_up_sync`
 # and `cuda.shfl_down_sync`, without shared memory or barriers, and each lane then recovers its
 # chunk's interior rows from its two ends. Loads and stores still go through shared memory, so
-# that neighbouring threads touch neighbouring addresses. On the H100 its kernels took 11.4 to
-# 18.8 us in float32 and 11.9 to 26.1 us in float64 on the three batches, against
-# `hybrid_shared`'s 24.5 to 62.8 and 26.0 to 98.2 us and cuSPARSE's 15.9 to 43.4 and 20.9 to
-# 67.7 us in the same run (the README's changelog has each case).
+# that neighbouring threads touch neighbouring addresses. On the H100 its kernels took 10.7 to
+# 18.6 us in float32 and 11.1 to 25.3 us in float64 on the three batches, against
+# `hybrid_shared`'s 24.7 to 63.0 and 26.1 to 98.2 us and cuSPARSE's 16.4 to 44.0 and 21.4 to
+# 69.2 us in the same run (`benchmarks/tridiag_warp.py`; the README's changelog has each case).
 #
 # ### Exercise 07.thomas-sweep (stretch, 2 points)
 #

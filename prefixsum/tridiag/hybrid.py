@@ -21,6 +21,10 @@ One kernel, :func:`hybrid_shared`, several small systems per block or one system
 :func:`max_block_rows` rows (the layout of :mod:`._common`); larger systems are first split by
 global PCR steps (:func:`.pcr.split`), and the hybrid finishes the pieces.
 
+:func:`run` gives systems of up to :data:`WARP_ROWS` (512) rows to :mod:`.warp` instead, whose
+kernel keeps each thread's rows in registers and was several times faster on the H100;
+:func:`run_shared` is this module's path alone, at every n.
+
 No pivoting: for diagonally dominant or symmetric positive definite systems.
 """
 import numpy as np
@@ -39,8 +43,8 @@ SPLIT_ROWS = 64
 block takes many neighbouring pieces, so that its loads are coalesced."""
 WARP_ROWS = warp.MAX_ROWS
 """Systems of at most this many rows go to :func:`.warp.run` (0: none do): all it takes. On the
-H100 its kernel was 1.9 to 4.3 times faster than :func:`hybrid_shared` on every batch measured
-(n from 16 to 512, 8 to 100,000 systems, float32 and float64)."""
+H100 its kernel was 2.1 to 4.5 times faster than :func:`hybrid_shared` on every batch that
+``benchmarks/tridiag_warp.py`` times (n from 16 to 512, 8 to 100,000 systems, both dtypes)."""
 PARTITION = True
 """Whether :func:`run` takes systems longer than :data:`WARP_ROWS` to the partition method
 (tests and the benchmark turn it off to reach :func:`run_shared`)."""

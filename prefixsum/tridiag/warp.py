@@ -48,8 +48,8 @@ row update takes one division, not two. Work per thread: ``R + 1`` divisions and
 multiplications and additions, plus ``1 + log2 G`` divisions for the reduced system; the hybrid's thread does
 ``log2(lanes)`` PCR updates of each of its rows, two divisions each, reading and writing four
 shared-memory values per row and step, with a barrier between steps. On the H100 this kernel
-took 0.27 to 0.47 of the hybrid's kernel time on the batches of ``benchmarks/tridiag.py``
-(README's changelog has the numbers).
+took 0.26 to 0.43 of the hybrid's kernel time on the batches of ``benchmarks/tridiag.py``
+(``benchmarks/tridiag_warp.py`` measures it; README's changelog has the numbers).
 
 One kernel per ``R`` in :data:`ROWS_PER_THREAD` (the arrays' length must be a compile-time
 constant), made by :func:`_make`; ``G`` is a launch argument. :func:`plan` picks ``R`` and ``G``.
@@ -74,8 +74,9 @@ TARGET_BYTES = 32
 """:func:`plan` aims for ``R`` rows of ``TARGET_BYTES`` per coefficient (8 in float32, 4 in
 float64) where ``n`` leaves a choice (at least ``n / 32`` rows are needed). More rows per thread
 mean fewer PCR steps and fewer threads per system but a longer sweep and more registers. On the
-H100 (kernel times, every R that fits, six batch shapes) R = 8 was the fastest or within 3% of
-it in float32, R = 4 in float64 (R = 8 there lost up to 9%, R = 16 up to 22%)."""
+H100 (``benchmarks/tridiag_warp.py``: every R that fits, batches of 16 to 256 rows) R = 8 was the
+fastest in float32 or within 7% of R = 16, which lost 5-28% at 16, 32 and 100 rows; in float64
+R = 4 was the fastest everywhere (R = 8 lost up to 10%, R = 16 up to 35%)."""
 MAX_ROWS = WARP_SIZE * max(ROWS_PER_THREAD)
 """The largest ``n`` one warp holds: 512."""
 THREADS = 128
@@ -211,9 +212,11 @@ def _make(rows):
         s, i = s0, i0
         for j in range(tid, count, threads):
             k = s * span + i + (i >> shift)
-            sa[k] = a[first + s, i]
+            # a of row 0 and c of row n - 1 lie outside the matrix: ignored, whatever they hold,
+            # and never read (they may never have been written: compute-sanitizer's initcheck).
+            sa[k] = a[first + s, i] if i > 0 else zero
             sb[k] = b[first + s, i]
-            sc[k] = c[first + s, i]
+            sc[k] = c[first + s, i] if i + 1 < n else zero
             sd[k] = d[first + s, i]
             s += step_s
             i += step_i
@@ -231,11 +234,7 @@ def _make(rows):
         for k in range(rows):
             row = row0 + k
             if real and row < n:
-                # a of row 0 and c of row n - 1 lie outside the matrix: ignored, whatever they hold.
-                la[k] = sa[base + k] if row > 0 else zero
-                lb[k] = sb[base + k]
-                lc[k] = sc[base + k] if row + 1 < n else zero
-                ld[k] = sd[base + k]
+                la[k], lb[k], lc[k], ld[k] = sa[base + k], sb[base + k], sc[base + k], sd[base + k]
             else:
                 la[k], lb[k], lc[k], ld[k] = zero, one, zero, zero
 
