@@ -3,11 +3,13 @@
     compute-sanitizer --tool memcheck python benchmarks/sanitize_tridiag.py     (and racecheck, synccheck, initcheck)
     python benchmarks/sanitize_tridiag.py --quick                                (the same calls on the simulator, to test the script)
 
-Runs ``tridiag.solve(method="hybrid")`` into poisoned outputs on float32 and float64 systems of
-shapes that take every path (the warp solver up to 512 rows, and there
-:func:`~prefixsum.tridiag.hybrid.hybrid_shared` too, through ``hybrid.run_shared``: several
-systems a block, one system a block; one and several
-:func:`~prefixsum.tridiag.hybrid.pcr_window` launches before the hybrid), and a zero pivot;
+Runs ``hybrid.run`` (what ``tridiag.solve(method="hybrid")`` launches) into poisoned outputs on
+float32 and float64 systems of shapes that take every path (the warp solver up to 512 rows; the
+partition method beyond, one and two levels, one system and a batch; a batch whose chunks
+would span systems, which goes to ``hybrid_shared``), and ``hybrid.run_shared`` on every shape
+too (:func:`~prefixsum.tridiag.hybrid.hybrid_shared`: several systems a block, one system a
+block; one and several :func:`~prefixsum.tridiag.hybrid.pcr_window` launches before it), and a
+zero pivot;
 then ``householder`` and ``solve_symmetric`` from device arrays (the on-device symmetry check,
 the shared-memory and the global-memory reductions, the off-diagonal copy) and one
 non-symmetric matrix. Each result is checked before the next call; one line per part, exit 1 on
@@ -26,8 +28,8 @@ from prefixsum.tridiag import hybrid
 
 hh = importlib.import_module("prefixsum.tridiag.householder")
 
-SHAPES = ((1, 1), (37, 31), (300, 64), (8, 512), (2, 1500), (1, 5000), (1, 20000))
-QUICK_SHAPES = ((1, 1), (5, 31), (2, 200), (1, 2000))
+SHAPES = ((1, 1), (37, 31), (300, 64), (8, 512), (3, 1024), (2, 1500), (1, 5000), (1, 20000))
+QUICK_SHAPES = ((1, 1), (5, 31), (2, 200), (2, 528), (1, 2000))
 MATRICES = ((5, 16), (2, 100))
 QUICK_MATRICES = ((3, 8), (1, 80))
 
@@ -62,7 +64,7 @@ def main(argv=None):
         eps = np.finfo(dtype).eps
         for batch, n in QUICK_SHAPES if args.quick else SHAPES:
             system = dominant(rng, batch, n, dtype)
-            for run in (hybrid.run, hybrid.run_shared) if n <= hybrid.WARP_ROWS else (hybrid.run,):
+            for run in (hybrid.run, hybrid.run_shared):
                 x = cuda.to_device(poison(np.empty((batch, n), dtype)))
                 info = cuda.to_device(np.zeros(batch, np.int32))
                 run(*(cuda.to_device(v) for v in system), x, info)
