@@ -30,6 +30,9 @@
 # of it from the package's kernels (`prefixsum.tridiag`), draws the notes' tables from a trace,
 # counts the work and depth of Thomas, cyclic reduction (CR) and PCR, shows where PCR fails,
 # relates it to the scans of the earlier chapters, and compares it with cuSPARSE on a GPU.
+# Section 12 then builds what beats cuSPARSE from the same pieces: a few PCR steps and Thomas
+# (the hybrid), a warp that keeps a system in registers, and Wang's partition method across the
+# grid for systems longer than a warp can hold.
 
 # %% tags=["setup"]
 # NBVAL_IGNORE_OUTPUT
@@ -44,7 +47,7 @@ from numba import cuda, float64
 
 from prefixsum import tridiag
 from prefixsum.cli import results
-from prefixsum.tridiag import _common, cr, hybrid, pcr, thomas
+from prefixsum.tridiag import _common, cr, hybrid, partition, pcr, thomas, warp
 
 print(ps.device_info())
 
@@ -184,7 +187,7 @@ def pcr_in_global_memory(a, b, c, d):
     x = cuda.device_array(d.shape, d.dtype)
     info = cuda.to_device(np.zeros(d.shape[0], np.int32))
     rows, stride = pcr.split(*arrays, info, 1)  # global steps until every subsystem has 1 row
-    _common.shared_launch(pcr.pcr_shared, rows, x, info, stride, pcr.BUFFERS)
+    _common.shared_launch(_common.launchers(pcr.kernels, x.dtype)[pcr.pcr_shared], rows, x, info, stride, pcr.BUFFERS)
     return x.copy_to_host()
 
 
@@ -851,7 +854,7 @@ for dtype in DTYPES:
 # What this shows, plainly (every figure below is printed by one of the cells above):
 #
 # - **PCR is not as fast as cuSPARSE, but within a small factor of it.** PCR's kernels take
-#   between 2.5 and 3.9 times cuSPARSE's device time on the batches, and about 3.2 to 3.3 times on
+#   between 2.6 and 4.0 times cuSPARSE's device time on the batches, and about 3.2 to 3.3 times on
 #   the one system of $2^{20}$ rows (the ratio table). cuSPARSE's documentation describes
 #   `gtsv2StridedBatch` as a combination of CR and PCR without pivoting: the same building
 #   blocks as ours, organised better.
@@ -864,7 +867,7 @@ for dtype in DTYPES:
 #   threads idle in most steps).
 # - **On the batches, bytes do not set the time.** PCR's kernels move their least traffic at
 #   about 110 to 260 GB/s there, a small fraction of what the GPU's memory delivers (a few
-#   TB/s). float32 is faster than float64 in every case, but by 1.16 to 1.42 times, not by the
+#   TB/s). float32 is faster than float64 in every case, but by 1.15 to 1.42 times, not by the
 #   factor of 2 in bytes. The candidates are latency (a barrier per step, two divisions per row update,
 #   the integer divisions of `locate`); the benchmark does not separate them. One run per case:
 #   differences of some tens of percent may be noise.
@@ -898,9 +901,9 @@ for dtype in DTYPES:
 # their slots come without a division (`locate` costs four 64-bit divisions a row and a step).
 # Systems
 # longer than a block are first split by PCR steps in global memory, several per launch
-# (`pcr_window`), until their pieces are 64 rows. (The hybrid now gives systems of up to 512
-# rows to another kernel, `prefixsum.tridiag.warp`, at the end of this section; the trace below
-# sets `hybrid.WARP_ROWS` to 0 for one call, so that `hybrid_shared` solves it.)
+# (`pcr_window`), until their pieces are 64 rows. This was the hybrid's first form; `tridiag.solve`
+# now hands most shapes to the two kernels of sections 12.1 and 12.2, and `hybrid.run_shared`
+# runs this one alone (the trace below calls it).
 
 # %%
 print(inspect.getsource(hybrid.pcr_steps))
@@ -924,13 +927,12 @@ def hybrid_rows(trace, n, coefficient=_common.D):
     return ps.trace.Trace(records, trace.launches)
 
 
-def hybrid_shared_solve(*system):
-    """``tridiag.solve(..., method="hybrid")`` by ``hybrid_shared`` whatever n (no warp solver)."""
-    saved, hybrid.WARP_ROWS = hybrid.WARP_ROWS, 0
-    try:
-        return tridiag.solve(*system, method="hybrid")
-    finally:
-        hybrid.WARP_ROWS = saved
+def hybrid_shared_solve(a, b, c, d):
+    """The hybrid by ``hybrid_shared`` whatever n (``hybrid.run_shared``: no warp solver)."""
+    x = cuda.device_array(d.shape, d.dtype)
+    info = cuda.to_device(np.zeros(d.shape[0], np.int32))
+    hybrid.run_shared(*[cuda.to_device(v) for v in (a, b, c, d)], x, info)
+    return x.copy_to_host()
 
 
 hybrid_trace = ps.trace.record(hybrid_shared_solve, *dominant_systems(1, 32, seed=32))
@@ -947,29 +949,174 @@ ax = ps.viz.steps(hybrid_rows(hybrid_trace, 32), "rows", block=0,
 # section 11) with half and twice the rows per thread, from which `THOMAS_ROWS = 4` was chosen:
 
 # %%
-VARIANTS = ("hybrid:thomas_rows=2", "hybrid", "hybrid:thomas_rows=8")
-print(f"{'kernels (us)':<20}" + "".join(f"{v.replace('hybrid:', ''):>17}" for v in ("rows=2", "rows=4", "rows=8"))
+VARIANTS = ("hybrid_shared:thomas_rows=2", "hybrid_shared", "hybrid_shared:thomas_rows=8")
+print(f"{'kernels (us)':<20}" + "".join(f"{label:>17}" for label in ("rows=2", "rows=4", "rows=8"))
       + f"{'PCR':>9}{'cuSPARSE':>10}")
 for dtype in DTYPES:
     for case in CASES:
         print(f"{dtype:<8} {case_label(*case):>11}" + "".join(f"{time_us(v, 'ours (kernels)', dtype, *case):>17.1f}" for v in VARIANTS)
               + f"{kernels['pcr', dtype, case]:>9.1f}{cusparse[dtype, case]:>10.1f}")
-hyb = {(t, c): time_us("hybrid", "ours (kernels)", t, *c) for t in DTYPES for c in CASES}
+shared_k = {(t, c): time_us("hybrid_shared", "ours (kernels)", t, *c) for t in DTYPES for c in CASES}
 print("\n4 rows a thread the fastest of the three on every batch:",
-      all(hyb[t, c] <= min(time_us(v, "ours (kernels)", t, *c) for v in VARIANTS) for t in DTYPES for c in BATCHES))
-print("hybrid's kernels / cuSPARSE, on the batches:", span(hyb[t, c] / cusparse[t, c] for t in DTYPES for c in BATCHES))
-print("hybrid's kernels / cuSPARSE, on one system of 2^20:", span(hyb[t, CASES[-1]] / cusparse[t, CASES[-1]] for t in DTYPES))
-print("PCR's kernels / hybrid's, on the batches:", span(kernels["pcr", t, c] / hyb[t, c] for t in DTYPES for c in BATCHES))
+      all(shared_k[t, c] <= min(time_us(v, "ours (kernels)", t, *c) for v in VARIANTS) for t in DTYPES for c in BATCHES))
+print("hybrid_shared's kernels / cuSPARSE, on the batches:", span(shared_k[t, c] / cusparse[t, c] for t in DTYPES for c in BATCHES))
+print("PCR's kernels / hybrid_shared's, on the batches:", span(kernels["pcr", t, c] / shared_k[t, c] for t in DTYPES for c in BATCHES))
+print("on one system of 2^20, hybrid_shared's kernels / PCR's:", span(shared_k[t, CASES[-1]] / kernels["pcr", t, CASES[-1]] for t in DTYPES))
+
+# %% [markdown]
+# So `hybrid_shared` halves PCR's kernel time on the batches or better, but stays behind
+# cuSPARSE (the spans above), and on one system of $2^{20}$ rows its windows of global PCR
+# steps are no faster than PCR's global path. Nsight Compute (`benchmarks/tridiag_ncu.py`) says
+# why on the batches: `hybrid_shared` is bound by instruction issue, with its compute
+# throughput high and its DRAM throughput low, and its registers per thread let only three
+# blocks share an SM, so few warps hide the latencies. Compiling it with `fastmath` or capping
+# its registers (`benchmarks/tridiag_variants.py`) did not help: the caps made it slower. What
+# is left is fewer instructions per row, which the next two kernels do.
+#
+# ### 12.1 Systems of up to 512 rows: one warp, in registers
+#
+# `prefixsum.tridiag.warp` is the register-resident Thomas-PCR of Laszlo, Giles and Appleyard
+# (2016). A group of $G \le 32$ lanes of one warp solves a system, each lane holding $R$
+# consecutive rows (a *chunk*) in registers. Each lane first eliminates inside its chunk: this
+# is **Wang's partition method** (1981), which rewrites every row of the chunk in terms of the
+# chunk's first and last unknowns,
+#
+# $$x_k = d'_k - a'_k\, x_{\text{first}} - c'_k\, x_{\text{last}},$$
+#
+# and leaves two rows per lane, the chunk's first and last, coupled only to the ends of the
+# neighbouring chunks: a tridiagonal system of $2G$ rows with a unit diagonal. One odd-even step
+# and $\log_2 G$ PCR steps solve that across the lanes with `cuda.shfl_up_sync` and
+# `cuda.shfl_down_sync`, without shared memory or barriers, and each lane then recovers its
+# chunk's interior from its two ends by the formula above. Loads and stores still go through
+# shared memory, so that neighbouring threads touch neighbouring addresses. The hybrid takes it
+# for every system of up to 512 rows (`hybrid.WARP_ROWS`), so the hybrid's kernel times on the
+# three batches of the CSV are its:
+
+# %%
+hyb = {(t, c): time_us("hybrid", "ours (kernels)", t, *c) for t in DTYPES for c in CASES}
+print(f"{'kernels (us)':<20}{'warp solver':>12}{'hybrid_shared':>14}{'cuSPARSE':>10}")
+for dtype in DTYPES:
+    for case in BATCHES:
+        print(f"{dtype:<8} {case_label(*case):>11}{hyb[dtype, case]:>12.1f}{shared_k[dtype, case]:>14.1f}{cusparse[dtype, case]:>10.1f}")
+print("\nthe warp solver's kernels / cuSPARSE, on the batches:", span(hyb[t, c] / cusparse[t, c] for t in DTYPES for c in BATCHES))
+
+# %% [markdown]
+# `benchmarks/tridiag_warp.py` measured every $R$ that fits: 4 rows a lane in float64 and 8 in
+# float32 (32 bytes of each coefficient, one memory sector) were the fastest.
+#
+# ### 12.2 Longer systems: the partition method across the grid
+#
+# A system longer than 512 rows does not fit one warp's registers, but the partition step does
+# not need a warp: `prefixsum.tridiag.partition` gives every thread of the grid a chunk of
+# $R = 16$ rows of the systems laid end to end. `partition_reduce` eliminates inside each chunk
+# and writes the chunk's two end rows to global memory, in order: the reduced system, of
+# $2n / R$ rows. `hybrid.run` solves that by the same route (another level while it is longer than
+# 512 rows, then the warp solver), and `partition_substitute` redoes each chunk's elimination
+# (cheaper than storing it: registers are free, bandwidth is not), reads its two end values and
+# writes the interior. For $n = 2^{20}$: $2^{20} \to 2^{17} \to 2^{14} \to 2^{11} \to 2^8$ rows,
+# four levels and a warp solve, nine launches. Each level moves the four bands twice and $x$
+# once, about $9n$ values, where PCR's global path reads three rows and writes one for every row
+# at each of its steps.
+#
+# A trace of one level on a system of 32 rows, in chunks of $R = 4$ (the picture needs few
+# rows; the package uses 16), the reduced system of 16 rows solved by the warp solver. Each row
+# of the picture is a step: the load into shared memory, the reduction (each thread reads its
+# chunk and writes the chunk's two ends), the warp solver on the ends (its lanes exchange values
+# by shuffles, which the trace does not see: each lane reads and writes only its own rows), and
+# the substitution (each thread reads its chunk and the two solved ends, and writes the chunk).
+
+# %%
+CHUNK = 4
+
+
+def partition_level(a, b, c, d):
+    """One level of the partition method in chunks of CHUNK rows, the reduced system by the warp solver."""
+    x = cuda.device_array(d.shape, d.dtype)
+    info = cuda.to_device(np.zeros(d.shape[0], np.int32))
+    partition.run(*[cuda.to_device(v) for v in (a, b, c, d)], x, info, warp.run, rows=CHUNK)
+    return x.copy_to_host()
+
+
+def partition_rows(trace, n):
+    """The rows of one system of n rows that each thread of a partition level reads and writes.
+
+    Reads: a thread's chunk in registers (``ld``) and the solved ends (``xr``); writes: the load
+    and the results in shared memory (the ``d`` buffer, one padding slot every chunk) and the
+    reduced rows (``rd``). The warp solver's rows are rows of the reduced system: chunks' ends.
+    """
+    reduced_rows = warp.plan(1, 2 * n // CHUNK, np.float64)[0]
+
+    def end_row(j):
+        return j // 2 * CHUNK + (CHUNK - 1) * (j % 2)
+
+    records = []
+    for r in trace.records:
+        launch = trace.launches[r.launch]
+        rows, to_system = (reduced_rows, end_row) if launch.kernel == "warp_solve" else (CHUNK, lambda i: i)
+        slot = r.index - 3 * launch.block[0] * (rows + 1)  # in the shared d buffer, the last quarter
+        row = None
+        if r.array == "ld" and not r.write:
+            row = to_system(r.thread * rows + r.index)
+        elif r.space == "shared" and r.write and slot >= 0 and r.phase == 0 and launch.kernel == "partition_reduce":
+            row = slot - slot // (rows + 1)  # the load: neighbouring threads, neighbouring rows
+        elif r.space == "shared" and r.write and slot >= 0 and r.phase > 0:
+            row = to_system(slot // (rows + 1) * rows + slot % (rows + 1))  # a thread's results
+        elif (r.array == "rd" and r.write) or r.array == "xr":
+            row = end_row(r.index)
+        if row is not None and row < n:
+            records.append(r._replace(array="rows", index=row, space="global"))
+    return ps.trace.Trace(records, trace.launches)
+
+
+level_system = dominant_systems(1, 32, seed=33)
+level_trace = ps.trace.record(partition_level, *level_system)
+print("kernels:", ", ".join(launch.kernel for launch in level_trace.launches),
+      "| x right:", np.allclose(partition_level(*level_system)[0], banded(*[v[0] for v in level_system]), rtol=1e-12, atol=1e-12))
+ax = ps.viz.steps(partition_rows(level_trace, 32), "rows",
+                  row_labels=["load", "reduce", "warp solver", "substitute"],
+                  title="one level of the partition method, n = 32, chunks of 4 rows")
+
+# %% [markdown]
+# The chunk size trades the work of a level against the number of levels. The same run measured
+# $R = 4$ and $R = 8$ beside the package's 16 on the system of $2^{20}$ rows:
+
+# %%
+print(f"{'kernels (us), 1 x 2^20':<24}" + "".join(f"{f'R = {r}':>9}" for r in (4, 8, 16)) + f"{'PCR':>9}{'cuSPARSE':>10}")
+for dtype in DTYPES:
+    by_rows = [time_us(f"hybrid:partition_rows={r}", "ours (kernels)", dtype, *CASES[-1]) for r in (4, 8)] + [hyb[dtype, CASES[-1]]]
+    print(f"{dtype:<24}" + "".join(f"{t:>9.1f}" for t in by_rows)
+          + f"{kernels['pcr', dtype, CASES[-1]]:>9.1f}{cusparse[dtype, CASES[-1]]:>10.1f}")
+print("\nthe partition method's kernels / cuSPARSE, on one system of 2^20:", span(hyb[t, CASES[-1]] / cusparse[t, CASES[-1]] for t in DTYPES))
+print("PCR's kernels / the partition method's:", span(kernels["pcr", t, CASES[-1]] / hyb[t, CASES[-1]] for t in DTYPES))
+
+# %% [markdown]
+# $R = 16$ is the fastest in float32; in float64 $R = 8$ is a few percent faster in kernel time,
+# but needs six levels instead of four, and every launch costs the whole call host time
+# (`partition.ROWS_PER_THREAD` keeps 16). What the partition method does not do: pivot (like
+# every method here it is for diagonally dominant or symmetric positive definite systems), or
+# take a batch whose $n$ is not a multiple of $R$, where a chunk would span two systems; those go
+# to `hybrid_shared`.
+#
+# ### 12.3 The hybrid against cuSPARSE and JAX
+#
+# Everything together, as `tridiag.solve(..., method="hybrid")` runs it (and `"auto"`, which
+# takes the hybrid at every measured shape): the kernels against cuSPARSE's device time, and the
+# whole call on device arrays against JAX's whole call, from the same run:
+
+# %%
 hybrid_call = {(t, c): time_us("hybrid", "ours (whole call)", t, *c) for t in DTYPES for c in CASES}
-print("on one system of 2^20, PCR's kernels faster than the hybrid's:",
-      all(kernels["pcr", t, CASES[-1]] < hyb[t, CASES[-1]] for t in DTYPES),
-      "| its whole calls faster:", all(whole["pcr", t, CASES[-1]] < hybrid_call[t, CASES[-1]] for t in DTYPES),
-      "| tridiag.solve's 'auto' takes:", {case_label(*c): tridiag.api.choose("auto", *c, np.float32) for c in CASES})
-fastest = {(t, c): min(hybrid_call[t, c], whole["pcr", t, c]) for t in DTYPES for c in CASES}
-print("auto's whole call / JAX's whole call, on the batches:", span(fastest[t, c] / jax_call[t, c] for t in DTYPES for c in BATCHES),
-      "| on one system of 2^20:", span(fastest[t, CASES[-1]] / jax_call[t, CASES[-1]] for t in DTYPES))
-print("hybrid's whole call / JAX's whole call:", span(hybrid_call[t, c] / jax_call[t, c] for t in DTYPES for c in CASES),
-      "| beyond its kernels, us:", span((hybrid_call[t, c] - hyb[t, c] for t in DTYPES for c in CASES), 0),
+print(f"{'median time (us)':<20}{'kernels':>9}{'cuSPARSE':>10}{'ratio':>7}   {'whole call':>10}{'JAX':>8}{'ratio':>7}")
+for dtype in DTYPES:
+    for case in CASES:
+        print(f"{dtype:<8} {case_label(*case):>11}{hyb[dtype, case]:>9.1f}{cusparse[dtype, case]:>10.1f}"
+              f"{hyb[dtype, case] / cusparse[dtype, case]:>7.2f}   {hybrid_call[dtype, case]:>10.1f}"
+              f"{jax_call[dtype, case]:>8.1f}{hybrid_call[dtype, case] / jax_call[dtype, case]:>7.2f}")
+print("\n'auto' takes:", sorted({tridiag.api.choose("auto", *c, t) for t in DTYPES for c in CASES}))
+print("hybrid's kernels at most cuSPARSE's device time in every case:",
+      all(hyb[t, c] <= cusparse[t, c] for t in DTYPES for c in CASES))
+print("hybrid's whole call shorter than JAX's in every case:",
+      all(hybrid_call[t, c] < jax_call[t, c] for t in DTYPES for c in CASES))
+print("hybrid's whole call beyond its kernels, us:", span((hybrid_call[t, c] - hyb[t, c] for t in DTYPES for c in CASES), 0),
       "| on the batches:", span((hybrid_call[t, c] - hyb[t, c] for t in DTYPES for c in BATCHES), 0))
 
 # %% [markdown]
@@ -983,37 +1130,30 @@ print("hybrid's whole call / JAX's whole call:", span(hybrid_call[t, c] / jax_ca
 copy_gbps = max(row["gbps"] for row in results.read("scan_throughput.csv") if row["variant"] == "copy")
 print(f"copy: {copy_gbps:.0f} GB/s (scan_throughput.csv)")
 print(f"{'dtype':<8} {'batch x n':>11} {'least MB':>9} {'hybrid us':>10} {'GB/s':>7} {'of copy':>8} {'cuSPARSE GB/s':>14}")
-roof_rows = []
+roof_rows, of_copy = [], []
 for dtype in DTYPES:
     for case in BATCHES:
         megabytes = 5 * case[0] * case[1] * np.dtype(dtype).itemsize / 1e6
         rate = megabytes / hyb[dtype, case] * 1e3
+        of_copy.append(rate / copy_gbps)
         print(f"{dtype:<8} {case_label(*case):>11} {megabytes:>9.1f} {hyb[dtype, case]:>10.1f} {rate:>7.0f} "
               f"{rate / copy_gbps:>8.0%} {megabytes / cusparse[dtype, case] * 1e3:>14.0f}")
         roof_rows += [{"MB": megabytes, "us": hyb[dtype, case], "series": "hybrid (kernels)"},
                       {"MB": megabytes, "us": cusparse[dtype, case], "series": "cuSPARSE (device)"},
                       {"MB": megabytes, "us": megabytes / copy_gbps * 1e3, "series": "roof: a copy of the same bytes"}]
+print("of the copy's rate, on the batches:", span(of_copy))
 ax = ps.viz.throughput(roof_rows, x="MB", y="us", group="series",
                        title=f"batched solves, {bench[0]['device']}: least bytes moved against time")
 _ = ax.set_ylabel("median time (us)")
 
 # %% [markdown]
-# Plainly: the hybrid halves PCR's kernel time on the batches but does not reach cuSPARSE
-# (the spans above; the issue's target was to match it), and it moves the least bytes at a
-# small fraction of the copy's rate, so the bytes are not what sets the time. Nsight Compute
-# (`benchmarks/tridiag_ncu.py`) says what does: `hybrid_shared` is bound by instruction issue,
-# with its compute throughput high and its DRAM throughput low, and its registers per thread
-# let only three blocks share an SM, so few warps hide the latencies; cuSPARSE splits the same
-# work into a global-memory first pass and a shared-memory loop. Compiling it with `fastmath`
-# or capping its registers (`benchmarks/tridiag_variants.py`) did not help: the caps made it
-# slower. What is left is fewer instructions per row, the register-resident Thomas-PCR of
-# Laszlo, Giles and Appleyard (one warp per system, shuffles instead of barriers). On one
-# system of $2^{20}$ rows the windows of global PCR steps make the hybrid's kernels a little
-# slower than PCR's global path, and its whole call too, now that every launch of every method
-# skips numba's dispatcher: so `"auto"` takes the hybrid where a system fits a block and PCR
-# beyond (the line above). Both stay several times behind cuSPARSE's kernels there, which
-# would need the partition method (each block solves its chunk in terms of its two ends, a
-# small system joins the chunks).
+# Plainly: the hybrid's kernels now take less time than cuSPARSE's on every shape measured
+# (0.37 to 0.66 of it on the batches, 0.86 to 0.88 on one system of $2^{20}$ rows), and its
+# whole call less than JAX's (0.46 to 0.76 of it). On the two large batches it moves the least
+# bytes at 46 to 69% of the copy's rate, float64 closer to the roof than float32 (the same
+# work per row, twice the bytes); 512 systems of 512 rows (5 MB in float32) are too few bytes
+# to keep the GPU busy for long, and a launch's fixed cost weighs more there. One run per
+# case: differences of some percent between runs are noise.
 #
 # **The whole call.** Every launch goes through a `prefixsum.core.launch.Launcher` (cuda.core,
 # without numba's per-call dispatch: one per kernel and dtype), the result through recycled
@@ -1021,24 +1161,9 @@ _ = ax.set_ylabel("median time (us)")
 # failure flags stay zero between calls (only a failure clears them) and come back in one
 # small copy without numba's checks, and host inputs are packed into one pinned buffer and
 # cross in one transfer. That took the host's part of a batch call from several hundred
-# microseconds to the span printed above ("on the batches"), and the whole call on the
-# batches under JAX's, whose solve calls cuSPARSE; on one system of $2^{20}$ our kernels alone
-# take longer than JAX's whole call. `benchmarks/tridiag_call_profile.py --steps` times each
-# part of a call alone.
-#
-# **The register-resident solver.** That last step is `prefixsum.tridiag.warp`, and the hybrid
-# now takes it for every system of up to 512 rows (the numbers above, from `tridiag.csv`, are
-# `hybrid_shared`'s, measured before). A group of $G \le 32$ lanes of one warp solves a system,
-# each lane holding $R$ consecutive rows (a chunk) in registers. Each lane first eliminates
-# inside its chunk, Wang's partition method: every row is rewritten in terms of the chunk's first
-# and last unknowns, which leaves two rows per lane, a tridiagonal system of $2G$ rows. One
-# odd-even step and $\log_2 G$ PCR steps solve that across the lanes with `cuda.shfl_up_sync`
-# and `cuda.shfl_down_sync`, without shared memory or barriers, and each lane then recovers its
-# chunk's interior rows from its two ends. Loads and stores still go through shared memory, so
-# that neighbouring threads touch neighbouring addresses. On the H100 its kernels took 10.7 to
-# 18.6 us in float32 and 11.1 to 25.3 us in float64 on the three batches, against
-# `hybrid_shared`'s 24.7 to 63.0 and 26.1 to 98.2 us and cuSPARSE's 16.4 to 44.0 and 21.4 to
-# 69.2 us in the same run (`benchmarks/tridiag_warp.py`; the README's changelog has each case).
+# microseconds to the span printed above; on one system of $2^{20}$ rows the nine launches of
+# the partition levels cost the most of it. `benchmarks/tridiag_call_profile.py --steps` times
+# each part of a call alone.
 #
 # ### Exercise 07.thomas-sweep (stretch, 2 points)
 #
@@ -1117,15 +1242,15 @@ print(ps.check.tridiagonal(my_hybrid_solve))
 #
 # For one system of $n$ rows (a batch multiplies the work and the traffic, not the depth):
 #
-# | | Thomas | cyclic reduction | PCR | hybrid ($L$ lanes) |
-# | --- | --- | --- | --- | --- |
-# | work (row operations) | $2n$ (about $8n$ flops) | about $2n$: $n$ eliminations, $n$ substitutions | $n \lceil \log_2 n \rceil$ | $n \log_2 L + 2n$ |
-# | depth | $2n$ dependent steps in one thread | $2 \lceil \log_2 n \rceil + 2$ barrier phases | $\lceil \log_2 n \rceil + 1$ barrier phases | $\log_2 L + 2$ phases, then $2n/L$ dependent steps |
-# | parallelism per system | none (one thread) | $n/2, n/4, \dots$ rows per level | all $n$ rows at every step | all $n$ rows, then $L$ threads |
-# | global memory, in a block | $6n$ reads, $3n$ writes (bands, scratch, $x$) | read 4 bands, write $x$ | read 4 bands, write $x$ | read 4 bands, write $x$ |
-# | shared memory | none | $n$ rows, in place | $2n$ rows (two buffers) | $2n$ rows (two buffers) |
-# | global memory, launch per step | | | up to $12n$ reads and $4n$ writes per step, $\lceil \log_2 n \rceil$ launches | several steps a launch (windows with a halo) |
-# | pivoting | none | none | none: diagonally dominant or SPD systems only | none |
+# | | Thomas | cyclic reduction | PCR | `hybrid_shared` ($L$ lanes) | partition ($R$ rows a chunk) |
+# | --- | --- | --- | --- | --- | --- |
+# | work (row operations) | $2n$ (about $8n$ flops) | about $2n$: $n$ eliminations, $n$ substitutions | $n \lceil \log_2 n \rceil$ | $n \log_2 L + 2n$ | about $4n$ a level (each chunk eliminated twice), the next level on $2n/R$ rows |
+# | depth | $2n$ dependent steps in one thread | $2 \lceil \log_2 n \rceil + 2$ barrier phases | $\lceil \log_2 n \rceil + 1$ barrier phases | $\log_2 L + 2$ phases, then $2n/L$ dependent steps | two launches a level, about $2R$ dependent steps a thread in each, then the warp solver |
+# | parallelism per system | none (one thread) | $n/2, n/4, \dots$ rows per level | all $n$ rows at every step | all $n$ rows, then $L$ threads | $n / R$ threads |
+# | global memory, in a block | $6n$ reads, $3n$ writes (bands, scratch, $x$) | read 4 bands, write $x$ | read 4 bands, write $x$ | read 4 bands, write $x$ | read 4 bands twice, write $x$; the reduced system ($8n/R$ values) written and read |
+# | shared memory | none | $n$ rows, in place | $2n$ rows (two buffers) | $2n$ rows (two buffers) | a block's chunks, for coalesced loads and stores |
+# | global memory, launch per step | | | up to $12n$ reads and $4n$ writes per step, $\lceil \log_2 n \rceil$ launches | several steps a launch (windows with a halo) | two launches a level, $\lceil \log_{R/2}(n / 512) \rceil$ levels |
+# | pivoting | none | none | none: diagonally dominant or SPD systems only | none | none |
 #
 # PCR's stride doubling is Hillis–Steele's doubling applied to equations instead of elements;
 # seed 003's odd/even reordering is the same computation with the rows moved so that each
@@ -1155,5 +1280,10 @@ print(ps.check.tridiagonal(my_hybrid_solve))
 # 8. The hybrid's trace in section 12 shows each thread's sweep walking rows 8 apart. Why are
 #    the threads of a warp free of bank conflicts there, and what would change if each thread
 #    took a contiguous piece of rows instead (Laszlo, Giles and Appleyard's layout)?
-# 9. Section 12's roof is a copy of the least bytes. Which of the candidates it lists would you
-#    test first, and how (a kernel variant, a count from the trace, a profiler metric)?
+# 9. Section 12's roof is a copy of the least bytes. The warp solver reaches about half of it in
+#    float32 on the large batches, and float64 more. What would you measure to find out what
+#    holds float32 back (a kernel variant, a count from the trace, a profiler metric)?
+# 10. `partition_substitute` redoes each chunk's elimination instead of reading it back. Count the
+#    bytes a level would move if `partition_reduce` stored the eliminated $a'$, $c'$, $d'$ of every
+#    row and the substitution read them, against the bytes it moves now, for $R = 16$ in float32.
+#    Which costs more on the H100, the extra arithmetic or the extra bytes (section 12's roof)?

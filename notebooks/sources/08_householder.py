@@ -366,8 +366,9 @@ print("Q (T (Q^T x)) = b by hand, vs numpy.linalg.solve, within 1e-12:",
 
 # %% [markdown]
 # `solve_symmetric` does the same with everything on the device: the reduction, then
-# $Q^T b$ and $Q z$ by the kernel `multiply` (one thread per entry of the result), and PCR in
-# between. Checked against `numpy.linalg.solve` on batches, with the error bound of a
+# $Q^T b$ and $Q z$ by the kernel `multiply` (one thread per entry of the result), and in
+# between `tridiag.solve`'s default method, the hybrid of chapter 07 (section 12), which does
+# not pivot either. Checked against `numpy.linalg.solve` on batches, with the error bound of a
 # backward-stable solve ($16 n \varepsilon \, \kappa(A) \, |x|$):
 
 # %%
@@ -748,8 +749,8 @@ print("n = 512 reduction kernel, before -> now (ms):",
 #
 # | | reduction (`tred2`'s first loop) | accumulating $Q$ | solve $Q T Q^T x = b$ |
 # | --- | --- | --- | --- |
-# | work (multiply-adds) | $n^3$: $p$ ($i^2$) and the rank-2 update of the whole $i \times i$ block ($2i^2$) per step; LAPACK updates one triangle, $\frac23 n^3$ | $\frac23 n^3$ | reduction and $Q$, then $2n^2$ for $Q^T b$ and $Q z$, and PCR's $O(n \log n)$ |
-# | depth | $n-1$ steps of 4 phases (the last one trivial), each $O(i)$ serial: $O(n^2)$ | $n-1$ phases of $O(i)$: $O(n^2)$ | $O(n)$ per product, $\lceil \log_2 n \rceil$ PCR steps |
+# | work (multiply-adds) | $n^3$: $p$ ($i^2$) and the rank-2 update of the whole $i \times i$ block ($2i^2$) per step; LAPACK updates one triangle, $\frac23 n^3$ | $\frac23 n^3$ | reduction and $Q$, then $2n^2$ for $Q^T b$ and $Q z$, and the tridiagonal solve's $O(n)$ (chapter 07's hybrid) |
+# | depth | $n-1$ steps of 4 phases (the last one trivial), each $O(i)$ serial: $O(n^2)$ | $n-1$ phases of $O(i)$: $O(n^2)$ | $O(n)$ per product; the tridiagonal solve's chunk sweeps of $R$ rows and $\log_2 (n / R)$ shuffle steps (chapter 07, section 12.1) |
 # | barriers | $4(n-1)$ | $n-1$ | (separate launches) |
 # | memory | $A$ read once ($n^2$), $Q$ written once ($n^2$), $d$ and $e$; everything else in $n(n+2)$ values of shared memory | in place | $Q$ read twice |
 #

@@ -92,9 +92,9 @@ def solve(a, b, c, d, *, method="auto"):
 def choose(method, batch, n, dtype):
     """The method that ``method`` names for (batch, n) systems of ``dtype``: itself, or for
     ``"auto"`` the one with the fastest kernels and whole calls in ``benchmarks/tridiag.csv``
-    (an H100): the hybrid at every measured shape. Its warp solver (n <= 512) took 11.6 to 26.1 us
-    on the batches against PCR's 46 to 186, and its partition method 96 (float32) and 131
-    (float64) us on one system of 2^20 against PCR's 363 and 516.
+    (an H100): the hybrid at every measured shape. Its warp solver (n <= 512) took 10.7 to 25.1 us
+    on the batches against PCR's 46 to 185, and its partition method 96 (float32) and 136
+    (float64) us on one system of 2^20 against PCR's 363 and 515.
     """
     return "hybrid" if method == "auto" else method
 

@@ -38,11 +38,11 @@ from ._common import ZERO_PIVOT, fail, launchers, reused, store
 from .warp import MAX_ROWS, chunk_algebra
 
 ROWS_PER_THREAD = {4: 16, 8: 16}
-"""``R`` by item size: 16 in float32 and float64. On the H100 (one system of 2^20 rows, kernels
-queued): float32 96 us at R = 16, 106 at 8, 167 at 4; float64 131 us at R = 8, 136 at 16, 188 at
-4. R = 16 is kept in float64 too: it needs four levels instead of six down to a warp's 256 rows
-(a level divides n by R / 2), and the whole call, which pays the host's launches, took 401 us at
-R = 8 against JAX's 337."""
+"""``R`` by item size: 16 in float32 and float64. On the H100 (``benchmarks/tridiag.csv``, one
+system of 2^20 rows, kernels queued): float32 96 us at R = 16, 106 at 8, 165 at 4; float64 130 us
+at R = 8, 136 at 16, 185 at 4. R = 16 is kept in float64 too, 4% behind in kernel time: it needs
+four levels instead of six down to a warp's 256 rows (a level divides n by R / 2 and launches
+twice), and each launch costs the whole call some 25 us of host time."""
 THREADS = 128
 
 
