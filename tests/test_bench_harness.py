@@ -239,7 +239,8 @@ def test_the_tridiag_and_householder_stages_produce_every_committed_case(monkeyp
     calls = {(int(row["batch"]), int(row["n"])) for row in _rows("householder_calls.csv")}
     assert calls == set(_script("householder").CALL_CASES)
     script = _script("tridiag")
-    labels = {label for method in ps.tridiag.METHODS for label, _ in script.variants(method)}
+    labels = {variant[0] for method in ps.tridiag.METHODS for _, n in script.CASES
+              for dtype in ("float32", "float64") for variant in script.variants(method, n, dtype)}
     methods = {row["method"] for row in _rows("tridiag.csv")}
     auto = {method for method in methods if method.startswith("auto (")}  # auto (the method it chose)
     assert auto and methods - auto == labels | {"cusparse gtsv2StridedBatch", "jax tridiagonal_solve"}
