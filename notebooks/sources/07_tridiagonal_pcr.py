@@ -181,14 +181,24 @@ print(inspect.getsource(pcr.split))
 # arguments `a`, `b`, `c`, `d`, so the trace shows exactly which rows every thread combined.
 
 # %%
-def pcr_in_global_memory(a, b, c, d):
-    """Every PCR step as a launch of pcr_global_step, then x_i = d_i / b_i (the package's kernels)."""
-    arrays = [cuda.to_device(v) for v in (a, b, c, d)]
+def on_device(run, a, b, c, d):
+    """x on the host from ``run(a, b, c, d, x, info)``: a path of the package called directly, on
+    device copies of the (batch, n) systems."""
     x = cuda.device_array(d.shape, d.dtype)
     info = cuda.to_device(np.zeros(d.shape[0], np.int32))
-    rows, stride = pcr.split(*arrays, info, 1)  # global steps until every subsystem has 1 row
-    _common.shared_launch(_common.launchers(pcr.kernels, x.dtype)[pcr.pcr_shared], rows, x, info, stride, pcr.BUFFERS)
+    run(*[cuda.to_device(v) for v in (a, b, c, d)], x, info)
     return x.copy_to_host()
+
+
+def pcr_global_steps(a, b, c, d, x, info):
+    """Every PCR step as a launch of pcr_global_step, then x_i = d_i / b_i (the package's kernels)."""
+    rows, stride = pcr.split(a, b, c, d, info, 1)  # global steps until every subsystem has 1 row
+    _common.shared_launch(_common.launchers(pcr.kernels, x.dtype)[pcr.pcr_shared], rows, x, info, stride, pcr.BUFFERS)
+
+
+def pcr_in_global_memory(a, b, c, d):
+    """x of host systems by :func:`pcr_global_steps`."""
+    return on_device(pcr_global_steps, a, b, c, d)
 
 
 def combined_rows(trace, n):
@@ -929,10 +939,7 @@ def hybrid_rows(trace, n, coefficient=_common.D):
 
 def hybrid_shared_solve(a, b, c, d):
     """The hybrid by ``hybrid_shared`` whatever n (``hybrid.run_shared``: no warp solver)."""
-    x = cuda.device_array(d.shape, d.dtype)
-    info = cuda.to_device(np.zeros(d.shape[0], np.int32))
-    hybrid.run_shared(*[cuda.to_device(v) for v in (a, b, c, d)], x, info)
-    return x.copy_to_host()
+    return on_device(hybrid.run_shared, a, b, c, d)
 
 
 hybrid_trace = ps.trace.record(hybrid_shared_solve, *dominant_systems(1, 32, seed=32))
@@ -1031,10 +1038,7 @@ CHUNK = 4
 
 def partition_level(a, b, c, d):
     """One level of the partition method in chunks of CHUNK rows, the reduced system by the warp solver."""
-    x = cuda.device_array(d.shape, d.dtype)
-    info = cuda.to_device(np.zeros(d.shape[0], np.int32))
-    partition.run(*[cuda.to_device(v) for v in (a, b, c, d)], x, info, warp.run, rows=CHUNK)
-    return x.copy_to_host()
+    return on_device(lambda *arrays: partition.run(*arrays, warp.run, rows=CHUNK), a, b, c, d)
 
 
 def partition_rows(trace, n):

@@ -445,7 +445,8 @@ def solve_symmetric(A, rhs):
 
     ``A = Q T Q^T`` (:func:`householder`), so ``x = Q z`` with ``T z = Q^T rhs``, a tridiagonal
     system solved by ``tridiag.solve(..., method="auto")`` (the hybrid: its warp solver up to
-    512 rows, the partition method beyond). Both products with Q run as kernels; everything stays on the device until x.
+    512 rows, the partition method beyond). Both products with Q run as kernels; everything
+    stays on the device until x.
 
     Parameters
     ----------
