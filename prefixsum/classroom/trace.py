@@ -36,8 +36,8 @@ Out-of-bounds and negative indices stop the launch with an error from :mod:`pref
 (numba's own simulator wraps negative indices silently); :attr:`Trace.error` keeps it.
 
 On a machine with a GPU the notebook's own CUDA session must stay intact, so ``record`` then runs
-``fn`` in a child process on the simulator (``fn`` and its arguments must be picklable by
-cloudpickle: functions of a module, lambdas and notebook functions are).
+``fn`` in the simulating worker process (:mod:`.child`; ``fn`` and its arguments must be picklable
+by cloudpickle: functions of a module, lambdas, notebook functions and kernels are).
 """
 import collections
 import contextlib
@@ -485,7 +485,7 @@ def _record_portable(fn, args, kwargs, timeout):
     """:func:`_record_here`, with the error and result made safe to send to another process."""
     trace = _record_here(fn, args, kwargs, timeout)
     if trace.error is not None:
-        trace.error = RuntimeError(f"{type(trace.error).__name__}: {trace.error}")
+        trace.error = _child.portable_error(trace.error)
     if hasattr(trace.result, "copy_to_host"):
         trace.result = trace.result.copy_to_host()
     return trace
