@@ -127,9 +127,21 @@ def warp_intrinsics():
 _reason = None
 
 
+# numba's performance warnings that the workbook's examples trigger on purpose: one block of a
+# few threads, numpy arrays passed straight to a kernel. On a GPU numba prints them to stderr, so
+# a notebook would print there what it does not print on the simulator.
+_DELIBERATE = ("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "NUMBA_CUDA_WARN_ON_IMPLICIT_COPY")
+
+
 def pick():
-    """Make the device choice once (:func:`choose`) and remember why, for :func:`device_info`."""
+    """Make the device choice once (:func:`choose`) and remember why, for :func:`device_info`.
+
+    Also turns off numba's warnings about small grids and implicit copies, unless the user set
+    them (``NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS=1``, ``NUMBA_CUDA_WARN_ON_IMPLICIT_COPY=1``).
+    """
     global _reason
+    for name in _DELIBERATE:
+        os.environ.setdefault(name, "0")
     simulator, _reason = choose()
     return simulator, _reason
 
