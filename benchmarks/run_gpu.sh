@@ -13,8 +13,9 @@ set -euo pipefail
 
 # Each stage and the files it writes under $out: every committed result in benchmarks/ is one of
 # these (tests/test_bench_harness.py checks both ways), and each stage must write all of its own.
-STAGES=(scans kstep hierarchical table1 tridiag householder householder_calls warp sanitize sanitize_tridiag lookback sanitize_lookback applications user_ops sanitize_apps blocks sim_speed grading)
+STAGES=(notebooks scans kstep hierarchical table1 tridiag householder householder_calls warp sanitize sanitize_tridiag lookback sanitize_lookback applications user_ops sanitize_apps blocks sim_speed grading)
 declare -A OUTPUTS=(
+  [notebooks]="nbval_gpu.txt"
   [scans]="scan_throughput.csv"
   [kstep]="kstep_L.csv"
   [hierarchical]="hierarchical_bench.csv"
@@ -40,6 +41,19 @@ out=${OUT:-benchmarks/out}
 python=${PYTHON:-python3}  # on the GPU machine, python3 is the interpreter that holds torch
 quick_flag=${QUICK:+--quick}
 export PYTHONUNBUFFERED=1 NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS=0
+
+# GPU, about 5 minutes on 16 cores: every notebook under nbval on the GPU, then every chapter's
+# students' version executed there (benchmarks/notebooks_gpu.py). nbval and its Jupyter kernel are
+# not on the GPU machine: benchmarks/device_wheels.sh --nbval downloads their wheels here into
+# .whl/ (carry it), and this stage installs them there when they are missing.
+stage_notebooks() {
+  if ! "$python" -c "import nbval, ipykernel, nbclient" 2>/dev/null; then
+    [[ -d $repo/.whl ]] || { echo "stage notebooks needs nbval: run benchmarks/device_wheels.sh --nbval and carry .whl" >&2; return 1; }
+    "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/nbval-site "$repo"/.whl/*.whl &&
+      export PYTHONPATH=/tmp/nbval-site${PYTHONPATH:+:$PYTHONPATH}
+  fi
+  "$python" benchmarks/notebooks_gpu.py $quick_flag --out "$out/nbval_gpu.txt"
+}
 
 # GPU, about 3 minutes: every registered scan and Blelloch without padding, beside copy,
 # torch.cumsum and cupy.cumsum, 2^10..2^26, float32 and int32.

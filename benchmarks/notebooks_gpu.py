@@ -1,0 +1,139 @@
+"""Every notebook under nbval on this machine's device, then every chapter's students' version.
+
+Run by ``bash benchmarks/run_gpu.sh notebooks`` on the GPU machine (nbval and the Jupyter kernel
+it drives come from ``benchmarks/device_wheels.sh --nbval``). The report (``nbval_gpu.txt``)
+records the GPU and versions, the command, nbval's pass / fail count with every failing cell,
+the slowest cells, and for each chapter's students' version (``python -m prefixsum student``)
+whether every cell but the exercises and checks ran and every check reported the missing
+exercise, as on the simulator.
+
+    python benchmarks/notebooks_gpu.py --out nbval_gpu.txt [--workers 11] [--quick]
+
+``--quick`` runs chapter 01 alone (to test the script, on the simulator too).
+"""
+import argparse
+import os
+import pathlib
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ElementTree
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+sys.path.insert(0, str(ROOT))
+
+
+def run_nbval(paths, workers, junit):
+    """nbval over ``paths`` with the project's options, in ``workers`` processes; its exit status."""
+    command = [sys.executable, "-m", "pytest", "-p", "no:benchmark", "-q", f"--junitxml={junit}",
+               "--nbval-cell-timeout=300", *[str(p) for p in paths]]
+    if workers > 1:
+        command[3:3] = ["-n", str(workers), "--dist", "loadfile"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("NUMBA_ENABLE_CUDASIM", None)  # the notebooks choose the device themselves
+    return subprocess.run(command, cwd=ROOT, env=env).returncode
+
+
+def cells_from_junit(junit):
+    """``[(name, seconds, outcome, message)]`` for every cell nbval ran, from pytest's JUnit XML."""
+    cells = []
+    for case in ElementTree.parse(junit).getroot().iter("testcase"):
+        outcome, message = "passed", ""
+        for kind in ("failure", "error", "skipped"):
+            found = case.find(kind)
+            if found is not None:
+                outcome = {"failure": "failed", "error": "error", "skipped": "skipped"}[kind]
+                message = (found.get("message") or found.text or "").strip().splitlines()[:1]
+                message = message[0][:160] if message else ""
+                break
+        name = f"{case.get('classname', '').removeprefix('notebooks.')}::{case.get('name')}"
+        cells.append((name, float(case.get("time", 0)), outcome, message))
+    return cells
+
+
+def students_versions(paths):
+    """Each chapter's students' version, executed here: ``[(chapter, report line, ok)]``."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    from prefixsum.classroom import student
+
+    results = []
+    with tempfile.TemporaryDirectory() as folder:
+        for path in paths:
+            (written,) = student.write_student_versions([path], pathlib.Path(folder))
+            notebook = nbformat.read(written, 4)
+            start = time.perf_counter()
+            try:
+                NotebookClient(notebook, timeout=600, kernel_name="python3",
+                               resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+                error = ""
+            except Exception as failure:  # a cell outside the exercises raised: the report names it
+                error = f"{type(failure).__name__}: {str(failure).strip().splitlines()[-1][:160]}"
+            checks = [c for c in notebook.cells if "check" in c.metadata.get("tags", [])]
+            reported = sum("FAIL" in text and "NotImplementedError: Exercise:" in text
+                           for text in ("".join(o.get("text", "") for o in c.get("outputs", [])) for c in checks))
+            ran = sum(1 for c in notebook.cells if c.cell_type == "code" and c.get("execution_count"))
+            code = sum(1 for c in notebook.cells if c.cell_type == "code")
+            ok = not error and reported == len(checks)
+            line = (f"{path.stem}: {ran}/{code} code cells ran, {reported}/{len(checks)} checks report the missing "
+                    f"exercise, {time.perf_counter() - start:.1f} s{'' if ok else '  FAILED ' + error}")
+            print(line, flush=True)
+            results.append((path.stem, line, ok))
+    return results
+
+
+def environment():
+    """The device and the versions, as every benchmark file records them."""
+    from prefixsum.cli.metadata import run_metadata
+
+    meta = run_metadata(libraries=("nbval", "ipykernel", "jupyter_client"), command="")
+    keys = ("device", "cc", "driver", "cuda", "cpu", "date", "python", "numpy", "numba", "numba_cuda", "nbval",
+            "ipykernel", "jupyter_client")
+    return ", ".join(f"{key} {meta[key]}" for key in keys)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, type=pathlib.Path)
+    parser.add_argument("--workers", type=int, default=max(1, min(11, (os.cpu_count() or 2) - 2)))
+    parser.add_argument("--quick", action="store_true", help="chapter 01 alone")
+    args = parser.parse_args(argv)
+    paths = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    if args.quick:
+        paths = [p for p in paths if p.name.startswith("01_")]
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as folder:
+        junit = pathlib.Path(folder) / "nbval.xml"
+        status = run_nbval(paths, args.workers, junit)
+        cells = cells_from_junit(junit)
+    nbval_seconds = time.perf_counter() - start
+    students = students_versions([p for p in paths if not p.name.startswith("00_")])
+    counts = {kind: sum(1 for c in cells if c[2] == kind) for kind in ("passed", "failed", "error", "skipped")}
+    lines = [
+        "# Every notebook under nbval on this device, then every chapter's students' version",
+        f"# {environment()}",
+        f"# command: {shlex.join(['python', 'benchmarks/notebooks_gpu.py', *(argv if argv is not None else sys.argv[1:])])}"
+        f" (nbval with the project's options, {args.workers} workers)",
+        f"nbval: {len(paths)} notebooks, {len(cells)} cells in {nbval_seconds:.0f} s: "
+        f"{counts['passed']} passed, {counts['failed'] + counts['error']} failed, {counts['skipped']} skipped "
+        f"(pytest exit status {status})",
+    ]
+    lines += [f"  FAILED {name}: {message}" for name, _, outcome, message in cells if outcome in ("failed", "error")]
+    lines.append("the 10 slowest cells:")
+    lines += [f"  {seconds:7.1f} s  {name}" for name, seconds, _, _ in sorted(cells, key=lambda c: -c[1])[:10]]
+    lines.append("students' versions (python -m prefixsum student), executed on this device:")
+    lines += [f"  {line}" for _, line, _ in students]
+    passed = status == 0 and counts["failed"] + counts["error"] == 0 and all(ok for *_, ok in students)
+    lines.append(f"verdict: {'every cell passed' if passed else 'FAILED'}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
