@@ -1,9 +1,9 @@
-"""Every notebook under nbval on this machine's device, then every chapter's students' version.
+"""Every notebook under nbval on this machine's device and on the simulator, then every chapter's students' version.
 
 Run by ``bash benchmarks/run_gpu.sh notebooks`` on the GPU machine (nbval and the Jupyter kernel
 it drives come from ``benchmarks/device_wheels.sh --nbval``). The report (``nbval_gpu.txt``)
 records the GPU and versions, the command, nbval's pass / fail count with every failing cell,
-the slowest cells, and for each chapter's students' version (``python -m prefixsum student``)
+the slowest cells beside the same cells run on the simulator on the same host, and for each chapter's students' version (``python -m prefixsum student``)
 whether every cell but the exercises and checks ran and every check reported the missing
 exercise, as on the simulator.
 
@@ -26,14 +26,21 @@ NOTEBOOKS = ROOT / "notebooks"
 sys.path.insert(0, str(ROOT))
 
 
-def run_nbval(paths, workers, junit):
-    """nbval over ``paths`` with the project's options, in ``workers`` processes; its exit status."""
+def run_nbval(paths, workers, junit, simulator=False):
+    """nbval over ``paths`` with the project's options, in ``workers`` processes; its exit status.
+
+    ``simulator=True`` runs the same notebooks on the simulator (``NUMBA_ENABLE_CUDASIM=1``), on
+    the same host, for the times of the same cells beside the GPU's.
+    """
     command = [sys.executable, "-m", "pytest", "-p", "no:benchmark", "-q", f"--junitxml={junit}",
                "--nbval-cell-timeout=300", *[str(p) for p in paths]]
     if workers > 1:
         command[3:3] = ["-n", str(workers), "--dist", "loadfile"]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env.pop("NUMBA_ENABLE_CUDASIM", None)  # the notebooks choose the device themselves
+    env.pop("PREFIXSUM_DEVICE", None)
+    if simulator:
+        env["NUMBA_ENABLE_CUDASIM"] = "1"
     return subprocess.run(command, cwd=ROOT, env=env).returncode
 
 
@@ -105,29 +112,40 @@ def main(argv=None):
     paths = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
     if args.quick:
         paths = [p for p in paths if p.name.startswith("01_")]
-    start = time.perf_counter()
+    seconds = {}
     with tempfile.TemporaryDirectory() as folder:
         junit = pathlib.Path(folder) / "nbval.xml"
+        start = time.perf_counter()
         status = run_nbval(paths, args.workers, junit)
+        seconds["device"] = time.perf_counter() - start
         cells = cells_from_junit(junit)
-    nbval_seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        simulator_status = run_nbval(paths, args.workers, junit, simulator=True)
+        seconds["simulator"] = time.perf_counter() - start
+        simulated = {name: (time_, outcome) for name, time_, outcome, _ in cells_from_junit(junit)}
     students = students_versions([p for p in paths if not p.name.startswith("00_")])
     counts = {kind: sum(1 for c in cells if c[2] == kind) for kind in ("passed", "failed", "error", "skipped")}
     lines = [
-        "# Every notebook under nbval on this device, then every chapter's students' version",
+        "# Every notebook under nbval on this device and on the simulator, then every chapter's students' version",
         f"# {environment()}",
         f"# command: {shlex.join(['python', 'benchmarks/notebooks_gpu.py', *(argv if argv is not None else sys.argv[1:])])}"
         f" (nbval with the project's options, {args.workers} workers)",
-        f"nbval: {len(paths)} notebooks, {len(cells)} cells in {nbval_seconds:.0f} s: "
+        f"nbval: {len(paths)} notebooks, {len(cells)} cells in {seconds['device']:.0f} s: "
         f"{counts['passed']} passed, {counts['failed'] + counts['error']} failed, {counts['skipped']} skipped "
         f"(pytest exit status {status})",
     ]
     lines += [f"  FAILED {name}: {message}" for name, _, outcome, message in cells if outcome in ("failed", "error")]
-    lines.append("the 10 slowest cells:")
-    lines += [f"  {seconds:7.1f} s  {name}" for name, seconds, _, _ in sorted(cells, key=lambda c: -c[1])[:10]]
+    simulator_failed = sum(outcome in ("failed", "error") for _, outcome in simulated.values())
+    lines.append(f"the same notebooks on the simulator, same host: {len(simulated)} cells in "
+                 f"{seconds['simulator']:.0f} s, {simulator_failed} failed (pytest exit status {simulator_status})")
+    lines.append("the 10 slowest cells on this device, beside the same cell on the simulator (same host):")
+    for name, time_, _, _ in sorted(cells, key=lambda c: -c[1])[:10]:
+        there = simulated.get(name, (float("nan"), ""))[0]
+        lines.append(f"  {time_:7.1f} s  simulator {there:7.1f} s  ({time_ / there if there else float('nan'):.2f}x)  {name}")
     lines.append("students' versions (python -m prefixsum student), executed on this device:")
     lines += [f"  {line}" for _, line, _ in students]
-    passed = status == 0 and counts["failed"] + counts["error"] == 0 and all(ok for *_, ok in students)
+    passed = (status == 0 and counts["failed"] + counts["error"] == 0 and simulator_status == 0
+              and all(ok for *_, ok in students))
     lines.append(f"verdict: {'every cell passed' if passed else 'FAILED'}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines) + "\n")
