@@ -12,6 +12,8 @@ exercise, as on the simulator.
 ``--quick`` runs chapter 01 alone (to test the script, on the simulator too).
 """
 import argparse
+import concurrent.futures
+import multiprocessing
 import os
 import pathlib
 import shlex
@@ -61,36 +63,38 @@ def cells_from_junit(junit):
     return cells
 
 
-def students_versions(paths):
-    """Each chapter's students' version, executed here: ``[(chapter, report line, ok)]``."""
+def students_version(path, folder):
+    """``path``'s students' version, written to ``folder`` and executed here: ``(report line, ok)``."""
     import nbformat
     from nbclient import NotebookClient
 
     from prefixsum.classroom import student
 
-    results = []
-    with tempfile.TemporaryDirectory() as folder:
-        for path in paths:
-            (written,) = student.write_student_versions([path], pathlib.Path(folder))
-            notebook = nbformat.read(written, 4)
-            start = time.perf_counter()
-            try:
-                NotebookClient(notebook, timeout=600, kernel_name="python3",
-                               resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
-                error = ""
-            except Exception as failure:  # a cell outside the exercises raised: the report names it
-                error = f"{type(failure).__name__}: {str(failure).strip().splitlines()[-1][:160]}"
-            checks = [c for c in notebook.cells if "check" in c.metadata.get("tags", [])]
-            reported = sum("FAIL" in text and "NotImplementedError: Exercise:" in text
-                           for text in ("".join(o.get("text", "") for o in c.get("outputs", [])) for c in checks))
-            ran = sum(1 for c in notebook.cells if c.cell_type == "code" and c.get("execution_count"))
-            code = sum(1 for c in notebook.cells if c.cell_type == "code")
-            ok = not error and reported == len(checks)
-            line = (f"{path.stem}: {ran}/{code} code cells ran, {reported}/{len(checks)} checks report the missing "
-                    f"exercise, {time.perf_counter() - start:.1f} s{'' if ok else '  FAILED ' + error}")
-            print(line, flush=True)
-            results.append((path.stem, line, ok))
-    return results
+    (written,) = student.write_student_versions([path], pathlib.Path(folder))
+    notebook = nbformat.read(written, 4)
+    start = time.perf_counter()
+    try:
+        NotebookClient(notebook, timeout=600, kernel_name="python3",
+                       resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+        error = ""
+    except Exception as failure:  # a cell outside the exercises raised: the report names it
+        error = f"{type(failure).__name__}: {str(failure).strip().splitlines()[-1][:160]}"
+    checks = [c for c in notebook.cells if "check" in c.metadata.get("tags", [])]
+    reported = sum("FAIL" in text and "NotImplementedError: Exercise:" in text
+                   for text in ("".join(o.get("text", "") for o in c.get("outputs", [])) for c in checks))
+    ran = sum(1 for c in notebook.cells if c.cell_type == "code" and c.get("execution_count"))
+    code = sum(1 for c in notebook.cells if c.cell_type == "code")
+    ok = not error and reported == len(checks)
+    return (f"{path.stem}: {ran}/{code} code cells ran, {reported}/{len(checks)} checks report the missing "
+            f"exercise, {time.perf_counter() - start:.1f} s{'' if ok else '  FAILED ' + error}"), ok
+
+
+def students_versions(paths, workers):
+    """Each chapter's students' version, executed here, ``workers`` at a time: ``[(report line, ok)]``."""
+    context = multiprocessing.get_context("spawn")
+    with tempfile.TemporaryDirectory() as folder, \
+            concurrent.futures.ProcessPoolExecutor(max(1, min(workers, len(paths))), mp_context=context) as pool:
+        return list(pool.map(students_version, paths, [folder] * len(paths)))
 
 
 def environment():
@@ -123,7 +127,7 @@ def main(argv=None):
         simulator_status = run_nbval(paths, args.workers, junit, simulator=True)
         seconds["simulator"] = time.perf_counter() - start
         simulated = {name: (time_, outcome) for name, time_, outcome, _ in cells_from_junit(junit)}
-    students = students_versions([p for p in paths if not p.name.startswith("00_")])
+    students = students_versions([p for p in paths if not p.name.startswith("00_")], args.workers)
     counts = {kind: sum(1 for c in cells if c[2] == kind) for kind in ("passed", "failed", "error", "skipped")}
     lines = [
         "# Every notebook under nbval on this device and on the simulator, then every chapter's students' version",
@@ -143,9 +147,9 @@ def main(argv=None):
         there = simulated.get(name, (float("nan"), ""))[0]
         lines.append(f"  {time_:7.1f} s  simulator {there:7.1f} s  ({time_ / there if there else float('nan'):.2f}x)  {name}")
     lines.append("students' versions (python -m prefixsum student), executed on this device:")
-    lines += [f"  {line}" for _, line, _ in students]
+    lines += [f"  {line}" for line, _ in students]
     passed = (status == 0 and counts["failed"] + counts["error"] == 0 and simulator_status == 0
-              and all(ok for *_, ok in students))
+              and all(ok for _, ok in students))
     lines.append(f"verdict: {'every cell passed' if passed else 'FAILED'}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines) + "\n")
