@@ -351,13 +351,14 @@ traffic(ps.trace.record(ps.scan, x_traffic, algorithm="blelloch", block_size=128
 # than $4n$). A device copy moves $2n$; so does a single-pass scan, which passes the carry from
 # tile to tile inside one launch (section 11).
 #
-# Finally, the whole thing against the reference on a larger array (size from the device), and
-# the full check for the default options and for a small tile in the other direction:
+# Finally, the whole thing against the reference on a larger array (5000 elements on the
+# simulator, $2^{24}$ on a GPU: `ps.size_for_device`), and the full check for the default
+# options and for a small tile in the other direction:
 
 # %%
 n_large = ps.size_for_device(simulator=5000, gpu=2 ** 24)
 x_large = np.random.default_rng(7).integers(-1000, 1000, n_large).astype(np.int32)
-print(f"n = {n_large}: equal to the reference:",
+print("the larger array: equal to the reference:",
       np.array_equal(ps.scan(x_large, algorithm="hierarchical"), ps.reference.scan(x_large)))
 print(ps.check.scan(lambda x: ps.scan(x, algorithm="hierarchical"), name="hierarchical (256 threads x 8 items)"))
 print(ps.check.scan(lambda x: ps.scan(x, "max", inclusive=False, reverse=True, algorithm="hierarchical", block_size=32,

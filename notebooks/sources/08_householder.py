@@ -254,7 +254,7 @@ print(inspect.getsource(hh.tridiagonalize_shared))
 # %%
 launches = {}
 for n_traced, batch_traced in ((5, 60), (16, 20)):
-    sample = rng.normal(size=(batch_traced, n_traced, n_traced))
+    sample = np.random.default_rng(n_traced).normal(size=(batch_traced, n_traced, n_traced))
     run = ps.trace.record(ps.tridiag.householder, (sample + sample.transpose(0, 2, 1)) / 2)
     launch = launches[n_traced] = run.launches[0]
     print(f"n = {n_traced:2d}, {batch_traced} matrices: {launch.kernel}, {launch.grid[0]} blocks of {launch.block[0]} threads "
@@ -279,13 +279,17 @@ for thread in (0, 1, 4, 5, 6, 44, 45, 254):
 #
 # Random symmetric batches, both precisions: $Q$ orthogonal, $Q^T A Q = T$, and $T$ with the
 # eigenvalues of $A$ (`numpy.linalg.eigvalsh`, in float64), each to within a small multiple of
-# $n \varepsilon$ (times $\|A\|$ where it applies):
+# $n \varepsilon$ (times $\|A\|$ where it applies). The sizes come from the device
+# (`ps.size_for_device`): batches of 24 matrices of a small, a medium and a large $n$ (5, 16
+# and 33) on the simulator, of 1000 matrices (16, 64 and 200) on a GPU:
 
 # %%
 batch = ps.size_for_device(24, 1000)
+# a generator of its own: device-sized draws from a shared one would change what later cells draw on a GPU
+rng_batches = np.random.default_rng(28)
 for dtype in (np.float32, np.float64):
-    for n in ps.size_for_device((5, 16, 33), (16, 64, 200)):
-        M = rng.normal(size=(batch, n, n))
+    for which, n in zip(("small", "medium", "large"), ps.size_for_device((5, 16, 33), (16, 64, 200))):
+        M = rng_batches.normal(size=(batch, n, n))
         A = ((M + M.transpose(0, 2, 1)) / 2).astype(dtype)
         d, e, Q = ps.tridiag.householder(A)
         A64, Q64, eps = A.astype(np.float64), Q.astype(np.float64), np.finfo(dtype).eps
@@ -296,7 +300,7 @@ for dtype in (np.float32, np.float64):
         orthogonal = np.abs(Q64.transpose(0, 2, 1) @ Q64 - np.eye(n)).max() <= 8 * n * eps
         similar = (np.abs(Q64.transpose(0, 2, 1) @ A64 @ Q64 - T).max(axis=(1, 2)) <= 8 * n * eps * size).all()
         spectrum = (np.abs(np.linalg.eigvalsh(T) - np.linalg.eigvalsh(A64)).max(axis=1) <= 8 * n * eps * size).all()
-        print(f"{np.dtype(dtype).name}, {batch} matrices of {n:3d}: |Q^T Q - I| <= 8 n eps: {orthogonal}; "
+        print(f"{np.dtype(dtype).name}, {which:<6} n: |Q^T Q - I| <= 8 n eps: {orthogonal}; "
               f"|Q^T A Q - T| <= 8 n eps |A|: {similar}; eigenvalues of T = eigvalsh(A) within 8 n eps |A|: {spectrum}")
 
 # %% [markdown]
@@ -313,8 +317,10 @@ print(inspect.getsource(hh.tridiagonalize_global))
 
 # %% [markdown]
 # `householder` switches to it by itself for large $n$. To watch it at a size the simulator
-# runs quickly, we launch it directly with fewer threads than columns (here 4 threads for 12
-# columns: 3 columns per thread):
+# runs quickly, we launch it directly with fewer threads than columns, 4 threads for 12
+# columns (3 columns per thread) on the simulator and 128 for 300 on a GPU, and compare it with
+# `householder`. The trace takes 4 threads for 12 columns on either, as it always runs on the
+# simulator:
 
 
 # %%
@@ -328,14 +334,15 @@ def reduce_in_global_memory(A, threads):
 
 
 n_global, threads_global = ps.size_for_device(12, 300), ps.size_for_device(4, 128)
-M = rng.normal(size=(3, n_global, n_global))
+M = np.random.default_rng(32).normal(size=(3, n_global, n_global))
 A_global = (M + M.transpose(0, 2, 1)) / 2
 by_global = reduce_in_global_memory(A_global, threads_global)
 by_householder = ps.tridiag.householder(A_global)
-print(f"n = {n_global}, {threads_global} threads per matrix: d, e, Q identical to householder's:",
+print("fewer threads than columns: d, e, Q identical to householder's:",
       all(np.array_equal(a, b) for a, b in zip(by_global, by_householder)))
-run = ps.trace.record(reduce_in_global_memory, A_global, threads_global)
-print(f"traced: {len(run.races())} races, {run.counts()['barriers']} barriers = 5 (n - 1)")
+M = np.random.default_rng(33).normal(size=(3, 12, 12))
+run = ps.trace.record(reduce_in_global_memory, (M + M.transpose(0, 2, 1)) / 2, 4)
+print(f"traced, n = 12 on 4 threads: {len(run.races())} races, {run.counts()['barriers']} barriers = 5 (n - 1)")
 
 # %% [markdown]
 # Bit for bit the same: every column sees the same operations in the same order, whichever
@@ -354,9 +361,10 @@ print(f"traced: {len(run.races())} races, {run.counts()['barriers']} barriers = 
 # $c = (e, 0)$:
 
 # %%
-N = rng.normal(size=(8, 8))
+rng_spd = np.random.default_rng(34)
+N = rng_spd.normal(size=(8, 8))
 A_spd = N @ N.T / 8 + np.eye(8)
-b = rng.normal(size=8)
+b = rng_spd.normal(size=8)
 d, e, Q = ps.tridiag.householder(A_spd)
 y = Q.T @ b
 z = ps.tridiag.solve(np.concatenate([[0.0], e]), d, np.concatenate([e, [0.0]]), y, method="pcr")
@@ -368,21 +376,23 @@ print("Q (T (Q^T x)) = b by hand, vs numpy.linalg.solve, within 1e-12:",
 # `solve_symmetric` does the same with everything on the device: the reduction, then
 # $Q^T b$ and $Q z$ by the kernel `multiply` (one thread per entry of the result), and in
 # between `tridiag.solve`'s default method, the hybrid of chapter 07 (section 12), which does
-# not pivot either. Checked against `numpy.linalg.solve` on batches, with the error bound of a
-# backward-stable solve ($16 n \varepsilon \, \kappa(A) \, |x|$):
+# not pivot either. Checked against `numpy.linalg.solve` on batches of the size of section 3.3,
+# a small and a large $n$ (5 and 16 on the simulator, 32 and 64 on a GPU), with the error bound
+# of a backward-stable solve ($16 n \varepsilon \, \kappa(A) \, |x|$):
 
 # %%
 print(inspect.getsource(hh.multiply))
+rng_solve = np.random.default_rng(36)
 for dtype in (np.float32, np.float64):
-    for n in ps.size_for_device((5, 16), (32, 64)):
-        N = rng.normal(size=(batch, n, n))
+    for which, n in zip(("small", "large"), ps.size_for_device((5, 16), (32, 64))):
+        N = rng_solve.normal(size=(batch, n, n))
         A = (N @ N.transpose(0, 2, 1) / n + np.eye(n)).astype(dtype)
-        rhs = rng.normal(size=(batch, n)).astype(dtype)
+        rhs = rng_solve.normal(size=(batch, n)).astype(dtype)
         x_gpu = ps.tridiag.solve_symmetric(A, rhs)
         A64 = A.astype(np.float64)
         expected = np.linalg.solve(A64, rhs.astype(np.float64)[..., None])[..., 0]
         bound = 16 * n * np.finfo(dtype).eps * np.linalg.cond(A64) * np.abs(expected).max(axis=1)
-        print(f"{np.dtype(dtype).name}, {batch} systems of {n:2d}: solve_symmetric = numpy.linalg.solve "
+        print(f"{np.dtype(dtype).name}, {which:<5} n: solve_symmetric = numpy.linalg.solve "
               f"within 16 n eps cond(A) |x|: {bool((np.abs(x_gpu - expected).max(axis=1) <= bound).all())}")
 
 # %% [markdown]

@@ -101,12 +101,15 @@ print(inspect.getsource(getattr(kernel, "py_func", getattr(kernel, "fn", kernel)
 
 # %%
 print("carry a user operator:", ", ".join(alg.name for alg in user_ops.carriers()))
+# Each cell draws from a generator of its own: rng has drawn a device-sized n above, so its
+# later draws (b[:256] too) differ between the simulator and a GPU.
+rng_pairs = np.random.default_rng(8)
+pairs = (rng_pairs.uniform(0.5, 1.0, 256), rng_pairs.normal(size=256))
 try:
-    ps.scan((a, b), affine, identity=(1.0, 0.0), algorithm="kstep")
+    ps.scan(pairs, affine, identity=(1.0, 0.0), algorithm="kstep")
 except ValueError as error:
     print("kstep:", error)
-run = ps.trace.record(lambda: ps.scan((a[:256], b[:256]), affine, identity=(1.0, 0.0), algorithm="blelloch",
-                                      block_size=128))
+run = ps.trace.record(lambda: ps.scan(pairs, affine, identity=(1.0, 0.0), algorithm="blelloch", block_size=128))
 counts = run.counts()
 print(f"blelloch, 256 pairs: {counts['combines']} combines, {counts['launches']} launch(es), "
       f"races: {len(run.races())}")
@@ -187,7 +190,7 @@ print(inspect.getsource(apps.recurrences.affine2))
 # %%
 m = ps.size_for_device(simulator=400, gpu=1 << 16)
 t = np.arange(m)
-noisy = np.sin(2 * np.pi * t / 100) + rng.normal(size=m) * 0.5
+noisy = np.sin(2 * np.pi * t / 100) + np.random.default_rng(16).normal(size=m) * 0.5
 lowpass_b, lowpass_a = scipy.signal.butter(2, 0.05)
 ours = apps.lfilter(lowpass_b, lowpass_a, noisy)
 theirs = scipy.signal.lfilter(lowpass_b, lowpass_a, noisy)
@@ -212,7 +215,8 @@ ax = viz.curves(t[:400], {"input": noisy[:400], "apps.lfilter (2nd order)": ours
 # $u + v + w$ (and the flag is the OR of all three either way).
 
 # %%
-x = rng.integers(1, 10, 20)
+rng_segments = np.random.default_rng(18)
+x = rng_segments.integers(1, 10, 20)
 flags = np.zeros(20, np.int32)
 flags[[0, 4, 5, 11, 17]] = 1
 print("x      ", x)
@@ -220,7 +224,7 @@ print("flags  ", flags)
 print("add    ", apps.segmented_scan(x, flags))
 print("max    ", apps.segmented_scan(x, flags, "max"))
 k = ps.size_for_device(simulator=2000, gpu=1 << 20)
-x, flags = rng.integers(-5, 6, k), (rng.random(k) < 0.05).astype(np.int32)
+x, flags = rng_segments.integers(-5, 6, k), (rng_segments.random(k) < 0.05).astype(np.int32)
 pieces = np.split(x, np.flatnonzero(flags))
 print("as numpy per segment:", np.array_equal(apps.segmented_scan(x, flags),
                                               np.concatenate([np.cumsum(p) for p in pieces if p.size])))
@@ -244,7 +248,8 @@ print("compact:", apps.compact(small, keep))
 
 # %%
 n = ps.size_for_device(simulator=3000, gpu=1 << 22)
-x, mask = rng.normal(size=n), rng.random(n) < 0.3
+rng_compact = np.random.default_rng(22)
+x, mask = rng_compact.normal(size=n), rng_compact.random(n) < 0.3
 print("apps.compact is x[mask]:", np.array_equal(apps.compact(x, mask), x[mask]))
 
 # %% [markdown]
@@ -302,9 +307,11 @@ print("after 3 passes:", keys)
 
 # %%
 n = ps.size_for_device(simulator=200, gpu=1 << 20)
+rng_keys = np.random.default_rng(28)
 for dtype in ("int32", "uint64", "float32"):
     kind = np.dtype(dtype).kind
-    keys = (rng.normal(size=n) * 1e3).astype(dtype) if kind == "f" else rng.integers(-1000 if kind == "i" else 0, 1000, n).astype(dtype)
+    keys = ((rng_keys.normal(size=n) * 1e3).astype(dtype) if kind == "f"
+            else rng_keys.integers(-1000 if kind == "i" else 0, 1000, n).astype(dtype))
     values = np.arange(n)
     sorted_keys, order = apps.radix_sort(keys, values)
     stable = np.argsort(keys, kind="stable")
@@ -398,8 +405,9 @@ print("PCR stays within 1e-14 of scipy at every n:", bool(np.all(errors[:, 1] < 
 print(inspect.getsource(apps.PiecewisePolynomial.antiderivative))
 
 # %%
-knots = np.sort(rng.uniform(0, 10, 12))
-heights = np.sin(knots) + 0.1 * rng.normal(size=12)
+rng_knots = np.random.default_rng(36)
+knots = np.sort(rng_knots.uniform(0, 10, 12))
+heights = np.sin(knots) + 0.1 * rng_knots.normal(size=12)
 grid = np.linspace(knots[0], knots[-1], 300)
 natural = apps.cubic_spline(knots, heights)
 clamped = apps.cubic_spline(knots, heights, bc_type=((1, 0.0), (1, 0.0)))
