@@ -96,6 +96,19 @@ CELLS = [
     results["trace"] = [trace.result.tolist(), len(trace.launches), len(trace.records)]
     trace = ps.trace.record(chatty, np.arange(1, 9, dtype=np.float32))
     results["printed"] = trace.result.tolist()
+    # settings of this process reach the worker's run: the classroom simulator's and the checker's
+    import prefixsum.classroom.check as check_module
+    import prefixsum.classroom.sim.settings as sim_settings
+    from prefixsum.classroom import child
+    with ps.sim.resident_blocks(48), ps.check.thorough():
+        results["carried"] = child.on_simulator(lambda: [sim_settings.settings.resident, check_module._mode["thorough"]])
+    # a device function whose code depends on the device (lookback's bit carrier, inside publish)
+    from prefixsum.scans import lookback
+    publish, peek = lookback.state_access(np.float32)
+    with_publish = lookback.look_back("add", np.dtype(np.float32), publish=publish)
+    with ps.sim.resident_blocks(48):
+        results["device-specific"] = str(ps.check.scan(lambda x: lookback.scan_with(x, with_publish),
+                                                       sizes=(1, 33, 300), name="the package's publish"))
     try:
         ps.trace.record(launcher(shifted_kernel), np.arange(8, dtype=np.float32), raise_errors=True)
     except Exception as error:
@@ -149,6 +162,8 @@ def test_every_verdict_and_trace_is_the_same_from_a_gpu_process(both):
     assert results["race"].startswith("FAIL") and "race" in results["race"]
     assert results["shifted"].startswith("FAIL")
     assert results["trace"][:2] == [[1, 3, 6, 10, 15, 21, 28, 36], 1]
+    assert results["carried"] == [48, True]
+    assert results["device-specific"].startswith("PASS")
 
 
 def test_an_error_keeps_its_type_message_and_source_line(both):

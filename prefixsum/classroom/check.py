@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import sim, trace as tracing
+from . import child as _child, sim, trace as tracing
 from ..core.arithmetic import quiet_arithmetic
 from ..core.poison import poison, poison_value
 from ..scans.ops import check_dtype, check_op
@@ -49,6 +49,7 @@ _SEED = 20261121
 # Sizes that :func:`thorough` adds to a check's own (those up to its largest size).
 _THOROUGH_SIZES = (3, 5, 7, 16, 17, 63, 64, 65, 127, 128, 129, 511, 512, 513, 1023, 1024, 1025)
 _mode = {"thorough": False, "timeout": None}
+_child.carry("check", lambda: dict(_mode), _mode.update)  # thorough() and time_limit() reach the worker's checks
 
 
 @contextlib.contextmanager
@@ -286,6 +287,7 @@ def _same(u, v, dtypes):
     return True
 
 
+@_child.simulated
 def operator(op, identity, dtypes=np.float64, *, samples=200, name=None):
     """Check a user operator on its own: associative, and ``identity`` an identity of it.
 
@@ -374,6 +376,7 @@ def _diagnose_user(run, x, op, identity, inclusive, reverse):
     return "pass", None, ""
 
 
+@_child.simulated
 def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes=None, timeout=20.0, name=None,
          identity=None, budget=None):
     """Check ``fn``, a student's scan, against the reference.
@@ -451,6 +454,7 @@ def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes
     return CheckResult(True, "pass", name, shown)
 
 
+@_child.simulated
 def function(fn, reference, cases, *, name=None, timeout=20.0, budget=None):
     """Check a student's function against ``reference`` on every argument tuple in ``cases``.
 
@@ -545,6 +549,7 @@ class _FunctionResult(CheckResult):
     __repr__ = __str__
 
 
+@_child.simulated
 def tiled(tile_kernel, *, block_size, threads=None, op="add", dtype=np.float32, sizes=None, **kw):
     """Check a student's tile kernel ``(x, out, totals, n)`` run on every tile, with carries.
 
@@ -646,6 +651,7 @@ def _judge_reflector(x, returned, dtype, magnitude=1.0):
     return "pass", None, ""
 
 
+@_child.simulated
 def reflector(fn, *, sizes=(2, 3, 5, 8), dtype=np.float64, name=None, magnitude=1.0):
     """Check ``fn``, a student's Householder reflector, against numpy.
 
@@ -831,6 +837,7 @@ def _tridiagonal_hint(n, bad_rows, passed_sizes):
             "the rows the previous step wrote, at stride s = 1, 2, 4, ...")
 
 
+@_child.simulated
 def tridiagonal(fn, *, n_values=(1, 2, 3, 7, 11, 32, 33), batch=3, dtype=np.float64, timeout=20.0, name=None,
                 budget=None):
     """Check ``fn``, a student's batched tridiagonal solver, against a float64 reference.
@@ -974,6 +981,7 @@ def _check_cases(fn, cases, name, timeout, wrong_hint, budget=None):
     return CheckResult(True, "pass", name, tuple(sizes))
 
 
+@_child.simulated
 def compaction(fn, *, sizes=DEFAULT_SIZES, timeout=20.0, name=None, budget=None):
     """Check ``fn(x, mask) -> x[mask]``, a student's stream compaction, on random float32 inputs.
 
@@ -993,6 +1001,7 @@ def compaction(fn, *, sizes=DEFAULT_SIZES, timeout=20.0, name=None, budget=None)
                         budget)
 
 
+@_child.simulated
 def radix_pass(fn, *, bit=3, sizes=DEFAULT_SIZES, timeout=20.0, name=None, budget=None):
     """Check ``fn(keys, bit)``, one pass of a radix sort: a stable split of uint32 ``keys`` by ``bit``, zeros first.
 

@@ -21,10 +21,12 @@ along, so messages that quote a kernel's line quote it as they do on a laptop.
 """
 import atexit
 import contextlib
+import functools
 import io
 import linecache
 import marshal
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -36,6 +38,7 @@ import cloudpickle
 
 from ..core import device as _device
 from ..core.device import simulating
+from .sim.settings import settings as _sim_settings
 
 _WAIT_SECONDS = 0.5  # how often a waiting caller looks whether the worker died
 
@@ -47,6 +50,46 @@ with contextlib.redirect_stderr(io.StringIO()):
     from prefixsum.classroom import child
 child.serve({requests}, {replies})
 """
+
+
+_carried = {}  # name -> (snapshot, apply): this process's settings that a simulated run must see
+
+
+def carry(name, snapshot, apply):
+    """Have every simulated run see this process's state: ``apply(snapshot())`` in the worker, for the run.
+
+    For process-wide settings a notebook changes around a check (``ps.sim.resident_blocks(48)``,
+    ``ps.check.thorough()``); both processes register the same ``name`` when they import the package.
+    """
+    _carried[name] = (snapshot, apply)
+
+
+def simulated(function):
+    """Decorate ``function`` to run whole in the simulating worker when this process is on a GPU.
+
+    A check traces one run per size; in the worker only its verdict travels back, not every trace.
+    The decorated function travels by name (``functools.wraps`` gives it ``function``'s), so the
+    worker runs its own module's.
+    """
+    @functools.wraps(function)
+    def run_simulated(*args, **kwargs):
+        if simulating():
+            return function(*args, **kwargs)
+        return _worker().call(run_simulated, args, kwargs)
+
+    return run_simulated
+
+
+def _snapshot_sim_settings():
+    return {name: getattr(_sim_settings, name) for name in _sim_settings.__slots__}
+
+
+def _apply_sim_settings(values):
+    for name, value in values.items():
+        setattr(_sim_settings, name, value)
+
+
+carry("sim", _snapshot_sim_settings, _apply_sim_settings)
 
 
 def on_simulator(fn, *args, **kwargs):
@@ -126,7 +169,8 @@ class _Worker:
     def call(self, fn, args, kwargs):
         with self._calls:
             lines = self._new_lines()
-            request = _dumps((lines, fn, args, kwargs))
+            state = {name: snapshot() for name, (snapshot, _) in _carried.items()}
+            request = _dumps((lines, state, fn, args, kwargs))
             try:
                 self._to.send_bytes(request)
                 self._lines_sent.update(lines)
@@ -201,7 +245,11 @@ def _real_target_types():
 
 
 def _reduce_kernel(kernel):
-    """By name where the kernel is a module's attribute (not ``__main__``'s), else its function and options."""
+    """By name where the kernel is a module's attribute (not ``__main__``'s), by its recipe where its code
+    depends on the device (:func:`prefixsum.core.device.device_specific`), else its function and options."""
+    made_by = _device.recipe(kernel)
+    if made_by is not None:
+        return _device.remake, made_by
     function = kernel.py_func
     module = sys.modules.get(function.__module__)
     if module is not None and function.__module__ != "__main__":
@@ -244,6 +292,9 @@ def serve(requests, replies):
     """The worker's loop on two pipes: run each call sent, answer with its result or its exception and what it printed."""
     requests = connection.Connection(requests, writable=False)
     replies = connection.Connection(replies, readable=False)
+    # an interrupt of the notebook (or of its process group, as Jupyter sends one) is the caller's
+    # to handle: an interrupted call kills this worker, and the next call starts a new one
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     while True:
         try:
             request = requests.recv_bytes()
@@ -251,9 +302,10 @@ def serve(requests, replies):
             return
         with _captured() as (out, err):
             try:
-                lines, fn, args, kwargs = cloudpickle.loads(request)
+                lines, state, fn, args, kwargs = cloudpickle.loads(request)
                 linecache.cache.update(lines)
-                reply = ("ok", fn(*args, **kwargs))
+                with _applied(state):
+                    reply = ("ok", fn(*args, **kwargs))
             except BaseException as error:  # every exception goes back to the caller, as it would arise there
                 reply = ("error", (portable_error(error), traceback.format_exc()))
         try:
@@ -262,6 +314,19 @@ def serve(requests, replies):
             problem = TypeError(f"the simulated run's result cannot be sent back: {error}")
             payload = cloudpickle.dumps(("error", (problem, traceback.format_exc()), out.getvalue(), err.getvalue()))
         replies.send_bytes(payload)
+
+
+@contextlib.contextmanager
+def _applied(state):
+    """The caller's carried state, for the duration of one run."""
+    previous = {name: _carried[name][0]() for name in state}
+    for name, value in state.items():
+        _carried[name][1](value)
+    try:
+        yield
+    finally:
+        for name, value in previous.items():
+            _carried[name][1](value)
 
 
 @contextlib.contextmanager

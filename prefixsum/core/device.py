@@ -11,6 +11,7 @@ A child finding both reports the parent's reason; a ``NUMBA_ENABLE_CUDASIM`` wit
 mark is the user's.
 """
 import ctypes
+import functools
 import os
 import sys
 import warnings
@@ -96,6 +97,45 @@ def choose():
     reason = "no usable CUDA GPU found" if simulator else "a CUDA GPU was found"
     hand_down(simulator, reason)
     return simulator, reason
+
+
+_RECIPES = {}  # id(device function) -> (the function, its recipe): see device_specific
+
+
+def device_specific(factory):
+    """Decorate a factory of device functions whose code depends on the device (GPU or simulator).
+
+    The factory returns a device function or a tuple of them, made for the device this process
+    runs on. Each remembers the call that made it (:func:`recipe`), so that a process on the other
+    device, the simulating worker of a process on a GPU, makes its own by calling the factory
+    again rather than running code written for the GPU.
+    """
+    @functools.wraps(factory)
+    def make(*args, **kwargs):
+        made = factory(*args, **kwargs)
+        for index, function in enumerate(made if isinstance(made, tuple) else (made,)):
+            _RECIPES[id(function)] = function, (make.__module__, make.__qualname__, args, kwargs,
+                                                index if isinstance(made, tuple) else None)
+        return made
+
+    return make
+
+
+def recipe(function):
+    """``(module, qualname, args, kwargs, index)`` of the :func:`device_specific` call that made ``function``, or None."""
+    kept = _RECIPES.get(id(function))
+    return kept[1] if kept is not None and kept[0] is function else None
+
+
+def remake(module, qualname, args, kwargs, index):
+    """The device function a :func:`recipe` describes, made in this process, for its device."""
+    import importlib
+
+    factory = importlib.import_module(module)
+    for part in qualname.split("."):
+        factory = getattr(factory, part)
+    made = factory(*args, **kwargs)
+    return made if index is None else made[index]
 
 
 _classroom_simulator_runs = None

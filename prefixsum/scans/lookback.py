@@ -63,7 +63,7 @@ import numpy as np
 from numba import cuda, types
 from numba.cuda import libdevice
 
-from ..core.device import simulating
+from ..core.device import device_specific, simulating
 from .hierarchical import MAX_TILE, block_scan, staged_size, tile_loader, tile_writer
 from ..core.launch import Launcher
 from .ops import check_dtype, device_op, identity, numba_type
@@ -104,6 +104,7 @@ def tile_items(dtype, block_size, items_per_thread):
 
 
 @functools.lru_cache(maxsize=None)
+@device_specific
 def bit_carrier(dtype):
     """Device functions ``(to_bits, from_bits)`` between ``dtype`` and the unsigned integer of its width.
 
