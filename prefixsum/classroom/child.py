@@ -3,7 +3,7 @@
 numba picks the simulator or the GPU once per process (``NUMBA_ENABLE_CUDASIM``, read when
 ``numba.cuda`` is first imported). On a GPU machine, a notebook that wants a simulated run (a
 check, a trace, the stock simulator's behaviour) sends the function to a *simulating worker*: one
-spawned Python process per notebook session that imported the package on the simulator and stays
+fresh Python process per notebook session that imported the package on the simulator and stays
 until the session ends. The notebook's own CUDA session stays intact, the run is the one a laptop
 makes, and a check cell of a dozen traced sizes starts one process, not one per size
 (``ARCHITECTURE.md`` says why a worker rather than an in-process simulation).
@@ -257,19 +257,10 @@ def _reduce_kernel(kernel):
         for part in function.__qualname__.split("."):
             found = getattr(found, part, None)
         if found is kernel:
-            return _import_attribute, (function.__module__, function.__qualname__)
+            return _device.import_attribute, (function.__module__, function.__qualname__)
     options = {name: kernel.targetoptions[name] for name in ("device", "fastmath", "debug")
                if kernel.targetoptions.get(name) is not None}
     return _jit, (function, options)
-
-
-def _import_attribute(module_name, qualname):
-    import importlib
-
-    found = importlib.import_module(module_name)
-    for part in qualname.split("."):
-        found = getattr(found, part)
-    return found
 
 
 def _jit(function, options):

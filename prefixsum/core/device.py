@@ -129,13 +129,18 @@ def recipe(function):
 
 def remake(module, qualname, args, kwargs, index):
     """The device function a :func:`recipe` describes, made in this process, for its device."""
+    made = import_attribute(module, qualname)(*args, **kwargs)
+    return made if index is None else made[index]
+
+
+def import_attribute(module, qualname):
+    """The object ``qualname`` (dotted) of the module named ``module``, imported if need be."""
     import importlib
 
-    factory = importlib.import_module(module)
+    found = importlib.import_module(module)
     for part in qualname.split("."):
-        factory = getattr(factory, part)
-    made = factory(*args, **kwargs)
-    return made if index is None else made[index]
+        found = getattr(found, part)
+    return found
 
 
 _classroom_simulator_runs = None
