@@ -216,8 +216,13 @@ def _dumps(value):
 class _Pickler(cloudpickle.Pickler):
     """cloudpickle, with kernels and device arrays of the real CUDA target made rebuildable on the simulator."""
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # looked up once per pickle: reducer_override runs for every object of the payload
+        self._real_target_types = _real_target_types()
+
     def reducer_override(self, obj):
-        kernel, configured, device_array = _real_target_types()
+        kernel, configured, device_array = self._real_target_types
         if isinstance(obj, kernel):
             return _reduce_kernel(obj)
         if isinstance(obj, configured):
