@@ -5,9 +5,6 @@ the registry; here: the seeds' worked examples, seed 004's 256-element exercise,
 and the deliberately racy Hillis-Steele kernel.
 """
 import inspect
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -120,7 +117,7 @@ def test_in_place_hillis_steele_is_a_tile_kernel():
     assert out.copy_to_host().shape == (n,)
 
 
-def test_unregistered_kernels_compile_to_ptx(ptx_compiler):
+def test_unregistered_kernels_compile_to_ptx(ptx_child):
     """The seed's 256-element kernel and the racy kernel are not in the registry's PTX walk."""
     code = textwrap.dedent("""
         import types
@@ -137,6 +134,5 @@ def test_unregistered_kernels_compile_to_ptx(ptx_compiler):
             ptx, _ = cuda.compile_ptx(kernel.py_func, argtypes, cc=(9, 0))
             assert ".entry" in ptx and "bar.sync" in ptx, kernel.py_func.__name__
     """)
-    child = subprocess.run([sys.executable, "-c", code], env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0"},
-                           capture_output=True, text=True, timeout=600)
+    child = ptx_child(code)
     assert child.returncode == 0, child.stdout[-3000:] + child.stderr[-3000:]

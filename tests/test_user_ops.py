@@ -1,8 +1,5 @@
 """User operators: ps.scan(x, op, identity=...) on one array or a tuple of arrays."""
-import os
 import re
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -175,8 +172,7 @@ def test_generated_kernels_read_like_kernels():
     assert "rungs0[t], rungs1[t], = value" in source and (tile, threads) == (32, 32)
 
 
-@pytest.mark.usefixtures("ptx_compiler")
-def test_user_operator_kernels_compile_to_ptx():
+def test_user_operator_kernels_compile_to_ptx(ptx_child):
     code = """
         import types, numpy as np
         from numba import cuda
@@ -201,8 +197,6 @@ def test_user_operator_kernels_compile_to_ptx():
                     cuda.compile_ptx(kernel.py_func, argtypes, cc=(9, 0))
                     print("ok", algorithm.name, kernel.py_func.__name__)
     """
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
-    child = subprocess.run([sys.executable, "-W", "ignore", "-c", textwrap.dedent(code)], env=env,
-                           capture_output=True, text=True, timeout=600)
+    child = ptx_child(textwrap.dedent(code))
     assert child.returncode == 0, child.stderr[-3000:]
     assert child.stdout.count("ok") == 2 * 4 * len(CARRIERS)

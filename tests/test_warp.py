@@ -1,9 +1,6 @@
 """Warp scans (prefixsum.scans.warp) alone, the race in seed 001's Figure 1, and the hierarchical scan's
 options; the generic suites (test_scan, test_ptx) cover "hierarchical" for every op and dtype."""
 import itertools
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -64,9 +61,9 @@ def test_figure_1_without_syncwarp_races():
         np.testing.assert_array_equal(clean.result, np.cumsum(x))
 
 
-def test_warp_scan_kernels_compile_to_ptx(ptx_compiler):
+def test_warp_scan_kernels_compile_to_ptx(ptx_child):
     """The registry's PTX test covers the shuffle scan inside "hierarchical"; these kernels are
-    not registered, so compile them here, in a child process without the simulator."""
+    not registered, so compile them here, in the process without the simulator."""
     code = textwrap.dedent("""
         import types
         from numba import cuda
@@ -80,8 +77,7 @@ def test_warp_scan_kernels_compile_to_ptx(ptx_compiler):
                 ptx, _ = cuda.compile_ptx(kernel.py_func, (array_type(dtype), array_type(dtype)), cc=(7, 5))
                 print(variant, dtype, ptx.count("shfl.sync"), ptx.count("bar.warp.sync"))
     """)
-    child = subprocess.run([sys.executable, "-c", code], env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0"},
-                           capture_output=True, text=True, timeout=600)
+    child = ptx_child(code)
     assert child.returncode == 0, child.stderr[-3000:]
     counts = {tuple(line.split()[:2]): tuple(map(int, line.split()[2:])) for line in child.stdout.splitlines()}
     assert counts[("shfl", "float32")][0] > 0 and counts[("syncwarp", "float32")][1] > 0
