@@ -117,8 +117,9 @@ class PtxWorker:
         self.process = subprocess.Popen([sys.executable, str(PTX_WORKER)], env=env, text=True,
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr)
 
-    def run(self, source, timeout=600):
+    def run(self, source, timeout=1800):
         if self.process is None or self.process.poll() is not None:
+            self._stop()
             self._start()
         watchdog = threading.Timer(timeout, self.process.kill)
         watchdog.start()
@@ -131,14 +132,22 @@ class PtxWorker:
                     return subprocess.CompletedProcess(["ptx_worker"], answer["returncode"], answer["stdout"], answer["stderr"])
         finally:
             watchdog.cancel()
+        returncode = self.process.wait()
+        self._stop()
         self.stderr.seek(0)
-        raise RuntimeError(f"the PTX worker died (exit {self.process.wait()}, or killed after {timeout} s): "
-                           + self.stderr.read()[-3000:])
+        raise RuntimeError(f"the PTX worker died (exit {returncode}, or killed after {timeout} s): " + self.stderr.read()[-3000:])
+
+    def _stop(self):
+        """Kill the worker: it holds nothing to save, and a clean exit of numba-cuda can take seconds."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            self.process.stdin.close()
+            self.process.stdout.close()
+            self.process = None
 
     def close(self):
-        if self.process is not None and self.process.poll() is None:
-            self.process.stdin.close()
-            self.process.wait(timeout=60)
+        self._stop()
         self.stderr.close()
 
 

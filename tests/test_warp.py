@@ -89,7 +89,7 @@ def test_unknown_warp_scan_is_refused():
         warp.warp_scan(np.ones(4, np.int32), "lockstep")
 
 
-@pytest.mark.parametrize("block_size, items_per_thread", itertools.product((32, 256), (1, 2, 8)))
+@pytest.mark.parametrize("block_size, items_per_thread", list(itertools.product((32, 256), (1, 2, 8))))
 def test_hierarchical_options(block_size, items_per_thread, rng):
     """Several tiles, tens of them for the smallest tiles."""
     tile = block_size * items_per_thread
