@@ -9,6 +9,7 @@ compiler fails the tests.
 import textwrap
 
 import prefixsum as ps
+from prefixsum.tridiag import warp
 
 
 def test_python_m_prefixsum_ptx_compiles_every_registered_kernel_for_sm75_and_sm90(ptx_command):
@@ -17,6 +18,16 @@ def test_python_m_prefixsum_ptx_compiles_every_registered_kernel_for_sm75_and_sm
     for name in ps.ALGORITHMS:
         for cc in ("sm_75", "sm_90"):
             assert f"ok   {cc} {name}:" in ptx_command.stdout, f"no kernel of {name} compiled for {cc}"
+
+
+def test_it_compiles_every_tridiagonal_kernel_for_sm75_and_sm90(ptx_command):
+    """tridiag.ptx_kernels(), each for float32 and float64."""
+    assert ptx_command.returncode == 0, ptx_command.stdout[-3000:] + ptx_command.stderr[-3000:]
+    for name in ("pcr_shared", "pcr_global_step", "cr_shared", "thomas", "hybrid_shared", "pcr_window", "warp_solve"):
+        for cc in ("sm_75", "sm_90"):
+            # a line per dtype; a kernel per R for the warp solver
+            expected = 2 * (len(warp.ROWS_PER_THREAD) if name == "warp_solve" else 1)
+            assert ptx_command.stdout.count(f"ok   {cc} tridiag:{name}\n") == expected, (name, cc)
 
 
 def test_a_kernel_the_simulator_accepts_but_the_gpu_compiler_rejects_is_reported(ptx_child):

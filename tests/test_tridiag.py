@@ -452,20 +452,10 @@ def test_an_unknown_method_is_a_value_error_listing_the_methods():
         tridiag.solve(*np.ones((4, 3)), method="gauss")
 
 
-def test_every_kernel_compiles_to_ptx_for_sm75_and_sm90(ptx_command):
-    """``python -m prefixsum ptx`` (run once per session) compiles tridiag.ptx_kernels() too."""
-    assert ptx_command.returncode == 0, ptx_command.stdout[-3000:] + ptx_command.stderr[-3000:]
-    for name in ("pcr_shared", "pcr_global_step", "cr_shared", "thomas", "hybrid_shared", "pcr_window", "warp_solve"):
-        for cc in ("sm_75", "sm_90"):
-            # a line per dtype; a kernel per R for the warp solver
-            expected = 2 * (len(warp.ROWS_PER_THREAD) if name == "warp_solve" else 1)
-            assert ptx_command.stdout.count(f"ok   {cc} tridiag:{name}\n") == expected, (name, cc)
-
-
 def test_float32_kernels_compute_in_float32_and_the_chunks_stay_in_registers(ptx_child):
     """What the PTX says, on sm_90 (neither depends on the capability): no float64 arithmetic in a
     float32 kernel (an untyped 0 or 1 would promote), no local memory in the register-resident
-    solvers."""
+    solvers. That every kernel compiles for sm_75 and sm_90 is tests/test_ptx.py's."""
     child = ptx_child(textwrap.dedent("""
         import re, types
         import numba.cuda.dispatcher
