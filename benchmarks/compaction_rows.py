@@ -63,7 +63,7 @@ def run_compaction(cuda, torch, cupy, quick, repeats, rng, add, timed):
             calls = [("prefixsum apps.compact", lambda: apps.compact(dx, dmask),
                       lambda got: got.copy_to_host()),
                      ("prefixsum apps.compact (sync=False)", lambda: _waited(cuda, apps.compact(dx, dmask, sync=False)),
-                      lambda got: got[0].copy_to_host()[:int(got[1].copy_to_host()[0])])]
+                      lambda got: got[0][:int(got[1].copy_to_host()[0])].copy_to_host())]
             if (n, dtype) == READABLE_AT:
                 calls.append(("prefixsum apps.compact_by_scan (readable)", lambda: apps.compact_by_scan(dx, dmask),
                               lambda got: got.copy_to_host()))

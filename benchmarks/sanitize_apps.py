@@ -76,7 +76,8 @@ def main(argv=None):
             wrong.append(f"compact_indices n={n}")
         x64 = rng.normal(size=n)
         buffer, count = apps.compact(cuda.to_device(x64), cuda.to_device(mask), sync=False)
-        if not np.array_equal(buffer.copy_to_host()[:int(count.copy_to_host()[0])], x64[mask]):
+        kept = buffer[:int(count.copy_to_host()[0])]  # past the count the buffer is never written: initcheck
+        if not np.array_equal(kept.copy_to_host(), x64[mask]):
             wrong.append(f"compact sync=False float64 n={n}")
         calls += 3
         keys = rng.integers(-1000, 1000, n).astype(np.int32)

@@ -130,13 +130,16 @@ def test_the_one_pass_kernels_compile_to_ptx():
         from prefixsum.apps import selection
 
         dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(9, 0))
-        for value, mask, counts, indices in [("float32", "bool", "int32", False), ("float64", "bool", "int64", False),
-                                             ("int8", "float32", "int32", False), ("int64", "bool", "int32", True)]:
+        for value, mask, counts, indices, store in [("float32", "bool", "int32", False, "st.global.f32"),
+                                                    ("float64", "bool", "int64", False, "st.global.f64"),
+                                                    ("int8", "float32", "int32", False, "st.global.u8"),
+                                                    ("int64", "bool", "int32", True, "st.global.u64")]:
             dtypes = [np.dtype(t) for t in (value, mask, counts)]
             kernel = selection.select_kernel(dtypes[0], dtypes[2], indices)
-            argtypes = selection.argtypes(dtypes[1] if indices else dtypes[0], dtypes[1], dtypes[2])
-            ptx, _ = cuda.compile_ptx(kernel.py_func, argtypes, cc=(9, 0))
+            ptx, _ = cuda.compile_ptx(kernel.py_func, selection.argtypes(*dtypes, indices), cc=(9, 0))
             assert "vote.sync.ballot" in ptx and "ld.local" not in ptx, value
+            # the kept values (indices: int64) and the count: one store each per step and thread, and one
+            assert ptx.count(store) == 16 + (store == "st.global.u64"), (value, ptx.count(store))
             print("ok", value)
     """
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}

@@ -155,12 +155,15 @@ def select_kernel(value_dtype, counts, indices, block_size=BLOCK_SIZE, items=ITE
     return cuda.jit(select)
 
 
-def argtypes(value_dtype, mask_dtype, counts):
-    """Argument types of :func:`select_kernel`'s kernel, for compiling it to PTX and launching it."""
+def argtypes(value_dtype, mask_dtype, counts, indices):
+    """Argument types of :func:`select_kernel`'s kernel, for compiling it to PTX and launching it.
+
+    ``value_dtype`` is the output's (int64 for ``indices``, where ``x`` is the mask).
+    """
     def array(dtype):
         return types.Array(from_dtype(np.dtype(dtype)), 1, "C")
 
-    return (array(value_dtype), array(mask_dtype), array(value_dtype), array(np.int64),
+    return (array(mask_dtype if indices else value_dtype), array(mask_dtype), array(value_dtype), array(np.int64),
             *lookback_argtypes(counts)[2:])
 
 
@@ -168,7 +171,7 @@ def argtypes(value_dtype, mask_dtype, counts):
 def launcher(value_dtype, mask_dtype, counts, indices, block_size, items):
     """The :class:`~prefixsum.core.launch.Launcher` of one :func:`select_kernel` (``indices``: x is the mask)."""
     kernel = select_kernel(value_dtype, counts, indices, block_size, items)
-    return Launcher(kernel, argtypes(mask_dtype if indices else value_dtype, mask_dtype, counts))
+    return Launcher(kernel, argtypes(value_dtype, mask_dtype, counts, indices))
 
 
 _MAPPED_COUNT = []
