@@ -9,9 +9,9 @@ Here one kernel does all three, tile by tile, with the look-back of the single-p
    tile's flags in the *striped* arrangement (step k: thread t reads element ``k * block + t``,
    so each load of a warp is one contiguous run), with the values of the kept elements.
 2. Ranks in the tile without a scan of n flags: in step k each warp takes a ballot of its 32
-   flags. A kept element's rank among its warp's kept elements of step k is the number of set
-   bits of the ballot below its lane (``popc(ballot & lanemask_lt)``); the ballot's ``popc`` is
-   that warp's count in step k. Warp 0 scans the ``items * warps`` counts, in the tile's order
+   flags (:func:`warp_rank`). A kept element's rank among its warp's kept elements of step k is
+   the number of set bits of the ballot below its lane (``popc(ballot & lanemask_lt)``); the
+   ballot's ``popc`` is that warp's count in step k. Warp 0 scans the ``items * warps`` counts, in the tile's order
    (step k of warp 0, of warp 1, ..., then step k + 1): each becomes the number of kept
    elements of the tile before that warp's step.
 3. Warp 0 hands the tile's count to the look-back (:func:`prefixsum.scans.lookback.look_back`
@@ -69,6 +69,17 @@ def draw_tile(counter, drawn):
 
 
 @cuda.jit(device=True)
+def warp_rank(kept):
+    """``(rank, count)``: the lanes of the caller's warp below it whose ``kept`` is True, and all such lanes.
+
+    Every lane of the warp must call it. One ballot: bit l is lane l's ``kept``; the bits below
+    the caller's lane (``lanemask_lt``) counted are its rank, all of them the warp's count.
+    """
+    ballot = np.uint32(cuda.ballot_sync(FULL_MASK, kept))
+    return cuda.popc(ballot & cuda.lanemask_lt()), cuda.popc(ballot)
+
+
+@cuda.jit(device=True)
 def _element(x, i):
     return x[i]
 
@@ -84,13 +95,14 @@ def count_dtype(n):
 
 
 @functools.lru_cache(maxsize=None)
-def select_kernel(value_dtype, counts, indices, block_size=BLOCK_SIZE, items=ITEMS_PER_THREAD):
+def select_kernel(value_dtype, counts, indices, block_size=BLOCK_SIZE, items=ITEMS_PER_THREAD, rank=warp_rank):
     """Kernel ``(x, mask, out, count, status, values, counter, n, epoch)``: one block per tile.
 
     Writes the kept elements of ``x`` (``indices``: their indices, int64; ``x`` is then not
     read) to ``out`` in order, and their number to ``count[0]``. ``counts`` is the dtype the
     look-back carries (:func:`count_dtype`); ``status, values, counter, epoch`` are its tile
-    states (:func:`prefixsum.scans.lookback.states`).
+    states (:func:`prefixsum.scans.lookback.states`). ``rank`` replaces :func:`warp_rank`
+    (chapter 10's exercise writes one).
     """
     value = from_dtype(np.dtype(value_dtype))
     count_type = numba_type(counts)
@@ -125,10 +137,9 @@ def select_kernel(value_dtype, counts, indices, block_size=BLOCK_SIZE, items=ITE
                     kept |= 1 << k
         for k in range(items):
             flag = (kept >> k) & 1
-            ballot = np.uint32(cuda.ballot_sync(FULL_MASK, flag != 0))  # the lanes whose element is kept
-            below[k] = cuda.popc(ballot & cuda.lanemask_lt())
+            below[k], in_warp = rank(flag != 0)
             if lane == 0:
-                before_step[k * warps + warp] = cuda.popc(ballot)
+                before_step[k * warps + warp] = in_warp
             if flag:
                 kept_values[k] = fetch(x, start + k * block_size + t)
         cuda.syncthreads()
@@ -192,8 +203,13 @@ def head(buffer, k):
     return cuda.devicearray.DeviceNDArray((k,), (buffer.dtype.itemsize,), buffer.dtype, gpu_data=buffer.gpu_data)
 
 
-def _select(x, mask, dtype, on_device, sync, indices):
-    """Launch the kernel for device arrays ``x`` and ``mask``; see :func:`compact`."""
+def _select(x, mask, dtype, on_device, sync, indices, block_size=None, items=None, rank=warp_rank):
+    """Launch the kernel for device arrays ``x`` and ``mask``; see :func:`compact`.
+
+    The tile shape is :data:`BLOCK_SIZE` x :data:`ITEMS_PER_THREAD` unless given; another
+    ``rank`` compiles its own kernel and launches it through numba's dispatcher.
+    """
+    block_size, items = block_size or BLOCK_SIZE, items or ITEMS_PER_THREAD
     n = mask.shape[0]
     counts = count_dtype(n)
     out = result_array(n, dtype)
@@ -203,10 +219,14 @@ def _select(x, mask, dtype, on_device, sync, indices):
             cuda.to_device(np.zeros(1, np.int64), to=count)
             return out, count
         return back(out, on_device)
-    tiles = -(-n // (BLOCK_SIZE * ITEMS_PER_THREAD))
+    tiles = -(-n // (block_size * items))
     status, values, counter, epoch = states(counts, tiles)
-    launch = launcher(np.dtype(dtype), mask.dtype, counts, indices, BLOCK_SIZE, ITEMS_PER_THREAD)
-    launch(tiles, BLOCK_SIZE, x, mask, out, count, status, values, counter, n, epoch)
+    if rank is warp_rank:
+        launcher(np.dtype(dtype), mask.dtype, counts, indices, block_size, items)(
+            tiles, block_size, x, mask, out, count, status, values, counter, n, epoch)
+    else:
+        select_kernel(np.dtype(dtype), counts, indices, block_size, items, rank)[tiles, block_size](
+            x, mask, out, count, status, values, counter, n, epoch)
     if not sync:
         return out, count
     cuda.synchronize()  # the count is in mapped host memory once the kernel has ended
@@ -269,3 +289,27 @@ def compact_indices(mask, *, sync=True):
     """
     mask, on_device = to_device(mask, "mask")
     return _select(mask, mask, np.dtype(np.int64), on_device, sync, indices=True)
+
+
+def compact_with(x, mask, *, block_size=32, items_per_thread=1, rank=warp_rank):
+    """:func:`compact` of host arrays with small tiles and, optionally, another in-warp rank.
+
+    Parameters
+    ----------
+    x, mask : numpy.ndarray
+        As :func:`compact`'s.
+    block_size, items_per_thread : int
+        The tile: small by default, so that a short input makes many tiles (block_size a
+        multiple of 32).
+    rank : device function
+        ``rank(kept) -> (rank, count)``, as :func:`warp_rank`.
+
+    Returns
+    -------
+    numpy.ndarray
+    """
+    x, _ = to_device(x, "x")
+    mask, _ = to_device(mask, "mask")
+    if mask.shape[0] != x.shape[0]:
+        raise ValueError(f"x and mask must have one length; got {x.shape[0]} and {mask.shape[0]}")
+    return _select(x, mask, x.dtype, False, True, False, block_size, items_per_thread, rank)
