@@ -28,7 +28,12 @@ The count: the output's length is known only when the last tile has finished. Wi
 the kernel writes it to mapped host memory and the call waits for the kernel (as ``x[mask]``
 waits in numpy, torch and CuPy); the result is the first ``count`` elements of a buffer of n.
 With ``sync=False`` nothing waits: the call returns the buffer of n and a one-element device
-array holding the count, as CUB's ``DeviceSelect::Flagged`` does.
+array holding the count, as CUB's ``DeviceSelect::Flagged`` does. Either way the kept elements
+live in a buffer of n (from :func:`prefixsum.core.arrays.result_array`'s cache), held as long as
+the result is.
+
+As the look-back's tile states, the mapped count is made once per process and reused by every
+call on numba's default stream: one GPU per process, calls from one thread at a time.
 """
 import functools
 
