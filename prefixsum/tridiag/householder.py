@@ -31,7 +31,7 @@ update, one column of the accumulation. Columns rather than rows, so that the th
 matrix touch consecutive addresses (``A[k, tidx]``), free of bank conflicts and coalesced; by
 symmetry column ``j`` is row ``j``. In shared memory the thread owning row ``i`` builds ``u``
 and later ``q`` (sums over ``i`` entries, serial), while the others wait at a barrier; in the
-global path (one matrix per block) the whole block shares those sums (:func:`block_sum`). A
+global path (one matrix per block) the whole block shares those sums (:func:`prefixsum.primitives.block.block_sum`). A
 reduction step has four phases between barriers: build ``u`` | ``p`` | ``K`` and ``q`` |
 rank-2 update.
 
@@ -57,6 +57,7 @@ from numba import cuda, types
 
 from ..core.arrays import is_device_array
 from ..core.hardware import WARP_SIZE
+from ..primitives.block import block_sum
 from . import _common
 from .api import DTYPES, solve
 
@@ -143,28 +144,6 @@ def update(w, q, hs, i, j):
         for k in range(i):
             w[k, j] -= q[k] * uj + w[i, k] * qj
     w[j, i] = w.dtype.type(0)
-
-
-@cuda.jit(device=True)
-def block_sum(value, scratch):
-    """The sum of ``value`` over the block's threads, returned to every thread.
-
-    ``scratch`` is a shared array of ``blockDim.x`` (a power of two) elements; a tree of
-    ``log2(blockDim.x)`` halvings, each behind a barrier, and one more barrier so that the
-    next call cannot overwrite ``scratch[0]`` before every thread has read it.
-    """
-    tid = cuda.threadIdx.x
-    scratch[tid] = value
-    half = cuda.blockDim.x // 2
-    while half > 0:
-        cuda.syncthreads()
-        if tid < half:
-            scratch[tid] += scratch[tid + half]
-        half //= 2
-    cuda.syncthreads()
-    total = scratch[0]
-    cuda.syncthreads()
-    return total
 
 
 @cuda.jit(device=True)
@@ -296,7 +275,7 @@ def tridiagonalize_shared(a, q, d, sub, per_block):
 def tridiagonalize_global(a, q, d, sub, scratch):
     """One matrix per block, in ``q[matrix]`` itself; ``scratch[matrix]`` holds ``p`` and ``H``.
 
-    ``blockDim.x`` is a power of two: the block's threads share the sums (:func:`block_sum`).
+    ``blockDim.x`` is a power of two: the block's threads share the sums (:func:`prefixsum.primitives.block.block_sum`).
     """
     matrix = cuda.blockIdx.x
     sums = cuda.shared.array(0, d.dtype)[:cuda.blockDim.x]
