@@ -497,7 +497,7 @@ print(f"cupyx's CubicSpline build: {cupy_build_s:.0f} s")
 #    rank among the warp's kept elements of that step is the number of set bits *below its own
 #    lane*; the warp's count is the number of set bits. Warp 0 then scans the (step, warp)
 #    counts of the tile, a few dozen numbers, in the tile's order.
-# 3. Warp 0 hands the tile's count to chapter 09's look-back, `lookback.look_back("add", int32)`
+# 3. Warp 0 hands the tile's count to chapter 09's look-back, `tile_state.look_back("add", int32)`
 #    (the same function, not a copy), which publishes it and returns the number of kept elements
 #    in all tiles before. The last tile writes the total for the host.
 # 4. Each kept element goes to `out[before the tile + before its warp's step + its rank]`. The

@@ -14,7 +14,7 @@ Here one kernel does all three, tile by tile, with the look-back of the single-p
    ballot's ``popc`` is that warp's count in step k. Warp 0 scans the ``items * warps`` counts, in the tile's order
    (step k of warp 0, of warp 1, ..., then step k + 1): each becomes the number of kept
    elements of the tile before that warp's step.
-3. Warp 0 hands the tile's count to the look-back (:func:`prefixsum.scans.lookback.look_back`
+3. Warp 0 hands the tile's count to the look-back (:func:`prefixsum.scans.tile_state.look_back`
    with ``add`` on the count's integer type), which publishes it and returns the kept elements
    of all tiles before; the last tile writes the total to ``count``.
 4. Every kept element goes to ``out[before + count before its warp's step + rank in the step]``.
@@ -43,10 +43,10 @@ from numba import cuda, from_dtype, types
 from ..core.arrays import result_array
 from ..core.device import simulating
 from ..core.launch import Launcher
+from ..primitives.ops import numba_type
+from ..primitives.warp import FULL_MASK, scan_shfl
 from ..scans.lookback import argtypes as lookback_argtypes
-from ..scans.lookback import look_back, states
-from ..scans.ops import numba_type
-from ..scans.warp import FULL_MASK, scan_shfl
+from ..scans.tile_state import look_back, states
 from ._arrays import back, to_device
 
 BLOCK_SIZE = 128
@@ -106,7 +106,7 @@ def select_kernel(value_dtype, counts, indices, block_size=BLOCK_SIZE, items=ITE
     Writes the kept elements of ``x`` (``indices``: their indices, int64; ``x`` is then not
     read) to ``out`` in order, and their number to ``count[0]``. ``counts`` is the dtype the
     look-back carries (:func:`count_dtype`); ``status, values, counter, epoch`` are its tile
-    states (:func:`prefixsum.scans.lookback.states`). ``rank`` replaces :func:`warp_rank`
+    states (:func:`prefixsum.scans.tile_state.states`). ``rank`` replaces :func:`warp_rank`
     (chapter 10's exercise writes one).
     """
     value = from_dtype(np.dtype(value_dtype))
