@@ -86,6 +86,8 @@ def test_device_output_with_and_without_waiting():
     assert apps.compact_indices(np.zeros(0, bool)).shape == (0,)
     with pytest.raises(ValueError, match="one length"):
         apps.compact(x, mask[:3])
+    with pytest.raises(ValueError, match="sync must be True or False; got 'no'"):
+        apps.compact_indices(mask, sync="no")
 
 
 @pytest.mark.parametrize("seed", range(2))

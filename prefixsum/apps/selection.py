@@ -214,6 +214,8 @@ def _select(x, mask, dtype, on_device, sync, indices, block_size=None, items=Non
     The tile shape is :data:`BLOCK_SIZE` x :data:`ITEMS_PER_THREAD` unless given; another
     ``rank`` compiles its own kernel and launches it through numba's dispatcher.
     """
+    if not isinstance(sync, (bool, np.bool_)):
+        raise ValueError(f"sync must be True or False; got {sync!r}")
     block_size, items = block_size or BLOCK_SIZE, items or ITEMS_PER_THREAD
     n = mask.shape[0]
     counts = count_dtype(n)
