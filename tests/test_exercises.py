@@ -130,6 +130,7 @@ def test_mutants_cover_the_issues_kinds_of_mistake():
     assert all("### BEGIN" not in m.source for m in mutation.mutants(source))
 
 
+@pytest.mark.slow  # dozens of mutants of each exercise, each through its check on the simulator
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.id)
 def test_check_passes_the_solution_fails_the_blank_and_kills_mutants(exercise):
     passed, output = mutation.verdict(exercise)

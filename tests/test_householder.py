@@ -206,6 +206,7 @@ class Spy:
 # The global path is O(n^3) a matrix on the simulator, with a barrier per step for every thread:
 # each case is as small as what it shows allows (n = 80 at 48 KiB took minutes of CPU). Where
 # the 48 KiB boundary lies is test_max_shared_n_is_the_largest_n_that_fits's.
+@pytest.mark.slow  # O(n^3) on the simulator even at these sizes
 @pytest.mark.parametrize("dtype, n, batch, shared_bytes, threads, launched", [
     (np.float64, 40, 2, 4096, 32, 32),  # max_shared_n(float64) is 21 in 4 KiB; 2 columns a thread, the second round partly empty
     (np.float32, 40, 3, 4096, 256, 64),  # max_shared_n(float32) is 31 in 4 KiB; n up to a power of two
