@@ -6,7 +6,7 @@ looked up here: the simulator's in a simulating process, the real target's in a
 ``NUMBA_ENABLE_CUDASIM=0`` process (which needs no GPU to import, compile and look up). A scan
 of the package's source requires every internal module it imports, and every attribute it reads
 from one, to be in these tables, so a new use cannot slip past this test. After upgrading numba
-or numba-cuda, this test is the first to run (README, "A new numba").
+or numba-cuda, this test is the first to run (CONTRIBUTING.md, "A new numba or numba-cuda").
 """
 import ast
 import json

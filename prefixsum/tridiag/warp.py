@@ -49,7 +49,7 @@ multiplications and additions, plus ``1 + log2 G`` divisions for the reduced sys
 ``log2(lanes)`` PCR updates of each of its rows, two divisions each, reading and writing four
 shared-memory values per row and step, with a barrier between steps. On the H100 this kernel
 took 0.26 to 0.43 of the hybrid's kernel time on the batches of ``benchmarks/tridiag.py``
-(``benchmarks/tridiag_warp.py`` measures it; README's changelog has the numbers).
+(``benchmarks/tridiag_warp.py`` measures it).
 
 One kernel per ``R`` in :data:`ROWS_PER_THREAD` (the arrays' length must be a compile-time
 constant), made by :func:`_make`; ``G`` is a launch argument. :func:`plan` picks ``R`` and ``G``.
