@@ -127,8 +127,8 @@ class PtxWorker:
             self.process.stdin.write(json.dumps(source) + "\n")
             self.process.stdin.flush()
             for line in self.process.stdout:
-                if line.startswith(MARK):
-                    answer = json.loads(line[len(MARK):])
+                if MARK in line:  # after whatever the compiler wrote to the file descriptor itself
+                    answer = json.loads(line[line.index(MARK) + len(MARK):])
                     return subprocess.CompletedProcess(["ptx_worker"], answer["returncode"], answer["stdout"], answer["stderr"])
         finally:
             watchdog.cancel()

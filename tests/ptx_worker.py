@@ -8,7 +8,8 @@ test's program in a fresh namespace, as ``python -c`` would.
 
 Protocol: a request is one JSON line on stdin (the program's source); the answer is one line on
 stdout, ``MARK`` followed by JSON ``{"returncode", "stdout", "stderr"}``. What the program prints
-is captured, so the answer is the only line that starts with ``MARK``.
+through Python is captured; what a library writes to the file descriptor itself may precede the
+mark on its line, so the client looks for the mark anywhere in a line.
 """
 import contextlib
 import io
