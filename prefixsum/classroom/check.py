@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import child as _child, sim, trace as tracing
+from . import child as _child, sim, stepping, trace as tracing
 from ..core.arithmetic import quiet_arithmetic
 from ..core.poison import poison, poison_value
 from ..scans.ops import check_dtype, check_op
@@ -449,6 +449,7 @@ def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes
             if overspent is not None:
                 diagnosis, (index, hint) = "over-budget", overspent
         if diagnosis != "pass":
+            hint += stepping.failure_hint(diagnosis, run, x, op, inclusive, reverse)  # the stepper's call (issue 31)
             return CheckResult(False, diagnosis, name, shown, n, index, hint)
         passed_sizes.append(n)
     return CheckResult(True, "pass", name, shown)

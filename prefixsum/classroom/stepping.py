@@ -28,8 +28,10 @@ from typing import NamedTuple
 from ..core.hardware import WARP_SIZE
 
 GRANULARITIES = ("phase", "warp", "thread")
-FAILING_SIZES = 128
+FAILING_SIZES = 64
 """A failing check on at most this many elements offers the stepper in its hint."""
+STEPPABLE = ("wrong-result", "unwritten-output", "race", "uninitialized-read", "stale-read", "race-between-blocks")
+"""The checker's diagnoses that stepping through the run shows."""
 
 
 class BrokenTrace(ValueError):
@@ -275,8 +277,9 @@ def _comparable(slot):
 def differences(student, reference):
     """Per step, the cells where ``student``'s state differs from ``reference``'s.
 
-    Steps are matched by position; arrays by launch, memory space, name and owner. A step that
-    only one of the models has differs in every cell it shows.
+    Steps are matched by position; arrays by launch, memory space, name and owner, over the
+    cells both have (a reference with larger tiles has more). A step that only one of the models
+    has differs in every cell it shows.
 
     Returns
     -------
@@ -295,8 +298,7 @@ def differences(student, reference):
             other = theirs.get(_comparable(slot))
             if other is None:
                 continue
-            cells |= {(slot, i) for i in range(max(len(values), len(other)))
-                      if i >= len(values) or i >= len(other) or not same(values[i], other[i])}
+            cells |= {(slot, i) for i in range(min(len(values), len(other))) if not same(values[i], other[i])}
         found.append(cells)
     return found
 
@@ -357,14 +359,15 @@ def timeline(trace, array="status", launch=None):
     return sorted(tiles)
 
 
-def failure_hint(run, x, op, inclusive, reverse):
-    """The stepper's line in a failing check's hint, for a run on at most :data:`FAILING_SIZES` elements.
+def failure_hint(diagnosis, run, x, op, inclusive, reverse):
+    """The stepper's line in a failing check's hint: for a diagnosis of the data flow
+    (:data:`STEPPABLE`) on at most :data:`FAILING_SIZES` elements, with one of the package's operators.
 
     Keeps the failing run and its input (in the process that checked: the simulating worker on a
     GPU machine), for :func:`last_failure`.
     """
     n = len(x[0]) if isinstance(x, tuple) else len(x)
-    if n > FAILING_SIZES or not isinstance(op, str) or not run.records:
+    if diagnosis not in STEPPABLE or n > FAILING_SIZES or not isinstance(op, str) or not run.records:
         return ""
     _last.update(run=run, x=x, op=op, inclusive=inclusive, reverse=reverse)
     return " Step through it beside the package's scan: ps.viz.step_failure()"
@@ -377,6 +380,7 @@ def last_failure(algorithm="ladder", **options):
     """``(student trace, reference trace)`` of the last failing check that offered the stepper.
 
     The reference is ``prefixsum.scan`` on the same input with ``algorithm`` (and ``options``).
+    Both come without their results and errors, so that they can travel from the simulating worker.
     """
     if not _last:
         raise LookupError("no failing check has offered the stepper in this session: run the check first")
@@ -385,7 +389,7 @@ def last_failure(algorithm="ladder", **options):
 
     reference = tracing.record(scan, _last["x"].copy(), _last["op"], inclusive=_last["inclusive"],
                                reverse=_last["reverse"], algorithm=algorithm, **options)
-    return _last["run"], reference
+    return tuple(tracing.Trace(run.records, run.launches, fences=run.fences) for run in (_last["run"], reference))
 
 
 __all__ = ["Arrow", "BrokenTrace", "GRANULARITIES", "Model", "Slot", "Step", "Tile", "differences",

@@ -135,6 +135,12 @@ def _figure_png(figure):
     return base64.b64encode(buffer.getvalue()).decode()
 
 
+def _fallback(figure):
+    """The given fallback picture (a Figure or Axes) as base64 PNG, its figure closed at once so
+    that the notebook does not show it beside the stepper; None if none was given."""
+    return None if figure is None else _figure_png(getattr(figure, "figure", figure))
+
+
 def draw_step(step, ax, *, differing=frozenset(), slots=None, title=None, max_cells=64):
     """Draw a step's arrays as rows of cells on a matplotlib ``ax`` (values written, red where ``differing``)."""
     slots = slots or _slots(step, 12)
@@ -162,8 +168,8 @@ class Stepper:
         first = None if reference is None else stepping.first_difference(model, reference)
         self.first_difference = first
         self.start = min(first if first is not None else 0, len(model) - 1)
-        self.fallback = fallback
         self._box = None
+        self._png = _fallback(fallback)
 
     def _board(self, k):
         step = self.model[k]
@@ -220,8 +226,8 @@ class Stepper:
 
     def png(self):
         """The static fallback, base64: the given figure, or the selected step drawn by matplotlib."""
-        if self.fallback is not None:
-            return _figure_png(getattr(self.fallback, "figure", self.fallback))
+        if self._png is not None:
+            return self._png
         if self.reference is not None and self.first_difference is not None:
             return _figure_png(_difference_figure(self.model, self.reference, self.first_difference))
         figure, ax = plt.subplots(figsize=(10, 0.4 + 0.45 * len(self.model[self.start].values)))
@@ -231,8 +237,7 @@ class Stepper:
     def _repr_mimebundle_(self, include=None, exclude=None):
         bundle = dict(self.widget()._repr_mimebundle_())
         bundle["text/plain"] = repr(self)
-        bundle["image/png"] = self._png if hasattr(self, "_png") else self.png()
-        self._png = bundle["image/png"]
+        self._png = bundle["image/png"] = self.png()
         return bundle
 
 
@@ -244,7 +249,8 @@ class TimelineStepper(Stepper):
         self.times = sorted(p for tile in self.tiles for p in tile.published)
         self.end = max(tile.end for tile in self.tiles) + 1
         self.kernel = trace.kernel(trace.records[0].launch)
-        self.start, self.fallback, self.reference, self._box = 0, fallback, None, None
+        self.start, self.reference, self._box = 0, None, None
+        self._png = _fallback(fallback)
 
     def _count(self):
         return len(self.times)
@@ -293,8 +299,8 @@ class TimelineStepper(Stepper):
                 f"{len(self.times)} publications>")
 
     def png(self):
-        if self.fallback is not None:
-            return _figure_png(getattr(self.fallback, "figure", self.fallback))
+        if self._png is not None:
+            return self._png
         figure, ax = plt.subplots(figsize=(9, 0.6 + 0.16 * len(self.tiles)))
         for tile in self.tiles:
             ax.plot([tile.start, tile.end], [tile.tile] * 2, color="0.85", lw=3)
