@@ -141,22 +141,39 @@ def _fallback(figure):
     return None if figure is None else _figure_png(getattr(figure, "figure", figure))
 
 
-def draw_step(step, ax, *, differing=frozenset(), slots=None, title=None, max_cells=64):
-    """Draw a step's arrays as rows of cells on a matplotlib ``ax`` (values written, red where ``differing``)."""
+PICTURE_CELLS = 32
+
+
+def draw_step(step, ax, *, differing=frozenset(), slots=None, title=None, first=0):
+    """Draw a step's arrays as rows of cells on a matplotlib ``ax``, :data:`PICTURE_CELLS` of
+    them from index ``first``, red where ``differing``."""
     slots = slots or _slots(step, 12)
+    stop = first + PICTURE_CELLS
     for r, slot in enumerate(slots):
-        for i, value in enumerate(step.values.get(slot, [])[:max_cells]):
-            bad = (slot, i) in differing
-            ax.add_patch(plt.Rectangle((i, -r - 0.9), 0.95, 0.8, facecolor="#f4a6a6" if bad else "white",
-                                       edgecolor="#d00000" if bad else "0.5"))
-            ax.text(i + 0.47, -r - 0.5, _text(value), ha="center", va="center", fontsize=7)
-        ax.text(-0.5, -r - 0.5, slot.label, ha="right", va="center", fontsize=8)
-    width = max((min(max_cells, len(step.values.get(s, []))) for s in slots), default=1)
-    ax.set_xlim(-0.2, width + 0.2)
+        for i, value in enumerate(step.values.get(slot, [])[first:stop], start=first):
+            bad, cell = (slot, i) in differing, (slot, i)
+            fill = ("#f4a6a6" if bad or cell in step.races else "#ffcc80" if cell in step.uninitialized
+                    else "#fff3b0" if i in step.written.get(slot, ()) else "white")
+            ax.add_patch(plt.Rectangle((i, -r - 0.9), 0.95, 0.8, facecolor=fill, edgecolor="#d00000" if bad else "0.5",
+                                       linewidth=2 if bad else 0.8))
+            text = f"{value:.3g}" if isinstance(value, float) else _text(value)
+            ax.text(i + 0.47, -r - 0.5, text, ha="center", va="center", fontsize=7)
+        ax.text(first - 0.3, -r - 0.5, slot.label, ha="right", va="center", fontsize=8)
+    width = max((min(stop, len(step.values.get(s, []))) for s in slots), default=first + 1)
+    ax.set_xlim(first - 0.2, width + 0.2)
     ax.set_ylim(-len(slots) - 0.2, 0.2)
     ax.axis("off")
-    ax.set_title(title or step.label, fontsize=9, loc="left")
+    key = "yellow: written in this step" + (", red: raced on" if step.races else "") + (
+        ", orange: read uninitialized" if step.uninitialized else "") + (", outlined: differs" if differing else "")
+    ax.set_title(f"{title or step.label} ({key})", fontsize=9, loc="left")
     return ax
+
+
+def _cells_figure(rows):
+    """A figure with one axes per row of ``rows`` (how many arrays each shows), sized for :data:`PICTURE_CELLS` cells."""
+    figure, axes = plt.subplots(len(rows), 1, figsize=(3 + 0.36 * PICTURE_CELLS, sum(0.5 + 0.45 * n for n in rows)),
+                                squeeze=False)
+    return figure, axes[:, 0]
 
 
 class Stepper:
@@ -167,7 +184,8 @@ class Stepper:
         self.differences = stepping.differences(model, reference) if reference is not None else None
         first = None if reference is None else stepping.first_difference(model, reference)
         self.first_difference = first
-        self.start = min(first if first is not None else 0, len(model) - 1)
+        marked = next((k for k, s in enumerate(model) if s.races or s.uninitialized), 0)
+        self.start = min(first, len(model) - 1) if first is not None else marked  # where to look first
         self._box = None
         self._png = _fallback(fallback)
 
@@ -177,9 +195,9 @@ class Stepper:
         left = svg(step, differing=frozenset(self.differences[k]) if self.differences else frozenset(),
                    max_cells=self.max_cells)
         if self.reference is None:
-            return f'<div class="ps-board">{left}</div><div>{threads_svg(step, block_size)}</div>'
+            return f'<div class="ps-board" style="overflow-x:auto">{left}</div><div>{threads_svg(step, block_size)}</div>'
         right = svg(self.reference[min(k, len(self.reference) - 1)], max_cells=self.max_cells)
-        return ('<div style="display:flex;gap:24px"><div class="ps-board ps-student"><b>yours</b><br>'
+        return ('<div style="display:flex;gap:24px;overflow-x:auto"><div class="ps-board ps-student"><b>yours</b><br>'
                 f'{left}</div><div class="ps-board ps-reference"><b>reference</b><br>{right}</div></div>'
                 f'<div>{threads_svg(step, block_size)}</div>')
 
@@ -230,8 +248,9 @@ class Stepper:
             return self._png
         if self.reference is not None and self.first_difference is not None:
             return _figure_png(_difference_figure(self.model, self.reference, self.first_difference))
-        figure, ax = plt.subplots(figsize=(10, 0.4 + 0.45 * len(self.model[self.start].values)))
-        draw_step(self.model[self.start], ax, max_cells=self.max_cells)
+        step = self.model[self.start]
+        figure, (ax,) = _cells_figure([min(12, len(step.values))])
+        draw_step(step, ax)
         return _figure_png(figure)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
@@ -322,6 +341,7 @@ def step(trace, reference=None, *, by="phase", arrays=None, fallback=None, max_c
     reference : prefixsum.trace.Trace, optional
         A reference run of the same computation: both are shown side by side, the first step
         where the arrays (matched by name) differ is selected and the differing cells outlined red.
+        Without one, the first step with a race or an uninitialized read is selected (else the first).
     by : {"phase", "warp", "thread", "time"}
         One step per barrier phase of a launch, or per warp or thread of a block inside a phase;
         ``"time"``: a decoupled look-back on a time axis, a tile per row, a step each time a tile
@@ -363,10 +383,11 @@ def _difference_figure(student, reference, k):
     slots = sorted({slot for slot, _ in cells}, key=lambda s: (s.space, s.owner, s.array))[:4] or _slots(student[k], 4)
     mine, theirs = student[min(k, len(student) - 1)], reference[min(k, len(reference) - 1)]
     by_name = {(s.launch, s.space, s.array, s.owner): s for s in theirs.values}
-    figure, axes = plt.subplots(2, 1, figsize=(10, 1.2 + 0.9 * len(slots)))
-    draw_step(mine, axes[0], differing=frozenset(cells), slots=slots, title=f"yours: {mine.label}")
+    first = max(0, min((i for _, i in cells), default=0) - 4)  # the first difference, and a few cells before it
+    figure, axes = _cells_figure([len(slots)] * 2)
+    draw_step(mine, axes[0], differing=frozenset(cells), slots=slots, title=f"yours: {mine.label}", first=first)
     draw_step(theirs, axes[1], slots=[by_name.get((s.launch, s.space, s.array, s.owner), s) for s in slots],
-              title=f"reference: {theirs.label}")
+              title=f"reference: {theirs.label}", first=first)
     return figure
 
 
