@@ -37,6 +37,9 @@ def test_the_slider_and_buttons_move_through_the_phases(ladder):
         (values,) = [v for s, v in model[k].values.items() if s.array == "rungs"]
         assert drawn(board.value, "rungs") == {i: str(v) for i, v in enumerate(values)}
         assert model[k].label in notes.value
+    slider.value = 1
+    assert "rungs[1] = " in board.value and "written by thread 1 of block 0 at line" in board.value
+    slider.value = 6
     forward.click()
     assert slider.value == 6  # stays at the last step
     back.click()

@@ -102,6 +102,7 @@ def test_every_step_is_a_replay_of_the_trace(runs, name, by):
         assert step.active == {(r.block, r.thread) for r in mine}
         assert {(s, i) for s, cells in step.written.items() for i in cells} == \
                {(stepping._slot(r), r.index) for r in mine if r.write}
+        assert step.accesses == {(stepping._slot(r), r.index): (r.block, r.thread, r.write, r.line) for r in mine}
         launch = run.launches[step.key[0]]
         assert step.threads == math.prod(launch.grid) * math.prod(launch.block)
 

@@ -80,6 +80,8 @@ class Step(NamedTuple):
     """Threads in the launch: the others were idle."""
     lines: tuple
     """``(file, line, source text)`` of the step's accesses, in the order first made."""
+    accesses: dict
+    """``{(slot, index): (block, thread, write, line)}``: the last access of each cell in the step."""
     races: frozenset
     """``(slot, index)`` of cells raced on in this step."""
     uninitialized: frozenset
@@ -230,12 +232,13 @@ class Model:
                 slots = [s for s in self.sizes if s.launch == launch_of]
                 state = {s: [initial.get((s, i)) for i in range(self.sizes[s])] for s in slots}
             read, written = collections.defaultdict(set), collections.defaultdict(set)
-            arrows, active, lines = [], set(), {}
+            arrows, active, lines, accesses = [], set(), {}, {}
             flagged = {"race": set(), "uninitialized": set(), "conflict": set()}
             for position, r in grouped[key]:
                 slot, thread = _slot(r), (r.launch, r.block, r.thread)
                 active.add((r.block, r.thread))
                 lines.setdefault((r.file, r.line), None)
+                accesses[(slot, r.index)] = (r.block, r.thread, r.write, r.line)
                 for kind in marks.get(position, ()):
                     flagged[kind].add((slot, r.index))
                 if not r.write:
@@ -251,7 +254,7 @@ class Model:
             threads = math.prod(launch.grid) * math.prod(launch.block)
             self.steps.append(Step(key, _label(trace, key, self.by), {s: list(v) for s, v in state.items()},
                                    dict(read), dict(written), tuple(dict.fromkeys(arrows)), frozenset(active),
-                                   threads, tuple((f, n, _source(f, n)) for f, n in lines),
+                                   threads, tuple((f, n, _source(f, n)) for f, n in lines), accesses,
                                    frozenset(flagged["race"]), frozenset(flagged["uninitialized"]),
                                    frozenset(flagged["conflict"])))
 

@@ -53,7 +53,8 @@ def svg(step, *, differing=frozenset(), max_cells=64, max_rows=12, max_arrows=40
     """The SVG of one :class:`~prefixsum.classroom.stepping.Step`; ``differing`` cells outlined red.
 
     Every cell is a ``<g class="ps-cell">`` with ``data-array``, ``data-owner``, ``data-index`` and
-    ``data-value`` (the browser test reads them).
+    ``data-value`` (the browser test reads them), and a tooltip naming the thread and source line
+    of its last access in the step.
     """
     slots = _slots(step, max_rows)
     row = {slot: i for i, slot in enumerate(slots)}
@@ -75,8 +76,11 @@ def svg(step, *, differing=frozenset(), max_cells=64, max_rows=12, max_arrows=40
                       else "#222" if i in written else "#999")
             wide = 3 if cell in differing or cell in step.conflicts else 1.5 if i in written else 0.7
             x = LEFT + i * CELL
+            access = step.accesses.get(cell)
+            tip = f"{slot.array}[{i}] = {_text(value)}" + ("" if access is None else (
+                f", {'written' if access[2] else 'read'} by thread {access[1]} of block {access[0]} at line {access[3]}"))
             parts.append(f'<g class="ps-cell" data-array="{html.escape(slot.array)}" data-owner="{",".join(map(str, slot.owner))}" '
-                         f'data-index="{i}" data-value="{html.escape(_text(value))}">'
+                         f'data-index="{i}" data-value="{html.escape(_text(value))}"><title>{html.escape(tip)}</title>'
                          f'<rect x="{x}" y="{y}" width="{CELL - 2}" height="{HEIGHT}" fill="{fill}" stroke="{stroke}" '
                          f'stroke-width="{wide}"/><text x="{x + CELL / 2 - 1}" y="{y + 15}" text-anchor="middle">'
                          f'{html.escape(_text(value))}</text></g>')
