@@ -26,7 +26,7 @@ import matplotlib.pyplot as plt
 from .. import stepping
 from .traces import WARP_COLOURS
 
-CELL, HEIGHT, GAP, LEFT = 34, 22, 46, 190
+CELL, HEIGHT, GAP, LEFT = 34, 22, 36, 190
 
 
 def _colour(thread):
@@ -43,10 +43,9 @@ def _text(value):
 
 
 def _slots(step, max_rows):
-    """The first ``max_rows`` arrays of the step, global ones first, each space in the order the run first touched them."""
-    order = {"global": 0, "shared": 1, "local": 2}
-    first = {slot: k for k, slot in enumerate(step.values)}
-    return sorted(step.values, key=lambda s: (order[s.space], first[s]))[:max_rows]
+    """The first ``max_rows`` arrays of the step's launch, in the order the run first touched them
+    (the input, the shared array it is loaded into, the output: the data flows downwards)."""
+    return list(step.values)[:max_rows]
 
 
 def svg(step, *, differing=frozenset(), max_cells=64, max_rows=12, max_arrows=400):
