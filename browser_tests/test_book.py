@@ -70,7 +70,10 @@ def figures(browser, url, chapter):
 
 
 def stored_figures(chapter):
-    return sum(cell["images"] for cell in labdriver.expectations(labdriver.ROOT / "notebooks" / f"{chapter}.ipynb"))
+    """The chapter's stored PNG outputs: its figures, and the pictures a stepper widget stores as its
+    fallback (a static page shows those; JupyterLab shows the widget instead)."""
+    cells = labdriver.expectations(labdriver.ROOT / "notebooks" / f"{chapter}.ipynb")
+    return sum(cell["images"] + cell["steppers"] for cell in cells)
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
