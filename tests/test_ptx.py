@@ -52,3 +52,14 @@ def test_a_kernel_the_simulator_accepts_but_the_gpu_compiler_rejects_is_reported
         sys.exit(0 if [f for f in failures if "broken" in f[0]] else 1)
     """)
     assert child.returncode == 0, child.stdout[-3000:] + child.stderr[-3000:]
+
+
+def test_the_ptx_command_runs_and_exits_0():
+    """``python -m prefixsum ptx`` as the README documents it (restricted to one scan, for time):
+    it starts a process with the real target by itself, whatever this one has."""
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
+    child = subprocess.run([sys.executable, "-m", "prefixsum", "ptx", "--algorithm", "ladder"], env=env,
+                           capture_output=True, text=True, timeout=900)
+    assert child.returncode == 0, child.stdout[-3000:] + child.stderr[-3000:]
+    assert "ok   sm_90 ladder:" in child.stdout and child.stdout.rstrip().endswith("0 failures")
+    assert "hierarchical:" not in child.stdout

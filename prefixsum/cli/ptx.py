@@ -5,7 +5,8 @@ list comprehension, a float index, a closure over ``cuda``). Compiling each kern
 compute capabilities is the second level of proof. It needs numba-cuda's compiler (the
 ``cu13`` extra: libNVVM and NVRTC) and ``NUMBA_ENABLE_CUDASIM=0``; no GPU or driver.
 
-Run ``python -m prefixsum.ptx`` (it sets the environment itself), or call :func:`compile_all`.
+Run ``python -m prefixsum ptx`` (it sets the environment itself and starts this module as
+``python -m prefixsum.cli.ptx``), or call :func:`compile_all`.
 """
 import itertools
 import os
@@ -108,11 +109,20 @@ def compiles_in_child(kernel, signature, cc=(9, 0)):
     return False, " ".join(lines[first:first + 2])
 
 
-def main():
+def main(argv=None):
+    """Compile every kernel (``--algorithm NAME``, repeatable: only those scans' kernels) and
+    return 0, or 1 if any failed; in a fresh process with ``NUMBA_ENABLE_CUDASIM=0`` unless
+    this one has it."""
+    import argparse
+
+    argv = sys.argv[1:] if argv is None else list(argv)
     if os.environ.get("NUMBA_ENABLE_CUDASIM") != "0":
-        os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
-        os.execv(sys.executable, [sys.executable, "-m", "prefixsum.ptx", *sys.argv[1:]])
-    failures = compile_all()
+        env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
+        os.execve(sys.executable, [sys.executable, "-m", "prefixsum.cli.ptx", *argv], env)
+    parser = argparse.ArgumentParser(prog="python -m prefixsum ptx")
+    parser.add_argument("--algorithm", action="append", help="only the kernels of these scans (repeatable)")
+    args = parser.parse_args(argv)
+    failures = compile_all(algorithms=args.algorithm)
     print(f"{len(failures)} failures")
     return 1 if failures else 0
 
