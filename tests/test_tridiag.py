@@ -456,15 +456,14 @@ def test_an_unknown_method_is_a_value_error_listing_the_methods():
 
 def test_every_kernel_compiles_to_ptx_for_sm75_and_sm90(ptx_compiler):
     code = textwrap.dedent("""
-        import re, types
-        import numba.cuda.dispatcher
+        import re
         from numba import cuda
         from prefixsum import tridiag
+        from prefixsum.core.numba_gpu import compiling_for
         for kernel, argtypes in tridiag.ptx_kernels():
             for cc in ((7, 5), (9, 0)):
-                # Device functions ask the current device for its capability; there is none here.
-                numba.cuda.dispatcher.get_current_device = lambda cc=cc: types.SimpleNamespace(compute_capability=cc)
-                ptx, _ = cuda.compile_ptx(kernel.py_func, argtypes, cc=cc)
+                with compiling_for(cc):  # device functions ask the current device for its capability
+                    ptx, _ = cuda.compile_ptx(kernel.py_func, argtypes, cc=cc)
                 assert ".entry" in ptx
                 # float32 kernels must not compute in float64 (an untyped 0 or 1 would promote).
                 if "float32" in str(argtypes[1]):

@@ -12,7 +12,6 @@ import itertools
 import os
 import re
 import sys
-import types as pytypes
 
 CAPABILITIES = ((7, 5), (9, 0))
 
@@ -54,17 +53,17 @@ def compile_all(capabilities=CAPABILITIES, out=sys.stdout, algorithms=None):
     """Compile every kernel (of the scans named in ``algorithms``, if given) for each compute
     capability; return the list of failures."""
     from numba import config, cuda
-    from numba.cuda import dispatcher
+
+    from ..core.numba_gpu import compiling_for
 
     if config.ENABLE_CUDASIM:
         raise RuntimeError("PTX needs numba's real CUDA target: run with NUMBA_ENABLE_CUDASIM=0")
     failures = []
     for label, kernel, argtypes in kernels_to_compile(algorithms):
         for cc in capabilities:
-            # Device functions ask the current device for its capability; there is none here.
-            dispatcher.get_current_device = lambda cc=cc: pytypes.SimpleNamespace(compute_capability=cc)
             try:
-                ptx, _ = cuda.compile_ptx(kernel.py_func, argtypes, cc=cc)
+                with compiling_for(cc):  # device functions ask the current device for its capability
+                    ptx, _ = cuda.compile_ptx(kernel.py_func, argtypes, cc=cc)
                 assert ".entry" in ptx
                 print(f"ok   sm_{cc[0]}{cc[1]} {label}", file=out)
             except Exception as error:  # a report of every failure beats stopping at the first
@@ -92,10 +91,10 @@ def compiles_in_child(kernel, signature, cc=(9, 0)):
 
     fn = kernel.py_func
     code = (
-        "import importlib, sys, types\n"
+        "import importlib\n"
         "from numba import cuda\n"
-        "from numba.cuda import dispatcher\n"
-        f"dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability={cc!r})\n"
+        "from prefixsum.core.numba_gpu import pretend_device\n"
+        f"pretend_device({cc!r})\n"
         f"kernel = getattr(importlib.import_module({fn.__module__!r}), {fn.__name__!r})\n"
         f"cuda.compile_ptx(kernel.py_func, {signature!r}, cc={cc!r})\n"
     )

@@ -3,6 +3,7 @@ import numpy as np
 from numba import cuda
 
 from ..core.arrays import copy_to_host, is_device_array, result_array
+from ..core.workspace import one_call_at_a_time
 from . import cr, hybrid, pcr, thomas
 from ._common import NOT_FINITE, ZERO_PIVOT, reused
 
@@ -15,6 +16,7 @@ STAGED_BYTES = 64 << 20  # the largest pinned buffer kept for packing host input
 _FAILURES = {NOT_FINITE: "a non-finite result (NaN or infinity)", ZERO_PIVOT: "a zero pivot"}
 
 
+@one_call_at_a_time
 def solve(a, b, c, d, *, method="auto"):
     """Solve tridiagonal systems ``a_i x_{i-1} + b_i x_i + c_i x_{i+1} = d_i``, one or a batch.
 

@@ -18,6 +18,7 @@ from numba import cuda
 
 from ..core.arrays import is_device_array
 from ..core.hardware import WARP_SIZE
+from ..core.workspace import one_call_at_a_time
 from . import _common
 from .api import DTYPES, solve
 from .householder_kernels import (  # noqa: F401  (the device functions chapter 08 reads through this module)
@@ -37,6 +38,7 @@ def max_shared_n(dtype):
     return int(math.isqrt(_common.SHARED_BYTES // itemsize + 1)) - 1
 
 
+@one_call_at_a_time
 def householder(A):
     """Reduce symmetric matrices to tridiagonal form: ``Q^T A Q = T`` by Householder reflectors.
 
@@ -98,6 +100,7 @@ def householder(A):
     return results if on_device else tuple(r.copy_to_host() for r in results)
 
 
+@one_call_at_a_time
 def solve_symmetric(A, rhs):
     """Solve ``A x = rhs`` for symmetric positive definite A: Householder, then a tridiagonal solve.
 
