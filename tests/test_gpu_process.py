@@ -97,7 +97,7 @@ CELLS = [
     trace = ps.trace.record(chatty, np.arange(1, 9, dtype=np.float32))
     results["printed"] = trace.result.tolist()
     # settings of this process reach the worker's run: the classroom simulator's and the checker's
-    import prefixsum.classroom.check as check_module
+    import prefixsum.classroom.check.mode as check_module
     import prefixsum.classroom.sim.settings as sim_settings
     from prefixsum.classroom import child
     with ps.sim.resident_blocks(48), ps.check.thorough():
