@@ -14,6 +14,12 @@ def is_device_array(x):
     return cuda.devicearray.is_cuda_ndarray(x) or hasattr(x, "__cuda_array_interface__")
 
 
+def as_numba(x):
+    """The device array ``x`` (numba's, or anything with ``__cuda_array_interface__``) as numba's
+    device array, without a copy: numba's own comes back as it is."""
+    return x if cuda.devicearray.is_cuda_ndarray(x) else cuda.as_cuda_array(x)
+
+
 _LAYOUTS = {}  # (shape, dtype) as asked -> (shape, strides, dtype, nbytes): see _layout
 
 

@@ -5,7 +5,7 @@ import numpy as np
 from numba import cuda
 
 from ..core.arithmetic import quiet_arithmetic
-from ..core.arrays import is_device_array, result_array
+from ..core.arrays import as_numba, is_device_array, result_array
 from ..core.device import classroom_simulator, simulating
 from ..core.workspace import latest, one_call_at_a_time
 from . import user_ops
@@ -98,8 +98,8 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", identi
     resolved = _resolved_options(chosen, options)
 
     if on_device:
-        if type(x) is not _NUMBA_DEVICE_ARRAY and not cuda.devicearray.is_cuda_ndarray(x):
-            x = cuda.as_cuda_array(x)
+        if type(x) is not _NUMBA_DEVICE_ARRAY:
+            x = as_numba(x)
         if not x.is_c_contiguous():
             raise ValueError(
                 f"a device array x must be contiguous; got strides {tuple(x.strides)} for elements of "

@@ -16,6 +16,7 @@ import math
 import numpy as np
 from numba import cuda
 
+from ..core.arrays import as_numba as _as_numba  # the name solve_symmetric and the checks call
 from ..core.arrays import is_device_array
 from ..core.hardware import WARP_SIZE
 from ..core.workspace import one_call_at_a_time
@@ -203,11 +204,6 @@ def _check_matrices(A):
                 f"A is not symmetric: |A - A^T| = {abs(M[i, j] - M[j, i]):.3g} at {where} exceeds the tolerance "
                 f"{SYMMETRY_TOLERANCE} * eps({np.dtype(A.dtype).name}) * max|A| = {bound:.3g}")
     return A, on_device
-
-
-def _as_numba(v):
-    """A device array as numba's, without a copy."""
-    return v if cuda.devicearray.is_cuda_ndarray(v) else cuda.as_cuda_array(v)
 
 
 def _tridiagonalize(A):
