@@ -40,6 +40,7 @@ MARSHALLING = textwrap.dedent("""
         (types.Array(types.float32, 1, "C"), device_array((7,), "float32", 0x20000)),
         (types.Array(types.uint64, 1, "C"), device_array((1,), "uint64", 0x30000)),
         (types.Array(types.int32, 3, "C"), device_array((2, 3, 4), "int32", 0x40000)),
+        (types.Array(types.boolean, 1, "C"), device_array((9,), "bool", 0x50000)),
         (types.int64, -(2 ** 40) - 3),
         (types.int32, -7),
         (types.uint32, 2 ** 31 + 5),
@@ -51,11 +52,11 @@ MARSHALLING = textwrap.dedent("""
         numba_params = []
         dispatcher._Kernel._prepare_args(kernel, argtype, value, 0, [], numba_params)
         result.append([str(argtype), plain(numba_params), plain(numba_gpu.marshaller((argtype,))([value]))])
-    together = []
+    together = []  # two arguments in one list: each lays out after the other
     dispatcher._Kernel._prepare_args(kernel, cases[0][0], cases[0][1], 0, [], together)
-    dispatcher._Kernel._prepare_args(kernel, cases[4][0], cases[4][1], 0, [], together)
+    dispatcher._Kernel._prepare_args(kernel, cases[5][0], cases[5][1], 0, [], together)
     result.append(["(5, 3) float64 and an int64", plain(together),
-                   plain(numba_gpu.marshaller((cases[0][0], cases[4][0]))([cases[0][1], cases[4][1]]))])
+                   plain(numba_gpu.marshaller((cases[0][0], cases[5][0]))([cases[0][1], cases[5][1]]))])
     print(json.dumps(result))
 """)
 
@@ -65,7 +66,7 @@ def test_the_launchers_marshalling_is_numbas_for_every_argument_kind_it_takes():
     child = subprocess.run([sys.executable, "-c", MARSHALLING], env=env, capture_output=True, text=True, timeout=300)
     assert child.returncode == 0, child.stderr[-3000:]
     cases = json.loads(child.stdout.strip().splitlines()[-1])
-    assert len(cases) == 9
+    assert len(cases) == 10
     for argtype, numba_params, ours in cases:
         assert ours == numba_params, argtype
     by_kind = {argtype: params for argtype, params, _ in cases}

@@ -12,8 +12,9 @@ as numba itself does in the end.
 
 What it reads of numba-cuda beyond the documented API is in :mod:`.numba_gpu`. On the
 simulator, or if this numba-cuda lacks the pieces it uses (then with a warning, once per
-process), a launcher launches through the dispatcher, as any kernel does. The compiled kernel is kept for the GPU of the first call:
-a process that switches GPUs (``cuda.select_device``) must not reuse a launcher across them.
+process), a launcher launches through the dispatcher, as any kernel does. The compiled kernel
+is kept for the GPU of the first call: a process that switches GPUs (``cuda.select_device``)
+must not reuse a launcher across them.
 """
 import threading
 

@@ -20,6 +20,7 @@ import types as pytypes
 import warnings
 
 from numba import types
+from numba.np.numpy_support import as_dtype
 
 _patching = threading.Lock()
 
@@ -82,8 +83,8 @@ def marshaller(argtypes):
     an integer as the ctypes value of its type. The caller promises arguments of ``argtypes``:
     nothing is checked or converted, as a launch is on the hot path.
     """
-    marshal = tuple(
-        argtype.dtype.bitwidth // 8 if isinstance(argtype, types.Array) else getattr(ctypes, f"c_{argtype}")
+    marshal = tuple(  # an array's item size (numba's Boolean has no bitwidth), an integer's ctypes type
+        as_dtype(argtype.dtype).itemsize if isinstance(argtype, types.Array) else getattr(ctypes, f"c_{argtype}")
         for argtype in argtypes)
 
     def params(args):
