@@ -183,15 +183,14 @@ def test_the_checkers_of_chapter_10_pass_the_package_and_catch_a_wrong_order():
 
 def test_the_applications_kernels_compile_to_ptx(ptx_child):
     code = """
-        import types as pytypes
         import numpy as np
         from numba import cuda, types
-        from numba.cuda import dispatcher
         import prefixsum
         from prefixsum.apps import compaction, radix, recurrences, splines
+        from prefixsum.core.numba_gpu import pretend_device
         from prefixsum.scans import user_ops
 
-        dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(9, 0))
+        pretend_device((9, 0))
         array = lambda t, ndim=1: types.Array(t, ndim, "C")
         kernels = [
             (compaction.to_flags, (array(types.boolean), array(types.int32))),

@@ -121,11 +121,11 @@ def test_the_blocks_stage_runs_and_writes_every_committed_kernel(tmp_path):
 def test_the_chained_kernels_compile_for_a_gpu(ptx_child):
     """The package's chained kernels and the benchmark's bounded copies, on the real CUDA target."""
     code = textwrap.dedent(f"""
-        import sys, types
+        import sys
         sys.path.insert(0, {str(BENCHMARKS)!r})
         from numba import cuda
-        from numba.cuda import dispatcher
-        dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=(9, 0))
+        from prefixsum.core.numba_gpu import pretend_device
+        pretend_device((9, 0))
         import blocks_gpu
         from prefixsum.classroom import mutants
         arrays = "float32[::1], float32[::1], float32[::1], int32[::1]"

@@ -121,14 +121,13 @@ def test_in_place_hillis_steele_is_a_tile_kernel():
 def test_unregistered_kernels_compile_to_ptx(ptx_child):
     """The seed's 256-element kernel and the racy kernel are not in the registry's PTX walk."""
     code = textwrap.dedent("""
-        import types
         from numba import cuda
-        from numba.cuda import dispatcher
         from prefixsum.classroom import lessons
         from prefixsum.scans import blelloch
         from prefixsum.scans.tiles import array_type, tile_kernel_argtypes
 
-        dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=(9, 0))
+        from prefixsum.core.numba_gpu import pretend_device
+        pretend_device((9, 0))
         to_compile = [(blelloch.blelloch_256_kernel(d), (array_type(d), array_type(d))) for d in ("int32", "float32")]
         to_compile.append((lessons.hillis_steele_in_place_tile_kernel("add", "float32", True, False, 256),
                              tile_kernel_argtypes("float32")))

@@ -124,14 +124,13 @@ def test_one_launch_reads_each_flag_and_each_kept_value_once_and_races_nowhere(s
 @pytest.mark.usefixtures("ptx_compiler")
 def test_the_one_pass_kernels_compile_to_ptx():
     code = """
-        import types as pytypes
         import numpy as np
         from numba import cuda
-        from numba.cuda import dispatcher
         import prefixsum
         from prefixsum.apps import selection
+        from prefixsum.core.numba_gpu import pretend_device
 
-        dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(9, 0))
+        pretend_device((9, 0))
         for value, mask, counts, indices, store in [("float32", "bool", "int32", False, "st.global.f32"),
                                                     ("float64", "bool", "int64", False, "st.global.f64"),
                                                     ("int8", "float32", "int32", False, "st.global.u8"),

@@ -457,17 +457,17 @@ def test_float32_kernels_compute_in_float32_and_the_chunks_stay_in_registers(ptx
     float32 kernel (an untyped 0 or 1 would promote), no local memory in the register-resident
     solvers. That every kernel compiles for sm_75 and sm_90 is tests/test_ptx.py's."""
     child = ptx_child(textwrap.dedent("""
-        import re, types
-        import numba.cuda.dispatcher
+        import re
         from numba import cuda
         from prefixsum import tridiag
+        from prefixsum.core.numba_gpu import compiling_for
         IN_REGISTERS = ("warp_solve", "partition_reduce", "partition_substitute")
-        numba.cuda.dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=(9, 0))
         for kernel, argtypes in tridiag.ptx_kernels():
             single, name = "float32" in str(argtypes[1]), kernel.py_func.__name__
             if not single and name not in IN_REGISTERS:
                 continue
-            ptx, _ = cuda.compile_ptx(kernel.py_func, argtypes, cc=(9, 0))
+            with compiling_for((9, 0)):  # device functions ask the current device for its capability
+                ptx, _ = cuda.compile_ptx(kernel.py_func, argtypes, cc=(9, 0))
             if single:
                 assert not re.search(r"\\b(add|sub|mul|div|fma|neg|abs)(\\.rn)?\\.f64", ptx), kernel
             if name in IN_REGISTERS:

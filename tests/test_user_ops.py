@@ -174,9 +174,8 @@ def test_generated_kernels_read_like_kernels():
 
 def test_user_operator_kernels_compile_to_ptx(ptx_child):
     code = """
-        import types, numpy as np
+        import numpy as np
         from numba import cuda
-        from numba.cuda import dispatcher
         import prefixsum
         from prefixsum.scans import user_ops
 
@@ -188,7 +187,8 @@ def test_user_operator_kernels_compile_to_ptx(ptx_child):
         def four(p, q):
             return (p[0] + q[0], p[1] + q[1], max(p[2], q[2]), p[3] * q[3])
 
-        dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=(9, 0))
+        from prefixsum.core.numba_gpu import pretend_device
+        pretend_device((9, 0))
         ops = [user_ops.operator_for(affine, (1.0, 0.0), [np.dtype("float64"), np.dtype("float32")], False),
                user_ops.operator_for(four, (0, 0.0, -np.inf, 1), [np.dtype(t) for t in ("int32", "float64", "float32", "int64")], False)]
         for op in ops:

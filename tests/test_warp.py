@@ -66,12 +66,11 @@ def test_warp_scan_kernels_compile_to_ptx(ptx_child):
     """The registry's PTX test covers the shuffle scan inside "hierarchical"; these kernels are
     not registered, so compile them here, in the process without the simulator."""
     code = textwrap.dedent("""
-        import types
         from numba import cuda
-        from numba.cuda import dispatcher
         from prefixsum.classroom import lessons as warp
         from prefixsum.scans.tiles import array_type
-        dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=(7, 5))
+        from prefixsum.core.numba_gpu import pretend_device
+        pretend_device((7, 5))
         for variant in warp.VARIANTS:
             for dtype, inclusive in (("uint64", False), ("float32", True)):
                 kernel = warp.warp_scan_kernel(variant, "mul", dtype, inclusive)

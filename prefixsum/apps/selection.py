@@ -32,8 +32,9 @@ array holding the count, as CUB's ``DeviceSelect::Flagged`` does. Either way the
 live in a buffer of n (from :func:`prefixsum.core.arrays.result_array`'s cache), held as long as
 the result is.
 
-As the look-back's tile states, the mapped count is made once per process and reused by every
-call on numba's default stream: one GPU per process, calls from one thread at a time.
+As the look-back's tile states, the mapped count is made once per host thread and reused by
+every call of that thread on numba's default stream (:mod:`prefixsum.core.workspace`): one GPU
+per process.
 """
 import functools
 
@@ -43,6 +44,7 @@ from numba import cuda, from_dtype, types
 from ..core.arrays import result_array
 from ..core.device import simulating
 from ..core.launch import Launcher
+from ..core.workspace import reused
 from ..primitives.ops import numba_type
 from ..primitives.warp import FULL_MASK, scan_shfl
 from ..scans.lookback import argtypes as lookback_argtypes
@@ -190,15 +192,11 @@ def launcher(value_dtype, mask_dtype, counts, indices, block_size, items):
     return Launcher(kernel, argtypes(value_dtype, mask_dtype, counts, indices))
 
 
-_MAPPED_COUNT = []
-
-
 def mapped_count():
-    """A one-element int64 array in mapped host memory, made once: the kernel writes the count
-    there and the host reads it after the kernel, with no copy of its own."""
-    if not _MAPPED_COUNT:
-        _MAPPED_COUNT.append(cuda.mapped_array(1, np.int64))
-    return _MAPPED_COUNT[0]
+    """A one-element int64 array in mapped host memory, made once per host thread
+    (:func:`prefixsum.core.workspace.reused`): the kernel writes the count there and the host
+    reads it after the kernel, with no copy of its own."""
+    return reused("selection's mapped count", lambda: cuda.mapped_array(1, np.int64))
 
 
 def head(buffer, k):

@@ -50,9 +50,10 @@ every SM shares: a plain load could hit a stale line in the SM's own L1.
 smaller flag and reads as "not yet published". States are never cleared, except once every
 2^30 calls when the epoch wraps.
 
-The states, the counter and the epoch are kept per element width and reused by every call, as
-every call runs on numba's default stream: two scans never run at the same time. (They belong to
-the GPU of the first call, as the launchers do: one GPU per process.)
+The states, the counter and the epoch are kept per host thread and element width and reused by
+the thread's every call (:mod:`prefixsum.core.workspace`): a thread's calls queue on numba's
+default stream, so two of its scans never run at the same time, and two threads never share a
+state. (They belong to the GPU of the first call, as the launchers do: one GPU per process.)
 
 Work: about 2n combines plus O(log) warp steps per thread and a look-back of a few 32-tile windows
 per tile; 2n element transfers in global memory, one launch.

@@ -9,7 +9,8 @@ and the epochs); this module holds its parts, as CUB keeps its ``ScanTileState``
 * :func:`look_back`: warp 0 of a tile publishes its aggregate and combines the states of the
   tiles before it, 32 at a time, until it meets a prefix;
 * :func:`states`: the device arrays of the states, the tile counter and the epoch, kept per
-  element width and reused by every call.
+  host thread and element width (:mod:`prefixsum.core.workspace`) and reused by the thread's
+  every call: two threads never share a state, a counter or an epoch.
 """
 import functools
 
@@ -18,6 +19,7 @@ from numba import cuda
 from numba.cuda import libdevice
 
 from ..core.device import device_specific, simulating
+from ..core.workspace import reused
 from ..primitives.warp import FULL_MASK, reduce_shfl
 from .ops import check_dtype, device_op, identity
 
@@ -128,7 +130,7 @@ def look_back(op, dtype, publish=None):
 
 
 class _States:
-    """The tile states, counter and epoch of one element width, reused by every call."""
+    """The tile states, counter and epoch of one element width, reused by every call of one thread."""
 
     def __init__(self, itemsize):
         self.itemsize = itemsize
@@ -148,12 +150,11 @@ class _States:
         return self.status, self.values, self.counter, self.epoch
 
 
-_STATES = {}
+def kept_states(itemsize):
+    """This thread's :class:`_States` for elements of ``itemsize`` bytes (made on first use)."""
+    return reused(("look-back tile states", itemsize), lambda: _States(itemsize))
 
 
 def states(dtype, tiles):
-    """The tile states for a scan of ``tiles`` tiles of ``dtype`` (see :class:`_States`)."""
-    itemsize = check_dtype(dtype).itemsize
-    if itemsize not in _STATES:
-        _STATES[itemsize] = _States(itemsize)
-    return _STATES[itemsize].next(tiles)
+    """The tile states for a scan of ``tiles`` tiles of ``dtype`` (see :class:`_States`), this thread's."""
+    return kept_states(check_dtype(dtype).itemsize).next(tiles)

@@ -16,8 +16,10 @@ import math
 import numpy as np
 from numba import cuda
 
+from ..core.arrays import as_numba as _as_numba  # the name solve_symmetric and the checks call
 from ..core.arrays import is_device_array
 from ..core.hardware import WARP_SIZE
+from ..core.workspace import one_call_at_a_time
 from . import _common
 from .api import DTYPES, solve
 from .householder_kernels import (  # noqa: F401  (the device functions chapter 08 reads through this module)
@@ -37,6 +39,7 @@ def max_shared_n(dtype):
     return int(math.isqrt(_common.SHARED_BYTES // itemsize + 1)) - 1
 
 
+@one_call_at_a_time
 def householder(A):
     """Reduce symmetric matrices to tridiagonal form: ``Q^T A Q = T`` by Householder reflectors.
 
@@ -98,6 +101,7 @@ def householder(A):
     return results if on_device else tuple(r.copy_to_host() for r in results)
 
 
+@one_call_at_a_time
 def solve_symmetric(A, rhs):
     """Solve ``A x = rhs`` for symmetric positive definite A: Householder, then a tridiagonal solve.
 
@@ -200,11 +204,6 @@ def _check_matrices(A):
                 f"A is not symmetric: |A - A^T| = {abs(M[i, j] - M[j, i]):.3g} at {where} exceeds the tolerance "
                 f"{SYMMETRY_TOLERANCE} * eps({np.dtype(A.dtype).name}) * max|A| = {bound:.3g}")
     return A, on_device
-
-
-def _as_numba(v):
-    """A device array as numba's, without a copy."""
-    return v if cuda.devicearray.is_cuda_ndarray(v) else cuda.as_cuda_array(v)
 
 
 def _tridiagonalize(A):
