@@ -5,7 +5,7 @@
 
 For float32 and float64 (int32 and int64 run the same loads, scans and look-back at the same
 element sizes) at n = 2^24, 2^26, 2^28: "lookback" at each tile shape of :data:`SHAPES` (threads
-x elements per thread, at most :data:`prefixsum.scans.hierarchical.MAX_TILE` elements), and
+x elements per thread, at most :func:`prefixsum.scans.lookback.max_tile` elements), and
 ``torch.cumsum`` (CUB), each checked, then timed by each ``--method`` (device time: CUPTI's
 kernel durations summed per call by default). Writes ``lookback_tiles.csv`` (block_size,
 items_per_thread, dtype, n, median_us, vs_torch: torch.cumsum's time over the shape's, method,
@@ -28,7 +28,7 @@ from prefixsum.scans.testing import expected_scan, poisoned, random_input, wrong
 SIZES = (1 << 24, 1 << 26, 1 << 28)
 QUICK_SIZES = (3000, 9000)
 DTYPES = ("float32", "float64")
-SHAPES = ((128, 8), (128, 12), (128, 16), (128, 20), (128, 24), (128, 32), (256, 8), (256, 16))
+SHAPES = ((64, 32), (128, 8), (128, 16), (128, 24), (128, 32), (256, 8), (256, 16), (256, 32))
 
 
 def main(argv=None):
@@ -59,7 +59,7 @@ def main(argv=None):
                                  "method": method, "timing": measured.timing, **meta})
                 del t, y
             for block_size, items in SHAPES:
-                if block_size * items > lookback.MAX_TILE:
+                if block_size * items > lookback.max_tile(dtype):
                     continue
                 out.copy_to_device(poisoned(n, dtype))
                 lookback.run(source, out, "add", True, False, block_size, items)

@@ -87,7 +87,7 @@ stage_table1() {
   "$python" benchmarks/table1.py $quick_flag --out "$out"
 }
 
-# GPU, about 2 minutes: PCR, CR, Thomas and the hybrid against cuSPARSE and JAX.
+# GPU, about 4 minutes: PCR, CR, Thomas and the hybrid against cuSPARSE and JAX, eight shapes.
 stage_tridiag() {
   "$python" benchmarks/tridiag.py $quick_flag --out "$out"
 }
@@ -131,10 +131,10 @@ stage_lookback() {
   "$python" benchmarks/lookback.py $quick_flag --out "$out"
 }
 
-# GPU, about 3 minutes: "lookback" at eight tile shapes against torch.cumsum, float32 and float64,
-# 2^24..2^28, CUPTI and events (the table its tile shape per element size is chosen from).
+# GPU, about 2 minutes: "lookback" at eight tile shapes against torch.cumsum, float32 and float64,
+# 2^24..2^28, CUPTI (the table its tile shape per element size is chosen from).
 stage_lookback_tiles() {
-  "$python" benchmarks/lookback_tiles.py $quick_flag --method cupti --method events --out "$out"
+  "$python" benchmarks/lookback_tiles.py $quick_flag --out "$out"
 }
 
 # GPU, about a minute: the sanitize stage for "lookback" alone, into sanitize_lookback.txt.

@@ -64,8 +64,9 @@ def default_out():
     return os.environ.get("OUT") or os.path.join("benchmarks", "out")
 
 
-def script_arguments(argv, quick_help):
-    """Parse the options of a benchmark script (``--out``, ``--quick``); stop unless a GPU or ``--quick``.
+def script_arguments(argv, quick_help, more=None):
+    """Parse the options of a benchmark script (``--out``, ``--quick``, ``--method``; ``more(parser)``
+    adds the script's own); stop unless a GPU or ``--quick``.
 
     The description is the first line of the calling script's docstring.
     """
@@ -74,6 +75,8 @@ def script_arguments(argv, quick_help):
     parser.add_argument("--out", default=default_out())
     parser.add_argument("--quick", action="store_true", help=quick_help)
     add_method_option(parser)
+    if more:
+        more(parser)
     args = parser.parse_args(argv)
     require_gpu(args.quick)
     args.method = check_methods(args.method or ["cupti"])
