@@ -48,7 +48,7 @@ QUICK_CASES = ((4, 32), (1, 2048))  # a batch in shared memory; one system with 
 # wrong solve is off by far more than this.
 RESIDUAL_EPS = 64
 THOMAS_ROWS = hybrid.THOMAS_ROWS
-PARTITION_ROWS = dict(partition.ROWS_PER_THREAD)
+PARTITION_ROWS = dict(partition.ROWS_PER_THREAD), partition.SMALL_ROWS
 
 
 def variants(method, n, dtype):
@@ -57,16 +57,14 @@ def variants(method, n, dtype):
     (:func:`~prefixsum.tridiag.hybrid.run_shared`, which the hybrid leaves for the warp solver and
     the partition method) at its default and at half and twice as many rows per thread (which
     :data:`prefixsum.tridiag.hybrid.THOMAS_ROWS` was chosen from), and where the partition method
-    runs, its other chunk lengths (which :data:`prefixsum.tridiag.partition.ROWS_PER_THREAD` was
-    chosen from)."""
-    rows = partition.rows_per_thread(dtype)
-    own = [(method, tridiag.METHODS[method], THOMAS_ROWS, rows)]
+    runs, each chunk length at every level (which :func:`prefixsum.tridiag.partition.rows_per_thread`
+    was chosen from; R None: its own choice per level)."""
+    own = [(method, tridiag.METHODS[method], THOMAS_ROWS, None)]
     if method != "hybrid":
         return own
-    shared = [(f"hybrid_shared{'' if r == THOMAS_ROWS else f':thomas_rows={r}'}", hybrid.run_shared, r, rows)
+    shared = [(f"hybrid_shared{'' if r == THOMAS_ROWS else f':thomas_rows={r}'}", hybrid.run_shared, r, None)
               for r in (THOMAS_ROWS // 2, THOMAS_ROWS, 2 * THOMAS_ROWS)]
-    chunks = [(f"hybrid:partition_rows={r}", hybrid.run, THOMAS_ROWS, r) for r in (4, 8, 16)
-              if r != rows and n > warp.MAX_ROWS]
+    chunks = [(f"hybrid:partition_rows={r}", hybrid.run, THOMAS_ROWS, r) for r in (4, 8, 16) if n > warp.MAX_ROWS]
     return own + shared + chunks
 
 
@@ -165,7 +163,10 @@ def main(argv=None):
                     continue
                 for label, run, rows_per_thread, chunk_rows in variants(method, n, dtype):
                     hybrid.THOMAS_ROWS = rows_per_thread
-                    partition.ROWS_PER_THREAD[np.dtype(dtype).itemsize] = chunk_rows
+                    partition.ROWS_PER_THREAD.update(PARTITION_ROWS[0])
+                    partition.SMALL_ROWS = PARTITION_ROWS[1]
+                    if chunk_rows:  # every level at this R
+                        partition.ROWS_PER_THREAD[np.dtype(dtype).itemsize] = partition.SMALL_ROWS = chunk_rows
                     out, flags = cuda.device_array((batch, n), dtype), cuda.device_array(batch, np.int32)
                     run(*device, out, flags)
                     res = residual(a, b, c, d, out.copy_to_host())
@@ -173,7 +174,8 @@ def main(argv=None):
                         measured = kernel_us(lambda: run(*device, out, flags), repeats=repeats, method=how)
                         add(label, "ours (kernels)", dtype, batch, n, measured.us, measured.timing, res, how)
                 hybrid.THOMAS_ROWS = THOMAS_ROWS
-                partition.ROWS_PER_THREAD.update(PARTITION_ROWS)
+                partition.ROWS_PER_THREAD.update(PARTITION_ROWS[0])
+                partition.SMALL_ROWS = PARTITION_ROWS[1]
                 res = residual(a, b, c, d, tridiag.solve(*device, method=method).copy_to_host())
                 micros = host_us(lambda: tridiag.solve(*device, method=method), repeats=repeats)
                 add(method, "ours (whole call)", dtype, batch, n, micros, "host clock", res)

@@ -189,7 +189,7 @@ def test_one_launch_moves_two_words_per_element_and_races_nowhere(rng):
     ({"items_per_thread": 33}, "items_per_thread=33 must be None"),
     ({"items_per_thread": 2.0}, "items_per_thread=2.0"),
     ({"block_size": 48}, "block_size=48 must be a power of two"),
-    ({"block_size": 1024, "items_per_thread": 8}, "8192 elements per tile"),
+    ({"block_size": 1024, "items_per_thread": 16}, "16384 elements per tile"),
 ])
 def test_lookback_refuses_bad_options(options, message):
     with pytest.raises(ValueError, match=message):

@@ -41,12 +41,18 @@ from . import _common
 from ._common import ZERO_PIVOT, fail, launchers, reused, store
 from .warp import MAX_ROWS, chunk_algebra
 
-ROWS_PER_THREAD = {4: 16, 8: 16}
-"""``R`` by item size: 16 in float32 and float64. On the H100 (``benchmarks/tridiag.csv``, one
-system of 2^20 rows, kernels queued): float32 96 us at R = 16, 106 at 8, 165 at 4; float64 130 us
-at R = 8, 136 at 16, 185 at 4. R = 16 is kept in float64 too, 4% behind in kernel time: it needs
-four levels instead of six down to a warp's 256 rows (a level divides n by R / 2 and launches
-twice), and each launch costs the whole call some 25 us of host time."""
+ROWS_PER_THREAD = {4: 16, 8: 8}
+"""``R`` by item size for a level of more than :data:`SMALL_LEVEL` rows (all systems together).
+On the H200 (issue 29, ``benchmarks/tridiag.csv`` of 2026-11-26, CUPTI, every level at one R),
+float64 was fastest at R = 8 on every shape (1 x 2^20: 105 us against 116 at R = 16; 64 x 8192:
+38 against 44; 1000 x 1000: 47 against 60), float32 at R = 16 on the largest (1 x 2^20: 84
+against 90; 1000 x 1000: 33 against 35) and at R = 8 on the smaller. Device time is the measure:
+R = 8 takes more levels (a level divides n by R / 2), each two launches of host time in a whole call."""
+SMALL_LEVEL = 1 << 19
+SMALL_ROWS = 8
+"""``R`` at most, for a level of at most :data:`SMALL_LEVEL` rows: float32 at 64 x 8192 took
+37 us at R = 8 against 44 at 16, at 100 x 1000 18 against 24 (H200, CUPTI): with few rows, shorter
+chunks give more threads to fill the GPU and a shorter sequential sweep each."""
 THREADS = 128
 
 
@@ -169,9 +175,11 @@ def _make(rows):
     return partition_reduce, partition_substitute
 
 
-def rows_per_thread(dtype):
-    """``R`` for ``dtype`` (:data:`ROWS_PER_THREAD`)."""
-    return ROWS_PER_THREAD[np.dtype(dtype).itemsize]
+def rows_per_thread(dtype, rows=None):
+    """``R`` for a level of ``rows`` rows in all (batch x n) of ``dtype``: :data:`ROWS_PER_THREAD`,
+    at most :data:`SMALL_ROWS` for a level of at most :data:`SMALL_LEVEL` rows."""
+    r = ROWS_PER_THREAD[np.dtype(dtype).itemsize]
+    return min(r, SMALL_ROWS) if rows is not None and rows <= SMALL_LEVEL else r
 
 
 def takes(batch, n, dtype):
@@ -183,10 +191,10 @@ def takes(batch, n, dtype):
 def run(a, b, c, d, x, info, solve_reduced, rows=None):
     """One level: reduce the (batch, n) device systems, ``solve_reduced(ra, rb, rc, rd, xr,
     info)`` on the reduced ones (:func:`.hybrid.run`, which comes back here while they are
-    long), substitute into ``x``. ``rows`` overrides :data:`ROWS_PER_THREAD` (for the benchmark).
+    long), substitute into ``x``. ``rows`` overrides :func:`rows_per_thread` (for the benchmark).
     """
     batch, n = x.shape
-    rows = rows or rows_per_thread(x.dtype)
+    rows = rows or rows_per_thread(x.dtype, batch * n)
     size = 2 * -(-n // rows)
     reduced = reused(("partition", batch, size, x.dtype),
                      lambda: [cuda.device_array((batch, size), x.dtype) for _ in range(5)])
