@@ -85,9 +85,9 @@ def kernels(table, torch, stream, sizes, dtypes, scans, repeats, rng, methods):
             def check(result):
                 return wrong_indices(result, expected, allowed).size == 0
 
-            def add(variant, correct, launch, library_stream=None):
+            def add(variant, correct, launch, library_stream=None, copies=False):
                 for method in methods:
-                    measured = kernel_us(launch, stream=library_stream, repeats=repeats, method=method)
+                    measured = kernel_us(launch, stream=library_stream, repeats=repeats, method=method, copies=copies)
                     table.add(variant, "kernel", dtype, n, measured.us, correct, measured.timing, method)
 
             out.copy_to_device(poisoned(n, dtype))
@@ -107,7 +107,7 @@ def kernels(table, torch, stream, sizes, dtypes, scans, repeats, rng, methods):
                 torch.cumsum(t, 0, out=y)
                 add("torch.cumsum", check(y.cpu().numpy()), lambda: torch.cumsum(t, 0, out=y), stream)
                 y.copy_(t)
-                add("torch copy", np.array_equal(y.cpu().numpy(), x), lambda: y.copy_(t), stream)
+                add("torch copy", np.array_equal(y.cpu().numpy(), x), lambda: y.copy_(t), stream, copies=True)  # a memcpy
 
 
 def calls_on_device(table, torch, stream, sizes, repeats, rng, methods):

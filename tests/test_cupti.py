@@ -33,6 +33,7 @@ def test_kernels_between_markers_are_summed_per_call_in_time_order():
     ]
     events.reverse()  # the trace's order is not promised: the start times decide
     assert cupti.per_call_us(events) == [5.0, 8.5]
+    assert cupti.per_call_us(events, copies=True) == [5.0, 8.5 + 49 + 1]
 
 
 def test_a_call_that_launched_nothing_is_zero_and_no_marker_is_no_call():
@@ -47,7 +48,7 @@ def test_only_cuda_events_count():
 
 def test_kernel_us_reports_the_method_in_its_timing(monkeypatch):
     monkeypatch.setattr(bench, "simulating", lambda: False)
-    monkeypatch.setattr(bench.cupti, "cupti_us", lambda launch, warmup, repeats: 12.5)
+    monkeypatch.setattr(bench.cupti, "cupti_us", lambda launch, warmup, repeats, copies: 12.5)
     measured = bench.kernel_us(lambda: None, method="cupti")
     assert (measured.us, measured.method, measured.timing) == (12.5, "cupti", "cupti, kernels summed per call")
 

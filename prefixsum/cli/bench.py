@@ -175,12 +175,12 @@ def check_methods(methods):
     return list(dict.fromkeys(methods))
 
 
-def kernel_us(launch, *, stream=None, warmup=WARMUP, repeats=REPEATS, method="events"):
+def kernel_us(launch, *, stream=None, warmup=WARMUP, repeats=REPEATS, method="events", copies=False):
     """Median microseconds of the GPU work that ``launch()`` queues, without the host's launch time.
 
     ``method="cupti"`` sums the durations of the call's kernels in torch.profiler's trace instead
-    (:func:`prefixsum.cli.cupti.cupti_us`; ``stream`` is not needed); the default, ``"events"``,
-    is described here.
+    (:func:`prefixsum.cli.cupti.cupti_us`; ``stream`` is not needed; ``copies``: count the
+    device's memcpys and memsets too); the default, ``"events"``, is described here.
 
     Each sample queues a busy kernel on ``stream``, records the start event, calls ``launch()``
     and records the stop event; the busy kernel outlasts the host's issuing of the launches, so
@@ -208,7 +208,7 @@ def kernel_us(launch, *, stream=None, warmup=WARMUP, repeats=REPEATS, method="ev
         launch()
         return KernelTime(float("nan"), False, method)
     if method == "cupti":
-        return KernelTime(cupti.cupti_us(launch, warmup=warmup, repeats=repeats), True, method)
+        return KernelTime(cupti.cupti_us(launch, warmup=warmup, repeats=repeats, copies=copies), True, method)
     stream = cuda.default_stream() if stream is None else stream
     for _ in range(warmup):
         launch()
@@ -326,7 +326,8 @@ def _torch_rows(torch, stream, x, check, repeats, method):
     target = torch.from_numpy(poisoned(len(x), x.dtype)).cuda()
     target.copy_(t)
     correct = bool(np.array_equal(target.cpu().numpy(), x))
-    yield "torch copy", correct, kernel_us(lambda: target.copy_(t), stream=stream, repeats=repeats, method=method)
+    yield "torch copy", correct, kernel_us(lambda: target.copy_(t), stream=stream, repeats=repeats, method=method,
+                                           copies=True)  # a device-to-device memcpy, not a kernel
 
 
 def _cupy_rows(cupy, stream, x, check, repeats, method):

@@ -11,7 +11,7 @@ kernels and a library's several. That is what issue 29's measurements used.
 A call's kernels are told from the next call's by a marker: after each call the device is
 synchronised and :func:`call_boundary`, an empty kernel, is launched; in the trace, the kernels
 between two markers are one call. Copies and memsets (``Memcpy ...``, ``Memset ...`` in the
-trace) are left out: the figure is kernel time, as the events' is for launches alone.
+trace) are left out unless asked for (a baseline that is a copy, as torch's ``copy_``).
 """
 import importlib
 import statistics
@@ -37,7 +37,7 @@ def is_device_event(event):
     return str(event.device_type).rsplit(".", 1)[-1] == "CUDA"
 
 
-def per_call_us(events, boundary=BOUNDARY):
+def per_call_us(events, boundary=BOUNDARY, copies=False):
     """Microseconds of kernel time of each call in a profiler trace, in the order of the calls.
 
     Parameters
@@ -47,13 +47,16 @@ def per_call_us(events, boundary=BOUNDARY):
         ``time_range`` with ``start`` and ``elapsed_us()``), in any order.
     boundary : str
         A substring of the name of the kernel launched after each call.
+    copies : bool
+        Count the copies and memsets (:data:`COPIES`) too: for a call that is a copy
+        (``torch``'s ``copy_`` of a contiguous tensor is a device-to-device memcpy, no kernel).
 
     Returns
     -------
     list of float
         For each boundary kernel, the summed durations of the other kernels that started after
         the previous boundary (or the trace's start) and before it; copies and memsets
-        (:data:`COPIES`) and host events are not counted. Kernels after the last boundary are
+        (:data:`COPIES`) only if ``copies``; host events never. Kernels after the last boundary are
         not a whole call and are dropped.
     """
     found, total = [], 0.0
@@ -61,7 +64,7 @@ def per_call_us(events, boundary=BOUNDARY):
         if boundary in event.name:
             found.append(total)
             total = 0.0
-        elif not event.name.startswith(COPIES):
+        elif copies or not event.name.startswith(COPIES):
             total += event.time_range.elapsed_us()
     return found
 
@@ -75,7 +78,7 @@ def available():
     return bool(torch.cuda.is_available())
 
 
-def cupti_us(launch, *, warmup, repeats):
+def cupti_us(launch, *, warmup, repeats, copies=False):
     """Median over ``repeats`` calls of ``launch()``'s kernel time, from torch.profiler's trace.
 
     Parameters
@@ -86,12 +89,15 @@ def cupti_us(launch, *, warmup, repeats):
         Calls made before tracing (compilation, first-call allocations).
     repeats : int
         Traced calls.
+    copies : bool
+        Count the device's copies and memsets as well as its kernels (:func:`per_call_us`).
 
     Raises
     ------
     RuntimeError
-        The trace does not hold one kernel or more for every call: the kernels went unseen (a
-        launch on a context CUPTI does not trace), and no time would be right.
+        The trace does not hold one kernel (or with ``copies``, copy) or more for every call: the
+        work went unseen (a launch on a context CUPTI does not trace, or a copy without
+        ``copies``), and no time would be right.
     """
     from torch.profiler import ProfilerActivity, profile
 
@@ -105,7 +111,7 @@ def cupti_us(launch, *, warmup, repeats):
             cuda.synchronize()
             call_boundary[1, 1]()
             cuda.synchronize()
-    calls = per_call_us(traced.events())
+    calls = per_call_us(traced.events(), copies=copies)
     if len(calls) != repeats or min(calls, default=0.0) <= 0.0:
         raise RuntimeError(f"the profiler's trace held {len(calls)} calls for {repeats} made, "
                            f"with kernel times {calls[:5]}...: it did not see every kernel")
