@@ -296,13 +296,14 @@ def partition_solve(system, monkeypatch, warp_rows=None):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("n, batch, levels", ((513, 1, 1), (1000, 1, 1), (4097, 1, 2), (1024, 3, 1), (4096, 2, 1),
-                                               (1000, 3, 1), (513, 5, 1), (527, 2, 1), (4111, 2, 2)))
+@pytest.mark.parametrize("n, batch, levels", ((513, 1, 1), (1003, 1, 1), (4097, 1, 2), (1024, 3, 1), (4096, 2, 2),
+                                               (1003, 3, 1), (513, 5, 1), (527, 2, 1), (4111, 2, 2)))
 def test_partition_matches_the_float64_reference_on_every_element(n, batch, levels, dtype, rng, monkeypatch):
-    # n = 513, 1000, 4097: one system, its last chunk cut short; 1024 and 4096: batches, n a
-    # multiple of R = 16; 1000, 513, 527, 4111: batches whose systems are padded to whole chunks
-    # (a ragged last chunk of 8, 1, 15 and 15 rows; 4111: its reduced system, 2 x 514 rows,
-    # padded again at the second level). The outside coefficients are NaN.
+    # R = 8 at these sizes (partition.rows_per_thread). n = 513, 1003, 4097: one system, its
+    # last chunk cut short; 1024 and 4096: batches, n a multiple of R; 1003, 513, 527, 4111:
+    # batches whose systems are padded to whole chunks (a ragged last chunk of 3, 1, 7 and 7
+    # rows; 4111: its reduced system, 2 x 514 rows, padded again at the second level). The
+    # outside coefficients are NaN.
     system = [v.astype(dtype) for v in dominant(rng, batch, n)]
     system[0][:, 0], system[2][:, -1] = np.nan, np.nan
     x, info, seen = partition_solve(system, monkeypatch)
@@ -312,10 +313,16 @@ def test_partition_matches_the_float64_reference_on_every_element(n, batch, leve
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_partition_recurses_until_a_warp_takes_the_reduced_system(dtype, rng, monkeypatch):
-    # With the warp solver taking only 16 rows: 1024 -> 128 -> 16 rows, two levels, then a warp.
+    # With the warp solver taking only 16 rows, and R = 8 at levels this small: 1024 -> 256 -> 64
+    # -> 16 rows, three levels, then a warp.
     system = [v.astype(dtype) for v in dominant(rng, 2, 1024)]
     x, info, seen = partition_solve(system, monkeypatch, warp_rows=16)
-    assert not info.any() and seen == [(2, 1024), (2, 128)]
+    assert not info.any() and seen == [(2, 1024), (2, 256), (2, 64)]
+
+
+def test_partition_rows_per_thread_by_dtype_and_level_size():
+    assert [partition.rows_per_thread(np.float32, rows) for rows in (None, 1 << 20, 1 << 19)] == [16, 16, 8]
+    assert [partition.rows_per_thread(np.float64, rows) for rows in (None, 1 << 20, 1000)] == [8, 8, 8]
     check(x, system, dtype)
 
 
