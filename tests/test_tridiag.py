@@ -318,12 +318,12 @@ def test_partition_recurses_until_a_warp_takes_the_reduced_system(dtype, rng, mo
     system = [v.astype(dtype) for v in dominant(rng, 2, 1024)]
     x, info, seen = partition_solve(system, monkeypatch, warp_rows=16)
     assert not info.any() and seen == [(2, 1024), (2, 256), (2, 64)]
+    check(x, system, dtype)
 
 
 def test_partition_rows_per_thread_by_dtype_and_level_size():
     assert [partition.rows_per_thread(np.float32, rows) for rows in (None, 1 << 20, 1 << 19)] == [16, 16, 8]
     assert [partition.rows_per_thread(np.float64, rows) for rows in (None, 1 << 20, 1000)] == [8, 8, 8]
-    check(x, system, dtype)
 
 
 @pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
