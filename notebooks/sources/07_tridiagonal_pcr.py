@@ -1225,7 +1225,7 @@ def my_hybrid(a, b, c, d, x):
         if i < n:
             left = hybrid.slot(rows[src], i - s) if i >= s else identity
             right = hybrid.slot(rows[src], i + s) if i + s < n else identity
-            new, _ = hybrid.reduce_row(left, hybrid.slot(rows[src], i), right)
+            new, _ = _common.reduce_row(left, hybrid.slot(rows[src], i), right)
             hybrid.put(rows[1 - src], i, new)
         src, s = 1 - src, 2 * s
     cuda.syncthreads()
