@@ -87,7 +87,10 @@ def lookback_table():
     return ("\n".join(lines) + "\n\nWhole calls, float32, host clock: `ps.scan(device_array)` plus a synchronize takes "
             + ", ".join(calls) + " for `torch.cumsum` and a synchronize; `ps.scan(numpy_array)` takes "
             + ", ".join(numpy_calls) + " for torch's numpy -> GPU -> numpy round trip. From `benchmarks/lookback.csv` "
-            "(`python benchmarks/lookback.py`), one run.")
+            f"(`python benchmarks/lookback.py`), one run on one {results.read(name)[0]['device']}; kernel times by "
+            f"{' and '.join(sorted({row['method'] for row in results.read(name, part='kernel')}))} "
+            "(cupti: the kernels' durations in torch.profiler's trace, summed per call). The tile shape comes from "
+            "`benchmarks/lookback_tiles.csv` (an H200).")
 
 
 def tables():

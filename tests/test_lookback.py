@@ -120,10 +120,16 @@ def _peek_one(dtype):
 
 
 def test_items_per_thread_by_dtype():
-    assert lookback.tile_items(np.dtype("float32"), 128, None) == 16
-    assert lookback.tile_items(np.dtype("int64"), 128, None) == 24
+    assert lookback.tile_items(np.dtype("float32"), 128, None) == 32
+    assert lookback.tile_items(np.dtype("int64"), 128, None) == 32
     assert lookback.tile_items(np.dtype("float64"), 1024, None) == 4  # the largest tile: 4096
+    assert lookback.tile_items(np.dtype("int32"), 1024, None) == 8  # a 4-byte type's: 8192
     assert lookback.tile_items(np.dtype("float64"), 128, 5) == 5
+    assert lookback.tile_items(np.dtype("float32"), 256, 32) == 32
+    with pytest.raises(ValueError, match="8192 elements per tile, but a tile of float64 holds at most 4096"):
+        lookback.tile_items(np.dtype("float64"), 256, 32)
+    with pytest.raises(ValueError, match="16384 elements per tile"):
+        lookback.check_options(512, 32)
 
 
 def test_states_are_reused_across_calls_and_cleared_when_the_epoch_wraps(rng):
@@ -182,7 +188,7 @@ def test_one_launch_moves_two_words_per_element_and_races_nowhere(rng):
     ({"items_per_thread": 33}, "items_per_thread=33 must be None"),
     ({"items_per_thread": 2.0}, "items_per_thread=2.0"),
     ({"block_size": 48}, "block_size=48 must be a power of two"),
-    ({"block_size": 1024, "items_per_thread": 8}, "8192 elements per tile"),
+    ({"block_size": 1024, "items_per_thread": 16}, "16384 elements per tile"),
 ])
 def test_lookback_refuses_bad_options(options, message):
     with pytest.raises(ValueError, match=message):

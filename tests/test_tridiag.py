@@ -143,6 +143,7 @@ def test_hybrid_windows_split_systems_that_do_not_fit_a_block(n, batch, dtype, r
     # the later ones several neighbouring subsystems wide.
     monkeypatch.setattr(_common, "SHARED_BYTES", 1024)
     monkeypatch.setattr(hybrid, "WARP_ROWS", 0)  # every n through hybrid_shared
+    monkeypatch.setattr(hybrid, "PARTITION", False)
     launches, split = [], hybrid.split_windows
 
     def spy(*args):
@@ -261,13 +262,16 @@ def test_warp_plan_fits_a_warp_and_the_shared_memory(n, dtype):
         warp.plan(1, 513, dtype)
 
 
-def test_hybrid_takes_the_warp_solver_up_to_512_rows_and_hybrid_shared_above(rng, monkeypatch):
+def test_hybrid_takes_the_warp_solver_up_to_512_rows_and_the_partition_or_hybrid_shared_above(rng, monkeypatch):
     calls = []
     monkeypatch.setattr(warp, "run", lambda *args: calls.append("warp"))
+    monkeypatch.setattr(partition, "run", lambda *args: calls.append("partition"))
     monkeypatch.setattr(hybrid, "run_shared", lambda *args: calls.append("shared"))
     for n in (1, 512, 513):
         tridiag.solve(*dominant(rng, 2, n), method="hybrid")
-    assert calls == ["warp", "warp", "shared"]
+    monkeypatch.setattr(hybrid, "PARTITION", False)
+    tridiag.solve(*dominant(rng, 2, 513), method="hybrid")
+    assert calls == ["warp", "warp", "partition", "shared"]
 
 
 def partition_solve(system, monkeypatch, warp_rows=None):
@@ -290,10 +294,14 @@ def partition_solve(system, monkeypatch, warp_rows=None):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("n, batch, levels", ((513, 1, 1), (1000, 1, 1), (4097, 1, 2), (1024, 3, 1), (4096, 2, 1)))
+@pytest.mark.parametrize("n, batch, levels", ((513, 1, 1), (1003, 1, 1), (4097, 1, 2), (1024, 3, 1), (4096, 2, 2),
+                                               (1003, 3, 1), (513, 5, 1), (527, 2, 1), (4111, 2, 2)))
 def test_partition_matches_the_float64_reference_on_every_element(n, batch, levels, dtype, rng, monkeypatch):
-    # n = 513, 1000, 4097: one system, its last chunk cut short; 1024 and 4096: batches, n a
-    # multiple of R = 16, chunks never span two systems. The outside coefficients are NaN.
+    # R = 8 at these sizes (partition.rows_per_thread). n = 513, 1003, 4097: one system, its
+    # last chunk cut short; 1024 and 4096: batches, n a multiple of R; 1003, 513, 527, 4111:
+    # batches whose systems are padded to whole chunks (a ragged last chunk of 3, 1, 7 and 7
+    # rows; 4111: its reduced system, 2 x 514 rows, padded again at the second level). The
+    # outside coefficients are NaN.
     system = [v.astype(dtype) for v in dominant(rng, batch, n)]
     system[0][:, 0], system[2][:, -1] = np.nan, np.nan
     x, info, seen = partition_solve(system, monkeypatch)
@@ -303,11 +311,17 @@ def test_partition_matches_the_float64_reference_on_every_element(n, batch, leve
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_partition_recurses_until_a_warp_takes_the_reduced_system(dtype, rng, monkeypatch):
-    # With the warp solver taking only 16 rows: 1024 -> 128 -> 16 rows, two levels, then a warp.
+    # With the warp solver taking only 16 rows, and R = 8 at levels this small: 1024 -> 256 -> 64
+    # -> 16 rows, three levels, then a warp.
     system = [v.astype(dtype) for v in dominant(rng, 2, 1024)]
     x, info, seen = partition_solve(system, monkeypatch, warp_rows=16)
-    assert not info.any() and seen == [(2, 1024), (2, 128)]
+    assert not info.any() and seen == [(2, 1024), (2, 256), (2, 64)]
     check(x, system, dtype)
+
+
+def test_partition_rows_per_thread_by_dtype_and_level_size():
+    assert [partition.rows_per_thread(np.float32, rows) for rows in (None, 1 << 20, 1 << 19)] == [16, 16, 8]
+    assert [partition.rows_per_thread(np.float64, rows) for rows in (None, 1 << 20, 1000)] == [8, 8, 8]
 
 
 @pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
@@ -323,13 +337,13 @@ def test_partition_reports_zero_pivots_and_non_finite_results_per_system(dtype, 
         tridiag.solve(a, b, c, d)
 
 
-def test_hybrid_takes_the_partition_for_one_long_system_or_chunks_that_fit(rng, monkeypatch):
+def test_hybrid_takes_the_partition_for_every_system_longer_than_a_warp_takes(rng, monkeypatch):
     calls = []
     monkeypatch.setattr(partition, "run", lambda *args: calls.append(args[3].shape))
     monkeypatch.setattr(hybrid, "run_shared", lambda *args: calls.append("shared"))
-    for batch, n in ((1, 513), (2, 528), (2, 520)):
+    for batch, n in ((1, 513), (2, 528), (2, 520), (3, 512)):
         tridiag.solve(*dominant(rng, batch, n), method="hybrid")
-    assert calls == [(1, 513), (2, 528), "shared"]  # 520 is no multiple of 16: a chunk would span two systems
+    assert calls == [(1, 513), (2, 528), (2, 520)]  # 520: padded to 528 in the indexing; 512 rows: the warp solver
 
 
 def test_auto_takes_the_hybrid_whose_kernels_and_calls_are_fastest_at_every_size(rng):

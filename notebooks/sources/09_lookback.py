@@ -193,10 +193,11 @@ print(f"{counted['launches']} launch; per element {counted['global_reads'] / len
 #
 # `benchmarks/lookback.py` (stage `lookback` of `run_gpu.sh`) times, in one run on one GPU:
 #
-# - **kernel time**: CUDA events around launches queued behind a short busy kernel, so that the
-#   host's launch time is not counted (median of 25, every result checked first), for
-#   `"lookback"`, `"hierarchical"`, a numba copy kernel, `torch.cumsum` (CUB's decoupled look-back)
-#   and torch's `copy_`;
+# - **kernel time**: the durations of a call's kernels summed from CUPTI's trace
+#   (`torch.profiler`, which sees every kernel of the process, numba's and CUB's alike, with no
+#   host gap in the figure; median of 25, every result checked first; the CSV's `method` column),
+#   for `"lookback"`, `"hierarchical"`, a numba copy kernel, `torch.cumsum` (CUB's decoupled
+#   look-back) and torch's `copy_` (a device-to-device memcpy, counted as one);
 # - **whole-call time**: `ps.scan(device_array)` followed by a synchronize, on the host clock,
 #   against `torch.cumsum` and a synchronize; and `ps.scan(numpy_array)` against torch's
 #   numpy → GPU → numpy round trip.
@@ -218,12 +219,16 @@ for dtype in ("float32", "int32", "float64", "int64"):
         for k in (24, 26, 28)))
 
 # %% [markdown]
-# For 4-byte types the single pass is 8–17% faster than `torch.cumsum` and reaches three
-# quarters to four fifths of the bandwidth of torch's copy (and all of a plain numba copy
-# kernel's). For 8-byte types it is 6–9% slower than CUB: each look-back step is two atomics and
-# a fence instead of one atomic, and the tile (128 × 24) is the best of the eight shapes tried,
-# not CUB's tuned one. The other scans of the workbook on the same plot (float32; they were
-# measured in an earlier run on the same GPU, `scan_throughput.csv`):
+# On this H100, for 4-byte types the single pass is 8–22% faster than `torch.cumsum` and reaches
+# three quarters to 85% of the bandwidth of torch's copy (and all of a plain numba copy
+# kernel's); for 8-byte types 0–8% faster, though each look-back step is two atomics and a fence
+# instead of one atomic. Its tiles, 128 threads × 32 elements, were chosen from a table of eight
+# shapes measured on an H200 (`lookback_tiles.csv`: there 1.00, 1.09 and 1.12× torch.cumsum at
+# $2^{24}$, $2^{26}$, $2^{28}$ in float32, 1.00, 1.08 and 1.10× in float64). At $2^{24}$ the
+# kernel is bound by its instructions, not by memory: Nsight Compute on the H200 counted three
+# times CUB's instructions per element, the ALU pipe 72% busy and DRAM 35%. The other scans of
+# the workbook on the same plot (float32; measured in an earlier run on an H100, with CUDA
+# events, `scan_throughput.csv`):
 
 # %%
 ours = results.read("lookback.csv", part="kernel", dtype="float32")

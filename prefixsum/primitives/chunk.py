@@ -80,20 +80,21 @@ def chunk_loaders(rows):
         return shared[:slots], shared[slots:2 * slots], shared[2 * slots:3 * slots], shared[3 * slots:4 * slots]
 
     @cuda.jit(device=True)
-    def load_block(a, b, c, d, sa, sb, sc, sd):
-        """Copy the block's rows of the systems laid end to end into the shared buffers,
-        neighbouring threads reading neighbouring addresses; identity rows past the end, and
-        ``a`` of a system's first row and ``c`` of its last set to 0 (ignored, whatever they hold).
-        Rows are stepped through as (system, column) without a division per row."""
+    def load_block(a, b, c, d, sa, sb, sc, sd, padded):
+        """Copy the block's rows of the systems laid end to end, each padded to ``padded`` rows
+        (a multiple of ``rows``, at least n), into the shared buffers, neighbouring threads
+        reading neighbouring addresses; identity rows in the padding and past the last system,
+        and ``a`` of a system's first row and ``c`` of its last set to 0 (ignored, whatever they
+        hold). Rows are stepped through as (system, column) without a division per row."""
         batch, n = b.shape
         zero, one = b.dtype.type(0), b.dtype.type(1)
         tid, threads = cuda.threadIdx.x, cuda.blockDim.x
         start = cuda.blockIdx.x * threads * rows + tid
-        s, i = start // n, start % n
-        step_s, step_i = threads // n, threads % n
+        s, i = start // padded, start % padded
+        step_s, step_i = threads // padded, threads % padded
         for j in range(tid, threads * rows, threads):
             k = j + (j >> shift)
-            if s < batch:
+            if s < batch and i < n:
                 sa[k] = a[s, i] if i > 0 else zero
                 sb[k] = b[s, i]
                 sc[k] = c[s, i] if i + 1 < n else zero
@@ -102,8 +103,8 @@ def chunk_loaders(rows):
                 sa[k], sb[k], sc[k], sd[k] = zero, one, zero, zero
             s += step_s
             i += step_i
-            if i >= n:
-                i -= n
+            if i >= padded:
+                i -= padded
                 s += 1
         cuda.syncthreads()
 

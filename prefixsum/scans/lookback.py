@@ -71,10 +71,14 @@ from .registry import Algorithm, check_block_size, register
 from .tile_state import AGGREGATE, MAX_EPOCH, PREFIX, bit_carrier, look_back, packed, state_access, states  # noqa: F401
 from .tiles import array_type
 
-ITEMS_PER_THREAD = {4: 16, 8: 24}
+ITEMS_PER_THREAD = {4: 32, 8: 32}
 """Elements per thread by element size in bytes, with the default 128 threads a tile: the fastest
-of eight tile shapes measured on an H100 at n = 2^24 and 2^26 (128 x 16 for float32, 128 x 24 for
-float64; CUB takes 128 x 24 for 4-byte types on Hopper)."""
+of the tile shapes in ``benchmarks/lookback_tiles.csv`` at every n of 2^24, 2^26 and 2^28, for
+float32 and float64, by the worst ratio to torch.cumsum over the sizes (H200, CUPTI: 128 x 32
+1.006 / 1.079 / 1.116 x torch for float32, 1.007 / 1.073 / 1.091 for float64; 128 x 16 and
+128 x 24, the earlier choice, 0.96-0.98 and 0.80-0.91 at 2^24). With 32 items a thread's
+elements lie 33 slots apart in the padded shared tile: its reads of them are free of bank
+conflicts, which 16, 20 and 24 are not."""
 MAX_ITEMS_PER_THREAD = 32
 
 
@@ -87,16 +91,26 @@ def check_options(block_size, items_per_thread):
             or not 1 <= items_per_thread <= MAX_ITEMS_PER_THREAD):
         raise ValueError(f"option items_per_thread={items_per_thread!r} must be None (by dtype) or an integer "
                          f"from 1 to {MAX_ITEMS_PER_THREAD}")
-    if block_size * items_per_thread > MAX_TILE:
+    if block_size * items_per_thread > 2 * MAX_TILE:
         raise ValueError(
             f"block_size * items_per_thread = {block_size * items_per_thread} elements per tile, but a tile "
-            f"holds at most {MAX_TILE} (its float64 copy must fit shared memory)")
+            f"holds at most {2 * MAX_TILE} of a 4-byte type and {MAX_TILE} of an 8-byte one (it must fit shared memory)")
+
+
+def max_tile(dtype):
+    """Most elements in a tile of ``dtype``: :data:`MAX_TILE` (4096) for 8-byte types, twice as
+    many for 4-byte ones (the same bytes of shared memory)."""
+    return MAX_TILE * 8 // check_dtype(dtype).itemsize
 
 
 def tile_items(dtype, block_size, items_per_thread):
     """Elements per thread: ``items_per_thread``, or by element size (:data:`ITEMS_PER_THREAD`),
-    within the largest tile (:data:`MAX_TILE`)."""
-    return items_per_thread or min(ITEMS_PER_THREAD[dtype.itemsize], MAX_TILE // block_size)
+    within the largest tile (:func:`max_tile`); ValueError if the tile is too large for ``dtype``."""
+    items = items_per_thread or min(ITEMS_PER_THREAD[dtype.itemsize], max_tile(dtype) // block_size)
+    if block_size * items > max_tile(dtype):
+        raise ValueError(f"block_size * items_per_thread = {block_size * items} elements per tile, but a tile of "
+                         f"{dtype} holds at most {max_tile(dtype)}")
+    return items
 
 
 @functools.lru_cache(maxsize=None)
@@ -175,8 +189,7 @@ ALGORITHM = register(Algorithm(
     kernels=kernels,
     options={"block_size": 128, "items_per_thread": None},
     check_options=check_options,
-    summary=("single pass with decoupled look-back (Merrill and Garland 2016): tiles of 128 threads x 16 (4-byte) "
-             "or 24 (8-byte) elements, "
+    summary=("single pass with decoupled look-back (Merrill and Garland 2016): tiles of 128 threads x 32 elements, "
              "ids from an atomic counter, aggregates and prefixes published, a warp looks back 32 tiles at a time; "
              "one launch, 2n transfers; work ~2n combines, depth O(log n) plus the look-back"),
     source="Merrill and Garland, Single-pass Parallel Prefix Scan with Decoupled Look-back (NVIDIA, 2016)",
