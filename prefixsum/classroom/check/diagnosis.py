@@ -10,9 +10,10 @@ def _hint_for_error(error, run=None):
     text = str(error).splitlines()[0] if str(error) else type(error).__name__
     polled = None if run is None else _polled(run)
     if isinstance(error, TimeoutError):
+        limit = "the limit of simulated steps" if "simulated steps" in text else "the time limit"
         if polled is not None:
-            return "timeout", f"Stopped at the time limit: {polled}"
-        return "timeout", "Stopped at the time limit: does every loop advance (phase <<= 1, stride *= 2)?"
+            return "timeout", f"Stopped at {limit}: {polled}"
+        return "timeout", f"Stopped at {limit}: does every loop advance (phase <<= 1, stride *= 2)?"
     if isinstance(error, sim.DeadlockError):
         if polled is not None:
             return "deadlock", f"Every resident block waits: {polled}"

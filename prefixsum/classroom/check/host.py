@@ -5,7 +5,7 @@ import numpy as np
 
 from .. import child as _child, trace as tracing
 from .diagnosis import _trace_diagnosis
-from .mode import DEFAULT_SIZES, _SEED, _mode
+from .mode import DEFAULT_SIZES, _SEED, limits
 from .results import Budget, CheckResult, _FunctionResult, _is_poison, _name, with_poisoned_allocations
 
 
@@ -16,7 +16,9 @@ def function(fn, reference, cases, *, name=None, timeout=20.0, budget=None):
     For exercises whose result is not a scan or a solve (the levels of a scheme, a numpy step,
     a kernel behind a small host wrapper): ``fn(*case)`` must equal ``reference(*case)``,
     compared as numpy arrays (exactly for integers, within ``1e-6`` relative for floats). The
-    first case that raises, differs or runs past ``timeout`` seconds is the verdict. ``fn`` gets
+    first case that raises, differs or runs past its time limit is the verdict (``timeout``:
+    see :func:`prefixsum.check.mode.limits`; host code without kernels has only the wall clock's
+    runaway bound). ``fn`` gets
     copies of the case's arrays; one that changes them fails as ``modified-input``.
 
     With a ``budget`` every case runs traced on the simulator (:mod:`prefixsum.trace`), with
@@ -41,20 +43,18 @@ def function(fn, reference, cases, *, name=None, timeout=20.0, budget=None):
     if budget is not None and not isinstance(budget, Budget):
         raise TypeError(f"budget must be a prefixsum.check.Budget or None; got {type(budget).__name__}")
     name = name or getattr(fn, "__name__", "function")
-    if _mode["timeout"] is not None:
-        timeout = min(timeout, _mode["timeout"])
     for number, case in enumerate(cases):
         expected = np.asarray(reference(*case))
         fail = functools.partial(_FunctionResult, False, name=name, sizes=len(cases), size=number, index=None)
         given = _copies(case)
         if budget is None:
             try:
-                with tracing.time_limit(timeout):
+                with tracing.time_limit(limits(timeout)["timeout"]):
                     got = fn(*given)
             except Exception as error:  # noqa: BLE001  (the student's error becomes the verdict)
                 return fail(diagnosis="exception", hint=f"{_describe(case)}: {type(error).__name__}: {error}")
         else:
-            run = tracing.record(with_poisoned_allocations, fn, *given, timeout=timeout)
+            run = tracing.record(with_poisoned_allocations, fn, *given, **limits(timeout))
             found = _trace_diagnosis(
                 run, cell=lambda array, index: f"{array}[{index}]",
                 uninitialized_advice="write every cell before a barrier, then read it.")
@@ -118,7 +118,7 @@ def _check_cases(fn, cases, name, timeout, wrong_hint, budget=None):
     sizes = []
     for n, args, expected in cases:
         sizes.append(n)
-        run = tracing.record(with_poisoned_allocations, fn, *[a.copy() for a in args], timeout=timeout)
+        run = tracing.record(with_poisoned_allocations, fn, *[a.copy() for a in args], **limits(timeout))
         found = _trace_diagnosis(
             run, cell=lambda array, index: f"{array}[{index}]",
             uninitialized_advice="write every cell before the barrier.")

@@ -9,7 +9,7 @@ from ...scans.ops import check_dtype, check_op, identity as identity_of
 from ...scans import user_ops
 from ...scans.testing import expected_scan, mismatches, random_input, wrong_indices
 from .diagnosis import _hint_for_error, _trace_diagnosis
-from .mode import DEFAULT_SIZES, _SEED, _mode, _sizes_and_seed
+from .mode import DEFAULT_SIZES, _SEED, _sizes_and_seed, limits
 from .results import Budget, CheckResult, _is_poison, with_poisoned_allocations
 
 
@@ -229,7 +229,8 @@ def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes
     sizes : sequence of int, optional
         Input lengths, smallest first (default :data:`DEFAULT_SIZES`).
     timeout : float
-        Seconds before a run is stopped as hanging.
+        The time limit of one run, counted in simulated steps (:func:`prefixsum.check.mode.limits`:
+        ``timeout * STEPS_PER_SECOND`` memory accesses), the same under any load.
     name : str, optional
         Shown in the verdict (default: ``fn``'s name).
     budget : Budget, optional
@@ -262,8 +263,6 @@ def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes
     sizes = tuple(sorted(sizes or DEFAULT_SIZES))
     shown = sizes
     sizes, seed = _sizes_and_seed(sizes)
-    if _mode["timeout"] is not None:
-        timeout = min(timeout, _mode["timeout"])
     lines = [0] if budget is not None and budget.host_lines_per_element is not None else None
     call = fn if lines is None else _counting_lines(fn, lines)
     passed_sizes = []
@@ -275,12 +274,12 @@ def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes
             fields = user_ops.random_fields(n, dtype if isinstance(dtype, tuple) else (dtype,), rng)
             x = fields if isinstance(dtype, tuple) else fields[0]
             given = tuple(f.copy() for f in fields) if isinstance(dtype, tuple) else x.copy()
-            run = tracing.record(with_poisoned_allocations, call, given, timeout=timeout)
+            run = tracing.record(with_poisoned_allocations, call, given, **limits(timeout))
             diagnosis, index, hint = _diagnose_user(run, x, op, identity, inclusive, reverse)
         else:
             x = random_input(n, op, dtype, rng)
             given = x.copy()
-            run = tracing.record(with_poisoned_allocations, call, given, timeout=timeout)
+            run = tracing.record(with_poisoned_allocations, call, given, **limits(timeout))
             diagnosis, index, hint = _diagnose(run, x, op, inclusive, reverse)
         if diagnosis in ("pass", "wrong-result"):
             changed = _changed_input(given, x)
@@ -336,7 +335,7 @@ def tiled(tile_kernel, *, block_size, threads=None, op="add", dtype=np.float32, 
     if not verdict:
         return verdict
     return _padding_verdict(tile_kernel, block_size, threads or block_size, op, check_dtype(dtype), verdict,
-                            min(kw.get("timeout", 20.0), _mode["timeout"] or np.inf))
+                            kw.get("timeout", 20.0))
 
 
 def _padding_probe(n, op, dtype, rng):
@@ -373,7 +372,7 @@ def _padding_verdict(tile_kernel, block_size, threads, op, dtype, verdict, timeo
     rng = np.random.default_rng(_SEED)
     for n in (1, block_size + 1):
         x = _padding_probe(n, op, dtype, rng)
-        run = tracing.record(with_poisoned_allocations, totals_of, x, timeout=timeout)
+        run = tracing.record(with_poisoned_allocations, totals_of, x, **limits(timeout))
         if run.error is not None:
             diagnosis, hint = _hint_for_error(run.error)
             return CheckResult(False, diagnosis, verdict.name, verdict.sizes, n, None, hint)
