@@ -41,3 +41,23 @@ def test_student_version_runs_and_reports_the_missing_exercise(path, tmp_path):
     for cell in checks:
         text = "".join(o.get("text", "") for o in cell.outputs)
         assert "FAIL" in text and "NotImplementedError: Exercise:" in text, text
+
+
+def test_a_lead_in_to_a_left_out_cell_goes_with_it():
+    assert student.without_lead_in("Some prose.\n\nThe package's two loops, for comparison:") == "Some prose."
+    assert student.without_lead_in("A long paragraph that ends by pointing at\nthe package's code here:") == \
+        "A long paragraph that ends by pointing at\nthe package's code here."
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("The package's loop, for comparison:"),
+        nbformat.v4.new_code_cell("print(1)", metadata={"tags": ["instructor"]}),
+        nbformat.v4.new_markdown_cell("Next section."),
+    ])
+    assert [c.source for c in student.student_version(notebook).cells] == ["Next section."]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_students_version_keeps_a_lead_in_without_its_cell(path):
+    cells = student.student_version(nbformat.read(path, 4)).cells
+    orphans = [c.source.rstrip()[-80:] for c, after in zip(cells, cells[1:] + [None])
+               if c.cell_type == "markdown" and student.lead_in(c.source) and (after is None or after.cell_type != "code")]
+    assert orphans == [], path.name

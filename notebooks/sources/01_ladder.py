@@ -57,7 +57,7 @@ def my_partial_sums(x):
 
 
 # %% tags=["check"] exercise_id="01.serial-scan"
-print(ps.check.scan(my_partial_sums, dtype=np.int32))
+print(ps.check.scan(my_partial_sums, dtype=np.int32, budget=ps.check.Budget(host_lines_per_element=1)))
 
 # %% [markdown]
 # The package's two loops, for comparison:

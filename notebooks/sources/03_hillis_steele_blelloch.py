@@ -93,7 +93,7 @@ def hs_step(cells, stride):
 
 
 def hs_scan(x):
-    cells, stride = x.copy(), 1
+    cells, stride = x, 1  # x itself: a step that changed its cells would change the caller's x
     while stride < len(x):
         cells = hs_step(cells, stride)
         stride *= 2

@@ -141,7 +141,8 @@ except ps.sim.DeadlockError as error:
 # A flag must never become visible before the value it announces. Stores to different
 # addresses are not ordered for another SM: the flag may reach the L2 cache before the value.
 # The chained scan writes the prefix, executes `cuda.threadfence()` and only then raises the
-# flag (and the reader reads the flag with an atomic, before the value). Without the fence, the
+# flag with an atomic (an atomic add of 1: a plain store of the flag may sit in the writer's
+# cache), and the reader reads the flag with an atomic, before the value. Without the fence, the
 # simulator (which keeps a block's plain stores hidden from other blocks until a fence, an
 # atomic or the block's end) hands the waiting tile the prefix slot's old contents:
 
@@ -275,7 +276,10 @@ print("ps.scan(numpy array) / torch's round trip: " + ", ".join(
 # flags, counter, n)`: tiles of 64 float32, tile ids from the atomic counter, each tile scanned
 # by the ladder (given). The last thread of tile `b` must leave in `carry[0]` the sum of all
 # tiles before `b`, store the inclusive prefix of tiles `0..b` in `prefixes[b]` and then raise
-# `flags[b]`, so that tile `b + 1`, once it sees the flag raised, reads the right prefix.
+# `flags[b]` with an atomic, so that tile `b + 1`, once it sees the flag raised, reads the right
+# prefix. For example, with tile totals 3, 5, 2: tile 0 leaves carry 0 and publishes 3, tile 1
+# waits for flag 0, leaves carry 3 and publishes 8, tile 2 waits for flag 1, leaves carry 8 and
+# publishes 10.
 # Sections 3 and 4 showed the three ways to get it wrong; the check (`ps.check.scan` of
 # `ps.mutants.chained_scan(my_chained_tile, x)`) diagnoses each.
 
@@ -333,13 +337,26 @@ FULL_MASK, AGGREGATE, PREFIX = 0xFFFFFFFF, lookback.AGGREGATE, lookback.PREFIX
 
 # %% [markdown]
 # **The look-back loop (core).** Write `my_look_back(status, values, tile, aggregate, epoch)`,
-# called by the 32 lanes of warp 0 of tile `tile`; it must return, in every lane, the sum of all
-# tiles before `tile` (the exclusive prefix), and leave the tile's state published for the tiles
-# after it: first its aggregate (flag `2 * epoch + AGGREGATE`; tile 0's aggregate is already its
-# PREFIX), at the end its inclusive prefix (flag `2 * epoch + PREFIX`). States are read with
-# `peek(status, values, p)`, which returns `(flag, value)`; a flag below `2 * epoch` was left by
-# an earlier call and means "not published yet". Section 2's decoupled look-back, 32
-# predecessors at a time, with `cuda.ballot_sync` and `warp_sum` at hand.
+# called by the 32 lanes of warp 0 of tile `tile`. The goal: every lane returns the sum of all
+# tiles before `tile` (the exclusive prefix), and the tiles after it find this tile's state
+# published, as early as possible.
+#
+# - States are written with `publish(status, values, tile, flag, value)` (one lane calls it) and
+#   read with `peek(status, values, p)`, which returns `(flag, value)`. The flags of this call are
+#   `2 * epoch + AGGREGATE` and `2 * epoch + PREFIX`; a flag below `2 * epoch` was left by an
+#   earlier call and means "not published yet".
+# - Tile 0 has nothing before it: it publishes its aggregate as its PREFIX at once and returns 0.
+# - Every other tile publishes its AGGREGATE before it reads any predecessor (else each tile waits
+#   for the one before, the chained scan of section 1, and the check says so), looks back 32
+#   predecessors at a time, lane `l` reading tile `end - 32 + l` (one lane walking back tile by
+#   tile fails the check too), and at the end publishes its inclusive PREFIX.
+#
+# A worked example, tiles 0..3 with totals 5, 1, 4, 2: when tile 3 looks back, tile 0 has
+# published PREFIX 5, tiles 1 and 2 only their AGGREGATEs 1 and 4. In the window `end = 3`, lanes
+# 29, 30 and 31 read tiles 0, 1 and 2; lanes 0..28 have no tile (p < 0) and count nothing. The
+# closest PREFIX is lane 29's, so the lanes from 29 on are summed: 5 + 1 + 4 = 10. Tile 3 returns
+# 10 and publishes PREFIX 12. Had no lane seen a PREFIX, the window would move 32 tiles back
+# (`end - 32`), keeping the sum so far.
 
 # %% tags=["exercise"] exercise_id="09.lookback-loop" points=2 todo="return the exclusive prefix of tile `tile` in every lane, found by looking back over the states of the tiles before it, 32 at a time, waiting only for states of this call; publish the aggregate first and the inclusive prefix last"
 @cuda.jit(device=True)
@@ -374,7 +391,7 @@ def my_look_back(status, values, tile, aggregate, epoch):
 with ps.sim.resident_blocks(48):
     for call in ("first", "second"):  # the second call meets the states the first left behind, as real calls do
         print(ps.check.scan(lambda x: ps.lessons.scan_with(x, my_look_back), sizes=(1, 33, 300, 1100, 2049),
-                            name=f"my_look_back, {call} call"))
+                            name=f"my_look_back, {call} call", budget=ps.check.Budget(look_back="status")))
 
 # %% [markdown]
 # **The publish step (stretch).** Write `my_publish(status, values, tile, flag, value)` for the

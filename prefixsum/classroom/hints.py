@@ -64,7 +64,7 @@ HINTS = {
         "Draw the tree of a tile of 8 with 4 threads: at each level, which two indices does thread 0 join?",
         "offset starts at 1 and the number of active threads at the number of threads; after each level "
         "offset doubles and the active threads halve, until none is left.",
-        "Only threads t < active work; put a barrier at the start of every level and one after the loop.",
+        "Only threads t < active work; put a barrier at the start of every level.",
     ),
     "04.blelloch-carry": (
         "Block b works on tile b + 1: its first element is at (b + 1) * TILE.",
@@ -148,7 +148,8 @@ HINTS = {
         "Wait by reading the flag with an atomic (an atomic add of 0): a plain load may be read once and kept in a "
         "register, and the loop never ends.",
         "Publish in two steps, the prefix first and the flag after it, with cuda.threadfence() between them: "
-        "otherwise another SM may see the flag before the prefix.",
+        "otherwise another SM may see the flag before the prefix. Raise the flag with an atomic add of 1, not a "
+        "plain store, which may stay in the writer's cache.",
     ),
     "09.lookback-loop": (
         "Publish your own aggregate first: a later tile may be waiting for it while you look back.",

@@ -184,17 +184,35 @@ def mutants(source):
     return found
 
 
+def set_up(exercise):
+    """The namespace of ``exercise``'s setup cells, run once per process (the cells only import and define).
+
+    :func:`verdict` starts from a copy of it; a forked check (:func:`isolated_verdict`) inherits
+    it, so that a notebook's setup (imports, kernels it compiles) runs once for all the mutants
+    and mistakes of an exercise, not once for each.
+    """
+    if exercise.id not in _SET_UP:
+        namespace = {"__name__": "__exercise__"}
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(compile(exercise.setup, f"<{exercise.id} setup>", "exec"), namespace)  # noqa: S102  (the notebook's own cells)
+        _SET_UP[exercise.id] = namespace
+    return _SET_UP[exercise.id]
+
+
+_SET_UP = {}
+
+
 def verdict(exercise, source=None):
     """``(passed, output)``: the exercise's check cell run after ``source`` (default: the solution).
 
-    The cells run in a fresh namespace after the notebook's setup cells, as the grader runs them.
-    The check passes when it prints at least one ``PASS`` line and no ``FAIL`` line.
+    The cells run in a copy of the namespace the notebook's setup cells left (:func:`set_up`),
+    as the grader runs them. The check passes when it prints at least one ``PASS`` line and no
+    ``FAIL`` line.
     """
-    namespace = {"__name__": "__exercise__"}
     out = io.StringIO()
     try:
+        namespace = dict(set_up(exercise))
         with contextlib.redirect_stdout(out):
-            exec(compile(exercise.setup, f"<{exercise.id} setup>", "exec"), namespace)  # noqa: S102  (the notebook's own cells)
             exec(compile(exercise.source if source is None else source, f"<{exercise.id}>", "exec"), namespace)  # noqa: S102
             exec(compile(exercise.check, f"<{exercise.id} check>", "exec"), namespace)  # noqa: S102
     except Exception as error:  # noqa: BLE001  (a mutant that breaks the cell is rejected)
@@ -237,31 +255,39 @@ def _judge(connection, exercise, source, thorough, timeout):
     """In a forked child: :func:`verdict` of ``source``, sent back through ``connection``."""
     _limit_memory(2 << 30)
     try:
-        with check.time_limit(timeout), (check.thorough() if thorough else contextlib.nullcontext()):
-            connection.send(verdict(exercise, source)[0])
-    except BaseException:  # noqa: BLE001  (out of memory, a hang stopped: the mutant is rejected)
-        connection.send(False)
+        # A hang without memory accesses stops on the wall clock, at 4 times the limit (not 10): mutants hang often.
+        with check.time_limit(timeout, 4 * timeout), (check.thorough() if thorough else contextlib.nullcontext()):
+            connection.send(verdict(exercise, source))
+    except BaseException as error:  # noqa: BLE001  (out of memory, a hang stopped: the mutant is rejected)
+        connection.send((False, f"{type(error).__name__}: {error}"))
 
 
-def _passes(exercise, source, *, thorough, timeout, wall):
-    """Whether the check passes ``source``, run in a forked child that may use 2 GiB more and ``wall`` seconds.
+def isolated_verdict(exercise, source, *, thorough=False, timeout=5.0, wall=300.0):
+    """:func:`verdict` of ``source``, run in a forked child that may use 2 GiB more and ``wall`` seconds.
 
     A mutant can loop without end on the host (a stride that never shrinks) or grow a list
-    until memory runs out; in a child process, either only ends that child.
+    until memory runs out; in a child process, either only ends that child (the verdict is then
+    a failure that says so).
     """
+    set_up(exercise)  # here, once, for every child to inherit
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
     child = context.Process(target=_judge, args=(sender, exercise, source, thorough, timeout), daemon=True)
     child.start()
     sender.close()
     try:
-        return bool(receiver.recv()) if receiver.poll(wall) else False
+        return receiver.recv() if receiver.poll(wall) else (False, f"no verdict within {wall:g} s")
     except EOFError:  # the child died (killed for memory)
-        return False
+        return False, "the check's process died (out of memory?)"
     finally:
         if child.is_alive():
             child.kill()
         child.join()
+
+
+def _passes(exercise, source, *, thorough, timeout, wall):
+    """Whether the check passes ``source`` (see :func:`isolated_verdict`)."""
+    return bool(isolated_verdict(exercise, source, thorough=thorough, timeout=timeout, wall=wall)[0])
 
 
 def kill_rate(exercise, *, sample=None, timeout=5.0, wall=300.0):
@@ -310,7 +336,8 @@ def main(paths):
     print(table(kill_rate(exercise) for exercise in exercises(paths)))
 
 
-__all__ = ["Exercise", "Mutant", "Report", "blank_fails", "exercises", "kill_rate", "main", "mutants", "table", "verdict"]
+__all__ = ["Exercise", "Mutant", "Report", "blank_fails", "exercises", "isolated_verdict", "kill_rate", "main", "mutants",
+           "set_up", "table", "verdict"]
 
 if __name__ == "__main__":
     import sys

@@ -10,7 +10,8 @@ The cells keep their metadata (``exercise_id``, ``todo``, ``points``), and the n
 metadata gets ``prefixsum: {chapter: "01_ladder", exercises: ["01.ladder-step", ...]}`` (the
 instructor's file name and the exercise ids in order), by which ``python -m prefixsum grade``
 matches a submission to its instructor's notebook. Cells tagged ``instructor`` (the package's own solution, shown for comparison after an
-exercise's check) are left out of the student's version.
+exercise's check) are left out of the student's version, and so is the sentence that led in to
+them (a markdown cell ending with ':' right before one).
 """
 import pathlib
 import re
@@ -42,7 +43,15 @@ def student_version(notebook, chapter=None):
         stamped with the exercise ids into the notebook's metadata, for the grader.
     """
     student = nbformat.reads(nbformat.writes(notebook), as_version=4)
-    student.cells = [cell for cell in student.cells if INSTRUCTOR not in cell.metadata.get("tags", [])]
+    kept = []
+    for cell in student.cells:
+        if INSTRUCTOR not in cell.metadata.get("tags", []):
+            kept.append(cell)
+        elif kept and kept[-1].cell_type == "markdown" and lead_in(kept[-1].source):
+            kept[-1].source = without_lead_in(kept[-1].source)
+            if not kept[-1].source.strip():
+                kept.pop()
+    student.cells = kept
     exercises = [cell.metadata["exercise_id"] for cell in student.cells
                  if "exercise" in cell.metadata.get("tags", []) and "exercise_id" in cell.metadata]
     stamp = {"exercises": exercises}
@@ -57,6 +66,24 @@ def student_version(notebook, chapter=None):
         cell.outputs = []
         cell.execution_count = None
     return student
+
+
+def lead_in(markdown):
+    """Whether ``markdown`` ends by leading in to the cell after it (its text ends with ':')."""
+    return markdown.rstrip().endswith(":")
+
+
+def without_lead_in(markdown):
+    """``markdown`` without the lead-in to a cell the student's version leaves out.
+
+    A last paragraph of one line ("The package's two loops, for comparison:") goes; a longer
+    one ends with a full stop instead of the colon.
+    """
+    text = markdown.rstrip()
+    head, _, last = text.rpartition("\n\n")
+    if "\n" not in last.strip():
+        return head.rstrip()
+    return text[:-1] + "."
 
 
 def write_student_versions(paths, out_dir):

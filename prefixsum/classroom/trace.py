@@ -389,7 +389,8 @@ def _linear(point, dims):
 class _Recorder:
     """Collects the :class:`Launch` es and :class:`Record` s of a run from the simulator's hooks."""
 
-    def __init__(self, deadline):
+    def __init__(self, deadline, steps=None):
+        self.steps = steps
         self.records = []
         self.launches = []
         self.fences = []
@@ -406,6 +407,8 @@ class _Recorder:
             self.launches[-1][3] += 1
 
     def __call__(self, access):
+        if self.steps is not None and len(self.records) >= self.steps:
+            raise TimeoutError(f"the kernels ran past {self.steps} simulated steps (memory accesses): an endless loop?")
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise TimeoutError("the kernel ran past the time limit (an endless loop?)")
         launch = len(self.launches) - 1
@@ -470,11 +473,11 @@ def time_limit(timeout):
         signal.signal(signal.SIGALRM, previous)
 
 
-def _record_here(fn, args, kwargs, timeout):
+def _record_here(fn, args, kwargs, timeout, steps=None):
     from . import sim
 
     deadline = None if timeout is None else time.monotonic() + timeout
-    recorder = _Recorder(deadline)
+    recorder = _Recorder(deadline, steps)
     result = error = None
     try:
         with (time_limit(timeout), sim.enabled(True), sim.launch_hook(recorder.start_launch),
@@ -485,9 +488,9 @@ def _record_here(fn, args, kwargs, timeout):
     return recorder.trace(result, error)
 
 
-def _record_portable(fn, args, kwargs, timeout):
+def _record_portable(fn, args, kwargs, timeout, steps=None):
     """:func:`_record_here`, with the error and result made safe to send to another process."""
-    trace = _record_here(fn, args, kwargs, timeout)
+    trace = _record_here(fn, args, kwargs, timeout, steps)
     if trace.error is not None:
         trace.error = _child.portable_error(trace.error)
     if hasattr(trace.result, "copy_to_host"):
@@ -495,7 +498,7 @@ def _record_portable(fn, args, kwargs, timeout):
     return trace
 
 
-def record(fn, *args, timeout=None, raise_errors=False, **kwargs):
+def record(fn, *args, timeout=None, steps=None, raise_errors=False, **kwargs):
     """Run ``fn(*args, **kwargs)`` on the simulator and record every memory access.
 
     Parameters
@@ -505,7 +508,11 @@ def record(fn, *args, timeout=None, raise_errors=False, **kwargs):
     *args, **kwargs
         Passed to ``fn``.
     timeout : float, optional
-        Seconds after which a running kernel is stopped with TimeoutError.
+        Seconds after which a running kernel is stopped with TimeoutError: a bound for a
+        runaway, which depends on the machine's load.
+    steps : int, optional
+        Memory accesses (polls included) after which the run is stopped with TimeoutError: the
+        same for the same run on any machine, under any load.
     raise_errors : bool, default False
         Re-raise an exception from ``fn``; by default it is kept in :attr:`Trace.error` with the
         accesses made before it.
@@ -516,9 +523,9 @@ def record(fn, *args, timeout=None, raise_errors=False, **kwargs):
         With ``fn``'s return value in :attr:`Trace.result`.
     """
     if _child.simulating():
-        trace = _record_here(fn, args, kwargs, timeout)
+        trace = _record_here(fn, args, kwargs, timeout, steps)
     else:
-        trace = _child.on_simulator(_record_portable, fn, args, kwargs, timeout)
+        trace = _child.on_simulator(_record_portable, fn, args, kwargs, timeout, steps)
     if raise_errors and trace.error is not None:
         raise trace.error
     return trace

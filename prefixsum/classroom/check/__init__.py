@@ -14,10 +14,15 @@ blocks that communicate -- ``plain-load-poll`` (a flag polled with plain loads),
 ``stale-read`` (a flag raised without a fence after the data: the reader may get old data),
 ``race-between-blocks`` (an element one block writes and another reads with no flag between
 them) --, ``uninitialized-read`` (the trace shows it, even when the numbers came out right),
-``unwritten-output``, ``wrong-result`` (the numbers), ``over-budget`` (right numbers, but not
-by the parallel algorithm the exercise asks for: more barriers, more accesses by one thread
-between two barriers, more global traffic or more bank conflicts than its :class:`Budget`), and
-``pass``. The simulator runs a few
+``unwritten-output``, ``modified-input`` (the function changed its input), ``wrong-result``
+(the numbers; at n <= 16 both arrays, and the classic mistakes named), ``library-call`` (a
+library did the loop the exercise asks for), ``over-budget`` (right numbers, but not by the
+parallel algorithm the exercise asks for: more barriers, more accesses by one thread between
+two barriers, more global traffic or more bank conflicts than its :class:`Budget`, or a
+look-back out of order), ``wrong-identity`` (:func:`tiled`: a tile's total shows lanes past n
+padded with something else than the identity), and ``pass``. A time limit counts simulated
+steps (:func:`mode.limits`), so a verdict does not depend on the machine's load. The
+simulator runs a few
 blocks at once (:mod:`prefixsum.sim`), so that blocks that talk to each other are checked as a
 GPU runs them.
 

@@ -5,7 +5,7 @@ import numpy as np
 
 from .. import child as _child, trace as tracing
 from .diagnosis import _trace_diagnosis
-from .mode import DEFAULT_SIZES, _SEED, _mode
+from .mode import DEFAULT_SIZES, _SEED, limits
 from .results import Budget, CheckResult, _FunctionResult, _is_poison, _name, with_poisoned_allocations
 
 
@@ -16,7 +16,10 @@ def function(fn, reference, cases, *, name=None, timeout=20.0, budget=None):
     For exercises whose result is not a scan or a solve (the levels of a scheme, a numpy step,
     a kernel behind a small host wrapper): ``fn(*case)`` must equal ``reference(*case)``,
     compared as numpy arrays (exactly for integers, within ``1e-6`` relative for floats). The
-    first case that raises, differs or runs past ``timeout`` seconds is the verdict.
+    first case that raises, differs or runs past its time limit is the verdict (``timeout``:
+    see :func:`prefixsum.check.mode.limits`; host code without kernels has only the wall clock's
+    runaway bound). ``fn`` gets
+    copies of the case's arrays; one that changes them fails as ``modified-input``.
 
     With a ``budget`` every case runs traced on the simulator (:mod:`prefixsum.trace`), with
     every device array ``fn`` allocates poisoned: a race, a read of an unwritten cell or an
@@ -40,26 +43,27 @@ def function(fn, reference, cases, *, name=None, timeout=20.0, budget=None):
     if budget is not None and not isinstance(budget, Budget):
         raise TypeError(f"budget must be a prefixsum.check.Budget or None; got {type(budget).__name__}")
     name = name or getattr(fn, "__name__", "function")
-    if _mode["timeout"] is not None:
-        timeout = min(timeout, _mode["timeout"])
     for number, case in enumerate(cases):
         expected = np.asarray(reference(*case))
         fail = functools.partial(_FunctionResult, False, name=name, sizes=len(cases), size=number, index=None)
+        given = _copies(case)
         if budget is None:
             try:
-                with tracing.time_limit(timeout):
-                    got = fn(*case)
+                with tracing.time_limit(limits(timeout)["timeout"]):
+                    got = fn(*given)
             except Exception as error:  # noqa: BLE001  (the student's error becomes the verdict)
                 return fail(diagnosis="exception", hint=f"{_describe(case)}: {type(error).__name__}: {error}")
         else:
-            run = tracing.record(with_poisoned_allocations, fn, *_copies(case), timeout=timeout)
+            run = tracing.record(with_poisoned_allocations, fn, *given, **limits(timeout))
             found = _trace_diagnosis(
                 run, cell=lambda array, index: f"{array}[{index}]",
-                race_advice="Two threads touch one cell in one step: a barrier between the steps, or different cells.",
                 uninitialized_advice="write every cell before a barrier, then read it.")
             if found is not None:
                 return fail(diagnosis=found[0], hint=found[2])
             got = run.result
+        changed = _changed_argument(given, case)
+        if changed is not None:
+            return fail(diagnosis="modified-input", hint=f"{_describe(case)}: {changed}")
         got = np.asarray(got.copy_to_host() if hasattr(got, "copy_to_host") else got)
         if got.shape != expected.shape:
             return fail(diagnosis="wrong-result", hint=f"{_describe(case)}: expected shape {expected.shape}, got {got.shape}")
@@ -85,6 +89,18 @@ def _describe(case):
     return f"({', '.join(shown)}{',' if len(shown) == 1 else ''})"
 
 
+def _changed_argument(given, case):
+    """What the checked function changed in its numpy arguments ``given`` (copies of ``case``'s), else None."""
+    for k, (got, original) in enumerate(zip(given, case)):
+        if isinstance(original, np.ndarray) and got.shape == original.shape \
+                and not np.array_equal(got, original, equal_nan=original.dtype.kind in "fc"):
+            first = tuple(int(i) for i in np.argwhere(got != original)[0])
+            return (f"the function changed its argument {k}: at {first[0] if len(first) == 1 else first} it was "
+                    f"{original[first].item()}, is now {got[first].item()}. Leave the arguments as they are (the caller still "
+                    "needs them) and build the result in a new array.")
+    return None
+
+
 def _copies(case):
     """The arguments of ``case``, numpy arrays copied (a student's function may write into them)."""
     return tuple(v.copy() if isinstance(v, np.ndarray) else v for v in case)
@@ -102,10 +118,9 @@ def _check_cases(fn, cases, name, timeout, wrong_hint, budget=None):
     sizes = []
     for n, args, expected in cases:
         sizes.append(n)
-        run = tracing.record(with_poisoned_allocations, fn, *[a.copy() for a in args], timeout=timeout)
+        run = tracing.record(with_poisoned_allocations, fn, *[a.copy() for a in args], **limits(timeout))
         found = _trace_diagnosis(
             run, cell=lambda array, index: f"{array}[{index}]",
-            race_advice="Two threads write one place: is every element's place different?",
             uninitialized_advice="write every cell before the barrier.")
         if found is not None:
             return CheckResult(False, found[0], name, tuple(sizes), n, found[1], found[2])

@@ -3,7 +3,7 @@ import numpy as np
 
 from .. import child as _child, trace as tracing
 from .diagnosis import _trace_diagnosis
-from .mode import _SEED
+from .mode import _SEED, limits
 from .results import Budget, CheckResult, with_poisoned_allocations
 
 
@@ -179,10 +179,13 @@ def _tridiagonal_hint(n, bad_rows, passed_sizes):
     if n == 1:
         return "With n = 1 no step runs: x_0 = d_0 / b_0 (a_0 and c_0 lie outside the matrix)."
     if n == 2:
-        return "With n = 2 one step at s = 1 removes each row's neighbour: do the steps run while s < n?"
+        return ("With n = 2 one step at s = 1 removes each row's neighbour: row 1 subtracts k1 = a_1 / b_0 times "
+                "row 0, row 0 subtracts k2 = c_0 / b_1 times row 1 (each multiplier divides by the neighbour's "
+                "diagonal), and then x_i = d_i / b_i.")
     if set(bad_rows) <= {0, n - 1}:
-        return ("Only the first or last row is wrong: a_0 and c_(n-1) lie outside the matrix, and rows outside the "
-                "system are identity rows (0, 1, 0, 0).")
+        return ("Only the first or last row is wrong: check which rows row i combines at stride s (i - s and i + s "
+                "of the previous step), and that a neighbour outside the system acts as an identity row "
+                "(0, 1, 0, 0).")
     if n & (n - 1) and any(s >= 4 and s & (s - 1) == 0 for s in passed_sizes):
         return ("Powers of two pass but this n does not: run the steps while s < n (ceil(log2 n) of them) and use "
                 "identity rows wherever i - s < 0 or i + s >= n.")
@@ -256,11 +259,9 @@ def tridiagonal(fn, *, n_values=(1, 2, 3, 7, 11, 32, 33), batch=3, dtype=np.floa
     for n in sizes:
         a, b, c, d = _tridiagonal_systems(batch, n, dtype, np.random.default_rng(_SEED + n))
         expected = _tridiagonal_reference(a, b, c, d)
-        run = tracing.record(with_poisoned_allocations, fn, a.copy(), b.copy(), c.copy(), d.copy(),
-                             timeout=timeout)
+        run = tracing.record(with_poisoned_allocations, fn, a.copy(), b.copy(), c.copy(), d.copy(), **limits(timeout))
         found = _trace_diagnosis(
             run, cell=lambda array, index: f"element {index} of {array} (flat index)",
-            race_advice="A step must read one buffer and write the other, with a cuda.syncthreads() between steps.",
             uninitialized_advice="rows outside the system are identity rows (0, 1, 0, 0), not reads past row n - 1.")
         if found is not None:
             return CheckResult(False, found[0], name, sizes, n, found[1], found[2])

@@ -6,11 +6,11 @@ from .. import child as _child
 DEFAULT_SIZES = (1, 2, 31, 32, 33, 100, 255, 256, 257, 1000, 2049)
 DIAGNOSES = ("pass", "not-associative", "wrong-identity", "wrong-result", "unwritten-output", "race", "out-of-bounds",
              "uninitialized-read", "barrier-divergence", "exception", "timeout", "race-between-blocks", "stale-read",
-             "plain-load-poll", "deadlock", "over-budget")
+             "plain-load-poll", "deadlock", "over-budget", "modified-input", "library-call")
 _SEED = 20261121
 # Sizes that :func:`thorough` adds to a check's own (those up to its largest size).
 _THOROUGH_SIZES = (3, 5, 7, 16, 17, 63, 64, 65, 127, 128, 129, 511, 512, 513, 1023, 1024, 1025)
-_mode = {"thorough": False, "timeout": None}
+_mode = {"thorough": False, "timeout": None, "runaway": None}
 _child.carry("check", lambda: dict(_mode), _mode.update)  # thorough() and time_limit() reach the worker's checks
 
 
@@ -34,9 +34,15 @@ def thorough():
     return _setting("thorough", True)
 
 
-def time_limit(seconds):
-    """A context in which no scan check waits longer than ``seconds`` for one run (mutants may hang)."""
-    return _setting("timeout", seconds)
+@contextlib.contextmanager
+def time_limit(seconds, runaway=None):
+    """A context in which no check's run takes longer than ``seconds`` (mutants may hang).
+
+    ``seconds`` counts simulated steps (:func:`limits`); ``runaway`` is the wall-clock bound, in
+    seconds, of a run that makes no memory accesses (default ``RUNAWAY * seconds``).
+    """
+    with _setting("timeout", seconds), _setting("runaway", runaway):
+        yield
 
 
 def _sizes_and_seed(sizes):
@@ -46,3 +52,24 @@ def _sizes_and_seed(sizes):
     every = sorted(set(sizes) | {s for s in _THOROUGH_SIZES if s <= max(sizes)}
                    | (set(range(1, max(sizes) + 1)) if max(sizes) <= 64 else set()))
     return tuple(every), _SEED + 7919
+
+
+# A check's time limit counts simulated steps (memory accesses, polls included), so that one
+# submission gets one verdict on any machine under any load: ``timeout`` seconds allow
+# ``timeout * STEPS_PER_SECOND`` accesses, about what the simulator makes in that time on an idle
+# core (7,000 to 20,000 a second on a loaded 2-core machine; the honest runs of the exercises make
+# at most about 50,000). The wall clock only stops a runaway that makes no accesses (a loop of
+# barriers or of register arithmetic), at RUNAWAY times the limit, which a loaded machine's
+# honest run does not reach.
+STEPS_PER_SECOND = 20_000
+RUNAWAY = 10
+
+
+def limits(timeout):
+    """The keyword arguments of :func:`prefixsum.trace.record` for a check's ``timeout`` (seconds).
+
+    Inside :func:`time_limit` the smaller limit holds.
+    """
+    if _mode["timeout"] is not None:
+        timeout = min(timeout, _mode["timeout"])
+    return {"steps": int(timeout * STEPS_PER_SECOND), "timeout": _mode["runaway"] or timeout * RUNAWAY}

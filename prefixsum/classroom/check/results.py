@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import sim
 from ...core.arithmetic import quiet_arithmetic
+from ...core.hardware import WARP_SIZE
 from ...core.poison import poison, poison_value
 
 
@@ -33,6 +34,18 @@ class Budget:
     kernels : tuple of str
         The kernels the budget applies to (default: every launch; :func:`tiled` budgets the
         student's tile kernel only).
+    look_back : str
+        The name of the array of tile states of a decoupled look-back (``"status"``). Each tile
+        must publish its own state (its AGGREGATE) before it reads a predecessor's, or the tiles
+        wait for each other one by one as in a chained scan; publish again (its inclusive PREFIX)
+        at the end, or later tiles look back to tile 0; and no thread may read two
+        predecessors' states fewer than 32 tiles apart: a warp looks at 32 predecessors at a
+        time, lane l at tile ``end - 32 + l``, where one lane walking back tile by tile is serial.
+    host_lines_per_element : float
+        The least number of lines of the checked function's own code (``fn`` itself, not what it
+        calls) that must run per input element: an exercise that asks for a host loop runs its
+        body once per element, where ``np.cumsum(x)`` runs one line in all. A minimum, unlike
+        the other fields.
     """
 
     barriers: int = None
@@ -40,6 +53,8 @@ class Budget:
     traffic_per_element: float = None
     bank_conflict_ways: int = None
     kernels: tuple = None
+    look_back: str = None
+    host_lines_per_element: float = None
 
     def overspent(self, run, n):
         """``(index, hint)`` for the first limit ``run`` (a :class:`prefixsum.trace.Trace`) exceeds, else None."""
@@ -65,6 +80,10 @@ class Budget:
                 return None, (f"{traffic} global-memory accesses for {n} elements in {blocks} blocks, more than the "
                               f"{self.traffic_per_element:g} per element (and 2 per block) the algorithm needs: "
                               "read each input once, keep the tile in shared memory.")
+        if self.look_back is not None:
+            found = _look_back_order([r for r in records if r.array == self.look_back], self.look_back)
+            if found is not None:
+                return None, found
         if self.bank_conflict_ways is not None:
             worst = [c for c in run.bank_conflicts() if c["launch"] in launches and c["ways"] > self.bank_conflict_ways]
             if worst:
@@ -73,6 +92,45 @@ class Budget:
                               f"shared-memory banks; at most {self.bank_conflict_ways} allowed. Pad the index so that "
                               "the threads of a warp hit different banks.")
         return None
+
+
+def _look_back_order(states, array):
+    """The hint for the first tile whose accesses to ``states`` (records of ``array``) break the look-back, else None.
+
+    A block's tile is the highest state it touches (it reads only predecessors). Accesses are
+    in the order they ran; the thread that publishes the tile's state must do so before it
+    reads any predecessor's (other lanes may run ahead of it: a GPU does not order a warp's
+    lanes after a branch).
+    """
+    by_block = collections.defaultdict(list)
+    for r in states:
+        by_block[(r.launch, r.block)].append(r)
+    for (_, block), accesses in by_block.items():
+        tile = max(r.index for r in accesses)
+        if tile == 0:
+            continue
+        publisher = next(r.thread for r in accesses if r.index == tile)
+        first = next(r for r in accesses if r.thread == publisher)
+        if first.index != tile:
+            return (f"tile {tile} (block {block}) read {array}[{first.index}] (line {first.line}) before it published "
+                    f"its own state {array}[{tile}]: a chained scan, each tile waiting for the one before. Publish the "
+                    "tile's AGGREGATE first, so that a later tile can add it and look further back instead of waiting.")
+        if sum(1 for r in accesses if r.index == tile) < 2:
+            return (f"tile {tile} (block {block}) published its state only once: a tile other than 0 publishes its "
+                    "AGGREGATE first and its inclusive PREFIX at the end, or every tile after it must look back "
+                    "past it, all the way to tile 0.")
+        walked = collections.defaultdict(set)
+        for r in accesses:
+            if r.index < tile:
+                walked[r.thread].add(r.index)
+        for thread, indices in sorted(walked.items()):
+            seen = sorted(indices)
+            if any(b - a < WARP_SIZE for a, b in zip(seen, seen[1:])):
+                return (f"thread {thread} of tile {tile} read the states of tiles {', '.join(map(str, seen[-4:][::-1]))}"
+                        f"{', ...' if len(seen) > 4 else ''} one after another: a serial walk. Look back {WARP_SIZE} "
+                        f"predecessors at a time, lane l reading tile end - {WARP_SIZE} + l, and move the window back "
+                        "only when no lane saw a PREFIX.")
+    return None
 
 
 @dataclass(frozen=True)

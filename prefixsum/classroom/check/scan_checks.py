@@ -1,14 +1,15 @@
 """Scan checks: a student's scan (:func:`scan`), a user operator (:func:`operator`), a tile kernel (:func:`tiled`)."""
 import dataclasses
+import sys
 
 import numpy as np
 
 from .. import child as _child, stepping, trace as tracing
-from ...scans.ops import check_dtype, check_op
+from ...scans.ops import check_dtype, check_op, identity as identity_of
 from ...scans import user_ops
-from ...scans.testing import mismatches, random_input
-from .diagnosis import _trace_diagnosis
-from .mode import DEFAULT_SIZES, _SEED, _mode, _sizes_and_seed
+from ...scans.testing import expected_scan, mismatches, random_input, wrong_indices
+from .diagnosis import _hint_for_error, _trace_diagnosis
+from .mode import DEFAULT_SIZES, _SEED, _sizes_and_seed, limits
 from .results import Budget, CheckResult, _is_poison, with_poisoned_allocations
 
 
@@ -16,7 +17,6 @@ def _diagnose(run, x, op, inclusive, reverse):
     """``(diagnosis, index, hint)`` for one traced run of the student's function."""
     found = _trace_diagnosis(
         run, cell=lambda array, index: f"{array}[{index}]",
-        race_advice="A cuda.syncthreads() is missing between a read and a write (or use two buffers).",
         uninitialized_advice="fill every cell (with the identity past n) before the barrier.")
     if found is not None:
         return found
@@ -29,21 +29,66 @@ def _diagnose(run, x, op, inclusive, reverse):
     unwritten = np.flatnonzero(_is_poison(result))
     if unwritten.size:
         return "unwritten-output", int(unwritten[0]), "This element was never written: check the bound of the store and the last lanes and blocks."
-    bad, _ = mismatches(result.astype(x.dtype, copy=False), x, op, inclusive=inclusive, reverse=reverse)
+    result = result.astype(x.dtype, copy=False)
+    bad, expected = mismatches(result, x, op, inclusive=inclusive, reverse=reverse)
     if bad.size:
-        return "wrong-result", int(bad[0]), ""
+        return "wrong-result", int(bad[0]), _what_it_is(result, x, expected, op, inclusive, reverse)
     return "pass", None, ""
 
 
-def _wrong_result_hint(index, n, passed_sizes, exclusive):
+# Up to this length a wrong result shows the expected and the actual array.
+_SHOWN = 16
+
+
+def _values(a):
+    """An array for a hint: integers as they are, floats to 3 decimals."""
+    return str([round(float(v), 3) for v in a] if a.dtype.kind in "fc" else a.tolist())
+
+
+def _what_it_is(result, x, expected, op, inclusive, reverse):
+    """The classic mistake ``result`` (a wrong scan of ``x``) shows, and at n <= 16 both arrays; else ''.
+
+    The exclusive scan where the inclusive one was asked (every element shifted by one) or the
+    reverse, the scan in the other direction (a suffix scan for a prefix scan), and a sum that
+    started from a value other than 0 (every element off by one constant).
+    """
+    named = ""
+    other = "the exclusive scan: every element shifted by one, missing its own x[i]" if inclusive else \
+        "the inclusive scan: every element includes its own x[i], where the exclusive scan stops before it"
+    for label, inc, rev in ((other, not inclusive, reverse),
+                            ("the scan in the other direction (a suffix scan where a prefix scan was asked, "
+                             "or the reverse)", inclusive, not reverse)):
+        if (len(x) > 1 or rev == reverse) and not mismatches(result, x, op, inclusive=inc, reverse=rev)[0].size:
+            alone = " (or element 0 was never set)" if inclusive else " (or element 0 is not the identity)"
+            named = f"This is {label}{alone if len(x) == 1 else ''}. "
+            break
+    if not named and op == "add" and len(x) > 2:
+        off = result.astype(np.float64) - expected
+        if np.isfinite(off).all() and off[0] != 0 and np.allclose(off, off[0], rtol=1e-5, atol=1e-3):
+            named = (f"Every element is off by {round(float(off[0]), 3)}: the sum started from that value, not from "
+                     "the identity of add (0). ")
+    if len(x) <= _SHOWN:
+        named += f"Expected {_values(expected.astype(x.dtype))}, got {_values(result)}. "
+    return named.rstrip()
+
+
+def _wrong_result_hint(index, n, passed_sizes, exclusive, shown=""):
+    """The hint of a wrong result: ``shown`` (what :func:`_what_it_is` recognized) first, then a guess from the sizes.
+
+    "Powers of two pass" needs a power of two of several warps (128 or more) among the sizes
+    passed: that n = 1, 2 or 64 passed says nothing about padding.
+    """
+    if shown.startswith(("This is", "Every element")):
+        return shown
+    shown = f" {shown}" if shown else ""
     if index == 0 and exclusive:
-        return "Element 0 of an exclusive scan is the identity of the operator."
+        return "Element 0 of an exclusive scan is the identity of the operator." + shown
     if passed_sizes and index >= 32 and index & (index - 1) == 0 and index >= max(s for s in passed_sizes if s <= index) // 2:
         return (f"Right below index {index}, wrong from it on: index {index} starts a new block. "
-                "Is the carry (the total of the blocks before) missing?")
-    if n & (n - 1) and any(s & (s - 1) == 0 for s in passed_sizes):
-        return "Powers of two pass but this size does not: pad the last tile with the identity and guard i < n."
-    return "Compare one phase of your update with the loop invariant on a small n."
+                "Is the carry (the total of the blocks before) missing?" + shown)
+    if n & (n - 1) and any(s >= 128 and s & (s - 1) == 0 for s in passed_sizes):
+        return "Powers of two pass but this size does not: pad the last tile with the identity and guard i < n." + shown
+    return "Work this n through by hand and compare each step with the invariant the exercise states." + shown
 
 
 def _element(fields, i):
@@ -143,7 +188,6 @@ def _diagnose_user(run, x, op, identity, inclusive, reverse):
     """``(diagnosis, index, hint)`` for one traced run of a scan with a user operator."""
     found = _trace_diagnosis(
         run, cell=lambda array, index: f"{array}[{index}]",
-        race_advice="A cuda.syncthreads() is missing between a read and a write (or use two buffers).",
         uninitialized_advice="fill every cell (with the identity past n) before the barrier.")
     if found is not None:
         return found
@@ -185,12 +229,17 @@ def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes
     sizes : sequence of int, optional
         Input lengths, smallest first (default :data:`DEFAULT_SIZES`).
     timeout : float
-        Seconds before a run is stopped as hanging.
+        The time limit of one run, counted in simulated steps (:func:`prefixsum.check.mode.limits`:
+        ``timeout * STEPS_PER_SECOND`` memory accesses), the same under any load.
     name : str, optional
         Shown in the verdict (default: ``fn``'s name).
     budget : Budget, optional
-        What the run may spend (barriers, accesses per step, traffic, bank conflicts); a run
-        with the right numbers that spends more fails as ``over-budget``.
+        What the run may spend (barriers, accesses per step, traffic, bank conflicts, the
+        look-back's order); a run with the right numbers that spends more fails as
+        ``over-budget``, one that runs fewer lines of its own than ``host_lines_per_element``
+        asks as ``library-call``.
+
+    A function that changes its input fails as ``modified-input``.
 
     Returns
     -------
@@ -214,23 +263,34 @@ def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes
     sizes = tuple(sorted(sizes or DEFAULT_SIZES))
     shown = sizes
     sizes, seed = _sizes_and_seed(sizes)
-    if _mode["timeout"] is not None:
-        timeout = min(timeout, _mode["timeout"])
+    lines = [0] if budget is not None and budget.host_lines_per_element is not None else None
+    call = fn if lines is None else _counting_lines(fn, lines)
     passed_sizes = []
     for n in sizes:
         rng = np.random.default_rng(seed + n)
+        if lines is not None:
+            lines[0] = 0
         if user:
             fields = user_ops.random_fields(n, dtype if isinstance(dtype, tuple) else (dtype,), rng)
             x = fields if isinstance(dtype, tuple) else fields[0]
-            copy = tuple(f.copy() for f in fields) if isinstance(dtype, tuple) else x.copy()
-            run = tracing.record(with_poisoned_allocations, fn, copy, timeout=timeout)
+            given = tuple(f.copy() for f in fields) if isinstance(dtype, tuple) else x.copy()
+            run = tracing.record(with_poisoned_allocations, call, given, **limits(timeout))
             diagnosis, index, hint = _diagnose_user(run, x, op, identity, inclusive, reverse)
         else:
             x = random_input(n, op, dtype, rng)
-            run = tracing.record(with_poisoned_allocations, fn, x.copy(), timeout=timeout)
+            given = x.copy()
+            run = tracing.record(with_poisoned_allocations, call, given, **limits(timeout))
             diagnosis, index, hint = _diagnose(run, x, op, inclusive, reverse)
+        if diagnosis in ("pass", "wrong-result"):
+            changed = _changed_input(given, x)
+            if changed is not None:
+                diagnosis, (index, hint) = "modified-input", changed
         if diagnosis == "wrong-result":
-            hint = _wrong_result_hint(index, n, passed_sizes, not inclusive)
+            hint = _wrong_result_hint(index, n, passed_sizes, not inclusive, hint)
+        if diagnosis == "pass" and lines is not None and lines[0] < budget.host_lines_per_element * n:
+            diagnosis, index, hint = "library-call", None, (
+                f"{name} ran {lines[0]} lines of its own code for {n} elements: the exercise asks for the loop "
+                "itself, one step per element; a library call (np.cumsum, itertools.accumulate) does the work for you.")
         if diagnosis == "pass" and budget is not None:
             overspent = budget.overspent(run, n)
             if overspent is not None:
@@ -272,4 +332,92 @@ def tiled(tile_kernel, *, block_size, threads=None, op="add", dtype=np.float32, 
     budget = kw.pop("budget", None)
     if budget is not None and budget.kernels is None:
         budget = dataclasses.replace(budget, kernels=(name,))
-    return scan(run_tiles, op=op, dtype=dtype, sizes=sizes, name=name, budget=budget, **kw)
+    verdict = scan(run_tiles, op=op, dtype=dtype, sizes=sizes, name=name, budget=budget, **kw)
+    if not verdict:
+        return verdict
+    return _padding_verdict(tile_kernel, block_size, threads or block_size, op, check_dtype(dtype), verdict,
+                            kw.get("timeout", 20.0))
+
+
+def _padding_probe(n, op, dtype, rng):
+    """An input whose tile totals only the identity leaves unchanged: every other padding value shows.
+
+    Sums and products of random values change with any other padding; for max (min) the values
+    lie just above (below) the identity, so that 0, the dtype's largest value or any finite
+    stand-in for -inf changes the last tile's total.
+    """
+    if op in ("add", "mul"):
+        return random_input(n, op, dtype, rng)
+    sign = -1 if op == "max" else 1
+    if dtype.kind == "f":
+        return np.full(n, sign * np.finfo(dtype).max, dtype)
+    info = np.iinfo(dtype)
+    near = rng.integers(1, 100, size=n)
+    return (info.min + near if op == "max" else info.max - near).astype(dtype)
+
+
+def _padding_verdict(tile_kernel, block_size, threads, op, dtype, verdict, timeout):
+    """``verdict`` (a pass), unless a tile's total on :func:`_padding_probe` shows lanes past n padded wrong.
+
+    The scan itself cannot show the padding: lanes past n are never stored, and the last tile's
+    total is never carried. The tile kernel's contract is its total, every tile's.
+    """
+    from numba import cuda
+
+    def totals_of(x):
+        tiles = -(-len(x) // block_size)
+        totals = cuda.device_array(tiles, x.dtype)
+        tile_kernel[tiles, threads](cuda.to_device(x), cuda.device_array(len(x), x.dtype), totals, len(x))
+        return totals.copy_to_host()
+
+    rng = np.random.default_rng(_SEED)
+    for n in (1, block_size + 1):
+        x = _padding_probe(n, op, dtype, rng)
+        run = tracing.record(with_poisoned_allocations, totals_of, x, **limits(timeout))
+        if run.error is not None:
+            diagnosis, hint = _hint_for_error(run.error)
+            return CheckResult(False, diagnosis, verdict.name, verdict.sizes, n, None, hint)
+        for b, got in enumerate(run.result):
+            expected, allowed = expected_scan(x[b * block_size:(b + 1) * block_size], op)
+            if wrong_indices(np.array([got]), expected[-1:], None if allowed is None else allowed[-1:]).size:
+                e = identity_of(op, dtype)
+                return CheckResult(False, "wrong-identity", verdict.name, verdict.sizes, n, n, (
+                    f"tile {b}'s total is {got.item()}, not {expected[-1].astype(dtype).item()}: the lanes past n must "
+                    f"hold the identity of {op} ({e.item()} for {dtype.name}), the one value that changes no total. The "
+                    "outputs cannot show it (lanes past n are not stored), the tile's total does."))
+    return verdict
+
+
+def _counting_lines(fn, lines):
+    """``fn``, counting in ``lines[0]`` the lines of ``fn``'s own code that run (not those of what it calls)."""
+    code = getattr(fn, "__code__", None)
+
+    def local(frame, event, arg):
+        if event == "line":
+            lines[0] += 1
+        return local
+
+    def calls(frame, event, arg):
+        return local if frame.f_code is code else None
+
+    def counted(*args):
+        previous = sys.gettrace()
+        sys.settrace(calls)
+        try:
+            return fn(*args)
+        finally:
+            sys.settrace(previous)
+
+    return counted
+
+
+def _changed_input(given, x):
+    """``(index, hint)`` for the first element of the input ``given`` that the checked function changed, else None."""
+    for got, original in zip(given if isinstance(given, tuple) else (given,), x if isinstance(x, tuple) else (x,)):
+        changed = np.flatnonzero(~((got == original) | (np.isnan(got) & np.isnan(original))
+                                   if got.dtype.kind == "f" else got == original))
+        if changed.size:
+            i = int(changed[0])
+            return i, (f"the function changed its input: x[{i}] was {original[i].item()}, is now {got[i].item()}. Leave x as it "
+                       "is (the caller still needs it) and build the result in a new array.")
+    return None
