@@ -8,6 +8,8 @@ import os
 import pathlib
 
 _REPO = pathlib.Path(__file__).resolve().parents[2]
+# where setup.py puts the results in a wheel: a chapter run outside a checkout finds them there
+_INSTALLED = pathlib.Path(__file__).resolve().parents[1] / "data"
 
 
 def write_csv(rows, path):
@@ -56,16 +58,19 @@ def _number(text):
 
 
 def path(name):
-    """The committed result ``name`` (e.g. ``"tridiag.csv"``): beside the notebooks, or in the checkout.
+    """The committed result ``name`` (e.g. ``"tridiag.csv"``), from any working directory.
 
-    Looked for in ``../benchmarks`` and ``benchmarks`` of the working directory (a notebook runs in
-    ``notebooks/``), then in the checkout this package was imported from.
+    Looked for in ``../benchmarks`` and ``benchmarks`` of the working directory (a notebook of a
+    checkout runs in ``notebooks/``), then in the checkout this package was imported from, then in
+    the installed package's ``prefixsum/data/`` (where ``setup.py`` copies them into the wheel,
+    so a student's handout runs in any folder).
     """
     here = pathlib.Path.cwd()
-    for folder in (here.parent / "benchmarks", here / "benchmarks", _REPO / "benchmarks"):
+    folders = (here.parent / "benchmarks", here / "benchmarks", _REPO / "benchmarks", _INSTALLED)
+    for folder in folders:
         if (folder / name).is_file():
             return folder / name
-    raise FileNotFoundError(f"no benchmark result {name!r} in ../benchmarks, benchmarks or {_REPO / 'benchmarks'}")
+    raise FileNotFoundError(f"no benchmark result {name!r} in any of {', '.join(map(str, folders))}")
 
 
 def read(name, **where):
