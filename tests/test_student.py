@@ -1,18 +1,32 @@
 """Student versions: solutions stripped, outputs cleared, and the notebook still runs.
 
-Every notebook with exercises is turned into its student version and executed top to bottom on
-the simulator: no cell may fail, and every check cell must report the missing exercise.
+Every chapter is turned into its student version and executed top to bottom on the simulator, in
+the folder it was written to, outside the checkout: no cell may fail, and every check cell must
+report the missing exercise.
 """
+import ast
+import fnmatch
 import pathlib
+import re
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
 from prefixsum import student
+from prefixsum.cli import results
 
-NOTEBOOKS = sorted(pathlib.Path(__file__).resolve().parent.parent.joinpath("notebooks").glob("[0-9][0-9]_*.ipynb"))
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted(ROOT.joinpath("notebooks").glob("[0-9][0-9]_*.ipynb"))
 WITH_EXERCISES = [p for p in NOTEBOOKS if any("exercise" in c.metadata.get("tags", []) for c in nbformat.read(p, 4).cells)]
+
+# a result's name where a chapter reads it: results.read("x.csv"), results.value("x.csv", ...), results.path(...)
+_QUOTED = re.compile(r"""results\.(?:read|value|path)\(\s*["']([^"']+)["']""")
+
+
+def _setup_results():
+    """The patterns of benchmark results that setup.py copies into the wheel (its ``RESULTS``)."""
+    return ast.literal_eval(re.search(r"^RESULTS = (.*)$", (ROOT / "setup.py").read_text(), re.M).group(1))
 
 
 def test_markers_are_replaced_by_a_clear_raise():
@@ -29,18 +43,43 @@ def test_every_chapter_has_an_exercise_and_a_check():
         assert "exercise" in tags and "check" in tags, path.name
 
 
-@pytest.mark.parametrize("path", WITH_EXERCISES, ids=lambda p: p.name)
-def test_student_version_runs_and_reports_the_missing_exercise(path, tmp_path):
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_student_version_runs_where_it_was_written_and_reports_the_missing_exercise(path, tmp_path):
+    # run in the folder the handout was written to, outside the checkout (as a student does):
+    # every file a chapter reads must come from the package, not from the working directory
+    assert ROOT not in tmp_path.resolve().parents
     (written,) = student.write_student_versions([path], tmp_path)
     notebook = nbformat.read(written, 4)
     assert "### BEGIN SOLUTION" not in nbformat.writes(notebook)
     assert all(not c.get("outputs") for c in notebook.cells if c.cell_type == "code")
-    NotebookClient(notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    NotebookClient(notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     checks = [c for c in notebook.cells if "check" in c.metadata.get("tags", [])]
-    assert checks
+    assert bool(checks) == (path in WITH_EXERCISES)
     for cell in checks:
         text = "".join(o.get("text", "") for o in cell.outputs)
         assert "FAIL" in text and "NotImplementedError: Exercise:" in text, text
+
+
+def test_every_result_a_chapter_quotes_goes_into_the_wheel():
+    quoted = {name for source in (ROOT / "notebooks" / "sources").glob("[0-9][0-9]_*.py")
+              for name in _QUOTED.findall(source.read_text())}
+    assert quoted
+    shipped = {name for name in quoted if any(fnmatch.fnmatch(name, pattern) for pattern in _setup_results())}
+    assert shipped == quoted
+    assert all((ROOT / "benchmarks" / name).is_file() for name in quoted)
+
+
+def test_results_are_found_in_the_installed_package_outside_a_checkout(tmp_path, monkeypatch):
+    installed = tmp_path / "site" / "data"
+    installed.mkdir(parents=True)
+    (installed / "tiny.csv").write_text("n,median_us\n1,2.5\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(results, "_REPO", tmp_path / "no checkout")
+    monkeypatch.setattr(results, "_INSTALLED", installed)
+    assert results.value("tiny.csv", "median_us", n=1) == 2.5
+    with pytest.raises(FileNotFoundError, match="'absent.csv'"):
+        results.path("absent.csv")
 
 
 def test_a_lead_in_to_a_left_out_cell_goes_with_it():
