@@ -96,10 +96,10 @@ for op in ps.OPS:
 # blocks are $2^i$ aligned ... the predecessor value to a block is ... the array location one
 # before the lowest array location in the block."*
 #
-# At phase $p = 1, 2, 4, \dots$ cut the array into aligned runs of $p$ elements. Every element
-# in an odd-numbered run (its index $t$ has bit $p$ set) adds the **last element of the run just
-# before it**, at index $(t \mathbin{\&} \lnot(p-1)) - 1$: clear the bits below $p$, step back
-# one. The runs then pair up into runs of $2p$.
+# At phase $p = 1, 2, 4, \dots$ cut the array into aligned runs of $p$ elements and pair them
+# up: run 0 with run 1, run 2 with run 3, and so on. Every element of the second run of a pair
+# adds the **last element of the first run**, which holds that run's total. The pairs then are
+# the runs of $2p$ of the next phase.
 #
 # **Loop invariant.** Before phase $p$, every aligned run of $p$ elements holds the inclusive
 # scan of its own inputs. The phase adds to each element of an odd run the total of the even
@@ -112,14 +112,17 @@ for op in ps.OPS:
 # among the other classic networks (Kogge–Stone, Brent–Kung, Ladner–Fischer, Han–Carlson) in
 # one figure drawn from the tracer's counts.
 #
-# A small worked example with $n = 8$: who reads whom at each phase.
-
-# %%
-for phase in (1, 2, 4):
-    pairs = [(t, (t & ~(phase - 1)) - 1) for t in range(8) if t & phase]
-    print(f"phase {phase}: " + "  ".join(f"{t}<-{r}" for t, r in pairs))
-
-# %% [markdown]
+# A small worked example with $n = 8$: the input $3, 1, 4, 1, 5, 9, 2, 6$, the reads of each
+# phase ($t \leftarrow r$: element $t$ adds element $r$) and the array after it. The bars mark
+# the aligned runs that hold their own scan.
+#
+# | phase $p$ | reads ($t \leftarrow r$) | after the phase |
+# |---|---|---|
+# | (input) | | 3 \| 1 \| 4 \| 1 \| 5 \| 9 \| 2 \| 6 |
+# | 1 | 1←0, 3←2, 5←4, 7←6 | 3 4 \| 4 5 \| 5 14 \| 2 8 |
+# | 2 | 2←1, 3←1, 6←5, 7←5 | 3 4 8 9 \| 5 14 16 22 |
+# | 4 | 4←3, 5←3, 6←3, 7←3 | 3 4 8 9 14 23 25 31 |
+#
 # Half the threads work in every phase, and the element they read (the end of the even run) is
 # never written in that phase: one phase never reads what it writes, so a barrier between
 # phases is all the synchronisation the kernel needs.
@@ -191,7 +194,9 @@ for op in ps.OPS:
 # `i < n`) and in `totals[b]` the tile's total; the load, the barriers and the stores are given.
 # Write the update of one phase so that the loop invariant of section 2 holds: before phase
 # `phase`, every aligned run of `phase` elements of `rungs` holds the inclusive scan of its own
-# inputs; after it, every aligned run of `2 * phase` does. **Budget:** at most 7 barriers per
+# inputs; after it, every aligned run of `2 * phase` does. Section 2's table is what a phase
+# must do on 8 elements: which elements add, and which element each one reads; your update
+# must do the same for any `t` and `phase` of a 64-element tile. **Budget:** at most 7 barriers per
 # thread (the load's and one per phase) and at most 4 memory accesses per thread between two
 # barriers, so each thread does one combine per phase.
 #

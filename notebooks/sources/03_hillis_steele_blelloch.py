@@ -58,13 +58,16 @@ def one_tile(kernel, x, threads):
 # elements that touch: the one ending at $t - s$ and the one ending at $t$. After
 # $\log_2 n$ steps the window covers everything before $t$.
 #
-# Who reads whom for $n = 8$:
-
-# %%
-for stride in (1, 2, 4):
-    print(f"stride {stride}: " + "  ".join(f"{t}<-{t - stride}" for t in range(stride, 8)))
-
-# %% [markdown]
+# A worked example with $n = 8$: the input $3, 1, 4, 1, 5, 9, 2, 6$, who reads whom at each
+# step ($t \leftarrow r$: lane $t$ adds lane $r$) and the lanes after it.
+#
+# | stride $s$ | reads ($t \leftarrow r$) | after the step |
+# |---|---|---|
+# | (input) | | 3 1 4 1 5 9 2 6 |
+# | 1 | 1←0, 2←1, 3←2, 4←3, 5←4, 6←5, 7←6 | 3 4 5 5 6 14 11 8 |
+# | 2 | 2←0, 3←1, 4←2, 5←3, 6←4, 7←5 | 3 4 8 9 11 19 17 22 |
+# | 4 | 4←0, 5←1, 6←2, 7←3 | 3 4 8 9 14 23 25 31 |
+#
 # These are the same pairs as the mirrored fold of chapter 02, in the opposite order of strides:
 # the fold starts with the longest stride, Hillis–Steele with the shortest. That order matters:
 # Hillis–Steele only ever joins *adjacent* windows, so it never reorders the terms and needs an
@@ -109,7 +112,7 @@ print(ps.check.scan(hs_scan, dtype=np.int32, sizes=tuple(range(1, 40)) + (100, 2
 # In one step lane $t$ reads lane $t - s$, which thread $t - s$ overwrites in the same step.
 # The package's kernel avoids the conflict with two shared buffers (**ping-pong**): a step
 # reads one buffer and writes the other, so nothing is read and written in one step, and one
-# barrier per step suffices. Lanes below the stride copy their value across.
+# barrier per step suffices.
 #
 # ### Exercise 03.hs-step (core, 2 points)
 #
@@ -119,12 +122,22 @@ print(ps.check.scan(hs_scan, dtype=np.int32, sizes=tuple(range(1, 40)) + (100, 2
 # step, buffer `src` holds the tile after the steps so far. Write the step: it leaves in the
 # *other* buffer the tile after one more step of stride `stride` (the invariant of section 1:
 # lane $t$ then sums the $2 \cdot$ `stride` elements ending at $t$), without writing buffer
-# `src`. **Budget:** 7 barriers per thread (the load's and one per step), at most 4 memory
+# `src`. On 8 lanes, the step of stride 2 from buffer 1 (the step of stride 1 of section 1's
+# example is done) reads and writes:
+#
+# | lane $t$ | 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 |
+# |---|---|---|---|---|---|---|---|---|
+# | buffer 1 before the step | 3 | 4 | 5 | 5 | 6 | 14 | 11 | 8 |
+# | lanes of buffer 1 that lane $t$ reads | 0 | 1 | 2, 0 | 3, 1 | 4, 2 | 5, 3 | 6, 4 | 7, 5 |
+# | buffer 0 after the step | 3 | 4 | 8 | 9 | 11 | 19 | 17 | 22 |
+#
+# Buffer 1 is the same after the step, and every lane of buffer 0 is written, the first two too:
+# the next step reads all of buffer 0. **Budget:** 7 barriers per thread (the load's and one per step), at most 4 memory
 # accesses per thread between two barriers.
 #
 # `ps.hint("03.hs-step")` for hints.
 
-# %% tags=["exercise"] exercise_id="03.hs-step" points=2 todo="write one Hillis-Steele step from buffer src into buffer 1 - src: lane t >= stride gets its value plus lane t - stride's, the lanes below copy theirs; buffer src is only read"
+# %% tags=["exercise"] exercise_id="03.hs-step" points=2 todo="write one Hillis-Steele step of stride `stride` from buffer src into the other buffer: afterwards every lane t of the other buffer holds the sum of the 2 * stride elements ending at t (all of them if t < 2 * stride); buffer src is only read"
 from numba import cuda, float32
 
 BLOCK = 64
@@ -277,10 +290,9 @@ print(ps.check.tiled(my_hs_one_buffer_tile, block_size=BLOCK,
 # elements ending at $i$, and $x[n - 1]$ is the total.
 #
 # **Down-sweep** (*"von oben nach unten"*): set the root $x[n-1] = 0$, then for
-# $d = k-1, \dots, 0$, for the same $i$: `tmp = x[i]; x[i] += x[i - 2^d]; x[i - 2^d] = tmp`.
-# In words of the seed: every node passes its value to its left child, and its value plus the
-# left child's old value to its right child. (The seed's pseudo-code for the down-sweep survives
-# only as a mangled LaTeX array; read back, it is the loop above.)
+# $d = k-1, \dots, 0$ visit the same nodes $i$ as the up-sweep did at level $d$; each hands
+# values down to its two children, the left one at $i - 2^d$ and the right one at $i$ itself.
+# (The seed's pseudo-code for the down-sweep survives only as a mangled LaTeX array.)
 #
 # **Invariant of the down-sweep.** When a node at level $d$ receives its value, that value is the
 # sum of all elements *before its subtree*. The root's subtree is everything: 0 before it. A left
@@ -289,35 +301,24 @@ print(ps.check.tiled(my_hs_one_buffer_tile, block_size=BLOCK,
 # subtree's total, which the up-sweep left in the left child. At the leaves, "everything before
 # the subtree" is everything before the element: the exclusive scan.
 #
-# Seed 004's example (its first eight numbers), level by level, with numpy slices standing for
-# the parallel loops over $i$:
-
+# Seed 004's example (its first eight numbers), level by level: the cells each level writes
+# and the array after it.
+#
+# | level | cells written | after the level |
+# |---|---|---|
+# | (input) | | 3 2 1 2 1 4 3 2 |
+# | up-sweep $d = 0$ | 1, 3, 5, 7 | 3 5 1 3 1 5 3 5 |
+# | up-sweep $d = 1$ | 3, 7 | 3 5 1 8 1 5 3 10 |
+# | up-sweep $d = 2$ | 7 | 3 5 1 8 1 5 3 18 |
+# | clear the root | 7 | 3 5 1 8 1 5 3 0 |
+# | down-sweep $d = 2$ | 3, 7 | 3 5 1 0 1 5 3 8 |
+# | down-sweep $d = 1$ | 1, 3, 5, 7 | 3 0 1 5 1 8 3 13 |
+# | down-sweep $d = 0$ | 0, 1, ..., 7 | 0 3 5 6 8 9 13 16 |
+#
+# The last row is seed 004's exclusive sums of the same numbers:
 
 # %%
-def blelloch_levels(x):
-    """Seed 004's up-sweep and down-sweep on a numpy array of 2^k elements, printing every level."""
-    x = np.array(x)
-    k = int(math.log2(len(x)))
-
-    def show(label):
-        print(f"{label:<16}" + "".join(f"{v:4}" for v in x))
-
-    show("input")
-    for d in range(k):
-        right, left = slice(2 ** (d + 1) - 1, None, 2 ** (d + 1)), slice(2 ** d - 1, None, 2 ** (d + 1))
-        x[right] += x[left]
-        show(f"up-sweep d={d}")
-    x[-1] = 0
-    show("clear the root")
-    for d in reversed(range(k)):
-        right, left = slice(2 ** (d + 1) - 1, None, 2 ** (d + 1)), slice(2 ** d - 1, None, 2 ** (d + 1))
-        x[left], x[right] = x[right].copy(), x[right] + x[left]
-        show(f"down-sweep d={d}")
-    return x
-
-
-_ = blelloch_levels([3, 2, 1, 2, 1, 4, 3, 2])
-print(f"{'seed 004':<16}" + "".join(f"{v:4}" for v in ps.reference.exclusive_partial_sums([3, 2, 1, 2, 1, 4, 3, 2])))
+print("seed 004:", ps.reference.exclusive_partial_sums([3, 2, 1, 2, 1, 4, 3, 2]))
 
 # %% [markdown]
 # ## 5. The seed's exercise: 256 elements, one block of 256 threads
@@ -347,7 +348,7 @@ for dtype in (np.int32, np.float32):
 # down-sweep step the thread reads the right child `i` and the left child `i - 2^d` and writes
 # both, so each of the two gets an arrow from both. That is one arrow more than the values
 # take: the right child does get its own old value plus the left child's, but the left child
-# gets only the parent's old value (held in the register `parent`); its arrow from its own old
+# gets only the parent's old value; its arrow from its own old
 # value marks a read that did not feed it.
 
 # %%
@@ -406,13 +407,15 @@ for n in (32, 64, 128, 256):
 # the totals): the up-sweep is given, the tile's total goes to `totals` and the root is cleared.
 # Write one level `d` of the down-sweep so that its invariant holds: when a node at level `d`
 # receives its value, that value is the sum of all elements before its subtree (section 4).
-# The kernel then adds each thread's own element, so `out` holds the inclusive scan.
+# The kernel then adds each thread's own element, so `out` holds the inclusive scan. Section 4's
+# table shows the levels on 8 elements: at level `d` only the cells of the nodes visited and of
+# their left children change, and every value written is one the invariant asks for.
 # **Budget:** 14 barriers per thread (the load's, one per level of each sweep, the root's), at
 # most 5 memory accesses per thread between two barriers.
 #
 # `ps.hint("03.blelloch-down-sweep")` for hints.
 
-# %% tags=["exercise"] exercise_id="03.blelloch-down-sweep" points=2 todo="write level d of the down-sweep: every node the up-sweep combined at level d passes its value to its left child and its value plus the left child's old value to itself (the right child)"
+# %% tags=["exercise"] exercise_id="03.blelloch-down-sweep" points=2 todo="write level d of the down-sweep: afterwards both children of every node the up-sweep combined at level d hold the sum of all elements before their subtrees"
 from numba import cuda, float32
 
 BLOCK = 64
