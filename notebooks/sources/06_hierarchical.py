@@ -119,13 +119,13 @@ _ = ps.viz.dataflow(syncwarp_run, array="buf", title="scan_syncwarp: two warps, 
 #
 # The values need not go through shared memory at all. `cuda.shfl_up_sync(mask, value, d)`
 # returns `value` as held by lane $l - d$, and the caller's own value in lanes $l < d$, one
-# instruction for the whole warp. The warp scan becomes a loop of five shuffles, at deltas
-# 1, 2, 4, 8, 16: the Hillis–Steele steps of chapter 03 (Kogge–Stone's network), with a register for the shared cell
-# (exercise 06.warp-shuffle-scan in section 7 writes it; the package's `ps.primitives.warp.scan_shfl` follows
-# its check).
+# instruction for the whole warp. The warp scan becomes the Hillis–Steele steps of chapter 03
+# (Kogge–Stone's network) with a register for each lane's shared cell (exercise
+# 06.warp-shuffle-scan in section 7 writes it; the package's `ps.primitives.warp.scan_shfl`
+# follows its check).
 #
 # Every lane must execute the shuffle (it is a rendezvous of the lanes in `mask`), even a lane
-# that will not use the result: the `if lane >= d` comes after it.
+# that will not use what it receives.
 #
 # A shuffle moves registers, so a memory trace does not see it. The picture below is drawn from
 # a run instead: a kernel in which every lane shuffles its own lane number, so that what arrives
@@ -402,7 +402,20 @@ print(ps.check.scan(lambda x: ps.scan(x, "max", inclusive=False, reverse=True, a
 # float32 values and leaves in `out[lane]` the inclusive sum of `x[0..lane]`, computed in
 # registers with `cuda.shfl_up_sync` (section 3): no shared memory, $\log_2 32 = 5$ shuffle
 # steps. Lanes past the end hold 0, so the whole warp takes part and the mask is `FULL_MASK`;
-# every lane must execute every shuffle. **Budget:** at most 2 memory accesses per thread
+# every lane must execute every shuffle.
+#
+# **Invariant.** After the step of delta $d$ ($d = 1, 2, 4, 8, 16$), lane $l$ holds the sum of
+# the $2d$ values ending at lane $l$ (all of lanes $0..l$ if $l < 2d$), as chapter 03's lanes
+# did after the step of that stride. The step of delta 2 on the first 8 lanes, for the input
+# $3, 1, 4, 1, 5, 9, 2, 6$:
+#
+# | lane | 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 |
+# |---|---|---|---|---|---|---|---|---|
+# | `value` before the step (delta 1 done) | 3 | 4 | 5 | 5 | 6 | 14 | 11 | 8 |
+# | what `shfl_up_sync` brings at delta 2 | 3 | 4 | 3 | 4 | 5 | 5 | 6 | 14 |
+# | `value` after the step | 3 | 4 | 8 | 9 | 11 | 19 | 17 | 22 |
+#
+# **Budget:** at most 2 memory accesses per thread
 # between two synchronisations (its load and its store), so no lane loops over the others'
 # values.
 #
