@@ -28,6 +28,7 @@ A, B, C, D = 0, 1, 2, 3
 # which thread failed first.
 NOT_FINITE = 1
 ZERO_PIVOT = 2
+SINGULAR = 3  # only the pivoting method can tell: no nonzero pivot in a column
 
 CACHED_BUFFERS = 32  # device buffers kept between calls, per thread (:func:`reused`)
 _reused = threading.local()
