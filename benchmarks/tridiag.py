@@ -1,6 +1,7 @@
-"""Batched tridiagonal solves on the GPU: prefixsum's PCR, CR, Thomas and hybrid against cuSPARSE.
+"""Batched tridiagonal solves on the GPU: prefixsum's PCR, CR, Thomas, hybrid and pivoting against cuSPARSE.
 
-    python benchmarks/tridiag.py [--out DIR] [--quick]      (on a GPU machine; --quick: tiny, on the simulator too)
+    python benchmarks/tridiag.py [--out DIR] [--quick] [--only-pivoting]
+    (on a GPU machine; --quick: tiny, on the simulator too; --only-pivoting: the pivoting rows alone)
 
 Cases (batch x n): 512 x 512, 4096 x 256, 16384 x 64, 1 x 2^20, in float32 and float64, on
 random diagonally dominant systems. Every result is checked before it is timed: its relative
@@ -16,7 +17,14 @@ twice its rows per thread (``hybrid_shared``, ``hybrid_shared:thomas_rows=R``, w
 transfer in and the one out included). cuSPARSE: ``gtsv2StridedBatch`` through CuPy, queued the
 same way on CuPy's stream
 (the library's device time), and JAX's ``jax.lax.linalg.tridiagonal_solve`` (which calls
-cuSPARSE) as a whole call, on the host clock after ``block_until_ready``. Median of
+cuSPARSE) as a whole call, on the host clock after ``block_until_ready``. ``method="pivoting"``
+(LU with partial pivoting, one thread per system) is set beside cuSPARSE's pivoting solvers:
+``gtsv2`` for one system (diagonal pivoting in SPIKE partitions) and, for a batch,
+``gtsvInterleavedBatch`` with ``algo=1`` (LU with partial pivoting, the batch interleaved); on
+one system of 2^20 rows, where one thread walks every row, with
+:data:`PIVOTING_ONE_SYSTEM_REPEATS` samples. The systems are the diagonally dominant ones of the
+other methods, so no row is ever interchanged: the pivoting solvers pay for the comparisons, not
+for the swaps. Median of
 :data:`prefixsum.cli.bench.REPEATS`; the ``timing`` column says how each row was measured. Writes
 ``tridiag.csv``.
 """
@@ -40,6 +48,7 @@ QUICK_CASES = ((4, 32), (1, 2048))  # a batch in shared memory; one system with 
 # Diagonally dominant systems are well conditioned: the residuals seen are about one eps; a
 # wrong solve is off by far more than this.
 RESIDUAL_EPS = 64
+PIVOTING_ONE_SYSTEM_REPEATS = 3  # one thread through 2^20 rows: tens of ms a solve
 THOMAS_ROWS = hybrid.THOMAS_ROWS
 PARTITION_ROWS = dict(partition.ROWS_PER_THREAD)
 
@@ -108,6 +117,50 @@ def cusparse_time(cupy, stream, a, b, c, d, repeats):
     return solve_and_refill.us - kernel_us(refill, stream=stream, repeats=repeats).us, solve_and_refill.timing, result
 
 
+def cusparse_pivoting_time(cupy, stream, a, b, c, d, repeats):
+    """``(label, device microseconds, timing, x)`` of cuSPARSE's pivoting solver for the systems:
+    ``gtsv2`` for one system, ``gtsvInterleavedBatch`` with ``algo=1`` (LU with partial pivoting)
+    for a batch, whose arrays are interleaved, ``(n, batch)``. Every input is restored before each
+    solve (both may overwrite their bands as well as the right-hand side), and that copy's time
+    is subtracted."""
+    from cupy_backends.cuda.libs import cusparse
+
+    batch, n = d.shape
+    single = d.dtype == np.float32
+    handle = cupy.cuda.device.get_cusparse_handle()
+    interleaved = batch > 1
+    saved = [cupy.asarray(np.ascontiguousarray(v.T) if interleaved else v) for v in (a, b, c, d)]
+    work = [cupy.empty_like(v) for v in saved]
+    ptrs = [v.data.ptr for v in work]
+    if interleaved:
+        label = "cusparse gtsvInterleavedBatch (LU)"
+        size = (cusparse.sgtsvInterleavedBatch_bufferSizeExt if single else cusparse.dgtsvInterleavedBatch_bufferSizeExt)(
+            handle, 1, n, *ptrs, batch)
+        solver = cusparse.sgtsvInterleavedBatch if single else cusparse.dgtsvInterleavedBatch
+    else:
+        label = "cusparse gtsv2"
+        size = (cusparse.sgtsv2_bufferSizeExt if single else cusparse.dgtsv2_bufferSizeExt)(handle, n, 1, *ptrs, n)
+        solver = cusparse.sgtsv2 if single else cusparse.dgtsv2
+    buffer = cupy.empty(max(size, 1), cupy.uint8)
+
+    def refill():
+        for into, original in zip(work, saved):
+            into[...] = original
+
+    def launch():
+        refill()
+        if interleaved:
+            solver(handle, 1, n, *ptrs, batch, buffer.data.ptr)
+        else:
+            solver(handle, n, 1, *ptrs, n, buffer.data.ptr)
+
+    launch()
+    result = cupy.asnumpy(work[3])
+    result = result.T if interleaved else result
+    solve_and_refill = kernel_us(launch, stream=stream, repeats=repeats)
+    return label, solve_and_refill.us - kernel_us(refill, stream=stream, repeats=repeats).us, solve_and_refill.timing, result
+
+
 def jax_time(jax, a, b, c, d, repeats):
     """``(whole-call microseconds, x)`` of JAX's jitted ``tridiagonal_solve`` (cuSPARSE inside)."""
     import jax.numpy as jnp
@@ -119,13 +172,14 @@ def jax_time(jax, a, b, c, d, repeats):
 
 
 def main(argv=None):
-    args = script_arguments(argv, f"cases {QUICK_CASES}, two repeats; runs on the simulator too")
+    args = script_arguments(argv, f"cases {QUICK_CASES}, two repeats; runs on the simulator too",
+                            [("--only-pivoting", "only method='pivoting' and cuSPARSE's pivoting solvers")])
     from numba import cuda
 
-    repeats = QUICK_REPEATS if args.quick else REPEATS
     meta = run_metadata(["cupy", "jax"])
     cupy, cupy_stream = queued_library("cupy")
-    jax = gpu_library("jax")
+    jax = None if args.only_pivoting else gpu_library("jax")
+    methods = ["pivoting"] if args.only_pivoting else list(tridiag.METHODS)
     rng = np.random.default_rng(3)
     rows = []
 
@@ -141,22 +195,30 @@ def main(argv=None):
         for batch, n in QUICK_CASES if args.quick else CASES:
             a, b, c, d = system(batch, n, dtype, rng)
             device = [cuda.to_device(v) for v in (a, b, c, d)]
-            for method in tridiag.METHODS:
+            repeats = QUICK_REPEATS if args.quick else REPEATS
+            for method in methods:
                 if method == "thomas" and batch == 1:
                     continue  # one thread walks 2^20 rows: hundreds of ms, not a comparison
+                # Pivoting takes the same walk on one system: measured all the same, beside gtsv2.
+                reps = PIVOTING_ONE_SYSTEM_REPEATS if method == "pivoting" and batch == 1 and not args.quick else repeats
                 for label, run, rows_per_thread, chunk_rows in variants(method, n, dtype):
                     hybrid.THOMAS_ROWS = rows_per_thread
                     partition.ROWS_PER_THREAD[np.dtype(dtype).itemsize] = chunk_rows
                     out, flags = cuda.device_array((batch, n), dtype), cuda.device_array(batch, np.int32)
                     run(*device, out, flags)
                     res = residual(a, b, c, d, out.copy_to_host())
-                    measured = kernel_us(lambda: run(*device, out, flags), repeats=repeats)
+                    measured = kernel_us(lambda: run(*device, out, flags), repeats=reps)
                     add(label, "ours (kernels)", dtype, batch, n, measured.us, measured.timing, res)
                 hybrid.THOMAS_ROWS = THOMAS_ROWS
                 partition.ROWS_PER_THREAD.update(PARTITION_ROWS)
                 res = residual(a, b, c, d, tridiag.solve(*device, method=method).copy_to_host())
-                micros = host_us(lambda: tridiag.solve(*device, method=method), repeats=repeats)
+                micros = host_us(lambda: tridiag.solve(*device, method=method), repeats=reps)
                 add(method, "ours (whole call)", dtype, batch, n, micros, "host clock", res)
+            if cupy:
+                label, micros, timing, x = cusparse_pivoting_time(cupy, cupy_stream, a, b, c, d, repeats)
+                add(label, "library", dtype, batch, n, micros, timing, residual(a, b, c, d, x))
+            if args.only_pivoting:
+                continue
             res = residual(a, b, c, d, tridiag.solve(a, b, c, d))
             micros = host_us(lambda: tridiag.solve(a, b, c, d), repeats=repeats)
             add(f"auto ({tridiag.api.choose('auto', batch, n, dtype)})", "ours (whole call, numpy)", dtype, batch, n,

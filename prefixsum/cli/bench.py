@@ -58,15 +58,18 @@ def default_out():
     return os.environ.get("OUT") or os.path.join("benchmarks", "out")
 
 
-def script_arguments(argv, quick_help):
+def script_arguments(argv, quick_help, flags=()):
     """Parse the options of a benchmark script (``--out``, ``--quick``); stop unless a GPU or ``--quick``.
 
-    The description is the first line of the calling script's docstring.
+    The description is the first line of the calling script's docstring. ``flags``: the script's
+    own on/off options, ``(name, help)`` pairs such as ``("--only-pivoting", "...")``.
     """
     description = (sys.modules["__main__"].__doc__ or "").strip().splitlines()[:1]
     parser = argparse.ArgumentParser(description=description[0] if description else None)
     parser.add_argument("--out", default=default_out())
     parser.add_argument("--quick", action="store_true", help=quick_help)
+    for name, help_text in flags:
+        parser.add_argument(name, action="store_true", help=help_text)
     args = parser.parse_args(argv)
     require_gpu(args.quick)
     return args
