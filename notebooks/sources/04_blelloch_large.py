@@ -289,9 +289,12 @@ print(inspect.getsource(ps.scans.tiles.carry_kernel))
 #
 # At the up-sweep level with `offset` $o$, thread $t$ touches index $o(2t+2) - 1$: neighbouring
 # threads are $2o$ words apart, so only $32 / 2o$ banks are hit and the accesses queue up, $2o$
-# of them per bank (as long as the whole warp works). GPU Gems' fix (its `CONFLICT_FREE_OFFSET`) stores index $i$ at
-# $i + \lfloor i / 32 \rfloor$, written `i + (i >> 5)`: every run of 32 indices moves one bank
-# further, so indices 32 apart no longer share a bank. Worst passes for warp 0 at each up-sweep
+# of them per bank (as long as the whole warp works). GPU Gems 3's fix (chapter 39, Harris,
+# Sengupta and Owens 2007) pads: its `CONFLICT_FREE_OFFSET(n)` is `n >> LOG_NUM_BANKS`, with 16
+# banks on the GPUs of the day, so index $i$ went to $i + \lfloor i / 16 \rfloor$. With today's
+# 32 banks the same idea stores index $i$ at $i + \lfloor i / 32 \rfloor$, written
+# `i + (i >> 5)`: every run of 32 indices moves one bank further, so indices 32 apart no
+# longer share a bank. Worst passes for warp 0 at each up-sweep
 # level of a tile of 512, computed by hand:
 
 
@@ -431,7 +434,11 @@ print(ps.check.tiled(padded_tile, block_size=TILE, threads=THREADS,
 #   included.
 #
 # Throughput counts the $2n$ words a scan must at least move ($2n \times 4$ bytes / time), so a
-# copy is the ceiling. Baselines: a numba copy kernel (one element per thread), PyTorch's
+# copy is the ceiling. Brent's theorem (chapter 03, $T_p \le W/p + D$) says why the ceiling, not
+# the work, should decide at large $n$: with $p$ in the hundred thousands and $n$ in the tens of
+# millions, $W/p$ is a few hundred combines per thread for Hillis–Steele or Blelloch alike, each
+# a few cycles, while the same thread waits far longer for the bytes it must move. A
+# work-efficient tile matters less than a tile that moves few bytes. Baselines: a numba copy kernel (one element per thread), PyTorch's
 # `copy_`, `torch.cumsum` (CUB's single-pass scan) and `cupy.cumsum`. Every result was checked
 # before it was timed. Below, float32 kernel times, without the k-step scan of seed 000
 # (chapter 05) and the hierarchical scan (chapter 06), and with folding left out (the printout
@@ -496,8 +503,9 @@ print(f"at 2^26: Hillis-Steele / Blelloch {kernel_us('hillis_steele', big) / ker
 # - **Padding pays once there is work to do.** From $n = 2^{19}$ on, the padded Blelloch scan is
 #   faster than the plain one at every size, and the saving grows with $n$, to about a fifth of
 #   the time at $2^{24}$ and $2^{26}$ (the lines above). Up to $2^{17}$, where a tile pass has
-#   little to do, the plain layout is a little faster (about a microsecond of 10 to 12): the
-#   padding's extra index arithmetic is all that is left to see. Padded, Blelloch is the fastest
+#   little to do, the plain layout is a little faster (about a microsecond of 10 to 12): a
+#   difference between single medians that this benchmark cannot attribute (the padding's extra
+#   index arithmetic is a guess; nothing here measured it). Padded, Blelloch is the fastest
 #   of this chapter's two-pass scans at $2^{24}$ and $2^{26}$. (The package's `hierarchical`
 #   scan, chapter 06, moves $3n$ words instead of $4n$ and is faster still.)
 # - **Our tiled scans reach about a third of `torch.cumsum`'s speed** at the largest sizes (the

@@ -343,10 +343,15 @@ print(inspect.getsource(kstep._correct_run))
 # %% [markdown]
 # ## 8. How $L$ trades steps against serial work
 #
-# A small $L$ means many levels: $s^* \approx \log_L n - 1$, so $2s^*+3$ steps, each a launch
+# A small $L$ means many levels: $s^* = \max(0, \lceil \log_L n \rceil - 2)$ (the top level
+# $K_{s^*+1} \approx n / L^{s^*+1}$ must hold at most $L$ values), so $2s^*+3$ steps, each a launch
 # or a barrier. A large $L$ means few steps, but each thread adds up to $L$ elements one after
 # another, and fewer threads work: $K_1 = n/L$ in the widest step, one thread in the top step.
-# The depth, steps times serial work, is about $2L\log_L n$. The tracer counts it all for a
+# The depth, steps times serial work, is about $2L\log_L n$; the work is about $2n$ whatever $L$
+# (each element is read once in the reduction and once in the correction). By Brent's theorem
+# (chapter 03, $T_p \le W/p + D$) the choice of $L$ matters through the depth only while the
+# threads cover the work, and through the launches and barriers that each of the $2s^*+3$ steps
+# costs on a real GPU. The tracer counts it all for a
 # launch-per-step run of $n = 1000$ (the serial work of a thread is shown as the cells it reads
 # in one step: $L$ for a reduction, $L+1$ for a correction):
 

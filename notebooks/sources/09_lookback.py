@@ -150,6 +150,15 @@ no_fence = chained("chained_without_fence_tile", chain_x)
 print(f"without the fence: {(no_fence != np.cumsum(chain_x)).sum()} of {len(chain_x)} elements wrong")
 
 # %% [markdown]
+# In the language of memory models this is **release and acquire**. The writer's fence before
+# the flag makes the flag's store a *release*: every store the block made before it (the value)
+# is visible to anyone who sees the flag. The reader's side is the matching *acquire*: it reads
+# the flag (atomically) and only then the value, ordered by a fence between the two in the
+# two-word protocol below, so that nothing it reads afterwards comes from before the flag. Release without acquire, or acquire without release, is not enough: both sides must
+# order their two accesses. (CUDA's `cuda::atomic_ref` spells these `memory_order_release` and
+# `memory_order_acquire`; numba offers the fence, `cuda.threadfence()`, and atomics, which the
+# package combines to the same effect.)
+#
 # The package avoids the question for 4-byte types by packing the flag (high half) and the
 # value's bits (low half) into **one 64-bit word**, written by one atomic exchange and read by
 # one atomic `or` with 0: a reader sees both or neither. 8-byte values do not fit beside a flag:
