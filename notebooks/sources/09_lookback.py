@@ -407,12 +407,12 @@ with ps.sim.resident_blocks(48):
 # | --- | --- | --- | --- |
 # | launches | 1 | 1 | 3 (1 for one tile) |
 # | global memory | $2n$ + a word per tile | $2n$ + a few words per tile | $3n$ |
-# | work | $n$ per tile scan + 1 per tile | $2n$ + a warp's look-back per tile (usually one window) | $3n$ |
+# | work | the ladder's $\frac{b}{2}\log_2 b$ per tile of $b$ ($\frac{n}{2}\log_2 b$ in all) + 1 per tile | $2n$ + a warp's look-back per tile (usually one window) | about $6n$ (chapter 06's tracer counts 5.88 combines per element) |
 # | wait of tile $b$ | the whole chain: $O(b)$ hops | about one tile's load | none (three launches) |
 # | needs | ids in launch order, a fence | ids in launch order, a fence or a packed word | nothing across blocks |
 #
-# On the H100 (section 6): 4-byte kernels 1.08–1.17× `torch.cumsum`, 74–82% of torch's copy;
-# 8-byte 0.91–0.94×; whole calls within 2× of torch's.
+# Section 6 prints, from `benchmarks/lookback.csv`, how the kernels and the whole calls compare
+# with `torch.cumsum` and torch's copy on the GPU that ran it.
 #
 # **Questions.**
 # 1. The look-back reads 32 states at once even when the closest predecessor already has its
