@@ -533,8 +533,8 @@ for variant in ("copy", "ladder", "blelloch"):
         print(f"{variant:<10} {n:>9} {count:>8} {kernel_us(variant, n):>9.1f} {kernel_us(variant, n) / count:>13.1f}")
 
 # %% [markdown]
-# Queued back to back, a launch costs the GPU about 3 to 4 µs while the work is small (the copy
-# kernel's one launch included), and one more level of recursion adds about two such launches:
+# Queued back to back, a launch costs the GPU a few microseconds while the work is small (the
+# `µs per launch` column, the copy kernel's one launch included), and one more level of recursion adds about two such launches:
 # the ladder's time steps up from $2^{16}$ to $2^{17}$, Blelloch's from $2^{18}$ to $2^{19}$ (where
 # the data also double).
 # From about $2^{20}$ on, the time grows with $n$: the GPU's work outweighs the launches.
@@ -557,13 +557,14 @@ print(f"a whole call takes longer than its kernels by {min(host_extra.values()):
       f"median {np.median(list(host_extra.values())):.0f} µs")
 
 # %% [markdown]
-# The difference between the two columns is what Python costs per call: never less than about
-# 175 µs, several times the kernels' own time up to $2^{23}$, and still half as much again as the
-# kernels at $2^{26}$. It is also noisy: the host's clock catches everything else the machine
+# The difference between the two columns is what Python costs per call (its smallest value is
+# printed last): several times the kernels' own time up to $2^{23}$, and still half as much
+# again as the kernels at $2^{26}$. It is also noisy: the host's clock catches everything else the machine
 # does, and single sizes jump to several times their neighbours (compare $2^{15}$ with $2^{14}$
 # and $2^{16}$). A call on a numpy array adds the copies to and from the GPU, which at large $n$
 # cost far more than the scan. For a scan of a few thousand elements, then, it is the host that
-# decides: the GPU's three launches take about 10 µs, the call around it twenty times as long.
+# decides: the call takes many times as long as the GPU's three launches (the `call / kernel`
+# column).
 #
 # The int32 measurements in the same file give about the same kernel times as float32 at the
 # largest sizes. Left to their defaults, `torch.cumsum` and `cupy.cumsum` would follow numpy and
@@ -585,7 +586,7 @@ for variant in ("blelloch", "ladder", "torch.cumsum", "cupy.cumsum"):
 # | depth | $2\log_2 T + 2$ barriers per tile pass, $\lceil \log_T n \rceil$ levels, $2\lceil \log_T n \rceil - 1$ launches |
 # | global memory | $\approx 2n$ reads + $2n$ writes (a single-pass scan: $n + n$) |
 # | shared memory | $T + T/32$ cells per block (with padding) |
-# | on a GPU, $n = 2^{26}$ float32 (section 4) | about 3 times a copy kernel's time, about 0.4 times `torch.cumsum`'s speed; padding saves about a fifth; a whole call adds at least about 175 µs of Python |
+# | on a GPU, $n = 2^{26}$ float32 (section 4) | about 3 times a copy kernel's time, about 0.4 times `torch.cumsum`'s speed; padding saves about a fifth; a whole call adds far more time in Python than a small scan's kernels take |
 #
 # **Questions.**
 # 1. With tiles of 512, how many levels of recursion and launches does a scan of $2^{30}$
@@ -595,7 +596,7 @@ for variant in ("blelloch", "ladder", "torch.cumsum", "cupy.cumsum"):
 #    word) no conflict?
 # 3. For 8-byte elements (float64), which index pattern is conflict-free, and would
 #    `i + (i >> 5)` still be the right padding?
-# 4. For $n \le 2^{12}$ the kernels of every tiled scan take about 10 µs (three launches),
+# 4. For $n \le 2^{12}$ the kernels of every tiled scan take a few launches' worth of time (section 4),
 #    but a whole `ps.scan` call of the ladder takes about twenty times as long (section 4).
 #    Where does the rest go? Estimate what one numba launch costs on the host, and name two
 #    ways to make a whole scan of $2^{12}$ elements faster.

@@ -923,8 +923,8 @@ for dtype in DTYPES:
 #   every case, although CR does fewer row operations (section 6: twice the barriers, and most
 #   threads idle in most steps).
 # - **On the batches, bytes do not set the time.** PCR's kernels move their least traffic at
-#   about 110 to 260 GB/s there, a small fraction of what the GPU's memory delivers (a few
-#   TB/s). float32 is faster than float64 in every case, but by 1.15 to 1.42 times, not by the
+#   the rates of the last column above, a small fraction of what the GPU's memory delivers (a
+#   few terabytes a second). float32 is faster than float64 in every case, but by 1.15 to 1.42 times, not by the
 #   factor of 2 in bytes. The candidates are latency (a barrier per step, two divisions per row update,
 #   the integer divisions of `locate`); the benchmark does not separate them. One run per case:
 #   differences of some tens of percent may be noise.
@@ -1347,4 +1347,5 @@ print(ps.check.tridiagonal(my_hybrid_solve))
 # 10. `partition_substitute` redoes each chunk's elimination instead of reading it back. Count the
 #    bytes a level would move if `partition_reduce` stored the eliminated $a'$, $c'$, $d'$ of every
 #    row and the substitution read them, against the bytes it moves now, for $R = 16$ in float32.
-#    Which costs more on the H100, the extra arithmetic or the extra bytes (section 12's roof)?
+#    Which costs more on the GPU of the measurements, the extra arithmetic or the extra bytes
+#    (section 12's bandwidth bound)?
