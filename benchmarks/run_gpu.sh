@@ -13,7 +13,7 @@ set -euo pipefail
 
 # Each stage and the files it writes under $out: every committed result in benchmarks/ is one of
 # these (tests/test_bench_harness.py checks both ways), and each stage must write all of its own.
-STAGES=(notebooks scans kstep hierarchical table1 tridiag householder householder_calls warp sanitize sanitize_tridiag lookback sanitize_lookback applications user_ops sanitize_apps blocks sim_speed grading)
+STAGES=(notebooks scans kstep hierarchical table1 tridiag householder householder_calls warp sanitize sanitize_tridiag lookback sanitize_lookback applications compaction_tiles user_ops sanitize_apps blocks sim_speed grading)
 declare -A OUTPUTS=(
   [notebooks]="nbval_gpu.txt"
   [scans]="scan_throughput.csv"
@@ -29,6 +29,7 @@ declare -A OUTPUTS=(
   [lookback]="lookback.csv"
   [sanitize_lookback]="sanitize_lookback.txt"
   [applications]="applications.csv"
+  [compaction_tiles]="compaction_tiles.csv"
   [user_ops]="user_ops_gpu.txt"
   [sanitize_apps]="sanitize_apps.txt"
   [blocks]="blocks_gpu.csv"
@@ -139,6 +140,12 @@ stage_sanitize_lookback() {
 # scipy (benchmarks/applications.py; applications_gpu.log keeps the console of the committed run).
 stage_applications() {
   "$python" benchmarks/applications.py $quick_flag --out "$out"
+}
+
+# GPU, about 40 seconds: the one-pass compaction in five tile shapes beside torch's x[mask], 2^20..2^26
+# float32 and float64 (benchmarks/compaction_tiles.py), which chose apps.selection's tiles.
+stage_compaction_tiles() {
+  "$python" benchmarks/compaction_tiles.py $quick_flag --out "$out"
 }
 
 # GPU, about a minute: every algorithm that carries a user operator, at 2^20 elements, on numba

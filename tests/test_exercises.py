@@ -75,7 +75,7 @@ SOLVING = {
     "05.levels": ("kstep._level_sizes",),
     "05.reduce": ("kstep._reduce_run", "kstep.reduce_kernel"),
     "05.kstep-correct": ("kstep._correct_run",),
-    "06.warp-shuffle-scan": ("scans.warp.scan_shfl",),
+    "06.warp-shuffle-scan": ("primitives.warp.scan_shfl",),
     "06.block-combine": ("scans.hierarchical.block_scan",),
     "07.pcr-step": ("_common.reduce_row",),
     "07.thomas-sweep": ("thomas.thomas", "hybrid.sweep"),

@@ -15,7 +15,7 @@ from numba import cuda, types
 
 import prefixsum as ps
 from prefixsum import trace
-from prefixsum.scans import lookback
+from prefixsum.scans import lookback, tile_state
 from prefixsum.core.launch import Launcher
 from prefixsum.scans.ops import host_ufunc
 from prefixsum.scans.testing import expected_scan, random_input, wrong_indices
@@ -130,7 +130,7 @@ def test_items_per_thread_by_dtype():
 def test_states_are_reused_across_calls_and_cleared_when_the_epoch_wraps(rng):
     x = random_input(32 * 40, "add", "int32", rng)
     ps.scan(x, algorithm="lookback", block_size=32, items_per_thread=1)
-    states = lookback._STATES[4]
+    states = tile_state._STATES[4]
     before = states.epoch
     np.testing.assert_array_equal(ps.scan(x, algorithm="lookback", block_size=32, items_per_thread=1), np.cumsum(x, dtype=x.dtype))
     assert states.epoch == before + 1
@@ -143,7 +143,7 @@ def test_states_are_reused_across_calls_and_cleared_when_the_epoch_wraps(rng):
 def test_the_last_tile_sets_the_counter_back_to_zero(rng):
     x = random_input(32 * 9, "add", "float64", rng)
     ps.scan(x, algorithm="lookback", block_size=32, items_per_thread=1)
-    assert lookback._STATES[8].counter.copy_to_host()[0] == 0
+    assert tile_state._STATES[8].counter.copy_to_host()[0] == 0
 
 
 @pytest.mark.parametrize("seed", range(3))

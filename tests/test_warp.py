@@ -1,4 +1,4 @@
-"""Warp scans (prefixsum.scans.warp) alone, the race in seed 001's Figure 1, and the hierarchical scan's
+"""Warp scans (prefixsum.primitives.warp, run by prefixsum.classroom.lessons) alone, the race in seed 001's Figure 1, and the hierarchical scan's
 options; the generic suites (test_scan, test_ptx) cover "hierarchical" for every op and dtype."""
 import itertools
 import os
@@ -11,7 +11,8 @@ import pytest
 
 import prefixsum as ps
 from prefixsum import trace
-from prefixsum.scans import hierarchical, warp
+from prefixsum.classroom import lessons as warp
+from prefixsum.scans import hierarchical
 from prefixsum.scans.testing import random_input
 
 from test_scan import run_and_check
@@ -71,7 +72,7 @@ def test_warp_scan_kernels_compile_to_ptx(ptx_compiler):
         import types
         from numba import cuda
         from numba.cuda import dispatcher
-        from prefixsum.scans import warp
+        from prefixsum.classroom import lessons as warp
         from prefixsum.scans.tiles import array_type
         dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=(7, 5))
         for variant in warp.VARIANTS:

@@ -189,14 +189,14 @@ print("result:", hs_trace.result)
 # `hillis_steele_in_place_tile_kernel`, as a real kernel for this lesson (it never uses it):
 
 # %%
-print(inspect.getsource(ps.scans.hillis_steele.hillis_steele_in_place_tile_kernel))
+print(inspect.getsource(ps.lessons.hillis_steele_in_place_tile_kernel))
 
 # %% [markdown]
 # Thread $t$ reads `cells[t - stride]` in the same barrier phase in which thread $t - stride$
 # writes it. The tracer finds every such pair on a tile of 32 ones:
 
 # %%
-racy_kernel = ps.scans.hillis_steele.hillis_steele_in_place_tile_kernel("add", np.int32, True, False, 32)
+racy_kernel = ps.lessons.hillis_steele_in_place_tile_kernel("add", np.int32, True, False, 32)
 race_trace = ps.trace.record(one_tile, racy_kernel, np.ones(32, dtype=np.int32), 32)
 races = race_trace.races()
 print(f"{len(races)} races; the first: {races[0]}")

@@ -363,13 +363,13 @@ with ps.sim.resident_blocks(48):
 # %% [markdown]
 # ### Exercises 09.lookback-loop (core, 2 points) and 09.publish (stretch, 2 points)
 #
-# Both plug into the package's kernel through `lookback.scan_with(x, look)`, which runs
+# Both plug into the package's kernel through `ps.lessons.scan_with(x, look)`, which runs
 # the real kernel (float32 sum, tiles of 32) with your look-back, on as many resident blocks as
 # the simulator keeps. Helpers for both:
 
 # %% tags=["setup"]
 publish, peek = lookback.state_access(np.float32)  # the package's state protocol (section 4)
-warp_sum = ps.scans.warp.reduce_shfl("add", np.float32)  # a warp's total, in every lane
+warp_sum = ps.primitives.warp.reduce_shfl("add", np.float32)  # a warp's total, in every lane
 to_bits, from_bits = lookback.bit_carrier(np.float32)  # float32 <-> uint32, same bits
 FULL_MASK, AGGREGATE, PREFIX = 0xFFFFFFFF, lookback.AGGREGATE, lookback.PREFIX
 
@@ -415,7 +415,7 @@ def my_look_back(status, values, tile, aggregate, epoch):
 # %% tags=["check"] exercise_id="09.lookback-loop"
 with ps.sim.resident_blocks(48):
     for call in ("first", "second"):  # the second call meets the states the first left behind, as real calls do
-        print(ps.check.scan(lambda x: lookback.scan_with(x, my_look_back), sizes=(1, 33, 300, 1100, 2049),
+        print(ps.check.scan(lambda x: ps.lessons.scan_with(x, my_look_back), sizes=(1, 33, 300, 1100, 2049),
                             name=f"my_look_back, {call} call"))
 
 # %% [markdown]
@@ -436,7 +436,7 @@ def my_publish(status, values, tile, flag, value):
 with_my_publish = lookback.look_back("add", np.dtype(np.float32), publish=my_publish)
 with ps.sim.resident_blocks(48):
     for call in ("first", "second"):
-        print(ps.check.scan(lambda x: lookback.scan_with(x, with_my_publish), sizes=(1, 33, 300, 1100, 2049),
+        print(ps.check.scan(lambda x: ps.lessons.scan_with(x, with_my_publish), sizes=(1, 33, 300, 1100, 2049),
                             name=f"my_publish, {call} call"))
 
 # %% [markdown]

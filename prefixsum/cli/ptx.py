@@ -24,12 +24,17 @@ def _configurations(ops, dtypes):
     return sorted(configs, key=str)
 
 
-def kernels_to_compile():
-    """Every distinct ``(label, dispatcher, argtypes)`` of the registry and the tridiagonal solvers."""
+def kernels_to_compile(algorithms=None):
+    """Every distinct ``(label, dispatcher, argtypes)`` of the registry and the tridiagonal solvers.
+
+    ``algorithms``: names of registered scans to take alone (no tridiagonal solver); None for all.
+    """
     import prefixsum as ps
 
     seen = {}
     for algorithm in ps.ALGORITHMS.values():
+        if algorithms is not None and algorithm.name not in algorithms:
+            continue
         for op, dtype, inclusive, reverse in _configurations(ps.OPS, [d.name for d in ps.DTYPES]):
             for kernel, argtypes in algorithm.kernels(op, dtype, inclusive, reverse, **algorithm.options):
                 label = f"{algorithm.name}:{kernel.py_func.__name__}[{op},{dtype},inclusive={inclusive},reverse={reverse}]"
@@ -38,21 +43,22 @@ def kernels_to_compile():
         from prefixsum import tridiag
     except ImportError:
         tridiag = None
-    if tridiag is not None and hasattr(tridiag, "ptx_kernels"):
+    if algorithms is None and tridiag is not None and hasattr(tridiag, "ptx_kernels"):
         for kernel, argtypes in tridiag.ptx_kernels():
             seen.setdefault((id(kernel), argtypes), (f"tridiag:{kernel.py_func.__name__}", kernel, argtypes))
     return list(seen.values())
 
 
-def compile_all(capabilities=CAPABILITIES, out=sys.stdout):
-    """Compile every kernel for each compute capability; return the list of failures."""
+def compile_all(capabilities=CAPABILITIES, out=sys.stdout, algorithms=None):
+    """Compile every kernel (of the scans named in ``algorithms``, if given) for each compute
+    capability; return the list of failures."""
     from numba import config, cuda
     from numba.cuda import dispatcher
 
     if config.ENABLE_CUDASIM:
         raise RuntimeError("PTX needs numba's real CUDA target: run with NUMBA_ENABLE_CUDASIM=0")
     failures = []
-    for label, kernel, argtypes in kernels_to_compile():
+    for label, kernel, argtypes in kernels_to_compile(algorithms):
         for cc in capabilities:
             # Device functions ask the current device for its capability; there is none here.
             dispatcher.get_current_device = lambda cc=cc: pytypes.SimpleNamespace(compute_capability=cc)

@@ -17,6 +17,7 @@ a process that switches GPUs (``cuda.select_device``) must not reuse a launcher 
 import ctypes
 
 from numba import types
+from numba.np.numpy_support import as_dtype
 
 from .device import simulating
 
@@ -59,7 +60,7 @@ class Launcher:
         # numba passes an array as (meminfo, parent, nitems, itemsize, data, *shape, *strides):
         # an array's marshal is its item size, an integer's its ctypes type.
         self._marshal = tuple(
-            argtype.dtype.bitwidth // 8 if isinstance(argtype, types.Array) else getattr(ctypes, f"c_{argtype}")
+            as_dtype(argtype.dtype).itemsize if isinstance(argtype, types.Array) else getattr(ctypes, f"c_{argtype}")
             for argtype in self.argtypes)
 
     def __call__(self, grid, block, *args, shared=0):

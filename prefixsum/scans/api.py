@@ -9,26 +9,11 @@ from ..core.arrays import is_device_array, result_array
 from ..core.device import classroom_simulator, simulating
 from . import user_ops
 from .ops import check_dtype, check_op, native
-from .registry import lookup
+from .registry import ALGORITHMS, SLOWEST_SIMULATION, lookup
 
 SLOW_SIMULATION_S = 5.0
 """A scan the simulator is expected to take longer than this (seconds) for is announced first."""
 
-# Microseconds per element of a float32 add scan on this package's simulator and on numba's stock
-# one (``sim.enabled(False)``), measured on two shared cores of a cloud VM: the classroom
-# simulator's cost per element is about constant from n = 4096 to 65536 (within 30 %), the stock
-# one was measured at n = 2048. Rounded up, as a warning should not promise too much. The stock
-# simulator cannot run warp intrinsics ("hierarchical").
-_SIMULATOR_US_PER_ELEMENT = {
-    "ladder": (80, 4000),
-    "folding": (130, 4900),
-    "hillis_steele": (140, 4200),
-    "blelloch": (75, 3300),
-    "kstep": (45, 180),
-    "hierarchical": (40, None),
-    "lookback": (25, None),
-}
-_UNKNOWN_US_PER_ELEMENT = (140, 4900)  # an algorithm registered by a user: the slowest above
 _announced_slow = False
 
 
@@ -183,15 +168,17 @@ def simulation_seconds(n, algorithm):
     ----------
     n : int
     algorithm : str
-        A name in :data:`prefixsum.ALGORITHMS` (another name gets the slowest known cost).
+        A name in :data:`prefixsum.ALGORITHMS` (another name gets the default, the slowest known cost).
 
     Returns
     -------
     float
-        From a measured cost per element, on the classroom simulator or, when it is switched off
-        (``sim.enabled(False)``), on numba's stock simulator.
+        From the algorithm's measured cost per element (``Algorithm.simulator_us_per_element``),
+        on the classroom simulator or, when it is switched off (``sim.enabled(False)``), on numba's
+        stock simulator.
     """
-    classroom, stock = _SIMULATOR_US_PER_ELEMENT.get(algorithm, _UNKNOWN_US_PER_ELEMENT)
+    known = ALGORITHMS.get(algorithm)
+    classroom, stock = known.simulator_us_per_element if known else SLOWEST_SIMULATION
     per_element = classroom if classroom_simulator() or stock is None else stock
     return n * per_element * 1e-6
 

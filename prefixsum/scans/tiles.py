@@ -16,17 +16,9 @@ import math
 from numba import cuda, types
 
 from ..core.device import simulating
-
+from ..primitives.block import position
 from .ops import check_dtype, device_op, identity, numba_type
 from .registry import Algorithm, check_block_size, register
-
-
-@functools.lru_cache(maxsize=None)
-def position(reverse):
-    """Device function ``position(i, n)``: the array index of logical element ``i``."""
-    if reverse:
-        return cuda.jit(device=True)(lambda i, n: n - 1 - i)
-    return cuda.jit(device=True)(lambda i, n: i)
 
 
 @functools.lru_cache(maxsize=None)

@@ -7,7 +7,7 @@ has ``a = 0`` and its last ``c = 0``, so chunks of different systems never coupl
 never spans two systems, which holds for one system, or for ``n`` a multiple of ``R``).
 
 1. :func:`partition_reduce`: each thread loads its chunk (coalesced, through shared memory, as
-   :mod:`.warp` does) and runs the partition step in registers (:func:`.warp.chunk_algebra`), which
+   :mod:`.warp` does) and runs the partition step in registers (:func:`prefixsum.primitives.chunk.chunk_algebra`), which
    leaves every interior row as ``x_k = d_k - a_k x_first - c_k x_last`` and the chunk's first
    and last rows coupling only the ends of neighbouring chunks. Those two rows of every chunk,
    in order, are a tridiagonal system of ``2 n / R`` rows with unit diagonal: the *reduced
@@ -35,7 +35,8 @@ from numba import cuda, types
 from ..core.hardware import WARP_SIZE
 from . import _common
 from ._common import ZERO_PIVOT, fail, launchers, reused, store
-from .warp import MAX_ROWS, chunk_algebra
+from ..primitives.chunk import chunk_algebra, chunk_loaders
+from .warp import MAX_ROWS
 
 ROWS_PER_THREAD = {4: 16, 8: 16}
 """``R`` by item size: 16 in float32 and float64. On the H100 (``benchmarks/tridiag.csv``, one
@@ -51,49 +52,7 @@ def _make(rows):
     """The two kernels for chunks of ``rows`` rows (a power of two >= 4)."""
     shift = rows.bit_length() - 1
     partition = chunk_algebra(rows)[1]
-
-    @cuda.jit(device=True)
-    def quarters(shared):
-        """The four buffers ``(a, b, c, d)`` of a block's ``blockDim.x * rows`` rows in its shared
-        memory, with one slot of padding every ``rows`` rows (a thread's chunk starts at an odd
-        stride: no bank conflicts when each thread reads its own)."""
-        slots = cuda.blockDim.x * (rows + 1)
-        return shared[:slots], shared[slots:2 * slots], shared[2 * slots:3 * slots], shared[3 * slots:4 * slots]
-
-    @cuda.jit(device=True)
-    def load_block(a, b, c, d, sa, sb, sc, sd):
-        """Copy the block's rows of the systems laid end to end into the shared buffers,
-        neighbouring threads reading neighbouring addresses; identity rows past the end, and
-        ``a`` of a system's first row and ``c`` of its last set to 0 (ignored, whatever they hold).
-        Rows are stepped through as (system, column) without a division per row."""
-        batch, n = b.shape
-        zero, one = b.dtype.type(0), b.dtype.type(1)
-        tid, threads = cuda.threadIdx.x, cuda.blockDim.x
-        start = cuda.blockIdx.x * threads * rows + tid
-        s, i = start // n, start % n
-        step_s, step_i = threads // n, threads % n
-        for j in range(tid, threads * rows, threads):
-            k = j + (j >> shift)
-            if s < batch:
-                sa[k] = a[s, i] if i > 0 else zero
-                sb[k] = b[s, i]
-                sc[k] = c[s, i] if i + 1 < n else zero
-                sd[k] = d[s, i]
-            else:
-                sa[k], sb[k], sc[k], sd[k] = zero, one, zero, zero
-            s += step_s
-            i += step_i
-            if i >= n:
-                i -= n
-                s += 1
-        cuda.syncthreads()
-
-    @cuda.jit(device=True)
-    def chunk(sa, sb, sc, sd, la, lb, lc, ld):
-        """This thread's chunk from the shared buffers into its registers."""
-        base = cuda.threadIdx.x * (rows + 1)
-        for k in range(rows):
-            la[k], lb[k], lc[k], ld[k] = sa[base + k], sb[base + k], sc[base + k], sd[base + k]
+    quarters, load_block, chunk = chunk_loaders(rows)
 
     @cuda.jit
     def partition_reduce(a, b, c, d, ra, rb, rc, rd, info):
