@@ -146,11 +146,39 @@ def whose_value(sources):
         step += 1
 
 
+@cuda.jit
+def shuffle_scan_steps(x, running):
+    """The warp scan by shuffles, storing each lane's running value after every step: the
+    tracer sees memory, not registers; a syncwarp after each store makes each step a phase."""
+    lane = cuda.laneid
+    value = x[lane]
+    running[lane] = value
+    cuda.syncwarp(ps.primitives.warp.FULL_MASK)
+    d = 1
+    while d < 32:
+        other = cuda.shfl_up_sync(ps.primitives.warp.FULL_MASK, value, d)
+        if lane >= d:
+            value += other
+        running[lane] = value
+        cuda.syncwarp(ps.primitives.warp.FULL_MASK)
+        d *= 2
+
+
+def shuffle_steps(x):
+    running = cuda.device_array(32, x.dtype)
+    shuffle_scan_steps[1, 32](cuda.to_device(x), running)
+    return running.copy_to_host()
+
+
 measured = np.zeros((5, 32), dtype=np.int32)
 whose_value[1, 32](measured)
 rule = np.array([[lane - d if lane >= d else lane for lane in range(32)] for d in (1, 2, 4, 8, 16)])
 print("the shuffles follow PTX's rule (lane - d, or the lane's own value):", np.array_equal(measured, rule))
-_ = ps.viz.shuffles((1, 2, 4, 8, 16), kind="up", sources=measured, title="shfl_up_sync in the warp scan: lane l - d to lane l")
+shuffle_run = ps.trace.record(shuffle_steps, np.ones(32, dtype=np.int32))
+print("the stored running values scan the warp:", np.array_equal(shuffle_run.result, np.arange(1, 33)))
+# step through the five shuffles (the running values after each); the picture where there is no kernel
+ps.viz.step(shuffle_run, fallback=ps.viz.shuffles((1, 2, 4, 8, 16), kind="up", sources=measured,
+                                                  title="shfl_up_sync in the warp scan: lane l - d to lane l"))
 
 # %% [markdown]
 # The classroom simulator's warp intrinsics were not only written to follow the PTX manual:

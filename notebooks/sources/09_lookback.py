@@ -180,7 +180,8 @@ print(inspect.getsource(lookback.state_access))
 look_x = np.ones(32 * 40, dtype=np.float32)
 look_run = traced(8, ps.scan, look_x, algorithm="lookback", block_size=32, items_per_thread=1)
 print("lookback right:", np.array_equal(look_run.result, np.cumsum(look_x)))
-_ = ps.viz.lookbacks(look_run)
+# on a time axis, a tile per row: step from one publication to the next (the picture where there is no kernel)
+ps.viz.step(look_run, by="time", fallback=ps.viz.lookbacks(look_run))
 
 # %% [markdown]
 # Compare with the chained scan: the waits (black) sit next to the diagonal (a tile waits for

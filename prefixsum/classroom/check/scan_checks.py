@@ -3,7 +3,7 @@ import dataclasses
 
 import numpy as np
 
-from .. import child as _child, trace as tracing
+from .. import child as _child, stepping, trace as tracing
 from ...scans.ops import check_dtype, check_op
 from ...scans import user_ops
 from ...scans.testing import mismatches, random_input
@@ -236,6 +236,7 @@ def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes
             if overspent is not None:
                 diagnosis, (index, hint) = "over-budget", overspent
         if diagnosis != "pass":
+            hint += stepping.failure_hint(diagnosis, run, x, op, inclusive, reverse)  # the stepper's call (issue 31)
             return CheckResult(False, diagnosis, name, shown, n, index, hint)
         passed_sizes.append(n)
     return CheckResult(True, "pass", name, shown)

@@ -55,8 +55,9 @@ def safe_name(name):
     return re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".") or "submission"
 
 
-def feedback(submission, rows):
-    """A Markdown page for one student: each exercise, its status, the diagnosis and hint, their code."""
+def feedback(submission, rows, pictures=None):
+    """A Markdown page for one student: each exercise, its status, the diagnosis and hint, a
+    picture (``pictures``: ``{exercise: file name beside the page}``), their code."""
     total = sum(r.score for r in rows)
     best = sum(r.max_score for r in rows)
     lines = [f"# Feedback for {submission}", "", f"Score: **{_number(total)} / {_number(best)}**", ""]
@@ -67,6 +68,8 @@ def feedback(submission, rows):
                   f"- score: {_number(row.score)} / {_number(row.max_score)}"]
         if row.message:
             lines.append(f"- diagnosis: {row.message}")
+        if pictures and row.exercise in pictures:
+            lines += ["", f"![the first step where your run leaves the reference]({pictures[row.exercise]})"]
         if row.code:
             fence = "```"
             while fence in row.code:
@@ -76,8 +79,13 @@ def feedback(submission, rows):
     return "\n".join(lines)
 
 
-def write_all(rows, out):
-    """Write grades.csv, summary.csv and feedback/<submission>.md under ``out``; return their paths."""
+def write_all(rows, out, runs=None):
+    """Write grades.csv, summary.csv and feedback/<submission>.md under ``out``; return their paths.
+
+    ``runs``: ``{(submission, exercise): (student trace, reference trace)}`` of failing exercises;
+    each gets a PNG of the first step where the student's run leaves the reference's
+    (:func:`prefixsum.viz.difference_png`) beside its page, shown under the diagnosis.
+    """
     out = pathlib.Path(out)
     (out / "feedback").mkdir(parents=True, exist_ok=True)
     write_grades(rows, out / "grades.csv")
@@ -89,6 +97,20 @@ def write_all(rows, out):
             name += "_"
         used.add(name.lower())
         page = out / "feedback" / f"{name}.md"
-        page.write_text(feedback(submission, [r for r in rows if r.submission == submission]))
+        pictures = _pictures(runs or {}, submission, out / "feedback", name)
+        page.write_text(feedback(submission, [r for r in rows if r.submission == submission], pictures))
         pages.append(page)
     return [out / "grades.csv", out / "summary.csv", *pages]
+
+
+def _pictures(runs, submission, folder, name):
+    """``{exercise: file name}`` of the first-difference PNGs drawn for ``submission``'s failing runs."""
+    pictures = {}
+    for (who, exercise), (student, reference) in runs.items():
+        if who == submission:
+            from ..viz.stepper import difference_png  # matplotlib, only where there is a picture to draw
+
+            path = folder / f"{name}_{safe_name(exercise)}.png"
+            if difference_png(student, reference, path) is not None:
+                pictures[exercise] = path.name
+    return pictures
