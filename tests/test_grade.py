@@ -101,16 +101,16 @@ CASES = {
     "kernel_never_returns": (lambda out: ladder("k = 0\n            while k >= 0:\n                k = (k + 1) % 7"), "timeout", 0, ""),
     "raises_elsewhere": (lambda out: with_exercise(lambda s: s.replace("BLOCK = 64", "BLOCK = 64 // 0")), "error", 0, "ZeroDivisionError"),
     "forged_check_function": (lambda out: with_exercise(lambda s: wrong(s) + f"\nimport prefixsum as ps\nps.check.tiled = lambda *a, **k: {PASS_LINE!r}\n"),
-                              "tampered", 0, "import of prefixsum"),
+                              "invalid", 0, "import of prefixsum"),
     "forged_print": (lambda out: with_exercise(lambda s: wrong(s) + f"\n\ndef print(*args, **kw):\n    __builtins__.print({PASS_LINE!r})\n"),
-                     "tampered", 0, "print"),
+                     "invalid", 0, "print"),
     "forged_numpy": (lambda out: with_exercise(lambda s: wrong(s) + "\nimport numpy\nnumpy.isnan = lambda x: x != x\n"), "invalid", 0, "constants"),
     "kernel_prints_pass": (lambda out: ladder(f"print({PASS_LINE!r})"), "fail", 0, "FAIL"),
     "system_exit": (lambda out: ladder("raise SystemExit(0)"), "invalid", 0, "SystemExit"),
     "os_exit": (lambda out: with_exercise(lambda s: "import os\nos._exit(0)\n" + s), "invalid", 0, "import of os"),
     "writes_grades": (lambda out: with_exercise(lambda s: s + f"\nopen({str(out / 'grades.csv')!r}, 'w').write('forged')\n"
                                                                f"open({str(out / 'summary.csv')!r}, 'w').write('forged')\n"),
-                      "tampered", 0, "open"),
+                      "invalid", 0, "open"),
     "forged_outputs": (lambda out: forged_outputs(), "pass", 1, ""),
     "edited_check": (lambda out: edited_check(), "fail", 0, "FAIL my_ladder_tile"),
     "deleted_check": (lambda out: deleted_check(), "pass", 1, ""),
@@ -188,7 +188,7 @@ def test_reports_are_complete_and_unforged(graded):
     out, rows, summary = graded
     assert set(rows) == set(CASES) | set(BROKEN)
     assert list(next(iter(csv.reader(open(out / "grades.csv"))))) == list(report.GRADE_COLUMNS)
-    by_name = {row["submission"]: row for row in summary}
+    by_name = {row["submission"]: row for row in summary if row["chapter"] == "all"}
     assert set(by_name) == set(rows)
     solution = rows["solution"]
     assert float(by_name["solution"]["score"]) == float(solution["01.ladder-step"]["max_score"])
@@ -196,7 +196,8 @@ def test_reports_are_complete_and_unforged(graded):
     assert int(by_name["solution"]["not-attempted"]) == len(solution) - 1
     assert by_name["memory_bomb"]["crashed"] == "1"
     page = (out / "feedback" / "off_by_one.md").read_text()
-    assert "**fail**" in page and "FAIL my_ladder_tile" in page and "rungs[(t & ~(phase - 1))]" in page
+    assert "**fail**" in page and "FAIL my\\_ladder\\_tile" in page and "rungs[(t & ~(phase - 1))]" in page
+    assert "## Not attempted" in page and "- 01\\.serial-scan" not in page and "- 01.serial-scan (01\\_ladder): 0 / 1" in page
 
 
 def test_instructor_metadata_errors_are_named(tmp_path):
@@ -274,8 +275,12 @@ def test_collect_names_submissions_by_folder_or_file(tmp_path):
     (tmp_path / "class" / "ann" / ".ipynb_checkpoints" / "x.ipynb").write_text("{}")
     (tmp_path / "class" / "bob").mkdir()
     (tmp_path / "single.ipynb").write_text("{}")
+    (tmp_path / "class" / "ann" / "shadow.ipynb").symlink_to("/etc/shadow")
     found = grading.collect([tmp_path / "class", tmp_path / "single.ipynb"])
-    assert [(s, f) for s, f, _ in found] == [("ann", "01_ladder.ipynb"), ("bob", ""), ("single", "single.ipynb")]
+    assert [(s, f, why) for s, f, _, why in found] == [
+        ("ann", ".ipynb_checkpoints", "hidden folder, not graded"), ("ann", "01_ladder.ipynb", ""),
+        ("ann", "shadow.ipynb", "a symlink: refused, not followed"), ("bob", "", "the submission holds no file"),
+        ("single", "single.ipynb", "")]
 
 
 def test_combine_reports_a_disagreement_as_tampering():
@@ -301,6 +306,7 @@ def test_grade_on_a_dask_cluster_of_two_workers(tmp_path):
     assert {(s, r.status, r.score == r.max_score > 0) for s, r in ladder_rows.items()} == {
         ("solution", "pass", True), ("off_by_one", "fail", False)}
     assert {r.status for r in rows if r.exercise != "01.ladder-step"} == {"not-attempted"}
+    assert {r.sandbox for r in rows} == {"bwrap"}  # the workers graded in the same sandbox
     assert (tmp_path / "out" / "summary.csv").exists()
 
 

@@ -187,7 +187,7 @@ def unsolved(source, exercise):
     """Whether ``source`` still raises the students' version's ``NotImplementedError``."""
     try:
         tree = ast.parse(source)
-    except SyntaxError:
+    except (SyntaxError, ValueError, UnicodeError, RecursionError, MemoryError):
         return repr(exercise.unsolved_message) in source
     for node in ast.walk(tree):
         if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
