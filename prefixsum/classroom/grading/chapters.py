@@ -16,7 +16,6 @@ outputs, extra and re-ordered cells change nothing.
 """
 import ast
 import dataclasses
-import json
 import pathlib
 
 import nbformat
@@ -230,7 +229,3 @@ def assemble(chapter, sources):
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     return notebook, kinds
 
-
-def to_json(chapter):
-    """A chapter as JSON text, for :mod:`.trusted` (which reads it as plain dicts and lists)."""
-    return json.dumps(dataclasses.asdict(chapter))
