@@ -36,6 +36,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -260,7 +261,20 @@ def run(command, *, limits, timeout, env, stdin=b"", isolated=True):
     spec = {**dataclasses.asdict(limits), "nproc": _uid_threads(_outer_uid(isolated)) + 4 * limits.processes}
     inner = (sandbox_prefix(limits) if isolated else []) + list(command)
     wrapped = [sys.executable, os.path.abspath(__file__), json.dumps(spec), "--", *inner]
-    child = subprocess.Popen(wrapped, cwd="/tmp" if isolated else None, env=env, stdin=subprocess.PIPE,
+    # Without a sandbox, the run's /tmp is a folder of its own in the machine's.
+    scratch = None if isolated else tempfile.mkdtemp(prefix="prefixsum-unsandboxed-")
+    if scratch:
+        env = {k: scratch + v[4:] if v == "/tmp" or v.startswith("/tmp/") else v for k, v in env.items()}
+    try:
+        return _supervise(wrapped, limits, timeout, env, stdin, isolated, scratch or "/tmp")
+    finally:
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _supervise(wrapped, limits, timeout, env, stdin, isolated, cwd):
+    """Start ``wrapped``, feed it, read it, and kill it when a limit is passed (see :func:`run`)."""
+    child = subprocess.Popen(wrapped, cwd=cwd, env=env, stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     out, err = _Reader(child.stdout, limits.output_mb << 20), _Reader(child.stderr, 64 << 10, tail=True)
     threading.Thread(target=_feed, args=(child.stdin, stdin), daemon=True).start()

@@ -34,6 +34,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import types as pytypes
 
 
@@ -220,8 +221,7 @@ def _ptx(request, emit):
 
 def _nbval(request, emit):
     """Run nbval on the request's notebook in a folder of the sandbox's /tmp; emit its junit XML."""
-    folder = pathlib.Path("/tmp/nbval")
-    folder.mkdir()
+    folder = pathlib.Path(tempfile.mkdtemp(prefix="nbval-"))
     (folder / "graded.ipynb").write_text(request["notebook"])
     command = [sys.executable, "-m", "pytest", "-p", "nbval", "-p", "no:cacheprovider", "-o", "addopts=", "-q", "--nbval",
                str(folder / "graded.ipynb"), f"--nbval-cell-timeout={request['timeout']:g}", f"--junitxml={folder / 'junit.xml'}",
