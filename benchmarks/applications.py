@@ -6,8 +6,10 @@ Whole calls on the host clock, synchronised (:func:`prefixsum.cli.bench.host_us`
 on the device (numba, torch or CuPy arrays; numpy for scipy), median of a few repeats (a call
 that takes over a second, such as scipy's evaluation at 2^22 points, is timed once):
 
-* compaction of 2^24 float32 with half the flags set: ``prefixsum.apps.compact`` against
-  ``x[mask]`` in torch and CuPy;
+* compaction of 2^20..2^26 float32, int32 and float64 with half the flags set, and the indices
+  of the kept flags: ``prefixsum.apps.compact`` and ``compact_indices`` (one pass) against
+  ``x[mask]``, ``nonzero`` and ``flatnonzero`` in torch and CuPy, with the device time of each
+  call by CUPTI (column ``device_us``; :mod:`compaction_rows`);
 * sorting 2^22 uint32 and float32 keys: ``prefixsum.apps.radix_sort`` (one scan per bit, 32
   passes) against ``torch.sort(stable=True)`` and ``cupy.sort`` (both CUB radix sorts);
 * a natural cubic spline through 2^20 knots, built (``cubic_spline``: PCR solve plus numpy
@@ -29,10 +31,12 @@ from prefixsum.cli.bench import QUICK_REPEATS, gpu_library, host_us, script_argu
 from prefixsum.cli.metadata import run_metadata  # noqa: E402
 from prefixsum.cli.results import print_table, report_wrong, write_csv  # noqa: E402
 
+from compaction_rows import exit_skipping_teardown, run_compaction  # noqa: E402  (beside this script)
+
 REPEATS = 7  # whole calls of tens of milliseconds: a few repeats give a steady median
 SLOW_S = 1.0  # a call that takes longer than this (scipy on 2^22 points, cupyx's sparse solve) is timed once
-SIZES = {"compact": 1 << 24, "sort": 1 << 22, "knots": 1 << 20, "points": 1 << 22}
-QUICK_SIZES = {"compact": 3000, "sort": 300, "knots": 200, "points": 500}
+SIZES = {"sort": 1 << 22, "knots": 1 << 20, "points": 1 << 22}
+QUICK_SIZES = {"sort": 300, "knots": 200, "points": 500}
 
 
 def timed(call, repeats):
@@ -52,38 +56,26 @@ def main(argv=None):
     rng = np.random.default_rng(10)
     rows = []
 
-    def add(task, method, dtype, n, micros, correct):
+    def add(task, method, dtype, n, micros, correct, device_us=float("nan")):
         rows.append({"task": task, "method": method, "dtype": dtype, "n": n, "median_us": round(micros, 1),
-                     "correct": bool(correct), "timing": "host clock, synchronised", **meta})
-        print(f"{task:<10} {method:<36} {dtype:<8} {n:>9} {micros:>12.1f} us{'' if correct else '  WRONG'}", flush=True)
+                     "device_us": round(device_us, 1), "correct": bool(correct),
+                     "timing": "host clock, synchronised; device_us: CUPTI (torch.profiler), kernels and copies",
+                     **meta})
+        print(f"{task:<10} {method:<42} {dtype:<8} {n:>9} {micros:>12.1f} us  device {device_us:>10.1f} us"
+              f"{'' if correct else '  WRONG'}", flush=True)
 
     try:
         run_tasks(cuda, torch, cupy, sizes, repeats, rng, add)
     finally:  # what was measured is kept even if a later task fails or the run is cut short
         write_csv(rows, os.path.join(args.out, "applications.csv"))
-    print_table(rows, ["task", "method", "dtype", "n", "median_us", "correct"], title="whole calls (median us):")
+    print_table(rows, ["task", "method", "dtype", "n", "median_us", "device_us", "correct"],
+                title="whole calls (median us) and their device time:")
     return report_wrong(rows, lambda row: f"{row['task']} {row['method']} {row['dtype']} n={row['n']}")
 
 
 def run_tasks(cuda, torch, cupy, sizes, repeats, rng, add):
     """Time every task, calling ``add(task, method, dtype, n, micros, correct)`` for each row."""
-    # Compaction.
-    n = sizes["compact"]
-    x, mask = rng.normal(size=n).astype(np.float32), rng.random(n) < 0.5
-    expected = x[mask]
-    dx, dmask = cuda.to_device(x), cuda.to_device(mask)
-    ok = np.array_equal(apps.compact(dx, dmask).copy_to_host(), expected)
-    add("compact", "prefixsum apps.compact", "float32", n, timed(lambda: apps.compact(dx, dmask), repeats=repeats), ok)
-    if torch:
-        tx, tmask = torch.from_numpy(x).cuda(), torch.from_numpy(mask).cuda()
-        ok = np.array_equal(tx[tmask].cpu().numpy(), expected)
-        add("compact", "torch x[mask]", "float32", n,
-            timed(lambda: (tx[tmask], torch.cuda.synchronize()), repeats=repeats), ok)
-    if cupy:
-        cx, cmask = cupy.asarray(x), cupy.asarray(mask)
-        ok = np.array_equal(cupy.asnumpy(cx[cmask]), expected)
-        add("compact", "cupy x[mask]", "float32", n,
-            timed(lambda: (cx[cmask], cupy.cuda.Device().synchronize()), repeats=repeats), ok)
+    run_compaction(cuda, torch, cupy, sizes is QUICK_SIZES, repeats, rng, add, timed)
 
     # Radix sort.
     n = sizes["sort"]
@@ -150,4 +142,4 @@ def run_tasks(cuda, torch, cupy, sizes, repeats, rng, add):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_skipping_teardown(main())

@@ -16,10 +16,13 @@ Three parts, all in one run, every result checked before it is timed (prefixsum.
 - ``call on numpy``: ``ps.scan(numpy_array)`` against torch's numpy -> GPU -> numpy round trip
   (``torch.from_numpy(x).cuda()``, ``cumsum``, ``.cpu().numpy()``), float32, n = 2^20, 2^24.
 
-Writes ``lookback.csv``: variant, part, dtype, n, median_us, gbps (2 n x itemsize / time), correct,
-timing and the run's metadata.
+Kernel times are measured by each ``--method`` (``cupti``, the default: torch.profiler's kernel
+durations summed per call; ``events``: CUDA events around queued launches); whole calls on the
+host clock. Writes ``lookback.csv``: variant, part, dtype, n, median_us, gbps (2 n x itemsize /
+time), correct, method, timing and the run's metadata.
 """
 import functools
+import shlex
 import sys
 
 import numpy as np
@@ -60,17 +63,19 @@ class Table:
     def __init__(self, meta):
         self.meta, self.rows = meta, []
 
-    def add(self, variant, part, dtype, n, micros, correct, timing):
+    def add(self, variant, part, dtype, n, micros, correct, timing, method="host clock"):
         dtype = np.dtype(dtype)
         gbps = 2 * n * dtype.itemsize / micros / 1e3
         self.rows.append({"variant": variant, "part": part, "dtype": dtype.name, "n": n, "median_us": round(micros, 3),
-                          "gbps": round(gbps, 2), "correct": bool(correct), "timing": timing, **self.meta})
+                          "gbps": round(gbps, 2), "correct": bool(correct), "method": method, "timing": timing,
+                          **self.meta})
         print(f"{part:<15} {variant:<46} {dtype.name:<8} n={n:<10} {micros:>10.1f} us {gbps:>8.1f} GB/s  {timing}"
               f"{'' if correct else '  WRONG'}", flush=True)
 
 
-def kernels(table, torch, stream, sizes, dtypes, scans, repeats, rng):
-    """Kernel times of the scans, the copy, torch.cumsum and torch's copy_ at each size and dtype."""
+def kernels(table, torch, stream, sizes, dtypes, scans, repeats, rng, methods):
+    """Kernel times of the scans, the copy, torch.cumsum and torch's copy_ at each size and dtype,
+    by each of ``methods``."""
     for dtype in map(np.dtype, dtypes):
         for n in sizes:
             x = random_input(n, "add", dtype, rng)
@@ -80,31 +85,32 @@ def kernels(table, torch, stream, sizes, dtypes, scans, repeats, rng):
             def check(result):
                 return wrong_indices(result, expected, allowed).size == 0
 
+            def add(variant, correct, launch, library_stream=None, copies=False):
+                for method in methods:
+                    measured = kernel_us(launch, stream=library_stream, repeats=repeats, method=method, copies=copies)
+                    table.add(variant, "kernel", dtype, n, measured.us, correct, measured.timing, method)
+
             out.copy_to_device(poisoned(n, dtype))
             blocks = -(-n // 256)
             copy_kernel[blocks, 256](source, out)
-            measured = kernel_us(lambda: copy_kernel[blocks, 256](source, out), repeats=repeats)
-            table.add("copy", "kernel", dtype, n, measured.us, np.array_equal(out.copy_to_host(), x), measured.timing)
+            add("copy", np.array_equal(out.copy_to_host(), x), lambda: copy_kernel[blocks, 256](source, out))
             for variant in scans:
                 name, options = parse(variant)
                 run = functools.partial(ps.ALGORITHMS[name].run, source, out, "add", True, False,
                                         **ps.ALGORITHMS[name].resolve_options(options))
                 out.copy_to_device(poisoned(n, dtype))
                 run()
-                measured = kernel_us(run, repeats=repeats)
-                table.add(variant, "kernel", dtype, n, measured.us, check(out.copy_to_host()), measured.timing)
+                add(variant, check(out.copy_to_host()), run)
             if torch is not None:
                 t = torch.from_numpy(x).cuda()
                 y = torch.empty_like(t)
                 torch.cumsum(t, 0, out=y)
-                measured = kernel_us(lambda: torch.cumsum(t, 0, out=y), stream=stream, repeats=repeats)
-                table.add("torch.cumsum", "kernel", dtype, n, measured.us, check(y.cpu().numpy()), measured.timing)
+                add("torch.cumsum", check(y.cpu().numpy()), lambda: torch.cumsum(t, 0, out=y), stream)
                 y.copy_(t)
-                measured = kernel_us(lambda: y.copy_(t), stream=stream, repeats=repeats)
-                table.add("torch copy", "kernel", dtype, n, measured.us, np.array_equal(y.cpu().numpy(), x), measured.timing)
+                add("torch copy", np.array_equal(y.cpu().numpy(), x), lambda: y.copy_(t), stream, copies=True)  # a memcpy
 
 
-def calls_on_device(table, torch, stream, sizes, repeats, rng):
+def calls_on_device(table, torch, stream, sizes, repeats, rng, methods):
     """Whole calls on device arrays (host clock, synchronised), and the two scans' kernel times."""
     dtype = np.dtype("float32")
     for n in sizes:
@@ -121,9 +127,11 @@ def calls_on_device(table, torch, stream, sizes, repeats, rng):
             table.add(f"ps.scan({name})", "call on device", dtype, n, micros, correct, "host clock, synchronized")
             out = cuda.device_array(n, dtype)
             run = functools.partial(ps.ALGORITHMS[name].run, source, out, "add", True, False, **ps.ALGORITHMS[name].options)
-            measured = kernel_us(run, repeats=repeats)
             run()
-            table.add(name, "kernel", dtype, n, measured.us, check(out.copy_to_host()), measured.timing)
+            correct = check(out.copy_to_host())
+            for method in methods:
+                measured = kernel_us(run, repeats=repeats, method=method)
+                table.add(name, "kernel", dtype, n, measured.us, correct, measured.timing, method)
         correct = check(ps.scan(source).copy_to_host())
         micros = host_us(lambda: (ps.scan(source), cuda.synchronize()), repeats=repeats)
         table.add("ps.scan(auto)", "call on device", dtype, n, micros, correct, "host clock, synchronized")
@@ -165,27 +173,28 @@ def main(argv=None):
     repeats = QUICK_REPEATS if args.quick else REPEATS
     torch = gpu_library("torch")
     stream = library_stream(torch) if torch is not None else None
-    table = Table(run_metadata(("torch",), "python benchmarks/lookback.py" + (" --quick" if args.quick else "")))
+    table = Table(run_metadata(("torch",), shlex.join(["python", "benchmarks/lookback.py", *(sys.argv[1:] if argv is None else argv)])))
     rng = np.random.default_rng(15)
     kernels(table, torch, stream, QUICK_SIZES if args.quick else KERNEL_SIZES,
-            ("float32", "float64") if args.quick else KERNEL_DTYPES, SCANS, repeats, rng)
-    calls_on_device(table, torch, stream, QUICK_SIZES if args.quick else CALL_SIZES, repeats, rng)
+            ("float32", "float64") if args.quick else KERNEL_DTYPES, SCANS, repeats, rng, args.method)
+    calls_on_device(table, torch, stream, QUICK_SIZES if args.quick else CALL_SIZES, repeats, rng, args.method)
     calls_on_numpy(table, torch, QUICK_SIZES if args.quick else NUMPY_SIZES, repeats, rng)
     write_csv(table.rows, f"{args.out}/lookback.csv")
-    print_table(ratios(table.rows), ["dtype", "n", "lookback_us", "vs torch.cumsum", "of copy bandwidth"],
+    print_table(ratios(table.rows), ["method", "dtype", "n", "lookback_us", "vs torch.cumsum", "of copy bandwidth"],
                 title="lookback's kernel against torch.cumsum (time ratio, > 1: faster) and the copy (bandwidth fraction):")
     return report_wrong(table.rows, lambda row: f"{row['variant']} {row['part']} {row['dtype']} n={row['n']}")
 
 
 def ratios(rows):
-    """For each dtype and size of the kernel part: lookback's time, torch.cumsum's over it, copy's over it."""
-    times = {(r["variant"], r["dtype"], r["n"]): r["median_us"] for r in rows if r["part"] == "kernel"}
+    """For each method, dtype and size of the kernel part: lookback's time, torch.cumsum's over it,
+    copy's over it (each by the same method)."""
+    times = {(r["variant"], r["method"], r["dtype"], r["n"]): r["median_us"] for r in rows if r["part"] == "kernel"}
     found = []
-    for (variant, dtype, n), us in times.items():
-        if variant == "lookback" and ("copy", dtype, n) in times:
-            found.append({"dtype": dtype, "n": n, "lookback_us": us,
-                          "vs torch.cumsum": round(times.get(("torch.cumsum", dtype, n), float("nan")) / us, 3),
-                          "of copy bandwidth": round(times[("copy", dtype, n)] / us, 3)})
+    for (variant, method, dtype, n), us in times.items():
+        if variant == "lookback" and ("copy", method, dtype, n) in times:
+            found.append({"method": method, "dtype": dtype, "n": n, "lookback_us": us,
+                          "vs torch.cumsum": round(times.get(("torch.cumsum", method, dtype, n), float("nan")) / us, 3),
+                          "of copy bandwidth": round(times[("copy", method, dtype, n)] / us, 3)})
     return found
 
 

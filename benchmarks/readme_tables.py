@@ -1,10 +1,11 @@
-"""The README's "Measured on a GPU" tables, computed from the committed CSVs.
+"""The measured numbers of the README and of docs/performance.md, computed from the committed CSVs.
 
-    python benchmarks/readme_tables.py            # print the tables
-    python benchmarks/readme_tables.py --write    # put them into README.md between the markers
+    python benchmarks/readme_tables.py            # print them
+    python benchmarks/readme_tables.py --write    # put them into both files between the markers
 
-tests/test_readme_tables.py fails when the README's tables differ from what this prints, so the
-README cannot drift from the measurements.
+The README carries one generated paragraph (the default scan against torch.cumsum), the book's
+performance page the full tables. tests/test_readme_tables.py fails when either file differs
+from what this prints, so neither can drift from the measurements.
 """
 import pathlib
 import sys
@@ -13,7 +14,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from prefixsum.cli import results  # noqa: E402
 
-README = pathlib.Path(__file__).resolve().parent.parent / "README.md"
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 BEGIN, END = "<!-- measured:begin (python benchmarks/readme_tables.py --write) -->", "<!-- measured:end -->"
 SIZES = (24, 26)
 SCANS = ("hierarchical", "blelloch", "blelloch:conflict_free=False", "ladder", "folding", "hillis_steele", "kstep")
@@ -86,7 +87,10 @@ def lookback_table():
     return ("\n".join(lines) + "\n\nWhole calls, float32, host clock: `ps.scan(device_array)` plus a synchronize takes "
             + ", ".join(calls) + " for `torch.cumsum` and a synchronize; `ps.scan(numpy_array)` takes "
             + ", ".join(numpy_calls) + " for torch's numpy -> GPU -> numpy round trip. From `benchmarks/lookback.csv` "
-            "(`python benchmarks/lookback.py`), one run.")
+            f"(`python benchmarks/lookback.py`), one run on one {results.read(name)[0]['device']}; kernel times by "
+            f"{' and '.join(sorted({row['method'] for row in results.read(name, part='kernel')}))} "
+            "(cupti: the kernels' durations in torch.profiler's trace, summed per call). The tile shape comes from "
+            "`benchmarks/lookback_tiles.csv` (an H200).")
 
 
 def tables():
@@ -103,15 +107,40 @@ def tables():
     ])
 
 
+def summary():
+    """The README's paragraph: the default scan's kernel against torch.cumsum's, from lookback.csv."""
+    name = "lookback.csv"
+    meta = results.read(name, variant="lookback", part="kernel", dtype="float32", n=2**26)[0]
+
+    def ratio(dtype, k):
+        at = dict(part="kernel", dtype=dtype, n=2**k)
+        return results.value(name, "median_us", variant="torch.cumsum", **at) / results.value(name, "median_us", variant="lookback", **at)
+
+    speeds = "; ".join(f"{dtype} {' / '.join(f'{ratio(dtype, k):.2f}x' for k in (24, 26, 28))}"
+                       for dtype in ("float32", "int32", "float64", "int64"))
+    return (f"On one {meta['device']} ({meta['date']}), the default scan (`lookback`, one pass with decoupled "
+            f"look-back) runs at these multiples of torch.cumsum's speed at n = 2^24 / 2^26 / 2^28: {speeds}. "
+            "The full tables, beside CuPy and a device copy: `docs/performance.md`.")
+
+
+def blocks():
+    """``{file: text}``: what goes between the markers of each file that quotes measurements."""
+    return {ROOT / "README.md": summary(), ROOT / "docs" / "performance.md": tables()}
+
+
+def between(text, block):
+    """``text`` with the part between the markers replaced by ``block``."""
+    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
+    return text[:start] + "\n" + block + "\n" + text[end:]
+
+
 def main(argv):
-    text = tables()
-    if argv[1:] == ["--write"]:
-        readme = README.read_text()
-        start, end = readme.index(BEGIN) + len(BEGIN), readme.index(END)
-        README.write_text(readme[:start] + "\n" + text + "\n" + readme[end:])
-        print(f"wrote the tables into {README}")
-    else:
-        print(text)
+    for path, text in blocks().items():
+        if argv[1:] == ["--write"]:
+            path.write_text(between(path.read_text(), text))
+            print(f"wrote the measurements into {path}")
+        else:
+            print(f"{path.relative_to(ROOT)}:\n{text}\n")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ set -euo pipefail
 
 # Each stage and the files it writes under $out: every committed result in benchmarks/ is one of
 # these (tests/test_bench_harness.py checks both ways), and each stage must write all of its own.
-STAGES=(notebooks scans kstep hierarchical table1 tridiag householder householder_calls warp sanitize sanitize_tridiag lookback sanitize_lookback applications user_ops sanitize_apps blocks sim_speed grading)
+STAGES=(notebooks scans kstep hierarchical table1 tridiag householder householder_calls warp sanitize sanitize_tridiag lookback lookback_tiles sanitize_lookback applications compaction_tiles user_ops sanitize_apps blocks sim_speed grading)
 declare -A OUTPUTS=(
   [notebooks]="nbval_gpu.txt"
   [scans]="scan_throughput.csv"
@@ -27,8 +27,10 @@ declare -A OUTPUTS=(
   [sanitize]="sanitize.txt"
   [sanitize_tridiag]="sanitize_tridiag.txt"
   [lookback]="lookback.csv"
+  [lookback_tiles]="lookback_tiles.csv"
   [sanitize_lookback]="sanitize_lookback.txt"
   [applications]="applications.csv"
+  [compaction_tiles]="compaction_tiles.csv"
   [user_ops]="user_ops_gpu.txt"
   [sanitize_apps]="sanitize_apps.txt"
   [blocks]="blocks_gpu.csv"
@@ -86,7 +88,7 @@ stage_table1() {
   "$python" benchmarks/table1.py $quick_flag --out "$out"
 }
 
-# GPU, about 2 minutes: PCR, CR, Thomas and the hybrid against cuSPARSE and JAX.
+# GPU, about 4 minutes: PCR, CR, Thomas and the hybrid against cuSPARSE and JAX, eight shapes.
 stage_tridiag() {
   "$python" benchmarks/tridiag.py $quick_flag --out "$out"
 }
@@ -130,6 +132,12 @@ stage_lookback() {
   "$python" benchmarks/lookback.py $quick_flag --out "$out"
 }
 
+# GPU, about 2 minutes: "lookback" at eight tile shapes against torch.cumsum, float32 and float64,
+# 2^24..2^28, CUPTI (the table its tile shape per element size is chosen from).
+stage_lookback_tiles() {
+  "$python" benchmarks/lookback_tiles.py $quick_flag --out "$out"
+}
+
 # GPU, about a minute: the sanitize stage for "lookback" alone, into sanitize_lookback.txt.
 stage_sanitize_lookback() {
   sanitize sanitize_lookback benchmarks/sanitize.py --algorithm lookback
@@ -139,6 +147,12 @@ stage_sanitize_lookback() {
 # scipy (benchmarks/applications.py; applications_gpu.log keeps the console of the committed run).
 stage_applications() {
   "$python" benchmarks/applications.py $quick_flag --out "$out"
+}
+
+# GPU, about 40 seconds: the one-pass compaction in five tile shapes beside torch's x[mask], 2^20..2^26
+# float32 and float64 (benchmarks/compaction_tiles.py), which chose apps.selection's tiles.
+stage_compaction_tiles() {
+  "$python" benchmarks/compaction_tiles.py $quick_flag --out "$out"
 }
 
 # GPU, about a minute: every algorithm that carries a user operator, at 2^20 elements, on numba

@@ -5,7 +5,8 @@
 
 Runs every algorithm that carries a user operator (an affine map on a pair of float64 arrays,
 forward and reverse, inclusive and exclusive) and each application of :mod:`prefixsum.apps`
-(compaction, radix sort with values, a linear recurrence, a segmented scan, the tridiagonal
+(compaction in one pass, of values, of indices and without waiting, and the readable
+compaction; radix sort with values, a linear recurrence, a segmented scan, the tridiagonal
 solve as a scan, a cubic spline) on sizes of one tile and of several, each result checked against
 numpy before the next call; one line per part, exit 1 on a wrong result. compute-sanitizer's
 summary is the verdict on memory errors, races, barriers and uninitialised reads;
@@ -69,6 +70,16 @@ def main(argv=None):
         mask = rng.random(n) < 0.5
         if not np.array_equal(apps.compact(x, mask), x[mask]):
             wrong.append(f"compact n={n}")
+        if not np.array_equal(apps.compact_by_scan(x, mask), x[mask]):
+            wrong.append(f"compact_by_scan n={n}")
+        if not np.array_equal(apps.compact_indices(mask), np.flatnonzero(mask)):
+            wrong.append(f"compact_indices n={n}")
+        x64 = rng.normal(size=n)
+        buffer, count = apps.compact(cuda.to_device(x64), cuda.to_device(mask), sync=False)
+        kept = buffer[:int(count.copy_to_host()[0])]  # past the count the buffer is never written: initcheck
+        if not np.array_equal(kept.copy_to_host(), x64[mask]):
+            wrong.append(f"compact sync=False float64 n={n}")
+        calls += 3
         keys = rng.integers(-1000, 1000, n).astype(np.int32)
         values = np.arange(n, dtype=np.int32)
         got_keys, got_values = apps.radix_sort(keys, values)

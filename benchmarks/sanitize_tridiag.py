@@ -5,8 +5,8 @@
 
 Runs ``hybrid.run`` (what ``tridiag.solve(method="hybrid")`` launches) into poisoned outputs on
 float32 and float64 systems of shapes that take every path (the warp solver up to 512 rows; the
-partition method beyond, one and two levels, one system and a batch; a batch whose chunks
-would span systems, which goes to ``hybrid_shared``), and ``hybrid.run_shared`` on every shape
+partition method beyond, one and two levels, one system and a batch; batches whose n is no
+multiple of the chunk, padded to whole chunks in the indexing), and ``hybrid.run_shared`` on every shape
 too (:func:`~prefixsum.tridiag.hybrid.hybrid_shared`: several systems a block, one system a
 block; one and several :func:`~prefixsum.tridiag.hybrid.pcr_window` launches before it), and a
 zero pivot;

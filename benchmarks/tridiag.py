@@ -2,12 +2,15 @@
 
     python benchmarks/tridiag.py [--out DIR] [--quick]      (on a GPU machine; --quick: tiny, on the simulator too)
 
-Cases (batch x n): 512 x 512, 4096 x 256, 16384 x 64, 1 x 2^20, in float32 and float64, on
-random diagonally dominant systems. Every result is checked before it is timed: its relative
+Cases (batch x n): 512 x 512, 4096 x 256, 16384 x 64, 1 x 2^20, 100 x 1000, 64 x 8192, 7 x 100000
+and 1000 x 1000 (``--case BATCHxN`` picks some), in float32 and float64, on random diagonally
+dominant systems. Every result is checked before it is timed: its relative
 residual must be at most ``RESIDUAL_EPS`` x eps (``correct``; the script exits with 1 if one
 is not). Ours: the method's launches on numba device arrays, queued behind a busy kernel between
 CUDA events (``ours (kernels)``, :func:`prefixsum.cli.bench.kernel_us`: what the kernels cost, the
-figure to set beside cuSPARSE's device time), and a whole ``tridiag.solve`` call on device arrays
+figure to set beside cuSPARSE's device time; by each ``--method``: ``cupti``, the default, sums the
+kernels' durations from torch.profiler's trace, ``events`` times them with CUDA events; the
+``method`` column says which), and a whole ``tridiag.solve`` call on device arrays
 on the host clock (``ours (whole call)``: checks, allocations and the copy of the failure flags
 included); the hybrid's kernels (for n <= 512 the warp solver's, :mod:`prefixsum.tridiag.warp`),
 and :func:`~prefixsum.tridiag.hybrid.hybrid_shared`'s path alone at its default and at half and
@@ -16,11 +19,13 @@ twice its rows per thread (``hybrid_shared``, ``hybrid_shared:thomas_rows=R``, w
 transfer in and the one out included). cuSPARSE: ``gtsv2StridedBatch`` through CuPy, queued the
 same way on CuPy's stream
 (the library's device time), and JAX's ``jax.lax.linalg.tridiagonal_solve`` (which calls
-cuSPARSE) as a whole call, on the host clock after ``block_until_ready``. Median of
+cuSPARSE) as a whole call, on the host clock after ``block_until_ready``, with x64 on (a
+"float64" row whose result came back in float32 says so in its method name). Median of
 :data:`prefixsum.cli.bench.REPEATS`; the ``timing`` column says how each row was measured. Writes
 ``tridiag.csv``.
 """
 import os
+import shlex
 import sys
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
@@ -35,13 +40,15 @@ from prefixsum.cli.bench import (QUICK_REPEATS, REPEATS, gpu_library, host_us,  
 from prefixsum.cli.metadata import run_metadata  # noqa: E402
 from prefixsum.cli.results import print_table, report_wrong, write_csv  # noqa: E402
 
-CASES = ((512, 512), (4096, 256), (16384, 64), (1, 1 << 20))
+CASES = ((512, 512), (4096, 256), (16384, 64), (1, 1 << 20), (100, 1000), (64, 8192), (7, 100000), (1000, 1000))
+THOMAS_MAX_ROWS = 1 << 16
+"""Longer systems skip "thomas": one thread walks each, milliseconds, not a comparison."""
 QUICK_CASES = ((4, 32), (1, 2048))  # a batch in shared memory; one system with global PCR steps
 # Diagonally dominant systems are well conditioned: the residuals seen are about one eps; a
 # wrong solve is off by far more than this.
 RESIDUAL_EPS = 64
 THOMAS_ROWS = hybrid.THOMAS_ROWS
-PARTITION_ROWS = dict(partition.ROWS_PER_THREAD)
+PARTITION_ROWS = dict(partition.ROWS_PER_THREAD), partition.SMALL_ROWS
 
 
 def variants(method, n, dtype):
@@ -50,16 +57,14 @@ def variants(method, n, dtype):
     (:func:`~prefixsum.tridiag.hybrid.run_shared`, which the hybrid leaves for the warp solver and
     the partition method) at its default and at half and twice as many rows per thread (which
     :data:`prefixsum.tridiag.hybrid.THOMAS_ROWS` was chosen from), and where the partition method
-    runs, its other chunk lengths (which :data:`prefixsum.tridiag.partition.ROWS_PER_THREAD` was
-    chosen from)."""
-    rows = partition.rows_per_thread(dtype)
-    own = [(method, tridiag.METHODS[method], THOMAS_ROWS, rows)]
+    runs, each chunk length at every level (which :func:`prefixsum.tridiag.partition.rows_per_thread`
+    was chosen from; R None: its own choice per level)."""
+    own = [(method, tridiag.METHODS[method], THOMAS_ROWS, None)]
     if method != "hybrid":
         return own
-    shared = [(f"hybrid_shared{'' if r == THOMAS_ROWS else f':thomas_rows={r}'}", hybrid.run_shared, r, rows)
+    shared = [(f"hybrid_shared{'' if r == THOMAS_ROWS else f':thomas_rows={r}'}", hybrid.run_shared, r, None)
               for r in (THOMAS_ROWS // 2, THOMAS_ROWS, 2 * THOMAS_ROWS)]
-    chunks = [(f"hybrid:partition_rows={r}", hybrid.run, THOMAS_ROWS, r) for r in (4, 8, 16)
-              if r != rows and n > warp.MAX_ROWS]
+    chunks = [(f"hybrid:partition_rows={r}", hybrid.run, THOMAS_ROWS, r) for r in (4, 8, 16) if n > warp.MAX_ROWS]
     return own + shared + chunks
 
 
@@ -81,8 +86,13 @@ def residual(a, b, c, d, x):
     return float(np.linalg.norm(r) / np.linalg.norm(d))
 
 
-def cusparse_time(cupy, stream, a, b, c, d, repeats):
-    """``(device microseconds, timing, x)`` of cuSPARSE's ``gtsv2StridedBatch`` on the systems, through CuPy."""
+def cusparse_time(cupy, stream, a, b, c, d, repeats, method):
+    """``(device microseconds, timing, x)`` of cuSPARSE's ``gtsv2StridedBatch`` on the systems, through CuPy.
+
+    gtsv2 overwrites d with x, so each solve is preceded by a device-to-device copy of d: a copy,
+    not a kernel, which the ``cupti`` method leaves out by itself; ``events`` time the copy alone
+    and subtract it.
+    """
     from cupy_backends.cuda.libs import cusparse
 
     batch, n = d.shape
@@ -96,7 +106,7 @@ def cusparse_time(cupy, stream, a, b, c, d, repeats):
     work = cupy.empty_like(x)
 
     def refill():
-        work[...] = x  # gtsv2 overwrites d with x: copy d back before each solve
+        work.data.copy_from_device_async(x.data, x.nbytes)
 
     def launch():
         refill()
@@ -104,12 +114,15 @@ def cusparse_time(cupy, stream, a, b, c, d, repeats):
 
     launch()
     result = cupy.asnumpy(work)
-    solve_and_refill = kernel_us(launch, stream=stream, repeats=repeats)
+    solve_and_refill = kernel_us(launch, stream=stream, repeats=repeats, method=method)
+    if method == "cupti":
+        return solve_and_refill.us, solve_and_refill.timing, result
     return solve_and_refill.us - kernel_us(refill, stream=stream, repeats=repeats).us, solve_and_refill.timing, result
 
 
 def jax_time(jax, a, b, c, d, repeats):
-    """``(whole-call microseconds, x)`` of JAX's jitted ``tridiagonal_solve`` (cuSPARSE inside)."""
+    """``(whole-call microseconds, x)`` of JAX's jitted ``tridiagonal_solve`` (cuSPARSE inside);
+    ``x`` in the dtype JAX computed in."""
     import jax.numpy as jnp
 
     args = [jnp.asarray(v) for v in (a, b, c)] + [jnp.asarray(d)[..., None]]
@@ -119,41 +132,50 @@ def jax_time(jax, a, b, c, d, repeats):
 
 
 def main(argv=None):
-    args = script_arguments(argv, f"cases {QUICK_CASES}, two repeats; runs on the simulator too")
+    args = script_arguments(argv, f"cases {QUICK_CASES}, two repeats; runs on the simulator too",
+                            lambda parser: parser.add_argument("--case", action="append", help="BATCHxN (repeatable; "
+                                                               "default: every case of CASES)"))
+    cases = [tuple(map(int, case.split("x"))) for case in args.case] if args.case else CASES
     from numba import cuda
 
     repeats = QUICK_REPEATS if args.quick else REPEATS
-    meta = run_metadata(["cupy", "jax"])
+    meta = run_metadata(["cupy", "jax", "torch"], shlex.join(["python", "benchmarks/tridiag.py",
+                                                               *(sys.argv[1:] if argv is None else argv)]))
     cupy, cupy_stream = queued_library("cupy")
     jax = gpu_library("jax")
     rng = np.random.default_rng(3)
     rows = []
 
-    def add(method, kind, dtype, batch, n, micros, timing, res):
+    def add(method, kind, dtype, batch, n, micros, timing, res, measured_by="host clock"):
         correct = bool(res <= RESIDUAL_EPS * np.finfo(dtype).eps)
         rows.append({"method": method, "kind": kind, "dtype": np.dtype(dtype).name, "batch": batch, "n": n,
                      "median_us": round(micros, 2), "relative_residual": f"{res:.2e}", "correct": correct,
-                     "timing": timing, **meta})
+                     "measured_by": measured_by, "timing": timing, **meta})
         print(f"{method:<26} {kind:<18} {np.dtype(dtype).name:<8} {batch:>6} x {n:<8} {micros:>10.1f} us  "
               f"residual {res:.1e}  {timing}{'' if correct else '  WRONG'}", flush=True)
 
     for dtype in (np.float32, np.float64):
-        for batch, n in QUICK_CASES if args.quick else CASES:
+        for batch, n in QUICK_CASES if args.quick else cases:
             a, b, c, d = system(batch, n, dtype, rng)
             device = [cuda.to_device(v) for v in (a, b, c, d)]
             for method in tridiag.METHODS:
-                if method == "thomas" and batch == 1:
-                    continue  # one thread walks 2^20 rows: hundreds of ms, not a comparison
+                if method == "thomas" and n > THOMAS_MAX_ROWS:
+                    continue
                 for label, run, rows_per_thread, chunk_rows in variants(method, n, dtype):
                     hybrid.THOMAS_ROWS = rows_per_thread
-                    partition.ROWS_PER_THREAD[np.dtype(dtype).itemsize] = chunk_rows
+                    partition.ROWS_PER_THREAD.update(PARTITION_ROWS[0])
+                    partition.SMALL_ROWS = PARTITION_ROWS[1]
+                    if chunk_rows:  # every level at this R
+                        partition.ROWS_PER_THREAD[np.dtype(dtype).itemsize] = partition.SMALL_ROWS = chunk_rows
                     out, flags = cuda.device_array((batch, n), dtype), cuda.device_array(batch, np.int32)
                     run(*device, out, flags)
                     res = residual(a, b, c, d, out.copy_to_host())
-                    measured = kernel_us(lambda: run(*device, out, flags), repeats=repeats)
-                    add(label, "ours (kernels)", dtype, batch, n, measured.us, measured.timing, res)
+                    for how in args.method:
+                        measured = kernel_us(lambda: run(*device, out, flags), repeats=repeats, method=how)
+                        add(label, "ours (kernels)", dtype, batch, n, measured.us, measured.timing, res, how)
                 hybrid.THOMAS_ROWS = THOMAS_ROWS
-                partition.ROWS_PER_THREAD.update(PARTITION_ROWS)
+                partition.ROWS_PER_THREAD.update(PARTITION_ROWS[0])
+                partition.SMALL_ROWS = PARTITION_ROWS[1]
                 res = residual(a, b, c, d, tridiag.solve(*device, method=method).copy_to_host())
                 micros = host_us(lambda: tridiag.solve(*device, method=method), repeats=repeats)
                 add(method, "ours (whole call)", dtype, batch, n, micros, "host clock", res)
@@ -162,16 +184,30 @@ def main(argv=None):
             add(f"auto ({tridiag.api.choose('auto', batch, n, dtype)})", "ours (whole call, numpy)", dtype, batch, n,
                 micros, "host clock", res)
             if cupy:
-                micros, timing, x = cusparse_time(cupy, cupy_stream, a, b, c, d, repeats)
-                add("cusparse gtsv2StridedBatch", "library", dtype, batch, n, micros, timing, residual(a, b, c, d, x))
+                for how in args.method:
+                    micros, timing, x = cusparse_time(cupy, cupy_stream, a, b, c, d, repeats, how)
+                    add("cusparse gtsv2StridedBatch", "library", dtype, batch, n, micros, timing, residual(a, b, c, d, x),
+                        how)
             if jax:
                 micros, x = jax_time(jax, a, b, c, d, repeats)
-                add("jax tridiagonal_solve", "library", dtype, batch, n, micros, "host clock", residual(a, b, c, d, x))
+                label = "jax tridiagonal_solve" + ("" if x.dtype == dtype else f" (computed in {x.dtype})")
+                add(label, "library", dtype, batch, n, micros, "host clock", residual(a, b, c, d, x))
     write_csv(rows, os.path.join(args.out, "tridiag.csv"))
-    print_table([row for row in rows if row["dtype"] == "float32"],
-                ["method", "kind", "batch", "n", "median_us", "relative_residual", "correct", "timing"],
-                title="float32 (median us):")
+    print_table(against_cusparse(rows), ["measured_by", "dtype", "batch", "n", "hybrid_us", "cusparse_us", "vs cusparse"],
+                title="the hybrid's kernels against cuSPARSE gtsv2StridedBatch (time ratio, > 1: faster):")
     return report_wrong(rows, lambda row: f"{row['method']} {row['kind']} {row['dtype']} {row['batch']} x {row['n']}")
+
+
+def against_cusparse(rows):
+    """Per method of measuring, dtype and case: the hybrid's kernel time, cuSPARSE's, and cuSPARSE's over the hybrid's."""
+    times = {(r["method"], r["measured_by"], r["dtype"], r["batch"], r["n"]): r["median_us"] for r in rows}
+    found = []
+    for (method, how, dtype, batch, n), us in times.items():
+        library = times.get(("cusparse gtsv2StridedBatch", how, dtype, batch, n))
+        if method == "hybrid" and how != "host clock" and library:
+            found.append({"measured_by": how, "dtype": dtype, "batch": batch, "n": n, "hybrid_us": us,
+                          "cusparse_us": library, "vs cusparse": round(library / us, 3)})
+    return found
 
 
 if __name__ == "__main__":

@@ -7,8 +7,8 @@ that fits, :func:`~prefixsum.tridiag.hybrid.run_shared` (the hybrid's path befor
 solver) and cuSPARSE's ``gtsv2StridedBatch`` through CuPy, each queued behind a busy kernel and
 timed by CUDA events (:func:`prefixsum.cli.bench.kernel_us`, median of 25), each result's
 relative residual checked first (``WRONG`` if above 64 eps or a failure flag is set). Then the
-registers per thread of each kernel. A probe, not a committed result: the README's changelog
-quotes one of its runs on the H100.
+registers per thread of each kernel. A probe, not a committed result: one of its runs on the H100
+is quoted in the changelog that README.md held before issue 32 (its git history).
 
 Run: ``python benchmarks/tridiag_warp.py [--quick]`` on a GPU (``--quick``: one tiny case, on the
 simulator too).

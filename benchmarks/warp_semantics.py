@@ -41,7 +41,7 @@ from numba import cuda  # noqa: E402
 
 from prefixsum.cli.metadata import run_metadata  # noqa: E402
 from prefixsum.scans.ops import numba_type  # noqa: E402
-from prefixsum.scans.warp import carrier  # noqa: E402
+from prefixsum.primitives.warp import carrier  # noqa: E402
 
 THREADS = 64  # two warps per block: every case checks that warps do not mix
 PARTIAL = 40  # a block whose second warp has 8 lanes

@@ -2,7 +2,7 @@
 Chromium per notebook, and a screenshot of the page whenever a notebook's test fails.
 
 Not collected by a plain ``python -m pytest`` (``testpaths`` names ``tests`` and ``notebooks``):
-run it with ``python -m pytest browser_tests`` (README, "The notebooks in a browser").
+run it with ``python -m pytest browser_tests`` (CONTRIBUTING.md, "The notebooks in a browser").
 """
 import contextlib
 import pathlib

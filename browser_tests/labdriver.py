@@ -217,6 +217,7 @@ return [...document.querySelectorAll('{CELLS}')].map(cell => ({{
   outputs: [...cell.querySelectorAll('.jp-OutputArea-output')].map(o => ({{
     mime: o.getAttribute('data-mime-type') || '', text: o.textContent || ''}})),
   images: cell.querySelectorAll('.jp-OutputArea-output img').length,
+  steppers: cell.querySelectorAll('.jp-OutputArea-output .ps-stepper').length,
 }}));
 """
 
@@ -291,14 +292,21 @@ def expectations(instructor_ipynb):
     for cell in notebook.cells:
         outputs = cell.get("outputs", [])
         text = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
+        steppers = sum(is_stepper(o) for o in outputs)
         cells.append({
             "kind": cell.cell_type,
             "tags": list(cell.metadata.get("tags", [])),
             "first_line": (cell.source.splitlines() or [""])[0],
-            "images": sum("image/png" in o.get("data", {}) for o in outputs),
+            "images": sum("image/png" in o.get("data", {}) for o in outputs) - steppers,
+            "steppers": steppers,
             "passes": sum(line.startswith("PASS") for line in text.splitlines()),
         })
     return cells
+
+
+def is_stepper(output):
+    """A stored ``ps.viz.step`` output: its picture is the fallback, the live page shows the widget."""
+    return output.get("data", {}).get("text/plain", "").startswith("<prefixsum stepper")
 
 
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\)|^\s*Cell In\[\d+\], line \d+", re.M)
@@ -343,6 +351,8 @@ def problems(name, expected, page, student=False):
                 found.append(f"{where(i)}: shows an error: {last[0].strip()[:200]}")
         if cell["images"] < want["images"]:
             found.append(f"{where(i)}: should draw {want['images']} figure(s), the page shows {cell['images']} image(s)")
+        if cell.get("steppers", 0) < want.get("steppers", 0):
+            found.append(f"{where(i)}: should show {want['steppers']} stepper(s), the page shows {cell.get('steppers', 0)}")
         if "check" in want["tags"]:
             if student:
                 if not ("FAIL" in text and expected_student_exception(text)):
@@ -367,3 +377,64 @@ def page_problems(driver, name, expected, student=False, grace=RENDER_GRACE):
         if not found or time.monotonic() > deadline:
             return found
         time.sleep(0.5)
+
+
+# ---------------------------------------------------------------------------------------------
+# The stepper (ps.viz.step): what it draws, and the slider moved as a user moves it
+
+STEPPER = """
+const cell = document.querySelectorAll(arguments[0])[arguments[1]];
+const box = cell && cell.querySelector('.ps-stepper');
+if (!box) return null;
+const board = box.querySelector('.ps-student') || box.querySelector('.ps-board');
+return {
+  label: box.querySelector('.ps-step-label')?.textContent ?? '',
+  cells: [...board.querySelectorAll('g.ps-cell')].map(g => [g.dataset.array, g.dataset.owner, +g.dataset.index, g.dataset.value]),
+  differing: board.querySelectorAll('rect[stroke="#d00000"]').length,
+};
+"""
+
+
+def read_stepper(driver, index):
+    """The stepper in cell ``index`` as drawn: its step's label, every cell (array, owner, index,
+    value shown) of its board (the student's, beside a reference), how many cells are marked as
+    differing; None if the cell shows no stepper."""
+    return driver.execute_script(STEPPER, CELLS, index)
+
+
+def drawn_values(stepper, array):
+    """The values ``read_stepper`` found in the cells of ``array``, by index (None where blank)."""
+    cells = sorted((i, v) for a, _, i, v in stepper["cells"] if a == array)
+    return [int(v) if v.lstrip("-").isdigit() else (v or None) for _, v in cells]
+
+
+def move_slider(driver, index):
+    """Move the slider of the stepper in cell ``index`` one step right, as a user does with the
+    keyboard (click its handle, press the right arrow), and wait for the drawing to follow."""
+    from selenium.webdriver.common.keys import Keys
+
+    before = read_stepper(driver, index)
+    handle = driver.find_elements("css selector", CELLS)[index].find_element("css selector", ".ps-stepper .noUi-handle")
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", handle)
+    handle.click()
+    handle.send_keys(Keys.ARROW_RIGHT)
+    wait(driver, lambda d: (read_stepper(d, index) or {}).get("label") != before["label"], 30,
+         f"cell {index}: the stepper did not redraw after its slider moved")
+
+
+def run_cell(driver, index, relpath, timeout=NOTEBOOK_TIMEOUT):
+    """Click into cell ``index``'s editor and Shift+Enter, as a user runs one cell; wait for its new prompt number."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    before = driver.execute_script(PROMPTS)[index]
+    cell = driver.find_elements("css selector", CELLS)[index]
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", cell)
+    cell.find_element("css selector", ".cm-content").click()
+    ActionChains(driver).key_down(Keys.SHIFT).send_keys(Keys.ENTER).key_up(Keys.SHIFT).perform()
+
+    def done(d):
+        now = d.execute_script(PROMPTS)[index]
+        return settled(d) and re.fullmatch(r"\[\d+\]:", now or "") and now != before
+
+    wait(driver, done, timeout, f"{relpath}: cell {index} did not run")

@@ -3,9 +3,12 @@
 For every instructor notebook and one student version: open it, Run > Run All Cells, wait for
 the kernel to go idle, and check the page: every code cell ran, no cell shows an error (but the
 student version's expected NotImplementedError), every figure the instructor's notebook stores
-is an image on the page, and the check cells show their PASS lines. Then the student's path:
-paste a solution into the exercise cell, run it and its check (PASS), then a wrong one (the
-checker's diagnosis). Last, the test of the test: a notebook with a broken cell fails it.
+is an image on the page (a stepper's stored picture: the stepper), and the check cells show their
+PASS lines. Then the student's path: paste a solution into the exercise cell, run it and its
+check (PASS), then a wrong one (the checker's diagnosis), and open the stepper the diagnosis
+offers. The stepper (issue 31): chapter 01's stepper cell, its slider moved phase by phase, the
+values drawn checked against the ladder's definition. Last, the tests of the tests: a notebook
+with a broken cell, and a stepper on a trace with a phase missing, fail them.
 """
 import re
 
@@ -74,6 +77,91 @@ def test_student_path_in_jupyterlab(lab, driver, on_failure):
             f"{name} cell {check}: the wrong solution should get the checker's diagnosis, shows {text!r}"
         print(f"\nthe checker on the wrong solution: {text.strip()}")
 
+        # the verdict's hint opens the stepper on that run, beside the package's scan, at the
+        # first phase where the two differ
+        assert "ps.viz.step_failure()" in text, f"{name} cell {check}: the verdict should offer the stepper: {text!r}"
+        labdriver.type_into_cell(driver, check, "ps.viz.step_failure(block_size=BLOCK)")
+        labdriver.run_cell(driver, check, relpath)
+        shown = labdriver.wait(driver, lambda d: labdriver.read_stepper(d, check), 30,
+                               f"{name} cell {check}: ps.viz.step_failure() drew no stepper")
+        assert "phase 1" in shown["label"] and shown["differing"] > 0, shown["label"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The stepper: chapter 01's stepper cell, its slider moved, the values drawn those of each phase
+
+STEPPER_CELL = "ps.viz.step(seed_trace"  # chapter 01's stepper cell (the ladder on 30 twos)
+
+
+def ladder_after(x, phase, width=32):
+    """The ladder's shared array after ``phase`` phases, from its definition: every aligned run
+    of 2^phase cells holds the scan of its inputs (lanes past the input hold the identity, 0)."""
+    cells = list(x) + [0] * (width - len(x))
+    run = 1 << phase
+    return [sum(cells[i & ~(run - 1): i + 1]) for i in range(width)]
+
+
+def ladder_stepper_problems(driver, index, phases=3):
+    """Move the stepper in cell ``index`` through ``phases`` phases of the ladder; one sentence
+    for each way the page's drawing is not the ladder's (or the cell shows no stepper)."""
+    shown = labdriver.read_stepper(driver, index)
+    if shown is None:
+        text = " ".join(o["text"] for o in labdriver.read_page(driver)[index]["outputs"]).strip()
+        return [f"cell {index}: no stepper on the page; the cell shows {text[-300:]!r}"]
+    x = labdriver.drawn_values(shown, "x")
+    found = []
+    for phase in range(phases + 1):
+        if phase:
+            labdriver.move_slider(driver, index)
+            shown = labdriver.read_stepper(driver, index)
+        rungs = labdriver.drawn_values(shown, "rungs")
+        if f"phase {phase}" not in shown["label"] or rungs != ladder_after(x, phase):
+            found.append(f"cell {index} at slider step {phase}: the page shows {shown['label']!r} with rungs "
+                         f"{rungs}; the ladder's phase {phase} gives {ladder_after(x, phase)}")
+    return found
+
+
+def open_and_step(driver, lab, relpath, source):
+    """Open ``relpath``, run its first code cell and its stepper cell (as in ``source``, the
+    notebook laid out), and return the stepper's problems."""
+    cells = nbformat.read(source, as_version=4).cells
+    setup = next(i for i, c in enumerate(cells) if c.cell_type == "code")
+    stepper = next(i for i, c in enumerate(cells) if STEPPER_CELL in c.source)
+    labdriver.open_notebook(driver, lab, relpath, len(cells))
+    labdriver.run_cell(driver, setup, relpath)
+    labdriver.run_cell(driver, stepper, relpath)
+    return ladder_stepper_problems(driver, stepper)
+
+
+def test_the_stepper_moves_through_the_ladder_phases(lab, driver, on_failure, screenshot_dir):
+    with on_failure(driver, "stepper_01_ladder"):
+        found = open_and_step(driver, lab, f"notebooks/{STUDENT.name}", STUDENT)
+        print(f"\nthe stepper after three phases: {labdriver.screenshot(driver, screenshot_dir, 'stepper_01_ladder')}")
+        assert not found, "\n".join(found)
+
+
+def test_a_trace_with_a_phase_missing_fails_the_stepper_check(lab, driver, tmp_path):
+    notebook = nbformat.read(STUDENT, as_version=4)
+    cell = next(c for c in notebook.cells if STEPPER_CELL in c.source)
+    cell.source = cell.source.replace(STEPPER_CELL, "seed_trace = ps.trace.Trace([r for r in seed_trace.records "
+                                      "if r.phase != 2], seed_trace.launches)  # broken on purpose\n" + STEPPER_CELL)
+    source = tmp_path / "broken_stepper.ipynb"
+    nbformat.write(notebook, source)
+    labdriver.lay_out(lab.root, notebooks=[source])
+    found = open_and_step(driver, lab, f"notebooks/{source.name}", source)
+    print("\n".join(found))
+    assert found and "phase 2" in found[0] and "BrokenTrace" in found[0]
+
+
+def test_the_stepper_check_reads_a_page():
+    """``ladder_after`` and ``drawn_values`` without a browser: a drawing one phase ahead is wrong."""
+    x = [2] * 30
+    assert ladder_after(x, 1)[:4] == [2, 4, 2, 4] and ladder_after(x, 5)[29:] == [60, 60, 60]
+    cells = [["x", "", i, "2"] for i in range(30)] + [["rungs", "0", i, str(v)] for i, v in enumerate(ladder_after(x, 2))]
+    shown = {"label": "phase 1", "cells": cells, "differing": 0}
+    assert labdriver.drawn_values(shown, "x") == x
+    assert labdriver.drawn_values(shown, "rungs") != ladder_after(x, 1)
+
 
 # ---------------------------------------------------------------------------------------------
 # The test of the test: notebooks broken on purpose must fail the checks above, by name and cell
@@ -87,7 +175,8 @@ def raising_cell(notebook):
 
 def figure_not_drawn(notebook):
     """01 up to its first figure, whose cell computes the trace but draws nothing."""
-    first = next(i for i, c in enumerate(notebook.cells) if any("image/png" in o.get("data", {}) for o in c.get("outputs", [])))
+    first = next(i for i, c in enumerate(notebook.cells)
+                 if any("image/png" in o.get("data", {}) and not labdriver.is_stepper(o) for o in c.get("outputs", [])))
     notebook.cells = notebook.cells[:first + 1]
     notebook.cells[first].source = notebook.cells[first].source.splitlines()[0]  # the trace, not the picture
     return notebook, first

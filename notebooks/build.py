@@ -33,9 +33,23 @@ def build(source):
         cell.id = f"cell-{number:03d}"  # jupytext draws new ids on every build: diffs would show them all
     start = time.perf_counter()
     NotebookClient(notebook, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(HERE)}}).execute()
+    static_outputs(notebook)
     target = HERE / source.with_suffix(".ipynb").name
     nbformat.write(notebook, target)
     print(f"{target.name}: executed in {time.perf_counter() - start:.1f} s")
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def static_outputs(notebook):
+    """Keep a widget's static fallback (``ps.viz.step``'s picture and text line) and drop the
+    widget itself: its model lived in the kernel that built the notebook, so a stored view would
+    only show "model not found"; the picture is what readers without a kernel, and nbval, see."""
+    notebook.metadata.pop("widgets", None)
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            output.get("data", {}).pop(WIDGET_VIEW, None)
 
 
 def simulate_in_kernels():

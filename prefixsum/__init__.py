@@ -5,7 +5,8 @@ Importing the package picks the device: a usable CUDA GPU, otherwise numba's CUD
 ``NUMBA_ENABLE_CUDASIM`` of 0 or 1 set by the user is obeyed.
 
 The layers (ARCHITECTURE.md): :mod:`prefixsum.core` (device choice, limits, poison),
-:mod:`prefixsum.scans` and :mod:`prefixsum.tridiag` (the algorithms), :mod:`prefixsum.classroom`
+:mod:`prefixsum.primitives` (warp and block device functions), :mod:`prefixsum.scans` and
+:mod:`prefixsum.tridiag` (the algorithms), :mod:`prefixsum.classroom`
 (simulator, tracer, checker, pictures, mutants, students' versions) and :mod:`prefixsum.cli`
 (the command line and the benchmark harness). This module only re-exports their public names.
 """
@@ -48,7 +49,7 @@ if _SIMULATOR:
 _ON_DEMAND = {
     "basics": ".classroom.basics", "mutants": ".classroom.mutants", "mutation": ".classroom.mutation",
     "student": ".classroom.student", "viz": ".classroom.viz", "tridiag": ".tridiag", "apps": ".apps", "bench": ".cli.bench",
-    "ptx": ".cli.ptx",
+    "ptx": ".cli.ptx", "lessons": ".classroom.lessons", "primitives": ".primitives",
 }
 
 

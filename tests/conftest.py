@@ -1,17 +1,46 @@
 """Test-suite setup: the suite proves correctness on the CUDA simulator (level 1 of the three
-levels of proof); PTX compilation (level 2) runs in a child process without the simulator."""
+levels of proof); PTX compilation (level 2) runs in one child process without the simulator,
+started once per session (``ptx_child``).
+
+Tiers (markers, declared in pyproject.toml): ``ptx`` is given here to every test that uses the
+compiler, ``slow`` by the tests themselves; ``python -m pytest -m "not slow and not ptx"`` is the
+developer loop.
+"""
 import os
 
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
+import contextlib  # noqa: E402
 import importlib  # noqa: E402
+import json  # noqa: E402
+import pathlib  # noqa: E402
+import subprocess  # noqa: E402
 import sys  # noqa: E402
+import tempfile  # noqa: E402
+import threading  # noqa: E402
 import zlib  # noqa: E402
+
+try:
+    import fcntl  # noqa: E402
+except ImportError:  # Windows
+    fcntl = None
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import prefixsum  # noqa: E402,F401
+
+from ptx_worker import MARK  # noqa: E402  (tests/ is on sys.path, as for notebook_taint)
+
+PTX_WORKER = pathlib.Path(__file__).resolve().parent / "ptx_worker.py"
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by marker
+def pytest_collection_modifyitems(items):
+    """Every test that needs the PTX compiler is a ``ptx`` test, so ``-m "not ptx"`` leaves out all of them."""
+    for item in items:
+        if {"ptx_compiler", "ptx_command"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.ptx)
 
 
 @pytest.fixture
@@ -20,8 +49,7 @@ def rng(request):
     return np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
 
 
-@pytest.fixture
-def ptx_compiler():
+def require_ptx_compiler():
     """Require numba-cuda's compiler (libNVVM, NVRTC from ``numba-cuda[cu13]``) for a PTX test.
 
     Skipped on macOS only, where numba-cuda has no wheels and pyproject.toml leaves it out.
@@ -34,3 +62,104 @@ def ptx_compiler():
     except ImportError as exc:
         pytest.fail(f"PTX compilation needs numba-cuda[cu13] (libNVVM, NVRTC), a dependency on "
                     f"{sys.platform}, but cuda.bindings does not import ({exc}); pip install 'numba-cuda[cu13]'")
+
+
+@pytest.fixture
+def ptx_compiler():
+    """:func:`require_ptx_compiler` for one test."""
+    require_ptx_compiler()
+
+
+@contextlib.contextmanager
+def _locked(path):
+    """Hold an exclusive lock on ``path`` (the pytest-xdist workers of one session share it)."""
+    with open(path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+@pytest.fixture(scope="session")
+def ptx_command(tmp_path_factory):
+    """``python -m prefixsum ptx`` run as a user types it, once per test session.
+
+    It compiles every registered scan's kernels and every tridiagonal kernel for sm_75 and sm_90,
+    the longest compile of the suite: the pytest-xdist workers share one run (its answer is kept
+    in their common temporary folder; on Windows, without ``fcntl``, each worker runs its own).
+    Returns the ``subprocess.CompletedProcess``.
+    """
+    require_ptx_compiler()
+    folder = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER") and fcntl is not None:
+        folder = folder.parent
+    answer = folder / "ptx_command.json"
+    with _locked(folder / "ptx_command.lock") if fcntl is not None else contextlib.nullcontext():
+        if not answer.exists():
+            env = {key: value for key, value in os.environ.items() if key not in ("NUMBA_ENABLE_CUDASIM", "PREFIXSUM_DEVICE")}
+            command = [sys.executable, "-m", "prefixsum", "ptx"]
+            child = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1800)
+            answer.write_text(json.dumps([command, child.returncode, child.stdout, child.stderr]))
+    return subprocess.CompletedProcess(*json.loads(answer.read_text()))
+
+class PtxWorker:
+    """The client of ``tests/ptx_worker.py``: a process on the real CUDA target that runs programs.
+
+    ``run(source)`` answers as ``subprocess.run([sys.executable, "-c", source], capture_output=True)``
+    would, without starting a process per program. A worker that died (or ran past ``timeout``)
+    is started anew for the next program.
+    """
+
+    def __init__(self):
+        self.process = None
+        self.stderr = tempfile.TemporaryFile(mode="w+")
+
+    def _start(self):
+        env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
+        self.process = subprocess.Popen([sys.executable, str(PTX_WORKER)], env=env, text=True,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr)
+
+    def run(self, source, timeout=1800):
+        if self.process is None or self.process.poll() is not None:
+            self._stop()
+            self._start()
+        watchdog = threading.Timer(timeout, self.process.kill)
+        watchdog.start()
+        try:
+            self.process.stdin.write(json.dumps(source) + "\n")
+            self.process.stdin.flush()
+            for line in self.process.stdout:
+                if MARK in line:  # after whatever the compiler wrote to the file descriptor itself
+                    answer = json.loads(line[line.index(MARK) + len(MARK):])
+                    return subprocess.CompletedProcess(["ptx_worker"], answer["returncode"], answer["stdout"], answer["stderr"])
+        finally:
+            watchdog.cancel()
+        returncode = self.process.wait()
+        self._stop()
+        self.stderr.seek(0)
+        raise RuntimeError(f"the PTX worker died (exit {returncode}, or killed after {timeout} s): " + self.stderr.read()[-3000:])
+
+    def _stop(self):
+        """Kill the worker: it holds nothing to save, and a clean exit of numba-cuda can take seconds."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            self.process.stdin.close()
+            self.process.stdout.close()
+            self.process = None
+
+    def close(self):
+        self._stop()
+        self.stderr.close()
+
+
+@pytest.fixture(scope="session")
+def _ptx_worker():
+    worker = PtxWorker()
+    yield worker
+    worker.close()
+
+
+@pytest.fixture
+def ptx_child(ptx_compiler, _ptx_worker):
+    """``ptx_child(source)``: run a program on numba's real CUDA target, as ``python -c`` in a child
+    with ``NUMBA_ENABLE_CUDASIM=0`` would, in the session's one PTX worker process."""
+    return _ptx_worker.run

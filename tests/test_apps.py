@@ -1,8 +1,5 @@
 """prefixsum.apps against numpy and scipy: compaction, radix sort, recurrences, segmented scans,
 the tridiagonal solve as a scan, cubic splines."""
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -184,18 +181,16 @@ def test_the_checkers_of_chapter_10_pass_the_package_and_catch_a_wrong_order():
     assert not unstable
 
 
-@pytest.mark.usefixtures("ptx_compiler")
-def test_the_applications_kernels_compile_to_ptx():
+def test_the_applications_kernels_compile_to_ptx(ptx_child):
     code = """
-        import types as pytypes
         import numpy as np
         from numba import cuda, types
-        from numba.cuda import dispatcher
         import prefixsum
         from prefixsum.apps import compaction, radix, recurrences, splines
+        from prefixsum.core.numba_gpu import pretend_device
         from prefixsum.scans import user_ops
 
-        dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(9, 0))
+        pretend_device((9, 0))
         array = lambda t, ndim=1: types.Array(t, ndim, "C")
         kernels = [
             (compaction.to_flags, (array(types.boolean), array(types.int32))),
@@ -222,8 +217,6 @@ def test_the_applications_kernels_compile_to_ptx():
                 cuda.compile_ptx(kernel.py_func, argtypes, cc=(9, 0))
                 print("ok", kernel.py_func.__name__)
     """
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
-    child = subprocess.run([sys.executable, "-W", "ignore", "-c", textwrap.dedent(code)], env=env,
-                           capture_output=True, text=True, timeout=600)
+    child = ptx_child(textwrap.dedent(code))
     assert child.returncode == 0, child.stderr[-3000:]
     assert child.stdout.count("ok") == 9 + 3 * 2

@@ -9,11 +9,12 @@ PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "prefixsum"
 # What each layer may import (besides itself); ARCHITECTURE.md's table.
 ALLOWED = {
     "core": {"core"},
-    "scans": {"core", "scans"},
-    "tridiag": {"core", "tridiag"},
-    "classroom": {"core", "scans", "tridiag", "classroom"},
-    "apps": {"core", "scans", "tridiag", "apps"},
-    "cli": {"core", "scans", "tridiag", "classroom", "apps", "cli"},
+    "primitives": {"core", "primitives"},
+    "scans": {"core", "primitives", "scans"},
+    "tridiag": {"core", "primitives", "tridiag"},
+    "classroom": {"core", "primitives", "scans", "tridiag", "classroom"},
+    "apps": {"core", "primitives", "scans", "tridiag", "apps"},
+    "cli": {"core", "primitives", "scans", "tridiag", "classroom", "apps", "cli"},
 }
 # The simulator sits at the bottom of the classroom: it runs any kernel and knows no algorithm.
 SIMULATOR = "prefixsum.classroom.sim"
@@ -86,6 +87,8 @@ def test_every_layer_is_known():
     ("prefixsum.scans.ops", "from ..classroom import sim", "layer 'classroom'"),
     ("prefixsum.tridiag.api", "from ..scans.api import scan", "layer 'scans'"),
     ("prefixsum.core.device", "import prefixsum.scans.ops", "layer 'scans'"),
+    ("prefixsum.primitives.block", "from ..scans.tiles import scratch", "layer 'scans'"),
+    ("prefixsum.primitives.warp", "from ..tridiag import warp", "layer 'tridiag'"),
     ("prefixsum.scans.api", "def f():\n    import prefixsum\n", "the facade"),
     ("prefixsum.classroom.sim", "from ..scans import ops", "the simulator may import only"),
     ("prefixsum.scans.api", "from ..apps import compact", "layer 'apps'"),
@@ -97,3 +100,62 @@ def test_an_upward_import_is_caught(name, source, message):
 
 def test_downward_imports_pass():
     assert violations("prefixsum.classroom.check", False, "from ..scans.ops import check_op\nfrom . import sim") == []
+
+
+# The one door to numba's internals on each side: only these modules assign to numba's attributes.
+NUMBA_DOORS = ("prefixsum.core.numba_gpu", "prefixsum.classroom.sim.numba_patches")
+
+
+def numba_assignments(source):
+    """Lines where ``source`` assigns an attribute of something imported from numba (``x.y = ...``,
+    ``x.y += ...``, ``setattr(x, ...)``, ``del x.y``), ``x`` bound by an ``import numba...`` or
+    ``from numba... import``."""
+    tree = ast.parse(source)
+    bound = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names if a.name.split(".")[0] == "numba")
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "numba":
+            bound.update(a.asname or a.name for a in node.names)
+
+    def rooted(expr):
+        while isinstance(expr, ast.Attribute):
+            expr = expr.value
+        return isinstance(expr, ast.Name) and expr.id in bound
+
+    lines = []
+    for node in ast.walk(tree):
+        targets = []
+        if isinstance(node, (ast.Assign, ast.Delete)):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr"):
+            if node.args and rooted(node.args[0]):
+                lines.append(node.lineno)
+        lines += [node.lineno for t in targets if isinstance(t, ast.Attribute) and rooted(t)]
+    return lines
+
+
+@pytest.mark.parametrize("path", MODULES, ids=module_name)
+def test_only_the_doors_assign_to_numba(path):
+    if module_name(path) in NUMBA_DOORS:
+        return
+    lines = numba_assignments(path.read_text())
+    assert not lines, (f"{module_name(path)} assigns to numba's attributes at lines {lines}: only "
+                       f"{' and '.join(NUMBA_DOORS)} may (the one door on each side)")
+
+
+@pytest.mark.parametrize("source", [
+    "from numba.cuda import dispatcher\ndispatcher.get_current_device = None\n",
+    "import numba.cuda.dispatcher\nnumba.cuda.dispatcher.get_current_device = None\n",
+    "from numba.cuda.simulator import kernel as fake\nfake.FakeCUDAKernel.__call__ = len\n",
+    "from numba import cuda\nsetattr(cuda, 'device_array', None)\n",
+    "def f():\n    from numba.cuda import dispatcher\n    dispatcher.x += 1\n",
+])
+def test_an_assignment_to_numba_is_caught(source):
+    assert numba_assignments(source)
+
+
+def test_other_assignments_pass():
+    assert numba_assignments("from numba import cuda\nimport types\ntypes.x = 1\nout = cuda.device_array(3)\nout[0] = 1\n") == []

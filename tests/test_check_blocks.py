@@ -2,10 +2,7 @@
 reads, plain-load polls and deadlocks each get their own diagnosis; correct communication passes."""
 import csv
 import importlib.util
-import os
 import pathlib
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -121,14 +118,14 @@ def test_the_blocks_stage_runs_and_writes_every_committed_kernel(tmp_path):
     assert int(rows["chained_waits_for_later_block"]["gave_up"]) > 0
 
 
-def test_the_chained_kernels_compile_for_a_gpu(ptx_compiler):
-    """The package's chained kernels and the benchmark's bounded copies, in one child process."""
+def test_the_chained_kernels_compile_for_a_gpu(ptx_child):
+    """The package's chained kernels and the benchmark's bounded copies, on the real CUDA target."""
     code = textwrap.dedent(f"""
-        import sys, types
+        import sys
         sys.path.insert(0, {str(BENCHMARKS)!r})
         from numba import cuda
-        from numba.cuda import dispatcher
-        dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=(9, 0))
+        from prefixsum.core.numba_gpu import pretend_device
+        pretend_device((9, 0))
         import blocks_gpu
         from prefixsum.classroom import mutants
         arrays = "float32[::1], float32[::1], float32[::1], int32[::1]"
@@ -139,6 +136,5 @@ def test_the_chained_kernels_compile_for_a_gpu(ptx_compiler):
             cuda.compile_ptx(kernel.py_func, f"void({{arrays}}, int32[::1], int32[::1], int64, int64)", cc=(9, 0))
         print("compiled 7")
     """)
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0", "PYTHONPATH": str(BENCHMARKS.parent)}
-    child = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    child = ptx_child(code)
     assert "compiled 7" in child.stdout, child.stderr[-2000:]

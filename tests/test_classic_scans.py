@@ -5,9 +5,6 @@ the registry; here: the seeds' worked examples, seed 004's 256-element exercise,
 and the deliberately racy Hillis-Steele kernel.
 """
 import inspect
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -15,6 +12,7 @@ import pytest
 from numba import cuda
 
 import prefixsum as ps
+from prefixsum.classroom import lessons
 from prefixsum.scans import blelloch, hillis_steele
 from prefixsum.scans.testing import mismatches, random_input
 
@@ -109,7 +107,7 @@ def test_options_are_declared():
 
 def test_in_place_hillis_steele_is_a_tile_kernel():
     """The racy kernel takes the tile kernel's arguments and runs; its result is not asserted."""
-    racy = hillis_steele.hillis_steele_in_place_tile_kernel("add", np.int32, True, False, 32)
+    racy = lessons.hillis_steele_in_place_tile_kernel("add", np.int32, True, False, 32)
     safe = hillis_steele.hillis_steele_tile_kernel("add", np.int32, True, False, 32)
     assert inspect.signature(racy.py_func).parameters.keys() == inspect.signature(safe.py_func).parameters.keys()
     assert racy is not safe
@@ -120,23 +118,22 @@ def test_in_place_hillis_steele_is_a_tile_kernel():
     assert out.copy_to_host().shape == (n,)
 
 
-def test_unregistered_kernels_compile_to_ptx(ptx_compiler):
+def test_unregistered_kernels_compile_to_ptx(ptx_child):
     """The seed's 256-element kernel and the racy kernel are not in the registry's PTX walk."""
     code = textwrap.dedent("""
-        import types
         from numba import cuda
-        from numba.cuda import dispatcher
-        from prefixsum.scans import blelloch, hillis_steele
+        from prefixsum.classroom import lessons
+        from prefixsum.scans import blelloch
         from prefixsum.scans.tiles import array_type, tile_kernel_argtypes
 
-        dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=(9, 0))
+        from prefixsum.core.numba_gpu import pretend_device
+        pretend_device((9, 0))
         to_compile = [(blelloch.blelloch_256_kernel(d), (array_type(d), array_type(d))) for d in ("int32", "float32")]
-        to_compile.append((hillis_steele.hillis_steele_in_place_tile_kernel("add", "float32", True, False, 256),
+        to_compile.append((lessons.hillis_steele_in_place_tile_kernel("add", "float32", True, False, 256),
                              tile_kernel_argtypes("float32")))
         for kernel, argtypes in to_compile:
             ptx, _ = cuda.compile_ptx(kernel.py_func, argtypes, cc=(9, 0))
             assert ".entry" in ptx and "bar.sync" in ptx, kernel.py_func.__name__
     """)
-    child = subprocess.run([sys.executable, "-c", code], env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0"},
-                           capture_output=True, text=True, timeout=600)
+    child = ptx_child(code)
     assert child.returncode == 0, child.stdout[-3000:] + child.stderr[-3000:]

@@ -75,7 +75,7 @@ SOLVING = {
     "05.levels": ("kstep._level_sizes",),
     "05.reduce": ("kstep._reduce_run", "kstep.reduce_kernel"),
     "05.kstep-correct": ("kstep._correct_run",),
-    "06.warp-shuffle-scan": ("scans.warp.scan_shfl",),
+    "06.warp-shuffle-scan": ("primitives.warp.scan_shfl",),
     "06.block-combine": ("scans.hierarchical.block_scan",),
     "07.pcr-step": ("_common.reduce_row",),
     "07.thomas-sweep": ("thomas.thomas", "hybrid.sweep"),
@@ -130,6 +130,7 @@ def test_mutants_cover_the_issues_kinds_of_mistake():
     assert all("### BEGIN" not in m.source for m in mutation.mutants(source))
 
 
+@pytest.mark.slow  # dozens of mutants of each exercise, each through its check on the simulator
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.id)
 def test_check_passes_the_solution_fails_the_blank_and_kills_mutants(exercise):
     passed, output = mutation.verdict(exercise)

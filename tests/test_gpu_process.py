@@ -22,7 +22,7 @@ CELLS = [
     import numpy as np
     import prefixsum as ps
     from numba import cuda
-    from prefixsum.scans import warp as package_warp
+    from prefixsum.primitives import warp as package_warp
 
     BLOCK = 64          # a module-level constant the kernels read
     ''',
@@ -97,7 +97,7 @@ CELLS = [
     trace = ps.trace.record(chatty, np.arange(1, 9, dtype=np.float32))
     results["printed"] = trace.result.tolist()
     # settings of this process reach the worker's run: the classroom simulator's and the checker's
-    import prefixsum.classroom.check as check_module
+    import prefixsum.classroom.check.mode as check_module
     import prefixsum.classroom.sim.settings as sim_settings
     from prefixsum.classroom import child
     with ps.sim.resident_blocks(48), ps.check.thorough():
@@ -107,7 +107,7 @@ CELLS = [
     publish, peek = lookback.state_access(np.float32)
     with_publish = lookback.look_back("add", np.dtype(np.float32), publish=publish)
     with ps.sim.resident_blocks(48):
-        results["device-specific"] = str(ps.check.scan(lambda x: lookback.scan_with(x, with_publish),
+        results["device-specific"] = str(ps.check.scan(lambda x: ps.lessons.scan_with(x, with_publish),
                                                        sizes=(1, 33, 300), name="the package's publish"))
     try:
         ps.trace.record(launcher(shifted_kernel), np.arange(8, dtype=np.float32), raise_errors=True)

@@ -165,6 +165,7 @@ def target(name):
     return "08.householder-reflector" if name in ("reflector", "host_loop", "memory_bomb") else "01.ladder-step"
 
 
+@pytest.mark.slow  # the graded fixture: the grader's whole run (nbval kernels, sandboxes, PTX) on every case
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_each_submission_gets_its_status_and_score(graded, name):
     _, rows, _ = graded
@@ -178,6 +179,7 @@ def test_each_submission_gets_its_status_and_score(graded, name):
     assert set(others.values()) <= blank, others
 
 
+@pytest.mark.slow  # the graded fixture: the grader's whole run (nbval kernels, sandboxes, PTX) on every case
 @pytest.mark.parametrize("name", sorted(BROKEN))
 def test_broken_files_are_invalid_with_a_clear_message(graded, name):
     _, rows, _ = graded
@@ -186,6 +188,7 @@ def test_broken_files_are_invalid_with_a_clear_message(graded, name):
     assert BROKEN[name][2] in row["message"], row
 
 
+@pytest.mark.slow  # the graded fixture: the grader's whole run (nbval kernels, sandboxes, PTX) on every case
 def test_reports_are_complete_and_unforged(graded):
     out, rows, summary = graded
     assert set(rows) == set(CASES) | set(BROKEN)
@@ -325,6 +328,7 @@ def test_combine_reports_a_disagreement_as_tampering():
     assert runner.combine(exercise, exercise.source, [], {"status": "rejected", "message": "no PTX"}, {}, ("fail", ""))[0] == "invalid"
 
 
+@pytest.mark.slow  # a local Dask cluster of two processes, grading a chapter
 def test_grade_on_a_dask_cluster_of_two_workers(tmp_path):
     distributed = pytest.importorskip("distributed")
     submissions = tmp_path / "submissions"
@@ -348,6 +352,7 @@ def test_grade_help_explains_every_option():
         assert option in finished.stdout
 
 
+@pytest.mark.slow  # every chapter graded twice: its solutions and its blank students' version
 def test_every_chapter_passes_with_the_instructors_solutions_and_not_blank(tmp_path):
     """Each instructor's notebook, submitted as it is, passes every exercise under the grader
     (its setup tags name every cell the exercises need, and its stored check outputs are right);

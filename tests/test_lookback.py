@@ -7,7 +7,6 @@ blocks one after another, so there a predecessor has always published its prefix
 the tile counter, and the launcher.
 """
 import collections
-import itertools
 
 import numpy as np
 import pytest
@@ -15,7 +14,7 @@ from numba import cuda, types
 
 import prefixsum as ps
 from prefixsum import trace
-from prefixsum.scans import lookback
+from prefixsum.scans import lookback, tile_state
 from prefixsum.core.launch import Launcher
 from prefixsum.scans.ops import host_ufunc
 from prefixsum.scans.testing import expected_scan, random_input, wrong_indices
@@ -121,16 +120,22 @@ def _peek_one(dtype):
 
 
 def test_items_per_thread_by_dtype():
-    assert lookback.tile_items(np.dtype("float32"), 128, None) == 16
-    assert lookback.tile_items(np.dtype("int64"), 128, None) == 24
+    assert lookback.tile_items(np.dtype("float32"), 128, None) == 32
+    assert lookback.tile_items(np.dtype("int64"), 128, None) == 32
     assert lookback.tile_items(np.dtype("float64"), 1024, None) == 4  # the largest tile: 4096
+    assert lookback.tile_items(np.dtype("int32"), 1024, None) == 8  # a 4-byte type's: 8192
     assert lookback.tile_items(np.dtype("float64"), 128, 5) == 5
+    assert lookback.tile_items(np.dtype("float32"), 256, 32) == 32
+    with pytest.raises(ValueError, match="8192 elements per tile, but a tile of float64 holds at most 4096"):
+        lookback.tile_items(np.dtype("float64"), 256, 32)
+    with pytest.raises(ValueError, match="16384 elements per tile"):
+        lookback.check_options(512, 32)
 
 
 def test_states_are_reused_across_calls_and_cleared_when_the_epoch_wraps(rng):
     x = random_input(32 * 40, "add", "int32", rng)
     ps.scan(x, algorithm="lookback", block_size=32, items_per_thread=1)
-    states = lookback._STATES[4]
+    states = tile_state.kept_states(4)
     before = states.epoch
     np.testing.assert_array_equal(ps.scan(x, algorithm="lookback", block_size=32, items_per_thread=1), np.cumsum(x, dtype=x.dtype))
     assert states.epoch == before + 1
@@ -143,7 +148,7 @@ def test_states_are_reused_across_calls_and_cleared_when_the_epoch_wraps(rng):
 def test_the_last_tile_sets_the_counter_back_to_zero(rng):
     x = random_input(32 * 9, "add", "float64", rng)
     ps.scan(x, algorithm="lookback", block_size=32, items_per_thread=1)
-    assert lookback._STATES[8].counter.copy_to_host()[0] == 0
+    assert tile_state.kept_states(8).counter.copy_to_host()[0] == 0
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -183,7 +188,7 @@ def test_one_launch_moves_two_words_per_element_and_races_nowhere(rng):
     ({"items_per_thread": 33}, "items_per_thread=33 must be None"),
     ({"items_per_thread": 2.0}, "items_per_thread=2.0"),
     ({"block_size": 48}, "block_size=48 must be a power of two"),
-    ({"block_size": 1024, "items_per_thread": 8}, "8192 elements per tile"),
+    ({"block_size": 1024, "items_per_thread": 16}, "16384 elements per tile"),
 ])
 def test_lookback_refuses_bad_options(options, message):
     with pytest.raises(ValueError, match=message):
@@ -193,19 +198,3 @@ def test_lookback_refuses_bad_options(options, message):
 def test_launcher_takes_arrays_and_integers_only():
     with pytest.raises(TypeError, match="C-contiguous arrays and integers"):
         Launcher(lookback.lookback_kernel("add", np.dtype("float32"), True, False, 32, 1), (types.float32,))
-
-
-def test_launcher_launches_like_the_dispatcher(rng):
-    @cuda.jit
-    def twice(x, out, n):
-        i = cuda.grid(1)
-        if i < n:
-            out[i] = 2 * x[i]
-
-    arr = types.Array(types.float32, 1, "C")
-    launch = Launcher(twice, (arr, arr, types.int64))
-    x = rng.random(100).astype(np.float32)
-    out = cuda.device_array(100, np.float32)
-    for grid, block in itertools.product((4, 1), (32, 128)):
-        launch(grid, block, cuda.to_device(x), out, 100)
-        np.testing.assert_array_equal(out.copy_to_host(), 2 * x)

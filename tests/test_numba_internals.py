@@ -6,7 +6,7 @@ looked up here: the simulator's in a simulating process, the real target's in a
 ``NUMBA_ENABLE_CUDASIM=0`` process (which needs no GPU to import, compile and look up). A scan
 of the package's source requires every internal module it imports, and every attribute it reads
 from one, to be in these tables, so a new use cannot slip past this test. After upgrading numba
-or numba-cuda, this test is the first to run (README, "A new numba").
+or numba-cuda, this test is the first to run (CONTRIBUTING.md, "A new numba or numba-cuda").
 """
 import ast
 import json
@@ -28,13 +28,14 @@ SIMULATOR = {
 }
 REAL_TARGET = {
     "numba.cuda.dispatcher": ["CUDADispatcher", "CUDADispatcher.compile", "_LaunchConfiguration", "_Kernel",
-                              "get_current_device"],
-    "numba.cuda.cudadrv.driver": ["_to_core_stream", "MemoryPointer", "device_to_host", "get_version"],
+                              "_Kernel.library", "_Kernel._prepare_args", "get_current_device"],
+    "numba.cuda.cudadrv.driver": ["MemoryPointer", "device_to_host", "get_version"],
     "numba.cuda.cudadrv.devicearray": ["DeviceNDArray", "DeviceNDArrayBase", "is_cuda_ndarray"],
     "numba.cuda.cudadrv": ["driver", "devicearray"],
     "numba.cuda": ["dispatcher", "libdevice"],
     "numba.cuda.codegen": ["CUDACodeLibrary.get_cufunc"],
-    "cuda.core": ["LaunchConfig", "launch"],
+    "cuda.core": ["LaunchConfig", "launch", "Stream", "Stream.from_handle"],
+    "numba.np.numpy_support": ["as_dtype"],
 }
 # Attributes of objects (not modules) that the package reads, looked up on real instances below.
 INSTANCE_ATTRIBUTES = {
@@ -42,8 +43,9 @@ INSTANCE_ATTRIBUTES = {
     "dispatcher": ["py_func", "targetoptions"],
     "launch configuration": ["dispatcher", "griddim", "blockdim", "sharedmem"],
 }
-# The Launcher reads ``dispatcher.compile(argtypes)._codelibrary.get_cufunc()``: a compiled kernel
-# needs a GPU's context to exist, so its class is read instead (its __init__ sets the attribute).
+# The Launcher reads ``dispatcher.compile(argtypes).library.get_cufunc()`` (prefixsum.core.numba_gpu):
+# a compiled kernel needs a GPU's context to exist, so its class is read instead (``_Kernel.library``
+# above; the property returns what its __init__ sets).
 PUBLIC = {"numba", "numba.cuda", "numba.types", "numba.core.config", "numba.config"}
 
 LOOKUP = '''
@@ -73,12 +75,13 @@ if prefixsum._device.simulating():
     instances["simulated kernel"] = kernel
 else:
     from numba.cuda import dispatcher
-    dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=(9, 0))
+    from prefixsum.core.numba_gpu import pretend_device
+    pretend_device((9, 0))
     instances["dispatcher"] = kernel
     instances["launch configuration"] = kernel[1, 1]
     import inspect
     if "self._codelibrary = " not in inspect.getsource(dispatcher._Kernel.__init__):
-        missing.append("_Kernel._codelibrary")
+        missing.append("_Kernel._codelibrary (what _Kernel.library returns)")
 for kind, names in json.loads(sys.argv[2]).items():
     if kind in instances:
         missing += [f"{kind}.{name}" for name in names if not hasattr(instances[kind], name)]
@@ -140,5 +143,6 @@ def test_the_scan_of_the_source_sees_the_known_uses():
     """The scan must be able to fail: it finds the uses this table was written from."""
     uses = internal_uses()
     assert {"_push_kernel_context", "normalize_kernel_dimensions"} <= uses["numba.cuda.simulator.kernel"]
-    assert "_to_core_stream" in uses["numba.cuda.cudadrv.driver"]
+    assert "MemoryPointer" in uses["numba.cuda.cudadrv.driver"]
+    assert "get_current_device" in uses["numba.cuda.dispatcher"]
     assert "CUDADispatcher" in uses["numba.cuda.dispatcher"]

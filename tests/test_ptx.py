@@ -1,42 +1,40 @@
 """Level 2 of proof: every kernel in the registry compiles to PTX for real GPUs.
 
-The simulator accepts Python that the GPU compiler rejects, so the compile runs in a child
-process with NUMBA_ENABLE_CUDASIM=0 (the simulator cannot be switched off in this process).
-Skipped on macOS only (no numba-cuda wheels); elsewhere a missing compiler fails the tests.
+The simulator accepts Python that the GPU compiler rejects, so the compile runs without the
+simulator: ``python -m prefixsum ptx`` itself, run once per session (``ptx_command`` in
+conftest.py; it is also the command's smoke test), and small programs in the session's PTX
+worker (``ptx_child``). Skipped on macOS only (no numba-cuda wheels); elsewhere a missing
+compiler fails the tests.
 """
-import os
-import subprocess
-import sys
 import textwrap
 
-import pytest
-
 import prefixsum as ps
-
-pytestmark = pytest.mark.usefixtures("ptx_compiler")  # fails where the compiler should be and is not
-
-
-def run_child(code):
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True, timeout=900)
+from prefixsum.tridiag import warp
 
 
-def test_every_registered_kernel_compiles_for_sm75_and_sm90():
-    child = run_child("""
-        import sys
-        from prefixsum.cli import ptx
-        sys.exit(1 if ptx.compile_all() else 0)
-    """)
-    assert child.returncode == 0, child.stdout[-3000:] + child.stderr[-3000:]
+def test_python_m_prefixsum_ptx_compiles_every_registered_kernel_for_sm75_and_sm90(ptx_command):
+    assert ptx_command.returncode == 0, ptx_command.stdout[-3000:] + ptx_command.stderr[-3000:]
+    assert ptx_command.stdout.rstrip().endswith("0 failures")
     for name in ps.ALGORITHMS:
         for cc in ("sm_75", "sm_90"):
-            assert f"ok   {cc} {name}:" in child.stdout, f"no kernel of {name} compiled for {cc}"
+            assert f"ok   {cc} {name}:" in ptx_command.stdout, f"no kernel of {name} compiled for {cc}"
 
 
-def test_a_kernel_the_simulator_accepts_but_the_gpu_compiler_rejects_is_reported():
-    child = run_child("""
-        import sys
-        import prefixsum as ps
+def test_it_compiles_every_tridiagonal_kernel_for_sm75_and_sm90(ptx_command):
+    """tridiag.ptx_kernels(), each for float32 and float64."""
+    assert ptx_command.returncode == 0, ptx_command.stdout[-3000:] + ptx_command.stderr[-3000:]
+    for name in ("pcr_shared", "pcr_global_step", "cr_shared", "thomas", "hybrid_shared", "pcr_window", "warp_solve"):
+        for cc in ("sm_75", "sm_90"):
+            # a line per dtype; a kernel per R for the warp solver
+            expected = 2 * (len(warp.ROWS_PER_THREAD) if name == "warp_solve" else 1)
+            assert ptx_command.stdout.count(f"ok   {cc} tridiag:{name}\n") == expected, (name, cc)
+
+
+def test_a_kernel_the_simulator_accepts_but_the_gpu_compiler_rejects_is_reported(ptx_child):
+    # compile_all on the broken kernel beside one good one: the failure is reported, the good
+    # kernel still compiles after it. (The registry is left as it was: the worker runs on.)
+    child = ptx_child(textwrap.dedent("""
+        import io, sys
         from numba import cuda
         from prefixsum.cli import ptx
         from prefixsum.scans.tiles import tile_kernel_argtypes
@@ -47,8 +45,15 @@ def test_a_kernel_the_simulator_accepts_but_the_gpu_compiler_rejects_is_reported
                 out[i] = sum([x[j] for j in range(i + 1)])
 
         broken = cuda.jit(python_only)
-        ps.register(ps.Algorithm(name="broken", run=None, kernels=lambda *a, **k: [(broken, tile_kernel_argtypes("float32"))]))
-        failures = ptx.compile_all(capabilities=((9, 0),))
-        sys.exit(0 if [f for f in failures if "broken" in f[0]] else 1)
-    """)
+        good = ptx.kernels_to_compile()[0]
+        everything, ptx.kernels_to_compile = ptx.kernels_to_compile, lambda *args, **kwargs: [("broken", broken, tile_kernel_argtypes("float32")), good]
+        try:
+            report = io.StringIO()
+            failures = ptx.compile_all(capabilities=((9, 0),), out=report)
+        finally:
+            ptx.kernels_to_compile = everything
+        print(report.getvalue())
+        sys.exit(0 if [f[0] for f in failures] == ["broken"] and f"ok   sm_90 {good[0]}" in report.getvalue() else 1)
+    """))
     assert child.returncode == 0, child.stdout[-3000:] + child.stderr[-3000:]
+    assert "FAIL sm_90 broken:" in child.stdout

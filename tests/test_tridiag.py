@@ -8,8 +8,6 @@ import os
 
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
-import subprocess  # noqa: E402
-import sys  # noqa: E402
 import textwrap  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -145,6 +143,7 @@ def test_hybrid_windows_split_systems_that_do_not_fit_a_block(n, batch, dtype, r
     # the later ones several neighbouring subsystems wide.
     monkeypatch.setattr(_common, "SHARED_BYTES", 1024)
     monkeypatch.setattr(hybrid, "WARP_ROWS", 0)  # every n through hybrid_shared
+    monkeypatch.setattr(hybrid, "PARTITION", False)
     launches, split = [], hybrid.split_windows
 
     def spy(*args):
@@ -263,13 +262,16 @@ def test_warp_plan_fits_a_warp_and_the_shared_memory(n, dtype):
         warp.plan(1, 513, dtype)
 
 
-def test_hybrid_takes_the_warp_solver_up_to_512_rows_and_hybrid_shared_above(rng, monkeypatch):
+def test_hybrid_takes_the_warp_solver_up_to_512_rows_and_the_partition_or_hybrid_shared_above(rng, monkeypatch):
     calls = []
     monkeypatch.setattr(warp, "run", lambda *args: calls.append("warp"))
+    monkeypatch.setattr(partition, "run", lambda *args: calls.append("partition"))
     monkeypatch.setattr(hybrid, "run_shared", lambda *args: calls.append("shared"))
     for n in (1, 512, 513):
         tridiag.solve(*dominant(rng, 2, n), method="hybrid")
-    assert calls == ["warp", "warp", "shared"]
+    monkeypatch.setattr(hybrid, "PARTITION", False)
+    tridiag.solve(*dominant(rng, 2, 513), method="hybrid")
+    assert calls == ["warp", "warp", "partition", "shared"]
 
 
 def partition_solve(system, monkeypatch, warp_rows=None):
@@ -292,10 +294,14 @@ def partition_solve(system, monkeypatch, warp_rows=None):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("n, batch, levels", ((513, 1, 1), (1000, 1, 1), (4097, 1, 2), (1024, 3, 1), (4096, 2, 1)))
+@pytest.mark.parametrize("n, batch, levels", ((513, 1, 1), (1003, 1, 1), (4097, 1, 2), (1024, 3, 1), (4096, 2, 2),
+                                               (1003, 3, 1), (513, 5, 1), (527, 2, 1), (4111, 2, 2)))
 def test_partition_matches_the_float64_reference_on_every_element(n, batch, levels, dtype, rng, monkeypatch):
-    # n = 513, 1000, 4097: one system, its last chunk cut short; 1024 and 4096: batches, n a
-    # multiple of R = 16, chunks never span two systems. The outside coefficients are NaN.
+    # R = 8 at these sizes (partition.rows_per_thread). n = 513, 1003, 4097: one system, its
+    # last chunk cut short; 1024 and 4096: batches, n a multiple of R; 1003, 513, 527, 4111:
+    # batches whose systems are padded to whole chunks (a ragged last chunk of 3, 1, 7 and 7
+    # rows; 4111: its reduced system, 2 x 514 rows, padded again at the second level). The
+    # outside coefficients are NaN.
     system = [v.astype(dtype) for v in dominant(rng, batch, n)]
     system[0][:, 0], system[2][:, -1] = np.nan, np.nan
     x, info, seen = partition_solve(system, monkeypatch)
@@ -305,11 +311,17 @@ def test_partition_matches_the_float64_reference_on_every_element(n, batch, leve
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_partition_recurses_until_a_warp_takes_the_reduced_system(dtype, rng, monkeypatch):
-    # With the warp solver taking only 16 rows: 1024 -> 128 -> 16 rows, two levels, then a warp.
+    # With the warp solver taking only 16 rows, and R = 8 at levels this small: 1024 -> 256 -> 64
+    # -> 16 rows, three levels, then a warp.
     system = [v.astype(dtype) for v in dominant(rng, 2, 1024)]
     x, info, seen = partition_solve(system, monkeypatch, warp_rows=16)
-    assert not info.any() and seen == [(2, 1024), (2, 128)]
+    assert not info.any() and seen == [(2, 1024), (2, 256), (2, 64)]
     check(x, system, dtype)
+
+
+def test_partition_rows_per_thread_by_dtype_and_level_size():
+    assert [partition.rows_per_thread(np.float32, rows) for rows in (None, 1 << 20, 1 << 19)] == [16, 16, 8]
+    assert [partition.rows_per_thread(np.float64, rows) for rows in (None, 1 << 20, 1000)] == [8, 8, 8]
 
 
 @pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
@@ -325,13 +337,13 @@ def test_partition_reports_zero_pivots_and_non_finite_results_per_system(dtype, 
         tridiag.solve(a, b, c, d)
 
 
-def test_hybrid_takes_the_partition_for_one_long_system_or_chunks_that_fit(rng, monkeypatch):
+def test_hybrid_takes_the_partition_for_every_system_longer_than_a_warp_takes(rng, monkeypatch):
     calls = []
     monkeypatch.setattr(partition, "run", lambda *args: calls.append(args[3].shape))
     monkeypatch.setattr(hybrid, "run_shared", lambda *args: calls.append("shared"))
-    for batch, n in ((1, 513), (2, 528), (2, 520)):
+    for batch, n in ((1, 513), (2, 528), (2, 520), (3, 512)):
         tridiag.solve(*dominant(rng, batch, n), method="hybrid")
-    assert calls == [(1, 513), (2, 528), "shared"]  # 520 is no multiple of 16: a chunk would span two systems
+    assert calls == [(1, 513), (2, 528), (2, 520)]  # 520: padded to 528 in the indexing; 512 rows: the warp solver
 
 
 def test_auto_takes_the_hybrid_whose_kernels_and_calls_are_fastest_at_every_size(rng):
@@ -454,32 +466,29 @@ def test_an_unknown_method_is_a_value_error_listing_the_methods():
         tridiag.solve(*np.ones((4, 3)), method="gauss")
 
 
-def test_every_kernel_compiles_to_ptx_for_sm75_and_sm90(ptx_compiler):
-    code = textwrap.dedent("""
-        import re, types
-        import numba.cuda.dispatcher
+def test_float32_kernels_compute_in_float32_and_the_chunks_stay_in_registers(ptx_child):
+    """What the PTX says, on sm_90 (neither depends on the capability): no float64 arithmetic in a
+    float32 kernel (an untyped 0 or 1 would promote), no local memory in the register-resident
+    solvers. That every kernel compiles for sm_75 and sm_90 is tests/test_ptx.py's."""
+    child = ptx_child(textwrap.dedent("""
+        import re
         from numba import cuda
         from prefixsum import tridiag
+        from prefixsum.core.numba_gpu import compiling_for
+        IN_REGISTERS = ("warp_solve", "partition_reduce", "partition_substitute")
         for kernel, argtypes in tridiag.ptx_kernels():
-            for cc in ((7, 5), (9, 0)):
-                # Device functions ask the current device for its capability; there is none here.
-                numba.cuda.dispatcher.get_current_device = lambda cc=cc: types.SimpleNamespace(compute_capability=cc)
-                ptx, _ = cuda.compile_ptx(kernel.py_func, argtypes, cc=cc)
-                assert ".entry" in ptx
-                # float32 kernels must not compute in float64 (an untyped 0 or 1 would promote).
-                if "float32" in str(argtypes[1]):
-                    assert not re.search(r"\\b(add|sub|mul|div|fma|neg|abs)(\\.rn)?\\.f64", ptx), kernel
-                # The warp solver's and the partition's chunks must live in registers: no local
-                # memory at all.
-                if kernel.py_func.__name__ in ("warp_solve", "partition_reduce", "partition_substitute"):
-                    assert not re.search(r"^\\s*(ld|st)\\.local|^\\s*\\.local", ptx, re.M), kernel
-                print("ok", kernel.py_func.__name__, argtypes[1].dtype, cc)
-    """)
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
-    child = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+            single, name = "float32" in str(argtypes[1]), kernel.py_func.__name__
+            if not single and name not in IN_REGISTERS:
+                continue
+            with compiling_for((9, 0)):  # device functions ask the current device for its capability
+                ptx, _ = cuda.compile_ptx(kernel.py_func, argtypes, cc=(9, 0))
+            if single:
+                assert not re.search(r"\\b(add|sub|mul|div|fma|neg|abs)(\\.rn)?\\.f64", ptx), kernel
+            if name in IN_REGISTERS:
+                assert not re.search(r"^\\s*(ld|st)\\.local|^\\s*\\.local", ptx, re.M), kernel
+            print("ok", name, argtypes[1].dtype)
+    """))
     assert child.returncode == 0, child.stdout[-3000:] + child.stderr[-3000:]
-    for name in ("pcr_shared", "pcr_global_step", "cr_shared", "thomas", "hybrid_shared", "pcr_window", "warp_solve"):
-        for dtype in ("float32", "float64"):
-            for cc in ("(7, 5)", "(9, 0)"):
-                assert f"ok {name} {dtype} {cc}" in child.stdout
-    assert child.stdout.count("ok warp_solve ") == 2 * 2 * len(warp.ROWS_PER_THREAD)  # a kernel per R
+    assert child.stdout.count("ok warp_solve float32") == len(warp.ROWS_PER_THREAD)
+    assert child.stdout.count("ok warp_solve float64") == len(warp.ROWS_PER_THREAD)
+    assert "ok partition_reduce float64" in child.stdout and "ok pcr_shared float32" in child.stdout

@@ -1,8 +1,5 @@
 """User operators: ps.scan(x, op, identity=...) on one array or a tuple of arrays."""
-import os
 import re
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -175,12 +172,10 @@ def test_generated_kernels_read_like_kernels():
     assert "rungs0[t], rungs1[t], = value" in source and (tile, threads) == (32, 32)
 
 
-@pytest.mark.usefixtures("ptx_compiler")
-def test_user_operator_kernels_compile_to_ptx():
+def test_user_operator_kernels_compile_to_ptx(ptx_child):
     code = """
-        import types, numpy as np
+        import numpy as np
         from numba import cuda
-        from numba.cuda import dispatcher
         import prefixsum
         from prefixsum.scans import user_ops
 
@@ -192,7 +187,8 @@ def test_user_operator_kernels_compile_to_ptx():
         def four(p, q):
             return (p[0] + q[0], p[1] + q[1], max(p[2], q[2]), p[3] * q[3])
 
-        dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=(9, 0))
+        from prefixsum.core.numba_gpu import pretend_device
+        pretend_device((9, 0))
         ops = [user_ops.operator_for(affine, (1.0, 0.0), [np.dtype("float64"), np.dtype("float32")], False),
                user_ops.operator_for(four, (0, 0.0, -np.inf, 1), [np.dtype(t) for t in ("int32", "float64", "float32", "int64")], False)]
         for op in ops:
@@ -201,8 +197,6 @@ def test_user_operator_kernels_compile_to_ptx():
                     cuda.compile_ptx(kernel.py_func, argtypes, cc=(9, 0))
                     print("ok", algorithm.name, kernel.py_func.__name__)
     """
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
-    child = subprocess.run([sys.executable, "-W", "ignore", "-c", textwrap.dedent(code)], env=env,
-                           capture_output=True, text=True, timeout=600)
+    child = ptx_child(textwrap.dedent(code))
     assert child.returncode == 0, child.stderr[-3000:]
     assert child.stdout.count("ok") == 2 * 4 * len(CARRIERS)

@@ -1,9 +1,6 @@
-"""Warp scans (prefixsum.scans.warp) alone, the race in seed 001's Figure 1, and the hierarchical scan's
+"""Warp scans (prefixsum.primitives.warp, run by prefixsum.classroom.lessons) alone, the race in seed 001's Figure 1, and the hierarchical scan's
 options; the generic suites (test_scan, test_ptx) cover "hierarchical" for every op and dtype."""
 import itertools
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -11,7 +8,8 @@ import pytest
 
 import prefixsum as ps
 from prefixsum import trace
-from prefixsum.scans import hierarchical, warp
+from prefixsum.classroom import lessons as warp
+from prefixsum.scans import hierarchical
 from prefixsum.scans.testing import random_input
 
 from test_scan import run_and_check
@@ -64,24 +62,22 @@ def test_figure_1_without_syncwarp_races():
         np.testing.assert_array_equal(clean.result, np.cumsum(x))
 
 
-def test_warp_scan_kernels_compile_to_ptx(ptx_compiler):
+def test_warp_scan_kernels_compile_to_ptx(ptx_child):
     """The registry's PTX test covers the shuffle scan inside "hierarchical"; these kernels are
-    not registered, so compile them here, in a child process without the simulator."""
+    not registered, so compile them here, in the process without the simulator."""
     code = textwrap.dedent("""
-        import types
         from numba import cuda
-        from numba.cuda import dispatcher
-        from prefixsum.scans import warp
+        from prefixsum.classroom import lessons as warp
         from prefixsum.scans.tiles import array_type
-        dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability=(7, 5))
+        from prefixsum.core.numba_gpu import pretend_device
+        pretend_device((7, 5))
         for variant in warp.VARIANTS:
             for dtype, inclusive in (("uint64", False), ("float32", True)):
                 kernel = warp.warp_scan_kernel(variant, "mul", dtype, inclusive)
                 ptx, _ = cuda.compile_ptx(kernel.py_func, (array_type(dtype), array_type(dtype)), cc=(7, 5))
                 print(variant, dtype, ptx.count("shfl.sync"), ptx.count("bar.warp.sync"))
     """)
-    child = subprocess.run([sys.executable, "-c", code], env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0"},
-                           capture_output=True, text=True, timeout=600)
+    child = ptx_child(code)
     assert child.returncode == 0, child.stderr[-3000:]
     counts = {tuple(line.split()[:2]): tuple(map(int, line.split()[2:])) for line in child.stdout.splitlines()}
     assert counts[("shfl", "float32")][0] > 0 and counts[("syncwarp", "float32")][1] > 0
@@ -93,7 +89,7 @@ def test_unknown_warp_scan_is_refused():
         warp.warp_scan(np.ones(4, np.int32), "lockstep")
 
 
-@pytest.mark.parametrize("block_size, items_per_thread", itertools.product((32, 256), (1, 2, 8)))
+@pytest.mark.parametrize("block_size, items_per_thread", list(itertools.product((32, 256), (1, 2, 8))))
 def test_hierarchical_options(block_size, items_per_thread, rng):
     """Several tiles, tens of them for the smallest tiles."""
     tile = block_size * items_per_thread

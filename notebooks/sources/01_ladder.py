@@ -131,7 +131,8 @@ for phase in (1, 2, 4):
 
 # %%
 seed_trace = ps.trace.record(ps.scan, np.full(30, 2, dtype=np.int32), algorithm="ladder", block_size=32)
-_ = ps.viz.dataflow(seed_trace, array="rungs", title="ladder, n = 30 (seed 002's example)")
+# the stepper (slider, previous/next) with a live kernel; the picture where there is none
+ps.viz.step(seed_trace, fallback=ps.viz.dataflow(seed_trace, array="rungs", title="ladder, n = 30 (seed 002's example)"))
 
 # %% [markdown]
 # ## 3. The kernel
@@ -232,6 +233,31 @@ print(ps.check.tiled(my_ladder_tile, block_size=BLOCK,
 
 # %% tags=["instructor"]
 print(inspect.getsource(ps.scans.ladder.ladder_tile_kernel))
+
+# %% tags=["instructor"]
+# A wrong answer seen in class, for the stepper: each element adds the first cell of its own run,
+# not the last cell of the run before. The check's hint names the call that opens the stepper.
+@cuda.jit
+def wrong_ladder_tile(x, out, totals, n):
+    rungs = cuda.shared.array(BLOCK, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * BLOCK + t
+    rungs[t] = x[i] if i < n else float32(0)
+    cuda.syncthreads()
+    phase = 1
+    while phase < BLOCK:
+        if t & phase:
+            rungs[t] += rungs[t & ~(phase - 1)]
+        cuda.syncthreads()
+        phase <<= 1
+    if i < n:
+        out[i] = rungs[t]
+    if t == BLOCK - 1:
+        totals[cuda.blockIdx.x] = rungs[t]
+
+
+print(ps.check.tiled(wrong_ladder_tile, block_size=BLOCK))
+ps.viz.step_failure(block_size=BLOCK)
 
 # %% [markdown]
 # ### Exercise 01.ladder-max (stretch, 2 points)

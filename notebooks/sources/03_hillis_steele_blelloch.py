@@ -189,14 +189,14 @@ print("result:", hs_trace.result)
 # `hillis_steele_in_place_tile_kernel`, as a real kernel for this lesson (it never uses it):
 
 # %%
-print(inspect.getsource(ps.scans.hillis_steele.hillis_steele_in_place_tile_kernel))
+print(inspect.getsource(ps.lessons.hillis_steele_in_place_tile_kernel))
 
 # %% [markdown]
 # Thread $t$ reads `cells[t - stride]` in the same barrier phase in which thread $t - stride$
 # writes it. The tracer finds every such pair on a tile of 32 ones:
 
 # %%
-racy_kernel = ps.scans.hillis_steele.hillis_steele_in_place_tile_kernel("add", np.int32, True, False, 32)
+racy_kernel = ps.lessons.hillis_steele_in_place_tile_kernel("add", np.int32, True, False, 32)
 race_trace = ps.trace.record(one_tile, racy_kernel, np.ones(32, dtype=np.int32), 32)
 races = race_trace.races()
 print(f"{len(races)} races; the first: {races[0]}")
@@ -204,6 +204,8 @@ per_step = {phase: sum(race.phase == phase for race in races) for phase in range
 print("cells raced on, per step:", ", ".join(f"stride {1 << (phase - 1)}: {k}" for phase, k in per_step.items()))
 print("in-place result on the simulator:", race_trace.result.tolist())
 print("correct result:                  ", ps.reference.scan(np.ones(32, dtype=np.int32)).tolist())
+# the stepper opens at the first phase with a race (red cells); previous/next step through the others
+ps.viz.step(race_trace)
 
 # %% [markdown]
 # At stride 16 there is no race: the readers ($t \ge 16$) read cells 0–15, whose threads do not
@@ -351,7 +353,9 @@ for dtype in (np.int32, np.float32):
 # %%
 blelloch_trace = ps.trace.record(ps.scans.blelloch.blelloch_256, np.ones(256, dtype=np.int32))
 ax = ps.viz.dataflow(blelloch_trace, array="tree", max_cells=256, title="blelloch_256 (seed 004): up-sweep, clear the root, down-sweep")
-_ = ax.set_yticklabels(["load"] + [f"up d={d}" for d in range(8)] + ["clear, down d=7"] + [f"down d={d}" for d in range(6, -1, -1)])
+ax.set_yticklabels(["load"] + [f"up d={d}" for d in range(8)] + ["clear, down d=7"] + [f"down d={d}" for d in range(6, -1, -1)])
+# the two sweeps step by step (scroll sideways along the 256 cells); the picture above where there is no kernel
+ps.viz.step(blelloch_trace, arrays=["tree"], max_cells=256, fallback=ax)
 
 # %% [markdown]
 # The picture also shows the price of one thread per element: at the top of the tree only a

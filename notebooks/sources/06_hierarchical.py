@@ -63,7 +63,7 @@ print(ps.device_info())
 # package keeps this version (numba has no `volatile`):
 
 # %%
-print(inspect.getsource(ps.scans.warp.scan_volatile))
+print(inspect.getsource(ps.lessons.scan_volatile))
 
 # %% [markdown]
 # **Since Volta (compute capability 7.0, 2017) this is a bug.** Volta gave every thread its own
@@ -80,7 +80,7 @@ print(inspect.getsource(ps.scans.warp.scan_volatile))
 # %%
 x64 = np.arange(1, 65, dtype=np.int32)
 expected = np.concatenate([ps.reference.scan(x64[:32]), ps.reference.scan(x64[32:])])  # one scan per warp
-volatile_run = ps.trace.record(ps.scans.warp.warp_scan, x64, "volatile", threads=64)
+volatile_run = ps.trace.record(ps.lessons.warp_scan, x64, "volatile", threads=64)
 print("volatile, lanes 0-7:", volatile_run.result[:8])
 print("the scan, lanes 0-7:", expected[:8])
 races = volatile_run.races()
@@ -100,7 +100,7 @@ print(f"{len(races)} races, for example:\n  {races[1]}\n  {races[31]}")
 # read, writes, and waits until every lane has written:
 
 # %%
-print(inspect.getsource(ps.scans.warp.scan_syncwarp))
+print(inspect.getsource(ps.primitives.warp.scan_syncwarp))
 
 # %% [markdown]
 # Every `syncwarp` starts a new phase for the tracer, so the races are gone, and the dataflow of
@@ -110,7 +110,7 @@ print(inspect.getsource(ps.scans.warp.scan_syncwarp))
 # never exchange a value.
 
 # %%
-syncwarp_run = ps.trace.record(ps.scans.warp.warp_scan, x64, "syncwarp", threads=64)
+syncwarp_run = ps.trace.record(ps.lessons.warp_scan, x64, "syncwarp", threads=64)
 print("races:", len(syncwarp_run.races()), "| equal to the scan of each warp:", np.array_equal(syncwarp_run.result, expected))
 _ = ps.viz.dataflow(syncwarp_run, array="buf", title="scan_syncwarp: two warps, buf in shared memory")
 
@@ -121,7 +121,7 @@ _ = ps.viz.dataflow(syncwarp_run, array="buf", title="scan_syncwarp: two warps, 
 # returns `value` as held by lane $l - d$, and the caller's own value in lanes $l < d$, one
 # instruction for the whole warp. The warp scan becomes a loop of five shuffles, at deltas
 # 1, 2, 4, 8, 16: the Hillis–Steele steps of chapter 03 (Kogge–Stone's network), with a register for the shared cell
-# (exercise 06.warp-shuffle-scan in section 7 writes it; the package's `ps.scans.warp.scan_shfl` follows
+# (exercise 06.warp-shuffle-scan in section 7 writes it; the package's `ps.primitives.warp.scan_shfl` follows
 # its check).
 #
 # Every lane must execute the shuffle (it is a rendezvous of the lanes in `mask`), even a lane
@@ -141,16 +141,44 @@ def whose_value(sources):
     d = 1
     step = 0
     while d < 32:
-        sources[step, lane] = cuda.shfl_up_sync(ps.scans.warp.FULL_MASK, lane, d)
+        sources[step, lane] = cuda.shfl_up_sync(ps.primitives.warp.FULL_MASK, lane, d)
         d *= 2
         step += 1
+
+
+@cuda.jit
+def shuffle_scan_steps(x, running):
+    """The warp scan by shuffles, storing each lane's running value after every step: the
+    tracer sees memory, not registers; a syncwarp after each store makes each step a phase."""
+    lane = cuda.laneid
+    value = x[lane]
+    running[lane] = value
+    cuda.syncwarp(ps.primitives.warp.FULL_MASK)
+    d = 1
+    while d < 32:
+        other = cuda.shfl_up_sync(ps.primitives.warp.FULL_MASK, value, d)
+        if lane >= d:
+            value += other
+        running[lane] = value
+        cuda.syncwarp(ps.primitives.warp.FULL_MASK)
+        d *= 2
+
+
+def shuffle_steps(x):
+    running = cuda.device_array(32, x.dtype)
+    shuffle_scan_steps[1, 32](cuda.to_device(x), running)
+    return running.copy_to_host()
 
 
 measured = np.zeros((5, 32), dtype=np.int32)
 whose_value[1, 32](measured)
 rule = np.array([[lane - d if lane >= d else lane for lane in range(32)] for d in (1, 2, 4, 8, 16)])
 print("the shuffles follow PTX's rule (lane - d, or the lane's own value):", np.array_equal(measured, rule))
-_ = ps.viz.shuffles((1, 2, 4, 8, 16), kind="up", sources=measured, title="shfl_up_sync in the warp scan: lane l - d to lane l")
+shuffle_run = ps.trace.record(shuffle_steps, np.ones(32, dtype=np.int32))
+print("the stored running values scan the warp:", np.array_equal(shuffle_run.result, np.arange(1, 33)))
+# step through the five shuffles (the running values after each); the picture where there is no kernel
+ps.viz.step(shuffle_run, fallback=ps.viz.shuffles((1, 2, 4, 8, 16), kind="up", sources=measured,
+                                                  title="shfl_up_sync in the warp scan: lane l - d to lane l"))
 
 # %% [markdown]
 # The classroom simulator's warp intrinsics were not only written to follow the PTX manual:
@@ -167,7 +195,7 @@ with open(results.path("warp_semantics_compare.txt")) as handle:
 # The three warp scans side by side, as the tracer counts them (two warps, 64 values):
 
 # %%
-shfl_run = ps.trace.record(ps.scans.warp.warp_scan, x64, "shfl", threads=64)
+shfl_run = ps.trace.record(ps.lessons.warp_scan, x64, "shfl", threads=64)
 print(f"{'variant':<9} {'correct':>7} {'races':>6} {'shared reads':>13} {'shared writes':>14} {'sync phases':>12}")
 for name, run in (("volatile", volatile_run), ("syncwarp", syncwarp_run), ("shfl", shfl_run)):
     c = run.counts()
@@ -192,7 +220,7 @@ for name, run in (("volatile", volatile_run), ("syncwarp", syncwarp_run), ("shfl
 
 # %%
 xb = np.random.default_rng(6).integers(0, 10, 128).astype(np.int32)
-per_warp = ps.scans.warp.warp_scan(xb, "shfl", threads=128)  # step 1: each warp scans its 32 values
+per_warp = ps.lessons.warp_scan(xb, "shfl", threads=128)  # step 1: each warp scans its 32 values
 warp_totals = per_warp[31::32]  # step 2: lane 31 of each warp holds its warp's total
 scanned_totals = ps.reference.scan(warp_totals)  # step 3: warp 0 scans the totals
 before = np.concatenate([[0], scanned_totals[:-1]])  # step 4: warp w adds the totals of warps 0..w-1
@@ -299,7 +327,7 @@ print(inspect.getsource(ps.scans.hierarchical.run))
 
 # %% [markdown]
 # The reduction kernel needs only a total, not a scan, so its warps combine by a **butterfly**
-# (`ps.scans.warp.reduce_shfl`, `shfl_xor_sync` with masks 16, 8, 4, 2, 1): after five steps every lane
+# (`ps.primitives.warp.reduce_shfl`, `shfl_xor_sync` with masks 16, 8, 4, 2, 1): after five steps every lane
 # holds the warp's total. Sums taken in another order are fine for the four operators, which are
 # commutative (for floats the carries round a little differently).
 
@@ -383,7 +411,7 @@ print(ps.check.scan(lambda x: ps.scan(x, "max", inclusive=False, reverse=True, a
 # %% tags=["exercise"] exercise_id="06.warp-shuffle-scan" points=2 todo="scan value across the warp in registers with shfl_up_sync, in 5 steps, so that lane l ends with the sum of the values of lanes 0..l; every lane executes every shuffle"
 from numba import cuda, float32
 
-FULL_MASK = ps.scans.warp.FULL_MASK
+FULL_MASK = ps.primitives.warp.FULL_MASK
 
 
 @cuda.jit
@@ -415,7 +443,7 @@ print(ps.check.scan(my_warp_scan, sizes=(1, 2, 5, 17, 31, 32), budget=ps.check.B
 # The package's warp scan, for comparison:
 
 # %% tags=["instructor"]
-print(inspect.getsource(ps.scans.warp.scan_shfl))
+print(inspect.getsource(ps.primitives.warp.scan_shfl))
 
 # %% [markdown]
 # ### Exercise 06.exclusive-warp-scan (stretch, 2 points)
@@ -430,7 +458,7 @@ print(inspect.getsource(ps.scans.warp.scan_shfl))
 # %% tags=["exercise"] exercise_id="06.exclusive-warp-scan" points=2 todo="leave in value the sum of the values of lanes 0..lane-1 (0 in lane 0), computed in registers with shuffles that every lane executes"
 from numba import cuda, float32
 
-FULL_MASK = ps.scans.warp.FULL_MASK
+FULL_MASK = ps.primitives.warp.FULL_MASK
 
 
 @cuda.jit
@@ -479,10 +507,10 @@ print(ps.check.scan(my_exclusive_warp_scan, inclusive=False, sizes=(1, 2, 5, 17,
 # %% tags=["exercise"] exercise_id="06.block-combine" points=1 todo="make value of every thread the inclusive sum of the tile up to its element, using the scanned warp totals"
 from numba import cuda, float32
 
-FULL_MASK = ps.scans.warp.FULL_MASK
+FULL_MASK = ps.primitives.warp.FULL_MASK
 BLOCK = 128
 WARPS = BLOCK // 32
-warp_scan = ps.scans.warp.scan_shfl("add", np.float32)
+warp_scan = ps.primitives.warp.scan_shfl("add", np.float32)
 
 
 @cuda.jit

@@ -710,26 +710,27 @@ for n in (8, 16, 32, 64):
 # ## 11. On the GPU
 #
 # `benchmarks/tridiag.py` (the `tridiag` stage of `bash benchmarks/run_gpu.sh`) ran every method
-# and two library baselines on one GPU, on random diagonally dominant systems of four shapes
-# (batch × n) in float32 and float64, and checked every result by its residual before timing it
+# and two library baselines on one GPU, on random diagonally dominant systems of eight shapes
+# (batch × n; this section shows four) in float32 and float64, and checked every result by its residual before timing it
 # (`benchmarks/tridiag.csv`; `benchmarks/README.md` describes the method). Every time is a median
 # of 25 after warm-up calls, and the CSV's `timing` column says how each row was measured:
 #
-# - *ours (kernels)*: a method's launches on device arrays, **queued** behind a short busy kernel
-#   between two CUDA events. While the busy kernel runs, Python issues all the launches; when the
-#   first event fires the GPU finds them waiting, so the events time the GPU's work alone. The
-#   host's cost of launching (tens of microseconds of Python per numba launch, chapter 05) is
-#   *not* in this figure.
+# - *ours (kernels)*: a method's launches on device arrays, the durations of its kernels summed
+#   from CUPTI's trace (`torch.profiler`, which records every kernel of the process, whoever
+#   launched it): the GPU's work alone. The host's cost of launching (tens of microseconds of
+#   Python per numba launch, chapter 05) is *not* in this figure. (`--method events` times the
+#   same launches queued behind a short busy kernel between two CUDA events instead.)
 # - *ours (whole call)*: a whole `tridiag.solve` on device arrays, on the host clock, as a user
 #   pays for it: the checks of the arguments, the allocations, the launches from Python, the
 #   kernels, and the copy of the failure flags back to the host.
-# - *cuSPARSE*: `gtsv2StridedBatch` through CuPy, queued the same way: the library's device time
-#   (less the copy that restores $d$, which the solve overwrites, before each run).
+# - *cuSPARSE*: `gtsv2StridedBatch` through CuPy, measured the same way: the library's device
+#   time, its kernels summed (the copy that restores $d$, which the solve overwrites, before each
+#   run is a memcpy, not counted).
 # - *JAX*: `jax.lax.linalg.tridiagonal_solve` (which calls cuSPARSE), a whole jitted call on the
 #   host clock.
 #
 # The device and the date, how each kind of row was timed, and the times, all read from the CSV
-# (microseconds; Thomas was not run on the single system of $2^{20}$ rows, which one thread
+# (microseconds; Thomas was not run on systems longer than $2^{16}$ rows, which one thread
 # would walk alone):
 
 # %%
@@ -1015,18 +1016,19 @@ print("\nthe warp solver's kernels / cuSPARSE, on the batches:", span(hyb[t, c] 
 #
 # A system longer than 512 rows does not fit one warp's registers, but the partition step does
 # not need a warp: `prefixsum.tridiag.partition` gives every thread of the grid a chunk of
-# $R = 16$ rows of the systems laid end to end. `partition_reduce` eliminates inside each chunk
+# $R$ rows of the systems laid end to end (each system padded, in the indexing only, to whole
+# chunks with identity rows; $R$ = 8 or 16, `partition.rows_per_thread`). `partition_reduce` eliminates inside each chunk
 # and writes the chunk's two end rows to global memory, in order: the reduced system, of
 # $2n / R$ rows. `hybrid.run` solves that by the same route (another level while it is longer than
 # 512 rows, then the warp solver), and `partition_substitute` redoes each chunk's elimination
 # (cheaper than storing it: registers are free, bandwidth is not), reads its two end values and
-# writes the interior. For $n = 2^{20}$: $2^{20} \to 2^{17} \to 2^{14} \to 2^{11} \to 2^8$ rows,
-# four levels and a warp solve, nine launches. Each level moves the four bands twice and $x$
+# writes the interior. For $n = 2^{20}$ and $R = 16$ at every level: $2^{20} \to 2^{17} \to
+# 2^{14} \to 2^{11} \to 2^8$ rows, four levels and a warp solve, nine launches. Each level moves the four bands twice and $x$
 # once, about $9n$ values, where PCR's global path reads three rows and writes one for every row
 # at each of its steps.
 #
 # A trace of one level on a system of 32 rows, in chunks of $R = 4$ (the picture needs few
-# rows; the package uses 16), the reduced system of 16 rows solved by the warp solver. Each row
+# rows; the package uses 8 or 16), the reduced system of 16 rows solved by the warp solver. Each row
 # of the picture is a step: the load into shared memory, the reduction (each thread reads its
 # chunk and writes the chunk's two ends), the warp solver on the ends (its lanes exchange values
 # by shuffles, which the trace does not see: each lane reads and writes only its own rows), and
@@ -1081,25 +1083,27 @@ ax = ps.viz.steps(partition_rows(level_trace, 32), "rows",
                   title="one level of the partition method, n = 32, chunks of 4 rows")
 
 # %% [markdown]
-# The chunk size trades the work of a level against the number of levels. The same run measured
-# $R = 4$ and $R = 8$ beside the package's 16 on the system of $2^{20}$ rows:
+# The chunk size trades the work of a level against the number of levels, and, on small levels,
+# against the threads that fill the GPU. The same run measured $R = 4$, 8 and 16 at every level
+# beside the package's choice per level (`partition.rows_per_thread`: float64 8; float32 16 on a
+# level of more than $2^{19}$ rows, else 8) on the system of $2^{20}$ rows:
 
 # %%
-print(f"{'kernels (us), 1 x 2^20':<24}" + "".join(f"{f'R = {r}':>9}" for r in (4, 8, 16)) + f"{'PCR':>9}{'cuSPARSE':>10}")
+print(f"{'kernels (us), 1 x 2^20':<24}" + "".join(f"{f'R = {r}':>9}" for r in (4, 8, 16)) + f"{'chosen':>9}{'PCR':>9}{'cuSPARSE':>10}")
 for dtype in DTYPES:
-    by_rows = [time_us(f"hybrid:partition_rows={r}", "ours (kernels)", dtype, *CASES[-1]) for r in (4, 8)] + [hyb[dtype, CASES[-1]]]
+    by_rows = [time_us(f"hybrid:partition_rows={r}", "ours (kernels)", dtype, *CASES[-1]) for r in (4, 8, 16)] + [hyb[dtype, CASES[-1]]]
     print(f"{dtype:<24}" + "".join(f"{t:>9.1f}" for t in by_rows)
           + f"{kernels['pcr', dtype, CASES[-1]]:>9.1f}{cusparse[dtype, CASES[-1]]:>10.1f}")
 print("\nthe partition method's kernels / cuSPARSE, on one system of 2^20:", span(hyb[t, CASES[-1]] / cusparse[t, CASES[-1]] for t in DTYPES))
 print("PCR's kernels / the partition method's:", span(kernels["pcr", t, CASES[-1]] / hyb[t, CASES[-1]] for t in DTYPES))
 
 # %% [markdown]
-# $R = 16$ is the fastest in float32; in float64 $R = 8$ is a few percent faster in kernel time,
-# but needs six levels instead of four, and every launch costs the whole call host time
-# (`partition.ROWS_PER_THREAD` keeps 16). What the partition method does not do: pivot (like
-# every method here it is for diagonally dominant or symmetric positive definite systems), or
-# take a batch whose $n$ is not a multiple of $R$, where a chunk would span two systems; those go
-# to `hybrid_shared`.
+# In float64 $R = 8$ is the fastest in kernel time, though it needs six levels instead of four
+# (every launch costs the whole call host time); in float32 16 on the large level, 8 on the
+# small ones below it. `benchmarks/tridiag.csv` holds the same comparison on batches of 100,
+# 1000 and 64 systems, where $R = 8$ wins in both dtypes. What the partition method does not do:
+# pivot (like every method here it is for diagonally dominant or symmetric positive definite
+# systems).
 #
 # ### 12.3 The hybrid against cuSPARSE and JAX
 #
@@ -1221,7 +1225,7 @@ def my_hybrid(a, b, c, d, x):
         if i < n:
             left = hybrid.slot(rows[src], i - s) if i >= s else identity
             right = hybrid.slot(rows[src], i + s) if i + s < n else identity
-            new, _ = hybrid.reduce_row(left, hybrid.slot(rows[src], i), right)
+            new, _ = _common.reduce_row(left, hybrid.slot(rows[src], i), right)
             hybrid.put(rows[1 - src], i, new)
         src, s = 1 - src, 2 * s
     cuda.syncthreads()

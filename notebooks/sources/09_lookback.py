@@ -171,7 +171,8 @@ print(inspect.getsource(lookback.state_access))
 look_x = np.ones(32 * 40, dtype=np.float32)
 look_run = traced(8, ps.scan, look_x, algorithm="lookback", block_size=32, items_per_thread=1)
 print("lookback right:", np.array_equal(look_run.result, np.cumsum(look_x)))
-_ = ps.viz.lookbacks(look_run)
+# on a time axis, a tile per row: step from one publication to the next (the picture where there is no kernel)
+ps.viz.step(look_run, by="time", fallback=ps.viz.lookbacks(look_run))
 
 # %% [markdown]
 # Compare with the chained scan: the waits (black) sit next to the diagonal (a tile waits for
@@ -192,10 +193,11 @@ print(f"{counted['launches']} launch; per element {counted['global_reads'] / len
 #
 # `benchmarks/lookback.py` (stage `lookback` of `run_gpu.sh`) times, in one run on one GPU:
 #
-# - **kernel time**: CUDA events around launches queued behind a short busy kernel, so that the
-#   host's launch time is not counted (median of 25, every result checked first), for
-#   `"lookback"`, `"hierarchical"`, a numba copy kernel, `torch.cumsum` (CUB's decoupled look-back)
-#   and torch's `copy_`;
+# - **kernel time**: the durations of a call's kernels summed from CUPTI's trace
+#   (`torch.profiler`, which sees every kernel of the process, numba's and CUB's alike, with no
+#   host gap in the figure; median of 25, every result checked first; the CSV's `method` column),
+#   for `"lookback"`, `"hierarchical"`, a numba copy kernel, `torch.cumsum` (CUB's decoupled
+#   look-back) and torch's `copy_` (a device-to-device memcpy, counted as one);
 # - **whole-call time**: `ps.scan(device_array)` followed by a synchronize, on the host clock,
 #   against `torch.cumsum` and a synchronize; and `ps.scan(numpy_array)` against torch's
 #   numpy → GPU → numpy round trip.
@@ -217,12 +219,16 @@ for dtype in ("float32", "int32", "float64", "int64"):
         for k in (24, 26, 28)))
 
 # %% [markdown]
-# For 4-byte types the single pass is 8–17% faster than `torch.cumsum` and reaches three
-# quarters to four fifths of the bandwidth of torch's copy (and all of a plain numba copy
-# kernel's). For 8-byte types it is 6–9% slower than CUB: each look-back step is two atomics and
-# a fence instead of one atomic, and the tile (128 × 24) is the best of the eight shapes tried,
-# not CUB's tuned one. The other scans of the workbook on the same plot (float32; they were
-# measured in an earlier run on the same GPU, `scan_throughput.csv`):
+# On this H100, for 4-byte types the single pass is 8–22% faster than `torch.cumsum` and reaches
+# three quarters to 85% of the bandwidth of torch's copy (and all of a plain numba copy
+# kernel's); for 8-byte types 0–8% faster, though each look-back step is two atomics and a fence
+# instead of one atomic. Its tiles, 128 threads × 32 elements, were chosen from a table of eight
+# shapes measured on an H200 (`lookback_tiles.csv`: there 1.00, 1.09 and 1.12× torch.cumsum at
+# $2^{24}$, $2^{26}$, $2^{28}$ in float32, 1.00, 1.08 and 1.10× in float64). At $2^{24}$ the
+# kernel is bound by its instructions, not by memory: Nsight Compute on the H200 counted three
+# times CUB's instructions per element, the ALU pipe 72% busy and DRAM 35%. The other scans of
+# the workbook on the same plot (float32; measured in an earlier run on an H100, with CUDA
+# events, `scan_throughput.csv`):
 
 # %%
 ours = results.read("lookback.csv", part="kernel", dtype="float32")
@@ -315,13 +321,13 @@ with ps.sim.resident_blocks(48):
 # %% [markdown]
 # ### Exercises 09.lookback-loop (core, 2 points) and 09.publish (stretch, 2 points)
 #
-# Both plug into the package's kernel through `lookback.scan_with(x, look)`, which runs
+# Both plug into the package's kernel through `ps.lessons.scan_with(x, look)`, which runs
 # the real kernel (float32 sum, tiles of 32) with your look-back, on as many resident blocks as
 # the simulator keeps. Helpers for both:
 
 # %% tags=["setup"]
 publish, peek = lookback.state_access(np.float32)  # the package's state protocol (section 4)
-warp_sum = ps.scans.warp.reduce_shfl("add", np.float32)  # a warp's total, in every lane
+warp_sum = ps.primitives.warp.reduce_shfl("add", np.float32)  # a warp's total, in every lane
 to_bits, from_bits = lookback.bit_carrier(np.float32)  # float32 <-> uint32, same bits
 FULL_MASK, AGGREGATE, PREFIX = 0xFFFFFFFF, lookback.AGGREGATE, lookback.PREFIX
 
@@ -367,7 +373,7 @@ def my_look_back(status, values, tile, aggregate, epoch):
 # %% tags=["check"] exercise_id="09.lookback-loop"
 with ps.sim.resident_blocks(48):
     for call in ("first", "second"):  # the second call meets the states the first left behind, as real calls do
-        print(ps.check.scan(lambda x: lookback.scan_with(x, my_look_back), sizes=(1, 33, 300, 1100, 2049),
+        print(ps.check.scan(lambda x: ps.lessons.scan_with(x, my_look_back), sizes=(1, 33, 300, 1100, 2049),
                             name=f"my_look_back, {call} call"))
 
 # %% [markdown]
@@ -388,7 +394,7 @@ def my_publish(status, values, tile, flag, value):
 with_my_publish = lookback.look_back("add", np.dtype(np.float32), publish=my_publish)
 with ps.sim.resident_blocks(48):
     for call in ("first", "second"):
-        print(ps.check.scan(lambda x: lookback.scan_with(x, with_my_publish), sizes=(1, 33, 300, 1100, 2049),
+        print(ps.check.scan(lambda x: ps.lessons.scan_with(x, with_my_publish), sizes=(1, 33, 300, 1100, 2049),
                             name=f"my_publish, {call} call"))
 
 # %% [markdown]

@@ -28,6 +28,7 @@
 # NBVAL_IGNORE_OUTPUT
 import prefixsum as ps  # first: it chooses the GPU or the simulator before numba.cuda loads
 
+import collections
 import inspect
 
 import matplotlib.pyplot as plt
@@ -435,30 +436,38 @@ for name, ours, bc in (("natural", natural, "natural"), ("clamped", clamped, ((1
 bench = results.read("applications.csv")
 print(f"{bench[0]['device']}, {bench[0]['date']}; every result correct: {all(row['correct'] for row in bench)}")
 for row in bench:
-    print(f"  {row['task']:<8} {row['method']:<40} {row['dtype']:<8} n = {row['n']:>9,}  {row['median_us'] / 1000:>9.2f} ms")
+    if row["task"] not in ("compact", "nonzero"):  # section 9 tabulates those
+        print(f"  {row['task']:<8} {row['method']:<40} {row['dtype']:<8} n = {row['n']:>9,}  "
+              f"{row['median_us'] / 1000:>9.2f} ms")
+
 
 # %%
-def ms(task, method, dtype):
-    return results.value("applications.csv", "median_us", task=task, method=method, dtype=dtype) / 1000
+def ms(task, method, dtype, n=None):
+    where = {} if n is None else {"n": n}
+    return results.value("applications.csv", "median_us", task=task, method=method, dtype=dtype, **where) / 1000
 
 
-compaction_ratio = ms("compact", "prefixsum apps.compact", "float32") / ms("compact", "torch x[mask]", "float32")
+readable_ratio = (ms("compact", "prefixsum apps.compact_by_scan (readable)", "float32", 2**24)
+                  / ms("compact", "torch x[mask]", "float32", 2**24))
 sort_ratio = (ms("sort", "prefixsum apps.radix_sort (1 bit/pass)", "uint32") / ms("sort", "cupy.sort", "uint32"))
 evaluation_ratio = (ms("spline", "scipy evaluate (points, CPU)", "float64")
                     / ms("spline", "prefixsum evaluate (points)", "float64"))
 build_ratio = ms("spline", "scipy CubicSpline (build, CPU)", "float64") / ms("spline", "prefixsum cubic_spline (build)",
                                                                              "float64")
-print(f"compaction: {compaction_ratio:.0f}x the time of torch's x[mask]")
+cupy_build_s = ms("spline", "cupyx CubicSpline (build)", "float64") / 1000
+print(f"readable compaction (three launches), 2^24 float32: {readable_ratio:.1f}x the time of torch's x[mask]")
 print(f"radix sort, uint32: {sort_ratio:.0f}x the time of cupy.sort")
 print(f"spline build: scipy on the CPU takes {build_ratio:.1f}x ours; evaluation: {evaluation_ratio:.0f}x ours")
+print(f"cupyx's CubicSpline build: {cupy_build_s:.0f} s")
 
 # %% [markdown]
 # Read the figures with the chapters behind them:
 #
-# - **Compaction** is correct and simple, and several times slower than the libraries' `x[mask]`:
-#   ours makes three launches from Python (flags, scan, scatter), allocates twice, and reads the
-#   output's length back to the host before it can allocate the output. A library pays for that
-#   read too, but can fuse the flagging, the scan and the scatter into fewer passes over the data.
+# - **Compaction**, the readable version of section 4 (`apps.compact_by_scan`), is correct and
+#   simple, and several times slower than the libraries' `x[mask]`: it makes three launches from
+#   Python (flags, scan, scatter), allocates twice, and reads the output's length back to the host
+#   before it can allocate the output. A library pays for that read too, but fuses the flagging,
+#   the scan and the scatter. Section 9 does the same, and overtakes them.
 # - **Radix sort** by one bit per pass is the textbook algorithm, and about two orders of
 #   magnitude slower than the library sorts behind `cupy.sort` and `torch.sort`. The gap is the
 #   lesson: a production radix sort (CUB's, Merrill and Grimshaw 2011) takes several bits per pass
@@ -467,19 +476,121 @@ print(f"spline build: scipy on the CPU takes {build_ratio:.1f}x ours; evaluation
 #   plus two launches from Python.
 # - **Splines**: building costs a PCR solve plus numpy arithmetic on the host; evaluating millions
 #   of points is one kernel (a binary search and Horner's rule per point), hundreds of times faster
-#   than scipy on one CPU core. CuPy's own GPU spline, `cupyx.scipy.interpolate.CubicSpline`, has no
-#   row: it did not finish building the spline of $2^{20}$ knots before the run's 80-second limit
-#   (`benchmarks/applications_gpu.log` shows where it was: in `BSpline.design_matrix`, at Python's
-#   built-in `min` over a CuPy array, which brings the elements to the host one comparison at a
-#   time). A fair comparison with it needs a smaller spline or a fix on CuPy's side.
+#   than scipy on one CPU core. CuPy's own GPU spline, `cupyx.scipy.interpolate.CubicSpline`,
+#   evaluates fast but takes over a minute to build the spline of $2^{20}$ knots: an earlier run
+#   stopped it at 80 seconds inside `BSpline.design_matrix`, at Python's built-in `min` over a
+#   CuPy array, which brings the elements to the host one comparison at a time.
 #
+# ## 9. At library speed: compaction in one pass
+#
+# CUB's `DeviceSelect` (behind torch's `x[mask]`) does not scan n flags and then scatter. It
+# makes the compaction a *single-pass* scan, the decoupled look-back of chapter 09, with a count
+# where chapter 09 had a running sum: a count of kept elements *is* a sum, of 0/1 flags.
+# `apps.compact` does the same in one kernel (`prefixsum/apps/selection.py`), tile by tile:
+#
+# 1. A block draws its tile's id from the look-back's counter (in the order blocks start, as in
+#    chapter 09) and loads the tile's flags *striped*: in step k, thread t reads element
+#    `k * blockDim + t`, so every load of a warp is one contiguous run. It loads the value of
+#    each kept element too, early, so that those loads are in flight during the look-back.
+# 2. **The rank inside the tile, without a scan of n flags.** In step k, each warp takes one
+#    *ballot* of its 32 flags: a 32-bit word, bit l set if lane l keeps its element. A lane's
+#    rank among the warp's kept elements of that step is the number of set bits *below its own
+#    lane*; the warp's count is the number of set bits. Warp 0 then scans the (step, warp)
+#    counts of the tile, a few dozen numbers, in the tile's order.
+# 3. Warp 0 hands the tile's count to chapter 09's look-back, `tile_state.look_back("add", int32)`
+#    (the same function, not a copy), which publishes it and returns the number of kept elements
+#    in all tiles before. The last tile writes the total for the host.
+# 4. Each kept element goes to `out[before the tile + before its warp's step + its rank]`. The
+#    kept elements of one warp's step are neighbours in the output, so the stores are contiguous.
+#
+# Stable by construction (places follow the elements' order); one launch; n flags read, a value
+# only where it is kept, each kept value written once. The output's length is known only when the
+# last tile has finished: `compact` writes it to host memory the GPU can write directly
+# (`cuda.mapped_array`) and waits for the kernel, as `x[mask]` waits in numpy, torch and CuPy.
+# `compact(x, mask, sync=False)` waits for nothing and returns a buffer of n with a device array
+# holding the count, as CUB's `DeviceSelect::Flagged` does; `compact_indices(mask)` is numpy's
+# `flatnonzero` by the same kernel, writing indices instead of values.
+
+# %%
+print(inspect.getsource(apps.selection.select_kernel))
+
+# %% [markdown]
+# **Which tile waited for which count.** On the concurrent simulator, 8 blocks resident at once,
+# started in a shuffled order, with tiles of one warp (`compact_with`: 32 elements a tile), the
+# trace records every read of a tile's state. A tile that read a predecessor's state more than
+# once found nothing published there yet, and waited for that tile's count:
+
+# %%
+rng_select = np.random.default_rng(30)
+values = np.arange(32 * 40, dtype=np.float32)
+keep = rng_select.random(values.size) < 0.5
+with ps.sim.block_order_seed(2), ps.sim.resident_blocks(8):
+    run = ps.trace.record(apps.selection.compact_with, values, keep)
+print("compact_with is x[mask]:", np.array_equal(run.result, values[keep]))
+states_read = {}
+for record in run.select(array="status"):
+    if record.atomic:
+        states_read.setdefault(record.block, []).append(record.index)
+for indices in sorted(states_read.values(), key=max):
+    tile = max(indices)  # a block publishes its own tile's state last
+    waited = sorted(p for p, reads in collections.Counter(i for i in indices if i < tile).items() if reads > 1)
+    if waited:
+        print(f"tile {tile:>2} waited for the count of tile{'s' if len(waited) > 1 else ''} "
+              f"{', '.join(map(str, waited))}")
+ax = viz.lookbacks(run)
+
+# %% [markdown]
+# The measured table: whole calls (a user's wait: allocation, the launch, the count, Python) and
+# the device time of the same calls by CUPTI (`torch.profiler`: every kernel and copy summed;
+# torch's `x[mask]` runs five kernels and a copy of the count to the host, CuPy's six), half the
+# flags set, inputs already on the device:
+
+# %%
+print(f"{bench[0]['device']}, {bench[0]['date']}; microseconds, whole call (device time)")
+print(f"{'n':>10} {'dtype':>8} {'apps.compact':>16} {'torch x[mask]':>16} {'cupy x[mask]':>16} {'vs torch':>9} "
+      f"{'vs CuPy':>8}")
+for n in sorted({row["n"] for row in results.read("applications.csv", task="compact")}):
+    for dtype in ("float32", "int32", "float64"):
+        cells = [results.read("applications.csv", task="compact", method=method, dtype=dtype, n=n)[0]
+                 for method in ("prefixsum apps.compact", "torch x[mask]", "cupy x[mask]")]
+        times = [f"{row['median_us']:>7.1f} ({row['device_us']:>5.1f})" for row in cells]
+        print(f"{n:>10,} {dtype:>8} {times[0]:>16} {times[1]:>16} {times[2]:>16} "
+              f"{cells[1]['median_us'] / cells[0]['median_us']:>8.1f}x {cells[2]['median_us'] / cells[0]['median_us']:>7.1f}x")
+
+# %% [markdown]
+# The kernel moves the flags, the input and the kept values once: at $2^{26}$ float32, 448 MB in
+# 235 microseconds, 1.9 TB/s of the H100's 3.35. The whole call adds some 30 microseconds of
+# Python, allocation and the wait, which is why the ratio is smaller at $2^{20}$. torch's `x[mask]` counts the flags (a reduction), copies the count
+# to the host, allocates, then selects and gathers in further kernels: more passes over the data.
+#
+# ### Exercise 10.warp-rank (stretch, 2 points): the rank inside a warp
+#
+# Write the device function `my_warp_rank(kept)` that step 2 calls: every lane of a warp calls it
+# with its own flag (a bool), and it returns two numbers, how many lanes *below* the caller have
+# their flag set (the caller's rank), and how many lanes of the warp have it set. No shared
+# memory and no loop: a vote, a mask and a bit count. The check runs the compaction of this
+# section with your function in place of the package's, on many sizes.
+
+# %% tags=["exercise"] exercise_id="10.warp-rank" points=2 todo="return (kept lanes below the caller in its warp, kept lanes in the warp), from one vote of the warp"
+@cuda.jit(device=True)
+def my_warp_rank(kept):
+    ### BEGIN SOLUTION
+    ballot = np.uint32(cuda.ballot_sync(0xFFFFFFFF, kept))
+    return cuda.popc(ballot & cuda.lanemask_lt()), cuda.popc(ballot)
+    ### END SOLUTION
+
+
+# %% tags=["check"] exercise_id="10.warp-rank"
+print(ps.check.compaction(lambda x, mask: apps.selection.compact_with(x, mask, rank=my_warp_rank), name="my_warp_rank"))
+
+# %% [markdown]
 # ## Summary
 #
 # | application | operator | element | associative because |
 # | --- | --- | --- | --- |
 # | linear recurrence, IIR filter | compose affine maps | $(a, b)$, or $(M, v)$ in 2-D | composition of functions |
 # | segmented scan | $(f \lor g, v \text{ if } g \text{ else } u + v)$ | (flag, value) | case analysis on the last flag |
-# | compaction | add | 0/1 flag | integer addition |
+# | compaction (section 9: in one pass) | add, carried by the look-back | 0/1 flag; a warp's ballot | integer addition |
 # | radix sort pass | add (twice: zeros, then ones) | 0/1 flag | integer addition; stability makes LSD work |
 # | running argmax | larger value, earlier on ties | (value, index) | "the first maximum of three" is one element |
 # | tridiagonal solve | compose 2-D affine maps | $3 \times 3$ matrix | matrix product (unstable: the products grow) |

@@ -1,7 +1,9 @@
 """What scans build: each application a few lines on top of :mod:`prefixsum.scans` (and :mod:`prefixsum.tridiag`).
 
-* :func:`compact`: stream compaction, an exclusive scan of the keep-flags gives each kept
-  element its place (:mod:`.compaction`).
+* :func:`compact`, :func:`compact_indices`: stream compaction (``x[mask]``, ``flatnonzero``) in
+  one pass, the kept counts carried by the look-back of the single-pass scan (:mod:`.selection`);
+  :func:`compact_by_scan`, the readable version: an exclusive scan of the keep-flags gives each
+  kept element its place (:mod:`.compaction`).
 * :func:`radix_sort`: a stable LSD radix sort of integers and floats, one split by a scan of
   flags per bit (:mod:`.radix`).
 * :func:`linear_recurrence`, :func:`lfilter`: ``x[i] = a[i] x[i-1] + b[i]`` and IIR filters of
@@ -13,10 +15,11 @@
 * :func:`cubic_spline` and :class:`PiecewisePolynomial`: natural and clamped splines by a
   tridiagonal solve, evaluation, derivative and an antiderivative by a scan (:mod:`.splines`).
 """
-from .compaction import compact
+from .compaction import compact_by_scan
 from .radix import radix_sort, split_by_bit
 from .recurrences import lfilter, linear_recurrence, segmented_scan, tridiagonal_scan
+from .selection import compact, compact_indices
 from .splines import PiecewisePolynomial, cubic_spline
 
-__all__ = ["PiecewisePolynomial", "compact", "cubic_spline", "lfilter", "linear_recurrence", "radix_sort",
-           "segmented_scan", "split_by_bit", "tridiagonal_scan"]
+__all__ = ["PiecewisePolynomial", "compact", "compact_by_scan", "compact_indices", "cubic_spline", "lfilter",
+           "linear_recurrence", "radix_sort", "segmented_scan", "split_by_bit", "tridiagonal_scan"]

@@ -2,7 +2,7 @@
 import numpy as np
 from numba import cuda
 
-from ..core.arrays import is_device_array
+from ..core.arrays import as_numba, is_device_array
 
 THREADS = 256
 """Most threads per block of the applications' element-wise kernels."""
@@ -11,7 +11,7 @@ THREADS = 256
 def to_device(x, name):
     """``(device array, was_on_device)`` for a 1-D host or device array ``x``; host data is copied."""
     if is_device_array(x):
-        x = x if cuda.devicearray.is_cuda_ndarray(x) else cuda.as_cuda_array(x)
+        x = as_numba(x)
         if not x.is_c_contiguous():
             raise ValueError(f"device array {name} must be contiguous")
         on_device = True

@@ -1,8 +1,12 @@
-"""Stream compaction: keep the elements whose flag is set, in order (Sengupta et al. 2007).
+"""Stream compaction, the readable version: keep the elements whose flag is set, in order (Sengupta et al. 2007).
 
 The exclusive scan (add) of the 0/1 flags gives every kept element the number of kept elements
 before it, which is its place in the output; one scatter writes it there. Work O(n), the depth
 of one scan, and no element moves twice.
+
+Three launches from Python (flags, scan, scatter) and a read of the output's length between
+them: chapter 10's first version. :func:`prefixsum.apps.compact` does the same in one pass
+(:mod:`.selection`).
 """
 import numpy as np
 from numba import cuda
@@ -27,8 +31,8 @@ def scatter_kept(x, flags, places, out):
         out[places[i]] = x[i]
 
 
-def compact(x, mask):
-    """The elements of ``x`` where ``mask`` is set, in their order: ``x[mask]`` by a scan.
+def compact_by_scan(x, mask):
+    """The elements of ``x`` where ``mask`` is set, in their order: ``x[mask]`` by a scan, in three launches.
 
     Parameters
     ----------
@@ -45,7 +49,7 @@ def compact(x, mask):
     Examples
     --------
     >>> import numpy as np
-    >>> compact(np.arange(6), np.array([1, 0, 0, 1, 1, 0], bool))
+    >>> compact_by_scan(np.arange(6), np.array([1, 0, 0, 1, 1, 0], bool))
     array([0, 3, 4])
     """
     x, on_device = to_device(x, "x")

@@ -172,6 +172,11 @@ HINTS = {
         "That count is its place in the output; elements whose flag is 0 write nothing.",
         "Guard the thread index against the array's length, as every element-wise kernel does.",
     ),
+    "10.warp-rank": (
+        "One warp-level vote gives every lane the flags of all 32 lanes at once, one bit per lane.",
+        "The caller's rank counts only the bits of lanes below its own: a mask of those lanes selects them.",
+        "cuda.ballot_sync, cuda.lanemask_lt and cuda.popc (the number of set bits) are all you need.",
+    ),
     "10.radix-pass": (
         "A stable split puts every key whose bit is 0 first, in their old order, then the keys whose bit is 1.",
         "The exclusive scan of the zero-flags is each zero's place; the number of zeros is where the ones start.",

@@ -19,6 +19,7 @@ import numpy as np
 from numba import cuda, float32, int32
 
 from . import child as _child
+from . import lessons
 
 BLOCK = 64
 
@@ -138,25 +139,6 @@ def uninitialized_shared_tile(x, out, totals, n):
         out[i] = rungs[t]
     if t == BLOCK - 1:
         totals[cuda.blockIdx.x] = rungs[t]
-
-
-@cuda.jit
-def hillis_steele_in_place_tile(x, out, totals, n):
-    cells = cuda.shared.array(BLOCK, float32)
-    t = cuda.threadIdx.x
-    i = cuda.blockIdx.x * BLOCK + t
-    cells[t] = x[i] if i < n else float32(0)
-    cuda.syncthreads()
-    stride = 1
-    while stride < BLOCK:
-        if t >= stride:
-            cells[t] += cells[t - stride]  # reads a cell another thread writes in this phase
-        cuda.syncthreads()
-        stride <<= 1
-    if i < n:
-        out[i] = cells[t]
-    if t == BLOCK - 1:
-        totals[cuda.blockIdx.x] = cells[t]
 
 
 @cuda.jit
@@ -436,6 +418,9 @@ class Mutant:
 
 def _tiles(kernel, **kw):
     return lambda x: _ladder_scan_tiles(kernel, x, **kw)
+
+
+hillis_steele_in_place_tile = lessons.hillis_steele_in_place_tile_kernel("add", np.float32, True, False, BLOCK)
 
 
 def _chained(kernel):

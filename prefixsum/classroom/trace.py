@@ -87,6 +87,10 @@ class Record(NamedTuple):
     """An atomic operation (``write`` is True for it too)."""
     stale: bool = False
     """A global read that got the old contents of an element another block had not published."""
+    value: object = None
+    """The value read or stored (for an atomic, the value after it): the stepper replays them."""
+    file: str = ""
+    """The source file of ``line``."""
 
 
 class FenceRecord(NamedTuple):
@@ -413,7 +417,7 @@ class _Recorder:
         self.instances[key] += 1
         self.records.append(Record(launch, b, t, access.array, access.space, int(flat), access.kind != "read",
                                    access.phase, access.line, instance, _itemsize(access), access.kind == "atomic",
-                                   access.stale))
+                                   access.stale, access.value, access.file))
 
     def fence(self, fence):
         """A :func:`prefixsum.sim.fence_hook` callback: where the fence falls among the accesses."""

@@ -5,12 +5,15 @@ Each result is checked before it is timed (never on zeros): a scan against the f
 exact-integer reference (:func:`prefixsum.scans.testing.expected_scan`, vectorised), a copy element
 for element. Two times are measured, each the median of ``repeats`` samples after a warm-up:
 
-- **kernel time** (:func:`kernel_us`): CUDA events around the launches of one call, queued on
+- **kernel time** (:func:`kernel_us`), by one of two methods (:data:`METHODS`, the CSV's
+  ``method`` column): ``cupti``, the durations of the call's kernels summed from torch.profiler's
+  CUPTI trace (:mod:`.cupti`: every kernel of the process, whoever launched it, with no host gap
+  in it; the default), or ``events``, CUDA events around the launches of one call, queued on
   the GPU behind a busy kernel, so that the host's time to issue them (tens of microseconds of
   Python per numba launch) is not counted; torch's and cupy's kernels are timed the same way, on
   their own stream (:func:`library_stream`);
 - **whole-call time** (:func:`host_us`): a whole ``prefixsum.scan`` call on the host clock,
-  synchronised, on device arrays and on numpy arrays.
+  synchronised, on device arrays and on numpy arrays (method ``host clock``).
 
 The baselines are measured in the same run: a device-to-device copy (the physical limit for a
 single-pass scan: it reads n and writes n elements), PyTorch's ``copy_``, ``torch.cumsum`` (CUB)
@@ -35,10 +38,13 @@ from numba import cuda
 import prefixsum as ps
 from ..core.device import simulating
 from ..scans.testing import expected_scan, poisoned, random_input, wrong_indices
+from . import cupti
 from .metadata import run_metadata
 from .results import print_table, report_wrong, write_csv
 
 REPEATS = 25
+METHODS = ("cupti", "events")
+"""Ways to measure device time: CUPTI's kernel durations (:mod:`.cupti`), CUDA events (:func:`kernel_us`)."""
 WARMUP = 3
 QUICK_REPEATS = 2
 QUICK_SIZES = (1 << 10, 1 << 12)  # one tile, and several (past kstep's one-block path too)
@@ -58,8 +64,9 @@ def default_out():
     return os.environ.get("OUT") or os.path.join("benchmarks", "out")
 
 
-def script_arguments(argv, quick_help):
-    """Parse the options of a benchmark script (``--out``, ``--quick``); stop unless a GPU or ``--quick``.
+def script_arguments(argv, quick_help, more=None):
+    """Parse the options of a benchmark script (``--out``, ``--quick``, ``--method``; ``more(parser)``
+    adds the script's own); stop unless a GPU or ``--quick``.
 
     The description is the first line of the calling script's docstring.
     """
@@ -67,9 +74,20 @@ def script_arguments(argv, quick_help):
     parser = argparse.ArgumentParser(description=description[0] if description else None)
     parser.add_argument("--out", default=default_out())
     parser.add_argument("--quick", action="store_true", help=quick_help)
+    add_method_option(parser)
+    if more:
+        more(parser)
     args = parser.parse_args(argv)
     require_gpu(args.quick)
+    args.method = check_methods(args.method or ["cupti"])
     return args
+
+
+def add_method_option(parser):
+    """``--method``, repeatable: how device times are measured (:data:`METHODS`; cupti if none)."""
+    parser.add_argument("--method", action="append", choices=METHODS,
+                        help="how device time is measured: cupti (torch.profiler's kernel durations summed per call, "
+                             "the default) or events (CUDA events around queued launches); repeat for both")
 
 
 def require_gpu(quick):
@@ -130,21 +148,39 @@ def _busy(us, stream):
 
 
 class KernelTime(NamedTuple):
-    """:func:`kernel_us`'s answer: the median, and whether every sample was queued."""
+    """:func:`kernel_us`'s answer: the median, whether every sample was queued, and the method."""
 
     us: float
     queued: bool
+    method: str = "events"
 
     @property
     def timing(self):
         """How it was measured, for the CSV's ``timing`` column."""
         if math.isnan(self.us):
             return "not timed (simulator)"
+        if self.method == "cupti":
+            return "cupti, kernels summed per call"
         return "events, queued" if self.queued else "events, not queued"
 
 
-def kernel_us(launch, *, stream=None, warmup=WARMUP, repeats=REPEATS):
+def check_methods(methods):
+    """The measuring methods asked for, checked: each of :data:`METHODS`, and ``"cupti"`` only
+    where torch's profiler can trace the GPU (or on the simulator, which times nothing)."""
+    for method in methods:
+        if method not in METHODS:
+            raise ValueError(f"unknown measuring method {method!r}; the methods are {', '.join(METHODS)}")
+    if "cupti" in methods and not simulating() and not cupti.available():
+        raise SystemExit("--method cupti needs torch with CUDA (its profiler reads CUPTI); use --method events")
+    return list(dict.fromkeys(methods))
+
+
+def kernel_us(launch, *, stream=None, warmup=WARMUP, repeats=REPEATS, method="events", copies=False):
     """Median microseconds of the GPU work that ``launch()`` queues, without the host's launch time.
+
+    ``method="cupti"`` sums the durations of the call's kernels in torch.profiler's trace instead
+    (:func:`prefixsum.cli.cupti.cupti_us`; ``stream`` is not needed; ``copies``: count the
+    device's memcpys and memsets too); the default, ``"events"``, is described here.
 
     Each sample queues a busy kernel on ``stream``, records the start event, calls ``launch()``
     and records the stop event; the busy kernel outlasts the host's issuing of the launches, so
@@ -170,7 +206,9 @@ def kernel_us(launch, *, stream=None, warmup=WARMUP, repeats=REPEATS):
     """
     if simulating():
         launch()
-        return KernelTime(float("nan"), False)
+        return KernelTime(float("nan"), False, method)
+    if method == "cupti":
+        return KernelTime(cupti.cupti_us(launch, warmup=warmup, repeats=repeats, copies=copies), True, method)
     stream = cuda.default_stream() if stream is None else stream
     for _ in range(warmup):
         launch()
@@ -276,7 +314,7 @@ def _copy(source, target):
         target[i] = source[i]
 
 
-def _torch_rows(torch, stream, x, check, repeats):
+def _torch_rows(torch, stream, x, check, repeats, method):
     """``(variant, correct, KernelTime)`` for ``torch.cumsum`` and torch's ``copy_`` on ``x``."""
     t = torch.from_numpy(x).cuda()
 
@@ -284,14 +322,15 @@ def _torch_rows(torch, stream, x, check, repeats):
         return torch.cumsum(t, 0, dtype=t.dtype)  # without the dtype, torch sums int32 into int64
 
     correct = check(cumsum().cpu().numpy())
-    yield "torch.cumsum", correct, kernel_us(cumsum, stream=stream, repeats=repeats)
+    yield "torch.cumsum", correct, kernel_us(cumsum, stream=stream, repeats=repeats, method=method)
     target = torch.from_numpy(poisoned(len(x), x.dtype)).cuda()
     target.copy_(t)
     correct = bool(np.array_equal(target.cpu().numpy(), x))
-    yield "torch copy", correct, kernel_us(lambda: target.copy_(t), stream=stream, repeats=repeats)
+    yield "torch copy", correct, kernel_us(lambda: target.copy_(t), stream=stream, repeats=repeats, method=method,
+                                           copies=True)  # a device-to-device memcpy, not a kernel
 
 
-def _cupy_rows(cupy, stream, x, check, repeats):
+def _cupy_rows(cupy, stream, x, check, repeats, method):
     """``(variant, correct, KernelTime)`` for ``cupy.cumsum`` on ``x``."""
     t = cupy.asarray(x)
 
@@ -299,7 +338,7 @@ def _cupy_rows(cupy, stream, x, check, repeats):
         return cupy.cumsum(t, dtype=t.dtype)  # numpy's rules, which cupy follows, promote int32 sums to int64
 
     correct = check(cupy.asnumpy(cumsum()))
-    yield "cupy.cumsum", correct, kernel_us(cumsum, stream=stream, repeats=repeats)
+    yield "cupy.cumsum", correct, kernel_us(cumsum, stream=stream, repeats=repeats, method=method)
 
 
 def _baselines():
@@ -312,13 +351,14 @@ def _baselines():
     return found
 
 
-def run(sizes, dtypes, variants, *, repeats=REPEATS, command=None):
+def run(sizes, dtypes, variants, *, repeats=REPEATS, command=None, methods=("cupti",)):
     """Check and time every variant and baseline at every size and dtype; return the CSV's rows.
 
     Rows (in this order, for each dtype and n): the numba copy kernel, each variant, the
     baselines torch.cumsum, torch copy and cupy.cumsum (each skipped with a line saying why when
-    it cannot run), and two whole calls of ``prefixsum.scan`` with the first variant, on a
-    device array and on a numpy array.
+    it cannot run), each once per measuring method of ``methods`` (:data:`METHODS`); and two
+    whole calls of ``prefixsum.scan`` with the first variant, on a device array and on a numpy
+    array (method "host clock"). The ``method`` column says which.
     """
     meta = run_metadata(LIBRARIES, command)
     baselines = _baselines()
@@ -335,31 +375,38 @@ def run(sizes, dtypes, variants, *, repeats=REPEATS, command=None):
             def check(result):
                 return wrong_indices(result, expected, allowed).size == 0
 
-            def add_row(variant, kind, micros, correct, timing):
+            def add_row(variant, kind, micros, correct, timing, method="host clock"):
                 table.append({"variant": variant, "kind": kind, "dtype": dtype.name, "n": n, "median_us": round(micros, 3),
-                              "gbps": round(bytes_moved / micros / 1e3, 2), "correct": correct, "timing": timing, **meta})
+                              "gbps": round(bytes_moved / micros / 1e3, 2), "correct": correct, "method": method,
+                              "timing": timing, **meta})
                 print(f"{variant:<34} {dtype.name:<8} n={n:<10} {micros:>10.1f} us {bytes_moved / micros / 1e3:>8.1f} GB/s  "
                       f"{timing}{'' if correct else '  WRONG'}", flush=True)
 
             def add_kernel_row(variant, kind, correct, measured):
-                add_row(variant, kind, measured.us, correct, measured.timing)
+                add_row(variant, kind, measured.us, correct, measured.timing, measured.method)
 
             blocks = -(-n // 256)
             out.copy_to_device(poisoned(n, dtype))
             _copy[blocks, 256](source, out)
-            add_kernel_row("copy", "baseline", bool(np.array_equal(out.copy_to_host(), x)),
-                           kernel_us(lambda: _copy[blocks, 256](source, out), repeats=repeats))
+            copied = bool(np.array_equal(out.copy_to_host(), x))
+            for method in methods:
+                add_kernel_row("copy", "baseline", copied,
+                               kernel_us(lambda: _copy[blocks, 256](source, out), repeats=repeats, method=method))
             for variant in variants:
                 name, options = parse_variant(variant)
                 algorithm = ps.ALGORITHMS[name]
                 resolved = algorithm.resolve_options(options)
                 out.copy_to_device(poisoned(n, dtype))
                 algorithm.run(source, out, "add", True, False, **resolved)
-                add_kernel_row(variant, "ours", check(out.copy_to_host()),
-                               kernel_us(lambda: algorithm.run(source, out, "add", True, False, **resolved), repeats=repeats))
+                correct = check(out.copy_to_host())
+                for method in methods:
+                    add_kernel_row(variant, "ours", correct,
+                                   kernel_us(lambda: algorithm.run(source, out, "add", True, False, **resolved),
+                                             repeats=repeats, method=method))
             for rows, module, stream in baselines:
-                for variant, correct, measured in rows(module, stream, x, check, repeats):
-                    add_kernel_row(variant, "baseline", correct, measured)
+                for method in methods:
+                    for variant, correct, measured in rows(module, stream, x, check, repeats, method):
+                        add_kernel_row(variant, "baseline", correct, measured)
             name, options = parse_variant(variants[0])
             correct = check(ps.scan(source, algorithm=name, **options).copy_to_host())
             micros = host_us(lambda: (ps.scan(source, algorithm=name, **options), cuda.synchronize()), repeats=repeats)
@@ -371,13 +418,15 @@ def run(sizes, dtypes, variants, *, repeats=REPEATS, command=None):
 
 
 def summary(rows):
-    """The rows of the largest n of each dtype, with each time relative to torch.cumsum's."""
+    """The rows of the largest n of each dtype, with each time relative to torch.cumsum's by the
+    same method (whole calls: to nothing, NaN)."""
     shown = []
     for dtype in dict.fromkeys(row["dtype"] for row in rows):
         largest = max(row["n"] for row in rows if row["dtype"] == dtype)
         at = [row for row in rows if row["dtype"] == dtype and row["n"] == largest]
-        cub = next((row["median_us"] for row in at if row["variant"] == "torch.cumsum"), float("nan"))
-        shown += [{**row, "vs torch.cumsum": round(cub / row["median_us"], 2)} for row in at]
+        cub = {row["method"]: row["median_us"] for row in at if row["variant"] == "torch.cumsum"}
+        shown += [{**row, "vs torch.cumsum": round(cub.get(row["method"], float("nan")) / row["median_us"], 2)}
+                  for row in at]
     return shown
 
 
@@ -393,6 +442,7 @@ def parser():
     command.add_argument("--quick", action="store_true",
                          help=f"sizes {', '.join(map(str, QUICK_SIZES))} and {QUICK_REPEATS} repeats; "
                               "runs on the simulator too (tests the script)")
+    add_method_option(command)
     return command
 
 
@@ -403,9 +453,9 @@ def main(argv=None):
     variants = args.variant or list(ps.ALGORITHMS)
     sizes = list(QUICK_SIZES) if args.quick else [1 << k for k in range(args.min_log2, args.max_log2 + 1)]
     rows = run(sizes, args.dtype or ["float32", "int32"], variants, repeats=QUICK_REPEATS if args.quick else args.repeats,
-               command=shlex.join(["python", "-m", "prefixsum", "bench", *argv]))
+               command=shlex.join(["python", "-m", "prefixsum", "bench", *argv]), methods=check_methods(args.method or ["cupti"]))
     write_csv(rows, args.csv or os.path.join(default_out(), "scan_throughput.csv"))
-    print_table(summary(rows), ["variant", "dtype", "n", "median_us", "gbps", "vs torch.cumsum", "correct", "timing"],
+    print_table(summary(rows), ["variant", "dtype", "n", "median_us", "gbps", "vs torch.cumsum", "correct", "method"],
                 title="the largest n of each dtype (median us; GB/s = 2 n x itemsize / time):")
     return report_wrong(rows, lambda row: f"{row['variant']} {row['dtype']} n={row['n']}")
 

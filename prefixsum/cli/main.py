@@ -11,7 +11,8 @@ def _parser():
     demo = commands.add_parser("demo", help="run every algorithm against the reference and print a table (the default)")
     demo.add_argument("-n", type=int, default=None, help="array length (default: 1000 on the simulator, 2^22 on a GPU)")
     demo.add_argument("--algorithm", action="append", help="only these algorithms (repeatable)")
-    commands.add_parser("ptx", help="compile every kernel to PTX for sm_75 and sm_90 (no GPU needed)")
+    ptx = commands.add_parser("ptx", help="compile every kernel to PTX for sm_75 and sm_90 (no GPU needed)")
+    ptx.add_argument("--algorithm", action="append", help="only the kernels of these scans, no solver (repeatable)")
     commands.add_parser("bench", help="time every scan on the GPU beside copy, torch.cumsum and cupy.cumsum (python -m prefixsum bench --help)", add_help=False)
     student = commands.add_parser("student", help="write the student version of instructor notebooks (solutions stripped, outputs cleared)")
     student.add_argument("notebooks", nargs="+", help="instructor notebooks (.ipynb)")
@@ -30,7 +31,7 @@ def main(argv=None):
     if args.command == "ptx":
         from . import ptx
 
-        return ptx.main()
+        return ptx.main([word for name in args.algorithm or () for word in ("--algorithm", name)])
     if args.command == "student":
         from ..classroom import student
 

@@ -5,13 +5,13 @@ list comprehension, a float index, a closure over ``cuda``). Compiling each kern
 compute capabilities is the second level of proof. It needs numba-cuda's compiler (the
 ``cu13`` extra: libNVVM and NVRTC) and ``NUMBA_ENABLE_CUDASIM=0``; no GPU or driver.
 
-Run ``python -m prefixsum.ptx`` (it sets the environment itself), or call :func:`compile_all`.
+Run ``python -m prefixsum ptx`` (it sets the environment itself and starts this module as
+``python -m prefixsum.cli.ptx``), or call :func:`compile_all`.
 """
 import itertools
 import os
 import re
 import sys
-import types as pytypes
 
 CAPABILITIES = ((7, 5), (9, 0))
 
@@ -24,12 +24,17 @@ def _configurations(ops, dtypes):
     return sorted(configs, key=str)
 
 
-def kernels_to_compile():
-    """Every distinct ``(label, dispatcher, argtypes)`` of the registry and the tridiagonal solvers."""
+def kernels_to_compile(algorithms=None):
+    """Every distinct ``(label, dispatcher, argtypes)`` of the registry and the tridiagonal solvers.
+
+    ``algorithms``: names of registered scans to take alone (no tridiagonal solver); None for all.
+    """
     import prefixsum as ps
 
     seen = {}
     for algorithm in ps.ALGORITHMS.values():
+        if algorithms is not None and algorithm.name not in algorithms:
+            continue
         for op, dtype, inclusive, reverse in _configurations(ps.OPS, [d.name for d in ps.DTYPES]):
             for kernel, argtypes in algorithm.kernels(op, dtype, inclusive, reverse, **algorithm.options):
                 label = f"{algorithm.name}:{kernel.py_func.__name__}[{op},{dtype},inclusive={inclusive},reverse={reverse}]"
@@ -38,26 +43,27 @@ def kernels_to_compile():
         from prefixsum import tridiag
     except ImportError:
         tridiag = None
-    if tridiag is not None and hasattr(tridiag, "ptx_kernels"):
+    if algorithms is None and tridiag is not None and hasattr(tridiag, "ptx_kernels"):
         for kernel, argtypes in tridiag.ptx_kernels():
             seen.setdefault((id(kernel), argtypes), (f"tridiag:{kernel.py_func.__name__}", kernel, argtypes))
     return list(seen.values())
 
 
-def compile_all(capabilities=CAPABILITIES, out=sys.stdout):
-    """Compile every kernel for each compute capability; return the list of failures."""
+def compile_all(capabilities=CAPABILITIES, out=sys.stdout, algorithms=None):
+    """Compile every kernel (of the scans named in ``algorithms``, if given) for each compute
+    capability; return the list of failures."""
     from numba import config, cuda
-    from numba.cuda import dispatcher
+
+    from ..core.numba_gpu import compiling_for
 
     if config.ENABLE_CUDASIM:
         raise RuntimeError("PTX needs numba's real CUDA target: run with NUMBA_ENABLE_CUDASIM=0")
     failures = []
-    for label, kernel, argtypes in kernels_to_compile():
+    for label, kernel, argtypes in kernels_to_compile(algorithms):
         for cc in capabilities:
-            # Device functions ask the current device for its capability; there is none here.
-            dispatcher.get_current_device = lambda cc=cc: pytypes.SimpleNamespace(compute_capability=cc)
             try:
-                ptx, _ = cuda.compile_ptx(kernel.py_func, argtypes, cc=cc)
+                with compiling_for(cc):  # device functions ask the current device for its capability
+                    ptx, _ = cuda.compile_ptx(kernel.py_func, argtypes, cc=cc)
                 assert ".entry" in ptx
                 print(f"ok   sm_{cc[0]}{cc[1]} {label}", file=out)
             except Exception as error:  # a report of every failure beats stopping at the first
@@ -85,10 +91,10 @@ def compiles_in_child(kernel, signature, cc=(9, 0)):
 
     fn = kernel.py_func
     code = (
-        "import importlib, sys, types\n"
+        "import importlib\n"
         "from numba import cuda\n"
-        "from numba.cuda import dispatcher\n"
-        f"dispatcher.get_current_device = lambda: types.SimpleNamespace(compute_capability={cc!r})\n"
+        "from prefixsum.core.numba_gpu import pretend_device\n"
+        f"pretend_device({cc!r})\n"
         f"kernel = getattr(importlib.import_module({fn.__module__!r}), {fn.__name__!r})\n"
         f"cuda.compile_ptx(kernel.py_func, {signature!r}, cc={cc!r})\n"
     )
@@ -102,11 +108,20 @@ def compiles_in_child(kernel, signature, cc=(9, 0)):
     return False, " ".join(lines[first:first + 2])
 
 
-def main():
+def main(argv=None):
+    """Compile every kernel (``--algorithm NAME``, repeatable: only those scans' kernels) and
+    return 0, or 1 if any failed; in a fresh process with ``NUMBA_ENABLE_CUDASIM=0`` unless
+    this one has it."""
+    import argparse
+
+    argv = sys.argv[1:] if argv is None else list(argv)
     if os.environ.get("NUMBA_ENABLE_CUDASIM") != "0":
-        os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
-        os.execv(sys.executable, [sys.executable, "-m", "prefixsum.ptx", *sys.argv[1:]])
-    failures = compile_all()
+        env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
+        os.execve(sys.executable, [sys.executable, "-m", "prefixsum.cli.ptx", *argv], env)
+    parser = argparse.ArgumentParser(prog="python -m prefixsum ptx")
+    parser.add_argument("--algorithm", action="append", help="only the kernels of these scans (repeatable)")
+    args = parser.parse_args(argv)
+    failures = compile_all(algorithms=args.algorithm)
     print(f"{len(failures)} failures")
     return 1 if failures else 0
 

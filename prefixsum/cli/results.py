@@ -29,7 +29,7 @@ def _cell(value):
 def print_table(rows, columns, title=None):
     """Print the ``columns`` of ``rows`` (dicts) as an aligned table: what a script prints last."""
     cells = [[_cell(row[c]) for c in columns] for row in rows]
-    widths = [max(len(c), *(len(line[k]) for line in cells)) for k, c in enumerate(columns)]
+    widths = [max([len(c), *(len(line[k]) for line in cells)]) for k, c in enumerate(columns)]
     if title:
         print(title)
     print("  ".join(c.ljust(w) for c, w in zip(columns, widths)))

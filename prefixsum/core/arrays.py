@@ -2,7 +2,9 @@
 import numpy as np
 from numba import cuda
 
+from . import numba_gpu
 from .device import simulating
+from .workspace import result_memory
 
 
 def is_device_array(x):
@@ -12,9 +14,12 @@ def is_device_array(x):
     return cuda.devicearray.is_cuda_ndarray(x) or hasattr(x, "__cuda_array_interface__")
 
 
-_FREE = {}  # bytes -> device allocations whose arrays were dropped, ready for the next result
-_KEPT_BYTES = 1 << 30  # at most this much memory waits in _FREE; beyond, a dropped array's memory is freed
-_kept = 0
+def as_numba(x):
+    """The device array ``x`` (numba's, or anything with ``__cuda_array_interface__``) as numba's
+    device array, without a copy: numba's own comes back as it is."""
+    return x if cuda.devicearray.is_cuda_ndarray(x) else cuda.as_cuda_array(x)
+
+
 _LAYOUTS = {}  # (shape, dtype) as asked -> (shape, strides, dtype, nbytes): see _layout
 
 
@@ -24,12 +29,11 @@ def result_array(shape, dtype):
 
     numba allocates every device array with ``cuMemAlloc`` and frees it with ``cuMemFree``
     (which waits for the GPU), 45 to 100 microseconds a call on the H100 machine: more than a
-    scan of a million elements. Here the memory of a result the caller has dropped is kept (up to
-    1 GiB) and handed out again for the next result of the same size, as PyTorch's caching
-    allocator does. Reuse is safe for work on numba's default stream, where the package launches
-    everything: a kernel that writes the new result is queued after every kernel that used the
-    old one. The kept memory belongs to the GPU it was allocated on: one GPU per process. On the
-    simulator: a plain ``cuda.device_array``, poisoned by the checker as any.
+    scan of a million elements. Here the memory of a result the caller has dropped is kept and
+    handed out again for the next result of the same size, as PyTorch's caching allocator does:
+    :func:`prefixsum.core.workspace.result_memory`, whose policy (per thread, numba's default
+    stream) makes the reuse safe. On the simulator: a plain ``cuda.device_array``, poisoned by
+    the checker as any.
     """
     layout = _LAYOUTS.get((shape, dtype))
     if layout is None:
@@ -37,17 +41,8 @@ def result_array(shape, dtype):
     shape, strides, dtype, nbytes = layout
     if not nbytes or simulating():
         return cuda.device_array(shape, dtype)
-    from numba.cuda.cudadrv import driver
-
-    global _kept
-    free = _FREE.get(nbytes)
-    if free:
-        base = free.pop()
-        _kept -= nbytes
-    else:
-        base = cuda.current_context().memalloc(nbytes)
-    pointer = driver.MemoryPointer(base.context, base.device_pointer, nbytes, finalizer=lambda: _keep(base, nbytes))
-    return cuda.devicearray.DeviceNDArray(shape, strides, dtype, gpu_data=pointer)
+    base, give_back = result_memory(nbytes)
+    return numba_gpu.device_array(base, nbytes, shape, strides, dtype, give_back)
 
 
 def _layout(shape, dtype):
@@ -62,14 +57,6 @@ def _layout(shape, dtype):
     return layout
 
 
-def _keep(base, nbytes):
-    """A result array was dropped: keep its memory for the next result of its size, if there is room."""
-    global _kept
-    if _kept + nbytes <= _KEPT_BYTES:
-        _FREE.setdefault(nbytes, []).append(base)
-        _kept += nbytes
-
-
 def copy_to_host(device, host):
     """Copy ``device`` into the host array ``host``, both contiguous and of one size, as
     ``device.copy_to_host(host)`` does but without its checks.
@@ -81,6 +68,4 @@ def copy_to_host(device, host):
     if simulating():
         device.copy_to_host(host)
         return
-    from numba.cuda.cudadrv import driver
-
-    driver.device_to_host(host, device, host.nbytes)
+    numba_gpu.device_to_host(host, device, host.nbytes)

@@ -10,14 +10,17 @@ launch configuration per grid, block and dynamic shared memory, and a call only 
 array's address, shape and strides and hands the flattened arguments to ``cuda.core.launch``,
 as numba itself does in the end.
 
-On the simulator, or if this numba-cuda lacks the pieces it uses, a launcher launches through
-the dispatcher, as any kernel does. The compiled kernel is kept for the GPU of the first call:
-a process that switches GPUs (``cuda.select_device``) must not reuse a launcher across them.
+What it reads of numba-cuda beyond the documented API is in :mod:`.numba_gpu`. On the
+simulator, or if this numba-cuda lacks the pieces it uses (then with a warning, once per
+process), a launcher launches through the dispatcher, as any kernel does. The compiled kernel
+is kept for the GPU of the first call: a process that switches GPUs (``cuda.select_device``)
+must not reuse a launcher across them.
 """
-import ctypes
+import threading
 
 from numba import types
 
+from . import numba_gpu
 from .device import simulating
 
 
@@ -44,23 +47,23 @@ class Launcher:
         self._kernel = None
         self._direct = not simulating()
         self._configs = {}
+        self._preparing = threading.Lock()
 
     def _prepare(self):
-        """Compile the overload and keep what a launch needs; fall back to the dispatcher if numba lacks it."""
-        try:
-            from cuda.core import LaunchConfig, launch
-            from numba.cuda.cudadrv.driver import _to_core_stream
-            compiled = self.dispatcher.compile(self.argtypes)
-            self._kernel = compiled._codelibrary.get_cufunc().kernel
-        except (ImportError, AttributeError):
-            self._direct = False
-            return
-        self._launch, self._config_type, self._stream = launch, LaunchConfig, _to_core_stream(0)
-        # numba passes an array as (meminfo, parent, nitems, itemsize, data, *shape, *strides):
-        # an array's marshal is its item size, an integer's its ctypes type.
-        self._marshal = tuple(
-            argtype.dtype.bitwidth // 8 if isinstance(argtype, types.Array) else getattr(ctypes, f"c_{argtype}")
-            for argtype in self.argtypes)
+        """Compile the overload and keep what a launch needs (:mod:`.numba_gpu`); if this
+        numba-cuda lacks a piece of it, warn once and launch through the dispatcher."""
+        with self._preparing:
+            if self._kernel is not None or not self._direct:
+                return  # another thread prepared it meanwhile
+            try:
+                kernel, self._launch, self._config_type, self._stream = numba_gpu.launch_parts(
+                    self.dispatcher, self.argtypes)
+            except (ImportError, AttributeError) as error:
+                numba_gpu.warn_fallback(error)
+                self._direct = False
+                return
+            self._params = numba_gpu.marshaller(self.argtypes)
+            self._kernel = kernel  # last: a thread that sees it set finds everything else set
 
     def __call__(self, grid, block, *args, shared=0):
         if self._direct and self._kernel is None:
@@ -73,14 +76,4 @@ class Launcher:
             if len(self._configs) > 256:
                 self._configs.clear()
             config = self._configs[grid, block, shared] = self._config_type(grid=grid, block=block, shmem_size=shared)
-        params = []
-        for marshal, value in zip(self._marshal, args):
-            if isinstance(marshal, int):
-                shape = value.shape
-                if len(shape) == 1:
-                    params += (0, 0, shape[0], marshal, value.device_ctypes_pointer.value, shape[0], marshal)
-                else:
-                    params += (0, 0, value.size, marshal, value.device_ctypes_pointer.value, *shape, *value.strides)
-            else:
-                params.append(marshal(value))
-        self._launch(self._stream, config, self._kernel, *params)
+        self._launch(self._stream, config, self._kernel, *self._params(args))

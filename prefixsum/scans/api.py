@@ -5,33 +5,20 @@ import numpy as np
 from numba import cuda
 
 from ..core.arithmetic import quiet_arithmetic
-from ..core.arrays import is_device_array, result_array
+from ..core.arrays import as_numba, is_device_array, result_array
 from ..core.device import classroom_simulator, simulating
+from ..core.workspace import latest, one_call_at_a_time
 from . import user_ops
 from .ops import check_dtype, check_op, native
-from .registry import lookup
+from .registry import ALGORITHMS, SLOWEST_SIMULATION, lookup
 
 SLOW_SIMULATION_S = 5.0
 """A scan the simulator is expected to take longer than this (seconds) for is announced first."""
 
-# Microseconds per element of a float32 add scan on this package's simulator and on numba's stock
-# one (``sim.enabled(False)``), measured on two shared cores of a cloud VM: the classroom
-# simulator's cost per element is about constant from n = 4096 to 65536 (within 30 %), the stock
-# one was measured at n = 2048. Rounded up, as a warning should not promise too much. The stock
-# simulator cannot run warp intrinsics ("hierarchical").
-_SIMULATOR_US_PER_ELEMENT = {
-    "ladder": (80, 4000),
-    "folding": (130, 4900),
-    "hillis_steele": (140, 4200),
-    "blelloch": (75, 3300),
-    "kstep": (45, 180),
-    "hierarchical": (40, None),
-    "lookback": (25, None),
-}
-_UNKNOWN_US_PER_ELEMENT = (140, 4900)  # an algorithm registered by a user: the slowest above
 _announced_slow = False
 
 
+@one_call_at_a_time
 def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", identity=None, **options):
     """Scan (prefix sum) of a 1-D array with an associative operator, on the GPU or simulator.
 
@@ -111,8 +98,8 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", identi
     resolved = _resolved_options(chosen, options)
 
     if on_device:
-        if type(x) is not _NUMBA_DEVICE_ARRAY and not cuda.devicearray.is_cuda_ndarray(x):
-            x = cuda.as_cuda_array(x)
+        if type(x) is not _NUMBA_DEVICE_ARRAY:
+            x = as_numba(x)
         if not x.is_c_contiguous():
             raise ValueError(
                 f"a device array x must be contiguous; got strides {tuple(x.strides)} for elements of "
@@ -124,7 +111,7 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", identi
         source.copy_to_device(np.ascontiguousarray(x))
     if n:
         if simulating():
-            announce_slow_simulation(n, chosen.name)
+            announce_slow_simulation(n, chosen.name, stacklevel=3)  # scan's caller, past its wrapper
             with quiet_arithmetic():
                 chosen.run(source, out, op, bool(inclusive), bool(reverse), **resolved)
         else:
@@ -136,24 +123,18 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", identi
 # as asking an array for __cuda_array_interface__ builds a dictionary.
 _NUMBA_DEVICE_ARRAY = getattr(cuda.devicearray, "DeviceNDArray", None)
 _RESOLVED = {}
-_NUMPY_CALL_BUFFERS = {}
 
 
 def _numpy_call_buffers(n, dtype):
     """Device arrays ``(input, result)`` for a call on a numpy array of ``n`` elements of ``dtype``.
 
     They live only during the call (it ends by copying the result back, which waits for the
-    scan), so on a GPU the pair of the last call of each dtype is kept and reused by the next
-    call of that length: no allocation, which takes longer than a small scan, and at most two
-    arrays of the last length held per dtype. The simulator gets fresh arrays, for the checker.
+    scan), so on a GPU the pair of this thread's last call of each dtype is kept and reused by
+    its next call of that length (:func:`prefixsum.core.workspace.latest`): no allocation, which
+    takes longer than a small scan, and at most two arrays of the last length held per dtype.
+    The simulator gets fresh arrays, for the checker.
     """
-    if simulating():
-        return cuda.device_array(n, dtype), cuda.device_array(n, dtype)
-    pair = _NUMPY_CALL_BUFFERS.get(dtype)
-    if pair is None or pair[0].shape[0] != n:
-        _NUMPY_CALL_BUFFERS.pop(dtype, None)  # free the old pair before allocating the new one
-        pair = _NUMPY_CALL_BUFFERS[dtype] = (cuda.device_array(n, dtype), cuda.device_array(n, dtype))
-    return pair
+    return latest("numpy input", n, dtype), latest("numpy result", n, dtype)
 
 
 def _resolved_options(algorithm, options):
@@ -183,20 +164,22 @@ def simulation_seconds(n, algorithm):
     ----------
     n : int
     algorithm : str
-        A name in :data:`prefixsum.ALGORITHMS` (another name gets the slowest known cost).
+        A name in :data:`prefixsum.ALGORITHMS` (another name gets the default, the slowest known cost).
 
     Returns
     -------
     float
-        From a measured cost per element, on the classroom simulator or, when it is switched off
-        (``sim.enabled(False)``), on numba's stock simulator.
+        From the algorithm's measured cost per element (``Algorithm.simulator_us_per_element``),
+        on the classroom simulator or, when it is switched off (``sim.enabled(False)``), on numba's
+        stock simulator.
     """
-    classroom, stock = _SIMULATOR_US_PER_ELEMENT.get(algorithm, _UNKNOWN_US_PER_ELEMENT)
+    known = ALGORITHMS.get(algorithm)
+    classroom, stock = known.simulator_us_per_element if known else SLOWEST_SIMULATION
     per_element = classroom if classroom_simulator() or stock is None else stock
     return n * per_element * 1e-6
 
 
-def announce_slow_simulation(n, algorithm, *, threshold_s=None):
+def announce_slow_simulation(n, algorithm, *, threshold_s=None, stacklevel=1):
     """Warn, once per process, before a scan that will keep the simulator busy for a while.
 
     Does nothing on a GPU, after the first warning, or when :func:`simulation_seconds` is at most
@@ -210,6 +193,8 @@ def announce_slow_simulation(n, algorithm, *, threshold_s=None):
         The algorithm's name.
     threshold_s : float, optional
         Seconds; default :data:`SLOW_SIMULATION_S`.
+    stacklevel : int, default 1
+        Frames above the caller that the warning points at (1: the caller's line).
 
     Returns
     -------
@@ -229,5 +214,5 @@ def announce_slow_simulation(n, algorithm, *, threshold_s=None):
         f"prefixsum: scanning {n:,} elements with {algorithm!r} on the CUDA simulator will take about "
         f"{took} (a GPU takes milliseconds); for a quick run use a smaller n, e.g. "
         f"ps.size_for_device(simulator=1000, gpu={n}). This notice is shown once.",
-        UserWarning, stacklevel=3)
+        UserWarning, stacklevel=stacklevel + 1)
     return True

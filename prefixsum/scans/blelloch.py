@@ -307,5 +307,6 @@ ALGORITHM = register_tiled(
     check_options=check_options,
     summary="Blelloch: up-sweep then down-sweep of a tree, 2 elements per thread; work 2n, depth 2 log n",
     source="seed 004; GPU Gems 3, ch. 39.2.2-39.2.3 (Harris, Sengupta, Owens)",
+    simulator_us_per_element=(75, 3300),
     user_op=blelloch_user_op,
 )

@@ -73,4 +73,5 @@ ALGORITHM = register_tiled(
     options={"block_size": 256},
     summary="seed 002's folding: phases N/2 down to 1, cell i adds cell i + phase (suffix); work N log N, depth log N",
     source="seed 002 (partial_sum_folded)",
+    simulator_us_per_element=(130, 4900),
 )

@@ -1,6 +1,7 @@
 """Seed 001's hierarchical scan: thread, warp, block and grid levels, reduce-then-scan.
 
-Levels, inside out:
+Levels, inside out (the first three are the block primitives of :mod:`prefixsum.primitives.block`;
+this module adds the grid level):
 
 1. Thread: a tile of ``block_size * items_per_thread`` elements is loaded so that thread t owns
    the ``items_per_thread`` consecutive elements from ``t * items_per_thread`` on (a *blocked*
@@ -11,7 +12,7 @@ Levels, inside out:
    shared index skips one slot every 32 (``j + j // 32``), so that the 32 lanes of a warp reading
    runs of 2, 4, 8 or 16 words hit 32 different banks.
 2. Warp: the per-thread totals are scanned with ``shfl_up_sync``
-   (:func:`prefixsum.scans.warp.scan_shfl`, seed 001's Figure 1 in registers).
+   (:func:`prefixsum.primitives.warp.scan_shfl`, seed 001's Figure 1 in registers).
 3. Block (Figure 2): lane 31 of every warp writes its warp's total to shared memory, warp 0
    scans those totals, and every thread combines the totals of the warps before its own. Two
    barriers.
@@ -30,7 +31,7 @@ the carries then round differently from a sequential sum, within the reference t
 
 Work: about 3n combines (n in the reduction; in the rescan, n for the threads' totals and n for
 their results) plus 5 shuffle steps per thread; depth: 3 items_per_thread + O(log n).
-Directions are handled by indexing (:func:`prefixsum.scans.tiles.position`); an exclusive scan
+Directions are handled by indexing (:func:`prefixsum.primitives.block.position`); an exclusive scan
 writes each element's prefix before combining it in.
 """
 import functools
@@ -39,15 +40,11 @@ import math
 from numba import cuda, types
 
 from ..core.hardware import MAX_SHARED_BYTES_PER_BLOCK
+from ..primitives.block import MAX_TILE, block_reduce, block_scan, position, staged_size, tile_loader, tile_writer
 from .ops import device_op, identity, numba_type
 from .registry import Algorithm, check_block_size, register
-from .tiles import array_type, carry_argtypes, position, scratch, tile_kernel_argtypes
-from .warp import FULL_MASK, carrier, reduce_shfl, scan_shfl
+from .tiles import array_type, carry_argtypes, scratch, tile_kernel_argtypes
 
-_PADDED_FLOAT64_BYTES = 8 * 33 / 32  # a staged float64 element: one slot skipped every 32 (staged_size)
-MAX_TILE = 1 << (int(MAX_SHARED_BYTES_PER_BLOCK / _PADDED_FLOAT64_BYTES).bit_length() - 1)
-"""Most elements per tile: the largest power of two whose padded float64 tile fits the shared
-memory of a block (4096: 33 KiB of the 48 KiB)."""
 MAX_ITEMS_PER_THREAD = 16
 
 
@@ -63,143 +60,6 @@ def check_options(block_size, items_per_thread):
             f"block_size * items_per_thread = {block_size * items_per_thread} elements per tile, but a tile "
             f"holds at most {MAX_TILE} (its float64 copy must fit {MAX_SHARED_BYTES_PER_BLOCK // 1024} KiB of "
             "shared memory)")
-
-
-@functools.lru_cache(maxsize=None)
-def block_scan(op, dtype, block_size):
-    """Device function ``block_scan(value) -> (exclusive, total)``: Figure 2 over shuffles.
-
-    Every thread of the block must call it (it has two barriers); ``exclusive`` combines the
-    values of the threads before the caller, ``total`` those of the whole block.
-    """
-    combine = device_op(op, dtype)
-    neutral = identity(op, dtype)
-    element = numba_type(dtype)
-    warp_scan = scan_shfl(op, dtype)
-    to, back = carrier(dtype)
-    warps = block_size // 32
-
-    def scan(value):
-        warp_totals = cuda.shared.array(32, element)
-        lane = cuda.threadIdx.x & 31
-        warp = cuda.threadIdx.x >> 5
-        inclusive = warp_scan(value, FULL_MASK)
-        if lane == 31:
-            warp_totals[warp] = inclusive
-        cuda.syncthreads()
-        if warp == 0:
-            warp_totals[lane] = warp_scan(warp_totals[lane] if lane < warps else neutral, FULL_MASK)
-        cuda.syncthreads()
-        before = warp_totals[warp - 1] if warp > 0 else neutral
-        previous = back(cuda.shfl_up_sync(FULL_MASK, to(inclusive), 1))
-        exclusive = combine(before, previous) if lane > 0 else before
-        return exclusive, warp_totals[warps - 1]
-
-    return cuda.jit(device=True)(scan)
-
-
-@functools.lru_cache(maxsize=None)
-def block_reduce(op, dtype, block_size):
-    """Device function ``block_reduce(value) -> total`` (every thread calls it; thread 0's result
-    is the block's total)."""
-    neutral = identity(op, dtype)
-    element = numba_type(dtype)
-    warp_reduce = reduce_shfl(op, dtype)
-    warps = block_size // 32
-
-    def reduce(value):
-        warp_totals = cuda.shared.array(32, element)
-        lane = cuda.threadIdx.x & 31
-        total = warp_reduce(value)
-        if lane == 0:
-            warp_totals[cuda.threadIdx.x >> 5] = total
-        cuda.syncthreads()
-        if cuda.threadIdx.x < 32:
-            total = warp_reduce(warp_totals[lane] if lane < warps else neutral)
-        return total
-
-    return cuda.jit(device=True)(reduce)
-
-
-def staged_size(block_size, items):
-    """Elements of the shared buffer a tile goes through: the tile, one slot skipped every 32."""
-    return block_size * items * 33 // 32
-
-
-@functools.lru_cache(maxsize=None)
-def tile_loader(op, dtype, reverse, block_size, items):
-    """Device function ``load(src, n, start, staged, run) -> total``.
-
-    Reads logical elements ``start .. start + block_size * items - 1`` of ``src`` (the identity
-    past ``n``) coalesced, through the shared buffer ``staged`` (:func:`staged_size` elements),
-    into the caller's ``run`` in the blocked arrangement, and returns the combination of the
-    caller's ``items`` elements. Every thread of the block must call it (one barrier).
-    """
-    combine = device_op(op, dtype)
-    neutral = identity(op, dtype)
-    where = position(reverse)
-    tile = block_size * items
-
-    def load(src, n, start, staged, run):
-        t = cuda.threadIdx.x
-        # Step k: the warps read consecutive elements. In a whole tile no bounds check stands
-        # between the loads, so that all of a thread's loads are in flight at once.
-        if start + tile <= n:
-            for k in range(items):
-                run[k] = src[where(start + k * block_size + t, n)]
-        else:
-            for k in range(items):
-                i = start + k * block_size + t
-                run[k] = src[where(i, n)] if i < n else neutral
-        for k in range(items):
-            j = k * block_size + t
-            staged[j + (j >> 5)] = run[k]
-        cuda.syncthreads()
-        total = neutral
-        for k in range(items):
-            j = t * items + k
-            run[k] = staged[j + (j >> 5)]
-            total = combine(total, run[k])
-        return total
-
-    return cuda.jit(device=True)(load)
-
-
-@functools.lru_cache(maxsize=None)
-def tile_writer(op, dtype, inclusive, reverse, block_size, items):
-    """Device function ``write(dst, n, start, staged, run, acc)``: the other half of :func:`tile_loader`.
-
-    Scans the caller's blocked ``run`` sequentially from ``acc`` (everything before the
-    caller's first element) and writes the results to logical elements ``start ..`` of ``dst``
-    (those below ``n``), coalesced through ``staged``. Every thread must call it (one barrier).
-    """
-    combine = device_op(op, dtype)
-    where = position(reverse)
-    tile = block_size * items
-
-    def write(dst, n, start, staged, run, acc):
-        t = cuda.threadIdx.x
-        for k in range(items):
-            j = t * items + k
-            if not inclusive:
-                staged[j + (j >> 5)] = acc
-            acc = combine(acc, run[k])
-            if inclusive:
-                staged[j + (j >> 5)] = acc
-        cuda.syncthreads()
-        for k in range(items):
-            j = k * block_size + t
-            run[k] = staged[j + (j >> 5)]
-        if start + tile <= n:
-            for k in range(items):
-                dst[where(start + k * block_size + t, n)] = run[k]
-        else:
-            for k in range(items):
-                i = start + k * block_size + t
-                if i < n:
-                    dst[where(i, n)] = run[k]
-
-    return cuda.jit(device=True)(write)
 
 
 @functools.lru_cache(maxsize=None)
@@ -327,6 +187,7 @@ ALGORITHM = register(Algorithm(
              "reduce-then-scan across tiles (3n transfers); work ~3n combines plus O(log) warp steps per thread, "
              "depth O(log n)"),
     source="seed 001 (Lungu, Petrosanu, Pirjan: Figures 1 and 2, 8 elements per thread)",
+    simulator_us_per_element=(40, None),
     auto_rank=2,
     warp_level=True,
 ))

@@ -8,8 +8,7 @@ inclusive prefix of its tile.
 Lane t reads lane ``t - stride`` while the thread of that lane overwrites it in the same step.
 The registered kernel therefore double-buffers in shared memory (ping-pong): a step reads one
 buffer and writes the other, so one barrier per step suffices. The single-buffer version that
-GPU Gems warns against is kept as :func:`hillis_steele_in_place_tile_kernel`, a real kernel with
-the tile kernel's signature, to show the race with a tracer; :func:`run` never launches it.
+GPU Gems warns against is a lesson, :func:`prefixsum.classroom.lessons.hillis_steele_in_place_tile_kernel`.
 
 Work N log2(N) - (N - 1) combines, depth log2(N) steps, per tile of N elements: not work-
 efficient (a sequential scan needs N - 1 combines), but half the depth of the work-efficient
@@ -19,6 +18,7 @@ import functools
 
 from numba import cuda
 
+from ..core.moved import moved
 from . import user_ops
 from .ops import device_op, identity, numba_type
 from .tiles import lane_result, position, register_tiled
@@ -55,43 +55,6 @@ def hillis_steele_tile_kernel(op, dtype, inclusive, reverse, block_size):
             totals[cuda.blockIdx.x] = buffers[source, t]
 
     return cuda.jit(hillis_steele_tile)
-
-
-@functools.lru_cache(maxsize=None)
-def hillis_steele_in_place_tile_kernel(op, dtype, inclusive, reverse, block_size):
-    """Kernel ``(x, out, totals, n)``: the racy single-buffer Hillis-Steele tile scan.
-
-    Deliberately wrong, for teaching: within one step thread t reads ``cells[t - stride]``
-    while thread ``t - stride`` writes it, with no barrier between the read and the write, so
-    t may combine a value that already includes this step's update. Whether the result is
-    wrong depends on the order in which the threads (on a GPU, the warps) run; a tracer of
-    shared-memory accesses between barriers shows the read-write race at every step. Not
-    registered and never launched by :func:`run`.
-    """
-    combine = device_op(op, dtype)
-    neutral = identity(op, dtype)
-    where = position(reverse)
-    result = lane_result(op, dtype, inclusive)
-    element = numba_type(dtype)
-
-    def hillis_steele_in_place_tile(x, out, totals, n):
-        cells = cuda.shared.array(block_size, element)
-        t = cuda.threadIdx.x
-        i = cuda.blockIdx.x * block_size + t
-        cells[t] = x[where(i, n)] if i < n else neutral
-        cuda.syncthreads()
-        stride = 1
-        while stride < block_size:
-            if t >= stride:
-                cells[t] = combine(cells[t - stride], cells[t])  # the race: t - stride may be written already
-            cuda.syncthreads()
-            stride <<= 1
-        if i < n:
-            out[where(i, n)] = result(cells, t)
-        if t == block_size - 1:
-            totals[cuda.blockIdx.x] = cells[t]
-
-    return cuda.jit(hillis_steele_in_place_tile)
 
 
 TUPLE_TILE = """
@@ -139,5 +102,9 @@ ALGORITHM = register_tiled(
     options={"block_size": 256},
     summary="Hillis-Steele: lane t adds lane t - stride for stride 1, 2, 4, ..., ping-pong; work N log N, depth log N",
     source="GPU Gems 3, ch. 39.2.1 (Harris, Sengupta, Owens)",
+    simulator_us_per_element=(140, 4200),
     user_op=hillis_steele_user_op,
 )
+
+__getattr__ = moved(__name__, {
+    "hillis_steele_in_place_tile_kernel": "prefixsum.classroom.lessons:hillis_steele_in_place_tile_kernel"})

@@ -372,4 +372,5 @@ ALGORITHM = register(Algorithm(
     check_options=check_options,
     summary="seed 000's L-ary scheme (reconstructed): reduce by L, correct back down; 2s*+3 steps, work O(n), depth O(L log_L n)",
     source="seed 000 (calculation of partial sums in parallel; formulas reconstructed in specs/kstep.md)",
+    simulator_us_per_element=(45, 180),
 ))

@@ -88,6 +88,7 @@ ALGORITHM = register_tiled(
     options={"block_size": 256},
     summary="seed 002's ladder: phase p adds the last element of the preceding aligned run; work n/2 log n, depth log n",
     source="seed 002 (partial_sum_ladder)",
+    simulator_us_per_element=(80, 4000),
     auto_rank=1,
     user_op=ladder_user_op,
 )

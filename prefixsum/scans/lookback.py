@@ -6,8 +6,8 @@ tile, waits until block b - 1 has published the inclusive prefix of tiles 0..b-1
 and publishes its own: 2n transfers, as a copy, but the blocks wait for each other in a chain,
 each as long as the whole chain before it. *Decoupled look-back* breaks the chain:
 
-1. Block b loads its tile (many elements per thread, :func:`prefixsum.scans.hierarchical.tile_loader`)
-   and scans it (:func:`~prefixsum.scans.hierarchical.block_scan`): it knows its tile's total,
+1. Block b loads its tile (many elements per thread, :func:`prefixsum.primitives.block.tile_loader`)
+   and scans it (:func:`~prefixsum.primitives.block.block_scan`): it knows its tile's total,
    the *aggregate*.
 2. It publishes the aggregate at once, flagged AGGREGATE (tile 0 publishes it as its inclusive
    PREFIX: nothing comes before it).
@@ -17,7 +17,7 @@ each as long as the whole chain before it. *Decoupled look-back* breaks the chai
    before tile b. Otherwise the 32 aggregates are combined and the window moves 32 tiles back.
 4. Lane 0 publishes the inclusive prefix of tile b (flag PREFIX), so that later tiles stop
    there; the block combines the exclusive prefix into its results and writes them
-   (:func:`~prefixsum.scans.hierarchical.tile_writer`).
+   (:func:`~prefixsum.primitives.block.tile_writer`).
 
 A block waits only for blocks that have published their aggregate, which each does right after
 loading its own tile, so the wait is about one tile's load, not the chain.
@@ -50,9 +50,10 @@ every SM shares: a plain load could hit a stale line in the SM's own L1.
 smaller flag and reads as "not yet published". States are never cleared, except once every
 2^30 calls when the epoch wraps.
 
-The states, the counter and the epoch are kept per element width and reused by every call, as
-every call runs on numba's default stream: two scans never run at the same time. (They belong to
-the GPU of the first call, as the launchers do: one GPU per process.)
+The states, the counter and the epoch are kept per host thread and element width and reused by
+the thread's every call (:mod:`prefixsum.core.workspace`): a thread's calls queue on numba's
+default stream, so two of its scans never run at the same time, and two threads never share a
+state. (They belong to the GPU of the first call, as the launchers do: one GPU per process.)
 
 Work: about 2n combines plus O(log) warp steps per thread and a look-back of a few 32-tile windows
 per tile; 2n element transfers in global memory, one launch.
@@ -61,25 +62,24 @@ import functools
 
 import numpy as np
 from numba import cuda, types
-from numba.cuda import libdevice
 
-from ..core.device import device_specific, simulating
-from .hierarchical import MAX_TILE, block_scan, staged_size, tile_loader, tile_writer
 from ..core.launch import Launcher
-from .ops import check_dtype, device_op, identity, numba_type
+from ..core.moved import moved
+from ..primitives.block import MAX_TILE, block_scan, staged_size, tile_loader, tile_writer
+from .ops import check_dtype, device_op, numba_type
 from .registry import Algorithm, check_block_size, register
+from .tile_state import AGGREGATE, MAX_EPOCH, PREFIX, bit_carrier, look_back, packed, state_access, states  # noqa: F401
 from .tiles import array_type
-from .warp import FULL_MASK, reduce_shfl
 
-ITEMS_PER_THREAD = {4: 16, 8: 24}
+ITEMS_PER_THREAD = {4: 32, 8: 32}
 """Elements per thread by element size in bytes, with the default 128 threads a tile: the fastest
-of eight tile shapes measured on an H100 at n = 2^24 and 2^26 (128 x 16 for float32, 128 x 24 for
-float64; CUB takes 128 x 24 for 4-byte types on Hopper)."""
+of the tile shapes in ``benchmarks/lookback_tiles.csv`` at every n of 2^24, 2^26 and 2^28, for
+float32 and float64, by the worst ratio to torch.cumsum over the sizes (H200, CUPTI: 128 x 32
+1.006 / 1.079 / 1.116 x torch for float32, 1.007 / 1.073 / 1.091 for float64; 128 x 16 and
+128 x 24, the earlier choice, 0.96-0.98 and 0.80-0.91 at 2^24). With 32 items a thread's
+elements lie 33 slots apart in the padded shared tile: its reads of them are free of bank
+conflicts, which 16, 20 and 24 are not."""
 MAX_ITEMS_PER_THREAD = 32
-AGGREGATE, PREFIX = 0, 1
-"""The kinds of a tile's state: its own total, or the inclusive prefix of tiles 0..b."""
-MAX_EPOCH = 1 << 30
-"""Calls between two clearings of the tile states (a flag 2 * epoch + 1 must fit 32 bits)."""
 
 
 def check_options(block_size, items_per_thread):
@@ -91,116 +91,26 @@ def check_options(block_size, items_per_thread):
             or not 1 <= items_per_thread <= MAX_ITEMS_PER_THREAD):
         raise ValueError(f"option items_per_thread={items_per_thread!r} must be None (by dtype) or an integer "
                          f"from 1 to {MAX_ITEMS_PER_THREAD}")
-    if block_size * items_per_thread > MAX_TILE:
+    if block_size * items_per_thread > 2 * MAX_TILE:
         raise ValueError(
             f"block_size * items_per_thread = {block_size * items_per_thread} elements per tile, but a tile "
-            f"holds at most {MAX_TILE} (its float64 copy must fit shared memory)")
+            f"holds at most {2 * MAX_TILE} of a 4-byte type and {MAX_TILE} of an 8-byte one (it must fit shared memory)")
+
+
+def max_tile(dtype):
+    """Most elements in a tile of ``dtype``: :data:`MAX_TILE` (4096) for 8-byte types, twice as
+    many for 4-byte ones (the same bytes of shared memory)."""
+    return MAX_TILE * 8 // check_dtype(dtype).itemsize
 
 
 def tile_items(dtype, block_size, items_per_thread):
     """Elements per thread: ``items_per_thread``, or by element size (:data:`ITEMS_PER_THREAD`),
-    within the largest tile (:data:`MAX_TILE`)."""
-    return items_per_thread or min(ITEMS_PER_THREAD[dtype.itemsize], MAX_TILE // block_size)
-
-
-@functools.lru_cache(maxsize=None)
-@device_specific
-def bit_carrier(dtype):
-    """Device functions ``(to_bits, from_bits)`` between ``dtype`` and the unsigned integer of its width.
-
-    The GPU reinterprets the bits with libdevice; the simulator, whose libdevice is a stub, with
-    numpy views.
-    """
-    dt = check_dtype(dtype)
-    unsigned = np.dtype(f"u{dt.itemsize}").type
-    if simulating():
-        return (cuda.jit(device=True)(lambda v: np.array(v, dt).view(unsigned)[()]),
-                cuda.jit(device=True)(lambda bits: np.array(bits, unsigned).view(dt)[()]))
-    if dt.kind == "f":
-        if dt.itemsize == 4:
-            return (cuda.jit(device=True)(lambda v: unsigned(libdevice.float_as_int(v))),
-                    cuda.jit(device=True)(lambda bits: libdevice.int_as_float(np.int32(bits))))
-        return (cuda.jit(device=True)(lambda v: unsigned(libdevice.double_as_longlong(v))),
-                cuda.jit(device=True)(lambda bits: libdevice.longlong_as_double(np.int64(bits))))
-    return cuda.jit(device=True)(lambda v: unsigned(v)), cuda.jit(device=True)(lambda bits: dt.type(bits))
-
-
-def packed(dtype):
-    """Whether a tile's state is one 64-bit word (4-byte types) rather than flag and value apart."""
-    return check_dtype(dtype).itemsize == 4
-
-
-@functools.lru_cache(maxsize=None)
-def state_access(dtype):
-    """Device functions ``publish(status, values, tile, flag, value)`` and ``peek(status, values, tile) -> (flag, value)``.
-
-    Packed (4-byte types): ``status`` is uint64, flag in the high half, value bits in the low
-    half, one atomic each way; ``values`` is unused. Two words (8-byte types): ``status`` is
-    uint32 flags, ``values`` uint64 bits, two slots per tile (aggregate, prefix), value first and
-    a fence before the flag.
-    """
-    to_bits, from_bits = bit_carrier(dtype)
-    if packed(dtype):
-        def publish(status, values, tile, flag, value):
-            cuda.atomic.exch(status, tile, (np.uint64(flag) << np.uint64(32)) | np.uint64(to_bits(value)))
-
-        def peek(status, values, tile):
-            word = cuda.atomic.or_(status, tile, np.uint64(0))
-            return np.uint32(word >> np.uint64(32)), from_bits(np.uint32(word & np.uint64(0xFFFFFFFF)))
-    else:
-        def publish(status, values, tile, flag, value):
-            cuda.atomic.exch(values, 2 * tile + (flag & 1), to_bits(value))
-            cuda.threadfence()  # the value is visible everywhere before the flag that announces it
-            cuda.atomic.exch(status, tile, flag)
-
-        def peek(status, values, tile):
-            flag = cuda.atomic.or_(status, tile, np.uint32(0))
-            cuda.threadfence()  # the value is read after the flag
-            return flag, from_bits(cuda.atomic.or_(values, 2 * tile + (flag & 1), np.uint64(0)))
-
-    return cuda.jit(device=True)(publish), cuda.jit(device=True)(peek)
-
-
-@functools.lru_cache(maxsize=None)
-def look_back(op, dtype, publish=None):
-    """Device function ``look_back(status, values, tile, aggregate, epoch) -> exclusive``, for warp 0.
-
-    Publishes ``aggregate`` (tile 0: as its prefix), combines the states of the tiles before
-    ``tile`` 32 at a time until a prefix is found, publishes the tile's inclusive prefix and
-    returns everything before the tile (in every lane). All 32 lanes of one warp must call it.
-    ``publish`` replaces :func:`state_access`'s (chapter 09's exercise writes one).
-    """
-    combine = device_op(op, dtype)
-    neutral = identity(op, dtype)
-    warp_reduce = reduce_shfl(op, dtype)
-    own_publish, peek = state_access(dtype)
-    publish = publish or own_publish
-
-    def look(status, values, tile, aggregate, epoch):
-        lane = cuda.laneid
-        published = np.uint32(2 * epoch)  # flags below it are from earlier calls
-        if lane == 0:
-            publish(status, values, tile, published + (PREFIX if tile == 0 else AGGREGATE), aggregate)
-        exclusive = neutral
-        end = tile  # the window: tiles end - 32 .. end - 1, lane 31 the closest
-        while end > 0:
-            p = end - 32 + lane
-            flag, value = published + PREFIX, neutral  # before tile 0: nothing, as a prefix
-            if p >= 0:
-                flag, value = peek(status, values, p)
-                while flag < published:
-                    flag, value = peek(status, values, p)
-            prefixes = cuda.ballot_sync(FULL_MASK, flag == published + PREFIX)
-            closest = 31 - cuda.clz(prefixes)  # -1 if none: every lane's aggregate counts
-            exclusive = combine(warp_reduce(value if lane >= closest else neutral), exclusive)
-            if prefixes:
-                break
-            end -= 32
-        if lane == 0 and tile > 0:
-            publish(status, values, tile, published + PREFIX, combine(exclusive, aggregate))
-        return exclusive
-
-    return cuda.jit(device=True)(look)
+    within the largest tile (:func:`max_tile`); ValueError if the tile is too large for ``dtype``."""
+    items = items_per_thread or min(ITEMS_PER_THREAD[dtype.itemsize], max_tile(dtype) // block_size)
+    if block_size * items > max_tile(dtype):
+        raise ValueError(f"block_size * items_per_thread = {block_size * items} elements per tile, but a tile of "
+                         f"{dtype} holds at most {max_tile(dtype)}")
+    return items
 
 
 @functools.lru_cache(maxsize=None)
@@ -243,38 +153,6 @@ def lookback_kernel(op, dtype, inclusive, reverse, block_size, items, look=None)
     return cuda.jit(scan)
 
 
-class _States:
-    """The tile states, counter and epoch of one element width, reused by every call."""
-
-    def __init__(self, itemsize):
-        self.itemsize = itemsize
-        self.capacity = 0
-        self.epoch = 0
-
-    def next(self, tiles):
-        """``(status, values, counter, epoch)`` for a scan of ``tiles`` tiles."""
-        self.epoch += 1
-        if tiles > self.capacity or self.epoch >= MAX_EPOCH:
-            self.capacity = max(tiles, 2 * self.capacity)
-            width = np.uint64 if self.itemsize == 4 else np.uint32
-            self.status = cuda.to_device(np.zeros(self.capacity, width))
-            self.values = cuda.to_device(np.zeros(2 * self.capacity if self.itemsize == 8 else 1, np.uint64))
-            self.counter = cuda.to_device(np.zeros(1, np.uint32))
-            self.epoch = 1
-        return self.status, self.values, self.counter, self.epoch
-
-
-_STATES = {}
-
-
-def states(dtype, tiles):
-    """The tile states for a scan of ``tiles`` tiles of ``dtype`` (see :class:`_States`)."""
-    itemsize = check_dtype(dtype).itemsize
-    if itemsize not in _STATES:
-        _STATES[itemsize] = _States(itemsize)
-    return _STATES[itemsize].next(tiles)
-
-
 @functools.lru_cache(maxsize=None)
 def launcher(op, dtype, inclusive, reverse, block_size, items):
     """The :class:`~prefixsum.core.launch.Launcher` of :func:`lookback_kernel`'s kernel."""
@@ -289,33 +167,6 @@ def run(x, out, op, inclusive, reverse, block_size, items_per_thread):
     status, values, counter, epoch = states(x.dtype, tiles)
     launch = launcher(op, x.dtype, inclusive, reverse, block_size, items)
     launch(tiles, block_size, x, out, status, values, counter, n, epoch)
-
-
-def scan_with(x, look, *, block_size=32, items_per_thread=1):
-    """The inclusive float32 sum scan of the numpy array ``x`` by the kernel with another look-back.
-
-    Parameters
-    ----------
-    x : numpy.ndarray
-        1-D float32.
-    look : device function
-        ``look(status, values, tile, aggregate, epoch) -> exclusive``, as :func:`look_back`'s.
-    block_size, items_per_thread : int
-        Small tiles by default, so that a short input makes many tiles.
-
-    Returns
-    -------
-    numpy.ndarray
-    """
-    dtype = np.dtype(np.float32)
-    x = np.ascontiguousarray(x, dtype)
-    out = cuda.device_array(len(x), dtype)
-    if len(x):
-        tiles = -(-len(x) // (block_size * items_per_thread))
-        status, values, counter, epoch = states(dtype, tiles)
-        kernel = lookback_kernel("add", dtype, True, False, block_size, items_per_thread, look)
-        kernel[tiles, block_size](cuda.to_device(x), out, status, values, counter, len(x), epoch)
-    return out.copy_to_host()
 
 
 def argtypes(dtype):
@@ -338,11 +189,13 @@ ALGORITHM = register(Algorithm(
     kernels=kernels,
     options={"block_size": 128, "items_per_thread": None},
     check_options=check_options,
-    summary=("single pass with decoupled look-back (Merrill and Garland 2016): tiles of 128 threads x 16 (4-byte) "
-             "or 24 (8-byte) elements, "
+    summary=("single pass with decoupled look-back (Merrill and Garland 2016): tiles of 128 threads x 32 elements, "
              "ids from an atomic counter, aggregates and prefixes published, a warp looks back 32 tiles at a time; "
              "one launch, 2n transfers; work ~2n combines, depth O(log n) plus the look-back"),
     source="Merrill and Garland, Single-pass Parallel Prefix Scan with Decoupled Look-back (NVIDIA, 2016)",
+    simulator_us_per_element=(25, None),
     auto_rank=3,
     warp_level=True,
 ))
+
+__getattr__ = moved(__name__, {"scan_with": "prefixsum.classroom.lessons:scan_with"})

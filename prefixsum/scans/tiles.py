@@ -15,18 +15,10 @@ import math
 
 from numba import cuda, types
 
-from ..core.device import simulating
-
+from ..core.workspace import scratch  # noqa: F401  (the tiled scans' scratch, by the name they import)
+from ..primitives.block import position
 from .ops import check_dtype, device_op, identity, numba_type
 from .registry import Algorithm, check_block_size, register
-
-
-@functools.lru_cache(maxsize=None)
-def position(reverse):
-    """Device function ``position(i, n)``: the array index of logical element ``i``."""
-    if reverse:
-        return cuda.jit(device=True)(lambda i, n: n - 1 - i)
-    return cuda.jit(device=True)(lambda i, n: i)
 
 
 @functools.lru_cache(maxsize=None)
@@ -78,27 +70,6 @@ def carry_argtypes(dtype):
     """Argument types of :func:`carry_kernel`'s kernel ``(out, carries, n)``."""
     arr = array_type(dtype)
     return (arr, arr, types.int64)
-
-
-_SCRATCH = {}
-
-
-def scratch(role, length, dtype):
-    """A device array for intermediate results, reused between calls on a GPU.
-
-    Allocating device memory synchronises and costs far more than a small scan, so on a GPU the
-    tile totals and their scans are kept per ``(role, length, dtype)``. On the simulator every
-    call gets a fresh array, so that the checker's poisoned allocations see every write.
-    """
-    dtype = check_dtype(dtype)
-    if simulating():
-        return cuda.device_array(length, dtype)
-    key = (role, length, dtype.str)
-    if key not in _SCRATCH:
-        if len(_SCRATCH) > 64:
-            _SCRATCH.clear()
-        _SCRATCH[key] = cuda.device_array(length, dtype)
-    return _SCRATCH[key]
 
 
 def scan_tiles(x, out, tile_kernel, *, tile, threads, op, reverse, scan_totals):

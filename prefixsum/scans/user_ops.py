@@ -31,7 +31,7 @@ import numpy as np
 from numba import cuda, types
 
 from ..core.arithmetic import quiet_arithmetic
-from ..core.arrays import is_device_array
+from ..core.arrays import as_numba, is_device_array
 from .ops import check_dtype, native, numba_type
 from .registry import ALGORITHMS, lookup
 from .tiles import position
@@ -233,7 +233,7 @@ def _check_fields(fields):
     checked = []
     for k, field in enumerate(fields):
         if on_device[k]:
-            field = field if cuda.devicearray.is_cuda_ndarray(field) else cuda.as_cuda_array(field)
+            field = as_numba(field)
             if len(field.shape) == 1 and not field.is_c_contiguous():
                 raise ValueError(f"device array x[{k}] must be contiguous; got strides {tuple(field.strides)}")
         else:

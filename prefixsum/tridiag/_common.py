@@ -14,12 +14,12 @@ subsystems that PCR has split each system into.
 """
 import functools
 import math
-import threading
 
 from numba import cuda
 
 from ..core.hardware import MAX_SHARED_BYTES_PER_BLOCK, WARP_SIZE
 from ..core.launch import Launcher
+from ..core.workspace import reused  # noqa: F401  (the solvers' own buffers, by the name they import)
 
 # The coefficient axis of a shared buffer: buf[A, j] is a_j, and so on.
 A, B, C, D = 0, 1, 2, 3
@@ -29,8 +29,6 @@ A, B, C, D = 0, 1, 2, 3
 NOT_FINITE = 1
 ZERO_PIVOT = 2
 
-CACHED_BUFFERS = 32  # device buffers kept between calls, per thread (:func:`reused`)
-_reused = threading.local()
 SHARED_BYTES = MAX_SHARED_BYTES_PER_BLOCK  # a block's shared-memory budget (tests shrink it)
 TARGET_ROWS = 256  # slots per block when systems are small: several systems share a block
 MAX_THREADS = 256
@@ -144,8 +142,8 @@ def launchers(kernels, dtype):
 
 def work_rows(batch, n, dtype):
     """Two (4, batch, n) work arrays for global steps, each with its rows ``(a, b, c, d)`` as
-    (batch, n) views: made once per shape (:func:`reused`), views included, since slicing a
-    numba device array costs about 10 us of host time."""
+    (batch, n) views: made once per thread and shape (:func:`prefixsum.core.workspace.reused`),
+    views included, since slicing a numba device array costs about 10 us of host time."""
     def make():
         work = [cuda.device_array((4, batch, n), dtype) for _ in range(2)]
         return [(out, (out[A], out[B], out[C], out[D])) for out in work]
@@ -155,20 +153,3 @@ def work_rows(batch, n, dtype):
 def max_rows(dtype, buffers):
     """The most slots a block can hold in ``SHARED_BYTES`` with ``buffers`` four-row buffers."""
     return SHARED_BYTES // (buffers * 4 * dtype.itemsize)
-
-
-def reused(key, make):
-    """``make()``'s buffers, made once per thread and ``key`` and handed out again afterwards.
-
-    For a solver's own scratch (failure flags, work arrays), never for what it returns:
-    allocating and freeing device memory (``cuMemAlloc``, and ``cuMemFree``, which waits for
-    the device) costs more host time than a small solve. A thread's calls queue on one stream,
-    so one call's kernels finish with a buffer before the next call's start; the oldest of more
-    than :data:`CACHED_BUFFERS` keys is dropped.
-    """
-    cache = _reused.__dict__.setdefault("buffers", {})
-    if key not in cache:
-        if len(cache) >= CACHED_BUFFERS:
-            cache.pop(next(iter(cache)))
-        cache[key] = make()
-    return cache[key]

@@ -2,7 +2,8 @@
 import numpy as np
 from numba import cuda
 
-from ..core.arrays import copy_to_host, is_device_array, result_array
+from ..core.arrays import as_numba, copy_to_host, is_device_array, result_array
+from ..core.workspace import one_call_at_a_time
 from . import cr, hybrid, pcr, thomas
 from ._common import NOT_FINITE, ZERO_PIVOT, reused
 
@@ -15,6 +16,7 @@ STAGED_BYTES = 64 << 20  # the largest pinned buffer kept for packing host input
 _FAILURES = {NOT_FINITE: "a non-finite result (NaN or infinity)", ZERO_PIVOT: "a zero pivot"}
 
 
+@one_call_at_a_time
 def solve(a, b, c, d, *, method="auto"):
     """Solve tridiagonal systems ``a_i x_{i-1} + b_i x_i + c_i x_{i+1} = d_i``, one or a batch.
 
@@ -142,8 +144,7 @@ def _check(a, b, c, d):
     runs on every call, where each microsecond of Python is a microsecond of the whole call.
     """
     on_device = [is_device_array(v) for v in (a, b, c, d)]
-    arrays = [v if cuda.devicearray.is_cuda_ndarray(v) else cuda.as_cuda_array(v) if dev else np.asarray(v)
-              for v, dev in zip((a, b, c, d), on_device)]
+    arrays = [as_numba(v) if dev else np.asarray(v) for v, dev in zip((a, b, c, d), on_device)]
     dtype, shape = arrays[3].dtype, tuple(arrays[3].shape)
     if any(v.dtype != dtype for v in arrays) or dtype not in DTYPES:
         dtypes = [np.dtype(v.dtype) for v in arrays]

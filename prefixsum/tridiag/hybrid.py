@@ -32,9 +32,10 @@ from numba import cuda, types
 
 from . import partition, warp
 from ._common import (
-    A, B, C, D, MAX_THREADS, ZERO_PIVOT, fail, launchers, load, load_row, locate, max_rows, put, reduce_row, slot, store,
-    work_rows,
+    A, B, C, D, MAX_THREADS, ZERO_PIVOT, fail, launchers, load, load_row, locate, max_rows, put, slot, store, work_rows,
 )
+from ._common import reduce_row  # noqa: F401  (chapter 07's exercise calls hybrid.reduce_row)
+from .pcr import eliminate
 
 BUFFERS = 2  # PCR's ping-pong
 WINDOW_BYTES = 32  # a window's row spans one 32-byte memory sector of neighbouring subsystems
@@ -101,19 +102,12 @@ def pcr_steps(buf, info, first, lane, count, lanes, m, system, real):
     ``locate``, four 64-bit integer divisions a row and a step). Returns the buffer holding
     the result.
     """
-    zero = buf.dtype.type(0)
-    identity = (zero, buf.dtype.type(1), zero, zero)
     src = 0
     s = 1
     while s < lanes:
         cuda.syncthreads()
         for t in range(count):
-            row, j = lane + t * lanes, first + t * lanes
-            left = slot(buf[src], j - s) if row >= s else identity
-            right = slot(buf[src], j + s) if row + s < m else identity
-            new, ok = reduce_row(left, slot(buf[src], j), right)
-            put(buf[1 - src], j, new)
-            if real and not ok:
+            if not eliminate(buf, src, first + t * lanes, lane + t * lanes, s, m) and real:
                 fail(info, system, ZERO_PIVOT)
         src = 1 - src
         s *= 2
@@ -195,11 +189,7 @@ def pcr_window(a, b, c, d, out, info, stride, steps, width, reach):
         s = width << step
         cuda.syncthreads()
         for j in range(tid, rows, threads):
-            left = slot(buf[src], j - s) if j >= s else identity
-            right = slot(buf[src], j + s) if j + s < rows else identity
-            new, ok = reduce_row(left, slot(buf[src], j), right)
-            put(buf[1 - src], j, new)
-            if not ok and halo <= j // width < halo + reach:
+            if not eliminate(buf, src, j, j, s, rows) and halo <= j // width < halo + reach:
                 fail(info, system, ZERO_PIVOT)
         src = 1 - src
     cuda.syncthreads()

@@ -3,11 +3,15 @@
 Wang's (1981) partition method, the first step of :mod:`.warp`'s solver, applied across a whole
 grid instead of a warp, as Laszlo, Giles and Appleyard (2016) do for long systems. Thread ``g``
 owns chunk ``g``: ``R`` consecutive rows of the systems laid end to end (a system's first row
-has ``a = 0`` and its last ``c = 0``, so chunks of different systems never couple; a chunk
-never spans two systems, which holds for one system, or for ``n`` a multiple of ``R``).
+has ``a = 0`` and its last ``c = 0``, so chunks of different systems never couple). A system
+whose ``n`` is not a multiple of ``R`` is padded, in the indexing only, to the next multiple
+with identity rows ``(0, 1, 0, 0)`` (``x = 0``, coupled to nothing): its last chunk is ragged,
+no chunk spans two systems, and nothing is copied. (Issue 29: 100 systems of 1000 rows went to
+:func:`.hybrid.hybrid_shared` before, at 0.48 (float32) and 0.28 (float64) of cuSPARSE's speed
+on the H200.)
 
 1. :func:`partition_reduce`: each thread loads its chunk (coalesced, through shared memory, as
-   :mod:`.warp` does) and runs the partition step in registers (:func:`.warp.chunk_algebra`), which
+   :mod:`.warp` does) and runs the partition step in registers (:func:`prefixsum.primitives.chunk.chunk_algebra`), which
    leaves every interior row as ``x_k = d_k - a_k x_first - c_k x_last`` and the chunk's first
    and last rows coupling only the ends of neighbouring chunks. Those two rows of every chunk,
    in order, are a tridiagonal system of ``2 n / R`` rows with unit diagonal: the *reduced
@@ -35,14 +39,21 @@ from numba import cuda, types
 from ..core.hardware import WARP_SIZE
 from . import _common
 from ._common import ZERO_PIVOT, fail, launchers, reused, store
-from .warp import MAX_ROWS, chunk_algebra
+from ..primitives.chunk import chunk_algebra, chunk_loaders
+from .warp import MAX_ROWS
 
-ROWS_PER_THREAD = {4: 16, 8: 16}
-"""``R`` by item size: 16 in float32 and float64. On the H100 (``benchmarks/tridiag.csv``, one
-system of 2^20 rows, kernels queued): float32 96 us at R = 16, 106 at 8, 165 at 4; float64 130 us
-at R = 8, 136 at 16, 185 at 4. R = 16 is kept in float64 too, 4% behind in kernel time: it needs
-four levels instead of six down to a warp's 256 rows (a level divides n by R / 2 and launches
-twice), and each launch costs the whole call some 25 us of host time."""
+ROWS_PER_THREAD = {4: 16, 8: 8}
+"""``R`` by item size for a level of more than :data:`SMALL_LEVEL` rows (all systems together).
+On the H200 (issue 29, CUPTI, every level at one R), float64 was fastest at R = 8 on every shape
+(1 x 2^20: 105 us against 116 at R = 16; 64 x 8192: 38 against 44; 1000 x 1000: 47 against 60),
+float32 at R = 16 on the largest (1 x 2^20: 84 against 90; 1000 x 1000: 33 against 35) and at
+R = 8 on the smaller; ``benchmarks/tridiag.csv`` (an H100) agrees. Device time is the measure:
+R = 8 takes more levels (a level divides n by R / 2), each two launches of host time in a whole call."""
+SMALL_LEVEL = 1 << 19
+SMALL_ROWS = 8
+"""``R`` at most, for a level of at most :data:`SMALL_LEVEL` rows: float32 at 64 x 8192 took
+37 us at R = 8 against 44 at 16, at 100 x 1000 18 against 24 (H200, CUPTI): with few rows, shorter
+chunks give more threads to fill the GPU and a shorter sequential sweep each."""
 THREADS = 128
 
 
@@ -51,49 +62,7 @@ def _make(rows):
     """The two kernels for chunks of ``rows`` rows (a power of two >= 4)."""
     shift = rows.bit_length() - 1
     partition = chunk_algebra(rows)[1]
-
-    @cuda.jit(device=True)
-    def quarters(shared):
-        """The four buffers ``(a, b, c, d)`` of a block's ``blockDim.x * rows`` rows in its shared
-        memory, with one slot of padding every ``rows`` rows (a thread's chunk starts at an odd
-        stride: no bank conflicts when each thread reads its own)."""
-        slots = cuda.blockDim.x * (rows + 1)
-        return shared[:slots], shared[slots:2 * slots], shared[2 * slots:3 * slots], shared[3 * slots:4 * slots]
-
-    @cuda.jit(device=True)
-    def load_block(a, b, c, d, sa, sb, sc, sd):
-        """Copy the block's rows of the systems laid end to end into the shared buffers,
-        neighbouring threads reading neighbouring addresses; identity rows past the end, and
-        ``a`` of a system's first row and ``c`` of its last set to 0 (ignored, whatever they hold).
-        Rows are stepped through as (system, column) without a division per row."""
-        batch, n = b.shape
-        zero, one = b.dtype.type(0), b.dtype.type(1)
-        tid, threads = cuda.threadIdx.x, cuda.blockDim.x
-        start = cuda.blockIdx.x * threads * rows + tid
-        s, i = start // n, start % n
-        step_s, step_i = threads // n, threads % n
-        for j in range(tid, threads * rows, threads):
-            k = j + (j >> shift)
-            if s < batch:
-                sa[k] = a[s, i] if i > 0 else zero
-                sb[k] = b[s, i]
-                sc[k] = c[s, i] if i + 1 < n else zero
-                sd[k] = d[s, i]
-            else:
-                sa[k], sb[k], sc[k], sd[k] = zero, one, zero, zero
-            s += step_s
-            i += step_i
-            if i >= n:
-                i -= n
-                s += 1
-        cuda.syncthreads()
-
-    @cuda.jit(device=True)
-    def chunk(sa, sb, sc, sd, la, lb, lc, ld):
-        """This thread's chunk from the shared buffers into its registers."""
-        base = cuda.threadIdx.x * (rows + 1)
-        for k in range(rows):
-            la[k], lb[k], lc[k], ld[k] = sa[base + k], sb[base + k], sc[base + k], sd[base + k]
+    quarters, load_block, chunk = chunk_loaders(rows)
 
     @cuda.jit
     def partition_reduce(a, b, c, d, ra, rb, rc, rd, info):
@@ -102,7 +71,7 @@ def _make(rows):
         batch = b.shape[0]
         one = b.dtype.type(1)
         sa, sb, sc, sd = quarters(cuda.shared.array(0, b.dtype))
-        load_block(a, b, c, d, sa, sb, sc, sd)
+        load_block(a, b, c, d, sa, sb, sc, sd, ra.shape[1] // 2 * rows)
         la = cuda.local.array(rows, b.dtype)
         lb = cuda.local.array(rows, b.dtype)
         lc = cuda.local.array(rows, b.dtype)
@@ -126,8 +95,9 @@ def _make(rows):
         its interior from them; ``x`` written coalesced through shared memory."""
         batch, n = x.shape
         zero, one = b.dtype.type(0), b.dtype.type(1)
+        padded = xr.shape[1] // 2 * rows
         sa, sb, sc, sd = quarters(cuda.shared.array(0, b.dtype))
-        load_block(a, b, c, d, sa, sb, sc, sd)
+        load_block(a, b, c, d, sa, sb, sc, sd, padded)
         la = cuda.local.array(rows, b.dtype)
         lb = cuda.local.array(rows, b.dtype)
         lc = cuda.local.array(rows, b.dtype)
@@ -149,38 +119,40 @@ def _make(rows):
         sd[base + rows - 1] = x_last
         cuda.syncthreads()
         start = cuda.blockIdx.x * threads * rows + tid
-        s, i = start // n, start % n
-        step_s, step_i = threads // n, threads % n
+        s, i = start // padded, start % padded
+        step_s, step_i = threads // padded, threads % padded
         for j in range(tid, threads * rows, threads):
-            if s < batch:
+            if s < batch and i < n:
                 store(x, info, s, i, sd[j + (j >> shift)])
             s += step_s
             i += step_i
-            if i >= n:
-                i -= n
+            if i >= padded:
+                i -= padded
                 s += 1
 
     return partition_reduce, partition_substitute
 
 
-def rows_per_thread(dtype):
-    """``R`` for ``dtype`` (:data:`ROWS_PER_THREAD`)."""
-    return ROWS_PER_THREAD[np.dtype(dtype).itemsize]
+def rows_per_thread(dtype, rows=None):
+    """``R`` for a level of ``rows`` rows in all (batch x n) of ``dtype``: :data:`ROWS_PER_THREAD`,
+    at most :data:`SMALL_ROWS` for a level of at most :data:`SMALL_LEVEL` rows."""
+    r = ROWS_PER_THREAD[np.dtype(dtype).itemsize]
+    return min(r, SMALL_ROWS) if rows is not None and rows <= SMALL_LEVEL else r
 
 
 def takes(batch, n, dtype):
     """Whether a level of this method applies: ``n`` longer than a warp's solver takes
-    (:data:`.warp.MAX_ROWS`), and no chunk spanning two systems."""
-    return n > MAX_ROWS and (batch == 1 or n % rows_per_thread(dtype) == 0)
+    (:data:`.warp.MAX_ROWS`). Any n: each system is padded to whole chunks."""
+    return n > MAX_ROWS
 
 
 def run(a, b, c, d, x, info, solve_reduced, rows=None):
     """One level: reduce the (batch, n) device systems, ``solve_reduced(ra, rb, rc, rd, xr,
     info)`` on the reduced ones (:func:`.hybrid.run`, which comes back here while they are
-    long), substitute into ``x``. ``rows`` overrides :data:`ROWS_PER_THREAD` (for the benchmark).
+    long), substitute into ``x``. ``rows`` overrides :func:`rows_per_thread` (for the benchmark).
     """
     batch, n = x.shape
-    rows = rows or rows_per_thread(x.dtype)
+    rows = rows or rows_per_thread(x.dtype, batch * n)
     size = 2 * -(-n // rows)
     reduced = reused(("partition", batch, size, x.dtype),
                      lambda: [cuda.device_array((batch, size), x.dtype) for _ in range(5)])

@@ -39,6 +39,22 @@ from ._common import (
 BUFFERS = 2  # ping-pong
 
 
+@cuda.jit(device=True)
+def eliminate(buf, src, j, row, s, m):
+    """One PCR step for slot ``j``: row ``row`` of its ``m``-row subsystem at stride ``s``, read
+    from the ping-pong buffer ``buf[src]`` and written to ``buf[1 - src]`` (``buf[coefficient, j]``
+    layout), with identity rows past either end. Returns False on a zero pivot (the row is copied
+    unchanged). :func:`pcr_shared` and the hybrid's PCR steps (:func:`.hybrid.pcr_steps`,
+    :func:`.hybrid.pcr_window`) share it."""
+    zero = buf.dtype.type(0)
+    identity = (zero, buf.dtype.type(1), zero, zero)
+    left = slot(buf[src], j - s) if row >= s else identity
+    right = slot(buf[src], j + s) if row + s < m else identity
+    new, ok = reduce_row(left, slot(buf[src], j), right)
+    put(buf[1 - src], j, new)
+    return ok
+
+
 @cuda.jit
 def pcr_shared(a, b, c, d, x, info, stride, m, per_block):
     """Solve every subsystem at ``stride`` (``m`` slots each, ``per_block`` per block) by PCR."""
@@ -46,8 +62,6 @@ def pcr_shared(a, b, c, d, x, info, stride, m, per_block):
     subsystems = batch * stride
     rows = per_block * m
     buf = cuda.shared.array(0, b.dtype)[:BUFFERS * 4 * rows].reshape((BUFFERS, 4, rows))
-    zero = b.dtype.type(0)
-    identity = (zero, b.dtype.type(1), zero, zero)
     tid, threads = cuda.threadIdx.x, cuda.blockDim.x
     for j in range(tid, rows, threads):
         load(a, b, c, d, buf[0], j, m, per_block, stride, n, subsystems)
@@ -57,10 +71,7 @@ def pcr_shared(a, b, c, d, x, info, stride, m, per_block):
         cuda.syncthreads()
         for j in range(tid, rows, threads):
             system, _, row, real = locate(j, m, per_block, stride, n, subsystems)
-            left = slot(buf[src], j - s) if row >= s else identity
-            right = slot(buf[src], j + s) if row + s < m else identity
-            new, ok = reduce_row(left, slot(buf[src], j), right)
-            put(buf[1 - src], j, new)
+            ok = eliminate(buf, src, j, row, s, m)  # padding rows too: the next step reads them
             if real and not ok:
                 fail(info, system, ZERO_PIVOT)
         src = 1 - src

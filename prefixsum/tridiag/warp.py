@@ -49,7 +49,7 @@ multiplications and additions, plus ``1 + log2 G`` divisions for the reduced sys
 ``log2(lanes)`` PCR updates of each of its rows, two divisions each, reading and writing four
 shared-memory values per row and step, with a barrier between steps. On the H100 this kernel
 took 0.26 to 0.43 of the hybrid's kernel time on the batches of ``benchmarks/tridiag.py``
-(``benchmarks/tridiag_warp.py`` measures it; README's changelog has the numbers).
+(``benchmarks/tridiag_warp.py`` measures it).
 
 One kernel per ``R`` in :data:`ROWS_PER_THREAD` (the arrays' length must be a compile-time
 constant), made by :func:`_make`; ``G`` is a launch argument. :func:`plan` picks ``R`` and ``G``.
@@ -58,16 +58,15 @@ Zero pivots anywhere (a forward sweep, the partition's first row, a PCR step) ar
 no pivoting: for diagonally dominant or symmetric positive definite systems (on others a chunk's
 pivots can vanish where Thomas's over the whole system would not).
 """
-import functools
-
 import numpy as np
 from numba import cuda, types
 
 from ..core.hardware import WARP_SIZE
+from ..primitives.chunk import chunk_algebra
+from ..primitives.warp import FULL_MASK
 from ._common import ZERO_PIVOT, fail, launchers, store
 from . import _common
 
-FULL_MASK = 0xFFFFFFFF  # every lane of the warp: blocks are whole warps, every lane shuffles
 ROWS_PER_THREAD = (2, 4, 8, 16)
 """The chunk lengths ``R`` with a kernel each."""
 TARGET_BYTES = 32
@@ -80,59 +79,6 @@ R = 4 was the fastest everywhere (R = 8 lost up to 10%, R = 16 up to 35%)."""
 MAX_ROWS = WARP_SIZE * max(ROWS_PER_THREAD)
 """The largest ``n`` one warp holds: 512."""
 THREADS = 128
-
-
-@functools.lru_cache(maxsize=None)
-def chunk_algebra(rows):
-    """``(pivot_inverse, partition)``: the device functions of the partition step on chunks of
-    ``rows`` rows (a power of two >= 2), made once per ``rows``; :mod:`.partition` uses them too."""
-
-    @cuda.jit(device=True)
-    def pivot_inverse(pivot, one):
-        """``(1 / pivot, pivot != 0)``; 1 / 1 on a zero pivot, so no thread divides by zero (the
-        system is reported anyway, and the simulator would warn)."""
-        ok = pivot != 0
-        return one / (pivot if ok else one), ok
-
-    @cuda.jit(device=True)
-    def partition(la, lb, lc, ld, one):
-        """Step 2 in registers: rows end as ``x_k = d_k - a_k x_0 - c_k x_{R-1}`` (``b_k = 1``).
-
-        Returns False if a pivot was zero."""
-        inverse, ok = pivot_inverse(lb[0], one)
-        la[0] *= inverse
-        lc[0] *= inverse
-        ld[0] *= inverse
-        inverse, good = pivot_inverse(lb[1], one)
-        ok = ok and good
-        la[1] *= inverse
-        lc[1] *= inverse
-        ld[1] *= inverse
-        # Forward: row k - 1 is a_{k-1} x_0 + x_{k-1} + c_{k-1} x_k = d_{k-1}; subtracting a_k
-        # times it from row k replaces x_{k-1} by x_0.
-        for k in range(2, rows):
-            inverse, good = pivot_inverse(lb[k] - la[k] * lc[k - 1], one)
-            ok = ok and good
-            ld[k] = (ld[k] - la[k] * ld[k - 1]) * inverse
-            la[k] = -la[k] * la[k - 1] * inverse
-            lc[k] = lc[k] * inverse
-        # Backward: row k + 1 now reads a_{k+1} x_0 + x_{k+1} + c_{k+1} x_{R-1} = d_{k+1};
-        # substituting its x_{k+1} into row k leaves x_0, x_k, x_{R-1}. Row R - 2 is already so.
-        for k in range(rows - 3, 0, -1):
-            ld[k] -= lc[k] * ld[k + 1]
-            la[k] -= lc[k] * la[k + 1]
-            lc[k] = -lc[k] * lc[k + 1]
-        if rows > 2:
-            # Row 0 couples x_{-1} (the previous chunk's last), x_0 and x_1: substituting x_1
-            # leaves x_{-1}, x_0 and x_{R-1}.
-            inverse, good = pivot_inverse(one - lc[0] * la[1], one)
-            ok = ok and good
-            ld[0] = (ld[0] - lc[0] * ld[1]) * inverse
-            la[0] *= inverse
-            lc[0] = -lc[0] * lc[1] * inverse
-        return ok
-
-    return pivot_inverse, partition
 
 
 def _make(rows):

@@ -1,4 +1,4 @@
-"""Grade students' notebooks: ``python -m prefixsum grade`` (README, "For teachers").
+"""Grade students' notebooks: ``python -m prefixsum grade`` (docs/teaching.md).
 
 * :mod:`.chapters`: the exercise metadata of the instructor's notebooks, matching a submission
   to its chapter, and the notebook that is graded (assembled from the instructor's cells and the

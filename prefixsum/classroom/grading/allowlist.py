@@ -109,7 +109,7 @@ def setup_names(setup_sources):
 
 
 def _chain(node):
-    """``"ps.scans.warp.FULL_MASK"`` for an attribute chain rooted at a name, else None."""
+    """``"ps.primitives.warp.FULL_MASK"`` for an attribute chain rooted at a name, else None."""
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)

@@ -1,6 +1,6 @@
 """The instructor's chapters, and the notebook the grader assembles from a submission.
 
-An instructor's notebook marks its exercises with cell metadata (``docs``: README, "Grading"):
+An instructor's notebook marks its exercises with cell metadata (``notebooks/EXERCISES.md``):
 
 * an exercise is a code cell tagged ``exercise`` with ``exercise_id`` (``"NN.short-name"``,
   stable across versions), ``todo`` and optional ``points`` (default 1);

@@ -111,8 +111,9 @@ def _numbered(code):
     return "\n".join(f"{k:>{width}} | {line}" for k, line in enumerate(code.rstrip("\n").split("\n"), 1))
 
 
-def feedback(submission, rows):
-    """A Markdown page for one student: each exercise, its status, the diagnosis, their code.
+def feedback(submission, rows, pictures=None):
+    """A Markdown page for one student: each exercise, its status, the diagnosis, a picture
+    (``pictures``: ``{exercise: file name beside the page}``), their code.
 
     The code is numbered where the message cites a line; exercises not attempted take one line each.
     """
@@ -127,6 +128,8 @@ def feedback(submission, rows):
                   f"- score: {_number(row.score)} / {_number(row.max_score)}"]
         if row.message:
             lines.append(f"- diagnosis: {markdown(row.message)}")
+        if pictures and row.exercise in pictures:
+            lines += ["", f"![the first step where your run leaves the reference]({pictures[row.exercise]})"]
         if row.code:
             fence = "```"
             while fence in row.code:
@@ -141,8 +144,14 @@ def feedback(submission, rows):
     return "\n".join(lines)
 
 
-def write_all(rows, out, owed=None):
-    """Write feedback/<submission>.md, grades.csv and summary.csv under ``out``; return their paths."""
+def write_all(rows, out, owed=None, runs=None):
+    """Write feedback/<submission>.md, grades.csv and summary.csv under ``out``; return their paths.
+
+    ``owed``: see :func:`summarize`. ``runs``: ``{(submission, exercise): (student trace,
+    reference trace)}`` of failing exercises; each gets a PNG of the first step where the
+    student's run leaves the reference's (:func:`prefixsum.viz.difference_png`) beside its page,
+    shown under the diagnosis.
+    """
     out = pathlib.Path(out)
     (out / "feedback").mkdir(parents=True, exist_ok=True)
     pages, used = [], set()
@@ -152,9 +161,23 @@ def write_all(rows, out, owed=None):
             name += "_"
         used.add(name.lower())
         page = out / "feedback" / f"{name}.md"
-        _write_atomically(page, feedback(submission, [r for r in rows if r.submission == submission]))
+        pictures = _pictures(runs or {}, submission, out / "feedback", name)
+        _write_atomically(page, feedback(submission, [r for r in rows if r.submission == submission], pictures))
         pages.append(page)
     grades = grades_text(rows)
     _write_atomically(out / "grades.csv", grades)
     _write_atomically(out / "summary.csv", summary_text(rows, grades.encode("utf-8", "backslashreplace").decode(), owed))
     return [out / "grades.csv", out / "summary.csv", *pages]
+
+
+def _pictures(runs, submission, folder, name):
+    """``{exercise: file name}`` of the first-difference PNGs drawn for ``submission``'s failing runs."""
+    pictures = {}
+    for (who, exercise), (student, reference) in runs.items():
+        if who == submission:
+            from ..viz.stepper import difference_png  # matplotlib, only where there is a picture to draw
+
+            path = folder / f"{name}_{safe_name(exercise)}.png"
+            if difference_png(student, reference, path) is not None:
+                pictures[exercise] = path.name
+    return pictures

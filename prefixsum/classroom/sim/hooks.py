@@ -125,6 +125,8 @@ class LaunchInfo(NamedTuple):
     """``blockDim`` as ``(x, y, z)``."""
     dynamic_shared_bytes: int
     """Bytes of dynamic shared memory per block (the launch's fourth parameter)."""
+    arguments: tuple = ()
+    """The arguments as the host passed them (numpy arrays, device arrays, scalars)."""
 
 
 class _Hooks:

@@ -3,6 +3,13 @@
 A launch a GPU refuses raises :class:`LaunchError`: more than 1024 threads per block, a block
 dimension over its limit (x, y <= 1024, z <= 64), a zero dimension, a grid over its limit, or
 more than 48 KiB of shared memory per block (the limits of :mod:`prefixsum.core.hardware`).
+
+The simulator runs one launch at a time: launches from several host threads take turns
+(:func:`prefixsum.core.workspace.simulator_turn`, which the package's public calls take for their
+whole length as well, as ``cuda`` in a running kernel's modules is the simulated module).
+(numba's simulator keeps a launch's configuration, ``kernel[grid, block]``, on the kernel object
+itself, so two threads of a user's own code that launch one kernel with different
+configurations at the same moment may swap them.)
 """
 import sys
 
@@ -12,6 +19,7 @@ from numba.cuda.simulator import kernel as _stock_kernel
 from ...core.hardware import (
     MAX_BLOCK_DIM, MAX_GRID_DIM, MAX_SHARED_BYTES_PER_BLOCK, MAX_THREADS_PER_BLOCK,
 )
+from ...core.workspace import simulator_turn
 from . import hooks
 from .errors import LaunchError, launch_refused
 from .hooks import LaunchInfo
@@ -26,13 +34,18 @@ def run(kernel, args):
     """Launch ``kernel`` (configured with its grid and block) on ``args`` in the simulator.
 
     Copies arrays passed from the host back to the host when the launch ends, as numba's
-    simulator does.
+    simulator does. A launch from another host thread waits until this one has ended.
     """
+    with simulator_turn():
+        _run(kernel, args)
+
+
+def _run(kernel, args):
     grid_dim, block_dim = _stock_kernel.normalize_kernel_dimensions(
         kernel.grid_dim, kernel.block_dim
     )
     hooks.launches(LaunchInfo(
-        kernel.fn.__name__, kernel.fn, tuple(grid_dim), tuple(block_dim), kernel.dynshared_size
+        kernel.fn.__name__, kernel.fn, tuple(grid_dim), tuple(block_dim), kernel.dynshared_size, tuple(args)
     ))
     _check_configuration(kernel, grid_dim, block_dim)
     launch = Launch(kernel, grid_dim, block_dim, hooks.accesses.callbacks, hooks.calls.callbacks,

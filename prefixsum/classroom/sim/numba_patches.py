@@ -13,8 +13,9 @@ from numba import cuda
 from numba.cuda.simulator import kernel as _stock_kernel
 
 from ...core import device
+from ...core.workspace import simulator_turn
 from . import hooks, launch
-from .scheduler import Launch
+from .scheduler import running_launch
 from .settings import settings
 
 _stock = {}  # numba's originals that install() replaced, by name; empty until then
@@ -53,12 +54,19 @@ def is_enabled():
 
 
 def _call(kernel, *args):
-    """FakeCUDAKernel.__call__ once installed: a launch or, inside one, a device function call."""
-    running = Launch.running
+    """FakeCUDAKernel.__call__ once installed: a launch or, inside one, a device function call.
+
+    A launch takes the simulator's turn (:func:`prefixsum.core.workspace.simulator_turn`) before
+    it looks at numba's kernel context, which is one for the process: a launch from another host
+    thread is waited for, not mistaken for a kernel calling this one.
+    """
+    running = running_launch()
     if running is not None:
         return running.call(kernel.fn, args)
-    if settings.enabled and not kernel._device and _stock_kernel._kernel_context is None:
-        return launch.run(kernel, args)
+    if settings.enabled and not kernel._device:
+        with simulator_turn():
+            if _stock_kernel._kernel_context is None:
+                return launch.run(kernel, args)
     return _stock["__call__"](kernel, *args)
 
 

@@ -37,6 +37,7 @@ import contextlib
 import contextvars
 import gc
 import random
+import threading
 
 import greenlet
 from numba.cuda.simulator import kernel as _stock_kernel
@@ -82,9 +83,18 @@ def cuda_order(dims):
     return [(x, y, z) for z in range(nz) for y in range(ny) for x in range(nx)]
 
 
+_running = threading.local()  # .launch: the launch running on this OS thread (its greenlets run there)
+
+
+def running_launch():
+    """The simulated launch running on the calling host thread, or None."""
+    return getattr(_running, "launch", None)
+
+
 def in_launch():
-    """Whether a simulated launch is running now (a call from kernel code, not from the host)."""
-    return Launch.running is not None
+    """Whether a simulated launch is running now on this host thread (a call from kernel code,
+    not from the host)."""
+    return running_launch() is not None
 
 
 class Block:
@@ -115,9 +125,6 @@ class Launch:
     access_hooks, call_hooks, fence_hooks : tuple of callable
         The hooks registered when the launch started (:mod:`.hooks`).
     """
-
-    running = None
-    """The launch running now, if any."""
 
     def __init__(self, kernel, grid_dim, block_dim, access_hooks, call_hooks, fence_hooks=()):
         self.kernel = kernel
@@ -155,7 +162,7 @@ class Launch:
             context = contextvars.copy_context()
         self._main = greenlet.getcurrent()
         self._cuda.point(self.kernel.fn)
-        Launch.running = self
+        _running.launch = self
         # The threads of a launch make many short-lived objects; the garbage collections they
         # trigger need not walk the rest of the process's heap (numba's, numpy's) every time.
         collecting, thresholds = gc.isenabled(), gc.get_threshold()
@@ -169,7 +176,7 @@ class Launch:
             if collecting:
                 gc.set_threshold(*thresholds)
                 gc.unfreeze()
-            Launch.running = None
+            _running.launch = None
             self._cuda.restore()
 
     def _run_blocks(self, args, context):

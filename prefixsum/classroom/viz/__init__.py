@@ -4,6 +4,8 @@
 * :func:`launches`: which block writes which cells of each global array, launch by launch.
 * :func:`steps`: who reads whom in one array over a whole run, one row per launch or phase.
 * :func:`lookbacks`: how far each tile of a decoupled look-back looked back, and where it waited.
+* :func:`step`: an interactive stepper over a trace, phase by phase (a widget; a picture where
+  widgets are not); :func:`step_failure` opens it on the last failing check beside the package's scan.
 * :func:`bank_conflicts`: passes per warp access instruction, for one or more traces.
 * :func:`throughput`: GB/s against n from a benchmark CSV.
 * :func:`shuffles`: which lane a warp shuffle reads from, step by step.
@@ -18,7 +20,9 @@ Every function returns the matplotlib Axes (or Figure) it drew on, so a notebook
 from .apps import compaction, curves, radix_pass
 from .matrices import reflection, sparsity
 from .plots import shuffles, taxonomy, throughput
+from .stepper import difference_png, step, step_failure
 from .traces import WARP_COLOURS, bank_conflicts, dataflow, launches, lookbacks, steps
 
 __all__ = ["WARP_COLOURS", "bank_conflicts", "compaction", "curves", "dataflow", "launches", "lookbacks", "radix_pass",
-           "reflection", "shuffles", "sparsity", "steps", "taxonomy", "throughput"]
+           "reflection", "shuffles", "sparsity", "step", "step_failure", "steps", "taxonomy", "throughput",
+           "difference_png"]

@@ -1,0 +1,120 @@
+"""The compaction rows of ``applications.py``: ``apps.compact`` and ``compact_indices`` against torch and CuPy.
+
+For every size and dtype, with half the flags set at random, inputs already on the device:
+
+* whole calls on the host clock, synchronised (what a user waits for: allocation, launches, the
+  read of the output's length, Python): ``apps.compact`` (``sync=True``: the kept elements,
+  exactly), ``apps.compact(..., sync=False)`` then a synchronisation (the buffer and a device
+  count), ``x[mask]`` in torch and in CuPy; ``apps.compact_indices`` against ``nonzero`` in
+  torch and ``flatnonzero`` in CuPy (bool masks, the indices as int64);
+* device time by CUPTI (``torch.profiler``, every kernel and copy of the calls summed) for
+  ``apps.compact``, torch's and CuPy's ``x[mask]``, when torch is there; the kernels seen are
+  printed, so that the log shows what each library launches.
+"""
+import os
+import sys
+
+import numpy as np
+
+from prefixsum import apps
+
+SIZES = (1 << 20, 1 << 22, 1 << 24, 1 << 26)
+QUICK_SIZES = (3000,)
+DTYPES = ("float32", "int32", "float64")
+READABLE_AT = (1 << 24, "float32")  # the three-launch compact_by_scan, at one size (it is the slow one)
+
+
+def cupti_us(torch, call, repeats):
+    """Device microseconds per ``call()`` by CUPTI: every kernel, copy and memset it queued, summed.
+
+    Returns ``(us, kernels)``, ``kernels`` the names seen with their counts per call; ``(nan, "")``
+    when CUPTI saw no device work (a profiler that drops activity it cannot tie to torch's ops).
+    """
+    from torch.profiler import ProfilerActivity, profile
+
+    call()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(repeats):
+            call()
+        torch.cuda.synchronize()
+    total, names = 0.0, []
+    for event in prof.key_averages():
+        device = getattr(event, "self_device_time_total", None)
+        if device is None:
+            device = getattr(event, "self_cuda_time_total", 0.0)
+        if device > 0:
+            total += device
+            names.append(f"{event.key[:60]} x{event.count / repeats:g}")
+    return (total / repeats, "; ".join(names)) if total > 0 else (float("nan"), "")
+
+
+def run_compaction(cuda, torch, cupy, quick, repeats, rng, add, timed):
+    """Time the compaction rows, calling ``add(task, method, dtype, n, micros, correct, device_us=...)``."""
+    for n in QUICK_SIZES if quick else SIZES:
+        mask = rng.random(n) < 0.5
+        dmask = cuda.to_device(mask)
+        tmask = torch.from_numpy(mask).cuda() if torch else None
+        cmask = cupy.asarray(mask) if cupy else None
+        for dtype in DTYPES:
+            x = (rng.normal(size=n) * 1000).astype(dtype)
+            expected = x[mask]
+            dx = cuda.to_device(x)
+            calls = [("prefixsum apps.compact", lambda: apps.compact(dx, dmask),
+                      lambda got: got.copy_to_host()),
+                     ("prefixsum apps.compact (sync=False)", lambda: _waited(cuda, apps.compact(dx, dmask, sync=False)),
+                      lambda got: got[0][:int(got[1].copy_to_host()[0])].copy_to_host())]
+            if (n, dtype) == READABLE_AT:
+                calls.append(("prefixsum apps.compact_by_scan (readable)", lambda: apps.compact_by_scan(dx, dmask),
+                              lambda got: got.copy_to_host()))
+            if torch:
+                tx = torch.from_numpy(x).cuda()
+                calls.append(("torch x[mask]", lambda: _waited_torch(torch, tx[tmask]), lambda got: got.cpu().numpy()))
+            if cupy:
+                cx = cupy.asarray(x)
+                calls.append(("cupy x[mask]", lambda: _waited_cupy(cupy, cx[cmask]), cupy.asnumpy))
+            for method, call, to_host in calls:
+                ok = np.array_equal(to_host(call()), expected)
+                device_us, kernels = float("nan"), ""
+                if torch and "sync=False" not in method and "readable" not in method:
+                    device_us, kernels = cupti_us(torch, call, repeats)
+                add("compact", method, dtype, n, timed(call, repeats=repeats), ok, device_us=device_us)
+                if kernels:
+                    print(f"    CUPTI: {kernels}")
+        expected = np.flatnonzero(mask)
+        calls = [("prefixsum apps.compact_indices", lambda: apps.compact_indices(dmask), lambda got: got.copy_to_host())]
+        if torch:
+            calls.append(("torch nonzero", lambda: _waited_torch(torch, tmask.nonzero().squeeze(1)),
+                          lambda got: got.cpu().numpy()))
+        if cupy:
+            calls.append(("cupy flatnonzero", lambda: _waited_cupy(cupy, cupy.flatnonzero(cmask)), cupy.asnumpy))
+        for method, call, to_host in calls:
+            ok = np.array_equal(to_host(call()), expected)
+            add("nonzero", method, "bool", n, timed(call, repeats=repeats), ok)
+
+
+def _waited(cuda, result):
+    cuda.synchronize()
+    return result
+
+
+def _waited_torch(torch, result):
+    torch.cuda.synchronize()
+    return result
+
+
+def _waited_cupy(cupy, result):
+    cupy.cuda.Device().synchronize()
+    return result
+
+
+def exit_skipping_teardown(status):
+    """Exit with ``status`` now, without the interpreter's teardown, once every result is written.
+
+    After a ``torch.profiler`` session, torch frees CUPTI activity buffers that CUPTI may still
+    write at shutdown, which can abort the process with a heap corruption (pytorch/pytorch pull
+    requests 195207 and 195471): the abort would replace the script's own exit status.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)

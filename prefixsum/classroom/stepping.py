@@ -1,0 +1,399 @@
+"""The stepper's model: a traced run, step by step, as plain data (no widgets, no drawing).
+
+:func:`model` replays a :class:`prefixsum.trace.Trace` into :class:`Step` s, one per barrier
+phase of each launch (``by="phase"``), or finer, one per warp or thread of a block inside a
+phase (``by="warp"``, ``by="thread"``). Each step holds what :mod:`prefixsum.viz`'s stepper
+draws: the values of every array the run touched after the step (global arrays of the launch,
+each block's shared arrays, each thread's local arrays: registers the tracer sees), the cells
+read and written in it, an arrow from each read to the write it may feed, the threads that
+were active, the source lines of its accesses, and the races, uninitialized reads and bank
+conflicts in it. :func:`differences` compares a student's model with a reference's step by step;
+:func:`timeline` turns a decoupled look-back into publications and waits, a tile per row.
+
+**The replay.** The tracer records the value of every access. A cell's value before the launch
+is the value of a read that came before any write of the launch to it (unknown, ``None``, if it
+was written first); the state after step ``k`` applies, in trace order, every write of a step
+up to ``k``. The steps of a launch are ordered by their key ((phase), (phase, block, warp) or
+(phase, block, thread)), which the barriers make a valid order of the writes within a block.
+
+**A broken trace is refused** (:class:`BrokenTrace`): a phase of a launch with no access at all
+between two that have some, or a read that got a value the replay does not hold there (writes
+are missing). Stale reads (another block's store not yet published) are exempt.
+"""
+import collections
+import linecache
+import math
+from typing import NamedTuple
+
+from ..core.hardware import WARP_SIZE
+
+GRANULARITIES = ("phase", "warp", "thread")
+FAILING_SIZES = 64
+"""A failing check on at most this many elements offers the stepper in its hint."""
+STEPPABLE = ("wrong-result", "unwritten-output", "race", "uninitialized-read", "stale-read", "race-between-blocks")
+"""The checker's diagnoses that stepping through the run shows."""
+
+
+class BrokenTrace(ValueError):
+    """A trace the stepper cannot replay: a phase is missing, or a read contradicts the writes."""
+
+
+class Slot(NamedTuple):
+    """One array as the stepper shows it: global arrays per launch, shared per block, local per thread."""
+
+    launch: int
+    space: str
+    array: str
+    owner: tuple
+    """``()`` for global memory, ``(block,)`` for shared, ``(block, thread)`` for local."""
+
+    @property
+    def label(self):
+        where = {0: "", 1: " (block {})", 2: " (block {}, thread {})"}[len(self.owner)].format(*self.owner)
+        return f"{self.space} {self.array}{where}"
+
+
+class Arrow(NamedTuple):
+    """A read that may feed a write: the thread read ``source`` since its previous write, then wrote ``target``."""
+
+    source: tuple
+    """``(slot, index)``"""
+    target: tuple
+    block: int
+    thread: int
+
+
+class Step(NamedTuple):
+    """The state after one step, and what happened in it."""
+
+    key: tuple
+    label: str
+    values: dict
+    """``{slot: list}`` of every slot of the step's launch; ``None`` where unknown."""
+    read: dict
+    """``{slot: set of indices}`` read in this step."""
+    written: dict
+    arrows: tuple
+    active: frozenset
+    """``(block, thread)`` of each thread that made an access in this step."""
+    threads: int
+    """Threads in the launch: the others were idle."""
+    lines: tuple
+    """``(file, line, source text)`` of the step's accesses, in the order first made."""
+    accesses: dict
+    """``{(slot, index): (block, thread, write, line)}``: the last access of each cell in the step."""
+    races: frozenset
+    """``(slot, index)`` of cells raced on in this step."""
+    uninitialized: frozenset
+    conflicts: frozenset
+    """Cells accessed by a warp instruction that needed more than one pass of the banks."""
+
+
+def _slot(r):
+    owner = () if r.space == "global" else (r.block,) if r.space == "shared" else (r.block, r.thread)
+    return Slot(r.launch, r.space, r.array, owner)
+
+
+def _key(r, by):
+    if by == "phase":
+        return (r.launch, r.phase)
+    unit = r.thread // WARP_SIZE if by == "warp" else r.thread
+    return (r.launch, r.phase, r.block, unit)
+
+
+def _label(trace, key, by):
+    text = f"launch {key[0]} ({trace.kernel(key[0])}), phase {key[1]}"
+    if by != "phase":
+        text += f", block {key[2]}, {by} {key[3]}"
+    return text
+
+
+def _plain(value):
+    """A record's value as a Python number (or tuple for a record), comparable and printable."""
+    if hasattr(value, "dtype") and getattr(value.dtype, "names", None):
+        return tuple(_plain(v) for v in value.tolist())
+    return value.item() if hasattr(value, "item") else value
+
+
+def same(u, v):
+    """Whether two replayed values agree (NaN equals NaN; unknown equals only unknown)."""
+    if u is None or v is None:
+        return u is v
+    if isinstance(u, float) and isinstance(v, float) and math.isnan(u) and math.isnan(v):
+        return True
+    return u == v
+
+
+def _launch_phases(trace):
+    """Raise :class:`BrokenTrace` if a launch skips a phase: one with no access between two with some."""
+    phases = collections.defaultdict(set)
+    for r in trace.records:
+        phases[r.launch].add(r.phase)
+    for launch, seen in sorted(phases.items()):
+        missing = sorted(set(range(min(seen), max(seen) + 1)) - seen)
+        if missing:
+            raise BrokenTrace(f"launch {launch} ({trace.kernel(launch)}) has no access in phase "
+                              f"{missing[0]}, between phases {min(seen)} and {max(seen)}: a phase is missing")
+
+
+def initial_values(trace):
+    """``{(slot, index): value}`` of every cell read before any write of its launch to it.
+
+    Also checks that every later (not stale) read got the value the writes before it left there,
+    raising :class:`BrokenTrace` where one did not.
+    """
+    known, initial = {}, {}
+    for position, r in enumerate(trace.records):
+        cell = (_slot(r), r.index)
+        value = _plain(r.value)
+        if r.write:
+            known[cell] = value
+        elif cell not in known:
+            known[cell] = initial[cell] = value
+        elif not r.stale and not same(known[cell], value):
+            raise BrokenTrace(f"record {position}: thread {r.thread} of block {r.block} read {value!r} from "
+                              f"{r.array}[{r.index}] in phase {r.phase} of launch {r.launch}, but the writes "
+                              f"before it left {known[cell]!r} there: writes are missing from the trace")
+    return initial
+
+
+def _marks(trace):
+    """``{position: kinds}`` of the records that take part in a race, an uninitialized read or a bank conflict."""
+    marks = collections.defaultdict(set)
+    races_within, races_between = set(), set()
+    for race in trace.races():
+        if race.between_blocks:
+            races_between.add((race.launch, race.array, race.index))
+        else:
+            races_within.add((race.launch, race.block, race.array, race.index, race.phase))
+    conflicted = {(c["launch"], c["block"], c["warp"], c["array"], c["line"], c["instance"], c["write"])
+                  for c in trace.bank_conflicts() if c["ways"] > 1}
+    uninitialized = {id(r) for r in trace.uninitialized_reads()}
+    for position, r in enumerate(trace.records):
+        if ((r.launch, r.block, r.array, r.index, r.phase) in races_within
+                or (r.space == "global" and (r.launch, r.array, r.index) in races_between)):
+            marks[position].add("race")
+        if id(r) in uninitialized:
+            marks[position].add("uninitialized")
+        if r.space == "shared" and (r.launch, r.block, r.thread // WARP_SIZE, r.array, r.line, r.instance,
+                                    r.write) in conflicted:
+            marks[position].add("conflict")
+    return marks
+
+
+def _source(file, line):
+    return linecache.getline(file, line).strip() if file else ""
+
+
+class Model:
+    """A trace replayed step by step (see the module's docstring); index it for :class:`Step` s.
+
+    Parameters
+    ----------
+    trace : prefixsum.trace.Trace
+    by : {"phase", "warp", "thread"}
+        One step per barrier phase of a launch, or per warp or thread of a block within one.
+    arrays : sequence of str, optional
+        Only these arrays (by their names in the kernels); default every array.
+    """
+
+    def __init__(self, trace, by="phase", arrays=None):
+        if by not in GRANULARITIES:
+            raise ValueError(f"by={by!r}: the stepper steps by one of {', '.join(GRANULARITIES)}")
+        if not trace.records:
+            raise BrokenTrace(f"{trace!r} recorded no accesses: nothing to step through"
+                              + (f" (the run raised {trace.error!r})" if trace.error else ""))
+        _launch_phases(trace)
+        initial = initial_values(trace)
+        if arrays is not None:
+            unknown = set(arrays) - {r.array for r in trace.records}
+            if unknown:
+                raise ValueError(f"arrays {sorted(unknown)} are not in the trace; it has "
+                                 f"{sorted({r.array for r in trace.records})}")
+        self.trace, self.by = trace, by
+        marks = _marks(trace)
+        shown = [(p, r) for p, r in enumerate(trace.records) if arrays is None or r.array in arrays]
+        sizes = collections.defaultdict(int)
+        for _, r in shown:
+            sizes[_slot(r)] = max(sizes[_slot(r)], r.index + 1)
+        self.sizes = dict(sizes)
+        grouped = collections.defaultdict(list)
+        for position, r in shown:
+            grouped[_key(r, by)].append((position, r))
+        self.steps = []
+        self._build(trace, grouped, initial, marks)
+
+    def _build(self, trace, grouped, initial, marks):
+        state, stamp, launch_of = {}, {}, None
+        pending = collections.defaultdict(list)  # (launch, block, thread) -> reads since its last write
+        for key in sorted(grouped):
+            if key[0] != launch_of:
+                launch_of = key[0]
+                slots = [s for s in self.sizes if s.launch == launch_of]
+                state = {s: [initial.get((s, i)) for i in range(self.sizes[s])] for s in slots}
+            read, written = collections.defaultdict(set), collections.defaultdict(set)
+            arrows, active, lines, accesses = [], set(), {}, {}
+            flagged = {"race": set(), "uninitialized": set(), "conflict": set()}
+            for position, r in grouped[key]:
+                slot, thread = _slot(r), (r.launch, r.block, r.thread)
+                active.add((r.block, r.thread))
+                lines.setdefault((r.file, r.line), None)
+                accesses[(slot, r.index)] = (r.block, r.thread, r.write, r.line)
+                for kind in marks.get(position, ()):
+                    flagged[kind].add((slot, r.index))
+                if not r.write:
+                    read[slot].add(r.index)
+                    pending[thread].append((slot, r.index))
+                    continue
+                written[slot].add(r.index)
+                arrows.extend(Arrow(source, (slot, r.index), r.block, r.thread) for source in pending.pop(thread, ()))
+                if stamp.get((slot, r.index), -1) < position:  # a later write (in trace order) stays
+                    state[slot][r.index] = _plain(r.value)
+                    stamp[(slot, r.index)] = position
+            launch = trace.launches[key[0]]
+            threads = math.prod(launch.grid) * math.prod(launch.block)
+            self.steps.append(Step(key, _label(trace, key, self.by), {s: list(v) for s, v in state.items()},
+                                   dict(read), dict(written), tuple(dict.fromkeys(arrows)), frozenset(active),
+                                   threads, tuple((f, n, _source(f, n)) for f, n in lines), accesses,
+                                   frozenset(flagged["race"]), frozenset(flagged["uninitialized"]),
+                                   frozenset(flagged["conflict"])))
+
+    def __len__(self):
+        return len(self.steps)
+
+    def __getitem__(self, k):
+        return self.steps[k]
+
+    def __repr__(self):
+        return f"<stepper model: {len(self.steps)} steps by {self.by}, {len(self.sizes)} arrays>"
+
+
+def model(trace, by="phase", arrays=None):
+    """The :class:`Model` of ``trace`` (see :class:`Model`)."""
+    return Model(trace, by, arrays)
+
+
+def _comparable(slot):
+    return (slot.launch, slot.space, slot.array, slot.owner)
+
+
+def differences(student, reference):
+    """Per step, the cells where ``student``'s state differs from ``reference``'s.
+
+    Steps are matched by position; arrays by launch, memory space, name and owner, over the
+    cells both have (a reference with larger tiles has more). A step that only one of the models
+    has differs in every cell it shows.
+
+    Returns
+    -------
+    list of set
+        ``(slot, index)`` of the student's slots (the reference's where the student has no step).
+    """
+    found = []
+    for k in range(max(len(student), len(reference))):
+        if k >= len(student) or k >= len(reference):
+            extra = (student if k < len(student) else reference)[k]
+            found.append({(s, i) for s, values in extra.values.items() for i in range(len(values))})
+            continue
+        theirs = {_comparable(s): v for s, v in reference[k].values.items()}
+        cells = set()
+        for slot, values in student[k].values.items():
+            other = theirs.get(_comparable(slot))
+            if other is None:
+                continue
+            cells |= {(slot, i) for i in range(min(len(values), len(other))) if not same(values[i], other[i])}
+        found.append(cells)
+    return found
+
+
+def first_difference(student, reference):
+    """The index of the first step at which the two models differ, or None."""
+    return next((k for k, cells in enumerate(differences(student, reference)) if cells), None)
+
+
+class Tile(NamedTuple):
+    """One block of a decoupled look-back, as :func:`timeline` reads it."""
+
+    tile: int
+    start: int
+    """Position in the trace of the block's first access."""
+    end: int
+    published: tuple
+    """Positions of its writes to its own state, in order (the aggregate, then the inclusive prefix)."""
+    reads: tuple
+    """``(position, tile)`` of each read of a predecessor's state."""
+    waited_for: tuple
+    """The predecessors whose state it read more than once: it polled, waiting for them."""
+
+
+def timeline(trace, array="status", launch=None):
+    """A look-back as a time axis: for each tile, when it published and whose state it read.
+
+    Time is the position in the trace (the simulator runs a few blocks at once, in turns). A
+    block's own tile is the highest state it wrote; the states below it that it read are its
+    predecessors.
+
+    Returns
+    -------
+    list of Tile
+        By tile.
+    """
+    records = [(p, r) for p, r in enumerate(trace.records)
+               if r.array == array and r.space == "global" and (launch is None or r.launch == launch)]
+    if not records:
+        raise ValueError(f"the trace has no global array called {array!r}; arrays: "
+                         f"{sorted({r.array for r in trace.records})}")
+    launch = records[0][1].launch if launch is None else launch
+    span, mine = collections.defaultdict(list), collections.defaultdict(list)
+    for p, r in enumerate(trace.records):
+        if r.launch == launch:
+            span[r.block].append(p)
+    for p, r in records:
+        if r.launch == launch:
+            mine[r.block].append((p, r))
+    tiles = []
+    for block, accesses in mine.items():
+        tile = max(r.index for _, r in accesses)  # atomics count as writes: a poll is one too
+        reads = tuple((p, r.index) for p, r in accesses if r.index < tile)
+        counts = collections.Counter(t for _, t in reads)
+        tiles.append(Tile(tile, min(span[block]), max(span[block]),
+                          tuple(p for p, r in accesses if r.write and r.index == tile), reads,
+                          tuple(sorted(t for t, c in counts.items() if c > 1))))
+    return sorted(tiles)
+
+
+def failure_hint(diagnosis, run, x, op, inclusive, reverse):
+    """The stepper's line in a failing check's hint: for a diagnosis of the data flow
+    (:data:`STEPPABLE`) on at most :data:`FAILING_SIZES` elements, with one of the package's operators.
+
+    Keeps the failing run and its input (in the process that checked: the simulating worker on a
+    GPU machine), for :func:`last_failure`.
+    """
+    n = len(x[0]) if isinstance(x, tuple) else len(x)
+    if diagnosis not in STEPPABLE or n > FAILING_SIZES or not isinstance(op, str) or not run.records:
+        return ""
+    _last.update(run=run, x=x, op=op, inclusive=inclusive, reverse=reverse)
+    return " Step through it beside the package's scan: ps.viz.step_failure()"
+
+
+_last = {}
+
+
+def last_failure(algorithm="ladder", **options):
+    """``(student trace, reference trace)`` of the last failing check that offered the stepper.
+
+    The reference is ``prefixsum.scan`` on the same input with ``algorithm`` (and ``options``).
+    Both come without their results and errors, so that they can travel from the simulating worker.
+    """
+    if not _last:
+        raise LookupError("no failing check has offered the stepper in this session: run the check first")
+    from ..scans.api import scan
+    from . import trace as tracing
+
+    reference = tracing.record(scan, _last["x"].copy(), _last["op"], inclusive=_last["inclusive"],
+                               reverse=_last["reverse"], algorithm=algorithm, **options)
+    return tuple(tracing.Trace(run.records, run.launches, fences=run.fences) for run in (_last["run"], reference))
+
+
+__all__ = ["Arrow", "BrokenTrace", "GRANULARITIES", "Model", "Slot", "Step", "Tile", "differences",
+           "failure_hint", "first_difference", "initial_values", "last_failure", "model", "same", "timeline"]

@@ -1,0 +1,153 @@
+"""One workspace for the device memory the package keeps between calls: scratch, tile states, results.
+
+Allocating device memory (``cuMemAlloc``) and freeing it (``cuMemFree``, which waits for the
+GPU) costs more host time than a small scan or solve, so the package keeps what it allocates:
+
+* :func:`reused`: whatever a call builds for itself and hands to no one (a solver's failure
+  flags and work rows, the look-back's tile states), made once per key and kept (the oldest of
+  more than :data:`KEPT_ENTRIES` keys is dropped);
+* :func:`scratch`: a device array for intermediate results (tile totals, carries), by role,
+  shape and dtype; fresh on the simulator, so that the checker's poisoned allocations see every
+  write;
+* :func:`latest`: the last array of a role and dtype, replaced when the shape changes (the
+  device copies of a numpy input and its result: the memory of one length at a time);
+* :func:`result_memory` and :func:`keep_result_memory`: the memory of results the caller has
+  dropped, handed out again for the next result of the same size (up to :data:`KEPT_RESULT_BYTES`).
+
+**Policy for threads and streams.** Everything is kept *per host thread*: a thread never sees
+another thread's buffers, so two threads scanning at once never share a scratch array or a tile
+state, and no lazy initialisation can be seen half done by another thread. The package launches
+every kernel on numba's default stream, and a thread's calls queue on it in order, so a buffer
+reused by the next call of the same thread is written only after the kernels of the previous
+call have read it. With the legacy default stream the kernels of two threads run one after
+another; with per-thread default streams (``NUMBA_CUDA_PER_THREAD_DEFAULT_STREAM=1``) they may
+overlap, and since each thread's key is also its stream's, nothing is shared between streams
+either. A user who launches the package's work on streams of their own is outside this policy.
+The only structure two threads touch is a result's memory given back by a finalizer, which may
+run on any thread (the garbage collector's): it goes back to the pool of the thread that
+allocated it, under that pool's lock. The kept memory belongs to the GPU it was allocated on:
+one GPU per process.
+
+**On the simulator** one thing more is shared: while a kernel is simulated, the name ``cuda``
+in the modules of its functions stands for the simulated module (numba's simulator works that
+way), so another thread's host code in those modules must not run meanwhile. A public call (a
+scan, a tridiagonal solve) therefore takes :func:`simulator_turn` for its whole length, and
+every simulated launch takes it too: on the simulator the calls of several threads run one after
+another, each whole. On a GPU it costs nothing.
+"""
+import contextlib
+import functools
+import threading
+
+import numpy as np
+from numba import cuda
+
+from .device import simulating
+
+KEPT_ENTRIES = 64
+"""Keys :func:`reused` keeps per thread; the oldest goes first."""
+KEPT_RESULT_BYTES = 1 << 30
+"""Bytes of dropped results a thread keeps for reuse; a dropped result beyond is freed."""
+
+_local = threading.local()
+_simulator = threading.RLock()
+
+
+def simulator_turn():
+    """A context manager: on the simulator, the process-wide turn of a public call or a launch
+    (reentrant: a call's own launches take it again); on a GPU, nothing."""
+    return _simulator if simulating() else contextlib.nullcontext()
+
+
+def one_call_at_a_time(function):
+    """Decorate a public call so that, on the simulator, it runs whole in :func:`simulator_turn`."""
+    @functools.wraps(function)
+    def call(*args, **kwargs):
+        with simulator_turn():
+            return function(*args, **kwargs)
+
+    return call
+
+
+def _store():
+    """This thread's entries (made on its first use: a thread-local needs no lock)."""
+    store = getattr(_local, "entries", None)
+    if store is None:
+        store = _local.entries = {}
+    return store
+
+
+def reused(key, make):
+    """``make()``, made once per thread and ``key`` and handed out again afterwards.
+
+    For what a call builds for itself and hands to no one. Never for what it returns.
+    """
+    store = _store()
+    if key not in store:
+        if len(store) >= KEPT_ENTRIES:
+            store.pop(next(iter(store)))
+        store[key] = make()
+    return store[key]
+
+
+def scratch(role, shape, dtype):
+    """A device array for intermediate results, kept per thread, ``role``, ``shape`` and ``dtype``.
+
+    On the simulator every call gets a fresh array, so that the checker's poisoned allocations
+    see every write.
+    """
+    if simulating():
+        return cuda.device_array(shape, dtype)
+    dtype = np.dtype(dtype)
+    return reused(("scratch", role, shape, dtype.str), lambda: cuda.device_array(shape, dtype))
+
+
+def latest(role, shape, dtype):
+    """The device array of ``role`` and ``dtype`` of this thread's last call, if it had ``shape``;
+    else a new one, which replaces it (the old one is freed first). Fresh on the simulator."""
+    if simulating():
+        return cuda.device_array(shape, dtype)
+    dtype = np.dtype(dtype)
+    store = _store()
+    key = ("latest", role, dtype.str)
+    kept = store.get(key)
+    if kept is None or kept.shape != (shape if isinstance(shape, tuple) else (shape,)):
+        store.pop(key, None)
+        kept = store[key] = cuda.device_array(shape, dtype)
+    return kept
+
+
+class _ResultPool:
+    """The memory of one thread's dropped results, by size in bytes, behind a lock (a finalizer
+    may give memory back from any thread)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.free = {}
+        self.kept = 0
+
+    def take(self, nbytes):
+        with self.lock:
+            free = self.free.get(nbytes)
+            if free:
+                self.kept -= nbytes
+                return free.pop()
+        return None
+
+    def give(self, base, nbytes):
+        with self.lock:
+            if self.kept + nbytes <= KEPT_RESULT_BYTES:
+                self.free.setdefault(nbytes, []).append(base)
+                self.kept += nbytes
+
+
+def result_memory(nbytes):
+    """``(allocation, give_back)``: device memory of ``nbytes`` for a result, reused if this thread
+    kept some of that size, and the function that keeps it again once the result is dropped."""
+    pool = getattr(_local, "results", None)
+    if pool is None:
+        pool = _local.results = _ResultPool()
+    base = pool.take(nbytes)
+    if base is None:
+        base = cuda.current_context().memalloc(nbytes)
+    return base, lambda: pool.give(base, nbytes)

@@ -1,0 +1,118 @@
+"""Chunks of tridiagonal rows: a thread's ``rows`` consecutive rows, in shared memory and registers.
+
+The warp solver and the partition method of :mod:`prefixsum.tridiag` give each thread a chunk
+of ``rows`` rows (a power of two) of a system laid out as four coefficient arrays ``a, b, c,
+d``. :func:`chunk_loaders` copies a block's chunks into shared memory coalesced (neighbouring
+threads read neighbouring rows) and each thread's chunk from there into its registers; the
+shared buffers skip a slot every ``rows`` rows, so that the threads reading their own chunks
+hit different banks. :func:`chunk_algebra` is the partition step on a chunk in registers.
+"""
+import functools
+
+from numba import cuda
+
+
+@functools.lru_cache(maxsize=None)
+def chunk_algebra(rows):
+    """``(pivot_inverse, partition)``: the device functions of the partition step on chunks of
+    ``rows`` rows (a power of two >= 2), made once per ``rows``; the warp solver and the partition method use them (:mod:`prefixsum.tridiag.warp`, :mod:`prefixsum.tridiag.partition`)."""
+
+    @cuda.jit(device=True)
+    def pivot_inverse(pivot, one):
+        """``(1 / pivot, pivot != 0)``; 1 / 1 on a zero pivot, so no thread divides by zero (the
+        system is reported anyway, and the simulator would warn)."""
+        ok = pivot != 0
+        return one / (pivot if ok else one), ok
+
+    @cuda.jit(device=True)
+    def partition(la, lb, lc, ld, one):
+        """Step 2 in registers: rows end as ``x_k = d_k - a_k x_0 - c_k x_{R-1}`` (``b_k = 1``).
+
+        Returns False if a pivot was zero."""
+        inverse, ok = pivot_inverse(lb[0], one)
+        la[0] *= inverse
+        lc[0] *= inverse
+        ld[0] *= inverse
+        inverse, good = pivot_inverse(lb[1], one)
+        ok = ok and good
+        la[1] *= inverse
+        lc[1] *= inverse
+        ld[1] *= inverse
+        # Forward: row k - 1 is a_{k-1} x_0 + x_{k-1} + c_{k-1} x_k = d_{k-1}; subtracting a_k
+        # times it from row k replaces x_{k-1} by x_0.
+        for k in range(2, rows):
+            inverse, good = pivot_inverse(lb[k] - la[k] * lc[k - 1], one)
+            ok = ok and good
+            ld[k] = (ld[k] - la[k] * ld[k - 1]) * inverse
+            la[k] = -la[k] * la[k - 1] * inverse
+            lc[k] = lc[k] * inverse
+        # Backward: row k + 1 now reads a_{k+1} x_0 + x_{k+1} + c_{k+1} x_{R-1} = d_{k+1};
+        # substituting its x_{k+1} into row k leaves x_0, x_k, x_{R-1}. Row R - 2 is already so.
+        for k in range(rows - 3, 0, -1):
+            ld[k] -= lc[k] * ld[k + 1]
+            la[k] -= lc[k] * la[k + 1]
+            lc[k] = -lc[k] * lc[k + 1]
+        if rows > 2:
+            # Row 0 couples x_{-1} (the previous chunk's last), x_0 and x_1: substituting x_1
+            # leaves x_{-1}, x_0 and x_{R-1}.
+            inverse, good = pivot_inverse(one - lc[0] * la[1], one)
+            ok = ok and good
+            ld[0] = (ld[0] - lc[0] * ld[1]) * inverse
+            la[0] *= inverse
+            lc[0] = -lc[0] * lc[1] * inverse
+        return ok
+
+    return pivot_inverse, partition
+
+
+@functools.lru_cache(maxsize=None)
+def chunk_loaders(rows):
+    """``(quarters, load_block, chunk)``: the device functions that bring a block's chunks of
+    ``rows`` rows (a power of two >= 2) into shared memory and a thread's chunk into registers."""
+    shift = rows.bit_length() - 1
+
+    @cuda.jit(device=True)
+    def quarters(shared):
+        """The four buffers ``(a, b, c, d)`` of a block's ``blockDim.x * rows`` rows in its shared
+        memory, with one slot of padding every ``rows`` rows (a thread's chunk starts at an odd
+        stride: no bank conflicts when each thread reads its own)."""
+        slots = cuda.blockDim.x * (rows + 1)
+        return shared[:slots], shared[slots:2 * slots], shared[2 * slots:3 * slots], shared[3 * slots:4 * slots]
+
+    @cuda.jit(device=True)
+    def load_block(a, b, c, d, sa, sb, sc, sd, padded):
+        """Copy the block's rows of the systems laid end to end, each padded to ``padded`` rows
+        (a multiple of ``rows``, at least n), into the shared buffers, neighbouring threads
+        reading neighbouring addresses; identity rows in the padding and past the last system,
+        and ``a`` of a system's first row and ``c`` of its last set to 0 (ignored, whatever they
+        hold). Rows are stepped through as (system, column) without a division per row."""
+        batch, n = b.shape
+        zero, one = b.dtype.type(0), b.dtype.type(1)
+        tid, threads = cuda.threadIdx.x, cuda.blockDim.x
+        start = cuda.blockIdx.x * threads * rows + tid
+        s, i = start // padded, start % padded
+        step_s, step_i = threads // padded, threads % padded
+        for j in range(tid, threads * rows, threads):
+            k = j + (j >> shift)
+            if s < batch and i < n:
+                sa[k] = a[s, i] if i > 0 else zero
+                sb[k] = b[s, i]
+                sc[k] = c[s, i] if i + 1 < n else zero
+                sd[k] = d[s, i]
+            else:
+                sa[k], sb[k], sc[k], sd[k] = zero, one, zero, zero
+            s += step_s
+            i += step_i
+            if i >= padded:
+                i -= padded
+                s += 1
+        cuda.syncthreads()
+
+    @cuda.jit(device=True)
+    def chunk(sa, sb, sc, sd, la, lb, lc, ld):
+        """This thread's chunk from the shared buffers into its registers."""
+        base = cuda.threadIdx.x * (rows + 1)
+        for k in range(rows):
+            la[k], lb[k], lc[k], ld[k] = sa[base + k], sb[base + k], sc[base + k], sd[base + k]
+
+    return quarters, load_block, chunk

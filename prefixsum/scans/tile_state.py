@@ -1,0 +1,160 @@
+"""The look-back tile state: what a tile publishes, how it is read, and the look-back itself.
+
+The protocol is :mod:`.lookback`'s (its docstring explains the order of the words, the fence
+and the epochs); this module holds its parts, as CUB keeps its ``ScanTileState`` and
+``TilePrefixCallbackOp`` apart from the agent that uses them:
+
+* :func:`state_access`: ``publish`` and ``peek`` of a tile's flag and value: one 64-bit word for
+  4-byte types (:func:`packed`), a flag word and two value slots with fences for 8-byte ones;
+* :func:`look_back`: warp 0 of a tile publishes its aggregate and combines the states of the
+  tiles before it, 32 at a time, until it meets a prefix;
+* :func:`states`: the device arrays of the states, the tile counter and the epoch, kept per
+  host thread and element width (:mod:`prefixsum.core.workspace`) and reused by the thread's
+  every call: two threads never share a state, a counter or an epoch.
+"""
+import functools
+
+import numpy as np
+from numba import cuda
+from numba.cuda import libdevice
+
+from ..core.device import device_specific, simulating
+from ..core.workspace import reused
+from ..primitives.warp import FULL_MASK, reduce_shfl
+from .ops import check_dtype, device_op, identity
+
+AGGREGATE, PREFIX = 0, 1
+"""The kinds of a tile's state: its own total, or the inclusive prefix of tiles 0..b."""
+MAX_EPOCH = 1 << 30
+"""Calls between two clearings of the tile states (a flag 2 * epoch + 1 must fit 32 bits)."""
+
+
+@functools.lru_cache(maxsize=None)
+@device_specific
+def bit_carrier(dtype):
+    """Device functions ``(to_bits, from_bits)`` between ``dtype`` and the unsigned integer of its width.
+
+    The GPU reinterprets the bits with libdevice; the simulator, whose libdevice is a stub, with
+    numpy views.
+    """
+    dt = check_dtype(dtype)
+    unsigned = np.dtype(f"u{dt.itemsize}").type
+    if simulating():
+        return (cuda.jit(device=True)(lambda v: np.array(v, dt).view(unsigned)[()]),
+                cuda.jit(device=True)(lambda bits: np.array(bits, unsigned).view(dt)[()]))
+    if dt.kind == "f":
+        if dt.itemsize == 4:
+            return (cuda.jit(device=True)(lambda v: unsigned(libdevice.float_as_int(v))),
+                    cuda.jit(device=True)(lambda bits: libdevice.int_as_float(np.int32(bits))))
+        return (cuda.jit(device=True)(lambda v: unsigned(libdevice.double_as_longlong(v))),
+                cuda.jit(device=True)(lambda bits: libdevice.longlong_as_double(np.int64(bits))))
+    return cuda.jit(device=True)(lambda v: unsigned(v)), cuda.jit(device=True)(lambda bits: dt.type(bits))
+
+
+def packed(dtype):
+    """Whether a tile's state is one 64-bit word (4-byte types) rather than flag and value apart."""
+    return check_dtype(dtype).itemsize == 4
+
+
+@functools.lru_cache(maxsize=None)
+def state_access(dtype):
+    """Device functions ``publish(status, values, tile, flag, value)`` and ``peek(status, values, tile) -> (flag, value)``.
+
+    Packed (4-byte types): ``status`` is uint64, flag in the high half, value bits in the low
+    half, one atomic each way; ``values`` is unused. Two words (8-byte types): ``status`` is
+    uint32 flags, ``values`` uint64 bits, two slots per tile (aggregate, prefix), value first and
+    a fence before the flag.
+    """
+    to_bits, from_bits = bit_carrier(dtype)
+    if packed(dtype):
+        def publish(status, values, tile, flag, value):
+            cuda.atomic.exch(status, tile, (np.uint64(flag) << np.uint64(32)) | np.uint64(to_bits(value)))
+
+        def peek(status, values, tile):
+            word = cuda.atomic.or_(status, tile, np.uint64(0))
+            return np.uint32(word >> np.uint64(32)), from_bits(np.uint32(word & np.uint64(0xFFFFFFFF)))
+    else:
+        def publish(status, values, tile, flag, value):
+            cuda.atomic.exch(values, 2 * tile + (flag & 1), to_bits(value))
+            cuda.threadfence()  # the value is visible everywhere before the flag that announces it
+            cuda.atomic.exch(status, tile, flag)
+
+        def peek(status, values, tile):
+            flag = cuda.atomic.or_(status, tile, np.uint32(0))
+            cuda.threadfence()  # the value is read after the flag
+            return flag, from_bits(cuda.atomic.or_(values, 2 * tile + (flag & 1), np.uint64(0)))
+
+    return cuda.jit(device=True)(publish), cuda.jit(device=True)(peek)
+
+
+@functools.lru_cache(maxsize=None)
+def look_back(op, dtype, publish=None):
+    """Device function ``look_back(status, values, tile, aggregate, epoch) -> exclusive``, for warp 0.
+
+    Publishes ``aggregate`` (tile 0: as its prefix), combines the states of the tiles before
+    ``tile`` 32 at a time until a prefix is found, publishes the tile's inclusive prefix and
+    returns everything before the tile (in every lane). All 32 lanes of one warp must call it.
+    ``publish`` replaces :func:`state_access`'s (chapter 09's exercise writes one).
+    """
+    combine = device_op(op, dtype)
+    neutral = identity(op, dtype)
+    warp_reduce = reduce_shfl(op, dtype)
+    own_publish, peek = state_access(dtype)
+    publish = publish or own_publish
+
+    def look(status, values, tile, aggregate, epoch):
+        lane = cuda.laneid
+        published = np.uint32(2 * epoch)  # flags below it are from earlier calls
+        if lane == 0:
+            publish(status, values, tile, published + (PREFIX if tile == 0 else AGGREGATE), aggregate)
+        exclusive = neutral
+        end = tile  # the window: tiles end - 32 .. end - 1, lane 31 the closest
+        while end > 0:
+            p = end - 32 + lane
+            flag, value = published + PREFIX, neutral  # before tile 0: nothing, as a prefix
+            if p >= 0:
+                flag, value = peek(status, values, p)
+                while flag < published:
+                    flag, value = peek(status, values, p)
+            prefixes = cuda.ballot_sync(FULL_MASK, flag == published + PREFIX)
+            closest = 31 - cuda.clz(prefixes)  # -1 if none: every lane's aggregate counts
+            exclusive = combine(warp_reduce(value if lane >= closest else neutral), exclusive)
+            if prefixes:
+                break
+            end -= 32
+        if lane == 0 and tile > 0:
+            publish(status, values, tile, published + PREFIX, combine(exclusive, aggregate))
+        return exclusive
+
+    return cuda.jit(device=True)(look)
+
+
+class _States:
+    """The tile states, counter and epoch of one element width, reused by every call of one thread."""
+
+    def __init__(self, itemsize):
+        self.itemsize = itemsize
+        self.capacity = 0
+        self.epoch = 0
+
+    def next(self, tiles):
+        """``(status, values, counter, epoch)`` for a scan of ``tiles`` tiles."""
+        self.epoch += 1
+        if tiles > self.capacity or self.epoch >= MAX_EPOCH:
+            self.capacity = max(tiles, 2 * self.capacity)
+            width = np.uint64 if self.itemsize == 4 else np.uint32
+            self.status = cuda.to_device(np.zeros(self.capacity, width))
+            self.values = cuda.to_device(np.zeros(2 * self.capacity if self.itemsize == 8 else 1, np.uint64))
+            self.counter = cuda.to_device(np.zeros(1, np.uint32))
+            self.epoch = 1
+        return self.status, self.values, self.counter, self.epoch
+
+
+def kept_states(itemsize):
+    """This thread's :class:`_States` for elements of ``itemsize`` bytes (made on first use)."""
+    return reused(("look-back tile states", itemsize), lambda: _States(itemsize))
+
+
+def states(dtype, tiles):
+    """The tile states for a scan of ``tiles`` tiles of ``dtype`` (see :class:`_States`), this thread's."""
+    return kept_states(check_dtype(dtype).itemsize).next(tiles)

@@ -1,0 +1,203 @@
+"""The stepper's model (prefixsum.classroom.stepping): every step's state is a replay of the trace,
+a broken trace is refused, the marks and the comparison find what the trace shows."""
+import collections
+import math
+
+import numpy as np
+import pytest
+from numba import cuda, float32
+
+import prefixsum as ps
+from prefixsum.classroom import mutants, stepping, trace
+
+
+def one_tile(kernel, x, threads):
+    out, totals = cuda.device_array(len(x), x.dtype), cuda.device_array(1, x.dtype)
+    kernel[1, threads](cuda.to_device(x), out, totals, len(x))
+    return out.copy_to_host()
+
+
+@cuda.jit
+def strided_shared(out, stride):
+    buffer = cuda.shared.array(1024, float32)
+    t = cuda.threadIdx.x
+    buffer[t * stride] = t
+    cuda.syncthreads()
+    out[t] = buffer[t * stride]
+
+
+@cuda.jit
+def wrong_ladder_tile(x, out, totals, n):
+    """The ladder with the browser test's mistake: each element adds the first of its own run."""
+    rungs = cuda.shared.array(mutants.BLOCK, float32)
+    t = cuda.threadIdx.x
+    i = cuda.blockIdx.x * mutants.BLOCK + t
+    rungs[t] = x[i] if i < n else float32(0)
+    cuda.syncthreads()
+    phase = 1
+    while phase < mutants.BLOCK:
+        if t & phase:
+            rungs[t] += rungs[t & ~(phase - 1)]
+        cuda.syncthreads()
+        phase <<= 1
+    if i < n:
+        out[i] = rungs[t]
+    if t == mutants.BLOCK - 1:
+        totals[cuda.blockIdx.x] = rungs[t]
+
+
+def run_strided(stride):
+    out = cuda.device_array(32, np.float32)
+    strided_shared[1, 32](out, stride)
+    return out.copy_to_host()
+
+
+@pytest.fixture(scope="module")
+def runs():
+    rng = np.random.default_rng(31)
+    ladder_x = rng.integers(-9, 10, 30).astype(np.int32)
+    return {
+        "ladder": (trace.record(ps.scan, ladder_x, algorithm="ladder", block_size=32), ladder_x),
+        "ladder tiles": (trace.record(ps.scan, np.arange(1, 101, dtype=np.int32), algorithm="ladder", block_size=32), None),
+        "hillis-steele in place": (trace.record(one_tile, ps.lessons.hillis_steele_in_place_tile_kernel(
+            "add", np.int32, True, False, 32), np.ones(32, np.int32), 32), None),
+        "warp syncwarp": (trace.record(ps.lessons.warp_scan, np.arange(64, dtype=np.float32), "syncwarp", threads=64), None),
+        "uninitialized": (trace.record(mutants._ladder_scan_tiles, mutants.uninitialized_shared_tile,
+                                       np.ones(40, np.float32)), None),
+    }
+
+
+def replay(run, by, key):
+    """The state after the step ``key``, the slow way: for each cell, the last write (in trace
+    order) of a step up to ``key``, else the value of a read that came before every write of the launch."""
+    state = {}
+    first_access = {}
+    for r in run.records:
+        cell = (stepping._slot(r), r.index)
+        first_access.setdefault(cell, r)
+    for cell, r in first_access.items():
+        if cell[0].launch == key[0]:
+            state[cell] = None if r.write else stepping._plain(r.value)
+    for r in run.records:
+        if r.write and r.launch == key[0] and stepping._key(r, by) <= key:
+            state[(stepping._slot(r), r.index)] = stepping._plain(r.value)
+    return state
+
+
+@pytest.mark.parametrize("by", stepping.GRANULARITIES)
+@pytest.mark.parametrize("name", ["ladder", "ladder tiles", "hillis-steele in place", "warp syncwarp", "uninitialized"])
+def test_every_step_is_a_replay_of_the_trace(runs, name, by):
+    run, _ = runs[name]
+    model = stepping.model(run, by)
+    keys = [s.key for s in model]
+    assert keys == sorted({stepping._key(r, by) for r in run.records}), "one step per key, in order"
+    for step in model:
+        expected = replay(run, by, step.key)
+        shown = {(slot, i): value for slot, values in step.values.items() for i, value in enumerate(values)}
+        assert set(expected) <= set(shown), step.label
+        wrong = [cell for cell, v in expected.items() if not stepping.same(shown[cell], v)]  # NaN is NaN
+        assert not wrong, f"{step.label}: {wrong[:3]}"
+        assert all(v is None for cell, v in shown.items() if cell not in expected)  # cells never touched
+        mine = [r for r in run.records if stepping._key(r, by) == step.key]
+        assert step.active == {(r.block, r.thread) for r in mine}
+        assert {(s, i) for s, cells in step.written.items() for i in cells} == \
+               {(stepping._slot(r), r.index) for r in mine if r.write}
+        assert step.accesses == {(stepping._slot(r), r.index): (r.block, r.thread, r.write, r.line) for r in mine}
+        launch = run.launches[step.key[0]]
+        assert step.threads == math.prod(launch.grid) * math.prod(launch.block)
+
+
+def test_the_ladder_phases_hold_its_partial_sums(runs):
+    run, x = runs["ladder"]
+    model = stepping.model(run, arrays=["rungs"])
+    padded = np.concatenate([x, np.zeros(2, np.int32)])
+    for step in model:
+        phase = step.key[1]
+        (rungs,) = step.values.values()
+        width = 1 << phase  # after phase p every aligned run of 2^p cells holds its own scan
+        expected = [int(padded[i & ~(width - 1): i + 1].sum()) for i in range(32)]
+        assert rungs == expected, step.label
+    first = model[1]  # phase 1: the odd lanes add their left neighbour
+    (slot,) = first.values
+    assert {(a.source[1], a.target[1]) for a in first.arrows if a.source != a.target} == \
+           {(t - 1, t) for t in range(1, 32, 2)}
+    assert first.active == {(0, t) for t in range(1, 32, 2)}
+    assert any("combine" in text for _, _, text in first.lines)
+
+
+def test_a_missing_phase_is_detected(runs):
+    run, _ = runs["ladder"]
+    kept = [r for r in run.records if r.phase != 2]
+    broken = trace.Trace(kept, run.launches, run.result)
+    with pytest.raises(stepping.BrokenTrace, match="phase 2"):
+        stepping.model(broken)
+
+
+def test_missing_writes_are_detected_by_the_reads_after_them(runs):
+    run, _ = runs["ladder"]
+    kept = [r for r in run.records if not (r.phase == 3 and r.write)]
+    broken = trace.Trace(kept, run.launches, run.result)
+    with pytest.raises(stepping.BrokenTrace, match="writes are missing"):
+        stepping.model(broken)
+    with pytest.raises(stepping.BrokenTrace, match="no accesses"):
+        stepping.model(trace.Trace([], run.launches))
+
+
+def test_races_uninitialized_reads_and_bank_conflicts_are_marked(runs):
+    racy, _ = runs["hillis-steele in place"]
+    model = stepping.model(racy)
+    raced = collections.defaultdict(set)
+    for race in racy.races():
+        raced[race.phase].add(race.index)
+    assert raced
+    for step in model:
+        assert {i for _, i in step.races} == raced.get(step.key[1], set()), step.label
+    unsafe, _ = runs["uninitialized"]
+    expected = {(r.launch, r.phase, r.index) for r in unsafe.uninitialized_reads()}
+    assert expected
+    found = {(s.key[0], s.key[1], i) for s in stepping.model(unsafe) for _, i in s.uninitialized}
+    assert found == expected
+    for stride, conflicted in ((1, False), (2, True)):
+        steps = stepping.model(trace.record(run_strided, stride))
+        assert any(s.conflicts for s in steps) == conflicted
+        assert all(slot.array == "buffer" for s in steps for slot, _ in s.conflicts)
+
+
+def test_unknown_arrays_and_granularities_are_refused(runs):
+    run, _ = runs["ladder"]
+    with pytest.raises(ValueError, match="by='lane'.*phase, warp, thread"):
+        stepping.model(run, "lane")
+    with pytest.raises(ValueError, match=r"\['rung'\] are not in the trace"):
+        stepping.model(run, arrays=["rung"])
+
+
+def test_a_wrong_kernel_differs_from_the_reference_first_where_it_goes_wrong():
+    x = np.arange(1, 41, dtype=np.float32)
+    good = trace.record(mutants._ladder_scan_tiles, mutants.correct_tile, x)
+    bad = trace.record(mutants._ladder_scan_tiles, wrong_ladder_tile, x)
+    reference, student = stepping.model(good), stepping.model(bad)
+    assert stepping.first_difference(reference, stepping.model(good)) is None
+    k = stepping.first_difference(student, reference)
+    assert student[k].key == (0, 1)  # the first phase of the ladder
+    cells = stepping.differences(student, reference)[k]
+    assert cells
+    for slot, i in cells:
+        theirs = reference[k].values[slot]
+        assert not stepping.same(student[k].values[slot][i], theirs[i] if i < len(theirs) else None)
+    assert all(not cells for cells in stepping.differences(student, reference)[:k])
+
+
+def test_the_look_back_timeline_shows_publications_and_waits():
+    x = np.ones(32 * 12, dtype=np.float32)
+    with ps.sim.resident_blocks(8):
+        run = trace.record(ps.scan, x, algorithm="lookback", block_size=32, items_per_thread=1)
+    tiles = stepping.timeline(run)
+    assert [t.tile for t in tiles] == list(range(12))
+    assert len(tiles[0].published) >= 1 and all(len(t.published) == 2 for t in tiles[1:])
+    for tile in tiles:
+        assert tile.start <= min(tile.published) <= max(tile.published) <= tile.end
+        assert all(t < tile.tile for _, t in tile.reads) and set(tile.waited_for) <= {t for _, t in tile.reads}
+        assert all(run.records[p].block == run.records[tile.published[0]].block for p, _ in tile.reads)
+    assert any(t.waited_for for t in tiles)
+    with pytest.raises(ValueError, match="no global array called 'flags'"):
+        stepping.timeline(run, "flags")
