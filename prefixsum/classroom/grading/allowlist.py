@@ -202,10 +202,13 @@ def _check_function(function, names, problems):
             name = node.id
             if name in local or name in names.cell_names or name in SAFE_BUILTINS or name in names.modules:
                 continue
-            if name.startswith("_") or name in _BUILTIN_NAMES or name in _IPYTHON_NAMES:
+            # A workbook module the setup imports (even ``_common``) is reached only through the
+            # instructor's own attribute chains (checked with the attributes above).
+            if name in names.workbook:
+                if not isinstance(parents.get(node), ast.Attribute):
+                    problems.append((line, f"{name} may only be used as {name}.<attribute>, as the instructor's cell does"))
+            elif name.startswith("_") or name in _BUILTIN_NAMES or name in _IPYTHON_NAMES:
                 problems.append((line, f"the name {name} is not allowed in an exercise"))
-            elif name in names.workbook and not isinstance(parents.get(node), ast.Attribute):
-                problems.append((line, f"{name} may only be used as {name}.<attribute>, as the instructor's cell does"))
             # any other name is unknown to the grader's process: reading it raises NameError there
 
 
