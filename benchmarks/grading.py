@@ -1,4 +1,5 @@
-"""Grade 40 mixed submissions of chapter 01 with ``python -m prefixsum grade --workers 2``; time it.
+"""Grade 40 mixed submissions of chapter 01 with ``python -m prefixsum grade --workers 2``; time it,
+in the bubblewrap sandbox and without it (``--unsafe-no-sandbox``), one run after the other.
 
 The class: correct solutions, blanks, two kinds of wrong answers, forged checks, edited stored
 outputs, kernels that never return and a corrupt file, built from the real notebook. The grader
@@ -8,7 +9,10 @@ submission's status is checked against what it should be before the time counts.
 The machine is shared: the CSV records the load average before and during the run and the
 grader's CPU time, beside the wall-clock time per submission.
 
-    python benchmarks/grading.py [--timeout 20] [--out benchmarks/grading.csv]
+The two runs alternate (sandbox, none, sandbox, none with ``--repeat 2``) so that a change of
+the machine's load falls on both.
+
+    python benchmarks/grading.py [--timeout 20] [--repeat 1] [--out benchmarks/grading.csv]
 """
 import argparse
 import collections
@@ -16,6 +20,7 @@ import csv
 import os
 import pathlib
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -66,7 +71,7 @@ MIX = {
     "blank": (8, lambda: student_version(nbformat.read(LADDER, as_version=4), chapter="01_ladder"), "not-attempted"),
     "off by one": (6, lambda: _with("rungs[t] += rungs[(t & ~(phase - 1))]"), "fail"),
     "one-buffer race": (5, lambda: _with("rungs[t] += rungs[t - phase]"), "fail"),
-    "forged check": (3, lambda: _with("rungs[t] += rungs[t - phase]", FORGERY), "tampered"),
+    "forged check": (3, lambda: _with("rungs[t] += rungs[t - phase]", FORGERY), "invalid"),
     "edited outputs": (3, _edited_outputs, "pass"),
     "kernel never returns": (2, lambda: _with("k = 0\n            while k >= 0:\n                k = (k + 1) % 7"), "timeout"),
     "corrupt file": (1, None, "invalid"),
@@ -100,50 +105,63 @@ class LoadSampler(threading.Thread):
             self.samples.append(os.getloadavg()[0])
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--timeout", type=float, default=20.0, help="the grader's --timeout (default 20)")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "grading.csv"))
-    args = parser.parse_args(argv)
-    meta = run_metadata()
-    with tempfile.TemporaryDirectory(prefix="prefixsum-grading-bench-") as tmp:
-        folder = pathlib.Path(tmp)
-        expected = build(folder / "submissions")
-        command = [sys.executable, "-m", "prefixsum", "grade", str(folder / "submissions"), "--out", str(folder / "grades"),
-                   "--instructor", str(LADDER), "--workers", str(args.workers), "--timeout", f"{args.timeout:g}", "--quiet"]
-        load_before = os.getloadavg()[0]
-        sampler = LoadSampler()
-        sampler.start()
-        cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        finished = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
-        wall = time.perf_counter() - start
-        cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        sampler.stop.set()
-        if finished.returncode != 0:
-            raise SystemExit(f"the grader failed ({finished.returncode}):\n{finished.stderr[-3000:]}")
-        with open(folder / "grades" / "grades.csv") as handle:
-            rows = list(csv.DictReader(handle))
-        # each submission's status on EXERCISE (a corrupt file has one row, of no exercise)
-        graded = {row["submission"]: row["status"] for row in rows if row["exercise"] in (EXERCISE, "")}
+def grade_once(folder, expected, args, sandboxed):
+    """Grade the class once; return the CSV row (statuses checked before the time counts)."""
+    out = folder / ("grades-sandbox" if sandboxed else "grades-none")
+    command = [sys.executable, "-m", "prefixsum", "grade", str(folder / "submissions"), "--out", str(out),
+               "--instructor", str(LADDER), "--workers", str(args.workers), "--timeout", f"{args.timeout:g}", "--quiet"]
+    if not sandboxed:
+        command.append("--unsafe-no-sandbox")
+    load_before = os.getloadavg()[0]
+    sampler = LoadSampler()
+    sampler.start()
+    cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    finished = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    wall = time.perf_counter() - start
+    cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    sampler.stop.set()
+    if finished.returncode != 0:
+        raise SystemExit(f"the grader failed ({finished.returncode}):\n{finished.stderr[-3000:]}")
+    with open(out / "grades.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    shutil.rmtree(out)
+    # each submission's status on EXERCISE (a corrupt file has one row, of no exercise)
+    graded = {row["submission"]: row["status"] for row in rows if row["exercise"] in (EXERCISE, "")}
     wrong = {name: (graded.get(name), status) for name, status in expected.items() if graded.get(name) != status}
     if wrong:
         raise SystemExit(f"statuses differ from the expected ones (got, expected): {wrong}")
     counts = collections.Counter(graded.values())
     cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
     during = sampler.samples or [os.getloadavg()[0]]
-    row = {
-        "submissions": len(expected), "workers": args.workers, "timeout_s": args.timeout, "cores": os.cpu_count(),
+    return {
+        "sandbox": "bwrap" if sandboxed else "none", "submissions": len(expected), "workers": args.workers,
+        "timeout_s": args.timeout, "cores": os.cpu_count(),
         "wall_s": round(wall, 1), "s_per_submission": round(wall / len(expected), 2),
         "cpu_s_per_submission": round(cpu / len(expected), 2),
         "load_1min_before": round(load_before, 2), "load_1min_mean_during": round(sum(during) / len(during), 2),
         "load_1min_max_during": round(max(during), 2),
         **{f"n_{status}": counts.get(status, 0) for status in ("pass", "fail", "not-attempted", "timeout", "tampered", "invalid")},
-        **meta,
     }
-    write_csv([row], args.out)
-    print_table([row], ["submissions", "workers", "wall_s", "s_per_submission", "cpu_s_per_submission",
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--timeout", type=float, default=20.0, help="the grader's --timeout (default 20)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=1, help="pairs of runs, sandbox then none (default 1)")
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "grading.csv"))
+    args = parser.parse_args(argv)
+    meta = run_metadata()
+    table = []
+    with tempfile.TemporaryDirectory(prefix="prefixsum-grading-bench-") as tmp:
+        folder = pathlib.Path(tmp)
+        expected = build(folder / "submissions")
+        for _ in range(args.repeat):
+            for sandboxed in (True, False):
+                table.append({**grade_once(folder, expected, args, sandboxed), **meta})
+    write_csv(table, args.out)
+    print_table(table, ["sandbox", "submissions", "workers", "wall_s", "s_per_submission", "cpu_s_per_submission",
                         "load_1min_before", "load_1min_mean_during"])
     return 0
 

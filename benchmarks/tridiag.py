@@ -1,6 +1,7 @@
-"""Batched tridiagonal solves on the GPU: prefixsum's PCR, CR, Thomas and hybrid against cuSPARSE.
+"""Batched tridiagonal solves on the GPU: prefixsum's PCR, CR, Thomas, hybrid and pivoting against cuSPARSE.
 
-    python benchmarks/tridiag.py [--out DIR] [--quick]      (on a GPU machine; --quick: tiny, on the simulator too)
+    python benchmarks/tridiag.py [--out DIR] [--quick] [--only-pivoting]
+    (on a GPU machine; --quick: tiny, on the simulator too; --only-pivoting: the pivoting rows alone)
 
 Cases (batch x n): 512 x 512, 4096 x 256, 16384 x 64, 1 x 2^20, 100 x 1000, 64 x 8192, 7 x 100000
 and 1000 x 1000 (``--case BATCHxN`` picks some), in float32 and float64, on random diagonally
@@ -20,7 +21,14 @@ transfer in and the one out included). cuSPARSE: ``gtsv2StridedBatch`` through C
 same way on CuPy's stream
 (the library's device time), and JAX's ``jax.lax.linalg.tridiagonal_solve`` (which calls
 cuSPARSE) as a whole call, on the host clock after ``block_until_ready``, with x64 on (a
-"float64" row whose result came back in float32 says so in its method name). Median of
+"float64" row whose result came back in float32 says so in its method name). ``method="pivoting"``
+(LU with partial pivoting, one thread per system) is set beside cuSPARSE's pivoting solvers:
+``gtsv2`` for one system (diagonal pivoting in SPIKE partitions) and, for a batch,
+``gtsvInterleavedBatch`` with ``algo=1`` (LU with partial pivoting, the batch interleaved); on
+one system of 2^20 rows, where one thread walks every row, with
+:data:`PIVOTING_ONE_SYSTEM_REPEATS` samples. The systems are the diagonally dominant ones of the
+other methods, so no row is ever interchanged: the pivoting solvers pay for the comparisons, not
+for the swaps. Median of
 :data:`prefixsum.cli.bench.REPEATS`; the ``timing`` column says how each row was measured. Writes
 ``tridiag.csv``.
 """
@@ -47,6 +55,7 @@ QUICK_CASES = ((4, 32), (1, 2048))  # a batch in shared memory; one system with 
 # Diagonally dominant systems are well conditioned: the residuals seen are about one eps; a
 # wrong solve is off by far more than this.
 RESIDUAL_EPS = 64
+PIVOTING_ONE_SYSTEM_REPEATS = 3  # one thread through 2^20 rows: tens of ms a solve
 THOMAS_ROWS = hybrid.THOMAS_ROWS
 PARTITION_ROWS = dict(partition.ROWS_PER_THREAD), partition.SMALL_ROWS
 
@@ -120,6 +129,50 @@ def cusparse_time(cupy, stream, a, b, c, d, repeats, method):
     return solve_and_refill.us - kernel_us(refill, stream=stream, repeats=repeats).us, solve_and_refill.timing, result
 
 
+def cusparse_pivoting_time(cupy, stream, a, b, c, d, repeats):
+    """``(label, device microseconds, timing, x)`` of cuSPARSE's pivoting solver for the systems:
+    ``gtsv2`` for one system, ``gtsvInterleavedBatch`` with ``algo=1`` (LU with partial pivoting)
+    for a batch, whose arrays are interleaved, ``(n, batch)``. Every input is restored before each
+    solve (both may overwrite their bands as well as the right-hand side), and that copy's time
+    is subtracted."""
+    from cupy_backends.cuda.libs import cusparse
+
+    batch, n = d.shape
+    single = d.dtype == np.float32
+    handle = cupy.cuda.device.get_cusparse_handle()
+    interleaved = batch > 1
+    saved = [cupy.asarray(np.ascontiguousarray(v.T) if interleaved else v) for v in (a, b, c, d)]
+    work = [cupy.empty_like(v) for v in saved]
+    ptrs = [v.data.ptr for v in work]
+    if interleaved:
+        label = "cusparse gtsvInterleavedBatch (LU)"
+        size = (cusparse.sgtsvInterleavedBatch_bufferSizeExt if single else cusparse.dgtsvInterleavedBatch_bufferSizeExt)(
+            handle, 1, n, *ptrs, batch)
+        solver = cusparse.sgtsvInterleavedBatch if single else cusparse.dgtsvInterleavedBatch
+    else:
+        label = "cusparse gtsv2"
+        size = (cusparse.sgtsv2_bufferSizeExt if single else cusparse.dgtsv2_bufferSizeExt)(handle, n, 1, *ptrs, n)
+        solver = cusparse.sgtsv2 if single else cusparse.dgtsv2
+    buffer = cupy.empty(max(size, 1), cupy.uint8)
+
+    def refill():
+        for into, original in zip(work, saved):
+            into[...] = original
+
+    def launch():
+        refill()
+        if interleaved:
+            solver(handle, 1, n, *ptrs, batch, buffer.data.ptr)
+        else:
+            solver(handle, n, 1, *ptrs, n, buffer.data.ptr)
+
+    launch()
+    result = cupy.asnumpy(work[3])
+    result = result.T if interleaved else result
+    solve_and_refill = kernel_us(launch, stream=stream, repeats=repeats)
+    return label, solve_and_refill.us - kernel_us(refill, stream=stream, repeats=repeats).us, solve_and_refill.timing, result
+
+
 def jax_time(jax, a, b, c, d, repeats):
     """``(whole-call microseconds, x)`` of JAX's jitted ``tridiagonal_solve`` (cuSPARSE inside);
     ``x`` in the dtype JAX computed in."""
@@ -133,8 +186,11 @@ def jax_time(jax, a, b, c, d, repeats):
 
 def main(argv=None):
     args = script_arguments(argv, f"cases {QUICK_CASES}, two repeats; runs on the simulator too",
-                            lambda parser: parser.add_argument("--case", action="append", help="BATCHxN (repeatable; "
-                                                               "default: every case of CASES)"))
+                            lambda parser: (
+                                parser.add_argument("--case", action="append", help="BATCHxN (repeatable; "
+                                                    "default: every case of CASES)"),
+                                parser.add_argument("--only-pivoting", action="store_true",
+                                                    help="only method='pivoting' and cuSPARSE's pivoting solvers")))
     cases = [tuple(map(int, case.split("x"))) for case in args.case] if args.case else CASES
     from numba import cuda
 
@@ -142,7 +198,8 @@ def main(argv=None):
     meta = run_metadata(["cupy", "jax", "torch"], shlex.join(["python", "benchmarks/tridiag.py",
                                                                *(sys.argv[1:] if argv is None else argv)]))
     cupy, cupy_stream = queued_library("cupy")
-    jax = gpu_library("jax")
+    jax = None if args.only_pivoting else gpu_library("jax")
+    methods = ["pivoting"] if args.only_pivoting else list(tridiag.METHODS)
     rng = np.random.default_rng(3)
     rows = []
 
@@ -158,9 +215,11 @@ def main(argv=None):
         for batch, n in QUICK_CASES if args.quick else cases:
             a, b, c, d = system(batch, n, dtype, rng)
             device = [cuda.to_device(v) for v in (a, b, c, d)]
-            for method in tridiag.METHODS:
+            for method in methods:
                 if method == "thomas" and n > THOMAS_MAX_ROWS:
                     continue
+                # Pivoting walks one system with one thread: measured all the same, beside gtsv2.
+                reps = PIVOTING_ONE_SYSTEM_REPEATS if method == "pivoting" and batch == 1 and not args.quick else repeats
                 for label, run, rows_per_thread, chunk_rows in variants(method, n, dtype):
                     hybrid.THOMAS_ROWS = rows_per_thread
                     partition.ROWS_PER_THREAD.update(PARTITION_ROWS[0])
@@ -171,14 +230,19 @@ def main(argv=None):
                     run(*device, out, flags)
                     res = residual(a, b, c, d, out.copy_to_host())
                     for how in args.method:
-                        measured = kernel_us(lambda: run(*device, out, flags), repeats=repeats, method=how)
+                        measured = kernel_us(lambda: run(*device, out, flags), repeats=reps, method=how)
                         add(label, "ours (kernels)", dtype, batch, n, measured.us, measured.timing, res, how)
                 hybrid.THOMAS_ROWS = THOMAS_ROWS
                 partition.ROWS_PER_THREAD.update(PARTITION_ROWS[0])
                 partition.SMALL_ROWS = PARTITION_ROWS[1]
                 res = residual(a, b, c, d, tridiag.solve(*device, method=method).copy_to_host())
-                micros = host_us(lambda: tridiag.solve(*device, method=method), repeats=repeats)
+                micros = host_us(lambda: tridiag.solve(*device, method=method), repeats=reps)
                 add(method, "ours (whole call)", dtype, batch, n, micros, "host clock", res)
+            if cupy:
+                label, micros, timing, x = cusparse_pivoting_time(cupy, cupy_stream, a, b, c, d, repeats)
+                add(label, "library", dtype, batch, n, micros, timing, residual(a, b, c, d, x))
+            if args.only_pivoting:
+                continue
             res = residual(a, b, c, d, tridiag.solve(a, b, c, d))
             micros = host_us(lambda: tridiag.solve(a, b, c, d), repeats=repeats)
             add(f"auto ({tridiag.api.choose('auto', batch, n, dtype)})", "ours (whole call, numpy)", dtype, batch, n,

@@ -243,7 +243,8 @@ def test_the_tridiag_and_householder_stages_produce_every_committed_case(monkeyp
               for dtype in ("float32", "float64") for variant in script.variants(method, n, dtype)}
     methods = {row["method"] for row in _rows("tridiag.csv")}
     auto = {method for method in methods if method.startswith("auto (")}  # auto (the method it chose)
-    assert auto and methods - auto == labels | {"cusparse gtsv2StridedBatch", "jax tridiagonal_solve"}
+    libraries = {"cusparse gtsv2StridedBatch", "jax tridiagonal_solve", "cusparse gtsv2", "cusparse gtsvInterleavedBatch (LU)"}
+    assert auto and methods - auto == labels | libraries
 
 
 def test_python_m_prefixsum_bench_is_still_a_command(capsys):

@@ -6,6 +6,8 @@ status and score, and every other grade must come out intact. The allow-list, th
 the reports have fast tests of their own.
 """
 import csv
+import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -14,7 +16,7 @@ import nbformat
 import pytest
 
 from prefixsum.classroom import grading
-from prefixsum.classroom.grading import allowlist, chapters, report, runner
+from prefixsum.classroom.grading import allowlist, batch, chapters, report, results, runner
 from prefixsum.classroom.student import student_version
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -101,16 +103,16 @@ CASES = {
     "kernel_never_returns": (lambda out: ladder("k = 0\n            while k >= 0:\n                k = (k + 1) % 7"), "timeout", 0, ""),
     "raises_elsewhere": (lambda out: with_exercise(lambda s: s.replace("BLOCK = 64", "BLOCK = 64 // 0")), "error", 0, "ZeroDivisionError"),
     "forged_check_function": (lambda out: with_exercise(lambda s: wrong(s) + f"\nimport prefixsum as ps\nps.check.tiled = lambda *a, **k: {PASS_LINE!r}\n"),
-                              "tampered", 0, "import of prefixsum"),
+                              "invalid", 0, "import of prefixsum"),
     "forged_print": (lambda out: with_exercise(lambda s: wrong(s) + f"\n\ndef print(*args, **kw):\n    __builtins__.print({PASS_LINE!r})\n"),
-                     "tampered", 0, "print"),
+                     "invalid", 0, "print"),
     "forged_numpy": (lambda out: with_exercise(lambda s: wrong(s) + "\nimport numpy\nnumpy.isnan = lambda x: x != x\n"), "invalid", 0, "constants"),
     "kernel_prints_pass": (lambda out: ladder(f"print({PASS_LINE!r})"), "fail", 0, "FAIL"),
     "system_exit": (lambda out: ladder("raise SystemExit(0)"), "invalid", 0, "SystemExit"),
     "os_exit": (lambda out: with_exercise(lambda s: "import os\nos._exit(0)\n" + s), "invalid", 0, "import of os"),
     "writes_grades": (lambda out: with_exercise(lambda s: s + f"\nopen({str(out / 'grades.csv')!r}, 'w').write('forged')\n"
                                                                f"open({str(out / 'summary.csv')!r}, 'w').write('forged')\n"),
-                      "tampered", 0, "open"),
+                      "invalid", 0, "open"),
     "forged_outputs": (lambda out: forged_outputs(), "pass", 1, ""),
     "edited_check": (lambda out: edited_check(), "fail", 0, "FAIL my_ladder_tile"),
     "deleted_check": (lambda out: deleted_check(), "pass", 1, ""),
@@ -191,7 +193,7 @@ def test_reports_are_complete_and_unforged(graded):
     out, rows, summary = graded
     assert set(rows) == set(CASES) | set(BROKEN)
     assert list(next(iter(csv.reader(open(out / "grades.csv"))))) == list(report.GRADE_COLUMNS)
-    by_name = {row["submission"]: row for row in summary}
+    by_name = {row["submission"]: row for row in summary if row["chapter"] == "all"}
     assert set(by_name) == set(rows)
     solution = rows["solution"]
     assert float(by_name["solution"]["score"]) == float(solution["01.ladder-step"]["max_score"])
@@ -199,7 +201,8 @@ def test_reports_are_complete_and_unforged(graded):
     assert int(by_name["solution"]["not-attempted"]) == len(solution) - 1
     assert by_name["memory_bomb"]["crashed"] == "1"
     page = (out / "feedback" / "off_by_one.md").read_text()
-    assert "**fail**" in page and "FAIL my_ladder_tile" in page and "rungs[(t & ~(phase - 1))]" in page
+    assert "**fail**" in page and "FAIL my\\_ladder\\_tile" in page and "rungs[(t & ~(phase - 1))]" in page
+    assert "## Not attempted" in page and "- 01\\.serial-scan" not in page and "- 01.serial-scan (01\\_ladder): 0 / 1" in page
 
 
 def test_instructor_metadata_errors_are_named(tmp_path):
@@ -252,21 +255,51 @@ def test_student_versions_are_stamped_with_chapter_and_ids():
     ("def f():\n    return get_ipython()", "get_ipython"),
     ("def np():\n    pass", "rebinds np"),
     ("@staticmethod\ndef f():\n    pass", "decorator"),
+    ("from numpy.ctypeslib import ctypes", "import ctypes"),
+    ("from numpy import __builtins__", "import __builtins__"),
+    ("from numba.cuda.core.config import ENABLE_CUDASIM", "import ENABLE_CUDASIM"),
+    ("import numpy.testing", "import of numpy.testing"),
+    ("def f(x):\n    return np.fromfile(x)", "np.fromfile is not among the names"),
+    ("from numba import cuda\n\n\ndef f(x):\n    return cuda.libdevice", "cuda.libdevice is not among the names"),
+    ("def f(x: print(1)):\n    pass", "annotations are not allowed"),
+    ("def f(x) -> print(1):\n    pass", "annotations are not allowed"),
+    ("x: print(1) = 2", "not allowed at the top"),
+    ("def f(x):\n    return '{0.__class__}'.format(x)", ".format"),
+    ("def f(x):\n    @print\n    def g():\n        pass", "the only decorator allowed"),
+    ("def my_partial_sums(x):\n    return np.cumsum(x)", "cumsum is not allowed in 01.serial-scan"),
+    ("def my_partial_sums(x):\n    return np.add.accumulate(x)", "accumulate is not allowed in 01.serial-scan"),
+    ("x = '\ud800'", "cannot be parsed"),
 ])
 def test_allowlist_refuses(code, found):
     chapter = chapters.read_chapter(LADDER)
-    problems = allowlist.check(code, instructor_source=chapter.exercises[0].source, setup_sources=chapter.setup)
+    problems = allowlist.check(code, instructor_source=chapter.exercises[0].source, setup_sources=chapter.setup,
+                               exercise_id=chapter.exercises[0].id)
+    assert any(found in p for p in problems), problems
+
+
+@pytest.mark.parametrize("exercise_id, old, new, found", [
+    ("10.compact", "return out", "return cuda.to_device(x[mask])", "index by a variable"),
+    ("10.compact", "return out", "return cuda.to_device(x[np.nonzero(mask)])", "nonzero is not allowed"),
+    ("08.rank-two-update", "return A", "return cuda.to_device(A.copy_to_host() - np.outer(u[0], q[0]))", "outer is not allowed"),
+    ("08.rank-two-update", "return A", "return cuda.to_device(A.copy_to_host() - u @ q)", "MatMult is not allowed"),
+])
+def test_allowlist_refuses_the_library_call_that_does_the_exercise(exercise_id, old, new, found):
+    chapter = next(chapters.read_chapter(p) for p in NOTEBOOKS.glob(f"{exercise_id[:2]}_*.ipynb"))
+    source = chapter.exercise(exercise_id).source
+    assert old in source
+    problems = allowlist.check(source.replace(old, new), instructor_source=source, setup_sources=chapter.setup,
+                               exercise_id=exercise_id)
     assert any(found in p for p in problems), problems
 
 
 def test_allowlist_accepts_every_instructor_solution_and_blank():
-    for path in sorted(NOTEBOOKS.glob("0[1-9]_*.ipynb")):
+    for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
         chapter = chapters.read_chapter(path)
         earlier = []
         for exercise in chapter.exercises:
             for source in (exercise.source, exercise.blank):
                 assert allowlist.check(source, instructor_source=exercise.source, setup_sources=chapter.setup,
-                                       earlier_sources=earlier) == [], exercise.id
+                                       earlier_sources=earlier, exercise_id=exercise.id) == [], exercise.id
             earlier.append(exercise.source)
 
 
@@ -277,8 +310,12 @@ def test_collect_names_submissions_by_folder_or_file(tmp_path):
     (tmp_path / "class" / "ann" / ".ipynb_checkpoints" / "x.ipynb").write_text("{}")
     (tmp_path / "class" / "bob").mkdir()
     (tmp_path / "single.ipynb").write_text("{}")
+    (tmp_path / "class" / "ann" / "shadow.ipynb").symlink_to("/etc/shadow")
     found = grading.collect([tmp_path / "class", tmp_path / "single.ipynb"])
-    assert [(s, f) for s, f, _ in found] == [("ann", "01_ladder.ipynb"), ("bob", ""), ("single", "single.ipynb")]
+    assert [(s, f, why) for s, f, _, why in found] == [
+        ("ann", ".ipynb_checkpoints", "hidden folder, not graded"), ("ann", "01_ladder.ipynb", ""),
+        ("ann", "shadow.ipynb", "a symlink: refused, not followed"), ("bob", "", "the submission holds no file"),
+        ("single", "single.ipynb", "")]
 
 
 def test_combine_reports_a_disagreement_as_tampering():
@@ -305,6 +342,7 @@ def test_grade_on_a_dask_cluster_of_two_workers(tmp_path):
     assert {(s, r.status, r.score == r.max_score > 0) for s, r in ladder_rows.items()} == {
         ("solution", "pass", True), ("off_by_one", "fail", False)}
     assert {r.status for r in rows if r.exercise != "01.ladder-step"} == {"not-attempted"}
+    assert {r.sandbox for r in rows} == {"bwrap"}  # the workers graded in the same sandbox
     assert (tmp_path / "out" / "summary.csv").exists()
 
 
@@ -330,3 +368,44 @@ def test_every_chapter_passes_with_the_instructors_solutions_and_not_blank(tmp_p
     every = {e.id for p in paths for e in chapters.read_chapter(p).exercises}
     assert {(r.exercise, r.status) for r in rows if r.submission != "blank"} == {(e, "pass") for e in every}
     assert {(r.exercise, r.status) for r in rows if r.submission == "blank"} == {(e, "not-attempted") for e in every}
+
+
+def test_grade_refuses_without_a_sandbox_unless_told(tmp_path):
+    (tmp_path / "ann").mkdir()
+    env = {**os.environ, "PATH": str(tmp_path), "PYTHONPATH": str(ROOT)}  # no bwrap on the PATH
+    finished = subprocess.run([sys.executable, "-m", "prefixsum", "grade", str(tmp_path / "ann"), "--out", str(tmp_path / "out"),
+                               "--instructor", str(LADDER), "--quiet"], capture_output=True, text=True, env=env)
+    assert finished.returncode == 2 and "--unsafe-no-sandbox" in finished.stderr, finished.stderr
+    assert not (tmp_path / "out").exists()
+    (row,) = batch._grade_file("ann", "", None, "the submission holds no file", {}, {}, runner.Options(isolated=False))
+    assert (row.status, row.sandbox) == ("invalid", "none")
+
+
+@pytest.mark.parametrize("line", [
+    '{"id": "01.serial-scan", "status": "pass", "launches": 0}',  # a verdict the sandbox may not give
+    '{"id": "02.other", "status": "ran", "launches": 0}',  # an exercise not asked for
+    '{"id": "01.serial-scan", "status": "ran", "launches": 0, "extra": 1}',
+    '{"id": "01.serial-scan", "status": "ran", "launches": NaN}',
+    '{"id": "01.serial-scan", "status": "ran", "launches": 0, "lines": [1]}',
+    '[' * 100000,
+    "not json",
+])
+def test_results_from_a_sandbox_are_read_strictly(line):
+    assert results.parse(line, "check", {"01.serial-scan"}) == {}
+
+
+def test_a_check_passes_only_with_the_stored_output_and_a_launch():
+    exercise = chapters.read_chapter(LADDER).exercise("01.ladder-step")
+    printed = {"id": exercise.id, "status": "ran", "message": "", "lines": [PASS_LINE + "\n"], "launches": 3}
+    assert results.parse(json.dumps(printed), "check", {exercise.id})[exercise.id] == printed
+    assert results.check_verdict(exercise, printed, True, "")["status"] == "pass"
+    assert results.check_verdict(exercise, {**printed, "launches": 0}, True, "")["status"] == "fail"
+    assert results.check_verdict(exercise, {**printed, "lines": ["PASS\n"]}, False, "")["status"] == "fail"
+
+
+def test_csv_cells_and_feedback_are_escaped():
+    assert [report.cell(v) for v in ("=1+1", "+x", "-x", "@x", "ann")] == ["'=1+1", "'+x", "'-x", "'@x", "ann"]
+    row = runner.Row("eve\n# heading", "01_ladder.ipynb", "01.ladder-step", 0, 2, "fail", "line 2: [x](javascript:y)",
+                     "a = 1\nb = 2\n", "01_ladder")
+    page = report.feedback(row.submission, [row])
+    assert "\n# heading" not in page and "\\[x\\]" in page and "2 | b = 2" in page

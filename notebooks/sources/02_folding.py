@@ -366,13 +366,24 @@ print(f"n = 256, one tile: {counts['combines']} combines (256 * 8 - 255 = {256 *
       f"{counts['barriers']} barriers per thread, {counts['global_reads']} global reads, {counts['global_writes']} global writes")
 
 # %% [markdown]
-# The fold does almost twice the ladder's combines and twice its barriers, yet on the H200 the
-# two take the same time for large arrays (`benchmarks/scan_throughput.csv`, float32 sums:
-# folding 244 µs, ladder 247 µs at $n = 2^{24}$; 798 µs and 804 µs at $2^{26}$). At two sizes
-# in between they differ by about 20%, once each way (folding 186 µs against the ladder's
-# 237 µs at $2^{22}$, 504 µs against 423 µs at $2^{25}$): single measurements of this kind vary
-# from run to run by that much. A scan does so little arithmetic per byte that memory traffic and launches,
-# not combines, set its speed; chapter 04 looks at those measurements.
+# The fold does almost twice the ladder's combines and twice its barriers. Does it take twice
+# as long? `benchmarks/scan_throughput.csv` holds both, timed on one GPU on float32 sums (the
+# kernels alone, queued between CUDA events; chapter 04 describes the method):
+
+# %%
+from prefixsum.cli import results  # noqa: E402
+
+scan_rows = results.read("scan_throughput.csv", kind="ours", dtype="float32")
+print(f"{scan_rows[0]['device']}, {scan_rows[0]['date']}: median time (us)")
+for log2 in (20, 22, 24, 25, 26):
+    us = {variant: results.value("scan_throughput.csv", "median_us", variant=variant, kind="ours", dtype="float32", n=2**log2)
+          for variant in ("ladder", "folding")}
+    print(f"n = 2^{log2}: ladder {us['ladder']:7.1f}, folding {us['folding']:7.1f}, folding / ladder {us['folding'] / us['ladder']:.2f}")
+
+# %% [markdown]
+# No: at every large size the two take nearly the same time. A scan does so little arithmetic
+# per byte that memory traffic and launches, not combines, set its speed; chapter 04 looks at
+# those measurements.
 #
 # In the names of the prefix-network literature (chapter 03 draws the taxonomy), the mirrored
 # fold uses the pairs of **Kogge–Stone**'s network, with the strides in the reverse order: its

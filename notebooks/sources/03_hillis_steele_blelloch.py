@@ -398,6 +398,26 @@ for n in (32, 64, 128, 256):
 # is what scales: which is why libraries such as CUB scan inside a warp the Hillis–Steele way and
 # combine warps and blocks work-efficiently.
 #
+# **Brent's theorem** makes this precise. A computation of work $W$ and depth $D$ runs on $p$
+# processors in time
+#
+# $$T_p \le \frac{W}{p} + D$$
+#
+# (Brent 1974): run its $D$ levels one after another, each level of $w_i$ operations in
+# $\lceil w_i / p \rceil \le w_i / p + 1$ steps, and add up. Two regimes follow:
+#
+# - **$p \ge W / D$, the threads cover the work** (one tile in one block, a warp): the depth term
+#   dominates and the network with fewer levels wins, whatever its extra work. Hillis–Steele's
+#   $n \log_2 n$ combines cost little when $n$ threads would otherwise wait.
+# - **$p \ll n$** (an array of $2^{26}$ elements on a GPU that runs some $10^5$ threads at once):
+#   $W / p$ dominates and every extra combine costs time, so the work-efficient scan wins.
+#
+# On a GPU a third term hides inside $W / p$: each element must be read and written in global
+# memory, at a fixed number of bytes per second. When that traffic, the same for every scan that
+# reads and writes each element once, takes longer than the combines, neither the work nor the
+# depth sets the time, and work efficiency hardly matters (chapter 04 measures this). Chapters 04,
+# 05 and 07 use the theorem to choose: a tile size, the $L$ of the $k$-step scan, PCR or CR.
+#
 # ## 7. Exercise: the down-sweep
 #
 # ### Exercise 03.blelloch-down-sweep (core, 2 points)

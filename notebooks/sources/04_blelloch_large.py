@@ -290,9 +290,12 @@ print(inspect.getsource(ps.scans.tiles.carry_kernel))
 #
 # At the up-sweep level with `offset` $o$, thread $t$ touches index $o(2t+2) - 1$: neighbouring
 # threads are $2o$ words apart, so only $32 / 2o$ banks are hit and the accesses queue up, $2o$
-# of them per bank (as long as the whole warp works). GPU Gems' fix (its `CONFLICT_FREE_OFFSET`) stores index $i$ at
-# $i + \lfloor i / 32 \rfloor$, written `i + (i >> 5)`: every run of 32 indices moves one bank
-# further, so indices 32 apart no longer share a bank. Worst passes for warp 0 at each up-sweep
+# of them per bank (as long as the whole warp works). GPU Gems 3's fix (chapter 39, Harris,
+# Sengupta and Owens 2007) pads: its `CONFLICT_FREE_OFFSET(n)` is `n >> LOG_NUM_BANKS`, with 16
+# banks on the GPUs of the day, so index $i$ went to $i + \lfloor i / 16 \rfloor$. With today's
+# 32 banks the same idea stores index $i$ at $i + \lfloor i / 32 \rfloor$, written
+# `i + (i >> 5)`: every run of 32 indices moves one bank further, so indices 32 apart no
+# longer share a bank. Worst passes for warp 0 at each up-sweep
 # level of a tile of 512, computed by hand:
 
 
@@ -432,7 +435,11 @@ print(ps.check.tiled(padded_tile, block_size=TILE, threads=THREADS,
 #   included.
 #
 # Throughput counts the $2n$ words a scan must at least move ($2n \times 4$ bytes / time), so a
-# copy is the ceiling. Baselines: a numba copy kernel (one element per thread), PyTorch's
+# copy is the ceiling. Brent's theorem (chapter 03, $T_p \le W/p + D$) says why the ceiling, not
+# the work, should decide at large $n$: with $p$ in the hundred thousands and $n$ in the tens of
+# millions, $W/p$ is a few hundred combines per thread for Hillis–Steele or Blelloch alike, each
+# a few cycles, while the same thread waits far longer for the bytes it must move. A
+# work-efficient tile matters less than a tile that moves few bytes. Baselines: a numba copy kernel (one element per thread), PyTorch's
 # `copy_`, `torch.cumsum` (CUB's single-pass scan) and `cupy.cumsum`. Every result was checked
 # before it was timed. Below, float32 kernel times, without the k-step scan of seed 000
 # (chapter 05) and the hierarchical scan (chapter 06), and with folding left out (the printout
@@ -497,8 +504,9 @@ print(f"at 2^26: Hillis-Steele / Blelloch {kernel_us('hillis_steele', big) / ker
 # - **Padding pays once there is work to do.** From $n = 2^{19}$ on, the padded Blelloch scan is
 #   faster than the plain one at every size, and the saving grows with $n$, to about a fifth of
 #   the time at $2^{24}$ and $2^{26}$ (the lines above). Up to $2^{17}$, where a tile pass has
-#   little to do, the plain layout is a little faster (about a microsecond of 10 to 12): the
-#   padding's extra index arithmetic is all that is left to see. Padded, Blelloch is the fastest
+#   little to do, the plain layout is a little faster (about a microsecond of 10 to 12): a
+#   difference between single medians that this benchmark cannot attribute (the padding's extra
+#   index arithmetic is a guess; nothing here measured it). Padded, Blelloch is the fastest
 #   of this chapter's two-pass scans at $2^{24}$ and $2^{26}$. (The package's `hierarchical`
 #   scan, chapter 06, moves $3n$ words instead of $4n$ and is faster still.)
 # - **Our tiled scans reach about a third of `torch.cumsum`'s speed** at the largest sizes (the
@@ -526,8 +534,8 @@ for variant in ("copy", "ladder", "blelloch"):
         print(f"{variant:<10} {n:>9} {count:>8} {kernel_us(variant, n):>9.1f} {kernel_us(variant, n) / count:>13.1f}")
 
 # %% [markdown]
-# Queued back to back, a launch costs the GPU about 3 to 4 µs while the work is small (the copy
-# kernel's one launch included), and one more level of recursion adds about two such launches:
+# Queued back to back, a launch costs the GPU a few microseconds while the work is small (the
+# `µs per launch` column, the copy kernel's one launch included), and one more level of recursion adds about two such launches:
 # the ladder's time steps up from $2^{16}$ to $2^{17}$, Blelloch's from $2^{18}$ to $2^{19}$ (where
 # the data also double).
 # From about $2^{20}$ on, the time grows with $n$: the GPU's work outweighs the launches.
@@ -550,13 +558,14 @@ print(f"a whole call takes longer than its kernels by {min(host_extra.values()):
       f"median {np.median(list(host_extra.values())):.0f} µs")
 
 # %% [markdown]
-# The difference between the two columns is what Python costs per call: never less than about
-# 175 µs, several times the kernels' own time up to $2^{23}$, and still half as much again as the
-# kernels at $2^{26}$. It is also noisy: the host's clock catches everything else the machine
+# The difference between the two columns is what Python costs per call (its smallest value is
+# printed last): several times the kernels' own time up to $2^{23}$, and still half as much
+# again as the kernels at $2^{26}$. It is also noisy: the host's clock catches everything else the machine
 # does, and single sizes jump to several times their neighbours (compare $2^{15}$ with $2^{14}$
 # and $2^{16}$). A call on a numpy array adds the copies to and from the GPU, which at large $n$
 # cost far more than the scan. For a scan of a few thousand elements, then, it is the host that
-# decides: the GPU's three launches take about 10 µs, the call around it twenty times as long.
+# decides: the call takes many times as long as the GPU's three launches (the `call / kernel`
+# column).
 #
 # The int32 measurements in the same file give about the same kernel times as float32 at the
 # largest sizes. Left to their defaults, `torch.cumsum` and `cupy.cumsum` would follow numpy and
@@ -578,7 +587,7 @@ for variant in ("blelloch", "ladder", "torch.cumsum", "cupy.cumsum"):
 # | depth | $2\log_2 T + 2$ barriers per tile pass, $\lceil \log_T n \rceil$ levels, $2\lceil \log_T n \rceil - 1$ launches |
 # | global memory | $\approx 2n$ reads + $2n$ writes (a single-pass scan: $n + n$) |
 # | shared memory | $T + T/32$ cells per block (with padding) |
-# | on a GPU, $n = 2^{26}$ float32 (section 4) | about 3 times a copy kernel's time, about 0.4 times `torch.cumsum`'s speed; padding saves about a fifth; a whole call adds at least about 175 µs of Python |
+# | on a GPU, $n = 2^{26}$ float32 (section 4) | about 3 times a copy kernel's time, about 0.4 times `torch.cumsum`'s speed; padding saves about a fifth; a whole call adds far more time in Python than a small scan's kernels take |
 #
 # **Questions.**
 # 1. With tiles of 512, how many levels of recursion and launches does a scan of $2^{30}$
@@ -588,7 +597,7 @@ for variant in ("blelloch", "ladder", "torch.cumsum", "cupy.cumsum"):
 #    word) no conflict?
 # 3. For 8-byte elements (float64), which index pattern is conflict-free, and would
 #    `i + (i >> 5)` still be the right padding?
-# 4. For $n \le 2^{12}$ the kernels of every tiled scan take about 10 µs (three launches),
+# 4. For $n \le 2^{12}$ the kernels of every tiled scan take a few launches' worth of time (section 4),
 #    but a whole `ps.scan` call of the ladder takes about twenty times as long (section 4).
 #    Where does the rest go? Estimate what one numba launch costs on the host, and name two
 #    ways to make a whole scan of $2^{12}$ elements faster.

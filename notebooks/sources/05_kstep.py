@@ -343,10 +343,15 @@ print(inspect.getsource(kstep._correct_run))
 # %% [markdown]
 # ## 8. How $L$ trades steps against serial work
 #
-# A small $L$ means many levels: $s^* \approx \log_L n - 1$, so $2s^*+3$ steps, each a launch
+# A small $L$ means many levels: $s^* = \max(0, \lceil \log_L n \rceil - 2)$ (the top level
+# $K_{s^*+1} \approx n / L^{s^*+1}$ must hold at most $L$ values), so $2s^*+3$ steps, each a launch
 # or a barrier. A large $L$ means few steps, but each thread adds up to $L$ elements one after
 # another, and fewer threads work: $K_1 = n/L$ in the widest step, one thread in the top step.
-# The depth, steps times serial work, is about $2L\log_L n$. The tracer counts it all for a
+# The depth, steps times serial work, is about $2L\log_L n$; the work is about $2n$ whatever $L$
+# (each element is read once in the reduction and once in the correction). By Brent's theorem
+# (chapter 03, $T_p \le W/p + D$) the choice of $L$ matters through the depth only while the
+# threads cover the work, and through the launches and barriers that each of the $2s^*+3$ steps
+# costs on a real GPU. The tracer counts it all for a
 # launch-per-step run of $n = 1000$ (the serial work of a thread is shown as the cells it reads
 # in one step: $L$ for a reduction, $L+1$ for a correction):
 
@@ -468,9 +473,8 @@ print(f"the default options, measured again in scan_throughput.csv: {min(twice):
 # Up to $n = 2048$ the whole scan is one launch of the one-block kernel, a few times the copy
 # kernel's single launch. At 4096 the buffer no longer fits: the default $L$ now makes 7
 # launches, and the GPU's time grows to a few microseconds per launch. The host sees something
-# else. A whole call with $L = 2$ takes 140 to 170 µs as one launch, and over 700 µs once it
-# is 25 launches at 4096, while the GPU works for less than 60 µs of it: every launch costs the
-# host far more than the GPU. The default options, timed a second time in the other file,
+# else. A whole call with $L = 2$ (the `call` column) takes many times its kernels' time, one
+# launch or 25: every launch costs the host far more than the GPU. The default options, timed a second time in the other file,
 # agree with the sweep within a few percent at every size: with the launches queued, the GPU's
 # time is steady from run to run.
 #
@@ -593,8 +597,8 @@ for n in sweep_n:
           + f" {call[n]:>8.1f} " + (f"{call[n] / kernel[(2, n)]:>13.1f}" if (2, n) in kernel else f"{'-':>13}"))
 
 # %% [markdown]
-# About 20 µs of Python per launch, plus a fixed price for the call: several times what a
-# queued launch costs the GPU. With $L = 2$ a whole call takes several times its kernels' time
+# The fit's slope is the Python of one launch, its intercept the fixed price of the call: both
+# several times what a queued launch costs the GPU. With $L = 2$ a whole call takes several times its kernels' time
 # at every size up to $2^{24}$; only at $2^{26}$ does the GPU's work come close to the host's.
 # (Some sizes jump well above their neighbours, $2^{18}$, $2^{20}$, $2^{21}$ and $2^{25}$: the
 # host's clock also catches whatever else the machine does.)
@@ -687,7 +691,7 @@ for label, options in (("ladder", dict(algorithm="ladder", block_size=256)),
 # | depth | $2s^*+3$ steps of at most $L$ serial combines: $O(L \log_L n)$ | the same, barriers instead of launches |
 # | extra memory | $n/(L-1)$ for $z^0, \dots, z^{s^*}$ (plus the copy of $x$) | all in shared memory, at most 4096 cells |
 # | global memory | about $4n$ reads and $3n$ writes | $n$ reads, $n$ writes |
-# | cost of a step on a GPU | a launch: a few µs of GPU time while steps are small, and about 20 µs of Python on the host (section 9) | a barrier, nanoseconds |
+# | cost of a step on a GPU | a launch: a few microseconds of GPU time while steps are small, and several times that in Python on the host (section 9) | a barrier, nanoseconds |
 #
 # with $s^* = \min\{s : K_{s+1} \le L\}$, $K_{s+1} = \lceil K_s / L \rceil$. The formulas are a
 # reconstruction of seed 000's lost ones.

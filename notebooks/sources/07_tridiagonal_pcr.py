@@ -56,7 +56,7 @@ print(ps.device_info())
 #
 # `tridiag.solve(a, b, c, d, method=...)` takes the three bands and the right-hand side, for one
 # system (shape `(n,)`) or a batch (shape `(batch, n)`), and solves by `"pcr"`, `"cr"`,
-# `"thomas"` or `"hybrid"` (section 12); the default, `"auto"`, takes the method whose whole calls were
+# `"thomas"`, `"hybrid"` (section 12) or `"pivoting"` (section 7); the default, `"auto"`, takes the method whose whole calls were
 # fastest (section 12). Its docstring's example, the matrix $\begin{pmatrix}4&1&0\\1&4&1\\0&1&4\end{pmatrix}$:
 
 # %%
@@ -66,9 +66,10 @@ for method in tridiag.METHODS:
     print(f"{method:>6}: x = {np.round(x, 12)}")
 
 # %% [markdown]
-# None of the three methods **pivots** (exchanges rows to avoid dividing by a small number). That
-# is safe when the matrix is diagonally dominant ($|b_i| > |a_i| + |c_i|$) or symmetric positive
-# definite, which is what the seed's title says; section 7 shows what happens otherwise.
+# None of the methods but `"pivoting"` **pivots** (exchanges rows to avoid dividing by a small
+# number). That is safe when the matrix is diagonally dominant ($|b_i| > |a_i| + |c_i|$) or
+# symmetric positive definite, which is what the seed's title says; section 7 shows what happens
+# otherwise, and what `"pivoting"` does about it.
 #
 # ## 2. From a 3 × 3 elimination to a PCR step
 #
@@ -340,8 +341,8 @@ print("\n".join(" ".join("x" if v else "." for v in line) for line in moved))
 #   rows would cost a write pattern and a barrier, and buy no faster reads.
 #
 # Contiguous subsystems do pay off when they are handed to something else, for instance each to
-# one thread running Thomas once they are small (the hybrid solvers of Zhang, Cohen and Owens,
-# *Fast tridiagonal solvers on the GPU*, PPoPP 2010). The shared kernel:
+# one thread running Thomas once they are small (the PCR-Thomas hybrids of Sakharnykh, GTC 2010;
+# Davidson, Zhang and Owens, IPDPS 2011; Kim, Wu, Chang and Hwu, ICPP 2011). The shared kernel:
 
 # %%
 print(inspect.getsource(pcr.pcr_shared))
@@ -437,6 +438,16 @@ for n in (16, 64, 256):
 # - **PCR through global memory** pays for the $\log_2 n$ factor in global traffic: every step
 #   reads three rows and writes one for every row, $n \lceil \log_2 n\rceil$ row updates, and
 #   every step is a launch. This is the path the package takes for systems larger than a block.
+# - **Which wins: Brent's theorem** (chapter 03), $T_p \le W/p + D$ on $p$ threads. PCR has
+#   $W \approx n \log_2 n$ row updates and $D \approx \log_2 n$ steps; CR $W \approx 2n$ and
+#   $D \approx 2 \log_2 n$; Thomas $W \approx 2n$ and $D \approx 2n$ per system. When the threads
+#   cover the system ($p \ge n$: one thread per row, as in one block per system), PCR's $W/p$ is
+#   $\log_2 n$, no more than its depth, and its halved depth wins. When $p \ll n$ (one system of a
+#   million rows on a GPU that runs some $10^5$ threads at once), $W/p$ dominates: PCR pays its
+#   factor $\log_2 n$ of extra work in full, and the work-efficient methods win: CR, or the
+#   partition method (section 12.2: each thread runs Thomas over a chunk, $W \approx$ a constant
+#   times $n$, and only a small reduced system is left). Section 12's measurements on one system
+#   of $2^{20}$ rows show it: the partition method beats PCR there.
 #
 # ## 7. Is it right, and when is it not?
 #
@@ -505,11 +516,32 @@ for b5 in (0.0, 1e-12):
 # With $b_5 = 10^{-12}$ nothing is zero and no method complains, but PCR multiplies rows 4 and 6
 # by $k = a_i / b_5 \approx 10^{12}$ and subtracts: its $x$ is wrong in the sixth digit, without
 # a word, while LAPACK is exact. Move the small entry elsewhere and CR or Thomas fail instead:
-# without pivoting, *some* matrix always defeats the method. **What to use instead:** a solver that pivots, on the CPU LAPACK's `gtsv`
-# (`scipy.linalg.solve_banded`, or `scipy.linalg.lapack.dgtsv`), on the GPU cuSPARSE's `gtsv2`,
-# whose documentation says it pivots (unlike `gtsv2_nopivot` and `gtsv2StridedBatch`, which, like
-# this package, do not). Or make sure the matrix is dominant or positive definite: chapter 08
-# solves symmetric positive definite systems through PCR for exactly that reason.
+# without pivoting, *some* matrix always defeats the method. **What to use instead:** a solver
+# that pivots. `method="pivoting"` (the last line of each case above) is Gaussian elimination
+# with partial pivoting, one thread per system, as LAPACK's `gtsv` (`scipy.linalg.solve_banded`,
+# `scipy.linalg.lapack.dgtsv`): at each step it takes the larger of the pivot and the entry below
+# it as the pivot, exchanging the two rows, and its $U$ gains one super-diagonal of fill. On the
+# GPU cuSPARSE's `gtsv2` pivots too (diagonal pivoting inside SPIKE partitions), unlike
+# `gtsv2_nopivot` and `gtsv2StridedBatch`. Or make sure the matrix is dominant or positive
+# definite: chapter 08 checks whether its $T$ is positive definite and pivots only where it is
+# not.
+#
+# **Condition numbers.** A small residual is what every solver above reports; what it promises
+# about the error depends on the matrix. With $r = A \hat x - d$ we have $\hat x - x = A^{-1} r$,
+# and since $\lVert d \rVert \le \lVert A \rVert \lVert x \rVert$,
+#
+# $$\frac{\lVert \hat x - x \rVert}{\lVert x \rVert} \le \kappa(A) \,
+# \frac{\lVert r \rVert}{\lVert d \rVert}, \qquad \kappa(A) = \lVert A \rVert \, \lVert A^{-1} \rVert .$$
+#
+# A backward-stable solver (LAPACK, `"pivoting"`; the others on dominant or positive definite
+# matrices) makes $\lVert r \rVert / \lVert d \rVert$ a modest multiple of $n \varepsilon$, so
+# its error is at most about $\kappa(A)\, n \varepsilon$. A strictly diagonally dominant matrix
+# is well conditioned: in the $\infty$-norm $\lVert A^{-1} \rVert \le 1 / \min_i (|b_i| - |a_i|
+# - |c_i|)$, so the systems of this chapter, with a margin of at least 0.5 and rows summing to at
+# most 5.5, have $\kappa_\infty \le 11$. The $b_5 = 10^{-12}$ matrix above is well
+# conditioned too ($\kappa < 100$): PCR's wrong sixth digit is therefore the method's fault, not
+# the matrix's, and its residual, at least the error over $\kappa$, is far above $n \varepsilon$. Exercise 07.residual computes $r$; together
+# with an estimate of $\kappa$ it tells how far $\hat x$ can be from $x$.
 #
 # ## 8. Check
 #
@@ -517,7 +549,7 @@ for b5 in (0.0, 1e-12):
 # 1, 2, 3, 7, 11, 32 and 33, with every new device array and all shared memory poisoned, traces
 # every launch, compares with a float64 reference, and prints one line: PASS, or the first thing
 # that went wrong (a race, a read of an unwritten cell, an index out of bounds, a wrong row) with
-# a hint. The package's three methods:
+# a hint. The package's methods, `"pivoting"` included:
 
 # %%
 for dtype in (np.float64, np.float32):
@@ -734,7 +766,8 @@ for n in (8, 16, 32, 64):
 # would walk alone):
 
 # %%
-bench = results.read("tridiag.csv")
+# The rows of method="pivoting" and cuSPARSE's pivoting solvers come from a run of their own on another GPU (chapter 08).
+bench = [row for row in results.read("tridiag.csv") if "--only-pivoting" not in row["command"]]
 print(f"{bench[0]['device']}, {bench[0]['date']}; every result correct: {all(row['correct'] for row in bench)}")
 for label, timing in sorted({(row["method"] if row["kind"] == "library" else row["kind"], row["timing"]) for row in bench}):
     print(f"  {label:<28} timing: {timing}")
@@ -804,19 +837,24 @@ print("our whole calls / JAX's whole call:", span(whole[m, t, c] / jax_call[t, c
 
 # %% [markdown]
 # Kernel times and whole calls were measured separately, so their difference is what a call
-# costs beyond the GPU's work: roughly the host's part, Python included. JAX's whole call minus
-# cuSPARSE's device time is the same thing for JAX, whose solve calls cuSPARSE:
+# costs beyond the GPU's work: roughly the host's part, Python included. For JAX the same
+# difference holds only where JAX runs the kernel that cuSPARSE's row timed. In jaxlib's
+# CUDA lowering of `tridiagonal_solve` (by a reading of its source, not a measurement) a
+# batch goes to `gtsv2StridedBatch`, the routine timed here, but a single system to `gtsv2`,
+# cuSPARSE's *pivoting* solver, another kernel altogether: so JAX's call minus cuSPARSE's device
+# time is printed for the batches only. (Timing JAX's own kernels, with CUPTI or Nsight, would
+# settle it for every shape.)
 
 # %%
 print(f"{'whole call - kernels (us)':<26}" + "".join(f" {m:>8}" for m in OURS) + "   JAX call - cuSPARSE device (us)")
 for dtype in DTYPES:
     for case in CASES:
         print(f"{dtype:<8} {case_label(*case):>11}{'':6}" + "".join(f" {whole[m, dtype, case] - kernels[m, dtype, case]:>8.1f}" for m in OURS)
-              + f"   {jax_call[dtype, case] - cusparse[dtype, case]:>8.1f}")
+              + (f"   {jax_call[dtype, case] - cusparse[dtype, case]:>8.1f}" if case[0] > 1 else "   (JAX calls gtsv2 here)"))
 print("\nours, on the batches (one launch each), us:",
       span((whole[m, t, c] - kernels[m, t, c] for m in OURS for t in DTYPES for c in BATCHES), 1))
 print("ours, on one system of 2^20, us:", span((whole[m, t, CASES[-1]] - kernels[m, t, CASES[-1]] for m in ("pcr", "cr") for t in DTYPES), 1))
-print("JAX, us:", span((jax_call[t, c] - cusparse[t, c] for t in DTYPES for c in CASES), 1))
+print("JAX, on the batches, us:", span((jax_call[t, c] - cusparse[t, c] for t in DTYPES for c in BATCHES), 1))
 print("beyond the kernels more than the kernels themselves, for every call of ours:",
       all(whole[m, t, c] - kernels[m, t, c] > kernels[m, t, c] for m in OURS for t in DTYPES for c in CASES if c[0] > 1 or m != "thomas"))
 
@@ -847,19 +885,28 @@ print("PCR's float32 kernels faster than its float64 kernels in every case:",
       "| float64 / float32:", span(kernels["pcr", "float64", c] / kernels["pcr", "float32", c] for c in CASES))
 
 # %% [markdown]
-# The same times drawn against $n$ (each shape has its own $n$; the batch shrinks as $n$ grows):
-# our kernels and PCR's whole call beside cuSPARSE's device time and JAX's whole call.
+# The same times as grouped bars, one group per shape (the shapes are unrelated: each has its
+# own batch and $n$, so no line joins them): our kernels and PCR's whole call beside cuSPARSE's
+# device time and JAX's whole call.
 
 # %%
 series = {("pcr", "ours (kernels)"): "PCR (kernels)", ("cr", "ours (kernels)"): "CR (kernels)",
           ("thomas", "ours (kernels)"): "Thomas (kernels)", ("pcr", "ours (whole call)"): "PCR (whole call)",
           (CUSPARSE, "library"): "cuSPARSE gtsv2StridedBatch (device)", (JAX, "library"): "JAX (whole call)"}
+import matplotlib.pyplot as plt  # noqa: E402
+
 for dtype in DTYPES:
-    plot_rows = [{"n": row["n"], "median_us": row["median_us"], "series": series[row["method"], row["kind"]]}
-                 for row in bench if row["dtype"] == dtype and (row["method"], row["kind"]) in series]
-    ax = ps.viz.throughput(plot_rows, x="n", y="median_us", group="series",
-                           title=f"tridiagonal solves, {bench[0]['device']}, {dtype}: 16384 x 64, 4096 x 256, 512 x 512, 1 x 2^20")
-    _ = ax.set_ylabel("median time (us)")
+    fig, ax = plt.subplots(figsize=(9, 3.2))
+    width = 1 / (len(series) + 1)
+    for k, (key, label) in enumerate(series.items()):
+        heights = [next((row["median_us"] for row in bench if (row["method"], row["kind"]) == key
+                         and row["dtype"] == dtype and (row["batch"], row["n"]) == case), np.nan) for case in CASES]
+        ax.bar(np.arange(len(CASES)) + k * width, heights, width, label=label)  # NaN: not measured (Thomas, 1 x 2^20)
+    ax.set_xticks(np.arange(len(CASES)) + width * (len(series) - 1) / 2, [case_label(*case) for case in CASES])
+    ax.set_yscale("log")
+    ax.set_ylabel("median time (us), log scale")
+    ax.set_title(f"tridiagonal solves, {bench[0]['device']}, {dtype}")
+    _ = ax.legend(fontsize=7, ncol=3)
 
 # %% [markdown]
 # What this shows, plainly (every figure below is printed by one of the cells above):
@@ -877,8 +924,8 @@ for dtype in DTYPES:
 #   every case, although CR does fewer row operations (section 6: twice the barriers, and most
 #   threads idle in most steps).
 # - **On the batches, bytes do not set the time.** PCR's kernels move their least traffic at
-#   about 110 to 260 GB/s there, a small fraction of what the GPU's memory delivers (a few
-#   TB/s). float32 is faster than float64 in every case, but by 1.15 to 1.42 times, not by the
+#   the rates of the last column above, a small fraction of what the GPU's memory delivers (a
+#   few terabytes a second). float32 is faster than float64 in every case, but by 1.15 to 1.42 times, not by the
 #   factor of 2 in bytes. The candidates are latency (a barrier per step, two divisions per row update,
 #   the integer divisions of `locate`); the benchmark does not separate them. One run per case:
 #   differences of some tens of percent may be noise.
@@ -897,8 +944,10 @@ for dtype in DTYPES:
 # ## 12. The hybrid: a few PCR steps, then Thomas
 #
 # Section 11 left PCR several times behind cuSPARSE on the batches, with the bytes far from
-# setting the time. The way out in the literature (Zhang, Cohen and Owens 2010; the Thomas-PCR
-# hybrid of Laszlo, Giles and Appleyard 2016) is to **stop PCR early**. After $k$ steps a
+# setting the time. The way out in the literature (Sakharnykh 2010; Davidson, Zhang and Owens
+# 2011; Kim, Wu, Chang and Hwu 2011; the Thomas-PCR hybrid of Laszlo, Giles and Appleyard 2016;
+# Zhang, Cohen and Owens 2010 combine CR with PCR and with recursive doubling instead) is to
+# **stop PCR early**. After $k$ steps a
 # system of $m$ rows has split into $2^k$ independent interleaved systems (rows
 # $r, r + 2^k, r + 2 \cdot 2^k, \dots$), each of about $m / 2^k$ rows. Give each of them to one
 # thread, which solves it by Thomas: $2 m / 2^k$ dependent steps, with the least work of all
@@ -1128,27 +1177,37 @@ print("hybrid's whole call beyond its kernels, us:", span((hybrid_call[t, c] - h
       "| on the batches:", span((hybrid_call[t, c] - hyb[t, c] for t in DTYPES for c in BATCHES), 0))
 
 # %% [markdown]
-# **The roofline of the batch.** On the batches the hybrid reads the four bands once and writes
-# $x$ once: $5 \cdot \text{batch} \cdot n$ values, the least any solver can move. Divided by
-# the kernel time, that is the bandwidth it reaches; the roof is what a plain copy reaches on the
-# same GPU (the largest `copy` rate of `benchmarks/scan_throughput.csv`, measured on the same
-# kind of H100). Time against bytes, with the roof as the time a copy of those bytes would take:
+# **A bandwidth bound for the batch.** On the batches the hybrid reads the four bands once and
+# writes $x$ once: $5 \cdot \text{batch} \cdot n$ values, the least any solver can move. Divided
+# by the kernel time, that is the bandwidth it reaches. The bound is the rate a plain copy of
+# about as many bytes reaches on the same kind of GPU (the float32 `copy` rows of
+# `benchmarks/scan_throughput.csv`, the one whose bytes are nearest): a copy of a few MB does not
+# reach the rate of a copy of hundreds. Time against bytes, one line per dtype, with the bound as
+# the time such a copy of those bytes takes:
 
 # %%
-copy_gbps = max(row["gbps"] for row in results.read("scan_throughput.csv") if row["variant"] == "copy")
-print(f"copy: {copy_gbps:.0f} GB/s (scan_throughput.csv)")
+copies = sorted((2 * row["n"] * 4 / 1e6, row["gbps"]) for row in results.read("scan_throughput.csv", variant="copy", dtype="float32"))
+
+
+def copy_gbps(megabytes):
+    """GB/s of the float32 copy in scan_throughput.csv whose bytes (2 n x 4) are nearest, by ratio, to megabytes."""
+    return min(copies, key=lambda copy: abs(np.log(copy[0] / megabytes)))[1]
+
+
+
 print(f"{'dtype':<8} {'batch x n':>11} {'least MB':>9} {'hybrid us':>10} {'GB/s':>7} {'of copy':>8} {'cuSPARSE GB/s':>14}")
 roof_rows, of_copy = [], []
 for dtype in DTYPES:
     for case in BATCHES:
         megabytes = 5 * case[0] * case[1] * np.dtype(dtype).itemsize / 1e6
         rate = megabytes / hyb[dtype, case] * 1e3
-        of_copy.append(rate / copy_gbps)
+        of_copy.append(rate / copy_gbps(megabytes))
         print(f"{dtype:<8} {case_label(*case):>11} {megabytes:>9.1f} {hyb[dtype, case]:>10.1f} {rate:>7.0f} "
-              f"{rate / copy_gbps:>8.0%} {megabytes / cusparse[dtype, case] * 1e3:>14.0f}")
-        roof_rows += [{"MB": megabytes, "us": hyb[dtype, case], "series": "hybrid (kernels)"},
-                      {"MB": megabytes, "us": cusparse[dtype, case], "series": "cuSPARSE (device)"},
-                      {"MB": megabytes, "us": megabytes / copy_gbps * 1e3, "series": "roof: a copy of the same bytes"}]
+              f"{rate / copy_gbps(megabytes):>8.0%} {megabytes / cusparse[dtype, case] * 1e3:>14.0f}")
+        roof_rows += [{"MB": megabytes, "us": hyb[dtype, case], "series": f"hybrid (kernels), {dtype}"},
+                      {"MB": megabytes, "us": cusparse[dtype, case], "series": f"cuSPARSE (device), {dtype}"},
+                      {"MB": megabytes, "us": megabytes / copy_gbps(megabytes) * 1e3,
+                       "series": "bandwidth bound: a copy of about as many bytes"}]
 print("of the copy's rate, on the batches:", span(of_copy))
 ax = ps.viz.throughput(roof_rows, x="MB", y="us", group="series",
                        title=f"batched solves, {bench[0]['device']}: least bytes moved against time")
@@ -1156,11 +1215,9 @@ _ = ax.set_ylabel("median time (us)")
 
 # %% [markdown]
 # Plainly: the hybrid's kernels now take less time than cuSPARSE's on every shape measured
-# (0.37 to 0.66 of it on the batches, 0.86 to 0.88 on one system of $2^{20}$ rows), and its
-# whole call less than JAX's (0.46 to 0.76 of it). On the two large batches it moves the least
-# bytes at 46 to 69% of the copy's rate, float64 closer to the roof than float32 (the same
-# work per row, twice the bytes); 512 systems of 512 rows (5 MB in float32) are too few bytes
-# to keep the GPU busy for long, and a launch's fixed cost weighs more there. One run per
+# (the ratios printed above), and its whole call less than JAX's. The `of copy` column says how
+# close to a copy of about as many bytes it comes, float64 closer than float32 (the same work
+# per row, twice the bytes). One run per
 # case: differences of some percent between runs are noise.
 #
 # **The whole call.** Every launch goes through a `prefixsum.core.launch.Launcher` (cuda.core,
@@ -1294,4 +1351,5 @@ print(ps.check.tridiagonal(my_hybrid_solve))
 # 10. `partition_substitute` redoes each chunk's elimination instead of reading it back. Count the
 #    bytes a level would move if `partition_reduce` stored the eliminated $a'$, $c'$, $d'$ of every
 #    row and the substitution read them, against the bytes it moves now, for $R = 16$ in float32.
-#    Which costs more on the H100, the extra arithmetic or the extra bytes (section 12's roof)?
+#    Which costs more on the GPU of the measurements, the extra arithmetic or the extra bytes
+#    (section 12's bandwidth bound)?

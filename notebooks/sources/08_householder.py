@@ -198,15 +198,16 @@ print("package and numpy steps agree (d, e, Q within 1e-12):",
 # The notes give one matrix $n$ threads (*"tidx = threadIdx.x % d"*). In the package a thread
 # owns **column** `tidx` of its matrix and does everything that writes it; by symmetry column
 # $j$ is also row $j$, and the threads of a matrix then touch consecutive addresses
-# (`w[k, tidx]`): no bank conflicts in shared memory, coalesced in global memory. A step has
-# four phases between barriers:
+# (`w[k, tidx]`): consecutive banks in shared memory (section 3.2 counts what happens between
+# the matrices that share a warp), coalesced in global memory. A step has four phases between
+# barriers:
 #
 # 1. `reflector`: the thread owning row $i$ scales $x$, computes $h, f, g$, stores $u$ in row
 #    $i$ (the notes: *"`sAds[nt + i*n + l] = f - g` // store u"*), $H$ in `hs[i]`, and
 #    $T[i, i-1] = \mathrm{scale} \cdot g$ (the notes' *"`s[gb_index_x*n + i] = scale*g`"*);
 # 2. `project`: every thread $j < i$ computes $p_j = (A u)_j / H$;
 # 3. `correct`: the owner of row $i$ computes $K$ and turns $p$ into $q$ (in the global-memory
-#    path, one matrix per block, the whole block shares phases 1 and 3: section 6.1);
+#    path, one matrix per block, the whole block shares phases 1 and 3: section 6);
 # 4. `update`: every thread $j < i$ updates its column of $A - q u^T - u q^T$.
 #
 # `reflector` and `update` are exercises 08.householder-reflector and 08.rank-two-update; the instructor's version prints the package's code here.
@@ -249,17 +250,21 @@ print(inspect.getsource(hh.tridiagonalize_shared))
 # The host picks `per_block`: as many matrices as fit into 256 threads and 48 KiB of shared
 # memory. The tracer records the real launches, checks every shared-memory access for races,
 # and counts the barriers each thread passes: $4(n-1)$ in the reduction and $n-1$ in the
-# accumulation.
+# accumulation, $5(n-1)$ in all. `householder` launches three kernels (the symmetry check,
+# the reduction, and one that copies $T$'s off-diagonal out); the cell picks the reduction by
+# its name and counts its barriers alone:
 
 # %%
 launches = {}
 for n_traced, batch_traced in ((5, 60), (16, 20)):
     sample = np.random.default_rng(n_traced).normal(size=(batch_traced, n_traced, n_traced))
     run = ps.trace.record(ps.tridiag.householder, (sample + sample.transpose(0, 2, 1)) / 2)
-    launch = launches[n_traced] = run.launches[0]
+    launch = launches[n_traced] = next(found for found in run.launches if found.kernel == "tridiagonalize_shared")
+    barriers = max(phase for (number, _, _), phase in run.barriers_passed().items() if number == launch.number)
     print(f"n = {n_traced:2d}, {batch_traced} matrices: {launch.kernel}, {launch.grid[0]} blocks of {launch.block[0]} threads "
-          f"({launch.block[0] // n_traced} matrices each), {run.counts()['barriers']} barriers = 5 (n - 1), "
-          f"{len(run.races())} races, {len(run.uninitialized_reads())} uninitialized reads")
+          f"({launch.block[0] // n_traced} matrices each), {barriers} barriers, 5 (n - 1) = {5 * (n_traced - 1)}; "
+          f"in the whole run {len(run.races())} races, {len(run.uninitialized_reads())} uninitialized reads")
+    print(f"        the other launches: {', '.join(found.kernel for found in run.launches if found is not launch)}")
 
 # %% [markdown]
 # With $n = 5$: 51 matrices in a block of 255 threads, and the last 9 of the 60 in a second
@@ -273,6 +278,45 @@ for thread in (0, 1, 4, 5, 6, 44, 45, 254):
     matrix = 1 * per_block_5 + slot
     print(f"block 1, threadIdx.x = {thread:3d}: tidx = {tidx}, slot (Qt) = {slot:2d}, matrix (gbx) = {matrix:3d}"
           + ("" if matrix < 60 else "  (no matrix: passes the barriers only)"))
+
+# %% [markdown]
+# **Bank conflicts between matrices.** Within a matrix the threads read `w[k, tidx]`,
+# consecutive words on consecutive banks. But a warp of 32 threads holds two matrices of
+# $n = 16$, and each matrix's slice of shared memory is $n(n+2) = 288$ words long, a multiple
+# of 32: thread `tidx` of the second matrix lands on the same bank as thread `tidx` of the
+# first, a two-way conflict on every column access. `slot_stride` pads the slices apart so that
+# their starts differ by $n$ modulo 32: then the warp's threads `slot * n + tidx` cover 32
+# different banks, as if the two matrices were one. The tracer counts the passes that every
+# warp-wide shared-memory access needs (1 = conflict-free), for the kernel launched on four
+# float32 matrices with the slices unpadded, and padded as `householder` launches it:
+
+# %%
+print(inspect.getsource(hh.slot_stride))
+
+
+def reduce_shared(A, stride):
+    """Launch tridiagonalize_shared on a (count, n, n) host array, all matrices in one block, slices stride apart."""
+    count, n, _ = A.shape
+    q, d, sub = (cuda.device_array(shape, A.dtype) for shape in ((count, n, n), (count, n), (count, n)))
+    shared = ((count - 1) * stride + n * (n + 2)) * A.dtype.itemsize
+    hh.tridiagonalize_shared[1, count * n, 0, shared](cuda.to_device(A), q, d, sub, count, stride)
+    return q.copy_to_host()
+
+
+M = np.random.default_rng(16).normal(size=(4, 16, 16))
+A_banks = ((M + M.transpose(0, 2, 1)) / 2).astype(np.float32)
+for label, stride in (("unpadded", 16 * 18), ("padded", hh.slot_stride(16))):
+    summary = ps.trace.record(reduce_shared, A_banks, stride).conflict_summary()
+    print(f"{label:<8} stride {stride}: {summary['instructions']} warp accesses, {summary['passes']} passes "
+          f"({summary['extra_passes']} beyond one each), the worst {summary['worst']}-way")
+
+# %% [markdown]
+# Padding removes the conflicts between the two matrices of a warp: that is the difference
+# between the two lines. The passes that remain come from the serial phases, where one thread per
+# matrix walks row $i$ (`reflector`, `correct`): the tracer pairs the $k$-th access of each
+# thread of a warp as one instruction, and there those accesses belong to different threads'
+# loops, so its count is an upper bound. The padding costs $(n - n(n+2)) \bmod 32$ words per
+# matrix (16 at $n = 16$), which the host subtracts from the 48 KiB when it picks `per_block`.
 
 # %% [markdown]
 # ### 3.3 Is it right?
@@ -380,8 +424,8 @@ print("Q (T (Q^T x)) = b by hand, vs numpy.linalg.solve, within 1e-12:",
 # %% [markdown]
 # `solve_symmetric` does the same with everything on the device: the reduction, then
 # $Q^T b$ and $Q z$ by the kernel `multiply` (one thread per entry of the result), and in
-# between `tridiag.solve`'s default method, the hybrid of chapter 07 (section 12), which does
-# not pivot either. Checked against `numpy.linalg.solve` on batches of the size of section 3.3,
+# between, for a positive definite $T$, the hybrid of chapter 07 (section 12), which does
+# not pivot either (section 4.1 shows what it does when $T$ is not). Checked against `numpy.linalg.solve` on batches of the size of section 3.3,
 # a small and a large $n$ (5 and 16 on the simulator, 32 and 64 on a GPU), with the error bound
 # of a backward-stable solve ($16 n \varepsilon \, \kappa(A) \, |x|$):
 
@@ -399,6 +443,100 @@ for dtype in (np.float32, np.float64):
         bound = 16 * n * np.finfo(dtype).eps * np.linalg.cond(A64) * np.abs(expected).max(axis=1)
         print(f"{np.dtype(dtype).name}, {which:<5} n: solve_symmetric = numpy.linalg.solve "
               f"within 16 n eps cond(A) |x|: {bool((np.abs(x_gpu - expected).max(axis=1) <= bound).all())}")
+
+# %% [markdown]
+# ### 4.1 When $A$ is not positive definite
+#
+# Seed 003 promises the decomposition of *any* symmetric matrix, and $A = Q T Q^T$ exists for
+# every one. But if $A$ has eigenvalues of both signs, so has $T$, and an elimination without
+# pivoting may divide by a pivot that is tiny or zero although $T$ is perfectly well
+# conditioned. Two such matrices of $n = 16$, both with condition number about 11:
+# $\mathrm{tridiag}(1, 10^{-10}, 1)$ and $\mathrm{tridiag}(1, 0, 1)$. First the route of
+# section 4 by hand, with the non-pivoting hybrid for $T z = y$, against LAPACK
+# (`numpy.linalg.solve`) with the bound of a backward-stable solve,
+# $\|x - x^*\| / \|x^*\| \le 100\, n \varepsilon \kappa(A)$:
+
+# %%
+n_bad = 16
+off = np.ones(n_bad - 1)
+INDEFINITE = {"tridiag(1, 1e-10, 1)": np.diag(np.full(n_bad, 1e-10)) + np.diag(off, 1) + np.diag(off, -1),
+              "tridiag(1, 0, 1)": np.diag(off, 1) + np.diag(off, -1)}
+b_bad = np.random.default_rng(37).normal(size=n_bad)
+
+
+def relative_error(x, A):
+    """||x - x*|| / ||x*|| with x* = numpy.linalg.solve(A, b_bad), and whether it is within 100 n eps kappa(A)."""
+    expected = np.linalg.solve(A, b_bad)
+    error = np.linalg.norm(x - expected) / np.linalg.norm(expected)
+    return error, error <= 100 * n_bad * np.finfo(np.float64).eps * np.linalg.cond(A)
+
+
+for name, A_bad in INDEFINITE.items():
+    d, e, Q = ps.tridiag.householder(A_bad)
+    T_bands = (np.concatenate([[0.0], e]), d, np.concatenate([e, [0.0]]))
+    eigenvalues = np.linalg.eigvalsh(A_bad)
+    print(f"{name}: kappa = {np.linalg.cond(A_bad):.1f}, eigenvalues from {eigenvalues[0]:.2f} to {eigenvalues[-1]:.2f}")
+    try:
+        z = ps.tridiag.solve(*T_bands, Q.T @ b_bad, method="hybrid")
+        print(f"    hybrid (no pivoting): within the bound: {relative_error(Q @ z, A_bad)[1]}")
+    except np.linalg.LinAlgError as error:
+        print(f"    hybrid (no pivoting): LinAlgError: {str(error).split('. ')[0]}")
+
+# %% [markdown]
+# The first answer is wrong without a word (its error is many orders of magnitude above the
+# bound); the second stops at a zero pivot although the matrix is far from singular. The fix has
+# two parts:
+#
+# - **Tell.** $T$ is positive definite exactly when every pivot of $T = L D L^T$ is positive:
+#   $p_0 = d_0$, $p_i = d_i - e_i^2 / p_{i-1}$ (Cholesky's pivots, squared). One thread per
+#   matrix runs this recurrence (`pivoting.positive_definite`) before the solve.
+# - **Pivot where needed.** If some $T$ of the batch is not positive definite, `solve_symmetric`
+#   solves with `method="pivoting"`: Gaussian elimination with partial pivoting, one thread per
+#   system, as LAPACK's `?gtsv`. At each step it takes the larger of the current pivot and the
+#   entry below it, swapping the two rows if needed; a swap puts one extra entry two places
+#   right of the diagonal (fill), so $U$ has two super-diagonals. On a tridiagonal matrix the
+#   entries of $U$ never grow beyond twice the largest of the matrix, so the solve is backward
+#   stable for every nonsingular system. Diagonal pivoting (Erway, Marcia and Tyson; Chang and
+#   Hwu's SPIKE with $1 \times 1$ and $2 \times 2$ Bunch-Kaufman pivots, as cuSPARSE's `gtsv2`)
+#   would keep the symmetry and split one long system over many threads; here the systems are
+#   short (one per matrix of the batch) and the batch supplies the parallelism, so the simpler
+#   method with the simpler proof wins. The module docstring says more, with the measurements
+#   against cuSPARSE (`benchmarks/tridiag.csv`).
+
+# %%
+pivoting = importlib.import_module("prefixsum.tridiag.pivoting")
+print(inspect.getsource(pivoting.gtsv))
+for name, A_bad in INDEFINITE.items():
+    d, e, Q = ps.tridiag.householder(A_bad)
+    T_bands = (np.concatenate([[0.0], e]), d, np.concatenate([e, [0.0]]))
+    z = ps.tridiag.solve(*T_bands, Q.T @ b_bad, method="pivoting")
+    x_fixed = ps.tridiag.solve_symmetric(A_bad, b_bad)
+    print(f"{name}: pivoting by hand within the bound: {relative_error(Q @ z, A_bad)[1]}; "
+          f"solve_symmetric within the bound: {relative_error(x_fixed, A_bad)[1]}")
+try:
+    ps.tridiag.solve_symmetric(np.diag([1.0, 0.0, -2.0, 3.0]), np.ones(4))
+except np.linalg.LinAlgError as error:
+    print("a singular A:", error)
+
+# %% [markdown]
+# ### 4.2 The fair baseline: Cholesky
+#
+# For a symmetric positive definite $A$ the textbook solve is neither LU nor this route but
+# Cholesky, $A = L L^T$: no pivoting (its pivots are positive, as above), backward stable, and
+# $\frac13 n^3$ flops, half of LU's $\frac23 n^3$. Its triangular solves cost $2n^2$. Against it,
+# the Householder route of this chapter spends $\frac{10}{3} n^3$ (section 7):
+
+# %%
+for name, flops in (("Cholesky", 1 / 3), ("LU (torch.linalg.solve)", 2 / 3), ("this chapter's route", 10 / 3)):
+    print(f"{name:<24} {flops:.2f} n^3 flops: {flops / (1 / 3):4.1f} x Cholesky's")
+
+# %% [markdown]
+# Ten times Cholesky's arithmetic: for one solve with one $A$ the Householder route is never the
+# fast way, on a GPU or anywhere. It pays where $T$ itself is worth having: the eigenvalues of
+# $A$, or many shifted systems $(A - \sigma I) x = b$, each a tridiagonal solve of $O(n)$ once
+# $T$ and $Q$ are known (question 4). Section 6 measures the route against PyTorch's LU; a
+# batched Cholesky (`torch.linalg.cholesky` and `cholesky_solve`) is the comparison it still
+# lacks.
 
 # %% [markdown]
 # ## 5. Exercises
@@ -500,7 +638,7 @@ print(ps.check.function(my_rank_two, lambda A, u, q: A - (q[:, :, None] * u[:, N
 #
 # Phases 1 and 3 of a step sum over up to $n$ entries, and in the shared-memory kernel one
 # thread does it while the others wait at the next barrier. The global-memory path (one matrix
-# per block, section 6.1) shares such a sum among all the threads of the block: a **tree
+# per block, section 6) shares such a sum among all the threads of the block: a **tree
 # reduction** in shared memory, $\log_2(\text{threads})$ halvings, each behind a barrier (the
 # classic reduction of Harris's "Optimizing parallel reduction in CUDA"; the up-sweep of chapter
 # 03's Blelloch scan is the same tree). Write the kernel `my_squared_norms(X, h)`: block `b`
@@ -549,213 +687,81 @@ print(ps.check.function(my_norms, lambda X: (X ** 2).sum(axis=1), norm_cases, na
 # %% [markdown]
 # ## 6. On the GPU
 #
-# `benchmarks/householder.py` (the `householder` stage of `bash benchmarks/run_gpu.sh`) ran on
-# one GPU, on batches of random symmetric positive definite matrices in float32 and float64,
-# and checked every result before timing it (`benchmarks/householder.csv`;
-# `benchmarks/README.md` describes the method). Each time is a median of 5, as these calls take
-# up to seconds; the CSV's `timing` column says how each row was measured:
-#
-# - `householder (reduction, events)`: the reduction kernel alone (with the allocation of its
-#   outputs) on matrices already on the device, **queued** behind a short busy kernel between
-#   two CUDA events: the GPU's work, without the host's cost of launching it;
-# - `householder (whole call)` and `solve_symmetric (whole call)`: the package's functions as a
-#   user calls them, from host arrays to host arrays, on the host clock: everything the call
-#   does, the reduction kernel included;
-# - `torch.linalg.eigh` and `torch.linalg.solve` (LU with partial pivoting) on tensors already on
-#   the device, between CUDA events. These calls wait for the GPU themselves, so they could not
-#   be queued ("events, not queued"): their times include the host's part of the call.
-#
-# The device, the date, the PyTorch version, how each row was timed, and the times, all read
-# from the CSV:
+# `benchmarks/householder.py` measured on one GPU, on batches of random symmetric positive
+# definite matrices in float32 and float64, every result checked before it was timed
+# (`benchmarks/README.md` describes the method; medians of 5, as these calls take up to
+# seconds). The package's rows come from `householder_calls.csv` (the `householder_calls`
+# stage): the reduction kernel alone, queued between two CUDA events (the GPU's work without
+# the host's), and `solve_symmetric` as a user calls it, from device arrays and from numpy
+# arrays, on the host clock. PyTorch's rows come from `householder.csv` at the same shapes:
+# `torch.linalg.solve` (LU with partial pivoting) and `torch.linalg.eigh`, between events but not
+# queued, since these calls wait for the GPU themselves. One table, with the ratios the text
+# below uses:
 
 # %%
-bench_rows = results.read("householder.csv")
-print(f"{bench_rows[0]['device']}, {bench_rows[0]['date']}, torch {bench_rows[0]['torch']}; "
-      f"every result correct: {all(row['correct'] for row in bench_rows)}")
-for what, timing in dict.fromkeys((row["what"], row["timing"]) for row in bench_rows):
-    print(f"  {what:<34} timing: {timing}")
-
-REDUCTION, CALL, SOLVE_CALL = "householder (reduction, events)", "householder (whole call)", "solve_symmetric (whole call)"
-EIGH, TORCH_SOLVE = "torch.linalg.eigh", "torch.linalg.solve"
-WHAT = (REDUCTION, CALL, SOLVE_CALL, EIGH, TORCH_SOLVE)
-HEADERS = ("reduction kernel", "householder call", "solve_symmetric", "torch eigh", "torch solve")
+calls_rows, torch_rows = results.read("householder_calls.csv"), results.read("householder.csv")
+print(f"{calls_rows[0]['device']}, {calls_rows[0]['date']} (package) and {torch_rows[0]['date']} (torch {torch_rows[0]['torch']}); "
+      f"every result correct: {all(row['correct'] for row in calls_rows + torch_rows)}")
 DTYPES = ("float32", "float64")
-BENCH_CASES = sorted({(row["batch"], row["n"]) for row in bench_rows}, key=lambda case: case[1])
-
-
-def ms(what, dtype, batch, n):
-    """median_us of the one matching row of householder.csv, in milliseconds."""
-    return results.value("householder.csv", "median_us", what=what, dtype=dtype, batch=batch, n=n) / 1000
-
-
-times = {(what, dtype, case): ms(what, dtype, *case) for what in WHAT for dtype in DTYPES for case in BENCH_CASES}
-print(f"\nmedian time (ms)\n{'dtype':<8} {'batch x n':>11}" + "".join(f" {h:>17}" for h in HEADERS))
-for dtype in DTYPES:
-    for case in BENCH_CASES:
-        print(f"{dtype:<8} {f'{case[0]} x {case[1]}':>11}" + "".join(f" {times[w, dtype, case]:>17.2f}" for w in WHAT))
-
-# %% [markdown]
-# The same as ratios: the whole `householder` call against its reduction kernel (and their
-# difference), `eigh` against the reduction kernel, `solve_symmetric` and the reduction kernel
-# against `torch.linalg.solve`, and `solve_symmetric`'s whole call against `householder`'s:
-
-# %%
-ratios = (("call / kernel", lambda t, c: times[CALL, t, c] / times[REDUCTION, t, c]),
-          ("call - kernel (ms)", lambda t, c: times[CALL, t, c] - times[REDUCTION, t, c]),
-          ("eigh / kernel", lambda t, c: times[EIGH, t, c] / times[REDUCTION, t, c]),
-          ("solve_sym / torch", lambda t, c: times[SOLVE_CALL, t, c] / times[TORCH_SOLVE, t, c]),
-          ("kernel / torch solve", lambda t, c: times[REDUCTION, t, c] / times[TORCH_SOLVE, t, c]),
-          ("solve_sym / call", lambda t, c: times[SOLVE_CALL, t, c] / times[CALL, t, c]))
-print(f"{'dtype':<8} {'batch x n':>11}" + "".join(f" {name:>21}" for name, _ in ratios))
-for dtype in DTYPES:
-    for case in BENCH_CASES:
-        print(f"{dtype:<8} {f'{case[0]} x {case[1]}':>11}" + "".join(f" {ratio(dtype, case):>21.2f}" for _, ratio in ratios))
-
-SMALL = [case for case in BENCH_CASES if case[0] == 10000]
-LARGE = (100, 512)
-
-
-def span(values):
-    values = list(values)
-    return f"{min(values):.2f} to {max(values):.2f}"
-
-
-print("\nhouseholder's whole call / its reduction kernel, batches of 10000:",
-      span(times[CALL, t, c] / times[REDUCTION, t, c] for t in DTYPES for c in SMALL),
-      "| 100 x 512:", span(times[CALL, t, LARGE] / times[REDUCTION, t, LARGE] for t in DTYPES))
-print("eigh slower than our reduction kernel in every case:",
-      all(times[EIGH, t, c] > times[REDUCTION, t, c] for t in DTYPES for c in BENCH_CASES))
-print("eigh at 10000 x 64, per matrix (ms):", ", ".join(
-    f"{t} {times[EIGH, t, (10000, 64)] / 10000:.2f}" for t in DTYPES))
-print("solve_symmetric's whole call shorter than householder's in every case:",
-      all(times[SOLVE_CALL, t, c] < times[CALL, t, c] for t in DTYPES for c in BENCH_CASES))
-print("reduction kernel at 100 x 512, float32 / float64:", f"{times[REDUCTION, 'float32', LARGE] / times[REDUCTION, 'float64', LARGE]:.2f}")
+CASES = sorted({(row["batch"], row["n"]) for row in calls_rows}, key=lambda case: case[1])
+COLUMNS = {"reduction kernel": ("householder_calls.csv", "householder (reduction, events)"),
+           "solve_symmetric, device": ("householder_calls.csv", "solve_symmetric (whole call, device arrays)"),
+           "solve_symmetric, numpy": ("householder_calls.csv", "solve_symmetric (whole call, numpy)"),
+           "torch solve": ("householder.csv", "torch.linalg.solve"),
+           "torch eigh": ("householder.csv", "torch.linalg.eigh")}
+ms = {(column, t, case): results.value(name, "median_us", what=what, dtype=t, batch=case[0], n=case[1]) / 1000
+      for column, (name, what) in COLUMNS.items() for t in DTYPES for case in CASES}
+RATIOS = {"ours / torch solve": lambda t, c: ms["solve_symmetric, device", t, c] / ms["torch solve", t, c],
+          "numpy / device": lambda t, c: ms["solve_symmetric, numpy", t, c] / ms["solve_symmetric, device", t, c],
+          "eigh / kernel": lambda t, c: ms["torch eigh", t, c] / ms["reduction kernel", t, c]}
+print(f"\nmedian (ms)          " + "".join(f"{column:>24}" for column in COLUMNS) + "".join(f"{ratio:>20}" for ratio in RATIOS))
+for t in DTYPES:
+    for c in CASES:
+        print(f"{t:<8} {f'{c[0]} x {c[1]}':>11} " + "".join(f"{ms[column, t, c]:>24.2f}" for column in COLUMNS)
+              + "".join(f"{ratio(t, c):>20.1f}" for ratio in RATIOS.values()))
+print(f"\nflops of this route / LU's: {(10 / 3) / (2 / 3):.0f} (section 7)")
 
 # %%
-plot_rows = [{"n": row["n"], "ms": row["median_us"] / 1000, "what": row["what"]}
-             for row in bench_rows if row["dtype"] == "float64" and row["batch"] == 10000]
-ax = ps.viz.throughput(plot_rows, x="n", y="ms", group="what",
-                       title=f"10,000 float64 matrices, {bench_rows[0]['device']}: time against n")
-_ = ax.set_ylabel("median time (ms)")
+import matplotlib.pyplot as plt  # noqa: E402
+
+fig, ax = plt.subplots(figsize=(9, 3.5))
+width = 1 / (len(COLUMNS) + 1)
+for k, column in enumerate(COLUMNS):
+    ax.bar([i + k * width for i in range(len(CASES))], [ms[column, "float64", c] for c in CASES], width, label=column)
+ax.set_xticks([i + width * (len(COLUMNS) - 1) / 2 for i in range(len(CASES))], [f"{b} x {n}" for b, n in CASES])
+ax.set_yscale("log")
+ax.set_ylabel("median time (ms), log scale")
+ax.set_title(f"float64, {calls_rows[0]['device']}: each bar one call or kernel")
+_ = ax.legend(fontsize=8, ncol=3)
 
 # %% [markdown]
-# At $n = 512$ the package takes the global-memory path: one block per matrix, with (as
-# `_tridiagonalize` chooses) as many threads as $n$ rounded up to whole warps, at most
-# `GLOBAL_THREADS`. A rough count of the longest path through the kernel, from the code of
-# section 3: the serial loops of `reflector` and `correct` (about $4i$ iterations at step $i$,
-# in one thread while the others wait), plus the column loops of `project`, `update` and
-# `accumulate` of thread 0, which owns the most columns. Divided into the reduction kernel's
-# time, it gives a time per loop iteration (an estimate from the code, not a profile):
-
-# %%
-n_big = LARGE[1]
-threads_big = min(-(-n_big // 32) * 32, hh._common.GLOBAL_THREADS)
-columns = range(0, n_big, threads_big)  # thread 0's columns
-serial = sum(4 * i for i in range(2, n_big))  # reflector: scale and h; correct: u.p and q
-column_loops = sum(4 * i * sum(1 for j in columns if j < i) for i in range(1, n_big))  # project i, update i, accumulate 2i
-print(f"n = {n_big}: {threads_big} threads per matrix, thread 0 owns columns {list(columns)}")
-print(f"loop iterations on the longest path (millions): serial {serial / 1e6:.2f}, thread 0's columns {column_loops / 1e6:.2f}, "
-      f"total {(serial + column_loops) / 1e6:.2f}")
-for dtype in DTYPES:
-    print(f"{dtype}: reduction kernel (ms) {times[REDUCTION, dtype, LARGE]:.2f}, "
-          f"ns per iteration {times[REDUCTION, dtype, LARGE] * 1e6 / (serial + column_loops):.0f}")
-
-# %% [markdown]
-# What the numbers say (every figure below is printed by the cells above; float64 unless
-# noted):
+# What the table says (every figure is in the table or its ratio columns):
 #
-# - **Against `torch.linalg.eigh`, many small matrices.** Our reduction kernel takes 0.28 ms,
-#   1.92 ms and 11.67 ms for 10,000 matrices of 16, 32 and 64; `eigh` takes 2.75 ms, 8.96 ms and
-#   **7447.73 ms**: about 10, 4.7 and 638 times longer (float32 at 64: 8.44 ms against 7961.83 ms).
-#   `eigh` is slower than our kernel in every case of the table. The jump between 32 and 64 is
-#   PyTorch's. In its source as we read it (`linalg_eigh_cusolver` in
+# - **Against `torch.linalg.solve`, our route loses by a wide margin** at every shape ("ours /
+#   torch solve"). That is no surprise: LU needs $\frac23 n^3$ flops, this route five times
+#   as many, and a solve with a symmetric positive definite $A$ would better be set against
+#   Cholesky (section 4.2). The Householder route pays where $T$ itself is wanted.
+# - **Against `torch.linalg.eigh`, our reduction kernel is faster** ("eigh / kernel" above 1),
+#   but the comparison is not like for like: `eigh` computes every eigenvalue and eigenvector,
+#   our kernel only $T$ and $Q$, the first part of that work. At $n = 64$ the gap is widest; in
+#   PyTorch's source as we read it (`linalg_eigh_cusolver` in
 #   `aten/src/ATen/native/cuda/linalg/BatchLinearAlgebraLib.cpp`; a reading, not a measurement)
-#   a batch of matrices up to $n = 32$ goes to cuSOLVER's batched Jacobi solver, and larger ones
-#   are solved **one matrix after another** (`syevd`, or `syevj` for float32 up to 512): here
-#   0.74 ms a matrix (float32: 0.80 ms), 10,000 times. The comparison is not like for like:
-#   `eigh` computes all eigenvalues and eigenvectors; our kernel only the first part of that
-#   work, $T$ and $Q$ (`syevd` itself starts with such a reduction; Jacobi does not reduce at
-#   all). An eigensolver built on our reduction would still have to solve the tridiagonal
-#   eigenproblem.
-# - **Against `torch.linalg.solve`.** `solve_symmetric` takes 515.98 ms for 10,000 systems of 64;
-#   `torch.linalg.solve` 3.41 ms, 151 times less. Even our reduction kernel alone is 3.42 times
-#   torch's solve there (between 1.9 and 4.2 times on the batches of 10,000, and 47 to 49 times at
-#   $n = 512$). For one solve, LU needs $\frac23 n^3$ flops, our route about $\frac{10}{3} n^3$
-#   (section 7). The Householder route pays off when $T$ itself is wanted: eigenvalues, or
-#   shifted systems $(A - \sigma I) x = b$ for many $\sigma$ (question 4).
-# - **The whole call against the kernel.** On the batches of 10,000, `householder`'s whole call
-#   takes 46 to 120 times as long as its reduction kernel: 708.61 ms against 11.67 ms at
-#   $n = 64$, a difference of about 697 ms. At $n = 512$, where the kernel itself is slow, the
-#   call takes 2.1 to 2.3 times the kernel. Besides the kernel, the call (`householder` in
-#   `prefixsum/tridiag/householder.py`, as it was then) checked on the host that $A$ is finite and symmetric,
-#   copies $A$ to the device, and copies $d$, $e$ and $Q$ back; `solve_symmetric`, which returns $x$ instead of $Q$ and runs
-#   two more small kernels and PCR, takes less time than `householder` in every case (0.73 to
-#   0.96 of it). The CSV times only the whole calls and the kernel, so it does not say how the
-#   difference divides among these steps (question 6).
-# - **$n = 512$, 100 matrices: the global-memory path.** Reduction kernel 307.43 ms, `eigh`
-#   478.90 ms (float32: 276.22 ms against 1459.86 ms); `torch.linalg.solve` 6.22 ms. Here our
-#   kernel is slow: one block of 256 threads per matrix, and 100 blocks are fewer than the
-#   GPU's multiprocessors (132 on an H100 SXM), so the kernel time is the time of one matrix. In
-#   each step one thread computes the scale and $h$ (`reflector`) and then $u \cdot p$ and $q$
-#   (`correct`), loops of length $i$, while the other 255 threads wait at the barrier: **the
-#   serial part of this kernel** as it was measured here (section 6.1 replaces it). The count above puts some 1.44
-#   million loop iterations on the longest path, about 190 (float32) to 210 (float64) ns each:
-#   of the order of a global-memory access's latency, not of a multiply-add's time, with only 8
-#   warps per multiprocessor to hide it. That float32 takes nearly as long as float64 (0.90 of
-#   its time) fits this picture; the counts are an estimate from the code, not a profile.
-
-# %% [markdown]
-# ### 6.1 Without the host in the way
-#
-# The whole calls above were measured before `householder` and `solve_symmetric` changed:
-# they checked on the host that $A$ is finite and symmetric (most of the 708 ms at 10,000 × 64),
-# took only host arrays, and the global path summed with one thread. Now they accept device
-# arrays and return device arrays (numpy in, numpy out as before, with one transfer each way);
-# the check runs on the device, one block per matrix (`check_matrices`: the largest magnitude
-# by a block-wide tree, then every pair $a_{ij}, a_{ji}$ against the bound, the first failing
-# entry found by an atomic minimum), and only one number per matrix comes back; in the global
-# path the whole block shares the sums of `reflector` and `correct` (`block_sum`, exercise
-# 08.parallel-norm; the instructor's version prints the package's code here):
+#   batches of matrices up to $n = 32$ go to cuSOLVER's batched Jacobi solver and larger ones
+#   are solved one matrix after another.
+# - **From numpy arrays the transfers dominate** the small matrices ("numpy / device"): $A$
+#   crosses to the device and $x$ back through pageable host memory, while from device arrays
+#   the call costs little beyond its kernels.
+# - **$n = 512$ takes the global-memory path**: one block per matrix, and 100 blocks are fewer
+#   than the GPU's multiprocessors (an H100 SXM has 132), so the kernel time is the time of one
+#   matrix, all of its $O(n^3)$ work in global memory. There the whole block shares the sums of
+#   `reflector` and `correct` (`block_sum`, exercise 08.parallel-norm; the instructor's version
+#   prints the package's code here):
 
 # %% tags=["instructor"]
 print(inspect.getsource(hh.block_sum))
 
 # %%
 print(inspect.getsource(hh.correct_parallel))
-
-# %% [markdown]
-# `benchmarks/householder.py --calls` (the `householder_calls` stage) measured the calls again,
-# from device arrays (results left on the device, synchronized) and from numpy arrays, beside the
-# reduction kernel, in one run (`benchmarks/householder_calls.csv`):
-
-# %%
-calls_rows = results.read("householder_calls.csv")
-print(f"{calls_rows[0]['device']}, {calls_rows[0]['date']}; every result correct: {all(r['correct'] for r in calls_rows)}")
-CALLS = ("householder (reduction, events)", "householder (whole call, device arrays)", "householder (whole call, numpy)",
-         "solve_symmetric (whole call, device arrays)", "solve_symmetric (whole call, numpy)")
-CALL_CASES = sorted({(row["batch"], row["n"]) for row in calls_rows}, key=lambda case: case[1])
-call_ms = {(what, t, c): results.value("householder_calls.csv", "median_us", what=what, dtype=t, batch=c[0], n=c[1]) / 1000
-           for what in CALLS for t in DTYPES for c in CALL_CASES}
-print(f"\n{'median (ms)':<20}{'kernel':>10}{'hh device':>11}{'hh numpy':>10}{'solve dev':>11}{'solve np':>10}"
-      f"{'hh device / kernel':>20}")
-for t in DTYPES:
-    for c in CALL_CASES:
-        print(f"{t:<8} {f'{c[0]} x {c[1]}':>11}" + "".join(f"{call_ms[w, t, c]:>10.2f} " for w in CALLS)
-              + f"{call_ms[CALLS[1], t, c] / call_ms[CALLS[0], t, c]:>19.2f}")
-big = ("float64", (10000, 64))
-print(f"\n10000 x 64 float64: whole call from device arrays / kernel = {call_ms[CALLS[1], big[0], big[1]] / call_ms[CALLS[0], big[0], big[1]]:.2f}"
-      f" (target: at most 2); from numpy / kernel = {call_ms[CALLS[2], big[0], big[1]] / call_ms[CALLS[0], big[0], big[1]]:.1f}; "
-      f"before: {times[CALL, big[0], big[1]]:.0f} ms from numpy")
-print("n = 512 reduction kernel, before -> now (ms):",
-      "; ".join(f"{t} {times[REDUCTION, t, (100, 512)]:.0f} -> {call_ms[CALLS[0], t, (100, 512)]:.0f}" for t in DTYPES))
-
-# %% [markdown]
-# From device arrays, a call now costs little beyond its kernel: at 10,000 × 64 the difference is
-# the symmetry check (one pass over the matrices and one comparison of each pair) and the launches.
-# From numpy arrays the transfers dominate: $A$ in and $Q$ out are each 327 MB in float64,
-# through pageable host memory. At $n = 512$ the block-wide sums made the float32 reduction faster
-# but not the float64 one: every sum now costs $\log_2 256 = 8$ more barriers, against loops
-# that were $i$ long in one thread; the longest path is shorter, the barriers more numerous.
 
 # %% [markdown]
 # ## 7. Summary
@@ -782,15 +788,15 @@ print("n = 512 reduction kernel, before -> now (ms):",
 #    would updating one triangle save, and what would it cost in memory access (which
 #    addresses would the threads of a warp touch)?
 # 3. In the shared-memory path one thread sums $h$ and $u \cdot p$ while the others wait; the
-#    global path now uses a block-wide tree (`block_sum`, section 6.1). How many barrier phases
+#    global path uses a block-wide tree (`block_sum`, section 6). How many barrier phases
 #    does the tree add per step, and how much shorter is the longest path at $n = 512$ with 256
 #    threads? Why does the shared path, with several matrices in a block, not use it as it is?
 # 4. Once $A = Q T Q^T$ is known, how much does solving $(A - \sigma I) x = b$ cost for a new
 #    shift $\sigma$? Compare with a new LU factorisation of $A - \sigma I$.
 # 5. Why are the last row and column of $Q$ those of the identity? Which would it be if the
 #    reduction went from the first row down?
-# 6. Section 6 found `householder`'s old whole call many times slower than its reduction kernel
-#    on the batches of 10,000 matrices; section 6.1 moved the check to the device. List what
-#    the call from numpy arrays still does besides the kernel (read `householder` and
-#    `_check_matrices` in `prefixsum/tridiag/householder.py`) and estimate each step's time from
-#    the bytes it moves. What would pinned host memory change?
+# 6. Section 6's table finds `solve_symmetric`'s call from numpy arrays several times slower
+#    than its call from device arrays on the batches of 10,000 matrices. List what the call
+#    from numpy arrays does besides the kernels (read `solve_symmetric` and `_check_matrices` in
+#    `prefixsum/tridiag/householder.py`) and estimate each step's time from the bytes it moves.
+#    What would pinned host memory change?

@@ -13,8 +13,8 @@
 #
 # The hierarchical scan of chapter 06 reads its input twice (once to reduce each tile, once to
 # rescan it with the carry) and writes it once: $3n$ words of global memory, where a copy moves
-# $2n$; on an H100 its kernels stayed well below a copy's bandwidth and slower than `torch.cumsum`
-# (chapter 06). `torch.cumsum` calls CUB, whose scan reads the input **once**: every block scans its tile, learns from the blocks before it what comes before
+# $2n$; on the GPU of chapter 06's measurements its kernels stayed well below a copy's
+# bandwidth and slower than `torch.cumsum`. `torch.cumsum` calls CUB, whose scan reads the input **once**: every block scans its tile, learns from the blocks before it what comes before
 # its tile, and writes the result. The trick that makes this fast is Merrill and Garland's
 # *decoupled look-back* (NVIDIA, 2016). This chapter builds it up from the simplest single-pass
 # scan, the *chained scan*, runs both on the classroom simulator with several blocks resident at
@@ -79,8 +79,8 @@ _ = ps.viz.lookbacks(chain_run, array="flags")
 # Every tile waits for the one before, which waited for the one before it: the wait of tile
 # $b$ is the whole chain's. On a GPU with ~132 SMs × several blocks, the first block of a wave
 # finishes its tile in a few microseconds, and then the prefixes trickle along one block at a
-# time, each hop a round trip through the L2 cache (~1 µs): with $2^{28}$ elements in tiles of
-# 2048 that is 131 072 hops in series. The chained scan moves $2n$ words, and still loses.
+# time, each hop a round trip through the L2 cache (section 6 measures one on a GPU): with
+# $2^{28}$ elements in tiles of 2048 that is 131 072 hops in series. The chained scan moves $2n$ words, and still loses.
 #
 # ## 2. Decoupled look-back
 #
@@ -151,6 +151,15 @@ no_fence = chained("chained_without_fence_tile", chain_x)
 print(f"without the fence: {(no_fence != np.cumsum(chain_x)).sum()} of {len(chain_x)} elements wrong")
 
 # %% [markdown]
+# In the language of memory models this is **release and acquire**. The writer's fence before
+# the flag makes the flag's store a *release*: every store the block made before it (the value)
+# is visible to anyone who sees the flag. The reader's side is the matching *acquire*: it reads
+# the flag (atomically) and only then the value, ordered by a fence between the two in the
+# two-word protocol below, so that nothing it reads afterwards comes from before the flag. Release without acquire, or acquire without release, is not enough: both sides must
+# order their two accesses. (CUDA's `cuda::atomic_ref` spells these `memory_order_release` and
+# `memory_order_acquire`; numba offers the fence, `cuda.threadfence()`, and atomics, which the
+# package combines to the same effect.)
+#
 # The package avoids the question for 4-byte types by packing the flag (high half) and the
 # value's bits (low half) into **one 64-bit word**, written by one atomic exchange and read by
 # one atomic `or` with 0: a reader sees both or neither. 8-byte values do not fit beside a flag:
@@ -236,10 +245,48 @@ ours = results.read("lookback.csv", part="kernel", dtype="float32")
 shown = [r for r in ours if r["variant"] in ("lookback", "hierarchical", "torch.cumsum", "torch copy")]
 others = [r for r in results.read("scan_throughput.csv", dtype="float32", kind="ours")
           if r["variant"] in ("blelloch", "ladder", "kstep") and r["n"] >= 2 ** 20]
-_ = ps.viz.throughput(shown + others, title="float32 kernels on the H100: GB/s = 2 n x 4 bytes / time")
+_ = ps.viz.throughput(shown + others, title=f"float32 kernels, {meta['device']}: GB/s = 2 n x 4 bytes / time")
 
 # %% [markdown]
-# **Whole calls.** A kernel of a million elements takes 10 µs; a call from Python costs more.
+# **Why the chained scan loses, on a time axis.** `benchmarks/blocks_gpu.py` ran section 1's
+# chained scan on the same GPU (`blocks_gpu.csv`): $2^{20}$ float32 in tiles of 64, one launch,
+# host clock. Tile $b$ cannot publish its prefix before tile $b - 1$ has, so the scan's time
+# divided by its tiles is the time of one hop of the chain: a flag seen, a prefix read, added,
+# written and published through the L2 cache. `lookback.csv` holds the look-back kernel at the
+# same $n$:
+
+# %%
+import matplotlib.pyplot as plt  # noqa: E402
+
+chain = results.read("blocks_gpu.csv", kernel="chained")[0]
+chain_us = chain["median_ms"] * 1000
+hop_us = chain_us / chain["blocks"]
+lookback_us = results.value("lookback.csv", "median_us", variant="lookback", part="kernel", dtype="float32", n=chain["n"])
+print(f"n = {chain['n']}, {chain['device']}: chained scan {chain_us:.0f} us for {chain['blocks']} tiles, "
+      f"one hop {hop_us:.2f} us; look-back {lookback_us:.2f} us, {chain_us / lookback_us:.0f} times less")
+
+tiles = np.arange(16)
+fig, ax = plt.subplots(figsize=(8, 3.2))
+ax.barh(tiles - 0.2, hop_us * (tiles + 1), height=0.4, color="tab:red", label="chained: tile b publishes after tile b - 1")
+ax.barh(tiles + 0.2, np.full(len(tiles), hop_us), height=0.4, color="tab:blue",
+        label="look-back: one window of 32 predecessors' states")
+ax.set_yticks(tiles)
+ax.set_xlabel("time (us) until tile b's prefix is published")
+ax.set_ylabel("tile b")
+ax.set_title(f"a model from the measured hop ({hop_us:.2f} us): waits in a chain grow with b, a look-back does not")
+_ = ax.legend(fontsize=8, loc="lower right")
+
+# %% [markdown]
+# The picture is a model, not a trace: it charges every hop the measured average and leaves out
+# each tile's own loads and adds, which both protocols overlap with their waiting. It shows the
+# point: in the chained scan the waits add up along the chain, tile $b$ waiting $b$ hops, so the
+# last tile waits for all the others; with look-back a tile publishes its aggregate
+# at once and reads a window of 32 predecessors' states in one round trip, finding a prefix
+# close behind, so no tile waits much longer than one hop, however far from the start it is.
+
+# %% [markdown]
+# **Whole calls.** A kernel of a million elements takes microseconds (the curves above); a call
+# from Python costs more.
 # The package's call does little besides the launch: options checked once per distinct set,
 # the result in recycled device memory (numba allocates every array with `cuMemAlloc` and frees
 # it with `cuMemFree`, each longer than a small scan), one launch through cuda.core with the
@@ -258,7 +305,8 @@ print("ps.scan(numpy array) / torch's round trip: " + ", ".join(
     for k in (20, 24)))
 
 # %% [markdown]
-# Within 2× of torch's call on device arrays. From numpy the copies dominate: at $2^{24}$ the
+# On device arrays the package's call stays within a small factor of torch's (the first line).
+# From numpy the copies dominate: at $2^{24}$ the
 # package's round trip is faster than torch's, at $2^{20}$ slower: the two copies through
 # pageable host memory take most of the time, and numba's cost more than torch's there.
 #
@@ -421,12 +469,12 @@ with ps.sim.resident_blocks(48):
 # | --- | --- | --- | --- |
 # | launches | 1 | 1 | 3 (1 for one tile) |
 # | global memory | $2n$ + a word per tile | $2n$ + a few words per tile | $3n$ |
-# | work | $n$ per tile scan + 1 per tile | $2n$ + a warp's look-back per tile (usually one window) | $3n$ |
+# | work | the ladder's $\frac{b}{2}\log_2 b$ per tile of $b$ ($\frac{n}{2}\log_2 b$ in all) + 1 per tile | $2n$ + a warp's look-back per tile (usually one window) | about $6n$ (chapter 06's tracer counts 5.88 combines per element) |
 # | wait of tile $b$ | the whole chain: $O(b)$ hops | about one tile's load | none (three launches) |
 # | needs | ids in launch order, a fence | ids in launch order, a fence or a packed word | nothing across blocks |
 #
-# On the H100 (section 6): 4-byte kernels 1.08–1.17× `torch.cumsum`, 74–82% of torch's copy;
-# 8-byte 0.91–0.94×; whole calls within 2× of torch's.
+# Section 6 prints, from `benchmarks/lookback.csv`, how the kernels and the whole calls compare
+# with `torch.cumsum` and torch's copy on the GPU that ran it.
 #
 # **Questions.**
 # 1. The look-back reads 32 states at once even when the closest predecessor already has its

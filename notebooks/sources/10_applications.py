@@ -365,10 +365,11 @@ print(ps.check.radix_pass(my_split, name="my_split", budget=ps.check.Budget(acce
 # so the state $(x_{i+1}, x_i)$ is a 2-D affine map of $(x_i, x_{i-1})$: a $3 \times 3$ matrix in
 # homogeneous coordinates. A scan of those maps (`affine2` again) writes every $x_i$ as
 # $\alpha_i x_0 + \beta_i$, and the last row, which has no $x_n$, fixes $x_0$. Work $O(n)$, depth
-# $O(\log n)$ (Chang and Hwu; Demmel's CS267 notes). But the scan is an *initial-value* problem:
+# $O(\log n)$: Stone's recursive doubling (1973; Demmel's CS267 notes derive it). But the scan is an *initial-value* problem:
 # for a diagonally dominant matrix $|b_i / c_i| > 1$, $\alpha_i$ grows like $\prod |b_i/c_i|$, and
-# $x_0$ comes from a difference of such numbers. The error grows geometrically with $n$; PCR
-# (chapter 07), which eliminates instead of extrapolating, does not lose anything:
+# $x_0$ comes from a difference of such numbers. The error grows geometrically with $n$;
+# `tridiag.solve` (chapter 07's hybrid, its default), which eliminates instead of
+# extrapolating, does not lose anything:
 
 # %%
 def tridiagonal_errors(n, rng):
@@ -381,10 +382,10 @@ def tridiagonal_errors(n, rng):
 
 sizes = [4, 8, 16, 24, 32, 48, 64]
 errors = np.array([tridiagonal_errors(n, np.random.default_rng(n)) for n in sizes])
-ax = viz.curves(sizes, {"scan of 3x3 matrices": errors[:, 0], "PCR": np.maximum(errors[:, 1], 1e-17)}, logy=True,
+ax = viz.curves(sizes, {"scan of 3x3 matrices": errors[:, 0], "tridiag.solve (hybrid)": np.maximum(errors[:, 1], 1e-17)}, logy=True,
                 xlabel="n", ylabel="relative error vs scipy", title="the same system, two parallel solvers")
 print("the scan's error grows by more than 1e6 from n = 8 to n = 48:", errors[5, 0] > 1e6 * errors[1, 0])
-print("PCR stays within 1e-14 of scipy at every n:", bool(np.all(errors[:, 1] < 1e-14)))
+print("tridiag.solve (the hybrid) stays within 1e-14 of scipy at every n:", bool(np.all(errors[:, 1] < 1e-14)))
 
 # %% [markdown]
 # ## 7. Cubic splines: a tridiagonal solve, then a scan

@@ -24,7 +24,16 @@ def add_parser(commands):
                        help="time limit of one exercise with its check (default 60); a whole notebook is killed "
                             "after its exercises' limits and 90 s to start")
     grade.add_argument("--memory", type=int, default=4096, metavar="MB",
-                       help="address space of each process a submission runs, MiB (default 4096)")
+                       help="memory of a submission's run: the resident memory of all its processes together, and "
+                            "the address space of each, MiB (default 4096)")
+    grade.add_argument("--chapters", nargs="+", metavar="NAME",
+                       help="the chapters every student owes (01_ladder ...): summary.csv then counts a chapter not "
+                            "handed in against its full maximum")
+    grade.add_argument("--max-size", type=int, default=16, metavar="MB",
+                       help="a submitted file larger than this is not graded (default 16)")
+    grade.add_argument("--unsafe-no-sandbox", action="store_true",
+                       help="grade without the bubblewrap sandbox where none can be made (macOS, no user namespaces): "
+                            "a submission can then reach the grader, its files and its classmates; every row says so")
     grade.add_argument("--scheduler", metavar="ADDRESS",
                        help="grade on the workers of a Dask distributed scheduler (tcp://host:8786) instead of "
                             "local processes; the workers need this package and dask[distributed]")
@@ -40,14 +49,21 @@ def main(args):
         raise SystemExit(f"--timeout must be positive; got {args.timeout}")
     from ..classroom import grading  # here, not at the top: the other commands need no notebook reader
 
+    if args.max_size < 1:
+        raise SystemExit(f"--max-size must be at least 1 (MB); got {args.max_size}")
     limits = grading.Limits(memory_mb=args.memory, cpu_s=int(90 + 10 * args.timeout))
-    options = grading.Options(timeout=args.timeout, limits=limits)
+    options = grading.Options(timeout=args.timeout, limits=limits, isolated=not args.unsafe_no_sandbox)
     try:
         rows = grading.grade(args.submissions, args.out, instructor=args.instructor, workers=args.workers,
-                             options=options, scheduler=args.scheduler, progress=not args.quiet)
+                             options=options, scheduler=args.scheduler, progress=not args.quiet,
+                             chapters_named=args.chapters, max_notebook_mb=args.max_size)
+    except grading.SandboxUnavailable as error:
+        print(f"grade: no sandbox can be made here, so nothing was graded: {error}. Install bubblewrap, or pass "
+              "--unsafe-no-sandbox to grade with no isolation (every row then says so)", file=sys.stderr)
+        return 2
     except (ValueError, RuntimeError) as error:
         print(f"grade: {error}", file=sys.stderr)
         return 2
-    summary = grading.report.summarize(rows)
-    print(f"graded {len(summary)} submissions, {len(rows)} rows: {args.out}/grades.csv, summary.csv, feedback/")
+    students = {r.submission for r in rows}
+    print(f"graded {len(students)} submissions, {len(rows)} rows: {args.out}/grades.csv, summary.csv, feedback/")
     return 0

@@ -4,16 +4,19 @@ from numba import cuda
 
 from ..core.arrays import as_numba, copy_to_host, is_device_array, result_array
 from ..core.workspace import one_call_at_a_time
-from . import cr, hybrid, pcr, thomas
-from ._common import NOT_FINITE, ZERO_PIVOT, reused
+from . import cr, hybrid, pcr, pivoting, thomas
+from ._common import NOT_FINITE, SINGULAR, ZERO_PIVOT, reused
 
-METHODS = {"pcr": pcr.run, "cr": cr.run, "thomas": thomas.run, "hybrid": hybrid.run}
+METHODS = {"pcr": pcr.run, "cr": cr.run, "thomas": thomas.run, "hybrid": hybrid.run, "pivoting": pivoting.run}
 DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _NAMES = "abcd"
 
 STAGED_BYTES = 64 << 20  # the largest pinned buffer kept for packing host inputs (:func:`_staged`)
 
-_FAILURES = {NOT_FINITE: "a non-finite result (NaN or infinity)", ZERO_PIVOT: "a zero pivot"}
+_NO_PIVOTING = ("The non-pivoting methods are meant for diagonally dominant or symmetric positive definite "
+                "systems; method='pivoting' solves any nonsingular one")
+_FAILURES = {NOT_FINITE: "a non-finite result (NaN or infinity)", ZERO_PIVOT: f"a zero pivot. {_NO_PIVOTING}",
+             SINGULAR: "the matrix is singular (partial pivoting found a column with no nonzero pivot)"}
 
 
 @one_call_at_a_time
@@ -27,14 +30,16 @@ def solve(a, b, c, d, *, method="auto"):
         dtype, float32 or float64. ``a[..., 0]`` and ``c[..., -1]`` lie outside the matrix and
         are ignored, whatever they hold. Never modified. Device arrays (numba's, or anything with
         ``__cuda_array_interface__``) must be C-contiguous.
-    method : {"auto", "hybrid", "pcr", "cr", "thomas"}
+    method : {"auto", "hybrid", "pcr", "cr", "thomas", "pivoting"}
         "hybrid": PCR steps until each thread has a piece of a few rows, then Thomas on it
         (:mod:`prefixsum.tridiag.hybrid`), and for n <= 512 a partition step per thread in
         registers with PCR across a warp by shuffles (:mod:`prefixsum.tridiag.warp`); "pcr": parallel cyclic reduction
         (:mod:`prefixsum.tridiag.pcr`); "cr": cyclic reduction (:mod:`prefixsum.tridiag.cr`);
         "thomas": the sequential algorithm, one thread per system
-        (:mod:`prefixsum.tridiag.thomas`); "auto" (the default): the method whose whole
-        calls were fastest on an H100 (:func:`choose`). All take any n >= 1 and any batch.
+        (:mod:`prefixsum.tridiag.thomas`); "pivoting": LU with partial pivoting, one thread
+        per system, as LAPACK's ``?gtsv`` (:mod:`prefixsum.tridiag.pivoting`), for any
+        nonsingular system; "auto" (the default): the method whose whole calls were fastest on
+        an H100 (:func:`choose`). All take any n >= 1 and any batch.
 
     Returns
     -------
@@ -50,14 +55,15 @@ def solve(a, b, c, d, *, method="auto"):
         Arrays of different shapes, ndim other than 1 or 2, n = 0, a non-contiguous device
         array, or an unknown method.
     numpy.linalg.LinAlgError
-        A zero pivot or a NaN or infinite result; the message names the first failing system
-        (its index in the batch).
+        A zero pivot (for "pivoting": a singular matrix) or a NaN or infinite result; the
+        message names the first failing system (its index in the batch).
 
     Notes
     -----
-    None of the methods pivots. They are stable for diagonally dominant
+    Only "pivoting" pivots. The others are stable for diagonally dominant
     (``|b_i| > |a_i| + |c_i|``) and symmetric positive definite systems; on others they may meet
-    a zero pivot, or lose accuracy without any error.
+    a zero pivot, or lose accuracy without any error. "pivoting" is backward stable for every
+    nonsingular system, at the price of one thread per system.
 
     Examples
     --------
@@ -177,5 +183,4 @@ def _report(info):
         first = int(failed[0])
         raise np.linalg.LinAlgError(
             f"tridiagonal solve failed in system {first} of {info.size} ({failed.size} failed in all): "
-            f"{_FAILURES[int(info[first])]}. The methods do not pivot: they are meant for diagonally "
-            "dominant or symmetric positive definite systems")
+            f"{_FAILURES[int(info[first])]}")

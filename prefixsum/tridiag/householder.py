@@ -6,7 +6,8 @@ described in :mod:`.householder_kernels`, which holds them). This module checks 
 launches the kernels and hands the results back.
 
 :func:`solve_symmetric` solves ``A x = b`` as ``Q T Q^T x = b``: ``y = Q^T b``, ``T z = y``
-by :func:`.api.solve`, ``x = Q z``.
+by :func:`.api.solve` (the hybrid if every T is positive definite, else LU with partial
+pivoting, :mod:`.pivoting`), ``x = Q z``.
 
 The device functions that chapter 08 reads (``reflector``, ``update``, ``block_sum``, ...) are
 reachable from here as well, under the names the chapter uses.
@@ -20,12 +21,12 @@ from ..core.arrays import as_numba as _as_numba  # the name solve_symmetric and 
 from ..core.arrays import is_device_array
 from ..core.hardware import WARP_SIZE
 from ..core.workspace import one_call_at_a_time
-from . import _common
+from . import _common, pivoting
 from .api import DTYPES, solve
 from .householder_kernels import (  # noqa: F401  (the device functions chapter 08 reads through this module)
     CHECK_THREADS, accumulate, block_sum, check_matrices, correct, correct_parallel, kernels, load, multiply,
-    off_diagonal, owns, project, reduce_rows, reflector, reflector_parallel, tridiagonalize, tridiagonalize_global,
-    tridiagonalize_shared, update,
+    off_diagonal, owns, project, reduce_rows, reflector, reflector_parallel, slot_stride, tridiagonalize,
+    tridiagonalize_global, tridiagonalize_shared, update,
 )
 
 SYMMETRY_TOLERANCE = 100
@@ -103,17 +104,21 @@ def householder(A):
 
 @one_call_at_a_time
 def solve_symmetric(A, rhs):
-    """Solve ``A x = rhs`` for symmetric positive definite A: Householder, then a tridiagonal solve.
+    """Solve ``A x = rhs`` for any symmetric nonsingular A: Householder, then a tridiagonal solve.
 
     ``A = Q T Q^T`` (:func:`householder`), so ``x = Q z`` with ``T z = Q^T rhs``, a tridiagonal
-    system solved by ``tridiag.solve(..., method="auto")`` (the hybrid: its warp solver up to
-    512 rows, the partition method beyond). Both products with Q run as kernels; everything
-    stays on the device until x.
+    system. If every T of the batch is positive definite (the pivots of ``L D L^T`` all
+    positive, :func:`.pivoting.is_positive_definite`), it is solved by
+    ``tridiag.solve(..., method="hybrid")`` (its warp solver up to 512 rows, the partition method
+    beyond), which does not pivot and is stable there; otherwise by ``method="pivoting"``, LU
+    with partial pivoting, backward stable for every nonsingular T. Both products with Q run as
+    kernels; everything stays on the device until x.
 
     Parameters
     ----------
     A : array_like or device array, shape (n, n) or (batch, n, n)
-        Symmetric positive definite, float32 or float64, checked as by :func:`householder`.
+        Symmetric and nonsingular (definite or not), float32 or float64, checked as by
+        :func:`householder`.
     rhs : array_like or device array, shape (n,) or (batch, n)
         ``A.shape[:-1]``, A's dtype; a device array must be C-contiguous.
 
@@ -127,13 +132,16 @@ def solve_symmetric(A, rhs):
     TypeError, ValueError
         As :func:`householder`, and for an rhs of another dtype or shape.
     numpy.linalg.LinAlgError
-        The tridiagonal solve met a zero pivot or a non-finite result in ``T z = Q^T rhs``: A is
-        singular or not positive definite. The message names the first failing system.
+        A (so T) is singular, or the result is not finite. The message names the first failing
+        system.
 
     Notes
     -----
-    The tridiagonal solvers do not pivot; T inherits A's definiteness (same eigenvalues), which is what makes it
-    safe. For an indefinite but nonsingular A it may still fail or lose accuracy.
+    T has A's eigenvalues, so it is positive definite exactly when A is. The non-pivoting
+    solvers are stable on such T and fastest; on an indefinite T they can divide by a tiny pivot
+    and lose every digit without an error (``tridiag(1, 1e-10, 1)``, n = 16, condition number
+    11: a relative error of about 1e-6 in float64), or stop at a zero one (a zero diagonal). The
+    check costs one launch of one thread per system.
     """
     rhs_on_device = is_device_array(rhs)
     rhs = _as_numba(rhs) if rhs_on_device else np.asarray(rhs)
@@ -156,12 +164,11 @@ def solve_symmetric(A, rhs):
     # memory. Each system's last c reads the next one's a_0 (or the spare last element); PCR
     # ignores both.
     a, c = bands[:-1].reshape(batch, n), bands[1:].reshape(batch, n)
+    method = "hybrid" if pivoting.is_positive_definite(d, bands[:-1].reshape(batch, n)) else "pivoting"
     try:
-        z = solve(a, d, c, y)
+        z = solve(a, d, c, y, method=method)
     except np.linalg.LinAlgError as error:
-        raise np.linalg.LinAlgError(
-            f"solve_symmetric: the tridiagonal T = Q^T A Q is singular or A is not positive definite ({error})"
-        ) from None
+        raise np.linalg.LinAlgError(f"solve_symmetric: A = Q T Q^T, T solved by method={method!r}: {error}") from None
     x = _multiply(q, z, transpose=False).reshape(shape)
     return x if rhs_on_device else x.copy_to_host()
 
@@ -224,10 +231,12 @@ def _tridiagonalize(A):
     a = A if is_device_array(A) else cuda.to_device(np.ascontiguousarray(A))
     sub = bands[:batch * n].reshape(batch, n)
     if n <= max_shared_n(A.dtype):
-        per_matrix = n * (n + 2) * A.dtype.itemsize
-        per_block = max(1, min(_common.TARGET_ROWS // n, _common.SHARED_BYTES // per_matrix, batch))
+        stride = slot_stride(n)
+        per_block = max(1, min(_common.TARGET_ROWS // n, _common.SHARED_BYTES // (stride * A.dtype.itemsize), batch))
         blocks = -(-batch // per_block)
-        tridiagonalize_shared[blocks, per_block * n, 0, per_block * per_matrix](a, q, d, sub, per_block)
+        # The last slot needs only n (n + 2) elements: one matrix per block always fits.
+        shared = ((per_block - 1) * stride + n * (n + 2)) * A.dtype.itemsize
+        tridiagonalize_shared[blocks, per_block * n, 0, shared](a, q, d, sub, per_block, stride)
     else:
         threads = min(1 << (max(n, WARP_SIZE) - 1).bit_length(), _common.GLOBAL_THREADS)
         scratch = cuda.device_array((batch, 2, n), A.dtype)

@@ -28,7 +28,8 @@ written by the steps themselves.
 Parallel layout (the notes' ``tidx = threadIdx.x % n``): a thread owns column ``tidx`` of a
 matrix and does everything that writes it: one entry of ``p``, one column of the rank-2
 update, one column of the accumulation. Columns rather than rows, so that the threads of a
-matrix touch consecutive addresses (``A[k, tidx]``), free of bank conflicts and coalesced; by
+matrix touch consecutive addresses (``A[k, tidx]``), coalesced, and in shared memory on
+consecutive banks (with the matrices of one warp padded apart, :func:`slot_stride`); by
 symmetry column ``j`` is row ``j``. In shared memory the thread owning row ``i`` builds ``u``
 and later ``q`` (sums over ``i`` entries, serial), while the others wait at a barrier; in the
 global path (one matrix per block) the whole block shares those sums (:func:`prefixsum.primitives.block.block_sum`). A
@@ -54,6 +55,7 @@ import math
 import numpy as np
 from numba import cuda, types
 
+from ..core.hardware import WARP_SIZE
 from ..primitives.block import block_sum
 
 CHECK_THREADS = 256  # a power of two: check_matrices reduces by halving
@@ -247,14 +249,18 @@ def tridiagonalize(a, matrix, w, p, hs, d, sub, first, step, scratch):
 
 
 @cuda.jit
-def tridiagonalize_shared(a, q, d, sub, per_block):
-    """``per_block`` matrices per block in shared memory, one thread per column."""
+def tridiagonalize_shared(a, q, d, sub, per_block, stride):
+    """``per_block`` matrices per block in shared memory, one thread per column.
+
+    Matrix ``slot`` of the block starts ``stride >= n (n + 2)`` elements into the shared memory
+    (:func:`slot_stride`).
+    """
     batch, n = d.shape
     tidx = cuda.threadIdx.x % n
     slot = cuda.threadIdx.x // n
     matrix = cuda.blockIdx.x * per_block + slot
     size = n * (n + 2)
-    mine = cuda.shared.array(0, d.dtype)[slot * size:(slot + 1) * size]
+    mine = cuda.shared.array(0, d.dtype)[slot * stride:slot * stride + size]
     w = mine[:n * n].reshape((n, n))
     first = tidx if matrix < batch else n  # a block's last slots may have no matrix
     tridiagonalize(a, matrix, w, mine[n * n:n * n + n], mine[n * n + n:], d, sub, first, n, mine[:0])
@@ -335,6 +341,19 @@ def check_matrices(verdict, a, tolerance):
         verdict[m] = first[0]
 
 
+def slot_stride(n):
+    """Elements from one matrix's shared slice to the next's: ``n (n + 2)`` padded to ``n`` modulo 32.
+
+    The threads of a warp read ``w[k, tidx]`` of their matrices, at ``slot * stride + k n + tidx``.
+    With ``stride`` = n modulo 32 these are ``slot * n + tidx`` modulo 32 plus the same ``k n``
+    for all: as many banks as threads, as if the warp's matrices were one. Unpadded, a slice of
+    ``n (n + 2)`` elements that is a multiple of 32 (n = 16: 288) puts thread ``tidx`` of every
+    matrix in the warp on one bank (chapter 08 counts the passes with the tracer).
+    """
+    size = n * (n + 2)
+    return size + (n - size) % WARP_SIZE
+
+
 @cuda.jit
 def off_diagonal(bands, e):
     """``e[m, k] = bands[m n + k + 1]``: T's sub-diagonal, without the unused 0 of each row."""
@@ -348,7 +367,7 @@ def kernels(dtype):
     """Every kernel of this module for ``dtype``, with numba argument types (for PTX checks)."""
     t = types.float32 if np.dtype(dtype) == np.float32 else types.float64
     cube, matrix = t[:, :, ::1], t[:, ::1]
-    yield tridiagonalize_shared, (cube, cube, matrix, matrix, types.int64)
+    yield tridiagonalize_shared, (cube, cube, matrix, matrix, types.int64, types.int64)
     yield tridiagonalize_global, (cube, cube, matrix, matrix, cube)
     yield multiply, (cube, matrix, matrix, types.boolean)
     yield check_matrices, (types.int64[::1], cube, t)

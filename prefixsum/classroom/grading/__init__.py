@@ -4,8 +4,9 @@
   to its chapter, and the notebook that is graded (assembled from the instructor's cells and the
   submission's exercise cells);
 * :mod:`.allowlist`: what a submitted exercise may contain to be loaded by the grader itself;
-* :mod:`.sandbox`: resource limits and the wall-clock kill of every process a submission runs;
-* :mod:`.trusted`: the grader's own re-check and the PTX compile, in processes of their own;
+* :mod:`.sandbox`: the bubblewrap sandbox and the supervisor of every run's limits;
+* :mod:`.trusted`: what runs inside a sandbox: the re-check, the PTX compile, nbval;
+* :mod:`.results`: the sandboxes' JSON read with a strict schema, and the verdicts drawn from it;
 * :mod:`.runner`: one notebook, nbval and the re-check, and the status of each exercise;
 * :mod:`.report`: grades.csv, summary.csv, feedback pages;
 * :mod:`.batch`: a whole class in parallel, or on a Dask cluster.
@@ -13,7 +14,7 @@
 from .batch import collect, default_instructor_notebooks, grade
 from .chapters import Chapter, Exercise, InvalidSubmission, read_chapter
 from .runner import STATUSES, Options, Row, grade_notebook
-from .sandbox import Limits
+from .sandbox import Limits, SandboxUnavailable
 
-__all__ = ["STATUSES", "Chapter", "Exercise", "InvalidSubmission", "Limits", "Options", "Row", "collect",
+__all__ = ["STATUSES", "Chapter", "Exercise", "InvalidSubmission", "Limits", "Options", "SandboxUnavailable", "Row", "collect",
            "default_instructor_notebooks", "grade", "grade_notebook", "read_chapter"]

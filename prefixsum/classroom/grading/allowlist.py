@@ -4,25 +4,65 @@ The trusted re-check runs the instructor's check on the student's functions in a
 grader's. So that the student's code cannot reach into that process (replace ``ps.check``, wrap
 ``print``, write a file, exit), the cell is parsed and accepted only when it is made of:
 
-* at its top: imports of ``numba``, ``numpy`` and ``math``; assignments of constants (numbers,
+* at its top: imports of the names of :data:`NAMES` only (``from numba import cuda``,
+  ``import numpy as np``, ``from math import sqrt``); assignments of constants (numbers,
   strings, tuples and arithmetic of them); function definitions, plain or decorated with
   ``cuda.jit``; and any statement that the instructor's own exercise cell has word for word
   (``tile_kernel = ps.scans.blelloch.blelloch_tile_kernel(...)``);
 * inside functions: ordinary code on local names, parameters, the cell's own names, a list of
   harmless builtins, what the setup cells define, numpy, math and numba. No import,
-  ``global``, ``nonlocal``, class, attribute assignment or deletion, no attribute whose name
-  starts with ``_`` or reaches a file, a global setting or another module's internals, and an
-  attribute of a workbook name (``ps``, ``kstep``, ...) only as the instructor's cell writes it;
+  ``global``, ``nonlocal``, class, attribute assignment or deletion, annotation, ``format``,
+  no attribute whose name starts with ``_`` or reaches a file, a global setting or another
+  module's internals; an attribute of ``np``, ``cuda``, ``math`` or ``numba`` only from
+  :data:`NAMES`, and of a workbook name (``ps``, ``kstep``, ...) only as the instructor's cell
+  writes it;
+* no decorator but ``cuda.jit`` with constant arguments, no default argument but a constant;
 * no top-level name that hides a builtin or a name of the setup cells (``def print``,
-  ``ps = ...``), unless the instructor's cell binds it too.
+  ``ps = ...``), unless the instructor's cell binds it too;
+* none of the library calls that do an exercise's work for it (:data:`EXERCISE_FORBIDS`).
 
+Names, not modules: ``from numpy.ctypeslib import ctypes``, ``from numpy import __builtins__`` or
+``from numba.cuda.core.config import ENABLE_CUDASIM`` name a module of the list, and no name of it.
 Kernels are further compiled to PTX (:mod:`.trusted`): code a GPU compiler accepts cannot reach
 Python objects at all.
 """
 import ast
 import builtins
+import math
 
 ALLOWED_MODULES = ("numba", "numpy", "math")
+_CUDA = frozenset({
+    "jit", "grid", "gridsize", "threadIdx", "blockIdx", "blockDim", "gridDim", "warpsize", "laneid", "syncthreads",
+    "syncthreads_count", "syncthreads_and", "syncthreads_or", "syncwarp", "shared", "local", "const", "atomic",
+    "threadfence", "threadfence_block", "threadfence_system", "shfl_sync", "shfl_up_sync", "shfl_down_sync",
+    "shfl_xor_sync", "ballot_sync", "all_sync", "any_sync", "eq_sync", "match_any_sync", "match_all_sync", "activemask",
+    "lanemask_lt", "popc", "clz", "ffs", "brev", "fma", "cbrt", "selp", "to_device", "device_array", "device_array_like",
+    "pinned_array", "synchronize"})
+_SCALARS = frozenset({"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                      "uint64", "boolean", "void"})
+_NUMPY = _SCALARS - {"boolean", "void"} | frozenset({
+    "abs", "absolute", "add", "all", "allclose", "any", "arange", "argmax", "argmin", "argsort", "array", "array_equal",
+    "asarray", "ascontiguousarray", "bitwise_and", "bitwise_or", "bitwise_xor", "bool_", "ceil", "clip", "concatenate",
+    "copy", "copysign", "cos", "diff", "dtype", "e", "empty", "empty_like", "exp", "exp2", "finfo", "flip", "floor",
+    "full", "full_like", "hypot", "iinfo", "inf", "int_", "intp", "invert", "isclose", "isfinite", "isinf", "isnan",
+    "left_shift", "linspace", "log", "log2", "max", "maximum", "mean", "min", "minimum", "nan", "ndarray", "ones",
+    "ones_like", "pi", "power", "prod", "ravel", "reshape", "right_shift", "rint", "roll", "sign", "sin", "sort",
+    "sqrt", "square", "stack", "sum", "trunc", "uintp", "zeros", "zeros_like", "dot", "outer", "where", "nonzero",
+    "flatnonzero", "take"})
+NAMES = {"numpy": _NUMPY, "numba": _SCALARS | {"cuda"}, "numba.cuda": _CUDA,
+         "math": frozenset(n for n in dir(math) if not n.startswith("_"))}
+"""The names an exercise may import from each module, or reach as an attribute of it."""
+EXERCISE_FORBIDS = {
+    "01.serial-scan": ({"cumsum", "cumulative_sum", "accumulate", "cumprod"}, set(),
+                       "the exercise is the loop itself: np.cumsum and ufunc.accumulate do the scan for you"),
+    "08.rank-two-update": ({"outer", "einsum", "matmul", "dot", "tensordot", "inner", "kron"}, {ast.MatMult},
+                           "the update is the kernel's work: a numpy expression on the host does it without the kernel"),
+    "10.compact": ({"nonzero", "flatnonzero", "where", "compress", "extract", "argwhere", "take", "put", "place", "putmask"},
+                   {"index"}, "the compaction is the kernel's scatter: a boolean or array index, or np.nonzero, "
+                              "compacts on the host without it (index only with constants outside a kernel)"),
+}
+"""``{exercise id: (attribute or function names, operators or "index", why)}``: what does an
+exercise's work for it. ``"index"`` forbids a subscript by anything but a constant outside kernels."""
 SAFE_BUILTINS = frozenset({
     "abs", "all", "any", "bool", "complex", "divmod", "enumerate", "float", "int", "isinstance", "len", "list",
     "max", "min", "pow", "range", "reversed", "round", "slice", "sorted", "str", "sum", "tuple", "zip", "print",
@@ -35,7 +75,9 @@ DENIED_ATTRIBUTES = frozenset({
     "config", "compiler", "dispatcher", "extending", "np", "typed", "tofile", "dump", "dumps", "load", "loads",
     "save", "savez", "savez_compressed", "savetxt", "loadtxt", "genfromtxt", "fromfile", "memmap", "DataSource",
     "seterr", "seterrcall", "set_printoptions", "setbufsize", "set_state", "seed", "frame", "func_globals",
+    "format", "format_map", "pythonapi", "fromregex", "frombuffer", "tracer", "f_globals", "gi_frame",
 })
+_IMPORTABLE = ("numpy", "math", "numba", "numba.cuda")
 _BUILTIN_NAMES = frozenset(dir(builtins))
 # What IPython puts in a notebook's namespace: a shell, the history, the exit of the kernel.
 _IPYTHON_NAMES = frozenset({"get_ipython", "In", "Out", "exit", "quit", "display"})
@@ -140,6 +182,11 @@ def _check_function(function, names, problems):
             parents[child] = node
     for node in ast.walk(function):
         line = getattr(node, "lineno", function.lineno)
+        if isinstance(node, ast.arg) and node.annotation is not None or isinstance(node, ast.AnnAssign) or (
+                isinstance(node, ast.FunctionDef) and node.returns is not None):
+            problems.append((line, f"annotations are not allowed in {function.name} (they run when it is defined)"))
+        if isinstance(node, ast.FunctionDef) and node is not function and not all(map(_is_jit_decorator, node.decorator_list)):
+            problems.append((line, f"{node.name}: the only decorator allowed is cuda.jit"))
         if isinstance(node, _FORBIDDEN_NODES):
             problems.append((line, f"{type(node).__name__.lower()} is not allowed inside {function.name}"))
         elif isinstance(node, ast.Attribute):
@@ -155,14 +202,84 @@ def _check_function(function, names, problems):
             name = node.id
             if name in local or name in names.cell_names or name in SAFE_BUILTINS or name in names.modules:
                 continue
-            if name.startswith("_") or name in _BUILTIN_NAMES or name in _IPYTHON_NAMES:
+            # A workbook module the setup imports (even ``_common``) is reached only through the
+            # instructor's own attribute chains (checked with the attributes above).
+            if name in names.workbook:
+                if not isinstance(parents.get(node), ast.Attribute):
+                    problems.append((line, f"{name} may only be used as {name}.<attribute>, as the instructor's cell does"))
+            elif name.startswith("_") or name in _BUILTIN_NAMES or name in _IPYTHON_NAMES:
                 problems.append((line, f"the name {name} is not allowed in an exercise"))
-            elif name in names.workbook and not isinstance(parents.get(node), ast.Attribute):
-                problems.append((line, f"{name} may only be used as {name}.<attribute>, as the instructor's cell does"))
             # any other name is unknown to the grader's process: reading it raises NameError there
 
 
-def check(source, *, instructor_source, setup_sources, earlier_sources=()):
+def _modules_bound(statements):
+    """``{bound name: module}`` for the imports among ``statements`` of the modules in :data:`NAMES`."""
+    found = {}
+    for node in statements:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in _IMPORTABLE:
+                    found[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module == "numba":
+            found.update({alias.asname or alias.name: "numba.cuda" for alias in node.names if alias.name == "cuda"})
+    return found
+
+
+def _import_problem(node):
+    """Why an import statement of a submission is refused, or None."""
+    if isinstance(node, ast.Import):
+        bad = [a.name for a in node.names if a.name not in _IMPORTABLE]
+        return f"import of {', '.join(bad)}: an exercise may import only {', '.join(_IMPORTABLE)}" if bad else None
+    allowed = NAMES.get(node.module) if not node.level else None
+    bad = [a.name for a in node.names if allowed is None or a.name not in allowed]
+    if bad:
+        return (f"from {'.' * node.level}{node.module or ''} import {', '.join(bad)}: an exercise may import only the names "
+                f"listed for {', '.join(NAMES)} (prefixsum.classroom.grading.allowlist.NAMES)")
+    return None
+
+
+def _module_attribute_problem(chain, modules):
+    """Why ``np.x.y`` (an attribute chain on a module's name) is refused, or None."""
+    root, *rest = chain.split(".")
+    module = modules.get(root)
+    if module is None or not rest:
+        return None
+    if module == "numba" and rest[0] == "cuda":
+        module, rest = "numba.cuda", rest[1:]
+    if rest and rest[0] not in NAMES[module]:
+        return f"{root}.{rest[0]} is not among the names an exercise may use from {module}"
+    return None
+
+
+def _exercise_problems(tree, exercise_id):
+    """``[(line, why)]``: the library calls that would do ``exercise_id``'s work (:data:`EXERCISE_FORBIDS`)."""
+    names, operators, why = EXERCISE_FORBIDS.get(exercise_id, ((), (), ""))
+    kernels = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and any(map(_is_jit_decorator, node.decorator_list))]
+    in_kernels = {id(child) for kernel in kernels for child in ast.walk(kernel)}
+    launched = {kernel.name for kernel in kernels}  # kernel[blocks, threads]: a launch, not an index
+    found = []
+    for node in ast.walk(tree):
+        used = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+        if used in names:
+            found.append((node.lineno, f"{used} is not allowed in {exercise_id}: {why}"))
+        elif isinstance(node, ast.BinOp) and type(node.op) in operators:
+            found.append((node.lineno, f"the operator {type(node.op).__name__} is not allowed in {exercise_id}: {why}"))
+        elif ("index" in operators and isinstance(node, ast.Subscript) and id(node) not in in_kernels
+              and not (isinstance(node.value, ast.Name) and node.value.id in launched)
+              and not all(_is_constant(part, set()) for part in _index_parts(node.slice))):
+            found.append((node.lineno, f"an index by a variable outside a kernel is not allowed in {exercise_id}: {why}"))
+    return found
+
+
+def _index_parts(index):
+    if isinstance(index, ast.Slice):
+        return [part for part in (index.lower, index.upper, index.step) if part is not None]
+    if isinstance(index, ast.Tuple):
+        return [part for element in index.elts for part in _index_parts(element)]
+    return [index]
+
+
+def check(source, *, instructor_source, setup_sources, earlier_sources=(), exercise_id=""):
     """Problems that keep ``source`` (a submitted exercise cell) out of the grader's process.
 
     Parameters
@@ -175,6 +292,8 @@ def check(source, *, instructor_source, setup_sources, earlier_sources=()):
         The setup cells the exercise runs after.
     earlier_sources : sequence of str
         The instructor's cells of the exercises before this one (what they bind may be used).
+    exercise_id : str
+        The exercise, for the library calls it forbids (:data:`EXERCISE_FORBIDS`).
 
     Returns
     -------
@@ -186,6 +305,15 @@ def check(source, *, instructor_source, setup_sources, earlier_sources=()):
         tree = ast.parse(source)
     except SyntaxError as error:
         return [f"syntax error at line {error.lineno}: {error.msg}"]
+    except (ValueError, UnicodeError, RecursionError, MemoryError) as error:  # a lone surrogate, a null byte, depth
+        return [f"syntax error at line 1: the cell cannot be parsed ({type(error).__name__}: {str(error)[:100]})"]
+    try:
+        return _check(tree, source, instructor_source, setup_sources, earlier_sources, exercise_id)
+    except RecursionError:
+        return ["line 1: the cell is nested too deeply for the grader to read"]
+
+
+def _check(tree, source, instructor_source, setup_sources, earlier_sources, exercise_id):
     instructor = ast.parse(instructor_source)
     trusted = {ast.dump(node) for node in instructor.body if not isinstance(node, ast.FunctionDef)}
     instructor_names = _bound_names(instructor.body)
@@ -213,17 +341,14 @@ def check(source, *, instructor_source, setup_sources, earlier_sources=()):
         if ast.dump(node) in trusted:
             constants |= _bound_names([node])
             continue
-        if isinstance(node, ast.Import):
-            bad = [a.name for a in node.names if a.name.split(".")[0] not in ALLOWED_MODULES]
-            if bad:
-                problems.append((line, f"import of {', '.join(bad)}: an exercise may import only numba, numpy and math"))
-        elif isinstance(node, ast.ImportFrom):
-            if node.level or (node.module or "").split(".")[0] not in ALLOWED_MODULES or any(a.name == "*" for a in node.names):
-                problems.append((line, f"from {node.module} import ...: an exercise may import only numba, numpy and math"))
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            refused = _import_problem(node)
+            if refused:
+                problems.append((line, refused))
             constants |= _bound_names([node])
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if not all(isinstance(t, ast.Name) for t in targets) or node.value is None or not _is_constant(node.value, constants):
+        elif isinstance(node, ast.Assign):
+            targets = node.targets
+            if not all(isinstance(t, ast.Name) for t in targets) or not _is_constant(node.value, constants):
                 problems.append((line, f"{_quote(source, node)}: only constants may be assigned at the top of an exercise "
                                        "(numbers, strings, tuples and arithmetic of them)"))
             constants |= {t.id for t in targets if isinstance(t, ast.Name)}
@@ -244,4 +369,14 @@ def check(source, *, instructor_source, setup_sources, earlier_sources=()):
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
             _check_function(node, names, problems)
+    module_of = {}
+    for statements in [*(ast.parse(s).body for s in setup_sources), instructor.body, tree.body]:
+        module_of.update(_modules_bound(statements))
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and not isinstance(parents.get(node), ast.Attribute):
+            refused = _module_attribute_problem(_chain(node) or "", module_of)
+            if refused:
+                problems.append((node.lineno, refused))
+    problems += _exercise_problems(tree, exercise_id)
     return [f"line {line}: {what}" for line, what in sorted(set(problems))]

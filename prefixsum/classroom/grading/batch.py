@@ -2,10 +2,11 @@
 import concurrent.futures
 import os
 import pathlib
+import stat
 import sys
 import time
 
-from . import report
+from . import report, sandbox
 from .chapters import read_chapter
 from .runner import Options, Row, grade_notebook, instructor_signatures
 
@@ -22,37 +23,81 @@ def default_instructor_notebooks():
     return []
 
 
+def printable(name):
+    """A file name as text: bytes that are not UTF-8 become ``\\xff`` escapes (never an error later)."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
 def collect(paths):
-    """The files to grade: ``[(submission, file name, path or None)]``.
+    """The files to grade: ``[(submission, file name, path or None, problem)]``.
 
     A notebook (or any file) given by itself is a submission named after the file. A folder
     holding files is one student's submission, named after the folder; a folder holding only
-    folders holds one submission per sub-folder. Hidden files and folders (``.ipynb_checkpoints``)
-    are left out; an empty submission folder gives one entry with no file.
+    folders holds one submission per sub-folder, hidden ones (a leading dot) included. Inside a
+    submission, a hidden file or folder (``.ipynb_checkpoints``) is listed as skipped; a symlink is
+    refused, never followed; an empty submission folder gives one entry with no file. ``problem``
+    says why an entry is not graded, else it is empty.
     """
     found = []
     for path in map(pathlib.Path, paths):
-        if not path.is_dir():
-            found.append((path.stem, path.name, path))
-            continue
-        entries = sorted(p for p in path.iterdir() if not p.name.startswith("."))
-        files = [p for p in entries if p.is_file()]
-        if files or not entries:
-            found.extend(_student(path.name, path))
+        if path.is_symlink():
+            found.append((printable(path.stem), printable(path.name), None, "a symlink: refused, not followed"))
+        elif not path.is_dir():
+            found.append((printable(path.stem), printable(path.name), path, ""))
         else:
-            for folder in (p for p in entries if p.is_dir()):
-                found.extend(_student(folder.name, folder))
+            entries = sorted(path.iterdir())
+            real = [p for p in entries if not p.is_symlink()]
+            if any(p.is_file() for p in real) or not entries or not any(p.is_dir() for p in real):
+                found.extend(_student(printable(path.name), path))
+            else:
+                for entry in entries:
+                    if entry.is_symlink() or not entry.is_dir():
+                        found.append((printable(entry.name), "", None, "not a submission folder: "
+                                      + ("a symlink, refused, not followed" if entry.is_symlink() else "a file beside the folders")))
+                    else:
+                        found.extend(_student(printable(entry.name), entry))
     return found
 
 
 def _student(name, folder):
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts))
-    return [(name, f.relative_to(folder).as_posix(), f) for f in files] or [(name, "", None)]
+    entries = []
+    for top, folders, files in os.walk(folder, followlinks=False):
+        here = pathlib.Path(top)
+        for child in sorted(folders):
+            if child.startswith(".") or (here / child).is_symlink():
+                entries.append((here / child, "hidden folder, not graded" if child.startswith(".") else "a symlink: refused, not followed"))
+        folders[:] = sorted(f for f in folders if not f.startswith(".") and not (here / f).is_symlink())
+        for child in sorted(files):
+            path = here / child
+            problem = ("a symlink: refused, not followed" if path.is_symlink() else "hidden file, not graded" if child.startswith(".")
+                       else "" if path.is_file() else "not a regular file")
+            entries.append((path, problem))
+    entries.sort(key=lambda entry: str(entry[0]))
+    return [(name, printable(path.relative_to(folder).as_posix()), None if problem else path, problem)
+            for path, problem in entries] or [(name, "", None, "the submission holds no file")]
 
 
-def _grade_file(student, filename, data, chapters, signatures, options):
-    if data is None:
-        return [Row(student, filename, "", 0, 0, "invalid", "the submission holds no file")]
+def read_limited(path, limit_mb):
+    """``(bytes, "")``, or ``(None, why)`` for a file that is too large or cannot be read (never a symlink's target)."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    except OSError as error:
+        return None, f"cannot be read: {error.strerror}"
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return None, "not a regular file"
+        data = handle.read((limit_mb << 20) + 1)
+    if len(data) > limit_mb << 20:
+        return None, f"larger than the limit of {limit_mb} MiB for a notebook"
+    return data, ""
+
+
+def _grade_file(student, filename, data, problem, chapters, signatures, options, max_notebook_mb=16):
+    """Rows of one entry of :func:`collect`; ``data`` is the file's bytes or its path (read here, bounded)."""
+    if isinstance(data, pathlib.Path):
+        data, problem = read_limited(data, max_notebook_mb)
+    if problem:
+        return [Row(student, filename, "", 0, 0, "invalid", problem, sandbox="bwrap" if options.isolated else "none")]
     return grade_notebook(student, filename, data, chapters, signatures, options)
 
 
@@ -79,7 +124,8 @@ class Progress:
         self.stream.flush()
 
 
-def grade(submissions, out, *, instructor=None, workers=None, options=Options(), scheduler=None, progress=True):
+def grade(submissions, out, *, instructor=None, workers=None, options=Options(), scheduler=None, progress=True,
+          chapters_named=None, max_notebook_mb=16):
     """Grade ``submissions`` against the instructor's notebooks; write the reports into ``out``.
 
     Parameters
@@ -99,12 +145,24 @@ def grade(submissions, out, *, instructor=None, workers=None, options=Options(),
         submissions are graded by its workers instead of local threads.
     progress : bool
         Draw the progress bar on stderr.
+    chapters_named : sequence of str, optional
+        The chapters every student owes (``--chapters``): summary.csv then counts a chapter not
+        handed in against its full maximum.
+    max_notebook_mb : int
+        A submitted file larger than this is not read (its row says so).
 
     Returns
     -------
     list of Row
         Every row of grades.csv, in the order of the submissions.
+
+    Raises
+    ------
+    sandbox.SandboxUnavailable
+        When ``options.isolated`` and no sandbox can be made here.
     """
+    if options.isolated:
+        sandbox.check_available()
     notebooks = list(instructor) if instructor else default_instructor_notebooks()
     if not notebooks:
         raise ValueError(f"no instructor notebooks in {WORKBOOK_NOTEBOOKS} or ./notebooks: name them with --instructor")
@@ -115,24 +173,29 @@ def grade(submissions, out, *, instructor=None, workers=None, options=Options(),
             chapters[chapter.name] = chapter
     if not chapters:
         raise ValueError(f"none of the instructor notebooks has an exercise: {[str(p) for p in notebooks]}")
+    unknown = sorted(set(chapters_named or ()) - set(chapters))
+    if unknown:
+        raise ValueError(f"--chapters names {', '.join(unknown)}, which no instructor notebook holds; known: {', '.join(sorted(chapters))}")
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
         recorded = {name: pool.submit(instructor_signatures, chapter, options) for name, chapter in chapters.items()}
         signatures = {name: future.result() for name, future in recorded.items()}
     jobs = collect(submissions)
     bar = Progress(len(jobs), enabled=progress)
     results = [None] * len(jobs)
-    payloads = [(student, filename, path.read_bytes() if path is not None else None) for student, filename, path in jobs]
+    # Files are read when graded, one per worker at a time; a cluster's workers get the bytes.
+    payloads = jobs if scheduler is None else [(student, filename, *(read_limited(path, max_notebook_mb) if path else (None, why)))
+                                               for student, filename, path, why in jobs]
     if scheduler is not None:
         _on_dask(scheduler, payloads, chapters, signatures, options, results, bar)
     else:
         with concurrent.futures.ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
-            futures = {pool.submit(_grade_file, *payload, chapters, signatures, options): k for k, payload in enumerate(payloads)}
+            futures = {pool.submit(_grade_file, *payload, chapters, signatures, options, max_notebook_mb): k for k, payload in enumerate(payloads)}
             for future in concurrent.futures.as_completed(futures):
                 k = futures[future]
                 results[k] = future.result()
                 bar.step(jobs[k][0])
     rows = [row for found in results for row in found]
-    report.write_all(rows, out)
+    report.write_all(rows, out, {name: chapters[name] for name in chapters_named or ()})
     return rows
 
 

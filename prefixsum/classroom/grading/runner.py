@@ -1,42 +1,46 @@
 """Grade one submitted notebook: nbval on the assembled notebook, and the grader's own re-check.
 
-Each step runs in a fresh process under :mod:`.sandbox` limits, in a fresh temporary folder, on
-the classroom simulator (whatever the machine has):
+Every step that runs code runs in a sandbox of its own (:mod:`.sandbox`) on the classroom
+simulator (whatever the machine has), and returns data that :mod:`.results` reads:
 
 1. the allow-list (:mod:`.allowlist`, no process: it only parses);
 2. ``trusted ptx``: the accepted kernels compiled to PTX;
-3. ``trusted check``: the instructor's checks on the accepted cells, in the grader's process;
-4. ``pytest --nbval`` on the assembled notebook (:func:`.chapters.assemble`), its verdict per
-   cell read from the junit XML that pytest writes.
+3. ``trusted check``: the instructor's checks on the accepted cells; the verdict is drawn by
+   :func:`.results.check_verdict` in the grader's process;
+4. ``trusted nbval``: ``pytest --nbval`` on the assembled notebook (:func:`.chapters.assemble`),
+   with the cells the allow-list refused replaced by the students' blanks; its verdict per cell
+   is read from the junit XML that pytest writes.
 
-:func:`combine` turns the four into one status per exercise.
+No request holds an instructor's solution or a check's expected output, except ``record``'s,
+which runs the instructor's solutions alone. :func:`combine` turns the four into one status per
+exercise.
 """
 import dataclasses
 import json
-import os
 import pathlib
 import re
-import shutil
 import sys
-import tempfile
 import xml.etree.ElementTree as ElementTree
 
 import nbformat
 
 from ...core.device import device_environment
-from . import allowlist, sandbox
-from .chapters import EXERCISE, InvalidSubmission, assemble, chapter_of, read_submission, submitted_sources, to_json, unsolved
+from . import allowlist, results, sandbox
+from .chapters import EXERCISE, InvalidSubmission, assemble, chapter_of, read_submission, submitted_sources, unsolved
 
 STATUSES = ("pass", "fail", "not-attempted", "error", "timeout", "crashed", "tampered", "invalid")
 _STARTUP_S = 90  # a fresh Python with numba, a Jupyter kernel, prefixsum: seconds before any exercise runs
+_TRUSTED = str(pathlib.Path(__file__).with_name("trusted.py"))
 
 
 @dataclasses.dataclass(frozen=True)
 class Options:
-    """How to grade: the time limit of one exercise, and the limits of every process."""
+    """How to grade: the time limit of one exercise, the limits of each run, and the sandbox."""
 
     timeout: float = 60.0
     limits: sandbox.Limits = sandbox.Limits()
+    isolated: bool = True
+    """False only with ``--unsafe-no-sandbox``: the runs get limits but no namespaces."""
 
 
 @dataclasses.dataclass
@@ -52,40 +56,42 @@ class Row:
     message: str
     code: str = ""
     """The student's cell (for the feedback, not the CSV)."""
+    chapter: str = ""
+    sandbox: str = "bwrap"
+    """How the submission's code was isolated: ``bwrap``, or ``none`` (``--unsafe-no-sandbox``)."""
 
 
-def _environment(folder):
-    return {**os.environ, **device_environment(True, "the grader runs every submission on the classroom simulator"),
-            "HOME": str(folder), "JUPYTER_RUNTIME_DIR": str(folder / ".jupyter"), "MPLBACKEND": "Agg",
-            "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+def _inside(chapter):
+    """The chapter as the sandbox may see it: the setup cells and each exercise's id and check
+    sources; no solution, no stored output."""
+    return json.dumps({"setup": list(chapter.setup), "exercises": [
+        {"id": e.id, "checks": [check for check, _ in e.checks]} for e in chapter.exercises]})
 
 
-def _trusted(mode, chapter, sources, options, folder, signatures=None):
-    """Run :mod:`.trusted` in ``mode``; return ``({id: result}, Finished)``."""
-    request, result = folder / f"{mode}-request.json", folder / f"{mode}-result.jsonl"
-    request.write_text(json.dumps({"chapter": to_json(chapter), "sources": sources, "timeout": options.timeout,
-                                   "signatures": signatures or {}}))
-    env = _environment(folder)
-    if mode == "ptx":
-        env.update(device_environment(False, "the grader compiles the submitted kernels to PTX"))
-    wall = _STARTUP_S + options.timeout * 2 * (len(sources) + 1)
-    finished = sandbox.run([sys.executable, str(pathlib.Path(__file__).with_name("trusted.py")), mode, str(request), str(result)],
-                           limits=options.limits, timeout=wall, cwd=folder, env=env)
-    results = {}
-    if result.exists():
-        for line in result.read_text().splitlines():
-            entry = json.loads(line)
-            results[entry["id"]] = entry
-    return results, finished
+def _sandboxed(mode, request, wall, options):
+    """Run ``trusted.py mode`` in a sandbox with ``request`` on stdin; ``(stdout, Finished)``."""
+    env = sandbox.environment(device_environment(mode != "ptx", "the grader runs every submission on the classroom simulator"
+                                                 if mode != "ptx" else "the grader compiles the submitted kernels to PTX"))
+    finished = sandbox.run([sys.executable, _TRUSTED, mode], limits=options.limits, timeout=wall, env=env,
+                           stdin=json.dumps(request).encode(), isolated=options.isolated)
+    return finished.stdout, finished
+
+
+def _trusted(mode, chapter, sources, options, signatures=None):
+    """Run :mod:`.trusted` in ``mode``; return ``({id: entry}, Finished)`` with entries schema-checked."""
+    request = {"chapter": _inside(chapter), "sources": sources, "timeout": options.timeout, "signatures": signatures or {}}
+    stdout, finished = _sandboxed(mode, request, _STARTUP_S + options.timeout * 2 * (len(sources) + 1), options)
+    return results.parse(stdout, mode, set(sources)), finished
 
 
 def instructor_signatures(chapter, options=Options()):
-    """Check the instructor's solutions in the trusted process and record their kernels' signatures.
+    """Check the instructor's solutions in a sandbox and record their kernels' launches.
 
     Returns
     -------
     dict
-        ``{exercise id: {kernel name: [signature, ...]}}``.
+        ``{exercise id: {"signatures": {kernel name: [signature, ...]}, "launches": count}}``:
+        what to compile each kernel with, and whether the exercise's cell launches a kernel of its own.
 
     Raises
     ------
@@ -93,24 +99,25 @@ def instructor_signatures(chapter, options=Options()):
         When an instructor's solution does not pass its own check there (the notebook's
         stored outputs or its ``setup`` tags are wrong, and no grade could be trusted).
     """
-    with tempfile.TemporaryDirectory(prefix="prefixsum-instructor-") as folder:
-        sources = {e.id: e.source for e in chapter.exercises}
-        results, finished = _trusted("record", chapter, sources, options, pathlib.Path(folder))
-    broken = [f"{i}: {results.get(i, {}).get('message') or 'no result'}" for i in sources if results.get(i, {}).get("status") != "pass"]
+    sources = {e.id: e.source for e in chapter.exercises}
+    found, finished = _trusted("record", chapter, sources, options)
+    verdicts = {e.id: results.check_verdict(e, found.get(e.id, {"status": "crashed", "message": "no result"}), False,
+                                            chapter.sanitize) for e in chapter.exercises}
+    broken = [f"{i}: {v['message'] or 'no result'}" for i, v in verdicts.items() if v["status"] != "pass"]
     if broken:
         raise RuntimeError(f"the instructor's solutions of {chapter.name} do not pass the grader's own check "
                            f"(are the needed cells tagged setup?): {'; '.join(broken)}; {finished.stderr[-2000:]}")
-    return {i: results[i]["signatures"] for i in sources}
+    return {i: {"signatures": found[i]["signatures"], "launches": found[i]["launches"]} for i in sources}
 
 
 _CELL = re.compile(r"Cell (\d+)")
 _ANSI = re.compile(r"#?x1B\[[0-9;]*m|\x1b\[[0-9;]*m")
 
 
-def _junit(path):
+def _junit(text):
     """``{cell number: (outcome, text)}`` from nbval's junit XML; outcome ``pass``/``fail``/``skip``."""
     cells = {}
-    for case in ElementTree.parse(path).getroot().iter("testcase"):
+    for case in ElementTree.fromstring(text).iter("testcase"):
         match = _CELL.fullmatch(case.get("name", ""))
         if not match:
             continue
@@ -125,33 +132,30 @@ def _junit(path):
     return cells
 
 
-def _nbval(chapter, sources, options, folder):
-    """Run nbval on the assembled notebook; ``({exercise id: (status, text)}, Finished)``.
+def _nbval(chapter, sources, options):
+    """Run nbval on the assembled notebook in a sandbox; ``({exercise id: (status, text)}, Finished)``.
 
     status: ``pass``, ``fail``, ``error`` (the exercise cell raised), ``timeout``, ``crashed``.
     """
     notebook, kinds = assemble(chapter, sources)
-    folder.mkdir()
-    path = folder / f"{chapter.name}.ipynb"
-    nbformat.write(notebook, path)
-    report = folder / "junit.xml"
-    # Only nbval's plugin: loading every installed plugin costs seconds per submission.
-    command = [sys.executable, "-m", "pytest", "-p", "nbval", "-p", "no:cacheprovider", "-o", "addopts=", "-q", "--nbval", str(path),
-               f"--nbval-cell-timeout={options.timeout:g}", f"--junitxml={report}", f"--rootdir={folder}"]
-    if chapter.sanitize:
-        (folder / "sanitize.cfg").write_text(chapter.sanitize)
-        command.append(f"--nbval-sanitize-with={folder / 'sanitize.cfg'}")
-    wall = _STARTUP_S + options.timeout * len(kinds)
-    env = {**_environment(folder), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    finished = sandbox.run(command, limits=options.limits, timeout=wall, cwd=folder, env=env)
-    cells = _junit(report) if report.exists() and not finished.timed_out else {}
+    request = {"notebook": nbformat.writes(notebook), "timeout": options.timeout, "sanitize": chapter.sanitize}
+    stdout, finished = _sandboxed("nbval", request, _STARTUP_S + options.timeout * len(kinds), options)
+    report = results.parse(stdout, "nbval").get("nbval")
+    cells = {}
+    if report and report["junit"] and not finished.timed_out:
+        try:
+            cells = _junit(report["junit"])
+        except ElementTree.ParseError:
+            cells = {}
     verdicts = {}
     for number, (kind, exercise_id) in enumerate(kinds):
         if exercise_id is None or verdicts.get(exercise_id, ("pass",))[0] != "pass":
             continue
         outcome, text = cells.get(number, (None, ""))
         if outcome is None:
-            verdicts[exercise_id] = ("timeout" if finished.timed_out else "crashed", f"nbval ended (exit {finished.returncode}) before this cell")
+            why = f", over its {finished.over} limit" if finished.over else ""
+            verdicts[exercise_id] = ("timeout" if finished.timed_out or finished.over == "cpu" else "crashed",
+                                     f"nbval ended (exit {finished.returncode}{why}) before this cell")
         elif re.search(r"Timeout of [0-9.]+ seconds exceeded", text):
             verdicts[exercise_id] = ("timeout", f"stopped after {options.timeout:g} s")
         elif re.search(r"[Kk]ernel died|DeadKernelError|Kernel didn't respond", text):
@@ -192,13 +196,15 @@ def combine(exercise, source, problems, ptx, trusted, nbval):
             return "tampered", f"the notebook's check passed, but the grader refuses the exercise's code: {refused}"
         return "invalid", f"the grader refuses the exercise's code: {refused}"
     trusted_status, message = trusted.get("status", "crashed"), trusted.get("message", "the grader's own check gave no result")
-    if "MemoryError" in f"{message} {nbval_text}":
-        return "crashed", "ran out of memory (the limit of each process is --memory MiB)"
+    if "MemoryError" in f"{message} {nbval_text}" or "over its memory limit" in f"{message} {nbval_text}":
+        return "crashed", "ran out of memory (a submission's processes together may hold --memory MiB)"
     for status in ("timeout", "crashed"):
         if status in (nbval_status, trusted_status):
             return status, message if trusted_status == status else nbval_text
     if "error" in (nbval_status, trusted_status):
         return "error", message if trusted_status == "error" else nbval_text
+    if trusted.get("rule"):
+        return "fail", message
     if nbval_status == trusted_status == "pass":
         return "pass", ""
     if nbval_status == trusted_status == "fail":
@@ -225,43 +231,51 @@ def grade_notebook(student, filename, data, chapters, signatures, options=Option
     signatures : dict
         ``{chapter name: instructor_signatures(chapter)}``.
     """
+    where = "bwrap" if options.isolated else "none"
+    if options.isolated:
+        sandbox.check_available()  # once per process: a cluster's worker may lack bwrap
     try:
         notebook = read_submission(data, filename)
         chapter = chapter_of(notebook, filename, chapters)
     except InvalidSubmission as error:
-        return [Row(student, filename, "", 0, 0, "invalid", str(error))]
+        return [Row(student, filename, "", 0, 0, "invalid", str(error), sandbox=where)]
     sources = submitted_sources(notebook, chapter)
-    folder = pathlib.Path(tempfile.mkdtemp(prefix="prefixsum-grade-"))
-    try:
-        earlier, problems = [], {}
-        for exercise in chapter.exercises:
-            source = sources[exercise.id]
-            problems[exercise.id] = [] if source is None else allowlist.check(
-                source, instructor_source=exercise.source, setup_sources=chapter.setup, earlier_sources=earlier)
-            earlier.append(exercise.source)
-        # An exercise still raising the students' NotImplementedError is not attempted: nothing of
-        # it needs to run (a class's blanks cost nothing).
-        attempted = {e.id: sources[e.id] for e in chapter.exercises if sources[e.id] is not None and not unsolved(sources[e.id], e)}
-        accepted = {i: s for i, s in attempted.items() if not problems[i]}
-        ptx, trusted = {}, {}
-        if any(signatures[chapter.name].get(i) for i in accepted):
-            ptx, _ = _trusted("ptx", chapter, accepted, options, folder, signatures[chapter.name])
-        checkable = {i: s for i, s in accepted.items() if ptx.get(i, {}).get("status") != "rejected"}
-        if checkable:
-            trusted, finished = _trusted("check", chapter, checkable, options, folder)
-            for i in checkable:
-                if i not in trusted:
-                    trusted[i] = {"status": "timeout" if finished.timed_out or finished.returncode in (-9, -24) else "crashed",
-                                  "message": f"the grader's own check ended (exit {finished.returncode}) before this exercise"}
-        submitted = {i: s for i, s in sources.items() if s is not None}  # unsolved cells may define what later ones use
-        nbval = _nbval(chapter, submitted, options, folder / "nbval")[0] if attempted else {}
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    recorded = signatures[chapter.name]
+    earlier, problems = [], {}
+    for exercise in chapter.exercises:
+        source = sources[exercise.id]
+        problems[exercise.id] = [] if source is None else allowlist.check(
+            source, instructor_source=exercise.source, setup_sources=chapter.setup, earlier_sources=earlier,
+            exercise_id=exercise.id)
+        earlier.append(exercise.source)
+    # An exercise still raising the students' NotImplementedError is not attempted: nothing of
+    # it needs to run (a class's blanks cost nothing).
+    attempted = {e.id: sources[e.id] for e in chapter.exercises if sources[e.id] is not None and not unsolved(sources[e.id], e)}
+    accepted = {i: s for i, s in attempted.items() if not problems[i]}
+    ptx, trusted = {}, {}
+    if any(recorded[i]["signatures"] for i in accepted):
+        ptx, _ = _trusted("ptx", chapter, accepted, options, {i: recorded[i]["signatures"] for i in accepted})
+    checkable = {i: s for i, s in accepted.items() if ptx.get(i, {}).get("status") != "rejected"}
+    if checkable:
+        found, finished = _trusted("check", chapter, checkable, options)
+        for i in checkable:
+            if i in found:
+                trusted[i] = results.check_verdict(chapter.exercise(i), found[i], recorded[i]["launches"] > 0, chapter.sanitize)
+            else:
+                ended = "timeout" if finished.timed_out or finished.over == "cpu" else "crashed"
+                why = f", over its {finished.over} limit" if finished.over else ""
+                trusted[i] = {"status": ended, "message": f"the grader's own check ended (exit {finished.returncode}{why}) "
+                                                          "before this exercise"}
+    # nbval runs only what the allow-list accepted; a refused cell is the students' blank there.
+    # Unsolved cells stay: they may define what later ones use.
+    # Without an accepted exercise nbval could not pass anything: it is not run.
+    allowed = {i: s for i, s in sources.items() if s is not None and not problems[i]}
+    nbval = _nbval(chapter, allowed, options)[0] if accepted else {}
     rows = []
     for exercise in chapter.exercises:
         source = sources[exercise.id]
         status, message = combine(exercise, source, problems[exercise.id], ptx.get(exercise.id, {}),
                                   trusted.get(exercise.id, {}), nbval.get(exercise.id, ("crashed", "no result")))
         rows.append(Row(student, filename, exercise.id, exercise.points if status == "pass" else 0, exercise.points,
-                        status, " ".join(message.split())[:500], source or ""))
+                        status, " ".join(message.split())[:500], source or "", chapter.name, where))
     return rows

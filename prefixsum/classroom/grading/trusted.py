@@ -1,35 +1,41 @@
 """The grader's own re-check of a submission, in processes that the submission never touched.
 
-Run as a program by :mod:`.runner`, by its file's path (so that starting it imports nothing
-of the package: the ``ptx`` mode never needs the simulator)::
+Run as a program by :mod:`.runner`, inside the sandbox (:mod:`.sandbox`), by its file's path
+(so that starting it imports nothing of the package: the ``ptx`` mode never needs the simulator)::
 
-    python .../grading/trusted.py check|record|ptx REQUEST.json RESULT.jsonl
+    python .../grading/trusted.py check|record|ptx|nbval < REQUEST.json > RESULT.jsonl
+
+The request comes on stdin; a result is one JSON object per line on stdout, written as soon as
+it is known, so that a run killed at its time limit still reports the exercises before. The
+process's own stdout is put aside first: what the submission prints goes nowhere. The grader
+parses the results with a strict schema and decides every verdict itself (:mod:`.runner`).
 
 * ``check`` (on the classroom simulator): runs the instructor's setup cells, then for each
   exercise the submitted cell (already accepted by :mod:`.allowlist`) and the instructor's check
   cells. A check cell runs with the setup's own names put back and ``print`` recording what it
-  is given, so a verdict is the checker's object, never text a kernel printed. Each exercise has
-  a time limit of its own.
+  is given; the lines it printed, the first failing verdict's text and the number of launches of
+  the cell's own kernels come back. The request holds no solution and no expected output.
 * ``record``: the same on the instructor's solutions, also recording the argument types of every
   launch of a kernel that the exercise cell defines: the signatures to compile with.
 * ``ptx`` (with ``NUMBA_ENABLE_CUDASIM=0``, no GPU needed): loads each submitted cell after the
   setup cells' imports and compiles each kernel it defines to PTX, for the signatures recorded
   from the instructor's solution.
-
-A result is one JSON object per line and exercise, written as soon as it is known, so that a
-run killed at its time limit still reports the exercises before.
+* ``nbval``: writes the assembled notebook into the sandbox's /tmp, runs ``pytest --nbval`` on
+  it and returns nbval's junit XML.
 """
 import ast
-import configparser
 import contextlib
 import importlib.util
 import io
 import json
 import linecache
+import os
 import pathlib
 import re
 import signal
+import subprocess
 import sys
+import tempfile
 
 
 class _OutOfTime(BaseException):
@@ -48,15 +54,6 @@ def _time_limit(seconds):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-
-
-def sanitize(text, config_text):
-    """Apply nbval's sanitize file (its ``regex``/``replace`` sections) to ``text``."""
-    parser = configparser.ConfigParser()
-    parser.read_string(config_text or "")
-    for section in parser.sections():
-        text = re.sub(parser[section]["regex"], parser[section]["replace"], text)
-    return text
 
 
 def _compiled(source, filename):
@@ -79,8 +76,12 @@ def _run_setup(chapter):
     return namespace
 
 
-def _check_one(exercise, source, namespace, setup, timeout, sanitize_config):
-    """``{status, message, lines}`` of one exercise (a dict of :func:`.chapters.to_json`): exec its cell, then its checks."""
+def _check_one(exercise, source, namespace, setup, timeout):
+    """``{status, message, lines, failed}`` of one exercise: exec its cell, then its checks.
+
+    ``status`` is ``ran`` (the grader compares ``lines`` with the expected output), ``error`` or
+    ``timeout``; ``failed`` is the text of the first verdict that did not pass, or empty.
+    """
     try:
         with _time_limit(timeout):
             exec(_compiled(source, f"<exercise {exercise['id']}>"), namespace)  # noqa: S102  (accepted by the allow-list)
@@ -94,9 +95,7 @@ def _check_one(exercise, source, namespace, setup, timeout, sanitize_config):
         verdicts.extend(v for v in values if hasattr(v, "passed") and hasattr(v, "diagnosis"))
         printed.append(" ".join(str(v) for v in values) + "\n")
 
-    expected = ""
-    for check, stored in exercise["checks"]:
-        expected += stored
+    for check in exercise["checks"]:
         names = {**namespace, **setup, "print": record}
         try:
             with _time_limit(timeout):
@@ -106,12 +105,9 @@ def _check_one(exercise, source, namespace, setup, timeout, sanitize_config):
         except Exception as error:  # noqa: BLE001
             return {"status": "error", "message": f"the check failed: {_first_line(error)}", "lines": printed}
     failed = next((v for v in verdicts if not v.passed), None)
-    if sanitize("".join(printed), sanitize_config) == sanitize(expected, sanitize_config):
-        return {"status": "pass", "message": "", "lines": printed}
     if failed is not None and failed.diagnosis == "timeout":
         return {"status": "timeout", "message": str(failed), "lines": printed}
-    message = str(failed) if failed is not None else f"the check printed {''.join(printed).strip()!r}"
-    return {"status": "fail", "message": message, "lines": printed}
+    return {"status": "ran", "message": str(failed) if failed is not None else "", "lines": printed}
 
 
 def _spell(value):
@@ -150,11 +146,13 @@ def _check(request, emit, record=False):
         if exercise["id"] not in sources:
             continue
         found = {}
-        with contextlib.ExitStack() as stack:
-            if record:
-                stack.enter_context(_recording_launches(namespace, found))
-            result = _check_one(exercise, sources[exercise["id"]], namespace, setup, request["timeout"], chapter["sanitize"])
+        with _recording_launches(namespace, found):
+            result = _check_one(exercise, sources[exercise["id"]], namespace, setup, request["timeout"])
         result["id"] = exercise["id"]
+        # Only kernels that this exercise's cell defines count: a launch of an earlier one is no
+        # launch of the student's answer.
+        mine = set(_kernels(sources[exercise["id"]]))
+        result["launches"] = sum(len(s) for name, s in found.items() if name in mine)
         if record:
             result["signatures"] = {name: sorted(s) for name, s in found.items()}
         emit(result)
@@ -217,19 +215,43 @@ def _ptx(request, emit):
         emit({"id": exercise["id"], "status": "rejected" if problems else "ok", "message": "; ".join(problems)})
 
 
-def main(argv):
-    mode, request_path, result_path = argv
-    with open(request_path) as handle:
-        request = json.load(handle)
-    with open(result_path, "w") as out:
-        def emit(result):
-            out.write(json.dumps(result) + "\n")
-            out.flush()
+def _nbval(request, emit):
+    """Run nbval on the request's notebook in a folder of the sandbox's /tmp; emit its junit XML."""
+    folder = pathlib.Path(tempfile.mkdtemp(prefix="nbval-"))
+    (folder / "graded.ipynb").write_text(request["notebook"])
+    command = [sys.executable, "-m", "pytest", "-p", "nbval", "-p", "no:cacheprovider", "-o", "addopts=", "-q", "--nbval",
+               str(folder / "graded.ipynb"), f"--nbval-cell-timeout={request['timeout']:g}", f"--junitxml={folder / 'junit.xml'}",
+               f"--rootdir={folder}"]
+    if request["sanitize"]:
+        (folder / "sanitize.cfg").write_text(request["sanitize"])
+        command.append(f"--nbval-sanitize-with={folder / 'sanitize.cfg'}")
+    # Only nbval's plugin: loading every installed plugin costs seconds per submission.
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    finished = subprocess.run(command, cwd=folder, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, check=False)
+    report = folder / "junit.xml"
+    emit({"id": "nbval", "returncode": finished.returncode,
+          "junit": report.read_text(errors="replace")[:8 << 20] if report.exists() else ""})
 
-        if mode == "ptx":
-            _ptx(request, emit)
-        else:
-            _check(request, emit, record=mode == "record")
+
+def main(argv):
+    (mode,) = argv
+    request = json.load(sys.stdin)
+    # The results' own channel: what the submission prints (to fd 1) goes to /dev/null instead.
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    sys.stdout = open(os.devnull, "w")  # noqa: SIM115  (for the process's lifetime)
+
+    def emit(result):
+        out.write(json.dumps(result) + "\n")
+        out.flush()
+
+    if mode == "ptx":
+        _ptx(request, emit)
+    elif mode == "nbval":
+        _nbval(request, emit)
+    else:
+        _check(request, emit, record=mode == "record")
     return 0
 
 

@@ -4,6 +4,7 @@ import collections
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.collections import LineCollection
+from matplotlib.ticker import MaxNLocator
 
 WARP_COLOURS = plt.get_cmap("tab10")
 
@@ -300,6 +301,8 @@ def lookbacks(trace, *, array="status", launch=None, ax=None):
             ax.scatter(xs, [tile] * len(xs), c=["black" if polls[i] > 1 else "tab:blue" for i in xs], s=14, zorder=2)
         ax.scatter([tile], [tile], marker="s", color="tab:orange", s=14, zorder=2)
     ax.invert_yaxis()
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # tiles are whole numbers
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("tile whose state was read (orange: the tile's own)")
     ax.set_ylabel("tile")
     ax.set_title("look-back: states each tile read (black: read again, it had to wait)")

@@ -1,0 +1,273 @@
+"""Issue 26's attacks on the grader, each a named submission in tests/attacks/, graded in one batch
+with honest classmates, as root and as an unprivileged user.
+
+A ``.cell`` file is the exercise cell a hostile student hands in; its header names the exercise,
+the statuses it may get and a word its message must hold. Cells marked ``# hole`` are let
+through the allow-list (tests/attacks/grade_with_hole.py), so that they run inside the sandboxes
+and show what the sandbox alone holds. Beside them: files and names that once broke the batch.
+
+After the batch: no attacker earned a pass, every honest classmate kept full marks, no process
+of the batch is left and nothing new listens, and nothing outside the sandboxes changed (the
+instructor's notebooks, the classmates' folders, the environment, the package, ``--out`` but
+for the grader's own files, whose checksum holds).
+"""
+import csv
+import hashlib
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import nbformat
+import pytest
+
+from prefixsum.classroom.grading import read_chapter, sandbox
+from prefixsum.classroom.student import student_version
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+ATTACKS = pathlib.Path(__file__).resolve().parent / "attacks"
+CHAPTERS = ("01_ladder", "08_householder", "10_applications")
+HONEST = ("ann", "bob")
+ODD_NAMES = {"not_utf8": os.fsdecode(b"student_\xff"), "formula": '=HYPERLINK("evil.example","x")',
+             "newline": "eve\n# Injected heading", "dot_folder": ".hidden_student"}
+MARK = "prefixsum-attack"
+
+
+def attacks():
+    """``{name: (exercise id, allowed statuses, word, source)}`` from tests/attacks/*.cell."""
+    found = {}
+    for path in sorted(ATTACKS.glob("*.cell")):
+        source = path.read_text()
+        header = dict(line[2:].split(": ", 1) for line in source.splitlines()[:2])
+        statuses, _, word = header["expect"].partition(" ")
+        found[path.stem] = (header["exercise"], set(statuses.split("|")), word, source)
+    return found
+
+
+def _chapter_of(exercise_id):
+    return next(c for c in CHAPTERS if c.startswith(exercise_id[:2]))
+
+
+def _notebook(chapter, replace=None):
+    """The students' version of ``chapter``, with ``{exercise id: source}`` put in."""
+    notebook = student_version(nbformat.read(NOTEBOOKS / f"{chapter}.ipynb", as_version=4), chapter=chapter)
+    for cell in notebook.cells:
+        if "exercise" in cell.metadata.get("tags", []) and cell.metadata.get("exercise_id") in (replace or {}):
+            cell.source = replace[cell.metadata["exercise_id"]]
+    return notebook
+
+
+def build(folder):
+    """The instructor's notebooks and the class under ``folder``; every path readable by anyone."""
+    (folder / "instructor").mkdir()
+    for chapter in CHAPTERS:
+        shutil.copy(NOTEBOOKS / f"{chapter}.ipynb", folder / "instructor")
+    shutil.copy(NOTEBOOKS / "sanitize.cfg", folder / "instructor")
+    students = folder / "class"
+    for name in HONEST:
+        (students / name).mkdir(parents=True)
+        shutil.copy(NOTEBOOKS / "01_ladder.ipynb", students / name)
+    for name, (exercise_id, _, _, source) in attacks().items():
+        (students / name).mkdir()
+        chapter = _chapter_of(exercise_id)
+        nbformat.write(_notebook(chapter, {exercise_id: source}), students / name / f"{chapter}.ipynb")
+    for name in ODD_NAMES.values():
+        (students / name).mkdir()
+        nbformat.write(_notebook("01_ladder"), students / name / "01_ladder.ipynb")
+    (students / "symlink_shadow").mkdir()
+    (students / "symlink_shadow" / "01_ladder.ipynb").symlink_to("/etc/shadow")
+    (students / "huge").mkdir()
+    huge = _notebook("01_ladder")
+    huge.cells.append(nbformat.v4.new_markdown_cell("x" * (3 << 20)))
+    nbformat.write(huge, students / "huge" / "01_ladder.ipynb")
+    # A lone surrogate in a comment: valid JSON (an escape), but no UTF-8 and no ast.parse.
+    surrogate = json.loads(nbformat.writes(_notebook("01_ladder")))
+    cell = next(c for c in surrogate["cells"] if c.get("metadata", {}).get("exercise_id") == "01.serial-scan")
+    cell["source"] = "# \ud800\n" + read_chapter(NOTEBOOKS / "01_ladder.ipynb").exercise("01.serial-scan").source
+    (students / "surrogate").mkdir()
+    (students / "surrogate" / "01_ladder.ipynb").write_text(json.dumps(surrogate))
+    for path in [folder, *folder.rglob("*")]:
+        if not path.is_symlink():
+            path.chmod(0o755 if path.is_dir() else 0o644)
+    return students
+
+
+def _tree_hash(path):
+    digest = hashlib.sha256()
+    for item in sorted(pathlib.Path(path).rglob("*")):
+        digest.update(os.fsencode(item))
+        if item.is_symlink():
+            digest.update(os.fsencode(os.readlink(item)))
+        elif item.is_file() and "__pycache__" not in item.parts:
+            digest.update(item.read_bytes())
+    return digest.hexdigest()
+
+
+def _listing(path):
+    """Names, sizes and times of a large tree (the environment): a new or changed file shows."""
+    return {(str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in pathlib.Path(path).rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts}
+
+
+def _listening():
+    """Listening TCP sockets of this network namespace: ``{(address:port in hex, uid)}``."""
+    found = set()
+    for name in ("tcp", "tcp6"):
+        with open(f"/proc/net/{name}") as table:
+            found |= {(line.split()[1], int(line.split()[7])) for line in list(table)[1:] if line.split()[3] == "0A"}
+    return found
+
+
+def _temporary():
+    """What nobody owns in the machine's temporary folder (a sandbox that could write there)."""
+    folder = pathlib.Path(tempfile.gettempdir())
+    return {p.name for p in folder.iterdir() if p.lstat().st_uid == sandbox.NOBODY}
+
+
+def _processes():
+    found = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                found[int(pid)] = handle.read().replace(b"\0", b" ").decode(errors="replace")
+            found[int(pid)] += f" uid={os.stat(f'/proc/{pid}').st_uid}"
+        except OSError:
+            continue
+    return found
+
+
+def _as_nobody_reason():
+    """Why the grader cannot run as nobody here, or None."""
+    if shutil.which("setpriv") is None:
+        return "setpriv (util-linux) is missing"
+    probe = subprocess.run(["setpriv", f"--reuid={sandbox.NOBODY}", f"--regid={sandbox.NOBODY}", "--clear-groups",
+                            sys.executable, "-c", "import prefixsum.classroom.grading, nbval, numba"],
+                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd="/")
+    if probe.returncode != 0:
+        return f"nobody cannot run this Python, the environment or the checkout: {probe.stderr.strip()[-300:]}"
+    return None
+
+
+@pytest.fixture(scope="module", params=["root", "unprivileged"])
+def batch(request):
+    if os.getuid() != 0 and request.param == "root":
+        pytest.skip("the root run needs root (CI runs as root)")
+    sandbox.check_available()
+    folder = pathlib.Path(tempfile.mkdtemp(prefix="psattack-"))
+    try:
+        yield _run(folder, request.param)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _run(folder, user):
+    prefix = []
+    if user == "unprivileged":
+        if os.getuid() == 0:
+            reason = _as_nobody_reason()
+            if reason:
+                pytest.skip(reason)
+            prefix = ["setpriv", f"--reuid={sandbox.NOBODY}", f"--regid={sandbox.NOBODY}", "--clear-groups"]
+    folder.chmod(0o755)
+    students = build(folder)
+    out = folder / "out"
+    out.mkdir()
+    if prefix:
+        os.chown(out, sandbox.NOBODY, sandbox.NOBODY)
+    venv, package = pathlib.Path(sys.prefix), ROOT / "prefixsum"
+    before = {"instructor": _tree_hash(folder / "instructor"), "class": _tree_hash(students),
+              "package": _tree_hash(package), "venv": _listing(venv)}
+    processes, listening = _processes(), _listening()
+    temporary = _temporary()
+    command = [*prefix, sys.executable, str(ATTACKS / "grade_with_hole.py"), str(students), "--out", str(out),
+               "--instructor", *(str(folder / "instructor" / f"{c}.ipynb") for c in CHAPTERS), "--chapters", *CHAPTERS,
+               "--workers", "2", "--timeout", "30", "--memory", "3072", "--max-size", "2", "--quiet"]
+    start = time.perf_counter()
+    finished = subprocess.run(command, capture_output=True, text=True, cwd="/", env={**os.environ, "PYTHONPATH": str(ROOT)})
+    seconds = time.perf_counter() - start
+    time.sleep(2)  # a daemon that outlived the batch would now rewrite the grades
+    after = {"instructor": _tree_hash(folder / "instructor"), "class": _tree_hash(students),
+             "package": _tree_hash(package), "venv": _listing(venv)}
+    left = {pid: line for pid, line in _processes().items() if pid not in processes and (MARK in line or f"uid={sandbox.NOBODY}" in line)}
+    rows = []
+    if (out / "grades.csv").exists():
+        with open(out / "grades.csv", newline="") as handle:
+            rows = list(csv.DictReader(handle))
+    print(f"\nthe attack batch as {user}: {seconds:.0f} s, {len({r['submission'] for r in rows})} submissions")
+    return {"finished": finished, "out": out, "rows": rows, "before": before, "after": after, "left": left,
+            "new_listening": _listening() - listening, "new_temporary": _temporary() - temporary,
+            "seconds": seconds}
+
+
+def _rows(batch, submission):
+    return {r["exercise"]: r for r in batch["rows"] if r["submission"] == submission}
+
+
+def test_the_batch_ends_well(batch):
+    assert batch["finished"].returncode == 0, batch["finished"].stderr[-3000:]
+
+
+@pytest.mark.parametrize("name", sorted(attacks()))
+def test_attack_earns_nothing(batch, name):
+    exercise_id, statuses, word, _ = attacks()[name]
+    rows = _rows(batch, name)
+    assert {r["status"] for e, r in rows.items() if e != exercise_id} <= {"not-attempted"}, rows
+    row = rows[exercise_id]
+    assert row["status"] in statuses and float(row["score"]) == 0, row
+    assert word.lower() in row["message"].lower(), row
+    assert row["sandbox"] == "bwrap"
+
+
+def test_honest_classmates_keep_full_marks(batch):
+    for name in HONEST:
+        rows = _rows(batch, name)
+        assert {r["status"] for r in rows.values()} == {"pass"} and len(rows) == 3, rows
+
+
+def test_nothing_outlives_the_batch(batch):
+    assert batch["left"] == {}
+    # The machine may run other work (Jupyter kernels listen on loopback): what the attacks would
+    # leave is a socket of nobody, or one on the listener attack's port (47123, hex B813).
+    assert {(address, uid) for address, uid in batch["new_listening"] if uid == sandbox.NOBODY or address.endswith(":B813")} == set()
+    assert batch["new_temporary"] == set()
+
+
+def test_nothing_outside_the_sandboxes_changed(batch):
+    for key in ("instructor", "class", "package"):
+        assert batch["before"][key] == batch["after"][key], key
+    assert batch["after"]["venv"] - batch["before"]["venv"] == set()
+    out = batch["out"]
+    names = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
+    assert {"grades.csv", "summary.csv"} <= names and all(n.startswith("feedback/") for n in names - {"grades.csv", "summary.csv"})
+    last = (out / "summary.csv").read_text().splitlines()[-1].split(",")
+    assert last == ["# sha256 of grades.csv", hashlib.sha256((out / "grades.csv").read_bytes()).hexdigest()]
+
+
+def test_odd_files_and_names_each_get_a_row(batch):
+    submissions = {r["submission"] for r in batch["rows"]}
+    assert {"student_\\xff", "'" + ODD_NAMES["formula"], "eve\n# Injected heading", ".hidden_student"} <= submissions
+    (shadow,) = _rows(batch, "symlink_shadow").values()
+    assert shadow["status"] == "invalid" and "symlink" in shadow["message"]
+    (huge,) = _rows(batch, "huge").values()
+    assert huge["status"] == "invalid" and "larger than" in huge["message"]
+    surrogate = _rows(batch, "surrogate")
+    assert surrogate and all(r["status"] != "pass" for r in surrogate.values())
+    text = "\n".join(p.read_text(errors="replace") for p in batch["out"].rglob("*") if p.is_file())
+    if os.access("/etc/shadow", os.R_OK):
+        with open("/etc/shadow", errors="replace") as shadow_file:
+            assert shadow_file.readline().strip()[:12] not in text
+    pages = "\n".join(p.read_text() for p in (batch["out"] / "feedback").iterdir())
+    assert not any(line.startswith("# Injected") for line in pages.splitlines())
+
+
+def test_summary_counts_chapters_not_handed_in(batch):
+    with open(batch["out"] / "summary.csv", newline="") as handle:
+        summary = {(r["submission"], r["chapter"]): r for r in csv.DictReader(handle) if not r["submission"].startswith("#")}
+    assert summary[("ann", "01_ladder")]["score"] == summary[("ann", "01_ladder")]["max_score"] == "5"
+    assert summary[("ann", "08_householder")]["score"] == "0"
+    assert float(summary[("ann", "all")]["max_score"]) > 5
