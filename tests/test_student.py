@@ -47,7 +47,9 @@ def test_every_chapter_has_an_exercise_and_a_check():
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_student_version_runs_where_it_was_written_and_reports_the_missing_exercise(path, tmp_path):
     # run in the folder the handout was written to, outside the checkout (as a student does):
-    # every file a chapter reads must come from the package, not from the working directory
+    # every file a chapter reads must come from the package, not from the working directory.
+    # Under .ci/run (pip install, no PYTHONPATH) the kernel imports the installed wheel, so this
+    # also proves the wheel carries the results; in a checkout they come from its benchmarks/.
     assert ROOT not in tmp_path.resolve().parents
     (written,) = student.write_student_versions([path], tmp_path)
     notebook = nbformat.read(written, 4)
