@@ -10,9 +10,12 @@ multiple of the chunk, padded to whole chunks in the indexing), and ``hybrid.run
 too (:func:`~prefixsum.tridiag.hybrid.hybrid_shared`: several systems a block, one system a
 block; one and several :func:`~prefixsum.tridiag.hybrid.pcr_window` launches before it), and a
 zero pivot;
+``method="pivoting"`` (LU with partial pivoting, :mod:`prefixsum.tridiag.pivoting`) on general
+systems that are neither dominant nor definite, and on a singular one;
 then ``householder`` and ``solve_symmetric`` from device arrays (the on-device symmetry check,
-the shared-memory and the global-memory reductions, the off-diagonal copy) and one
-non-symmetric matrix. Each result is checked before the next call; one line per part, exit 1 on
+the shared-memory and the global-memory reductions, the off-diagonal copy), ``solve_symmetric``
+on indefinite matrices (the pivot-sign check, then the pivoting solve) and one non-symmetric
+matrix. Each result is checked before the next call; one line per part, exit 1 on
 a wrong result. compute-sanitizer's summary is the verdict on memory errors, races, barriers
 and uninitialised reads; ``run_gpu.sh sanitize_tridiag`` runs the four tools.
 """
@@ -28,6 +31,7 @@ from prefixsum.tridiag import hybrid
 
 hh = importlib.import_module("prefixsum.tridiag.householder")
 
+PIVOTING_SHAPES = ((1, 1), (37, 31), (8, 512), (2, 1500))
 SHAPES = ((1, 1), (37, 31), (300, 64), (8, 512), (3, 1024), (2, 1500), (1, 5000), (1, 20000))
 QUICK_SHAPES = ((1, 1), (5, 31), (2, 200), (2, 528), (1, 2000))
 MATRICES = ((5, 16), (2, 100))
@@ -47,6 +51,13 @@ def residual(a, b, c, d, x):
     r[:, 1:] += a[:, 1:] * x[:, :-1]
     r[:, :-1] += c[:, :-1] * x[:, 1:]
     return float(np.max(np.abs(r)) / np.max(np.abs(d)))
+
+
+def backward_error(a, b, c, d, x):
+    """``max |T x - d| / (max |T| max |x| + max |d|)`` in float64: small for a backward-stable
+    solve whatever T's condition; NaN (never small) if x has a poisoned element."""
+    scale = np.max(np.abs(a) + np.abs(b) + np.abs(c)) * np.max(np.abs(x)) + np.max(np.abs(d))
+    return residual(a, b, c, d, x) * np.max(np.abs(d)) / scale
 
 
 def main(argv=None):
@@ -79,6 +90,31 @@ def main(argv=None):
             wrong.append(f"hybrid {np.dtype(dtype).name}: a zero pivot went unreported")
         except np.linalg.LinAlgError:
             calls += 1
+        for batch, n in QUICK_SHAPES[:3] if args.quick else PIVOTING_SHAPES:
+            system = [v.astype(dtype) for v in rng.normal(size=(4, batch, n))]
+            x = ps.tridiag.solve(*(cuda.to_device(v) for v in system), method="pivoting").copy_to_host()
+            calls += 1
+            res = backward_error(*system, x)
+            if not res <= 16 * n * eps:
+                wrong.append(f"pivoting {np.dtype(dtype).name} {batch} x {n}: backward error {res:.2e}")
+        a, b, c, d = (v.astype(dtype) for v in rng.normal(size=(4, 3, 40)))
+        a[1, 11], b[1, 10], c[1, 9] = 0, 0, 0  # system 1: column 10 holds no nonzero, singular
+        try:
+            ps.tridiag.solve(*(cuda.to_device(v) for v in (a, b, c, d)), method="pivoting")
+            wrong.append(f"pivoting {np.dtype(dtype).name}: a singular system went unreported")
+        except np.linalg.LinAlgError:
+            calls += 1
+        for batch, n in QUICK_MATRICES if args.quick else MATRICES:
+            m = rng.normal(size=(batch, n, n))
+            S = ((m + m.transpose(0, 2, 1)) / 2).astype(dtype)  # symmetric, indefinite
+            rhs = rng.normal(size=(batch, n)).astype(dtype)
+            x = ps.tridiag.solve_symmetric(cuda.to_device(S), cuda.to_device(rhs)).copy_to_host()
+            calls += 1
+            S64 = S.astype(np.float64)
+            scale = np.max(np.abs(S64)) * n * np.max(np.abs(x)) + np.max(np.abs(rhs))
+            res = np.max(np.abs(np.einsum("bij,bj->bi", S64, x) - rhs)) / scale
+            if not res <= 64 * n * eps:
+                wrong.append(f"solve_symmetric indefinite {np.dtype(dtype).name} {batch} x {n}: backward error {res:.1e}")
         for batch, n in QUICK_MATRICES if args.quick else MATRICES:
             m = rng.normal(size=(batch, n, n))
             A = (m @ m.transpose(0, 2, 1) / n + np.eye(n)).astype(dtype)
