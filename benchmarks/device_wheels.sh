@@ -10,11 +10,12 @@ cd "$root"
 mkdir -p "$(git rev-parse --git-dir)/info"
 grep -qx '/.whl/' "$(git rev-parse --git-dir)/info/exclude" 2>/dev/null || echo '/.whl/' >> "$(git rev-parse --git-dir)/info/exclude"
 mkdir -p .whl
-# greenlet and cloudpickle: the package imports them; the GPU image lacks them.
+# greenlet, cloudpickle and ipywidgets (with its two front-end packages; its ipython, comm and
+# traitlets come with --nbval): the package imports them; the GPU image lacks them.
 # --nbval: also nbval, nbclient and the Jupyter kernel they drive (the GPU image has none of them); this set
 # installed cleanly there and ran every notebook under nbval (the image's own pytest, pluggy,
 # packaging, psutil, attrs, pygments, dateutil are kept: do not shadow them).
-specs=(numpy==2.4.6 greenlet cloudpickle)
+specs=(numpy==2.4.6 greenlet cloudpickle ipywidgets==8.1.9 widgetsnbextension==4.0.16 jupyterlab_widgets==3.0.17)
 if [ "${1:-}" = "--nbval" ]; then
   shift
   specs+=(nbval==0.11.0 nbclient==0.10.2 ipykernel==7.4.0 ipython==9.18.1 ipython_pygments_lexers jupyter_client==8.10.0
