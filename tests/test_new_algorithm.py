@@ -56,7 +56,7 @@ def copy_with_new_algorithm(tmp_path_factory):
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     shutil.copytree(ROOT / "prefixsum", root / "prefixsum", ignore=ignore)
     (root / "tests").mkdir()
-    for name in ("conftest.py", "test_scan.py"):
+    for name in ("conftest.py", "ptx_worker.py", "test_scan.py"):
         shutil.copy(ROOT / "tests" / name, root / "tests" / name)
     (root / "prefixsum" / "scans" / "block_primitives.py").write_text(NEW_MODULE)
     return root
