@@ -233,12 +233,12 @@ for dtype in ("float32", "int32", "float64", "int64"):
 # three quarters to 85% of the bandwidth of torch's copy (and all of a plain numba copy
 # kernel's); for 8-byte types 0–8% faster, though each look-back step is two atomics and a fence
 # instead of one atomic. Its tiles, 128 threads × 32 elements, were chosen from a table of eight
-# shapes measured on an H200 (`lookback_tiles.csv`: there 1.00, 1.09 and 1.12× torch.cumsum at
-# $2^{24}$, $2^{26}$, $2^{28}$ in float32, 1.00, 1.08 and 1.10× in float64). At $2^{24}$ the
-# kernel is bound by its instructions, not by memory: Nsight Compute on the H200 counted three
-# times CUB's instructions per element, the ALU pipe 72% busy and DRAM 35%. The other scans of
-# the workbook on the same plot (float32; measured in an earlier run on an H100, with CUDA
-# events, `scan_throughput.csv`):
+# shapes at $2^{24}$, $2^{26}$ and $2^{28}$ (`benchmarks/lookback_tiles.csv`, from another card
+# of the same generation, whose faster memory leaves the smallest size no margin). At $2^{24}$
+# the kernel is bound by its instructions, not by memory: Nsight Compute counted three times
+# CUB's instructions per element, the ALU pipe 72% busy and DRAM 35%. The other scans of the
+# workbook on the same plot (float32; measured in an earlier run with CUDA events,
+# `scan_throughput.csv`):
 
 # %%
 ours = results.read("lookback.csv", part="kernel", dtype="float32")

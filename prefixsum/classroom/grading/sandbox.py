@@ -121,12 +121,15 @@ def sandbox_prefix(limits, root=None):
     for name in _ETC:
         if (pathlib.Path("/etc") / name).exists():
             args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    # The private /tmp first: a virtual environment may live under the host's /tmp (CI's does), and
+    # a bind made before the tmpfs would be hidden by it.
+    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp",
+             "--perms", "1777", "--size", str(64 << 20), "--tmpfs", "/dev/shm"]
     for folder in _python_folders():
         if not str(folder).startswith("/usr/"):
             _bind(args, folder)
     _bind(args, _package_folder())
-    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp",
-             "--perms", "1777", "--size", str(64 << 20), "--tmpfs", "/dev/shm", "--chdir", "/tmp"]
+    args += ["--chdir", "/tmp"]
     if root:
         return args + ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--no-new-privs",
                        "--bounding-set=-all", "--inh-caps=-all", "--"]
