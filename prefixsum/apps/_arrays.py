@@ -23,6 +23,15 @@ def to_device(x, name):
     return x, on_device
 
 
+def values_and_mask(x, mask):
+    """``(x, mask, x_was_on_device)`` on the device, for the compactions; raises if their lengths differ."""
+    x, on_device = to_device(x, "x")
+    mask, _ = to_device(mask, "mask")
+    if mask.shape[0] != x.shape[0]:
+        raise ValueError(f"x and mask must have one length; got {x.shape[0]} and {mask.shape[0]}")
+    return x, mask, on_device
+
+
 def grid(n):
     """``(blocks, threads)`` of an element-wise launch over ``n`` elements.
 

@@ -12,7 +12,7 @@ import numpy as np
 from numba import cuda
 
 from ..scans.api import exclusive_scan
-from ._arrays import back, grid, to_device
+from ._arrays import back, grid, values_and_mask
 
 
 @cuda.jit
@@ -52,11 +52,8 @@ def compact_by_scan(x, mask):
     >>> compact_by_scan(np.arange(6), np.array([1, 0, 0, 1, 1, 0], bool))
     array([0, 3, 4])
     """
-    x, on_device = to_device(x, "x")
-    mask, _ = to_device(mask, "mask")
+    x, mask, on_device = values_and_mask(x, mask)
     n = x.shape[0]
-    if mask.shape[0] != n:
-        raise ValueError(f"x and mask must have one length; got {n} and {mask.shape[0]}")
     if n == 0:
         return back(cuda.device_array(0, x.dtype), on_device)
     flags = cuda.device_array(n, np.int32)

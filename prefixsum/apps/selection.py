@@ -49,7 +49,7 @@ from ..primitives.ops import numba_type
 from ..primitives.warp import FULL_MASK, scan_shfl
 from ..scans.lookback import argtypes as lookback_argtypes
 from ..scans.tile_state import look_back, states
-from ._arrays import back, to_device
+from ._arrays import back, to_device, values_and_mask
 
 BLOCK_SIZE = 128
 """Threads of a tile."""
@@ -264,10 +264,7 @@ def compact(x, mask, *, sync=True):
     >>> compact(np.arange(6), np.array([1, 0, 0, 1, 1, 0], bool))
     array([0, 3, 4])
     """
-    x, on_device = to_device(x, "x")
-    mask, _ = to_device(mask, "mask")
-    if mask.shape[0] != x.shape[0]:
-        raise ValueError(f"x and mask must have one length; got {x.shape[0]} and {mask.shape[0]}")
+    x, mask, on_device = values_and_mask(x, mask)
     return _select(x, mask, x.dtype, on_device, sync, indices=False)
 
 
