@@ -13,7 +13,7 @@ set -euo pipefail
 
 # Each stage and the files it writes under $out: every committed result in benchmarks/ is one of
 # these (tests/test_bench_harness.py checks both ways), and each stage must write all of its own.
-STAGES=(notebooks scans kstep hierarchical table1 tridiag householder householder_calls warp sanitize sanitize_tridiag lookback lookback_tiles sanitize_lookback applications compaction_tiles user_ops sanitize_apps blocks sim_speed grading)
+STAGES=(notebooks scans kstep hierarchical table1 tridiag householder householder_calls warp sanitize sanitize_tridiag lookback lookback_tiles sanitize_lookback applications compaction_tiles onesweep_tiles user_ops sanitize_apps blocks sim_speed grading)
 declare -A OUTPUTS=(
   [notebooks]="nbval_gpu.txt"
   [scans]="scan_throughput.csv"
@@ -31,6 +31,7 @@ declare -A OUTPUTS=(
   [sanitize_lookback]="sanitize_lookback.txt"
   [applications]="applications.csv"
   [compaction_tiles]="compaction_tiles.csv"
+  [onesweep_tiles]="onesweep_tiles.csv onesweep_ncu.txt"
   [user_ops]="user_ops_gpu.txt"
   [sanitize_apps]="sanitize_apps.txt"
   [blocks]="blocks_gpu.csv"
@@ -153,6 +154,20 @@ stage_applications() {
 # float32 and float64 (benchmarks/compaction_tiles.py), which chose apps.selection's tiles.
 stage_compaction_tiles() {
   "$python" benchmarks/compaction_tiles.py $quick_flag --out "$out"
+}
+
+# GPU, about 2 minutes: the onesweep sort's tile shapes and look-back windows by CUPTI at 2^22 and
+# 2^24 (benchmarks/onesweep_tiles.py), then Nsight Compute's view of its digit passes at 2^24 (the
+# summary sections only, as text).
+stage_onesweep_tiles() {
+  "$python" benchmarks/onesweep_tiles.py $quick_flag --out "$out" || return
+  if [[ -n $quick_flag ]]; then
+    echo "quick: no Nsight Compute" > "$out/onesweep_ncu.txt"
+    return
+  fi
+  ncu --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+    --section MemoryWorkloadAnalysis -k regex:'digit_pass|histogram' -c 3 \
+    "$python" benchmarks/onesweep_tiles.py --profile > "$out/onesweep_ncu.txt" 2>&1
 }
 
 # GPU, about a minute: every algorithm that carries a user operator, at 2^20 elements, on numba
