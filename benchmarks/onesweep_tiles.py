@@ -4,8 +4,8 @@
     ncu --section SpeedOfLight --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis \
         -k regex:digit_pass -c 2 python benchmarks/onesweep_tiles.py --profile
 
-For each variant (threads x keys per thread of a digit pass, and the look-back's window: tiles
-whose digit counts a thread asks for at once), uint32 and float32 keys at 2^22 and 2^24: the
+For each variant (threads x keys per thread of a digit pass, the look-back's window: tiles
+whose digit counts a thread asks for at once, and a cap on registers per thread or none), uint32 and float32 keys at 2^22 and 2^24: the
 device time of a whole sort by CUPTI (:func:`compaction_rows.cupti_us`), the variants launched
 through numba's dispatcher (``onesweep.sort_device``'s options), the default also through the
 public call. Every result is checked first. ``--profile``: one sort of 2^24 uint32 keys with the
@@ -26,8 +26,8 @@ from prefixsum.cli.results import report_wrong, write_csv  # noqa: E402
 
 from compaction_rows import cupti_us, exit_skipping_teardown  # noqa: E402  (beside this script)
 
-VARIANTS = ((256, 16, 1), (256, 16, 4), (256, 16, 16), (256, 8, 4), (128, 16, 4))
-"""(block_size, items_per_thread, window)."""
+VARIANTS = ((256, 16, 2, None), (256, 16, 4, None), (256, 12, 1, None), (256, 16, 1, 64), (256, 12, 1, 64))
+"""(block_size, items_per_thread, window, registers: a cap on the registers per thread, or None)."""
 SIZES = (1 << 22, 1 << 24)
 REPEATS = 9
 
@@ -57,17 +57,18 @@ def main(argv=None):
             expected = np.sort(keys, kind="stable")
             dkeys = cuda.to_device(keys)
             calls = [("radix_sort (default)", (onesweep.BLOCK_SIZE, onesweep.tile_items(keys.dtype, None, 256),
-                                               onesweep.LOOKBACK_WINDOW), lambda: apps.radix_sort(dkeys))]
-            for block, items, window in VARIANTS:
-                calls.append(("sort_device", (block, items, window),
-                              lambda b=block, i=items, w=window: onesweep.sort_device(
-                                  dkeys, block_size=b, items_per_thread=i, window=w)[0]))
-            for method, (block, items, window), call in calls:
+                                               onesweep.LOOKBACK_WINDOW, None), lambda: apps.radix_sort(dkeys))]
+            for block, items, window, registers in VARIANTS:
+                calls.append(("sort_device", (block, items, window, registers),
+                              lambda b=block, i=items, w=window, r=registers: onesweep.sort_device(
+                                  dkeys, block_size=b, items_per_thread=i, window=w, registers=r)[0]))
+            for method, (block, items, window, registers), call in calls:
                 ok = np.array_equal(call().copy_to_host(), expected)
                 device = cupti_us(torch, call, repeats)[0] if torch else float("nan")
                 rows.append({"method": method, "block_size": block, "items_per_thread": items, "window": window,
-                             "dtype": dtype, "n": n, "cupti_us": round(device, 1), "correct": ok, **meta})
-                print(method, block, items, window, dtype, n, rows[-1]["cupti_us"], ok, flush=True)
+                             "max_registers": registers or "", "dtype": dtype, "n": n, "cupti_us": round(device, 1),
+                             "correct": ok, **meta})
+                print(method, block, items, window, registers, dtype, n, rows[-1]["cupti_us"], ok, flush=True)
     write_csv(rows, os.path.join(args.out, "onesweep_tiles.csv"))
     return report_wrong(rows, lambda row: f"{row['method']} {row['block_size']}x{row['items_per_thread']} "
                                           f"window {row['window']} {row['dtype']} n={row['n']}")

@@ -62,13 +62,16 @@ MAX_ITEMS_PER_THREAD = 16
 TILE_BITS = 20
 """Bits of a tile's count of keys below a digit (at most 2^12 keys a tile) in the 64-bit word whose
 upper bits count the keys of all tiles below the digit (fewer than 2^43): one block scan adds both."""
-LOOKBACK_WINDOW = 4
-"""Tiles whose digit counts a thread asks for at once when it looks back (:func:`~prefixsum.scans.tile_state.look_back_lane`)."""
+LOOKBACK_WINDOW = 1
+"""Tiles whose digit counts a thread asks for at once when it looks back (:func:`~prefixsum.scans.tile_state.look_back_lane`):
+one, the fastest on the H100 (``benchmarks/onesweep_tiles.csv``: windows of 4 and 16 took 13% and
+70% longer at 2^24), as the predecessor has mostly published its prefix by the time it is read."""
 HISTOGRAM_ITEMS = 8
 """Keys per thread and step of the histogram pass."""
-HISTOGRAM_BLOCKS_PER_SM = 4
+HISTOGRAM_BLOCKS_PER_SM = 8
 """Blocks of the histogram pass per multiprocessor: each walks many tiles and adds its counts to
-the global histograms once, so that few global atomics meet."""
+the global histograms once, so that few global atomics meet; 8 fill an H100's multiprocessor
+(Nsight Compute on 4: half a wave, 48% occupancy, the loads' latency exposed)."""
 KEY_DTYPES = tuple(np.dtype(t) for t in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
                                          "float16", "float32", "float64"))
 VALUE_SIZES = (1, 2, 4, 8)
@@ -228,7 +231,7 @@ def _exchange(share):
 
 @functools.lru_cache(maxsize=None)
 def digit_pass_kernel(key_dtype, value_dtype, counts, block_size=BLOCK_SIZE, items=None, rank=warp_digit_rank,
-                      window=LOOKBACK_WINDOW):
+                      window=LOOKBACK_WINDOW, registers=None):
     """Kernel ``(src, dst, src_values, dst_values, hist, status, values, counter, n, epoch, shift, digit_pass)``.
 
     One pass of the sort: moves the keys (bits of ``key_dtype``, unsigned) of ``src`` to ``dst``
@@ -237,7 +240,7 @@ def digit_pass_kernel(key_dtype, value_dtype, counts, block_size=BLOCK_SIZE, ite
     ``counts`` is the dtype the look-back carries (:func:`~.selection.count_dtype`);
     ``status, values, counter, epoch`` are the look-back's tile states, 256 per tile.
     ``rank`` replaces :func:`warp_digit_rank` (chapter 10's exercise writes one); ``window`` is the
-    look-back's (:data:`LOOKBACK_WINDOW`).
+    look-back's (:data:`LOOKBACK_WINDOW`); ``registers``, if given, caps the registers per thread.
     """
     if RADIX % block_size or block_size % 32:
         raise ValueError(f"block_size must be a multiple of 32 that divides {RADIX}; got {block_size}")
@@ -344,7 +347,7 @@ def digit_pass_kernel(key_dtype, value_dtype, counts, block_size=BLOCK_SIZE, ite
                 if i < valid:
                     dst_values[base[digits[k]] + i] = fetch(exchange, exchange_values, i)
 
-    return cuda.jit(digit_pass)
+    return cuda.jit(digit_pass, max_registers=registers) if registers else cuda.jit(digit_pass)
 
 
 def _array(dtype):
@@ -434,12 +437,14 @@ def radix_sort(keys, values=None):
     return result if values is None else (result, back(sorted_values.view(value_dtype), on_device))
 
 
-def sort_device(keys, values=None, *, block_size=None, items_per_thread=None, rank=warp_digit_rank, window=None):
+def sort_device(keys, values=None, *, block_size=None, items_per_thread=None, rank=warp_digit_rank, window=None,
+                registers=None):
     """The sorted keys and values (or None) of device arrays ``keys`` and ``values``, as device arrays.
 
-    ``block_size``, ``items_per_thread``, ``rank`` and ``window`` change the tiles of the digit
-    passes, the in-warp rank and the look-back's window (tests and chapter 10's exercise make
-    many small tiles; benchmarks try shapes); the kernel is then launched through numba's dispatcher.
+    ``block_size``, ``items_per_thread``, ``rank``, ``window`` and ``registers`` change the tiles of
+    the digit passes, the in-warp rank, the look-back's window and the cap on registers (tests and
+    chapter 10's exercise make many small tiles; benchmarks try shapes); the kernel is then
+    launched through numba's dispatcher.
     """
     dtype = np.dtype(keys.dtype)
     n = keys.shape[0]
@@ -453,7 +458,7 @@ def sort_device(keys, values=None, *, block_size=None, items_per_thread=None, ra
     counts = count_dtype(n)
     total_passes = passes(dtype)
     custom = (block_size is not None or items_per_thread is not None or rank is not warp_digit_rank
-              or window is not None)
+              or window is not None or registers is not None)
     block_size = block_size or BLOCK_SIZE
     items = items_per_thread or tile_items(dtype, value_dtype, block_size)
     tiles = -(-n // (block_size * items))
@@ -473,7 +478,7 @@ def sort_device(keys, values=None, *, block_size=None, items_per_thread=None, ra
         status, state_values, counter, epoch = states(counts, tiles * RADIX)
         arguments = (src, dst, src_values, dst_values, hist, status, state_values, counter, n, epoch, p * RADIX_BITS, p)
         if custom:
-            digit_pass_kernel(dtype, value_dtype, counts, block_size, items, rank, window or LOOKBACK_WINDOW)[
+            digit_pass_kernel(dtype, value_dtype, counts, block_size, items, rank, window or LOOKBACK_WINDOW, registers)[
                 tiles, block_size](*arguments)
         else:
             pass_launch(tiles, block_size, *arguments)
