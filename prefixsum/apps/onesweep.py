@@ -29,11 +29,8 @@ Stable by construction. Per pass: n keys read and written once (and the values),
 no reset (the look-back's epochs). 32-bit keys take 4 passes, 8 + 2 launches in all.
 
 Keys of every integer and float dtype: the kernels see the keys' bits as unsigned integers and
-sort by the order-preserving map of chapter 10 (:func:`order_map`): signed integers have their
-sign bit flipped; floats, the sign bit when positive and every bit when negative. Two more rules
-give numpy's order: every NaN maps above +inf, NaNs equal to each other (numpy puts them last, in
-their order), and -0.0 maps as +0.0 (numpy compares them equal, so a stable sort keeps their
-order). The map only decides places: the keys are moved with their own bits.
+sort by the order-preserving map of chapter 10, with numpy's rules for NaN and -0.0
+(:mod:`.ordered_keys`). The map only decides places: the keys are moved with their own bits.
 """
 import functools
 
@@ -49,11 +46,9 @@ from ..primitives.ops import numba_type
 from ..primitives.warp import FULL_MASK
 from ..scans.tile_state import look_back_lane, states
 from ._arrays import back, to_device
+from .ordered_keys import RADIX, RADIX_BITS, unsigned_of, digit_of, padding_bits
 from .selection import count_dtype, draw_tile
 
-RADIX_BITS = 8
-RADIX = 1 << RADIX_BITS
-"""Digits per pass: one count per digit and tile goes through the look-back."""
 BLOCK_SIZE = 256
 """Threads of a tile of a digit pass: one per digit."""
 TILE_BYTES = 38 * 1024
@@ -76,64 +71,6 @@ KEY_DTYPES = tuple(np.dtype(t) for t in ("int8", "uint8", "int16", "uint16", "in
                                          "float16", "float32", "float64"))
 VALUE_SIZES = (1, 2, 4, 8)
 """Bytes of a value the sort moves (any dtype of these widths: its bits are moved)."""
-
-
-def _unsigned(itemsize):
-    return np.dtype(f"u{itemsize}")
-
-
-def _register(itemsize):
-    """The unsigned type the kernels compute the map in: 32 bits for keys of up to 4 bytes."""
-    return np.uint64 if itemsize == 8 else np.uint32
-
-
-def padding_bits(dtype):
-    """Bits of a key that :func:`order_map` sends to the top (all ones): the last tile's padding."""
-    dtype = np.dtype(dtype)
-    ones = (1 << 8 * dtype.itemsize) - 1
-    return ones if dtype.kind == "u" else ones >> 1
-
-
-@functools.lru_cache(maxsize=None)
-def order_map(dtype):
-    """Device function ``ordered(bits)``: the key's bits as an unsigned integer of the same order.
-
-    See the module's docstring; ``bits`` is the key viewed as the unsigned integer of its width.
-    """
-    dtype = np.dtype(dtype)
-    width = 8 * dtype.itemsize
-    U = _register(dtype.itemsize)
-    ones, sign = U((1 << width) - 1), U(1 << (width - 1))
-    magnitude = U(ones ^ sign)
-    zero = U(0)
-    if dtype.kind == "u":
-        return cuda.jit(device=True)(lambda bits: U(bits))
-    if dtype.kind == "i":
-        return cuda.jit(device=True)(lambda bits: U(bits) ^ sign)
-    infinity = U(np.array(np.inf, dtype).view(_unsigned(dtype.itemsize))[()])
-
-    def ordered(bits):
-        b = U(bits)
-        if b & magnitude > infinity:
-            return ones  # NaN, whatever its sign and payload: after +inf
-        if b == sign:
-            b = zero  # -0.0 sorts as +0.0
-        return b ^ (ones if b & sign else sign)
-
-    return cuda.jit(device=True)(ordered)
-
-
-@functools.lru_cache(maxsize=None)
-def digit_of(dtype):
-    """Device function ``digit(bits, shift)``: the 8-bit digit of the mapped key from bit ``shift`` on."""
-    ordered = order_map(dtype)
-    U = _register(np.dtype(dtype).itemsize)
-    low = U(RADIX - 1)
-
-    def digit(bits, shift):
-        return np.int32((ordered(bits) >> U(shift)) & low)
-
-    return cuda.jit(device=True)(digit)
 
 
 def passes(dtype):
@@ -246,10 +183,10 @@ def digit_pass_kernel(key_dtype, value_dtype, counts, block_size=BLOCK_SIZE, ite
         raise ValueError(f"block_size must be a multiple of 32 that divides {RADIX}; got {block_size}")
     key_dtype = np.dtype(key_dtype)
     items = items or tile_items(key_dtype, value_dtype, block_size)
-    key_t = from_dtype(_unsigned(key_dtype.itemsize))
+    key_t = from_dtype(unsigned_of(key_dtype.itemsize))
     has_values = value_dtype is not None
     share = not has_values or np.dtype(value_dtype).itemsize == key_dtype.itemsize
-    value_t = key_t if share else from_dtype(_unsigned(np.dtype(value_dtype).itemsize))
+    value_t = key_t if share else from_dtype(unsigned_of(np.dtype(value_dtype).itemsize))
     stash, fetch = _exchange(share)
     digit = digit_of(key_dtype)
     pad = key_t(padding_bits(key_dtype))
@@ -358,14 +295,14 @@ def _array(dtype):
 
 def histogram_argtypes(key_dtype, counts):
     """Argument types of :func:`histogram_kernel`'s kernel."""
-    return _array(_unsigned(np.dtype(key_dtype).itemsize)), _array(counts), types.int64
+    return _array(unsigned_of(np.dtype(key_dtype).itemsize)), _array(counts), types.int64
 
 
 def pass_argtypes(key_dtype, value_dtype, counts):
     """Argument types of :func:`digit_pass_kernel`'s kernel, for compiling it to PTX and launching it."""
-    keys = _array(_unsigned(np.dtype(key_dtype).itemsize))
+    keys = _array(unsigned_of(np.dtype(key_dtype).itemsize))
     share = value_dtype is None or np.dtype(value_dtype).itemsize == np.dtype(key_dtype).itemsize
-    values = keys if share else _array(_unsigned(np.dtype(value_dtype).itemsize))
+    values = keys if share else _array(unsigned_of(np.dtype(value_dtype).itemsize))
     status = types.uint64 if np.dtype(counts).itemsize == 4 else types.uint32
     return (keys, keys, values, values, _array(counts), types.Array(status, 1, "C"), _array(np.uint64),
             _array(np.uint32), types.int64, types.int64, types.int64, types.int64)
@@ -428,7 +365,6 @@ def radix_sort(keys, values=None):
     array([-7, -1,  2,  3], dtype=int32)
     """
     check_keys_and_values(keys, values)
-    dtype = np.dtype(keys.dtype)
     keys, on_device = to_device(keys, "keys")
     value_dtype = None
     if values is not None:
@@ -450,8 +386,8 @@ def sort_device(keys, values=None, *, block_size=None, items_per_thread=None, ra
     """
     dtype = np.dtype(keys.dtype)
     n = keys.shape[0]
-    unsigned = _unsigned(dtype.itemsize)
-    value_dtype = None if values is None else _unsigned(values.dtype.itemsize)
+    unsigned = unsigned_of(dtype.itemsize)
+    value_dtype = None if values is None else unsigned_of(values.dtype.itemsize)
     moved = unsigned if value_dtype is not None and value_dtype.itemsize == dtype.itemsize else value_dtype
     out = result_array(n, dtype)
     out_values = None if values is None else result_array(n, values.dtype)
@@ -486,3 +422,28 @@ def sort_device(keys, values=None, *, block_size=None, items_per_thread=None, ra
             pass_launch(tiles, block_size, *arguments)
         src, src_values = dst, dst_values
     return out, out_values
+
+
+def sort_with(keys, *, block_size=32, items_per_thread=1, rank=warp_digit_rank):
+    """Where each of the host ``keys`` goes in a stable sort (``np.argsort(keys, kind="stable")``), by
+    onesweep with small tiles and, optionally, another in-warp rank.
+
+    Parameters
+    ----------
+    keys : numpy.ndarray
+        Of a dtype :func:`radix_sort` takes.
+    block_size, items_per_thread : int
+        The tile of a digit pass: one warp x 1 key by default, so that a short input makes many tiles.
+    rank : device function
+        ``rank(digit, counts) -> rank``, as :func:`warp_digit_rank`.
+
+    Returns
+    -------
+    numpy.ndarray of int32
+    """
+    keys = np.asarray(keys)
+    check_keys_and_values(keys, None)
+    order = np.arange(len(keys), dtype=np.int32)
+    _, moved = sort_device(cuda.to_device(keys), cuda.to_device(order), block_size=block_size,
+                           items_per_thread=items_per_thread, rank=rank)
+    return moved.copy_to_host()
