@@ -9,7 +9,8 @@ whose digit counts a thread asks for at once, and a cap on registers per thread 
 device time of a whole sort by CUPTI (:func:`compaction_rows.cupti_us`), the variants launched
 through numba's dispatcher (``onesweep.sort_device``'s options), the default also through the
 public call. Every result is checked first. ``--profile``: one sort of 2^24 uint32 keys with the
-default shape, after a first call that compiles, for Nsight Compute. Writes ``onesweep_tiles.csv``.
+default shape, after a first call that compiles, for Nsight Compute; ``--host-profile``: where the
+host time of a whole call goes (cProfile). Writes ``onesweep_tiles.csv``.
 """
 import os
 import sys
@@ -32,13 +33,37 @@ SIZES = (1 << 22, 1 << 24)
 REPEATS = 9
 
 
+def profile_host(cuda, rng, calls=200, n=1 << 20):
+    """cProfile of ``calls`` whole sorts of ``n`` uint32 keys, alone and with int32 values: where the host time goes."""
+    import cProfile
+    import pstats
+
+    keys = cuda.to_device(rng.integers(0, 2**32, n, dtype=np.uint32))
+    values = cuda.to_device(np.arange(n, dtype=np.int32))
+    for args in ((keys,), (keys, values)):
+        apps.radix_sort(*args)
+        cuda.synchronize()
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for _ in range(calls):
+            apps.radix_sort(*args)
+        cuda.synchronize()
+        profiler.disable()
+        print(f"host profile of {calls} calls of apps.radix_sort, {len(args)} array(s) of {n}:")
+        pstats.Stats(profiler, stream=sys.stdout).sort_stats("cumulative").print_stats(25)
+    return 0
+
+
 def main(argv=None):
-    profile = "--profile" in (argv if argv is not None else sys.argv[1:])
-    argv = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--profile"]
+    argv = list(argv if argv is not None else sys.argv[1:])
+    profile, host_profile = "--profile" in argv, "--host-profile" in argv
+    argv = [a for a in argv if a not in ("--profile", "--host-profile")]
     args = script_arguments(argv, "one tiny size, two repeats; runs on the simulator too")
     from numba import cuda
 
     rng = np.random.default_rng(31)
+    if host_profile:
+        return profile_host(cuda, rng)
     if profile:
         keys = cuda.to_device(rng.integers(0, 2**32, 1 << 24, dtype=np.uint32))
         apps.radix_sort(keys)

@@ -31,7 +31,7 @@ declare -A OUTPUTS=(
   [sanitize_lookback]="sanitize_lookback.txt"
   [applications]="applications.csv"
   [compaction_tiles]="compaction_tiles.csv"
-  [onesweep_tiles]="onesweep_tiles.csv onesweep_ncu.txt"
+  [onesweep_tiles]="onesweep_tiles.csv onesweep_profile.txt"
   [user_ops]="user_ops_gpu.txt"
   [sanitize_apps]="sanitize_apps.txt"
   [blocks]="blocks_gpu.csv"
@@ -158,16 +158,17 @@ stage_compaction_tiles() {
 
 # GPU, about 2 minutes: the onesweep sort's tile shapes and look-back windows by CUPTI at 2^22 and
 # 2^24 (benchmarks/onesweep_tiles.py), then Nsight Compute's view of its digit passes at 2^24 (the
-# summary sections only, as text).
+# summary sections only, as text) and a cProfile of the host side of whole calls at 2^20.
 stage_onesweep_tiles() {
   "$python" benchmarks/onesweep_tiles.py $quick_flag --out "$out" || return
   if [[ -n $quick_flag ]]; then
-    echo "quick: no Nsight Compute" > "$out/onesweep_ncu.txt"
+    echo "quick: no Nsight Compute" > "$out/onesweep_profile.txt"
     return
   fi
   ncu --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
     --section MemoryWorkloadAnalysis -k regex:'digit_pass|histogram' -c 3 \
-    "$python" benchmarks/onesweep_tiles.py --profile > "$out/onesweep_ncu.txt" 2>&1
+    "$python" benchmarks/onesweep_tiles.py --profile > "$out/onesweep_profile.txt" 2>&1 &&
+    "$python" benchmarks/onesweep_tiles.py --host-profile >> "$out/onesweep_profile.txt" 2>&1
 }
 
 # GPU, about a minute: every algorithm that carries a user operator, at 2^20 elements, on numba

@@ -406,7 +406,7 @@ def sort_device(keys, values=None, *, block_size=None, items_per_thread=None, ra
     bits = keys.view(unsigned)
     histogram_blocks = min(-(-n // (BLOCK_SIZE * HISTOGRAM_ITEMS)), HISTOGRAM_BLOCKS_PER_SM * _multiprocessors())
     histogram_launch(histogram_blocks, BLOCK_SIZE, bits, hist, n)
-    no_values = cuda.device_array(0, unsigned) if values is None else None
+    no_values = scratch("onesweep: no values", 0, unsigned) if values is None else None
     src, src_values = bits, (no_values if values is None else values.view(moved))
     for p in range(total_passes):
         last = (total_passes - 1 - p) % 2 == 0
