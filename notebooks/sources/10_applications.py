@@ -467,7 +467,7 @@ print(inspect.getsource(apps.onesweep.warp_digit_rank))
 rng_onesweep = np.random.default_rng(30)
 keys = rng_onesweep.integers(0, 256, 32 * 24).astype(np.uint8)
 with ps.sim.block_order_seed(2), ps.sim.resident_blocks(8):
-    run = ps.trace.record(apps.onesweep.sort_with, keys)
+    run = ps.trace.record(apps.onesweep.sort_with, keys, items_per_thread=1)
 print("sort_with is np.argsort(kind='stable'):", np.array_equal(run.result, np.argsort(keys, kind="stable")))
 reads = collections.Counter()  # (tile, predecessor, digit) -> reads of the predecessor's count
 own = {}
@@ -572,9 +572,10 @@ ax.axhline(0.5, color="grey", linewidth=0.8, linestyle=":")
 # and the kept values once; torch's `x[mask]` counts the flags, copies the count to the host,
 # allocates, then selects and gathers in further kernels. The onesweep sort moves every key
 # once per byte, as CUB does; where it trails, Nsight Compute (`benchmarks/onesweep_profile.txt`)
-# shows a digit pass limited by latency rather than memory: three blocks per multiprocessor (the
-# registers of 16 keys, their ranks and digits per thread), warps waiting on shared memory
-# (the ranks, the counts per warp) and on the look-back's reads of the L2 cache. The dotted line
+# shows a digit pass limited by latency rather than memory: half the threads a multiprocessor
+# holds (four blocks, by the registers of 16 keys, their ranks and digits per thread, and by the
+# shared tile), warps waiting on shared memory (the ranks, the counts per warp) and on the
+# look-back's reads of the L2 cache; DRAM is mostly idle. The dotted line
 # is half the library's speed. The readable versions of sections 4 and 5 are correct and simple,
 # and the last lines say what fusing their passes buys. Splines: building costs a PCR solve plus
 # numpy arithmetic on the host; evaluation is one kernel (a binary search and Horner's rule per

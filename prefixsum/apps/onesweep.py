@@ -59,14 +59,15 @@ TILE_BITS = 20
 upper bits count the keys of all tiles below the digit (fewer than 2^43): one block scan adds both."""
 LOOKBACK_WINDOW = 1
 """Tiles whose digit counts a thread asks for at once when it looks back (:func:`~prefixsum.scans.tile_state.look_back_lane`):
-one, the fastest on the H100 (``benchmarks/onesweep_tiles.csv``: windows of 4 and 16 took 13% and
-70% longer at 2^24), as the predecessor has mostly published its prefix by the time it is read."""
+one, the fastest on the H100 (``benchmarks/onesweep_tiles.csv``: windows of 2 and 4 took 2% and 12%
+longer at 2^24), as the predecessor has mostly published its prefix by the time it is read."""
 HISTOGRAM_ITEMS = 8
 """Keys per thread and step of the histogram pass."""
 HISTOGRAM_BLOCKS_PER_SM = 8
 """Blocks of the histogram pass per multiprocessor: each walks many tiles and adds its counts to
 the global histograms once, so that few global atomics meet; 8 fill an H100's multiprocessor
-(Nsight Compute on 4: half a wave, 48% occupancy, the loads' latency exposed)."""
+(Nsight Compute: with 4, 48% of the threads were resident and the pass took 66 us at 2^24; with 8,
+88% and 52 us, ``benchmarks/onesweep_profile.txt``)."""
 KEY_DTYPES = tuple(np.dtype(t) for t in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
                                          "float16", "float32", "float64"))
 VALUE_SIZES = (1, 2, 4, 8)
@@ -424,7 +425,7 @@ def sort_device(keys, values=None, *, block_size=None, items_per_thread=None, ra
     return out, out_values
 
 
-def sort_with(keys, *, block_size=32, items_per_thread=1, rank=warp_digit_rank):
+def sort_with(keys, *, block_size=32, items_per_thread=2, rank=warp_digit_rank):
     """Where each of the host ``keys`` goes in a stable sort (``np.argsort(keys, kind="stable")``), by
     onesweep with small tiles and, optionally, another in-warp rank.
 
@@ -433,7 +434,8 @@ def sort_with(keys, *, block_size=32, items_per_thread=1, rank=warp_digit_rank):
     keys : numpy.ndarray
         Of a dtype :func:`radix_sort` takes.
     block_size, items_per_thread : int
-        The tile of a digit pass: one warp x 1 key by default, so that a short input makes many tiles.
+        The tile of a digit pass: one warp x 2 keys by default, so that a short input makes many
+        tiles and a warp ranks in two steps.
     rank : device function
         ``rank(digit, counts) -> rank``, as :func:`warp_digit_rank`.
 
