@@ -66,8 +66,8 @@ HISTOGRAM_ITEMS = 8
 HISTOGRAM_BLOCKS_PER_SM = 8
 """Blocks of the histogram pass per multiprocessor: each walks many tiles and adds its counts to
 the global histograms once, so that few global atomics meet; 8 fill an H100's multiprocessor
-(Nsight Compute: with 4, 48% of the threads were resident and the pass took 66 us at 2^24; with 8,
-88% and 52 us, ``benchmarks/onesweep_profile.txt``)."""
+(Nsight Compute at 2^24, ``benchmarks/onesweep_profile.txt``: 88% of the threads resident, 52 us;
+a first run with 4 had 48% resident and took 66 us)."""
 KEY_DTYPES = tuple(np.dtype(t) for t in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
                                          "float16", "float32", "float64"))
 VALUE_SIZES = (1, 2, 4, 8)
