@@ -37,7 +37,7 @@ import numpy as np
 from numba import cuda
 
 from ..core.arithmetic import quiet_arithmetic
-from ..core.arrays import is_device_array
+from ..core.arrays import is_device_array, result_array
 from ..primitives.fields import Operator
 from ..scans import user_ops
 from ..scans.ops import check_dtype, check_op, device_op, identity
@@ -196,7 +196,7 @@ def segmented_scan(x, flags, op="add", *, inclusive=True, reverse=False, algorit
                          f"runs on {', '.join(a.name for a in user_ops.carriers() if a.fields)} or auto")
     resolved = chosen.resolve_options(options)
     operator_, result, scan_inclusive = operator(op, dtype, bool(inclusive), bool(reverse))
-    outs = [cuda.device_array(n, dt) for dt in operator_.dtypes]
+    outs = [result_array(n, dt) for dt in operator_.dtypes]  # the fields not returned are recycled
     if n:
         with quiet_arithmetic():
             user_ops.run([flags_dev] + [x_dev] * (operator_.arity - 1), outs, operator_, scan_inclusive,
