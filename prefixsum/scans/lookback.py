@@ -183,13 +183,13 @@ def run(x, out, op, inclusive, reverse, block_size, items_per_thread):
 
 
 def run_fields(xs, outs, operator, inclusive, reverse, block_size, items_per_thread):
-    """Scan the tuple of device arrays ``xs`` into ``outs`` with a user operator (one launch, numba's)."""
+    """Scan the tuple of device arrays ``xs`` into ``outs`` with a user operator (one launch)."""
     n = xs[0].shape[0]
     items = tile_items(operator.dtypes, block_size, items_per_thread)
     tiles = -(-n // (block_size * items))
     status, values, counter, epoch = states(operator.dtypes, tiles)
-    scan = lookback_kernel(operator, operator.dtypes, inclusive, reverse, block_size, items)
-    scan[tiles, block_size](*xs, *outs, status, *values, counter, n, epoch)
+    launch = launcher(operator, operator.dtypes, inclusive, reverse, block_size, items)
+    launch(tiles, block_size, *xs, *outs, status, *values, counter, n, epoch)
 
 
 def argtypes(dtype):
