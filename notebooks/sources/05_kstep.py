@@ -348,11 +348,22 @@ print(inspect.getsource(kstep._correct_run))
 # (each element is read once in the reduction and once in the correction). By Brent's theorem
 # (chapter 03, $T_p \le W/p + D$) the choice of $L$ matters through the depth only while the
 # threads cover the work, and through the launches and barriers that each of the $2s^*+3$ steps
-# costs on a real GPU. The tracer counts it all for a
-# launch-per-step run of $n = 1000$ (the serial work of a thread is shown as the cells it reads
-# in one step: $L$ for a reduction, $L+1$ for a correction):
+# costs on a real GPU. The cell checks the formula for $s^*$ against `kstep.levels`, then the
+# tracer counts it all for a launch-per-step run of $n = 1000$ (the serial work of a thread is
+# shown as the cells it reads in one step: $L$ for a reduction, $L+1$ for a correction):
 
 # %%
+def ceil_log(n, L):
+    """The smallest k with L**k >= n: ceil(log_L n) in integers."""
+    k = 0
+    while L ** k < n:
+        k += 1
+    return k
+
+
+print("s* = max(0, ceil(log_L n) - 2) for every n up to 5000 and L = 2, 3, 4, 8, 16, 32, 64:",
+      all(kstep.levels(n, L_row).top == max(0, ceil_log(n, L_row) - 2) for L_row in (2, 3, 4, 8, 16, 32, 64)
+          for n in range(1, 5001)))
 n_table = 1000
 print(f"n = {n_table}, a launch per step")
 print(f"{'L':>3} {'s*':>3} {'launches':>8} {'combines':>8} {'reads/thread':>12} {'serial reads':>12} "
