@@ -530,9 +530,8 @@ except np.linalg.LinAlgError as error:
 # Ten times Cholesky's arithmetic: for one solve with one $A$ the Householder route is never the
 # fast way, on a GPU or anywhere. It pays where $T$ itself is worth having: the eigenvalues of
 # $A$, or many shifted systems $(A - \sigma I) x = b$, each a tridiagonal solve of $O(n)$ once
-# $T$ and $Q$ are known (question 4). Section 6 measures the route against PyTorch's LU; a
-# batched Cholesky (`torch.linalg.cholesky` and `cholesky_solve`) is the comparison it still
-# lacks.
+# $T$ and $Q$ are known (question 4). Section 6 measures the route against PyTorch's batched
+# LU and Cholesky (`torch.linalg.cholesky_ex` and `cholesky_solve`).
 
 # %% [markdown]
 # ## 5. Exercises
@@ -690,32 +689,38 @@ print(ps.check.function(my_norms, lambda X: (X ** 2).sum(axis=1), norm_cases, na
 # stage): the reduction kernel alone, queued between two CUDA events (the GPU's work without
 # the host's), and `solve_symmetric` as a user calls it, from device arrays and from numpy
 # arrays, on the host clock. PyTorch's rows come from `householder.csv` at the same shapes:
-# `torch.linalg.solve` (LU with partial pivoting) and `torch.linalg.eigh`, between events but not
-# queued, since these calls wait for the GPU themselves. One table, with the ratios the text
-# below uses:
+# `torch.linalg.solve` (LU with partial pivoting), `torch.linalg.cholesky_ex` followed by
+# `cholesky_solve` (Cholesky, the fair baseline of section 4.2) and `torch.linalg.eigh`, between
+# events but not queued, since these calls wait for the GPU themselves. One table, with the
+# ratios the text below uses:
 
 # %%
 calls_rows, torch_rows = results.read("householder_calls.csv"), results.read("householder.csv")
-print(f"{calls_rows[0]['device']}, {calls_rows[0]['date']} (package) and {torch_rows[0]['date']} (torch {torch_rows[0]['torch']}); "
-      f"every result correct: {all(row['correct'] for row in calls_rows + torch_rows)}")
+print(f"{calls_rows[0]['device']}, {calls_rows[0]['date']} (package) and {torch_rows[0]['device']}, {torch_rows[0]['date']} "
+      f"(torch {torch_rows[0]['torch']}); every result correct: {all(row['correct'] for row in calls_rows + torch_rows)}")
 DTYPES = ("float32", "float64")
 CASES = sorted({(row["batch"], row["n"]) for row in calls_rows}, key=lambda case: case[1])
 COLUMNS = {"reduction kernel": ("householder_calls.csv", "householder (reduction, events)"),
            "solve_symmetric, device": ("householder_calls.csv", "solve_symmetric (whole call, device arrays)"),
            "solve_symmetric, numpy": ("householder_calls.csv", "solve_symmetric (whole call, numpy)"),
            "torch solve": ("householder.csv", "torch.linalg.solve"),
+           "torch Cholesky": ("householder.csv", "torch cholesky_ex + cholesky_solve"),
            "torch eigh": ("householder.csv", "torch.linalg.eigh")}
 ms = {(column, t, case): results.value(name, "median_us", what=what, dtype=t, batch=case[0], n=case[1]) / 1000
       for column, (name, what) in COLUMNS.items() for t in DTYPES for case in CASES}
 RATIOS = {"ours / torch solve": lambda t, c: ms["solve_symmetric, device", t, c] / ms["torch solve", t, c],
+          "ours / torch Cholesky": lambda t, c: ms["solve_symmetric, device", t, c] / ms["torch Cholesky", t, c],
           "numpy / device": lambda t, c: ms["solve_symmetric, numpy", t, c] / ms["solve_symmetric, device", t, c],
           "eigh / kernel": lambda t, c: ms["torch eigh", t, c] / ms["reduction kernel", t, c]}
-print(f"\nmedian (ms)          " + "".join(f"{column:>24}" for column in COLUMNS) + "".join(f"{ratio:>20}" for ratio in RATIOS))
-for t in DTYPES:
-    for c in CASES:
-        print(f"{t:<8} {f'{c[0]} x {c[1]}':>11} " + "".join(f"{ms[column, t, c]:>24.2f}" for column in COLUMNS)
-              + "".join(f"{ratio(t, c):>20.1f}" for ratio in RATIOS.values()))
-print(f"\nflops of this route / LU's: {(10 / 3) / (2 / 3):.0f} (section 7)")
+SHAPES = [(t, c) for t in DTYPES for c in CASES]
+print(f"\n{'median (ms)':<24}" + "".join(f"{f'{t} {c[0]} x {c[1]}':>20}" for t, c in SHAPES))
+for column in COLUMNS:
+    print(f"{column:<24}" + "".join(f"{ms[column, t, c]:>20.2f}" for t, c in SHAPES))
+for label, ratio in RATIOS.items():
+    print(f"{label:<24}" + "".join(f"{ratio(t, c):>20.1f}" for t, c in SHAPES))
+print(f"\nflops of this route / LU's: {(10 / 3) / (2 / 3):.0f}, / Cholesky's: {(10 / 3) / (1 / 3):.0f} (section 7)")
+print("torch's Cholesky faster than its LU at every shape:",
+      all(ms["torch Cholesky", t, c] < ms["torch solve", t, c] for t, c in SHAPES))
 
 # %%
 import matplotlib.pyplot as plt  # noqa: E402
@@ -732,12 +737,13 @@ ax.set_xlabel("batch x n")
 _ = ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
 
 # %% [markdown]
-# What the table says (every figure is in the table or its ratio columns):
+# What the table says (every figure is in the table or its ratio rows):
 #
-# - **Against `torch.linalg.solve`, our route loses by a wide margin** at every shape ("ours /
-#   torch solve"). That is no surprise: LU needs $\frac23 n^3$ flops, this route five times
-#   as many, and a solve with a symmetric positive definite $A$ would better be set against
-#   Cholesky (section 4.2). The Householder route pays where $T$ itself is wanted.
+# - **Against PyTorch's LU and Cholesky, our route loses** at every shape ("ours / torch
+#   solve", "ours / torch Cholesky"), by far at $n = 512$. That is no surprise: LU needs
+#   $\frac23 n^3$ flops, Cholesky $\frac13 n^3$, this route five and ten times as many
+#   (section 4.2), and Cholesky, the fair baseline for a symmetric positive definite $A$, is
+#   the fastest of the three here. The Householder route pays where $T$ itself is wanted.
 # - **Against `torch.linalg.eigh`, our reduction kernel is faster** ("eigh / kernel" above 1),
 #   but the comparison is not like for like: `eigh` computes every eigenvalue and eigenvector,
 #   our kernel only $T$ and $Q$, the first part of that work. At $n = 64$ the gap is widest; in
