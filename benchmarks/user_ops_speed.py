@@ -72,7 +72,8 @@ def relative_error(got, want):
 def main(argv=None):
     args = script_arguments(argv, f"n = {QUICK_SIZES}; no CUPTI; runs on the simulator too", more=lambda p: (
         p.add_argument("--builtin-only", action="store_true", help="only the built-in rows (the code before issue 30 has no more)"),
-        p.add_argument("--tree", default="this", help="the code measured, for the rows' column tree")))
+        p.add_argument("--tree", default="this", help="the code measured, for the rows' column tree "
+                       "(this: the commit the CSV is committed with)")))
     torch = gpu_library("torch")
     if torch is None and not args.quick:
         raise SystemExit("user_ops_speed.py compares with torch: install it on the GPU machine")
