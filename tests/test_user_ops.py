@@ -264,3 +264,11 @@ def test_user_operator_kernels_compile_to_ptx(ptx_child):
     # each classic scan, both operators: its tile kernel in two directions and two carries;
     # hierarchical: three kernels, lookback: one, for the pair
     assert len(compiled) == 2 * 4 * (len(CARRIERS) - 2) + 3 + 1
+
+
+def test_auto_passes_over_warp_level_carriers_where_warp_intrinsics_are_missing():
+    with ps.sim.enabled(False):  # numba's stock simulator: no shuffles, so neither lookback nor hierarchical
+        chosen = user_ops.choose("auto")
+        assert not chosen.warp_level and chosen.name in CARRIERS
+        x = (np.full(40, 0.5), np.ones(40))
+        check(x, affine, (1.0, 0.0), block_size=32)
