@@ -13,7 +13,7 @@ set -euo pipefail
 
 # Each stage and the files it writes under $out: every committed result in benchmarks/ is one of
 # these (tests/test_bench_harness.py checks both ways), and each stage must write all of its own.
-STAGES=(notebooks scans kstep hierarchical table1 tridiag householder householder_calls warp sanitize sanitize_tridiag lookback lookback_tiles sanitize_lookback applications compaction_tiles user_ops user_ops_speed sanitize_apps sanitize_user_ops blocks sim_speed grading)
+STAGES=(notebooks scans kstep hierarchical table1 tridiag tridiag_jax householder householder_calls warp sanitize sanitize_tridiag lookback lookback_tiles sanitize_lookback applications compaction_tiles user_ops user_ops_speed sanitize_apps sanitize_user_ops blocks sim_speed grading)
 declare -A OUTPUTS=(
   [notebooks]="nbval_gpu.txt"
   [scans]="scan_throughput.csv"
@@ -21,6 +21,7 @@ declare -A OUTPUTS=(
   [hierarchical]="hierarchical_bench.csv"
   [table1]="table1.csv dtypes.csv operators.csv"
   [tridiag]="tridiag.csv"
+  [tridiag_jax]="tridiag_jax.csv"
   [householder]="householder.csv"
   [householder_calls]="householder_calls.csv"
   [warp]="warp_semantics_gpu.json warp_semantics_sim.json warp_semantics_compare.txt"
@@ -93,6 +94,12 @@ stage_table1() {
 # GPU, about 4 minutes: PCR, CR, Thomas and the hybrid against cuSPARSE and JAX, eight shapes.
 stage_tridiag() {
   "$python" benchmarks/tridiag.py $quick_flag --out "$out"
+}
+
+# GPU, about a minute: which cuSPARSE routine JAX's tridiagonal_solve runs per shape (by kernel
+# name), and its kernels by CUPTI beside that routine's.
+stage_tridiag_jax() {
+  "$python" benchmarks/tridiag.py $quick_flag --jax-kernels --out "$out"
 }
 
 # GPU, about 4 minutes (torch.linalg.eigh takes 7 s a call at 10,000 x 64, 8 calls per dtype):
