@@ -26,7 +26,8 @@ digit first, and each pass is one kernel with the look-back of the single-pass s
    warp's 32 stores fall in a few runs. Values follow the same places.
 
 Stable by construction. Per pass: n keys read and written once (and the values), one launch,
-no reset (the look-back's epochs). 32-bit keys take 4 passes, 8 + 2 launches in all.
+no reset (the look-back's epochs). 32-bit keys take 4 passes: with the clearing of the histograms
+and the histogram pass, 6 launches in all.
 
 Keys of every integer and float dtype: the kernels see the keys' bits as unsigned integers and
 sort by the order-preserving map of chapter 10, with numpy's rules for NaN and -0.0
