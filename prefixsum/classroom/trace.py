@@ -295,8 +295,12 @@ def _linear(point, dims):
 class _Recorder:
     """Collects the :class:`Launch` es and :class:`Record` s of a run from the simulator's hooks."""
 
-    def __init__(self, deadline, steps=None):
+    def __init__(self, deadline, steps=None, polls=None):
         self.steps = steps
+        self.polls = polls
+        self.counted = 0  # accesses that are not polls: the steps
+        self.seen = {}  # (launch, block, thread, array, index) -> what that thread last found there
+        self.waits = collections.Counter()  # the same key -> its polls
         self.records = []
         self.launches = []
         self.fences = []
@@ -313,20 +317,44 @@ class _Recorder:
             self.launches[-1][3] += 1
 
     def __call__(self, access):
-        if self.steps is not None and len(self.records) >= self.steps:
-            raise TimeoutError(f"the kernels ran past {self.steps} simulated steps (memory accesses): an endless loop?")
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise TimeoutError("the kernel ran past the time limit (an endless loop?)")
         launch = len(self.launches) - 1
         grid, block = self.launches[launch][1], self.launches[launch][2]
         b, t = _linear(access.block, grid), _linear(access.thread, block)
         flat = access.index[0] if len(access.index) == 1 else _flat(access)
+        if self._is_poll((launch, b, t, access.array, int(flat)), access):
+            self._count_poll((launch, b, t, access.array, int(flat)), access)
+        else:
+            if self.steps is not None and self.counted >= self.steps:
+                raise TimeoutError(f"the kernels ran past {self.steps} simulated steps (memory accesses): an endless loop?")
+            self.counted += 1
         key = (launch, b, t, access.array, access.line)
         instance = self.instances[key]
         self.instances[key] += 1
         self.records.append(Record(launch, b, t, access.array, access.space, int(flat), access.kind != "read",
                                    access.phase, access.line, instance, _itemsize(access), access.kind == "atomic",
                                    access.stale, access.value, access.file))
+
+    def _is_poll(self, cell, access):
+        """Whether ``access`` reads global memory (a load or an atomic) and finds what the same
+        thread found at ``cell`` the time before: a wait, counted against the poll limit, not the steps."""
+        if access.space != "global":
+            return False
+        before = self.seen.get(cell, _UNSEEN)
+        self.seen[cell] = access.value
+        return access.kind != "write" and _same(before, access.value)
+
+    def _count_poll(self, cell, access):
+        self.waits[cell] += 1
+        if self.polls is not None and self.waits[cell] > self.polls:
+            from .sim import PollLimitError  # the simulator loads with the first run, as in _record_here
+
+            launch, b, t, array, index = cell
+            raise PollLimitError(
+                f"block {b} thread {t} of kernel '{self.launches[launch][0]}' polled {array}[{index}] (line "
+                f"{access.line}) {self.waits[cell]} times, finding {_shown(access.value)} each time: past the limit "
+                f"of {self.polls} polls of one wait")
 
     def fence(self, fence):
         """A :func:`prefixsum.sim.fence_hook` callback: where the fence falls among the accesses."""
@@ -338,6 +366,26 @@ class _Recorder:
     def trace(self, result, error):
         launches = [Launch(i, name, grid, block, combines) for i, (name, grid, block, combines) in enumerate(self.launches)]
         return Trace(self.records, launches, result, error, self.fences)
+
+
+_UNSEEN = object()
+
+
+def _same(before, value):
+    """Whether a cell still holds what a thread found there before (False for a value that refuses comparison)."""
+    if before is _UNSEEN:
+        return False
+    try:
+        return bool(before == value)
+    except (TypeError, ValueError):
+        return False
+
+
+def _shown(value):
+    """A polled value as a verdict prints it: a 64-bit tile state in hex, with its flag (the high half)."""
+    if isinstance(value, (int, np.integer)) and int(value) > 0xFFFFFFFF:
+        return f"{int(value):#018x} (flag {int(value) >> 32})"
+    return repr(value.item() if isinstance(value, np.generic) else value)
 
 
 def _flat(access):
@@ -379,11 +427,11 @@ def time_limit(timeout):
         signal.signal(signal.SIGALRM, previous)
 
 
-def _record_here(fn, args, kwargs, timeout, steps=None):
+def _record_here(fn, args, kwargs, timeout, steps=None, polls=None):
     from . import sim
 
     deadline = None if timeout is None else time.monotonic() + timeout
-    recorder = _Recorder(deadline, steps)
+    recorder = _Recorder(deadline, steps, polls)
     result = error = None
     try:
         with (time_limit(timeout), sim.enabled(True), sim.launch_hook(recorder.start_launch),
@@ -394,9 +442,9 @@ def _record_here(fn, args, kwargs, timeout, steps=None):
     return recorder.trace(result, error)
 
 
-def _record_portable(fn, args, kwargs, timeout, steps=None):
+def _record_portable(fn, args, kwargs, timeout, steps=None, polls=None):
     """:func:`_record_here`, with the error and result made safe to send to another process."""
-    trace = _record_here(fn, args, kwargs, timeout, steps)
+    trace = _record_here(fn, args, kwargs, timeout, steps, polls)
     if trace.error is not None:
         trace.error = _child.portable_error(trace.error)
     if hasattr(trace.result, "copy_to_host"):
@@ -404,7 +452,7 @@ def _record_portable(fn, args, kwargs, timeout, steps=None):
     return trace
 
 
-def record(fn, *args, timeout=None, steps=None, raise_errors=False, **kwargs):
+def record(fn, *args, timeout=None, steps=None, polls=None, raise_errors=False, **kwargs):
     """Run ``fn(*args, **kwargs)`` on the simulator and record every memory access.
 
     Parameters
@@ -417,8 +465,13 @@ def record(fn, *args, timeout=None, steps=None, raise_errors=False, **kwargs):
         Seconds after which a running kernel is stopped with TimeoutError: a bound for a
         runaway, which depends on the machine's load.
     steps : int, optional
-        Memory accesses (polls included) after which the run is stopped with TimeoutError: the
-        same for the same run on any machine, under any load.
+        Memory accesses after which the run is stopped with TimeoutError: the same for the same
+        run on any machine, under any load. Polls do not count (see ``polls``).
+    polls : int, optional
+        The most polls of one wait: a global read or atomic by a thread that finds a cell as it
+        found it the time before is a poll, counted per thread and cell, apart from the steps;
+        one more stops the run with :class:`prefixsum.sim.PollLimitError`, naming the thread,
+        the cell and what it found. A thread that waits long for another block costs no steps.
     raise_errors : bool, default False
         Re-raise an exception from ``fn``; by default it is kept in :attr:`Trace.error` with the
         accesses made before it.
@@ -429,9 +482,9 @@ def record(fn, *args, timeout=None, steps=None, raise_errors=False, **kwargs):
         With ``fn``'s return value in :attr:`Trace.result`.
     """
     if _child.simulating():
-        trace = _record_here(fn, args, kwargs, timeout, steps)
+        trace = _record_here(fn, args, kwargs, timeout, steps, polls)
     else:
-        trace = _child.on_simulator(_record_portable, fn, args, kwargs, timeout, steps)
+        trace = _child.on_simulator(_record_portable, fn, args, kwargs, timeout, steps, polls)
     if raise_errors and trace.error is not None:
         raise trace.error
     return trace
