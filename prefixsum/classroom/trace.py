@@ -51,6 +51,7 @@ import numpy as np
 from ..core.hardware import WARP_SIZE
 from . import block_order
 from . import child as _child
+from . import polls as _polls
 
 _OPERATOR_NAMES = {"combine_in_dtype"}  # prefixsum.scans.ops.device_op's device functions
 
@@ -220,8 +221,19 @@ class Trace:
 
         return str(self.error) if isinstance(self.error, BarrierDivergenceError) else ""
 
-    def bank_conflicts(self, banks=32, bank_bytes=4):
+    def bank_conflicts(self, banks=32, bank_bytes=4, by_phase=False):
         """Passes needed by each warp-wide shared-memory access instruction.
+
+        The threads of a warp issue one instruction together; the tracer takes the ``k``-th access
+        of each thread to one array from one source line as that instruction.
+
+        Parameters
+        ----------
+        by_phase : bool
+            Count ``k`` within each barrier phase instead of over the whole launch. Over the
+            launch is right when the threads of a warp run each line equally often (a scan's
+            steps); where they join a loop at different barrier phases (one owner thread per
+            step, a triangle of columns) it pairs accesses of different phases and over-counts.
 
         Returns
         -------
@@ -230,9 +242,15 @@ class Trace:
             1 = conflict-free; threads reading one word share it by broadcast) and ``threads``.
         """
         groups = collections.defaultdict(list)
+        in_phase = collections.Counter()
         for r in self.records:
             if r.space == "shared":
-                groups[(r.launch, r.block, r.thread // WARP_SIZE, r.array, r.line, r.instance, r.write)].append(r)
+                instance = r.instance
+                if by_phase:
+                    key = (r.launch, r.block, r.thread, r.array, r.line, r.phase)
+                    instance = (r.phase, in_phase[key])
+                    in_phase[key] += 1
+                groups[(r.launch, r.block, r.thread // WARP_SIZE, r.array, r.line, instance, r.write)].append(r)
         found = []
         for (launch, block, warp, array, line, instance, write), rs in groups.items():
             words_per_bank = collections.defaultdict(set)
@@ -248,7 +266,8 @@ class Trace:
         return found
 
     def conflict_summary(self, **kw):
-        """``{"instructions", "passes", "extra_passes", "worst"}`` over every warp access."""
+        """``{"instructions", "passes", "extra_passes", "worst"}`` over every warp access (``kw``: as
+        :meth:`bank_conflicts`)."""
         found = self.bank_conflicts(**kw)
         passes = sum(f["ways"] for f in found)
         return {"instructions": len(found), "passes": passes, "extra_passes": passes - len(found),
@@ -297,10 +316,8 @@ class _Recorder:
 
     def __init__(self, deadline, steps=None, polls=None):
         self.steps = steps
-        self.polls = polls
+        self.polls = _polls.Polls(polls)
         self.counted = 0  # accesses that are not polls: the steps
-        self.seen = {}  # (launch, block, thread, array, index) -> what that thread last found there
-        self.waits = collections.Counter()  # the same key -> its polls
         self.records = []
         self.launches = []
         self.fences = []
@@ -323,9 +340,7 @@ class _Recorder:
         grid, block = self.launches[launch][1], self.launches[launch][2]
         b, t = _linear(access.block, grid), _linear(access.thread, block)
         flat = access.index[0] if len(access.index) == 1 else _flat(access)
-        if self._is_poll((launch, b, t, access.array, int(flat)), access):
-            self._count_poll((launch, b, t, access.array, int(flat)), access)
-        else:
+        if not self.polls.count((launch, b, t, access.array, int(flat)), access, self.launches[launch][0]):
             if self.steps is not None and self.counted >= self.steps:
                 raise TimeoutError(f"the kernels ran past {self.steps} simulated steps (memory accesses): an endless loop?")
             self.counted += 1
@@ -335,26 +350,6 @@ class _Recorder:
         self.records.append(Record(launch, b, t, access.array, access.space, int(flat), access.kind != "read",
                                    access.phase, access.line, instance, _itemsize(access), access.kind == "atomic",
                                    access.stale, access.value, access.file))
-
-    def _is_poll(self, cell, access):
-        """Whether ``access`` reads global memory (a load or an atomic) and finds what the same
-        thread found at ``cell`` the time before: a wait, counted against the poll limit, not the steps."""
-        if access.space != "global":
-            return False
-        before = self.seen.get(cell, _UNSEEN)
-        self.seen[cell] = access.value
-        return access.kind != "write" and _same(before, access.value)
-
-    def _count_poll(self, cell, access):
-        self.waits[cell] += 1
-        if self.polls is not None and self.waits[cell] > self.polls:
-            from .sim import PollLimitError  # the simulator loads with the first run, as in _record_here
-
-            launch, b, t, array, index = cell
-            raise PollLimitError(
-                f"block {b} thread {t} of kernel '{self.launches[launch][0]}' polled {array}[{index}] (line "
-                f"{access.line}) {self.waits[cell]} times, finding {_shown(access.value)} each time: past the limit "
-                f"of {self.polls} polls of one wait")
 
     def fence(self, fence):
         """A :func:`prefixsum.sim.fence_hook` callback: where the fence falls among the accesses."""
@@ -366,26 +361,6 @@ class _Recorder:
     def trace(self, result, error):
         launches = [Launch(i, name, grid, block, combines) for i, (name, grid, block, combines) in enumerate(self.launches)]
         return Trace(self.records, launches, result, error, self.fences)
-
-
-_UNSEEN = object()
-
-
-def _same(before, value):
-    """Whether a cell still holds what a thread found there before (False for a value that refuses comparison)."""
-    if before is _UNSEEN:
-        return False
-    try:
-        return bool(before == value)
-    except (TypeError, ValueError):
-        return False
-
-
-def _shown(value):
-    """A polled value as a verdict prints it: a 64-bit tile state in hex, with its flag (the high half)."""
-    if isinstance(value, (int, np.integer)) and int(value) > 0xFFFFFFFF:
-        return f"{int(value):#018x} (flag {int(value) >> 32})"
-    return repr(value.item() if isinstance(value, np.generic) else value)
 
 
 def _flat(access):
