@@ -443,8 +443,22 @@ print(inspect.getsource(ps.primitives.warp.scan_shfl))
 #
 # **Spec.** The same warp, an **exclusive** scan: `out[lane]` is the sum of `x[0..lane-1]`,
 # and 0 in lane 0 (`np.cumsum` shifted right by one, starting from the identity), still in
-# registers only, with shuffles. Write everything between the load and the store. **Budget:**
-# at most 2 memory accesses per thread between two synchronisations.
+# registers only, with shuffles that every lane executes. Write everything between the load and
+# the store.
+#
+# **Goal, on the first 8 lanes** for the input $3, 1, 4, 1, 5, 9, 2, 6$: each lane ends with
+# what the inclusive scan leaves in the lane below it, and lane 0, which has no lane below,
+# with the identity.
+#
+# | lane | 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 |
+# |---|---|---|---|---|---|---|---|---|
+# | `value` after the load | 3 | 1 | 4 | 1 | 5 | 9 | 2 | 6 |
+# | inclusive (exercise 06.warp-shuffle-scan) | 3 | 4 | 8 | 9 | 14 | 23 | 25 | 31 |
+# | exclusive: `value` at the store | 0 | 3 | 4 | 8 | 9 | 14 | 23 | 25 |
+#
+# A lane's own value never enters its result, and nothing crosses from one lane to another
+# except through a shuffle. **Budget:** at most 2 memory accesses per thread between two
+# synchronisations.
 #
 # `ps.hint("06.exclusive-warp-scan")` for hints.
 
