@@ -12,7 +12,10 @@ GPU) costs more host time than a small scan or solve, so the package keeps what 
 * :func:`latest`: the last array of a role and dtype, replaced when the shape changes (the
   device copies of a numpy input and its result: the memory of one length at a time);
 * :func:`result_memory` and :func:`keep_result_memory`: the memory of results the caller has
-  dropped, handed out again for the next result of the same size (up to :data:`KEPT_RESULT_BYTES`).
+  dropped, handed out again for the next result of the same size (up to :data:`KEPT_RESULT_BYTES`);
+* :func:`staging`: page-locked host buffers (a numpy call's copies go through them, so that the
+  copy engines move them while the SMs scan) and :func:`side_stream`: streams of this thread for
+  those copies, which never wait for the default stream's kernels unless told to by an event.
 
 **Policy for threads and streams.** Everything is kept *per host thread*: a thread never sees
 another thread's buffers, so two threads scanning at once never share a scratch array or a tile
@@ -22,7 +25,10 @@ reused by the next call of the same thread is written only after the kernels of 
 call have read it. With the legacy default stream the kernels of two threads run one after
 another; with per-thread default streams (``NUMBA_CUDA_PER_THREAD_DEFAULT_STREAM=1``) they may
 overlap, and since each thread's key is also its stream's, nothing is shared between streams
-either. A user who launches the package's work on streams of their own is outside this policy.
+either. A numpy call's copies run on this thread's side streams
+(:func:`side_stream`), ordered against its kernels by events and finished before the call returns,
+so the buffers they touch (:func:`staging`, :func:`latest`) are free again when the next call
+starts. A user who launches the package's work on streams of their own is outside this policy.
 The only structure two threads touch is a result's memory given back by a finalizer, which may
 run on any thread (the garbage collector's): it goes back to the pool of the thread that
 allocated it, under that pool's lock. The kept memory belongs to the GPU it was allocated on:
@@ -38,6 +44,7 @@ another, each whole. On a GPU it costs nothing.
 import contextlib
 import functools
 import threading
+import weakref
 
 import numpy as np
 from numba import cuda
@@ -151,3 +158,42 @@ def result_memory(nbytes):
     if base is None:
         base = cuda.current_context().memalloc(nbytes)
     return base, lambda: pool.give(base, nbytes)
+
+
+def staging(role, nbytes):
+    """A page-locked (pinned) host buffer of at least ``nbytes`` bytes (uint8), this thread's, by ``role``.
+
+    Kept between calls and replaced by a larger one when a call needs more (the old one is freed
+    first): ``cudaHostAlloc`` takes milliseconds, and the DMA engines read and write only pinned
+    memory (a copy from pageable memory is staged by the driver through its own pinned buffer,
+    one piece at a time, while the caller waits). On the simulator: a plain numpy array.
+    """
+    store = _store()
+    key = ("staging", role)
+    kept = store.get(key)
+    if kept is None or kept.nbytes < nbytes:
+        store.pop(key, None)
+        kept = store[key] = cuda.pinned_array(nbytes, np.uint8)
+    return kept
+
+
+def side_stream(role):
+    """This thread's stream for ``role``, made on first use and kept: on a GPU a non-blocking one
+    (``CU_STREAM_NON_BLOCKING``: its work never waits for the legacy default stream's, where
+    the package's kernels run, nor the other way round; events order them); on the simulator
+    numba's simulated stream."""
+    return reused(("side stream", role), _new_side_stream)
+
+
+def _new_side_stream():
+    if simulating():
+        return cuda.stream()
+    from cuda.bindings import driver
+
+    cuda.current_context()  # the stream belongs to numba's context: made current first
+    error, handle = driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING.value)
+    if error != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuStreamCreate(CU_STREAM_NON_BLOCKING) failed: {error}")
+    stream = cuda.external_stream(int(handle))
+    weakref.finalize(stream, driver.cuStreamDestroy, handle)  # an external stream is not destroyed by numba
+    return stream

@@ -8,7 +8,7 @@ from ..core.arithmetic import quiet_arithmetic
 from ..core.arrays import as_numba, is_device_array, result_array
 from ..core.device import classroom_simulator, simulating
 from ..core.workspace import latest, one_call_at_a_time
-from . import user_ops
+from . import transfers, user_ops
 from .ops import check_dtype, check_op, native
 from .registry import ALGORITHMS, SLOWEST_SIMULATION, lookup
 
@@ -104,19 +104,28 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", identi
             raise ValueError(
                 f"a device array x must be contiguous; got strides {tuple(x.strides)} for elements of "
                 f"{x.dtype.itemsize} bytes; copy it first (e.g. cupy.ascontiguousarray)")
-        source = x
         out = result_array(n, x.dtype)
-    else:
-        source, out = _numpy_call_buffers(n, x.dtype)
-        source.copy_to_device(np.ascontiguousarray(x))
+        if n:
+            _run(chosen.run, n, chosen.name, x, out, op, inclusive, reverse, resolved)
+        return out
+    if n and transfers.overlapped(chosen, x):  # the copies overlap the scan, chunk by chunk
+        return _run(transfers.scan, n, chosen.name, x, op, inclusive, reverse, resolved)
+    source, out = _numpy_call_buffers(n, x.dtype)
+    source.copy_to_device(np.ascontiguousarray(x))
     if n:
-        if simulating():
-            announce_slow_simulation(n, chosen.name, stacklevel=3)  # scan's caller, past its wrapper
-            with quiet_arithmetic():
-                chosen.run(source, out, op, bool(inclusive), bool(reverse), **resolved)
-        else:
-            chosen.run(source, out, op, bool(inclusive), bool(reverse), **resolved)
-    return out if on_device else out.copy_to_host()
+        _run(chosen.run, n, chosen.name, source, out, op, inclusive, reverse, resolved)
+    return out.copy_to_host()
+
+
+def _run(run, n, name, *args):
+    """``run(*arrays, op, inclusive, reverse, **options)`` for :func:`scan`, with ``args`` = arrays,
+    op, inclusive, reverse, options; on the simulator announced first when slow, and quiet."""
+    *arrays, op, inclusive, reverse, options = args
+    if not simulating():
+        return run(*arrays, op, bool(inclusive), bool(reverse), **options)
+    announce_slow_simulation(n, name, stacklevel=4)  # scan's caller, past its wrapper and this function
+    with quiet_arithmetic():
+        return run(*arrays, op, bool(inclusive), bool(reverse), **options)
 
 
 # numba's device array on a GPU (the simulator has another class): its type is checked first,
