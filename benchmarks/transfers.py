@@ -41,8 +41,8 @@ SIZES = tuple(1 << k for k in range(20, 29, 2))
 DTYPES = ("float32", "int32")
 QUICK_SIZES = (1000, 9000)
 TUNE_SIZES = (1 << 20, 1 << 22, 1 << 24)
-TUNE_CHUNKS = (1 << 20, 4 << 20, 16 << 20)
-TUNE_THREADS = (1, 4, 8)
+TUNE_CHUNKS = (1 << 20, 2 << 20, 4 << 20, 16 << 20)
+TUNE_THREADS = (2, 8)
 TIMELINE_N = 1 << 24
 
 

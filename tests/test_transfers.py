@@ -123,3 +123,26 @@ def test_the_chunk_launches_compile_to_ptx(ptx_child):
                 assert ".entry" in ptx and "_param_37" in ptx and "_param_38" not in ptx, dtype
     """))
     assert child.returncode == 0, child.stdout[-3000:] + child.stderr[-3000:]
+
+
+def test_past_the_pinned_budget_results_come_through_the_slots(chunked, monkeypatch, rng):
+    from prefixsum.core import workspace
+
+    monkeypatch.setattr(workspace, "KEPT_PINNED_BYTES", 0)
+    monkeypatch.setattr(workspace._local, "pinned", workspace._PinnedPool(), raising=False)
+    for n in (1, 65, 257):
+        for inclusive, reverse in DIRECTIONS:
+            check(random_input(n, "add", np.dtype("float32"), rng), "add", inclusive, reverse, **TILE)
+
+
+def test_a_result_kept_by_the_caller_is_never_reused_and_a_dropped_one_is(chunked, rng):
+    x, y = (random_input(300, "add", np.dtype("int32"), rng) for _ in range(2))
+    first = ps.scan(x, algorithm="lookback", **TILE)
+    view = first[10:]
+    del first
+    second = ps.scan(y, algorithm="lookback", **TILE)  # the first result's view still holds its memory
+    assert np.array_equal(view, np.cumsum(x, dtype=np.int32)[10:])
+    assert np.array_equal(second, np.cumsum(y, dtype=np.int32))
+    address = second.ctypes.data
+    del second
+    assert ps.scan(y, algorithm="lookback", **TILE).ctypes.data == address  # dropped: handed out again

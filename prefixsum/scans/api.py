@@ -86,13 +86,9 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", identi
     on_device = type(x) is _NUMBA_DEVICE_ARRAY or is_device_array(x)
     if not on_device:
         x = native(np.asarray(x))
-    check_dtype(x.dtype)
+    _check_arguments(x.dtype, op, inclusive, reverse)
     if len(x.shape) != 1:
         raise ValueError(f"x must be 1-D; got an array of shape {tuple(x.shape)} (ndim={len(x.shape)})")
-    check_op(op)
-    for flag, value in (("inclusive", inclusive), ("reverse", reverse)):
-        if not isinstance(value, (bool, np.bool_)):
-            raise ValueError(f"{flag} must be True or False; got {value!r}")
     n = x.shape[0]
     chosen = lookup(algorithm, n)
     resolved = _resolved_options(chosen, options)
@@ -146,9 +142,34 @@ def _numpy_call_buffers(n, dtype):
     return latest("numpy input", n, dtype), latest("numpy result", n, dtype)
 
 
+_CHECKED = set()
+
+
+def _check_arguments(dtype, op, inclusive, reverse):
+    """Raise unless ``dtype``, ``op`` and the two flags are allowed; a combination seen before
+    (with the flags' types, so that ``1`` never passes for ``True``) is not checked again."""
+    try:
+        key = (dtype, op, type(inclusive), inclusive, type(reverse), reverse)
+        if key in _CHECKED:
+            return
+    except TypeError:  # an unhashable op or flag: checked, and refused
+        key = None
+    check_dtype(dtype)
+    check_op(op)
+    for flag, value in (("inclusive", inclusive), ("reverse", reverse)):
+        if not isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"{flag} must be True or False; got {value!r}")
+    if key is not None and len(_CHECKED) < 1024:
+        _CHECKED.add(key)
+
+
 def _resolved_options(algorithm, options):
     """``algorithm.resolve_options(options)``, remembered: a call repeated with the same options
     skips checking them again (the key holds each value's type, so ``True`` never stands for ``1``)."""
+    if not options:  # the common case: the defaults, checked once per algorithm
+        if algorithm.name not in _RESOLVED:
+            _RESOLVED[algorithm.name] = algorithm.resolve_options({})
+        return _RESOLVED[algorithm.name]
     try:
         key = (algorithm.name, tuple((name, type(value), value) for name, value in options.items()))
         hash(key)

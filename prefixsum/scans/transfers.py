@@ -11,8 +11,9 @@ work at once, as in CUDA's "overlap of data transfer and kernel execution":
   copies on :data:`COPY_THREADS` threads: one core alone does not keep up with PCIe),
 * a copy engine moves chunk k to the device on one side stream, while
 * the SMs scan chunk k on the default stream, and
-* the other copy engine moves chunk k - 1 back into a pinned slot on another side stream,
-  from which the host copies it into the result.
+* the other copy engine moves chunk k - 1 back on another side stream, straight into the
+  result, which is page-locked memory kept between calls (:func:`prefixsum.core.workspace.pinned_result`),
+  or, past what the thread may keep pinned, into a pinned slot from which the host copies it.
 
 Events order the four (:func:`prefixsum.core.workspace.side_stream`: the side streams never wait
 for the default stream otherwise). The scan is the look-back scan (:mod:`.lookback`): each chunk
@@ -41,7 +42,7 @@ import numpy as np
 from numba import cuda
 
 from ..core.device import simulating
-from ..core.workspace import latest, reused, side_stream, staging
+from ..core.workspace import latest, pinned_result, reused, side_stream, staging
 from .tile_state import states
 
 CHUNK_BYTES = 16 << 20
@@ -106,10 +107,14 @@ def scan(x, op, inclusive, reverse, block_size, items_per_thread):
     status, values, counter, epoch = states(dtype, tiles)
     launch = lookback.launcher(op, dtype, inclusive, reverse, block_size, items)
     slot_bytes = chunk * dtype.itemsize
-    inward, outward = staging("scan in", SLOTS * slot_bytes), staging("scan out", SLOTS * slot_bytes)
+    result = pinned_result(n, dtype)
+    direct = result is not None  # the copy engine writes the result itself; else through slots
+    if not direct:
+        result = np.empty(n, dtype)
+    inward = staging("scan in", SLOTS * slot_bytes)
+    outward = None if direct else staging("scan out", SLOTS * slot_bytes)
     to_device, to_host, compute = side_stream("copies in"), side_stream("copies out"), cuda.default_stream()
     (scanned,), copied_in, copied_out = _events("scanned", 1), _events("in", SLOTS), _events("out", SLOTS)
-    result = np.empty(n, dtype)
 
     def span(k):
         """Chunk k's elements ``lo .. hi - 1`` in memory (from the end for a reverse scan), and its slot."""
@@ -118,27 +123,34 @@ def scan(x, op, inclusive, reverse, block_size, items_per_thread):
         slot = (k % SLOTS) * slot_bytes
         return lo, hi, slot, slot + (hi - lo) * dtype.itemsize
 
-    for k in range(chunks + 1):
-        if k < chunks:
-            lo, hi, a, b = span(k)
-            if k >= SLOTS:
-                copied_in[k % SLOTS].synchronize()  # the slot's last chunk is on the device
-            staged = inward[a:b].view(dtype)
-            copy_parallel(staged, x[lo:hi])
-            source[lo:hi].copy_to_device(staged, stream=to_device)
-            copied_in[k % SLOTS].record(to_device)
-            copied_in[k % SLOTS].wait(compute)
-            launch(min(per_chunk, tiles - k * per_chunk), block_size, source, target, status, values, counter, n,
-                   epoch, k * per_chunk)
-            scanned.record(compute)
-            scanned.wait(to_host)
-            # the slot's last chunk (k - SLOTS) was copied out of it at step k - SLOTS + 1 <= k
-            target[lo:hi].copy_to_host(outward[a:b].view(dtype), stream=to_host)
-            copied_out[k % SLOTS].record(to_host)
-        if k:
-            lo, hi, a, b = span(k - 1)
-            copied_out[(k - 1) % SLOTS].synchronize()
-            copy_parallel(result[lo:hi], outward[a:b].view(dtype))
+    def copy_out(k):
+        """Wait for chunk k's copy to the host and move it from its slot into the result."""
+        lo, hi, a, b = span(k)
+        copied_out[k % SLOTS].synchronize()
+        copy_parallel(result[lo:hi], outward[a:b].view(dtype))
+
+    for k in range(chunks):
+        lo, hi, a, b = span(k)
+        if k >= SLOTS:
+            copied_in[k % SLOTS].synchronize()  # the slot's last chunk is on the device
+        staged = inward[a:b].view(dtype)
+        copy_parallel(staged, x[lo:hi])
+        source[lo:hi].copy_to_device(staged, stream=to_device)
+        copied_in[k % SLOTS].record(to_device)
+        copied_in[k % SLOTS].wait(compute)
+        launch(min(per_chunk, tiles - k * per_chunk), block_size, source, target, status, values, counter, n,
+               epoch, k * per_chunk)
+        scanned.record(compute)
+        scanned.wait(to_host)
+        # through a slot: its last chunk (k - SLOTS) was copied out of it at step k - SLOTS + 1 <= k - 1
+        target[lo:hi].copy_to_host(result[lo:hi] if direct else outward[a:b].view(dtype), stream=to_host)
+        copied_out[k % SLOTS].record(to_host)
+        if k and not direct:
+            copy_out(k - 1)
+    if direct:
+        copied_out[(chunks - 1) % SLOTS].synchronize()  # the last copy on the stream: every one is done
+    else:
+        copy_out(chunks - 1)
     return result
 
 
