@@ -52,6 +52,7 @@ import weakref
 import numpy as np
 from numba import cuda
 
+from . import numba_gpu
 from .device import simulating
 
 KEPT_ENTRIES = 64
@@ -249,14 +250,4 @@ def side_stream(role):
 
 
 def _new_side_stream():
-    if simulating():
-        return cuda.stream()
-    from cuda.bindings import driver
-
-    cuda.current_context()  # the stream belongs to numba's context: made current first
-    error, handle = driver.cuStreamCreate(driver.CUstream_flags.CU_STREAM_NON_BLOCKING.value)
-    if error != driver.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"cuStreamCreate(CU_STREAM_NON_BLOCKING) failed: {error}")
-    stream = cuda.external_stream(int(handle))
-    weakref.finalize(stream, driver.cuStreamDestroy, handle)  # an external stream is not destroyed by numba
-    return stream
+    return cuda.stream() if simulating() else numba_gpu.nonblocking_stream()
