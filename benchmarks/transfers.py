@@ -13,14 +13,13 @@ every result checked first (median of 25 calls, fewer for the largest arrays). W
 cross PCIe, correct, the run's metadata).
 
 ``--timeline`` writes ``transfers_timeline.csv`` instead: one ps.scan call of 2^24 float32 traced
-by CUPTI (torch.profiler), each copy and kernel with its stream and its start and end in
-microseconds from the call's first event (chapter 09 draws it).
+by CUPTI (torch.profiler), each copy and kernel with its stream, and each of the host's copies
+into pinned memory, with its start and end in microseconds from the call's first event
+(chapter 09 draws it).
 
 ``--tune`` writes ``transfers_tune.csv`` instead: ps.scan at 2^20, 2^22 and 2^24 float32 through the
 pinned slots for each chunk size and number of copy threads, beside torch's round trip (the
-table the defaults of :mod:`prefixsum.scans.transfers` come from). The committed file also holds
-rows "ps.scan driver ...": a variant measured in the same run and then removed (pageable copies
-straight from the array, the copies out on a second thread), slower at every size.
+table the defaults of :mod:`prefixsum.scans.transfers` come from).
 """
 import json
 import os
@@ -44,6 +43,7 @@ TUNE_SIZES = (1 << 20, 1 << 22, 1 << 24)
 TUNE_CHUNKS = (1 << 20, 2 << 20, 4 << 20, 16 << 20)
 TUNE_THREADS = (2, 8)
 TIMELINE_N = 1 << 24
+HOST_COPY = "host copy into pinned memory"
 
 
 def repeats_for(n, quick):
@@ -113,26 +113,39 @@ def tune(torch, quick, meta, rng):
 
 
 def timeline(torch, n, rng):
-    """Rows ``(call, engine, name, stream, start_us, end_us)`` of one traced ps.scan of ``n`` float32:
-    every copy and kernel CUPTI saw, times from the call's first event."""
-    from torch.profiler import ProfilerActivity, profile
+    """Rows ``(engine, name, stream, start_us, end_us)`` of one traced ps.scan of ``n`` float32:
+    every copy and kernel CUPTI saw and the host's copies into pinned memory (marked with
+    ``torch.profiler.record_function``, so that they share the trace's clock), times from the
+    call's first event."""
+    from torch.profiler import ProfilerActivity, profile, record_function
 
     x = random_input(n, "add", np.dtype("float32"), rng)
     ps.scan(x)  # compiled, buffers made
-    with profile(activities=[ProfilerActivity.CUDA]) as traced:
-        ps.scan(x)
+    copy = transfers.copy_parallel
+
+    def marked(target, source):
+        with record_function(HOST_COPY):
+            copy(target, source)
+
+    transfers.copy_parallel = marked
+    try:
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as traced:
+            ps.scan(x)
+    finally:
+        transfers.copy_parallel = copy
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "trace.json")
         traced.export_chrome_trace(path)
         with open(path) as handle:
             events = json.load(handle)["traceEvents"]
-    found = [e for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy")]
+    found = [e for e in events if e.get("ph") == "X" and (e.get("cat") in ("kernel", "gpu_memcpy") or
+                                                          (e.get("cat") == "user_annotation" and e["name"] == HOST_COPY))]
     start = min(e["ts"] for e in found)
     rows = []
     for e in sorted(found, key=lambda e: e["ts"]):
         name = e["name"]
-        engine = ("copy in" if "HtoD" in name else "copy out" if "DtoH" in name else
-                  "SMs (scan)" if e["cat"] == "kernel" else "other copy")
+        engine = ("host copy" if name == HOST_COPY else "copy in" if "HtoD" in name else
+                  "copy out" if "DtoH" in name else "SMs (scan)" if e["cat"] == "kernel" else "other copy")
         rows.append({"engine": engine, "name": name[:60], "stream": e.get("args", {}).get("stream", ""),
                      "start_us": round(e["ts"] - start, 2), "end_us": round(e["ts"] + e["dur"] - start, 2)})
     return rows

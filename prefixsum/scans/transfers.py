@@ -26,13 +26,14 @@ reverse scan takes the chunks from the end of the array, as its tiles do.
 A pinned slot is reused :data:`SLOTS` chunks later, after the event of its last copy has fired.
 
 **What limits it** (H100 machine, ``benchmarks/transfers_tune.csv`` and ``transfers_timeline.csv``):
-the copy engines move a 16 MiB chunk in about 0.3 ms each way (42-54 GB/s) and the SMs scan it
-in about 25 us, but the host's copies into and out of the slots run at 5-8 GB/s on that
-machine's cores, so the host sets the pace: about 0.2x torch's round trip at 2^24, where torch's
-``.cpu()`` also pays for fresh pageable pages, and no gain below :data:`MIN_BYTES`. Copying
-straight from the numpy array (the driver stages pageable memory itself, on one thread) measured
-slower still: cuda-python's copy calls hold the GIL, so a second thread cannot copy the other
-direction meanwhile.
+the copy engines move a 16 MiB chunk in about 0.3-0.5 ms each way (35-55 GB/s) and the SMs scan
+it in 20 us, but the host's copy of a chunk into a pinned slot runs at about 12-30 GB/s on that
+machine, so the host sets the pace and the engines work in bursts between its copies: 0.1-0.2x
+torch's round trip at 2^24, where torch's ``.cpu()`` also pays for fresh pageable pages, and no
+gain below :data:`MIN_BYTES`, where one pageable copy each way (the driver's own staging) is as
+fast. Copying straight from the numpy array (pageable copies per chunk, the copies out on a
+second thread) measured slower in an earlier run: cuda-python's copy calls hold the GIL, so the
+second thread could not copy meanwhile.
 """
 import concurrent.futures
 import functools
@@ -47,18 +48,18 @@ from .tile_state import states
 
 CHUNK_BYTES = 16 << 20
 """Bytes of the array per chunk (a whole number of tiles; at least one tile). From
-``benchmarks/transfers_tune.csv`` (H100): 16 MiB beat 1 and 4 MiB at 2^22 and 2^24 float32; at
-1 MiB per chunk the host's per-chunk work (events, slices, the copies' set-up) dominates."""
+``benchmarks/transfers_tune.csv`` (H100): 16 MiB beat 1, 2 and 4 MiB at 2^22 and 2^24 float32;
+with small chunks the host's work per chunk (events, slices, each copy's set-up) dominates."""
 SLOTS = 3
 """Pinned slots per direction: chunk k's slot is reused by chunk k + SLOTS (at least 2: the host
 copies chunk k - 1 out of its slot after chunk k's copy into the next one is queued)."""
 MIN_BYTES = 8 << 20
 """Arrays of fewer bytes go the plain way (one pageable copy in, one launch, one copy out): at
-4 MiB that took 0.93 ms on the H100 against 1.2-1.6 ms through the staging slots, whose two host
-copies cost more than the driver's own staging of one pageable copy each way."""
+4 MiB both ways took 0.75-0.85 ms on the H100 (``transfers_tune.csv``); at 16 MiB the chunks
+took 1.6-2.1 ms against 2.2 ms."""
 COPY_THREADS = min(8, os.cpu_count() or 1)
-"""Threads for the host's copies into and out of pinned memory (8 beat 1 and 4 at 2^24 in
-``transfers_tune.csv``)."""
+"""Threads for the host's copies into and out of pinned memory (8 beat 2 at 2^24 in
+``transfers_tune.csv``; at 2^22, one chunk, the two were within the run's noise)."""
 PART_BYTES = 2 << 20
 """A host copy is split into parts of at least this many bytes, one per thread."""
 
