@@ -54,7 +54,7 @@ def repeats_for(n, quick):
 
 
 def not_overlapped(x):
-    """ps.scan with one pageable copy each way and one launch (the path below transfers.MIN_BYTES)."""
+    """ps.scan with one copy each way and one launch (the path below transfers.MIN_BYTES)."""
     kept = transfers.MIN_BYTES
     transfers.MIN_BYTES = 1 << 62
     try:
@@ -63,13 +63,17 @@ def not_overlapped(x):
         transfers.MIN_BYTES = kept
 
 
+DTYPE = {"float32": lambda torch: torch.float32, "int32": lambda torch: torch.int32}
+"""torch's dtype for a numpy one: torch.cumsum of int32 gives int64 unless told (numpy's rule too)."""
+
+
 def round_trips(torch, cupy):
     """name -> function of a numpy array returning its inclusive add scan as a numpy array."""
     calls = {"ps.scan": ps.scan, "ps.scan, copies not overlapped": not_overlapped}
     if torch is not None:
-        calls["torch round trip"] = lambda x: torch.cumsum(torch.from_numpy(x).cuda(), 0).cpu().numpy()
+        calls["torch round trip"] = lambda x: torch.cumsum(torch.from_numpy(x).cuda(), 0, dtype=DTYPE[x.dtype.name](torch)).cpu().numpy()
     if cupy is not None:
-        calls["cupy round trip"] = lambda x: cupy.asnumpy(cupy.cumsum(cupy.asarray(x)))
+        calls["cupy round trip"] = lambda x: cupy.asnumpy(cupy.cumsum(cupy.asarray(x), dtype=x.dtype))
     return calls
 
 

@@ -22,6 +22,7 @@ def chunked(monkeypatch):
     """Every lookback scan of a numpy array goes through transfers.scan, two tiles a chunk; the
     device buffers it gets are poisoned; returns the list of each launch's (tiles, first tile)."""
     monkeypatch.setattr(transfers, "MIN_BYTES", 0)
+    monkeypatch.setattr(transfers, "PINNED_RESULT_BYTES", 0)
     monkeypatch.setattr(transfers, "CHUNK_BYTES", 2 * 32 * 4)  # two tiles of 4-byte elements, one of 8-byte
     latest = transfers.latest
 
@@ -146,3 +147,15 @@ def test_a_result_kept_by_the_caller_is_never_reused_and_a_dropped_one_is(chunke
     address = second.ctypes.data
     del second
     assert ps.scan(y, algorithm="lookback", **TILE).ctypes.data == address  # dropped: handed out again
+
+
+def test_the_plain_way_returns_its_result_in_kept_pinned_memory_too(monkeypatch, rng):
+    monkeypatch.setattr(transfers, "PINNED_RESULT_BYTES", 0)
+    x = random_input(77, "add", np.dtype("float64"), rng)
+    expected, allowed = expected_scan(x)
+    first = ps.scan(x, algorithm="ladder")
+    assert wrong_indices(first, expected, allowed).size == 0
+    address = first.ctypes.data
+    del first
+    again = ps.scan(x, algorithm="ladder")
+    assert again.ctypes.data == address and wrong_indices(again, expected, allowed).size == 0

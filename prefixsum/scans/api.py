@@ -110,7 +110,7 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", identi
     source.copy_to_device(np.ascontiguousarray(x))
     if n:
         _run(chosen.run, n, chosen.name, source, out, op, inclusive, reverse, resolved)
-    return out.copy_to_host()
+    return transfers.to_host(out)
 
 
 def _run(run, n, name, *args):

@@ -60,6 +60,9 @@ took 1.6-2.1 ms against 2.2 ms."""
 COPY_THREADS = min(8, os.cpu_count() or 1)
 """Threads for the host's copies into and out of pinned memory (8 beat 2 at 2^24 in
 ``transfers_tune.csv``; at 2^22, one chunk, the two were within the run's noise)."""
+PINNED_RESULT_BYTES = 1 << 20
+"""A numpy call's result of this many bytes or more is page-locked memory (:func:`to_host`):
+below, the copy is short and a page-locked block per size would not pay for itself."""
 PART_BYTES = 2 << 20
 """A host copy is split into parts of at least this many bytes, one per thread."""
 
@@ -69,6 +72,21 @@ _pool = []  # the copy threads, made on first use
 def overlapped(algorithm, x):
     """Whether ``ps.scan`` of the numpy array ``x`` with ``algorithm`` goes through :func:`scan`."""
     return algorithm.name == "lookback" and x.nbytes >= MIN_BYTES
+
+
+def to_host(device):
+    """The 1-D device array ``device`` copied into a new numpy array (waits for the copy).
+
+    From :data:`PINNED_RESULT_BYTES` on, the array is page-locked memory kept between calls
+    (:func:`prefixsum.core.workspace.pinned_result`), which the copy engine fills at full PCIe
+    speed; a pageable one is filled through the driver's staging buffer, several times slower.
+    """
+    n, dtype = device.shape[0], device.dtype
+    result = pinned_result(n, dtype) if n * dtype.itemsize >= PINNED_RESULT_BYTES else None
+    if result is None:
+        return device.copy_to_host()
+    device.copy_to_host(result)
+    return result
 
 
 def copy_parallel(target, source):
@@ -108,7 +126,7 @@ def scan(x, op, inclusive, reverse, block_size, items_per_thread):
     status, values, counter, epoch = states(dtype, tiles)
     launch = lookback.launcher(op, dtype, inclusive, reverse, block_size, items)
     slot_bytes = chunk * dtype.itemsize
-    result = pinned_result(n, dtype)
+    result = pinned_result(n, dtype) if x.nbytes >= PINNED_RESULT_BYTES else None
     direct = result is not None  # the copy engine writes the result itself; else through slots
     if not direct:
         result = np.empty(n, dtype)
