@@ -11,8 +11,8 @@ a :class:`~prefixsum.core.launch.Launcher` takes. Public replacements are used w
 a compiled kernel's ``library`` (not ``_codelibrary``), ``cuda.core.Stream.from_handle`` (not
 ``driver._to_core_stream``), and cuda-python's driver binding for the one thing numba offers no call for (a
 non-blocking stream, :func:`nonblocking_stream`). The simulator side has its own door,
-:mod:`prefixsum.classroom.sim.numba_patches`; nowhere else is an attribute of numba assigned
-(``tests/test_architecture.py``).
+:mod:`prefixsum.classroom.sim.numba_sim`; nowhere else is an internal module of numba imported
+or an attribute of numba assigned (``tests/test_architecture.py``).
 """
 import contextlib
 import ctypes
@@ -142,6 +142,23 @@ def nonblocking_stream():
     stream = cuda.external_stream(int(handle))
     weakref.finalize(stream, binding.cuStreamDestroy, handle)  # numba never destroys an external stream
     return stream
+
+
+def real_target_classes():
+    """The classes of a kernel, a configured launch and a device array of numba's real CUDA target,
+    ``(CUDADispatcher, _LaunchConfiguration, DeviceNDArrayBase)``, for a pickler that must
+    recognise them (:mod:`prefixsum.classroom.child`)."""
+    from numba.cuda import dispatcher
+    from numba.cuda.cudadrv import devicearray
+
+    return dispatcher.CUDADispatcher, dispatcher._LaunchConfiguration, devicearray.DeviceNDArrayBase
+
+
+def driver_version():
+    """The CUDA version the driver supports, as ``"13.0"``."""
+    from numba.cuda.cudadrv import driver
+
+    return ".".join(map(str, driver.get_version()))
 
 
 _warned = []
