@@ -38,6 +38,7 @@ second thread could not copy meanwhile.
 import concurrent.futures
 import functools
 import os
+import threading
 
 import numpy as np
 from numba import cuda
@@ -67,6 +68,7 @@ PART_BYTES = 2 << 20
 """A host copy is split into parts of at least this many bytes, one per thread."""
 
 _pool = []  # the copy threads, made on first use
+_making_pool = threading.Lock()
 
 
 def overlapped(algorithm, x):
@@ -99,8 +101,9 @@ def copy_parallel(target, source):
     if parts == 1:
         np.copyto(target, source)
         return
-    if not _pool:
-        _pool.append(concurrent.futures.ThreadPoolExecutor(COPY_THREADS - 1, thread_name_prefix="prefixsum-copy"))
+    with _making_pool:  # two host threads' first calls make one pool
+        if not _pool:
+            _pool.append(concurrent.futures.ThreadPoolExecutor(COPY_THREADS - 1, thread_name_prefix="prefixsum-copy"))
     bounds = np.linspace(0, target.shape[0], parts + 1).astype(np.int64)
     pending = [_pool[0].submit(np.copyto, target[a:b], source[a:b]) for a, b in zip(bounds[1:-1], bounds[2:])]
     np.copyto(target[:bounds[1]], source[:bounds[1]])
