@@ -13,7 +13,7 @@ set -euo pipefail
 
 # Each stage and the files it writes under $out: every committed result in benchmarks/ is one of
 # these (tests/test_bench_harness.py checks both ways), and each stage must write all of its own.
-STAGES=(notebooks scans kstep hierarchical table1 tridiag tridiag_jax householder householder_calls warp sanitize sanitize_tridiag lookback lookback_tiles sanitize_lookback applications compaction_tiles onesweep_tiles user_ops user_ops_speed sanitize_apps sanitize_user_ops blocks sim_speed grading)
+STAGES=(notebooks scans kstep hierarchical table1 tridiag tridiag_jax householder householder_calls warp sanitize sanitize_tridiag lookback lookback_tiles sanitize_lookback applications compaction_tiles onesweep_tiles user_ops user_ops_speed sanitize_apps sanitize_user_ops blocks sim_speed grading transfers transfers_tune transfers_timeline scan_calls)
 declare -A OUTPUTS=(
   [notebooks]="nbval_gpu.txt"
   [scans]="scan_throughput.csv"
@@ -40,6 +40,10 @@ declare -A OUTPUTS=(
   [blocks]="blocks_gpu.csv"
   [grading]="grading.csv"
   [sim_speed]="sim_speed.csv"
+  [transfers]="transfers.csv"
+  [transfers_tune]="transfers_tune.csv"
+  [transfers_timeline]="transfers_timeline.csv"
+  [scan_calls]="scan_calls.csv scan_calls_profile.txt"
 )
 
 repo=$(pwd)
@@ -226,6 +230,30 @@ sanitize() {
   done > "$out/$name.txt"
   cat "$out/$name.txt"
   return $status
+}
+
+# GPU, about 2 minutes: ps.scan(numpy), its copies overlapped with the scan, against torch's and
+# CuPy's numpy -> GPU -> numpy round trips, 2^20..2^28, float32 and int32 (benchmarks/transfers.py).
+stage_transfers() {
+  "$python" benchmarks/transfers.py $quick_flag --out "$out"
+}
+
+# GPU, about a minute: ps.scan(numpy) at five chunk sizes and four numbers of copy threads beside
+# torch's round trip, 2^20, 2^24, 2^26 float32 (the table prefixsum.scans.transfers' defaults come from).
+stage_transfers_tune() {
+  "$python" benchmarks/transfers.py $quick_flag --tune --out "$out"
+}
+
+# GPU, seconds: one ps.scan(numpy) of 2^24 float32 traced by CUPTI, copies and kernels with their
+# streams and times (chapter 09's timeline). Needs torch: no quick run on the simulator.
+stage_transfers_timeline() {
+  "$python" benchmarks/transfers.py --timeline --out "$out"
+}
+
+# GPU, under a minute: whole ps.scan calls on device arrays against torch.cumsum, their parts, and
+# cProfile's view of a call (benchmarks/scan_calls.py).
+stage_scan_calls() {
+  "$python" benchmarks/scan_calls.py $quick_flag --out "$out"
 }
 
 # GPU, about 10 seconds: the chained scans of prefixsum.mutants (blocks that talk to each other),
