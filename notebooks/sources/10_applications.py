@@ -480,6 +480,11 @@ for name, ours, bc in (("natural", natural, "natural"), ("clamped", clamped, ((1
 #   the same states, flags and epochs, one thread walking back one tile at a time); (4) every
 #   key goes to its digit's start (the histogram's exclusive scan) + the count of earlier tiles +
 #   its place in the tile, through shared memory so that keys of one digit are stored side by side.
+# - **`apps.segmented_scan`** (`apps/segmented.py`; Blelloch 1990's segmented scan, Sengupta et
+#   al. 2007 on GPUs): a scan that restarts at every flagged element is an ordinary scan of
+#   (flag, value) pairs under the operator "if the right pair starts a segment take it, else
+#   combine": associative, though not commutative. The look-back carries the pair, so a segmented
+#   scan is one pass of chapter 09's kernel, inclusive or exclusive, forward or reverse.
 #
 # Both are stable by construction and read and write each element once per pass, with no reset
 # between calls (the look-back's epochs). Keys of every integer and float dtype are sorted by the
@@ -590,6 +595,11 @@ spline = {row["method"]: row["median_us"] for row in bench if row["task"] == "sp
 print(f"splines: scipy's build on the CPU takes {spline['scipy CubicSpline (build, CPU)'] / spline['prefixsum cubic_spline (build)']:.1f}"
       f" times ours, its evaluation {spline['scipy evaluate (points, CPU)'] / spline['prefixsum evaluate (points)']:.0f} times;"
       f" cupyx's build takes {spline['cupyx CubicSpline (build)'] / 1e6:.0f} s")
+segmented = {row["method"]: row for row in results.read("user_ops_speed.csv", task="segmented", dtype="float32", n=1 << 24)}
+ours, theirs = segmented["apps.segmented_scan add inclusive"], segmented["torch: cumsum of flags, nonzero, gather, cumsum"]
+print(f"segmented sum, 2^24 float32, device time: torch's formulation {theirs['device_us'] / ours['device_us']:.1f} times"
+      f" ours, which is {ours['device_us'] / segmented['torch.cumsum (unsegmented: a lower bound)']['device_us']:.1f}"
+      " times an unsegmented torch.cumsum")
 ax = viz.curves(np.log2(sizes), {label: np.array(values) for label, values in ratios.items() if len(values) == len(sizes)},
                 logy=True, xlabel="log2 n", ylabel="library's whole call / ours",
                 title="above 1: ours is faster (whole calls, float32 and uint32)")
