@@ -6,7 +6,10 @@
 * :mod:`.allowlist`: what a submitted exercise may contain to be loaded by the grader itself;
 * :mod:`.sandbox`: the bubblewrap sandbox and the supervisor of every run's limits;
 * :mod:`.trusted`: what runs inside a sandbox: the re-check, the PTX compile, nbval;
-* :mod:`.results`: the sandboxes' JSON read with a strict schema, and the verdicts drawn from it;
+* :mod:`.observations`: what the re-check observes of the student's code, its JSON, its replay;
+* :mod:`.judge`: the grader's process that replays the checks on those observations: the verdicts;
+* :mod:`.results`: the sandboxes' and the judge's JSON read with a strict schema, the comparison
+  with the stored output;
 * :mod:`.runner`: one notebook, nbval and the re-check, and the status of each exercise;
 * :mod:`.report`: grades.csv, summary.csv, feedback pages;
 * :mod:`.batch`: a whole class in parallel, or on a Dask cluster.
