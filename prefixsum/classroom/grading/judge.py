@@ -14,7 +14,10 @@ reads anything. ::
 
 The request: ``{"chapter": {"setup": [...], "exercises": [{"id", "checks"}]}, "observed": the
 sandbox's stdout, "ids": [...], "timeout": seconds}``. Each verdict is one JSON line:
-``{id, status, message, lines, launches[, signatures]}``, read by :func:`.results.parse`.
+``{id, status, message, lines, launches[, signatures][, stepper]}``, read by :func:`.results.parse`;
+``stepper`` holds, for a failing check on a small n that offers the stepper, the student's trace
+of that run and the package's reference trace on the same input (computed here), for the
+feedback's picture of the first step where they differ.
 """
 import contextlib
 import io
@@ -98,6 +101,7 @@ def verdict(exercise, entry, setup, timeout, decoder):
     ``timeout`` (also a check whose verdict is a timeout), or ``tampered`` when the
     observations do not answer the grader's checks.
     """
+    from .. import stepping
     from ..check import observed
 
     stage = entry.get("stage", "check")
@@ -110,6 +114,7 @@ def verdict(exercise, entry, setup, timeout, decoder):
     names = observations.stand_ins(entry.get("names", {}), decoder)
     replayer = observations.Replayer([decoder.observation(o) for o in entry.get("observations", [])])
     printed, verdicts = [], []
+    stepping.forget_failure()
 
     def record(*values, **_):
         verdicts.extend(v for v in values if hasattr(v, "passed") and hasattr(v, "diagnosis"))
@@ -128,7 +133,26 @@ def verdict(exercise, entry, setup, timeout, decoder):
     failed = next((v for v in verdicts if not v.passed), None)
     if failed is not None and failed.diagnosis == "timeout":
         return {"status": "timeout", "message": str(failed), "lines": printed}
-    return {"status": "ran", "message": str(failed) if failed is not None else "", "lines": printed}
+    found = {"status": "ran", "message": str(failed) if failed is not None else "", "lines": printed}
+    if failed is not None:
+        found.update(_stepper())
+    return found
+
+
+def _stepper():
+    """``{"stepper": [student trace, reference trace]}`` (encoded) of a failing check that offered
+    the stepper (a data-flow diagnosis on a small n), else ``{}``.
+
+    The student's trace is the replayed observation of the failing run; the reference is the
+    package's scan traced here, on the same input.
+    """
+    from .. import stepping
+
+    try:
+        student, reference = stepping.last_failure()
+    except LookupError:
+        return {}
+    return {"stepper": [observations.encode_trace(student), observations.encode_trace(reference)]}
 
 
 def judge(request, emit):

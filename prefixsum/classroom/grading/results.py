@@ -22,8 +22,9 @@ SCHEMAS = {
     "ptx": {"id": (str, None), "status": (str, ("ok", "rejected", "error")), "message": (str, None)},
     "nbval": {"id": (str, ("nbval",)), "returncode": (int, None), "junit": (str, None)},
 }
+SCHEMAS["check"]["stepper"] = (list, None)
 SCHEMAS["record"] = {**SCHEMAS["check"], "signatures": (dict, None)}
-_OPTIONAL = {"message", "lines"}
+_OPTIONAL = {"message", "lines", "stepper"}
 
 
 def _no_constant(name):

@@ -29,7 +29,7 @@ import xml.etree.ElementTree as ElementTree
 import nbformat
 
 from ...core.device import device_environment
-from . import allowlist, results, sandbox
+from . import allowlist, observations, results, sandbox
 from .chapters import EXERCISE, InvalidSubmission, assemble, chapter_of, read_submission, submitted_sources, unsolved
 
 STATUSES = ("pass", "fail", "not-attempted", "error", "timeout", "crashed", "tampered", "invalid")
@@ -64,6 +64,9 @@ class Row:
     chapter: str = ""
     sandbox: str = "bwrap"
     """How the submission's code was isolated: ``bwrap``, or ``none`` (``--unsafe-no-sandbox``)."""
+    traces: tuple = None
+    """``(student trace, reference trace)`` of a failing check on a small n, for the feedback's
+    picture of the first step where they differ (not the CSV)."""
 
 
 def _inside(chapter):
@@ -298,6 +301,7 @@ def grade_notebook(student, filename, data, chapters, signatures, options=Option
         for i in checkable:
             if i in found:
                 trusted[i] = results.check_verdict(chapter.exercise(i), found[i], recorded[i]["launches"] > 0, chapter.sanitize)
+                trusted[i]["traces"] = _stepper_traces(found[i])
             else:
                 ended = "timeout" if finished.timed_out or finished.over == "cpu" else "crashed"
                 why = f", over its {finished.over} limit" if finished.over else ""
@@ -314,5 +318,18 @@ def grade_notebook(student, filename, data, chapters, signatures, options=Option
         status, message = combine(exercise, source, problems[exercise.id], ptx.get(exercise.id, {}),
                                   trusted.get(exercise.id, {}), nbval.get(exercise.id, ("crashed", "no result")))
         rows.append(Row(student, filename, exercise.id, exercise.points if status == "pass" else 0, exercise.points,
-                        status, " ".join(message.split())[:500], source or "", chapter.name, where))
+                        status, " ".join(message.split())[:500], source or "", chapter.name, where,
+                        trusted.get(exercise.id, {}).get("traces") if status == "fail" else None))
     return rows
+
+
+def _stepper_traces(entry):
+    """The judge's ``stepper`` traces of ``entry``, decoded strictly, or None."""
+    pair = entry.get("stepper")
+    if not pair or len(pair) != 2:
+        return None
+    try:
+        decoder = observations.Decoder()
+        return tuple(decoder.trace(t) for t in pair)
+    except observations.Malformed:
+        return None
