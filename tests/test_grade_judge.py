@@ -6,9 +6,13 @@ and the judge draws the verdicts from its output; a forged or malformed report e
 """
 import base64
 import contextlib
+import inspect
 import io
 import json
+import os
 import pathlib
+import subprocess
+import sys
 import zlib
 
 import numpy as np
@@ -17,6 +21,7 @@ import pytest
 from prefixsum.classroom import trace as tracing
 from prefixsum.classroom.grading import judge, observations, read_chapter, trusted
 from prefixsum.classroom.grading.runner import _inside
+from prefixsum.cli import grade as grade_command
 from prefixsum.scans.api import scan
 
 LADDER = pathlib.Path(__file__).resolve().parent.parent / "notebooks" / "01_ladder.ipynb"
@@ -110,3 +115,17 @@ def test_a_trace_survives_its_encoding():
     assert [r._replace(value=None) for r in back.records] == [r._replace(value=None) for r in run.records]
     assert [float(r.value) for r in back.records] == [float(r.value) for r in run.records]
     assert back.races() == run.races() and back.counts() == run.counts()
+
+
+def test_the_graders_own_processes_are_bounded():
+    """The judge and the batch's process bound themselves (sandbox.limit_process): a bomb in what they read ends in MemoryError."""
+    program = ("import resource, numpy as np\n"
+               "from prefixsum.classroom.grading import sandbox\n"
+               "sandbox.limit_process(address_space_mb=2048, open_files=64, cpu_s=30)\n"
+               "print(resource.getrlimit(resource.RLIMIT_AS)[0] >> 20, resource.getrlimit(resource.RLIMIT_NOFILE)[0],"
+               " resource.getrlimit(resource.RLIMIT_CPU)[0])\n"
+               "try:\n    np.ones(3 << 30, np.uint8)\nexcept MemoryError:\n    print('MemoryError')\n")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONPATH": str(LADDER.parents[1])})
+    assert done.stdout.split() == ["2048", "64", "30", "MemoryError"]
+    assert "sandbox.limit_process(" in inspect.getsource(judge.main) and "limit_process(" in inspect.getsource(grade_command.main)

@@ -17,7 +17,7 @@
 from .batch import collect, default_instructor_notebooks, grade
 from .chapters import Chapter, Exercise, InvalidSubmission, read_chapter
 from .runner import STATUSES, Options, Row, grade_notebook
-from .sandbox import Limits, SandboxUnavailable
+from .sandbox import Limits, SandboxUnavailable, limit_process
 
 __all__ = ["STATUSES", "Chapter", "Exercise", "InvalidSubmission", "Limits", "Options", "SandboxUnavailable", "Row", "collect",
-           "default_instructor_notebooks", "grade", "grade_notebook", "read_chapter"]
+           "default_instructor_notebooks", "grade", "grade_notebook", "limit_process", "read_chapter"]

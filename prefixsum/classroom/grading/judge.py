@@ -7,8 +7,8 @@ strict schema (:mod:`.observations`), runs the setup cells and then each check c
 student's names as stand-ins and a :class:`.observations.Replayer` answering every run of the
 student's code. The references, the comparisons, the diagnoses and the verdict's text are all
 computed here, on inputs that the checks draw here. It runs on the classroom simulator (the
-checks' own pictures of the reference need it) and limits itself (:func:`limit_self`) before it
-reads anything. ::
+reference trace of the feedback's picture needs it) and bounds its address space, CPU time and
+open files (:func:`.sandbox.limit_process`) before it reads anything. ::
 
     python -m prefixsum.classroom.grading.judge < REQUEST.json > VERDICTS.jsonl
 
@@ -23,10 +23,9 @@ import contextlib
 import io
 import json
 import linecache
-import resource
 import sys
 
-from . import observations
+from . import observations, sandbox
 
 MAX_REQUEST = 160 << 20
 """Bytes of a request read at most (the sandbox's output is bounded below this, :class:`.sandbox.Limits`)."""
@@ -35,15 +34,6 @@ MAX_LINE = 96 << 20
 ADDRESS_SPACE_MB = 6144
 CPU_S = 600
 OPEN_FILES = 256
-
-
-def limit_self(address_space_mb=ADDRESS_SPACE_MB, cpu_s=CPU_S, open_files=OPEN_FILES):
-    """Bound this process (address space, CPU seconds, open files) where the hard limits allow, before any parsing."""
-    for limit, value in ((resource.RLIMIT_AS, address_space_mb << 20), (resource.RLIMIT_CPU, cpu_s),
-                         (resource.RLIMIT_NOFILE, open_files)):
-        hard = resource.getrlimit(limit)[1]
-        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
-        resource.setrlimit(limit, (value, hard))
 
 
 def _first_line(error):
@@ -176,7 +166,7 @@ def judge(request, emit):
 
 
 def main():
-    limit_self()
+    sandbox.limit_process(address_space_mb=ADDRESS_SPACE_MB, cpu_s=CPU_S, open_files=OPEN_FILES)
     request = json.loads(sys.stdin.read(MAX_REQUEST))
     out = sys.stdout
     # What the checks print besides the verdicts (the package's notices) is not the judge's output.
