@@ -36,6 +36,9 @@ STATUSES = ("pass", "fail", "not-attempted", "error", "timeout", "crashed", "tam
 _STARTUP_S = 90  # a fresh Python with numba, a Jupyter kernel, prefixsum: seconds before any exercise runs
 _TRUSTED = str(pathlib.Path(__file__).with_name("trusted.py"))
 _PACKAGE_ROOT = pathlib.Path(__file__).resolve().parents[3]  # the folder holding prefixsum/, for the judge's import
+# The judge runs no student code: its CPU limit (judge.CPU_S) stops a runaway, and the wall clock only a
+# stuck process, far above its time on a machine as loaded as a 2-core one under 20 processes.
+_JUDGE_WALL_S = 1800
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,13 +99,13 @@ def _trusted(mode, chapter, sources, options, signatures=None):
     stdout, finished = _sandboxed(mode, request, wall, options)
     if mode == "ptx":
         return results.parse(stdout, mode, set(sources)), finished
-    found, problem = _judge(chapter, stdout, set(sources), options, wall, record=mode == "record")
+    found, problem = _judge(chapter, stdout, set(sources), options, record=mode == "record")
     if problem:
         finished = dataclasses.replace(finished, stderr=f"{finished.stderr}\nthe judge: {problem}")
     return found, finished
 
 
-def _judge(chapter, observed, ids, options, wall, record=False):
+def _judge(chapter, observed, ids, options, record=False):
     """The verdicts of :mod:`.judge` (a process of the grader that never runs student code) on a sandbox's ``observed`` output.
 
     Returns ``({id: entry}, problem)``: entries schema-checked, and the end of the judge's
@@ -114,9 +117,9 @@ def _judge(chapter, observed, ids, options, wall, record=False):
            "PYTHONPATH": os.pathsep.join(filter(None, [str(_PACKAGE_ROOT), os.environ.get("PYTHONPATH")]))}
     try:
         done = subprocess.run([sys.executable, "-m", "prefixsum.classroom.grading.judge"], input=json.dumps(request).encode(),
-                              capture_output=True, env=env, timeout=wall, check=False)
+                              capture_output=True, env=env, timeout=_JUDGE_WALL_S, check=False)
     except subprocess.TimeoutExpired:
-        return {}, f"no verdict within {wall:g} s"
+        return {}, f"no verdict within {_JUDGE_WALL_S} s"
     problem = "" if done.returncode == 0 else f"exit {done.returncode}: {done.stderr.decode(errors='replace')[-2000:]}"
     return results.parse(done.stdout.decode(errors="replace"), "record" if record else "check", ids), problem
 
