@@ -7,6 +7,7 @@ the reports have fast tests of their own.
 """
 import csv
 import json
+import linecache
 import os
 import pathlib
 import subprocess
@@ -203,6 +204,45 @@ def test_reports_are_complete_and_unforged(graded):
     page = (out / "feedback" / "off_by_one.md").read_text()
     assert "**fail**" in page and "FAIL my\\_ladder\\_tile" in page and "rungs[(t & ~(phase - 1))]" in page
     assert "## Not attempted" in page and "- 01\\.serial-scan" not in page and "- 01.serial-scan (01\\_ladder): 0 / 1" in page
+
+
+def _failing_run_here(replacement):
+    """The traces of 01.ladder-step's check failing on the ladder with ``replacement``, run in this process as a notebook does."""
+    from prefixsum.classroom import stepping
+
+    def run(source, name, namespace):
+        linecache.cache[name] = (len(source), None, source.splitlines(True), name)  # as IPython keeps a cell's source
+        exec(compile(source, name, "exec"), namespace)  # noqa: S102  (the instructor's cells, and the mistake)
+
+    chapter = chapters.read_chapter(LADDER)
+    exercise = chapter.exercise("01.ladder-step")
+    namespace = {}
+    for k, source in enumerate(chapter.setup):
+        run(source, f"<setup {k}>", namespace)
+    run(exercise.source.replace(SOLUTION, replacement), "<the mistake>", namespace)
+    stepping.forget_failure()
+    run(exercise.checks[0][0], "<check>", {**namespace, "print": lambda *values: None})
+    return stepping.last_failure()
+
+
+@pytest.mark.slow  # the graded fixture: the grader's whole run (nbval kernels, sandboxes, PTX) on every case
+def test_a_failing_ladder_shows_its_first_differing_phase_in_the_feedback(graded):
+    from PIL import Image
+
+    from prefixsum.classroom import stepping
+    from prefixsum.classroom.viz.stepper import difference_caption
+
+    out = graded[0]
+    picture = "off_by_one_01.ladder-step.png"
+    assert f"]({picture})" in (out / "feedback" / "off_by_one.md").read_text()
+    # The picture's model: the first step where the student's run leaves the package's, as the
+    # notebook's stepper finds it for the same failing check.
+    student, reference = (stepping.model(t) for t in _failing_run_here("rungs[t] += rungs[(t & ~(phase - 1))]"))
+    k = stepping.first_difference(student, reference)
+    assert k is not None and stepping.differences(student, reference)[k]
+    assert Image.open(out / "feedback" / picture).text["Description"] == difference_caption(student, reference, k)
+    assert "phase 1" in student[k].label
+    assert not list((out / "feedback").glob("solution_*.png"))  # a pass draws nothing
 
 
 def test_instructor_metadata_errors_are_named(tmp_path):
