@@ -78,7 +78,7 @@ SOLVING = {
     "06.warp-shuffle-scan": ("primitives.warp.scan_shfl",),
     "06.block-combine": ("scans.hierarchical.block_scan",),
     "07.pcr-step": ("_common.reduce_row",),
-    "07.thomas-sweep": ("thomas.thomas", "hybrid.sweep"),
+    "08.thomas-sweep": ("thomas.thomas", "hybrid.sweep"),
     "08.householder-reflector": ("hh.reflector",),
     "08.rank-two-update": ("hh.update",),
     "08.parallel-norm": ("hh.block_sum",),

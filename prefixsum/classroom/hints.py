@@ -7,6 +7,8 @@ not opened yet in this session; ``ps.hint("01.ladder-step", 2)`` opens hint 2 ag
 """
 import collections
 
+from . import renumbering
+
 HINTS = {
     "01.serial-scan": (
         "The first sum has nothing before it: s[0] is x[0].",
@@ -118,7 +120,7 @@ HINTS = {
         "couples row i to rows i - 2s and i + 2s.",
         "A neighbour outside 0..n-1 must change nothing: treat it as the row of the identity (0, 1, 0, 0).",
     ),
-    "07.thomas-sweep": (
+    "08.thomas-sweep": (
         "Thomas is Gaussian elimination without pivoting on a tridiagonal matrix: one sweep down, one back up.",
         "Going down, each row's pivot is its diagonal minus its sub-diagonal times the c' of the row above; "
         "c' and d' of a row divide by that pivot.",
@@ -202,6 +204,7 @@ def hint(exercise_id, level=None):
     ValueError
         For an unknown exercise id (naming the known ones) or a level outside the ladder.
     """
+    exercise_id = renumbering.exercise_id(exercise_id)  # a notebook of an earlier numbering asks by its old id
     if exercise_id not in HINTS:
         raise ValueError(f"no hints for exercise {exercise_id!r}; exercises with hints: {', '.join(sorted(HINTS))}")
     ladder = HINTS[exercise_id]

@@ -1,0 +1,59 @@
+"""The workbook's earlier chapter names and exercise ids, so that notebooks made before a
+renumbering keep their grades and hints.
+
+Chapter 07 was split in two: 07 keeps PCR, CR and Thomas, and the new 08 holds the hybrid that
+beats cuSPARSE, with exercise ``07.thomas-sweep`` (now ``08.thomas-sweep``). A students' notebook
+made before that carries the old names in its metadata (``python -m prefixsum student`` stamps
+the chapter and the exercise ids) and in its file name. :func:`renumbered` reads such a
+notebook with the current names; the grader and ``ps.hint`` go through it.
+
+An old id is never a current one (``tests/test_grade.py`` checks it), so translating the ids of
+a notebook that already uses the current names changes nothing.
+"""
+import copy
+
+CHAPTERS = {}
+"""``{old chapter name: current chapter name}`` for the chapters that were renamed."""
+
+EXERCISES = {
+    "07.thomas-sweep": "08.thomas-sweep",
+}
+"""``{old exercise id: current exercise id}``."""
+
+
+def exercise_id(name):
+    """The current id of exercise ``name`` (itself when it is current)."""
+    return EXERCISES.get(name, name)
+
+
+def chapter_name(name):
+    """The current name of a chapter, or of a file stem that starts with an old chapter's name
+    (``08_householder-ann`` -> ``09_householder-ann``); anything else unchanged."""
+    for old, new in CHAPTERS.items():
+        if name == old or name.startswith(old):
+            return new + name[len(old):]
+    return name
+
+
+def renumbered(notebook):
+    """``(notebook, moved)``: a copy of ``notebook`` with current chapter names and exercise ids
+    in its metadata, and the set of current ids that were translated from old ones (the
+    exercises that a split chapter moved to another notebook)."""
+    notebook = copy.deepcopy(notebook)
+    moved = set()
+    for cell in notebook.get("cells", []):
+        metadata = cell.get("metadata", {})
+        old = metadata.get("exercise_id")
+        if isinstance(old, str) and old in EXERCISES:
+            metadata["exercise_id"] = EXERCISES[old]
+            moved.add(EXERCISES[old])
+    stamp = notebook.get("metadata", {}).get("prefixsum")
+    if isinstance(stamp, dict):
+        if isinstance(stamp.get("chapter"), str):
+            stamp["chapter"] = chapter_name(stamp["chapter"])
+        if isinstance(stamp.get("exercises"), list):
+            stamp["exercises"] = [exercise_id(e) if isinstance(e, str) else e for e in stamp["exercises"]]
+    return notebook, moved
+
+
+__all__ = ["CHAPTERS", "EXERCISES", "chapter_name", "exercise_id", "renumbered"]
