@@ -748,9 +748,9 @@ _ = ax.legend(fontsize=8, ncol=3)
 #   `aten/src/ATen/native/cuda/linalg/BatchLinearAlgebraLib.cpp`; a reading, not a measurement)
 #   batches of matrices up to $n = 32$ go to cuSOLVER's batched Jacobi solver and larger ones
 #   are solved one matrix after another.
-# - **From numpy arrays the transfers dominate** the small matrices ("numpy / device"): $A$
-#   crosses to the device and $x$ back through pageable host memory, while from device arrays
-#   the call costs little beyond its kernels.
+# - **From numpy arrays the transfers dominate** the small matrices ("numpy / device"). What a
+#   call costs beyond its kernels is measured once for the workbook, in
+#   [chapter 08, section 3](08_tridiagonal_hybrid.ipynb).
 # - **$n = 512$ takes the global-memory path**: one block per matrix, and 100 blocks are fewer
 #   than the GPU's multiprocessors (an H100 SXM has 132), so the kernel time is the time of one
 #   matrix, all of its $O(n^3)$ work in global memory. There the whole block shares the sums of
