@@ -1,4 +1,4 @@
-"""User operators and chapter 10's applications under compute-sanitizer, on a GPU.
+"""User operators and chapter 11's applications under compute-sanitizer, on a GPU.
 
     compute-sanitizer --tool memcheck python benchmarks/sanitize_apps.py     (and racecheck, synccheck, initcheck)
     python benchmarks/sanitize_apps.py --quick                                (smaller, on the simulator too)
@@ -102,7 +102,7 @@ def main(argv=None):
         if not np.allclose(apps.segmented_scan(values64, flags), want, atol=1e-9 * n):
             wrong.append(f"segmented_scan n={n}")
         calls += 4
-        m = min(n, 8)  # the solve as a scan loses accuracy fast beyond a few rows (chapter 10)
+        m = min(n, 8)  # the solve as a scan loses accuracy fast beyond a few rows (chapter 11)
         lower, upper = rng.uniform(-1, 1, (2, m))
         diag = np.abs(lower) + np.abs(upper) + 2.0
         d = rng.normal(size=m)

@@ -18,7 +18,7 @@ from prefixsum.classroom import mistakes, mutation
 from prefixsum.classroom.check.mode import STEPS_PER_SECOND
 
 BLOCK = 32
-NOTEBOOK = pathlib.Path(__file__).resolve().parent.parent / "notebooks" / "09_lookback.ipynb"
+NOTEBOOK = pathlib.Path(__file__).resolve().parent.parent / "notebooks" / "10_lookback.ipynb"
 
 
 @cuda.jit
@@ -56,7 +56,7 @@ def test_an_endless_loop_stops_after_the_same_number_of_steps_idle_or_loaded():
 
 
 def test_the_look_back_answer_a_loaded_grader_timed_out_gets_one_verdict():
-    exercise = {e.id: e for e in mutation.exercises([NOTEBOOK])}["09.lookback-loop"]
+    exercise = {e.id: e for e in mutation.exercises([NOTEBOOK])}["10.lookback-loop"]
     chained = next(m for m in mistakes.MISTAKES if m.exercise == exercise.id and "chained" in m.name)
     idle = mutation.isolated_verdict(exercise, chained.source(exercise.source), timeout=20)
     with busy_cores():

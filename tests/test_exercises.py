@@ -79,13 +79,13 @@ SOLVING = {
     "06.block-combine": ("scans.hierarchical.block_scan",),
     "07.pcr-step": ("_common.reduce_row",),
     "08.thomas-sweep": ("thomas.thomas", "hybrid.sweep"),
-    "08.householder-reflector": ("hh.reflector",),
-    "08.rank-two-update": ("hh.update",),
-    "08.parallel-norm": ("hh.block_sum",),
-    "09.chained-handoff": ("ps.mutants.chained_tile",),
-    "09.lookback-loop": ("lookback.look_back",),
-    "09.publish": ("lookback.state_access",),
-    "10.compact": ("apps.compaction.scatter_kept",),
+    "09.householder-reflector": ("hh.reflector",),
+    "09.rank-two-update": ("hh.update",),
+    "09.parallel-norm": ("hh.block_sum",),
+    "10.chained-handoff": ("ps.mutants.chained_tile",),
+    "10.lookback-loop": ("lookback.look_back",),
+    "10.publish": ("lookback.state_access",),
+    "11.compact": ("apps.compaction.scatter_kept",),
 }
 
 

@@ -21,7 +21,7 @@ from prefixsum.classroom.student import student_version
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
-LADDER, REFLECTOR = NOTEBOOKS / "01_ladder.ipynb", NOTEBOOKS / "08_householder.ipynb"
+LADDER, REFLECTOR = NOTEBOOKS / "01_ladder.ipynb", NOTEBOOKS / "09_householder.ipynb"
 SOLUTION = "rungs[t] += rungs[(t & ~(phase - 1)) - 1]"
 PASS_LINE = "PASS my_ladder_tile: 11 sizes from 1 to 2049"
 
@@ -51,7 +51,7 @@ def reflector(body):
     def transform(source):
         head, rest = source.split("    ### BEGIN SOLUTION\n")
         return head + "".join(f"    {line}\n" for line in body.splitlines()) + rest.split("    ### END SOLUTION\n")[1]
-    return with_exercise(transform, REFLECTOR, "08.householder-reflector")
+    return with_exercise(transform, REFLECTOR, "09.householder-reflector")
 
 
 def forged_outputs():
@@ -162,7 +162,7 @@ def graded(tmp_path_factory):
 
 def target(name):
     """The exercise a case changes."""
-    return "08.householder-reflector" if name in ("reflector", "host_loop", "memory_bomb") else "01.ladder-step"
+    return "09.householder-reflector" if name in ("reflector", "host_loop", "memory_bomb") else "01.ladder-step"
 
 
 @pytest.mark.slow  # the graded fixture: the grader's whole run (nbval kernels, sandboxes, PTX) on every case
@@ -278,10 +278,10 @@ def test_allowlist_refuses(code, found):
 
 
 @pytest.mark.parametrize("exercise_id, old, new, found", [
-    ("10.compact", "return out", "return cuda.to_device(x[mask])", "index by a variable"),
-    ("10.compact", "return out", "return cuda.to_device(x[np.nonzero(mask)])", "nonzero is not allowed"),
-    ("08.rank-two-update", "return A", "return cuda.to_device(A.copy_to_host() - np.outer(u[0], q[0]))", "outer is not allowed"),
-    ("08.rank-two-update", "return A", "return cuda.to_device(A.copy_to_host() - u @ q)", "MatMult is not allowed"),
+    ("11.compact", "return out", "return cuda.to_device(x[mask])", "index by a variable"),
+    ("11.compact", "return out", "return cuda.to_device(x[np.nonzero(mask)])", "nonzero is not allowed"),
+    ("09.rank-two-update", "return A", "return cuda.to_device(A.copy_to_host() - np.outer(u[0], q[0]))", "outer is not allowed"),
+    ("09.rank-two-update", "return A", "return cuda.to_device(A.copy_to_host() - u @ q)", "MatMult is not allowed"),
 ])
 def test_allowlist_refuses_the_library_call_that_does_the_exercise(exercise_id, old, new, found):
     chapter = next(chapters.read_chapter(p) for p in NOTEBOOKS.glob(f"{exercise_id[:2]}_*.ipynb"))

@@ -2,21 +2,32 @@
 renumbering keep their grades and hints.
 
 Chapter 07 was split in two: 07 keeps PCR, CR and Thomas, and the new 08 holds the hybrid that
-beats cuSPARSE, with exercise ``07.thomas-sweep`` (now ``08.thomas-sweep``). A students' notebook
-made before that carries the old names in its metadata (``python -m prefixsum student`` stamps
+beats cuSPARSE, with exercise ``07.thomas-sweep`` (now ``08.thomas-sweep``); chapters 08 to 10
+became 09 to 11, their exercise ids with them (``08.parallel-norm`` is ``09.parallel-norm``). A
+students' notebook made before that carries the old names in its metadata (``python -m prefixsum student`` stamps
 the chapter and the exercise ids) and in its file name. :func:`renumbered` reads such a
 notebook with the current names; the grader and ``ps.hint`` go through it.
 
-An old id is never a current one (``tests/test_grade.py`` checks it), so translating the ids of
+An old id is never a current one (``tests/test_renumbering.py`` checks it), so translating the ids of
 a notebook that already uses the current names changes nothing.
 """
 import copy
 
-CHAPTERS = {}
+CHAPTERS = {"08_householder": "09_householder", "09_lookback": "10_lookback", "10_applications": "11_applications"}
 """``{old chapter name: current chapter name}`` for the chapters that were renamed."""
 
 EXERCISES = {
     "07.thomas-sweep": "08.thomas-sweep",
+    "08.householder-reflector": "09.householder-reflector",
+    "08.rank-two-update": "09.rank-two-update",
+    "08.parallel-norm": "09.parallel-norm",
+    "09.chained-handoff": "10.chained-handoff",
+    "09.lookback-loop": "10.lookback-loop",
+    "09.publish": "10.publish",
+    "10.argmax-operator": "11.argmax-operator",
+    "10.compact": "11.compact",
+    "10.warp-rank": "11.warp-rank",
+    "10.radix-pass": "11.radix-pass",
 }
 """``{old exercise id: current exercise id}``."""
 

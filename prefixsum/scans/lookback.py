@@ -117,7 +117,7 @@ def tile_items(dtype, block_size, items_per_thread):
 def lookback_kernel(op, dtype, inclusive, reverse, block_size, items, look=None):
     """Kernel ``(x, out, status, values, counter, n, epoch)``: one block per tile, one launch per scan.
 
-    ``look`` replaces :func:`look_back`'s device function (chapter 09's exercise writes one).
+    ``look`` replaces :func:`look_back`'s device function (chapter 10's exercise writes one).
     """
     combine = device_op(op, dtype)
     element = numba_type(dtype)

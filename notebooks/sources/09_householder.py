@@ -9,7 +9,7 @@
 # ---
 
 # %% [markdown]
-# # 08 · Householder tridiagonalization and the symmetric solve
+# # 09 · Householder tridiagonalization and the symmetric solve
 #
 # Seed 003, handwritten notes on tridiagonal solvers, has two parts: ① parallel cyclic reduction
 # (PCR, chapter 07) and ② *"Householder reduction → tridiagonal decomposition of any symmetric
@@ -210,7 +210,7 @@ print("package and numpy steps agree (d, e, Q within 1e-12):",
 #    path, one matrix per block, the whole block shares phases 1 and 3: section 6);
 # 4. `update`: every thread $j < i$ updates its column of $A - q u^T - u q^T$.
 #
-# `reflector` and `update` are exercises 08.householder-reflector and 08.rank-two-update; the instructor's version prints the package's code here.
+# `reflector` and `update` are exercises 09.householder-reflector and 09.rank-two-update; the instructor's version prints the package's code here.
 
 # %%
 for device_function in (hh.project, hh.correct, hh.reduce_rows):
@@ -424,7 +424,7 @@ print("Q (T (Q^T x)) = b by hand, vs numpy.linalg.solve, within 1e-12:",
 # %% [markdown]
 # `solve_symmetric` does the same with everything on the device: the reduction, then
 # $Q^T b$ and $Q z$ by the kernel `multiply` (one thread per entry of the result), and in
-# between, for a positive definite $T$, the hybrid of chapter 07 (section 12), which does
+# between, for a positive definite $T$, the hybrid of chapter 08 (section 2), which does
 # not pivot either (section 4.1 shows what it does when $T$ is not). Checked against `numpy.linalg.solve` on batches of the size of section 3.3,
 # a small and a large $n$ (5 and 16 on the simulator, 32 and 64 on a GPU), with the error bound
 # of a backward-stable solve ($16 n \varepsilon \, \kappa(A) \, |x|$):
@@ -543,10 +543,10 @@ for name, flops in (("Cholesky", 1 / 3), ("LU (torch.linalg.solve)", 2 / 3), ("t
 #
 # Three exercises: the reflector of one step on the host, safe from overflow (warm-up), the
 # rank-two update that every thread applies to its column (core), and the block-wide sum that
-# takes the serial phases off one thread (stretch). `ps.hint("08.householder-reflector")` opens the hints one at
+# takes the serial phases off one thread (stretch). `ps.hint("09.householder-reflector")` opens the hints one at
 # a time.
 #
-# ### Exercise 08.householder-reflector (warm-up, 1 point)
+# ### Exercise 09.householder-reflector (warm-up, 1 point)
 #
 # Section 2's `householder_step` computes the reflector of one step from $h = |x|^2$, and so
 # does seed 003's kernel, but not before dividing $x$ by a scale: for entries of about
@@ -564,7 +564,7 @@ for name, flops in (("Cholesky", 1 / 3), ("LU (torch.linalg.solve)", 2 / 3), ("t
 # the second line repeats it with float32 inputs (and a float32 tolerance), the last two with
 # the vectors multiplied by $10^{200}$ and by $10^{-200}$.
 
-# %% tags=["exercise"] points=1 todo="return (u, H) such that P = I - u u^T / H is orthogonal and sends x to -sign(x[-1]) |x| times the last unit vector, u and H finite even where |x|^2 overflows or underflows a float64" exercise_id="08.householder-reflector"
+# %% tags=["exercise"] points=1 todo="return (u, H) such that P = I - u u^T / H is orthogonal and sends x to -sign(x[-1]) |x| times the last unit vector, u and H finite even where |x|^2 overflows or underflows a float64" exercise_id="09.householder-reflector"
 def my_reflector(x):
     ### BEGIN SOLUTION
     y = np.asarray(x, dtype=np.float64)
@@ -579,14 +579,14 @@ def my_reflector(x):
     return u, H
 
 
-# %% tags=["check"] exercise_id="08.householder-reflector"
+# %% tags=["check"] exercise_id="09.householder-reflector"
 print(ps.check.reflector(my_reflector))
 print(ps.check.reflector(my_reflector, dtype=np.float32))
 print(ps.check.reflector(my_reflector, magnitude=1e200, name="my_reflector at 1e200"))
 print(ps.check.reflector(my_reflector, magnitude=1e-200, name="my_reflector at 1e-200"))
 
 # %% [markdown]
-# ### Exercise 08.rank-two-update (core, 2 points)
+# ### Exercise 09.rank-two-update (core, 2 points)
 #
 # Phase 4 of a step replaces $A$ by $A - q u^T - u q^T$ (section 2): every entry changes, and
 # the result is symmetric again. Write the kernel `my_update(A, u, q)` for a batch of matrices
@@ -599,7 +599,7 @@ print(ps.check.reflector(my_reflector, magnitude=1e-200, name="my_reflector at 1
 # The check runs it on batches of matrices of 1 to 64 rows, traced, and allows a thread at most
 # $6 \cdot 64$ memory accesses: a column each, not the whole matrix for one thread.
 
-# %% tags=["exercise"] exercise_id="08.rank-two-update" points=2 todo="my_update: thread j of block m replaces column j of A[m] by the same column of A[m] - q u^T - u q^T (u, q of matrix m), for every row; threads j >= n do nothing"
+# %% tags=["exercise"] exercise_id="09.rank-two-update" points=2 todo="my_update: thread j of block m replaces column j of A[m] by the same column of A[m] - q u^T - u q^T (u, q of matrix m), for every row; threads j >= n do nothing"
 THREADS = 64
 
 
@@ -622,7 +622,7 @@ def my_rank_two(A, u, q):
     return A
 
 
-# %% tags=["check"] exercise_id="08.rank-two-update"
+# %% tags=["check"] exercise_id="09.rank-two-update"
 def rank_two_cases():
     for batch, n in ((1, 1), (2, 2), (3, 5), (2, 16), (2, 33), (1, 64)):
         rng_case = np.random.default_rng(100 * n + batch)
@@ -634,7 +634,7 @@ print(ps.check.function(my_rank_two, lambda A, u, q: A - (q[:, :, None] * u[:, N
                         list(rank_two_cases()), name="my_update", budget=ps.check.Budget(accesses_per_step=6 * 64)))
 
 # %% [markdown]
-# ### Exercise 08.parallel-norm (stretch, 2 points)
+# ### Exercise 09.parallel-norm (stretch, 2 points)
 #
 # Phases 1 and 3 of a step sum over up to $n$ entries, and in the shared-memory kernel one
 # thread does it while the others wait at the next barrier. The global-memory path (one matrix
@@ -649,7 +649,7 @@ print(ps.check.function(my_rank_two, lambda A, u, q: A - (q[:, :, None] * u[:, N
 # The check runs it on 1 to 300 entries and allows at most 8 barriers per thread and 16 memory
 # accesses between two barriers: one thread adding up the 64 partials fails.
 
-# %% tags=["exercise"] exercise_id="08.parallel-norm" points=2 todo="my_squared_norms: combine the 64 partial sums of the block into their total in log2(64) steps, every step shared by the threads and behind a barrier, and write the total to h[b]"
+# %% tags=["exercise"] exercise_id="09.parallel-norm" points=2 todo="my_squared_norms: combine the 64 partial sums of the block into their total in log2(64) steps, every step shared by the threads and behind a barrier, and write the total to h[b]"
 NORM_THREADS = 64
 
 
@@ -679,7 +679,7 @@ def my_norms(X):
     return h
 
 
-# %% tags=["check"] exercise_id="08.parallel-norm"
+# %% tags=["check"] exercise_id="09.parallel-norm"
 norm_cases = [(np.random.default_rng(n).normal(size=(batch, n)),) for batch, n in ((1, 1), (2, 2), (3, 63), (2, 64), (2, 65), (1, 300))]
 print(ps.check.function(my_norms, lambda X: (X ** 2).sum(axis=1), norm_cases, name="my_squared_norms",
                         budget=ps.check.Budget(barriers=8, accesses_per_step=16)))
@@ -754,7 +754,7 @@ _ = ax.legend(fontsize=8, ncol=3)
 # - **$n = 512$ takes the global-memory path**: one block per matrix, and 100 blocks are fewer
 #   than the GPU's multiprocessors (an H100 SXM has 132), so the kernel time is the time of one
 #   matrix, all of its $O(n^3)$ work in global memory. There the whole block shares the sums of
-#   `reflector` and `correct` (`block_sum`, exercise 08.parallel-norm; the instructor's version
+#   `reflector` and `correct` (`block_sum`, exercise 09.parallel-norm; the instructor's version
 #   prints the package's code here):
 
 # %% tags=["instructor"]

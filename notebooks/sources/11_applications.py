@@ -9,7 +9,7 @@
 # ---
 
 # %% [markdown]
-# # 10 · Scans with your own operator, and what they build
+# # 11 · Scans with your own operator, and what they build
 #
 # A scan is worth learning because **any associative operator** can ride on it (Blelloch 1990,
 # *Prefix sums and their applications*). The earlier chapters used four: add, mul, max, min.
@@ -133,7 +133,7 @@ print(ps.check.operator(affine, (1.0, 0.0), (np.float64, np.float64)))
 print(ps.check.operator(saturating_add, 0.0))
 
 # %% [markdown]
-# ### Exercise 10.argmax-operator (warm-up, 1 point): the running maximum with its index
+# ### Exercise 11.argmax-operator (warm-up, 1 point): the running maximum with its index
 #
 # Write `running_argmax(p, q)` for elements `(value, index)`: the result is the element with
 # the larger value, and on a tie the **earlier** one (`p`, since `p` comes before `q`). Then
@@ -142,7 +142,7 @@ print(ps.check.operator(saturating_add, 0.0))
 # (what does each grouping return for three elements?), and why `(-inf, -1)`, which every
 # element beats, is its identity.
 
-# %% tags=["exercise"] exercise_id="10.argmax-operator" points=1 todo="return the element of the larger value, the earlier one on a tie, so that the scan gives every prefix's maximum and the index where it first occurs"
+# %% tags=["exercise"] exercise_id="11.argmax-operator" points=1 todo="return the element of the larger value, the earlier one on a tie, so that the scan gives every prefix's maximum and the index where it first occurs"
 ARGMAX_IDENTITY = (-np.inf, -1)
 
 
@@ -152,7 +152,7 @@ def running_argmax(p, q):
     return q if q[0] > p[0] else p
     ### END SOLUTION
 
-# %% tags=["check"] exercise_id="10.argmax-operator"
+# %% tags=["check"] exercise_id="11.argmax-operator"
 as_operator = ps.check.operator(running_argmax, ARGMAX_IDENTITY, (np.float64, np.int64), name="running_argmax")
 print(as_operator)
 in_a_scan = ps.check.scan(lambda x: ps.scan(x, running_argmax, identity=ARGMAX_IDENTITY), op=running_argmax,
@@ -254,14 +254,14 @@ x, mask = rng_compact.normal(size=n), rng_compact.random(n) < 0.3
 print("apps.compact is x[mask]:", np.array_equal(apps.compact(x, mask), x[mask]))
 
 # %% [markdown]
-# ### Exercise 10.compact (core, 2 points): the scatter
+# ### Exercise 11.compact (core, 2 points): the scatter
 #
 # Write the kernel `my_scatter(x, flags, places, out)`: thread `i` writes `x[i]` to
 # `out[places[i]]` if `flags[i]` is set. `my_compact` around it computes the flags, scans them
 # and allocates `out`; the checker runs it on many sizes, with poisoned memory, and traces it,
 # and allows a thread of `my_scatter` at most 4 memory accesses: one thread per element.
 
-# %% tags=["exercise"] exercise_id="10.compact" points=2 todo="thread i puts x[i] in its place in out if it is kept, and does nothing otherwise"
+# %% tags=["exercise"] exercise_id="11.compact" points=2 todo="thread i puts x[i] in its place in out if it is kept, and does nothing otherwise"
 @cuda.jit
 def my_scatter(x, flags, places, out):
     i = cuda.grid(1)
@@ -281,7 +281,7 @@ def my_compact(x, mask):
     return out
 
 
-# %% tags=["check"] exercise_id="10.compact"
+# %% tags=["check"] exercise_id="11.compact"
 print(ps.check.compaction(my_compact, name="my_compact", budget=ps.check.Budget(accesses_per_step=4, kernels=("my_scatter",))))
 
 # %% [markdown]
@@ -320,13 +320,13 @@ for dtype in ("int32", "uint64", "float32"):
           np.array_equal(sorted_keys, keys[stable]) and np.array_equal(order, stable))
 
 # %% [markdown]
-# ### Exercise 10.radix-pass (stretch, 2 points): one split
+# ### Exercise 11.radix-pass (stretch, 2 points): one split
 #
 # Write `my_split(keys, bit)`: flag the keys whose bit `bit` is 0, scan the flags
 # (`ps.exclusive_scan`), and scatter every key to its place, zeros first, both groups in order:
 # one thread per key, at most 8 memory accesses each.
 
-# %% tags=["exercise"] exercise_id="10.radix-pass" points=2 todo="my_split: find for every key its place in a stable split by bit `bit` (the keys whose bit is 0 first, each group in its old order) with one exclusive scan; my_split_scatter: thread i moves keys[i] to its place"
+# %% tags=["exercise"] exercise_id="11.radix-pass" points=2 todo="my_split: find for every key its place in a stable split by bit `bit` (the keys whose bit is 0 first, each group in its old order) with one exclusive scan; my_split_scatter: thread i moves keys[i] to its place"
 @cuda.jit
 def my_split_scatter(keys, flags, zeros_before, out):
     i = cuda.grid(1)
@@ -351,7 +351,7 @@ def my_split(keys, bit):
     return out
 
 
-# %% tags=["check"] exercise_id="10.radix-pass"
+# %% tags=["check"] exercise_id="11.radix-pass"
 print(ps.check.radix_pass(my_split, name="my_split", budget=ps.check.Budget(accesses_per_step=8, kernels=("my_split_scatter",))))
 
 # %% [markdown]
@@ -368,7 +368,7 @@ print(ps.check.radix_pass(my_split, name="my_split", budget=ps.check.Budget(acce
 # $O(\log n)$: Stone's recursive doubling (1973; Demmel's CS267 notes derive it). But the scan is an *initial-value* problem:
 # for a diagonally dominant matrix $|b_i / c_i| > 1$, $\alpha_i$ grows like $\prod |b_i/c_i|$, and
 # $x_0$ comes from a difference of such numbers. The error grows geometrically with $n$;
-# `tridiag.solve` (chapter 07's hybrid, its default), which eliminates instead of
+# `tridiag.solve` (chapter 08's hybrid, its default), which eliminates instead of
 # extrapolating, does not lose anything:
 
 # %%
@@ -485,12 +485,12 @@ print(f"cupyx's CubicSpline build: {cupy_build_s:.0f} s")
 # ## 9. At library speed: compaction in one pass
 #
 # CUB's `DeviceSelect` (behind torch's `x[mask]`) does not scan n flags and then scatter. It
-# makes the compaction a *single-pass* scan, the decoupled look-back of chapter 09, with a count
-# where chapter 09 had a running sum: a count of kept elements *is* a sum, of 0/1 flags.
+# makes the compaction a *single-pass* scan, the decoupled look-back of chapter 10, with a count
+# where chapter 10 had a running sum: a count of kept elements *is* a sum, of 0/1 flags.
 # `apps.compact` does the same in one kernel (`prefixsum/apps/selection.py`), tile by tile:
 #
 # 1. A block draws its tile's id from the look-back's counter (in the order blocks start, as in
-#    chapter 09) and loads the tile's flags *striped*: in step k, thread t reads element
+#    chapter 10) and loads the tile's flags *striped*: in step k, thread t reads element
 #    `k * blockDim + t`, so every load of a warp is one contiguous run. It loads the value of
 #    each kept element too, early, so that those loads are in flight during the look-back.
 # 2. **The rank inside the tile, without a scan of n flags.** In step k, each warp takes one
@@ -498,7 +498,7 @@ print(f"cupyx's CubicSpline build: {cupy_build_s:.0f} s")
 #    rank among the warp's kept elements of that step is the number of set bits *below its own
 #    lane*; the warp's count is the number of set bits. Warp 0 then scans the (step, warp)
 #    counts of the tile, a few dozen numbers, in the tile's order.
-# 3. Warp 0 hands the tile's count to chapter 09's look-back, `tile_state.look_back("add", int32)`
+# 3. Warp 0 hands the tile's count to chapter 10's look-back, `tile_state.look_back("add", int32)`
 #    (the same function, not a copy), which publishes it and returns the number of kept elements
 #    in all tiles before. The last tile writes the total for the host.
 # 4. Each kept element goes to `out[before the tile + before its warp's step + its rank]`. The
@@ -564,7 +564,7 @@ for n in sorted({row["n"] for row in results.read("applications.csv", task="comp
 # Python, allocation and the wait, which is why the ratio is smaller at $2^{20}$. torch's `x[mask]` counts the flags (a reduction), copies the count
 # to the host, allocates, then selects and gathers in further kernels: more passes over the data.
 #
-# ### Exercise 10.warp-rank (stretch, 2 points): the rank inside a warp
+# ### Exercise 11.warp-rank (stretch, 2 points): the rank inside a warp
 #
 # Write the device function `my_warp_rank(kept)` that step 2 calls: every lane of a warp calls it
 # with its own flag (a bool), and it returns two numbers, how many lanes *below* the caller have
@@ -572,7 +572,7 @@ for n in sorted({row["n"] for row in results.read("applications.csv", task="comp
 # memory and no loop: a vote, a mask and a bit count. The check runs the compaction of this
 # section with your function in place of the package's, on many sizes.
 
-# %% tags=["exercise"] exercise_id="10.warp-rank" points=2 todo="return (kept lanes below the caller in its warp, kept lanes in the warp), from one vote of the warp"
+# %% tags=["exercise"] exercise_id="11.warp-rank" points=2 todo="return (kept lanes below the caller in its warp, kept lanes in the warp), from one vote of the warp"
 @cuda.jit(device=True)
 def my_warp_rank(kept):
     ### BEGIN SOLUTION
@@ -581,7 +581,7 @@ def my_warp_rank(kept):
     ### END SOLUTION
 
 
-# %% tags=["check"] exercise_id="10.warp-rank"
+# %% tags=["check"] exercise_id="11.warp-rank"
 print(ps.check.compaction(lambda x, mask: apps.selection.compact_with(x, mask, rank=my_warp_rank), name="my_warp_rank"))
 
 # %% [markdown]
