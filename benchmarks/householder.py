@@ -8,8 +8,10 @@ arrays, so their times are whole calls (host -> device copy, kernels, device -> 
 on the host clock; ``householder (reduction, events)`` is the reduction's launches (with their
 output allocations) on a matrix already on the device, queued behind a busy kernel between CUDA
 events (:func:`prefixsum.cli.bench.kernel_us`). PyTorch: ``torch.linalg.eigh`` (which starts with
-the same reduction, then finds the eigenvalues) and ``torch.linalg.solve`` on tensors already on
-the device, timed the same way on torch's stream; a call that synchronises (to check for errors)
+the same reduction, then finds the eigenvalues), ``torch.linalg.solve`` (LU) and Cholesky
+(``torch.linalg.cholesky_ex``, which does not synchronise to check the factorization, then
+``torch.cholesky_solve``: the fair baseline for a symmetric positive definite solve, a third of
+LU's arithmetic) on tensors already on the device, timed the same way on torch's stream; a call that synchronises (to check for errors)
 cannot be queued, and the ``timing`` column then says "events, not queued". Median of
 ``REPEATS`` (``eigh`` takes seconds at n = 64).
 
@@ -165,6 +167,13 @@ def main(argv=None):
             error = solve_error(A, torch.linalg.solve(At, bt).cpu().numpy(), rhs)
             measured = kernel_us(lambda: torch.linalg.solve(At, bt), stream=stream, warmup=1, repeats=repeats)
             add("torch.linalg.solve", dtype, batch, n, measured.us, error, measured.timing)
+
+            def cholesky_solve():
+                return torch.cholesky_solve(bt[..., None], torch.linalg.cholesky_ex(At).L)[..., 0]
+
+            error = solve_error(A, cholesky_solve().cpu().numpy(), rhs)
+            measured = kernel_us(cholesky_solve, stream=stream, warmup=1, repeats=repeats)
+            add("torch cholesky_ex + cholesky_solve", dtype, batch, n, measured.us, error, measured.timing)
     write_csv(rows, os.path.join(args.out, "householder.csv"))
     print_table([row for row in rows if row["dtype"] == "float64"],
                 ["what", "batch", "n", "median_us", "check", "correct", "timing"], title="float64 (median us):")

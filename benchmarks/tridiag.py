@@ -1,7 +1,9 @@
 """Batched tridiagonal solves on the GPU: prefixsum's PCR, CR, Thomas, hybrid and pivoting against cuSPARSE.
 
-    python benchmarks/tridiag.py [--out DIR] [--quick] [--only-pivoting]
-    (on a GPU machine; --quick: tiny, on the simulator too; --only-pivoting: the pivoting rows alone)
+    python benchmarks/tridiag.py [--out DIR] [--quick] [--only-pivoting | --jax-kernels]
+    (on a GPU machine; --quick: tiny, on the simulator too; --only-pivoting: the pivoting rows
+    alone; --jax-kernels: which cuSPARSE routine JAX runs per case, by kernel name, and its
+    kernels by CUPTI, in tridiag_jax.csv)
 
 Cases (batch x n): 512 x 512, 4096 x 256, 16384 x 64, 1 x 2^20, 100 x 1000, 64 x 8192, 7 x 100000
 and 1000 x 1000 (``--case BATCHxN`` picks some), in float32 and float64, on random diagonally
@@ -95,82 +97,75 @@ def residual(a, b, c, d, x):
     return float(np.linalg.norm(r) / np.linalg.norm(d))
 
 
-def cusparse_time(cupy, stream, a, b, c, d, repeats, method):
-    """``(device microseconds, timing, x)`` of cuSPARSE's ``gtsv2StridedBatch`` on the systems, through CuPy.
+ROUTINES = ("gtsv2StridedBatch", "gtsv2", "gtsvInterleavedBatch")
+"""cuSPARSE's tridiagonal solvers: no pivoting, batched; diagonal pivoting (SPIKE), one system at
+a time; LU with partial pivoting (``algo=1``), the batch interleaved."""
 
-    gtsv2 overwrites d with x, so each solve is preceded by a device-to-device copy of d: a copy,
-    not a kernel, which the ``cupti`` method leaves out by itself; ``events`` time the copy alone
-    and subtract it.
+
+def cusparse_solver(cupy, a, b, c, d, routine):
+    """``(launch, refill, solution)`` for cuSPARSE's ``routine`` (:data:`ROUTINES`) on the systems,
+    through CuPy: ``launch()`` restores what the routine overwrites (``refill()``, a copy, not a
+    kernel) and solves; ``solution()`` is x on the host, ``(batch, n)``.
+
+    ``gtsv2StridedBatch`` and ``gtsv2`` overwrite d with x, ``gtsvInterleavedBatch`` its bands
+    too, whose arrays are interleaved, ``(n, batch)``. ``gtsv2`` solves one system of several
+    right-hand sides: called once per system of the batch.
     """
     from cupy_backends.cuda.libs import cusparse
 
     batch, n = d.shape
-    dl, dd, du, x = (cupy.asarray(v) for v in (a, b, c, d))
+    prefix = "s" if d.dtype == np.float32 else "d"
     handle = cupy.cuda.device.get_cusparse_handle()
-    single = d.dtype == np.float32
-    size = (cusparse.sgtsv2StridedBatch_bufferSizeExt if single else cusparse.dgtsv2StridedBatch_bufferSizeExt)(
-        handle, n, dl.data.ptr, dd.data.ptr, du.data.ptr, x.data.ptr, batch, n)
-    buffer = cupy.empty(size, cupy.uint8)
-    solve = cusparse.sgtsv2StridedBatch if single else cusparse.dgtsv2StridedBatch
-    work = cupy.empty_like(x)
+    interleaved = routine == "gtsvInterleavedBatch"
+    saved = [cupy.asarray(np.ascontiguousarray(v.T) if interleaved else v) for v in (a, b, c, d)]
+    work = [cupy.empty_like(v) for v in saved]
+    restored = work if interleaved else work[3:]
+    ptrs = [v.data.ptr for v in (work if interleaved else saved[:3] + work[3:])]
+    solver, sizer = (getattr(cusparse, f"{prefix}{routine}{end}") for end in ("", "_bufferSizeExt"))
+    if routine == "gtsvInterleavedBatch":
+        arguments = [(1, n, *ptrs, batch)]
+    elif routine == "gtsv2StridedBatch":
+        arguments = [(n, *ptrs, batch, n)]
+    else:
+        row = d.dtype.itemsize * n
+        arguments = [(n, 1, *(p + k * row for p in ptrs), n) for k in range(batch)]
+    buffer = cupy.empty(max(sizer(handle, *arguments[0]), 1), cupy.uint8)
 
     def refill():
-        work.data.copy_from_device_async(x.data, x.nbytes)
+        for into, original in zip(restored, saved[-len(restored):]):
+            into.data.copy_from_device_async(original.data, original.nbytes)
 
     def launch():
         refill()
-        solve(handle, n, dl.data.ptr, dd.data.ptr, du.data.ptr, work.data.ptr, batch, n, buffer.data.ptr)
+        for args in arguments:
+            solver(handle, *args, buffer.data.ptr)
 
+    def solution():
+        x = cupy.asnumpy(work[3])
+        return x.T if interleaved else x
+
+    return launch, refill, solution
+
+
+def cusparse_time(cupy, stream, a, b, c, d, repeats, method, routine="gtsv2StridedBatch"):
+    """``(device microseconds, timing, x)`` of cuSPARSE's ``routine`` on the systems, through CuPy.
+
+    Each solve is preceded by the copies that restore its input (:func:`cusparse_solver`), which
+    the ``cupti`` method leaves out by itself; ``events`` time the copies alone and subtract them.
+    """
+    launch, refill, solution = cusparse_solver(cupy, a, b, c, d, routine)
     launch()
-    result = cupy.asnumpy(work)
+    result = solution()
     solve_and_refill = kernel_us(launch, stream=stream, repeats=repeats, method=method)
     if method == "cupti":
         return solve_and_refill.us, solve_and_refill.timing, result
     return solve_and_refill.us - kernel_us(refill, stream=stream, repeats=repeats).us, solve_and_refill.timing, result
 
 
-def cusparse_pivoting_time(cupy, stream, a, b, c, d, repeats):
-    """``(label, device microseconds, timing, x)`` of cuSPARSE's pivoting solver for the systems:
-    ``gtsv2`` for one system, ``gtsvInterleavedBatch`` with ``algo=1`` (LU with partial pivoting)
-    for a batch, whose arrays are interleaved, ``(n, batch)``. Every input is restored before each
-    solve (both may overwrite their bands as well as the right-hand side), and that copy's time
-    is subtracted."""
-    from cupy_backends.cuda.libs import cusparse
-
-    batch, n = d.shape
-    single = d.dtype == np.float32
-    handle = cupy.cuda.device.get_cusparse_handle()
-    interleaved = batch > 1
-    saved = [cupy.asarray(np.ascontiguousarray(v.T) if interleaved else v) for v in (a, b, c, d)]
-    work = [cupy.empty_like(v) for v in saved]
-    ptrs = [v.data.ptr for v in work]
-    if interleaved:
-        label = "cusparse gtsvInterleavedBatch (LU)"
-        size = (cusparse.sgtsvInterleavedBatch_bufferSizeExt if single else cusparse.dgtsvInterleavedBatch_bufferSizeExt)(
-            handle, 1, n, *ptrs, batch)
-        solver = cusparse.sgtsvInterleavedBatch if single else cusparse.dgtsvInterleavedBatch
-    else:
-        label = "cusparse gtsv2"
-        size = (cusparse.sgtsv2_bufferSizeExt if single else cusparse.dgtsv2_bufferSizeExt)(handle, n, 1, *ptrs, n)
-        solver = cusparse.sgtsv2 if single else cusparse.dgtsv2
-    buffer = cupy.empty(max(size, 1), cupy.uint8)
-
-    def refill():
-        for into, original in zip(work, saved):
-            into[...] = original
-
-    def launch():
-        refill()
-        if interleaved:
-            solver(handle, 1, n, *ptrs, batch, buffer.data.ptr)
-        else:
-            solver(handle, n, 1, *ptrs, n, buffer.data.ptr)
-
-    launch()
-    result = cupy.asnumpy(work[3])
-    result = result.T if interleaved else result
-    solve_and_refill = kernel_us(launch, stream=stream, repeats=repeats)
-    return label, solve_and_refill.us - kernel_us(refill, stream=stream, repeats=repeats).us, solve_and_refill.timing, result
+def pivoting_routine(batch):
+    """cuSPARSE's pivoting solver set beside ``method="pivoting"``: ``gtsv2`` for one system,
+    ``gtsvInterleavedBatch`` (LU with partial pivoting) for a batch."""
+    return "gtsv2" if batch == 1 else "gtsvInterleavedBatch"
 
 
 def jax_time(jax, a, b, c, d, repeats):
@@ -184,19 +179,68 @@ def jax_time(jax, a, b, c, d, repeats):
     return host_us(lambda: solve(*args).block_until_ready(), repeats=repeats), result
 
 
+def jax_kernels(args, meta, cases):
+    """``--jax-kernels``: for every case, which cuSPARSE routine JAX's ``tridiagonal_solve`` runs
+    (the routine of :data:`ROUTINES` whose kernels, by name, are among JAX's), JAX's kernel time
+    by CUPTI beside that routine's, and JAX's whole call. Writes ``tridiag_jax.csv``."""
+    from prefixsum.cli import cupti
+
+    cupy, _ = queued_library("cupy")
+    jax = gpu_library("jax")
+    if cupy is None or jax is None or not cupti.available():
+        print("--jax-kernels needs a GPU with cupy, jax and torch (for CUPTI)")
+        return 1
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(3)
+    solve = jax.jit(jax.lax.linalg.tridiagonal_solve)
+    rows = []
+    for dtype in (np.float32, np.float64):
+        for batch, n in cases:
+            a, b, c, d = system(batch, n, dtype, rng)
+            operands = [jnp.asarray(v) for v in (a, b, c)] + [jnp.asarray(d)[..., None]]
+
+            def call():
+                solve(*operands).block_until_ready()
+
+            names = cupti.kernel_names(call)
+            launches = {routine: cusparse_solver(cupy, a, b, c, d, routine)[0] for routine in ROUTINES}
+            found = {routine: cupti.kernel_names(launch) for routine, launch in launches.items()}
+            matched = [routine for routine, own in found.items() if own and set(own) <= set(names)]
+            routine = max(matched, key=lambda r: len(found[r]), default="")
+            x = np.asarray(solve(*operands))[..., 0]
+            jax_us = kernel_us(call, repeats=REPEATS, method="cupti").us
+            library_us = kernel_us(launches[routine], repeats=REPEATS, method="cupti").us if routine else float("nan")
+            rows.append({"dtype": np.dtype(dtype).name, "batch": batch, "n": n, "jax_computed_in": x.dtype.name,
+                         "cusparse_routine": routine or "none of " + "/".join(ROUTINES),
+                         "jax_kernels_us": round(jax_us, 2), "routine_kernels_us": round(library_us, 2),
+                         "jax_whole_call_us": round(host_us(call, repeats=REPEATS), 2),
+                         "relative_residual": f"{residual(a, b, c, d, x):.2e}",
+                         "jax_kernel_names": " | ".join(name[:60] for name in names), **meta})
+            print({k: rows[-1][k] for k in ("dtype", "batch", "n", "cusparse_routine", "jax_kernels_us",
+                                            "routine_kernels_us", "jax_whole_call_us")}, flush=True)
+    write_csv(rows, os.path.join(args.out, "tridiag_jax.csv"))
+    return 0
+
+
 def main(argv=None):
     args = script_arguments(argv, f"cases {QUICK_CASES}, two repeats; runs on the simulator too",
                             lambda parser: (
                                 parser.add_argument("--case", action="append", help="BATCHxN (repeatable; "
                                                     "default: every case of CASES)"),
                                 parser.add_argument("--only-pivoting", action="store_true",
-                                                    help="only method='pivoting' and cuSPARSE's pivoting solvers")))
+                                                    help="only method='pivoting' and cuSPARSE's pivoting solvers"),
+                                parser.add_argument("--jax-kernels", action="store_true",
+                                                    help="only JAX: which cuSPARSE routine it runs per case, its "
+                                                         "kernels by CUPTI (tridiag_jax.csv)")))
     cases = [tuple(map(int, case.split("x"))) for case in args.case] if args.case else CASES
     from numba import cuda
 
     repeats = QUICK_REPEATS if args.quick else REPEATS
     meta = run_metadata(["cupy", "jax", "torch"], shlex.join(["python", "benchmarks/tridiag.py",
                                                                *(sys.argv[1:] if argv is None else argv)]))
+    if args.jax_kernels:
+        return jax_kernels(args, meta, cases)
     cupy, cupy_stream = queued_library("cupy")
     jax = None if args.only_pivoting else gpu_library("jax")
     methods = ["pivoting"] if args.only_pivoting else list(tridiag.METHODS)
@@ -239,8 +283,10 @@ def main(argv=None):
                 micros = host_us(lambda: tridiag.solve(*device, method=method), repeats=reps)
                 add(method, "ours (whole call)", dtype, batch, n, micros, "host clock", res)
             if cupy:
-                label, micros, timing, x = cusparse_pivoting_time(cupy, cupy_stream, a, b, c, d, repeats)
-                add(label, "library", dtype, batch, n, micros, timing, residual(a, b, c, d, x))
+                routine = pivoting_routine(batch)
+                micros, timing, x = cusparse_time(cupy, cupy_stream, a, b, c, d, repeats, "events", routine)
+                add(f"cusparse {routine}" + (" (LU)" if batch > 1 else ""), "library", dtype, batch, n, micros, timing,
+                    residual(a, b, c, d, x))
             if args.only_pivoting:
                 continue
             res = residual(a, b, c, d, tridiag.solve(a, b, c, d))

@@ -37,6 +37,7 @@ from multiprocessing import connection
 import cloudpickle
 
 from ..core import device as _device
+from ..core import numba_gpu
 from ..core.device import simulating
 from .sim.settings import settings as _sim_settings
 
@@ -243,10 +244,7 @@ def _real_target_types():
     """
     if _device.simulating():
         return (), (), ()
-    from numba.cuda import dispatcher
-    from numba.cuda.cudadrv import devicearray
-
-    return dispatcher.CUDADispatcher, dispatcher._LaunchConfiguration, devicearray.DeviceNDArrayBase
+    return numba_gpu.real_target_classes()
 
 
 def _reduce_kernel(kernel):

@@ -119,3 +119,29 @@ def cupti_us(launch, *, warmup, repeats, copies=False):
         raise RuntimeError(f"the profiler's trace held {len(calls)} calls for {repeats} made, "
                            f"with kernel times {calls[:5]}...: it did not see every kernel")
     return statistics.median(calls)
+
+
+def kernel_names(launch):
+    """The names of the kernels one call of ``launch()`` runs, from torch.profiler's trace: which
+    routine a library chose (JAX's ``tridiagonal_solve`` calls one of cuSPARSE's, by shape).
+
+    Parameters
+    ----------
+    launch : callable
+        Queues the GPU work of one call (on any stream); called once before tracing.
+
+    Returns
+    -------
+    list of str
+        Each kernel's name once, in the order they first ran; copies and memsets left out.
+    """
+    from torch.profiler import ProfilerActivity, profile
+
+    launch()
+    cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as traced:
+        launch()
+        cuda.synchronize()
+    ran = sorted((e for e in traced.events() if is_device_event(e) and not e.name.startswith(COPIES)),
+                 key=lambda e: e.time_range.start)
+    return list(dict.fromkeys(e.name for e in ran))

@@ -11,6 +11,7 @@ import sys
 import numpy as np
 
 import prefixsum as ps
+from prefixsum.core import numba_gpu
 
 
 def _driver_version():
@@ -28,13 +29,6 @@ def _driver_version():
         return found.group(1) if found else "unknown"
     except OSError:
         return "unknown"
-
-
-def _cuda_version():
-    """The CUDA version the driver supports (e.g. 13.0)."""
-    from numba.cuda.cudadrv import driver
-
-    return ".".join(map(str, driver.get_version()))
 
 
 def _cpu_name():
@@ -92,7 +86,7 @@ def run_metadata(libraries=(), command=None):
         "device": info["name"],
         "cc": "" if simulator else ".".join(map(str, info["compute_capability"])),
         "driver": "none (simulator)" if simulator else _driver_version(),
-        "cuda": "" if simulator else _cuda_version(),
+        "cuda": "" if simulator else numba_gpu.driver_version(),
         "cpu": _cpu_name(),
         "date": datetime.date.today().isoformat(),
         "python": platform.python_version(),

@@ -10,8 +10,8 @@ compares :func:`marshaller` with numba's own ``_Kernel._prepare_args`` for every
 a :class:`~prefixsum.core.launch.Launcher` takes. Public replacements are used where they exist:
 a compiled kernel's ``library`` (not ``_codelibrary``), ``cuda.core.Stream.from_handle`` (not
 ``driver._to_core_stream``). The simulator side has its own door,
-:mod:`prefixsum.classroom.sim.numba_patches`; nowhere else is an attribute of numba assigned
-(``tests/test_architecture.py``).
+:mod:`prefixsum.classroom.sim.numba_sim`; nowhere else is an internal module of numba imported
+or an attribute of numba assigned (``tests/test_architecture.py``).
 """
 import contextlib
 import ctypes
@@ -119,6 +119,23 @@ def device_to_host(host, device, nbytes):
     from numba.cuda.cudadrv import driver
 
     driver.device_to_host(host, device, nbytes)
+
+
+def real_target_classes():
+    """The classes of a kernel, a configured launch and a device array of numba's real CUDA target,
+    ``(CUDADispatcher, _LaunchConfiguration, DeviceNDArrayBase)``, for a pickler that must
+    recognise them (:mod:`prefixsum.classroom.child`)."""
+    from numba.cuda import dispatcher
+    from numba.cuda.cudadrv import devicearray
+
+    return dispatcher.CUDADispatcher, dispatcher._LaunchConfiguration, devicearray.DeviceNDArrayBase
+
+
+def driver_version():
+    """The CUDA version the driver supports, as ``"13.0"``."""
+    from numba.cuda.cudadrv import driver
+
+    return ".".join(map(str, driver.get_version()))
 
 
 _warned = []

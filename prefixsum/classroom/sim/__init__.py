@@ -28,7 +28,8 @@ Every rule names the kernel, the block and the thread that broke it. Where each 
 * :mod:`.hooks`: the launch, device-function call, allocation, access and fence hooks;
 * :mod:`.settings`: the switches ``enabled``, ``allow_negative_indices``, ``resident_blocks``
   and ``block_order_seed``;
-* :mod:`.numba_patches`: what ``install()`` patches.
+* :mod:`.numba_patches`: what ``install()`` changes in numba's simulator;
+* :mod:`.numba_sim`: the one door to numba's simulator internals.
 """
 from ...core.poison import POISON_BYTE, poison_value
 from .errors import (

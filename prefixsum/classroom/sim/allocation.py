@@ -15,13 +15,13 @@ import re
 import sys
 
 import numpy as np
-from numba.cuda.simulator import kernelapi as _stock_api
 
 from ...core.hardware import MAX_SHARED_BYTES_PER_BLOCK
 from ...core.poison import poison
+from . import numba_sim
 from .errors import LaunchError
 
-_STOCK_LOCAL = _stock_api.FakeCUDALocal()  # numba's allocator: converts numba types to dtypes
+_STOCK_LOCAL = numba_sim.FakeCUDALocal()  # numba's allocator: converts numba types to dtypes
 
 _site_names = {}  # (code, instruction offset) of an allocation -> (line number, array name)
 _ASSIGNMENT = re.compile(r"^\s*([A-Za-z_][\w\s,]*?)\s*=[^=]")

@@ -28,9 +28,9 @@ import os
 import greenlet
 import numba
 import numpy as np
-from numba.cuda.simulator import kernel as _stock_kernel
 
 from ...core.hardware import WARP_SIZE
+from . import numba_sim
 
 PACKAGE_DIR = os.path.dirname(__file__) + os.sep
 """Every file of the simulator starts with this: frames from it are the simulator's."""
@@ -39,7 +39,7 @@ _LIBRARY_FILES = (
     PACKAGE_DIR,
     contextlib.__file__,
     os.path.dirname(numba.__file__) + os.sep,
-    os.path.dirname(os.path.dirname(_stock_kernel.__file__)) + os.sep,
+    numba_sim.SIMULATOR_DIR,
     os.path.dirname(np.__file__) + os.sep,
     os.path.dirname(greenlet.__file__) + os.sep,
 )

@@ -11,24 +11,16 @@ whole length as well, as ``cuda`` in a running kernel's modules is the simulated
 itself, so two threads of a user's own code that launch one kernel with different
 configurations at the same moment may swap them.)
 """
-import sys
-
 import numpy as np
-from numba.cuda.simulator import kernel as _stock_kernel
 
 from ...core.hardware import (
     MAX_BLOCK_DIM, MAX_GRID_DIM, MAX_SHARED_BYTES_PER_BLOCK, MAX_THREADS_PER_BLOCK,
 )
 from ...core.workspace import simulator_turn
-from . import hooks
+from . import hooks, numba_sim
 from .errors import LaunchError, launch_refused
 from .hooks import LaunchInfo
 from .scheduler import Launch
-
-# numba-cuda's simulator and numba's built-in one (macOS) keep wrap_arg in different modules,
-# each next to the ArgHint its kernel module uses.
-_wrap_arg = sys.modules[_stock_kernel.ArgHint.__module__].wrap_arg
-
 
 def run(kernel, args):
     """Launch ``kernel`` (configured with its grid and block) on ``args`` in the simulator.
@@ -41,7 +33,7 @@ def run(kernel, args):
 
 
 def _run(kernel, args):
-    grid_dim, block_dim = _stock_kernel.normalize_kernel_dimensions(
+    grid_dim, block_dim = numba_sim.normalize_kernel_dimensions(
         kernel.grid_dim, kernel.block_dim
     )
     hooks.launches(LaunchInfo(
@@ -69,13 +61,13 @@ def _argument(kernel, arg, name, array_class, write_back):
     for extension in kernel.extensions:
         ty, arg = extension.prepare_args(ty, arg, stream=0, retr=write_back)
     if isinstance(arg, np.ndarray) and arg.ndim > 0:
-        arg = _wrap_arg(arg).to_device(write_back)
-    elif isinstance(arg, _stock_kernel.ArgHint):
+        arg = numba_sim.wrap_arg(arg).to_device(write_back)
+    elif isinstance(arg, numba_sim.ArgHint):
         arg = arg.to_device(write_back)
     elif isinstance(arg, np.void):
-        arg = _stock_kernel.FakeCUDAArray(arg)
-    if isinstance(arg, _stock_kernel.FakeCUDAArray):
-        ary = arg._ary
+        arg = numba_sim.FakeCUDAArray(arg)
+    ary = numba_sim.host_array(arg)
+    if ary is not None:
         record = () if isinstance(ary, np.void) else None
         return array_class(ary, name, "global", rec=record)
     return arg

@@ -37,14 +37,13 @@ running at the same time (:mod:`.scheduler`) see of each other's stores:
 import sys
 
 import numpy as np
-from numba.cuda.simulator import kernelapi as _stock_api
-from numba.cuda.simulator.cudadrv.devicearray import FakeShape
 
+from . import numba_sim
 from .errors import NegativeIndexError, kernel_frame, negative_index
 from .hooks import Access
 from .settings import settings
 
-_STOCK_ATOMIC = _stock_api.FakeCUDAAtomic()
+_STOCK_ATOMIC = numba_sim.FakeCUDAAtomic()
 
 POLL_READS = 32
 """Global reads a thread makes between two turns of the other blocks, at most: a loop that polls
@@ -172,7 +171,7 @@ class Array:
 
     @property
     def shape(self):
-        return FakeShape(self._ary.shape)
+        return numba_sim.FakeShape(self._ary.shape)
 
     def __len__(self):
         return len(self._ary)
@@ -383,7 +382,7 @@ def _atomic_method(name):
 
 
 # Every operation numba's simulator has (the set varies between numba versions).
-for _name in dir(_stock_api.FakeCUDAAtomic):
+for _name in dir(numba_sim.FakeCUDAAtomic):
     if not _name.startswith("_") and _name != "compare_and_swap":
         setattr(Atomic, _name, _atomic_method(_name))
 del _name

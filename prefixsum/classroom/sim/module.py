@@ -1,8 +1,8 @@
-"""The ``cuda`` module as simulated threads see it, and the swap that shows it to them.
+"""The ``cuda`` module as simulated threads see it.
 
 numba's simulator runs kernel code as Python: ``cuda.threadIdx`` and ``cuda.syncthreads()`` in
 a kernel look up the global ``cuda`` of the kernel's module. During a launch that global is
-:class:`Module`: thread and block indices set by the scheduler, barriers and warp-level calls
+:class:`Module` (numba's own swap, :func:`.numba_sim.swapped_for_launch`): thread and block indices set by the scheduler, barriers and warp-level calls
 that wait in the scheduler (:mod:`.scheduler`, :mod:`.warp`), checked and poisoned memory
 (:mod:`.memory`, :mod:`.allocation`), fences that publish a block's stores to the other
 blocks (:mod:`.memory`). ``cuda.cg.this_grid().sync()`` in a grid of more than one block raises
@@ -11,44 +11,16 @@ NotImplementedError (the simulator does not model a cooperative launch).
 import sys
 
 import numpy as np
-from numba import cuda
-from numba.cuda.simulator import kernelapi as _stock_api
 
 from ...core.hardware import WARP_SIZE
+from . import numba_sim
 from .allocation import Local
 from .errors import WarpDivergenceError
 from .memory import Atomic
 from .warp import integer_operand, match_key, predicate_operand, shuffle_operand
 
 
-class CudaSwap:
-    """Points ``cuda`` in the modules of a launch's functions at its :class:`Module`.
-
-    numba's simulator swaps and restores a module's globals on every device function call;
-    once per launch is enough and much cheaper.
-    """
-
-    def __init__(self, module):
-        self._module = module
-        self._swapped = {}  # id(globals) -> (globals, the entries that held numba.cuda)
-
-    def point(self, fn):
-        """Make ``cuda`` in ``fn``'s module the simulated module, until :meth:`restore`."""
-        key = id(fn.__globals__)
-        if key not in self._swapped:
-            globs = fn.__globals__
-            saved = {k: v for k, v in globs.items() if v is cuda}
-            self._swapped[key] = (globs, saved)
-            for k in saved:
-                globs[k] = self._module
-
-    def restore(self):
-        """Give every swapped module its ``cuda`` back."""
-        for globs, saved in self._swapped.values():
-            globs.update(saved)
-
-
-class Module(_stock_api.FakeCUDAModule):
+class Module(numba_sim.FakeCUDAModule):
     """The ``cuda`` module as simulated threads see it.
 
     Parameters

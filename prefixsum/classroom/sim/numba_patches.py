@@ -1,6 +1,7 @@
-"""The one place where the package patches numba: how launches run, and fresh device arrays.
+"""What the package changes in numba's simulator: how launches run, and fresh device arrays.
 
-``install()`` replaces ``FakeCUDAKernel.__call__`` of numba's simulator, so that a launch runs in
+``install()`` replaces ``FakeCUDAKernel.__call__`` of numba's simulator (through the door to
+numba's internals, :mod:`.numba_sim`), so that a launch runs in
 this simulator (:mod:`.launch`) while enabled and a device function called from a simulated
 thread runs directly; and wraps ``cuda.device_array`` and ``cuda.device_array_like``, so that
 the allocation hooks (:mod:`.hooks`) see every fresh device array. Tools built on the simulator
@@ -9,12 +10,10 @@ register hooks instead of patching numba themselves.
 import functools
 
 import numba
-from numba import cuda
-from numba.cuda.simulator import kernel as _stock_kernel
 
 from ...core import device
 from ...core.workspace import simulator_turn
-from . import hooks, launch
+from . import hooks, launch, numba_sim
 from .scheduler import running_launch
 from .settings import settings
 
@@ -34,11 +33,9 @@ def install():
     if not numba.config.ENABLE_CUDASIM:
         return False
     if not _stock:
-        _stock["__call__"] = _stock_kernel.FakeCUDAKernel.__call__
-        _stock_kernel.FakeCUDAKernel.__call__ = _call
+        _stock["__call__"] = numba_sim.replace_kernel_call(_call)
         for name in _ALLOCATORS:
-            _stock[name] = getattr(cuda, name)
-            setattr(cuda, name, _reporting_allocation(_stock[name]))
+            _stock[name] = numba_sim.replace_allocator(name, _reporting_allocation)
         device.set_classroom_probe(is_enabled)
     return True
 
@@ -63,9 +60,9 @@ def _call(kernel, *args):
     running = running_launch()
     if running is not None:
         return running.call(kernel.fn, args)
-    if settings.enabled and not kernel._device:
+    if settings.enabled and not numba_sim.is_device_function(kernel):
         with simulator_turn():
-            if _stock_kernel._kernel_context is None:
+            if numba_sim.kernel_context() is None:
                 return launch.run(kernel, args)
     return _stock["__call__"](kernel, *args)
 

@@ -40,8 +40,6 @@ import random
 import threading
 
 import greenlet
-from numba.cuda.simulator import kernel as _stock_kernel
-from numba.cuda.simulator import kernelapi as _stock_api
 
 from ...core.arithmetic import quiet_arithmetic
 from .allocation import Shared
@@ -51,7 +49,8 @@ from .errors import (
 )
 from .hooks import Fence
 from .memory import Array, global_arrays, traced_arrays
-from .module import CudaSwap, Module
+from . import numba_sim
+from .module import Module
 from .settings import settings
 from .thread import Thread, synchronize
 from .warp import WARP_CALLS, Rendezvous
@@ -105,7 +104,7 @@ class Block:
 
     def __init__(self, index, threads, shared, rendezvous):
         self.index = index
-        self.dim3 = _stock_api.Dim3(*index)
+        self.dim3 = numba_sim.Dim3(*index)
         self.threads = threads
         self.ready = threads
         self.shared = shared
@@ -147,7 +146,7 @@ class Launch:
         self.note = block_order(self.resident, self.seed) if blocks > 1 else ""
         self._call_hooks = call_hooks
         self._fence_hooks = fence_hooks
-        self._cuda = CudaSwap(self.module)
+        self._point = None  # points a function's ``cuda`` at self.module, while run() runs
         self._main = None
         self._blocks = []  # the resident ones
         self._moved = False  # whether a round released, retired or resumed a thread not cycling
@@ -158,10 +157,14 @@ class Launch:
         """Run every block on the kernel arguments ``args`` (as the threads see them)."""
         # A GPU never warns (overflow wraps, inf - inf is NaN); a debug=True kernel raises on a
         # division by zero, as numba's simulator does. The threads run in this context.
-        with quiet_arithmetic(**({"divide": "raise"} if self.kernel._debug else {})):
+        with quiet_arithmetic(**({"divide": "raise"} if numba_sim.is_debug(self.kernel) else {})):
             context = contextvars.copy_context()
         self._main = greenlet.getcurrent()
-        self._cuda.point(self.kernel.fn)
+        with numba_sim.swapped_for_launch(self.module) as self._point:
+            self._point(self.kernel.fn)
+            self._run_swapped(args, context)
+
+    def _run_swapped(self, args, context):
         _running.launch = self
         # The threads of a launch make many short-lived objects; the garbage collections they
         # trigger need not walk the rest of the process's heap (numba's, numpy's) every time.
@@ -170,14 +173,13 @@ class Launch:
             gc.freeze()
             gc.set_threshold(max(thresholds[0], _GC_THRESHOLD), *thresholds[1:])
         try:
-            with _stock_kernel._push_kernel_context(self.module):
+            with numba_sim.running_kernel(self.module):
                 self._run_blocks(args, context)
         finally:
             if collecting:
                 gc.set_threshold(*thresholds)
                 gc.unfreeze()
             _running.launch = None
-            self._cuda.restore()
 
     def _run_blocks(self, args, context):
         order = cuda_order(self.grid_dim)
@@ -246,7 +248,7 @@ class Launch:
 
     def call(self, fn, args):
         """Call the device function ``fn`` from the running thread."""
-        self._cuda.point(fn)
+        self._point(fn)
         for hook in self._call_hooks:
             hook(fn)
         return fn(*args)

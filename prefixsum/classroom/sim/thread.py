@@ -1,6 +1,7 @@
 """A simulated CUDA thread: a greenlet, where it waits or polls, and its synchronisation clock."""
 import greenlet
-from numba.cuda.simulator import kernelapi as _stock_api
+
+from . import numba_sim
 
 
 class Thread:
@@ -27,7 +28,7 @@ class Thread:
         self.greenlet = greenlet.greenlet(run, parent)
         self.index = index
         self.linear = linear
-        self.dim3 = _stock_api.Dim3(*index)
+        self.dim3 = numba_sim.Dim3(*index)
         self.phase = 0
         self.site = None  # (code, instruction offset, kind) of the barrier or warp call it waits at
         self.line = None
