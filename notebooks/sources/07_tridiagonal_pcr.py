@@ -45,7 +45,7 @@ import scipy.linalg
 from numba import cuda, float64
 
 from prefixsum import tridiag
-from prefixsum.tridiag import _common, pcr, thomas
+from prefixsum.tridiag import _common, hybrid, pcr, thomas
 
 print(ps.device_info())
 
@@ -169,16 +169,14 @@ print("same solution:", np.allclose(x_before, x_after, rtol=1e-13, atol=0))
 # `pcr_global_step` runs **one step** in global memory, one thread per row; `pcr.split` launches
 # it for $s = 1, 2, 4, \dots$ until each system has fallen apart into interleaved subsystems small
 # enough for one block, and `pcr_shared` finishes those. That is the path for systems larger than
-# a block (more than 768 rows in float64).
+# a block (more than 768 rows in float64). Asking `split` for subsystems of **one row** runs
+# every PCR step as its own launch; then `pcr_shared` only divides $x_i = d_i / b_i$. Each step's
+# reads are the kernel's reads of its arguments `a`, `b`, `c`, `d`, so the trace shows exactly
+# which rows every thread combined.
 
 # %%
 print(inspect.getsource(pcr.pcr_global_step))
 print(inspect.getsource(pcr.split))
-
-# %% [markdown]
-# Asking `split` for subsystems of **one row** runs every PCR step as its own launch; then
-# `pcr_shared` only divides $x_i = d_i / b_i$. Each step's reads are the kernel's reads of its
-# arguments `a`, `b`, `c`, `d`, so the trace shows exactly which rows every thread combined.
 
 # %%
 def on_device(run, a, b, c, d):
@@ -287,7 +285,8 @@ for n in (7, 11):
 # $\lfloor n/2 \rfloor + n \bmod 2 = \lceil n/2 \rceil$ is the number of even rows. An even row
 # goes to position $\mathit{tidx}/2$, an odd row to $\lceil n/2 \rceil + \lfloor \mathit{tidx}/2 \rfloor$:
 # **evens first, then odds**. The notes tabulate it for $n = 8$ (two systems in a block of 16
-# threads) and $n = 11$ (a block of 22); computed from the formula:
+# threads) and $n = 11$ (a block of 22), computed from the formula, and then applied to the 7 × 7
+# system after its first step (section 2):
 
 # %%
 def reorder(tidx, n):
@@ -300,15 +299,6 @@ for n, threads in ((8, 16), (11, 22)):
     print("  tidx        " + " ".join(f"{t % n:>2}" for t in range(threads)))
     print("  tidx % 2    " + " ".join(f"{t % n % 2:>2}" for t in range(threads)))
     print("  P           " + " ".join(f"{reorder(t % n, n):>2}" for t in range(threads)))
-
-# %% [markdown]
-# The first system's columns are the notes' tables. (The notes leave $P$ blank for the second
-# system of the $n = 11$ block, and give threads 18 to 20 the wrong parity in the `tidx % 2`
-# column.) Applied to the 7 × 7 system after its first step (section 2), the
-# reordering turns the two interleaved systems into two contiguous tridiagonal blocks, each
-# again at stride 1:
-
-# %%
 positions = [reorder(tidx, 7) for tidx in range(7)]
 order = np.argsort(positions)  # order[p] = the row that moves to position p
 print("P for rows 0..6:", positions, "-> position p holds row", [int(row) for row in order])
@@ -316,6 +306,11 @@ moved = dense(a1, b1, c1, 2)[np.ix_(order, order)]
 print("\n".join(" ".join("x" if v else "." for v in line) for line in moved))
 
 # %% [markdown]
+# The first system's columns are the notes' tables. (The notes leave $P$ blank for the second
+# system of the $n = 11$ block, and give threads 18 to 20 the wrong parity in the `tidx % 2`
+# column.) On the 7 × 7 system the reordering turns the two interleaved systems into two
+# contiguous tridiagonal blocks, each again at stride 1.
+#
 # So with the reordering, every step of the notes' kernel is "combine with the rows at distance
 # 1", inside ever more, ever smaller contiguous systems; each step halves them, and the notes'
 # `count_iter` works out from the binary digits of $n$ how many steps it needs.
@@ -387,7 +382,7 @@ _ = ps.viz.launches(many)
 # ## 6. Work and depth: Thomas, CR and PCR
 #
 # **Thomas** runs one system per thread: a forward sweep and a back substitution (exercise
-# 08.thomas-sweep of chapter 08; the instructor's version prints the package's code here).
+# 07.thomas-sweep; the instructor's version prints the package's code here).
 
 # %% tags=["instructor"]
 print(inspect.getsource(thomas.thomas))
@@ -557,8 +552,9 @@ for dtype in (np.float64, np.float32):
 # %% [markdown]
 # ## 9. Exercises
 #
-# Two exercises here: the residual that tells whether a solve is right (warm-up) and one PCR
-# step (core); chapter 08 adds the Thomas sweep that finishes its hybrid (stretch).
+# Three exercises, from a few lines to an algorithm of its own: the residual that tells whether
+# a solve is right (warm-up), one PCR step (core), and the Thomas sweep that finishes a PCR
+# stopped early (stretch).
 # `ps.hint("07.residual")` opens the hints one at a time.
 #
 # ### Exercise 07.residual (warm-up, 1 point)
@@ -692,6 +688,90 @@ def my_pcr_solve(a, b, c, d):
 
 # %% tags=["check"] exercise_id="07.pcr-step"
 print(ps.check.tridiagonal(my_pcr_solve, budget=ps.check.Budget(accesses_per_step=20)))
+
+# %% [markdown]
+# ### Exercise 07.thomas-sweep (stretch, 2 points)
+#
+# Below is a hybrid for float64 systems of up to 64 rows, one system per block and one thread
+# per row. It runs PCR at strides 1, 2 and 4 (with the package's `reduce_row`), after which rows
+# $i, i + 8, i + 16, \dots$ form a system of their own for each $i < 8$; threads 0 to 7 then
+# each call `my_sweep` on theirs: PCR stopped early and finished by Thomas, the hybrid that
+# chapter 08 builds into a solver faster than cuSPARSE.
+#
+# **Goal.** `my_sweep(rows, first, count, step)` solves the system of the `count` rows `first,
+# first + step, ...` of `rows[coefficient, j]` (coefficients 0 to 3 are $a, b, c, d$) by the
+# Thomas algorithm (section 6), in place, one thread alone: afterwards `rows[3, j]`
+# holds $x_j$ for each of its rows, as `scipy.linalg.solve_banded` would give.
+#
+# **Invariant.** The sweep down leaves every row it has passed in the form
+# $x_j + c'_j\, x_{j + \text{step}} = d'_j$: no coupling to the row above, a unit diagonal, $c'$ in
+# `rows[2]` and $d'$ in `rows[3]`. So the last row holds its $x$, and the sweep back up turns
+# each `rows[3, j]` into $x_j$, from the row below it. A thread touches its own rows only.
+#
+# **Worked example.** Section 1's system, rows $(a, b, c, d)$ = $(0, 4, 1, 5)$,
+# $(1, 4, 1, 6)$, $(1, 4, 0, 5)$ with `step` 1. The sweep down leaves $(c', d')$ =
+# $(0.25, 1.25)$, $(4/15, 19/15)$, $(0, 1)$; the sweep up gives $x_1 = 19/15 - 4/15 \cdot 1 = 1$,
+# then $x_0 = 1.25 - 0.25 \cdot 1 = 1$. (Walk the rows 1 apart instead of `step` apart, and the
+# checker shows what goes wrong.)
+
+# %% tags=["exercise"] points=2 todo="my_sweep: solve the tridiagonal system formed by the count rows first, first + step, ... of rows with the Thomas algorithm (a sweep down, a sweep back up), in place, leaving x_j in rows[3, j] of each of its rows" exercise_id="07.thomas-sweep"
+ROWS = 64
+LANES = 8  # PCR steps until the system has fallen apart into 8 interleaved ones
+
+
+@cuda.jit(device=True)
+def my_sweep(rows, first, count, step):
+    ### BEGIN SOLUTION
+    cp, dp = 0.0, 0.0
+    for t in range(count):
+        j = first + t * step
+        pivot = rows[1, j] - rows[0, j] * cp
+        cp = rows[2, j] / pivot
+        dp = (rows[3, j] - rows[0, j] * dp) / pivot
+        rows[2, j], rows[3, j] = cp, dp
+    for t in range(count - 2, -1, -1):
+        j = first + t * step
+        dp = rows[3, j] - rows[2, j] * dp
+        rows[3, j] = dp
+    ### END SOLUTION
+
+
+@cuda.jit
+def my_hybrid(a, b, c, d, x):
+    rows = cuda.shared.array((2, 4, ROWS), float64)
+    system, i, n = cuda.blockIdx.x, cuda.threadIdx.x, x.shape[1]
+    if i < n:
+        rows[0, 0, i] = a[system, i] if i > 0 else 0.0  # a_0 and c_(n-1) are outside the matrix
+        rows[0, 1, i] = b[system, i]
+        rows[0, 2, i] = c[system, i] if i < n - 1 else 0.0
+        rows[0, 3, i] = d[system, i]
+    identity = (0.0, 1.0, 0.0, 0.0)
+    src, s = 0, 1
+    while s < LANES:
+        cuda.syncthreads()
+        if i < n:
+            left = hybrid.slot(rows[src], i - s) if i >= s else identity
+            right = hybrid.slot(rows[src], i + s) if i + s < n else identity
+            new, _ = _common.reduce_row(left, hybrid.slot(rows[src], i), right)
+            hybrid.put(rows[1 - src], i, new)
+        src, s = 1 - src, 2 * s
+    cuda.syncthreads()
+    if i < LANES and i < n:
+        my_sweep(rows[src], i, (n - i + LANES - 1) // LANES, LANES)
+    cuda.syncthreads()
+    if i < n:
+        x[system, i] = rows[src, 3, i]
+
+
+def my_hybrid_solve(a, b, c, d):
+    x = cuda.device_array(d.shape, d.dtype)
+    my_hybrid[d.shape[0], ROWS](cuda.to_device(a), cuda.to_device(b), cuda.to_device(c), cuda.to_device(d), x)
+    return x
+
+
+# %% tags=["check"] exercise_id="07.thomas-sweep"
+print(ps.check.tridiagonal(my_hybrid_solve))
+
 
 # %% [markdown]
 # ## 10. What PCR has to do with scans

@@ -21,8 +21,11 @@
 #    2011; Kim, Wu, Chang and Hwu 2011), then a **warp** that keeps a system in registers, and
 #    **Wang's partition method** across the grid for systems longer than a warp can hold;
 # 3. what a whole call costs beyond its kernels: the workbook's one account of the host's part,
-#    to which the other chapters refer;
-# 4. an exercise: the Thomas sweep that finishes a hybrid.
+#    to which the other chapters refer.
+#
+# The hybrid's last step, the Thomas sweep over one interleaved subsystem, is chapter 07's
+# stretch exercise (07.thomas-sweep); this chapter measures and explains, and asks its questions
+# at the end.
 #
 # None of these methods pivots: they are for diagonally dominant or symmetric positive definite
 # systems (chapter 07, section 7), as are cuSPARSE's batched solvers measured here.
@@ -36,7 +39,7 @@ import inspect
 import matplotlib.pyplot as plt
 import numpy as np
 import scipy.linalg
-from numba import cuda, float64
+from numba import cuda
 
 from prefixsum import tridiag
 from prefixsum.cli import results
@@ -590,90 +593,7 @@ print("a call on numpy arrays / the same call on device arrays:", span(on_numpy[
 # and the fewer the launches, the shorter the call.
 
 # %% [markdown]
-# ## 4. Exercise 08.thomas-sweep (stretch, 2 points)
-#
-# Below is a hybrid for float64 systems of up to 64 rows, one system per block and one thread
-# per row. It runs PCR at strides 1, 2 and 4 (with the package's `reduce_row`), after which rows
-# $i, i + 8, i + 16, \dots$ form a system of their own for each $i < 8$; threads 0 to 7 then
-# each call `my_sweep` on theirs. `ps.hint("08.thomas-sweep")` opens the hints one at a time.
-#
-# **Goal.** `my_sweep(rows, first, count, step)` solves the system of the `count` rows `first,
-# first + step, ...` of `rows[coefficient, j]` (coefficients 0 to 3 are $a, b, c, d$) by the
-# Thomas algorithm (chapter 07, section 6), in place, one thread alone: afterwards `rows[3, j]`
-# holds $x_j$ for each of its rows, as `scipy.linalg.solve_banded` would give.
-#
-# **Invariant.** The sweep down leaves every row it has passed in the form
-# $x_j + c'_j\, x_{j + \text{step}} = d'_j$: no coupling to the row above, a unit diagonal, $c'$ in
-# `rows[2]` and $d'$ in `rows[3]`. So the last row holds its $x$, and the sweep back up turns
-# each `rows[3, j]` into $x_j$, from the row below it. A thread touches its own rows only.
-#
-# **Worked example.** Chapter 07's system of section 1, rows $(a, b, c, d)$ = $(0, 4, 1, 5)$,
-# $(1, 4, 1, 6)$, $(1, 4, 0, 5)$ with `step` 1. The sweep down leaves $(c', d')$ =
-# $(0.25, 1.25)$, $(4/15, 19/15)$, $(0, 1)$; the sweep up gives $x_1 = 19/15 - 4/15 \cdot 1 = 1$,
-# then $x_0 = 1.25 - 0.25 \cdot 1 = 1$. (Walk the rows 1 apart instead of `step` apart, and the
-# checker shows what goes wrong.)
-
-# %% tags=["exercise"] points=2 todo="my_sweep: solve the tridiagonal system formed by the count rows first, first + step, ... of rows with the Thomas algorithm (a sweep down, a sweep back up), in place, leaving x_j in rows[3, j] of each of its rows" exercise_id="08.thomas-sweep"
-ROWS = 64
-LANES = 8  # PCR steps until the system has fallen apart into 8 interleaved ones
-
-
-@cuda.jit(device=True)
-def my_sweep(rows, first, count, step):
-    ### BEGIN SOLUTION
-    cp, dp = 0.0, 0.0
-    for t in range(count):
-        j = first + t * step
-        pivot = rows[1, j] - rows[0, j] * cp
-        cp = rows[2, j] / pivot
-        dp = (rows[3, j] - rows[0, j] * dp) / pivot
-        rows[2, j], rows[3, j] = cp, dp
-    for t in range(count - 2, -1, -1):
-        j = first + t * step
-        dp = rows[3, j] - rows[2, j] * dp
-        rows[3, j] = dp
-    ### END SOLUTION
-
-
-@cuda.jit
-def my_hybrid(a, b, c, d, x):
-    rows = cuda.shared.array((2, 4, ROWS), float64)
-    system, i, n = cuda.blockIdx.x, cuda.threadIdx.x, x.shape[1]
-    if i < n:
-        rows[0, 0, i] = a[system, i] if i > 0 else 0.0  # a_0 and c_(n-1) are outside the matrix
-        rows[0, 1, i] = b[system, i]
-        rows[0, 2, i] = c[system, i] if i < n - 1 else 0.0
-        rows[0, 3, i] = d[system, i]
-    identity = (0.0, 1.0, 0.0, 0.0)
-    src, s = 0, 1
-    while s < LANES:
-        cuda.syncthreads()
-        if i < n:
-            left = hybrid.slot(rows[src], i - s) if i >= s else identity
-            right = hybrid.slot(rows[src], i + s) if i + s < n else identity
-            new, _ = _common.reduce_row(left, hybrid.slot(rows[src], i), right)
-            hybrid.put(rows[1 - src], i, new)
-        src, s = 1 - src, 2 * s
-    cuda.syncthreads()
-    if i < LANES and i < n:
-        my_sweep(rows[src], i, (n - i + LANES - 1) // LANES, LANES)
-    cuda.syncthreads()
-    if i < n:
-        x[system, i] = rows[src, 3, i]
-
-
-def my_hybrid_solve(a, b, c, d):
-    x = cuda.device_array(d.shape, d.dtype)
-    my_hybrid[d.shape[0], ROWS](cuda.to_device(a), cuda.to_device(b), cuda.to_device(c), cuda.to_device(d), x)
-    return x
-
-
-# %% tags=["check"] exercise_id="08.thomas-sweep"
-print(ps.check.tridiagonal(my_hybrid_solve))
-
-
-# %% [markdown]
-# ## 5. Summary
+# ## 4. Summary
 #
 # For one system of $n$ rows (a batch multiplies the work and the traffic, not the depth), beside
 # PCR (chapter 07):

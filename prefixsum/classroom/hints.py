@@ -120,7 +120,7 @@ HINTS = {
         "couples row i to rows i - 2s and i + 2s.",
         "A neighbour outside 0..n-1 must change nothing: treat it as the row of the identity (0, 1, 0, 0).",
     ),
-    "08.thomas-sweep": (
+    "07.thomas-sweep": (
         "Thomas is Gaussian elimination without pivoting on a tridiagonal matrix: one sweep down, one back up.",
         "Going down, each row's pivot is its diagonal minus its sub-diagonal times the c' of the row above; "
         "c' and d' of a row divide by that pivot.",

@@ -188,10 +188,10 @@ MISTAKES = (
        ("k2 = ci / br", "k2 = ci / bi"), avoid=("s < n",)),
     _m("07.pcr-step", "writes into the rows it reads", "race", ("rows[1 - src, ", "rows[src, ")),
     _m("07.pcr-step", "a zero row outside the system", "FAIL", ("0.0, 1.0, 0.0, 0.0", "0.0, 0.0, 0.0, 0.0")),
-    _m("08.thomas-sweep", "rows one apart", "Both write it", ("j = first + t * step", "j = first + t"), avoid=("read one buffer",)),
-    _m("08.thomas-sweep", "d not divided by the pivot", "wrong-result",
+    _m("07.thomas-sweep", "rows one apart", "Both write it", ("j = first + t * step", "j = first + t"), avoid=("read one buffer",)),
+    _m("07.thomas-sweep", "d not divided by the pivot", "wrong-result",
        ("dp = (rows[3, j] - rows[0, j] * dp) / pivot", "dp = rows[3, j] - rows[0, j] * dp")),
-    _m("08.thomas-sweep", "the back substitution never runs", "wrong-result",
+    _m("07.thomas-sweep", "the back substitution never runs", "wrong-result",
        ("    for t in range(count - 2, -1, -1):\n", "    for t in range(0):\n")),
     # 08: Householder
     _m("09.householder-reflector", "no scaling", "is not", ("    y = y / np.abs(y).sum()  # u and H of y / s give the P of y, and |y / s|^2 is near 1\n", "")),

@@ -1,10 +1,10 @@
 """The workbook's earlier chapter names and exercise ids, so that notebooks made before a
 renumbering keep their grades and hints.
 
-Chapter 07 was split in two: 07 keeps PCR, CR and Thomas, and the new 08 holds the hybrid that
-beats cuSPARSE, with exercise ``07.thomas-sweep`` (now ``08.thomas-sweep``); chapters 08 to 10
-became 09 to 11, their exercise ids with them (``08.parallel-norm`` is ``09.parallel-norm``). A
-students' notebook made before that carries the old names in its metadata (``python -m prefixsum student`` stamps
+Chapter 07 was split in two: 07 keeps PCR, CR and Thomas with all three of its exercises, and
+the new 08 holds the hybrid that beats cuSPARSE. Chapters 08 to 10 became 09 to 11, their
+exercise ids with them (``08.parallel-norm`` is ``09.parallel-norm``). A students' notebook made
+before that carries the old names in its metadata (``python -m prefixsum student`` stamps
 the chapter and the exercise ids) and in its file name. :func:`renumbered` reads such a
 notebook with the current names; the grader and ``ps.hint`` go through it.
 
@@ -17,7 +17,6 @@ CHAPTERS = {"08_householder": "09_householder", "09_lookback": "10_lookback", "1
 """``{old chapter name: current chapter name}`` for the chapters that were renamed."""
 
 EXERCISES = {
-    "07.thomas-sweep": "08.thomas-sweep",
     "08.householder-reflector": "09.householder-reflector",
     "08.rank-two-update": "09.rank-two-update",
     "08.parallel-norm": "09.parallel-norm",
@@ -47,24 +46,19 @@ def chapter_name(name):
 
 
 def renumbered(notebook):
-    """``(notebook, moved)``: a copy of ``notebook`` with current chapter names and exercise ids
-    in its metadata, and the set of current ids that were translated from old ones (the
-    exercises that a split chapter moved to another notebook)."""
+    """A copy of ``notebook`` with the current chapter names and exercise ids in its metadata."""
     notebook = copy.deepcopy(notebook)
-    moved = set()
     for cell in notebook.get("cells", []):
         metadata = cell.get("metadata", {})
-        old = metadata.get("exercise_id")
-        if isinstance(old, str) and old in EXERCISES:
-            metadata["exercise_id"] = EXERCISES[old]
-            moved.add(EXERCISES[old])
+        if isinstance(metadata.get("exercise_id"), str):
+            metadata["exercise_id"] = exercise_id(metadata["exercise_id"])
     stamp = notebook.get("metadata", {}).get("prefixsum")
     if isinstance(stamp, dict):
         if isinstance(stamp.get("chapter"), str):
             stamp["chapter"] = chapter_name(stamp["chapter"])
         if isinstance(stamp.get("exercises"), list):
             stamp["exercises"] = [exercise_id(e) if isinstance(e, str) else e for e in stamp["exercises"]]
-    return notebook, moved
+    return notebook
 
 
 __all__ = ["CHAPTERS", "EXERCISES", "chapter_name", "exercise_id", "renumbered"]

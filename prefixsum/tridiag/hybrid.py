@@ -34,7 +34,7 @@ from . import partition, warp
 from ._common import (
     A, B, C, D, MAX_THREADS, ZERO_PIVOT, fail, launchers, load, load_row, locate, max_rows, put, slot, store, work_rows,
 )
-from ._common import reduce_row  # noqa: F401  (chapter 08's exercise calls hybrid.reduce_row)
+from ._common import reduce_row  # noqa: F401  (chapter 07's exercise calls hybrid.reduce_row)
 from .pcr import eliminate
 
 BUFFERS = 2  # PCR's ping-pong

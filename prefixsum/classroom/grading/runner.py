@@ -232,28 +232,16 @@ def grade_notebook(student, filename, data, chapters, signatures, options=Option
     signatures : dict
         ``{chapter name: instructor_signatures(chapter)}``.
 
-    A notebook of an earlier numbering (:mod:`..renumbering`) is graded by the current names;
-    an exercise that moved to another chapter is graded there, with that chapter's rows.
+    A notebook of an earlier numbering (:mod:`..renumbering`) is graded by the current names.
     """
     where = "bwrap" if options.isolated else "none"
     if options.isolated:
         sandbox.check_available()  # once per process: a cluster's worker may lack bwrap
     try:
-        notebook, moved = renumbered(read_submission(data, filename))
+        notebook = renumbered(read_submission(data, filename))
         chapter = chapter_of(notebook, filename, chapters)
     except InvalidSubmission as error:
         return [Row(student, filename, "", 0, 0, "invalid", str(error), sandbox=where)]
-    # A notebook of the old numbering may hold exercises that a split moved to another chapter:
-    # each of those chapters grades them too.
-    also = [c for c in chapters.values() if c is not chapter and moved & {e.id for e in c.exercises}]
-    rows = []
-    for graded in (chapter, *also):
-        rows += _grade_chapter(student, filename, notebook, graded, signatures, options, where)
-    return rows
-
-
-def _grade_chapter(student, filename, notebook, chapter, signatures, options, where):
-    """The rows of one chapter's exercises in a submitted notebook (see :func:`grade_notebook`)."""
     sources = submitted_sources(notebook, chapter)
     recorded = signatures[chapter.name]
     earlier, problems = [], {}
