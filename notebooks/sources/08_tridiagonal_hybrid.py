@@ -90,8 +90,9 @@ def banded(a, b, c, d):
 # - *cuSPARSE*: `gtsv2StridedBatch` through CuPy, measured the same way as our kernels: the
 #   library's device time (the copy that restores $d$, which the solve overwrites, before each
 #   run is a memcpy, not counted).
-# - *JAX*: `jax.lax.linalg.tridiagonal_solve` (which calls cuSPARSE), a whole jitted call on the
-#   host clock.
+# - *JAX*: `jax.lax.linalg.tridiagonal_solve`, a whole jitted call on the host clock. It calls
+#   cuSPARSE: `gtsv2StridedBatch` for a batch, but the pivoting `gtsv2` for one system
+#   (section 3 shows the measurement), so on one system it runs another algorithm, one that pivots.
 #
 # The device and the date, how each kind of row was timed, and the times, all read from the CSV
 # (microseconds; Thomas was not run on systems longer than $2^{16}$ rows, which one thread
@@ -543,26 +544,30 @@ _ = axes[0].legend(fontsize=7)
 # calls of their own and refer here.
 #
 # Kernel times and whole calls were measured separately, so their difference is what a call
-# costs beyond the GPU's work: roughly the host's part, Python included. For JAX the same
-# difference holds only where JAX runs the kernel that cuSPARSE's row timed. In jaxlib's CUDA
-# lowering of `tridiagonal_solve` (by a reading of its source, not a measurement) a batch goes
-# to `gtsv2StridedBatch`, the routine timed here, but a single system to `gtsv2`, cuSPARSE's
-# *pivoting* solver, another kernel altogether: so JAX's call minus cuSPARSE's device time is
-# printed for the batches only.
+# costs beyond the GPU's work: roughly the host's part, Python included. For JAX a run of its
+# own (`python benchmarks/tridiag.py --jax-kernels`, `benchmarks/tridiag_jax.csv`) timed JAX's
+# own kernels by CUPTI and named the cuSPARSE routine they belong to: `gtsv2StridedBatch` for a
+# batch, the routine of section 1, but for a single system `gtsv2`, cuSPARSE's *pivoting*
+# solver, another kernel altogether. So JAX's host part is its call minus its own kernels, from
+# that run, for every shape:
 
 # %%
 CALLERS = OURS + ("hybrid",)
 beyond = {(m, t, c): time_us(m, "ours (whole call)", t, *c) - time_us(m, "ours (kernels)", t, *c)
           for m in CALLERS for t in DTYPES for c in CASES}
-print(f"{'whole call - kernels (us)':<26}" + "".join(f" {m:>8}" for m in CALLERS) + "   JAX call - cuSPARSE device (us)")
+jax_run = {(row["dtype"], (row["batch"], row["n"])): row for row in results.read("tridiag_jax.csv")}
+jax_beyond = {(t, c): jax_run[t, c]["jax_whole_call_us"] - jax_run[t, c]["jax_kernels_us"] for t in DTYPES for c in CASES}
+print(f"{'whole call - kernels (us)':<26}" + "".join(f" {m:>8}" for m in CALLERS) + f" {'JAX':>8}   JAX's routine")
 for dtype in DTYPES:
     for case in CASES:
         print(f"{dtype:<8} {case_label(*case):>11}{'':6}" + "".join(f" {beyond[m, dtype, case]:>8.1f}" for m in CALLERS)
-              + (f"   {jax_call[dtype, case] - cusparse[dtype, case]:>8.1f}" if case[0] > 1 else "   (JAX calls gtsv2 here)"))
+              + f" {jax_beyond[dtype, case]:>8.1f}   {jax_run[dtype, case]['cusparse_routine']}")
+print("JAX's kernels / the routine's own, by CUPTI:", span(jax_run[t, c]["jax_kernels_us"] / jax_run[t, c]["routine_kernels_us"]
+                                                          for t in DTYPES for c in CASES), "|", jax_run["float32", CASES[0]]["device"])
 print("\nours, on the batches (one launch each, the hybrid's warp solver included), us:",
       span((beyond[m, t, c] for m in CALLERS for t in DTYPES for c in BATCHES), 1))
 print("the hybrid on one system of 2^20 (the partition method's levels), us:", span((beyond["hybrid", t, CASES[-1]] for t in DTYPES), 1))
-print("JAX, on the batches, us:", span((jax_call[t, c] - cusparse[t, c] for t in DTYPES for c in BATCHES), 1))
+print("JAX, every shape, us:", span(jax_beyond.values(), 1))
 print("the hybrid's host part above its kernel time on every batch:",
       all(beyond["hybrid", t, c] > hyb[t, c] for t in DTYPES for c in BATCHES))
 on_numpy = {(t, c): time_us("auto (hybrid)", "ours (whole call, numpy)", t, *c) for t in DTYPES for c in CASES}

@@ -770,8 +770,8 @@ print(inspect.getsource(hh.correct_parallel))
 #
 # | | reduction (`tred2`'s first loop) | accumulating $Q$ | solve $Q T Q^T x = b$ |
 # | --- | --- | --- | --- |
-# | work (multiply-adds) | $n^3$: $p$ ($i^2$) and the rank-2 update of the whole $i \times i$ block ($2i^2$) per step; LAPACK updates one triangle, $\frac23 n^3$ | $\frac23 n^3$ | reduction and $Q$, then $2n^2$ for $Q^T b$ and $Q z$, and the tridiagonal solve's $O(n)$ (chapter 07's hybrid) |
-# | depth | $n-1$ steps of 4 phases (the last one trivial), each $O(i)$ serial: $O(n^2)$ | $n-1$ phases of $O(i)$: $O(n^2)$ | $O(n)$ per product; the tridiagonal solve's chunk sweeps of $R$ rows and $\log_2 (n / R)$ shuffle steps (chapter 07, section 12.1) |
+# | work (multiply-adds) | $n^3$: $p$ ($i^2$) and the rank-2 update of the whole $i \times i$ block ($2i^2$) per step; LAPACK updates one triangle, $\frac23 n^3$ | $\frac23 n^3$ | reduction and $Q$, then $2n^2$ for $Q^T b$ and $Q z$, and the tridiagonal solve's $O(n)$ (chapter 08's hybrid) |
+# | depth | $n-1$ steps of 4 phases (the last one trivial), each $O(i)$ serial: $O(n^2)$ | $n-1$ phases of $O(i)$: $O(n^2)$ | $O(n)$ per product; the tridiagonal solve's chunk sweeps of $R$ rows and $\log_2 (n / R)$ shuffle steps (chapter 08, section 2.1) |
 # | barriers | $4(n-1)$ | $n-1$ | (separate launches) |
 # | memory | $A$ read once ($n^2$), $Q$ written once ($n^2$), $d$ and $e$; everything else in $n(n+2)$ values of shared memory | in place | $Q$ read twice |
 #
