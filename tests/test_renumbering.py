@@ -11,7 +11,7 @@ import pathlib
 import nbformat
 import pytest
 
-from prefixsum.classroom import hints, renumbering
+from prefixsum.classroom import grading, hints, renumbering
 from prefixsum.classroom.grading import chapters, runner
 from prefixsum.classroom.student import student_version
 
@@ -88,3 +88,19 @@ def test_a_current_notebook_is_graded_by_its_own_ids():
 def test_a_hint_answers_to_the_old_id():
     for old, new in renumbering.EXERCISES.items():
         assert hints.hint(old, 1) == hints.hint(new, 1)
+
+
+@pytest.mark.slow  # one chapter graded for real: the instructor's signatures, the sandboxed checks, nbval
+def test_an_old_notebook_passes_under_the_grader(tmp_path):
+    """The instructor's Householder chapter under its old name and ids, graded end to end."""
+    notebook = nbformat.read(NOTEBOOKS / "09_householder.ipynb", 4)
+    for cell in notebook.cells:
+        if cell.metadata.get("exercise_id") in OLD_BY_NEW:
+            cell.metadata["exercise_id"] = OLD_BY_NEW[cell.metadata["exercise_id"]]
+    notebook.metadata["prefixsum"] = {"chapter": "08_householder"}
+    (tmp_path / "ann").mkdir()
+    nbformat.write(notebook, tmp_path / "ann" / "08_householder.ipynb")
+    rows = grading.grade([tmp_path / "ann"], tmp_path / "out", instructor=[NOTEBOOKS / "09_householder.ipynb"], workers=2,
+                         options=runner.Options(timeout=120), progress=False)
+    assert {(r.chapter, r.exercise, r.status) for r in rows} == {
+        ("09_householder", e.id, "pass") for e in CHAPTERS["09_householder"].exercises}
