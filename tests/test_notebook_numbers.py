@@ -25,18 +25,8 @@ MEASURED = re.compile(
     r"|\b[Oo]n (?:the|an?) H[12]00\b")
 
 # chapter -> figures still in its prose, each with the number of times it occurs. To be moved
-# into code output (issue 28, item 1): 06 (sections 9-11, the benchmark report that item 5
-# shrinks to one table and one plot) and 11 (the one-pass compaction's bandwidth, new with
-# issue 30).
+# into code output (issue 28, item 1): 11 (the one-pass compaction's bandwidth, new with issue 30).
 PENDING = {
-    "06": {"4 µs": 2, "0.13 ms": 1, "34 µs": 2, "0.4 ms": 1, "0.041 ms": 1, "0.081 ms": 1, "0.0042 ms": 1,
-           "0.141 ms": 1, "0.096 ms": 1, "0.0157 ms": 1, "0.0043 ms": 1, "0.006 ms": 1, "1.077 ms": 1,
-           "0.046 ms": 1, "0.038 ms": 1, "0.029 ms": 1, "62 GB/s": 1, "177 GB/s": 1, "1466 GB/s": 1,
-           "1764 GB/s": 1, "2320 GB/s": 1, "0.384 ms": 1, "3.3 ns": 1, "4.1 ns": 1, "34.6 ms": 1,
-           "27.7 ms": 1, "5 µs": 1, "0.108 ms": 1, "0.212 ms": 1, "1.076924 ms": 1, "2.142949 ms": 1,
-           "1.090579 ms": 1, "0.3 µs": 1, "0.047 ms": 1, "0.012 ms": 1, "82.2 µs": 1, "1632 GB/s": 1,
-           "48.3 µs": 1, "1104.8\n  µs": 1, "712.8 µs": 1, "1082.3 µs": 2, "70.6 µs": 1, "1012.1 µs": 1, "1104.8 µs": 2,
-           "10 µs": 1, "0.70 ms": 2},
     "11": {"1.9 TB/s": 1},
 }
 

@@ -50,6 +50,37 @@ def test_broadcast_is_no_conflict():
 
 
 @cuda.jit
+def late_joiner(out):
+    cells = cuda.shared.array(64, float32)
+    t = cuda.threadIdx.x
+    cells[t] = t
+    cells[t + 32] = t
+    cuda.syncthreads()
+    total = float32(0)
+    for step in range(2):
+        if step == 1 or t == 0:  # thread 0 reads word 1 alone; then every thread t reads word 32 + t
+            total += cells[(1 - step) + step * (32 + t)]
+        cuda.syncthreads()
+    out[t] = total
+
+
+def run_late_joiner():
+    out = cuda.device_array(32, np.float32)
+    late_joiner[1, 32](out)
+    return out
+
+
+def test_bank_conflicts_by_phase_pair_the_accesses_of_one_phase():
+    run = trace.record(run_late_joiner, raise_errors=True)
+    # over the launch, thread 0's read of word 1 (phase 1) and thread 1's of word 33 (phase 2)
+    # are both each thread's first access of the line: one instruction, two words on bank 1
+    assert run.conflict_summary()["worst"] == 2
+    assert run.conflict_summary(by_phase=True)["worst"] == 1
+    reads = [f for f in run.bank_conflicts(by_phase=True) if not f["write"]]
+    assert sorted(f["threads"] for f in reads) == [1, 32]
+
+
+@cuda.jit
 def racy_neighbours(x):
     cells = cuda.shared.array(64, float32)
     t = cuda.threadIdx.x

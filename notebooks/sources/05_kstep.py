@@ -226,19 +226,16 @@ _ = ps.viz.steps(seed_run, "buf", offsets=seed.offsets, labels=["$x$", "$z^0$", 
 # Read it top to bottom: three reductions fold 35 inputs into 12, 4 and 2 run totals; one thread
 # adds the last two; then each correction hands the totals down one level, every thread starting
 # from the total of the run before its own (the arrow from the level above into the first cell
-# of a run) and ending on a copy (the arrow into the last cell of a full run). The launches:
+# of a run) and ending on a copy (the arrow into the last cell of a full run). The launches are
+# listed below. The one-block path runs the same steps in shared memory, with
+# `cuda.syncthreads()` where the launch path ends a launch; its trace touches exactly the same
+# buffer cells, step by step:
 
 # %%
 for launch in seed_run.launches:
     print(f"launch {launch.number}: {launch.kernel:<14} {launch.grid[0]} block(s) of {launch.block[0]:3d} threads, "
           f"{launch.combines:2d} combines")
 print("result:", seed_run.result)
-
-# %% [markdown]
-# The one-block path runs the same steps in shared memory, with `cuda.syncthreads()` where the
-# launch path ends a launch. Its trace touches exactly the same buffer cells, step by step:
-
-# %%
 
 
 def buffer_steps(trace):
@@ -351,11 +348,22 @@ print(inspect.getsource(kstep._correct_run))
 # (each element is read once in the reduction and once in the correction). By Brent's theorem
 # (chapter 03, $T_p \le W/p + D$) the choice of $L$ matters through the depth only while the
 # threads cover the work, and through the launches and barriers that each of the $2s^*+3$ steps
-# costs on a real GPU. The tracer counts it all for a
-# launch-per-step run of $n = 1000$ (the serial work of a thread is shown as the cells it reads
-# in one step: $L$ for a reduction, $L+1$ for a correction):
+# costs on a real GPU. The cell checks the formula for $s^*$ against `kstep.levels`, then the
+# tracer counts it all for a launch-per-step run of $n = 1000$ (the serial work of a thread is
+# shown as the cells it reads in one step: $L$ for a reduction, $L+1$ for a correction):
 
 # %%
+def ceil_log(n, L):
+    """The smallest k with L**k >= n: ceil(log_L n) in integers."""
+    k = 0
+    while L ** k < n:
+        k += 1
+    return k
+
+
+print("s* = max(0, ceil(log_L n) - 2) for every n up to 5000 and L = 2, 3, 4, 8, 16, 32, 64:",
+      all(kstep.levels(n, L_row).top == max(0, ceil_log(n, L_row) - 2) for L_row in (2, 3, 4, 8, 16, 32, 64)
+          for n in range(1, 5001)))
 n_table = 1000
 print(f"n = {n_table}, a launch per step")
 print(f"{'L':>3} {'s*':>3} {'launches':>8} {'combines':>8} {'reads/thread':>12} {'serial reads':>12} "
@@ -391,7 +399,10 @@ for L_row in (2, 3, 4, 8, 16, 32):
 #
 # ## 9. A launch per step or a barrier per step
 #
-# For $n = 1000$ and the package's default $L$, both paths side by side:
+# For $n = 1000$ and the package's default $L$, both paths side by side. The work is the same;
+# the one-block path keeps the buffer in shared memory and touches global memory only to load
+# $x$ and store the result. But one block holds at most `kstep.ONE_BLOCK_BUFFER` = 4096
+# elements, so beyond a few thousand inputs every step is a launch:
 
 # %%
 L_default = ps.ALGORITHMS["kstep"].options["L"]
@@ -403,33 +414,22 @@ for one_block in (False, True):
           f"steps {counts['steps']}, combines {counts['combines']}, "
           f"global reads {counts['global_reads']}, writes {counts['global_writes']}; "
           f"shared reads {counts['shared_reads']}, writes {counts['shared_writes']}")
-
-# %% [markdown]
-# The work is the same; the one-block path keeps the buffer in shared memory and touches global
-# memory only to load $x$ and store the result. But one block holds at most
-# `kstep.ONE_BLOCK_BUFFER` = 4096 elements, so beyond a few thousand inputs every step is a
-# launch:
-
-# %%
 for L_row in (2, 8, L_default):
     fits = max(n for n in range(1, kstep.ONE_BLOCK_BUFFER + 1) if kstep.fits_one_block(n, L_row))
     print(f"L = {L_row:>2}: one block up to n = {fits}")
 
 # %% [markdown]
-# **On the GPU.** `benchmarks/kstep_L.csv`, written by `bash benchmarks/run_gpu.sh kstep`, times
-# the k-step scan for $L = 2, 4, 8, \dots, 128$ at every $n$ from $2^{10}$ to $2^{26}$ (float32),
-# beside the baselines of chapter 04; `benchmarks/scan_throughput.csv` (`run_gpu.sh scans`) has
-# the default options once more (variant `kstep`). As in chapter 04 there are two kinds of time
-# (`benchmarks/README.md` describes the method):
-#
-# - **kernel time** (`timing` = "events, queued"): each sample queues a short busy kernel, an
-#   event, the scan's launches and a second event, so all launches are queued before the GPU
-#   reaches them, and the events time the GPU's work alone, without the tens of microseconds
-#   of Python that numba spends on the host for every launch; median of 25 after 3 warm-ups;
-# - **whole-call time** ("host clock, device arrays"): `ps.scan(x, algorithm="kstep", L=2)` on a
-#   device array, synchronised, on the host's clock. The sweep has whole calls for $L = 2$ only.
-#
-# First, around the size where the one-block path stops fitting:
+# **On the GPU.** `benchmarks/kstep_L.csv` (`bash benchmarks/run_gpu.sh kstep`) times the
+# k-step scan for $L = 2, 4, 8, \dots, 128$ at every $n$ from $2^{10}$ to $2^{26}$ (float32),
+# beside `torch.cumsum` (CUB's scan, one pass over memory) and a copy kernel. These are
+# **kernel times**: each sample queues a short busy kernel, an event, the scan's launches and a
+# second event, so the events time the GPU's work alone, without the Python that numba spends
+# on the host for every launch (median of 25; `benchmarks/README.md` describes the method).
+# A star marks the fastest $L$ of each $n$. The rows under the table price a launch at $2^{14}$,
+# and at $2^{26}$ count the words each $L$ moves (`words_moved` adds up the reads and writes of
+# the launch path's kernels of sections 3 and 4, checked against the tracer's counts of section
+# 8) and the time per word against the copy kernel's: near 1, the scan streams its traffic as
+# fast as a copy streams its own.
 
 # %%
 sweep_rows = results.read("kstep_L.csv")
@@ -455,87 +455,6 @@ def kstep_launches(n, L):
     return 1 if kstep.fits_one_block(n, L) else 2 * kstep.levels(n, L).top + 5
 
 
-print(f"{'':>6} | {f'L = {L_default}: kernel time (µs)':<38} | {'L = 2: kernel and call (µs)':<28} | {'kernel time (µs)':<19}")
-print(f"{'n':>6} | {'path':>15} {'launches':>8} {'all':>5} {'/launch':>7}"
-      f" | {'launches':>8} {'kernel':>9} {'call':>8} | {'copy':>6} {'torch.cumsum':>12}")
-for n in (2**10, 2**11, 2**12, 2**13, 2**14):
-    count = kstep_launches(n, L_default)
-    path = "one block" if kstep.fits_one_block(n, L_default) else "launch per step"
-    print(f"{n:>6} | {path:>15} {count:>8} {kernel[(L_default, n)]:>5.1f} {kernel[(L_default, n)] / count:>7.1f}"
-          f" | {kstep_launches(n, 2):>8} {kernel[(2, n)]:>9.1f} {call[n]:>8.1f}"
-          f" | {sweep_us('copy', n):>6.1f} {sweep_us('torch.cumsum', n):>12.1f}")
-twice = [results.value("scan_throughput.csv", "median_us", variant="kstep", dtype="float32", n=n) / kernel[(L_default, n)]
-         for n in sweep_n]
-print(f"the default options, measured again in scan_throughput.csv: {min(twice):.2f} to {max(twice):.2f} "
-      f"times this sweep's L = {L_default}, over 2^10..2^26")
-
-# %% [markdown]
-# Up to $n = 2048$ the whole scan is one launch of the one-block kernel, a few times the copy
-# kernel's single launch. At 4096 the buffer no longer fits: the default $L$ now makes 7
-# launches, and the GPU's time grows to a few microseconds per launch. The host sees something
-# else. A whole call with $L = 2$ (the `call` column) takes many times its kernels' time, one
-# launch or 25: every launch costs the host far more than the GPU. The default options, timed a second time in the other file,
-# agree with the sweep within a few percent at every size: with the launches queued, the GPU's
-# time is steady from run to run.
-#
-# The sweep over $L$, plotted at $2^{20}$, $2^{24}$ and $2^{26}$ (all on the launch path),
-# against `torch.cumsum` (CUB, one pass):
-
-# %%
-torch_us = {n: sweep_us("torch.cumsum", n) for n in sweep_n}
-plot_rows = []
-shown_n = (2**20, 2**24, 2**26)
-for n in shown_n:
-    for L_row in sweep_L:
-        if (L_row, n) in kernel:
-            plot_rows.append({"L": L_row, "median_us": kernel[(L_row, n)], "series": f"k-step, n = 2^{n.bit_length() - 1}"})
-        plot_rows.append({"L": L_row, "median_us": torch_us[n], "series": f"torch.cumsum, n = 2^{n.bit_length() - 1}"})
-ax = ps.viz.throughput(plot_rows, x="L", y="median_us", group="series",
-                       title=f"k-step scan on an {sweep_rows[0]['device']}: kernel time against L (launches queued)")
-for line in ax.get_lines():  # one colour per n; torch.cumsum dashed
-    line.set_color(f"C{[f'2^{n.bit_length() - 1}' for n in shown_n].index(line.get_label().split('= ')[1])}")
-    line.set_linestyle("--" if line.get_label().startswith("torch") else "-")
-ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
-_ = ax.set_ylabel("median kernel time per scan (µs)")
-
-# %% [markdown]
-# At $2^{20}$ the middle of the range is best; at $2^{24}$ and $2^{26}$ the time rises with $L$
-# beyond 4 (with a dip at 128 at $2^{24}$). Every size, with the fastest $L$ of each marked:
-
-# %%
-print("kernel time (µs, launches queued) by L; * marks the fastest L of each n")
-print(f"{'n':>5}" + "".join(f" {f'L = {L_row}':>9}" for L_row in sweep_L))
-best_L = {}
-for n in sweep_n:
-    best_L[n] = min((L_row for L_row in sweep_L if (L_row, n) in kernel), key=lambda L_row: kernel[(L_row, n)])
-    cells = "".join(f" {kernel[(L_row, n)]:>8.1f}{'*' if L_row == best_L[n] else ' '}" if (L_row, n) in kernel else f" {'-':>8} "
-                    for L_row in sweep_L)
-    print(f"{'2^%d' % (n.bit_length() - 1):>5}{cells}")
-worst = {L_row: max(kernel[(L_row, n)] / kernel[(best_L[n], n)] for n in sweep_n if (L_row, n) in kernel) for L_row in sweep_L}
-print()
-print("fastest L by kernel time:", ", ".join(f"2^{n.bit_length() - 1}: {best_L[n]}" for n in sweep_n))
-print("L = 8 or 16 fastest at every n <= 2^21:", all(best_L[n] in (8, 16) for n in sweep_n if n <= 2**21))
-print("L = 4 fastest at every n >= 2^22:", all(best_L[n] == 4 for n in sweep_n if n >= 2**22))
-print("slowest, relative to the fastest L of the same n, over 2^10..2^26:",
-      ", ".join(f"L = {L_row}: {worst[L_row]:.2f}x" for L_row in sweep_L))
-print(f"the default L = {L_default}: " + ", ".join(
-    f"{kernel[(L_default, n)] / kernel[(best_L[n], n)]:.2f}x the fastest (L = {best_L[n]}) at 2^{n.bit_length() - 1}"
-    for n in shown_n))
-print("torch.cumsum, faster than the fastest L by: " + ", ".join(
-    f"{kernel[(best_L[n], n)] / torch_us[n]:.1f}x at 2^{n.bit_length() - 1}" for n in shown_n))
-
-# %% [markdown]
-# So, by kernel time: $L = 8$ or 16 is fastest up to $2^{21}$, and $L = 4$ at every size from
-# $2^{22}$ on. $L = 8$ is never far from the fastest (its worst case is the mildest of all);
-# the default, $L = 32$, takes well over one and a half times as long as $L = 4$ at $2^{24}$
-# and $2^{26}$. Why the best $L$ moves, seen at a small and a large size. At the large one,
-# memory is what counts, so the table also counts the words each $L$ moves: `words_moved`
-# adds up the reads and writes of the launch path's kernels (sections 3 and 4), checked
-# against the tracer's counts of section 8; "copies" is that traffic in units of a copy's
-# $2n$, and "per word vs copy" is the time per word moved relative to the copy kernel's, so
-# near 1 the scan streams its traffic as fast as the copy kernel streams its own.
-
-# %%
 def words_moved(n, L):
     """Global reads + writes of the launch path: load, reductions, top, corrections, store."""
     sizes = kstep.levels(n, L).sizes
@@ -548,36 +467,73 @@ def words_moved(n, L):
 
 print("words_moved equals the tracer's count at n = 1000 for L = " + ", ".join(map(str, traced)) + ":",
       all(words_moved(n_table, L_row) == c["global_reads"] + c["global_writes"] for L_row, c in traced.items()))
+print(f"\nkernel time (µs, launches queued)\n{'n':>22}" + "".join(f" {f'L = {L_row}':>9}" for L_row in sweep_L)
+      + f" {'torch.cumsum':>13} {'copy':>6}")
+best_L = {}
+for n in sweep_n:
+    best_L[n] = min((L_row for L_row in sweep_L if (L_row, n) in kernel), key=lambda L_row: kernel[(L_row, n)])
+    cells = "".join(f" {kernel[(L_row, n)]:>8.1f}{'*' if L_row == best_L[n] else ' '}" if (L_row, n) in kernel else f" {'-':>8} "
+                    for L_row in sweep_L)
+    print(f"{'2^%d' % (n.bit_length() - 1):>22}{cells} {sweep_us('torch.cumsum', n):>13.1f} {sweep_us('copy', n):>6.1f}")
 copy_26 = sweep_us("copy", 2**26)
-print(f"{'L':>4} | {'2^14: launches':>14} {'µs':>6} {'µs/launch':>9} | {'2^26: launches':>14} {'µs':>7} "
-      f"{'/ copy':>6} {'words':>6} {'copies':>6} {'per word vs copy':>16}")
-for L_row in sweep_L:
-    small, large = kernel[(L_row, 2**14)], kernel[(L_row, 2**26)]
-    copies = words_moved(2**26, L_row) / 2**27
-    print(f"{L_row:>4} | {kstep_launches(2**14, L_row):>14} {small:>6.1f} {small / kstep_launches(2**14, L_row):>9.1f}"
-          f" | {kstep_launches(2**26, L_row):>14} {large:>7.1f} {large / copy_26:>6.1f}"
-          f" {words_moved(2**26, L_row) / 2**26:>5.2f}n {copies:>6.2f} {large / copy_26 / copies:>16.2f}")
+footer = {"launches, 2^14": lambda L_row: f"{kstep_launches(2**14, L_row)}",
+          "µs per launch, 2^14": lambda L_row: f"{kernel[(L_row, 2**14)] / kstep_launches(2**14, L_row):.1f}",
+          "launches, 2^26": lambda L_row: f"{kstep_launches(2**26, L_row)}",
+          "words moved, 2^26": lambda L_row: f"{words_moved(2**26, L_row) / 2**26:.2f}n",
+          "per word vs copy, 2^26": lambda L_row: f"{kernel[(L_row, 2**26)] / copy_26 / (words_moved(2**26, L_row) / 2**27):.2f}"}
+for label, cell in footer.items():
+    print(f"{label:>22}" + "".join(f" {cell(L_row):>8} " for L_row in sweep_L))
+worst = {L_row: max(kernel[(L_row, n)] / kernel[(best_L[n], n)] for n in sweep_n if (L_row, n) in kernel) for L_row in sweep_L}
+shown_n = (2**20, 2**24, 2**26)
+print()
+print("L = 8 or 16 fastest at every n <= 2^21:", all(best_L[n] in (8, 16) for n in sweep_n if n <= 2**21),
+      "| L = 4 fastest at every n >= 2^22:", all(best_L[n] == 4 for n in sweep_n if n >= 2**22))
+print("slowest, relative to the fastest L of the same n:", ", ".join(f"L = {L_row}: {worst[L_row]:.2f}x" for L_row in sweep_L))
+print(f"the default L = {L_default}: " + ", ".join(
+    f"{kernel[(L_default, n)] / kernel[(best_L[n], n)]:.2f}x the fastest (L = {best_L[n]}) at 2^{n.bit_length() - 1}"
+    for n in shown_n))
+print("torch.cumsum, faster than the fastest L by: " + ", ".join(
+    f"{kernel[(best_L[n], n)] / sweep_us('torch.cumsum', n):.1f}x at 2^{n.bit_length() - 1}" for n in shown_n))
+
+# %%
+plot_rows = []
+for n in shown_n:
+    for L_row in sweep_L:
+        if (L_row, n) in kernel:
+            plot_rows.append({"L": L_row, "median_us": kernel[(L_row, n)], "series": f"k-step, n = 2^{n.bit_length() - 1}"})
+        plot_rows.append({"L": L_row, "median_us": sweep_us("torch.cumsum", n), "series": f"torch.cumsum, n = 2^{n.bit_length() - 1}"})
+ax = ps.viz.throughput(plot_rows, x="L", y="median_us", group="series",
+                       title=f"k-step scan on an {sweep_rows[0]['device']}: kernel time against L (launches queued)")
+for line in ax.get_lines():  # one colour per n; torch.cumsum dashed
+    line.set_color(f"C{[f'2^{n.bit_length() - 1}' for n in shown_n].index(line.get_label().split('= ')[1])}")
+    line.set_linestyle("--" if line.get_label().startswith("torch") else "-")
+ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+ax.set_xticks(sweep_L, [str(L_row) for L_row in sweep_L])
+ax.set_xlabel("L (log scale)")
+_ = ax.set_ylabel("median kernel time per scan (µs, log scale)")
 
 # %% [markdown]
-# - **At small $n$, steps and threads.** Queued, a launch of a small step costs the GPU two or
-#   three microseconds, so $L = 2$ (29 launches at $2^{14}$) pays for its many steps. A large
-#   $L$ makes few launches, but each is slower: the first reduction has $n/L$ threads, each
-#   adding $L$ numbers one after another, and at $2^{14}$ with $L = 128$ that is 128 threads
-#   (four warps) on a GPU built to run tens of thousands. $L = 8$ or 16 balances the two.
+# What sets the best $L$ (the table and the picture):
+#
+# - **At small $n$, steps and threads.** Up to $2^{11}$ the one-block path runs the whole scan
+#   in one launch; from $2^{12}$ on every step is a launch, and the time jumps. A queued launch
+#   of a small step costs the GPU a few microseconds (the row "µs per launch"), so $L = 2$, with
+#   the most launches, pays for its many steps. A large $L$ makes few launches, but each is
+#   slower: the first reduction has $n/L$ threads, each adding $L$ numbers one after another,
+#   and at $2^{14}$ with $L = 128$ that is 128 threads (four warps) on a GPU built to run tens
+#   of thousands. $L = 8$ or 16 balances the two.
 # - **At large $n$, memory, and how it is read.** A small $L$ moves more words (more levels,
-#   though each is $L$ times shorter: they add about $n/(L-1)$ cells), but it streams them
-#   almost as fast as the copy kernel streams its own: $L = 2$ moves the most and comes closest
-#   to copy speed per word, and $L = 4$ moves over a quarter fewer words and is fastest. Beyond,
-#   the traffic hardly shrinks any more, but each word costs more the larger $L$: 1.6 times
-#   what it costs the copy at $L = 8$, 2.6 at $L = 32$, 4.6 at $L = 128$ (the table above).
-#   Thread $i$ of a reduction reads cells $Li, \dots, Li+L-1$, so the 32 threads of a
-#   warp read addresses $4L$ bytes apart: from $L = 32$ on, one load touches 32 cache lines
-#   instead of one or a few, and each line must stay in the cache until the thread's loop comes
-#   back for its next element; the larger $L$, the more lines in flight at once and the more of
-#   them are fetched twice (uncoalesced access). That is the likely reason; the CSV does not
-#   split the time between the kernels.
-# - **The library is far ahead**: `torch.cumsum`, one pass over memory, is four to six times
-#   faster than the fastest $L$ at every size plotted (the last line under the table of every size).
+#   though each is $L$ times shorter: they add about $n/(L-1)$ cells), but streams them almost
+#   as fast as the copy kernel streams its own; $L = 4$ moves a quarter fewer words than
+#   $L = 2$ and is fastest. Beyond, the traffic hardly shrinks any more, but each word costs
+#   more the larger $L$ (the row "per word vs copy, 2^26"). Thread $i$ of a reduction reads cells
+#   $Li, \dots, Li+L-1$, so the 32 threads of a warp read addresses $4L$ bytes apart: from
+#   $L = 32$ on, one load touches 32 cache lines instead of one or a few, and each line must
+#   stay in the cache until the thread's loop comes back for its next element; the larger $L$,
+#   the more lines in flight and the more of them are fetched twice (uncoalesced access). That
+#   is the likely reason; the CSV does not split the time between the kernels.
+# - **The library is far ahead**: `torch.cumsum`, one pass over memory, is several times
+#   faster than the fastest $L$ at every size (the last line under the table).
 #
 # **A whole call** pays, besides the GPU's work, the host's part: what that is, and why it
 # grows with the launches, is measured once for the workbook in

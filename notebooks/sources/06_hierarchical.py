@@ -32,11 +32,10 @@ import prefixsum as ps  # first: it chooses the GPU or the simulator before numb
 import collections
 import inspect
 
-import matplotlib.pyplot as plt
 import numpy as np
 from numba import cuda
 
-from prefixsum.cli import results  # the committed benchmark CSVs (sections 3, 9-12)
+from prefixsum.cli import results  # the committed benchmark CSVs (sections 3, 9 and 10)
 
 print(ps.device_info())
 
@@ -59,13 +58,8 @@ print(ps.device_info())
 # There is no barrier between the steps, and the paper says why: *"threads within a warp are
 # executed synchronously, eliminating the necessity of synchronization"*. Every lane reads its
 # neighbour's slot before any lane writes, because the 32 lanes execute each instruction
-# together; `ptr` is `volatile` so that the compiler does not keep the slots in registers. The
-# package keeps this version (numba has no `volatile`):
-
-# %%
-print(inspect.getsource(ps.lessons.scan_volatile))
-
-# %% [markdown]
+# together; `ptr` is `volatile` so that the compiler does not keep the slots in registers.
+#
 # **Since Volta (compute capability 7.0, 2017) this is a bug.** Volta gave every thread its own
 # program counter (*independent thread scheduling*): the lanes of a warp may run apart and
 # reconverge later, so nothing guarantees that lane 5 reads `ptr[4]` before lane 4 overwrites
@@ -75,9 +69,11 @@ print(inspect.getsource(ps.lessons.scan_volatile))
 # The classroom simulator runs each lane of a warp to its end before the next one starts, one of
 # the schedules Volta allows. The tracer records every shared-memory access; with no barrier
 # and no `syncwarp`, every access of the warp is in one *phase* (nothing orders them), so every
-# slot that one lane writes and another reads is a race. Two warps, inputs $1, 2, \dots, 64$:
+# slot that one lane writes and another reads is a race. The package's copy of the seed's scan
+# (numba has no `volatile`), on two warps, inputs $1, 2, \dots, 64$:
 
 # %%
+print(inspect.getsource(ps.lessons.scan_volatile))
 x64 = np.arange(1, 65, dtype=np.int32)
 expected = np.concatenate([ps.reference.scan(x64[:32]), ps.reference.scan(x64[32:])])  # one scan per warp
 volatile_run = ps.trace.record(ps.lessons.warp_scan, x64, "volatile", threads=64)
@@ -97,12 +93,8 @@ print(f"{len(races)} races, for example:\n  {races[1]}\n  {races[31]}")
 #
 # `cuda.syncwarp(mask)` is a barrier for the lanes named in `mask` (and it orders their memory
 # accesses). Each step now reads the neighbour's slot into a register, waits until every lane has
-# read, writes, and waits until every lane has written:
-
-# %%
-print(inspect.getsource(ps.primitives.warp.scan_syncwarp))
-
-# %% [markdown]
+# read, writes, and waits until every lane has written.
+#
 # Every `syncwarp` starts a new phase for the tracer, so the races are gone, and the dataflow of
 # `buf` (one row per phase that writes; an arrow from every slot a lane read to the slot it
 # wrote; colour: the warp) shows the five steps of Figure 1. A step spans two phases (read,
@@ -110,6 +102,7 @@ print(inspect.getsource(ps.primitives.warp.scan_syncwarp))
 # never exchange a value.
 
 # %%
+print(inspect.getsource(ps.primitives.warp.scan_syncwarp))
 syncwarp_run = ps.trace.record(ps.lessons.warp_scan, x64, "syncwarp", threads=64)
 print("races:", len(syncwarp_run.races()), "| equal to the scan of each warp:", np.array_equal(syncwarp_run.result, expected))
 _ = ps.viz.dataflow(syncwarp_run, array="buf", title="scan_syncwarp: two warps, buf in shared memory")
@@ -185,16 +178,13 @@ ps.viz.step(shuffle_run, fallback=ps.viz.shuffles((1, 2, 4, 8, 16), kind="up", s
 # `benchmarks/warp_semantics.py` runs 822 small cases (every shuffle, vote and `syncwarp`, full
 # and partial masks, deltas past the warp, six dtypes) on the simulator and on a GPU (line B
 # below names it; stage `warp` of `bash benchmarks/run_gpu.sh`), and compares every result that is
-# defined on a GPU:
+# defined on a GPU. Then the three warp scans side by side, as the tracer counts them (two
+# warps, 64 values):
 
 # %%
 with open(results.path("warp_semantics_compare.txt")) as handle:
     print(*[line.strip() for line in handle if line.startswith(("A:", "B:", "VERDICT"))], sep="\n")
-
-# %% [markdown]
-# The three warp scans side by side, as the tracer counts them (two warps, 64 values):
-
-# %%
+print()
 shfl_run = ps.trace.record(ps.lessons.warp_scan, x64, "shfl", threads=64)
 print(f"{'variant':<9} {'correct':>7} {'races':>6} {'shared reads':>13} {'shared writes':>14} {'sync phases':>12}")
 for name, run in (("volatile", volatile_run), ("syncwarp", syncwarp_run), ("shfl", shfl_run)):
@@ -268,7 +258,8 @@ for t in (0, 1, 2, 31):
 # Reading the runs back from shared memory has a problem of its own: lane $t$ reads word $8t + k$,
 # and 32 lanes 8 words apart hit only 4 of the 32 banks (chapter 04). The package skips one slot
 # every 32 words (word $j$ lives at $j + \lfloor j/32 \rfloor$). Passes the warp needs for one
-# read of the runs, by hand:
+# read of the runs, by hand, and then the tracer's check of every shared-memory access of a
+# real tile (the default 256 threads × 8 items = 2048 elements, one launch):
 
 
 # %%
@@ -284,12 +275,6 @@ print(f"{'items per thread':>16} {'plain':>6} {'padded':>7}")
 for items_per_thread in (1, 2, 4, 8, 16):
     runs = [t * items_per_thread for t in range(32)]
     print(f"{items_per_thread:>16} {passes(runs):>6} {passes([j + (j >> 5) for j in runs]):>7}")
-
-# %% [markdown]
-# The tracer checks every shared-memory access of a real tile (the default 256 threads × 8
-# items = 2048 elements, one launch):
-
-# %%
 tile_run = ps.trace.record(ps.scan, np.ones(2048, dtype=np.float32), algorithm="hierarchical")
 print("one tile of 2048:", tile_run.conflict_summary(), "| races:", len(tile_run.races()))
 
@@ -311,15 +296,11 @@ print("one tile of 2048:", tile_run.conflict_summary(), "| races:", len(tile_run
 #    $0..b-1$, and writes the result ($n$ reads, $n$ writes).
 #
 # Reading the input a second time costs $n$ words; reading and rewriting the output costs $2n$.
-# The tile scan (sections 4 and 5 in one device function; `seed` is the carry):
+# The tile scan (sections 4 and 5 in one device function; `seed` is the carry), then the three
+# kernels and the host code that launches them:
 
 # %%
 print(inspect.getsource(ps.scans.hierarchical.tile_scanner))
-
-# %% [markdown]
-# The three kernels and the host code that launches them:
-
-# %%
 print(inspect.getsource(ps.scans.hierarchical.reduce_kernel))
 print(inspect.getsource(ps.scans.hierarchical.spine_kernel))
 print(inspect.getsource(ps.scans.hierarchical.scan_kernel))
@@ -336,19 +317,12 @@ print(inspect.getsource(ps.scans.hierarchical.block_reduce))
 _ = ps.viz.shuffles((16, 8, 4, 2, 1), kind="xor", title="reduce_shfl: the butterfly (shfl_xor_sync)")
 
 # %% [markdown]
-# Global memory, launch by launch, for 300 elements in tiles of 64 (32 threads × 2 items): five
-# tile totals, the spine scanning them in place, and every tile written once, by the rescan:
-
-# %%
-launches_run = ps.trace.record(ps.scan, np.arange(1, 301, dtype=np.int32), algorithm="hierarchical", block_size=32,
-                               items_per_thread=2)
-_ = ps.viz.launches(launches_run)
-
-# %% [markdown]
-# The traffic, counted by the tracer for 2000 elements: the hierarchical scan (tiles of 512:
+# Global memory, counted by the tracer for 2000 elements: the hierarchical scan (tiles of 512:
 # 64 threads × 8 items) against Blelloch's scan-then-propagate from chapter 04 (tiles of 256).
 # Reads of the one carry a block needs are listed apart: the tracer counts one per thread, a GPU
-# serves the 32 lanes of a warp that read one word with one broadcast.
+# serves the 32 lanes of a warp that read one word with one broadcast. The picture shows it
+# launch by launch for 300 elements in tiles of 64 (32 threads × 2 items): five tile totals,
+# the spine scanning them in place, and every tile written once, by the rescan.
 
 
 # %%
@@ -373,11 +347,14 @@ traffic(ps.trace.record(ps.scan, x_traffic, algorithm="hierarchical", block_size
         "hierarchical (reduce-then-scan)")
 traffic(ps.trace.record(ps.scan, x_traffic, algorithm="blelloch", block_size=128), traffic_n,
         "blelloch (scan-then-propagate)")
+launches_run = ps.trace.record(ps.scan, np.arange(1, 301, dtype=np.int32), algorithm="hierarchical", block_size=32,
+                               items_per_thread=2)
+_ = ps.viz.launches(launches_run)
 
 # %% [markdown]
 # About $3n$ against about $4n$ (Blelloch's first tile skips the carry pass, hence a little less
 # than $4n$). A device copy moves $2n$; so does a single-pass scan, which passes the carry from
-# tile to tile inside one launch (section 11).
+# tile to tile inside one launch (section 9; chapter 10 builds it).
 #
 # Finally, the whole thing against the reference on a larger array (5000 elements on the
 # simulator, $2^{24}$ on a GPU: `ps.size_for_device`), and the full check for the default
@@ -561,25 +538,24 @@ print(ps.check.tiled(my_block_tile, block_size=BLOCK, budget=ps.check.Budget(bar
 print(inspect.getsource(ps.scans.hierarchical.block_scan))
 
 # %% [markdown]
-# ## 9. Seed 001's Table 1, fifteen years later
+# ## 9. Seed 001's experiments, fifteen years later
 #
-# The paper timed its scan of float32 arrays of 22 sizes, from 35 to 8,388,600 elements, with
-# CUDA events around the GPU work (averages of 10,000 runs), against a sequential loop on an
-# Intel i7-2600K. `benchmarks/table1.py` (stage `table1` of `bash benchmarks/run_gpu.sh`) reran
-# the table on a machine with a current GPU (the header of the table below names it), and timed
-# our scan in two ways:
+# The paper timed its scan of float32 arrays of 22 sizes, from 35 to 8,388,600 elements
+# (its Table 1), against a sequential loop on an Intel i7-2600K, and varied the element type
+# (Figure 6) and the operator (Figure 7). `benchmarks/table1.py` (stage `table1` of `bash
+# benchmarks/run_gpu.sh`) reran all three on a current GPU, named in the table's header, and
+# `benchmarks/hierarchical_bench.csv` (stage `hierarchical`) goes on to $2^{28}$ elements. Our
+# scan is timed in two ways:
 #
-# - **our kernels**: CUDA events around the launches (three; one when the array fits in one
-#   tile), with the launches *queued* behind a short busy kernel, so that the first event fires
-#   only when the GPU reaches our work. This times the GPU alone, without the host's cost of
-#   launching (median of 25 after 3 warm-ups). `torch.cumsum` and a device copy (`torch`
-#   `copy_`) are timed the same way.
-# - **ps.scan**: a whole `ps.scan` call on a device array, synchronised, on the host clock
-#   (checking the arguments, allocating the output, launching, waiting; median of 25): what a
-#   program that calls it pays.
+# - **our kernels**: CUDA events around the launches, queued behind a short busy kernel, so
+#   that the events time the GPU's work alone (median of 25). `torch.cumsum` (CUB's scan) and a
+#   device copy are timed the same way.
+# - **ps.scan**: a whole call on a device array, on the host clock: what a program pays, the
+#   Python and the launches on the host included.
 #
-# `numpy.cumsum` runs on the machine's CPU (host clock). Every result was checked before it was
-# timed. All in milliseconds, from `benchmarks/table1.csv`:
+# `numpy.cumsum` runs on the machine's CPU. Every result was checked before it was timed.
+# Table 1 in milliseconds, and under it the figures the discussion below rests on, each
+# computed from the files:
 
 # %%
 table1 = results.read("table1.csv")
@@ -594,320 +570,119 @@ for row in table1:
 print("every result correct:", all(row["correct"] for row in table1),
       "| every kernel time queued:", all(row["kernels_queued"] for row in table1))
 
-# %% [markdown]
-# The same numbers as a picture (the paper's columns dashed):
-
-# %%
-long_rows = [{"variant": ("2011 " if key.startswith("paper") else "2026 ") + label, "n": row["n"], "ms": row[key]}
-             for row in table1 for key, label in columns.items()]
-ax = ps.viz.throughput(long_rows, y="ms", title="Seed 001's Table 1: float32 scans, 35 to 8,388,600 elements")
-for line in ax.get_lines():
-    if line.get_label().startswith("2011"):
-        line.set_linestyle("--")
-ax.legend(fontsize=8, ncol=2)
-ax.set_ylabel("ms per scan")
-_ = ax.set_xlabel("n (elements)")
-
-# %% [markdown]
-# Two of the new columns time the same scan: the kernels alone, and the whole call. Their
-# difference is what the host spends per call: Python checking the arguments, numba launching
-# each kernel, allocating the output. Grouped by the number of launches (one while the array
-# fits in one tile of 256 threads × 8 items):
-
-# %%
-options = ps.ALGORITHMS["hierarchical"].options
-tile = options["block_size"] * options["items_per_thread"]
-one_launch = [row for row in table1 if row["n"] <= tile]
-three_small = [row for row in table1 if tile < row["n"] <= 2 ** 17]
-three_large = [row for row in table1 if row["n"] > 2 ** 17]
+by_n = {row["n"]: row for row in table1}
+small = [row for row in table1 if row["n"] <= 1024]
+big = by_n[8388600]
+GTX480_PEAK_GBS = 177.4  # the GTX 480's memory bandwidth on NVIDIA's data sheet (not measured)
 
 
-def span(rows, key, scale=1.0, digits=4):
-    values = [row[key] * scale for row in rows]
+def span(values, digits=4):
     return f"{min(values):.{digits}f}-{max(values):.{digits}f}"
 
 
-def host_ms(row):
-    return row["ps_scan_call_ms"] - row["hierarchical_kernel_ms"]
-
-
-print(f"{'n':<18} {'launches':>8} {'our kernels ms':>15} {'ps.scan ms':>14} {'host ms':>14}")
-for rows, launches in ((one_launch, 1), (three_small, 3), (three_large, 3)):
-    hosts = [host_ms(row) for row in rows]
-    print(f"{str(rows[0]['n']) + '..' + str(rows[-1]['n']):<18} {launches:>8} {span(rows, 'hierarchical_kernel_ms'):>15} "
-          f"{span(rows, 'ps_scan_call_ms'):>14} {min(hosts):.4f}-{max(hosts):.4f}")
-extra = np.median([host_ms(row) for row in three_small]) - np.median([host_ms(row) for row in one_launch])
-print(f"two more launches: {extra:.4f} ms more host time (medians), about {extra / 2 * 1e3:.0f} us per numba launch")
-print("host time above kernel time at every size of Table 1:", all(host_ms(row) > row["hierarchical_kernel_ms"] for row in table1))
-
-# %% [markdown]
-# The table above is the key to Table 1. On the GPU our scan of up to 2048 elements takes about
-# 4 µs; the call that asks for it takes about 0.13 ms, more than thirty times as long, and every
-# further numba launch adds some 34 µs of Python on the host. (Above $2^{17}$ elements the host's share
-# grows to 0.3–0.4 ms though the launches are the same; the CSV cannot say which step grows,
-# question 6.) The other numbers the discussion below rests on, straight from the file:
-
-# %%
-by_n = {row["n"]: row for row in table1}
-small = [row for row in table1 if row["n"] <= 1024]
-print(f"n <= 1024 ({len(small)} sizes): GTX 480 {span(small, 'paper_gtx480_ms')} ms, GTX 280 {span(small, 'paper_gtx280_ms')} ms")
-print(f"{'':>21}our kernels {span(small, 'hierarchical_kernel_ms')} ms, ps.scan {span(small, 'ps_scan_call_ms')} ms, "
-      f"torch.cumsum {span(small, 'torch_cumsum_ms')} ms, torch copy {span(small, 'torch_copy_ms')} ms, "
-      f"numpy {span(small, 'numpy_cumsum_ms')} ms")
-ratios = [row["paper_gtx480_ms"] / row["hierarchical_kernel_ms"] for row in small]
-print(f"{'':>21}GTX 480 / our kernels {min(ratios):.1f}-{max(ratios):.1f}x")
-print(f"n = 1024 -> 1030: GTX 480 {by_n[1024]['paper_gtx480_ms']:.4f} -> {by_n[1030]['paper_gtx480_ms']:.4f} ms "
-      f"({by_n[1030]['paper_gtx480_ms'] / by_n[1024]['paper_gtx480_ms']:.1f}x), "
-      f"our kernels {by_n[1024]['hierarchical_kernel_ms']:.4f} -> {by_n[1030]['hierarchical_kernel_ms']:.4f} ms")
-grid = [row for row in table1 if 32768 <= row["n"] <= 2097999]
-print(f"32768 <= n <= 2097999: our kernels {span(grid, 'hierarchical_kernel_ms')} ms, GTX 480 {span(grid, 'paper_gtx480_ms')} ms; "
-      f"our kernels at 32768 - at 1030: {by_n[32768]['hierarchical_kernel_ms'] - by_n[1030]['hierarchical_kernel_ms']:.4f} ms")
-big = by_n[8388600]
-print("n = 8388600:", ", ".join(f"{label} {big[key]:.4f} ms" for key, label in columns.items()))
-print("  GTX 480 / ...:", ", ".join(f"{label} {big['paper_gtx480_ms'] / big[key]:.1f}x" for key, label in
-                                    (("hierarchical_kernel_ms", "our kernels"), ("torch_cumsum_ms", "torch.cumsum"),
-                                     ("ps_scan_call_ms", "ps.scan"))))
-for label, key in (("GTX 480", "paper_gtx480_ms"), ("our kernels", "hierarchical_kernel_ms"), ("torch.cumsum", "torch_cumsum_ms"),
-                   ("torch copy", "torch_copy_ms")):
-    print(f"  {label:<12} {2 * 8388600 * 4 / (big[key] * 1e-3) / 1e9:>6.0f} GB/s (2n x 4 bytes / time)")
-print("CPU, ns per element:", ", ".join(
-    f"n={n}: i7 {by_n[n]['paper_cpu_ms'] * 1e6 / n:.2f}, numpy {by_n[n]['numpy_cumsum_ms'] * 1e6 / n:.2f}"
-    for n in (32768, 1048576, 8388600)))
-print(f"numpy, n >= 32768, ns per element: "
-      f"{min(row['numpy_cumsum_ms'] * 1e6 / row['n'] for row in table1 if row['n'] >= 32768):.2f}-"
-      f"{max(row['numpy_cumsum_ms'] * 1e6 / row['n'] for row in table1 if row['n'] >= 32768):.2f} ns")
+def gbs(n, ms, itemsize=4):
+    """Bandwidth over the 2n words a copy would move (input read, output written)."""
+    return 2 * n * itemsize / (ms * 1e-3) / 1e9
 
 
 def faster_from(fast, slow):
     """The smallest n of Table 1 from which column ``fast`` is below column ``slow`` at every larger n."""
-    sizes = [row["n"] for row in table1]
-    return next(n for n in sizes if all(row[fast] < row[slow] for row in table1 if row["n"] >= n))
+    return next(row["n"] for row in table1 if all(later[fast] < later[slow] for later in table1 if later["n"] >= row["n"]))
 
 
-for fast, slow, label in (("paper_gtx480_ms", "paper_cpu_ms", "GTX 480 faster than the i7"),
-                          ("hierarchical_kernel_ms", "numpy_cumsum_ms", "our kernels faster than numpy"),
-                          ("ps_scan_call_ms", "numpy_cumsum_ms", "a whole ps.scan call faster than numpy")):
-    n = faster_from(fast, slow)
-    print(f"{label:<40} from n = {n:>6} ({by_n[n][fast]:.4f} against {by_n[n][slow]:.4f} ms)")
+print("\n1. n <= 1024, ms: " + ", ".join(f"{label} {span([row[key] for row in small])}" for key, label in columns.items()
+                                          if key != "paper_cpu_ms")
+      + f"; GTX 480 / our kernels {span([row['paper_gtx480_ms'] / row['hierarchical_kernel_ms'] for row in small], 1)}")
+print(f"2. n = 1024 -> 1030, ms: GTX 480 {by_n[1024]['paper_gtx480_ms']:.4f} -> {by_n[1030]['paper_gtx480_ms']:.4f}; "
+      f"our kernels {by_n[1030]['hierarchical_kernel_ms']:.4f} at 1030 (one launch) -> "
+      f"{by_n[32768]['hierarchical_kernel_ms']:.4f} at 32768 (three)")
+print(f"3. n = 8388600, GB/s over 2n words: GTX 480 {gbs(big['n'], big['paper_gtx480_ms']):.0f} (its memory's peak "
+      f"{GTX480_PEAK_GBS:.0f}), " + ", ".join(f"{label} {gbs(big['n'], big[key]):.0f}" for key, label in columns.items()
+                                                if key in ("hierarchical_kernel_ms", "torch_cumsum_ms", "torch_copy_ms")))
+print(f"4. CPU, ns per element from n = 32768 on: i7 {span([r['paper_cpu_ms'] * 1e6 / r['n'] for r in table1 if r['n'] >= 32768], 2)}, "
+      f"numpy {span([r['numpy_cumsum_ms'] * 1e6 / r['n'] for r in table1 if r['n'] >= 32768], 2)}")
+print("5. faster than the CPU at every n from: " + ", ".join(
+    f"{label} {faster_from(fast, slow)}" for fast, slow, label in (
+        ("paper_gtx480_ms", "paper_cpu_ms", "GTX 480 (vs the i7)"), ("hierarchical_kernel_ms", "numpy_cumsum_ms", "our kernels"),
+        ("ps_scan_call_ms", "numpy_cumsum_ms", "a whole ps.scan call"))))
 
-# %% [markdown]
-# What changed in fifteen years, and what did not:
-#
-# - **The small sizes never measured a scan, and neither does our whole call.** Up to 1024
-#   elements the GTX 480 takes 0.035–0.041 ms whatever $n$ (the GTX 280 0.077–0.081 ms): a
-#   fixed cost per call, not arithmetic (1024 additions take a GPU well under a microsecond).
-#   Our kernels take 0.0040–0.0042 ms at the same sizes, 8.6 to 9.9 times less; a whole
-#   `ps.scan` call takes 0.130–0.141 ms, more than the GTX 480. If the paper's events were
-#   recorded, as usual, around the launches on an otherwise idle GPU, the first event fired at
-#   once and the GPU then waited for the host to launch the kernel: its floor would then be
-#   mostly the host's work (CUDA C's launch plus whatever API calls sat between the events),
-#   the cost that our queued kernel times leave out and our whole calls include, with numba's
-#   Python on top. Which time one compares decides the story: kernel against kernel, fifteen
-#   years cut the floor nine- to tenfold; call against call, Python's launches ate the gain.
-# - **The step at 1030.** Six more elements cost the GTX 480 2.7 times as long
-#   (0.035 → 0.096 ms): past 1024 elements the paper's scan needs its grid level, presumably
-#   more launches. Ours steps later, when a second tile of 2048 is needed (one launch → three):
-#   0.0043 ms at 1030, 0.0102–0.0157 ms from 32,768 to 2,097,999 elements. On the GPU the three
-#   kernels cost 0.006 ms more than one: each must finish before the next starts (the spine needs
-#   every tile's total), and starting and draining a kernel takes the GPU microseconds. On the
-#   host the two extra launches cost more than ten times that (the table of host time above).
-# - **Large arrays.** At 8,388,600 elements the GTX 480 needed 1.077 ms; our kernels need
-#   0.046 ms (23.5 times less), `torch.cumsum` 0.038 ms (28.3 times less), a copy 0.029 ms. In
-#   bandwidth: the GTX 480 moved 62 GB/s of input and output, about a third of its memory's
-#   177 GB/s; our kernels 1466 GB/s, `torch.cumsum` 1764 GB/s, a copy 2320 GB/s. A whole
-#   `ps.scan` call, 0.384 ms, is only 2.8 times faster than the GTX 480's kernels: most of it is
-#   the host. Table 1 stops before the GPU is busy (section 11 goes to $2^{28}$).
-# - **The CPU line did not move.** The i7-2600K needed 3.3 ns per element; `numpy.cumsum` on
-#   today's machine's CPU needs 3.2–4.1 ns per element from 32,768 elements on (34.6 ms at
-#   8,388,600, slower than the i7's 27.7 ms). A sequential scan is a chain of dependent
-#   additions: more cores and wider vector units do not help a chain, and clock rates have
-#   hardly grown since 2011. (At the smallest sizes numpy's 2–5 µs per call are overhead, as
-#   the GPU floors are.)
-# - **So where the crossover is depends on what is timed.** The paper's GPU overtook its CPU at
-#   32,768 elements (0.107 against 0.108 ms). Our kernels overtake numpy from 1000 elements on;
-#   a whole `ps.scan` call only from 65,536 (0.210 against 0.212 ms). The paper's crossover sits
-#   near our whole call's, not near our kernels': one more sign that its GPU times included the
-#   cost of a call. A program that calls `ps.scan` once, on data already on the GPU, gains
-#   from it only from some 65,536 elements on; one that keeps queueing kernels without waiting
-#   for each (as the benchmark does) sees the kernel column.
-#
-# ## 10. Figures 6 and 7: element types and operators
-#
-# The paper's Figure 6 varies the element type: int, unsigned int and float take 0.033475 to
-# 1.076924 ms, the 8-byte types (double, long long, unsigned long long) 0.036127 to
-# 2.142949 ms: twice as many bytes, twice the time at 8 M elements. Figure 7 varies the operator
-# (sum, max, min, product on floats): 0.034305 to 1.090579 ms, *"comparable in all four cases"*.
-# The same sweeps on the same GPU as Table 1, our kernels only (timed as in Table 1, one run per
-# size), at every third size of Table 1 and its last, 8,388,600 (`benchmarks/dtypes.csv` and
-# `benchmarks/operators.csv`, from the same `table1` stage):
-
-# %%
-dtype_rows = results.read("dtypes.csv")
-op_rows = results.read("operators.csv")
-fig, (left, right) = plt.subplots(1, 2, figsize=(14, 4.5))
-ps.viz.throughput(dtype_rows, y="hierarchical_kernel_ms", group="dtype", ax=left,
-                  title=f"Figure 6 on an {dtype_rows[0]['device']}: element types (add)")
-ps.viz.throughput(op_rows, y="hierarchical_kernel_ms", group="op", ax=right,
-                  title=f"Figure 7 on an {op_rows[0]['device']}: operators (float32)")
-for ax in (left, right):
-    ax.set_ylabel("ms per scan (our kernels)")
-
-# %%
-def by_label(rows, group):
-    """{label: {n: ms}} from a sweep's rows."""
-    times = collections.defaultdict(dict)
+dtype_rows, op_rows = results.read("dtypes.csv"), results.read("operators.csv")
+kernel_ms = collections.defaultdict(dict)  # {dtype or operator: {n: ms}}
+for rows, group in ((dtype_rows, "dtype"), (op_rows, "op")):
     for row in rows:
-        times[row[group]][row["n"]] = row["hierarchical_kernel_ms"]
-    return times
-
-
-dtype_ms, op_ms = by_label(dtype_rows, "dtype"), by_label(op_rows, "op")
-print("every result correct:", all(row["correct"] for row in dtype_rows + op_rows),
-      "| timing:", sorted({row["timing"] for row in dtype_rows + op_rows}))
-for title, times in (("dtype (add)", dtype_ms), ("op (float32)", op_ms)):
-    print(f"{title:<13} {'n <= 1024':>15} {'45555 .. 2097152':>17} {'n = 8388600':>12}")
-    for label, by in times.items():
-        low = [t for n, t in by.items() if n <= 1024]
-        mid = [t for n, t in by.items() if 45555 <= n <= 2097152]
-        print(f"{label:<13} {min(low):.4f}-{max(low):.4f} {min(mid):>8.4f}-{max(mid):.4f} {by[8388600]:>12.4f}")
-print("8-byte / 4-byte type at n = 8388600, and above the three-launch floor (minus the time at 45555):")
-for wide, narrow in (("int64", "int32"), ("uint64", "uint32"), ("float64", "float32")):
-    w, s = dtype_ms[wide], dtype_ms[narrow]
-    print(f"  {wide} / {narrow}: {w[8388600] / s[8388600]:.2f}, above the floor "
-          f"{(w[8388600] - w[45555]) / (s[8388600] - s[45555]):.2f}")
-large_ns = [n for n in op_ms["add"] if n >= 1048555]
-print("max and min slower than add and mul at every n >= 1048555:",
-      all(min(op_ms["max"][n], op_ms["min"][n]) > max(op_ms["add"][n], op_ms["mul"][n]) for n in large_ns),
-      "| max, min / add there:", span([{"r": op_ms[op][n] / op_ms["add"][n]} for op in ("max", "min") for n in large_ns],
-                                     "r", digits=2))
-twice = [abs(dtype_ms["float32"][n] - op_ms["add"][n]) / op_ms["add"][n] for n in op_ms["add"]]
-print(f"float32 add, measured in both sweeps: at most {max(twice):.1%} apart")
-
-# %% [markdown]
-# What the two figures show on today's GPU (the lines above):
-#
-# - **The paper's factor of two comes back, nearly.** Up to 1024 elements every type takes
-#   about 4 µs (one kernel; the 8-byte types at most 0.3 µs more). At 8,388,600
-#   elements the 8-byte types take 1.72–1.74 times as long as the 4-byte ones (0.081 against
-#   0.047 ms). Part of each time is the floor of three kernels, 0.010–0.012 ms (the time at
-#   45,555 elements); above it the ratio is 1.89–1.93: twice as many bytes, nearly twice the
-#   time, as on the GTX 480. A scan of this size is memory-bound on both GPUs.
-# - **The operator hardly matters**, as the paper found: add and mul take about the same time,
-#   max and min 6–11% longer from about a million elements on. A float max here is not one
-#   instruction: to propagate NaN as `np.maximum` does, the package's combine compares, tests
-#   for NaN and selects (`prefixsum/scans/ops.py`), a few instructions where add has one; that
-#   is the likely cause, and it stays small because the scan waits on memory.
-# - **The measurements repeat.** The float32 add scan was measured in both sweeps, separately:
-#   the two agree within 0.6% at every size. Timed with the launches queued, the kernel time
-#   does not depend on how fast the host happened to be.
-#
-# ## 11. Half a copy? Large arrays, and `torch.cumsum`
-#
-# The goal set for this scan: for $n \ge 2^{24}$, float32 and int32, reach at least half the
-# bandwidth of a device copy. A copy moves $2n$ words; we count the scan's bandwidth over the
-# same $2n$ words (its real traffic is $3n$), so the ratio is simply copy time / scan time.
-# `benchmarks/scan_throughput.csv` (up to $2^{26}$, stage `scans` of `run_gpu.sh`) and
-# `benchmarks/hierarchical_bench.csv` (up to $2^{28}$, with two other tile shapes, stage
-# `hierarchical`). Both time kernels as Table 1 does (queued, median of 25); `torch.cumsum`
-# sums int32 in int32. Median times in µs:
-
-# %%
-print(f"{'source':<6} {'dtype':<7} {'n':>5} {'ours µs':>8} {'GB/s':>6} {'torch copy':>10} {'ratio':>6} {'numba copy':>10} "
-      f"{'ratio':>6} {'cumsum':>7} {'ours/cumsum':>11}")
-target_rows, timings = [], set()
-for dtype in ("float32", "int32"):
-    for k in (22, 23, 24, 25, 26, 27, 28):
-        n = 2 ** k
-        source, name = ("scan", "scan_throughput.csv") if k <= 26 else ("bench", "hierarchical_bench.csv")
-
-        def us(variant):
-            return results.value(name, "median_us", variant=variant, dtype=dtype, n=n)
-
-        ours, torch_copy, numba_copy, cumsum = us("hierarchical"), us("torch copy"), us("copy"), us("torch.cumsum")
-        timings |= {row["timing"] for row in results.read(name, dtype=dtype, n=n) if row["kind"] != "whole call"}
-        target_rows.append((dtype, k, ours, torch_copy, cumsum))
-        print(f"{source:<6} {dtype:<7} {'2^' + str(k):>5} {ours:>8.1f} {2 * n * 4 / ours / 1e3:>6.0f} {torch_copy:>10.1f} "
-              f"{torch_copy / ours:>6.2f} {numba_copy:>10.1f} {numba_copy / ours:>6.2f} {cumsum:>7.1f} {ours / cumsum:>11.2f}")
+        kernel_ms[row[group]][row["n"]] = row["hierarchical_kernel_ms"]
+floor_n, top_n = 45555, 8388600  # the floor of three launches, and Table 1's largest size
+print(f"6. Figure 6, 8-byte / 4-byte time at n = {top_n} (above the floor, the time at n = {floor_n}): " + ", ".join(
+    f"{wide}/{narrow} {kernel_ms[wide][top_n] / kernel_ms[narrow][top_n]:.2f} "
+    f"({(kernel_ms[wide][top_n] - kernel_ms[wide][floor_n]) / (kernel_ms[narrow][top_n] - kernel_ms[narrow][floor_n]):.2f})"
+    for wide, narrow in (("int64", "int32"), ("uint64", "uint32"), ("float64", "float32"))))
+large_n = [n for n in kernel_ms["add"] if n >= 2 ** 20]
+print("7. Figure 7, time / add's from n = 2^20 on: " + ", ".join(
+    f"{op} {span([kernel_ms[op][n] / kernel_ms['add'][n] for n in large_n], 2)}" for op in ("mul", "max", "min"))
+      + f"; every result correct: {all(row['correct'] for row in dtype_rows + op_rows)}")
 
 
 def bench_us(variant, dtype, k):
     return results.value("hierarchical_bench.csv", "median_us", variant=variant, dtype=dtype, n=2 ** k)
 
 
-print("16 items per thread at 2^28:", ", ".join(
-    f"{dtype} {bench_us('hierarchical:items_per_thread=16', dtype, 28):.1f} µs "
-    f"(ratio {bench_us('torch copy', dtype, 28) / bench_us('hierarchical:items_per_thread=16', dtype, 28):.2f})"
+large_k = range(24, 29)
+print("8. n = 2^24..2^28, kernels, copy time / our time (at least 0.5 is the target): " + "; ".join(
+    f"{dtype} {span([bench_us('torch copy', dtype, k) / bench_us('hierarchical', dtype, k) for k in large_k], 2)}"
     for dtype in ("float32", "int32")))
-met = [f"{dtype} 2^{k}" for dtype, k, ours, copy, cumsum in target_rows if k >= 24 and copy / ours >= 0.5]
-missed = [f"{dtype} 2^{k}" for dtype, k, ours, copy, cumsum in target_rows if k >= 24 and copy / ours < 0.5]
-print("at least half of torch copy:", ", ".join(met))
-print("below half:                 ", ", ".join(missed) or "none")
-print("torch.cumsum faster than ours at every size above:", all(cumsum < ours for _, _, ours, _, cumsum in target_rows),
-      "| timing of these rows:", sorted(timings))
-
-# %% [markdown]
-# Plainly (the table above):
-#
-# - **The target is met at every size from $2^{24}$ on, for both types.** At $2^{24}$ float32
-#   the scan takes 82.2 µs (1632 GB/s) where `torch` copies in 48.3 µs: 59% of a copy; int32,
-#   58%. The ratio creeps up with $n$: 62% at $2^{26}$, 64–65% at $2^{27}$ and $2^{28}$ (1104.8
-#   µs against 712.8 µs for float32), 66% with 16 items per thread (1082.3 µs). Against numba's
-#   own copy kernel, which is slower than torch's, the scan reaches 71–81%.
-# - **`torch.cumsum` is faster at every size**, by less as $n$ grows: 1.16 times at $2^{24}$
-#   (70.6 µs), 1.12 times at $2^{26}$, 1.09 times at $2^{28}$ (1012.1 µs against 1104.8 µs).
-# - Below $2^{24}$ (outside the target) the ratio is lower: 41–42% at $2^{22}$, where a copy takes
-#   under 10 µs and the three kernels' fixed cost (section 9) weighs more.
-#
-# **Why.** These are kernel times, launches left out (section 9), so the difference between
-# us and `torch.cumsum` is work on the GPU, and it is traffic. `torch.cumsum` runs CUB's scan,
-# which is **single-pass**: each tile publishes its total as soon as it has it, and the next
-# tile *looks back* at its predecessors' published totals ("decoupled look-back", Merrill and
-# Garland 2016), so the input is read once and the output written once: $2n$ words. Ours reads
-# the input twice: $3n$. Each against its own traffic at copy speed:
+print("   our time / torch.cumsum's: " + "; ".join(
+    f"{dtype} {span([bench_us('hierarchical', dtype, k) / bench_us('torch.cumsum', dtype, k) for k in large_k], 2)}"
+    for dtype in ("float32", "int32")))
+print("   time / a copy of the words it moves: ours (3n) " + span(
+    [bench_us("hierarchical", dtype, k) / (1.5 * bench_us("torch copy", dtype, k)) for dtype in ("float32", "int32") for k in large_k], 2)
+      + ", torch.cumsum (2n) " + span(
+    [bench_us("torch.cumsum", dtype, k) / bench_us("torch copy", dtype, k) for dtype in ("float32", "int32") for k in large_k], 2))
 
 # %%
-for dtype in ("float32", "int32"):
-    for name, k in (("scan_throughput.csv", 24), ("scan_throughput.csv", 26), ("hierarchical_bench.csv", 28)):
-        copy, ours, cumsum = (results.value(name, "median_us", variant=v, dtype=dtype, n=2 ** k)
-                              for v in ("torch copy", "hierarchical", "torch.cumsum"))
-        print(f"{dtype:<7} 2^{k}: ours {ours:7.1f} µs against 3n words at copy speed {1.5 * copy:7.1f} µs: "
-              f"{ours / (1.5 * copy):.2f}x | torch.cumsum {cumsum:7.1f} µs against 2n words {copy:7.1f} µs: {cumsum / copy:.2f}x")
+long_rows = [{"variant": ("2011 " if key.startswith("paper") else table1[0]["date"][:4] + " ") + label, "n": row["n"],
+              "ms": row[key]} for row in table1 for key, label in columns.items()]
+ax = ps.viz.throughput(long_rows, y="ms", title="Seed 001's Table 1: float32 scans, 35 to 8,388,600 elements")
+for line in ax.get_lines():
+    if line.get_label().startswith("2011"):
+        line.set_linestyle("--")
+ax.legend(fontsize=8, ncol=2)
+ax.set_ylabel("ms per scan (log scale)")
+_ = ax.set_xlabel("n (elements, log scale)")
 
 # %% [markdown]
-# Our kernels stream their $3n$ words at close to copy speed (1.03–1.15 times a copy of that
-# much, the lines above); CUB needs 1.42–1.47 times a copy of its $2n$. CUB is ahead only because
-# it moves a third less, not because it streams faster; a single-pass scan that streamed as well
-# as ours would take little more than a copy's time.
+# What fifteen years changed, and what they did not (the numbered lines above):
 #
-# **And the whole call.** A program does not call kernels; it calls `ps.scan`. The same file has
-# whole calls (host clock), on a device array and on a numpy array (which adds the copies to the
-# GPU and back), beside the kernels, float32:
-
-# %%
-print(f"{'n':>5} {'kernels µs':>10} {'ps.scan µs':>11} {'host µs':>8} {'call/kernels':>12} {'on numpy µs':>12}")
-numpy_ratios = []
-for k in range(20, 29):
-    kernels = bench_us("hierarchical", "float32", k)
-    call = bench_us("ps.scan(hierarchical) call", "float32", k)
-    on_numpy = bench_us("ps.scan(hierarchical) call on numpy", "float32", k)
-    numpy_ratios.append(on_numpy / kernels)
-    print(f"{'2^' + str(k):>5} {kernels:>10.1f} {call:>11.1f} {call - kernels:>8.1f} {call / kernels:>12.2f} {on_numpy:>12.1f}")
-print(f"a call on a numpy array takes {min(numpy_ratios):.0f} to {max(numpy_ratios):.0f} times as long as the kernels")
-print("timing of the calls:", sorted({row["timing"] for row in results.read("hierarchical_bench.csv", kind="whole call")}))
-
-# %% [markdown]
-# On a device array the host adds 0.24 to 0.70 ms to every call (the `host` column above): at
-# $2^{20}$ the call takes 21 times as long as its kernels, at $2^{24}$ 3.9 times, and only from
-# $2^{26}$ on do the kernels make up half of it or more. On a numpy array the copies to the GPU
-# and back dominate everything: 121 to 449 times the kernels. A scan is worth sending to the GPU
-# only if the data are there already.
+# - **The small sizes time a call, not a scan** (line 1). Up to 1024 elements every GPU column
+#   is flat: a fixed cost per call, not arithmetic. Our kernels' floor is about a tenth of the
+#   GTX 480's, but a whole `ps.scan` call costs more than the GTX 480's time. If the paper's
+#   events were recorded, as usual, around the launch on an idle GPU, its floor was mostly the
+#   host's launch, which our kernel column leaves out and our whole call includes, with numba's
+#   Python on top. Which time one compares decides the story: kernel against kernel, the floor
+#   fell nearly tenfold; call against call, Python's launches ate the gain.
+# - **The grid level costs launches** (line 2). Past 1024 elements the GTX 480's time jumps, its
+#   grid level presumably taking more launches; ours jumps later, when a second tile of 2048 is
+#   needed and one launch becomes three. Each kernel must finish before the next starts (the
+#   spine needs every tile's total), and starting and draining a kernel takes the GPU
+#   microseconds.
+# - **Large arrays are bound by memory** (lines 3, 6 and 7). At 8,388,600 elements the GTX 480
+#   moved its data at about a third of its memory's peak; our kernels run at most of a copy's
+#   rate. Figure 6 says the same today as in 2011: above the floor, 8-byte elements take nearly
+#   twice as long as 4-byte ones, twice the bytes. The operator hardly matters (Figure 7): max
+#   and min are a little slower than add, since a float max that propagates NaN as `np.maximum`
+#   does is a compare, a test and a select where add is one instruction.
+# - **The CPU line did not move** (line 4). A sequential scan is a chain of dependent
+#   additions: more cores and wider vector units do not shorten a chain, and clock rates have
+#   hardly grown since 2011. So where the GPU overtakes the CPU depends on what is timed
+#   (line 5): our kernels early, a whole call only at tens of thousands of elements, close to
+#   where the paper's GPU overtook its CPU: one more sign that the paper timed calls.
+# - **Half a copy, and why `torch.cumsum` is faster** (line 8). From $2^{24}$ on, our kernels
+#   take less than twice a copy's time, the target set for this scan, and `torch.cumsum` is
+#   faster still at every size. Per word moved, ours streams as fast as a copy; CUB's scan is
+#   ahead because it moves a third less. It is **single-pass**: each tile publishes its total as
+#   soon as it has it and the next tile *looks back* at it (decoupled look-back, Merrill and
+#   Garland 2016), so the input is read once: $2n$ words against our $3n$. Chapter 10 builds it.
 #
-# What would close the gaps: for the kernels, a single-pass scan ($2n$ words instead of $3n$);
-# bigger tiles help a little at the largest sizes (16 items per thread: 1082.3 µs at $2^{28}$
-# against 1104.8 µs). For the whole call: fewer launches from Python (CUDA graphs, or launching
-# from C++), and an output buffer that is reused instead of allocated on every call.
-#
-# ## 12. Summary
+# ## 10. Summary
 #
 # The tracer's count for a real run of the default configuration (256 threads × 8 items, tiles
 # of 2048) over four tiles:
@@ -936,7 +711,7 @@ print("measured (hierarchical_bench.csv, float32, kernels): " + "; ".join(
 # | depth | 5 shuffles | $2k$ sequential + 11 shuffles + 4 barriers | 3 launches (1 if $n \le bk$); the spine loops over tiles of up to 4096 totals |
 # | global memory | | $bk$ reads, $bk$ writes per tile | $2n$ reads + $n$ writes = $3n$ words (scan-then-propagate: $4n$; single-pass: $2n$) |
 # | shared memory | none | $bk \cdot 33/32$ staged + 32 warp totals | |
-# | measured, float32 | | | kernels: 59–65% of a copy's rate from $2^{24}$ to $2^{28}$ (the last line above); a whole call adds 0.13–0.70 ms of host time (sections 9 and 11) |
+# | measured, float32 | | | kernels: more than half a copy's rate from $2^{24}$ to $2^{28}$ (the last line above); a whole call adds the host's launches (section 9) |
 #
 # **Questions.**
 # 1. The warp-synchronous scan of section 1 gave `7` in lane 2 on the simulator. Find a schedule
@@ -951,10 +726,9 @@ print("measured (hierarchical_bench.csv, float32, kernels): " + "; ".join(
 #    too? What happens with 8-byte elements?
 # 5. Reduce-then-scan reads the input twice. For which kind of input (think of a scan whose input
 #    is computed on the fly, say the flags of a stream compaction) is that nearly free?
-# 6. Section 9 estimated one numba launch at some 34 µs of host time. Predict our kernel time
-#    and our whole-call time for $n = 2^{30}$ float32 from the copy's bandwidth and the host times
-#    of section 11: which part would dominate? Above $2^{17}$ elements the host's share of a
-#    whole call grows though the launches stay three: which step of `ps.scan` does work that
-#    depends on $n$, and how would you time it alone?
+# 6. Predict our kernel time and `torch.cumsum`'s for $n = 2^{30}$ float32 from the copy's
+#    bandwidth (section 9, lines 3 and 8). In Table 1 the whole call's time grows from about
+#    $2^{17}$ elements on though the launches stay three: which step of `ps.scan` does work
+#    that depends on $n$, and how would you time it alone?
 # 7. A single-pass scan with decoupled look-back lets tile $b$ wait for tile $b - 1$. Why can
 #    that deadlock if blocks are not scheduled in order, and how do CUB's tiles avoid it?

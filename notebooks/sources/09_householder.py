@@ -62,7 +62,11 @@ print(ps.device_info())
 # depends on $f$"* (translated): with $g$ of the opposite sign to $f$, $f - g = f + \operatorname{sign}(f)|x|$
 # adds two magnitudes. The other sign is just as good a mirror on paper, but when $x$ is
 # nearly parallel to $e$ it computes $u$'s entry and $H$ as differences of nearly equal numbers.
-# In two dimensions, with $e = (0, 1)$:
+# In two dimensions, with $e = (0, 1)$: the numbers for $x = (3, 4)$, and the picture: $x$, the
+# mirror (orthogonal to $u$), and the image on the circle of radius $|x|$. $u = x - P x$ joins
+# the two tips, and the mirror cuts it in half. In the middle and on the right, an $x$ close to
+# $e$: with `tred2`'s sign the mirror is well away from $x$; with the other sign the image lands
+# next to $x$, and $u$ is a short difference of long vectors.
 
 # %%
 e2 = np.array([0.0, 1.0])
@@ -79,14 +83,6 @@ x = np.array([3.0, 4.0])
 g = -np.sign(x[1]) * np.linalg.norm(x)
 u, H, image = mirror(x, g)
 print(f"x = {x}: h = {x @ x:g}, f = {x[1]:g}, g = {g:g}, u = {u}, H = {H:g}, P x = {image.round(12) + 0.0}")
-
-# %% [markdown]
-# The picture: $x$, the mirror (orthogonal to $u$), and the image on the circle of radius
-# $|x|$. $u = x - P x$ joins the two tips, and the mirror cuts it in half. In the middle and on
-# the right, an $x$ close to $e$: with `tred2`'s sign the mirror is well away from $x$; with the
-# other sign the image lands next to $x$, and $u$ is a short difference of long vectors.
-
-# %%
 x_near = np.array([0.6, 2.5])
 norm_near = np.linalg.norm(x_near)
 _ = ps.viz.reflection([x, x_near, x_near], [x + 5 * e2, x_near + norm_near * e2, x_near - norm_near * e2],
@@ -121,7 +117,10 @@ for label, g32 in (("g = -sign(f) sqrt(h)", -np.sqrt(h32)), ("g = +sign(f) sqrt(
 # cannot overflow or underflow; $u$ and $H$ scale together and $P$ does not change, so the
 # numpy version below leaves it out. The kernel does it.)
 #
-# In numpy, one step and the whole loop, on a small matrix with integer entries:
+# In numpy, one step and the whole loop, on a small matrix with integer entries. Each step zeroes
+# row $i$ and column $i$ left of (and above) the sub-diagonal: in the picture the framed cells
+# are the ones the step just zeroed, blank cells are zero (up to rounding), and colours are
+# $\log_{10}|a|$.
 
 # %%
 def householder_step(A, i):
@@ -153,20 +152,14 @@ for i in range(4, 1, -1):
     just[i, :i - 1] = just[:i - 1, i] = True
     zeroed.append(just)
 print("A =\n", A5)
-
-# %% [markdown]
-# Each step zeroes row $i$ and column $i$ left of (and above) the sub-diagonal: the framed
-# cells are the ones the step just zeroed. Blank cells are zero (up to rounding); colours are
-# $\log_{10}|a|$.
-
-# %%
 _ = ps.viz.sparsity(steps, ["A", "after step i = 4", "after step i = 3", "after step i = 2: T"], highlight=zeroed)
 
 # %% [markdown]
 # After the three steps $T = P_2 P_3 P_4 \, A \, P_4 P_3 P_2$, so $Q = P_4 P_3 P_2$ (the
 # notes, numbering the reflectors in the order they are applied: *"$A'' = P_2 A' P_2 = P_2 P_1
 # A P_1 P_2$"*, *"tridiag $A = Q' A Q$"*). Step $i = 1$ would reflect a single entry onto
-# itself: nothing to do.
+# itself: nothing to do. The package's `householder` does the same on the GPU (the simulator
+# here) and returns $T$ as its diagonal $d$ and sub-diagonal $e$, with $Q$:
 
 # %%
 T5 = steps[-1]
@@ -174,12 +167,6 @@ print("T =\n", np.where(np.abs(T5) < 1e-12, 0.0, T5).round(3) + 0.0)
 Q5 = reflectors[0] @ reflectors[1] @ reflectors[2]
 print("numpy steps: Q^T A Q = T:", np.allclose(Q5.T @ A5 @ Q5, T5, rtol=0, atol=1e-12),
       "| T tridiagonal:", np.allclose(np.tril(T5, -2), 0, rtol=0, atol=1e-12))
-
-# %% [markdown]
-# The package's `householder` does the same on the GPU (the simulator here) and returns $T$ as
-# its diagonal $d$ and sub-diagonal $e$, with $Q$:
-
-# %%
 d5, e5, Qp = ps.tridiag.householder(A5)
 Tp = np.diag(d5) + np.diag(e5, 1) + np.diag(e5, -1)
 print("package: Q^T A Q = tridiag(e, d, e) within 1e-12:", np.allclose(Qp.T @ A5 @ Qp, Tp, rtol=0, atol=1e-12))
@@ -210,17 +197,6 @@ print("package and numpy steps agree (d, e, Q within 1e-12):",
 #    path, one matrix per block, the whole block shares phases 1 and 3: section 6);
 # 4. `update`: every thread $j < i$ updates its column of $A - q u^T - u q^T$.
 #
-# `reflector` and `update` are exercises 09.householder-reflector and 09.rank-two-update; the instructor's version prints the package's code here.
-
-# %%
-for device_function in (hh.project, hh.correct, hh.reduce_rows):
-    print(inspect.getsource(device_function))
-
-# %% tags=["instructor"]
-for device_function in (hh.reflector, hh.update):
-    print(inspect.getsource(device_function))
-
-# %% [markdown]
 # Phases 1 and 3 are serial: one thread sums over $i$ entries while the others wait at the next
 # barrier. Section 6 comes back to that.
 #
@@ -228,11 +204,17 @@ for device_function in (hh.reflector, hh.update):
 # $1, \dots, n-1$ into $Q$, in place, applying the reflectors from the smallest block outward:
 # $Q_{\text{block}} \leftarrow Q_{\text{block}} - u \, (u^T Q_{\text{block}}) / H$, one column per
 # thread again. Row and column $n-1$ are never touched by a reflector: they stay those of the
-# identity.
+# identity. The device functions and the kernel that strings them together follow.
+#
+# `reflector` and `update` are exercises 09.householder-reflector and 09.rank-two-update; the instructor's version prints the package's code here.
 
 # %%
-print(inspect.getsource(hh.accumulate))
-print(inspect.getsource(hh.tridiagonalize))
+for device_function in (hh.project, hh.correct, hh.reduce_rows, hh.accumulate, hh.tridiagonalize):
+    print(inspect.getsource(device_function))
+
+# %% tags=["instructor"]
+for device_function in (hh.reflector, hh.update):
+    print(inspect.getsource(device_function))
 
 # %% [markdown]
 # ### 3.2 Several matrices per block
@@ -242,19 +224,18 @@ print(inspect.getsource(hh.tridiagonalize))
 # gbx = Qt + blockIdx.x * (blockDim.x/d)"*. The shared-memory kernel does exactly that (`slot`
 # is the notes' `Qt`, `matrix` their `gbx`), and cuts the block's dynamic shared memory into one
 # $n \times (n+2)$ piece per matrix: the matrix, $p$ and the $H$ values.
-
-# %%
-print(inspect.getsource(hh.tridiagonalize_shared))
-
-# %% [markdown]
+#
 # The host picks `per_block`: as many matrices as fit into 256 threads and 48 KiB of shared
 # memory. The tracer records the real launches, checks every shared-memory access for races,
 # and counts the barriers each thread passes: $4(n-1)$ in the reduction and $n-1$ in the
 # accumulation, $5(n-1)$ in all. `householder` launches three kernels (the symmetry check,
 # the reduction, and one that copies $T$'s off-diagonal out); the cell picks the reduction by
-# its name and counts its barriers alone:
+# its name and counts its barriers alone. Last, who is who in the second block of the $n = 5$
+# run, which holds the matrices that did not fit into the first: its slots past the last matrix
+# have no matrix, and their threads only pass the barriers.
 
 # %%
+print(inspect.getsource(hh.tridiagonalize_shared))
 launches = {}
 for n_traced, batch_traced in ((5, 60), (16, 20)):
     sample = np.random.default_rng(n_traced).normal(size=(batch_traced, n_traced, n_traced))
@@ -265,13 +246,7 @@ for n_traced, batch_traced in ((5, 60), (16, 20)):
           f"({launch.block[0] // n_traced} matrices each), {barriers} barriers, 5 (n - 1) = {5 * (n_traced - 1)}; "
           f"in the whole run {len(run.races())} races, {len(run.uninitialized_reads())} uninitialized reads")
     print(f"        the other launches: {', '.join(found.kernel for found in run.launches if found is not launch)}")
-
-# %% [markdown]
-# With $n = 5$: 51 matrices in a block of 255 threads, and the last 9 of the 60 in a second
-# block (its other slots have no matrix, and their threads only pass the barriers). Who is who
-# in block 1:
-
-# %%
+print()
 per_block_5 = launches[5].block[0] // 5
 for thread in (0, 1, 4, 5, 6, 44, 45, 254):
     tidx, slot = thread % 5, thread // 5
@@ -284,11 +259,18 @@ for thread in (0, 1, 4, 5, 6, 44, 45, 254):
 # consecutive words on consecutive banks. But a warp of 32 threads holds two matrices of
 # $n = 16$, and each matrix's slice of shared memory is $n(n+2) = 288$ words long, a multiple
 # of 32: thread `tidx` of the second matrix lands on the same bank as thread `tidx` of the
-# first, a two-way conflict on every column access. `slot_stride` pads the slices apart so that
-# their starts differ by $n$ modulo 32: then the warp's threads `slot * n + tidx` cover 32
-# different banks, as if the two matrices were one. The tracer counts the passes that every
-# warp-wide shared-memory access needs (1 = conflict-free), for the kernel launched on four
-# float32 matrices with the slices unpadded, and padded as `householder` launches it:
+# first. The remedy is padding: `slot_stride` moves the slices apart so that their starts
+# differ by $n$ modulo 32; then the warp's threads `slot * n + tidx` cover 32 different banks,
+# as if the two matrices were one. The padding costs $(n - n(n+2)) \bmod 32$ words per matrix,
+# which the host subtracts from the 48 KiB when it picks `per_block`.
+#
+# The tracer counts the passes that every warp-wide shared-memory access needs (1 =
+# conflict-free), for the kernel launched on four float32 matrices in one block, with the slices
+# unpadded and padded as `householder` launches it, by the device function that makes the
+# access. It takes the $k$-th access of each thread to one source line as one instruction of the
+# warp; `by_phase=True` counts $k$ within each barrier phase, because here the threads of a warp
+# join the loops at different steps (the owner of row $i$, the columns $j < i$), and pairing
+# over the whole launch would pair accesses of different steps.
 
 # %%
 print(inspect.getsource(hh.slot_stride))
@@ -303,22 +285,39 @@ def reduce_shared(A, stride):
     return q.copy_to_host()
 
 
+def function_of(line, functions=(hh.load, hh.reflector, hh.project, hh.correct, hh.update, hh.accumulate,
+                                 hh.tridiagonalize, hh.tridiagonalize_shared)):
+    """The device function (or kernel) whose source holds ``line`` of householder_kernels.py."""
+    for function in functions:
+        source, start = inspect.getsourcelines(function)
+        if start <= line < start + len(source):
+            return function.__name__
+    raise ValueError(f"line {line} is in none of {[function.__name__ for function in functions]}")
+
+
 M = np.random.default_rng(16).normal(size=(4, 16, 16))
 A_banks = ((M + M.transpose(0, 2, 1)) / 2).astype(np.float32)
-for label, stride in (("unpadded", 16 * 18), ("padded", hh.slot_stride(16))):
-    summary = ps.trace.record(reduce_shared, A_banks, stride).conflict_summary()
-    print(f"{label:<8} stride {stride}: {summary['instructions']} warp accesses, {summary['passes']} passes "
-          f"({summary['extra_passes']} beyond one each), the worst {summary['worst']}-way")
+strides = {"unpadded": 16 * 18, "padded": hh.slot_stride(16)}
+per_function = {}  # (function, label): [warp accesses, passes, worst]
+for label, stride in strides.items():
+    for found in ps.trace.record(reduce_shared, A_banks, stride).bank_conflicts(by_phase=True):
+        tally = per_function.setdefault((function_of(found["line"]), label), [0, 0, 0])
+        tally[0], tally[1], tally[2] = tally[0] + 1, tally[1] + found["ways"], max(tally[2], found["ways"])
+functions = list(dict.fromkeys(name for name, _ in per_function))
+print(f"{'':<21} {'warp accesses':>13} | " + " | ".join(f"{f'{label}, stride {stride}':^27}" for label, stride in strides.items()))
+print(f"{'':<21} {'':>13} | " + " | ".join(f"{'passes':>12} {'the worst':>14}" for _ in strides))
+for function in functions:
+    cells = [per_function[(function, label)] for label in strides]
+    print(f"{function:<21} {cells[0][0]:>13} | " + " | ".join(f"{passes:>12} {f'{worst}-way':>14}" for _, passes, worst in cells))
+print(f"{'all':<21} {sum(per_function[(f, 'unpadded')][0] for f in functions):>13} | " + " | ".join(
+    f"{sum(per_function[(f, label)][1] for f in functions):>12} {'':>14}" for label in strides))
 
 # %% [markdown]
-# Padding removes the conflicts between the two matrices of a warp: that is the difference
-# between the two lines. The passes that remain come from the serial phases, where one thread per
-# matrix walks row $i$ (`reflector`, `correct`): the tracer pairs the $k$-th access of each
-# thread of a warp as one instruction, and there those accesses belong to different threads'
-# loops, so its count is an upper bound. The padding costs $(n - n(n+2)) \bmod 32$ words per
-# matrix (16 at $n = 16$), which the host subtracts from the 48 KiB when it picks `per_block`.
-
-# %% [markdown]
+# Unpadded, every access of every phase takes two passes: the two matrices of a warp collide
+# on every bank. Padded, every access but one is conflict-free. The one left is `update`'s
+# `w[j, i] = 0`: thread $j$ writes row $j$ of column $i$, so the threads of a matrix walk a
+# column, $n$ words apart, and padding between matrices cannot help within one (question 2).
+#
 # ### 3.3 Is it right?
 #
 # Random symmetric batches, both precisions: $Q$ orthogonal, $Q^T A Q = T$, and $T$ with the
@@ -354,20 +353,18 @@ for dtype in (np.float32, np.float64):
 # the largest are 77 (float64) and 109 (float32). Beyond, `tridiagonalize_global` runs the
 # same device functions on the output $Q$ itself, in global memory: one block per matrix, and
 # each thread loops over the columns `first, first + step, ...` when $n$ exceeds the block.
-
-# %%
-print(f"max_shared_n: float64 {hh.max_shared_n(np.float64)}, float32 {hh.max_shared_n(np.float32)}")
-print(inspect.getsource(hh.tridiagonalize_global))
-
-# %% [markdown]
+#
 # `householder` switches to it by itself for large $n$. To watch it at a size the simulator
 # runs quickly, we launch it directly with fewer threads than columns, 4 threads for 12
 # columns (3 columns per thread) on the simulator and 128 for 300 on a GPU, and compare it with
 # `householder`. The trace takes 4 threads for 12 columns on either, as it always runs on the
 # simulator:
 
-
 # %%
+print(f"max_shared_n: float64 {hh.max_shared_n(np.float64)}, float32 {hh.max_shared_n(np.float32)}")
+print(inspect.getsource(hh.tridiagonalize_global))
+
+
 def reduce_in_global_memory(A, threads):
     """Launch tridiagonalize_global on a (batch, n, n) host array; return d, e, Q on the host."""
     count, n, _ = A.shape
@@ -405,9 +402,17 @@ print(f"traced, n = 12 on 4 threads: {len(run.races())} races, {run.counts()['ba
 # $$y = Q^T b, \qquad T z = y \ \text{(tridiagonal: PCR, chapter 07)}, \qquad x = Q z .$$
 #
 # $T$ has the eigenvalues of $A$, so for a symmetric positive definite $A$ it is positive
-# definite too, and PCR, which does not pivot, is safe. By hand, with numpy for the two
-# products and the package's PCR for $T z = y$; $T$'s bands are $a = (0, e)$, $b = d$,
-# $c = (e, 0)$:
+# definite too, and PCR, which does not pivot, is safe. The cell below first solves by hand,
+# with numpy for the two products and the package's PCR for $T z = y$ ($T$'s bands are
+# $a = (0, e)$, $b = d$, $c = (e, 0)$).
+#
+# `solve_symmetric` does the same with everything on the device: the reduction, then
+# $Q^T b$ and $Q z$ by the kernel `multiply` (one thread per entry of the result), and in
+# between, for a positive definite $T$, the hybrid of chapter 08 (section 2), which does
+# not pivot either (section 4.1 shows what it does when $T$ is not). The cell checks it against
+# `numpy.linalg.solve` on batches of the size of section 3.3, a small and a large $n$ (5 and 16
+# on the simulator, 32 and 64 on a GPU), with the error bound of a backward-stable solve
+# ($16 n \varepsilon \, \kappa(A) \, |x|$):
 
 # %%
 rng_spd = np.random.default_rng(34)
@@ -420,16 +425,6 @@ z = ps.tridiag.solve(np.concatenate([[0.0], e]), d, np.concatenate([e, [0.0]]), 
 x_steps = Q @ z
 print("Q (T (Q^T x)) = b by hand, vs numpy.linalg.solve, within 1e-12:",
       np.allclose(x_steps, np.linalg.solve(A_spd, b), rtol=0, atol=1e-12))
-
-# %% [markdown]
-# `solve_symmetric` does the same with everything on the device: the reduction, then
-# $Q^T b$ and $Q z$ by the kernel `multiply` (one thread per entry of the result), and in
-# between, for a positive definite $T$, the hybrid of chapter 08 (section 2), which does
-# not pivot either (section 4.1 shows what it does when $T$ is not). Checked against `numpy.linalg.solve` on batches of the size of section 3.3,
-# a small and a large $n$ (5 and 16 on the simulator, 32 and 64 on a GPU), with the error bound
-# of a backward-stable solve ($16 n \varepsilon \, \kappa(A) \, |x|$):
-
-# %%
 print(inspect.getsource(hh.multiply))
 rng_solve = np.random.default_rng(36)
 for dtype in (np.float32, np.float64):
@@ -523,20 +518,20 @@ except np.linalg.LinAlgError as error:
 #
 # For a symmetric positive definite $A$ the textbook solve is neither LU nor this route but
 # Cholesky, $A = L L^T$: no pivoting (its pivots are positive, as above), backward stable, and
-# $\frac13 n^3$ flops, half of LU's $\frac23 n^3$. Its triangular solves cost $2n^2$. Against it,
-# the Householder route of this chapter spends $\frac{10}{3} n^3$ (section 7):
-
-# %%
-for name, flops in (("Cholesky", 1 / 3), ("LU (torch.linalg.solve)", 2 / 3), ("this chapter's route", 10 / 3)):
-    print(f"{name:<24} {flops:.2f} n^3 flops: {flops / (1 / 3):4.1f} x Cholesky's")
-
-# %% [markdown]
+# half of LU's arithmetic. Its triangular solves cost $2n^2$. Against it, in flops for one
+# $n \times n$ matrix (section 7 counts this chapter's):
+#
+# | | flops | × Cholesky's |
+# | --- | --- | --- |
+# | Cholesky | $\frac13 n^3$ | 1 |
+# | LU with partial pivoting (`torch.linalg.solve`) | $\frac23 n^3$ | 2 |
+# | this chapter's route | $\frac{10}{3} n^3$ | 10 |
+#
 # Ten times Cholesky's arithmetic: for one solve with one $A$ the Householder route is never the
 # fast way, on a GPU or anywhere. It pays where $T$ itself is worth having: the eigenvalues of
 # $A$, or many shifted systems $(A - \sigma I) x = b$, each a tridiagonal solve of $O(n)$ once
-# $T$ and $Q$ are known (question 4). Section 6 measures the route against PyTorch's LU; a
-# batched Cholesky (`torch.linalg.cholesky` and `cholesky_solve`) is the comparison it still
-# lacks.
+# $T$ and $Q$ are known (question 4). Section 6 measures the route against PyTorch's batched
+# LU and Cholesky (`torch.linalg.cholesky_ex` and `cholesky_solve`).
 
 # %% [markdown]
 # ## 5. Exercises
@@ -694,32 +689,38 @@ print(ps.check.function(my_norms, lambda X: (X ** 2).sum(axis=1), norm_cases, na
 # stage): the reduction kernel alone, queued between two CUDA events (the GPU's work without
 # the host's), and `solve_symmetric` as a user calls it, from device arrays and from numpy
 # arrays, on the host clock. PyTorch's rows come from `householder.csv` at the same shapes:
-# `torch.linalg.solve` (LU with partial pivoting) and `torch.linalg.eigh`, between events but not
-# queued, since these calls wait for the GPU themselves. One table, with the ratios the text
-# below uses:
+# `torch.linalg.solve` (LU with partial pivoting), `torch.linalg.cholesky_ex` followed by
+# `cholesky_solve` (Cholesky, the fair baseline of section 4.2) and `torch.linalg.eigh`, between
+# events but not queued, since these calls wait for the GPU themselves. One table, with the
+# ratios the text below uses:
 
 # %%
 calls_rows, torch_rows = results.read("householder_calls.csv"), results.read("householder.csv")
-print(f"{calls_rows[0]['device']}, {calls_rows[0]['date']} (package) and {torch_rows[0]['date']} (torch {torch_rows[0]['torch']}); "
-      f"every result correct: {all(row['correct'] for row in calls_rows + torch_rows)}")
+print(f"{calls_rows[0]['device']}, {calls_rows[0]['date']} (package) and {torch_rows[0]['device']}, {torch_rows[0]['date']} "
+      f"(torch {torch_rows[0]['torch']}); every result correct: {all(row['correct'] for row in calls_rows + torch_rows)}")
 DTYPES = ("float32", "float64")
 CASES = sorted({(row["batch"], row["n"]) for row in calls_rows}, key=lambda case: case[1])
 COLUMNS = {"reduction kernel": ("householder_calls.csv", "householder (reduction, events)"),
            "solve_symmetric, device": ("householder_calls.csv", "solve_symmetric (whole call, device arrays)"),
            "solve_symmetric, numpy": ("householder_calls.csv", "solve_symmetric (whole call, numpy)"),
            "torch solve": ("householder.csv", "torch.linalg.solve"),
+           "torch Cholesky": ("householder.csv", "torch cholesky_ex + cholesky_solve"),
            "torch eigh": ("householder.csv", "torch.linalg.eigh")}
 ms = {(column, t, case): results.value(name, "median_us", what=what, dtype=t, batch=case[0], n=case[1]) / 1000
       for column, (name, what) in COLUMNS.items() for t in DTYPES for case in CASES}
 RATIOS = {"ours / torch solve": lambda t, c: ms["solve_symmetric, device", t, c] / ms["torch solve", t, c],
+          "ours / torch Cholesky": lambda t, c: ms["solve_symmetric, device", t, c] / ms["torch Cholesky", t, c],
           "numpy / device": lambda t, c: ms["solve_symmetric, numpy", t, c] / ms["solve_symmetric, device", t, c],
           "eigh / kernel": lambda t, c: ms["torch eigh", t, c] / ms["reduction kernel", t, c]}
-print(f"\nmedian (ms)          " + "".join(f"{column:>24}" for column in COLUMNS) + "".join(f"{ratio:>20}" for ratio in RATIOS))
-for t in DTYPES:
-    for c in CASES:
-        print(f"{t:<8} {f'{c[0]} x {c[1]}':>11} " + "".join(f"{ms[column, t, c]:>24.2f}" for column in COLUMNS)
-              + "".join(f"{ratio(t, c):>20.1f}" for ratio in RATIOS.values()))
-print(f"\nflops of this route / LU's: {(10 / 3) / (2 / 3):.0f} (section 7)")
+SHAPES = [(t, c) for t in DTYPES for c in CASES]
+print(f"\n{'median (ms)':<24}" + "".join(f"{f'{t} {c[0]} x {c[1]}':>20}" for t, c in SHAPES))
+for column in COLUMNS:
+    print(f"{column:<24}" + "".join(f"{ms[column, t, c]:>20.2f}" for t, c in SHAPES))
+for label, ratio in RATIOS.items():
+    print(f"{label:<24}" + "".join(f"{ratio(t, c):>20.1f}" for t, c in SHAPES))
+print(f"\nflops of this route / LU's: {(10 / 3) / (2 / 3):.0f}, / Cholesky's: {(10 / 3) / (1 / 3):.0f} (section 7)")
+print("torch's Cholesky faster than its LU at every shape:",
+      all(ms["torch Cholesky", t, c] < ms["torch solve", t, c] for t, c in SHAPES))
 
 # %%
 import matplotlib.pyplot as plt  # noqa: E402
@@ -732,15 +733,17 @@ ax.set_xticks([i + width * (len(COLUMNS) - 1) / 2 for i in range(len(CASES))], [
 ax.set_yscale("log")
 ax.set_ylabel("median time (ms), log scale")
 ax.set_title(f"float64, {calls_rows[0]['device']}: each bar one call or kernel")
-_ = ax.legend(fontsize=8, ncol=3)
+ax.set_xlabel("batch x n")
+_ = ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
 
 # %% [markdown]
-# What the table says (every figure is in the table or its ratio columns):
+# What the table says (every figure is in the table or its ratio rows):
 #
-# - **Against `torch.linalg.solve`, our route loses by a wide margin** at every shape ("ours /
-#   torch solve"). That is no surprise: LU needs $\frac23 n^3$ flops, this route five times
-#   as many, and a solve with a symmetric positive definite $A$ would better be set against
-#   Cholesky (section 4.2). The Householder route pays where $T$ itself is wanted.
+# - **Against PyTorch's LU and Cholesky, our route loses** at every shape ("ours / torch
+#   solve", "ours / torch Cholesky"), by far at $n = 512$. That is no surprise: LU needs
+#   $\frac23 n^3$ flops, Cholesky $\frac13 n^3$, this route five and ten times as many
+#   (section 4.2), and Cholesky, the fair baseline for a symmetric positive definite $A$, is
+#   the fastest of the three here. The Householder route pays where $T$ itself is wanted.
 # - **Against `torch.linalg.eigh`, our reduction kernel is faster** ("eigh / kernel" above 1),
 #   but the comparison is not like for like: `eigh` computes every eigenvalue and eigenvector,
 #   our kernel only $T$ and $Q$, the first part of that work. At $n = 64$ the gap is widest; in
@@ -786,7 +789,9 @@ print(inspect.getsource(hh.correct_parallel))
 #    $|P^T P - I|$. How many correct digits does the wrong sign leave, and why?
 # 2. The kernel updates the whole $i \times i$ block although it is symmetric. How much work
 #    would updating one triangle save, and what would it cost in memory access (which
-#    addresses would the threads of a warp touch)?
+#    addresses would the threads of a warp touch)? `update` also zeroes `w[j, i]`, a walk down
+#    a column (the one bank conflict left in section 3.2): how many passes does one such write
+#    take at $n = 16$, and how could the kernel avoid it?
 # 3. In the shared-memory path one thread sums $h$ and $u \cdot p$ while the others wait; the
 #    global path uses a block-wide tree (`block_sum`, section 6). How many barrier phases
 #    does the tree add per step, and how much shorter is the longest path at $n = 512$ with 256

@@ -220,8 +220,19 @@ class Trace:
 
         return str(self.error) if isinstance(self.error, BarrierDivergenceError) else ""
 
-    def bank_conflicts(self, banks=32, bank_bytes=4):
+    def bank_conflicts(self, banks=32, bank_bytes=4, by_phase=False):
         """Passes needed by each warp-wide shared-memory access instruction.
+
+        The threads of a warp issue one instruction together; the tracer takes the ``k``-th access
+        of each thread to one array from one source line as that instruction.
+
+        Parameters
+        ----------
+        by_phase : bool
+            Count ``k`` within each barrier phase instead of over the whole launch. Over the
+            launch is right when the threads of a warp run each line equally often (a scan's
+            steps); where they join a loop at different barrier phases (one owner thread per
+            step, a triangle of columns) it pairs accesses of different phases and over-counts.
 
         Returns
         -------
@@ -230,9 +241,15 @@ class Trace:
             1 = conflict-free; threads reading one word share it by broadcast) and ``threads``.
         """
         groups = collections.defaultdict(list)
+        in_phase = collections.Counter()
         for r in self.records:
             if r.space == "shared":
-                groups[(r.launch, r.block, r.thread // WARP_SIZE, r.array, r.line, r.instance, r.write)].append(r)
+                instance = r.instance
+                if by_phase:
+                    key = (r.launch, r.block, r.thread, r.array, r.line, r.phase)
+                    instance = (r.phase, in_phase[key])
+                    in_phase[key] += 1
+                groups[(r.launch, r.block, r.thread // WARP_SIZE, r.array, r.line, instance, r.write)].append(r)
         found = []
         for (launch, block, warp, array, line, instance, write), rs in groups.items():
             words_per_bank = collections.defaultdict(set)
@@ -248,7 +265,8 @@ class Trace:
         return found
 
     def conflict_summary(self, **kw):
-        """``{"instructions", "passes", "extra_passes", "worst"}`` over every warp access."""
+        """``{"instructions", "passes", "extra_passes", "worst"}`` over every warp access (``kw``: as
+        :meth:`bank_conflicts`)."""
         found = self.bank_conflicts(**kw)
         passes = sum(f["ways"] for f in found)
         return {"instructions": len(found), "passes": passes, "extra_passes": passes - len(found),
