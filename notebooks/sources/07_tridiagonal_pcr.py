@@ -772,6 +772,9 @@ def my_hybrid_solve(a, b, c, d):
 # %% tags=["check"] exercise_id="07.thomas-sweep"
 print(ps.check.tridiagonal(my_hybrid_solve))
 
+# %% tags=["instructor"]
+print(inspect.getsource(hybrid.sweep))  # the package's sweep, which solves the exercise
+
 
 # %% [markdown]
 # ## 10. What PCR has to do with scans
