@@ -544,7 +544,7 @@ for variant in ("copy", "ladder", "blelloch"):
 # host too: the Python of the call and of every launch, and, from a numpy array, the copies to
 # and from the GPU. For a scan of a few thousand elements it is the host that decides. What a
 # call costs beyond its kernels, and why, is measured once for the workbook, in
-# [chapter 08, section 3](08_tridiagonal_hybrid.ipynb); the ladder's whole calls are the
+# chapter 08 (`08_tridiagonal_hybrid`), section 3; the ladder's whole calls are the
 # `ps.scan(ladder) call` rows of `benchmarks/scan_throughput.csv`.
 #
 # The int32 measurements in the same file give about the same kernel times as float32 at the

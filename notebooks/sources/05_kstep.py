@@ -537,7 +537,7 @@ _ = ax.set_ylabel("median kernel time per scan (µs, log scale)")
 #
 # **A whole call** pays, besides the GPU's work, the host's part: what that is, and why it
 # grows with the launches, is measured once for the workbook in
-# [chapter 08, section 3](08_tridiagonal_hybrid.ipynb). Here it only needs a price. The sweep
+# chapter 08 (`08_tridiagonal_hybrid`), section 3. Here it only needs a price. The sweep
 # has whole calls for $L = 2$ only; from $2^{12}$ to $2^{16}$ they are nearly all host time, and
 # a straight line through those five calls (time = fixed + per launch $\times$ launches) prices it:
 

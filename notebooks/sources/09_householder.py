@@ -753,7 +753,7 @@ _ = ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
 #   are solved one matrix after another.
 # - **From numpy arrays the transfers dominate** the small matrices ("numpy / device"). What a
 #   call costs beyond its kernels is measured once for the workbook, in
-#   [chapter 08, section 3](08_tridiagonal_hybrid.ipynb).
+#   chapter 08 (`08_tridiagonal_hybrid`), section 3.
 # - **$n = 512$ takes the global-memory path**: one block per matrix, and 100 blocks are fewer
 #   than the GPU's multiprocessors (an H100 SXM has 132), so the kernel time is the time of one
 #   matrix, all of its $O(n^3)$ work in global memory. There the whole block shares the sums of
