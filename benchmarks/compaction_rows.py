@@ -7,7 +7,8 @@ For every size and dtype, with half the flags set at random, inputs already on t
   exactly), ``apps.compact(..., sync=False)`` then a synchronisation (the buffer and a device
   count), ``x[mask]`` in torch and in CuPy; ``apps.compact_indices`` against ``nonzero`` in
   torch and ``flatnonzero`` in CuPy (bool masks, the indices as int64);
-* device time by CUPTI (``torch.profiler``, every kernel and copy of the calls summed) for
+* device time by CUPTI (:func:`prefixsum.cli.cupti.cupti_us`, every kernel and copy of a call
+  summed, median over the calls) for
   ``apps.compact``, torch's and CuPy's ``x[mask]``, when torch is there; the kernels seen are
   printed, so that the log shows what each library launches.
 """
@@ -17,6 +18,7 @@ import sys
 import numpy as np
 
 from prefixsum import apps
+from prefixsum.cli import cupti
 
 SIZES = (1 << 20, 1 << 22, 1 << 24, 1 << 26)
 QUICK_SIZES = (3000,)
@@ -24,29 +26,19 @@ DTYPES = ("float32", "int32", "float64")
 READABLE_AT = (1 << 24, "float32")  # the three-launch compact_by_scan, at one size (it is the slow one)
 
 
-def cupti_us(torch, call, repeats):
-    """Device microseconds per ``call()`` by CUPTI: every kernel, copy and memset it queued, summed.
+def cupti_device_us(call, repeats):
+    """Device microseconds per ``call()`` by CUPTI (:func:`prefixsum.cli.cupti.cupti_us`): every kernel,
+    copy and memset it queued, summed, median over the calls.
 
-    Returns ``(us, kernels)``, ``kernels`` the names seen with their counts per call; ``(nan, "")``
+    Returns ``(us, kernels)``, ``kernels`` the names seen with their launches per call; ``(nan, "")``
     when CUPTI saw no device work (a profiler that drops activity it cannot tie to torch's ops).
     """
-    from torch.profiler import ProfilerActivity, profile
-
-    call()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(repeats):
-            call()
-        torch.cuda.synchronize()
-    total, names = 0.0, []
-    for event in prof.key_averages():
-        device = getattr(event, "self_device_time_total", None)
-        if device is None:
-            device = getattr(event, "self_cuda_time_total", 0.0)
-        if device > 0:
-            total += device
-            names.append(f"{event.key[:60]} x{event.count / repeats:g}")
-    return (total / repeats, "; ".join(names)) if total > 0 else (float("nan"), "")
+    seen = {}
+    try:
+        us = cupti.cupti_us(call, warmup=1, repeats=repeats, copies=True, seen=seen)
+    except RuntimeError:
+        return float("nan"), ""
+    return us, "; ".join(f"{name[:60]} x{count:g}" for name, count in seen.items())
 
 
 def run_compaction(cuda, torch, cupy, quick, repeats, rng, add, timed):
@@ -77,7 +69,7 @@ def run_compaction(cuda, torch, cupy, quick, repeats, rng, add, timed):
                 ok = np.array_equal(to_host(call()), expected)
                 device_us, kernels = float("nan"), ""
                 if torch and "sync=False" not in method and "readable" not in method:
-                    device_us, kernels = cupti_us(torch, call, repeats)
+                    device_us, kernels = cupti_device_us(call, repeats)
                 add("compact", method, dtype, n, timed(call, repeats=repeats), ok, device_us=device_us)
                 if kernels:
                     print(f"    CUPTI: {kernels}")

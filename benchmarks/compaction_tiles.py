@@ -5,7 +5,7 @@
 For each tile shape (threads x elements per thread), size and dtype, half the flags set: the
 kernel alone (``sync=False`` calls queued behind a busy kernel, CUDA events:
 :func:`prefixsum.cli.bench.kernel_us`) and the whole ``sync=True`` call on the host clock; torch's
-``x[mask]`` whole, and both by CUPTI (:func:`compaction_rows.cupti_us`) at the default shape.
+``x[mask]`` whole, and both by CUPTI (:func:`compaction_rows.cupti_device_us`) at the default shape.
 Chose the default :data:`prefixsum.apps.selection.ITEMS_PER_THREAD` and ``BLOCK_SIZE``. Writes
 ``compaction_tiles.csv``.
 """
@@ -22,7 +22,7 @@ from prefixsum.cli.bench import QUICK_REPEATS, gpu_library, host_us, kernel_us, 
 from prefixsum.cli.metadata import run_metadata  # noqa: E402
 from prefixsum.cli.results import report_wrong, write_csv  # noqa: E402
 
-from compaction_rows import cupti_us, exit_skipping_teardown  # noqa: E402  (beside this script)
+from compaction_rows import cupti_device_us, exit_skipping_teardown  # noqa: E402  (beside this script)
 
 SHAPES = ((128, 8), (128, 16), (256, 8), (256, 16), (128, 24))
 SIZES = (1 << 20, 1 << 24, 1 << 26)
@@ -51,7 +51,7 @@ def main(argv=None):
                 ok = np.array_equal(apps.compact(dx, dmask).copy_to_host(), x[mask])
                 kernel = kernel_us(lambda: apps.compact(dx, dmask, sync=False), repeats=repeats)
                 whole = host_us(lambda: apps.compact(dx, dmask), repeats=repeats)
-                device = cupti_us(torch, lambda: apps.compact(dx, dmask), repeats)[0] if torch else float("nan")
+                device = cupti_device_us(lambda: apps.compact(dx, dmask), repeats)[0] if torch else float("nan")
                 rows.append({"method": "prefixsum apps.compact", "block_size": shape[0], "items_per_thread": shape[1],
                              "dtype": dtype, "n": n, "kernel_us": round(kernel.us, 1), "whole_us": round(whole, 1),
                              "cupti_us": round(device, 1), "correct": ok, **meta})
@@ -62,7 +62,7 @@ def main(argv=None):
                 tx, tmask = torch.from_numpy(x).cuda(), torch.from_numpy(mask).cuda()
                 ok = np.array_equal(tx[tmask].cpu().numpy(), x[mask])
                 whole = host_us(lambda: (tx[tmask], torch.cuda.synchronize()), repeats=repeats)
-                device, kernels = cupti_us(torch, lambda: tx[tmask], repeats)
+                device, kernels = cupti_device_us(lambda: tx[tmask], repeats)
                 rows.append({"method": "torch x[mask]", "block_size": 0, "items_per_thread": 0, "dtype": dtype, "n": n,
                              "kernel_us": float("nan"), "whole_us": round(whole, 1), "cupti_us": round(device, 1),
                              "correct": ok, **meta})

@@ -13,7 +13,7 @@ set -euo pipefail
 
 # Each stage and the files it writes under $out: every committed result in benchmarks/ is one of
 # these (tests/test_bench_harness.py checks both ways), and each stage must write all of its own.
-STAGES=(notebooks scans kstep hierarchical table1 tridiag householder householder_calls warp sanitize sanitize_tridiag lookback lookback_tiles sanitize_lookback applications compaction_tiles user_ops sanitize_apps blocks sim_speed grading)
+STAGES=(notebooks scans kstep hierarchical table1 tridiag tridiag_jax householder householder_calls warp sanitize sanitize_tridiag lookback lookback_tiles sanitize_lookback applications compaction_tiles user_ops user_ops_speed sanitize_apps sanitize_user_ops blocks sim_speed grading)
 declare -A OUTPUTS=(
   [notebooks]="nbval_gpu.txt"
   [scans]="scan_throughput.csv"
@@ -21,6 +21,7 @@ declare -A OUTPUTS=(
   [hierarchical]="hierarchical_bench.csv"
   [table1]="table1.csv dtypes.csv operators.csv"
   [tridiag]="tridiag.csv"
+  [tridiag_jax]="tridiag_jax.csv"
   [householder]="householder.csv"
   [householder_calls]="householder_calls.csv"
   [warp]="warp_semantics_gpu.json warp_semantics_sim.json warp_semantics_compare.txt"
@@ -32,7 +33,9 @@ declare -A OUTPUTS=(
   [applications]="applications.csv"
   [compaction_tiles]="compaction_tiles.csv"
   [user_ops]="user_ops_gpu.txt"
+  [user_ops_speed]="user_ops_speed.csv"
   [sanitize_apps]="sanitize_apps.txt"
+  [sanitize_user_ops]="sanitize_user_ops.txt"
   [blocks]="blocks_gpu.csv"
   [grading]="grading.csv"
   [sim_speed]="sim_speed.csv"
@@ -91,6 +94,12 @@ stage_table1() {
 # GPU, about 4 minutes: PCR, CR, Thomas and the hybrid against cuSPARSE and JAX, eight shapes.
 stage_tridiag() {
   "$python" benchmarks/tridiag.py $quick_flag --out "$out"
+}
+
+# GPU, about a minute: which cuSPARSE routine JAX's tridiagonal_solve runs per shape (by kernel
+# name), and its kernels by CUPTI beside that routine's.
+stage_tridiag_jax() {
+  "$python" benchmarks/tridiag.py $quick_flag --jax-kernels --out "$out"
 }
 
 # GPU, about 4 minutes (torch.linalg.eigh takes 7 s a call at 10,000 x 64, 8 calls per dtype):
@@ -161,10 +170,23 @@ stage_user_ops() {
   "$python" benchmarks/user_ops_gpu.py $quick_flag --out "$out"
 }
 
+# GPU, about a minute: ps.scan((a, b), affine) and apps.segmented_scan against torch's formulations,
+# and the built-in add at 2^24 against torch.cumsum, CUPTI (benchmarks/user_ops_speed.py).
+stage_user_ops_speed() {
+  "$python" benchmarks/user_ops_speed.py $quick_flag --out "$out"
+}
+
 # GPU, about a minute: user operators and chapter 11's applications under the four tools of
 # compute-sanitizer (benchmarks/sanitize_apps.py), as stage sanitize does for the scans.
 stage_sanitize_apps() {
   sanitize sanitize_apps benchmarks/sanitize_apps.py
+}
+
+# GPU, about two minutes: the sanitize_apps stage for the kernels of issue 30 alone (user operators
+# on every carrier, lookback and hierarchical from their one source; the segmented scan's four
+# one-pass variants), into sanitize_user_ops.txt.
+stage_sanitize_user_ops() {
+  sanitize sanitize_user_ops benchmarks/sanitize_apps.py --parts user_ops,segmented
 }
 
 # sanitize NAME SCRIPT [ARGS...]: SCRIPT ARGS under the four tools, their summaries in NAME.txt.

@@ -63,3 +63,11 @@ def test_the_marker_kernel_compiles_for_a_gpu(ptx_compiler):
     from prefixsum import ptx
 
     assert ptx.compiles_in_child(cupti.call_boundary, "void()") == (True, "ok")
+
+
+def test_the_kernels_of_a_call_are_named_with_their_launches_per_call():
+    events = [_event("scan", 0, 1), _event("Memcpy DtoH", 1, 2), _event(MARK, 3, 4),
+              _event("scan", 5, 6), _event("reduce", 6, 7), _event("Memcpy DtoH", 7, 8), _event(MARK, 9, 10),
+              _event("cudaLaunchKernel", 0, 10, device="DeviceType.CPU")]
+    assert cupti.kernels_per_call(events, 2) == {"scan": 1.0, "reduce": 0.5}
+    assert cupti.kernels_per_call(events, 2, copies=True) == {"scan": 1.0, "Memcpy DtoH": 1.0, "reduce": 0.5}

@@ -32,6 +32,11 @@ def four_fields(p, q):
 
 
 @cuda.jit(device=True)
+def counted_affine(p, q):  # (count, a, b): affine maps with the number of maps composed
+    return (p[0] + q[0], p[1] * q[1], q[1] * p[2] + q[2])
+
+
+@cuda.jit(device=True)
 def saturating_add(p, q):
     return min(max(p + q, -3.0), 3.0)
 
@@ -42,7 +47,7 @@ SIZES = (1, 2, 31, 32, 33, 100, 257)  # blocks of 32 threads: one tile to severa
 
 def check(x, op, identity, **kw):
     got = ps.scan(x, op, identity=identity, **kw)
-    kw.pop("algorithm", None), kw.pop("block_size", None)
+    kw.pop("algorithm", None), kw.pop("block_size", None), kw.pop("items_per_thread", None)
     expected = user_ops.reference(user_ops.float64_copy(x), op, identity=identity, **kw)
     assert type(got) is type(x)
     fields = got if isinstance(got, tuple) else (got,)
@@ -64,7 +69,7 @@ def test_the_issue_example_as_written():
     np.testing.assert_allclose(A, np.cumprod(a), rtol=1e-12)
 
 
-@pytest.mark.parametrize("algorithm", CARRIERS)
+@pytest.mark.parametrize("algorithm", [a.name for a in user_ops.carriers() if not a.fields])  # the others: below
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("inclusive, reverse", [(True, False), (False, False), (True, True), (False, True)])
 def test_pairs_every_carrier_size_and_direction(algorithm, n, inclusive, reverse):
@@ -140,9 +145,62 @@ def test_bad_input_is_refused_before_a_launch(call, error, message):
 
 
 def test_the_registry_says_which_algorithms_carry_a_user_operator():
-    assert {"ladder", "hillis_steele", "blelloch"} <= set(CARRIERS)
-    assert ps.ALGORITHMS["kstep"].user_op is None
-    assert user_ops.choose("auto").name in CARRIERS
+    assert {"ladder", "hillis_steele", "blelloch", "lookback", "hierarchical"} <= set(CARRIERS)
+    assert ps.ALGORITHMS["kstep"].user_op is None and not ps.ALGORITHMS["kstep"].fields
+    assert user_ops.choose("auto").name == "lookback"
+
+
+FAST = [a.name for a in user_ops.carriers() if a.fields]
+MANY_TILES = (1, 2, 31, 32, 33, 64, 65, 100, 640)  # tiles of 64 (32 threads x 2): one to ten
+
+
+@pytest.mark.parametrize("algorithm", FAST)
+@pytest.mark.parametrize("inclusive, reverse", [(True, False), (False, False), (True, True), (False, True)])
+def test_the_fast_scans_carry_a_non_commutative_pair_over_many_tiles(algorithm, inclusive, reverse):
+    for n in MANY_TILES:
+        rng = np.random.default_rng(n)
+        x = (rng.uniform(0.5, 1.0, n), rng.normal(size=n).astype(np.float32))
+        check(x, affine, (1.0, 0.0), inclusive=inclusive, reverse=reverse, algorithm=algorithm, block_size=32,
+              items_per_thread=2)
+
+
+@pytest.mark.parametrize("algorithm", FAST)
+@pytest.mark.parametrize("dtype", ["uint32", "float32", "int64"])
+def test_the_fast_scans_carry_one_field_and_three(algorithm, dtype):
+    for n in (1, 33, 65, 300):
+        rng = np.random.default_rng(n)
+        x = user_ops.random_fields(n, (dtype,), rng)[0]
+        check(x, plus, 0, reverse=n % 2 == 1, algorithm=algorithm, block_size=32, items_per_thread=2)
+        real = np.float32 if dtype == "float32" else np.float64  # b's rounding follows a's: one precision
+        maps = (np.ones(n, np.int64 if dtype == "int64" else np.int32), rng.uniform(0.5, 1.0, n).astype(real),
+                rng.normal(size=n).astype(real))
+        check(maps, counted_affine, (0, 1.0, 0.0), inclusive=n % 3 != 0, algorithm=algorithm, block_size=32,
+              items_per_thread=2)
+
+
+def test_hierarchical_spine_of_several_tiles_keeps_a_user_operator_in_order():
+    from prefixsum.scans import hierarchical
+    operator = user_ops.operator_for(affine, (1.0, 0.0), [np.dtype("float64")] * 2, False)
+    count = 32 * hierarchical.spine_items(32, operator.dtypes) * 2 + 7  # three tiles of the spine's one block
+    rng = np.random.default_rng(5)
+    totals = (rng.uniform(0.9, 1.0, count), rng.normal(size=count))
+    expected = user_ops.reference(totals, affine, identity=(1.0, 0.0))
+    on_device = [cuda.to_device(t) for t in totals]
+    hierarchical.spine_kernel(operator, operator.dtypes, 32)[1, 32](*on_device, count)
+    assert user_ops.wrong_indices(tuple(t.copy_to_host() for t in on_device), expected).size == 0
+
+
+def test_the_look_back_of_a_tuple_is_the_look_back_rewritten_field_by_field():
+    import inspect
+    from prefixsum.scans import lookback, tile_state
+    operator = user_ops.operator_for(affine, (1.0, 0.0), [np.dtype("float64"), np.dtype("int32")], False)
+    kernel = lookback.lookback_kernel(operator, operator.dtypes, True, False, 32, 2)
+    source = inspect.getsource(kernel.py_func if hasattr(kernel, "py_func") else kernel.fn)
+    assert source.startswith("def scan(x__0, x__1, out__0, out__1, status, values__0, values__1, counter, n, epoch)")
+    assert "staged__1 = cuda.shared.array(size, T__1)" in source
+    publish, _ = tile_state.state_access(operator.dtypes)
+    source = inspect.getsource(publish.py_func if hasattr(publish, "py_func") else publish.fn)
+    assert source.index("values__1, 2 * tile") < source.index("cuda.threadfence()") < source.index("(status, tile, flag)")
 
 
 def test_the_checker_passes_a_monoid_and_catches_a_non_associative_operator():
@@ -191,12 +249,26 @@ def test_user_operator_kernels_compile_to_ptx(ptx_child):
         pretend_device((9, 0))
         ops = [user_ops.operator_for(affine, (1.0, 0.0), [np.dtype("float64"), np.dtype("float32")], False),
                user_ops.operator_for(four, (0, 0.0, -np.inf, 1), [np.dtype(t) for t in ("int32", "float64", "float32", "int64")], False)]
-        for op in ops:
+        for k, op in enumerate(ops):
             for algorithm in user_ops.carriers():
+                if algorithm.fields and k:  # the fast scans' tuples of 3 fields: tests/test_segmented.py
+                    continue
                 for kernel, argtypes in user_ops.kernels(op, False, True, algorithm):
                     cuda.compile_ptx(kernel.py_func, argtypes, cc=(9, 0))
                     print("ok", algorithm.name, kernel.py_func.__name__)
     """
     child = ptx_child(textwrap.dedent(code))
     assert child.returncode == 0, child.stderr[-3000:]
-    assert child.stdout.count("ok") == 2 * 4 * len(CARRIERS)
+    compiled = [line.split()[1:] for line in child.stdout.splitlines() if line.startswith("ok ")]
+    assert {name for name, _ in compiled} == set(CARRIERS)
+    # each classic scan, both operators: its tile kernel in two directions and two carries;
+    # hierarchical: three kernels, lookback: one, for the pair
+    assert len(compiled) == 2 * 4 * (len(CARRIERS) - 2) + 3 + 1
+
+
+def test_auto_passes_over_warp_level_carriers_where_warp_intrinsics_are_missing():
+    with ps.sim.enabled(False):  # numba's stock simulator: no shuffles, so neither lookback nor hierarchical
+        chosen = user_ops.choose("auto")
+        assert not chosen.warp_level and chosen.name in CARRIERS
+        x = (np.full(40, 0.5), np.ones(40))
+        check(x, affine, (1.0, 0.0), block_size=32)

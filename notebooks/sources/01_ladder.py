@@ -267,16 +267,34 @@ ps.viz.step_failure(block_size=BLOCK)
 # %% [markdown]
 # ### Exercise 01.ladder-max (stretch, 2 points)
 #
-# **Spec.** The same ladder for the running **maximum** of int32 values:
-# `out[i] = max(x[b*64], ..., x[i])` within the tile, `totals[b]` the tile's maximum, as
-# `np.maximum.accumulate` gives. Write the load (lanes past `n` must not change any result:
-# what is the identity of `max` in int32?) and the phase loop with its barriers. The package
-# carries the tile maxima between tiles. **Budget:** as for the sum (7 barriers, 4 accesses per
-# thread between two barriers).
+# **Spec.** The same ladder for the running **maximum** of int32 values: `out[i]` is the
+# largest of the tile's elements up to `i`, `totals[b]` the tile's maximum, as
+# `np.maximum.accumulate` gives within a tile. Write the load and the phase loop with its
+# barriers; the package carries the tile maxima between tiles.
+#
+# **Invariant.** Before phase $p$, every aligned run of $p$ lanes of `rungs` holds the running
+# maximum of its own inputs; after it, every aligned run of $2p$ does. The lanes past `n` take
+# part in every phase, so what they hold must never win a `max` against a real element, of any
+# value an int32 can take.
+#
+# **Worked example.** Section 2's ladder on 8 lanes with `max`, for a last tile of $n = 6$
+# all-negative elements; `e` is what the load puts in lanes 6 and 7 (yours to choose), and the
+# reads ($t \leftarrow r$) are the ladder's:
+#
+# | phase $p$ | reads ($t \leftarrow r$) | `rungs` after the phase |
+# |---|---|---|
+# | (load) | | -3 \| -1 \| -4 \| -1 \| -5 \| -9 \| e \| e |
+# | 1 | 1←0, 3←2, 5←4, 7←6 | -3 -1 \| -4 -1 \| -5 -5 \| e e |
+# | 2 | 2←1, 3←1, 6←5, 7←5 | -3 -1 -1 -1 \| -5 -5 -5 -5 |
+# | 4 | 4←3, 5←3, 6←3, 7←3 | -3 -1 -1 -1 -1 -1 -1 -1 |
+#
+# Lane 7's value is the tile's maximum, -1, only if `e` lost every comparison: with `e` = 0 the
+# tile's total would be 0, an element the tile does not have. **Budget:** as for the sum (7
+# barriers, 4 accesses per thread between two barriers).
 #
 # `ps.hint("01.ladder-max")` for hints.
 
-# %% tags=["exercise"] exercise_id="01.ladder-max" points=2 todo="load the tile into rungs (lanes past n hold the identity of max in int32) and run the ladder's phases with max instead of +"
+# %% tags=["exercise"] exercise_id="01.ladder-max" points=2 todo="load the tile into rungs so that the lanes past n never win a max, and run the ladder's phases so that every aligned run of 2 * phase lanes holds the running maximum of its inputs"
 from numba import cuda, int32
 
 BLOCK = 64

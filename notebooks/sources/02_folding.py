@@ -247,13 +247,28 @@ for op, dtype in (("add", np.float32), ("max", np.int32)):
 #
 # **Spec.** `my_folding_tile` runs one block of `BLOCK` = 64 threads per tile of 64 elements
 # (`ps.check.tiled` carries the tile totals, as in chapter 01) and leaves in `out[i]` the
-# inclusive prefix sum of the tile up to `i`. Write the body of the phase loop, the mirrored
-# fold: after the phase with stride `phase`, cell `t` holds
-# $x_t + x_{t-p} + x_{t-2p} + \dots$ (the invariant of section 3). Every thread reads what it
-# needs before any thread of the block writes. **Budget:** at most 13 barriers per thread (the
-# load's and two per phase), at most 4 memory accesses per thread between two barriers.
-# Try it with one barrier first (add in place): the numbers may even come out right on the
-# simulator, but the checker finds the race.
+# inclusive prefix sum of the tile up to `i`. Write the body of the phase loop, one phase of
+# the mirrored fold, in the one shared array `cells`.
+#
+# **Invariant** (section 3): after the phase with stride $p$, cell $t$ holds
+# $x_t + x_{t-p} + x_{t-2p} + \dots$, its column down to the top row. The strides run
+# $32, 16, \dots, 1$. On 8 cells, for the input $3, 1, 4, 1, 5, 9, 2, 6$ (the reads are
+# section 3's mirrored pairs, $t \leftarrow r$: cell $t$ adds cell $r$):
+#
+# | stride $p$ | reads ($t \leftarrow r$) | `cells` after the phase |
+# |---|---|---|
+# | (load) | | 3 1 4 1 5 9 2 6 |
+# | 4 | 4←0, 5←1, 6←2, 7←3 | 3 1 4 1 8 10 6 7 |
+# | 2 | 2←0, 3←1, 4←2, 5←3, 6←4, 7←5 | 3 1 7 2 12 11 14 17 |
+# | 1 | 1←0, 2←1, ..., 7←6 | 3 4 8 9 14 23 25 31 |
+#
+# **The accesses.** In the phase of stride 2, cell 4 is read by thread 6 and rewritten by
+# thread 4, and both must use its value *after stride 4* (8), not its new one (12). No cell may
+# be read by one thread and written by another between the same two barriers: the tracer
+# checks every access. **Budget:** at most 13 barriers per thread (the load's and two per
+# phase), at most 4 memory accesses per thread between two barriers. Try it with one barrier
+# first (add in place): the numbers may even come out right on the simulator, but the checker
+# finds the race.
 #
 # `ps.hint("02.folding-phase")` for hints.
 
@@ -304,7 +319,23 @@ print(inspect.getsource(ps.scans.tiles.position))
 # **Spec.** The seed's own direction on the GPU: `my_suffix_fold` is launched as **one block**
 # of `BLOCK` = 64 threads on an array of $n \le 64$ elements and leaves in `out[i]` the suffix
 # sum $x_i + x_{i+1} + \dots + x_{n-1}$ (`np.cumsum(x[::-1])[::-1]`), without mirroring any
-# index: cell `t` adds cells *after* it. The load and the store are given; write the phases.
+# index: cell `t` adds cells *after* it. The load and the store are given (lanes past `n`
+# hold 0); write the phases.
+#
+# **Invariant** (section 2, the seed's): after the phase with stride $p$, cell $t$ holds
+# $x_t + x_{t+p} + x_{t+2p} + \dots$, its whole column from its own row to the bottom. On 8
+# cells for $n = 6$, the input $3, 1, 4, 1, 5, 9$ ($t \leftarrow r$: cell $t$ adds cell $r$;
+# no cell reads past the end of the tile):
+#
+# | stride $p$ | reads ($t \leftarrow r$) | `cells` after the phase |
+# |---|---|---|
+# | (load) | | 3 1 4 1 5 9 0 0 |
+# | 4 | 0←4, 1←5, 2←6, 3←7 | 8 10 4 1 5 9 0 0 |
+# | 2 | 0←2, 1←3, ..., 5←7 | 12 11 9 10 5 9 0 0 |
+# | 1 | 0←1, 1←2, ..., 6←7 | 23 20 19 15 14 9 0 0 |
+#
+# As in exercise 02.folding-phase, a cell read by one thread and rewritten by another in the
+# same phase must be read before it is written, with no barrier phase holding both.
 # **Budget:** 13 barriers, 4 memory accesses per thread between two barriers. The check runs
 # sizes 1 to 64 as a reverse scan.
 #

@@ -77,16 +77,28 @@ def one_tile(kernel, x, threads):
 #
 # ### Exercise 03.hs-numpy (warm-up, 1 point)
 #
-# **Spec.** `hs_step(cells, stride)` takes a numpy array and returns a **new** array, one
-# Hillis–Steele step applied to all lanes at once: lane $t \ge$ `stride` holds
-# `cells[t] + cells[t - stride]`, the lanes below keep their value; `cells` itself is not
-# changed. `hs_scan`, given, runs the steps; the check runs it on random int32 inputs of every
-# length from 1 to 39 and longer ones up to 2049, against `np.cumsum`. Numpy slices do all lanes
-# at once, without a Python loop over $t$.
+# **Spec.** `hs_step(cells, stride)` takes a numpy array and returns a **new** array: the lanes
+# after one Hillis–Steele step of stride `stride`, all lanes at once, as in the table above;
+# `cells` itself is not changed (`hs_scan`, given, passes the caller's `x` to the first step).
+# `hs_scan` runs the steps; the check runs it on random int32 inputs of every length from 1 to
+# 39 and longer ones up to 2049, against `np.cumsum`, and checks that `x` is unchanged.
+#
+# **Invariant.** If lane $t$ of `cells` holds the sum of the `stride` elements ending at $t$,
+# lane $t$ of the result holds the sum of the $2 \cdot$ `stride` elements ending at $t$ (all of
+# $x_0..x_t$ where there are fewer). The step of stride 4 of the table, as a call:
+#
+# | lane $t$ | 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 |
+# |---|---|---|---|---|---|---|---|---|
+# | `cells` (stride 2 done) | 3 | 4 | 8 | 9 | 11 | 19 | 17 | 22 |
+# | lanes of `cells` that lane $t$ uses | 0 | 1 | 2 | 3 | 4, 0 | 5, 1 | 6, 2 | 7, 3 |
+# | `hs_step(cells, 4)` | 3 | 4 | 8 | 9 | 14 | 23 | 25 | 31 |
+# | `cells` afterwards | 3 | 4 | 8 | 9 | 11 | 19 | 17 | 22 |
+#
+# Numpy slices do all lanes at once, without a Python loop over $t$.
 #
 # `ps.hint("03.hs-numpy")` for hints.
 
-# %% tags=["exercise"] exercise_id="03.hs-numpy" points=1 todo="return a new array in which every lane t >= stride holds cells[t] + cells[t - stride] and the lanes below keep their value, all lanes at once; leave cells unchanged"
+# %% tags=["exercise"] exercise_id="03.hs-numpy" points=1 todo="return a new array holding the lanes after one Hillis-Steele step of stride `stride` (lane t then sums the 2 * stride elements ending at t), all lanes at once; leave cells unchanged"
 def hs_step(cells, stride):
     ### BEGIN SOLUTION
     new = cells.copy()
@@ -238,8 +250,26 @@ ps.viz.step(race_trace)
 # threads per tile, totals carried by the check) leaves in `out[i]` the inclusive scan of the
 # tile, with `cells` of 64 elements only. Write the whole stride loop, strides 1, 2, 4, ... 32,
 # such that no thread reads a cell that another thread writes in the same barrier phase (the
-# tracer checks every access). **Budget:** 13 barriers per thread (the load's and two per step),
-# at most 4 memory accesses per thread between two barriers.
+# tracer checks every access).
+#
+# **Invariant** (section 1): after the step of stride $s$, lane $t$ holds the sum of the $2s$
+# elements ending at $t$; the values after each step are section 1's table, now all in one
+# buffer.
+#
+# **The accesses.** In the step of stride 2 on 8 lanes, every cell below 6 is needed twice: by
+# its own thread, and by the thread 2 lanes up, which must read its value after stride 1, not
+# after stride 2.
+#
+# | cell | 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 |
+# |---|---|---|---|---|---|---|---|---|
+# | after stride 1 | 3 | 4 | 5 | 5 | 6 | 14 | 11 | 8 |
+# | read by threads | 0, 2 | 1, 3 | 2, 4 | 3, 5 | 4, 6 | 5, 7 | 6 | 7 |
+# | rewritten by thread | 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 |
+# | after stride 2 | 3 | 4 | 8 | 9 | 11 | 19 | 17 | 22 |
+#
+# Every cell's reads by other threads must fall in a barrier phase before its write, and the
+# next step's reads in a barrier phase after it. **Budget:** 13 barriers per thread (the load's
+# and two per step), at most 4 memory accesses per thread between two barriers.
 #
 # `ps.hint("03.hs-two-barriers")` for hints.
 

@@ -72,13 +72,31 @@ for d in range(8):
 # **Spec.** `my_packed_tile` scans tiles of `TILE` = 128 elements with one block of
 # `THREADS` = 64 threads, two elements per thread (the check carries the totals between tiles).
 # The loads, the root, the down-sweep and the stores are given. Write the **up-sweep** with the
-# threads packed: at the level where `active` nodes combine (64, 32, ..., 1), thread
-# `t < active` adds the subtree ending at `offset * (2t + 1) - 1` into the one ending at
-# `offset * (2t + 2) - 1`; afterwards `tree[TILE - 1]` holds the tile's total. The given
-# down-sweep expects `offset` to end at `TILE`. After your last level only thread 0 reads the
-# root, which thread 0 itself wrote, and the down-sweep begins every level with a barrier: a
-# barrier after your last level is allowed, not needed. **Budget:** 16 barriers per thread, at
-# most 6 memory accesses per thread between two barriers, 2 global accesses per element.
+# threads packed: at the level where `active` nodes combine (64, 32, ..., 1), threads
+# $0, \dots,$ `active` $- 1$ do the work, one node each, and the others skip the level;
+# afterwards `tree[TILE - 1]` holds the tile's total. The given down-sweep expects `offset` to
+# end at `TILE`.
+#
+# **Invariant.** The tree is the seed's (section 4 of chapter 03): after the level that joins
+# subtrees of `offset` elements, every index $i$ with $i + 1$ a multiple of $2 \cdot$ `offset`
+# holds the sum of the $2 \cdot$ `offset` elements ending at $i$; the other indices keep their
+# value. Section 1's printout lists, level by level, which two subtrees each thread joins. On a
+# tile of 8 (4 threads), for the input $3, 1, 4, 1, 5, 9, 2, 6$ ($t$: $r \leftarrow l$, thread
+# $t$ adds index $l$ into index $r$):
+#
+# | `offset` | `active` | work | `tree` after the level |
+# |---|---|---|---|
+# | (load) | | | 3 1 4 1 5 9 2 6 |
+# | 1 | 4 | t0: 1←0, t1: 3←2, t2: 5←4, t3: 7←6 | 3 4 4 5 5 14 2 8 |
+# | 2 | 2 | t0: 3←1, t1: 7←5 | 3 4 4 9 5 14 2 22 |
+# | 4 | 1 | t0: 7←3 | 3 4 4 9 5 14 2 31 |
+#
+# A level reads what the level before wrote (index 3 at `offset` 2 was written by thread 1 at
+# `offset` 1), so a barrier separates every level from the one before it. After your last
+# level only thread 0 reads the root, which thread 0 itself wrote, and the down-sweep begins
+# every level with a barrier: a barrier after your last level is allowed, not needed.
+# **Budget:** 16 barriers per thread, at most 6 memory accesses per thread between two
+# barriers, 2 global accesses per element.
 #
 # `ps.hint("04.packed-upsweep")` for hints.
 
@@ -355,8 +373,21 @@ for conflict_free in (False, True):
 # `padded_tile` (given: the packed sweeps of exercise 04.packed-upsweep, every index through
 # `my_slot`) must still scan correctly, so `my_slot` must map the 128 indices to distinct cells
 # below 132; and **no warp-wide shared-memory access may need more than 2 passes** of the 32
-# banks (the tracer counts them; the plain layout `my_slot(i) = i` needs up to 4). Budget:
-# `bank_conflict_ways=2`.
+# banks (the tracer counts them). Budget: `bank_conflict_ways=2`.
+#
+# **The goal, on one access.** With the plain layout (`my_slot(i) = i`) the indices a warp
+# touches at one up-sweep level share few banks (bank = cell mod 32); the passes are the most
+# distinct cells in one bank:
+#
+# | `offset` | threads of warp 0 at work | indices they add into | banks (plain) | passes (plain) |
+# |---|---|---|---|---|
+# | 1 | 32 | 1, 3, 5, ..., 63 | the 16 odd banks, twice each | 2 |
+# | 2 | 32 | 3, 7, 11, ..., 127 | 3, 7, ..., 31, four times each | 4 |
+# | 16 | 4 | 31, 63, 95, 127 | 31, 31, 31, 31 | 4 |
+#
+# Your `my_slot` keeps every index in a cell of its own (the results must not change) and
+# spreads such sets over the banks so that no bank holds more than 2 of the cells of one access,
+# at every level of both sweeps and in the loads and stores; the 4 spare cells are yours to use.
 #
 # `ps.hint("04.conflict-free")` for hints.
 

@@ -117,17 +117,30 @@ for part, (start, size) in enumerate(zip(seed.offsets, seed.sizes)):
 # ### Exercise 05.reduce (core, 2 points)
 #
 # **Spec.** `my_reduce(buf, source, target, size)` is the kernel of reduction step $s$ for sums
-# of float32 with $L = 3$: level $s$ has `size` elements at offset `source` of `buf`, and thread
-# `i = cuda.grid(1)` with $Li <$ `size` writes $z^s_i$, the sum of run $i$ (elements
-# $Li, \dots, \min(Li + L, \text{size}) - 1$ of the level), to `buf[target + i]`; other
-# threads do nothing. `reduce_scan` runs the whole scheme with the package's kernels and yours
-# in every reduction step, and the check compares it with `np.cumsum` on 1 to 2049 elements.
+# of float32 with $L = 3$: the level below has `size` elements at offset `source` of `buf`, cut
+# into runs of $L$ consecutive elements (the last run may be shorter), and the next level, one
+# element per run, starts at offset `target`. Thread `i = cuda.grid(1)` owns run $i$ and writes
+# its total $z^s_i$ (section 3) to element $i$ of the next level; threads without a run do
+# nothing. `reduce_scan` runs the whole scheme with the package's kernels and yours in every
+# reduction step, and the check compares it with `np.cumsum` on 1 to 2049 elements.
+#
+# **Worked example.** A level of `size` = 8 elements, $3, 1, 4, 1, 5, 9, 2, 6$, at offset
+# `source` = 0, with `target` = 8; the launch has 64 threads:
+#
+# | thread $i$ | reads `buf` at | writes `buf` at | value written |
+# |---|---|---|---|
+# | 0 | 0, 1, 2 | 8 | 3 + 1 + 4 = 8 |
+# | 1 | 3, 4, 5 | 9 | 1 + 5 + 9 = 15 |
+# | 2 | 6, 7 (a short run) | 10 | 2 + 6 = 8 |
+# | 3 to 63 | nothing | nothing | |
+#
+# No thread reads past the level (cell 8 is already the next level) or writes into it.
 # **Budget:** at most $L + 1 = 4$ memory accesses per thread in `my_reduce` (the run's reads
 # and one write).
 #
 # `ps.hint("05.reduce")` for hints.
 
-# %% tags=["exercise"] exercise_id="05.reduce" points=2 todo="in my_reduce, thread i (while L * i < size) writes the sum of run i of the level at offset source, cut short at size, to buf[target + i]"
+# %% tags=["exercise"] exercise_id="05.reduce" points=2 todo="in my_reduce, the thread of each run of L elements of the level at offset source (the last run cut short at size) writes the run's total to its element of the level at offset target; threads without a run do nothing"
 from numba import cuda, float32
 
 from prefixsum.scans import kstep
@@ -274,20 +287,36 @@ for op in ps.OPS:
 #
 # ### Exercise 05.kstep-correct (stretch, 2 points)
 #
-# **Budget:** at most $2L + 1 = 7$ memory accesses per thread in `my_correct` (one read of the
-# carry, a read and a write per element, a read and a write for the copied last element). Hints:
-# `ps.hint("05.kstep-correct")`.
-#
 # **Spec.** Write the kernel of correction step $s \ge 1$ for sums of float32, with the signature of the
 # package's `correct_kernel`: `my_correct(buf, upper, lower, size)`, where `upper` is the offset
 # of $u^{s-1}$ in the buffer, `lower` that of the level being corrected (`size` elements, which
-# your kernel overwrites), and thread `j = cuda.grid(1)` owns run $j$ (elements $Lj, \dots,
-# \min(Lj+L, \text{size})-1$ of the level). `my_kstep_scan` below runs the whole scheme with the
-# package's load, reduction, top and store kernels and *your* correction kernel in every
-# correction step, so `ps.check.scan` can check it. (The simulator runs your kernel as Python;
-# on a GPU it must also compile, so use only what numba.cuda allows.)
+# your kernel overwrites), and thread `j = cuda.grid(1)` owns run $j$ of the level (its $j$-th
+# group of $L$ consecutive elements, the last one maybe shorter). `my_kstep_scan` below runs the
+# whole scheme with the package's load, reduction, top and store kernels and *your* correction
+# kernel in every correction step, so `ps.check.scan` can check it. (The simulator runs your
+# kernel as Python; on a GPU it must also compile, so use only what numba.cuda allows.)
+#
+# **Invariant.** Before the step, element $j$ of the level above, $u^{s-1}_j$, holds the sum of
+# everything up to the end of run $j$ (it is final), and element $k$ of the level being
+# corrected holds $z_k$, the total of its own stretch of the input (section 3). After the step,
+# element $k$ holds the sum of everything up to the end of its stretch: its run's inclusive
+# sums, started from what comes before the run.
+#
+# **Worked example.** $L = 3$, a level of `size` = 8 elements $3, 1, 4, 1, 5, 9, 2, 6$ (three
+# runs), and above it $u^{s-1} = 8, 23, 31$ (the inclusive sums of the run totals 8, 15, 8):
+#
+# | thread $j$ | reads above | cells of its run | run before | run after |
+# |---|---|---|---|---|
+# | 0 | nothing before run 0; $u_0$ = 8 | 0, 1, 2 | 3 1 4 | 3 4 8 |
+# | 1 | $u_0$ = 8, $u_1$ = 23 | 3, 4, 5 | 1 5 9 | 9 14 23 |
+# | 2 | $u_1$ = 23 (a short run ends on no $u$) | 6, 7 | 2 6 | 25 31 |
+#
+# The last cell of a full run becomes a value the level above already holds (the seed's "no
+# need to increment this position anymore"). **Budget:** at most $2L + 1 = 7$ memory accesses
+# per thread in `my_correct` (one read of the carry, a read and a write per element, a read and
+# a write for the copied last element). Hints: `ps.hint("05.kstep-correct")`.
 
-# %% tags=["exercise"] exercise_id="05.kstep-correct" points=2 todo="in my_correct, make run j of the level at offset lower hold its inclusive sums plus everything before the run (u^{s-1}[j - 1], nothing for j = 0), in place, as the formula of section 4 says"
+# %% tags=["exercise"] exercise_id="05.kstep-correct" points=2 todo="in my_correct, make every element of run j of the level at offset lower hold the sum of everything up to and including it: the run's inclusive sums started from what comes before the run, in place"
 from numba import cuda, float32
 
 from prefixsum.scans import kstep

@@ -301,6 +301,7 @@ print("one tile of 2048:", tile_run.conflict_summary(), "| races:", len(tile_run
 
 # %%
 print(inspect.getsource(ps.scans.hierarchical.tile_scanner))
+print(inspect.getsource(ps.scans.hierarchical.thread_total))
 print(inspect.getsource(ps.scans.hierarchical.reduce_kernel))
 print(inspect.getsource(ps.scans.hierarchical.spine_kernel))
 print(inspect.getsource(ps.scans.hierarchical.scan_kernel))
@@ -308,13 +309,15 @@ print(inspect.getsource(ps.scans.hierarchical.run))
 
 # %% [markdown]
 # The reduction kernel needs only a total, not a scan, so its warps combine by a **butterfly**
-# (`ps.primitives.warp.reduce_shfl`, `shfl_xor_sync` with masks 16, 8, 4, 2, 1): after five steps every lane
-# holds the warp's total. Sums taken in another order are fine for the four operators, which are
-# commutative (for floats the carries round a little differently).
+# (`ps.primitives.warp.reduce_shfl`, `shfl_xor_sync` with masks 1, 2, 4, 8, 16): after five steps every lane
+# holds the warp's total. Lane 0 always combines its own group with the next, so its total is in
+# lane order; other lanes combine in another order, fine for the four operators, which are
+# commutative (for floats the carries round a little differently), but not for a user's operator
+# (chapter 11), which reads lane 0's.
 
 # %%
 print(inspect.getsource(ps.scans.hierarchical.block_reduce))
-_ = ps.viz.shuffles((16, 8, 4, 2, 1), kind="xor", title="reduce_shfl: the butterfly (shfl_xor_sync)")
+_ = ps.viz.shuffles((1, 2, 4, 8, 16), kind="xor", title="reduce_shfl: the butterfly (shfl_xor_sync)")
 
 # %% [markdown]
 # Global memory, counted by the tracer for 2000 elements: the hierarchical scan (tiles of 512:
@@ -440,8 +443,22 @@ print(inspect.getsource(ps.primitives.warp.scan_shfl))
 #
 # **Spec.** The same warp, an **exclusive** scan: `out[lane]` is the sum of `x[0..lane-1]`,
 # and 0 in lane 0 (`np.cumsum` shifted right by one, starting from the identity), still in
-# registers only, with shuffles. Write everything between the load and the store. **Budget:**
-# at most 2 memory accesses per thread between two synchronisations.
+# registers only, with shuffles that every lane executes. Write everything between the load and
+# the store.
+#
+# **Goal, on the first 8 lanes** for the input $3, 1, 4, 1, 5, 9, 2, 6$: each lane ends with
+# what the inclusive scan leaves in the lane below it, and lane 0, which has no lane below,
+# with the identity.
+#
+# | lane | 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 |
+# |---|---|---|---|---|---|---|---|---|
+# | `value` after the load | 3 | 1 | 4 | 1 | 5 | 9 | 2 | 6 |
+# | inclusive (exercise 06.warp-shuffle-scan) | 3 | 4 | 8 | 9 | 14 | 23 | 25 | 31 |
+# | exclusive: `value` at the store | 0 | 3 | 4 | 8 | 9 | 14 | 23 | 25 |
+#
+# A lane's own value never enters its result, and nothing crosses from one lane to another
+# except through a shuffle. **Budget:** at most 2 memory accesses per thread between two
+# synchronisations.
 #
 # `ps.hint("06.exclusive-warp-scan")` for hints.
 

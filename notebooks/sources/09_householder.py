@@ -588,8 +588,18 @@ print(ps.check.reflector(my_reflector, magnitude=1e-200, name="my_reflector at 1
 # `A` of shape `(batch, n, n)` with vectors `u` and `q` of shape `(batch, n)`, float64: block
 # `m` updates matrix `m` in place, and **thread `j` owns column `j`** (section 3.1), so that the
 # threads of a warp touch consecutive addresses and no two threads write one entry. The launch
-# is given: one block of 64 threads per matrix, $n \le 64$. In numpy:
-# `A - q[:, :, None] * u[:, None, :] - u[:, :, None] * q[:, None, :]`.
+# is given: one block of 64 threads per matrix, $n \le 64$.
+#
+# **Worked example.** One matrix, $n = 2$, $A = I$, $u = (1, 2)$, $q = (3, 1)$: entry $(k, j)$
+# loses $q_k u_j + u_k q_j$, and $A$ becomes $\begin{pmatrix} -5 & -7 \\ -7 & -3 \end{pmatrix}$,
+# symmetric again. Who touches what, in block $m$:
+#
+# | thread | reads | writes |
+# |---|---|---|
+# | $j < n$ | column $j$ of `A[m]`, all of `u[m]` and `q[m]` | column $j$ of `A[m]`, every row $k$ |
+# | $j \ge n$ | nothing | nothing |
+#
+# At row $k$, the threads of a warp write `A[m, k, 0..31]`, 32 neighbouring words.
 #
 # The check runs it on batches of matrices of 1 to 64 rows, traced, and allows a thread at most
 # $6 \cdot 64$ memory accesses: a column each, not the whole matrix for one thread.
@@ -640,6 +650,21 @@ print(ps.check.function(my_rank_two, lambda A, u, q: A - (q[:, :, None] * u[:, N
 # computes `h[b] = (X[b] ** 2).sum()` for a batch `X` of shape `(batch, n)`, float64, with 64
 # threads per block. Each thread's partial sum over entries `t, t + 64, ...` is given; combine
 # the 64 partials with the tree and let one thread write the total.
+#
+# **Invariant.** After each step the partials still in play add up to the block's total, and
+# there are half as many of them; after $\log_2 64 = 6$ steps one is left. With 8 partials
+# $3, 1, 4, 1, 5, 9, 2, 6$ (one of the trees that works, $t \leftarrow r$: partial $t$ adds
+# partial $r$):
+#
+# | step | reads ($t \leftarrow r$) | partials in play after it |
+# |---|---|---|
+# | 1 | 0←4, 1←5, 2←6, 3←7 | 8 10 6 7 |
+# | 2 | 0←2, 1←3 | 14 17 |
+# | 3 | 0←1 | 31 |
+#
+# A step reads only what the step before wrote, never a cell written in the same step, so
+# a barrier separates each step from the one before it (and the first from the stores of the
+# partials).
 #
 # The check runs it on 1 to 300 entries and allows at most 8 barriers per thread and 16 memory
 # accesses between two barriers: one thread adding up the 64 partials fails.

@@ -382,6 +382,9 @@ publish, peek = lookback.state_access(np.float32)  # the package's state protoco
 warp_sum = ps.primitives.warp.reduce_shfl("add", np.float32)  # a warp's total, in every lane
 to_bits, from_bits = lookback.bit_carrier(np.float32)  # float32 <-> uint32, same bits
 FULL_MASK, AGGREGATE, PREFIX = 0xFFFFFFFF, lookback.AGGREGATE, lookback.PREFIX
+# The most polls of one wait in the checks: a lane of a look-back waits a few polls for its
+# predecessor's first state; one that waits for a PREFIX instead waits like a chained scan.
+LOOK_BACK_POLLS = 64
 
 # %% [markdown]
 # **The look-back loop (core).** Write `my_look_back(status, values, tile, aggregate, epoch)`,
@@ -398,6 +401,11 @@ FULL_MASK, AGGREGATE, PREFIX = 0xFFFFFFFF, lookback.AGGREGATE, lookback.PREFIX
 #   for the one before, the chained scan of section 1, and the check says so), looks back 32
 #   predecessors at a time, lane `l` reading tile `end - 32 + l` (one lane walking back tile by
 #   tile fails the check too), and at the end publishes its inclusive PREFIX.
+#
+# **Invariant of the walk.** When the window ending at `end` has been read, the sum kept so far
+# is the total of the tiles from the window's closest PREFIX (or from `end - 32`, if it has
+# none) up to `tile - 1`; a PREFIX already holds everything before it, so the walk stops at the
+# first window that has one.
 #
 # A worked example, tiles 0..3 with totals 5, 1, 4, 2: when tile 3 looks back, tile 0 has
 # published PREFIX 5, tiles 1 and 2 only their AGGREGATEs 1 and 4. In the window `end = 3`, lanes
@@ -439,13 +447,19 @@ def my_look_back(status, values, tile, aggregate, epoch):
 with ps.sim.resident_blocks(48):
     for call in ("first", "second"):  # the second call meets the states the first left behind, as real calls do
         print(ps.check.scan(lambda x: ps.lessons.scan_with(x, my_look_back), sizes=(1, 33, 300, 1100, 2049),
-                            name=f"my_look_back, {call} call", budget=ps.check.Budget(look_back="status")))
+                            name=f"my_look_back, {call} call", budget=ps.check.Budget(look_back="status"),
+                            polls=LOOK_BACK_POLLS))
 
 # %% [markdown]
 # **The publish step (stretch).** Write `my_publish(status, values, tile, flag, value)` for the
 # packed state of a 4-byte type: one 64-bit word, `flag` in the high 32 bits and the bits of the
 # float32 `value` in the low 32 (`to_bits(value)`), stored so that no reader can see half of it.
 # `values` is unused here. The package's look-back then runs with your publish.
+#
+# **Worked example.** Tile 7 publishing its PREFIX 2.5 in epoch 3: the flag is
+# `2 * 3 + PREFIX` = 7 and `to_bits(2.5)` is `0x40200000`, so afterwards `status[7]` holds
+# `0x0000000740200000`. A reader of `status[7]`, on any SM and at any moment, sees the word as
+# it was before the call or this whole word, never the new flag with the old value.
 
 # %% tags=["exercise"] exercise_id="10.publish" points=2 todo="store flag and value in status[tile] as one 64-bit state (flag in the high half, the value's bits in the low half) so that a reader sees both or neither, and every SM sees the new state"
 @cuda.jit(device=True)
@@ -460,7 +474,7 @@ with_my_publish = lookback.look_back("add", np.dtype(np.float32), publish=my_pub
 with ps.sim.resident_blocks(48):
     for call in ("first", "second"):
         print(ps.check.scan(lambda x: ps.lessons.scan_with(x, with_my_publish), sizes=(1, 33, 300, 1100, 2049),
-                            name=f"my_publish, {call} call"))
+                            name=f"my_publish, {call} call", polls=LOOK_BACK_POLLS))
 
 # %% [markdown]
 # ## 8. Summary

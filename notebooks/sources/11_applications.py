@@ -256,10 +256,25 @@ print("apps.compact is x[mask]:", np.array_equal(apps.compact(x, mask), x[mask])
 # %% [markdown]
 # ### Exercise 11.compact (core, 2 points): the scatter
 #
-# Write the kernel `my_scatter(x, flags, places, out)`: thread `i` writes `x[i]` to
-# `out[places[i]]` if `flags[i]` is set. `my_compact` around it computes the flags, scans them
-# and allocates `out`; the checker runs it on many sizes, with poisoned memory, and traces it,
-# and allows a thread of `my_scatter` at most 4 memory accesses: one thread per element.
+# Write the kernel `my_scatter(x, flags, places, out)`, one thread per element of `x`:
+# afterwards `out` holds the kept elements of `x` (those whose flag is 1), in their order, and
+# nothing else. `my_compact` around it computes the flags, scans them (`places` is their
+# exclusive scan: how many kept elements come before each one) and allocates `out`, exactly as
+# long as the number kept.
+#
+# **Worked example.** Eight elements, four of them kept:
+#
+# | `i` | 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 |
+# |---|---|---|---|---|---|---|---|---|
+# | `x` | a | b | c | d | e | f | g | h |
+# | `flags` | 1 | 0 | 0 | 1 | 1 | 0 | 1 | 0 |
+# | `places` | 0 | 1 | 1 | 1 | 2 | 3 | 3 | 4 |
+# | writes `out` at | 0 | | | 1 | 2 | | 3 | |
+#
+# `out` is `a d e g`. No two threads write one cell of `out`, and the threads of dropped
+# elements write nothing (their places belong to the next kept element). The checker runs it on
+# many sizes, with poisoned memory, and traces it, and allows a thread of `my_scatter` at most 4
+# memory accesses: one thread per element.
 
 # %% tags=["exercise"] exercise_id="11.compact" points=2 todo="thread i puts x[i] in its place in out if it is kept, and does nothing otherwise"
 @cuda.jit
@@ -325,6 +340,20 @@ for dtype in ("int32", "uint64", "float32"):
 # Write `my_split(keys, bit)`: flag the keys whose bit `bit` is 0, scan the flags
 # (`ps.exclusive_scan`), and scatter every key to its place, zeros first, both groups in order:
 # one thread per key, at most 8 memory accesses each.
+#
+# **Worked example.** The first pass of section 5's picture, by bit 0, on the keys
+# $5, 2, 7, 4, 1, 6, 3, 0$: four keys have bit 0 equal to 0, so they take places 0..3 and the
+# others places 4..7, each group in its old order.
+#
+# | `i` | 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 |
+# |---|---|---|---|---|---|---|---|---|
+# | `keys[i]` | 5 | 2 | 7 | 4 | 1 | 6 | 3 | 0 |
+# | bit 0 is 0 (`flags`) | 0 | 1 | 0 | 1 | 0 | 1 | 0 | 1 |
+# | zeros before `i` (`zeros_before`) | 0 | 0 | 1 | 1 | 2 | 2 | 3 | 3 |
+# | place of `keys[i]` | 4 | 0 | 5 | 1 | 6 | 2 | 7 | 3 |
+#
+# `out` is $2, 4, 6, 0, 5, 7, 1, 3$. The places are a permutation of $0..n-1$, so every cell of
+# `out` is written exactly once.
 
 # %% tags=["exercise"] exercise_id="11.radix-pass" points=2 todo="my_split: find for every key its place in a stable split by bit `bit` (the keys whose bit is 0 first, each group in its old order) with one exclusive scan; my_split_scatter: thread i moves keys[i] to its place"
 @cuda.jit
@@ -571,6 +600,19 @@ for n in sorted({row["n"] for row in results.read("applications.csv", task="comp
 # their flag set (the caller's rank), and how many lanes of the warp have it set. No shared
 # memory and no loop: a vote, a mask and a bit count. The check runs the compaction of this
 # section with your function in place of the package's, on many sizes.
+#
+# **Worked example**, the first 8 lanes of a warp whose other lanes are not kept; the warp's
+# vote is one 32-bit word with bit $l$ set where lane $l$'s flag is:
+#
+# | lane | 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 |
+# |---|---|---|---|---|---|---|---|---|
+# | `kept` | 1 | 0 | 0 | 1 | 1 | 0 | 1 | 0 |
+# | bit of the vote | 1 | 0 | 0 | 1 | 1 | 0 | 1 | 0 |
+# | returned rank | 0 | 1 | 1 | 1 | 2 | 3 | 3 | 4 |
+# | returned count | 4 | 4 | 4 | 4 | 4 | 4 | 4 | 4 |
+#
+# Every lane returns the same count, and a kept lane's rank is its place among the warp's kept
+# elements.
 
 # %% tags=["exercise"] exercise_id="11.warp-rank" points=2 todo="return (kept lanes below the caller in its warp, kept lanes in the warp), from one vote of the warp"
 @cuda.jit(device=True)

@@ -8,8 +8,8 @@
   flags per bit (:mod:`.radix`).
 * :func:`linear_recurrence`, :func:`lfilter`: ``x[i] = a[i] x[i-1] + b[i]`` and IIR filters of
   order 1 and 2, scans of affine maps (:mod:`.recurrences`).
-* :func:`segmented_scan`: a scan restarted at every flag, a scan of (flag, value) pairs
-  (:mod:`.recurrences`).
+* :func:`segmented_scan`: a scan restarted at every flag, inclusive or exclusive, forward or
+  reverse, in one pass: a scan of (flag, value) pairs on the look-back scan (:mod:`.segmented`).
 * :func:`tridiagonal_scan`: a tridiagonal solve as a scan of 3x3 (affine 2-D) matrices, and
   the accuracy it loses (:mod:`.recurrences`).
 * :func:`cubic_spline` and :class:`PiecewisePolynomial`: natural and clamped splines by a
@@ -17,7 +17,8 @@
 """
 from .compaction import compact_by_scan
 from .radix import radix_sort, split_by_bit
-from .recurrences import lfilter, linear_recurrence, segmented_scan, tridiagonal_scan
+from .recurrences import lfilter, linear_recurrence, tridiagonal_scan
+from .segmented import segmented_scan
 from .selection import compact, compact_indices
 from .splines import PiecewisePolynomial, cubic_spline
 

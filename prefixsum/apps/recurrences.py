@@ -1,4 +1,4 @@
-"""Linear recurrences, IIR filters, segmented scans and a tridiagonal solve: scans of small maps.
+"""Linear recurrences, IIR filters and a tridiagonal solve: scans of small maps.
 
 ``x[i] = a[i] x[i-1] + b[i]`` looks sequential, but each step is the affine map
 ``f_i(x) = a_i x + b_i``, and affine maps compose associatively: doing ``p`` then ``q`` is the
@@ -11,16 +11,12 @@ tridiagonal system (Chang and Hwu; Demmel's CS267 notes): its rows give x_(i+1) 
 x_(i-1). That solve multiplies matrices whose product grows like the system's growing
 solutions, so it loses accuracy, as the chapter shows.
 
-A segmented scan restarts at every flagged element: the operator on (flag, value) pairs
-``(f, u) + (g, v) = (f | g, v if g else u + v)`` is associative whenever + is (check the
-three cases of where the last flag falls).
+Segmented scans, the same idea with (flag, value) pairs, are in :mod:`.segmented`.
 """
 import numpy as np
 from numba import cuda
 
 from ..scans.api import scan
-from ..scans.ops import check_op
-from ..scans.ops import identity as identity_of
 from ._arrays import back, to_device
 
 
@@ -118,52 +114,6 @@ def lfilter(b, a, x):
     maps = (np.full(n, -a[1], x.dtype), np.full(n, -a[2], x.dtype), np.ones(n, x.dtype), zeros,
             forward, zeros)
     return scan(maps, affine2, identity=AFFINE2_IDENTITY)[4]
-
-
-def _segmented(combine):
-    def segmented(p, q):
-        return (p[0] | q[0], q[1] if q[0] else combine(p[1], q[1]))
-    return cuda.jit(device=True)(segmented)
-
-
-_SEGMENTED = {
-    "add": _segmented(cuda.jit(device=True)(lambda u, v: u + v)),
-    "mul": _segmented(cuda.jit(device=True)(lambda u, v: u * v)),
-    "max": _segmented(cuda.jit(device=True)(lambda u, v: max(u, v))),
-    "min": _segmented(cuda.jit(device=True)(lambda u, v: min(u, v))),
-}
-
-
-def segmented_scan(x, flags, op="add"):
-    """Inclusive scan of ``x`` restarted wherever ``flags`` is set: a scan of (flag, value) pairs.
-
-    Parameters
-    ----------
-    x : numpy.ndarray or device array, 1-D, a dtype of :data:`prefixsum.DTYPES`
-    flags : numpy.ndarray or device array, 1-D, same length
-        Nonzero where a segment starts (element 0 always starts one).
-    op : {"add", "mul", "max", "min"}
-
-    Returns
-    -------
-    numpy.ndarray or numba device array
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> segmented_scan(np.arange(1, 7), np.array([1, 0, 0, 1, 0, 0]))
-    array([ 1,  3,  6,  4,  9, 15])
-    """
-    check_op(op)
-    x_dev, on_device = to_device(x, "x")
-    f_dev, _ = to_device(np.asarray(flags, np.int32) if not hasattr(flags, "__cuda_array_interface__") else flags,
-                         "flags")
-    if f_dev.shape[0] != x_dev.shape[0]:
-        raise ValueError(f"x and flags must have one length; got {x_dev.shape[0]} and {f_dev.shape[0]}")
-    if np.dtype(f_dev.dtype) != np.int32:
-        raise TypeError(f"device flags must be int32; got {np.dtype(f_dev.dtype).name}")
-    _, result = scan((f_dev, x_dev), _SEGMENTED[op], identity=(0, identity_of(op, x_dev.dtype)))
-    return back(result, on_device)
 
 
 def tridiagonal_scan(a, b, c, d):

@@ -232,6 +232,8 @@ MISTAKES = (
         "                p -= 1\n            if tile > 0:\n"
         "                publish(status, values, tile, published + PREFIX, exclusive + aggregate)\n"
         "        return cuda.shfl_sync(FULL_MASK, exclusive, 0)\n")),
+    _m("10.lookback-loop", "every lane waits for a PREFIX, not any state of this call", "an AGGREGATE as well as a PREFIX",
+       ("            while flag < published:\n", "            while flag != published + PREFIX:\n")),
     _m("10.lookback-loop", "the inclusive prefix never published", "published its state only once",
        ("    if lane == 0 and tile > 0:\n        publish(", "    if lane == 0 and tile < 0:\n        publish(")),
     _m("10.lookback-loop", "the window never moves back: its sum counted again", "wrong-result", ("        end -= 32\n", ""),

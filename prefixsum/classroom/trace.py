@@ -51,6 +51,7 @@ import numpy as np
 from ..core.hardware import WARP_SIZE
 from . import block_order
 from . import child as _child
+from . import polls as _polls
 
 _OPERATOR_NAMES = {"combine_in_dtype"}  # prefixsum.scans.ops.device_op's device functions
 
@@ -313,8 +314,10 @@ def _linear(point, dims):
 class _Recorder:
     """Collects the :class:`Launch` es and :class:`Record` s of a run from the simulator's hooks."""
 
-    def __init__(self, deadline, steps=None):
+    def __init__(self, deadline, steps=None, polls=None):
         self.steps = steps
+        self.polls = _polls.Polls(polls)
+        self.counted = 0  # accesses that are not polls: the steps
         self.records = []
         self.launches = []
         self.fences = []
@@ -331,14 +334,16 @@ class _Recorder:
             self.launches[-1][3] += 1
 
     def __call__(self, access):
-        if self.steps is not None and len(self.records) >= self.steps:
-            raise TimeoutError(f"the kernels ran past {self.steps} simulated steps (memory accesses): an endless loop?")
         if self.deadline is not None and time.monotonic() > self.deadline:
             raise TimeoutError("the kernel ran past the time limit (an endless loop?)")
         launch = len(self.launches) - 1
         grid, block = self.launches[launch][1], self.launches[launch][2]
         b, t = _linear(access.block, grid), _linear(access.thread, block)
         flat = access.index[0] if len(access.index) == 1 else _flat(access)
+        if not self.polls.count((launch, b, t, access.array, int(flat)), access, self.launches[launch][0]):
+            if self.steps is not None and self.counted >= self.steps:
+                raise TimeoutError(f"the kernels ran past {self.steps} simulated steps (memory accesses): an endless loop?")
+            self.counted += 1
         key = (launch, b, t, access.array, access.line)
         instance = self.instances[key]
         self.instances[key] += 1
@@ -397,11 +402,11 @@ def time_limit(timeout):
         signal.signal(signal.SIGALRM, previous)
 
 
-def _record_here(fn, args, kwargs, timeout, steps=None):
+def _record_here(fn, args, kwargs, timeout, steps=None, polls=None):
     from . import sim
 
     deadline = None if timeout is None else time.monotonic() + timeout
-    recorder = _Recorder(deadline, steps)
+    recorder = _Recorder(deadline, steps, polls)
     result = error = None
     try:
         with (time_limit(timeout), sim.enabled(True), sim.launch_hook(recorder.start_launch),
@@ -412,9 +417,9 @@ def _record_here(fn, args, kwargs, timeout, steps=None):
     return recorder.trace(result, error)
 
 
-def _record_portable(fn, args, kwargs, timeout, steps=None):
+def _record_portable(fn, args, kwargs, timeout, steps=None, polls=None):
     """:func:`_record_here`, with the error and result made safe to send to another process."""
-    trace = _record_here(fn, args, kwargs, timeout, steps)
+    trace = _record_here(fn, args, kwargs, timeout, steps, polls)
     if trace.error is not None:
         trace.error = _child.portable_error(trace.error)
     if hasattr(trace.result, "copy_to_host"):
@@ -422,7 +427,7 @@ def _record_portable(fn, args, kwargs, timeout, steps=None):
     return trace
 
 
-def record(fn, *args, timeout=None, steps=None, raise_errors=False, **kwargs):
+def record(fn, *args, timeout=None, steps=None, polls=None, raise_errors=False, **kwargs):
     """Run ``fn(*args, **kwargs)`` on the simulator and record every memory access.
 
     Parameters
@@ -435,8 +440,13 @@ def record(fn, *args, timeout=None, steps=None, raise_errors=False, **kwargs):
         Seconds after which a running kernel is stopped with TimeoutError: a bound for a
         runaway, which depends on the machine's load.
     steps : int, optional
-        Memory accesses (polls included) after which the run is stopped with TimeoutError: the
-        same for the same run on any machine, under any load.
+        Memory accesses after which the run is stopped with TimeoutError: the same for the same
+        run on any machine, under any load. Polls do not count (see ``polls``).
+    polls : int, optional
+        The most polls of one wait: a global read or atomic by a thread that finds a cell as it
+        found it the time before is a poll, counted per thread and cell, apart from the steps;
+        one more stops the run with :class:`prefixsum.sim.PollLimitError`, naming the thread,
+        the cell and what it found. A thread that waits long for another block costs no steps.
     raise_errors : bool, default False
         Re-raise an exception from ``fn``; by default it is kept in :attr:`Trace.error` with the
         accesses made before it.
@@ -447,9 +457,9 @@ def record(fn, *args, timeout=None, steps=None, raise_errors=False, **kwargs):
         With ``fn``'s return value in :attr:`Trace.result`.
     """
     if _child.simulating():
-        trace = _record_here(fn, args, kwargs, timeout, steps)
+        trace = _record_here(fn, args, kwargs, timeout, steps, polls)
     else:
-        trace = _child.on_simulator(_record_portable, fn, args, kwargs, timeout, steps)
+        trace = _child.on_simulator(_record_portable, fn, args, kwargs, timeout, steps, polls)
     if raise_errors and trace.error is not None:
         raise trace.error
     return trace

@@ -69,6 +69,19 @@ def per_call_us(events, boundary=BOUNDARY, copies=False):
     return found
 
 
+def kernels_per_call(events, calls, boundary=BOUNDARY, copies=False):
+    """``{name: launches per call}`` of the device work in a trace of ``calls`` calls, in order of first start.
+
+    What each library launches, for a benchmark's log; the markers (``boundary``) are left out,
+    and the copies and memsets unless ``copies`` (as in :func:`per_call_us`).
+    """
+    counts = {}
+    for event in sorted(filter(is_device_event, events), key=lambda e: e.time_range.start):
+        if boundary not in event.name and (copies or not event.name.startswith(COPIES)):
+            counts[event.name] = counts.get(event.name, 0) + 1
+    return {name: count / calls for name, count in counts.items()}
+
+
 def available():
     """Whether torch's profiler can trace this GPU: torch installed, built with CUDA, seeing a GPU."""
     try:
@@ -78,7 +91,7 @@ def available():
     return bool(torch.cuda.is_available())
 
 
-def cupti_us(launch, *, warmup, repeats, copies=False):
+def cupti_us(launch, *, warmup, repeats, copies=False, seen=None):
     """Median over ``repeats`` calls of ``launch()``'s kernel time, from torch.profiler's trace.
 
     Parameters
@@ -91,6 +104,9 @@ def cupti_us(launch, *, warmup, repeats, copies=False):
         Traced calls.
     copies : bool
         Count the device's copies and memsets as well as its kernels (:func:`per_call_us`).
+    seen : dict, optional
+        Filled with the names of the kernels (and copies) of a call and their launches per call
+        (:func:`kernels_per_call`).
 
     Raises
     ------
@@ -115,6 +131,8 @@ def cupti_us(launch, *, warmup, repeats, copies=False):
             call_boundary[1, 1]()
             cuda.synchronize()
     calls = per_call_us(traced.events(), copies=copies)
+    if seen is not None:
+        seen.update(kernels_per_call(traced.events(), repeats, copies=copies))
     if len(calls) != repeats or min(calls, default=0.0) <= 0.0:
         raise RuntimeError(f"the profiler's trace held {len(calls)} calls for {repeats} made, "
                            f"with kernel times {calls[:5]}...: it did not see every kernel")

@@ -22,6 +22,7 @@ import functools
 from numba import cuda
 
 from ..core.hardware import MAX_SHARED_BYTES_PER_BLOCK
+from .fields import device_function
 from .ops import device_op, identity, numba_type
 from .warp import FULL_MASK, carrier, reduce_shfl, scan_shfl
 
@@ -69,7 +70,7 @@ def block_scan(op, dtype, block_size):
         exclusive = combine(before, previous) if lane > 0 else before
         return exclusive, warp_totals[warps - 1]
 
-    return cuda.jit(device=True)(scan)
+    return device_function(scan, dtype)
 
 
 @functools.lru_cache(maxsize=None)
@@ -92,7 +93,7 @@ def block_reduce(op, dtype, block_size):
             total = warp_reduce(warp_totals[lane] if lane < warps else neutral)
         return total
 
-    return cuda.jit(device=True)(reduce)
+    return device_function(reduce, dtype)
 
 
 def staged_size(block_size, items):
@@ -136,7 +137,7 @@ def tile_loader(op, dtype, reverse, block_size, items):
             total = combine(total, run[k])
         return total
 
-    return cuda.jit(device=True)(load)
+    return device_function(load, dtype, arrays=("src", "staged", "run"))
 
 
 @functools.lru_cache(maxsize=None)
@@ -173,7 +174,7 @@ def tile_writer(op, dtype, inclusive, reverse, block_size, items):
                 if i < n:
                     dst[where(i, n)] = run[k]
 
-    return cuda.jit(device=True)(write)
+    return device_function(write, dtype, arrays=("dst", "staged", "run"))
 
 
 @cuda.jit(device=True)

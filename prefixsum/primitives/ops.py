@@ -11,6 +11,8 @@ import numba
 import numpy as np
 from numba import cuda
 
+from .fields import FieldTypes, Operator, is_fields, user_combine
+
 OPS = ("add", "mul", "max", "min")
 DTYPES = tuple(np.dtype(t) for t in ("int32", "uint32", "int64", "uint64", "float32", "float64"))
 _ALLOWED = frozenset(DTYPES)
@@ -64,8 +66,11 @@ def native(x):
 def identity(op, dtype):
     """The identity element of ``op`` as a numpy scalar of ``dtype``.
 
-    0 for add, 1 for mul, the lowest value (or -inf) for max, the highest value (or +inf) for min.
+    0 for add, 1 for mul, the lowest value (or -inf) for max, the highest value (or +inf) for min;
+    a user operator's own (:class:`~prefixsum.primitives.fields.Operator`), one scalar per field.
     """
+    if isinstance(op, Operator):
+        return op.identity
     check_op(op)
     dt = check_dtype(dtype)
     if op == "add":
@@ -85,7 +90,10 @@ def host_ufunc(op):
 
 
 def numba_type(dtype):
-    """The numba scalar type of a numpy dtype (for shared-memory arrays and signatures)."""
+    """The numba scalar type of a numpy dtype (for shared-memory arrays and signatures); for a
+    tuple of dtypes, their types as :class:`~prefixsum.primitives.fields.FieldTypes`."""
+    if is_fields(dtype):
+        return FieldTypes(numba.from_dtype(np.dtype(d)) for d in dtype)
     return numba.from_dtype(np.dtype(dtype))
 
 
@@ -115,7 +123,10 @@ def device_op(op, dtype):
     bits: without the cast a value kept in a register would not wrap around as numpy's does.
     For floats, max and min propagate NaN as ``np.maximum`` and ``np.minimum`` do, whichever
     operand it is, so every algorithm gives numpy's result whatever order it combines in.
+    A user operator (:class:`~prefixsum.primitives.fields.Operator`) gives its combine on tuples.
     """
+    if isinstance(op, Operator):
+        return user_combine(op)
     check_op(op)
     dt = check_dtype(dtype)
     cast = dt.type

@@ -26,6 +26,7 @@ import functools
 import numpy as np
 from numba import cuda
 
+from .fields import Fieldwise, device_function, is_fields
 from .ops import check_dtype, device_op, identity
 
 FULL_MASK = 0xFFFFFFFF
@@ -37,8 +38,12 @@ def carrier(dtype):
     """Device functions ``(to, back)`` between ``dtype`` and a type numba can shuffle.
 
     uint32 and uint64 travel as int32 and int64 (a conversion between integers of one width keeps
-    the bits); the other dtypes are shuffled as they are.
+    the bits); the other dtypes are shuffled as they are. For a tuple of dtypes, one pair per
+    field (:class:`~prefixsum.primitives.fields.Fieldwise`): a tuple is shuffled field by field.
     """
+    if is_fields(dtype):
+        pairs = [carrier(d) for d in dtype]
+        return Fieldwise(p[0] for p in pairs), Fieldwise(p[1] for p in pairs)
     dt = check_dtype(dtype)
     if dt.kind != "u":
         same = cuda.jit(device=True)(lambda v: v)
@@ -103,28 +108,30 @@ def scan_shfl(op, dtype, inclusive=True):
         previous = back(cuda.shfl_up_sync(mask, to(value), 1))
         return previous if lane > 0 else neutral
 
-    return cuda.jit(device=True)(scan)
+    return device_function(scan, dtype)
 
 
 @functools.lru_cache(maxsize=None)
 def reduce_shfl(op, dtype):
     """``reduce(value)``: the combination of the values of a whole warp, in every lane.
 
-    A butterfly: after the step with ``shfl_xor_sync(..., d)`` each lane holds the total of its
-    aligned group of 2d lanes. The operands meet in another order than a scan's, which is exact
-    for the four operators (they are commutative) up to float rounding.
+    A butterfly: after the step with ``shfl_xor_sync(..., d)``, d = 1, 2, 4, 8, 16, each lane
+    holds the total of its aligned group of 2d lanes. Lane 0 always combines its own group with
+    the next one, so its total is in lane order, as an operator that does not commute (a user
+    operator) needs; other lanes may hold the operands in another order, which only the four
+    built-in operators (commutative) allow, up to float rounding.
     """
     combine = device_op(op, dtype)
     to, back = carrier(dtype)
 
     def reduce(value):
-        d = 16
-        while d > 0:
+        d = 1
+        while d < 32:
             value = combine(value, back(cuda.shfl_xor_sync(FULL_MASK, to(value), d)))
-            d >>= 1
+            d <<= 1
         return value
 
-    return cuda.jit(device=True)(reduce)
+    return device_function(reduce, dtype)
 
 
 @cuda.jit(device=True)

@@ -29,6 +29,11 @@ The reduction combines a thread's elements strided across the tile, and warps by
 another order than the scan's, which the four operators allow (they are commutative); for floats
 the carries then round differently from a sequential sum, within the reference tolerance.
 
+**A user operator** (:mod:`prefixsum.scans.user_ops`) runs through the same kernels, compiled
+for its tuples by :mod:`prefixsum.primitives.fields`. It need not commute, so its reduction
+combines each thread's consecutive run (loaded through shared memory as the rescan does) rather
+than the strided elements; a tuple's tile shrinks with its bytes to fit shared memory.
+
 Work: about 3n combines (n in the reduction; in the rescan, n for the threads' totals and n for
 their results) plus 5 shuffle steps per thread; depth: 3 items_per_thread + O(log n).
 Directions are handled by indexing (:func:`prefixsum.primitives.block.position`); an exclusive scan
@@ -37,10 +42,12 @@ writes each element's prefix before combining it in.
 import functools
 import math
 
+import numpy as np
 from numba import cuda, types
 
 from ..core.hardware import MAX_SHARED_BYTES_PER_BLOCK
 from ..primitives.block import MAX_TILE, block_reduce, block_scan, position, staged_size, tile_loader, tile_writer
+from ..primitives.fields import Operator, device_function, element_bytes, kernel
 from .ops import device_op, identity, numba_type
 from .registry import Algorithm, check_block_size, register
 from .tiles import array_type, carry_argtypes, scratch, tile_kernel_argtypes
@@ -84,21 +91,36 @@ def tile_scanner(op, dtype, inclusive, reverse, block_size, items):
         write(dst, n, start, staged, run, combine(seed, exclusive))
         return combine(seed, block_total)
 
-    return cuda.jit(device=True)(scan_tile)
+    return device_function(scan_tile, dtype, arrays=("src", "dst"))
 
 
 @functools.lru_cache(maxsize=None)
-def reduce_kernel(op, dtype, reverse, block_size, items):
-    """Kernel ``(x, totals, n)``: block b writes the total of tile b to ``totals[b]``."""
+def thread_total(op, dtype, reverse, block_size, items):
+    """Device function ``thread_total(x, n, start) -> acc``: what thread t of the tile from ``start`` reduces.
+
+    The built-in operators commute, so thread t combines the elements ``t``, ``t + block_size``,
+    ... straight from global memory (coalesced, no shared memory). A user operator need not
+    commute: thread t combines its consecutive run, loaded through shared memory as the rescan
+    loads it, so that the block's reduction meets the elements in order.
+    """
+    if isinstance(op, Operator):
+        load = tile_loader(op, dtype, reverse, block_size, items)
+        element = numba_type(dtype)
+        size = staged_size(block_size, items)
+
+        def ordered_total(x, n, start):
+            staged = cuda.shared.array(size, element)
+            run = cuda.local.array(items, element)
+            return load(x, n, start, staged, run)
+
+        return device_function(ordered_total, dtype, arrays=("x",))
     combine = device_op(op, dtype)
     neutral = identity(op, dtype)
     where = position(reverse)
-    reduce_block = block_reduce(op, dtype, block_size)
     tile = block_size * items
 
-    def reduce_tiles(x, totals, n):
+    def strided_total(x, n, start):
         t = cuda.threadIdx.x
-        start = cuda.blockIdx.x * tile
         acc = neutral
         if start + tile <= n:  # no bounds checks: all of a thread's loads in flight at once
             for k in range(items):
@@ -108,24 +130,43 @@ def reduce_kernel(op, dtype, reverse, block_size, items):
                 i = start + k * block_size + t
                 if i < n:
                     acc = combine(acc, x[where(i, n)])
-        total = reduce_block(acc)
-        if t == 0:
+        return acc
+
+    return cuda.jit(device=True)(strided_total)
+
+
+@functools.lru_cache(maxsize=None)
+def reduce_kernel(op, dtype, reverse, block_size, items):
+    """Kernel ``(x, totals, n)``: block b writes the total of tile b to ``totals[b]``."""
+    reduce_thread = thread_total(op, dtype, reverse, block_size, items)
+    reduce_block = block_reduce(op, dtype, block_size)
+    tile = block_size * items
+
+    def reduce_tiles(x, totals, n):
+        total = reduce_block(reduce_thread(x, n, cuda.blockIdx.x * tile))
+        if cuda.threadIdx.x == 0:
             totals[cuda.blockIdx.x] = total
 
-    return cuda.jit(reduce_tiles)
+    return kernel(reduce_tiles, dtype, arrays=("x", "totals"))
 
 
-def spine_items(block_size):
-    """Elements per thread of the spine: its tiles are as large as shared memory allows, so that
-    its one block loops as few times as possible."""
-    return min(MAX_ITEMS_PER_THREAD, MAX_TILE // block_size)
+def fitted_items(dtype, block_size, items):
+    """``items`` per thread, fewer for a tuple of more than 8 bytes, so that its tile fits shared memory
+    as a float64 tile of :data:`MAX_TILE` does."""
+    return max(1, min(items, MAX_TILE * 8 // max(8, element_bytes(dtype)) // block_size))
+
+
+def spine_items(block_size, dtype=np.float64):
+    """Elements per thread of the spine: its tiles are as large as shared memory allows (for
+    ``dtype``, a dtype or a tuple of them), so that its one block loops as few times as possible."""
+    return fitted_items(dtype, block_size, min(MAX_ITEMS_PER_THREAD, MAX_TILE // block_size))
 
 
 @functools.lru_cache(maxsize=None)
 def spine_kernel(op, dtype, block_size):
     """Kernel ``(totals, count)``: one block scans ``totals`` in place (inclusive, forward)."""
     neutral = identity(op, dtype)
-    items = spine_items(block_size)
+    items = spine_items(block_size, dtype)
     scan_tile = tile_scanner(op, dtype, True, False, block_size, items)
     tile = block_size * items
 
@@ -135,7 +176,7 @@ def spine_kernel(op, dtype, block_size):
             carry = scan_tile(totals, totals, count, start, carry)
             cuda.syncthreads()  # the next tile reuses the shared buffers
 
-    return cuda.jit(scan_totals)
+    return kernel(scan_totals, dtype, arrays=("totals",))
 
 
 @functools.lru_cache(maxsize=None)
@@ -152,26 +193,37 @@ def scan_kernel(op, dtype, inclusive, reverse, block_size, items):
         b = cuda.blockIdx.x
         scan_tile(x, out, n, b * tile, carries[b - 1] if b > 0 else neutral)
 
-    return cuda.jit(rescan_tiles)
+    return kernel(rescan_tiles, dtype, arrays=("x", "out", "carries"))
 
 
 def run(x, out, op, inclusive, reverse, block_size, items_per_thread):
-    """Scan device array ``x`` into ``out`` (see :class:`prefixsum.scans.registry.Algorithm`)."""
-    n = x.shape[0]
-    dtype = x.dtype
-    tiles = math.ceil(n / (block_size * items_per_thread))
-    scan = scan_kernel(op, dtype, inclusive, reverse, block_size, items_per_thread)
+    """Scan device array ``x`` into ``out`` (see :class:`prefixsum.scans.registry.Algorithm`);
+    with a user operator, ``x`` and ``out`` are tuples of arrays, one per field."""
+    fields = isinstance(x, tuple)
+    xs, outs = (x, out) if fields else ((x,), (out,))
+    dtype = op.dtypes if fields else x.dtype
+    items = fitted_items(dtype, block_size, items_per_thread) if fields else items_per_thread
+    n = xs[0].shape[0]
+    tiles = math.ceil(n / (block_size * items))
+    scan = scan_kernel(op, dtype, inclusive, reverse, block_size, items)
     if tiles == 1:
-        scan[1, block_size](x, out, x, n)  # one tile reads no carries: any array of the dtype
+        scan[1, block_size](*xs, *outs, *xs, n)  # one tile reads no carries: any arrays of the dtypes
         return
-    totals = scratch("hierarchical totals", tiles, dtype)
-    reduce_kernel(op, dtype, reverse, block_size, items_per_thread)[tiles, block_size](x, totals, n)
-    spine_kernel(op, dtype, block_size)[1, block_size](totals, tiles)
-    scan[tiles, block_size](x, out, totals, n)
+    totals = tuple(scratch(f"hierarchical totals {k}", tiles, d) for k, d in enumerate(dtype if fields else [dtype]))
+    reduce_kernel(op, dtype, reverse, block_size, items)[tiles, block_size](*xs, *totals, n)
+    spine_kernel(op, dtype, block_size)[1, block_size](*totals, tiles)
+    scan[tiles, block_size](*xs, *outs, *totals, n)
 
 
 def kernels(op, dtype, inclusive, reverse, block_size, items_per_thread):
     """Every kernel :func:`run` may launch, with its argument types."""
+    if isinstance(op, Operator):
+        items = fitted_items(dtype, block_size, items_per_thread)
+        arrays = tuple(array_type(d) for d in dtype)
+        yield scan_kernel(op, dtype, inclusive, reverse, block_size, items), arrays * 3 + (types.int64,)
+        yield reduce_kernel(op, dtype, reverse, block_size, items), arrays * 2 + (types.int64,)
+        yield spine_kernel(op, dtype, block_size), arrays + (types.int64,)
+        return
     yield scan_kernel(op, dtype, inclusive, reverse, block_size, items_per_thread), tile_kernel_argtypes(dtype)
     yield reduce_kernel(op, dtype, reverse, block_size, items_per_thread), carry_argtypes(dtype)
     yield spine_kernel(op, dtype, block_size), (array_type(dtype), types.int64)
@@ -190,4 +242,5 @@ ALGORITHM = register(Algorithm(
     simulator_us_per_element=(40, None),
     auto_rank=2,
     warp_level=True,
+    fields=True,
 ))

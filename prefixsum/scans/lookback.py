@@ -55,6 +55,12 @@ the thread's every call (:mod:`prefixsum.core.workspace`): a thread's calls queu
 default stream, so two of its scans never run at the same time, and two threads never share a
 state. (They belong to the GPU of the first call, as the launchers do: one GPU per process.)
 
+**A user operator** (:mod:`prefixsum.scans.user_ops`) runs through the same kernel: its tuples
+of fields are compiled from this source by :mod:`prefixsum.primitives.fields` (one array per
+field in shared and local memory, one shuffle per field, the two-word tile state with one value
+array per field), and the look-back's combines keep the tiles in order, as an operator that
+does not commute needs. A tuple's tile shrinks with its bytes to fit shared memory.
+
 Work: about 2n combines plus O(log) warp steps per thread and a look-back of a few 32-tile windows
 per tile; 2n element transfers in global memory, one launch.
 """
@@ -66,6 +72,7 @@ from numba import cuda, types
 from ..core.launch import Launcher
 from ..core.moved import moved
 from ..primitives.block import MAX_TILE, block_scan, staged_size, tile_loader, tile_writer
+from ..primitives.fields import element_bytes, is_fields, kernel
 from .ops import check_dtype, device_op, numba_type
 from .registry import Algorithm, check_block_size, register
 from .tile_state import AGGREGATE, MAX_EPOCH, PREFIX, bit_carrier, look_back, packed, state_access, states  # noqa: F401
@@ -99,14 +106,16 @@ def check_options(block_size, items_per_thread):
 
 def max_tile(dtype):
     """Most elements in a tile of ``dtype``: :data:`MAX_TILE` (4096) for 8-byte types, twice as
-    many for 4-byte ones (the same bytes of shared memory)."""
-    return MAX_TILE * 8 // check_dtype(dtype).itemsize
+    many for 4-byte ones (the same bytes of shared memory); for a tuple of dtypes, by the bytes
+    of all its fields."""
+    return MAX_TILE * 8 // element_bytes(dtype if is_fields(dtype) else check_dtype(dtype))
 
 
 def tile_items(dtype, block_size, items_per_thread):
     """Elements per thread: ``items_per_thread``, or by element size (:data:`ITEMS_PER_THREAD`),
     within the largest tile (:func:`max_tile`); ValueError if the tile is too large for ``dtype``."""
-    items = items_per_thread or min(ITEMS_PER_THREAD[dtype.itemsize], max_tile(dtype) // block_size)
+    by_size = MAX_ITEMS_PER_THREAD if is_fields(dtype) else ITEMS_PER_THREAD[dtype.itemsize]
+    items = items_per_thread or max(1, min(by_size, max_tile(dtype) // block_size))
     if block_size * items > max_tile(dtype):
         raise ValueError(f"block_size * items_per_thread = {block_size * items} elements per tile, but a tile of "
                          f"{dtype} holds at most {max_tile(dtype)}")
@@ -118,6 +127,8 @@ def lookback_kernel(op, dtype, inclusive, reverse, block_size, items, look=None)
     """Kernel ``(x, out, status, values, counter, n, epoch)``: one block per tile, one launch per scan.
 
     ``look`` replaces :func:`look_back`'s device function (chapter 10's exercise writes one).
+    With a user operator (``op`` an :class:`~prefixsum.primitives.fields.Operator`, ``dtype``
+    its dtypes) ``x``, ``out`` and ``values`` are one array per field, in that order.
     """
     combine = device_op(op, dtype)
     element = numba_type(dtype)
@@ -150,7 +161,7 @@ def lookback_kernel(op, dtype, inclusive, reverse, block_size, items, look=None)
         cuda.syncthreads()
         write(out, n, start, staged, run, combine(shared_exclusive[0], exclusive))
 
-    return cuda.jit(scan)
+    return kernel(scan, dtype, arrays=("x", "out", "values"))
 
 
 @functools.lru_cache(maxsize=None)
@@ -161,6 +172,8 @@ def launcher(op, dtype, inclusive, reverse, block_size, items):
 
 def run(x, out, op, inclusive, reverse, block_size, items_per_thread):
     """Scan device array ``x`` into ``out`` (see :class:`prefixsum.scans.registry.Algorithm`)."""
+    if isinstance(x, tuple):
+        return run_fields(x, out, op, inclusive, reverse, block_size, items_per_thread)
     n = x.shape[0]
     items = tile_items(x.dtype, block_size, items_per_thread)
     tiles = -(-n // (block_size * items))
@@ -169,8 +182,22 @@ def run(x, out, op, inclusive, reverse, block_size, items_per_thread):
     launch(tiles, block_size, x, out, status, values, counter, n, epoch)
 
 
+def run_fields(xs, outs, operator, inclusive, reverse, block_size, items_per_thread):
+    """Scan the tuple of device arrays ``xs`` into ``outs`` with a user operator (one launch)."""
+    n = xs[0].shape[0]
+    items = tile_items(operator.dtypes, block_size, items_per_thread)
+    tiles = -(-n // (block_size * items))
+    status, values, counter, epoch = states(operator.dtypes, tiles)
+    launch = launcher(operator, operator.dtypes, inclusive, reverse, block_size, items)
+    launch(tiles, block_size, *xs, *outs, status, *values, counter, n, epoch)
+
+
 def argtypes(dtype):
     """Argument types of :func:`lookback_kernel`'s kernel, for compiling it to PTX."""
+    if is_fields(dtype):
+        arrays = tuple(array_type(d) for d in dtype)
+        return arrays + arrays + (types.Array(types.uint32, 1, "C"),) + (types.Array(types.uint64, 1, "C"),) * len(dtype) \
+            + (types.Array(types.uint32, 1, "C"), types.int64, types.int64)
     status = types.uint64 if packed(dtype) else types.uint32
     return (array_type(dtype), array_type(dtype), types.Array(status, 1, "C"), types.Array(types.uint64, 1, "C"),
             types.Array(types.uint32, 1, "C"), types.int64, types.int64)
@@ -178,7 +205,7 @@ def argtypes(dtype):
 
 def kernels(op, dtype, inclusive, reverse, block_size, items_per_thread):
     """The one kernel :func:`run` launches, with its argument types."""
-    dtype = check_dtype(dtype)
+    dtype = dtype if is_fields(dtype) else check_dtype(dtype)
     yield lookback_kernel(op, dtype, inclusive, reverse, block_size, tile_items(dtype, block_size, items_per_thread)), \
         argtypes(dtype)
 
@@ -196,6 +223,7 @@ ALGORITHM = register(Algorithm(
     simulator_us_per_element=(25, None),
     auto_rank=3,
     warp_level=True,
+    fields=True,
 ))
 
 __getattr__ = moved(__name__, {"scan_with": "prefixsum.classroom.lessons:scan_with"})

@@ -51,7 +51,12 @@ class Algorithm:
         ``user_op(operator, inclusive, reverse, **options) -> (kernel, tile, threads)``: the tile
         kernel ``(x0, ..., out0, ..., totals0, ..., n)`` for a user operator on tuple elements
         (:mod:`prefixsum.scans.user_ops`), its elements per tile and threads per block; None
-        when the algorithm cannot carry a user operator.
+        when the algorithm cannot carry a user operator, or when it carries one through ``fields``.
+    fields : bool
+        ``run`` and ``kernels`` take a user operator themselves, from the one source of the
+        algorithm (:mod:`prefixsum.primitives.fields`): ``op`` an
+        :class:`~prefixsum.primitives.fields.Operator`, ``dtype`` its tuple of dtypes, ``x``
+        and ``out`` tuples of device arrays, one per field.
     simulator_us_per_element : (float, float or None)
         Microseconds per element of a float32 add scan on the classroom simulator and on numba's
         stock one (None: the stock simulator cannot run it, it lacks warp intrinsics), for
@@ -72,6 +77,7 @@ class Algorithm:
     auto_min_n: int = 0
     warp_level: bool = False
     user_op: Callable | None = None
+    fields: bool = False
     simulator_us_per_element: tuple = SLOWEST_SIMULATION
 
     def resolve_options(self, options):

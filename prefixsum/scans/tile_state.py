@@ -11,6 +11,10 @@ and the epochs); this module holds its parts, as CUB keeps its ``ScanTileState``
 * :func:`states`: the device arrays of the states, the tile counter and the epoch, kept per
   host thread and element width (:mod:`prefixsum.core.workspace`) and reused by the thread's
   every call: two threads never share a state, a counter or an epoch.
+
+An element of several fields (a user operator's tuple, :mod:`prefixsum.primitives.fields`)
+takes the two-word protocol: a flag word, and per field its own array of value slots, each
+field's bits widened to 64, all written before the fence and the flag.
 """
 import functools
 
@@ -20,6 +24,7 @@ from numba.cuda import libdevice
 
 from ..core.device import device_specific, simulating
 from ..core.workspace import reused
+from ..primitives.fields import Fieldwise, device_function, is_fields
 from ..primitives.warp import FULL_MASK, reduce_shfl
 from .ops import check_dtype, device_op, identity
 
@@ -51,9 +56,28 @@ def bit_carrier(dtype):
     return cuda.jit(device=True)(lambda v: unsigned(v)), cuda.jit(device=True)(lambda bits: dt.type(bits))
 
 
+@functools.lru_cache(maxsize=None)
+@device_specific
+def wide_bit_carrier(dtype):
+    """:func:`bit_carrier` into and out of uint64 whatever the width: a field's value slot."""
+    to_bits, from_bits = bit_carrier(dtype)
+    if check_dtype(dtype).itemsize == 8:
+        return to_bits, from_bits
+    return (cuda.jit(device=True)(lambda v: np.uint64(to_bits(v))),
+            cuda.jit(device=True)(lambda bits: from_bits(np.uint32(bits))))
+
+
 def packed(dtype):
     """Whether a tile's state is one 64-bit word (4-byte types) rather than flag and value apart."""
-    return check_dtype(dtype).itemsize == 4
+    return not is_fields(dtype) and check_dtype(dtype).itemsize == 4
+
+
+def _bits(dtype):
+    """``(to_bits, from_bits)`` of a state's value: :func:`bit_carrier`, or per field :func:`wide_bit_carrier`."""
+    if not is_fields(dtype):
+        return bit_carrier(dtype)
+    pairs = [wide_bit_carrier(d) for d in dtype]
+    return Fieldwise(p[0] for p in pairs), Fieldwise(p[1] for p in pairs)
 
 
 @functools.lru_cache(maxsize=None)
@@ -63,9 +87,9 @@ def state_access(dtype):
     Packed (4-byte types): ``status`` is uint64, flag in the high half, value bits in the low
     half, one atomic each way; ``values`` is unused. Two words (8-byte types): ``status`` is
     uint32 flags, ``values`` uint64 bits, two slots per tile (aggregate, prefix), value first and
-    a fence before the flag.
+    a fence before the flag; for a tuple of dtypes, ``values`` is one such array per field.
     """
-    to_bits, from_bits = bit_carrier(dtype)
+    to_bits, from_bits = _bits(dtype)
     if packed(dtype):
         def publish(status, values, tile, flag, value):
             cuda.atomic.exch(status, tile, (np.uint64(flag) << np.uint64(32)) | np.uint64(to_bits(value)))
@@ -84,7 +108,7 @@ def state_access(dtype):
             cuda.threadfence()  # the value is read after the flag
             return flag, from_bits(cuda.atomic.or_(values, 2 * tile + (flag & 1), np.uint64(0)))
 
-    return cuda.jit(device=True)(publish), cuda.jit(device=True)(peek)
+    return device_function(publish, dtype, arrays=("values",)), device_function(peek, dtype, arrays=("values",))
 
 
 @functools.lru_cache(maxsize=None)
@@ -126,14 +150,18 @@ def look_back(op, dtype, publish=None):
             publish(status, values, tile, published + PREFIX, combine(exclusive, aggregate))
         return exclusive
 
-    return cuda.jit(device=True)(look)
+    return device_function(look, dtype, arrays=("values",))
 
 
 class _States:
-    """The tile states, counter and epoch of one element width, reused by every call of one thread."""
+    """The tile states, counter and epoch of one element width, reused by every call of one thread.
 
-    def __init__(self, itemsize):
+    ``fields`` > 0: elements of that many fields, ``values`` a tuple of one array per field.
+    """
+
+    def __init__(self, itemsize, fields=0):
         self.itemsize = itemsize
+        self.fields = fields
         self.capacity = 0
         self.epoch = 0
 
@@ -142,19 +170,23 @@ class _States:
         self.epoch += 1
         if tiles > self.capacity or self.epoch >= MAX_EPOCH:
             self.capacity = max(tiles, 2 * self.capacity)
-            width = np.uint64 if self.itemsize == 4 else np.uint32
-            self.status = cuda.to_device(np.zeros(self.capacity, width))
-            self.values = cuda.to_device(np.zeros(2 * self.capacity if self.itemsize == 8 else 1, np.uint64))
+            one_word = self.itemsize == 4 and not self.fields
+            self.status = cuda.to_device(np.zeros(self.capacity, np.uint64 if one_word else np.uint32))
+            slots = 1 if one_word else 2 * self.capacity
+            self.values = cuda.to_device(np.zeros(slots, np.uint64)) if not self.fields else \
+                tuple(cuda.to_device(np.zeros(slots, np.uint64)) for _ in range(self.fields))
             self.counter = cuda.to_device(np.zeros(1, np.uint32))
             self.epoch = 1
         return self.status, self.values, self.counter, self.epoch
 
 
-def kept_states(itemsize):
-    """This thread's :class:`_States` for elements of ``itemsize`` bytes (made on first use)."""
-    return reused(("look-back tile states", itemsize), lambda: _States(itemsize))
+def kept_states(itemsize, fields=0):
+    """This thread's :class:`_States` for elements of ``itemsize`` bytes, or of ``fields`` fields (made on first use)."""
+    return reused(("look-back tile states", itemsize, fields), lambda: _States(itemsize, fields))
 
 
 def states(dtype, tiles):
-    """The tile states for a scan of ``tiles`` tiles of ``dtype`` (see :class:`_States`), this thread's."""
+    """The tile states for a scan of ``tiles`` tiles of ``dtype`` (or a tuple of dtypes; see :class:`_States`), this thread's."""
+    if is_fields(dtype):
+        return kept_states(0, len(dtype)).next(tiles)
     return kept_states(check_dtype(dtype).itemsize).next(tiles)

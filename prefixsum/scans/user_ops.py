@@ -6,17 +6,19 @@ An element is a tuple of fields held as a structure of arrays: ``x = (a, b)`` is
 of pairs ``(a[i], b[i])``, each field with a dtype of its own, and ``op`` takes and returns
 tuples. A single array is a sequence of scalars, and ``op`` takes and returns scalars.
 
-The built-in kernels keep one value per lane in one shared array. A tuple element needs one
-shared array per field and one load and store per field, so the kernels for user operators are
-generated per tuple arity from a template written like an ordinary kernel, in which
+A tuple element needs one array per field in memory and one load, store and shuffle per field.
+The fast scans (``lookback``, ``hierarchical``: ``Algorithm.fields``) compile their one readable
+source for tuples by rewriting its syntax tree (:mod:`prefixsum.primitives.fields`); ``"auto"``
+picks ``lookback``. The classic scans of chapters 01-04 keep a template of their tile kernel
+instead, written like an ordinary kernel and expanded per tuple arity, in which
 
 * ``«x@[p]»`` stands for ``x0[p], x1[p], ...`` (one item per field; ``@`` is the field), and
 * a line starting with ``each:`` is repeated for every field,
 
 so ``(«x@[p]»,)`` reads a tuple element and ``«out@[p]», = value`` stores one. The algorithm
 modules own their templates (:data:`prefixsum.scans.ladder.TUPLE_TILE`, ...) and register
-them as :attr:`prefixsum.scans.registry.Algorithm.user_op`; this module checks the inputs,
-builds the combine, the tile kernels and the carry between tiles, and holds the sequential
+them as :attr:`prefixsum.scans.registry.Algorithm.user_op`. This module checks the inputs,
+builds the classic scans' tile kernels and the carry between tiles, and holds the sequential
 reference. The generated source is registered with :mod:`linecache`, so that tracebacks, the
 tracer and ``inspect.getsource`` show it.
 """
@@ -25,57 +27,20 @@ import itertools
 import linecache
 import math
 import re
-from typing import NamedTuple
 
 import numpy as np
 from numba import cuda, types
 
 from ..core.arithmetic import quiet_arithmetic
-from ..core.arrays import as_numba, is_device_array
+from ..core import device
+from ..core.arrays import as_numba, is_device_array, result_array
+from ..primitives.fields import Operator, python_function, user_combine
 from .ops import check_dtype, native, numba_type
 from .registry import ALGORITHMS, lookup
 from .tiles import position
 
 _FIELDWISE = re.compile("«(.*?)»")
 _counter = itertools.count()
-
-
-class Operator(NamedTuple):
-    """A user operator as the kernels see it.
-
-    Attributes
-    ----------
-    op : numba device function
-        The user's ``op(p, q)``; on tuples unless ``bare``.
-    dtypes : tuple of numpy.dtype
-        The fields' dtypes.
-    identity : tuple of numpy scalars
-        The identity, one scalar per field, each of its field's dtype.
-    bare : bool
-        The input was one array, not a tuple: ``op`` takes and returns scalars.
-    """
-
-    op: object
-    dtypes: tuple
-    identity: tuple
-    bare: bool
-
-    @property
-    def arity(self):
-        return len(self.dtypes)
-
-
-def python_function(op):
-    """The Python function behind a numba CUDA device function, or None if ``op`` is not one.
-
-    On a GPU ``cuda.jit(device=True)`` gives a dispatcher with ``py_func``; on the simulator a
-    ``FakeCUDAKernel`` with ``fn``.
-    """
-    if getattr(op, "targetoptions", {}).get("device"):
-        return op.py_func
-    if getattr(op, "_device", False):
-        return op.fn
-    return None
 
 
 def expand(template, arity):
@@ -106,35 +71,9 @@ def generate(template, name, arity, namespace):
     return scope[name]
 
 
-_COMBINE = """
-def combine_in_dtype(p, q):
-    r = op(p, q)
-    return («cast@(r[@])»,)
-"""
-_COMBINE_BARE = """
-def combine_in_dtype(p, q):
-    return (cast0(op(p[0], q[0])),)
-"""
-
-
-@functools.lru_cache(maxsize=None)
-def combine(operator):
-    """Device function ``combine_in_dtype(p, q)``: the user's op on tuples, each field cast to its dtype.
-
-    The cast is needed because numba widens int32 arithmetic to 64 bits (as
-    :func:`prefixsum.scans.ops.device_op` does for the built-in operators). A single array's
-    scalar op is wrapped so that every kernel sees tuples. The name is the built-in operators',
-    so that the tracer counts its calls as combines.
-    """
-    casts = {f"cast{k}": dt.type for k, dt in enumerate(operator.dtypes)}
-    fn = generate(_COMBINE_BARE if operator.bare else _COMBINE, "combine_in_dtype", operator.arity,
-                  {"op": operator.op, **casts})
-    return cuda.jit(device=True)(fn)
-
-
 def namespace(operator, **constants):
     """The globals of a generated kernel: ``combine``, ``IDENTITY``, the field types ``T0``, ..., and ``constants``."""
-    return {"combine": combine(operator), "IDENTITY": operator.identity,
+    return {"combine": user_combine(operator), "IDENTITY": operator.identity,
             **{f"T{k}": numba_type(dt) for k, dt in enumerate(operator.dtypes)}, **constants}
 
 
@@ -169,16 +108,17 @@ def _argtypes(operator, arrays_per_field):
 
 def carriers():
     """The registered algorithms that carry a user operator, in registration order."""
-    return [a for a in ALGORITHMS.values() if a.user_op is not None]
+    return [a for a in ALGORITHMS.values() if a.user_op is not None or a.fields]
 
 
 def choose(algorithm):
-    """The :class:`~prefixsum.scans.registry.Algorithm` for a user operator: "auto" is the best-ranked carrier."""
+    """The :class:`~prefixsum.scans.registry.Algorithm` for a user operator: "auto" is the best-ranked carrier
+    (``lookback``), passing over warp-level ones where warp intrinsics are missing (numba's stock simulator)."""
     able = carriers()
     if algorithm == "auto":
-        return max(able, key=lambda a: a.auto_rank)
+        return max((a for a in able if device.warp_intrinsics() or not a.warp_level), key=lambda a: a.auto_rank)
     chosen = lookup(algorithm)
-    if chosen.user_op is None:
+    if chosen not in able:
         raise ValueError(f"algorithm {chosen.name!r} cannot carry a user operator; those that can: auto, "
                          f"{', '.join(a.name for a in able)}")
     return chosen
@@ -187,11 +127,14 @@ def choose(algorithm):
 def run(xs, outs, operator, inclusive, reverse, algorithm, **options):
     """Scan the device arrays ``xs`` (one per field, length n >= 1) into ``outs`` with ``algorithm``.
 
-    The algorithm's ``user_op(operator, inclusive, reverse, **options)`` gives the tile kernel
+    An algorithm with ``fields`` runs it itself, from its one source. Otherwise the algorithm's ``user_op(operator, inclusive, reverse, **options)`` gives the tile kernel
     ``(x0, ..., out0, ..., totals0, ..., n)``, its tile length and its threads per block; the tile
     totals are scanned recursively, forward and inclusive, and carried into the tiles after the
     first, as :func:`prefixsum.scans.tiles.scan_tiles` does for one array.
     """
+    if algorithm.fields:
+        algorithm.run(tuple(xs), tuple(outs), operator, inclusive, reverse, **options)
+        return
     n = xs[0].shape[0]
     kernel, tile, threads = algorithm.user_op(operator, inclusive, reverse, **options)
     ntiles = math.ceil(n / tile)
@@ -206,6 +149,9 @@ def run(xs, outs, operator, inclusive, reverse, algorithm, **options):
 def kernels(operator, inclusive, reverse, algorithm, **options):
     """Every ``(dispatcher, argtypes)`` that :func:`run` may launch, for compiling to PTX."""
     options = algorithm.resolve_options(options)
+    if algorithm.fields:
+        yield from algorithm.kernels(operator, operator.dtypes, inclusive, reverse, **options)
+        return
     for lane_inclusive, lane_reverse in dict.fromkeys([(inclusive, reverse), (True, False)]):
         kernel, tile, _ = algorithm.user_op(operator, lane_inclusive, lane_reverse, **options)
         yield kernel, _argtypes(operator, 3)
@@ -324,7 +270,7 @@ def scan(x, op, *, identity=None, inclusive=True, reverse=False, algorithm="auto
     resolved = chosen.resolve_options(options)
     n = arrays[0].shape[0]
     sources = arrays if on_device else [cuda.to_device(np.ascontiguousarray(a)) for a in arrays]
-    outs = [cuda.device_array(n, dt) for dt in operator.dtypes]
+    outs = [result_array(n, dt) for dt in operator.dtypes]
     if n:
         with quiet_arithmetic():
             run(sources, outs, operator, bool(inclusive), bool(reverse), chosen, **resolved)

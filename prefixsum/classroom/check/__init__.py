@@ -8,10 +8,12 @@ device array and all shared memory poisoned, records every memory access with
 
 Diagnoses, in the order they are looked for at each size:
 
-``exception``, ``timeout``, ``out-of-bounds``, ``barrier-divergence``, ``deadlock`` (the run
-stopped), ``race`` (within a block, or two blocks writing one element), the races between
-blocks that communicate -- ``plain-load-poll`` (a flag polled with plain loads),
-``stale-read`` (a flag raised without a fence after the data: the reader may get old data),
+``exception``, ``timeout``, ``poll-limit`` (a thread waited longer than one wait may, polling
+one cell: the verdict names the tile and the state it polls), ``out-of-bounds``,
+``barrier-divergence``, ``deadlock`` (the run stopped), ``race`` (within a block, or two
+blocks writing one element), the races between blocks that communicate --
+``plain-load-poll`` (a flag polled with plain loads), ``stale-read`` (a flag raised without a
+fence after the data: the reader may get old data),
 ``race-between-blocks`` (an element one block writes and another reads with no flag between
 them) --, ``uninitialized-read`` (the trace shows it, even when the numbers came out right),
 ``unwritten-output``, ``modified-input`` (the function changed its input), ``wrong-result``
@@ -21,7 +23,8 @@ parallel algorithm the exercise asks for: more barriers, more accesses by one th
 two barriers, more global traffic or more bank conflicts than its :class:`Budget`, or a
 look-back out of order), ``wrong-identity`` (:func:`tiled`: a tile's total shows lanes past n
 padded with something else than the identity), and ``pass``. A time limit counts simulated
-steps (:func:`mode.limits`), so a verdict does not depend on the machine's load. The
+steps, and a wait counts polls apart from them (:func:`mode.limits`), so a verdict does not
+depend on the machine's load. The
 simulator runs a few
 blocks at once (:mod:`prefixsum.sim`), so that blocks that talk to each other are checked as a
 GPU runs them.

@@ -8,6 +8,8 @@ from .. import sim
 def _hint_for_error(error, run=None):
     """``(diagnosis, hint)`` for an error that stopped a run; ``run`` (its trace) names what a hung block polled."""
     text = str(error).splitlines()[0] if str(error) else type(error).__name__
+    if isinstance(error, sim.PollLimitError):
+        return "poll-limit", _poll_limit_hint(text, run)
     polled = None if run is None else _polled(run)
     if isinstance(error, TimeoutError):
         limit = "the limit of simulated steps" if "simulated steps" in text else "the time limit"
@@ -64,6 +66,28 @@ def _polled(run):
                 "at the end, by every tile), and by a block that is running? Blocks start in blockIdx order: wait "
                 "only for tiles taken earlier, from an atomic counter.")
     return None
+
+
+_POLL_LIMIT = re.compile(r"block (\d+) thread \d+ of kernel '[^']*' polled (\w+)\[(\d+)\] \(line (\d+)\) (\d+) times, "
+                         r"finding (.*) each time: past the limit of (\d+) polls")
+
+
+def _poll_limit_hint(text, run):
+    """The verdict of a run stopped by its poll limit: the tile that waits, the state it polls, where."""
+    found = _POLL_LIMIT.match(text)
+    if found is None:
+        return text
+    block, array, index, line, count, state, limit = found.groups()
+    block, index = int(block), int(index)
+    # A tile reads only its predecessors' states: its own is the highest it touched, or, before
+    # it published anything, above every state it read.
+    own = max((r.index for r in run.records if r.block == block and r.array == array), default=index) if run else index
+    waiter = (f"tile {own} (block {block})" if own > index
+              else f"tile {index + 1} (block {block}, which has published no state of its own yet)")
+    return (f"{waiter} polled {array}[{index}] (line {line}) {count} times and found {state} each time: a wait longer "
+            f"than the {limit} polls the check allows, for a state that comes late or never. Is every state published "
+            "on every path (an AGGREGATE first, the PREFIX at the end, by every tile), and does the wait end at any "
+            "state of this call that lets the tile go on, an AGGREGATE as well as a PREFIX?")
 
 
 def _trace_diagnosis(run, *, cell, uninitialized_advice):

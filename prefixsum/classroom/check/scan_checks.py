@@ -209,7 +209,7 @@ def _diagnose_user(run, x, op, identity, inclusive, reverse):
 
 @_child.simulated
 def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes=None, timeout=20.0, name=None,
-         identity=None, budget=None):
+         identity=None, budget=None, polls=None):
     """Check ``fn``, a student's scan, against the reference.
 
     Parameters
@@ -231,6 +231,10 @@ def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes
     timeout : float
         The time limit of one run, counted in simulated steps (:func:`prefixsum.check.mode.limits`:
         ``timeout * STEPS_PER_SECOND`` memory accesses), the same under any load.
+    polls : int, optional
+        The most polls of one wait, counted apart from the steps (default
+        :data:`prefixsum.check.mode.POLLS`); one more fails as ``poll-limit``, naming the tile that
+        waits and the state it polls.
     name : str, optional
         Shown in the verdict (default: ``fn``'s name).
     budget : Budget, optional
@@ -274,12 +278,12 @@ def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes
             fields = user_ops.random_fields(n, dtype if isinstance(dtype, tuple) else (dtype,), rng)
             x = fields if isinstance(dtype, tuple) else fields[0]
             given = tuple(f.copy() for f in fields) if isinstance(dtype, tuple) else x.copy()
-            run = tracing.record(with_poisoned_allocations, call, given, **limits(timeout))
+            run = tracing.record(with_poisoned_allocations, call, given, **limits(timeout, polls))
             diagnosis, index, hint = _diagnose_user(run, x, op, identity, inclusive, reverse)
         else:
             x = random_input(n, op, dtype, rng)
             given = x.copy()
-            run = tracing.record(with_poisoned_allocations, call, given, **limits(timeout))
+            run = tracing.record(with_poisoned_allocations, call, given, **limits(timeout, polls))
             diagnosis, index, hint = _diagnose(run, x, op, inclusive, reverse)
         if diagnosis in ("pass", "wrong-result"):
             changed = _changed_input(given, x)

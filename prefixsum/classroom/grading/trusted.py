@@ -105,7 +105,7 @@ def _check_one(exercise, source, namespace, setup, timeout):
         except Exception as error:  # noqa: BLE001
             return {"status": "error", "message": f"the check failed: {_first_line(error)}", "lines": printed}
     failed = next((v for v in verdicts if not v.passed), None)
-    if failed is not None and failed.diagnosis == "timeout":
+    if failed is not None and failed.diagnosis in ("timeout", "poll-limit"):  # both counted, not clocked
         return {"status": "timeout", "message": str(failed), "lines": printed}
     return {"status": "ran", "message": str(failed) if failed is not None else "", "lines": printed}
 

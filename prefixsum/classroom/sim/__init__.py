@@ -33,7 +33,7 @@ Every rule names the kernel, the block and the thread that broke it. Where each 
 """
 from ...core.poison import POISON_BYTE, poison_value
 from .errors import (
-    BarrierDivergenceError, DeadlockError, KernelError, LaunchError, NegativeIndexError, SimError,
+    BarrierDivergenceError, DeadlockError, KernelError, LaunchError, NegativeIndexError, PollLimitError, SimError,
     WarpDivergenceError,
 )
 from .hooks import (
@@ -49,7 +49,7 @@ from .settings import (
 __all__ = [
     "Access", "BarrierDivergenceError", "DEFAULT_RESIDENT_BLOCKS", "DEFAULT_SEED",
     "DeadlockError", "Fence", "KernelError", "LaunchError", "LaunchInfo", "NegativeIndexError",
-    "POISON_BYTE", "SimError", "WarpDivergenceError", "access_hook", "allocation_hook",
+    "POISON_BYTE", "PollLimitError", "SimError", "WarpDivergenceError", "access_hook", "allocation_hook",
     "allow_negative_indices", "block_order_seed", "call_hook", "enabled", "fence_hook", "in_launch", "install",
     "is_enabled", "launch_hook", "poison_value", "resident_blocks",
 ]

@@ -71,6 +71,12 @@ class DeadlockError(SimError, RuntimeError):
     polls. On a GPU the kernel hangs."""
 
 
+class PollLimitError(SimError, RuntimeError):
+    """A thread read one cell of global memory and found it unchanged more often than the run's
+    poll limit allows: it waits for a state that comes far later than the protocol needs, or
+    never, while other blocks still change memory (so no :class:`DeadlockError` is raised)."""
+
+
 class KernelError(SimError, RuntimeError):
     """An exception from a simulated thread whose own type cannot carry the added context."""
 
