@@ -10,8 +10,10 @@ that takes over a second, such as scipy's evaluation at 2^22 points, is timed on
   of the kept flags: ``prefixsum.apps.compact`` and ``compact_indices`` (one pass) against
   ``x[mask]``, ``nonzero`` and ``flatnonzero`` in torch and CuPy, with the device time of each
   call by CUPTI (column ``device_us``; :mod:`compaction_rows`);
-* sorting 2^22 uint32 and float32 keys: ``prefixsum.apps.radix_sort`` (one scan per bit, 32
-  passes) against ``torch.sort(stable=True)`` and ``cupy.sort`` (both CUB radix sorts);
+* sorting 2^20..2^26 uint32 and float32 keys, alone and with int32 values:
+  ``prefixsum.apps.radix_sort`` (onesweep) against ``torch.sort(stable=True)`` and ``cupy.sort``
+  (both CUB radix sorts), with the device time by CUPTI, and the readable one-bit sort at one
+  size (:mod:`sort_rows`);
 * a natural cubic spline through 2^20 knots, built (``cubic_spline``: PCR solve plus numpy
   coefficients) and evaluated at 2^22 points, against ``scipy.interpolate.CubicSpline`` on the
   CPU and ``cupyx.scipy.interpolate.CubicSpline``.
@@ -32,11 +34,12 @@ from prefixsum.cli.metadata import run_metadata  # noqa: E402
 from prefixsum.cli.results import print_table, report_wrong, write_csv  # noqa: E402
 
 from compaction_rows import exit_skipping_teardown, run_compaction  # noqa: E402  (beside this script)
+from sort_rows import run_sorts  # noqa: E402
 
 REPEATS = 7  # whole calls of tens of milliseconds: a few repeats give a steady median
 SLOW_S = 1.0  # a call that takes longer than this (scipy on 2^22 points, cupyx's sparse solve) is timed once
-SIZES = {"sort": 1 << 22, "knots": 1 << 20, "points": 1 << 22}
-QUICK_SIZES = {"sort": 300, "knots": 200, "points": 500}
+SIZES = {"knots": 1 << 20, "points": 1 << 22}
+QUICK_SIZES = {"knots": 200, "points": 500}
 
 
 def timed(call, repeats):
@@ -77,26 +80,7 @@ def run_tasks(cuda, torch, cupy, sizes, repeats, rng, add):
     """Time every task, calling ``add(task, method, dtype, n, micros, correct)`` for each row."""
     run_compaction(cuda, torch, cupy, sizes is QUICK_SIZES, repeats, rng, add, timed)
 
-    # Radix sort.
-    n = sizes["sort"]
-    for dtype in ("uint32", "float32"):
-        keys = (rng.integers(0, 2**32, n, dtype=np.uint32) if dtype == "uint32"
-                else rng.normal(size=n).astype(np.float32))
-        expected = np.sort(keys, kind="stable")
-        dkeys = cuda.to_device(keys)
-        ok = np.array_equal(apps.radix_sort(dkeys).copy_to_host(), expected)
-        add("sort", "prefixsum apps.radix_sort (1 bit/pass)", dtype, n,
-            timed(lambda: (apps.radix_sort(dkeys), cuda.synchronize()), repeats=repeats), ok)
-        if torch and dtype == "float32":  # torch has no uint32 sort on every version
-            tkeys = torch.from_numpy(keys).cuda()
-            ok = np.array_equal(torch.sort(tkeys, stable=True).values.cpu().numpy(), expected)
-            add("sort", "torch.sort(stable=True)", dtype, n,
-                timed(lambda: (torch.sort(tkeys, stable=True), torch.cuda.synchronize()), repeats=repeats), ok)
-        if cupy:
-            ckeys = cupy.asarray(keys)
-            ok = np.array_equal(cupy.asnumpy(cupy.sort(ckeys)), expected)
-            add("sort", "cupy.sort", dtype, n,
-                timed(lambda: (cupy.sort(ckeys), cupy.cuda.Device().synchronize()), repeats=repeats), ok)
+    run_sorts(cuda, torch, cupy, sizes is QUICK_SIZES, repeats, rng, add, timed)
 
     # Cubic splines.
     n, m = sizes["knots"], sizes["points"]

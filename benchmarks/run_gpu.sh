@@ -13,7 +13,7 @@ set -euo pipefail
 
 # Each stage and the files it writes under $out: every committed result in benchmarks/ is one of
 # these (tests/test_bench_harness.py checks both ways), and each stage must write all of its own.
-STAGES=(notebooks scans kstep hierarchical table1 tridiag tridiag_jax householder householder_calls warp sanitize sanitize_tridiag lookback lookback_tiles sanitize_lookback applications compaction_tiles user_ops user_ops_speed sanitize_apps sanitize_user_ops blocks sim_speed grading)
+STAGES=(notebooks scans kstep hierarchical table1 tridiag tridiag_jax householder householder_calls warp sanitize sanitize_tridiag lookback lookback_tiles sanitize_lookback applications compaction_tiles onesweep_tiles user_ops user_ops_speed sanitize_apps sanitize_user_ops blocks sim_speed grading transfers transfers_tune transfers_timeline scan_calls)
 declare -A OUTPUTS=(
   [notebooks]="nbval_gpu.txt"
   [scans]="scan_throughput.csv"
@@ -32,6 +32,7 @@ declare -A OUTPUTS=(
   [sanitize_lookback]="sanitize_lookback.txt"
   [applications]="applications.csv"
   [compaction_tiles]="compaction_tiles.csv"
+  [onesweep_tiles]="onesweep_tiles.csv onesweep_profile.txt"
   [user_ops]="user_ops_gpu.txt"
   [user_ops_speed]="user_ops_speed.csv"
   [sanitize_apps]="sanitize_apps.txt"
@@ -39,6 +40,10 @@ declare -A OUTPUTS=(
   [blocks]="blocks_gpu.csv"
   [grading]="grading.csv"
   [sim_speed]="sim_speed.csv"
+  [transfers]="transfers.csv"
+  [transfers_tune]="transfers_tune.csv"
+  [transfers_timeline]="transfers_timeline.csv"
+  [scan_calls]="scan_calls.csv scan_calls_profile.txt"
 )
 
 repo=$(pwd)
@@ -164,6 +169,21 @@ stage_compaction_tiles() {
   "$python" benchmarks/compaction_tiles.py $quick_flag --out "$out"
 }
 
+# GPU, about 2 minutes: the onesweep sort's tile shapes and look-back windows by CUPTI at 2^22 and
+# 2^24 (benchmarks/onesweep_tiles.py), then Nsight Compute's view of its digit passes at 2^24 (the
+# summary sections only, as text) and a cProfile of the host side of whole calls at 2^20.
+stage_onesweep_tiles() {
+  "$python" benchmarks/onesweep_tiles.py $quick_flag --out "$out" || return
+  if [[ -n $quick_flag ]]; then
+    echo "quick: no Nsight Compute" > "$out/onesweep_profile.txt"
+    return
+  fi
+  ncu --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+    --section MemoryWorkloadAnalysis -k regex:'digit_pass|histogram' -c 3 \
+    "$python" benchmarks/onesweep_tiles.py --profile > "$out/onesweep_profile.txt" 2>&1 &&
+    "$python" benchmarks/onesweep_tiles.py --host-profile >> "$out/onesweep_profile.txt" 2>&1
+}
+
 # GPU, about a minute: every algorithm that carries a user operator, at 2^20 elements, on numba
 # and CuPy arrays, checked against sequential loops (benchmarks/user_ops_gpu.py).
 stage_user_ops() {
@@ -210,6 +230,30 @@ sanitize() {
   done > "$out/$name.txt"
   cat "$out/$name.txt"
   return $status
+}
+
+# GPU, about 2 minutes: ps.scan(numpy), its copies overlapped with the scan, against torch's and
+# CuPy's numpy -> GPU -> numpy round trips, 2^20..2^28, float32 and int32 (benchmarks/transfers.py).
+stage_transfers() {
+  "$python" benchmarks/transfers.py $quick_flag --out "$out"
+}
+
+# GPU, about a minute: ps.scan(numpy) at five chunk sizes and four numbers of copy threads beside
+# torch's round trip, 2^20, 2^24, 2^26 float32 (the table prefixsum.scans.transfers' defaults come from).
+stage_transfers_tune() {
+  "$python" benchmarks/transfers.py $quick_flag --tune --out "$out"
+}
+
+# GPU, seconds: one ps.scan(numpy) of 2^24 float32 traced by CUPTI, copies and kernels with their
+# streams and times (chapter 09's timeline). Needs torch: no quick run on the simulator.
+stage_transfers_timeline() {
+  "$python" benchmarks/transfers.py --timeline --out "$out"
+}
+
+# GPU, under a minute: whole ps.scan calls on device arrays against torch.cumsum, their parts, and
+# cProfile's view of a call (benchmarks/scan_calls.py).
+stage_scan_calls() {
+  "$python" benchmarks/scan_calls.py $quick_flag --out "$out"
 }
 
 # GPU, about 10 seconds: the chained scans of prefixsum.mutants (blocks that talk to each other),

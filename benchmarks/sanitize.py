@@ -24,6 +24,36 @@ DTYPES = ("float32", "float64")
 DIRECTIONS = ((True, False), (False, True))  # (inclusive, reverse)
 
 
+def chunked(rng, quick):
+    """``ps.scan`` of numpy arrays through the overlapped copies (:mod:`prefixsum.scans.transfers`),
+    two tiles a chunk, so that every size above two tiles launches the look-back once per chunk
+    with its tiles' offset: every op and direction on float32 and float64. Returns the wrong results."""
+    from prefixsum.scans import transfers
+    from prefixsum.scans.testing import expected_scan, wrong_indices
+
+    kept = transfers.MIN_BYTES, transfers.CHUNK_BYTES
+    calls = wrong = 0
+    try:
+        for op in ps.OPS:
+            for dtype in DTYPES:
+                transfers.MIN_BYTES, transfers.CHUNK_BYTES = 0, 2 * 128 * 32 * np.dtype(dtype).itemsize
+                for n in QUICK_SIZES if quick else SIZES:
+                    for inclusive, reverse in DIRECTIONS:
+                        x = random_input(n, op, dtype, rng)
+                        expected, allowed = expected_scan(x, op, inclusive=inclusive, reverse=reverse)
+                        bad = wrong_indices(ps.scan(x, op, inclusive=inclusive, reverse=reverse, algorithm="lookback"),
+                                            expected, allowed)
+                        calls += 1
+                        if bad.size:
+                            wrong += 1
+                            print(f"WRONG: lookback on numpy, chunked, {op} {dtype} n={n} inclusive={inclusive} "
+                                  f"reverse={reverse}: {bad.size} wrong, first at {bad[0]}")
+    finally:
+        transfers.MIN_BYTES, transfers.CHUNK_BYTES = kept
+    print(f"lookback on numpy, chunked: {calls} calls checked", flush=True)
+    return wrong
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help=f"sizes {QUICK_SIZES}; runs on the simulator too")
@@ -52,6 +82,8 @@ def main(argv=None):
                             print(f"WRONG: {name} {op} {dtype} n={n} inclusive={inclusive} reverse={reverse}: "
                                   f"{run.bad.size} wrong, first at {run.bad[0]}")
         print(f"{name}: {calls} calls checked", flush=True)
+        if name == "lookback":
+            wrong += chunked(rng, args.quick)
     print(f"{'all results right' if not wrong else f'{wrong} WRONG'} on {ps.device_info()['name']}")
     return 1 if wrong else 0
 

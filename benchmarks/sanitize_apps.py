@@ -6,7 +6,8 @@
 Runs every algorithm that carries a user operator (an affine map on a pair of float64 arrays,
 forward and reverse, inclusive and exclusive; ``lookback`` and ``hierarchical`` from their one
 source) and each application of :mod:`prefixsum.apps` (compaction in one pass, of values, of
-indices and without waiting, and the readable compaction; radix sort with values, a linear
+indices and without waiting, and the readable compaction; radix sort by onesweep on keys of
+1, 2, 4 and 8 bytes, alone and with values of another width, and the readable one-bit sort, a linear
 recurrence, the segmented scan's four one-pass variants on float64, float32 and int32, the tridiagonal
 solve as a scan, a cubic spline) on sizes of one tile and of several, each result checked against
 numpy before the next call; one line per part, exit 1 on a wrong result. compute-sanitizer's
@@ -85,6 +86,31 @@ def segmented_scans(n, rng, wrong):
     return calls
 
 
+def sorts(n, rng, wrong):
+    """The onesweep sort (keys alone, values of another width, 1-, 2-, 4- and 8-byte keys, NaNs and
+    signed zeros) and the readable one-bit sort; returns the calls made."""
+    keys = rng.integers(-1000, 1000, n).astype(np.int32)
+    values = np.arange(n, dtype=np.int32)
+    order = np.argsort(keys, kind="stable")
+    for sort in (apps.radix_sort, apps.radix_sort_one_bit):
+        got_keys, got_values = sort(keys, values)
+        if not (np.array_equal(got_keys, keys[order]) and np.array_equal(got_values, values[order])):
+            wrong.append(f"{sort.__name__} n={n}")
+    floats = rng.normal(size=n).astype(np.float32)
+    floats[::7] = np.nan
+    floats[::11] = -0.0
+    if not np.array_equal(apps.radix_sort(floats).view(np.uint32), np.sort(floats, kind="stable").view(np.uint32)):
+        wrong.append(f"radix_sort float32 n={n}")
+    for key_dtype, value_dtype in (("int8", "float64"), ("uint16", "int8"), ("uint64", "float64")):
+        k = rng.integers(0, 200, n).astype(key_dtype)
+        v = rng.normal(size=n).astype(value_dtype)
+        got_keys, got_values = apps.radix_sort(cuda.to_device(k), cuda.to_device(v))
+        o = np.argsort(k, kind="stable")
+        if not (np.array_equal(got_keys.copy_to_host(), k[o]) and np.array_equal(got_values.copy_to_host(), v[o])):
+            wrong.append(f"radix_sort {key_dtype} keys, {value_dtype} values n={n}")
+    return 6
+
+
 def applications(n, rng, wrong):
     """Compaction, radix sort, a linear recurrence, the tridiagonal scan and a spline; returns the calls made."""
     a, b = rng.uniform(0.5, 1.0, n), rng.normal(size=n)
@@ -103,12 +129,7 @@ def applications(n, rng, wrong):
     if not np.array_equal(kept.copy_to_host(), x64[mask]):
         wrong.append(f"compact sync=False float64 n={n}")
     calls += 3
-    keys = rng.integers(-1000, 1000, n).astype(np.int32)
-    values = np.arange(n, dtype=np.int32)
-    got_keys, got_values = apps.radix_sort(keys, values)
-    order = np.argsort(keys, kind="stable")
-    if not (np.array_equal(got_keys, keys[order]) and np.array_equal(got_values, values[order])):
-        wrong.append(f"radix_sort n={n}")
+    calls += sorts(n, rng, wrong)
     rec = apps.linear_recurrence(a, b)
     want = np.empty(n)
     state = 0.0
@@ -117,7 +138,7 @@ def applications(n, rng, wrong):
         want[i] = state
     if not np.allclose(rec, want, rtol=1e-9, atol=1e-9 * n):
         wrong.append(f"linear_recurrence n={n}")
-    calls += 2
+    calls += 1
     m = min(n, 8)  # the solve as a scan loses accuracy fast beyond a few rows (chapter 11)
     lower, upper = rng.uniform(-1, 1, (2, m))
     diag = np.abs(lower) + np.abs(upper) + 2.0

@@ -50,12 +50,12 @@ def _keys(n, dtype, rng):
 
 @pytest.mark.parametrize("n", (1, 2, 100))  # up to 64 scans per sort: small sizes keep the simulator quick
 @pytest.mark.parametrize("dtype", ["int32", "uint32", "int64", "uint64", "float32", "float64"])
-def test_radix_sort_is_a_stable_sort(n, dtype):
+def test_the_one_bit_radix_sort_is_a_stable_sort(n, dtype):
     rng = np.random.default_rng(n)
     keys = _keys(n, dtype, rng)
     before = keys.copy()
     values = rng.normal(size=n)
-    got_keys, got_values = apps.radix_sort(keys, values)
+    got_keys, got_values = apps.radix_sort_one_bit(keys, values)
     order = np.argsort(keys, kind="stable")
     np.testing.assert_array_equal(got_keys, keys[order])
     np.testing.assert_array_equal(got_values, values[order])
@@ -63,9 +63,9 @@ def test_radix_sort_is_a_stable_sort(n, dtype):
     assert got_keys.dtype == keys.dtype
 
 
-def test_radix_sort_puts_negative_zero_first_and_nan_last():
+def test_the_one_bit_radix_sort_puts_negative_zero_first_and_nan_last():
     keys = np.array([np.nan, 0.0, -0.0, 1.0, -1.0], np.float32)
-    got = apps.radix_sort(keys)
+    got = apps.radix_sort_one_bit(keys)
     np.testing.assert_array_equal(np.signbit(got[1:3]), [True, False])
     assert np.isnan(got[-1]) and got[0] == -1
 
@@ -77,18 +77,18 @@ def test_one_split_moves_zeros_first_in_order():
     np.testing.assert_array_equal(values.copy_to_host(), [1, 3, 0, 2, 4])
 
 
-def test_radix_sort_splits_only_by_the_bits_in_which_keys_differ(monkeypatch):
+def test_the_one_bit_radix_sort_splits_only_by_the_bits_in_which_keys_differ(monkeypatch):
     splits = []
     split = apps.radix.split_by_bit
     monkeypatch.setattr(apps.radix, "split_by_bit", lambda keys, bit, values: splits.append(bit) or split(keys, bit, values))
     keys = np.array([0b1010, 0b0010, 0b1000, 0b1010] * 10, np.int64)
-    np.testing.assert_array_equal(apps.radix_sort(keys), np.sort(keys))
+    np.testing.assert_array_equal(apps.radix_sort_one_bit(keys), np.sort(keys))
     assert splits == [1, 3]
 
 
-def test_radix_sort_refuses_other_dtypes():
+def test_the_one_bit_radix_sort_refuses_other_dtypes():
     with pytest.raises(TypeError, match="float16"):
-        apps.radix_sort(np.ones(3, np.float16))
+        apps.radix_sort_one_bit(np.ones(3, np.float16))
 
 
 @pytest.mark.parametrize("n", SIZES)

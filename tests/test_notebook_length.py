@@ -16,8 +16,8 @@ NOTEBOOKS = sorted((pathlib.Path(__file__).resolve().parent.parent / "notebooks"
 MAX_CELLS = 45
 MAX_WORDS = 5000
 
-# chapter -> why it is still long: 11 (applications; 10 before chapter 07 was split in two) is being tightened.
-PENDING = {"11_applications": "tightened (issue 28, item 5)"}
+# chapter -> why it is still long; none since chapter 07 was split in two (issue 28, item 5).
+PENDING = {}
 
 
 def length(path):

@@ -25,10 +25,8 @@ MEASURED = re.compile(
     r"|\b[Oo]n (?:the|an?) H[12]00\b")
 
 # chapter -> figures still in its prose, each with the number of times it occurs. To be moved
-# into code output (issue 28, item 1): 11 (the one-pass compaction's bandwidth, new with issue 30).
-PENDING = {
-    "11": {"1.9 TB/s": 1},
-}
+# into code output (issue 28, item 1): none at present.
+PENDING = {}
 
 
 def measured_figures():

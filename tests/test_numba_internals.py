@@ -36,6 +36,8 @@ REAL_TARGET = {
     "numba.cuda": ["dispatcher", "libdevice"],
     "numba.cuda.codegen": ["CUDACodeLibrary.get_cufunc"],
     "cuda.core": ["LaunchConfig", "launch", "Stream", "Stream.from_handle"],
+    "cuda.bindings": ["driver"],
+    "cuda.bindings.driver": ["cuStreamCreate", "cuStreamDestroy", "CUstream_flags", "CUresult"],
     "numba.np.numpy_support": ["as_dtype"],
 }
 # Attributes of objects (not modules) that the package reads, looked up on real instances below.

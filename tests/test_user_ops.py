@@ -196,7 +196,7 @@ def test_the_look_back_of_a_tuple_is_the_look_back_rewritten_field_by_field():
     operator = user_ops.operator_for(affine, (1.0, 0.0), [np.dtype("float64"), np.dtype("int32")], False)
     kernel = lookback.lookback_kernel(operator, operator.dtypes, True, False, 32, 2)
     source = inspect.getsource(kernel.py_func if hasattr(kernel, "py_func") else kernel.fn)
-    assert source.startswith("def scan(x__0, x__1, out__0, out__1, status, values__0, values__1, counter, n, epoch)")
+    assert source.startswith("def scan(x__0, x__1, out__0, out__1, status, values__0, values__1, counter, n, epoch, first)")
     assert "staged__1 = cuda.shared.array(size, T__1)" in source
     publish, _ = tile_state.state_access(operator.dtypes)
     source = inspect.getsource(publish.py_func if hasattr(publish, "py_func") else publish.fn)

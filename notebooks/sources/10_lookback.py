@@ -300,15 +300,50 @@ def call_us(variant, k, part="call on device"):
 
 print("ps.scan(device array) / torch.cumsum, whole calls: " + ", ".join(
     f"2^{k} {call_us('ps.scan(auto)', k) / call_us('torch.cumsum', k):.2f}x" for k in (10, 16, 20)))
-print("ps.scan(numpy array) / torch's round trip: " + ", ".join(
-    f"2^{k} {call_us('ps.scan(auto)', k, 'call on numpy') / call_us('torch round trip', k, 'call on numpy'):.2f}x"
-    for k in (20, 24)))
 
 # %% [markdown]
-# On device arrays the package's call stays within a small factor of torch's (the first line).
-# From numpy the copies dominate: at $2^{24}$ the
-# package's round trip is faster than torch's, at $2^{20}$ slower: the two copies through
-# pageable host memory take most of the time, and numba's cost more than torch's there.
+# On device arrays the package's call stays within a small factor of torch's; what is left is
+# host time (`benchmarks/scan_calls.py` takes a call apart: numba's synchronize, the result's
+# array, the launch through cuda.core).
+#
+# **From numpy, the copies overlap the scan.** PCIe moves a few GB a second from pageable memory,
+# a hundred times slower than the scan. So `ps.scan(numpy_array)` of 8 MiB or more
+# (`prefixsum.scans.transfers`) cuts the array into chunks of 16 MiB and keeps three engines busy
+# at once: the host's cores copy chunk k + 1 into page-locked memory, one copy engine moves chunk
+# k to the device, the SMs scan it, and the other copy engine moves chunk k - 1 back, straight
+# into the result (page-locked memory kept between calls). Each chunk is one launch of the
+# look-back kernel over its own tiles (its argument `first` is the id of its first tile), so a
+# chunk's first tiles find the carry of every chunk before in the previous chunk's published
+# prefix: no kernel carries anything. One call of $2^{24}$ float32 traced by CUPTI
+# (`transfers_timeline.csv`, stage `transfers_timeline`), and the whole calls against torch's
+# numpy → GPU → numpy round trip (`transfers.csv`, stage `transfers`):
+
+# %%
+def round_trip(dtype, k):
+    us = {r["variant"]: r["median_us"] for r in results.read("transfers.csv", dtype=dtype, n=2 ** k)}
+    return f"2^{k} {us['ps.scan'] / us['torch round trip']:.2f}x"
+
+
+for dtype in ("float32", "int32"):
+    print(f"ps.scan({dtype} numpy array) / torch's round trip: " + ", ".join(round_trip(dtype, k) for k in (20, 22, 24, 26, 28)))
+trace = results.read("transfers_timeline.csv")
+engines = ["host copy", "copy in", "SMs (scan)", "copy out"]
+fig, ax = plt.subplots(figsize=(8, 2.4))
+for row in (r for r in trace if r["engine"] in engines):
+    ax.barh(engines.index(row["engine"]), (row["end_us"] - row["start_us"]) / 1000, left=row["start_us"] / 1000,
+            color=("tab:gray", "tab:green", "tab:blue", "tab:orange")[engines.index(row["engine"])])
+ax.set_yticks(range(len(engines)), engines)
+ax.invert_yaxis()
+ax.set_xlabel("ms from the call's first event")
+_ = ax.set_title(f"one ps.scan of 2^24 float32 from numpy, {trace[0]['device']}")
+
+# %% [markdown]
+# While the host's cores copy chunk k + 1 into page-locked memory (the grey row), a copy engine
+# moves chunk k in, the SMs scan it and the other engine moves it out: each engine is busy at
+# the same time as the host. On that machine the host's copy is the slowest of the four, so the
+# engines wait for it between bursts; the call is still several times faster than torch's round
+# trip, which copies through pageable memory with nothing overlapped. Below 8 MiB the host's
+# extra copy costs what the overlap saves, and a call copies the plain way.
 #
 # ## 7. Exercises
 #

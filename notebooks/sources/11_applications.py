@@ -188,7 +188,6 @@ print(ps.check.function(first_indices_of_maxima, lambda v: np.array([np.argmax(v
 # %%
 print(inspect.getsource(apps.recurrences.affine2))
 
-# %%
 m = ps.size_for_device(simulator=400, gpu=1 << 16)
 t = np.arange(m)
 noisy = np.sin(2 * np.pi * t / 100) + np.random.default_rng(16).normal(size=m) * 0.5
@@ -247,7 +246,6 @@ keep = np.array([1, 0, 0, 1, 1, 0, 1, 0, 0, 0, 1, 1, 0, 1, 0, 1], bool)
 ax = viz.compaction(small, keep)
 print("compact:", apps.compact(small, keep))
 
-# %%
 n = ps.size_for_device(simulator=3000, gpu=1 << 22)
 rng_compact = np.random.default_rng(22)
 x, mask = rng_compact.normal(size=n), rng_compact.random(n) < 0.3
@@ -311,7 +309,8 @@ print(ps.check.compaction(my_compact, name="my_compact", budget=ps.check.Budget(
 # first, LSD). Signed integers and floats first become unsigned keys of the same order (flip
 # the sign bit; for a negative float flip every bit, since IEEE 754 orders negative floats
 # backwards); the sort also skips the bits that all keys share, found by a scan of
-# (OR, AND) pairs, one more user operator.
+# (OR, AND) pairs, one more user operator. This readable version is `apps.radix_sort_one_bit`;
+# `apps.radix_sort` is the single-pass one of section 8.
 
 # %%
 keys = np.array([5, 2, 7, 4, 1, 6, 3, 0], np.uint32)
@@ -321,7 +320,6 @@ for bit, ax in enumerate(axes):
     keys = apps.split_by_bit(cuda.to_device(keys), bit)[0].copy_to_host()
 print("after 3 passes:", keys)
 
-# %%
 n = ps.size_for_device(simulator=200, gpu=1 << 20)
 rng_keys = np.random.default_rng(28)
 for dtype in ("int32", "uint64", "float32"):
@@ -329,7 +327,7 @@ for dtype in ("int32", "uint64", "float32"):
     keys = ((rng_keys.normal(size=n) * 1e3).astype(dtype) if kind == "f"
             else rng_keys.integers(-1000 if kind == "i" else 0, 1000, n).astype(dtype))
     values = np.arange(n)
-    sorted_keys, order = apps.radix_sort(keys, values)
+    sorted_keys, order = apps.radix_sort_one_bit(keys, values)
     stable = np.argsort(keys, kind="stable")
     print(f"{dtype:>8}: as np.sort, values moved as np.argsort(kind='stable'):",
           np.array_equal(sorted_keys, keys[stable]) and np.array_equal(order, stable))
@@ -435,7 +433,6 @@ print("tridiag.solve (the hybrid) stays within 1e-14 of scipy at every n:", bool
 # %%
 print(inspect.getsource(apps.PiecewisePolynomial.antiderivative))
 
-# %%
 rng_knots = np.random.default_rng(36)
 knots = np.sort(rng_knots.uniform(0, 10, 12))
 heights = np.sin(knots) + 0.1 * rng_knots.normal(size=12)
@@ -455,151 +452,182 @@ for name, ours, bc in (("natural", natural, "natural"), ("clamped", clamped, ((1
     print(f"{name}: coefficients, values, two derivatives and the antiderivative as scipy's CubicSpline: {same}")
 
 # %% [markdown]
-# ## 8. On the GPU
+# ## 8. At library speed: single-pass versions
 #
-# `benchmarks/applications.py` ran the applications on one GPU against libraries, with inputs
-# already on the device, and checked every result before timing it (`benchmarks/applications.csv`).
-# Every figure is a whole call on the host clock, synchronised: what a user waits for, Python
-# and allocations included; the median of 7 calls (a call over a second was timed once):
+# Sections 4 and 5 are the readable versions: every pass a scan of n flags plus a scatter,
+# launched from Python, the output's length read back in between. The libraries behind torch
+# and CuPy (NVIDIA's CUB) run the same algorithms as **single-pass scans**: chapter 10's
+# decoupled look-back, carrying a *count* where chapter 10 carried a running sum (a count of
+# kept elements is a sum of 0/1 flags). `prefixsum.apps` does the same, calling chapter 10's
+# look-back (`prefixsum/scans/tile_state.py`), not a copy of it:
+#
+# - **`apps.compact`** (`apps/selection.py`, CUB's `DeviceSelect`): one kernel. A block draws its
+#   tile's id from the look-back's counter and loads the flags *striped* (step k: thread t reads
+#   element `k * blockDim + t`). In each step a warp takes one **ballot** of its 32 flags; a kept
+#   element's rank in the warp is the number of set bits below its lane, and warp 0 scans the
+#   (step, warp) counts of the tile. Warp 0 hands the tile's count to `tile_state.look_back`,
+#   which returns the kept elements of all tiles before; each kept element goes to
+#   `out[before the tile + before its warp's step + its rank]`. `compact_indices` is numpy's
+#   `flatnonzero` by the same kernel.
+# - **`apps.radix_sort`** (`apps/onesweep.py`, *onesweep*: Adinets and Merrill 2022, CUB's radix
+#   sort): 8 bits per pass, so four passes for 32-bit keys, not 32. One kernel first builds the
+#   histograms of all four digits. Then one kernel per digit, tile by tile: (1) load the tile warp
+#   by warp; (2) the **stable rank** of each key among the keys of its warp with the same digit:
+#   `match_any_sync` finds the lanes holding the same digit, the highest of them adds their
+#   number to the warp's count of that digit in shared memory, and each learns the count before
+#   it by a shuffle plus its peers on lower lanes; (3) one thread per digit: the tile's count of
+#   that digit goes through the look-back, **256 counts per tile** (`tile_state.look_back_lane`:
+#   the same states, flags and epochs, one thread walking back one tile at a time); (4) every
+#   key goes to its digit's start (the histogram's exclusive scan) + the count of earlier tiles +
+#   its place in the tile, through shared memory so that keys of one digit are stored side by side.
+# - **`apps.segmented_scan`** (`apps/segmented.py`; Blelloch 1990's segmented scan, Sengupta et
+#   al. 2007 on GPUs): a scan that restarts at every flagged element is an ordinary scan of
+#   (flag, value) pairs under the operator "if the right pair starts a segment take it, else
+#   combine": associative, though not commutative. The look-back carries the pair, so a segmented
+#   scan is one pass of chapter 10's kernel, inclusive or exclusive, forward or reverse.
+#
+# Both are stable by construction and read and write each element once per pass, with no reset
+# between calls (the look-back's epochs). Keys of every integer and float dtype are sorted by the
+# order-preserving map of section 5, with numpy's two extra rules: all NaNs last, and -0.0 equal
+# to 0.0 (a stable sort keeps them in their order). Below: the rank of step (2), a device
+# function, and **which tile waited for which digit count**. On the concurrent simulator, 8
+# blocks resident at once, started in a shuffled order, with tiles of one warp
+# (`onesweep.sort_with`: 32 keys a tile) and 8-bit keys (one digit pass), the trace records every
+# read of a tile's digit counts. A thread that read a predecessor's count more than once found
+# nothing published there yet, and waited for it:
+
+# %%
+print(inspect.getsource(apps.onesweep.warp_digit_rank))
+rng_onesweep = np.random.default_rng(30)
+keys = rng_onesweep.integers(0, 256, 32 * 24).astype(np.uint8)
+with ps.sim.block_order_seed(2), ps.sim.resident_blocks(8):
+    run = ps.trace.record(apps.onesweep.sort_with, keys, items_per_thread=1)
+print("sort_with is np.argsort(kind='stable'):", np.array_equal(run.result, np.argsort(keys, kind="stable")))
+reads = collections.Counter()  # (tile, predecessor, digit) -> reads of the predecessor's count
+own = {}
+for record in run.select(array="status"):
+    if record.atomic and record.launch == len(run.launches) - 1:
+        own[record.block] = max(own.get(record.block, 0), record.index // 256)
+        reads[record.block, record.index // 256, record.index % 256] += 1
+waits = collections.defaultdict(list)
+for (block, tile, digit), count in reads.items():
+    if tile < own[block] and count > 1:
+        waits[own[block], tile].append(digit)
+print(f"{len(waits)} of {len(own)} tiles waited; the first ones:")
+for (tile, predecessor), digits in sorted(waits.items())[:8]:
+    print(f"  tile {tile:>2} waited for tile {predecessor:>2}'s counts of {len(digits):>3} digits, "
+          f"first {sorted(digits)[:4]}")
+
+# %% [markdown]
+# ### Exercise 10.digit-rank (stretch, 2 points): the stable rank inside a warp
+#
+# Write the device function `my_digit_rank(digit, counts)` of step (2): every lane of a warp
+# calls it with the digit of its key, once per step, steps in order; `counts` is the warp's 256
+# counts in shared memory (the keys of each digit ranked in earlier steps). Return the number of
+# keys of the warp with the same digit *before* the caller: those ranked in earlier steps plus
+# those on lower lanes now, and add this step's keys to `counts[digit]`, once per digit. One
+# `match_any_sync`, one shuffle; let one lane of each group of peers update the count, and make
+# the next step's reader see it. The check sorts uint16 keys (two passes) with your rank, many
+# tiles, and compares the order with `np.argsort(kind="stable")`.
+
+# %% tags=["exercise"] exercise_id="10.digit-rank" points=2 todo="return the number of keys of the warp with the caller's digit before it (earlier steps, then lower lanes), and add this step's keys of each digit to counts[digit] once"
+@cuda.jit(device=True)
+def my_digit_rank(digit, counts):
+    ### BEGIN SOLUTION
+    peers = np.uint32(cuda.match_any_sync(0xFFFFFFFF, digit))
+    leader = 31 - cuda.clz(peers)
+    before = 0
+    if cuda.laneid == leader:
+        before = counts[digit]
+        counts[digit] = before + cuda.popc(peers)
+    before = cuda.shfl_sync(0xFFFFFFFF, before, leader)
+    cuda.syncwarp()
+    return before + cuda.popc(peers & cuda.lanemask_lt())
+    ### END SOLUTION
+
+
+# %% tags=["check"] exercise_id="10.digit-rank"
+print(ps.check.stable_sort(lambda keys: apps.onesweep.sort_with(keys, rank=my_digit_rank), name="my_digit_rank"))
+
+# %% [markdown]
+# **The measured table.** `benchmarks/applications.py` ran the applications on one GPU against
+# torch and CuPy, inputs already on the device, every result checked before it was timed:
+# whole calls on the host clock, synchronised (what a user waits for: Python, allocations, the
+# launches, the wait; median of 7), and the device time of the same calls by CUPTI
+# (`torch.profiler`: every kernel, copy and memset summed). The ratio is the library's whole call
+# over ours: above 1, ours is faster. torch has no sort of uint32 on that version; "pairs" sorts
+# int32 values with the keys (torch: `torch.sort`, then the values gathered by its indices; CuPy:
+# `argsort`, then two gathers).
 
 # %%
 bench = results.read("applications.csv")
 print(f"{bench[0]['device']}, {bench[0]['date']}; every result correct: {all(row['correct'] for row in bench)}")
-for row in bench:
-    if row["task"] not in ("compact", "nonzero"):  # section 9 tabulates those
-        print(f"  {row['task']:<8} {row['method']:<40} {row['dtype']:<8} n = {row['n']:>9,}  "
-              f"{row['median_us'] / 1000:>9.2f} ms")
 
 
-# %%
-def ms(task, method, dtype, n=None):
-    where = {} if n is None else {"n": n}
-    return results.value("applications.csv", "median_us", task=task, method=method, dtype=dtype, **where) / 1000
+def row_of(task, method, dtype, n):
+    found = results.read("applications.csv", task=task, method=method, dtype=dtype, n=n)
+    return found[0] if found else None
 
 
-readable_ratio = (ms("compact", "prefixsum apps.compact_by_scan (readable)", "float32", 2**24)
-                  / ms("compact", "torch x[mask]", "float32", 2**24))
-sort_ratio = (ms("sort", "prefixsum apps.radix_sort (1 bit/pass)", "uint32") / ms("sort", "cupy.sort", "uint32"))
-evaluation_ratio = (ms("spline", "scipy evaluate (points, CPU)", "float64")
-                    / ms("spline", "prefixsum evaluate (points)", "float64"))
-build_ratio = ms("spline", "scipy CubicSpline (build, CPU)", "float64") / ms("spline", "prefixsum cubic_spline (build)",
-                                                                             "float64")
-cupy_build_s = ms("spline", "cupyx CubicSpline (build)", "float64") / 1000
-print(f"readable compaction (three launches), 2^24 float32: {readable_ratio:.1f}x the time of torch's x[mask]")
-print(f"radix sort, uint32: {sort_ratio:.0f}x the time of cupy.sort")
-print(f"spline build: scipy on the CPU takes {build_ratio:.1f}x ours; evaluation: {evaluation_ratio:.0f}x ours")
-print(f"cupyx's CubicSpline build: {cupy_build_s:.0f} s")
-
-# %% [markdown]
-# Read the figures with the chapters behind them:
-#
-# - **Compaction**, the readable version of section 4 (`apps.compact_by_scan`), is correct and
-#   simple, and several times slower than the libraries' `x[mask]`: it makes three launches from
-#   Python (flags, scan, scatter), allocates twice, and reads the output's length back to the host
-#   before it can allocate the output. A library pays for that read too, but fuses the flagging,
-#   the scan and the scatter. Section 9 does the same, and overtakes them.
-# - **Radix sort** by one bit per pass is the textbook algorithm, and about two orders of
-#   magnitude slower than the library sorts behind `cupy.sort` and `torch.sort`. The gap is the
-#   lesson: a production radix sort (CUB's, Merrill and Grimshaw 2011) takes several bits per pass
-#   (so a handful of passes for 32-bit keys, not 32), counts each tile's digits in shared memory and
-#   scans those counts, so each pass moves the keys once. Each of our passes is a scan of n flags
-#   plus two launches from Python.
-# - **Splines**: building costs a PCR solve plus numpy arithmetic on the host; evaluating millions
-#   of points is one kernel (a binary search and Horner's rule per point), hundreds of times faster
-#   than scipy on one CPU core. CuPy's own GPU spline, `cupyx.scipy.interpolate.CubicSpline`,
-#   evaluates fast but takes over a minute to build the spline of $2^{20}$ knots: an earlier run
-#   stopped it at 80 seconds inside `BSpline.design_matrix`, at Python's built-in `min` over a
-#   CuPy array, which brings the elements to the host one comparison at a time.
-#
-# ## 9. At library speed: compaction in one pass
-#
-# CUB's `DeviceSelect` (behind torch's `x[mask]`) does not scan n flags and then scatter. It
-# makes the compaction a *single-pass* scan, the decoupled look-back of chapter 10, with a count
-# where chapter 10 had a running sum: a count of kept elements *is* a sum, of 0/1 flags.
-# `apps.compact` does the same in one kernel (`prefixsum/apps/selection.py`), tile by tile:
-#
-# 1. A block draws its tile's id from the look-back's counter (in the order blocks start, as in
-#    chapter 10) and loads the tile's flags *striped*: in step k, thread t reads element
-#    `k * blockDim + t`, so every load of a warp is one contiguous run. It loads the value of
-#    each kept element too, early, so that those loads are in flight during the look-back.
-# 2. **The rank inside the tile, without a scan of n flags.** In step k, each warp takes one
-#    *ballot* of its 32 flags: a 32-bit word, bit l set if lane l keeps its element. A lane's
-#    rank among the warp's kept elements of that step is the number of set bits *below its own
-#    lane*; the warp's count is the number of set bits. Warp 0 then scans the (step, warp)
-#    counts of the tile, a few dozen numbers, in the tile's order.
-# 3. Warp 0 hands the tile's count to chapter 10's look-back, `tile_state.look_back("add", int32)`
-#    (the same function, not a copy), which publishes it and returns the number of kept elements
-#    in all tiles before. The last tile writes the total for the host.
-# 4. Each kept element goes to `out[before the tile + before its warp's step + its rank]`. The
-#    kept elements of one warp's step are neighbours in the output, so the stores are contiguous.
-#
-# Stable by construction (places follow the elements' order); one launch; n flags read, a value
-# only where it is kept, each kept value written once. The output's length is known only when the
-# last tile has finished: `compact` writes it to host memory the GPU can write directly
-# (`cuda.mapped_array`) and waits for the kernel, as `x[mask]` waits in numpy, torch and CuPy.
-# `compact(x, mask, sync=False)` waits for nothing and returns a buffer of n with a device array
-# holding the count, as CUB's `DeviceSelect::Flagged` does; `compact_indices(mask)` is numpy's
-# `flatnonzero` by the same kernel, writing indices instead of values.
-
-# %%
-print(inspect.getsource(apps.selection.select_kernel))
+TASKS = [("compact", "prefixsum apps.compact", "torch x[mask]", "cupy x[mask]", ("float32", "int32", "float64")),
+         ("sort", "onesweep", "torch.sort(stable=True)", "cupy.sort", ("uint32", "float32")),
+         ("sort pairs", "onesweep", "torch.sort(stable=True)", "cupy.argsort + gathers", ("uint32", "float32"))]
+sizes = sorted({row["n"] for row in bench if row["task"] == "sort"})
+ratios = collections.defaultdict(list)
+print(f"{'task':<10} {'dtype':>7} {'n':>10} | {'ours, us (device)':>18} | {'torch':>18} | {'CuPy':>18} | "
+      f"{'torch/ours':>10} {'CuPy/ours':>9}")
+for task, ours_method, torch_method, cupy_method, dtypes in TASKS:
+    for dtype in dtypes:
+        for n in sizes:
+            cells = [row_of(task, method, dtype, n) for method in (ours_method, torch_method, cupy_method)]
+            shown = [f"{c['median_us']:>8.1f} ({c['device_us']:>7.1f})" if c else f"{'-':>18}" for c in cells]
+            over = [f"{c['median_us'] / cells[0]['median_us']:.2f}" if c else "-" for c in cells[1:]]
+            for library, c in zip(("torch", "CuPy"), cells[1:]):
+                if c and dtype in ("float32", "uint32"):
+                    ratios[f"{task} {dtype}: {library}/ours"].append(c["median_us"] / cells[0]["median_us"])
+            print(f"{task:<10} {dtype:>7} {n:>10,} | {shown[0]} | {shown[1]} | {shown[2]} | {over[0]:>10} {over[1]:>9}")
+one_bit = row_of("sort", "radix_sort_one_bit (readable, 1 bit/pass)", "uint32", 1 << 22)
+readable = row_of("compact", "prefixsum apps.compact_by_scan (readable)", "float32", 1 << 24)
+print(f"the readable versions: one bit per pass, 2^22 uint32, {one_bit['median_us'] / row_of('sort', 'onesweep', 'uint32', 1 << 22)['median_us']:.0f}"
+      f" times onesweep; compact_by_scan, 2^24 float32, {readable['median_us'] / row_of('compact', 'prefixsum apps.compact', 'float32', 1 << 24)['median_us']:.1f}"
+      " times apps.compact")
+spline = {row["method"]: row["median_us"] for row in bench if row["task"] == "spline"}
+print(f"splines: scipy's build on the CPU takes {spline['scipy CubicSpline (build, CPU)'] / spline['prefixsum cubic_spline (build)']:.1f}"
+      f" times ours, its evaluation {spline['scipy evaluate (points, CPU)'] / spline['prefixsum evaluate (points)']:.0f} times;"
+      f" cupyx's build takes {spline['cupyx CubicSpline (build)'] / 1e6:.0f} s")
+segmented = {row["method"]: row for row in results.read("user_ops_speed.csv", task="segmented", dtype="float32", n=1 << 24)}
+ours, theirs = segmented["apps.segmented_scan add inclusive"], segmented["torch: cumsum of flags, nonzero, gather, cumsum"]
+print(f"segmented sum, 2^24 float32, device time: torch's formulation {theirs['device_us'] / ours['device_us']:.1f} times"
+      f" ours, which is {ours['device_us'] / segmented['torch.cumsum (unsegmented: a lower bound)']['device_us']:.1f}"
+      " times an unsegmented torch.cumsum")
+ax = viz.curves(np.log2(sizes), {label: np.array(values) for label, values in ratios.items() if len(values) == len(sizes)},
+                logy=True, xlabel="log2 n", ylabel="library's whole call / ours",
+                title="above 1: ours is faster (whole calls, float32 and uint32)")
+ax.axhline(1.0, color="black", linewidth=0.8)
+ax.axhline(0.5, color="grey", linewidth=0.8, linestyle=":")
 
 # %% [markdown]
-# **Which tile waited for which count.** On the concurrent simulator, 8 blocks resident at once,
-# started in a shuffled order, with tiles of one warp (`compact_with`: 32 elements a tile), the
-# trace records every read of a tile's state. A tile that read a predecessor's state more than
-# once found nothing published there yet, and waited for that tile's count:
-
-# %%
-rng_select = np.random.default_rng(30)
-values = np.arange(32 * 40, dtype=np.float32)
-keep = rng_select.random(values.size) < 0.5
-with ps.sim.block_order_seed(2), ps.sim.resident_blocks(8):
-    run = ps.trace.record(apps.selection.compact_with, values, keep)
-print("compact_with is x[mask]:", np.array_equal(run.result, values[keep]))
-states_read = {}
-for record in run.select(array="status"):
-    if record.atomic:
-        states_read.setdefault(record.block, []).append(record.index)
-for indices in sorted(states_read.values(), key=max):
-    tile = max(indices)  # a block publishes its own tile's state last
-    waited = sorted(p for p, reads in collections.Counter(i for i in indices if i < tile).items() if reads > 1)
-    if waited:
-        print(f"tile {tile:>2} waited for the count of tile{'s' if len(waited) > 1 else ''} "
-              f"{', '.join(map(str, waited))}")
-ax = viz.lookbacks(run)
-
-# %% [markdown]
-# The measured table: whole calls (a user's wait: allocation, the launch, the count, Python) and
-# the device time of the same calls by CUPTI (`torch.profiler`: every kernel and copy summed;
-# torch's `x[mask]` runs five kernels and a copy of the count to the host, CuPy's six), half the
-# flags set, inputs already on the device:
-
-# %%
-print(f"{bench[0]['device']}, {bench[0]['date']}; microseconds, whole call (device time)")
-print(f"{'n':>10} {'dtype':>8} {'apps.compact':>16} {'torch x[mask]':>16} {'cupy x[mask]':>16} {'vs torch':>9} "
-      f"{'vs CuPy':>8}")
-for n in sorted({row["n"] for row in results.read("applications.csv", task="compact")}):
-    for dtype in ("float32", "int32", "float64"):
-        cells = [results.read("applications.csv", task="compact", method=method, dtype=dtype, n=n)[0]
-                 for method in ("prefixsum apps.compact", "torch x[mask]", "cupy x[mask]")]
-        times = [f"{row['median_us']:>7.1f} ({row['device_us']:>5.1f})" for row in cells]
-        print(f"{n:>10,} {dtype:>8} {times[0]:>16} {times[1]:>16} {times[2]:>16} "
-              f"{cells[1]['median_us'] / cells[0]['median_us']:>8.1f}x {cells[2]['median_us'] / cells[0]['median_us']:>7.1f}x")
-
-# %% [markdown]
-# The kernel moves the flags, the input and the kept values once: at $2^{26}$ float32, 448 MB in
-# 235 microseconds, 1.9 TB/s of the H100's 3.35. The whole call adds some 30 microseconds of
-# Python, allocation and the wait, which is why the ratio is smaller at $2^{20}$. torch's `x[mask]` counts the flags (a reduction), copies the count
-# to the host, allocates, then selects and gathers in further kernels: more passes over the data.
+# Read the table with the chapters behind it. The one-pass compaction moves the flags, the input
+# and the kept values once; torch's `x[mask]` counts the flags, copies the count to the host,
+# allocates, then selects and gathers in further kernels. The onesweep sort moves every key
+# once per byte, as CUB does; where it trails, Nsight Compute (`benchmarks/onesweep_profile.txt`)
+# shows a digit pass limited by latency rather than memory: half the threads a multiprocessor
+# holds (four blocks, by the registers of 16 keys, their ranks and digits per thread, and by the
+# shared tile), warps waiting on shared memory (the ranks, the counts per warp) and on the
+# look-back's reads of the L2 cache; DRAM is mostly idle. The dotted line
+# is half the library's speed. The readable versions of sections 4 and 5 are correct and simple,
+# and the last lines say what fusing their passes buys. Splines: building costs a PCR solve plus
+# numpy arithmetic on the host; evaluation is one kernel (a binary search and Horner's rule per
+# point); CuPy's own build spends its time in `BSpline.design_matrix`, at Python's built-in `min`
+# over a CuPy array, which brings the elements to the host one comparison at a time.
 #
 # ### Exercise 11.warp-rank (stretch, 2 points): the rank inside a warp
 #
-# Write the device function `my_warp_rank(kept)` that step 2 calls: every lane of a warp calls it
-# with its own flag (a bool), and it returns two numbers, how many lanes *below* the caller have
-# their flag set (the caller's rank), and how many lanes of the warp have it set. No shared
-# memory and no loop: a vote, a mask and a bit count. The check runs the compaction of this
-# section with your function in place of the package's, on many sizes.
+# Write the device function `my_warp_rank(kept)` of the compaction: every lane of a warp calls
+# it with its own flag (a bool), and it returns two numbers, how many lanes *below* the caller
+# have their flag set (the caller's rank), and how many lanes of the warp have it set. No shared
+# memory and no loop: a vote, a mask and a bit count. The check runs `apps.compact` with your
+# function in place of the package's, on many sizes.
 #
 # **Worked example**, the first 8 lanes of a warp whose other lanes are not kept; the warp's
 # vote is one 32-bit word with bit $l$ set where lane $l$'s flag is:
@@ -633,8 +661,9 @@ print(ps.check.compaction(lambda x, mask: apps.selection.compact_with(x, mask, r
 # | --- | --- | --- | --- |
 # | linear recurrence, IIR filter | compose affine maps | $(a, b)$, or $(M, v)$ in 2-D | composition of functions |
 # | segmented scan | $(f \lor g, v \text{ if } g \text{ else } u + v)$ | (flag, value) | case analysis on the last flag |
-# | compaction (section 9: in one pass) | add, carried by the look-back | 0/1 flag; a warp's ballot | integer addition |
+# | compaction (section 8: in one pass) | add, carried by the look-back | 0/1 flag; a warp's ballot | integer addition |
 # | radix sort pass | add (twice: zeros, then ones) | 0/1 flag | integer addition; stability makes LSD work |
+# | onesweep digit pass (section 8) | add, per digit, carried by the look-back | 256 digit counts of a tile | integer addition |
 # | running argmax | larger value, earlier on ties | (value, index) | "the first maximum of three" is one element |
 # | tridiagonal solve | compose 2-D affine maps | $3 \times 3$ matrix | matrix product (unstable: the products grow) |
 # | spline antiderivative | add | piece integral | floating-point addition (up to rounding) |

@@ -4,8 +4,10 @@
   one pass, the kept counts carried by the look-back of the single-pass scan (:mod:`.selection`);
   :func:`compact_by_scan`, the readable version: an exclusive scan of the keep-flags gives each
   kept element its place (:mod:`.compaction`).
-* :func:`radix_sort`: a stable LSD radix sort of integers and floats, one split by a scan of
-  flags per bit (:mod:`.radix`).
+* :func:`radix_sort`: a stable LSD radix sort of integers and floats by onesweep, a histogram
+  pass and one pass per byte whose digit counts go through the look-back (:mod:`.onesweep`);
+  :func:`radix_sort_one_bit`, the readable version (``radix_sort`` before onesweep): one split
+  by a scan of flags per bit (:mod:`.radix`).
 * :func:`linear_recurrence`, :func:`lfilter`: ``x[i] = a[i] x[i-1] + b[i]`` and IIR filters of
   order 1 and 2, scans of affine maps (:mod:`.recurrences`).
 * :func:`segmented_scan`: a scan restarted at every flag, inclusive or exclusive, forward or
@@ -16,11 +18,12 @@
   tridiagonal solve, evaluation, derivative and an antiderivative by a scan (:mod:`.splines`).
 """
 from .compaction import compact_by_scan
-from .radix import radix_sort, split_by_bit
+from .onesweep import radix_sort
+from .radix import radix_sort_one_bit, split_by_bit
 from .recurrences import lfilter, linear_recurrence, tridiagonal_scan
 from .segmented import segmented_scan
 from .selection import compact, compact_indices
 from .splines import PiecewisePolynomial, cubic_spline
 
 __all__ = ["PiecewisePolynomial", "compact", "compact_by_scan", "compact_indices", "cubic_spline", "lfilter",
-           "linear_recurrence", "radix_sort", "segmented_scan", "split_by_bit", "tridiagonal_scan"]
+           "linear_recurrence", "radix_sort", "radix_sort_one_bit", "segmented_scan", "split_by_bit", "tridiagonal_scan"]

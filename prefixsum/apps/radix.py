@@ -1,4 +1,4 @@
-"""A stable LSD radix sort: one split by a scan of flags per bit (Blelloch 1990; Sengupta et al. 2007).
+"""The readable radix sort: one split by a scan of flags per bit (Blelloch 1990; Sengupta et al. 2007).
 
 A *split* by bit k moves the elements whose bit k is 0 to the front and those whose bit is 1
 behind them, each group in its old order. The exclusive scan (add) of the zero-flags gives a
@@ -13,7 +13,8 @@ negative ones the other way round). -0.0 sorts before 0.0; NaN with the sign bit
 after +inf, as numpy puts NaN last.
 
 One bit per pass keeps every pass a single scan, w passes for w-bit keys; libraries take 4 to
-8 bits per pass with a histogram of digits per tile, which is faster but more than a scan. A
+8 bits per pass with a histogram of digits per tile, which is faster but more than a scan
+(:mod:`.onesweep`, :func:`prefixsum.apps.radix_sort`). A
 pass by a bit that all keys share moves nothing, so the sort first finds the bits in which keys
 differ (OR ^ AND of all keys: a scan of (or, and) pairs with a user operator) and splits by
 those only: small or clustered keys take fewer passes.
@@ -102,8 +103,12 @@ def split_by_bit(keys, bit, values=None):
     return out_keys, (out_values if values is not None else None)
 
 
-def radix_sort(keys, values=None):
-    """Sort ``keys`` (and ``values`` with them) by a stable LSD radix sort, one bit per pass.
+def radix_sort_one_bit(keys, values=None):
+    """Sort ``keys`` (and ``values`` with them) by a stable LSD radix sort, one bit per pass: the readable version.
+
+    :func:`prefixsum.apps.radix_sort` (onesweep, :mod:`.onesweep`) is the fast one; it was this
+    function until onesweep came, and differs in two places only: here -0.0 sorts before 0.0
+    and a NaN with its sign bit set before -inf.
 
     Parameters
     ----------
@@ -121,7 +126,7 @@ def radix_sort(keys, values=None):
     Examples
     --------
     >>> import numpy as np
-    >>> radix_sort(np.array([3, -1, 2, -7], np.int32))
+    >>> radix_sort_one_bit(np.array([3, -1, 2, -7], np.int32))
     array([-7, -1,  2,  3], dtype=int32)
     """
     dtype = np.dtype(keys.dtype)

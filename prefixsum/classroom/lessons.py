@@ -198,5 +198,5 @@ def scan_with(x, look, *, block_size=32, items_per_thread=1):
         tiles = -(-len(x) // (block_size * items_per_thread))
         status, values, counter, epoch = lookback.states(dtype, tiles)
         kernel = lookback.lookback_kernel("add", dtype, True, False, block_size, items_per_thread, look)
-        kernel[tiles, block_size](cuda.to_device(x), out, status, values, counter, len(x), epoch)
+        kernel[tiles, block_size](cuda.to_device(x), out, status, values, counter, len(x), epoch, 0)
     return out.copy_to_host()

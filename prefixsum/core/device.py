@@ -35,11 +35,16 @@ def _gpu_usable():
     return False
 
 
+_numba_config = []  # numba's config module, once imported (every public call asks simulating())
+
+
 def simulating():
     """Whether this process runs kernels on the simulator (numba has made its choice)."""
-    from numba import config
+    if not _numba_config:
+        from numba import config
 
-    return bool(config.ENABLE_CUDASIM)
+        _numba_config.append(config)
+    return bool(_numba_config[0].ENABLE_CUDASIM)
 
 
 def hand_down(simulator, reason):

@@ -9,7 +9,8 @@ looks every name up in a ``NUMBA_ENABLE_CUDASIM=0`` process, and ``tests/test_nu
 compares :func:`marshaller` with numba's own ``_Kernel._prepare_args`` for every argument kind
 a :class:`~prefixsum.core.launch.Launcher` takes. Public replacements are used where they exist:
 a compiled kernel's ``library`` (not ``_codelibrary``), ``cuda.core.Stream.from_handle`` (not
-``driver._to_core_stream``). The simulator side has its own door,
+``driver._to_core_stream``), and cuda-python's driver binding for the one thing numba offers no call for (a
+non-blocking stream, :func:`nonblocking_stream`). The simulator side has its own door,
 :mod:`prefixsum.classroom.sim.numba_sim`; nowhere else is an internal module of numba imported
 or an attribute of numba assigned (``tests/test_architecture.py``).
 """
@@ -18,6 +19,7 @@ import ctypes
 import threading
 import types as pytypes
 import warnings
+import weakref
 
 from numba import types
 from numba.np.numpy_support import as_dtype
@@ -103,14 +105,19 @@ def marshaller(argtypes):
     return params
 
 
+_classes = []  # (MemoryPointer, DeviceNDArray), imported once: a result is made on every call
+
+
 def device_array(base, nbytes, shape, strides, dtype, finalizer):
     """numba's device array over ``nbytes`` of the allocation ``base`` (a ``memalloc`` result),
     calling ``finalizer()`` when the array is dropped instead of freeing the memory."""
-    from numba import cuda
-    from numba.cuda.cudadrv import driver
+    if not _classes:
+        from numba.cuda.cudadrv import devicearray, driver
 
-    pointer = driver.MemoryPointer(base.context, base.device_pointer, nbytes, finalizer=finalizer)
-    return cuda.devicearray.DeviceNDArray(shape, strides, dtype, gpu_data=pointer)
+        _classes.extend((driver.MemoryPointer, devicearray.DeviceNDArray))
+    pointer_class, array_class = _classes
+    pointer = pointer_class(base.context, base.device_pointer, nbytes, finalizer=finalizer)
+    return array_class(shape, strides, dtype, gpu_data=pointer)
 
 
 def device_to_host(host, device, nbytes):
@@ -119,6 +126,22 @@ def device_to_host(host, device, nbytes):
     from numba.cuda.cudadrv import driver
 
     driver.device_to_host(host, device, nbytes)
+
+
+def nonblocking_stream():
+    """A new numba stream that never waits for the legacy default stream (``CU_STREAM_NON_BLOCKING``),
+    made with cuda-python's driver binding (numba's ``cuda.stream()`` makes blocking ones only)
+    and destroyed when the numba stream object is dropped."""
+    from cuda.bindings import driver as binding
+    from numba import cuda
+
+    cuda.current_context()  # the stream belongs to numba's context: made current first
+    error, handle = binding.cuStreamCreate(binding.CUstream_flags.CU_STREAM_NON_BLOCKING.value)
+    if error != binding.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuStreamCreate(CU_STREAM_NON_BLOCKING) failed: {error}")
+    stream = cuda.external_stream(int(handle))
+    weakref.finalize(stream, binding.cuStreamDestroy, handle)  # numba never destroys an external stream
+    return stream
 
 
 def real_target_classes():

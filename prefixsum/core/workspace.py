@@ -12,7 +12,13 @@ GPU) costs more host time than a small scan or solve, so the package keeps what 
 * :func:`latest`: the last array of a role and dtype, replaced when the shape changes (the
   device copies of a numpy input and its result: the memory of one length at a time);
 * :func:`result_memory` and :func:`keep_result_memory`: the memory of results the caller has
-  dropped, handed out again for the next result of the same size (up to :data:`KEPT_RESULT_BYTES`).
+  dropped, handed out again for the next result of the same size (up to :data:`KEPT_RESULT_BYTES`);
+* :func:`pinned_result`: numpy results in page-locked memory, kept when the caller drops them
+  and handed out again (up to :data:`KEPT_PINNED_BYTES`), so that a numpy call's result is
+  written by the copy engine directly, with no host copy after it;
+* :func:`staging`: page-locked host buffers (a numpy call's copies go through them, so that the
+  copy engines move them while the SMs scan) and :func:`side_stream`: streams of this thread for
+  those copies, which never wait for the default stream's kernels unless told to by an event.
 
 **Policy for threads and streams.** Everything is kept *per host thread*: a thread never sees
 another thread's buffers, so two threads scanning at once never share a scratch array or a tile
@@ -22,7 +28,10 @@ reused by the next call of the same thread is written only after the kernels of 
 call have read it. With the legacy default stream the kernels of two threads run one after
 another; with per-thread default streams (``NUMBA_CUDA_PER_THREAD_DEFAULT_STREAM=1``) they may
 overlap, and since each thread's key is also its stream's, nothing is shared between streams
-either. A user who launches the package's work on streams of their own is outside this policy.
+either. A numpy call's copies run on this thread's side streams
+(:func:`side_stream`), ordered against its kernels by events and finished before the call returns,
+so the buffers they touch (:func:`staging`, :func:`latest`) are free again when the next call
+starts. A user who launches the package's work on streams of their own is outside this policy.
 The only structure two threads touch is a result's memory given back by a finalizer, which may
 run on any thread (the garbage collector's): it goes back to the pool of the thread that
 allocated it, under that pool's lock. The kept memory belongs to the GPU it was allocated on:
@@ -38,16 +47,22 @@ another, each whole. On a GPU it costs nothing.
 import contextlib
 import functools
 import threading
+import weakref
 
 import numpy as np
 from numba import cuda
 
+from . import numba_gpu
 from .device import simulating
 
 KEPT_ENTRIES = 64
 """Keys :func:`reused` keeps per thread; the oldest goes first."""
 KEPT_RESULT_BYTES = 1 << 30
 """Bytes of dropped results a thread keeps for reuse; a dropped result beyond is freed."""
+
+KEPT_PINNED_BYTES = 256 << 20
+"""Bytes of page-locked memory a thread's numpy results may hold (handed out or kept); beyond, a
+result is a plain numpy array."""
 
 _local = threading.local()
 _simulator = threading.RLock()
@@ -63,7 +78,9 @@ def one_call_at_a_time(function):
     """Decorate a public call so that, on the simulator, it runs whole in :func:`simulator_turn`."""
     @functools.wraps(function)
     def call(*args, **kwargs):
-        with simulator_turn():
+        if not simulating():  # on a GPU: no turn to take, and no context manager to enter on every call
+            return function(*args, **kwargs)
+        with _simulator:
             return function(*args, **kwargs)
 
     return call
@@ -151,3 +168,86 @@ def result_memory(nbytes):
     if base is None:
         base = cuda.current_context().memalloc(nbytes)
     return base, lambda: pool.give(base, nbytes)
+
+
+class _PinnedPool:
+    """One thread's page-locked blocks for numpy results, by size, behind a lock (a dropped
+    result gives its block back from whichever thread drops it)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.free = {}
+        self.held = 0
+
+    def take(self, nbytes):
+        """A kept block of ``nbytes``, a new one while the thread holds less than
+        :data:`KEPT_PINNED_BYTES`, else None."""
+        with self.lock:
+            free = self.free.get(nbytes)
+            if free:
+                return free.pop()
+            if self.held + nbytes > KEPT_PINNED_BYTES:
+                return None
+            self.held += nbytes
+        return cuda.pinned_array(nbytes, np.uint8)
+
+    def give(self, block):
+        with self.lock:
+            self.free.setdefault(block.nbytes, []).append(block)
+
+
+class _Lease:
+    """What a pinned result's numpy array is a view of: while it lives, the block is the caller's."""
+
+    def __init__(self, block, n, dtype):
+        self.__array_interface__ = {"shape": (n,), "typestr": dtype.str, "data": (block.ctypes.data, False),
+                                    "version": 3}
+
+
+def pinned_result(n, dtype):
+    """A new numpy array of ``n`` elements of ``dtype`` (n >= 1) in page-locked memory, or None.
+
+    Its memory goes back to this thread's pool when the array and every view of it are dropped,
+    and the next result of the same size gets it again: ``cudaHostAlloc`` takes longer than
+    copying a few MiB. None when the thread's results already hold :data:`KEPT_PINNED_BYTES` (the
+    caller then makes a plain numpy array): page-locked memory is taken from the OS's pageable pool.
+    """
+    pool = getattr(_local, "pinned", None)
+    if pool is None:
+        pool = _local.pinned = _PinnedPool()
+    dtype = np.dtype(dtype)
+    block = pool.take(n * dtype.itemsize)
+    if block is None:
+        return None
+    lease = _Lease(block, n, dtype)
+    weakref.finalize(lease, pool.give, block)
+    return np.asarray(lease)
+
+
+def staging(role, nbytes):
+    """A page-locked (pinned) host buffer of at least ``nbytes`` bytes (uint8), this thread's, by ``role``.
+
+    Kept between calls and replaced by a larger one when a call needs more (the old one is freed
+    first): ``cudaHostAlloc`` takes milliseconds, and the DMA engines read and write only pinned
+    memory (a copy from pageable memory is staged by the driver through its own pinned buffer,
+    one piece at a time, while the caller waits). On the simulator: a plain numpy array.
+    """
+    store = _store()
+    key = ("staging", role)
+    kept = store.get(key)
+    if kept is None or kept.nbytes < nbytes:
+        store.pop(key, None)
+        kept = store[key] = cuda.pinned_array(nbytes, np.uint8)
+    return kept
+
+
+def side_stream(role):
+    """This thread's stream for ``role``, made on first use and kept: on a GPU a non-blocking one
+    (``CU_STREAM_NON_BLOCKING``: its work never waits for the legacy default stream's, where
+    the package's kernels run, nor the other way round; events order them); on the simulator
+    numba's simulated stream."""
+    return reused(("side stream", role), _new_side_stream)
+
+
+def _new_side_stream():
+    return cuda.stream() if simulating() else numba_gpu.nonblocking_stream()

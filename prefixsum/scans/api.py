@@ -8,7 +8,7 @@ from ..core.arithmetic import quiet_arithmetic
 from ..core.arrays import as_numba, is_device_array, result_array
 from ..core.device import classroom_simulator, simulating
 from ..core.workspace import latest, one_call_at_a_time
-from . import user_ops
+from . import transfers, user_ops
 from .ops import check_dtype, check_op, native
 from .registry import ALGORITHMS, SLOWEST_SIMULATION, lookup
 
@@ -87,13 +87,9 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", identi
     on_device = type(x) is _NUMBA_DEVICE_ARRAY or is_device_array(x)
     if not on_device:
         x = native(np.asarray(x))
-    check_dtype(x.dtype)
+    _check_arguments(x.dtype, op, inclusive, reverse)
     if len(x.shape) != 1:
         raise ValueError(f"x must be 1-D; got an array of shape {tuple(x.shape)} (ndim={len(x.shape)})")
-    check_op(op)
-    for flag, value in (("inclusive", inclusive), ("reverse", reverse)):
-        if not isinstance(value, (bool, np.bool_)):
-            raise ValueError(f"{flag} must be True or False; got {value!r}")
     n = x.shape[0]
     chosen = lookup(algorithm, n)
     resolved = _resolved_options(chosen, options)
@@ -105,19 +101,28 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", identi
             raise ValueError(
                 f"a device array x must be contiguous; got strides {tuple(x.strides)} for elements of "
                 f"{x.dtype.itemsize} bytes; copy it first (e.g. cupy.ascontiguousarray)")
-        source = x
         out = result_array(n, x.dtype)
-    else:
-        source, out = _numpy_call_buffers(n, x.dtype)
-        source.copy_to_device(np.ascontiguousarray(x))
+        if n:
+            _run(chosen.run, n, chosen.name, x, out, op, inclusive, reverse, resolved)
+        return out
+    if n and transfers.overlapped(chosen, x):  # the copies overlap the scan, chunk by chunk
+        return _run(transfers.scan, n, chosen.name, x, op, inclusive, reverse, resolved)
+    source, out = _numpy_call_buffers(n, x.dtype)
+    source.copy_to_device(np.ascontiguousarray(x))
     if n:
-        if simulating():
-            announce_slow_simulation(n, chosen.name, stacklevel=3)  # scan's caller, past its wrapper
-            with quiet_arithmetic():
-                chosen.run(source, out, op, bool(inclusive), bool(reverse), **resolved)
-        else:
-            chosen.run(source, out, op, bool(inclusive), bool(reverse), **resolved)
-    return out if on_device else out.copy_to_host()
+        _run(chosen.run, n, chosen.name, source, out, op, inclusive, reverse, resolved)
+    return transfers.to_host(out)
+
+
+def _run(run, n, name, *args):
+    """``run(*arrays, op, inclusive, reverse, **options)`` for :func:`scan`, with ``args`` = arrays,
+    op, inclusive, reverse, options; on the simulator announced first when slow, and quiet."""
+    *arrays, op, inclusive, reverse, options = args
+    if not simulating():
+        return run(*arrays, op, bool(inclusive), bool(reverse), **options)
+    announce_slow_simulation(n, name, stacklevel=4)  # scan's caller, past its wrapper and this function
+    with quiet_arithmetic():
+        return run(*arrays, op, bool(inclusive), bool(reverse), **options)
 
 
 # numba's device array on a GPU (the simulator has another class): its type is checked first,
@@ -138,9 +143,34 @@ def _numpy_call_buffers(n, dtype):
     return latest("numpy input", n, dtype), latest("numpy result", n, dtype)
 
 
+_CHECKED = set()
+
+
+def _check_arguments(dtype, op, inclusive, reverse):
+    """Raise unless ``dtype``, ``op`` and the two flags are allowed; a combination seen before
+    (with the flags' types, so that ``1`` never passes for ``True``) is not checked again."""
+    try:
+        key = (dtype, op, type(inclusive), inclusive, type(reverse), reverse)
+        if key in _CHECKED:
+            return
+    except TypeError:  # an unhashable op or flag: checked, and refused
+        key = None
+    check_dtype(dtype)
+    check_op(op)
+    for flag, value in (("inclusive", inclusive), ("reverse", reverse)):
+        if not isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"{flag} must be True or False; got {value!r}")
+    if key is not None and len(_CHECKED) < 1024:
+        _CHECKED.add(key)
+
+
 def _resolved_options(algorithm, options):
     """``algorithm.resolve_options(options)``, remembered: a call repeated with the same options
     skips checking them again (the key holds each value's type, so ``True`` never stands for ``1``)."""
+    if not options:  # the common case: the defaults, checked once per algorithm
+        if algorithm.name not in _RESOLVED:
+            _RESOLVED[algorithm.name] = algorithm.resolve_options({})
+        return _RESOLVED[algorithm.name]
     try:
         key = (algorithm.name, tuple((name, type(value), value) for name, value in options.items()))
         hash(key)

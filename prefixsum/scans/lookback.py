@@ -124,8 +124,12 @@ def tile_items(dtype, block_size, items_per_thread):
 
 @functools.lru_cache(maxsize=None)
 def lookback_kernel(op, dtype, inclusive, reverse, block_size, items, look=None):
-    """Kernel ``(x, out, status, values, counter, n, epoch)``: one block per tile, one launch per scan.
+    """Kernel ``(x, out, status, values, counter, n, epoch, first)``: one block per tile.
 
+    The launch scans tiles ``first .. first + gridDim.x - 1`` of ``x``: one launch scans the whole
+    array with ``first`` = 0; a numpy call (:mod:`prefixsum.scans.transfers`) launches once per
+    chunk of the array as its copy arrives, and each chunk's first tiles find the carry of every
+    chunk before in the look-back states (same epoch), as any tile finds its predecessors'.
     ``look`` replaces :func:`look_back`'s device function (chapter 10's exercise writes one).
     With a user operator (``op`` an :class:`~prefixsum.primitives.fields.Operator`, ``dtype``
     its dtypes) ``x``, ``out`` and ``values`` are one array per field, in that order.
@@ -139,7 +143,7 @@ def lookback_kernel(op, dtype, inclusive, reverse, block_size, items, look=None)
     size = staged_size(block_size, items)
     tile_size = block_size * items
 
-    def scan(x, out, status, values, counter, n, epoch):
+    def scan(x, out, status, values, counter, n, epoch, first):
         staged = cuda.shared.array(size, element)
         run = cuda.local.array(items, element)
         shared_tile = cuda.shared.array(1, types.int32)
@@ -151,7 +155,7 @@ def lookback_kernel(op, dtype, inclusive, reverse, block_size, items, look=None)
                 cuda.atomic.exch(counter, 0, np.uint32(0))
             shared_tile[0] = drawn
         cuda.syncthreads()
-        tile = shared_tile[0]
+        tile = first + shared_tile[0]
         start = tile * tile_size
         exclusive, aggregate = scan_block(load(x, n, start, staged, run))
         if t < 32:
@@ -179,7 +183,7 @@ def run(x, out, op, inclusive, reverse, block_size, items_per_thread):
     tiles = -(-n // (block_size * items))
     status, values, counter, epoch = states(x.dtype, tiles)
     launch = launcher(op, x.dtype, inclusive, reverse, block_size, items)
-    launch(tiles, block_size, x, out, status, values, counter, n, epoch)
+    launch(tiles, block_size, x, out, status, values, counter, n, epoch, 0)
 
 
 def run_fields(xs, outs, operator, inclusive, reverse, block_size, items_per_thread):
@@ -189,7 +193,7 @@ def run_fields(xs, outs, operator, inclusive, reverse, block_size, items_per_thr
     tiles = -(-n // (block_size * items))
     status, values, counter, epoch = states(operator.dtypes, tiles)
     launch = launcher(operator, operator.dtypes, inclusive, reverse, block_size, items)
-    launch(tiles, block_size, *xs, *outs, status, *values, counter, n, epoch)
+    launch(tiles, block_size, *xs, *outs, status, *values, counter, n, epoch, 0)
 
 
 def argtypes(dtype):
@@ -197,10 +201,10 @@ def argtypes(dtype):
     if is_fields(dtype):
         arrays = tuple(array_type(d) for d in dtype)
         return arrays + arrays + (types.Array(types.uint32, 1, "C"),) + (types.Array(types.uint64, 1, "C"),) * len(dtype) \
-            + (types.Array(types.uint32, 1, "C"), types.int64, types.int64)
+            + (types.Array(types.uint32, 1, "C"), types.int64, types.int64, types.int64)
     status = types.uint64 if packed(dtype) else types.uint32
     return (array_type(dtype), array_type(dtype), types.Array(status, 1, "C"), types.Array(types.uint64, 1, "C"),
-            types.Array(types.uint32, 1, "C"), types.int64, types.int64)
+            types.Array(types.uint32, 1, "C"), types.int64, types.int64, types.int64)
 
 
 def kernels(op, dtype, inclusive, reverse, block_size, items_per_thread):

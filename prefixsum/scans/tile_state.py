@@ -7,7 +7,8 @@ and the epochs); this module holds its parts, as CUB keeps its ``ScanTileState``
 * :func:`state_access`: ``publish`` and ``peek`` of a tile's flag and value: one 64-bit word for
   4-byte types (:func:`packed`), a flag word and two value slots with fences for 8-byte ones;
 * :func:`look_back`: warp 0 of a tile publishes its aggregate and combines the states of the
-  tiles before it, 32 at a time, until it meets a prefix;
+  tiles before it, 32 at a time, until it meets a prefix; :func:`look_back_lane`, the same for
+  one thread and one of many quantities per tile (a digit's count in the onesweep radix sort);
 * :func:`states`: the device arrays of the states, the tile counter and the epoch, kept per
   host thread and element width (:mod:`prefixsum.core.workspace`) and reused by the thread's
   every call: two threads never share a state, a counter or an epoch.
@@ -19,14 +20,14 @@ field's bits widened to 64, all written before the fence and the flag.
 import functools
 
 import numpy as np
-from numba import cuda
+from numba import cuda, types
 from numba.cuda import libdevice
 
 from ..core.device import device_specific, simulating
 from ..core.workspace import reused
 from ..primitives.fields import Fieldwise, device_function, is_fields
 from ..primitives.warp import FULL_MASK, reduce_shfl
-from .ops import check_dtype, device_op, identity
+from .ops import check_dtype, device_op, identity, numba_type
 
 AGGREGATE, PREFIX = 0, 1
 """The kinds of a tile's state: its own total, or the inclusive prefix of tiles 0..b."""
@@ -151,6 +152,52 @@ def look_back(op, dtype, publish=None):
         return exclusive
 
     return device_function(look, dtype, arrays=("values",))
+
+
+@functools.lru_cache(maxsize=None)
+def look_back_lane(op, dtype, window=1):
+    """Device function ``look_back_lane(status, values, tile, stride, slot, aggregate, epoch) -> exclusive``, for one thread.
+
+    The look-back of :func:`look_back` for many quantities per tile at once, one thread each, as
+    CUB's onesweep radix sort carries a count per digit: the state of quantity ``slot`` of tile
+    t is at index ``t * stride + slot``. The thread publishes ``aggregate`` (tile 0: as its
+    prefix), then walks back ``window`` tiles at a time: it asks for their states all at once
+    (the reads are in flight together), then, closest first, waits for each until it has
+    published and combines its value, until it meets a prefix. It publishes the tile's inclusive
+    prefix and returns everything before the tile. The states, flags and epochs are
+    :func:`state_access`'s.
+    """
+    combine = device_op(op, dtype)
+    neutral = identity(op, dtype)
+    element = numba_type(dtype)
+    publish, peek = state_access(dtype)
+
+    def look(status, values, tile, stride, slot, aggregate, epoch):
+        published = np.uint32(2 * epoch)  # flags below it are from earlier calls
+        publish(status, values, tile * stride + slot, published + (PREFIX if tile == 0 else AGGREGATE), aggregate)
+        flags = cuda.local.array(window, types.uint32)
+        seen = cuda.local.array(window, element)
+        exclusive = neutral
+        end = tile  # the window: tiles end - 1 .. end - window, closest first
+        while end > 0:
+            for j in range(window):
+                if end - 1 - j >= 0:
+                    flags[j], seen[j] = peek(status, values, (end - 1 - j) * stride + slot)
+            found = False
+            for j in range(window):
+                if not found and end - 1 - j >= 0:
+                    while flags[j] < published:
+                        flags[j], seen[j] = peek(status, values, (end - 1 - j) * stride + slot)
+                    exclusive = combine(seen[j], exclusive)
+                    found = flags[j] == published + PREFIX
+            if found:
+                break
+            end -= window
+        if tile > 0:
+            publish(status, values, tile * stride + slot, published + PREFIX, combine(exclusive, aggregate))
+        return exclusive
+
+    return cuda.jit(device=True)(look)
 
 
 class _States:

@@ -1,4 +1,4 @@
-"""Host checks: a function case by case (:func:`function`), stream compaction, a radix pass."""
+"""Host checks: a function case by case (:func:`function`), stream compaction, a radix pass, a stable sort."""
 import functools
 
 import numpy as np
@@ -176,3 +176,27 @@ def radix_pass(fn, *, bit=3, sizes=DEFAULT_SIZES, timeout=20.0, name=None, budge
 
     return _check_cases(fn, cases(), _name(fn, name, "radix pass"), timeout,
                         "Zeros go to their exclusive-scan place; a one goes to (all zeros) + i - (zeros before i).", budget)
+
+
+STABLE_SORT_SIZES = (1, 31, 33, 100)
+"""Sizes of :func:`stable_sort`'s cases: a sort with small tiles costs the simulator per tile and digit."""
+
+
+@_child.simulated
+def stable_sort(fn, *, sizes=STABLE_SORT_SIZES, timeout=20.0, name=None, budget=None):
+    """Check ``fn(keys) -> order``: where each key goes in a stable sort, as ``np.argsort(keys, kind="stable")``.
+
+    ``keys`` are uint16 below 1024, many equal (so that stability shows), so that a sort by bytes
+    makes two passes and the second must keep the first's order. A ``budget`` (:class:`Budget`)
+    fails a right result that spends more.
+    """
+    def cases():
+        for n in sorted(sizes):
+            rng = np.random.default_rng(_SEED + n)
+            keys = rng.integers(0, 1024, n).astype(np.uint16)
+            keys[n // 2:] = keys[rng.integers(0, max(n // 2, 1), n - n // 2)]
+            yield n, (keys,), np.argsort(keys, kind="stable")
+
+    return _check_cases(fn, cases(), _name(fn, name, "stable sort"), timeout,
+                        "Equal keys must keep their order: a key's rank counts the keys with its digit before it, "
+                        "in earlier steps and on lower lanes.", budget)

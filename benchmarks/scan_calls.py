@@ -1,0 +1,182 @@
+"""Whole ps.scan calls on device arrays against torch.cumsum's, and where the host time of a call goes.
+
+    python benchmarks/scan_calls.py [--out DIR]     on a GPU (run_gpu.sh stage "scan_calls")
+    python benchmarks/scan_calls.py --quick         tiny sizes on the simulator, to test the script
+
+On the host clock, median of 200 calls after a warm-up, float32, n = 2^10, 2^16, 2^20, every
+result checked first:
+
+- ``ps.scan(x)`` then ``cuda.synchronize()`` (numba's), and then ``torch.cuda.synchronize()``;
+- ``torch.cumsum(t, 0)`` (a new result, as ps.scan's) and ``torch.cumsum(t, 0, out=y)``, then
+  ``torch.cuda.synchronize()``;
+- the parts: each synchronize on an idle GPU, ``ps.scan(x)`` without one (host time alone: the
+  GPU keeps up), ``lookback.run`` into a kept result, and ``torch.cumsum(t, 0)`` without one.
+
+Writes ``scan_calls.csv`` (variant, n, median_us, correct, the run's metadata) and
+``scan_calls_profile.txt``: cProfile's 25 costliest functions over 2000 calls of
+``ps.scan(x)`` + ``cuda.synchronize()`` at 2^16.
+"""
+import cProfile
+import io
+import pstats
+import shlex
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import prefixsum as ps  # before numba.cuda: prefixsum chooses the GPU or the simulator
+from numba import cuda  # noqa: E402  (isort: skip)
+from prefixsum.cli.bench import gpu_library, script_arguments
+from prefixsum.cli.metadata import run_metadata
+from prefixsum.cli.results import print_table, report_wrong, write_csv
+from prefixsum.scans.testing import expected_scan, random_input, wrong_indices
+
+SIZES = (1 << 10, 1 << 16, 1 << 20)
+QUICK_SIZES = (1000,)
+CALLS = 200
+PROFILED = 2000
+
+
+def median_us(call, repeats):
+    """Median microseconds of ``call()`` on the host clock, after 20 warm-up calls."""
+    for _ in range(20):
+        call()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - start) * 1e6)
+    return statistics.median(times)
+
+
+def main(argv=None):
+    args = script_arguments(argv, "tiny sizes and few calls on the simulator, to test the script",
+                            lambda parser: parser.add_argument("--parts", action="store_true",
+                                                               help="also time the pieces of a call (a GPU only)"))
+    torch = gpu_library("torch")
+    meta = run_metadata(("torch",), shlex.join(["python", "benchmarks/scan_calls.py",
+                                                *(sys.argv[1:] if argv is None else argv)]))
+    repeats = 3 if args.quick else CALLS
+    rng = np.random.default_rng(10)
+    rows = []
+
+    def add(variant, n, call, correct=True):
+        us = median_us(call, repeats)
+        rows.append({"variant": variant, "dtype": "float32", "n": n, "median_us": round(us, 2), "correct": correct,
+                     "timing": "host clock", **meta})
+        print(f"{variant:<46} n={n:<9} {us:>9.2f} us{'' if correct else '  WRONG'}", flush=True)
+
+    sync = torch.cuda.synchronize if torch is not None else cuda.synchronize
+    add("cuda.synchronize() idle", 0, cuda.synchronize)
+    if torch is not None:
+        add("torch.cuda.synchronize() idle", 0, torch.cuda.synchronize)
+    for n in QUICK_SIZES if args.quick else SIZES:
+        x = random_input(n, "add", np.dtype("float32"), rng)
+        expected, allowed = expected_scan(x)
+        source = cuda.to_device(x)
+
+        def check(result):
+            return wrong_indices(result, expected, allowed).size == 0
+
+        correct = check(ps.scan(source).copy_to_host())
+        add("ps.scan + cuda.synchronize", n, lambda: (ps.scan(source), cuda.synchronize()), correct)
+        add("ps.scan + torch.cuda.synchronize", n, lambda: (ps.scan(source), sync()), correct)
+        add("ps.scan alone (host)", n, lambda: ps.scan(source), correct)
+        kept = cuda.device_array(n, np.float32)
+        lookback = ps.ALGORITHMS["lookback"]
+        options = lookback.resolve_options({})
+        add("lookback.run alone (host)", n, lambda: lookback.run(source, kept, "add", True, False, **options))
+        cuda.synchronize()
+        if args.parts:
+            parts(add, n, source, kept)
+        if torch is not None:
+            t = torch.from_numpy(x).cuda()
+            y = torch.empty_like(t)
+            correct = check(torch.cumsum(t, 0).cpu().numpy())
+            add("torch.cumsum + torch.cuda.synchronize", n, lambda: (torch.cumsum(t, 0), sync()), correct)
+            add("torch.cumsum(out=) + torch.cuda.synchronize", n, lambda: (torch.cumsum(t, 0, out=y), sync()), correct)
+            add("torch.cumsum + cuda.synchronize", n, lambda: (torch.cumsum(t, 0), cuda.synchronize()), correct)
+            add("torch.cumsum alone (host)", n, lambda: torch.cumsum(t, 0), correct)
+            sync()
+    write_csv(rows, f"{args.out}/scan_calls.csv")
+
+    n = QUICK_SIZES[0] if args.quick else 1 << 16
+    source = cuda.to_device(random_input(n, "add", np.dtype("float32"), rng))
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(20 if args.quick else PROFILED):
+        ps.scan(source)
+        cuda.synchronize()
+    profiler.disable()
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(25)
+    with open(f"{args.out}/scan_calls_profile.txt", "w") as handle:
+        handle.write(f"# cProfile of {PROFILED} calls of ps.scan(x) + cuda.synchronize(), n = {n}, float32; "
+                     f"{meta['device']}, {meta['date']}\n")
+        handle.write(text.getvalue())
+    print(text.getvalue()[:3000])
+    print_table(ratios(rows), ["n", "ps.scan_us", "torch_us", "ratio"],
+                title="whole calls with a synchronize, ps.scan against torch.cumsum (< 1.1 is the target):")
+    return report_wrong(rows, lambda row: f"{row['variant']} n={row['n']}")
+
+
+def parts(add, n, source, kept):
+    """Host time of the pieces of a look-back call: the result's memory, the tile states, the
+    Launcher's marshalling and launch, and cuda.core's launch against a plain ``cuLaunchKernel``
+    (cuda.bindings) with its parameter block kept and two pointers rewritten per call."""
+    import ctypes
+
+    from cuda.bindings import driver
+    from prefixsum.core.arrays import result_array
+    from prefixsum.scans import lookback
+
+    dtype = np.dtype("float32")
+    add("part: result_array", n, lambda: result_array(n, dtype))
+    items = lookback.tile_items(dtype, 128, None)
+    tiles = -(-n // (128 * items))
+    add("part: tile states", n, lambda: lookback.states(dtype, tiles))
+    launch = lookback.launcher("add", dtype, True, False, 128, items)
+    status, values, counter, epoch = lookback.states(dtype, tiles)
+    arguments = (source, kept, status, values, counter, n, epoch, 0)
+    launch(tiles, 128, *arguments)
+    cuda.synchronize()
+    add("part: Launcher marshalling", n, lambda: launch._params(arguments))
+    config = launch._configs[tiles, 128, 0]
+    flat = launch._params(arguments)
+    add("part: cuda.core launch, marshalled", n, lambda: launch._launch(launch._stream, config, launch._kernel, *flat))
+    cuda.synchronize()
+    cells = [ctypes.c_int64(int(value)) if isinstance(value, int) else value for value in flat]
+    block = (ctypes.c_void_p * len(cells))(*[ctypes.addressof(cell) for cell in cells])
+    where = int(ctypes.addressof(block))
+    try:
+        handle = launch._kernel.handle
+        function = driver.CUfunction(int(handle))
+        print("kernel handle", type(handle), flush=True)
+
+        def raw():
+            cells[4].value = source.device_ctypes_pointer.value
+            cells[11].value = kept.device_ctypes_pointer.value
+            return driver.cuLaunchKernel(function, tiles, 1, 1, 128, 1, 1, 0, 0, where, 0)
+
+        kept.copy_to_device(np.full(n, np.nan, np.float32))
+        print("cuLaunchKernel:", raw(), flush=True)
+        cuda.synchronize()
+        reference = ps.scan(source).copy_to_host()
+        add("part: cuLaunchKernel, kept block", n, raw, bool(np.array_equal(kept.copy_to_host(), reference)))
+        cuda.synchronize()
+    except Exception as error:  # an experiment: its failure is reported, the rows above stand
+        print(f"cuLaunchKernel experiment failed: {type(error).__name__}: {error}", flush=True)
+
+
+def ratios(rows):
+    """ps.scan + cuda.synchronize over torch.cumsum + torch.cuda.synchronize, at each size."""
+    times = {(r["variant"], r["n"]): r["median_us"] for r in rows}
+    return [{"n": n, "ps.scan_us": us, "torch_us": times.get(("torch.cumsum + torch.cuda.synchronize", n)),
+             "ratio": round(us / times.get(("torch.cumsum + torch.cuda.synchronize", n), float("nan")), 3)}
+            for (variant, n), us in times.items() if variant == "ps.scan + cuda.synchronize"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,192 @@
+"""ps.scan on numpy arrays (copies overlapped with the scan) against torch's and CuPy's round trips.
+
+    python benchmarks/transfers.py [--out DIR]          on a GPU (run_gpu.sh stage "transfers")
+    python benchmarks/transfers.py --tune [--out DIR]   the chunk size and copy threads, swept
+    python benchmarks/transfers.py --timeline [--out DIR]   one call traced by CUPTI
+    python benchmarks/transfers.py --quick              tiny sizes on the simulator, to test the script
+
+A whole call from a numpy array to a numpy array, on the host clock: ``ps.scan(x)``
+(:mod:`prefixsum.scans.transfers`), torch's ``torch.cumsum(torch.from_numpy(x).cuda(), 0).cpu().numpy()``
+and CuPy's ``cupy.asnumpy(cupy.cumsum(cupy.asarray(x)))``, n = 2^20..2^28, float32 and int32,
+every result checked first (median of 25 calls, fewer for the largest arrays). Writes
+``transfers.csv`` (variant, dtype, n, median_us, gbps = 2 n x itemsize / time, the bytes that
+cross PCIe, correct, the run's metadata).
+
+``--timeline`` writes ``transfers_timeline.csv`` instead: one ps.scan call of 2^24 float32 traced
+by CUPTI (torch.profiler), each copy and kernel with its stream, and each of the host's copies
+into pinned memory, with its start and end in microseconds from the call's first event
+(chapter 09 draws it).
+
+``--tune`` writes ``transfers_tune.csv`` instead: ps.scan at 2^20, 2^22 and 2^24 float32 through the
+pinned slots for each chunk size and number of copy threads, beside torch's round trip (the
+table the defaults of :mod:`prefixsum.scans.transfers` come from).
+"""
+import json
+import os
+import shlex
+import sys
+import tempfile
+
+import numpy as np
+
+import prefixsum as ps  # before numba.cuda: prefixsum chooses the GPU or the simulator
+from prefixsum.cli.bench import QUICK_REPEATS, REPEATS, gpu_library, host_us, script_arguments
+from prefixsum.cli.metadata import run_metadata
+from prefixsum.cli.results import print_table, report_wrong, write_csv
+from prefixsum.scans import transfers
+from prefixsum.scans.testing import expected_scan, random_input, wrong_indices
+
+SIZES = tuple(1 << k for k in range(20, 29, 2))
+DTYPES = ("float32", "int32")
+QUICK_SIZES = (1000, 9000)
+TUNE_SIZES = (1 << 20, 1 << 22, 1 << 24)
+TUNE_CHUNKS = (1 << 20, 2 << 20, 4 << 20, 16 << 20)
+TUNE_THREADS = (2, 8)
+TIMELINE_N = 1 << 24
+HOST_COPY = "host copy into pinned memory"
+
+
+def repeats_for(n, quick):
+    """Fewer calls for the largest arrays (torch's round trip of 2^28 float32 takes about a second)."""
+    if quick:
+        return QUICK_REPEATS
+    return REPEATS if n <= 1 << 22 else 9 if n <= 1 << 24 else 5 if n <= 1 << 26 else 3
+
+
+def not_overlapped(x):
+    """ps.scan with one copy each way and one launch (the path below transfers.MIN_BYTES)."""
+    kept = transfers.MIN_BYTES
+    transfers.MIN_BYTES = 1 << 62
+    try:
+        return ps.scan(x)
+    finally:
+        transfers.MIN_BYTES = kept
+
+
+DTYPE = {"float32": lambda torch: torch.float32, "int32": lambda torch: torch.int32}
+"""torch's dtype for a numpy one: torch.cumsum of int32 gives int64 unless told (numpy's rule too)."""
+
+
+def round_trips(torch, cupy):
+    """name -> function of a numpy array returning its inclusive add scan as a numpy array."""
+    calls = {"ps.scan": ps.scan, "ps.scan, copies not overlapped": not_overlapped}
+    if torch is not None:
+        calls["torch round trip"] = lambda x: torch.cumsum(torch.from_numpy(x).cuda(), 0, dtype=DTYPE[x.dtype.name](torch)).cpu().numpy()
+    if cupy is not None:
+        calls["cupy round trip"] = lambda x: cupy.asnumpy(cupy.cumsum(cupy.asarray(x), dtype=x.dtype))
+    return calls
+
+
+def measure(calls, sizes, dtypes, quick, meta, rng):
+    """Rows of every call at every size and dtype, each result checked before it is timed."""
+    rows = []
+    for dtype in map(np.dtype, dtypes):
+        for n in sizes:
+            x = random_input(n, "add", dtype, rng)
+            expected, allowed = expected_scan(x)
+            for name, call in calls.items():
+                correct = wrong_indices(call(x), expected, allowed).size == 0
+                us = host_us(lambda: call(x), repeats=repeats_for(n, quick))
+                rows.append({"variant": name, "dtype": dtype.name, "n": n, "median_us": round(us, 1),
+                             "gbps": round(2 * n * dtype.itemsize / us / 1e3, 2), "correct": correct,
+                             "timing": "host clock, numpy in and out", **meta})
+                print(f"{name:<18} {dtype.name:<8} n={n:<10} {us:>11.1f} us{'' if correct else '  WRONG'}", flush=True)
+    return rows
+
+
+def tune(torch, quick, meta, rng):
+    """ps.scan at each chunk size and thread count, and torch's round trip, float32."""
+    rows = []
+    sizes = QUICK_SIZES if quick else TUNE_SIZES
+    chunk_sizes, thread_counts = ((256, 4096), (1, 2)) if quick else (TUNE_CHUNKS, TUNE_THREADS)
+    defaults = transfers.CHUNK_BYTES, transfers.COPY_THREADS, transfers.MIN_BYTES
+    transfers.MIN_BYTES = 0
+    try:
+        for chunk in chunk_sizes:
+            for threads in thread_counts:
+                transfers.CHUNK_BYTES, transfers.COPY_THREADS = chunk, threads
+                transfers._pool.clear()  # a pool of the new size
+                rows += [{**row, "variant": f"ps.scan pinned chunk={chunk} threads={threads}"}
+                         for row in measure({"ps.scan": ps.scan}, sizes, ("float32",), quick, meta, rng)]
+    finally:
+        transfers.CHUNK_BYTES, transfers.COPY_THREADS, transfers.MIN_BYTES = defaults
+        transfers._pool.clear()
+    if torch is not None:
+        rows += measure(round_trips(torch, None), sizes, ("float32",), quick, meta, rng)
+    return rows
+
+
+def timeline(torch, n, rng):
+    """Rows ``(engine, name, stream, start_us, end_us)`` of one traced ps.scan of ``n`` float32:
+    every copy and kernel CUPTI saw and the host's copies into pinned memory (marked with
+    ``torch.profiler.record_function``, so that they share the trace's clock), times from the
+    call's first event."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    x = random_input(n, "add", np.dtype("float32"), rng)
+    ps.scan(x)  # compiled, buffers made
+    copy = transfers.copy_parallel
+
+    def marked(target, source):
+        with record_function(HOST_COPY):
+            copy(target, source)
+
+    transfers.copy_parallel = marked
+    try:
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as traced:
+            ps.scan(x)
+    finally:
+        transfers.copy_parallel = copy
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "trace.json")
+        traced.export_chrome_trace(path)
+        with open(path) as handle:
+            events = json.load(handle)["traceEvents"]
+    found = [e for e in events if e.get("ph") == "X" and (e.get("cat") in ("kernel", "gpu_memcpy") or
+                                                          (e.get("cat") == "user_annotation" and e["name"] == HOST_COPY))]
+    start = min(e["ts"] for e in found)
+    rows = []
+    for e in sorted(found, key=lambda e: e["ts"]):
+        name = e["name"]
+        engine = ("host copy" if name == HOST_COPY else "copy in" if "HtoD" in name else
+                  "copy out" if "DtoH" in name else "SMs (scan)" if e["cat"] == "kernel" else "other copy")
+        rows.append({"engine": engine, "name": name[:60], "stream": e.get("args", {}).get("stream", ""),
+                     "start_us": round(e["ts"] - start, 2), "end_us": round(e["ts"] + e["dur"] - start, 2)})
+    return rows
+
+
+def main(argv=None):
+    args = script_arguments(argv, "tiny sizes and 2 repeats on the simulator, to test the script",
+                            lambda parser: (parser.add_argument("--tune", action="store_true"),
+                                            parser.add_argument("--timeline", action="store_true")))
+    torch, cupy = gpu_library("torch"), gpu_library("cupy")
+    meta = run_metadata(("torch", "cupy"), shlex.join(["python", "benchmarks/transfers.py",
+                                                       *(sys.argv[1:] if argv is None else argv)]))
+    rng = np.random.default_rng(29)
+    if args.tune:
+        rows = tune(torch, args.quick, meta, rng)
+        write_csv(rows, f"{args.out}/transfers_tune.csv")
+        return report_wrong(rows, lambda row: f"{row['variant']} n={row['n']}")
+    if args.timeline:
+        if torch is None:
+            raise SystemExit("--timeline needs torch's profiler (CUPTI) on a GPU")
+        write_csv([{**row, **meta} for row in timeline(torch, TIMELINE_N, rng)], f"{args.out}/transfers_timeline.csv")
+        return 0
+    rows = measure(round_trips(torch, cupy), QUICK_SIZES if args.quick else SIZES, DTYPES, args.quick, meta, rng)
+    write_csv(rows, f"{args.out}/transfers.csv")
+    print_table(ratios(rows), ["dtype", "n", "ps.scan_us", "of torch", "of cupy"],
+                title="ps.scan(numpy) against the round trips (time ratio, < 1: faster):")
+    return report_wrong(rows, lambda row: f"{row['variant']} {row['dtype']} n={row['n']}")
+
+
+def ratios(rows):
+    """For each dtype and size: ps.scan's time, and its fraction of torch's and cupy's round trips."""
+    times = {(r["variant"], r["dtype"], r["n"]): r["median_us"] for r in rows}
+    return [{"dtype": dtype, "n": n, "ps.scan_us": us,
+             "of torch": round(us / times.get(("torch round trip", dtype, n), float("nan")), 3),
+             "of cupy": round(us / times.get(("cupy round trip", dtype, n), float("nan")), 3)}
+            for (variant, dtype, n), us in times.items() if variant == "ps.scan"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
