@@ -519,7 +519,7 @@ for (tile, predecessor), digits in sorted(waits.items())[:8]:
           f"first {sorted(digits)[:4]}")
 
 # %% [markdown]
-# ### Exercise 10.digit-rank (stretch, 2 points): the stable rank inside a warp
+# ### Exercise 11.digit-rank (stretch, 2 points): the stable rank inside a warp
 #
 # Write the device function `my_digit_rank(digit, counts)` of step (2): every lane of a warp
 # calls it with the digit of its key, once per step, steps in order; `counts` is the warp's 256
@@ -530,7 +530,7 @@ for (tile, predecessor), digits in sorted(waits.items())[:8]:
 # the next step's reader see it. The check sorts uint16 keys (two passes) with your rank, many
 # tiles, and compares the order with `np.argsort(kind="stable")`.
 
-# %% tags=["exercise"] exercise_id="10.digit-rank" points=2 todo="return the number of keys of the warp with the caller's digit before it (earlier steps, then lower lanes), and add this step's keys of each digit to counts[digit] once"
+# %% tags=["exercise"] exercise_id="11.digit-rank" points=2 todo="return the number of keys of the warp with the caller's digit before it (earlier steps, then lower lanes), and add this step's keys of each digit to counts[digit] once"
 @cuda.jit(device=True)
 def my_digit_rank(digit, counts):
     ### BEGIN SOLUTION
@@ -546,7 +546,7 @@ def my_digit_rank(digit, counts):
     ### END SOLUTION
 
 
-# %% tags=["check"] exercise_id="10.digit-rank"
+# %% tags=["check"] exercise_id="11.digit-rank"
 print(ps.check.stable_sort(lambda keys: apps.onesweep.sort_with(keys, rank=my_digit_rank), name="my_digit_rank"))
 
 # %% [markdown]

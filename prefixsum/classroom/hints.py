@@ -180,7 +180,7 @@ HINTS = {
         "The caller's rank counts only the bits of lanes below its own: a mask of those lanes selects them.",
         "cuda.ballot_sync, cuda.lanemask_lt and cuda.popc (the number of set bits) are all you need.",
     ),
-    "10.digit-rank": (
+    "11.digit-rank": (
         "The keys before the caller with its digit are those ranked in earlier steps (counts[digit]) and its peers on lower lanes.",
         "One warp-level match gives every lane the mask of the lanes holding the same digit: a bit count below its lane is its place among them.",
         "Let one lane of the peers read counts[digit] and add their number; the others learn the old count by a shuffle from that lane, and a syncwarp makes the new count visible to the next step.",

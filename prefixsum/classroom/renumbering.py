@@ -27,6 +27,7 @@ EXERCISES = {
     "10.compact": "11.compact",
     "10.warp-rank": "11.warp-rank",
     "10.radix-pass": "11.radix-pass",
+    "10.digit-rank": "11.digit-rank",
 }
 """``{old exercise id: current exercise id}``."""
 
