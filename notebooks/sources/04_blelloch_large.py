@@ -41,11 +41,22 @@ print(ps.device_info())
 # The seed's kernel used one thread per element, and at most half of them ever work: at level
 # $d$ of the up-sweep only $n / 2^{d+1}$ do. GPU Gems gives each thread **two** elements, so a
 # block of `block_size` threads scans a tile of `2 * block_size`, and numbers the work
-# differently: at a level where `active` threads work, thread $t <$ `active` combines the two
-# subtrees ending at `offset * (2t + 1) - 1` and `offset * (2t + 2) - 1`. The working threads
-# are always $0, 1, \dots$, `active` $- 1$. For a tile of 16 (8 threads):
+# differently: at a level where `active` threads work, thread $t <$ `active` joins the
+# $t$-th pair of neighbouring subtrees of that level, adding the end of the left one into the
+# end of the right one. The working threads are always $0, 1, \dots$, `active` $- 1$. For a
+# tile of 16 (8 threads), the two indices $(l, r)$ each thread joins at each level:
+#
+# | `offset` | t0 | t1 | t2 | t3 | t4 | t5 | t6 | t7 |
+# |---|---|---|---|---|---|---|---|---|
+# | 1 | (0, 1) | (2, 3) | (4, 5) | (6, 7) | (8, 9) | (10, 11) | (12, 13) | (14, 15) |
+# | 2 | (1, 3) | (5, 7) | (9, 11) | (13, 15) | | | | |
+# | 4 | (3, 7) | (11, 15) | | | | | | |
+# | 8 | (7, 15) | | | | | | | |
+#
+# Finding the rule behind this table is the first step of exercise 04.packed-upsweep below. The
+# instructor's version prints it from that rule.
 
-# %%
+# %% tags=["instructor"]
 tile = 16
 offset, active = 1, tile // 2
 while active > 0:
@@ -309,12 +320,12 @@ print(inspect.getsource(ps.scans.tiles.carry_kernel))
 # At the up-sweep level with `offset` $o$, thread $t$ touches index $o(2t+2) - 1$: neighbouring
 # threads are $2o$ words apart, so only $32 / 2o$ banks are hit and the accesses queue up, $2o$
 # of them per bank (as long as the whole warp works). GPU Gems 3's fix (chapter 39, Harris,
-# Sengupta and Owens 2007) pads: its `CONFLICT_FREE_OFFSET(n)` is `n >> LOG_NUM_BANKS`, with 16
-# banks on the GPUs of the day, so index $i$ went to $i + \lfloor i / 16 \rfloor$. With today's
-# 32 banks the same idea stores index $i$ at $i + \lfloor i / 32 \rfloor$, written
-# `i + (i >> 5)`: every run of 32 indices moves one bank further, so indices 32 apart no
-# longer share a bank. Worst passes for warp 0 at each up-sweep
-# level of a tile of 512, computed by hand:
+# Sengupta and Owens 2007) **pads** the array: it leaves a cell empty at regular intervals, so
+# that indices that fell into one bank are pushed into different ones (its macro
+# `CONFLICT_FREE_OFFSET`; GPUs had 16 banks then, today's have 32). Which interval, and by how
+# much each index moves, is exercise 04.conflict-free below. Worst passes for warp 0 at each
+# up-sweep level of a tile of 512 in the plain layout, computed by hand, beside the passes the
+# package's padding (`conflict_free=True`) gives:
 
 
 # %%
@@ -326,11 +337,12 @@ def passes(indices):
     return max(len(w) for w in words.values())
 
 
+padded_cell = ps.scans.blelloch.tree_slot(True).py_func  # the package's padding, as a Python function
 offset, active = 1, 256
 print(f"{'offset':>6} {'threads':>7} {'plain':>5} {'padded':>6}")
 while active > 0:
     right = [offset * (2 * t + 2) - 1 for t in range(min(32, active))]
-    print(f"{offset:>6} {active:>7} {passes(right):>5} {passes([i + (i >> 5) for i in right]):>6}")
+    print(f"{offset:>6} {active:>7} {passes(right):>5} {passes([padded_cell(i) for i in right]):>6}")
     offset, active = offset * 2, active // 2
 
 # %% [markdown]
@@ -606,8 +618,8 @@ for variant in ("blelloch", "ladder", "torch.cumsum", "cupy.cumsum"):
 # 2. In the hand-computed table of section 3, why does the plain layout need 16 passes at
 #    offsets 8 and 16 but only 8 at offset 32? Why is a broadcast (all threads reading one
 #    word) no conflict?
-# 3. For 8-byte elements (float64), which index pattern is conflict-free, and would
-#    `i + (i >> 5)` still be the right padding?
+# 3. For 8-byte elements (float64), which index pattern is conflict-free, and would the padding
+#    of exercise 04.conflict-free still be the right one?
 # 4. For $n \le 2^{12}$ the kernels of every tiled scan take a few launches' worth of time (section 4),
 #    but a whole `ps.scan` call of the ladder takes many times as long (its `call` rows in the CSV).
 #    Where does the rest go? Estimate what one numba launch costs on the host, and name two
