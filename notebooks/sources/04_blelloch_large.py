@@ -584,31 +584,11 @@ for variant in ("copy", "ladder", "blelloch"):
 # From about $2^{20}$ on, the time grows with $n$: the GPU's work outweighs the launches.
 #
 # **A whole call.** Kernel times leave out the host. A user who calls `ps.scan` waits for the
-# host too: the Python of the call (checking options, allocating the result) and of every
-# launch, tens of microseconds each with numba. The CSV has whole calls of the ladder on a
-# device array and on a numpy array, beside the ladder's kernel time:
-
-# %%
-print(f"{'n':>9} {'launches':>8} {'kernel µs':>9} {'call µs':>9} {'call - kernel':>13} {'call / kernel':>13} {'call on numpy µs':>16}")
-host_extra = {}
-for n in sizes:
-    call = results.value("scan_throughput.csv", "median_us", variant="ps.scan(ladder) call", dtype="float32", n=n)
-    on_numpy = results.value("scan_throughput.csv", "median_us", variant="ps.scan(ladder) call on numpy", dtype="float32", n=n)
-    host_extra[n] = call - kernel_us("ladder", n)
-    print(f"{n:>9} {launches(n, 256):>8} {kernel_us('ladder', n):>9.1f} {call:>9.1f} {host_extra[n]:>13.1f} "
-          f"{call / kernel_us('ladder', n):>13.1f} {on_numpy:>16.1f}")
-print(f"a whole call takes longer than its kernels by {min(host_extra.values()):.0f} to {max(host_extra.values()):.0f} µs; "
-      f"median {np.median(list(host_extra.values())):.0f} µs")
-
-# %% [markdown]
-# The difference between the two columns is what Python costs per call (its smallest value is
-# printed last): several times the kernels' own time up to $2^{23}$, and still half as much
-# again as the kernels at $2^{26}$. It is also noisy: the host's clock catches everything else the machine
-# does, and single sizes jump to several times their neighbours (compare $2^{15}$ with $2^{14}$
-# and $2^{16}$). A call on a numpy array adds the copies to and from the GPU, which at large $n$
-# cost far more than the scan. For a scan of a few thousand elements, then, it is the host that
-# decides: the call takes many times as long as the GPU's three launches (the `call / kernel`
-# column).
+# host too: the Python of the call and of every launch, and, from a numpy array, the copies to
+# and from the GPU. For a scan of a few thousand elements it is the host that decides. What a
+# call costs beyond its kernels, and why, is measured once for the workbook, in
+# chapter 08 (`08_tridiagonal_hybrid`), section 3; the ladder's whole calls are the
+# `ps.scan(ladder) call` rows of `benchmarks/scan_throughput.csv`.
 #
 # The int32 measurements in the same file give about the same kernel times as float32 at the
 # largest sizes. Left to their defaults, `torch.cumsum` and `cupy.cumsum` would follow numpy and
@@ -641,7 +621,7 @@ for variant in ("blelloch", "ladder", "torch.cumsum", "cupy.cumsum"):
 # 3. For 8-byte elements (float64), which index pattern is conflict-free, and would the padding
 #    of exercise 04.conflict-free still be the right one?
 # 4. For $n \le 2^{12}$ the kernels of every tiled scan take a few launches' worth of time (section 4),
-#    but a whole `ps.scan` call of the ladder takes about twenty times as long (section 4).
+#    but a whole `ps.scan` call of the ladder takes many times as long (its `call` rows in the CSV).
 #    Where does the rest go? Estimate what one numba launch costs on the host, and name two
 #    ways to make a whole scan of $2^{12}$ elements faster.
 # 5. `torch.cumsum` at $2^{26}$ takes only about 15% longer than the numba copy kernel. What

@@ -31,6 +31,7 @@ import nbformat
 from ...core.device import device_environment
 from . import allowlist, observations, results, sandbox
 from .chapters import EXERCISE, InvalidSubmission, assemble, chapter_of, read_submission, submitted_sources, unsolved
+from ..renumbering import renumbered
 
 STATUSES = ("pass", "fail", "not-attempted", "error", "timeout", "crashed", "tampered", "invalid")
 _STARTUP_S = 90  # a fresh Python with numba, a Jupyter kernel, prefixsum: seconds before any exercise runs
@@ -273,12 +274,14 @@ def grade_notebook(student, filename, data, chapters, signatures, options=Option
         ``{name: Chapter}`` of the instructor's notebooks.
     signatures : dict
         ``{chapter name: instructor_signatures(chapter)}``.
+
+    A notebook of an earlier numbering (:mod:`..renumbering`) is graded by the current names.
     """
     where = "bwrap" if options.isolated else "none"
     if options.isolated:
         sandbox.check_available()  # once per process: a cluster's worker may lack bwrap
     try:
-        notebook = read_submission(data, filename)
+        notebook = renumbered(read_submission(data, filename))
         chapter = chapter_of(notebook, filename, chapters)
     except InvalidSubmission as error:
         return [Row(student, filename, "", 0, 0, "invalid", str(error), sandbox=where)]
