@@ -181,8 +181,10 @@ def argtypes(value_dtype, mask_dtype, counts, indices):
     def array(dtype):
         return types.Array(from_dtype(np.dtype(dtype)), 1, "C")
 
+    # the look-back kernel's state arrays, n and epoch; not its last argument, the first tile of a
+    # chunk (a numpy scan's chunks), since one launch selects from every tile
     return (array(mask_dtype if indices else value_dtype), array(mask_dtype), array(value_dtype), array(np.int64),
-            *lookback_argtypes(counts)[2:])
+            *lookback_argtypes(counts)[2:-1])
 
 
 @functools.lru_cache(maxsize=None)
