@@ -9,6 +9,9 @@ Directions are handled by indexing, not by copies: a reverse (suffix) scan is a 
 the mirrored array, so logical element ``i`` lives at ``n - 1 - i``. An exclusive scan is the
 inclusive one shifted by a lane, with the identity in lane 0 of every tile; the carry then turns
 that identity into the total of the tiles before.
+
+A user operator's tuples run through the same tile kernels and carry, each compiled for one
+array per field by :mod:`prefixsum.primitives.fields` (``register_tiled(..., fields=True)``).
 """
 import functools
 import math
