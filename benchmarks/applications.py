@@ -1,4 +1,4 @@
-"""Chapter 10's applications on the GPU: compaction, radix sort and cubic splines against libraries.
+"""Chapter 11's applications on the GPU: compaction, radix sort and cubic splines against libraries.
 
     python benchmarks/applications.py [--out DIR] [--quick]   (on a GPU machine; --quick: tiny, on the simulator too)
 

@@ -9,10 +9,12 @@ submission's status is checked against what it should be before the time counts.
 The machine is shared: the CSV records the load average before and during the run and the
 grader's CPU time, beside the wall-clock time per submission.
 
-The two runs alternate (sandbox, none, sandbox, none with ``--repeat 2``) so that a change of
-the machine's load falls on both.
+The runs alternate in ABBA order (sandbox, none, none, sandbox with ``--repeat 2``; the
+``order`` column numbers them), so that a load that rises or falls steadily falls on both arms
+alike. ``cpu_s_per_submission`` counts the processes the grader waits for: inside bubblewrap's PID
+namespace they are reaped there, so that column does not compare the two arms.
 
-    python benchmarks/grading.py [--timeout 20] [--repeat 1] [--out benchmarks/grading.csv]
+    python benchmarks/grading.py [--timeout 20] [--repeat 1] [--scale 1] [--out benchmarks/grading.csv]
 """
 import argparse
 import collections
@@ -78,11 +80,12 @@ MIX = {
 }
 
 
-def build(folder):
-    """Write the 40 submissions, one folder each; return ``{submission: expected status}``."""
+def build(folder, scale=1.0):
+    """Write the 40 submissions (``scale`` times each kind's count, at least one), one folder each;
+    return ``{submission: expected status}``."""
     expected = {}
     for kind, (count, make, status) in MIX.items():
-        for k in range(count):
+        for k in range(max(1, round(count * scale))):
             name = f"{kind.replace(' ', '_')}_{k:02d}"
             (folder / name).mkdir(parents=True)
             if make is None:
@@ -149,19 +152,21 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--timeout", type=float, default=20.0, help="the grader's --timeout (default 20)")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--repeat", type=int, default=1, help="pairs of runs, sandbox then none (default 1)")
+    parser.add_argument("--repeat", type=int, default=1, help="pairs of runs, in ABBA order (default 1)")
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help="each kind of submission this many times its count (default 1: 40 submissions)")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "grading.csv"))
     args = parser.parse_args(argv)
     meta = run_metadata()
     table = []
     with tempfile.TemporaryDirectory(prefix="prefixsum-grading-bench-") as tmp:
         folder = pathlib.Path(tmp)
-        expected = build(folder / "submissions")
-        for _ in range(args.repeat):
-            for sandboxed in (True, False):
-                table.append({**grade_once(folder, expected, args, sandboxed), **meta})
+        expected = build(folder / "submissions", args.scale)
+        for pair in range(args.repeat):
+            for sandboxed in ((True, False) if pair % 2 == 0 else (False, True)):
+                table.append({"order": len(table) + 1, **grade_once(folder, expected, args, sandboxed), **meta})
     write_csv(table, args.out)
-    print_table(table, ["sandbox", "submissions", "workers", "wall_s", "s_per_submission", "cpu_s_per_submission",
+    print_table(table, ["order", "sandbox", "submissions", "workers", "wall_s", "s_per_submission", "cpu_s_per_submission",
                         "load_1min_before", "load_1min_mean_during"])
     return 0
 

@@ -35,7 +35,7 @@ def run_nbval(paths, workers, junit, simulator=False):
     the same host, for the times of the same cells beside the GPU's.
     """
     command = [sys.executable, "-m", "pytest", "-p", "no:benchmark", "-q", f"--junitxml={junit}",
-               # eleven kernels starting at once on a busy host may take over nbval's 60 s to answer
+               # twelve kernels starting at once on a busy host may take over nbval's 60 s to answer
                "--nbval-cell-timeout=300", "--nbval-kernel-startup-timeout=300", *[str(p) for p in paths]]
     if workers > 1:
         command[3:3] = ["-n", str(workers), "--dist", "loadfile"]

@@ -157,7 +157,7 @@ stage_sanitize_lookback() {
   sanitize sanitize_lookback benchmarks/sanitize.py --algorithm lookback
 }
 
-# GPU, about 2 minutes: chapter 10's compaction, radix sort and splines against torch, CuPy and
+# GPU, about 2 minutes: chapter 11's compaction, radix sort and splines against torch, CuPy and
 # scipy (benchmarks/applications.py; applications_gpu.log keeps the console of the committed run).
 stage_applications() {
   "$python" benchmarks/applications.py $quick_flag --out "$out"
@@ -196,7 +196,7 @@ stage_user_ops_speed() {
   "$python" benchmarks/user_ops_speed.py $quick_flag --out "$out"
 }
 
-# GPU, about a minute: user operators and chapter 10's applications under the four tools of
+# GPU, about a minute: user operators and chapter 11's applications under the four tools of
 # compute-sanitizer (benchmarks/sanitize_apps.py), as stage sanitize does for the scans.
 stage_sanitize_apps() {
   sanitize sanitize_apps benchmarks/sanitize_apps.py

@@ -1,4 +1,4 @@
-"""User operators and chapter 10's applications under compute-sanitizer, on a GPU.
+"""User operators and chapter 11's applications under compute-sanitizer, on a GPU.
 
     compute-sanitizer --tool memcheck python benchmarks/sanitize_apps.py     (and racecheck, synccheck, initcheck)
     python benchmarks/sanitize_apps.py --quick                                (smaller, on the simulator too)
@@ -139,7 +139,7 @@ def applications(n, rng, wrong):
     if not np.allclose(rec, want, rtol=1e-9, atol=1e-9 * n):
         wrong.append(f"linear_recurrence n={n}")
     calls += 1
-    m = min(n, 8)  # the solve as a scan loses accuracy fast beyond a few rows (chapter 10)
+    m = min(n, 8)  # the solve as a scan loses accuracy fast beyond a few rows (chapter 11)
     lower, upper = rng.uniform(-1, 1, (2, m))
     diag = np.abs(lower) + np.abs(upper) + 2.0
     d = rng.normal(size=m)

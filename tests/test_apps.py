@@ -170,7 +170,7 @@ def test_cubic_spline_bad_input():
         apps.cubic_spline(np.arange(3.0), np.ones(3), bc_type="clamped")
 
 
-def test_the_checkers_of_chapter_10_pass_the_package_and_catch_a_wrong_order():
+def test_the_checkers_of_chapter_11_pass_the_package_and_catch_a_wrong_order():
     assert ps.check.compaction(apps.compact, sizes=(1, 2, 33, 100))
     wrong = ps.check.compaction(lambda x, m: x[::-1][m[::-1]], sizes=(1, 2, 33))
     assert wrong.diagnosis == "wrong-result" and "order" in wrong.hint

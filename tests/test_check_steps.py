@@ -24,7 +24,7 @@ from prefixsum.classroom import mistakes, mutation, student
 from prefixsum.classroom.check.mode import POLLS, STEPS_PER_SECOND
 
 BLOCK = 32
-NOTEBOOK = pathlib.Path(__file__).resolve().parent.parent / "notebooks" / "09_lookback.ipynb"
+NOTEBOOK = pathlib.Path(__file__).resolve().parent.parent / "notebooks" / "10_lookback.ipynb"
 
 
 @cuda.jit
@@ -63,7 +63,7 @@ def test_an_endless_loop_stops_after_the_same_number_of_steps_idle_or_loaded():
 
 
 def test_the_look_back_answer_a_loaded_grader_timed_out_gets_one_verdict():
-    exercise = {e.id: e for e in mutation.exercises([NOTEBOOK])}["09.lookback-loop"]
+    exercise = {e.id: e for e in mutation.exercises([NOTEBOOK])}["10.lookback-loop"]
     chained = next(m for m in mistakes.MISTAKES if m.exercise == exercise.id and "chained" in m.name)
     idle = mutation.isolated_verdict(exercise, chained.source(exercise.source), timeout=20)
     with busy_cores():
@@ -104,7 +104,7 @@ def test_polls_count_apart_from_the_steps_and_have_a_limit_of_their_own():
 def test_a_look_back_that_waits_for_a_prefix_stops_at_the_poll_limit_naming_the_tile_and_the_state():
     """The slow but right look-back (a lane waits for its predecessor's PREFIX, so the tiles wait
     one after another): its own verdict, in polls, where it used to run for minutes."""
-    exercise = {e.id: e for e in mutation.exercises([NOTEBOOK])}["09.lookback-loop"]
+    exercise = {e.id: e for e in mutation.exercises([NOTEBOOK])}["10.lookback-loop"]
     waits = next(m for m in mistakes.MISTAKES if m.exercise == exercise.id and "waits for a PREFIX" in m.name)
     namespace = dict(mutation.set_up(exercise))
     exec(waits.source(exercise.source), namespace)  # noqa: S102  (a named mistake of the workbook)
@@ -134,7 +134,7 @@ def test_one_batch_gets_the_same_grades_with_one_worker_and_with_two(tmp_path):
     """The slow but right look-back that waits for PREFIXes (the kind once graded ``timeout`` under
     load and ``pass`` idle; now stopped by its poll limit) and a chained scan: the same grades.csv,
     row for row, with 1 and 2 workers. The other exercises are blank (``not-attempted``)."""
-    exercise = {e.id: e for e in mutation.exercises([NOTEBOOK])}["09.lookback-loop"]
+    exercise = {e.id: e for e in mutation.exercises([NOTEBOOK])}["10.lookback-loop"]
     answers = {name: next(m for m in mistakes.MISTAKES if m.exercise == exercise.id and words in m.name).source(exercise.source)
                for words, name in (("waits for a PREFIX", "waits_for_prefix"), ("a chained scan", "chained"))}
     submissions = tmp_path / "submissions"

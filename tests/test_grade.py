@@ -7,6 +7,7 @@ the reports have fast tests of their own.
 """
 import csv
 import json
+import linecache
 import os
 import pathlib
 import subprocess
@@ -21,7 +22,7 @@ from prefixsum.classroom.student import student_version
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
-LADDER, REFLECTOR = NOTEBOOKS / "01_ladder.ipynb", NOTEBOOKS / "08_householder.ipynb"
+LADDER, REFLECTOR = NOTEBOOKS / "01_ladder.ipynb", NOTEBOOKS / "09_householder.ipynb"
 SOLUTION = "rungs[t] += rungs[(t & ~(phase - 1)) - 1]"
 PASS_LINE = "PASS my_ladder_tile: 11 sizes from 1 to 2049"
 
@@ -51,7 +52,7 @@ def reflector(body):
     def transform(source):
         head, rest = source.split("    ### BEGIN SOLUTION\n")
         return head + "".join(f"    {line}\n" for line in body.splitlines()) + rest.split("    ### END SOLUTION\n")[1]
-    return with_exercise(transform, REFLECTOR, "08.householder-reflector")
+    return with_exercise(transform, REFLECTOR, "09.householder-reflector")
 
 
 def forged_outputs():
@@ -162,7 +163,7 @@ def graded(tmp_path_factory):
 
 def target(name):
     """The exercise a case changes."""
-    return "08.householder-reflector" if name in ("reflector", "host_loop", "memory_bomb") else "01.ladder-step"
+    return "09.householder-reflector" if name in ("reflector", "host_loop", "memory_bomb") else "01.ladder-step"
 
 
 @pytest.mark.slow  # the graded fixture: the grader's whole run (nbval kernels, sandboxes, PTX) on every case
@@ -205,6 +206,45 @@ def test_reports_are_complete_and_unforged(graded):
     assert "## Not attempted" in page and "- 01\\.serial-scan" not in page and "- 01.serial-scan (01\\_ladder): 0 / 1" in page
 
 
+def _failing_run_here(replacement):
+    """The traces of 01.ladder-step's check failing on the ladder with ``replacement``, run in this process as a notebook does."""
+    from prefixsum.classroom import stepping
+
+    def run(source, name, namespace):
+        linecache.cache[name] = (len(source), None, source.splitlines(True), name)  # as IPython keeps a cell's source
+        exec(compile(source, name, "exec"), namespace)  # noqa: S102  (the instructor's cells, and the mistake)
+
+    chapter = chapters.read_chapter(LADDER)
+    exercise = chapter.exercise("01.ladder-step")
+    namespace = {}
+    for k, source in enumerate(chapter.setup):
+        run(source, f"<setup {k}>", namespace)
+    run(exercise.source.replace(SOLUTION, replacement), "<the mistake>", namespace)
+    stepping.forget_failure()
+    run(exercise.checks[0][0], "<check>", {**namespace, "print": lambda *values: None})
+    return stepping.last_failure()
+
+
+@pytest.mark.slow  # the graded fixture: the grader's whole run (nbval kernels, sandboxes, PTX) on every case
+def test_a_failing_ladder_shows_its_first_differing_phase_in_the_feedback(graded):
+    from PIL import Image
+
+    from prefixsum.classroom import stepping
+    from prefixsum.classroom.viz.stepper import difference_caption
+
+    out = graded[0]
+    picture = "off_by_one_01.ladder-step.png"
+    assert f"]({picture})" in (out / "feedback" / "off_by_one.md").read_text()
+    # The picture's model: the first step where the student's run leaves the package's, as the
+    # notebook's stepper finds it for the same failing check.
+    student, reference = (stepping.model(t) for t in _failing_run_here("rungs[t] += rungs[(t & ~(phase - 1))]"))
+    k = stepping.first_difference(student, reference)
+    assert k is not None and stepping.differences(student, reference)[k]
+    assert Image.open(out / "feedback" / picture).text["Description"] == difference_caption(student, reference, k)
+    assert "phase 1" in student[k].label
+    assert not list((out / "feedback").glob("solution_*.png"))  # a pass draws nothing
+
+
 def test_instructor_metadata_errors_are_named(tmp_path):
     notebook = instructor()
     cell(notebook, "01.ladder-step").metadata.pop("exercise_id")
@@ -214,7 +254,8 @@ def test_instructor_metadata_errors_are_named(tmp_path):
 
 
 def test_every_chapter_has_exercise_ids_and_setup_cells():
-    for path in sorted(NOTEBOOKS.glob("0[1-9]_*.ipynb")):
+    # all but 00 (the introduction) and 08 (the hybrid measured; its Thomas sweep is 07's exercise)
+    for path in sorted(p for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb") if p.stem not in ("00_gpu_basics", "08_tridiagonal_hybrid")):
         chapter = chapters.read_chapter(path)
         assert chapter.exercises and chapter.setup, path.name
         for exercise in chapter.exercises:
@@ -278,10 +319,10 @@ def test_allowlist_refuses(code, found):
 
 
 @pytest.mark.parametrize("exercise_id, old, new, found", [
-    ("10.compact", "return out", "return cuda.to_device(x[mask])", "index by a variable"),
-    ("10.compact", "return out", "return cuda.to_device(x[np.nonzero(mask)])", "nonzero is not allowed"),
-    ("08.rank-two-update", "return A", "return cuda.to_device(A.copy_to_host() - np.outer(u[0], q[0]))", "outer is not allowed"),
-    ("08.rank-two-update", "return A", "return cuda.to_device(A.copy_to_host() - u @ q)", "MatMult is not allowed"),
+    ("11.compact", "return out", "return cuda.to_device(x[mask])", "index by a variable"),
+    ("11.compact", "return out", "return cuda.to_device(x[np.nonzero(mask)])", "nonzero is not allowed"),
+    ("09.rank-two-update", "return A", "return cuda.to_device(A.copy_to_host() - np.outer(u[0], q[0]))", "outer is not allowed"),
+    ("09.rank-two-update", "return A", "return cuda.to_device(A.copy_to_host() - u @ q)", "MatMult is not allowed"),
 ])
 def test_allowlist_refuses_the_library_call_that_does_the_exercise(exercise_id, old, new, found):
     chapter = next(chapters.read_chapter(p) for p in NOTEBOOKS.glob(f"{exercise_id[:2]}_*.ipynb"))

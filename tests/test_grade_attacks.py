@@ -31,7 +31,7 @@ from prefixsum.classroom.student import student_version
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 ATTACKS = pathlib.Path(__file__).resolve().parent / "attacks"
-CHAPTERS = ("01_ladder", "08_householder", "10_applications")
+CHAPTERS = ("01_ladder", "09_householder", "11_applications")
 HONEST = ("ann", "bob")
 ODD_NAMES = {"not_utf8": os.fsdecode(b"student_\xff"), "formula": '=HYPERLINK("evil.example","x")',
              "newline": "eve\n# Injected heading", "dot_folder": ".hidden_student"}
@@ -269,5 +269,5 @@ def test_summary_counts_chapters_not_handed_in(batch):
     with open(batch["out"] / "summary.csv", newline="") as handle:
         summary = {(r["submission"], r["chapter"]): r for r in csv.DictReader(handle) if not r["submission"].startswith("#")}
     assert summary[("ann", "01_ladder")]["score"] == summary[("ann", "01_ladder")]["max_score"] == "5"
-    assert summary[("ann", "08_householder")]["score"] == "0"
+    assert summary[("ann", "09_householder")]["score"] == "0"
     assert float(summary[("ann", "all")]["max_score"]) > 5

@@ -1,6 +1,6 @@
 """Named student mistakes (issue 27): each fails its exercise's check with a verdict that names it.
 
-:mod:`prefixsum.classroom.mistakes` holds, for every exercise of chapters 01-10, the mistakes
+:mod:`prefixsum.classroom.mistakes` holds, for every exercise of chapters 01-11, the mistakes
 students make on it, as the student wrote them (the lesson's own mistake first: padding with 0,
 a chained scan for a look-back, ``np.cumsum`` for the loop), and right answers other than the
 solution. Each runs as the grader runs it (:func:`prefixsum.classroom.mutation.isolated_verdict`:

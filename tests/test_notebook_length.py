@@ -16,8 +16,8 @@ NOTEBOOKS = sorted((pathlib.Path(__file__).resolve().parent.parent / "notebooks"
 MAX_CELLS = 45
 MAX_WORDS = 5000
 
-# chapter -> why it is still long: 07 is being split into two chapters, 10 is being tightened.
-PENDING = {"07_tridiagonal_pcr": "split in two (issue 28, item 5)"}
+# chapter -> why it is still long; none since chapter 07 was split in two (issue 28, item 5).
+PENDING = {}
 
 
 def length(path):

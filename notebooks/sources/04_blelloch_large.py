@@ -41,11 +41,22 @@ print(ps.device_info())
 # The seed's kernel used one thread per element, and at most half of them ever work: at level
 # $d$ of the up-sweep only $n / 2^{d+1}$ do. GPU Gems gives each thread **two** elements, so a
 # block of `block_size` threads scans a tile of `2 * block_size`, and numbers the work
-# differently: at a level where `active` threads work, thread $t <$ `active` combines the two
-# subtrees ending at `offset * (2t + 1) - 1` and `offset * (2t + 2) - 1`. The working threads
-# are always $0, 1, \dots$, `active` $- 1$. For a tile of 16 (8 threads):
+# differently: at a level where `active` threads work, thread $t <$ `active` joins the
+# $t$-th pair of neighbouring subtrees of that level, adding the end of the left one into the
+# end of the right one. The working threads are always $0, 1, \dots$, `active` $- 1$. For a
+# tile of 16 (8 threads), the two indices $(l, r)$ each thread joins at each level:
+#
+# | `offset` | t0 | t1 | t2 | t3 | t4 | t5 | t6 | t7 |
+# |---|---|---|---|---|---|---|---|---|
+# | 1 | (0, 1) | (2, 3) | (4, 5) | (6, 7) | (8, 9) | (10, 11) | (12, 13) | (14, 15) |
+# | 2 | (1, 3) | (5, 7) | (9, 11) | (13, 15) | | | | |
+# | 4 | (3, 7) | (11, 15) | | | | | | |
+# | 8 | (7, 15) | | | | | | | |
+#
+# Finding the rule behind this table is the first step of exercise 04.packed-upsweep below. The
+# instructor's version prints it from that rule.
 
-# %%
+# %% tags=["instructor"]
 tile = 16
 offset, active = 1, tile // 2
 while active > 0:
@@ -309,12 +320,12 @@ print(inspect.getsource(ps.scans.tiles.carry_kernel))
 # At the up-sweep level with `offset` $o$, thread $t$ touches index $o(2t+2) - 1$: neighbouring
 # threads are $2o$ words apart, so only $32 / 2o$ banks are hit and the accesses queue up, $2o$
 # of them per bank (as long as the whole warp works). GPU Gems 3's fix (chapter 39, Harris,
-# Sengupta and Owens 2007) pads: its `CONFLICT_FREE_OFFSET(n)` is `n >> LOG_NUM_BANKS`, with 16
-# banks on the GPUs of the day, so index $i$ went to $i + \lfloor i / 16 \rfloor$. With today's
-# 32 banks the same idea stores index $i$ at $i + \lfloor i / 32 \rfloor$, written
-# `i + (i >> 5)`: every run of 32 indices moves one bank further, so indices 32 apart no
-# longer share a bank. Worst passes for warp 0 at each up-sweep
-# level of a tile of 512, computed by hand:
+# Sengupta and Owens 2007) **pads** the array: it leaves a cell empty at regular intervals, so
+# that indices that fell into one bank are pushed into different ones (its macro
+# `CONFLICT_FREE_OFFSET`; GPUs had 16 banks then, today's have 32). Which interval, and by how
+# much each index moves, is exercise 04.conflict-free below. Worst passes for warp 0 at each
+# up-sweep level of a tile of 512 in the plain layout, computed by hand, beside the passes the
+# package's padding (`conflict_free=True`) gives:
 
 
 # %%
@@ -326,11 +337,12 @@ def passes(indices):
     return max(len(w) for w in words.values())
 
 
+padded_cell = ps.scans.blelloch.tree_slot(True).py_func  # the package's padding, as a Python function
 offset, active = 1, 256
 print(f"{'offset':>6} {'threads':>7} {'plain':>5} {'padded':>6}")
 while active > 0:
     right = [offset * (2 * t + 2) - 1 for t in range(min(32, active))]
-    print(f"{offset:>6} {active:>7} {passes(right):>5} {passes([i + (i >> 5) for i in right]):>6}")
+    print(f"{offset:>6} {active:>7} {passes(right):>5} {passes([padded_cell(i) for i in right]):>6}")
     offset, active = offset * 2, active // 2
 
 # %% [markdown]
@@ -572,31 +584,11 @@ for variant in ("copy", "ladder", "blelloch"):
 # From about $2^{20}$ on, the time grows with $n$: the GPU's work outweighs the launches.
 #
 # **A whole call.** Kernel times leave out the host. A user who calls `ps.scan` waits for the
-# host too: the Python of the call (checking options, allocating the result) and of every
-# launch, tens of microseconds each with numba. The CSV has whole calls of the ladder on a
-# device array and on a numpy array, beside the ladder's kernel time:
-
-# %%
-print(f"{'n':>9} {'launches':>8} {'kernel µs':>9} {'call µs':>9} {'call - kernel':>13} {'call / kernel':>13} {'call on numpy µs':>16}")
-host_extra = {}
-for n in sizes:
-    call = results.value("scan_throughput.csv", "median_us", variant="ps.scan(ladder) call", dtype="float32", n=n)
-    on_numpy = results.value("scan_throughput.csv", "median_us", variant="ps.scan(ladder) call on numpy", dtype="float32", n=n)
-    host_extra[n] = call - kernel_us("ladder", n)
-    print(f"{n:>9} {launches(n, 256):>8} {kernel_us('ladder', n):>9.1f} {call:>9.1f} {host_extra[n]:>13.1f} "
-          f"{call / kernel_us('ladder', n):>13.1f} {on_numpy:>16.1f}")
-print(f"a whole call takes longer than its kernels by {min(host_extra.values()):.0f} to {max(host_extra.values()):.0f} µs; "
-      f"median {np.median(list(host_extra.values())):.0f} µs")
-
-# %% [markdown]
-# The difference between the two columns is what Python costs per call (its smallest value is
-# printed last): several times the kernels' own time up to $2^{23}$, and still half as much
-# again as the kernels at $2^{26}$. It is also noisy: the host's clock catches everything else the machine
-# does, and single sizes jump to several times their neighbours (compare $2^{15}$ with $2^{14}$
-# and $2^{16}$). A call on a numpy array adds the copies to and from the GPU, which at large $n$
-# cost far more than the scan. For a scan of a few thousand elements, then, it is the host that
-# decides: the call takes many times as long as the GPU's three launches (the `call / kernel`
-# column).
+# host too: the Python of the call and of every launch, and, from a numpy array, the copies to
+# and from the GPU. For a scan of a few thousand elements it is the host that decides. What a
+# call costs beyond its kernels, and why, is measured once for the workbook, in
+# chapter 08 (`08_tridiagonal_hybrid`), section 3; the ladder's whole calls are the
+# `ps.scan(ladder) call` rows of `benchmarks/scan_throughput.csv`.
 #
 # The int32 measurements in the same file give about the same kernel times as float32 at the
 # largest sizes. Left to their defaults, `torch.cumsum` and `cupy.cumsum` would follow numpy and
@@ -626,10 +618,10 @@ for variant in ("blelloch", "ladder", "torch.cumsum", "cupy.cumsum"):
 # 2. In the hand-computed table of section 3, why does the plain layout need 16 passes at
 #    offsets 8 and 16 but only 8 at offset 32? Why is a broadcast (all threads reading one
 #    word) no conflict?
-# 3. For 8-byte elements (float64), which index pattern is conflict-free, and would
-#    `i + (i >> 5)` still be the right padding?
+# 3. For 8-byte elements (float64), which index pattern is conflict-free, and would the padding
+#    of exercise 04.conflict-free still be the right one?
 # 4. For $n \le 2^{12}$ the kernels of every tiled scan take a few launches' worth of time (section 4),
-#    but a whole `ps.scan` call of the ladder takes about twenty times as long (section 4).
+#    but a whole `ps.scan` call of the ladder takes many times as long (its `call` rows in the CSV).
 #    Where does the rest go? Estimate what one numba launch costs on the host, and name two
 #    ways to make a whole scan of $2^{12}$ elements faster.
 # 5. `torch.cumsum` at $2^{26}$ takes only about 15% longer than the numba copy kernel. What

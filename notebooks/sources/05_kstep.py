@@ -564,11 +564,11 @@ _ = ax.set_ylabel("median kernel time per scan (µs, log scale)")
 # - **The library is far ahead**: `torch.cumsum`, one pass over memory, is several times
 #   faster than the fastest $L$ at every size (the last line under the table).
 #
-# **A whole call** pays, besides the GPU's work, the host's Python for every launch. The sweep
-# has whole calls for $L = 2$ only; they give the host's price of a launch. From $2^{12}$ to
-# $2^{16}$ the launch path makes 25 to 33 launches while the GPU works for less than a tenth of
-# the call, so the call is nearly all host time, and a straight line through those five calls
-# (time = fixed + per launch $\times$ launches) prices it:
+# **A whole call** pays, besides the GPU's work, the host's part: what that is, and why it
+# grows with the launches, is measured once for the workbook in
+# chapter 08 (`08_tridiagonal_hybrid`), section 3. Here it only needs a price. The sweep
+# has whole calls for $L = 2$ only; from $2^{12}$ to $2^{16}$ they are nearly all host time, and
+# a straight line through those five calls (time = fixed + per launch $\times$ launches) prices it:
 
 # %%
 fit_n = [n for n in sweep_n if 2**12 <= n <= 2**16]
@@ -582,11 +582,7 @@ for n in sweep_n:
           + f" {call[n]:>8.1f} " + (f"{call[n] / kernel[(2, n)]:>13.1f}" if (2, n) in kernel else f"{'-':>13}"))
 
 # %% [markdown]
-# The fit's slope is the Python of one launch, its intercept the fixed price of the call: both
-# several times what a queued launch costs the GPU. With $L = 2$ a whole call takes several times its kernels' time
-# at every size up to $2^{24}$; only at $2^{26}$ does the GPU's work come close to the host's.
-# (Some sizes jump well above their neighbours, $2^{18}$, $2^{20}$, $2^{21}$ and $2^{25}$: the
-# host's clock also catches whatever else the machine does.)
+# The fit's slope is the Python of one launch, its intercept the fixed price of the call.
 #
 # For the other $L$ there are kernel times but no whole calls, so estimate them: the host spends
 # the fixed price plus the price per launch; the GPU runs the early steps while the host is

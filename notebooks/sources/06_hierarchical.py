@@ -313,7 +313,7 @@ print(inspect.getsource(ps.scans.hierarchical.run))
 # holds the warp's total. Lane 0 always combines its own group with the next, so its total is in
 # lane order; other lanes combine in another order, fine for the four operators, which are
 # commutative (for floats the carries round a little differently), but not for a user's operator
-# (chapter 10), which reads lane 0's.
+# (chapter 11), which reads lane 0's.
 
 # %%
 print(inspect.getsource(ps.scans.hierarchical.block_reduce))
@@ -357,7 +357,7 @@ _ = ps.viz.launches(launches_run)
 # %% [markdown]
 # About $3n$ against about $4n$ (Blelloch's first tile skips the carry pass, hence a little less
 # than $4n$). A device copy moves $2n$; so does a single-pass scan, which passes the carry from
-# tile to tile inside one launch (section 9; chapter 09 builds it).
+# tile to tile inside one launch (section 9; chapter 10 builds it).
 #
 # Finally, the whole thing against the reference on a larger array (5000 elements on the
 # simulator, $2^{24}$ on a GPU: `ps.size_for_device`), and the full check for the default
@@ -697,7 +697,7 @@ _ = ax.set_xlabel("n (elements, log scale)")
 #   faster still at every size. Per word moved, ours streams as fast as a copy; CUB's scan is
 #   ahead because it moves a third less. It is **single-pass**: each tile publishes its total as
 #   soon as it has it and the next tile *looks back* at it (decoupled look-back, Merrill and
-#   Garland 2016), so the input is read once: $2n$ words against our $3n$. Chapter 09 builds it.
+#   Garland 2016), so the input is read once: $2n$ words against our $3n$. Chapter 10 builds it.
 #
 # ## 10. Summary
 #

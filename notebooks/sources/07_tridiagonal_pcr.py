@@ -9,7 +9,7 @@
 # ---
 
 # %% [markdown]
-# # 07 · Tridiagonal systems by parallel cyclic reduction
+# # 07 · Tridiagonal systems: PCR, CR and Thomas
 #
 # A **tridiagonal system** couples each unknown to its two neighbours only:
 #
@@ -23,16 +23,15 @@
 # Seed 003 is a set of handwritten notes, mostly in Chinese, on two GPU kernels: ① *"Parallel
 # cyclic reduction (PCR) diagonally dominant matrices or symmetric and positive definite
 # matrices"* and ② *"Householder reduction → tridiagonal decomposition of any symmetric matrix"*
-# (chapter 08). For PCR the notes give the elimination formulas,
+# (chapter 09). For PCR the notes give the elimination formulas,
 # a layout with several systems per thread block (`tidx = threadIdx.x % n`), an odd/even
 # reordering of the rows, the doubling of the stride, identity rows at the boundary, and two
 # tables of which rows each step combines, for $n = 7$ and $n = 11$. This chapter rebuilds all
 # of it from the package's kernels (`prefixsum.tridiag`), draws the notes' tables from a trace,
-# counts the work and depth of Thomas, cyclic reduction (CR) and PCR, shows where PCR fails,
-# relates it to the scans of the earlier chapters, and compares it with cuSPARSE on a GPU.
-# Section 12 then builds what beats cuSPARSE from the same pieces: a few PCR steps and Thomas
-# (the hybrid), a warp that keeps a system in registers, and Wang's partition method across the
-# grid for systems longer than a warp can hold.
+# counts the work and depth of Thomas, cyclic reduction (CR) and PCR, says from Brent's theorem
+# which wins when, shows where PCR fails and what a condition number promises, and relates PCR to
+# the scans of the earlier chapters. Chapter 08 measures the three on a GPU against cuSPARSE and
+# builds from the same pieces what beats it.
 
 # %% tags=["setup"]
 # NBVAL_IGNORE_OUTPUT
@@ -46,8 +45,7 @@ import scipy.linalg
 from numba import cuda, float64
 
 from prefixsum import tridiag
-from prefixsum.cli import results
-from prefixsum.tridiag import _common, cr, hybrid, partition, pcr, thomas, warp
+from prefixsum.tridiag import _common, hybrid, pcr, thomas
 
 print(ps.device_info())
 
@@ -56,8 +54,9 @@ print(ps.device_info())
 #
 # `tridiag.solve(a, b, c, d, method=...)` takes the three bands and the right-hand side, for one
 # system (shape `(n,)`) or a batch (shape `(batch, n)`), and solves by `"pcr"`, `"cr"`,
-# `"thomas"`, `"hybrid"` (section 12) or `"pivoting"` (section 7); the default, `"auto"`, takes the method whose whole calls were
-# fastest (section 12). Its docstring's example, the matrix $\begin{pmatrix}4&1&0\\1&4&1\\0&1&4\end{pmatrix}$:
+# `"thomas"`, `"hybrid"` (chapter 08) or `"pivoting"` (section 7); the default, `"auto"`, takes
+# the method whose whole calls were fastest (chapter 08). Its docstring's example, the matrix
+# $\begin{pmatrix}4&1&0\\1&4&1\\0&1&4\end{pmatrix}$:
 
 # %%
 for method in tridiag.METHODS:
@@ -170,16 +169,14 @@ print("same solution:", np.allclose(x_before, x_after, rtol=1e-13, atol=0))
 # `pcr_global_step` runs **one step** in global memory, one thread per row; `pcr.split` launches
 # it for $s = 1, 2, 4, \dots$ until each system has fallen apart into interleaved subsystems small
 # enough for one block, and `pcr_shared` finishes those. That is the path for systems larger than
-# a block (more than 768 rows in float64).
+# a block (more than 768 rows in float64). Asking `split` for subsystems of **one row** runs
+# every PCR step as its own launch; then `pcr_shared` only divides $x_i = d_i / b_i$. Each step's
+# reads are the kernel's reads of its arguments `a`, `b`, `c`, `d`, so the trace shows exactly
+# which rows every thread combined.
 
 # %%
 print(inspect.getsource(pcr.pcr_global_step))
 print(inspect.getsource(pcr.split))
-
-# %% [markdown]
-# Asking `split` for subsystems of **one row** runs every PCR step as its own launch; then
-# `pcr_shared` only divides $x_i = d_i / b_i$. Each step's reads are the kernel's reads of its
-# arguments `a`, `b`, `c`, `d`, so the trace shows exactly which rows every thread combined.
 
 # %%
 def on_device(run, a, b, c, d):
@@ -226,10 +223,8 @@ for n in (7, 11):
     for s, triples in tables[n].items():
         print(f"  stride {s}: " + " ".join(f"({l},{i},{r})" for l, i, r in triples))
 
-# %% [markdown]
-# The seed's tables, as written in the notes:
-
 # %%
+# The seed's tables, as written in the notes:
 SEED_7 = {1: [(0, 1, 2), (1, 2, 3), (2, 3, 4), (3, 4, 5), (4, 5, 6), (5, 6, 7), (6, 7, 8)],
           2: [(0, 1, 3), (0, 2, 4), (1, 3, 5), (2, 4, 6), (3, 5, 7), (4, 6, 8), (5, 7, 8)],
           4: [(0, 1, 5), (0, 2, 6), (0, 3, 7), (0, 4, 8), (1, 5, 8), (2, 6, 8), (3, 7, 8)]}
@@ -290,7 +285,8 @@ for n in (7, 11):
 # $\lfloor n/2 \rfloor + n \bmod 2 = \lceil n/2 \rceil$ is the number of even rows. An even row
 # goes to position $\mathit{tidx}/2$, an odd row to $\lceil n/2 \rceil + \lfloor \mathit{tidx}/2 \rfloor$:
 # **evens first, then odds**. The notes tabulate it for $n = 8$ (two systems in a block of 16
-# threads) and $n = 11$ (a block of 22); computed from the formula:
+# threads) and $n = 11$ (a block of 22), computed from the formula, and then applied to the 7 × 7
+# system after its first step (section 2):
 
 # %%
 def reorder(tidx, n):
@@ -303,15 +299,6 @@ for n, threads in ((8, 16), (11, 22)):
     print("  tidx        " + " ".join(f"{t % n:>2}" for t in range(threads)))
     print("  tidx % 2    " + " ".join(f"{t % n % 2:>2}" for t in range(threads)))
     print("  P           " + " ".join(f"{reorder(t % n, n):>2}" for t in range(threads)))
-
-# %% [markdown]
-# The first system's columns are the notes' tables. (The notes leave $P$ blank for the second
-# system of the $n = 11$ block, and give threads 18 to 20 the wrong parity in the `tidx % 2`
-# column.) Applied to the 7 × 7 system after its first step (section 2), the
-# reordering turns the two interleaved systems into two contiguous tridiagonal blocks, each
-# again at stride 1:
-
-# %%
 positions = [reorder(tidx, 7) for tidx in range(7)]
 order = np.argsort(positions)  # order[p] = the row that moves to position p
 print("P for rows 0..6:", positions, "-> position p holds row", [int(row) for row in order])
@@ -319,6 +306,11 @@ moved = dense(a1, b1, c1, 2)[np.ix_(order, order)]
 print("\n".join(" ".join("x" if v else "." for v in line) for line in moved))
 
 # %% [markdown]
+# The first system's columns are the notes' tables. (The notes leave $P$ blank for the second
+# system of the $n = 11$ block, and give threads 18 to 20 the wrong parity in the `tidx % 2`
+# column.) On the 7 × 7 system the reordering turns the two interleaved systems into two
+# contiguous tridiagonal blocks, each again at stride 1.
+#
 # So with the reordering, every step of the notes' kernel is "combine with the rows at distance
 # 1", inside ever more, ever smaller contiguous systems; each step halves them, and the notes'
 # `count_iter` works out from the binary digits of $n$ how many steps it needs.
@@ -445,8 +437,8 @@ for n in (16, 64, 256):
 #   $\log_2 n$, no more than its depth, and its halved depth wins. When $p \ll n$ (one system of a
 #   million rows on a GPU that runs some $10^5$ threads at once), $W/p$ dominates: PCR pays its
 #   factor $\log_2 n$ of extra work in full, and the work-efficient methods win: CR, or the
-#   partition method (section 12.2: each thread runs Thomas over a chunk, $W \approx$ a constant
-#   times $n$, and only a small reduced system is left). Section 12's measurements on one system
+#   partition method (chapter 08: each thread runs Thomas over a chunk, $W \approx$ a constant
+#   times $n$, and only a small reduced system is left). Chapter 08's measurements on one system
 #   of $2^{20}$ rows show it: the partition method beats PCR there.
 #
 # ## 7. Is it right, and when is it not?
@@ -523,7 +515,7 @@ for b5 in (0.0, 1e-12):
 # it as the pivot, exchanging the two rows, and its $U$ gains one super-diagonal of fill. On the
 # GPU cuSPARSE's `gtsv2` pivots too (diagonal pivoting inside SPIKE partitions), unlike
 # `gtsv2_nopivot` and `gtsv2StridedBatch`. Or make sure the matrix is dominant or positive
-# definite: chapter 08 checks whether its $T$ is positive definite and pivots only where it is
+# definite: chapter 09 checks whether its $T$ is positive definite and pivots only where it is
 # not.
 #
 # **Condition numbers.** A small residual is what every solver above reports; what it promises
@@ -561,18 +553,24 @@ for dtype in (np.float64, np.float32):
 # ## 9. Exercises
 #
 # Three exercises, from a few lines to an algorithm of its own: the residual that tells whether
-# a solve is right (warm-up), one PCR step (core), and, after section 12, the Thomas sweep that
-# finishes the hybrid (stretch). `ps.hint("07.residual")` opens the hints one at a time.
+# a solve is right (warm-up), one PCR step (core), and the Thomas sweep that finishes a PCR
+# stopped early (stretch).
+# `ps.hint("07.residual")` opens the hints one at a time.
 #
 # ### Exercise 07.residual (warm-up, 1 point)
 #
-# Every solver above was judged by its **residual** $r = A x - d$: row by row,
-# $r_i = a_i x_{i-1} + b_i x_i + c_i x_{i+1} - d_i$, where $a_0$ and $c_{n-1}$ lie outside the
-# matrix (the arrays hold garbage there, which must not leak in). Write the kernel
-# `my_residual(a, b, c, d, x, r)` for a batch of systems, arrays of shape `(batch, n)`: one thread
-# per row of one system, a 2-D grid (`cuda.grid(2)` gives the row, then the system), every
-# `r[system, i]` written, nothing outside the arrays touched. In numpy it is
-# `b * x + a * roll(x, 1) + c * roll(x, -1) - d` with the wrapped-around terms left out.
+# **Goal.** Every solver above was judged by its **residual** $r = A x - d$. Write the kernel
+# `my_residual(a, b, c, d, x, r)` that computes it for a batch of systems, arrays of shape
+# `(batch, n)`, on a 2-D grid: `cuda.grid(2)` gives the row, then the system.
+#
+# **Invariant.** Thread (row $i$, system) writes `r[system, i]` and nothing else, from row $i$'s
+# coefficients and the unknowns that row couples. $a_0$ and $c_{n-1}$ lie outside the matrix:
+# the arrays hold garbage there, which must not reach $r$, and no access may leave the arrays.
+#
+# **Worked example.** Section 1's system, $a = (\ast, 1, 1)$, $b = (4, 4, 4)$, $c = (1, 1, \ast)$,
+# $d = (5, 6, 5)$, with $x = (1, 2, 1)$: $r = (1, 4, 1)$, whatever the two entries $\ast$
+# hold. With its solution $x = (1, 1, 1)$, $r = (0, 0, 0)$.
+#
 # The check runs it on batches of 1 to 5 systems of 1 to 70 rows, traced, with `r` poisoned, and
 # allows a thread at most 8 memory accesses: one thread looping over a system fails.
 
@@ -599,7 +597,6 @@ def my_residual_of(a, b, c, d, x):
     my_residual[blocks, threads](*(cuda.to_device(v) for v in (a, b, c, d, x)), r)
     return r
 
-
 # %% tags=["check"] exercise_id="07.residual"
 def residual_reference(a, b, c, d, x):
     r = b * x - d
@@ -619,14 +616,22 @@ print(ps.check.function(my_residual_of, residual_reference, residual_cases, name
 # Below is a PCR kernel for float64 systems of up to 64 rows, one system per block and one thread
 # per row, with the rows in a shared array `rows[buffer, coefficient, i]` (coefficients 0 to 3
 # are $a, b, c, d$) and two buffers. The loads, the barriers, the stride loop and the final
-# division are there; the update of row `i` at stride `s` is missing. Write it, from section 2's
-# elimination: after the step, row `i` of buffer `1 - src` must be a combination of rows `i - s`,
-# `i` and `i + s` of buffer `src` in which $x_{i-s}$ and $x_{i+s}$ no longer appear, so that it
-# couples $x_{i-2s}$, $x_i$ and $x_{i+2s}$ only, and it must have the same solution as the
-# system before. A neighbour outside $0 \dots n-1$ changes nothing. After the last step every
-# row couples $x_i$ alone, and the given division solves it: the result is
-# `scipy.linalg.solve_banded` of each system. (Try writing into `src` instead, or reading row
-# `i - s` without a guard: the checker names both mistakes.)
+# division are there; the update of row `i` at stride `s` is missing.
+#
+# **Goal.** After the step, row `i` of buffer `1 - src` is a combination of rows `i - s`, `i`
+# and `i + s` of buffer `src` (section 2's elimination) in which $x_{i-s}$ and $x_{i+s}$ no
+# longer appear: it couples $x_{i-2s}$, $x_i$ and $x_{i+2s}$ only.
+#
+# **Invariant.** Every step keeps the solution: the new system has the same $x$ as the old one.
+# A neighbour outside $0 \dots n-1$ is an identity row and changes nothing. After the last step
+# every row couples $x_i$ alone, and the given division solves it: the result is
+# `scipy.linalg.solve_banded` of each system.
+#
+# **Worked example.** Section 1's system, rows $(a, b, c, d)$ = $(0, 4, 1, 5)$, $(1, 4, 1, 6)$,
+# $(1, 4, 0, 5)$. After the step at $s = 1$ they are $(0, 3.75, -0.25, 3.5)$,
+# $(0, 3.5, 0, 3.5)$ and $(-0.25, 3.75, 0, 3.5)$: row 1 couples $x_1$ alone, rows 0 and 2 couple
+# each other at stride 2, and $x = (1, 1, 1)$ still solves all three. (Try writing into `src`
+# instead, or reading row `i - s` without a guard: the checker names both mistakes.)
 #
 # The check solves batches of 1 to 33 rows, traced, with the shared memory poisoned, and allows
 # a thread at most 20 memory accesses between two barriers (a step needs 16: its own row, its
@@ -681,568 +686,33 @@ def my_pcr_solve(a, b, c, d):
     my_pcr[d.shape[0], ROWS](cuda.to_device(a), cuda.to_device(b), cuda.to_device(c), cuda.to_device(d), x)
     return x
 
-
 # %% tags=["check"] exercise_id="07.pcr-step"
 print(ps.check.tridiagonal(my_pcr_solve, budget=ps.check.Budget(accesses_per_step=20)))
 
 # %% [markdown]
-# ## 10. What PCR has to do with scans
-#
-# Read row $i$ as a recurrence: if $c_i \ne 0$, it gives the next unknown from the two before,
-# $x_{i+1} = (d_i - a_i x_{i-1} - b_i x_i) / c_i$. With the state vector $v_i = (x_{i-1}, x_i, 1)$
-# this is a matrix product,
-#
-# $$v_{i+1} = M_i v_i, \qquad M_i = \begin{pmatrix} 0 & 1 & 0 \\ -a_i/c_i & -b_i/c_i & d_i/c_i \\
-#   0 & 0 & 1 \end{pmatrix},$$
-#
-# so $v_{i+1} = M_i M_{i-1} \cdots M_0 \, v_0$: the vectors are a **scan of 3 × 3 matrices** under
-# matrix multiplication, which is associative (not commutative: the newer matrix goes on the
-# left). The unknown $x_0$ enters linearly through $v_0 = (0, x_0, 1)$, and the last row fixes
-# it: with $c_{n-1}$ taken as 1, the "next" unknown $x_n$ must come out 0. Any scan of the
-# earlier chapters computes these prefix products in $\log_2 n$ steps; below, Hillis–Steele
-# (chapter 03) in numpy: at step $k$ element $i$ takes the product with element $i - 2^k$.
-
-# %%
-def solve_by_matrix_scan(a, b, c, d):
-    """x from a Hillis-Steele scan of the 3 x 3 matrices M_i (numpy; needs c_i != 0)."""
-    n = len(b)
-    c = c.copy()
-    c[-1] = 1.0  # x_n := (d - a x_{n-2} - b x_{n-1}) / 1 must be 0: the last equation
-    prefix = np.zeros((n, 3, 3))
-    prefix[:, 0, 1], prefix[:, 2, 2] = 1, 1
-    prefix[:, 1, 0], prefix[:, 1, 1], prefix[:, 1, 2] = -a / c, -b / c, d / c
-    reach, steps = 1, 0
-    while reach < n:
-        prefix[reach:] = prefix[reach:] @ prefix[:-reach]  # the right side reads the previous step only
-        reach, steps = 2 * reach, steps + 1
-    x0 = -prefix[-1, 1, 2] / prefix[-1, 1, 1]  # x_n = P[1, 1] x_0 + P[1, 2] = 0
-    return np.concatenate([[x0], prefix[:-1, 1, 1] * x0 + prefix[:-1, 1, 2]]), steps
-
-
-for n in (8, 16, 32, 64):
-    a_s, b_s, c_s, d_s = (v[0] for v in dominant_systems(1, n, seed=5))
-    x_scan, steps = solve_by_matrix_scan(a_s, b_s, c_s, d_s)
-    x_lapack = banded(a_s, b_s, c_s, d_s)
-    error = np.abs(x_scan - x_lapack).max() / np.abs(x_lapack).max()
-    print(f"n = {n:>2}: {steps} scan steps, error < 1e-10: {error < 1e-10}, error > 1: {error > 1}")
-
-# %% [markdown]
-# The scan gets $n = 8$ right in 3 steps, and then falls apart. The recurrence runs the system
-# *as an initial-value problem*: for a diagonally dominant matrix $|b_i / c_i| > 1$, so the
-# products grow geometrically (like $\prod |b_i / c_i|$), and $x_0$ comes from the ratio of two
-# huge numbers. PCR does the same **doubling** on the equations instead of on the recurrence:
-# after step $k$ each row couples unknowns $2^k$ apart, as each scan element after step $k$
-# spans $2^k$ matrices, with all $n$ elements busy in every one of the $\log_2 n$ steps: the
-# work and depth of Hillis–Steele, $n \log_2 n$ and $\log_2 n$. The differences are that a PCR
-# row reaches out on both sides, and that its combination, an elimination, stays bounded for a
-# diagonally dominant matrix: it is the stable way to do this scan. Cyclic reduction is, in the
-# same sense, the work-efficient (Blelloch-like) scan: an up-sweep that halves the system, a
-# down-sweep that substitutes back, about $2n$ row operations in $2 \log_2 n$ steps.
-#
-# ## 11. On the GPU
-#
-# `benchmarks/tridiag.py` (the `tridiag` stage of `bash benchmarks/run_gpu.sh`) ran every method
-# and two library baselines on one GPU, on random diagonally dominant systems of eight shapes
-# (batch × n; this section shows four) in float32 and float64, and checked every result by its residual before timing it
-# (`benchmarks/tridiag.csv`; `benchmarks/README.md` describes the method). Every time is a median
-# of 25 after warm-up calls, and the CSV's `timing` column says how each row was measured:
-#
-# - *ours (kernels)*: a method's launches on device arrays, the durations of its kernels summed
-#   from CUPTI's trace (`torch.profiler`, which records every kernel of the process, whoever
-#   launched it): the GPU's work alone. The host's cost of launching (tens of microseconds of
-#   Python per numba launch, chapter 05) is *not* in this figure. (`--method events` times the
-#   same launches queued behind a short busy kernel between two CUDA events instead.)
-# - *ours (whole call)*: a whole `tridiag.solve` on device arrays, on the host clock, as a user
-#   pays for it: the checks of the arguments, the allocations, the launches from Python, the
-#   kernels, and the copy of the failure flags back to the host.
-# - *cuSPARSE*: `gtsv2StridedBatch` through CuPy, measured the same way: the library's device
-#   time, its kernels summed (the copy that restores $d$, which the solve overwrites, before each
-#   run is a memcpy, not counted).
-# - *JAX*: `jax.lax.linalg.tridiagonal_solve` (which calls cuSPARSE), a whole jitted call on the
-#   host clock.
-#
-# The device and the date, how each kind of row was timed, and the times, all read from the CSV
-# (microseconds; Thomas was not run on systems longer than $2^{16}$ rows, which one thread
-# would walk alone):
-
-# %%
-# The rows of method="pivoting" and cuSPARSE's pivoting solvers come from a run of their own on another GPU (chapter 08).
-bench = [row for row in results.read("tridiag.csv") if "--only-pivoting" not in row["command"]]
-print(f"{bench[0]['device']}, {bench[0]['date']}; every result correct: {all(row['correct'] for row in bench)}")
-for label, timing in sorted({(row["method"] if row["kind"] == "library" else row["kind"], row["timing"]) for row in bench}):
-    print(f"  {label:<28} timing: {timing}")
-
-CASES = [(512, 512), (4096, 256), (16384, 64), (1, 2**20)]
-OURS = ("pcr", "cr", "thomas")
-CUSPARSE, JAX = "cusparse gtsv2StridedBatch", "jax tridiagonal_solve"
-
-
-def time_us(method, kind, dtype, batch, n):
-    """median_us of the one matching row of tridiag.csv; NaN for Thomas on one system (not run)."""
-    if method == "thomas" and batch == 1:
-        return float("nan")
-    return results.value("tridiag.csv", "median_us", method=method, kind=kind, dtype=dtype, batch=batch, n=n)
-
-
-def case_label(batch, n):
-    return f"{batch} x {n}" if n < 2**20 else "1 x 2^20"
-
-
-kernels = {(m, dtype, case): time_us(m, "ours (kernels)", dtype, *case) for m in OURS
-           for dtype in ("float32", "float64") for case in CASES}
-whole = {(m, dtype, case): time_us(m, "ours (whole call)", dtype, *case) for m in OURS
-         for dtype in ("float32", "float64") for case in CASES}
-cusparse = {(dtype, case): time_us(CUSPARSE, "library", dtype, *case) for dtype in ("float32", "float64") for case in CASES}
-jax_call = {(dtype, case): time_us(JAX, "library", dtype, *case) for dtype in ("float32", "float64") for case in CASES}
-
-print(f"\n{'median time (us)':<20}{'ours (kernels)':^24}{'cuSPARSE':>10}  {'ours (whole call)':^27}{'JAX':>8}")
-print(f"{'dtype':<8} {'batch x n':>11}" + "".join(f" {m:>7}" for m in OURS) + f" {'device':>9}  "
-      + "".join(f" {m:>8}" for m in OURS) + f" {'call':>7}")
-for dtype in ("float32", "float64"):
-    for case in CASES:
-        print(f"{dtype:<8} {case_label(*case):>11}" + "".join(f" {kernels[m, dtype, case]:>7.1f}" for m in OURS)
-              + f" {cusparse[dtype, case]:>9.1f}  " + "".join(f" {whole[m, dtype, case]:>8.1f}" for m in OURS)
-              + f" {jax_call[dtype, case]:>7.1f}")
-
-# %% [markdown]
-# The same, as ratios: each of our methods against cuSPARSE's device time, its kernels and its
-# whole call, and our whole call against JAX's:
-
-# %%
-print(f"{'':20}{'kernels / cuSPARSE':^24}  {'whole call / cuSPARSE':^24}  {'whole call / JAX':^24}")
-print(f"{'dtype':<8} {'batch x n':>11}" + "".join(f" {m:>7}" for m in OURS) * 3)
-for dtype in ("float32", "float64"):
-    for case in CASES:
-        print(f"{dtype:<8} {case_label(*case):>11}"
-              + "".join(f" {kernels[m, dtype, case] / cusparse[dtype, case]:>7.2f}" for m in OURS) + "  "
-              + "".join(f" {whole[m, dtype, case] / cusparse[dtype, case]:>7.2f}" for m in OURS) + "  "
-              + "".join(f" {whole[m, dtype, case] / jax_call[dtype, case]:>7.2f}" for m in OURS))
-
-
-def span(values, digits=2):
-    values = [v for v in values if v == v]  # without the NaNs of Thomas on one system
-    return f"{min(values):.{digits}f} to {max(values):.{digits}f}"
-
-
-DTYPES = ("float32", "float64")
-BATCHES = [case for case in CASES if case[0] > 1]
-print("\nPCR's kernels / cuSPARSE, on the batches:", span(kernels["pcr", t, c] / cusparse[t, c] for t in DTYPES for c in BATCHES))
-print("PCR's kernels / cuSPARSE, on one system of 2^20:", span(kernels["pcr", t, CASES[-1]] / cusparse[t, CASES[-1]] for t in DTYPES))
-print("the fastest of our kernels:", "; ".join(
-    f"{dtype} {case_label(*case)}: {min(('pcr', 'cr') if case[0] == 1 else OURS, key=lambda m: kernels[m, dtype, case])}"
-    for dtype in DTYPES for case in CASES))
-print("PCR's kernels faster than CR's in every case:", all(kernels["pcr", t, c] < kernels["cr", t, c] for t in DTYPES for c in CASES))
-print("our whole calls / cuSPARSE's device time:", span(whole[m, t, c] / cusparse[t, c] for m in OURS for t in DTYPES for c in CASES))
-print("our whole calls / JAX's whole call:", span(whole[m, t, c] / jax_call[t, c] for m in OURS for t in DTYPES for c in CASES))
-
-# %% [markdown]
-# Kernel times and whole calls were measured separately, so their difference is what a call
-# costs beyond the GPU's work: roughly the host's part, Python included. For JAX the same
-# difference holds only where JAX runs the kernel that cuSPARSE's row timed. In jaxlib's
-# CUDA lowering of `tridiagonal_solve` (by a reading of its source, not a measurement) a
-# batch goes to `gtsv2StridedBatch`, the routine timed here, but a single system to `gtsv2`,
-# cuSPARSE's *pivoting* solver, another kernel altogether: so JAX's call minus cuSPARSE's device
-# time is printed for the batches only. (Timing JAX's own kernels, with CUPTI or Nsight, would
-# settle it for every shape.)
-
-# %%
-print(f"{'whole call - kernels (us)':<26}" + "".join(f" {m:>8}" for m in OURS) + "   JAX call - cuSPARSE device (us)")
-for dtype in DTYPES:
-    for case in CASES:
-        print(f"{dtype:<8} {case_label(*case):>11}{'':6}" + "".join(f" {whole[m, dtype, case] - kernels[m, dtype, case]:>8.1f}" for m in OURS)
-              + (f"   {jax_call[dtype, case] - cusparse[dtype, case]:>8.1f}" if case[0] > 1 else "   (JAX calls gtsv2 here)"))
-print("\nours, on the batches (one launch each), us:",
-      span((whole[m, t, c] - kernels[m, t, c] for m in OURS for t in DTYPES for c in BATCHES), 1))
-print("ours, on one system of 2^20, us:", span((whole[m, t, CASES[-1]] - kernels[m, t, CASES[-1]] for m in ("pcr", "cr") for t in DTYPES), 1))
-print("JAX, on the batches, us:", span((jax_call[t, c] - cusparse[t, c] for t in DTYPES for c in BATCHES), 1))
-print("beyond the kernels more than the kernels themselves, for every call of ours:",
-      all(whole[m, t, c] - kernels[m, t, c] > kernels[m, t, c] for m in OURS for t in DTYPES for c in CASES if c[0] > 1 or m != "thomas"))
-
-# %% [markdown]
-# Two more things to look at: how many bytes PCR's kernels move per microsecond, and, for the
-# single system of $2^{20}$ rows, the global path of section 3. On the batches `pcr_shared`
-# reads the four bands once and writes $x$: $5 \cdot \text{batch} \cdot n$ values. On the large
-# system `pcr.split` first runs global steps until the interleaved subsystems fit into a block
-# (its loop, repeated below); each step reads at least the four bands and writes four new ones,
-# then `pcr_shared` reads four and writes $x$. Those are lower bounds on the traffic (a step
-# reads three rows for every row it writes; caches serve some of it), divided by the kernel
-# times of the table:
-
-# %%
-print(f"{'dtype':<8} {'batch x n':>11} {'global steps':>12} {'least traffic (MB)':>19} {'kernels (us)':>13} "
-      f"{'least traffic / time (GB/s)':>28}")
-for dtype in DTYPES:
-    itemsize = np.dtype(dtype).itemsize
-    for batch_, n_ in CASES:
-        limit, stride, steps = pcr.max_block_rows(dtype), 1, 0
-        while -(-n_ // stride) > limit:  # pcr.split's loop
-            stride, steps = 2 * stride, steps + 1
-        traffic = (8 * steps + 5) * batch_ * n_ * itemsize
-        t = kernels["pcr", dtype, (batch_, n_)]
-        print(f"{dtype:<8} {case_label(batch_, n_):>11} {steps:>12} {traffic / 1e6:>19.1f} {t:>13.1f} {traffic / t / 1e3:>28.0f}")
-print("PCR's float32 kernels faster than its float64 kernels in every case:",
-      all(kernels["pcr", "float32", c] < kernels["pcr", "float64", c] for c in CASES),
-      "| float64 / float32:", span(kernels["pcr", "float64", c] / kernels["pcr", "float32", c] for c in CASES))
-
-# %% [markdown]
-# The same times as grouped bars, one group per shape (the shapes are unrelated: each has its
-# own batch and $n$, so no line joins them): our kernels and PCR's whole call beside cuSPARSE's
-# device time and JAX's whole call.
-
-# %%
-series = {("pcr", "ours (kernels)"): "PCR (kernels)", ("cr", "ours (kernels)"): "CR (kernels)",
-          ("thomas", "ours (kernels)"): "Thomas (kernels)", ("pcr", "ours (whole call)"): "PCR (whole call)",
-          (CUSPARSE, "library"): "cuSPARSE gtsv2StridedBatch (device)", (JAX, "library"): "JAX (whole call)"}
-import matplotlib.pyplot as plt  # noqa: E402
-
-for dtype in DTYPES:
-    fig, ax = plt.subplots(figsize=(9, 3.2))
-    width = 1 / (len(series) + 1)
-    for k, (key, label) in enumerate(series.items()):
-        heights = [next((row["median_us"] for row in bench if (row["method"], row["kind"]) == key
-                         and row["dtype"] == dtype and (row["batch"], row["n"]) == case), np.nan) for case in CASES]
-        ax.bar(np.arange(len(CASES)) + k * width, heights, width, label=label)  # NaN: not measured (Thomas, 1 x 2^20)
-    ax.set_xticks(np.arange(len(CASES)) + width * (len(series) - 1) / 2, [case_label(*case) for case in CASES])
-    ax.set_yscale("log")
-    ax.set_ylabel("median time (us), log scale")
-    ax.set_title(f"tridiagonal solves, {bench[0]['device']}, {dtype}")
-    _ = ax.legend(fontsize=7, ncol=3)
-
-# %% [markdown]
-# What this shows, plainly (every figure below is printed by one of the cells above):
-#
-# - **PCR is not as fast as cuSPARSE, but within a small factor of it.** PCR's kernels take
-#   between 2.6 and 4.0 times cuSPARSE's device time on the batches, and about 3.2 to 3.3 times on
-#   the one system of $2^{20}$ rows (the ratio table). cuSPARSE's documentation describes
-#   `gtsv2StridedBatch` as a combination of CR and PCR without pivoting: the same building
-#   blocks as ours, organised better.
-# - **PCR is the fastest of these three kernels except at 16384 × 64, where Thomas is** (section
-#   12 adds a fourth, faster on every batch): there 16384
-#   threads each walk 64 rows, and Thomas's kernel comes within 1.4 (float64) to 1.8 (float32)
-#   times cuSPARSE. At 512 × 512 Thomas is the slowest by far, about 20 to 25 times
-#   cuSPARSE: 512 threads in all, each walking 512 rows. CR's kernels are slower than PCR's in
-#   every case, although CR does fewer row operations (section 6: twice the barriers, and most
-#   threads idle in most steps).
-# - **On the batches, bytes do not set the time.** PCR's kernels move their least traffic at
-#   the rates of the last column above, a small fraction of what the GPU's memory delivers (a
-#   few terabytes a second). float32 is faster than float64 in every case, but by 1.15 to 1.42 times, not by the
-#   factor of 2 in bytes. The candidates are latency (a barrier per step, two divisions per row update,
-#   the integer divisions of `locate`); the benchmark does not separate them. One run per case:
-#   differences of some tens of percent may be noise.
-# - **On one large system** PCR takes the global path of section 3: 10 (float32) or 11 (float64)
-#   launches of `pcr_global_step`, each updating every one of the $2^{20}$ rows, $O(n \log n)$
-#   work in all, then `pcr_shared` on the interleaved subsystems. Its kernels move their least
-#   traffic at about 1.0 (float32) and 1.5 (float64) TB/s: far closer to the memory's bandwidth
-#   than on the batches.
-# - **A whole call costs more than its kernels.** The spans printed above set our whole calls
-#   beside cuSPARSE's device time and JAX's whole call, and "whole call - kernels" is roughly
-#   what driving the GPU from Python costs, call by call. On the large system PCR's and CR's
-#   calls first run global PCR steps (section 3), one launch each; on the batches each method
-#   makes one launch. Section 12 says what was done to make that cost small.
-
-# %% [markdown]
-# ## 12. The hybrid: a few PCR steps, then Thomas
-#
-# Section 11 left PCR several times behind cuSPARSE on the batches, with the bytes far from
-# setting the time. The way out in the literature (Sakharnykh 2010; Davidson, Zhang and Owens
-# 2011; Kim, Wu, Chang and Hwu 2011; the Thomas-PCR hybrid of Laszlo, Giles and Appleyard 2016;
-# Zhang, Cohen and Owens 2010 combine CR with PCR and with recursive doubling instead) is to
-# **stop PCR early**. After $k$ steps a
-# system of $m$ rows has split into $2^k$ independent interleaved systems (rows
-# $r, r + 2^k, r + 2 \cdot 2^k, \dots$), each of about $m / 2^k$ rows. Give each of them to one
-# thread, which solves it by Thomas: $2 m / 2^k$ dependent steps, with the least work of all
-# methods. PCR's remaining $\log_2(m / 2^k)$ steps over all $m$ rows are gone.
-#
-# `tridiag.solve(..., method="hybrid")` (`prefixsum.tridiag.hybrid`) does this in one kernel,
-# `hybrid_shared`: `plan` gives each system `lanes` threads, the power of two nearest below
-# $m /$ `THOMAS_ROWS` (4 rows a thread), and as many systems per block as 256 threads and 48 KiB
-# allow; `pcr_steps` runs PCR at strides $1, 2, \dots$ up to `lanes / 2`, and `sweep` is Thomas
-# on one thread's rows. Each thread updates in the PCR steps the same rows its sweep takes, so
-# their slots come without a division (`locate` costs four 64-bit divisions a row and a step).
-# Systems
-# longer than a block are first split by PCR steps in global memory, several per launch
-# (`pcr_window`), until their pieces are 64 rows. This was the hybrid's first form; `tridiag.solve`
-# now hands most shapes to the two kernels of sections 12.1 and 12.2, and `hybrid.run_shared`
-# runs this one alone (the trace below calls it).
-
-# %%
-print(inspect.getsource(hybrid.pcr_steps))
-
-# %% tags=["instructor"]
-print(inspect.getsource(hybrid.sweep))
-
-# %% [markdown]
-# A trace shows which rows each step touches. One system of 32 rows gets 8 threads (4 rows each):
-# after the load (the first line), three PCR steps at strides 1, 2 and 4 combine each row with
-# rows ever further away, as in section 3; then each thread walks its own rows 8 apart, down and
-# back up (the coloured bars join the rows one thread writes in the sweep; the value it carries
-# from row to row stays in a register, which the trace does not see). Only the $d$ coefficients
-# of the shared buffer are drawn, by row.
-
-# %%
-def hybrid_rows(trace, n, coefficient=_common.D):
-    """The hybrid's shared-buffer accesses to one coefficient, by row (one system in one block)."""
-    records = [r._replace(array="rows", index=r.index % n) for r in trace.select(array="buf")
-               if r.index // n % 4 == coefficient]
-    return ps.trace.Trace(records, trace.launches)
-
-
-def hybrid_shared_solve(a, b, c, d):
-    """The hybrid by ``hybrid_shared`` whatever n (``hybrid.run_shared``: no warp solver)."""
-    return on_device(hybrid.run_shared, a, b, c, d)
-
-
-hybrid_trace = ps.trace.record(hybrid_shared_solve, *dominant_systems(1, 32, seed=32))
-print(hybrid_trace.launches[0].kernel, hybrid_trace.launches[0].block, "threads;",
-      hybrid.plan(1, 32, 1, np.float64)[-1], "lanes")
-ax = ps.viz.steps(hybrid_rows(hybrid_trace, 32), "rows", block=0,
-                  row_labels=["load", "PCR, stride 1", "PCR, stride 2", "PCR, stride 4", "Thomas sweeps"],
-                  title="hybrid, n = 32, 8 threads: which rows each step combines")
-
-# %% [markdown]
-# The count for a system of $m$ rows with $L$ lanes: $m \log_2 L$ row updates in $\log_2 L$
-# barrier phases, then $2 m / L$ dependent Thomas steps per thread; for 512 rows and $L = 128$,
-# 7 PCR steps and sweeps of 4 rows instead of PCR's 9 steps. The measurements (the same run as
-# section 11) with half and twice the rows per thread, from which `THOMAS_ROWS = 4` was chosen:
-
-# %%
-VARIANTS = ("hybrid_shared:thomas_rows=2", "hybrid_shared", "hybrid_shared:thomas_rows=8")
-print(f"{'kernels (us)':<20}" + "".join(f"{label:>17}" for label in ("rows=2", "rows=4", "rows=8"))
-      + f"{'PCR':>9}{'cuSPARSE':>10}")
-for dtype in DTYPES:
-    for case in CASES:
-        print(f"{dtype:<8} {case_label(*case):>11}" + "".join(f"{time_us(v, 'ours (kernels)', dtype, *case):>17.1f}" for v in VARIANTS)
-              + f"{kernels['pcr', dtype, case]:>9.1f}{cusparse[dtype, case]:>10.1f}")
-shared_k = {(t, c): time_us("hybrid_shared", "ours (kernels)", t, *c) for t in DTYPES for c in CASES}
-print("\n4 rows a thread the fastest of the three on every batch:",
-      all(shared_k[t, c] <= min(time_us(v, "ours (kernels)", t, *c) for v in VARIANTS) for t in DTYPES for c in BATCHES))
-print("hybrid_shared's kernels / cuSPARSE, on the batches:", span(shared_k[t, c] / cusparse[t, c] for t in DTYPES for c in BATCHES))
-print("PCR's kernels / hybrid_shared's, on the batches:", span(kernels["pcr", t, c] / shared_k[t, c] for t in DTYPES for c in BATCHES))
-print("on one system of 2^20, hybrid_shared's kernels / PCR's:", span(shared_k[t, CASES[-1]] / kernels["pcr", t, CASES[-1]] for t in DTYPES))
-
-# %% [markdown]
-# So `hybrid_shared` halves PCR's kernel time on the batches or better, but stays behind
-# cuSPARSE (the spans above), and on one system of $2^{20}$ rows its windows of global PCR
-# steps are no faster than PCR's global path. Nsight Compute (`benchmarks/tridiag_ncu.py`) says
-# why on the batches: `hybrid_shared` is bound by instruction issue, with its compute
-# throughput high and its DRAM throughput low, and its registers per thread let only three
-# blocks share an SM, so few warps hide the latencies. Compiling it with `fastmath` or capping
-# its registers (`benchmarks/tridiag_variants.py`) did not help: the caps made it slower. What
-# is left is fewer instructions per row, which the next two kernels do.
-#
-# ### 12.1 Systems of up to 512 rows: one warp, in registers
-#
-# `prefixsum.tridiag.warp` is the register-resident Thomas-PCR of Laszlo, Giles and Appleyard
-# (2016). A group of $G \le 32$ lanes of one warp solves a system, each lane holding $R$
-# consecutive rows (a *chunk*) in registers. Each lane first eliminates inside its chunk: this
-# is **Wang's partition method** (1981), which rewrites every row of the chunk in terms of the
-# chunk's first and last unknowns,
-#
-# $$x_k = d'_k - a'_k\, x_{\text{first}} - c'_k\, x_{\text{last}},$$
-#
-# and leaves two rows per lane, the chunk's first and last, coupled only to the ends of the
-# neighbouring chunks: a tridiagonal system of $2G$ rows with a unit diagonal. One odd-even step
-# and $\log_2 G$ PCR steps solve that across the lanes with `cuda.shfl_up_sync` and
-# `cuda.shfl_down_sync`, without shared memory or barriers, and each lane then recovers its
-# chunk's interior from its two ends by the formula above. Loads and stores still go through
-# shared memory, so that neighbouring threads touch neighbouring addresses. The hybrid takes it
-# for every system of up to 512 rows (`hybrid.WARP_ROWS`), so the hybrid's kernel times on the
-# three batches of the CSV are its:
-
-# %%
-hyb = {(t, c): time_us("hybrid", "ours (kernels)", t, *c) for t in DTYPES for c in CASES}
-print(f"{'kernels (us)':<20}{'warp solver':>12}{'hybrid_shared':>14}{'cuSPARSE':>10}")
-for dtype in DTYPES:
-    for case in BATCHES:
-        print(f"{dtype:<8} {case_label(*case):>11}{hyb[dtype, case]:>12.1f}{shared_k[dtype, case]:>14.1f}{cusparse[dtype, case]:>10.1f}")
-print("\nthe warp solver's kernels / cuSPARSE, on the batches:", span(hyb[t, c] / cusparse[t, c] for t in DTYPES for c in BATCHES))
-
-# %% [markdown]
-# `benchmarks/tridiag_warp.py` measured every $R$ that fits: 4 rows a lane in float64 and 8 in
-# float32 (32 bytes of each coefficient, one memory sector) were the fastest.
-#
-# ### 12.2 Longer systems: the partition method across the grid
-#
-# A system longer than 512 rows does not fit one warp's registers, but the partition step does
-# not need a warp: `prefixsum.tridiag.partition` gives every thread of the grid a chunk of
-# $R$ rows of the systems laid end to end (each system padded, in the indexing only, to whole
-# chunks with identity rows; $R$ = 8 or 16, `partition.rows_per_thread`). `partition_reduce` eliminates inside each chunk
-# and writes the chunk's two end rows to global memory, in order: the reduced system, of
-# $2n / R$ rows. `hybrid.run` solves that by the same route (another level while it is longer than
-# 512 rows, then the warp solver), and `partition_substitute` redoes each chunk's elimination
-# (cheaper than storing it: registers are free, bandwidth is not), reads its two end values and
-# writes the interior. For $n = 2^{20}$ and $R = 16$ at every level: $2^{20} \to 2^{17} \to
-# 2^{14} \to 2^{11} \to 2^8$ rows, four levels and a warp solve, nine launches. Each level moves the four bands twice and $x$
-# once, about $9n$ values, where PCR's global path reads three rows and writes one for every row
-# at each of its steps.
-#
-# A trace of one level on a system of 32 rows, in chunks of $R = 4$ (the picture needs few
-# rows; the package uses 8 or 16), the reduced system of 16 rows solved by the warp solver. Each row
-# of the picture is a step: the load into shared memory, the reduction (each thread reads its
-# chunk and writes the chunk's two ends), the warp solver on the ends (its lanes exchange values
-# by shuffles, which the trace does not see: each lane reads and writes only its own rows), and
-# the substitution (each thread reads its chunk and the two solved ends, and writes the chunk).
-
-# %%
-CHUNK = 4
-
-
-def partition_level(a, b, c, d):
-    """One level of the partition method in chunks of CHUNK rows, the reduced system by the warp solver."""
-    return on_device(lambda *arrays: partition.run(*arrays, warp.run, rows=CHUNK), a, b, c, d)
-
-
-def partition_rows(trace, n):
-    """The rows of one system of n rows that each thread of a partition level reads and writes.
-
-    Reads: a thread's chunk in registers (``ld``) and the solved ends (``xr``); writes: the load
-    and the results in shared memory (the ``d`` buffer, one padding slot every chunk) and the
-    reduced rows (``rd``). The warp solver's rows are rows of the reduced system: chunks' ends.
-    """
-    reduced_rows = warp.plan(1, 2 * n // CHUNK, np.float64)[0]
-
-    def end_row(j):
-        return j // 2 * CHUNK + (CHUNK - 1) * (j % 2)
-
-    records = []
-    for r in trace.records:
-        launch = trace.launches[r.launch]
-        rows, to_system = (reduced_rows, end_row) if launch.kernel == "warp_solve" else (CHUNK, lambda i: i)
-        slot = r.index - 3 * launch.block[0] * (rows + 1)  # in the shared d buffer, the last quarter
-        row = None
-        if r.array == "ld" and not r.write:
-            row = to_system(r.thread * rows + r.index)
-        elif r.space == "shared" and r.write and slot >= 0 and r.phase == 0 and launch.kernel == "partition_reduce":
-            row = slot - slot // (rows + 1)  # the load: neighbouring threads, neighbouring rows
-        elif r.space == "shared" and r.write and slot >= 0 and r.phase > 0:
-            row = to_system(slot // (rows + 1) * rows + slot % (rows + 1))  # a thread's results
-        elif (r.array == "rd" and r.write) or r.array == "xr":
-            row = end_row(r.index)
-        if row is not None and row < n:
-            records.append(r._replace(array="rows", index=row, space="global"))
-    return ps.trace.Trace(records, trace.launches)
-
-
-level_system = dominant_systems(1, 32, seed=33)
-level_trace = ps.trace.record(partition_level, *level_system)
-print("kernels:", ", ".join(launch.kernel for launch in level_trace.launches),
-      "| x right:", np.allclose(partition_level(*level_system)[0], banded(*[v[0] for v in level_system]), rtol=1e-12, atol=1e-12))
-ax = ps.viz.steps(partition_rows(level_trace, 32), "rows",
-                  row_labels=["load", "reduce", "warp solver", "substitute"],
-                  title="one level of the partition method, n = 32, chunks of 4 rows")
-
-# %% [markdown]
-# The chunk size trades the work of a level against the number of levels, and, on small levels,
-# against the threads that fill the GPU. The same run measured $R = 4$, 8 and 16 at every level
-# beside the package's choice per level (`partition.rows_per_thread`: float64 8; float32 16 on a
-# level of more than $2^{19}$ rows, else 8) on the system of $2^{20}$ rows:
-
-# %%
-print(f"{'kernels (us), 1 x 2^20':<24}" + "".join(f"{f'R = {r}':>9}" for r in (4, 8, 16)) + f"{'chosen':>9}{'PCR':>9}{'cuSPARSE':>10}")
-for dtype in DTYPES:
-    by_rows = [time_us(f"hybrid:partition_rows={r}", "ours (kernels)", dtype, *CASES[-1]) for r in (4, 8, 16)] + [hyb[dtype, CASES[-1]]]
-    print(f"{dtype:<24}" + "".join(f"{t:>9.1f}" for t in by_rows)
-          + f"{kernels['pcr', dtype, CASES[-1]]:>9.1f}{cusparse[dtype, CASES[-1]]:>10.1f}")
-print("\nthe partition method's kernels / cuSPARSE, on one system of 2^20:", span(hyb[t, CASES[-1]] / cusparse[t, CASES[-1]] for t in DTYPES))
-print("PCR's kernels / the partition method's:", span(kernels["pcr", t, CASES[-1]] / hyb[t, CASES[-1]] for t in DTYPES))
-
-# %% [markdown]
-# In float64 $R = 8$ is the fastest in kernel time, though it needs six levels instead of four
-# (every launch costs the whole call host time); in float32 16 on the large level, 8 on the
-# small ones below it. `benchmarks/tridiag.csv` holds the same comparison on batches of 100,
-# 1000 and 64 systems, where $R = 8$ wins in both dtypes. What the partition method does not do:
-# pivot (like every method here it is for diagonally dominant or symmetric positive definite
-# systems).
-#
-# ### 12.3 The hybrid against cuSPARSE and JAX
-#
-# Everything together, as `tridiag.solve(..., method="hybrid")` runs it (and `"auto"`, which
-# takes the hybrid at every measured shape): the kernels against cuSPARSE's device time, and the
-# whole call on device arrays against JAX's whole call, from the same run:
-
-# %%
-hybrid_call = {(t, c): time_us("hybrid", "ours (whole call)", t, *c) for t in DTYPES for c in CASES}
-print(f"{'median time (us)':<20}{'kernels':>9}{'cuSPARSE':>10}{'ratio':>7}   {'whole call':>10}{'JAX':>8}{'ratio':>7}")
-for dtype in DTYPES:
-    for case in CASES:
-        print(f"{dtype:<8} {case_label(*case):>11}{hyb[dtype, case]:>9.1f}{cusparse[dtype, case]:>10.1f}"
-              f"{hyb[dtype, case] / cusparse[dtype, case]:>7.2f}   {hybrid_call[dtype, case]:>10.1f}"
-              f"{jax_call[dtype, case]:>8.1f}{hybrid_call[dtype, case] / jax_call[dtype, case]:>7.2f}")
-print("\n'auto' takes:", sorted({tridiag.api.choose("auto", *c, t) for t in DTYPES for c in CASES}))
-print("hybrid's kernels at most cuSPARSE's device time in every case:",
-      all(hyb[t, c] <= cusparse[t, c] for t in DTYPES for c in CASES))
-print("hybrid's whole call shorter than JAX's in every case:",
-      all(hybrid_call[t, c] < jax_call[t, c] for t in DTYPES for c in CASES))
-print("hybrid's whole call beyond its kernels, us:", span((hybrid_call[t, c] - hyb[t, c] for t in DTYPES for c in CASES), 0),
-      "| on the batches:", span((hybrid_call[t, c] - hyb[t, c] for t in DTYPES for c in BATCHES), 0))
-
-# %% [markdown]
-# **A bandwidth bound for the batch.** On the batches the hybrid reads the four bands once and
-# writes $x$ once: $5 \cdot \text{batch} \cdot n$ values, the least any solver can move. Divided
-# by the kernel time, that is the bandwidth it reaches. The bound is the rate a plain copy of
-# about as many bytes reaches on the same kind of GPU (the float32 `copy` rows of
-# `benchmarks/scan_throughput.csv`, the one whose bytes are nearest): a copy of a few MB does not
-# reach the rate of a copy of hundreds. Time against bytes, one line per dtype, with the bound as
-# the time such a copy of those bytes takes:
-
-# %%
-copies = sorted((2 * row["n"] * 4 / 1e6, row["gbps"]) for row in results.read("scan_throughput.csv", variant="copy", dtype="float32"))
-
-
-def copy_gbps(megabytes):
-    """GB/s of the float32 copy in scan_throughput.csv whose bytes (2 n x 4) are nearest, by ratio, to megabytes."""
-    return min(copies, key=lambda copy: abs(np.log(copy[0] / megabytes)))[1]
-
-
-
-print(f"{'dtype':<8} {'batch x n':>11} {'least MB':>9} {'hybrid us':>10} {'GB/s':>7} {'of copy':>8} {'cuSPARSE GB/s':>14}")
-roof_rows, of_copy = [], []
-for dtype in DTYPES:
-    for case in BATCHES:
-        megabytes = 5 * case[0] * case[1] * np.dtype(dtype).itemsize / 1e6
-        rate = megabytes / hyb[dtype, case] * 1e3
-        of_copy.append(rate / copy_gbps(megabytes))
-        print(f"{dtype:<8} {case_label(*case):>11} {megabytes:>9.1f} {hyb[dtype, case]:>10.1f} {rate:>7.0f} "
-              f"{rate / copy_gbps(megabytes):>8.0%} {megabytes / cusparse[dtype, case] * 1e3:>14.0f}")
-        roof_rows += [{"MB": megabytes, "us": hyb[dtype, case], "series": f"hybrid (kernels), {dtype}"},
-                      {"MB": megabytes, "us": cusparse[dtype, case], "series": f"cuSPARSE (device), {dtype}"},
-                      {"MB": megabytes, "us": megabytes / copy_gbps(megabytes) * 1e3,
-                       "series": "bandwidth bound: a copy of about as many bytes"}]
-print("of the copy's rate, on the batches:", span(of_copy))
-ax = ps.viz.throughput(roof_rows, x="MB", y="us", group="series",
-                       title=f"batched solves, {bench[0]['device']}: least bytes moved against time")
-_ = ax.set_ylabel("median time (us)")
-
-# %% [markdown]
-# Plainly: the hybrid's kernels now take less time than cuSPARSE's on every shape measured
-# (the ratios printed above), and its whole call less than JAX's. The `of copy` column says how
-# close to a copy of about as many bytes it comes, float64 closer than float32 (the same work
-# per row, twice the bytes). One run per
-# case: differences of some percent between runs are noise.
-#
-# **The whole call.** Every launch goes through a `prefixsum.core.launch.Launcher` (cuda.core,
-# without numba's per-call dispatch: one per kernel and dtype), the result through recycled
-# device memory (`result_array`), the work arrays and their views are kept per shape, the
-# failure flags stay zero between calls (only a failure clears them) and come back in one
-# small copy without numba's checks, and host inputs are packed into one pinned buffer and
-# cross in one transfer. That took the host's part of a batch call from several hundred
-# microseconds to the span printed above; on one system of $2^{20}$ rows the nine launches of
-# the partition levels cost the most of it. `benchmarks/tridiag_call_profile.py --steps` times
-# each part of a call alone.
-#
 # ### Exercise 07.thomas-sweep (stretch, 2 points)
 #
 # Below is a hybrid for float64 systems of up to 64 rows, one system per block and one thread
 # per row. It runs PCR at strides 1, 2 and 4 (with the package's `reduce_row`), after which rows
 # $i, i + 8, i + 16, \dots$ form a system of their own for each $i < 8$; threads 0 to 7 then
-# each call `my_sweep` on theirs. Write `my_sweep`: solve the system of the `count` rows
-# `first, first + step, ...` of `rows[coefficient, j]` (coefficients 0 to 3 are $a, b, c, d$)
-# with the Thomas algorithm of section 6, Gaussian elimination without pivoting, in place.
-# The sweep down must leave every row of the subsystem in the form $x_j + c'_j x_{j+step} = d'_j$
-# (no coupling to the row above, a unit diagonal; $c'$ in `rows[2]`, $d'$ in `rows[3]`),
-# so that the last row holds its $x$; the sweep back up then turns every `rows[3, j]` into $x_j$.
-# It is `scipy.linalg.solve_banded` on those rows, done by one thread. (Walk the rows 1 apart
-# instead of `step` apart, and the checker shows what goes wrong.)
+# each call `my_sweep` on theirs: PCR stopped early and finished by Thomas, the hybrid that
+# chapter 08 builds into a solver faster than cuSPARSE.
+#
+# **Goal.** `my_sweep(rows, first, count, step)` solves the system of the `count` rows `first,
+# first + step, ...` of `rows[coefficient, j]` (coefficients 0 to 3 are $a, b, c, d$) by the
+# Thomas algorithm (section 6), in place, one thread alone: afterwards `rows[3, j]`
+# holds $x_j$ for each of its rows, as `scipy.linalg.solve_banded` would give.
+#
+# **Invariant.** The sweep down leaves every row it has passed in the form
+# $x_j + c'_j\, x_{j + \text{step}} = d'_j$: no coupling to the row above, a unit diagonal, $c'$ in
+# `rows[2]` and $d'$ in `rows[3]`. So the last row holds its $x$, and the sweep back up turns
+# each `rows[3, j]` into $x_j$, from the row below it. A thread touches its own rows only.
+#
+# **Worked example.** Section 1's system, rows $(a, b, c, d)$ = $(0, 4, 1, 5)$,
+# $(1, 4, 1, 6)$, $(1, 4, 0, 5)$ with `step` 1. The sweep down leaves $(c', d')$ =
+# $(0.25, 1.25)$, $(4/15, 19/15)$, $(0, 1)$; the sweep up gives $x_1 = 19/15 - 4/15 \cdot 1 = 1$,
+# then $x_0 = 1.25 - 0.25 \cdot 1 = 1$. (Walk the rows 1 apart instead of `step` apart, and the
+# checker shows what goes wrong.)
 
 # %% tags=["exercise"] points=2 todo="my_sweep: solve the tridiagonal system formed by the count rows first, first + step, ... of rows with the Thomas algorithm (a sweep down, a sweep back up), in place, leaving x_j in rows[3, j] of each of its rows" exercise_id="07.thomas-sweep"
 ROWS = 64
@@ -1302,24 +772,71 @@ def my_hybrid_solve(a, b, c, d):
 # %% tags=["check"] exercise_id="07.thomas-sweep"
 print(ps.check.tridiagonal(my_hybrid_solve))
 
+# %% tags=["instructor"]
+print(inspect.getsource(hybrid.sweep))  # the package's sweep, which solves the exercise
+
+
 # %% [markdown]
-# ## 13. Summary
+# ## 10. What PCR has to do with scans
+#
+# Read row $i$ as a recurrence: if $c_i \ne 0$, it gives the next unknown from the two before,
+# $x_{i+1} = (d_i - a_i x_{i-1} - b_i x_i) / c_i$. With the state vector $v_i = (x_{i-1}, x_i, 1)$
+# this is a matrix product,
+#
+# $$v_{i+1} = M_i v_i, \qquad M_i = \begin{pmatrix} 0 & 1 & 0 \\ -a_i/c_i & -b_i/c_i & d_i/c_i \\
+#   0 & 0 & 1 \end{pmatrix},$$
+#
+# so $v_{i+1} = M_i M_{i-1} \cdots M_0 \, v_0$: the vectors are a **scan of 3 × 3 matrices** under
+# matrix multiplication, which is associative (not commutative: the newer matrix goes on the
+# left). The unknown $x_0$ enters linearly through $v_0 = (0, x_0, 1)$, and the last row fixes
+# it: with $c_{n-1}$ taken as 1, the "next" unknown $x_n$ must come out 0. Any scan of the
+# earlier chapters computes these prefix products in $\log_2 n$ steps; below, Hillis–Steele
+# (chapter 03) in numpy: at step $k$ element $i$ takes the product with element $i - 2^k$.
+
+# %%
+def solve_by_matrix_scan(a, b, c, d):
+    """x from a Hillis-Steele scan of the 3 x 3 matrices M_i (numpy; needs c_i != 0)."""
+    n = len(b)
+    c = c.copy()
+    c[-1] = 1.0  # x_n := (d - a x_{n-2} - b x_{n-1}) / 1 must be 0: the last equation
+    prefix = np.zeros((n, 3, 3))
+    prefix[:, 0, 1], prefix[:, 2, 2] = 1, 1
+    prefix[:, 1, 0], prefix[:, 1, 1], prefix[:, 1, 2] = -a / c, -b / c, d / c
+    reach, steps = 1, 0
+    while reach < n:
+        prefix[reach:] = prefix[reach:] @ prefix[:-reach]  # the right side reads the previous step only
+        reach, steps = 2 * reach, steps + 1
+    x0 = -prefix[-1, 1, 2] / prefix[-1, 1, 1]  # x_n = P[1, 1] x_0 + P[1, 2] = 0
+    return np.concatenate([[x0], prefix[:-1, 1, 1] * x0 + prefix[:-1, 1, 2]]), steps
+
+
+for n in (8, 16, 32, 64):
+    a_s, b_s, c_s, d_s = (v[0] for v in dominant_systems(1, n, seed=5))
+    x_scan, steps = solve_by_matrix_scan(a_s, b_s, c_s, d_s)
+    x_lapack = banded(a_s, b_s, c_s, d_s)
+    error = np.abs(x_scan - x_lapack).max() / np.abs(x_lapack).max()
+    print(f"n = {n:>2}: {steps} scan steps, error < 1e-10: {error < 1e-10}, error > 1: {error > 1}")
+
+# %% [markdown]
+# ## 11. Summary
 #
 # For one system of $n$ rows (a batch multiplies the work and the traffic, not the depth):
 #
-# | | Thomas | cyclic reduction | PCR | `hybrid_shared` ($L$ lanes) | partition ($R$ rows a chunk) |
-# | --- | --- | --- | --- | --- | --- |
-# | work (row operations) | $2n$ (about $8n$ flops) | about $2n$: $n$ eliminations, $n$ substitutions | $n \lceil \log_2 n \rceil$ | $n \log_2 L + 2n$ | about $4n$ a level (each chunk eliminated twice), the next level on $2n/R$ rows |
-# | depth | $2n$ dependent steps in one thread | $2 \lceil \log_2 n \rceil + 2$ barrier phases | $\lceil \log_2 n \rceil + 1$ barrier phases | $\log_2 L + 2$ phases, then $2n/L$ dependent steps | two launches a level, about $2R$ dependent steps a thread in each, then the warp solver |
-# | parallelism per system | none (one thread) | $n/2, n/4, \dots$ rows per level | all $n$ rows at every step | all $n$ rows, then $L$ threads | $n / R$ threads |
-# | global memory, in a block | $6n$ reads, $3n$ writes (bands, scratch, $x$) | read 4 bands, write $x$ | read 4 bands, write $x$ | read 4 bands, write $x$ | read 4 bands twice, write $x$; the reduced system ($8n/R$ values) written and read |
-# | shared memory | none | $n$ rows, in place | $2n$ rows (two buffers) | $2n$ rows (two buffers) | a block's chunks, for coalesced loads and stores |
-# | global memory, launch per step | | | up to $12n$ reads and $4n$ writes per step, $\lceil \log_2 n \rceil$ launches | several steps a launch (windows with a halo) | two launches a level, $\lceil \log_{R/2}(n / 512) \rceil$ levels |
-# | pivoting | none | none | none: diagonally dominant or SPD systems only | none | none |
+# | | Thomas | cyclic reduction | PCR |
+# | --- | --- | --- | --- |
+# | work (row operations) | $2n$ (about $8n$ flops) | about $2n$: $n$ eliminations, $n$ substitutions | $n \lceil \log_2 n \rceil$ |
+# | depth | $2n$ dependent steps in one thread | $2 \lceil \log_2 n \rceil + 2$ barrier phases | $\lceil \log_2 n \rceil + 1$ barrier phases |
+# | parallelism per system | none (one thread) | $n/2, n/4, \dots$ rows per level | all $n$ rows at every step |
+# | global memory, in a block | $6n$ reads, $3n$ writes (bands, scratch, $x$) | read 4 bands, write $x$ | read 4 bands, write $x$ |
+# | shared memory | none | $n$ rows, in place | $2n$ rows (two buffers) |
+# | global memory, launch per step | | | up to $12n$ reads and $4n$ writes per step, $\lceil \log_2 n \rceil$ launches |
+# | wins, by Brent's theorem (section 6) | many small systems, one a thread | few threads for a long system ($p \ll n$) | threads that cover the system ($p \ge n$) |
+# | pivoting | none | none | none: diagonally dominant or SPD systems only |
 #
 # PCR's stride doubling is Hillis–Steele's doubling applied to equations instead of elements;
 # seed 003's odd/even reordering is the same computation with the rows moved so that each
-# subsystem is contiguous.
+# subsystem is contiguous. Only `"pivoting"` is safe for any nonsingular matrix (section 7); the
+# error of any solve is bounded by $\kappa(A)$ times its relative residual.
 #
 # **Questions.**
 # 1. After two PCR steps on $n = 11$, which rows form the four independent subsystems? Check your
@@ -1333,23 +850,7 @@ print(ps.check.tridiagonal(my_hybrid_solve))
 # 4. The exercise kernel uses two buffers. Rewrite the step with one buffer and two barriers per
 #    step (as chapter 02's fold does); which values must a thread hold in registers across the
 #    first barrier?
-# 5. CR does half the row operations of PCR at $n = 512$, but its kernels took longer on the GPU
-#    in every case (section 11). Give two reasons from section 6's counts.
-# 6. Construct a $3 \times 3$ tridiagonal matrix that is nonsingular, on which PCR meets a zero
+# 5. Construct a $3 \times 3$ tridiagonal matrix that is nonsingular, on which PCR meets a zero
 #    pivot. Does CR meet it too? Thomas?
-# 7. Section 11 divided a lower bound on the traffic of PCR's global path ($n = 2^{20}$) by the
-#    kernel time. Count instead the bytes `pcr_global_step` *requests* over its 10 launches in
-#    float32 (section 6: three rows read and one written per row update). How many of them must
-#    come from memory, and how many can the caches serve? Then the whole call, which takes
-#    longer than its kernels: how would you find out where the rest of its time goes?
-# 8. The hybrid's trace in section 12 shows each thread's sweep walking rows 8 apart. Why are
-#    the threads of a warp free of bank conflicts there, and what would change if each thread
-#    took a contiguous piece of rows instead (Laszlo, Giles and Appleyard's layout)?
-# 9. Section 12's roof is a copy of the least bytes. The warp solver reaches about half of it in
-#    float32 on the large batches, and float64 more. What would you measure to find out what
-#    holds float32 back (a kernel variant, a count from the trace, a profiler metric)?
-# 10. `partition_substitute` redoes each chunk's elimination instead of reading it back. Count the
-#    bytes a level would move if `partition_reduce` stored the eliminated $a'$, $c'$, $d'$ of every
-#    row and the substitution read them, against the bytes it moves now, for $R = 16$ in float32.
-#    Which costs more on the GPU of the measurements, the extra arithmetic or the extra bytes
-#    (section 12's bandwidth bound)?
+# 6. By Brent's theorem, on how many threads does CR overtake PCR for one system of $2^{20}$
+#    rows? Count the row operations of each from section 6's table.

@@ -5,7 +5,7 @@ before it, which is its place in the output; one scatter writes it there. Work O
 of one scan, and no element moves twice.
 
 Three launches from Python (flags, scan, scatter) and a read of the output's length between
-them: chapter 10's first version. :func:`prefixsum.apps.compact` does the same in one pass
+them: chapter 11's first version. :func:`prefixsum.apps.compact` does the same in one pass
 (:mod:`.selection`).
 """
 import numpy as np

@@ -7,6 +7,8 @@ not opened yet in this session; ``ps.hint("01.ladder-step", 2)`` opens hint 2 ag
 """
 import collections
 
+from . import renumbering
+
 HINTS = {
     "01.serial-scan": (
         "The first sum has nothing before it: s[0] is x[0].",
@@ -125,25 +127,25 @@ HINTS = {
         "Going up, the last row's d' is already its x; each row above subtracts c' times the x below it. "
         "Visit the rows first, first + step, ...: the subsystem's rows are `step` apart.",
     ),
-    "08.householder-reflector": (
+    "09.householder-reflector": (
         "Section 2's householder_step gets u and H right for entries of ordinary size: start from it.",
         "P = I - u u^T / H does not change when u is multiplied by a number s and H by s^2: "
         "the u and H of x / s serve x as well.",
         "Choose s of the size of x's entries (the largest magnitude, or the sum of the magnitudes), "
         "so that |x / s|^2 is near 1: it can neither overflow nor underflow.",
     ),
-    "08.rank-two-update": (
+    "09.rank-two-update": (
         "Entry (k, j) of q u^T is q_k u_j; of u q^T, u_k q_j.",
         "Thread j walks down its column, k = 0 .. n - 1; u_j and q_j are the same for the whole column: read them once.",
         "Threads j >= n have no column: guard them, or they write past the matrix.",
     ),
-    "08.parallel-norm": (
+    "09.parallel-norm": (
         "Halve the number of working threads at every step: thread t < half adds partials[t + half] to partials[t].",
         "Before a step reads partials written by other threads, every thread must have finished writing: "
         "a barrier before each step, also before the first one.",
         "After log2(64) = 6 steps partials[0] holds the total; only one thread writes it to h[b].",
     ),
-    "09.chained-handoff": (
+    "10.chained-handoff": (
         "Tile b may not use prefixes[b - 1] before tile b - 1 has raised flags[b - 1]; tile 0 has nothing to wait for.",
         "Wait by reading the flag with an atomic (an atomic add of 0): a plain load may be read once and kept in a "
         "register, and the loop never ends.",
@@ -151,39 +153,39 @@ HINTS = {
         "otherwise another SM may see the flag before the prefix. Raise the flag with an atomic add of 1, not a "
         "plain store, which may stay in the writer's cache.",
     ),
-    "09.lookback-loop": (
+    "10.lookback-loop": (
         "Publish your own aggregate first: a later tile may be waiting for it while you look back.",
         "Each of the 32 lanes watches one predecessor; a lane re-reads its state until the flag belongs to "
         "this call (the epoch) before using it.",
         "A ballot of 'this lane saw a PREFIX' tells the closest one: the highest set bit. Sum that lane's "
         "value and the aggregates after it; if no lane saw a PREFIX, move the window 32 tiles back.",
     ),
-    "09.publish": (
+    "10.publish": (
         "A reader must see the flag and the value together or not at all: one 64-bit word, one store.",
         "Put the flag in the high 32 bits and the value's bits in the low 32 bits, all as uint64.",
         "A plain store can linger in the writer's cache; an atomic exchange goes to the L2 every SM shares.",
     ),
-    "10.argmax-operator": (
+    "11.argmax-operator": (
         "An element is a pair (value, index); the operator returns one of its two arguments.",
         "Associativity holds if the larger value wins and a tie always goes to the same side.",
         "In a forward scan p comes before q: let p win ties, so the earliest index of the maximum survives.",
     ),
-    "10.compact": (
+    "11.compact": (
         "An exclusive scan of the flags tells each kept element how many kept elements precede it.",
         "That count is its place in the output; elements whose flag is 0 write nothing.",
         "Guard the thread index against the array's length, as every element-wise kernel does.",
     ),
-    "10.warp-rank": (
+    "11.warp-rank": (
         "One warp-level vote gives every lane the flags of all 32 lanes at once, one bit per lane.",
         "The caller's rank counts only the bits of lanes below its own: a mask of those lanes selects them.",
         "cuda.ballot_sync, cuda.lanemask_lt and cuda.popc (the number of set bits) are all you need.",
     ),
-    "10.digit-rank": (
+    "11.digit-rank": (
         "The keys before the caller with its digit are those ranked in earlier steps (counts[digit]) and its peers on lower lanes.",
         "One warp-level match gives every lane the mask of the lanes holding the same digit: a bit count below its lane is its place among them.",
         "Let one lane of the peers read counts[digit] and add their number; the others learn the old count by a shuffle from that lane, and a syncwarp makes the new count visible to the next step.",
     ),
-    "10.radix-pass": (
+    "11.radix-pass": (
         "A stable split puts every key whose bit is 0 first, in their old order, then the keys whose bit is 1.",
         "The exclusive scan of the zero-flags is each zero's place; the number of zeros is where the ones start.",
         "A one at i has i - zeros_before[i] ones before it: its place is that plus the number of zeros.",
@@ -207,6 +209,7 @@ def hint(exercise_id, level=None):
     ValueError
         For an unknown exercise id (naming the known ones) or a level outside the ladder.
     """
+    exercise_id = renumbering.exercise_id(exercise_id)  # a notebook of an earlier numbering asks by its old id
     if exercise_id not in HINTS:
         raise ValueError(f"no hints for exercise {exercise_id!r}; exercises with hints: {', '.join(sorted(HINTS))}")
     ladder = HINTS[exercise_id]

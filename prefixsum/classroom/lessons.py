@@ -17,7 +17,7 @@ run them, often under :mod:`prefixsum.classroom.trace`:
   lanes it has.
 * :func:`hillis_steele_in_place_tile_kernel`: Hillis-Steele in one shared buffer, the race GPU
   Gems warns against (the registered scan, :mod:`prefixsum.scans.hillis_steele`, ping-pongs).
-* :func:`scan_with`: the look-back scan with a look-back of the student's own (chapter 09).
+* :func:`scan_with`: the look-back scan with a look-back of the student's own (chapter 10).
 """
 import functools
 import math

@@ -379,6 +379,11 @@ def failure_hint(diagnosis, run, x, op, inclusive, reverse):
 _last = {}
 
 
+def forget_failure():
+    """Forget the failing run that :func:`failure_hint` kept (the grader's judge, between exercises)."""
+    _last.clear()
+
+
 def last_failure(algorithm="ladder", **options):
     """``(student trace, reference trace)`` of the last failing check that offered the stepper.
 
@@ -396,4 +401,4 @@ def last_failure(algorithm="ladder", **options):
 
 
 __all__ = ["Arrow", "BrokenTrace", "GRANULARITIES", "Model", "Slot", "Step", "Tile", "differences",
-           "failure_hint", "first_difference", "initial_values", "last_failure", "model", "same", "timeline"]
+           "failure_hint", "first_difference", "forget_failure", "initial_values", "last_failure", "model", "same", "timeline"]

@@ -1,5 +1,11 @@
 """``python -m prefixsum grade``: the command-line glue of :mod:`prefixsum.classroom.grading`."""
+import os
 import sys
+
+GRADER_ADDRESS_SPACE_MB = 3072
+"""The grader's own address space, MiB, plus 256 per worker (its threads' stacks and malloc arenas); it used
+under 800 MiB with 2 workers on chapter 01."""
+GRADER_OPEN_FILES = 4096
 
 
 def add_parser(commands):
@@ -52,6 +58,10 @@ def main(args):
     if args.max_size < 1:
         raise SystemExit(f"--max-size must be at least 1 (MB); got {args.max_size}")
     limits = grading.Limits(memory_mb=args.memory, cpu_s=int(90 + 10 * args.timeout))
+    # The grader's own process reads what sandboxes wrote (bounded): its memory and files are bounded
+    # too, in depth. No CPU limit: a batch's CPU grows with the class (the judge's has one).
+    workers = args.workers or os.cpu_count() or 1
+    grading.limit_process(address_space_mb=GRADER_ADDRESS_SPACE_MB + 256 * workers, open_files=GRADER_OPEN_FILES)
     options = grading.Options(timeout=args.timeout, limits=limits, isolated=not args.unsafe_no_sandbox)
     try:
         rows = grading.grade(args.submissions, args.out, instructor=args.instructor, workers=args.workers,

@@ -130,7 +130,7 @@ def lookback_kernel(op, dtype, inclusive, reverse, block_size, items, look=None)
     array with ``first`` = 0; a numpy call (:mod:`prefixsum.scans.transfers`) launches once per
     chunk of the array as its copy arrives, and each chunk's first tiles find the carry of every
     chunk before in the look-back states (same epoch), as any tile finds its predecessors'.
-    ``look`` replaces :func:`look_back`'s device function (chapter 09's exercise writes one).
+    ``look`` replaces :func:`look_back`'s device function (chapter 10's exercise writes one).
     With a user operator (``op`` an :class:`~prefixsum.primitives.fields.Operator`, ``dtype``
     its dtypes) ``x``, ``out`` and ``values`` are one array per field, in that order.
     """

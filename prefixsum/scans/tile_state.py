@@ -119,7 +119,7 @@ def look_back(op, dtype, publish=None):
     Publishes ``aggregate`` (tile 0: as its prefix), combines the states of the tiles before
     ``tile`` 32 at a time until a prefix is found, publishes the tile's inclusive prefix and
     returns everything before the tile (in every lane). All 32 lanes of one warp must call it.
-    ``publish`` replaces :func:`state_access`'s (chapter 09's exercise writes one).
+    ``publish`` replaces :func:`state_access`'s (chapter 10's exercise writes one).
     """
     combine = device_op(op, dtype)
     neutral = identity(op, dtype)

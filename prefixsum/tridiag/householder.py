@@ -9,7 +9,7 @@ launches the kernels and hands the results back.
 by :func:`.api.solve` (the hybrid if every T is positive definite, else LU with partial
 pivoting, :mod:`.pivoting`), ``x = Q z``.
 
-The device functions that chapter 08 reads (``reflector``, ``update``, ``block_sum``, ...) are
+The device functions that chapter 09 reads (``reflector``, ``update``, ``block_sum``, ...) are
 reachable from here as well, under the names the chapter uses.
 """
 import math
@@ -23,7 +23,7 @@ from ..core.hardware import WARP_SIZE
 from ..core.workspace import one_call_at_a_time
 from . import _common, pivoting
 from .api import DTYPES, solve
-from .householder_kernels import (  # noqa: F401  (the device functions chapter 08 reads through this module)
+from .householder_kernels import (  # noqa: F401  (the device functions chapter 09 reads through this module)
     CHECK_THREADS, accumulate, block_sum, check_matrices, correct, correct_parallel, kernels, load, multiply,
     off_diagonal, owns, project, reduce_rows, reflector, reflector_parallel, slot_stride, tridiagonalize,
     tridiagonalize_global, tridiagonalize_shared, update,

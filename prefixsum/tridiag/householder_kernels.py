@@ -348,7 +348,7 @@ def slot_stride(n):
     With ``stride`` = n modulo 32 these are ``slot * n + tidx`` modulo 32 plus the same ``k n``
     for all: as many banks as threads, as if the warp's matrices were one. Unpadded, a slice of
     ``n (n + 2)`` elements that is a multiple of 32 (n = 16: 288) puts thread ``tidx`` of every
-    matrix in the warp on one bank (chapter 08 counts the passes with the tracer).
+    matrix in the warp on one bank (chapter 09 counts the passes with the tracer).
     """
     size = n * (n + 2)
     return size + (n - size) % WARP_SIZE

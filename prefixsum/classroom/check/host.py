@@ -4,6 +4,7 @@ import functools
 import numpy as np
 
 from .. import child as _child, trace as tracing
+from . import observed
 from .diagnosis import _trace_diagnosis
 from .mode import DEFAULT_SIZES, _SEED, limits
 from .results import Budget, CheckResult, _FunctionResult, _is_poison, _name, with_poisoned_allocations
@@ -54,7 +55,7 @@ def function(fn, reference, cases, *, name=None, timeout=20.0, budget=None):
             except Exception as error:  # noqa: BLE001  (the student's error becomes the verdict)
                 return fail(diagnosis="exception", hint=f"{_describe(case)}: {type(error).__name__}: {error}")
         else:
-            run = tracing.record(with_poisoned_allocations, fn, *given, **limits(timeout))
+            run = observed.record(with_poisoned_allocations, fn, *given, **limits(timeout))
             found = _trace_diagnosis(
                 run, cell=lambda array, index: f"{array}[{index}]",
                 uninitialized_advice="write every cell before a barrier, then read it.")
@@ -118,7 +119,7 @@ def _check_cases(fn, cases, name, timeout, wrong_hint, budget=None):
     sizes = []
     for n, args, expected in cases:
         sizes.append(n)
-        run = tracing.record(with_poisoned_allocations, fn, *[a.copy() for a in args], **limits(timeout))
+        run = observed.record(with_poisoned_allocations, fn, *[a.copy() for a in args], **limits(timeout))
         found = _trace_diagnosis(
             run, cell=lambda array, index: f"{array}[{index}]",
             uninitialized_advice="write every cell before the barrier.")

@@ -1,7 +1,8 @@
 """Linear-algebra checks: a Householder reflector (:func:`reflector`), a batched tridiagonal solver (:func:`tridiagonal`)."""
 import numpy as np
 
-from .. import child as _child, trace as tracing
+from .. import child as _child
+from . import observed
 from .diagnosis import _trace_diagnosis
 from .mode import _SEED, limits
 from .results import Budget, CheckResult, with_poisoned_allocations
@@ -259,7 +260,7 @@ def tridiagonal(fn, *, n_values=(1, 2, 3, 7, 11, 32, 33), batch=3, dtype=np.floa
     for n in sizes:
         a, b, c, d = _tridiagonal_systems(batch, n, dtype, np.random.default_rng(_SEED + n))
         expected = _tridiagonal_reference(a, b, c, d)
-        run = tracing.record(with_poisoned_allocations, fn, a.copy(), b.copy(), c.copy(), d.copy(), **limits(timeout))
+        run = observed.record(with_poisoned_allocations, fn, a.copy(), b.copy(), c.copy(), d.copy(), **limits(timeout))
         found = _trace_diagnosis(
             run, cell=lambda array, index: f"element {index} of {array} (flat index)",
             uninitialized_advice="rows outside the system are identity rows (0, 1, 0, 0), not reads past row n - 1.")

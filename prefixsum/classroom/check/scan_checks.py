@@ -4,10 +4,11 @@ import sys
 
 import numpy as np
 
-from .. import child as _child, stepping, trace as tracing
+from .. import child as _child, stepping
 from ...scans.ops import check_dtype, check_op, identity as identity_of
 from ...scans import user_ops
 from ...scans.testing import expected_scan, mismatches, random_input, wrong_indices
+from . import observed
 from .diagnosis import _hint_for_error, _trace_diagnosis
 from .mode import DEFAULT_SIZES, _SEED, _sizes_and_seed, limits
 from .results import Budget, CheckResult, _is_poison, with_poisoned_allocations
@@ -278,12 +279,12 @@ def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes
             fields = user_ops.random_fields(n, dtype if isinstance(dtype, tuple) else (dtype,), rng)
             x = fields if isinstance(dtype, tuple) else fields[0]
             given = tuple(f.copy() for f in fields) if isinstance(dtype, tuple) else x.copy()
-            run = tracing.record(with_poisoned_allocations, call, given, **limits(timeout, polls))
+            run = observed.record(with_poisoned_allocations, call, given, counter=lines, **limits(timeout, polls))
             diagnosis, index, hint = _diagnose_user(run, x, op, identity, inclusive, reverse)
         else:
             x = random_input(n, op, dtype, rng)
             given = x.copy()
-            run = tracing.record(with_poisoned_allocations, call, given, **limits(timeout, polls))
+            run = observed.record(with_poisoned_allocations, call, given, counter=lines, **limits(timeout, polls))
             diagnosis, index, hint = _diagnose(run, x, op, inclusive, reverse)
         if diagnosis in ("pass", "wrong-result"):
             changed = _changed_input(given, x)
@@ -377,7 +378,7 @@ def _padding_verdict(tile_kernel, block_size, threads, op, dtype, verdict, timeo
     rng = np.random.default_rng(_SEED)
     for n in (1, block_size + 1):
         x = _padding_probe(n, op, dtype, rng)
-        run = tracing.record(with_poisoned_allocations, totals_of, x, **limits(timeout))
+        run = observed.record(with_poisoned_allocations, totals_of, x, **limits(timeout))
         if run.error is not None:
             diagnosis, hint = _hint_for_error(run.error)
             return CheckResult(False, diagnosis, verdict.name, verdict.sizes, n, None, hint)

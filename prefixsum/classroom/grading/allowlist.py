@@ -55,9 +55,9 @@ NAMES = {"numpy": _NUMPY, "numba": _SCALARS | {"cuda"}, "numba.cuda": _CUDA,
 EXERCISE_FORBIDS = {
     "01.serial-scan": ({"cumsum", "cumulative_sum", "accumulate", "cumprod"}, set(),
                        "the exercise is the loop itself: np.cumsum and ufunc.accumulate do the scan for you"),
-    "08.rank-two-update": ({"outer", "einsum", "matmul", "dot", "tensordot", "inner", "kron"}, {ast.MatMult},
+    "09.rank-two-update": ({"outer", "einsum", "matmul", "dot", "tensordot", "inner", "kron"}, {ast.MatMult},
                            "the update is the kernel's work: a numpy expression on the host does it without the kernel"),
-    "10.compact": ({"nonzero", "flatnonzero", "where", "compress", "extract", "argwhere", "take", "put", "place", "putmask"},
+    "11.compact": ({"nonzero", "flatnonzero", "where", "compress", "extract", "argwhere", "take", "put", "place", "putmask"},
                    {"index"}, "the compaction is the kernel's scatter: a boolean or array index, or np.nonzero, "
                               "compacts on the host without it (index only with constants outside a kernel)"),
 }

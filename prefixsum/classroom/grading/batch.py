@@ -195,7 +195,8 @@ def grade(submissions, out, *, instructor=None, workers=None, options=Options(),
                 results[k] = future.result()
                 bar.step(jobs[k][0])
     rows = [row for found in results for row in found]
-    report.write_all(rows, out, {name: chapters[name] for name in chapters_named or ()})
+    runs = {(row.submission, row.exercise): row.traces for row in rows if row.traces}
+    report.write_all(rows, out, {name: chapters[name] for name in chapters_named or ()}, runs=runs)
     return rows
 
 

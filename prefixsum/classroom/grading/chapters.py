@@ -20,6 +20,7 @@ import pathlib
 
 import nbformat
 
+from ..renumbering import chapter_name
 from ..student import strip_solutions
 
 SETUP, EXERCISE, CHECK = "setup", "exercise", "check"
@@ -150,7 +151,7 @@ def chapter_of(notebook, filename, chapters):
     for chapter in chapters.values():
         if ids & {e.id for e in chapter.exercises}:
             return chapter
-    stem = pathlib.PurePath(filename).stem
+    stem = chapter_name(pathlib.PurePath(filename).stem)  # a file of an earlier numbering by its current name
     matches = [c for name, c in chapters.items() if stem.startswith(name)]
     if len(matches) == 1:
         return matches[0]

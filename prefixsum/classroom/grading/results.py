@@ -1,12 +1,13 @@
 """What comes back from a sandbox, read with a strict schema, and the verdicts the grader draws from it.
 
-A sandboxed run (:mod:`.trusted`) returns JSON lines on its stdout. Each line is parsed with
-bounded size and depth and checked field by field against :data:`SCHEMAS`; a line that fails is
-dropped (its exercise then has no result: ``crashed``). Nothing is unpickled, and no object of the
-sandbox reaches the grader. The verdict of an exercise (:func:`check_verdict`) is computed here,
-in the grader's process, which never runs submitted code: the check's printed lines against the
-instructor's stored output (which never enters the sandbox), and a launch of the exercise's own
-kernel where the instructor's solution launches one.
+A sandboxed run (:mod:`.trusted`: the PTX compile, nbval) and the grader's judge (:mod:`.judge`,
+which reads the re-check's observations itself) return JSON lines on their stdout. Each line is
+parsed with bounded size and depth and checked field by field against :data:`SCHEMAS`; a line
+that fails is dropped (its exercise then has no result: ``crashed``). Nothing is unpickled, and
+no object of the sandbox reaches the grader. The verdict of an exercise (:func:`check_verdict`)
+is completed here, in the grader's process, which never runs submitted code: the lines that the
+judge's replay of the checks printed against the instructor's stored output (which never enters
+the sandbox), and a launch of the exercise's own kernel where the instructor's solution launches one.
 """
 import configparser
 import json
@@ -16,13 +17,14 @@ _MAX_LINE = 16 << 20
 _MAX_TEXT = 64 << 10
 # mode: {field: (type, allowed values or None)}; "id" is checked against the requested ids.
 SCHEMAS = {
-    "check": {"id": (str, None), "status": (str, ("ran", "error", "timeout")), "message": (str, None),
+    "check": {"id": (str, None), "status": (str, ("ran", "error", "timeout", "tampered", "crashed")), "message": (str, None),
               "lines": (list, None), "launches": (int, None)},
     "ptx": {"id": (str, None), "status": (str, ("ok", "rejected", "error")), "message": (str, None)},
     "nbval": {"id": (str, ("nbval",)), "returncode": (int, None), "junit": (str, None)},
 }
+SCHEMAS["check"]["stepper"] = (list, None)
 SCHEMAS["record"] = {**SCHEMAS["check"], "signatures": (dict, None)}
-_OPTIONAL = {"message", "lines"}
+_OPTIONAL = {"message", "lines", "stepper"}
 
 
 def _no_constant(name):

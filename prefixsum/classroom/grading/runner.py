@@ -5,8 +5,10 @@ simulator (whatever the machine has), and returns data that :mod:`.results` read
 
 1. the allow-list (:mod:`.allowlist`, no process: it only parses);
 2. ``trusted ptx``: the accepted kernels compiled to PTX;
-3. ``trusted check``: the instructor's checks on the accepted cells; the verdict is drawn by
-   :func:`.results.check_verdict` in the grader's process;
+3. ``trusted check``: the instructor's checks on the accepted cells, returning observations
+   only (:mod:`.observations`); the grader's judge (:mod:`.judge`, a process that never runs
+   student code) replays the checks on them and draws each verdict's text, and
+   :func:`.results.check_verdict` compares the printed lines with the stored output;
 4. ``trusted nbval``: ``pytest --nbval`` on the assembled notebook (:func:`.chapters.assemble`),
    with the cells the allow-list refused replaced by the students' blanks; its verdict per cell
    is read from the junit XML that pytest writes.
@@ -17,20 +19,27 @@ exercise.
 """
 import dataclasses
 import json
+import os
 import pathlib
 import re
+import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
 
 import nbformat
 
 from ...core.device import device_environment
-from . import allowlist, results, sandbox
+from . import allowlist, observations, results, sandbox
 from .chapters import EXERCISE, InvalidSubmission, assemble, chapter_of, read_submission, submitted_sources, unsolved
+from ..renumbering import renumbered
 
 STATUSES = ("pass", "fail", "not-attempted", "error", "timeout", "crashed", "tampered", "invalid")
 _STARTUP_S = 90  # a fresh Python with numba, a Jupyter kernel, prefixsum: seconds before any exercise runs
 _TRUSTED = str(pathlib.Path(__file__).with_name("trusted.py"))
+_PACKAGE_ROOT = pathlib.Path(__file__).resolve().parents[3]  # the folder holding prefixsum/, for the judge's import
+# The judge runs no student code: its CPU limit (judge.CPU_S) stops a runaway, and the wall clock only a
+# stuck process, far above its time on a machine as loaded as a 2-core one under 20 processes.
+_JUDGE_WALL_S = 1800
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +68,9 @@ class Row:
     chapter: str = ""
     sandbox: str = "bwrap"
     """How the submission's code was isolated: ``bwrap``, or ``none`` (``--unsafe-no-sandbox``)."""
+    traces: tuple = None
+    """``(student trace, reference trace)`` of a failing check on a small n, for the feedback's
+    picture of the first step where they differ (not the CSV)."""
 
 
 def _inside(chapter):
@@ -78,10 +90,39 @@ def _sandboxed(mode, request, wall, options):
 
 
 def _trusted(mode, chapter, sources, options, signatures=None):
-    """Run :mod:`.trusted` in ``mode``; return ``({id: entry}, Finished)`` with entries schema-checked."""
+    """Run :mod:`.trusted` in ``mode``; return ``({id: entry}, Finished)`` with entries schema-checked.
+
+    In the ``check`` and ``record`` modes the sandbox returns observations only, and the entries
+    are the verdicts that :func:`_judge` draws from them outside.
+    """
     request = {"chapter": _inside(chapter), "sources": sources, "timeout": options.timeout, "signatures": signatures or {}}
-    stdout, finished = _sandboxed(mode, request, _STARTUP_S + options.timeout * 2 * (len(sources) + 1), options)
-    return results.parse(stdout, mode, set(sources)), finished
+    wall = _STARTUP_S + options.timeout * 2 * (len(sources) + 1)
+    stdout, finished = _sandboxed(mode, request, wall, options)
+    if mode == "ptx":
+        return results.parse(stdout, mode, set(sources)), finished
+    found, problem = _judge(chapter, stdout, set(sources), options, record=mode == "record")
+    if problem:
+        finished = dataclasses.replace(finished, stderr=f"{finished.stderr}\nthe judge: {problem}")
+    return found, finished
+
+
+def _judge(chapter, observed, ids, options, record=False):
+    """The verdicts of :mod:`.judge` (a process of the grader that never runs student code) on a sandbox's ``observed`` output.
+
+    Returns ``({id: entry}, problem)``: entries schema-checked, and the end of the judge's
+    stderr when it failed (then entries are missing, and the exercises read as ended early).
+    """
+    request = {"chapter": json.loads(_inside(chapter)), "observed": observed, "ids": sorted(ids), "timeout": options.timeout,
+               "record": record}
+    env = {**os.environ, **device_environment(True, "the grader's judge replays the checks on the classroom simulator"),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(_PACKAGE_ROOT), os.environ.get("PYTHONPATH")]))}
+    try:
+        done = subprocess.run([sys.executable, "-m", "prefixsum.classroom.grading.judge"], input=json.dumps(request).encode(),
+                              capture_output=True, env=env, timeout=_JUDGE_WALL_S, check=False)
+    except subprocess.TimeoutExpired:
+        return {}, f"no verdict within {_JUDGE_WALL_S} s"
+    problem = "" if done.returncode == 0 else f"exit {done.returncode}: {done.stderr.decode(errors='replace')[-2000:]}"
+    return results.parse(done.stdout.decode(errors="replace"), "record" if record else "check", ids), problem
 
 
 def instructor_signatures(chapter, options=Options()):
@@ -180,6 +221,7 @@ def combine(exercise, source, problems, ptx, trusted, nbval):
     * refused by the allow-list or the PTX compiler: ``tampered`` when nbval nonetheless passed
       the check (a forgery), else ``invalid``, with the reason;
     * ``timeout``, ``crashed``, ``error`` as the runs found them;
+    * ``tampered`` when the sandbox's observations do not answer the grader's replay of the checks;
     * ``pass`` only when nbval and the trusted check both pass; ``fail`` when both fail (the
       checker's diagnosis); any other disagreement is ``tampered``.
     """
@@ -201,6 +243,8 @@ def combine(exercise, source, problems, ptx, trusted, nbval):
     for status in ("timeout", "crashed"):
         if status in (nbval_status, trusted_status):
             return status, message if trusted_status == status else nbval_text
+    if trusted_status == "tampered":
+        return "tampered", message
     if "error" in (nbval_status, trusted_status):
         return "error", message if trusted_status == "error" else nbval_text
     if trusted.get("rule"):
@@ -230,12 +274,14 @@ def grade_notebook(student, filename, data, chapters, signatures, options=Option
         ``{name: Chapter}`` of the instructor's notebooks.
     signatures : dict
         ``{chapter name: instructor_signatures(chapter)}``.
+
+    A notebook of an earlier numbering (:mod:`..renumbering`) is graded by the current names.
     """
     where = "bwrap" if options.isolated else "none"
     if options.isolated:
         sandbox.check_available()  # once per process: a cluster's worker may lack bwrap
     try:
-        notebook = read_submission(data, filename)
+        notebook = renumbered(read_submission(data, filename))
         chapter = chapter_of(notebook, filename, chapters)
     except InvalidSubmission as error:
         return [Row(student, filename, "", 0, 0, "invalid", str(error), sandbox=where)]
@@ -261,6 +307,7 @@ def grade_notebook(student, filename, data, chapters, signatures, options=Option
         for i in checkable:
             if i in found:
                 trusted[i] = results.check_verdict(chapter.exercise(i), found[i], recorded[i]["launches"] > 0, chapter.sanitize)
+                trusted[i]["traces"] = _stepper_traces(found[i])
             else:
                 ended = "timeout" if finished.timed_out or finished.over == "cpu" else "crashed"
                 why = f", over its {finished.over} limit" if finished.over else ""
@@ -277,5 +324,18 @@ def grade_notebook(student, filename, data, chapters, signatures, options=Option
         status, message = combine(exercise, source, problems[exercise.id], ptx.get(exercise.id, {}),
                                   trusted.get(exercise.id, {}), nbval.get(exercise.id, ("crashed", "no result")))
         rows.append(Row(student, filename, exercise.id, exercise.points if status == "pass" else 0, exercise.points,
-                        status, " ".join(message.split())[:500], source or "", chapter.name, where))
+                        status, " ".join(message.split())[:500], source or "", chapter.name, where,
+                        trusted.get(exercise.id, {}).get("traces") if status == "fail" else None))
     return rows
+
+
+def _stepper_traces(entry):
+    """The judge's ``stepper`` traces of ``entry``, decoded strictly, or None."""
+    pair = entry.get("stepper")
+    if not pair or len(pair) != 2:
+        return None
+    try:
+        decoder = observations.Decoder()
+        return tuple(decoder.trace(t) for t in pair)
+    except observations.Malformed:
+        return None

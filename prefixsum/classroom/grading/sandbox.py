@@ -309,6 +309,23 @@ def _supervise(wrapped, limits, timeout, env, stdin, isolated, cwd):
     return Finished(child.returncode, timed_out, out.kept.decode("utf-8", "replace"), err.kept.decode("utf-8", "replace"), over)
 
 
+def limit_process(*, address_space_mb, open_files, cpu_s=None):
+    """Bound this process's address space, open files and (if given) CPU seconds, within the hard limits.
+
+    For the grader's own processes, which run no student code but read what sandboxes wrote:
+    the judge (:mod:`.judge`) and the batch's process, as defence in depth behind the bounded
+    parsing. Soft limits only, and never raised above what they were.
+    """
+    wanted = [(resource.RLIMIT_AS, address_space_mb << 20), (resource.RLIMIT_NOFILE, open_files)]
+    if cpu_s is not None:
+        wanted.append((resource.RLIMIT_CPU, cpu_s))
+    for limit, value in wanted:
+        soft, hard = resource.getrlimit(limit)
+        for bound in (soft, hard):
+            value = value if bound == resource.RLIM_INFINITY else min(value, bound)
+        resource.setrlimit(limit, (value, hard))
+
+
 def _apply(spec):
     mib = 1 << 20
     for limit, value in ((resource.RLIMIT_CPU, spec["cpu_s"]), (resource.RLIMIT_AS, spec["memory_mb"] * mib),

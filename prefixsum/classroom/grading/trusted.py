@@ -7,14 +7,17 @@ Run as a program by :mod:`.runner`, inside the sandbox (:mod:`.sandbox`), by its
 
 The request comes on stdin; a result is one JSON object per line on stdout, written as soon as
 it is known, so that a run killed at its time limit still reports the exercises before. The
-process's own stdout is put aside first: what the submission prints goes nowhere. The grader
-parses the results with a strict schema and decides every verdict itself (:mod:`.runner`).
+process's own stdout is put aside first: what the submission prints goes nowhere. No verdict
+is drawn here: the grader's judge (:mod:`.judge`) reads what comes back with a strict schema and
+replays the checks on it.
 
 * ``check`` (on the classroom simulator): runs the instructor's setup cells, then for each
   exercise the submitted cell (already accepted by :mod:`.allowlist`) and the instructor's check
-  cells. A check cell runs with the setup's own names put back and ``print`` recording what it
-  is given; the lines it printed, the first failing verdict's text and the number of launches of
-  the cell's own kernels come back. The request holds no solution and no expected output.
+  cells, with the setup's own names put back. What comes back are observations only
+  (:mod:`.observations`): the outputs, trace and changed arguments of every run and host call
+  of the student's code, the student's names the checks read (a callable's name and kind, a
+  constant's value), an exception as data, and the number of launches of the cell's own
+  kernels. The request holds no solution and no expected output.
 * ``record``: the same on the instructor's solutions, also recording the argument types of every
   launch of a kernel that the exercise cell defines: the signatures to compile with.
 * ``ptx`` (with ``NUMBA_ENABLE_CUDASIM=0``, no GPU needed): loads each submitted cell after the
@@ -76,38 +79,57 @@ def _run_setup(chapter):
     return namespace
 
 
-def _check_one(exercise, source, namespace, setup, timeout):
-    """``{status, message, lines, failed}`` of one exercise: exec its cell, then its checks.
+def _reads(checks):
+    """The names the check cells read and do not assign themselves: what they take from the exercise."""
+    read, assigned = set(), set()
+    for source in checks:
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Name):
+                (read if isinstance(node.ctx, ast.Load) else assigned).add(node.id)
+            elif isinstance(node, (ast.FunctionDef, ast.Lambda)):
+                assigned.update(a.arg for a in node.args.args)
+                assigned.add(getattr(node, "name", ""))
+    return read - assigned
 
-    ``status`` is ``ran`` (the grader compares ``lines`` with the expected output), ``error`` or
-    ``timeout``; ``failed`` is the text of the first verdict that did not pass, or empty.
+
+def _check_one(exercise, source, namespace, setup, timeout):
+    """What one exercise showed: ``{status, names, observations}``, or the stage and error that stopped it.
+
+    Execs the exercise's cell, then its checks with a :class:`.observations.Recorder` watching
+    every run and host call of the student's code; the student's names reach the checks as
+    :class:`.observations.Observed` proxies. ``status`` is ``ran``, ``error`` (``error`` is the
+    exception as data, ``stage`` says whether the exercise or a check raised) or ``timeout``.
+    Nothing here is a verdict: the grader replays the checks on these observations (:mod:`.judge`).
     """
+    from prefixsum.classroom.check import observed
+    from prefixsum.classroom.grading import observations
+
     try:
         with _time_limit(timeout):
             exec(_compiled(source, f"<exercise {exercise['id']}>"), namespace)  # noqa: S102  (accepted by the allow-list)
     except _OutOfTime:
-        return {"status": "timeout", "message": f"loading the exercise took more than {timeout:g} s"}
+        return {"status": "timeout", "stage": "exercise"}
     except Exception as error:  # noqa: BLE001  (the student's error is the result)
-        return {"status": "error", "message": _first_line(error)}
-    printed, verdicts = [], []
-
-    def record(*values, **_):
-        verdicts.extend(v for v in values if hasattr(v, "passed") and hasattr(v, "diagnosis"))
-        printed.append(" ".join(str(v) for v in values) + "\n")
-
-    for check in exercise["checks"]:
-        names = {**namespace, **setup, "print": record}
-        try:
-            with _time_limit(timeout):
-                exec(_compiled(check, f"<check {exercise['id']}>"), names)  # noqa: S102  (the instructor's check)
-        except _OutOfTime:
-            return {"status": "timeout", "message": f"the check ran for more than {timeout:g} s", "lines": printed}
-        except Exception as error:  # noqa: BLE001
-            return {"status": "error", "message": f"the check failed: {_first_line(error)}", "lines": printed}
-    failed = next((v for v in verdicts if not v.passed), None)
-    if failed is not None and failed.diagnosis in ("timeout", "poll-limit"):  # both counted, not clocked
-        return {"status": "timeout", "message": str(failed), "lines": printed}
-    return {"status": "ran", "message": str(failed) if failed is not None else "", "lines": printed}
+        return {"status": "error", "stage": "exercise", "error": observations.encode_error(error)}
+    recorder = observations.Recorder()
+    # Setup names stay the instructor's: a submission that redefines ps or np does not change the check.
+    mine = {n: namespace[n] for n in sorted(_reads(exercise["checks"])) if n in namespace and n not in setup}
+    names = {n: observations.describe(v) for n, v in mine.items()}
+    given = {n: observations.Observed(v, recorder) if "callable" in names[n] else v for n, v in mine.items()}
+    result = {"status": "ran", "names": names, "observations": recorder.observations}
+    with observed.observer(recorder):
+        for check in exercise["checks"]:
+            scope = {**namespace, **setup, **given, "print": lambda *values, **options: None}
+            try:
+                with _time_limit(timeout):
+                    exec(_compiled(check, f"<check {exercise['id']}>"), scope)  # noqa: S102  (the instructor's check)
+            except _OutOfTime:
+                result.update(status="timeout", stage="check")
+                break
+            except Exception as error:  # noqa: BLE001
+                result.update(status="error", stage="check", error=observations.encode_error(error))
+                break
+    return result
 
 
 def _spell(value):

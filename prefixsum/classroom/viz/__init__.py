@@ -12,7 +12,7 @@
 * :func:`taxonomy`: prefix networks by depth, work and fan-out (Kogge-Stone, Sklansky, ...).
 * :func:`reflection`: a Householder reflection as a mirror, in two dimensions.
 * :func:`sparsity`: a row of matrices coloured by magnitude, zeros blank (Householder steps).
-* :func:`compaction`, :func:`radix_pass`, :func:`curves`: chapter 10's applications (a compaction
+* :func:`compaction`, :func:`radix_pass`, :func:`curves`: chapter 11's applications (a compaction
   and its scan, one split of a radix sort, lines such as a spline or errors against n).
 
 Every function returns the matplotlib Axes (or Figure) it drew on, so a notebook can add to it.

@@ -394,6 +394,14 @@ def _difference_figure(student, reference, k):
     return figure
 
 
+def difference_caption(student, reference, k):
+    """What :func:`difference_png` draws for step ``k`` of two :class:`prefixsum.classroom.stepping.Model` s, in words."""
+    cells = stepping.differences(student, reference)[k]
+    shown = sorted({f"{slot.array}[{i}]" for slot, i in cells}, key=lambda t: (t.split("[")[0], int(t.split("[")[1][:-1])))
+    mine = student[min(k, len(student) - 1)]
+    return f"first difference at step {k} ({mine.label}): {', '.join(shown[:8])}{', ...' if len(shown) > 8 else ''}"
+
+
 def difference_png(student_trace, reference_trace, path, *, by="phase"):
     """Draw the first step where ``student_trace`` leaves ``reference_trace`` to a PNG at ``path``.
 
@@ -407,6 +415,7 @@ def difference_png(student_trace, reference_trace, path, *, by="phase"):
     if k is None:
         return None
     figure = _difference_figure(student, reference, k)
-    figure.savefig(path, dpi=80, bbox_inches="tight")
+    # The step it shows, as text in the PNG (its Description): a reader or a test need not read pixels.
+    figure.savefig(path, dpi=80, bbox_inches="tight", metadata={"Description": difference_caption(student, reference, k)})
     plt.close(figure)
     return path

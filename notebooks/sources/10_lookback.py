@@ -9,7 +9,7 @@
 # ---
 
 # %% [markdown]
-# # 09 · One pass: from the chained scan to decoupled look-back
+# # 10 · One pass: from the chained scan to decoupled look-back
 #
 # The hierarchical scan of chapter 06 reads its input twice (once to reduce each tile, once to
 # rescan it with the carry) and writes it once: $3n$ words of global memory, where a copy moves
@@ -56,7 +56,7 @@ def chained(kernel_name, x):
 # own total, publishes the inclusive prefix of tiles $0..b$ and raises its own flag. The input
 # is read once and the output written once: $2n$ words. The package keeps one, in the mutant
 # collection of the checker (tiles of 64 float32, the ladder scan inside a tile). Its hand-off
-# between blocks is exercise 09.chained-handoff (section 7); the instructor's version prints the
+# between blocks is exercise 10.chained-handoff (section 7); the instructor's version prints the
 # package's code here:
 
 # %% tags=["instructor"]
@@ -98,7 +98,7 @@ _ = ps.viz.lookbacks(chain_run, array="flags")
 # the chain reaches it. In the package, warp 0 of the block looks back: its 32 lanes read the
 # states of 32 predecessors at once (each lane waiting for its own tile to publish something),
 # a ballot finds the closest PREFIX, a butterfly reduction combines the states from there on,
-# and if no lane saw a PREFIX the window moves 32 tiles back (exercise 09.lookback-loop;
+# and if no lane saw a PREFIX the window moves 32 tiles back (exercise 10.lookback-loop;
 # the instructor's version prints the package's code here):
 
 # %% tags=["instructor"]
@@ -165,7 +165,7 @@ print(f"without the fence: {(no_fence != np.cumsum(chain_x)).sum()} of {len(chai
 # one atomic `or` with 0: a reader sees both or neither. 8-byte values do not fit beside a flag:
 # they take the two-word protocol with the fence on both sides (and separate slots for the
 # aggregate and the prefix, so that a reader that saw AGGREGATE cannot read a prefix written
-# into the same slot later; exercise 09.publish, and the instructor's version prints the package's code here):
+# into the same slot later; exercise 10.publish, and the instructor's version prints the package's code here):
 
 # %% tags=["instructor"]
 print(inspect.getsource(lookback.state_access))
@@ -350,10 +350,10 @@ _ = ax.set_title(f"one ps.scan of 2^24 float32 from numpy, {trace[0]['device']}"
 # Three exercises, each checked on the simulator with **48 blocks resident** at once, taking
 # turns in a seeded order, as the SMs of a GPU hold many blocks: a hand-off that works only when
 # the blocks run one after another fails there, and so does a look-back that never meets a
-# window without a PREFIX when few blocks run. `ps.hint("09.chained-handoff")` opens the hints
+# window without a PREFIX when few blocks run. `ps.hint("10.chained-handoff")` opens the hints
 # one at a time.
 #
-# ### Exercise 09.chained-handoff (warm-up, 1 point)
+# ### Exercise 10.chained-handoff (warm-up, 1 point)
 #
 # Write the hand-off of the chained scan (section 1) in `my_chained_tile(x, out, prefixes,
 # flags, counter, n)`: tiles of 64 float32, tile ids from the atomic counter, each tile scanned
@@ -366,7 +366,7 @@ _ = ax.set_title(f"one ps.scan of 2^24 float32 from numpy, {trace[0]['device']}"
 # Sections 3 and 4 showed the three ways to get it wrong; the check (`ps.check.scan` of
 # `ps.mutants.chained_scan(my_chained_tile, x)`) diagnoses each.
 
-# %% tags=["exercise"] exercise_id="09.chained-handoff" points=1 todo="thread BLOCK - 1 of tile b: wait until tile b - 1 has published, then put the sum of the tiles before b in carry[0], publish the inclusive prefix of tiles 0..b in prefixes[b] and raise flags[b], ordered so that a tile that sees the flag also sees the prefix"
+# %% tags=["exercise"] exercise_id="10.chained-handoff" points=1 todo="thread BLOCK - 1 of tile b: wait until tile b - 1 has published, then put the sum of the tiles before b in carry[0], publish the inclusive prefix of tiles 0..b in prefixes[b] and raise flags[b], ordered so that a tile that sees the flag also sees the prefix"
 BLOCK = ps.mutants.BLOCK  # 64
 ladder_in_shared = ps.mutants.ladder_in_shared  # ladder_in_shared(rungs, x, i, n, t): the tile's inclusive scan into rungs
 
@@ -400,13 +400,13 @@ def my_chained_tile(x, out, prefixes, flags, counter, n):
         out[i] = rungs[t] + carry[0]
 
 
-# %% tags=["check"] exercise_id="09.chained-handoff"
+# %% tags=["check"] exercise_id="10.chained-handoff"
 with ps.sim.resident_blocks(48):
     print(ps.check.scan(lambda x: ps.mutants.chained_scan(my_chained_tile, x), sizes=(1, 33, 300, 1100, 2049),
                         name="my_chained_tile"))
 
 # %% [markdown]
-# ### Exercises 09.lookback-loop (core, 2 points) and 09.publish (stretch, 2 points)
+# ### Exercises 10.lookback-loop (core, 2 points) and 10.publish (stretch, 2 points)
 #
 # Both plug into the package's kernel through `ps.lessons.scan_with(x, look)`, which runs
 # the real kernel (float32 sum, tiles of 32) with your look-back, on as many resident blocks as
@@ -449,7 +449,7 @@ LOOK_BACK_POLLS = 64
 # 10 and publishes PREFIX 12. Had no lane seen a PREFIX, the window would move 32 tiles back
 # (`end - 32`), keeping the sum so far.
 
-# %% tags=["exercise"] exercise_id="09.lookback-loop" points=2 todo="return the exclusive prefix of tile `tile` in every lane, found by looking back over the states of the tiles before it, 32 at a time, waiting only for states of this call; publish the aggregate first and the inclusive prefix last"
+# %% tags=["exercise"] exercise_id="10.lookback-loop" points=2 todo="return the exclusive prefix of tile `tile` in every lane, found by looking back over the states of the tiles before it, 32 at a time, waiting only for states of this call; publish the aggregate first and the inclusive prefix last"
 @cuda.jit(device=True)
 def my_look_back(status, values, tile, aggregate, epoch):
     ### BEGIN SOLUTION
@@ -478,7 +478,7 @@ def my_look_back(status, values, tile, aggregate, epoch):
     ### END SOLUTION
 
 
-# %% tags=["check"] exercise_id="09.lookback-loop"
+# %% tags=["check"] exercise_id="10.lookback-loop"
 with ps.sim.resident_blocks(48):
     for call in ("first", "second"):  # the second call meets the states the first left behind, as real calls do
         print(ps.check.scan(lambda x: ps.lessons.scan_with(x, my_look_back), sizes=(1, 33, 300, 1100, 2049),
@@ -496,7 +496,7 @@ with ps.sim.resident_blocks(48):
 # `0x0000000740200000`. A reader of `status[7]`, on any SM and at any moment, sees the word as
 # it was before the call or this whole word, never the new flag with the old value.
 
-# %% tags=["exercise"] exercise_id="09.publish" points=2 todo="store flag and value in status[tile] as one 64-bit state (flag in the high half, the value's bits in the low half) so that a reader sees both or neither, and every SM sees the new state"
+# %% tags=["exercise"] exercise_id="10.publish" points=2 todo="store flag and value in status[tile] as one 64-bit state (flag in the high half, the value's bits in the low half) so that a reader sees both or neither, and every SM sees the new state"
 @cuda.jit(device=True)
 def my_publish(status, values, tile, flag, value):
     ### BEGIN SOLUTION
@@ -504,7 +504,7 @@ def my_publish(status, values, tile, flag, value):
     ### END SOLUTION
 
 
-# %% tags=["check"] exercise_id="09.publish"
+# %% tags=["check"] exercise_id="10.publish"
 with_my_publish = lookback.look_back("add", np.dtype(np.float32), publish=my_publish)
 with ps.sim.resident_blocks(48):
     for call in ("first", "second"):

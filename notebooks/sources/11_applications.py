@@ -9,7 +9,7 @@
 # ---
 
 # %% [markdown]
-# # 10 · Scans with your own operator, and what they build
+# # 11 · Scans with your own operator, and what they build
 #
 # A scan is worth learning because **any associative operator** can ride on it (Blelloch 1990,
 # *Prefix sums and their applications*). The earlier chapters used four: add, mul, max, min.
@@ -137,7 +137,7 @@ print(ps.check.operator(affine, (1.0, 0.0), (np.float64, np.float64)))
 print(ps.check.operator(saturating_add, 0.0))
 
 # %% [markdown]
-# ### Exercise 10.argmax-operator (warm-up, 1 point): the running maximum with its index
+# ### Exercise 11.argmax-operator (warm-up, 1 point): the running maximum with its index
 #
 # Write `running_argmax(p, q)` for elements `(value, index)`: the result is the element with
 # the larger value, and on a tie the **earlier** one (`p`, since `p` comes before `q`). Then
@@ -146,7 +146,7 @@ print(ps.check.operator(saturating_add, 0.0))
 # (what does each grouping return for three elements?), and why `(-inf, -1)`, which every
 # element beats, is its identity.
 
-# %% tags=["exercise"] exercise_id="10.argmax-operator" points=1 todo="return the element of the larger value, the earlier one on a tie, so that the scan gives every prefix's maximum and the index where it first occurs"
+# %% tags=["exercise"] exercise_id="11.argmax-operator" points=1 todo="return the element of the larger value, the earlier one on a tie, so that the scan gives every prefix's maximum and the index where it first occurs"
 ARGMAX_IDENTITY = (-np.inf, -1)
 
 
@@ -156,7 +156,7 @@ def running_argmax(p, q):
     return q if q[0] > p[0] else p
     ### END SOLUTION
 
-# %% tags=["check"] exercise_id="10.argmax-operator"
+# %% tags=["check"] exercise_id="11.argmax-operator"
 as_operator = ps.check.operator(running_argmax, ARGMAX_IDENTITY, (np.float64, np.int64), name="running_argmax")
 print(as_operator)
 in_a_scan = ps.check.scan(lambda x: ps.scan(x, running_argmax, identity=ARGMAX_IDENTITY), op=running_argmax,
@@ -256,7 +256,7 @@ x, mask = rng_compact.normal(size=n), rng_compact.random(n) < 0.3
 print("apps.compact is x[mask]:", np.array_equal(apps.compact(x, mask), x[mask]))
 
 # %% [markdown]
-# ### Exercise 10.compact (core, 2 points): the scatter
+# ### Exercise 11.compact (core, 2 points): the scatter
 #
 # Write the kernel `my_scatter(x, flags, places, out)`, one thread per element of `x`:
 # afterwards `out` holds the kept elements of `x` (those whose flag is 1), in their order, and
@@ -278,7 +278,7 @@ print("apps.compact is x[mask]:", np.array_equal(apps.compact(x, mask), x[mask])
 # many sizes, with poisoned memory, and traces it, and allows a thread of `my_scatter` at most 4
 # memory accesses: one thread per element.
 
-# %% tags=["exercise"] exercise_id="10.compact" points=2 todo="thread i puts x[i] in its place in out if it is kept, and does nothing otherwise"
+# %% tags=["exercise"] exercise_id="11.compact" points=2 todo="thread i puts x[i] in its place in out if it is kept, and does nothing otherwise"
 @cuda.jit
 def my_scatter(x, flags, places, out):
     i = cuda.grid(1)
@@ -298,7 +298,7 @@ def my_compact(x, mask):
     return out
 
 
-# %% tags=["check"] exercise_id="10.compact"
+# %% tags=["check"] exercise_id="11.compact"
 print(ps.check.compaction(my_compact, name="my_compact", budget=ps.check.Budget(accesses_per_step=4, kernels=("my_scatter",))))
 
 # %% [markdown]
@@ -337,7 +337,7 @@ for dtype in ("int32", "uint64", "float32"):
           np.array_equal(sorted_keys, keys[stable]) and np.array_equal(order, stable))
 
 # %% [markdown]
-# ### Exercise 10.radix-pass (stretch, 2 points): one split
+# ### Exercise 11.radix-pass (stretch, 2 points): one split
 #
 # Write `my_split(keys, bit)`: flag the keys whose bit `bit` is 0, scan the flags
 # (`ps.exclusive_scan`), and scatter every key to its place, zeros first, both groups in order:
@@ -357,7 +357,7 @@ for dtype in ("int32", "uint64", "float32"):
 # `out` is $2, 4, 6, 0, 5, 7, 1, 3$. The places are a permutation of $0..n-1$, so every cell of
 # `out` is written exactly once.
 
-# %% tags=["exercise"] exercise_id="10.radix-pass" points=2 todo="my_split: find for every key its place in a stable split by bit `bit` (the keys whose bit is 0 first, each group in its old order) with one exclusive scan; my_split_scatter: thread i moves keys[i] to its place"
+# %% tags=["exercise"] exercise_id="11.radix-pass" points=2 todo="my_split: find for every key its place in a stable split by bit `bit` (the keys whose bit is 0 first, each group in its old order) with one exclusive scan; my_split_scatter: thread i moves keys[i] to its place"
 @cuda.jit
 def my_split_scatter(keys, flags, zeros_before, out):
     i = cuda.grid(1)
@@ -382,7 +382,7 @@ def my_split(keys, bit):
     return out
 
 
-# %% tags=["check"] exercise_id="10.radix-pass"
+# %% tags=["check"] exercise_id="11.radix-pass"
 print(ps.check.radix_pass(my_split, name="my_split", budget=ps.check.Budget(accesses_per_step=8, kernels=("my_split_scatter",))))
 
 # %% [markdown]
@@ -399,7 +399,7 @@ print(ps.check.radix_pass(my_split, name="my_split", budget=ps.check.Budget(acce
 # $O(\log n)$: Stone's recursive doubling (1973; Demmel's CS267 notes derive it). But the scan is an *initial-value* problem:
 # for a diagonally dominant matrix $|b_i / c_i| > 1$, $\alpha_i$ grows like $\prod |b_i/c_i|$, and
 # $x_0$ comes from a difference of such numbers. The error grows geometrically with $n$;
-# `tridiag.solve` (chapter 07's hybrid, its default), which eliminates instead of
+# `tridiag.solve` (chapter 08's hybrid, its default), which eliminates instead of
 # extrapolating, does not lose anything:
 
 # %%
@@ -460,9 +460,9 @@ for name, ours, bc in (("natural", natural, "natural"), ("clamped", clamped, ((1
 #
 # Sections 4 and 5 are the readable versions: every pass a scan of n flags plus a scatter,
 # launched from Python, the output's length read back in between. The libraries behind torch
-# and CuPy (NVIDIA's CUB) run the same algorithms as **single-pass scans**: chapter 09's
-# decoupled look-back, carrying a *count* where chapter 09 carried a running sum (a count of
-# kept elements is a sum of 0/1 flags). `prefixsum.apps` does the same, calling chapter 09's
+# and CuPy (NVIDIA's CUB) run the same algorithms as **single-pass scans**: chapter 10's
+# decoupled look-back, carrying a *count* where chapter 10 carried a running sum (a count of
+# kept elements is a sum of 0/1 flags). `prefixsum.apps` does the same, calling chapter 10's
 # look-back (`prefixsum/scans/tile_state.py`), not a copy of it:
 #
 # - **`apps.compact`** (`apps/selection.py`, CUB's `DeviceSelect`): one kernel. A block draws its
@@ -488,7 +488,7 @@ for name, ours, bc in (("natural", natural, "natural"), ("clamped", clamped, ((1
 #   al. 2007 on GPUs): a scan that restarts at every flagged element is an ordinary scan of
 #   (flag, value) pairs under the operator "if the right pair starts a segment take it, else
 #   combine": associative, though not commutative. The look-back carries the pair, so a segmented
-#   scan is one pass of chapter 09's kernel, inclusive or exclusive, forward or reverse.
+#   scan is one pass of chapter 10's kernel, inclusive or exclusive, forward or reverse.
 #
 # Both are stable by construction and read and write each element once per pass, with no reset
 # between calls (the look-back's epochs). Keys of every integer and float dtype are sorted by the
@@ -523,7 +523,7 @@ for (tile, predecessor), digits in sorted(waits.items())[:8]:
           f"first {sorted(digits)[:4]}")
 
 # %% [markdown]
-# ### Exercise 10.digit-rank (stretch, 2 points): the stable rank inside a warp
+# ### Exercise 11.digit-rank (stretch, 2 points): the stable rank inside a warp
 #
 # Write the device function `my_digit_rank(digit, counts)` of step (2): every lane of a warp
 # calls it with the digit of its key, once per step, steps in order; `counts` is the warp's 256
@@ -534,7 +534,7 @@ for (tile, predecessor), digits in sorted(waits.items())[:8]:
 # the next step's reader see it. The check sorts uint16 keys (two passes) with your rank, many
 # tiles, and compares the order with `np.argsort(kind="stable")`.
 
-# %% tags=["exercise"] exercise_id="10.digit-rank" points=2 todo="return the number of keys of the warp with the caller's digit before it (earlier steps, then lower lanes), and add this step's keys of each digit to counts[digit] once"
+# %% tags=["exercise"] exercise_id="11.digit-rank" points=2 todo="return the number of keys of the warp with the caller's digit before it (earlier steps, then lower lanes), and add this step's keys of each digit to counts[digit] once"
 @cuda.jit(device=True)
 def my_digit_rank(digit, counts):
     ### BEGIN SOLUTION
@@ -550,7 +550,7 @@ def my_digit_rank(digit, counts):
     ### END SOLUTION
 
 
-# %% tags=["check"] exercise_id="10.digit-rank"
+# %% tags=["check"] exercise_id="11.digit-rank"
 print(ps.check.stable_sort(lambda keys: apps.onesweep.sort_with(keys, rank=my_digit_rank), name="my_digit_rank"))
 
 # %% [markdown]
@@ -625,7 +625,7 @@ ax.axhline(0.5, color="grey", linewidth=0.8, linestyle=":")
 # point); CuPy's own build spends its time in `BSpline.design_matrix`, at Python's built-in `min`
 # over a CuPy array, which brings the elements to the host one comparison at a time.
 #
-# ### Exercise 10.warp-rank (stretch, 2 points): the rank inside a warp
+# ### Exercise 11.warp-rank (stretch, 2 points): the rank inside a warp
 #
 # Write the device function `my_warp_rank(kept)` of the compaction: every lane of a warp calls
 # it with its own flag (a bool), and it returns two numbers, how many lanes *below* the caller
@@ -646,7 +646,7 @@ ax.axhline(0.5, color="grey", linewidth=0.8, linestyle=":")
 # Every lane returns the same count, and a kept lane's rank is its place among the warp's kept
 # elements.
 
-# %% tags=["exercise"] exercise_id="10.warp-rank" points=2 todo="return (kept lanes below the caller in its warp, kept lanes in the warp), from one vote of the warp"
+# %% tags=["exercise"] exercise_id="11.warp-rank" points=2 todo="return (kept lanes below the caller in its warp, kept lanes in the warp), from one vote of the warp"
 @cuda.jit(device=True)
 def my_warp_rank(kept):
     ### BEGIN SOLUTION
@@ -655,7 +655,7 @@ def my_warp_rank(kept):
     ### END SOLUTION
 
 
-# %% tags=["check"] exercise_id="10.warp-rank"
+# %% tags=["check"] exercise_id="11.warp-rank"
 print(ps.check.compaction(lambda x, mask: apps.selection.compact_with(x, mask, rank=my_warp_rank), name="my_warp_rank"))
 
 # %% [markdown]

@@ -9,7 +9,7 @@
 # ---
 
 # %% [markdown]
-# # 08 · Householder tridiagonalization and the symmetric solve
+# # 09 · Householder tridiagonalization and the symmetric solve
 #
 # Seed 003, handwritten notes on tridiagonal solvers, has two parts: ① parallel cyclic reduction
 # (PCR, chapter 07) and ② *"Householder reduction → tridiagonal decomposition of any symmetric
@@ -206,7 +206,7 @@ print("package and numpy steps agree (d, e, Q within 1e-12):",
 # thread again. Row and column $n-1$ are never touched by a reflector: they stay those of the
 # identity. The device functions and the kernel that strings them together follow.
 #
-# `reflector` and `update` are exercises 08.householder-reflector and 08.rank-two-update; the instructor's version prints the package's code here.
+# `reflector` and `update` are exercises 09.householder-reflector and 09.rank-two-update; the instructor's version prints the package's code here.
 
 # %%
 for device_function in (hh.project, hh.correct, hh.reduce_rows, hh.accumulate, hh.tridiagonalize):
@@ -408,7 +408,7 @@ print(f"traced, n = 12 on 4 threads: {len(run.races())} races, {run.counts()['ba
 #
 # `solve_symmetric` does the same with everything on the device: the reduction, then
 # $Q^T b$ and $Q z$ by the kernel `multiply` (one thread per entry of the result), and in
-# between, for a positive definite $T$, the hybrid of chapter 07 (section 12), which does
+# between, for a positive definite $T$, the hybrid of chapter 08 (section 2), which does
 # not pivot either (section 4.1 shows what it does when $T$ is not). The cell checks it against
 # `numpy.linalg.solve` on batches of the size of section 3.3, a small and a large $n$ (5 and 16
 # on the simulator, 32 and 64 on a GPU), with the error bound of a backward-stable solve
@@ -538,10 +538,10 @@ except np.linalg.LinAlgError as error:
 #
 # Three exercises: the reflector of one step on the host, safe from overflow (warm-up), the
 # rank-two update that every thread applies to its column (core), and the block-wide sum that
-# takes the serial phases off one thread (stretch). `ps.hint("08.householder-reflector")` opens the hints one at
+# takes the serial phases off one thread (stretch). `ps.hint("09.householder-reflector")` opens the hints one at
 # a time.
 #
-# ### Exercise 08.householder-reflector (warm-up, 1 point)
+# ### Exercise 09.householder-reflector (warm-up, 1 point)
 #
 # Section 2's `householder_step` computes the reflector of one step from $h = |x|^2$, and so
 # does seed 003's kernel, but not before dividing $x$ by a scale: for entries of about
@@ -559,7 +559,7 @@ except np.linalg.LinAlgError as error:
 # the second line repeats it with float32 inputs (and a float32 tolerance), the last two with
 # the vectors multiplied by $10^{200}$ and by $10^{-200}$.
 
-# %% tags=["exercise"] points=1 todo="return (u, H) such that P = I - u u^T / H is orthogonal and sends x to -sign(x[-1]) |x| times the last unit vector, u and H finite even where |x|^2 overflows or underflows a float64" exercise_id="08.householder-reflector"
+# %% tags=["exercise"] points=1 todo="return (u, H) such that P = I - u u^T / H is orthogonal and sends x to -sign(x[-1]) |x| times the last unit vector, u and H finite even where |x|^2 overflows or underflows a float64" exercise_id="09.householder-reflector"
 def my_reflector(x):
     ### BEGIN SOLUTION
     y = np.asarray(x, dtype=np.float64)
@@ -574,14 +574,14 @@ def my_reflector(x):
     return u, H
 
 
-# %% tags=["check"] exercise_id="08.householder-reflector"
+# %% tags=["check"] exercise_id="09.householder-reflector"
 print(ps.check.reflector(my_reflector))
 print(ps.check.reflector(my_reflector, dtype=np.float32))
 print(ps.check.reflector(my_reflector, magnitude=1e200, name="my_reflector at 1e200"))
 print(ps.check.reflector(my_reflector, magnitude=1e-200, name="my_reflector at 1e-200"))
 
 # %% [markdown]
-# ### Exercise 08.rank-two-update (core, 2 points)
+# ### Exercise 09.rank-two-update (core, 2 points)
 #
 # Phase 4 of a step replaces $A$ by $A - q u^T - u q^T$ (section 2): every entry changes, and
 # the result is symmetric again. Write the kernel `my_update(A, u, q)` for a batch of matrices
@@ -604,7 +604,7 @@ print(ps.check.reflector(my_reflector, magnitude=1e-200, name="my_reflector at 1
 # The check runs it on batches of matrices of 1 to 64 rows, traced, and allows a thread at most
 # $6 \cdot 64$ memory accesses: a column each, not the whole matrix for one thread.
 
-# %% tags=["exercise"] exercise_id="08.rank-two-update" points=2 todo="my_update: thread j of block m replaces column j of A[m] by the same column of A[m] - q u^T - u q^T (u, q of matrix m), for every row; threads j >= n do nothing"
+# %% tags=["exercise"] exercise_id="09.rank-two-update" points=2 todo="my_update: thread j of block m replaces column j of A[m] by the same column of A[m] - q u^T - u q^T (u, q of matrix m), for every row; threads j >= n do nothing"
 THREADS = 64
 
 
@@ -627,7 +627,7 @@ def my_rank_two(A, u, q):
     return A
 
 
-# %% tags=["check"] exercise_id="08.rank-two-update"
+# %% tags=["check"] exercise_id="09.rank-two-update"
 def rank_two_cases():
     for batch, n in ((1, 1), (2, 2), (3, 5), (2, 16), (2, 33), (1, 64)):
         rng_case = np.random.default_rng(100 * n + batch)
@@ -639,7 +639,7 @@ print(ps.check.function(my_rank_two, lambda A, u, q: A - (q[:, :, None] * u[:, N
                         list(rank_two_cases()), name="my_update", budget=ps.check.Budget(accesses_per_step=6 * 64)))
 
 # %% [markdown]
-# ### Exercise 08.parallel-norm (stretch, 2 points)
+# ### Exercise 09.parallel-norm (stretch, 2 points)
 #
 # Phases 1 and 3 of a step sum over up to $n$ entries, and in the shared-memory kernel one
 # thread does it while the others wait at the next barrier. The global-memory path (one matrix
@@ -669,7 +669,7 @@ print(ps.check.function(my_rank_two, lambda A, u, q: A - (q[:, :, None] * u[:, N
 # The check runs it on 1 to 300 entries and allows at most 8 barriers per thread and 16 memory
 # accesses between two barriers: one thread adding up the 64 partials fails.
 
-# %% tags=["exercise"] exercise_id="08.parallel-norm" points=2 todo="my_squared_norms: combine the 64 partial sums of the block into their total in log2(64) steps, every step shared by the threads and behind a barrier, and write the total to h[b]"
+# %% tags=["exercise"] exercise_id="09.parallel-norm" points=2 todo="my_squared_norms: combine the 64 partial sums of the block into their total in log2(64) steps, every step shared by the threads and behind a barrier, and write the total to h[b]"
 NORM_THREADS = 64
 
 
@@ -699,7 +699,7 @@ def my_norms(X):
     return h
 
 
-# %% tags=["check"] exercise_id="08.parallel-norm"
+# %% tags=["check"] exercise_id="09.parallel-norm"
 norm_cases = [(np.random.default_rng(n).normal(size=(batch, n)),) for batch, n in ((1, 1), (2, 2), (3, 63), (2, 64), (2, 65), (1, 300))]
 print(ps.check.function(my_norms, lambda X: (X ** 2).sum(axis=1), norm_cases, name="my_squared_norms",
                         budget=ps.check.Budget(barriers=8, accesses_per_step=16)))
@@ -776,13 +776,13 @@ _ = ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
 #   `aten/src/ATen/native/cuda/linalg/BatchLinearAlgebraLib.cpp`; a reading, not a measurement)
 #   batches of matrices up to $n = 32$ go to cuSOLVER's batched Jacobi solver and larger ones
 #   are solved one matrix after another.
-# - **From numpy arrays the transfers dominate** the small matrices ("numpy / device"): $A$
-#   crosses to the device and $x$ back through pageable host memory, while from device arrays
-#   the call costs little beyond its kernels.
+# - **From numpy arrays the transfers dominate** the small matrices ("numpy / device"). What a
+#   call costs beyond its kernels is measured once for the workbook, in
+#   chapter 08 (`08_tridiagonal_hybrid`), section 3.
 # - **$n = 512$ takes the global-memory path**: one block per matrix, and 100 blocks are fewer
 #   than the GPU's multiprocessors (an H100 SXM has 132), so the kernel time is the time of one
 #   matrix, all of its $O(n^3)$ work in global memory. There the whole block shares the sums of
-#   `reflector` and `correct` (`block_sum`, exercise 08.parallel-norm; the instructor's version
+#   `reflector` and `correct` (`block_sum`, exercise 09.parallel-norm; the instructor's version
 #   prints the package's code here):
 
 # %% tags=["instructor"]
@@ -798,8 +798,8 @@ print(inspect.getsource(hh.correct_parallel))
 #
 # | | reduction (`tred2`'s first loop) | accumulating $Q$ | solve $Q T Q^T x = b$ |
 # | --- | --- | --- | --- |
-# | work (multiply-adds) | $n^3$: $p$ ($i^2$) and the rank-2 update of the whole $i \times i$ block ($2i^2$) per step; LAPACK updates one triangle, $\frac23 n^3$ | $\frac23 n^3$ | reduction and $Q$, then $2n^2$ for $Q^T b$ and $Q z$, and the tridiagonal solve's $O(n)$ (chapter 07's hybrid) |
-# | depth | $n-1$ steps of 4 phases (the last one trivial), each $O(i)$ serial: $O(n^2)$ | $n-1$ phases of $O(i)$: $O(n^2)$ | $O(n)$ per product; the tridiagonal solve's chunk sweeps of $R$ rows and $\log_2 (n / R)$ shuffle steps (chapter 07, section 12.1) |
+# | work (multiply-adds) | $n^3$: $p$ ($i^2$) and the rank-2 update of the whole $i \times i$ block ($2i^2$) per step; LAPACK updates one triangle, $\frac23 n^3$ | $\frac23 n^3$ | reduction and $Q$, then $2n^2$ for $Q^T b$ and $Q z$, and the tridiagonal solve's $O(n)$ (chapter 08's hybrid) |
+# | depth | $n-1$ steps of 4 phases (the last one trivial), each $O(i)$ serial: $O(n^2)$ | $n-1$ phases of $O(i)$: $O(n^2)$ | $O(n)$ per product; the tridiagonal solve's chunk sweeps of $R$ rows and $\log_2 (n / R)$ shuffle steps (chapter 08, section 2.1) |
 # | barriers | $4(n-1)$ | $n-1$ | (separate launches) |
 # | memory | $A$ read once ($n^2$), $Q$ written once ($n^2$), $d$ and $e$; everything else in $n(n+2)$ values of shared memory | in place | $Q$ read twice |
 #

@@ -1,0 +1,131 @@
+"""Verdicts computed outside the sandbox: the sandbox returns observations, the judge replays the checks.
+
+Fast: chapter 01's host exercise (01.serial-scan) and a small traced run, in this process.
+:mod:`prefixsum.classroom.grading.trusted`'s ``check`` mode runs here as it does in a sandbox,
+and the judge draws the verdicts from its output; a forged or malformed report earns nothing.
+"""
+import base64
+import contextlib
+import inspect
+import io
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import zlib
+
+import numpy as np
+import pytest
+
+from prefixsum.classroom import trace as tracing
+from prefixsum.classroom.grading import judge, observations, read_chapter, trusted
+from prefixsum.classroom.grading.runner import _inside
+from prefixsum.cli import grade as grade_command
+from prefixsum.scans.api import scan
+
+LADDER = pathlib.Path(__file__).resolve().parent.parent / "notebooks" / "01_ladder.ipynb"
+EXERCISE = "01.serial-scan"
+PASS = "PASS my_partial_sums: 11 sizes from 1 to 2049\n"
+
+
+@pytest.fixture(scope="module")
+def chapter():
+    return read_chapter(LADDER)
+
+
+def sandbox_output(chapter, source):
+    """What trusted.py's ``check`` mode writes for ``{EXERCISE: source}``, run in this process."""
+    request = {"chapter": _inside(chapter), "sources": {EXERCISE: source}, "timeout": 30, "signatures": {}}
+    lines = []
+    with contextlib.redirect_stdout(io.StringIO()):
+        trusted._check(request, lambda entry: lines.append(json.dumps(entry)))
+    return "\n".join(lines)
+
+
+def verdicts(chapter, observed):
+    found = []
+    judge.judge({"chapter": json.loads(_inside(chapter)), "observed": observed, "ids": [EXERCISE], "timeout": 30}, found.append)
+    return {v["id"]: v for v in found}
+
+
+def test_the_sandbox_returns_observations_and_no_verdict(chapter):
+    (entry,) = map(json.loads, sandbox_output(chapter, chapter.exercise(EXERCISE).source).splitlines())
+    assert set(entry) == {"id", "status", "names", "observations", "launches"}
+    assert entry["names"] == {"my_partial_sums": {"callable": ["my_partial_sums", False]}}
+    assert len(entry["observations"]) == 11 and {o["kind"] for o in entry["observations"]} == {"record"}
+    assert "PASS" not in json.dumps(entry) and "FAIL" not in json.dumps(entry)
+
+
+def test_the_judge_draws_the_verdict_and_its_text(chapter):
+    source = chapter.exercise(EXERCISE).source
+    assert verdicts(chapter, sandbox_output(chapter, source))[EXERCISE]["lines"] == [PASS]
+    wrong = source.replace("s[i] = s[i - 1] + x[i]", "s[i] = s[i - 1]")
+    found = verdicts(chapter, sandbox_output(chapter, wrong))[EXERCISE]
+    assert found["status"] == "ran" and found["message"].startswith("FAIL my_partial_sums: wrong-result at n=2")
+
+
+def test_a_forged_report_earns_nothing(chapter):
+    honest = json.loads(sandbox_output(chapter, chapter.exercise(EXERCISE).source))
+    old_style = {"id": EXERCISE, "status": "ran", "message": "", "lines": [PASS], "launches": 1}
+    assert verdicts(chapter, json.dumps(old_style)) == {}  # not the schema: no verdict at all
+    empty = {**honest, "observations": []}
+    assert verdicts(chapter, json.dumps(empty))[EXERCISE]["status"] == "tampered"
+    other_inputs = json.loads(json.dumps(honest))
+    other_inputs["observations"][3]["inputs"] = "0" * 64
+    found = verdicts(chapter, json.dumps(other_inputs))[EXERCISE]
+    assert found["status"] == "tampered" and "other inputs" in found["message"]
+    # Outputs that the sandbox could forge without the inputs' right answer: the judge compares them.
+    forged = json.loads(json.dumps(honest))
+    forged["observations"][2]["result"] = observations.encode_value(np.zeros(31, np.int32))
+    assert verdicts(chapter, json.dumps(forged))[EXERCISE]["message"].startswith("FAIL my_partial_sums: wrong-result at n=31")
+
+
+def _packed(data):
+    return base64.b64encode(zlib.compress(data)).decode()
+
+
+@pytest.mark.parametrize("value", [
+    {"a": ["object", [1], _packed(b"x" * 8)]},  # no object arrays
+    {"a": ["float64", [2], _packed(b"\0" * 8)]},  # fewer bytes than the shape
+    {"a": ["uint8", [1 << 30], _packed(b"\0" * (1 << 20))]},  # a bomb: its size is checked before it inflates
+    {"n": ["float32", "not base64!"]},
+    {"x": 1}, {"i": 1, "f": "0x1p0"}, {"f": "nan?"}, {"o": "not a name"}, [1, 2], "text",
+])
+def test_observed_values_are_read_strictly(value):
+    with pytest.raises(observations.Malformed):
+        observations.Decoder().value(value)
+
+
+def test_errors_come_back_as_known_types_with_their_message():
+    decoder = observations.Decoder()
+    error = decoder.error({"type": "NegativeIndexError", "like": "NegativeIndexError", "message": "index -1"})
+    assert isinstance(error, IndexError) and str(error) == "index -1"
+    mine = decoder.error({"type": "MyError", "like": "ValueError", "message": "mine"})
+    assert isinstance(mine, ValueError) and type(mine).__name__ == "MyError"
+    for bad in ({"type": "X", "like": "SystemExit", "message": ""}, {"type": "a b", "like": "ValueError", "message": ""}):
+        with pytest.raises(observations.Malformed):
+            decoder.error(bad)
+
+
+def test_a_trace_survives_its_encoding():
+    run = tracing.record(scan, np.arange(40, dtype=np.float32), algorithm="ladder")
+    back = observations.Decoder().trace(json.loads(json.dumps(observations.encode_trace(run))))
+    assert back.launches == run.launches and back.fences == run.fences
+    assert [r._replace(value=None) for r in back.records] == [r._replace(value=None) for r in run.records]
+    assert [float(r.value) for r in back.records] == [float(r.value) for r in run.records]
+    assert back.races() == run.races() and back.counts() == run.counts()
+
+
+def test_the_graders_own_processes_are_bounded():
+    """The judge and the batch's process bound themselves (sandbox.limit_process): a bomb in what they read ends in MemoryError."""
+    program = ("import resource, numpy as np\n"
+               "from prefixsum.classroom.grading import sandbox\n"
+               "sandbox.limit_process(address_space_mb=2048, open_files=64, cpu_s=30)\n"
+               "print(resource.getrlimit(resource.RLIMIT_AS)[0] >> 20, resource.getrlimit(resource.RLIMIT_NOFILE)[0],"
+               " resource.getrlimit(resource.RLIMIT_CPU)[0])\n"
+               "try:\n    np.ones(3 << 30, np.uint8)\nexcept MemoryError:\n    print('MemoryError')\n")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONPATH": str(LADDER.parents[1])})
+    assert done.stdout.split() == ["2048", "64", "30", "MemoryError"]
+    assert "sandbox.limit_process(" in inspect.getsource(judge.main) and "limit_process(" in inspect.getsource(grade_command.main)
