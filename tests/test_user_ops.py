@@ -42,6 +42,8 @@ def saturating_add(p, q):
 
 
 CARRIERS = [a.name for a in user_ops.carriers()]
+CLASSIC = [a.name for a in user_ops.carriers() if not a.warp_level]  # ladder, hillis_steele, blelloch
+FAST = [a.name for a in user_ops.carriers() if a.warp_level]  # lookback, hierarchical
 SIZES = (1, 2, 31, 32, 33, 100, 257)  # blocks of 32 threads: one tile to several, in two levels
 
 
@@ -69,7 +71,7 @@ def test_the_issue_example_as_written():
     np.testing.assert_allclose(A, np.cumprod(a), rtol=1e-12)
 
 
-@pytest.mark.parametrize("algorithm", [a.name for a in user_ops.carriers() if not a.fields])  # the others: below
+@pytest.mark.parametrize("algorithm", CLASSIC)  # the others: below
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("inclusive, reverse", [(True, False), (False, False), (True, True), (False, True)])
 def test_pairs_every_carrier_size_and_direction(algorithm, n, inclusive, reverse):
@@ -146,11 +148,11 @@ def test_bad_input_is_refused_before_a_launch(call, error, message):
 
 def test_the_registry_says_which_algorithms_carry_a_user_operator():
     assert {"ladder", "hillis_steele", "blelloch", "lookback", "hierarchical"} <= set(CARRIERS)
-    assert ps.ALGORITHMS["kstep"].user_op is None and not ps.ALGORITHMS["kstep"].fields
+    assert {"ladder", "hillis_steele", "blelloch"} <= set(CLASSIC) and {"lookback", "hierarchical"} <= set(FAST)
+    assert not ps.ALGORITHMS["kstep"].fields
     assert user_ops.choose("auto").name == "lookback"
 
 
-FAST = [a.name for a in user_ops.carriers() if a.fields]
 MANY_TILES = (1, 2, 31, 32, 33, 64, 65, 100, 640)  # tiles of 64 (32 threads x 2): one to ten
 
 
@@ -164,18 +166,18 @@ def test_the_fast_scans_carry_a_non_commutative_pair_over_many_tiles(algorithm, 
               items_per_thread=2)
 
 
-@pytest.mark.parametrize("algorithm", FAST)
+@pytest.mark.parametrize("algorithm", CARRIERS)
 @pytest.mark.parametrize("dtype", ["uint32", "float32", "int64"])
-def test_the_fast_scans_carry_one_field_and_three(algorithm, dtype):
+def test_every_carrier_carries_one_field_and_three(algorithm, dtype):
+    options = {"block_size": 32, **({"items_per_thread": 2} if algorithm in FAST else {})}
     for n in (1, 33, 65, 300):
         rng = np.random.default_rng(n)
         x = user_ops.random_fields(n, (dtype,), rng)[0]
-        check(x, plus, 0, reverse=n % 2 == 1, algorithm=algorithm, block_size=32, items_per_thread=2)
+        check(x, plus, 0, reverse=n % 2 == 1, algorithm=algorithm, **options)
         real = np.float32 if dtype == "float32" else np.float64  # b's rounding follows a's: one precision
         maps = (np.ones(n, np.int64 if dtype == "int64" else np.int32), rng.uniform(0.5, 1.0, n).astype(real),
                 rng.normal(size=n).astype(real))
-        check(maps, counted_affine, (0, 1.0, 0.0), inclusive=n % 3 != 0, algorithm=algorithm, block_size=32,
-              items_per_thread=2)
+        check(maps, counted_affine, (0, 1.0, 0.0), inclusive=n % 3 != 0, algorithm=algorithm, **options)
 
 
 def test_hierarchical_spine_of_several_tiles_keeps_a_user_operator_in_order():
@@ -222,12 +224,38 @@ def test_the_tracer_counts_a_user_operator_and_finds_no_race():
     assert run.counts()["combines"] > 63
 
 
-def test_generated_kernels_read_like_kernels():
+def test_a_classic_scan_of_tuples_is_its_readable_tile_kernel_rewritten_field_by_field():
     import inspect
-    kernel, tile, threads = ps.ALGORITHMS["ladder"].user_op(
-        user_ops.operator_for(affine, (1.0, 0.0), [np.dtype("float64")] * 2, False), True, False, 32)
-    source = inspect.getsource(kernel.py_func if hasattr(kernel, "py_func") else kernel.fn)
-    assert "rungs0[t], rungs1[t], = value" in source and (tile, threads) == (32, 32)
+    from prefixsum.scans import blelloch, hillis_steele, ladder
+    operator = user_ops.operator_for(affine, (1.0, 0.0), [np.dtype("float64"), np.dtype("int32")], False)
+
+    def source(dispatcher):
+        return inspect.getsource(getattr(dispatcher, "py_func", getattr(dispatcher, "fn", dispatcher)))
+
+    rungs = source(ladder.ladder_tile_kernel(operator, operator.dtypes, True, False, 32))
+    assert rungs.startswith("def ladder_tile(x__0, x__1, out__0, out__1, totals__0, totals__1, n)")
+    assert "rungs__1 = cuda.shared.array(block_size, T__1)" in rungs
+    assert "result(rungs__0, rungs__1, t)" in rungs
+    ping_pong = source(hillis_steele.hillis_steele_tile_kernel(operator, operator.dtypes, False, True, 32))
+    assert "result(buffers__0[source], buffers__1[source], t)" in ping_pong  # a row of a 2-D array, per field
+    assert "upsweep(tree__0, tree__1, t)" in source(blelloch.blelloch_tile_kernel(operator, operator.dtypes,
+                                                                                   True, False, 32, True))
+    assert "tree__0[right], tree__1[right] = combine(" in source(blelloch.blelloch_upsweep(operator, operator.dtypes,
+                                                                                          64, True))
+
+
+def test_a_row_of_an_element_array_is_refused_as_a_value():
+    from prefixsum.primitives import fields
+    from prefixsum.scans.ops import numba_type
+    element = numba_type((np.dtype("float64"), np.dtype("int32")))
+
+    def copies_a_row(x):
+        rows = cuda.shared.array((2, 32), element)
+        rows[0, 0] = x[0]
+        return rows[0]
+
+    with pytest.raises(ValueError, match=re.escape("row 'rows[0]' of an element array is used as a value")):
+        fields.rewrite(copies_a_row, (np.dtype("float64"), np.dtype("int32")), ("x",))
 
 
 def test_user_operator_kernels_compile_to_ptx(ptx_child):
@@ -251,7 +279,7 @@ def test_user_operator_kernels_compile_to_ptx(ptx_child):
                user_ops.operator_for(four, (0, 0.0, -np.inf, 1), [np.dtype(t) for t in ("int32", "float64", "float32", "int64")], False)]
         for k, op in enumerate(ops):
             for algorithm in user_ops.carriers():
-                if algorithm.fields and k:  # the fast scans' tuples of 3 fields: tests/test_segmented.py
+                if algorithm.warp_level and k:  # the fast scans' tuples of 3 fields: tests/test_segmented.py
                     continue
                 for kernel, argtypes in user_ops.kernels(op, False, True, algorithm):
                     cuda.compile_ptx(kernel.py_func, argtypes, cc=(9, 0))

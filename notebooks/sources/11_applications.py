@@ -82,21 +82,25 @@ print("A is the running product:", np.allclose(A, np.cumprod(a), rtol=1e-10))
 
 # %% [markdown]
 # **How it runs.** The built-in kernels keep one value per lane in one shared array. A tuple
-# needs one shared array per field, so each algorithm that can carry a user operator holds its
-# tile kernel as a *template*, which the package expands for the number of fields: `«x@[p]»`
-# stands for `x0[p], x1[p], ...` and a line starting with `each:` is repeated per field. Here is
-# the ladder's (chapter 01) template, and below it the kernel generated for pairs:
+# needs one shared array per field, and one load and store per field, but nobody writes a
+# second kernel for it: `prefixsum.primitives.fields` rewrites the syntax tree of the
+# algorithm's one readable kernel. Every array that holds elements becomes one array per field
+# (`rungs` becomes `rungs__0, rungs__1`), reading `rungs[t]` gives the tuple
+# `(rungs__0[t], rungs__1[t])`, storing a tuple stores it field by field, and everything else
+# (indices, barriers, the calls of `combine`) stays as written. Here is the ladder's tile kernel
+# (chapter 01), which the built-in operators compile as it is, and below it the kernel the
+# package generates from it for pairs (your operator is its `combine`):
 
 # %%
-print(ladder.TUPLE_TILE)
+print(inspect.getsource(ladder.ladder_tile_kernel))
 
 # %%
 operator = user_ops.operator_for(affine, (1.0, 0.0), [np.dtype("float64")] * 2, False)
-kernel, tile, threads = ps.ALGORITHMS["ladder"].user_op(operator, True, False, 32)
+kernel = ladder.ladder_tile_kernel(operator, operator.dtypes, True, False, 32)
 print(inspect.getsource(getattr(kernel, "py_func", getattr(kernel, "fn", kernel))))
 
 # %% [markdown]
-# The registry says which algorithms carry a user operator (`Algorithm.user_op`); `"auto"`
+# The registry says which algorithms carry a user operator (`Algorithm.fields`); `"auto"`
 # picks the best-ranked of them, and the others refuse with a clear error. The tracer counts a
 # user operator's calls as combines, as it does the built-in ones:
 

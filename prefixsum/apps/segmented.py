@@ -191,9 +191,9 @@ def segmented_scan(x, flags, op="add", *, inclusive=True, reverse=False, algorit
     n = x_dev.shape[0]
     flags_dev = _flags(flags, n)
     chosen = user_ops.choose(algorithm)
-    if not chosen.fields:
+    if not chosen.combines_every_result:
         raise ValueError(f"algorithm {chosen.name!r} may write an element it never combined; a segmented scan "
-                         f"runs on {', '.join(a.name for a in user_ops.carriers() if a.fields)} or auto")
+                         f"runs on {', '.join(a.name for a in user_ops.carriers() if a.combines_every_result)} or auto")
     resolved = chosen.resolve_options(options)
     operator_, result, scan_inclusive = operator(op, dtype, bool(inclusive), bool(reverse))
     outs = [result_array(n, dt) for dt in operator_.dtypes]  # the fields not returned are recycled

@@ -11,7 +11,8 @@ dtypes:
 
 * an *element array* (a parameter named in ``arrays``, or a ``cuda.shared.array`` /
   ``cuda.local.array`` of the element type) becomes one array per field, ``a`` into ``a__0,
-  a__1, ...``, in the parameters, the constructors and the arguments of calls;
+  a__1, ...``, in the parameters, the constructors and the arguments of calls; so does a row
+  ``b[r]`` of a 2-D one passed to a call, into ``b__0[r], b__1[r], ...``;
 * ``a[i]`` read is the tuple ``(a__0[i], a__1[i], ...)``, ``a[i] = v`` stores ``v`` field by field;
 * a call of a *per-field function* (a :class:`Fieldwise` in the closure: the shuffle carriers,
   the bits of a state) is made once per field, ``back(shfl(m, to(v), d))`` into
@@ -162,6 +163,7 @@ class _Rewriter:
     def __init__(self, arity, arrays, namespace):
         self.arity = arity
         self.arrays = arrays
+        self.dimensions = dict.fromkeys(arrays, 1)  # the parameters hold 1-D global arrays
         self.fieldwise = {name for name, value in namespace.items() if isinstance(value, Fieldwise)}
         self.element_types = {name for name, value in namespace.items() if isinstance(value, FieldTypes)}
 
@@ -191,6 +193,8 @@ class _Rewriter:
         if isinstance(node, ast.Assign) and self.constructs_element(node.value):
             (target,) = node.targets
             self.arrays.add(target.id)
+            shape = node.value.args[0]
+            self.dimensions[target.id] = len(shape.elts) if isinstance(shape, ast.Tuple) else 1
             return [ast.Assign([ast.Name(name, ast.Store())], self.constructor(node.value, k))
                     for k, name in enumerate(self.split(target.id))]
         if isinstance(node, ast.Expr) and self.calls_fieldwise(node.value):
@@ -226,8 +230,17 @@ class _Rewriter:
             node.elts = [self.target(t) for t in node.elts]
         return node
 
+    def row(self, node):
+        """Whether ``node`` indexes an element array by fewer indices than it has dimensions (a row of it)."""
+        if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in self.arrays):
+            return False
+        indices = len(node.slice.elts) if isinstance(node.slice, ast.Tuple) else 1
+        return indices < self.dimensions[node.value.id]
+
     def value(self, node):
         """An expression outside any per-field call: element reads become tuples, element arrays expand in calls."""
+        if self.row(node):
+            raise ValueError(f"row {ast.unparse(node)!r} of an element array is used as a value; pass it to a call")
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in self.arrays:
             index = self.value(node.slice)
             return ast.Tuple([ast.Subscript(ast.Name(name, ast.Load()), index, ast.Load())
@@ -239,6 +252,10 @@ class _Rewriter:
             for arg in node.args:
                 if isinstance(arg, ast.Name) and arg.id in self.arrays:
                     args.extend(ast.Name(name, ast.Load()) for name in self.split(arg.id))
+                elif self.row(arg):
+                    index = self.value(arg.slice)
+                    args.extend(ast.Subscript(ast.Name(name, ast.Load()), copy.deepcopy(index), ast.Load())
+                                for name in self.split(arg.value.id))
                 else:
                     args.append(self.value(arg))
             node.args = args

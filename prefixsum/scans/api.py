@@ -35,9 +35,10 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", identi
         The operator. Integer add and mul wrap around as numpy's do in that dtype. A user
         operator is a ``@cuda.jit(device=True)`` function ``op(p, q)`` of two elements returning
         one (scalars for one array, tuples for a tuple of arrays), associative; it need not be
-        commutative. It runs on the algorithms that carry one (``lookback`` and ``hierarchical``
-        from their one source, the classic scans from templates; ``"auto"`` picks ``lookback``;
-        see :mod:`prefixsum.scans.user_ops`); a reverse scan with it gives element i as
+        commutative. It runs on the algorithms that carry one (``lookback``, ``hierarchical`` and
+        the classic ``ladder``, ``hillis_steele`` and ``blelloch``, each from its one source;
+        ``"auto"`` picks ``lookback``; see :mod:`prefixsum.scans.user_ops`); a reverse scan with it
+        gives element i as
         ``x[n-1] op ... op x[i]``.
     identity : scalar or tuple, optional
         Required with a user operator, and only allowed with one: the element e with

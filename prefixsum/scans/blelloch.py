@@ -31,7 +31,7 @@ import functools
 import numpy as np
 from numba import cuda
 
-from . import user_ops
+from ..primitives.fields import device_function, kernel
 from .ops import device_op, identity, numba_type
 from .registry import check_block_size
 from .tiles import position, register_tiled
@@ -155,7 +155,7 @@ def blelloch_upsweep(op, dtype, tile, conflict_free):
             active >>= 1
         cuda.syncthreads()
 
-    return cuda.jit(device=True)(upsweep)
+    return device_function(upsweep, dtype, arrays=("tree",))
 
 
 @functools.lru_cache(maxsize=None)
@@ -183,7 +183,7 @@ def blelloch_downsweep(op, dtype, tile, conflict_free):
             active <<= 1
         cuda.syncthreads()
 
-    return cuda.jit(device=True)(downsweep)
+    return device_function(downsweep, dtype, arrays=("tree",))
 
 
 @functools.lru_cache(maxsize=None)
@@ -229,69 +229,7 @@ def blelloch_tile_kernel(op, dtype, inclusive, reverse, block_size, conflict_fre
         if b < n:
             out[where(b, n)] = result(tree[slot(t + block_size)], element_b)
 
-    return cuda.jit(blelloch_tile)
-
-
-TUPLE_TILE = """
-def blelloch_tile(«x@», «out@», «totals@», n):
-    each: tree@ = cuda.shared.array(CELLS, T@)
-    t = cuda.threadIdx.x
-    a = cuda.blockIdx.x * TILE + t
-    b = a + BLOCK
-    element_a = IDENTITY
-    if a < n:
-        element_a = («x@[where(a, n)]»,)
-    element_b = IDENTITY
-    if b < n:
-        element_b = («x@[where(b, n)]»,)
-    «tree@[slot(t)]», = element_a
-    «tree@[slot(t + BLOCK)]», = element_b
-    offset = 1
-    active = BLOCK
-    while active > 0:  # up-sweep
-        cuda.syncthreads()
-        if t < active:
-            left = slot(offset * (2 * t + 1) - 1)
-            right = slot(offset * (2 * t + 2) - 1)
-            «tree@[right]», = combine((«tree@[left]»,), («tree@[right]»,))
-        offset <<= 1
-        active >>= 1
-    cuda.syncthreads()
-    if t == 0:
-        «totals@[cuda.blockIdx.x]», = («tree@[slot(TILE - 1)]»,)
-        «tree@[slot(TILE - 1)]», = IDENTITY
-    offset = TILE
-    active = 1
-    while active < TILE:  # down-sweep
-        offset >>= 1
-        cuda.syncthreads()
-        if t < active:
-            left = slot(offset * (2 * t + 1) - 1)
-            right = slot(offset * (2 * t + 2) - 1)
-            left_sum = («tree@[left]»,)
-            «tree@[left]», = («tree@[right]»,)
-            «tree@[right]», = combine((«tree@[right]»,), left_sum)
-        active <<= 1
-    cuda.syncthreads()
-    if a < n:
-        prefix = («tree@[slot(t)]»,)
-        «out@[where(a, n)]», = combine(prefix, element_a) if INCLUSIVE else prefix
-    if b < n:
-        prefix = («tree@[slot(t + BLOCK)]»,)
-        «out@[where(b, n)]», = combine(prefix, element_b) if INCLUSIVE else prefix
-"""
-""":func:`blelloch_tile_kernel` for a user operator on tuple elements (:mod:`prefixsum.scans.user_ops`):
-the same sweeps, inlined, one shared tree per field."""
-
-
-@functools.lru_cache(maxsize=None)
-def blelloch_user_op(operator, inclusive, reverse, block_size, conflict_free):
-    """``(kernel, tile, threads)``: the up- and down-sweep tile kernel for a user operator, from :data:`TUPLE_TILE`."""
-    tile = 2 * block_size
-    fn = user_ops.generate(TUPLE_TILE, "blelloch_tile", operator.arity, user_ops.namespace(
-        operator, BLOCK=block_size, TILE=tile, CELLS=tree_cells(tile, conflict_free), INCLUSIVE=inclusive,
-        where=position(reverse), slot=tree_slot(conflict_free)))
-    return cuda.jit(fn), tile, block_size
+    return kernel(blelloch_tile, dtype, arrays=("x", "out", "totals"))
 
 
 def check_options(block_size, conflict_free):
@@ -308,5 +246,5 @@ ALGORITHM = register_tiled(
     summary="Blelloch: up-sweep then down-sweep of a tree, 2 elements per thread; work 2n, depth 2 log n",
     source="seed 004; GPU Gems 3, ch. 39.2.2-39.2.3 (Harris, Sengupta, Owens)",
     simulator_us_per_element=(75, 3300),
-    user_op=blelloch_user_op,
+    fields=True,
 )

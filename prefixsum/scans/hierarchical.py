@@ -243,4 +243,5 @@ ALGORITHM = register(Algorithm(
     auto_rank=2,
     warp_level=True,
     fields=True,
+    combines_every_result=True,
 ))

@@ -19,7 +19,7 @@ import functools
 from numba import cuda
 
 from ..core.moved import moved
-from . import user_ops
+from ..primitives.fields import kernel
 from .ops import device_op, identity, numba_type
 from .tiles import lane_result, position, register_tiled
 
@@ -54,47 +54,7 @@ def hillis_steele_tile_kernel(op, dtype, inclusive, reverse, block_size):
         if t == block_size - 1:
             totals[cuda.blockIdx.x] = buffers[source, t]
 
-    return cuda.jit(hillis_steele_tile)
-
-
-TUPLE_TILE = """
-def hillis_steele_tile(«x@», «out@», «totals@», n):
-    each: buffers@ = cuda.shared.array((2, BLOCK), T@)
-    t = cuda.threadIdx.x
-    i = cuda.blockIdx.x * BLOCK + t
-    value = IDENTITY
-    if i < n:
-        value = («x@[where(i, n)]»,)
-    «buffers@[0, t]», = value
-    cuda.syncthreads()
-    source = 0
-    stride = 1
-    while stride < BLOCK:
-        if t >= stride:
-            value = combine((«buffers@[source, t - stride]»,), («buffers@[source, t]»,))
-        else:
-            value = («buffers@[source, t]»,)
-        «buffers@[1 - source, t]», = value
-        cuda.syncthreads()
-        source = 1 - source
-        stride <<= 1
-    if i < n:
-        value = («buffers@[source, t]»,)
-        if not INCLUSIVE:
-            value = («buffers@[source, t - 1]»,) if t > 0 else IDENTITY
-        «out@[where(i, n)]», = value
-    if t == BLOCK - 1:
-        «totals@[cuda.blockIdx.x]», = («buffers@[source, t]»,)
-"""
-""":func:`hillis_steele_tile_kernel` for a user operator on tuple elements (:mod:`prefixsum.scans.user_ops`)."""
-
-
-@functools.lru_cache(maxsize=None)
-def hillis_steele_user_op(operator, inclusive, reverse, block_size):
-    """``(kernel, tile, threads)``: the ping-pong tile kernel for a user operator, from :data:`TUPLE_TILE`."""
-    fn = user_ops.generate(TUPLE_TILE, "hillis_steele_tile", operator.arity, user_ops.namespace(
-        operator, BLOCK=block_size, INCLUSIVE=inclusive, where=position(reverse)))
-    return cuda.jit(fn), block_size, block_size
+    return kernel(hillis_steele_tile, dtype, arrays=("x", "out", "totals"))
 
 
 ALGORITHM = register_tiled(
@@ -103,7 +63,7 @@ ALGORITHM = register_tiled(
     summary="Hillis-Steele: lane t adds lane t - stride for stride 1, 2, 4, ..., ping-pong; work N log N, depth log N",
     source="GPU Gems 3, ch. 39.2.1 (Harris, Sengupta, Owens)",
     simulator_us_per_element=(140, 4200),
-    user_op=hillis_steele_user_op,
+    fields=True,
 )
 
 __getattr__ = moved(__name__, {

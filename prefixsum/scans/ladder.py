@@ -13,7 +13,7 @@ import functools
 
 from numba import cuda
 
-from . import user_ops
+from ..primitives.fields import kernel
 from .ops import device_op, identity, numba_type
 from .tiles import lane_result, position, register_tiled
 
@@ -44,43 +44,7 @@ def ladder_tile_kernel(op, dtype, inclusive, reverse, block_size):
         if t == block_size - 1:
             totals[cuda.blockIdx.x] = rungs[t]
 
-    return cuda.jit(ladder_tile)
-
-
-TUPLE_TILE = """
-def ladder_tile(«x@», «out@», «totals@», n):
-    each: rungs@ = cuda.shared.array(BLOCK, T@)
-    t = cuda.threadIdx.x
-    i = cuda.blockIdx.x * BLOCK + t
-    value = IDENTITY
-    if i < n:
-        value = («x@[where(i, n)]»,)
-    «rungs@[t]», = value
-    cuda.syncthreads()
-    phase = 1
-    while phase < BLOCK:
-        if t & phase:
-            j = (t & ~(phase - 1)) - 1
-            «rungs@[t]», = combine((«rungs@[j]»,), («rungs@[t]»,))
-        cuda.syncthreads()
-        phase <<= 1
-    if i < n:
-        value = («rungs@[t]»,)
-        if not INCLUSIVE:
-            value = («rungs@[t - 1]»,) if t > 0 else IDENTITY
-        «out@[where(i, n)]», = value
-    if t == BLOCK - 1:
-        «totals@[cuda.blockIdx.x]», = («rungs@[t]»,)
-"""
-""":func:`ladder_tile_kernel` for a user operator on tuple elements (:mod:`prefixsum.scans.user_ops`)."""
-
-
-@functools.lru_cache(maxsize=None)
-def ladder_user_op(operator, inclusive, reverse, block_size):
-    """``(kernel, tile, threads)``: the ladder's tile kernel for a user operator, from :data:`TUPLE_TILE`."""
-    fn = user_ops.generate(TUPLE_TILE, "ladder_tile", operator.arity, user_ops.namespace(
-        operator, BLOCK=block_size, INCLUSIVE=inclusive, where=position(reverse)))
-    return cuda.jit(fn), block_size, block_size
+    return kernel(ladder_tile, dtype, arrays=("x", "out", "totals"))
 
 
 ALGORITHM = register_tiled(
@@ -90,5 +54,5 @@ ALGORITHM = register_tiled(
     source="seed 002 (partial_sum_ladder)",
     simulator_us_per_element=(80, 4000),
     auto_rank=1,
-    user_op=ladder_user_op,
+    fields=True,
 )

@@ -228,6 +228,7 @@ ALGORITHM = register(Algorithm(
     auto_rank=3,
     warp_level=True,
     fields=True,
+    combines_every_result=True,
 ))
 
 __getattr__ = moved(__name__, {"scan_with": "prefixsum.classroom.lessons:scan_with"})

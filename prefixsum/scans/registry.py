@@ -47,16 +47,16 @@ class Algorithm:
     warp_level : bool
         Uses warp intrinsics (shuffles, votes), which numba's stock simulator lacks: "auto"
         passes over it when the stock simulator runs the kernels.
-    user_op : callable or None
-        ``user_op(operator, inclusive, reverse, **options) -> (kernel, tile, threads)``: the tile
-        kernel ``(x0, ..., out0, ..., totals0, ..., n)`` for a user operator on tuple elements
-        (:mod:`prefixsum.scans.user_ops`), its elements per tile and threads per block; None
-        when the algorithm cannot carry a user operator, or when it carries one through ``fields``.
     fields : bool
         ``run`` and ``kernels`` take a user operator themselves, from the one source of the
         algorithm (:mod:`prefixsum.primitives.fields`): ``op`` an
         :class:`~prefixsum.primitives.fields.Operator`, ``dtype`` its tuple of dtypes, ``x``
         and ``out`` tuples of device arrays, one per field.
+    combines_every_result : bool
+        With a user operator, every element ``run`` writes is a value returned by the operator
+        (never a raw input, nor the raw identity of an exclusive scan's first lane): the
+        segmented scans' operators (:mod:`prefixsum.apps.segmented`) mark a result in its first
+        combine and need that.
     simulator_us_per_element : (float, float or None)
         Microseconds per element of a float32 add scan on the classroom simulator and on numba's
         stock one (None: the stock simulator cannot run it, it lacks warp intrinsics), for
@@ -76,8 +76,8 @@ class Algorithm:
     auto_rank: int = 0
     auto_min_n: int = 0
     warp_level: bool = False
-    user_op: Callable | None = None
     fields: bool = False
+    combines_every_result: bool = False
     simulator_us_per_element: tuple = SLOWEST_SIMULATION
 
     def resolve_options(self, options):

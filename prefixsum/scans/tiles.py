@@ -9,6 +9,9 @@ Directions are handled by indexing, not by copies: a reverse (suffix) scan is a 
 the mirrored array, so logical element ``i`` lives at ``n - 1 - i``. An exclusive scan is the
 inclusive one shifted by a lane, with the identity in lane 0 of every tile; the carry then turns
 that identity into the total of the tiles before.
+
+A user operator's tuples run through the same tile kernels and carry, each compiled for one
+array per field by :mod:`prefixsum.primitives.fields` (``register_tiled(..., fields=True)``).
 """
 import functools
 import math
@@ -17,6 +20,7 @@ from numba import cuda, types
 
 from ..core.workspace import scratch  # noqa: F401  (the tiled scans' scratch, by the name they import)
 from ..primitives.block import position
+from ..primitives.fields import device_function, is_fields, kernel
 from .ops import check_dtype, device_op, identity, numba_type
 from .registry import Algorithm, check_block_size, register
 
@@ -29,9 +33,14 @@ def lane_result(op, dtype, inclusive):
     value, and lane 0 the identity.
     """
     neutral = identity(op, dtype)
-    if inclusive:
-        return cuda.jit(device=True)(lambda scanned, t: scanned[t])
-    return cuda.jit(device=True)(lambda scanned, t: scanned[t - 1] if t > 0 else neutral)
+
+    def inclusive_lane(scanned, t):
+        return scanned[t]
+
+    def exclusive_lane(scanned, t):
+        return scanned[t - 1] if t > 0 else neutral
+
+    return device_function(inclusive_lane if inclusive else exclusive_lane, dtype, arrays=("scanned",))
 
 
 @functools.lru_cache(maxsize=None)
@@ -39,7 +48,8 @@ def carry_kernel(op, dtype, reverse, tile):
     """Kernel ``carry(out, carries, n)``: block b combines ``carries[b]`` into tile ``b + 1``.
 
     ``carries`` is the inclusive scan of the tile totals, so ``carries[b]`` is everything in
-    tiles 0..b. Launched with one block per tile after the first.
+    tiles 0..b. Launched with one block per tile after the first. The carry comes first, as it
+    holds the elements before the tile (a user operator need not commute).
     """
     combine = device_op(op, dtype)
     where = position(reverse)
@@ -52,7 +62,7 @@ def carry_kernel(op, dtype, reverse, tile):
                 p = where(start + k, n)
                 out[p] = combine(carry, out[p])
 
-    return cuda.jit(carry_into_tile)
+    return kernel(carry_into_tile, dtype, arrays=("out", "carries"))
 
 
 def array_type(dtype):
@@ -60,16 +70,19 @@ def array_type(dtype):
     return types.Array(numba_type(dtype), 1, "C")
 
 
+def _arrays(dtype):
+    """The array types of one element array: one, or one per field of a tuple of dtypes."""
+    return tuple(array_type(d) for d in dtype) if is_fields(dtype) else (array_type(dtype),)
+
+
 def tile_kernel_argtypes(dtype):
     """Argument types of a tile kernel ``(x, out, totals, n)``, for compiling it to PTX."""
-    arr = array_type(dtype)
-    return (arr, arr, arr, types.int64)
+    return _arrays(dtype) * 3 + (types.int64,)
 
 
 def carry_argtypes(dtype):
     """Argument types of :func:`carry_kernel`'s kernel ``(out, carries, n)``."""
-    arr = array_type(dtype)
-    return (arr, arr, types.int64)
+    return _arrays(dtype) * 2 + (types.int64,)
 
 
 def scan_tiles(x, out, tile_kernel, *, tile, threads, op, reverse, scan_totals):
@@ -77,8 +90,9 @@ def scan_tiles(x, out, tile_kernel, *, tile, threads, op, reverse, scan_totals):
 
     Parameters
     ----------
-    x, out : device arrays
-        Input and output, 1-D, same length n >= 1 and dtype.
+    x, out : device arrays, or tuples of them
+        Input and output, 1-D, same length n >= 1 and dtype; with a user operator, one array
+        per field.
     tile_kernel : kernel
         ``tile_kernel(x, out, totals, n)``: block b scans tile b (elements ``b*tile`` to
         ``(b+1)*tile - 1`` in logical order) into ``out`` and writes the tile total to
@@ -86,20 +100,24 @@ def scan_tiles(x, out, tile_kernel, *, tile, threads, op, reverse, scan_totals):
     tile, threads : int
         Elements per tile and threads per block.
     op, reverse :
-        The operator and direction, for the carry kernel.
+        The operator (a user operator's :class:`~prefixsum.primitives.fields.Operator` with
+        tuples) and direction, for the carry kernel.
     scan_totals : callable
         ``scan_totals(totals, carries)`` writes the inclusive forward scan of ``totals`` into
         ``carries`` (the caller passes its own algorithm, so the recursion stays in it).
     """
-    n = x.shape[0]
-    dtype = check_dtype(x.dtype)
+    fields = isinstance(x, tuple)
+    xs, outs = (x, out) if fields else ((x,), (out,))
+    dtype = op.dtypes if fields else check_dtype(x.dtype)
+    dtypes = dtype if fields else (dtype,)
+    n = xs[0].shape[0]
     ntiles = math.ceil(n / tile)
-    totals = scratch("totals", ntiles, dtype)
-    tile_kernel[ntiles, threads](x, out, totals, n)
+    totals = tuple(scratch(f"totals {k}", ntiles, d) for k, d in enumerate(dtypes))
+    tile_kernel[ntiles, threads](*xs, *outs, *totals, n)
     if ntiles > 1:
-        carries = scratch("carries", ntiles, dtype)
-        scan_totals(totals, carries)
-        carry_kernel(op, dtype, reverse, tile)[ntiles - 1, threads](out, carries, n)
+        carries = tuple(scratch(f"carries {k}", ntiles, d) for k, d in enumerate(dtypes))
+        scan_totals(totals if fields else totals[0], carries if fields else carries[0])
+        carry_kernel(op, dtype, reverse, tile)[ntiles - 1, threads](*outs, *carries, n)
 
 
 def register_tiled(name, tile_kernel, *, items_per_thread=1, options=None, check_options=None, **about):
@@ -121,7 +139,11 @@ def register_tiled(name, tile_kernel, *, items_per_thread=1, options=None, check
         Raises ValueError for a bad option; by default ``block_size`` must be a power of two
         from 32 to 1024.
     **about
-        ``summary``, ``source``, ``auto_rank``: as in :class:`prefixsum.scans.registry.Algorithm`.
+        ``summary``, ``source``, ``auto_rank``, ``fields``: as in
+        :class:`prefixsum.scans.registry.Algorithm`. With ``fields``, ``tile_kernel`` must compile
+        for a user operator (``op`` an :class:`~prefixsum.primitives.fields.Operator`, ``dtype``
+        its tuple of dtypes; see :mod:`prefixsum.primitives.fields`), and its arrays become one
+        per field.
 
     Returns
     -------
@@ -130,8 +152,9 @@ def register_tiled(name, tile_kernel, *, items_per_thread=1, options=None, check
     """
     def run(x, out, op, inclusive, reverse, **chosen):
         block_size = chosen["block_size"]
+        dtype = op.dtypes if isinstance(x, tuple) else x.dtype
         scan_tiles(
-            x, out, tile_kernel(op, x.dtype, inclusive, reverse, **chosen),
+            x, out, tile_kernel(op, dtype, inclusive, reverse, **chosen),
             tile=items_per_thread * block_size, threads=block_size, op=op, reverse=reverse,
             scan_totals=lambda totals, carries: run(totals, carries, op, True, False, **chosen),
         )

@@ -7,108 +7,27 @@ of pairs ``(a[i], b[i])``, each field with a dtype of its own, and ``op`` takes 
 tuples. A single array is a sequence of scalars, and ``op`` takes and returns scalars.
 
 A tuple element needs one array per field in memory and one load, store and shuffle per field.
-The fast scans (``lookback``, ``hierarchical``: ``Algorithm.fields``) compile their one readable
-source for tuples by rewriting its syntax tree (:mod:`prefixsum.primitives.fields`); ``"auto"``
-picks ``lookback``. The classic scans of chapters 01-04 keep a template of their tile kernel
-instead, written like an ordinary kernel and expanded per tuple arity, in which
-
-* ``«x@[p]»`` stands for ``x0[p], x1[p], ...`` (one item per field; ``@`` is the field), and
-* a line starting with ``each:`` is repeated for every field,
-
-so ``(«x@[p]»,)`` reads a tuple element and ``«out@[p]», = value`` stores one. The algorithm
-modules own their templates (:data:`prefixsum.scans.ladder.TUPLE_TILE`, ...) and register
-them as :attr:`prefixsum.scans.registry.Algorithm.user_op`. This module checks the inputs,
-builds the classic scans' tile kernels and the carry between tiles, and holds the sequential
-reference. The generated source is registered with :mod:`linecache`, so that tracebacks, the
-tracer and ``inspect.getsource`` show it.
+Every algorithm that carries a user operator (``Algorithm.fields``) compiles its one readable
+source for tuples by rewriting its syntax tree (:mod:`prefixsum.primitives.fields`): the fast
+scans (``lookback``, ``hierarchical``) and the classic ones of chapters 01-04 (``ladder``,
+``hillis_steele``, ``blelloch``, whose tile kernels and carries between tiles are those of
+:mod:`prefixsum.scans.tiles`); ``"auto"`` picks ``lookback``. This module checks the inputs,
+dispatches to the algorithm and holds the sequential reference.
 """
-import functools
-import itertools
-import linecache
-import math
-import re
-
 import numpy as np
-from numba import cuda, types
+from numba import cuda
 
 from ..core.arithmetic import quiet_arithmetic
 from ..core import device
 from ..core.arrays import as_numba, is_device_array, result_array
-from ..primitives.fields import Operator, python_function, user_combine
-from .ops import check_dtype, native, numba_type
+from ..primitives.fields import Operator, python_function
+from .ops import check_dtype, native
 from .registry import ALGORITHMS, lookup
-from .tiles import position
-
-_FIELDWISE = re.compile("«(.*?)»")
-_counter = itertools.count()
-
-
-def expand(template, arity):
-    """The source of ``template`` for elements of ``arity`` fields (see the module's docstring)."""
-    lines = []
-    for line in template.splitlines():
-        indent, _, body = line.partition("each: ")
-        if body and not indent.strip():
-            lines.extend(indent + body.replace("@", str(k)) for k in range(arity))
-        else:
-            lines.append(line)
-    return _FIELDWISE.sub(
-        lambda m: ", ".join(m.group(1).replace("@", str(k)) for k in range(arity)), "\n".join(lines))
-
-
-def generate(template, name, arity, namespace):
-    """Define function ``name`` from ``template`` expanded for ``arity`` fields, with ``namespace`` as globals.
-
-    The source is registered with :mod:`linecache` under a unique file name, so that tracebacks
-    and ``inspect.getsource`` show the generated code. ``cuda`` is in the globals, where numba's
-    simulator swaps it for the simulated module during a launch.
-    """
-    source = expand(template, arity)
-    filename = f"<prefixsum user operator {name} {next(_counter)}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    scope = {"cuda": cuda, **namespace}
-    exec(compile(source, filename, "exec"), scope)  # noqa: S102  (the package's own templates)
-    return scope[name]
-
-
-def namespace(operator, **constants):
-    """The globals of a generated kernel: ``combine``, ``IDENTITY``, the field types ``T0``, ..., and ``constants``."""
-    return {"combine": user_combine(operator), "IDENTITY": operator.identity,
-            **{f"T{k}": numba_type(dt) for k, dt in enumerate(operator.dtypes)}, **constants}
-
-
-_CARRY = """
-def carry_into_tile(«out@», «carries@», n):
-    b = cuda.blockIdx.x
-    carry = («carries@[b]»,)
-    start = (b + 1) * TILE
-    for k in range(cuda.threadIdx.x, TILE, cuda.blockDim.x):
-        if start + k < n:
-            p = where(start + k, n)
-            «out@[p]», = combine(carry, («out@[p]»,))
-"""
-
-
-@functools.lru_cache(maxsize=None)
-def carry_kernel(operator, reverse, tile):
-    """Kernel ``carry(out0, ..., carries0, ..., n)``: block b combines ``carries[b]`` into tile b + 1.
-
-    :func:`prefixsum.scans.tiles.carry_kernel` for tuple elements: the carry comes first, as
-    it holds the elements before the tile (the operator need not be commutative).
-    """
-    fn = generate(_CARRY, "carry_into_tile", operator.arity,
-                  namespace(operator, TILE=tile, where=position(reverse)))
-    return cuda.jit(fn)
-
-
-def _argtypes(operator, arrays_per_field):
-    arrays = [types.Array(numba_type(dt), 1, "C") for dt in operator.dtypes]
-    return tuple(arrays * arrays_per_field) + (types.int64,)
 
 
 def carriers():
     """The registered algorithms that carry a user operator, in registration order."""
-    return [a for a in ALGORITHMS.values() if a.user_op is not None or a.fields]
+    return [a for a in ALGORITHMS.values() if a.fields]
 
 
 def choose(algorithm):
@@ -125,38 +44,15 @@ def choose(algorithm):
 
 
 def run(xs, outs, operator, inclusive, reverse, algorithm, **options):
-    """Scan the device arrays ``xs`` (one per field, length n >= 1) into ``outs`` with ``algorithm``.
-
-    An algorithm with ``fields`` runs it itself, from its one source. Otherwise the algorithm's ``user_op(operator, inclusive, reverse, **options)`` gives the tile kernel
-    ``(x0, ..., out0, ..., totals0, ..., n)``, its tile length and its threads per block; the tile
-    totals are scanned recursively, forward and inclusive, and carried into the tiles after the
-    first, as :func:`prefixsum.scans.tiles.scan_tiles` does for one array.
-    """
-    if algorithm.fields:
-        algorithm.run(tuple(xs), tuple(outs), operator, inclusive, reverse, **options)
-        return
-    n = xs[0].shape[0]
-    kernel, tile, threads = algorithm.user_op(operator, inclusive, reverse, **options)
-    ntiles = math.ceil(n / tile)
-    totals = [cuda.device_array(ntiles, dt) for dt in operator.dtypes]
-    kernel[ntiles, threads](*xs, *outs, *totals, n)
-    if ntiles > 1:
-        carries = [cuda.device_array(ntiles, dt) for dt in operator.dtypes]
-        run(totals, carries, operator, True, False, algorithm, **options)
-        carry_kernel(operator, reverse, tile)[ntiles - 1, threads](*outs, *carries, n)
+    """Scan the device arrays ``xs`` (one per field, length n >= 1) into ``outs`` with ``algorithm``,
+    which compiles its one source for the operator's tuples."""
+    algorithm.run(tuple(xs), tuple(outs), operator, inclusive, reverse, **options)
 
 
 def kernels(operator, inclusive, reverse, algorithm, **options):
     """Every ``(dispatcher, argtypes)`` that :func:`run` may launch, for compiling to PTX."""
     options = algorithm.resolve_options(options)
-    if algorithm.fields:
-        yield from algorithm.kernels(operator, operator.dtypes, inclusive, reverse, **options)
-        return
-    for lane_inclusive, lane_reverse in dict.fromkeys([(inclusive, reverse), (True, False)]):
-        kernel, tile, _ = algorithm.user_op(operator, lane_inclusive, lane_reverse, **options)
-        yield kernel, _argtypes(operator, 3)
-    for carry_reverse in dict.fromkeys([reverse, False]):
-        yield carry_kernel(operator, carry_reverse, tile), _argtypes(operator, 2)
+    yield from algorithm.kernels(operator, operator.dtypes, inclusive, reverse, **options)
 
 
 def _fields(x):
