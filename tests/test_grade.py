@@ -14,8 +14,11 @@ import subprocess
 import sys
 
 import nbformat
+import numpy as np
 import pytest
+from numba import cuda
 
+import prefixsum as ps
 from prefixsum.classroom import grading
 from prefixsum.classroom.grading import allowlist, batch, chapters, report, results, runner
 from prefixsum.classroom.student import student_version
@@ -243,6 +246,36 @@ def test_a_failing_ladder_shows_its_first_differing_phase_in_the_feedback(graded
     assert Image.open(out / "feedback" / picture).text["Description"] == difference_caption(student, reference, k)
     assert "phase 1" in student[k].label
     assert not list((out / "feedback").glob("solution_*.png"))  # a pass draws nothing
+
+
+@cuda.jit
+def _two_barriers_in_a_row(x):
+    i = cuda.threadIdx.x
+    x[i] += 1
+    cuda.syncthreads()
+    cuda.syncthreads()
+    x[i] += 2
+
+
+@cuda.jit
+def _one_barrier(x):
+    i = cuda.threadIdx.x
+    x[i] += 1
+    cuda.syncthreads()
+    x[i] += 1
+
+
+def test_a_run_the_stepper_cannot_replay_gets_its_feedback_without_a_picture(tmp_path):
+    """Two barriers with no access between them leave a phase empty: the grader crashed in CI
+    when it drew the first differing phase of such a submission."""
+    from prefixsum.classroom import stepping
+
+    student = ps.trace.record(lambda x: _two_barriers_in_a_row[1, 4](x), np.arange(4, dtype=np.int32))
+    reference = ps.trace.record(lambda x: _one_barrier[1, 4](x), np.arange(4, dtype=np.int32))
+    with pytest.raises(stepping.BrokenTrace, match="a phase is missing"):
+        stepping.model(student)
+    assert report._pictures({("ann", "01.ladder-step"): (student, reference)}, "ann", tmp_path, "ann") == {}
+    assert not list(tmp_path.iterdir())
 
 
 def test_instructor_metadata_errors_are_named(tmp_path):
