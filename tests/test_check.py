@@ -53,8 +53,8 @@ def test_tiled_checks_a_student_tile_kernel():
 @cuda.jit
 def endless_tile(x, out, totals, n):
     i = cuda.threadIdx.x
-    while i < n + 1:
-        out[0] = x[0]
+    while i < n + 1:  # a runaway loop, not a wait: each read finds the cell changed since the last
+        out[0] += 1
 
 
 def test_a_hanging_kernel_is_stopped():

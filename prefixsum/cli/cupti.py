@@ -153,7 +153,10 @@ def kernel_names(launch):
     list of str
         Each kernel's name once, in the order they first ran; copies and memsets left out.
     """
-    from torch.profiler import ProfilerActivity, profile
+    try:  # an optional baseline, like every GPU library the benchmarks compare with
+        from torch.profiler import ProfilerActivity, profile
+    except ImportError as error:
+        raise RuntimeError("reading kernel names from CUPTI needs torch (with CUDA)") from error
 
     launch()
     cuda.synchronize()
