@@ -20,15 +20,13 @@ import cProfile
 import io
 import pstats
 import shlex
-import statistics
 import sys
-import time
 
 import numpy as np
 
 import prefixsum as ps  # before numba.cuda: prefixsum chooses the GPU or the simulator
 from numba import cuda  # noqa: E402  (isort: skip)
-from prefixsum.cli.bench import gpu_library, script_arguments
+from prefixsum.cli.bench import gpu_library, host_us, script_arguments
 from prefixsum.cli.metadata import run_metadata
 from prefixsum.cli.results import print_table, report_wrong, write_csv
 from prefixsum.scans.testing import expected_scan, random_input, wrong_indices
@@ -37,18 +35,6 @@ SIZES = (1 << 10, 1 << 16, 1 << 20)
 QUICK_SIZES = (1000,)
 CALLS = 200
 PROFILED = 2000
-
-
-def median_us(call, repeats):
-    """Median microseconds of ``call()`` on the host clock, after 20 warm-up calls."""
-    for _ in range(20):
-        call()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        times.append((time.perf_counter() - start) * 1e6)
-    return statistics.median(times)
 
 
 def main(argv=None):
@@ -63,7 +49,7 @@ def main(argv=None):
     rows = []
 
     def add(variant, n, call, correct=True):
-        us = median_us(call, repeats)
+        us = host_us(call, warmup=20, repeats=repeats)
         rows.append({"variant": variant, "dtype": "float32", "n": n, "median_us": round(us, 2), "correct": correct,
                      "timing": "host clock", **meta})
         print(f"{variant:<46} n={n:<9} {us:>9.2f} us{'' if correct else '  WRONG'}", flush=True)
