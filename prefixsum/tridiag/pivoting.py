@@ -42,13 +42,34 @@ its neighbours (uncoalesced, as Thomas). U's three bands and the eliminated righ
 to a scratch array of our own, laid out ``(4, n, batch)`` so that neighbouring threads write and
 read back neighbouring addresses.
 """
+import functools
+
 import numpy as np
 from numba import cuda, types
 
+from ..core.hardware import WARP_SIZE
+from . import _common, spike
 from ._common import SINGULAR, fail, launchers, reused, store
+from .lu import carry, pivot
 
 THREADS = 128
-DIAGONAL, SUPER, FILL, RHS = 0, 1, 2, 3  # the scratch's rows: U[i, i], U[i, i+1], U[i, i+2], y_i
+DIAGONAL, SUPER, FILL, RHS = 0, 1, 2, 3  # gtsv's scratch rows: U[i, i], U[i, i+1], U[i, i+2], y_i
+BLOCK_SOLVE = True
+"""Whether systems of at most a block's threads of chunks are solved whole in one block
+(:func:`.spike.spike_block`; the benchmark turns it off to time the levels alone)."""
+TILE_BYTES = 128
+"""The one-thread path reads tiles of ``TILE_BYTES / itemsize`` rows of each system (32 in
+float32, 16 in float64): a warp reads whole 128-byte lines."""
+TILE_THREADS = 64
+SPIKE_ROWS = {4: 8, 8: 8}
+"""``S``, the chunk of the partitioned path (``S - 1`` rows of a block and a separator), by item size."""
+ALL_SPIKE_ROWS = (4, 8, 16, 32)
+"""The chunks with kernels (the benchmark tries each)."""
+ONE_THREAD_ROWS = 32
+"""Systems of at most this many rows take the one-thread path: too short to split."""
+GROWTH_LIMIT = 1024
+"""The largest growth a chunk of the partitioned path may show (:mod:`.spike`): beyond it the
+system is solved again by the one-thread LU."""
 
 
 @cuda.jit
@@ -88,6 +109,92 @@ def gtsv(a, b, c, d, x, info, u):
         after, beyond = xi, after
 
 
+@functools.lru_cache(maxsize=None)
+def tiled_kernel(rows):
+    """The one-thread-per-system LU reading tiles of ``rows`` rows (a power of two) coalesced."""
+    shift = rows.bit_length() - 1
+
+    @cuda.jit
+    def gtsv_tiled(a, b, c, d, x, info, u):
+        """Solve system ``blockIdx.x * blockDim.x + threadIdx.x`` by LU with partial pivoting.
+
+        The block's systems come in tiles of ``rows`` rows through shared memory, neighbouring
+        threads reading neighbouring addresses; U (divided by its pivots) goes to ``u`` (3, n,
+        batch), whose rows neighbouring threads write and read back side by side; x leaves by
+        tiles as the rows came in.
+        """
+        batch, n = x.shape
+        zero, one = b.dtype.type(0), b.dtype.type(1)
+        tid, threads = cuda.threadIdx.x, cuda.blockDim.x
+        first = cuda.blockIdx.x * threads
+        system = first + tid
+        count = min(threads, batch - first) * rows
+        span = rows + 1
+        slots = threads * span
+        shared = cuda.shared.array(0, b.dtype)
+        sa, sb = shared[:slots], shared[slots:2 * slots]
+        sc, sd = shared[2 * slots:3 * slots], shared[3 * slots:4 * slots]
+        base = tid * span
+        ok = system < batch
+        p, q, r = zero, zero, zero
+        for start in range(0, n, rows):
+            here = min(rows, n - start)
+            cuda.syncthreads()
+            for j in range(tid, count, threads):
+                s, k = j >> shift, j & (rows - 1)
+                i = start + k
+                if k < here:
+                    slot = s * span + k
+                    sa[slot] = a[first + s, i] if i > 0 else zero
+                    sb[slot] = b[first + s, i]
+                    sc[slot] = c[first + s, i] if i + 1 < n else zero
+                    sd[slot] = d[first + s, i]
+            cuda.syncthreads()
+            for k in range(here if ok else 0):
+                i = start + k
+                if i == 0:
+                    p, q, r = sb[base], sc[base], sd[base]
+                    continue
+                inverse, upper, fill, factor, swap, p, q, good = pivot(
+                    p, q, sa[base + k], sb[base + k], sc[base + k], zero, one)
+                y, r = carry(swap, factor, r, sd[base + k])
+                u[0, i - 1, system], u[1, i - 1, system], u[2, i - 1, system] = upper, fill, y * inverse
+                if not good:
+                    fail(info, system, SINGULAR)
+                    ok = False
+                    break
+        if ok and p == zero:
+            fail(info, system, SINGULAR)
+            ok = False
+        after, beyond = zero, zero
+        if ok:
+            after = r / p  # x_{n-1}, then x_{i+1} and x_{i+2} of the back substitution
+        for start in range((n - 1) >> shift << shift, -1, -rows):
+            here = min(rows, n - start)
+            # The tile's U rows into shared memory first: loads issued together, not one
+            # dependent wait per row (a fixed trip count, so that the loop can be unrolled).
+            for k in range(rows):
+                if ok and start + k < n - 1:
+                    sa[base + k], sb[base + k], sc[base + k] = u[0, start + k, system], u[1, start + k, system], u[2, start + k, system]
+            for k in range(here - 1, -1, -1):
+                i = start + k
+                xi = zero  # a failed system's x is all zero, never memory left unwritten
+                if ok:
+                    xi = after
+                    if i < n - 1:
+                        xi = sc[base + k] - sa[base + k] * after - sb[base + k] * beyond
+                        after, beyond = xi, after
+                sd[base + k] = xi
+            cuda.syncthreads()
+            for j in range(tid, count, threads):
+                s, k = j >> shift, j & (rows - 1)
+                if k < here:
+                    store(x, info, first + s, start + k, sd[s * span + k])
+            cuda.syncthreads()
+
+    return gtsv_tiled
+
+
 @cuda.jit
 def positive_definite(d, sub, verdict):
     """``verdict[0]`` becomes 1 if some system ``m`` of ``tridiag(sub, d, sub)`` is not positive definite.
@@ -110,11 +217,81 @@ def positive_definite(d, sub, verdict):
         cuda.atomic.max(verdict, 0, 1)
 
 
-def run(a, b, c, d, x, info):
-    """Solve the (batch, n) device systems into ``x``; failures go to ``info`` (see :mod:`.api`)."""
+def run(a, b, c, d, x, info, rows=None):
+    """Solve the (batch, n) device systems into ``x``; failures go to ``info`` (see :mod:`.api`).
+
+    :func:`plan` picks the path. The partitioned one ends with the flags copied back: systems
+    flagged ``UNSTABLE`` (a singular or growing chunk), or failed in any other way, are solved
+    again, the whole batch by :func:`gtsv`, whose verdict is the one reported. ``rows``
+    overrides :func:`plan`'s ``S`` at every level (0: the one-thread path; for the benchmark and
+    the tests).
+    """
     batch, n = x.shape
-    u = reused(("pivoting", batch, n, x.dtype), lambda: cuda.device_array((4, n, batch), x.dtype))
-    launchers(kernels, x.dtype)[gtsv](-(-batch // THREADS), THREADS, a, b, c, d, x, info, u)
+    if not plan(batch, n, x.dtype, rows):
+        one_thread(a, b, c, d, x, info)
+        return
+    levels(a, b, c, d, x, info, rows)
+    flags = reused(("pivoting flags", batch), lambda: cuda.pinned_array(batch, np.int32))
+    info.copy_to_host(flags)
+    if flags.any():
+        flags[:] = 0
+        info.copy_to_device(flags)
+        u = reused(("pivoting gtsv", batch, n, x.dtype), lambda: cuda.device_array((4, n, batch), x.dtype))
+        launchers(kernels, x.dtype)[gtsv](-(-batch // THREADS), THREADS, a, b, c, d, x, info, u)
+
+
+def plan(batch, n, dtype, rows=None):
+    """``S`` of a partitioned level for (batch, n) systems of ``dtype``, or 0 for the one-thread
+    path: systems of at most :data:`ONE_THREAD_ROWS` (or ``2 S``) rows. ``rows`` overrides :data:`SPIKE_ROWS` (0: always one thread)."""
+    if rows == 0:
+        return 0
+    spike_rows = rows or SPIKE_ROWS[np.dtype(dtype).itemsize]
+    if n <= max(ONE_THREAD_ROWS, 2 * spike_rows):
+        return 0
+    return spike_rows
+
+
+def levels(a, b, c, d, x, info, rows=None):
+    """The partitioned path: :func:`.spike.spike_reduce`, the reduced systems by this route
+    (another level while :func:`plan` says so), :func:`.spike.spike_substitute`; no fallback."""
+    batch, n = x.shape
+    spike_rows = plan(batch, n, x.dtype, rows)
+    if not spike_rows:
+        one_thread(a, b, c, d, x, info)
+        return
+    chunks = -(-n // spike_rows)
+    threads = THREADS
+    while threads > WARP_SIZE and spike.shared_bytes(threads, spike_rows, x.dtype) > _common.SHARED_BYTES:
+        threads //= 2
+    reduce_kernel, substitute_kernel, block_kernel = spike.kernels_for(spike_rows)
+    launch = launchers(kernels, x.dtype)
+    if BLOCK_SOLVE and chunks <= threads:
+        per_block = threads // chunks
+        threads = per_block * chunks
+        launch[block_kernel](-(-batch // per_block), threads, a, b, c, d, x, info, chunks, GROWTH_LIMIT,
+                             shared=spike.shared_bytes(threads, spike_rows, x.dtype))
+        return
+    ra, rb, rc, rd, xr = reused(("spike", batch, chunks, x.dtype),
+                                lambda: [cuda.device_array((batch, chunks), x.dtype) for _ in range(5)])
+    shared = spike.shared_bytes(threads, spike_rows, x.dtype)
+    total = batch * chunks
+    launch[reduce_kernel](-(-total // (threads - 1)), threads, a, b, c, d, ra, rb, rc, rd, info, GROWTH_LIMIT,
+                          shared=shared)
+    levels(ra, rb, rc, rd, xr, info, rows)
+    launch[substitute_kernel](-(-total // threads), threads, a, b, c, d, xr, x, info, shared=shared)
+
+
+def one_thread(a, b, c, d, x, info):
+    """The one-thread path: :func:`tiled_kernel`, a block of :data:`TILE_THREADS` systems."""
+    batch, n = x.shape
+    itemsize = x.dtype.itemsize
+    rows = TILE_BYTES // itemsize
+    threads = TILE_THREADS
+    while threads > WARP_SIZE and 4 * threads * (rows + 1) * itemsize > _common.SHARED_BYTES:
+        threads //= 2
+    u = reused(("pivoting", batch, n, x.dtype), lambda: cuda.device_array((3, n, batch), x.dtype))
+    launchers(kernels, x.dtype)[tiled_kernel(rows)](-(-batch // threads), threads, a, b, c, d, x, info, u,
+                                                    shared=4 * threads * (rows + 1) * itemsize)
 
 
 def is_positive_definite(d, sub):
@@ -130,8 +307,11 @@ def is_positive_definite(d, sub):
 
 
 def kernels(dtype):
-    """Every kernel of this module for ``dtype``, with numba argument types (for PTX checks)."""
+    """Every kernel of this module and of :mod:`.spike` for ``dtype``, with numba argument types."""
     t = types.float32 if np.dtype(dtype) == np.float32 else types.float64
-    matrix = t[:, ::1]
-    yield gtsv, (matrix, matrix, matrix, matrix, matrix, types.int32[::1], t[:, :, ::1])
-    yield positive_definite, (matrix, matrix, types.int32[::1])
+    matrix, info = t[:, ::1], types.int32[::1]
+    yield gtsv, (matrix, matrix, matrix, matrix, matrix, info, t[:, :, ::1])
+    yield tiled_kernel(TILE_BYTES // np.dtype(dtype).itemsize), (matrix,) * 5 + (info, t[:, :, ::1])
+    for rows in ALL_SPIKE_ROWS:
+        yield from zip(spike.kernels_for(rows), spike.argtypes(dtype))
+    yield positive_definite, (matrix, matrix, info)
