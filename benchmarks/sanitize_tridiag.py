@@ -33,8 +33,8 @@ from prefixsum.tridiag import hybrid, pivoting
 
 hh = importlib.import_module("prefixsum.tridiag.householder")
 
-PIVOTING_SHAPES = ((1, 1), (37, 31), (8, 512), (2, 1500), (1, 20000), (3, 3001))
-"""The one-thread path, and the partitioned one at one, two and three levels (:func:`.pivoting.plan`)."""
+PIVOTING_SHAPES = ((1, 1), (37, 31), (300, 64), (8, 512), (16, 1000), (2, 1500), (1, 20000), (3, 3001))
+"""The one-thread path; whole systems in a block (several a block, one of 125 chunks); levels, one to three (:func:`.pivoting.plan`)."""
 SHAPES = ((1, 1), (37, 31), (300, 64), (8, 512), (3, 1024), (2, 1500), (1, 5000), (1, 20000))
 QUICK_SHAPES = ((1, 1), (5, 31), (2, 200), (2, 528), (1, 2000))
 MATRICES = ((5, 16), (2, 100))

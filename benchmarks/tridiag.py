@@ -30,7 +30,8 @@ their separators, or one thread per system) is set beside cuSPARSE's pivoting so
 for a batch, ``gtsvInterleavedBatch`` with ``algo=1`` (LU with partial pivoting, the batch
 interleaved), with
 each of its paths forced (``pivoting:one_thread``, ``pivoting:spike_rows=S`` for every chunk ``S``
-that takes the shape), which :func:`prefixsum.tridiag.pivoting.plan` was chosen from;
+that takes the shape, ``pivoting:levels`` without the one-block solve), which
+:func:`prefixsum.tridiag.pivoting.plan` was chosen from;
 ``--only-pivoting`` runs :data:`PIVOTING_CASES` unless ``--case`` names others. The systems are
 the diagonally dominant ones of the other methods, so no row is ever interchanged: the pivoting
 solvers pay for the comparisons, not for the swaps. Median of
@@ -82,14 +83,26 @@ def variants(method, shape, dtype):
         batch, n = shape
         forced = [("pivoting:one_thread", functools.partial(pivoting.run, rows=0), THOMAS_ROWS, None)
                   ] if n <= THOMAS_MAX_ROWS else []
-        return own + forced + [(f"pivoting:spike_rows={r}", functools.partial(pivoting.run, rows=r), THOMAS_ROWS, None)
-                               for r in pivoting.ALL_SPIKE_ROWS if pivoting.plan(batch, n, dtype, r)]
+        chunks = [(f"pivoting:spike_rows={r}", functools.partial(pivoting.run, rows=r), THOMAS_ROWS, None)
+                  for r in pivoting.ALL_SPIKE_ROWS if pivoting.plan(batch, n, dtype, r)]
+        levels = [("pivoting:levels", levels_only, THOMAS_ROWS, None)] if pivoting.plan(batch, n, dtype) else []
+        return own + forced + chunks + levels
     if method != "hybrid":
         return own
     shared = [(f"hybrid_shared{'' if r == THOMAS_ROWS else f':thomas_rows={r}'}", hybrid.run_shared, r, None)
               for r in (THOMAS_ROWS // 2, THOMAS_ROWS, 2 * THOMAS_ROWS)]
     chunks = [(f"hybrid:partition_rows={r}", hybrid.run, THOMAS_ROWS, r) for r in (4, 8, 16) if n > warp.MAX_ROWS]
     return own + shared + chunks
+
+
+def levels_only(*args):
+    """``pivoting.run`` with :data:`prefixsum.tridiag.pivoting.BLOCK_SOLVE` off: levels of the
+    partitioned solver down to one thread per system, no system solved whole in a block."""
+    pivoting.BLOCK_SOLVE = False
+    try:
+        pivoting.run(*args)
+    finally:
+        pivoting.BLOCK_SOLVE = True
 
 
 def system(batch, n, dtype, rng):

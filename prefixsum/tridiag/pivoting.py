@@ -1,46 +1,64 @@
-"""Tridiagonal systems that need pivoting: LU with partial pivoting, one thread per system.
+"""Tridiagonal systems that need pivoting: chunks factored with partial pivoting, their separators reduced.
 
-The method is LAPACK's ``?gtsv`` (``?gttrf`` and ``?gttrs`` in one pass). Elimination step ``i``
-compares the current row's pivot ``p`` (column ``i``) with the next row's sub-diagonal entry
-``a_{i+1}`` and takes the larger in magnitude as the pivot:
+Every path rests on LAPACK's ``?gtsv`` step (:mod:`.lu`): LU with partial pivoting, each step
+taking the larger of the current pivot and the entry below it, the rows interchanged when that
+is the lower one (U gains one band of fill). On a tridiagonal matrix partial pivoting keeps
+every entry of U within twice the largest of the matrix (growth factor at most 2; Higham,
+*Accuracy and Stability of Numerical Algorithms*, 2nd ed., ch. 9, after Bothe 1975): the solve
+is backward stable for any nonsingular system. It is what ``scipy.linalg.solve_banded`` runs,
+so the tests compare like with like. Three paths (:func:`plan` picks one by shape):
 
-* ``|p| >= |a_{i+1}|``: no interchange. ``l = a_{i+1} / p``; row ``i`` of U is ``(p, q, 0)`` and
-  the next row loses ``l`` times it.
-* otherwise the two rows change places. Row ``i`` of U is the next row ``(a_{i+1}, b_{i+1},
-  c_{i+1})``, and ``l = p / a_{i+1}``; the old row, less ``l`` times the new one, gains an entry
-  two places right of its diagonal: ``U`` is banded with one extra super-diagonal of fill.
+* **One thread per system** (:func:`tiled_kernel`), for systems of at most
+  :data:`ONE_THREAD_ROWS` rows (too short to split): the block's systems come through shared
+  memory in tiles, neighbouring threads reading neighbouring addresses, and U goes to a scratch
+  laid out ``(3, n, batch)``, so that the thread-per-system loop, which reads ``n`` apart in the
+  (batch, n) layout, coalesces as cuSPARSE's ``gtsvInterleavedBatch`` does with interleaved data.
+* **The partitioned solver** (:mod:`.spike`), for longer systems: each system is cut into
+  chunks of ``S`` rows, ``S - 1`` of a *block* and one *separator*; each thread factors its block
+  by LU with partial pivoting and writes its separator's row of the *reduced system* (the Schur
+  complement of the blocks: the separators' unknowns, tridiagonal again, a row per chunk), which
+  is solved by this same route, and then back-substitutes its block. Where a system's chunks fit
+  one block (at most :data:`THREADS` of them), :func:`.spike.spike_block` does all of it in one
+  launch with one read of the inputs, the reduced system solved by one thread in shared memory;
+  longer systems take levels of :func:`.spike.spike_reduce` and :func:`.spike.spike_substitute`.
+* **Solved again** (the one-thread kernel's ``redo`` mode): the systems the partitioned solver
+  flagged, see below.
 
-The right-hand side is eliminated alongside, so back substitution
-``x_i = (y_i - U[i, i+1] x_{i+1} - U[i, i+2] x_{i+2}) / U[i, i]`` finishes the solve. Only when
-both candidates are 0 does the elimination stop: column ``i`` of the partly eliminated matrix is
-zero on and below the diagonal, so the matrix is singular (the failure :data:`SINGULAR`).
+Why this partition and not SPIKE with diagonal pivoting (Chang, Stratton, Kim and Hwu, "A
+scalable, numerically stable, high-performance tridiagonal solver using GPUs", SC 2012, which
+cuSPARSE's ``gtsv2`` follows; its 1x1/2x2 pivots are those of Erway, Marcia and Tyson's
+"generalized diagonal pivoting methods for tridiagonal systems without interchanges", after
+Bunch and Kaufman):
 
-Why this method and not diagonal pivoting (Erway, Marcia and Tyson 2011; Chang and Hwu's SPIKE
-with Bunch-Kaufman 1x1/2x2 pivots, as cuSPARSE's ``gtsv2`` does):
+* The partition is SPIKE's (Sameh and Kuck 1978; Polizzi and Sameh 2006): blocks solved
+  independently, a small reduced system couples them. Single-row separators make the reduced
+  system tridiagonal (SPIKE's reduced system of spike tips is 2x2-block tridiagonal), so the
+  same solver takes it, recursively, with no second kind of kernel.
+* Inside a block, partial pivoting has the proved growth bound of 2 and is the reference's own
+  algorithm; diagonal pivoting needs the Bunch-Kaufman threshold and 2x2 pivots to bound growth,
+  for the same one comparison a row. Neither pivots *across* partitions.
 
-* **Stability is proved and simple.** Partial pivoting on a tridiagonal matrix keeps every
-  entry of U within twice the largest entry of the matrix (growth factor at most 2; Higham,
-  *Accuracy and Stability of Numerical Algorithms*, 2nd ed., ch. 9, after Bothe 1975), so the solve is backward stable
-  for *any* nonsingular tridiagonal system, symmetric or not. Diagonal pivoting needs its
-  Bunch-Kaufman threshold to bound growth, and SPIKE's partitions are only as stable as the
-  reduced system their pivots leave behind.
-* **It matches the reference.** It is the algorithm that ``scipy.linalg.solve_banded`` and
-  LAPACK's ``?gtsv`` run, so the tests compare like with like.
-* **Where it is used, the batch supplies the parallelism.** :func:`.householder.solve_symmetric`
-  solves one tridiagonal system per matrix, with n at most a few hundred (the reduction costs
-  ``n^3``): a thread per system fills the GPU once the batch has thousands of systems.
+What stability it keeps: SPIKE with diagonal pivoting is not backward stable in every case (a
+partition can be singular, or nearly so, where the matrix is not, and no pivot crosses a
+partition's edge), and neither is this: the blocks are solved stably, but the reduced system is a Schur complement
+formed without pivoting between blocks, and its entries grow with ``||A_k^{-1}||``. For
+diagonally dominant matrices the blocks inherit the dominance and the spikes are at most 1; for
+symmetric positive definite ones the blocks are principal submatrices, definite, and the Schur
+complement is definite with entries within the diagonal's: no growth (the check below may
+still flag a block with a tiny pivot, conservatively). For the rest,
+:func:`.spike.spike_reduce` measures each block's growth (its spikes' and its solution's ends,
+relative to the chunk's coefficients; every term at most ``sigma ||A_k^{-1}||``) and flags the
+system when a block is singular or its growth passes :data:`GROWTH_LIMIT`; :func:`run` then
+solves the flagged systems again by one thread over the whole system, backward stable, slower
+(``n`` sequential steps: milliseconds at ``n = 2^20``). The bound can still fail where growth
+below the limit compounds over several levels; the tests (``tests/test_pivoting_paths.py``:
+random, symmetric indefinite, nearly singular and dominant systems, every path forced) find every
+system within ``100 n eps kappa`` of LAPACK's solution. A singular matrix makes a block singular or
+the reduced system singular (``det A`` is the product of the blocks' determinants and the
+reduced system's), so the system is solved again, and the one-thread LU names it: ``SINGULAR``.
 
-The price: no parallelism inside a system, as for Thomas. ``benchmarks/tridiag.csv`` (an H200,
-``--only-pivoting``): on batches, 1.4 to 1.8 times the kernel time of cuSPARSE's
-``gtsvInterleavedBatch`` with ``algo=1`` (the same algorithm on an interleaved layout, whose reads
-coalesce); on one system of 2^20 rows, 364 ms (float32) against ``gtsv2``'s 0.11 ms, whose SPIKE
-partitions split the system over the GPU. Use it where the batch is large and the systems
-short, as in :func:`.householder.solve_symmetric`.
-
-Memory layout: the inputs are (batch, n), each thread walking its own row, ``n`` elements from
-its neighbours (uncoalesced, as Thomas). U's three bands and the eliminated right-hand side go
-to a scratch array of our own, laid out ``(4, n, batch)`` so that neighbouring threads write and
-read back neighbouring addresses.
+Measured (``benchmarks/tridiag.csv``, ``python benchmarks/tridiag.py --only-pivoting``, CUPTI
+kernel time): see :data:`SPIKE_ROWS` and :func:`plan`.
 """
 import functools
 
@@ -53,7 +71,6 @@ from ._common import SINGULAR, fail, launchers, reused, store
 from .lu import carry, pivot
 
 THREADS = 128
-DIAGONAL, SUPER, FILL, RHS = 0, 1, 2, 3  # gtsv's scratch rows: U[i, i], U[i, i+1], U[i, i+2], y_i
 BLOCK_SOLVE = True
 """Whether systems of at most a block's threads of chunks are solved whole in one block
 (:func:`.spike.spike_block`; the benchmark turns it off to time the levels alone)."""
@@ -72,56 +89,20 @@ GROWTH_LIMIT = 1024
 system is solved again by the one-thread LU."""
 
 
-@cuda.jit
-def gtsv(a, b, c, d, x, info, u):
-    """Solve system ``cuda.grid(1)`` by LU with partial pivoting; ``u`` (4, n, batch) holds U and y."""
-    system = cuda.grid(1)
-    batch, n = x.shape
-    if system >= batch:
-        return
-    zero = b.dtype.type(0)
-    # The current row, after the eliminations so far: p x_i + q x_{i+1} = r (its entry at
-    # i+2 is 0 until it is stored, since only a row moved down by an interchange gains one).
-    p, q, r = b[system, 0], c[system, 0] if n > 1 else zero, d[system, 0]
-    for i in range(n - 1):
-        below = a[system, i + 1]
-        diagonal, right, rhs = b[system, i + 1], c[system, i + 1] if i + 2 < n else zero, d[system, i + 1]
-        if abs(p) >= abs(below):
-            if p == zero:  # and below == 0: column i is zero on and below the diagonal
-                fail(info, system, SINGULAR)
-                return
-            factor = below / p
-            u[DIAGONAL, i, system], u[SUPER, i, system], u[FILL, i, system], u[RHS, i, system] = p, q, zero, r
-            p, q, r = diagonal - factor * q, right, rhs - factor * r
-        else:
-            factor = p / below
-            u[DIAGONAL, i, system], u[SUPER, i, system], u[FILL, i, system], u[RHS, i, system] = below, diagonal, right, rhs
-            p, q, r = q - factor * diagonal, -factor * right, r - factor * rhs
-    if p == zero:
-        fail(info, system, SINGULAR)
-        return
-    after = r / p  # x_{i+1} and, below, x_{i+2} of the back substitution
-    store(x, info, system, n - 1, after)
-    beyond = zero
-    for i in range(n - 2, -1, -1):
-        xi = (u[RHS, i, system] - u[SUPER, i, system] * after - u[FILL, i, system] * beyond) / u[DIAGONAL, i, system]
-        store(x, info, system, i, xi)
-        after, beyond = xi, after
-
-
 @functools.lru_cache(maxsize=None)
 def tiled_kernel(rows):
     """The one-thread-per-system LU reading tiles of ``rows`` rows (a power of two) coalesced."""
     shift = rows.bit_length() - 1
 
     @cuda.jit
-    def gtsv_tiled(a, b, c, d, x, info, u):
+    def gtsv_tiled(a, b, c, d, x, info, u, redo):
         """Solve system ``blockIdx.x * blockDim.x + threadIdx.x`` by LU with partial pivoting.
 
         The block's systems come in tiles of ``rows`` rows through shared memory, neighbouring
         threads reading neighbouring addresses; U (divided by its pivots) goes to ``u`` (3, n,
         batch), whose rows neighbouring threads write and read back side by side; x leaves by
-        tiles as the rows came in.
+        tiles as the rows came in. With ``redo`` (not 0) only the systems whose ``info`` is set
+        are solved, their flags cleared first, and a block with none returns at once.
         """
         batch, n = x.shape
         zero, one = b.dtype.type(0), b.dtype.type(1)
@@ -136,6 +117,13 @@ def tiled_kernel(rows):
         sc, sd = shared[2 * slots:3 * slots], shared[3 * slots:4 * slots]
         base = tid * span
         ok = system < batch
+        if redo != 0:
+            ok = ok and info[system] != 0
+            if not cuda.syncthreads_or(np.int32(ok)):  # the same for every thread of the block
+                return
+            if ok:
+                info[system] = 0
+        sd[base + rows] = one if ok else zero  # the padding slot: whether this system's x is written
         p, q, r = zero, zero, zero
         for start in range(0, n, rows):
             here = min(rows, n - start)
@@ -188,7 +176,7 @@ def tiled_kernel(rows):
             cuda.syncthreads()
             for j in range(tid, count, threads):
                 s, k = j >> shift, j & (rows - 1)
-                if k < here:
+                if k < here and sd[s * span + rows] != zero:
                     store(x, info, first + s, start + k, sd[s * span + k])
             cuda.syncthreads()
 
@@ -220,24 +208,19 @@ def positive_definite(d, sub, verdict):
 def run(a, b, c, d, x, info, rows=None):
     """Solve the (batch, n) device systems into ``x``; failures go to ``info`` (see :mod:`.api`).
 
-    :func:`plan` picks the path. The partitioned one ends with the flags copied back: systems
-    flagged ``UNSTABLE`` (a singular or growing chunk), or failed in any other way, are solved
-    again, the whole batch by :func:`gtsv`, whose verdict is the one reported. ``rows``
-    overrides :func:`plan`'s ``S`` at every level (0: the one-thread path; for the benchmark and
-    the tests).
+    :func:`plan` picks the path. The partitioned one ends with the one-thread kernel in its
+    ``redo`` mode: systems flagged ``UNSTABLE`` (a singular or growing chunk), or failed in any
+    other way, are solved again by LU with partial pivoting over the whole system, whose verdict
+    is the one reported; blocks of the batch with no such system return at once (no copy to
+    the host, no wait). ``rows`` overrides :func:`plan`'s ``S`` at every level (0: the one-thread
+    path; for the benchmark and the tests).
     """
     batch, n = x.shape
     if not plan(batch, n, x.dtype, rows):
         one_thread(a, b, c, d, x, info)
         return
     levels(a, b, c, d, x, info, rows)
-    flags = reused(("pivoting flags", batch), lambda: cuda.pinned_array(batch, np.int32))
-    info.copy_to_host(flags)
-    if flags.any():
-        flags[:] = 0
-        info.copy_to_device(flags)
-        u = reused(("pivoting gtsv", batch, n, x.dtype), lambda: cuda.device_array((4, n, batch), x.dtype))
-        launchers(kernels, x.dtype)[gtsv](-(-batch // THREADS), THREADS, a, b, c, d, x, info, u)
+    one_thread(a, b, c, d, x, info, redo=True)
 
 
 def plan(batch, n, dtype, rows=None):
@@ -281,8 +264,9 @@ def levels(a, b, c, d, x, info, rows=None):
     launch[substitute_kernel](-(-total // threads), threads, a, b, c, d, xr, x, info, shared=shared)
 
 
-def one_thread(a, b, c, d, x, info):
-    """The one-thread path: :func:`tiled_kernel`, a block of :data:`TILE_THREADS` systems."""
+def one_thread(a, b, c, d, x, info, redo=False):
+    """The one-thread path: :func:`tiled_kernel`, a block of :data:`TILE_THREADS` systems
+    (``redo``: only the systems whose ``info`` is set)."""
     batch, n = x.shape
     itemsize = x.dtype.itemsize
     rows = TILE_BYTES // itemsize
@@ -291,7 +275,7 @@ def one_thread(a, b, c, d, x, info):
         threads //= 2
     u = reused(("pivoting", batch, n, x.dtype), lambda: cuda.device_array((3, n, batch), x.dtype))
     launchers(kernels, x.dtype)[tiled_kernel(rows)](-(-batch // threads), threads, a, b, c, d, x, info, u,
-                                                    shared=4 * threads * (rows + 1) * itemsize)
+                                                    int(redo), shared=4 * threads * (rows + 1) * itemsize)
 
 
 def is_positive_definite(d, sub):
@@ -310,8 +294,7 @@ def kernels(dtype):
     """Every kernel of this module and of :mod:`.spike` for ``dtype``, with numba argument types."""
     t = types.float32 if np.dtype(dtype) == np.float32 else types.float64
     matrix, info = t[:, ::1], types.int32[::1]
-    yield gtsv, (matrix, matrix, matrix, matrix, matrix, info, t[:, :, ::1])
-    yield tiled_kernel(TILE_BYTES // np.dtype(dtype).itemsize), (matrix,) * 5 + (info, t[:, :, ::1])
+    yield tiled_kernel(TILE_BYTES // np.dtype(dtype).itemsize), (matrix,) * 5 + (info, t[:, :, ::1], types.int64)
     for rows in ALL_SPIKE_ROWS:
         yield from zip(spike.kernels_for(rows), spike.argtypes(dtype))
     yield positive_definite, (matrix, matrix, info)
