@@ -98,7 +98,9 @@ def test_partitioned_paths_on_indefinite_nearly_singular_and_dominant_systems(ki
 
 def test_the_plan_splits_only_systems_of_more_than_two_chunks():
     assert pivoting.plan(100, 32, np.float32) == 0  # ONE_THREAD_ROWS
-    assert pivoting.plan(1, 33, np.float32) == pivoting.SPIKE_ROWS[4]
+    assert pivoting.plan(1, 33, np.float32) == pivoting.SPIKE_ROWS
+    assert pivoting.plan(64, 64, np.float32) == pivoting.BATCH_SPIKE_ROWS == pivoting.plan(64, 256, np.float64)
+    assert pivoting.plan(64, 255, np.float64) == pivoting.SPIKE_ROWS == pivoting.plan(63, 1000, np.float32)
     assert pivoting.plan(1, 16, np.float32, rows=4) == pivoting.plan(1, 1 << 20, np.float64, rows=0) == 0
     assert pivoting.plan(1, 1 << 20, np.float64, rows=16) == 16
 
@@ -136,7 +138,7 @@ def test_a_nearly_singular_block_is_flagged_by_its_growth(dtype, rng):
 
 @pytest.mark.parametrize("rows", (4, 8))
 def test_a_singular_system_on_the_partitioned_path_is_an_error_naming_it(rows, rng, monkeypatch):
-    monkeypatch.setattr(pivoting, "SPIKE_ROWS", {4: rows, 8: rows})
+    monkeypatch.setattr(pivoting, "SPIKE_ROWS", rows)
     a, b, c, d = systems(rng, 3, 100, np.float64, "normal")
     a[1, 41], b[1, 40], c[1, 39] = 0, 0, 0  # system 1: column 40 holds no nonzero
     with pytest.raises(np.linalg.LinAlgError, match=r"system 1 of 3 \(1 failed in all\): the matrix is singular"):

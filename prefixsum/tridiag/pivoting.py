@@ -78,8 +78,14 @@ TILE_BYTES = 128
 """The one-thread path reads tiles of ``TILE_BYTES / itemsize`` rows of each system (32 in
 float32, 16 in float64): a warp reads whole 128-byte lines."""
 TILE_THREADS = 64
-SPIKE_ROWS = {4: 8, 8: 8}
-"""``S``, the chunk of the partitioned path (``S - 1`` rows of a block and a separator), by item size."""
+SPIKE_ROWS = 8
+"""``S``, the chunk of the partitioned path (``S - 1`` rows of a block and a separator), for
+few systems (:func:`plan`)."""
+BATCH_SPIKE_ROWS = 16
+"""``S`` for batches of at least :data:`BATCH` systems (float64: of at least
+:data:`FLOAT64_BATCH_ROWS` rows)."""
+BATCH = 64
+FLOAT64_BATCH_ROWS = 256
 ALL_SPIKE_ROWS = (4, 8, 16, 32)
 """The chunks with kernels (the benchmark tries each)."""
 ONE_THREAD_ROWS = 32
@@ -225,10 +231,36 @@ def run(a, b, c, d, x, info, rows=None):
 
 def plan(batch, n, dtype, rows=None):
     """``S`` of a partitioned level for (batch, n) systems of ``dtype``, or 0 for the one-thread
-    path: systems of at most :data:`ONE_THREAD_ROWS` (or ``2 S``) rows. ``rows`` overrides :data:`SPIKE_ROWS` (0: always one thread)."""
+    path: systems of at most :data:`ONE_THREAD_ROWS` (or ``2 S``) rows. ``rows`` overrides the
+    choice (0: always one thread). Called at every level, with the reduced systems' shape.
+
+    From ``benchmarks/tridiag.csv`` (an H100, CUPTI kernel time, each path forced at every level,
+    ``pivoting:spike_rows=S``; us, float32 / float64):
+
+    ==========  =========  =========  =========  =============  ===========================
+    batch x n   S = 4      S = 8      S = 16     one thread     cuSPARSE (gtsv2 / LU batch)
+    ==========  =========  =========  =========  =============  ===========================
+    1 x 2^20    109 / 127  100 / 117  106 / 141  --             103 / 156 (gtsv2)
+    1 x 2^16    62 / 66    77 / 86    66 / 68    28180 / 34686  66 / 65 (gtsv2)
+    7 x 100000  91 / 103   76 / 81    81 / 88    --             1365 / 1511 (gtsv2)
+    64 x 8192   82 / 69    76 / 61    52 / 52    7484 / 10066   3005 / 3685 (LU batch)
+    512 x 512   32 / 38    22 / 26    20 / 23    470 / 514      190 / 225 (LU batch)
+    4096 x 256  73 / 105   43 / 58    27 / 55    293 / 385      103 / 182 (LU batch)
+    16384 x 64  43 / 55    27 / 39    23 / 48    74 / 103       25 / 55 (LU batch)
+    ==========  =========  =========  =========  =============  ===========================
+
+    Hence :data:`SPIKE_ROWS` (8) for fewer than :data:`BATCH` systems, :data:`BATCH_SPIKE_ROWS`
+    (16) for batches, except float64 systems shorter than :data:`FLOAT64_BATCH_ROWS` (16384 x
+    64: 48 us at 16 against 39 at 8; its blocks of 16-row chunks fit 64 threads only). One system
+    of 2^16 rows is the slow case at S = 8: its last level leaves 128 chunks, which
+    :func:`.spike.spike_block` reduces with one thread walking 128 rows.
+    """
     if rows == 0:
         return 0
-    spike_rows = rows or SPIKE_ROWS[np.dtype(dtype).itemsize]
+    if rows is None:
+        wide = batch >= BATCH and (np.dtype(dtype).itemsize == 4 or n >= FLOAT64_BATCH_ROWS)
+        rows = BATCH_SPIKE_ROWS if wide else SPIKE_ROWS
+    spike_rows = rows
     if n <= max(ONE_THREAD_ROWS, 2 * spike_rows):
         return 0
     return spike_rows
