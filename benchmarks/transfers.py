@@ -17,9 +17,10 @@ by CUPTI (torch.profiler), each copy and kernel with its stream, and each of the
 into pinned memory, with its start and end in microseconds from the call's first event
 (chapter 09 draws it).
 
-``--tune`` writes ``transfers_tune.csv`` instead: ps.scan at 2^20, 2^22 and 2^24 float32 through the
-pinned slots for each chunk size and number of copy threads, beside torch's round trip (the
-table the defaults of :mod:`prefixsum.scans.transfers` come from).
+``--tune`` writes ``transfers_tune.csv`` instead: ps.scan at 2^19..2^22 and 2^24 float32 through the
+pinned slots for each chunking (:data:`TUNE_CHUNKINGS`) and number of copy threads, beside the
+plain way and torch's round trip (the table the defaults of :mod:`prefixsum.scans.transfers`
+come from).
 """
 import json
 import os
@@ -39,9 +40,11 @@ from prefixsum.scans.testing import expected_scan, random_input, wrong_indices
 SIZES = tuple(1 << k for k in range(20, 29, 2))
 DTYPES = ("float32", "int32")
 QUICK_SIZES = (1000, 9000)
-TUNE_SIZES = (1 << 20, 1 << 22, 1 << 24)
-TUNE_CHUNKS = (1 << 20, 2 << 20, 4 << 20, 16 << 20)
-TUNE_THREADS = (2, 8)
+TUNE_SIZES = (1 << 19, 1 << 20, 1 << 21, 1 << 22, 1 << 24)
+TUNE_CHUNKINGS = ((256 << 10, 4 << 20, 8), (512 << 10, 4 << 20, 8), (1 << 20, 4 << 20, 4), (1 << 20, 16 << 20, 4),
+                  (512 << 10, 2 << 20, 16))
+"""(MIN_CHUNK_BYTES, CHUNK_BYTES, TARGET_CHUNKS) of :mod:`prefixsum.scans.transfers`, swept by ``--tune``."""
+TUNE_THREADS = (4, 8)
 TIMELINE_N = 1 << 24
 HOST_COPY = "host copy into pinned memory"
 
@@ -95,25 +98,31 @@ def measure(calls, sizes, dtypes, quick, meta, rng):
 
 
 def tune(torch, quick, meta, rng):
-    """ps.scan at each chunk size and thread count, and torch's round trip, float32."""
+    """ps.scan through the chunks (every size, MIN_BYTES 0) at each chunking and thread count, and
+    torch's round trip and the plain way (one pageable copy each way), float32."""
     rows = []
     sizes = QUICK_SIZES if quick else TUNE_SIZES
-    chunk_sizes, thread_counts = ((256, 4096), (1, 2)) if quick else (TUNE_CHUNKS, TUNE_THREADS)
-    defaults = transfers.CHUNK_BYTES, transfers.COPY_THREADS, transfers.MIN_BYTES
-    transfers.MIN_BYTES = 0
+    chunkings, thread_counts = (((64, 4096, 4),), (1, 2)) if quick else (TUNE_CHUNKINGS, TUNE_THREADS)
+    names = ("MIN_CHUNK_BYTES", "CHUNK_BYTES", "TARGET_CHUNKS", "COPY_THREADS", "MIN_BYTES")
+    defaults = {name: getattr(transfers, name) for name in names}
     try:
-        for chunk in chunk_sizes:
+        for low, high, target in chunkings:
             for threads in thread_counts:
-                transfers.CHUNK_BYTES, transfers.COPY_THREADS = chunk, threads
+                for name, value in zip(names, (low, high, target, threads, 0)):
+                    setattr(transfers, name, value)
                 transfers._pool.clear()  # a pool of the new size
-                rows += [{**row, "variant": f"ps.scan pinned chunk={chunk} threads={threads}"}
+                variant = f"ps.scan chunks={target} of {low}..{high} bytes threads={threads}"
+                rows += [{**row, "variant": variant}
                          for row in measure({"ps.scan": ps.scan}, sizes, ("float32",), quick, meta, rng)]
     finally:
-        transfers.CHUNK_BYTES, transfers.COPY_THREADS, transfers.MIN_BYTES = defaults
+        for name, value in defaults.items():
+            setattr(transfers, name, value)
         transfers._pool.clear()
+    calls = {"ps.scan, copies not overlapped": not_overlapped}
     if torch is not None:
-        rows += measure(round_trips(torch, None), sizes, ("float32",), quick, meta, rng)
-    return rows
+        calls.update(round_trips(torch, None))
+        calls.pop("ps.scan")
+    return rows + measure(calls, sizes, ("float32",), quick, meta, rng)
 
 
 def timeline(torch, n, rng):
@@ -125,18 +134,18 @@ def timeline(torch, n, rng):
 
     x = random_input(n, "add", np.dtype("float32"), rng)
     ps.scan(x)  # compiled, buffers made
-    copy = transfers.copy_parallel
+    copy = transfers.host_copy
 
     def marked(target, source):
         with record_function(HOST_COPY):
             copy(target, source)
 
-    transfers.copy_parallel = marked
+    transfers.host_copy = marked
     try:
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as traced:
             ps.scan(x)
     finally:
-        transfers.copy_parallel = copy
+        transfers.host_copy = copy
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "trace.json")
         traced.export_chrome_trace(path)
@@ -151,6 +160,7 @@ def timeline(torch, n, rng):
         engine = ("host copy" if name == HOST_COPY else "copy in" if "HtoD" in name else
                   "copy out" if "DtoH" in name else "SMs (scan)" if e["cat"] == "kernel" else "other copy")
         rows.append({"engine": engine, "name": name[:60], "stream": e.get("args", {}).get("stream", ""),
+                     "method": "cupti trace (torch.profiler), host copies marked with record_function",
                      "start_us": round(e["ts"] - start, 2), "end_us": round(e["ts"] + e["dur"] - start, 2)})
     return rows
 
