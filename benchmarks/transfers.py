@@ -103,7 +103,7 @@ def tune(torch, quick, meta, rng):
     rows = []
     sizes = QUICK_SIZES if quick else TUNE_SIZES
     chunkings, thread_counts = (((64, 4096, 4),), (1, 2)) if quick else (TUNE_CHUNKINGS, TUNE_THREADS)
-    names = ("MIN_CHUNK_BYTES", "CHUNK_BYTES", "TARGET_CHUNKS", "COPY_THREADS", "MIN_BYTES")
+    names = ("MIN_CHUNK_BYTES", "CHUNK_BYTES", "TARGET_CHUNKS", "STAGING_THREADS", "MIN_BYTES")
     defaults = {name: getattr(transfers, name) for name in names}
     try:
         for low, high, target in chunkings:
@@ -146,6 +146,9 @@ def timeline(torch, n, rng):
             ps.scan(x)
     finally:
         transfers.host_copy = copy
+        for pool in transfers._pool.values():  # the copy threads that ran under the profiler end while
+            pool.shutdown(wait=True)            # torch is whole: at exit, one crashed in free() (H100 run)
+        transfers._pool.clear()
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "trace.json")
         traced.export_chrome_trace(path)

@@ -39,7 +39,7 @@ REAL_TARGET = {
     "cuda.bindings": ["driver"],
     "cuda.bindings.driver": ["cuStreamCreate", "cuStreamDestroy", "CUstream_flags", "CUresult", "cuLaunchKernel",
                              "CUfunction", "CUstream", "cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync", "cuEventRecord",
-                             "cuStreamWaitEvent", "cuEventSynchronize"],
+                             "cuStreamWaitEvent", "cuEventSynchronize", "cuStreamSynchronize"],
     "numba.np.numpy_support": ["as_dtype"],
 }
 # Attributes of objects (not modules) that the package reads, looked up on real instances below.

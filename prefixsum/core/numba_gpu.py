@@ -165,6 +165,7 @@ class ParamBlock:
 
 _classes = []  # (_Recycled, DeviceNDArray), made once: a result is made on every call
 _templates = {}  # (shape, strides, dtype) -> the attributes of numba's device array of that layout
+_bases = {}  # id(allocation) -> (weak reference to it, what a pointer over it holds): read once per recycled allocation
 
 
 def _recycled_pointer_class():
@@ -207,11 +208,18 @@ def device_array(base, nbytes, shape, strides, dtype, finalizer):
 
         _classes.extend((_recycled_pointer_class(), devicearray.DeviceNDArray))
     pointer_class, array_class = _classes
-    address = base.device_pointer
+    known = _bases.get(id(base))
+    if known is None or known[0]() is not base:  # a new allocation, or a freed one's id reused
+        if len(_bases) >= 1024:
+            _bases.clear()
+        address = base.device_pointer
+        known = _bases[id(base)] = (weakref.ref(base), {
+            "context": base.context, "device_pointer": address, "handle": address,
+            "device_ctypes_pointer": ctypes.c_size_t(int(address))})
     pointer = object.__new__(pointer_class)
-    pointer.__dict__.update(context=base.context, device_pointer=address, handle=address, size=nbytes,
-                            _cuda_memsize_=nbytes, is_managed=False, refct=1, _owner=None, give_back=finalizer,
-                            device_ctypes_pointer=ctypes.c_size_t(int(address)))
+    pointer.__dict__.update(known[1])
+    pointer.__dict__.update(size=nbytes, _cuda_memsize_=nbytes, is_managed=False, refct=1, _owner=None,
+                            give_back=finalizer)
     key = (shape, strides, dtype)
     template = _templates.get(key)
     if template is None:
@@ -286,7 +294,8 @@ def warn_fallback(error):
 
 class DriverCopies:
     """A numpy call's asynchronous copies and the events that order them, through cuda-python's
-    driver binding on raw addresses: ``copy_in``, ``copy_out``, ``record``, ``wait``, ``synchronize``.
+    driver binding on raw addresses: ``copy_in``, ``copy_out``, ``record``, ``wait``,
+    ``synchronize`` (an event), ``synchronize_stream``.
 
     numba's ``copy_to_device`` and ``copy_to_host`` on a slice of a device array build the slice
     (a new device array and pointer) and check both arrays first: tens of microseconds a call, as
@@ -325,3 +334,7 @@ class DriverCopies:
     def synchronize(self, event):
         """Wait on the host for ``event``'s last record (the GIL is released meanwhile)."""
         self._check(self._binding.cuEventSynchronize(event.handle), "cuEventSynchronize")
+
+    def synchronize_stream(self, stream):
+        """Wait on the host for everything queued on numba's ``stream``."""
+        self._check(self._binding.cuStreamSynchronize(stream.handle), "cuStreamSynchronize")

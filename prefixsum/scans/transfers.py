@@ -8,7 +8,7 @@ caller waits. Here the array is cut into chunks (:func:`chunk_bytes`: about :dat
 of them, from :data:`MIN_CHUNK_BYTES` to :data:`CHUNK_BYTES` each) and the engines of the
 machine work at once, as in CUDA's "overlap of data transfer and kernel execution":
 
-* :data:`COPY_THREADS` host threads copy chunks k + 1, k + 2, ... into pinned staging slots at
+* :data:`STAGING_THREADS` host threads copy chunks k + 1, k + 2, ... into pinned staging slots at
   once (numpy releases the GIL while it copies; one core alone does not keep up with PCIe),
 * a copy engine moves chunk k to the device on one side stream, as soon as its slot is full,
 * the SMs scan chunk k on the default stream, and
@@ -50,35 +50,49 @@ from ..core.device import simulating
 from ..core.workspace import latest, pinned_result, reused, side_stream, staging
 from .tile_state import states
 
-CHUNK_BYTES = 4 << 20
+CHUNK_BYTES = 16 << 20
 """Most bytes of the array per chunk (a chunk is a whole number of tiles, at least one)."""
-MIN_CHUNK_BYTES = 512 << 10
+MIN_CHUNK_BYTES = 1 << 20
 """Fewest bytes per chunk, unless the array is smaller: below, the host's work per chunk
-(a few driver calls and a launch, about 20 us) outweighs a copy engine's time for it."""
-TARGET_CHUNKS = 8
+(a handful of driver calls, a launch, a hand-over between threads) outweighs the copy engine's
+time for it (``transfers_tune.csv``: 256 and 512 KiB chunks lost to 1 MiB at 2^19..2^22)."""
+TARGET_CHUNKS = 4
 """Chunks an array is cut into, within :data:`MIN_CHUNK_BYTES` .. :data:`CHUNK_BYTES` each: enough
 for the copy threads to work at once and the first and last chunks' copies, which overlap
-nothing, to be short."""
-SLOTS = 8
+nothing, to be short (4 beat 8 and 16 at 2^20..2^22 in ``transfers_tune.csv``)."""
+SLOTS = 4
 """Pinned slots per direction: chunk k's slot is reused by chunk k + SLOTS (at least 2: the host
 copies chunk k - 1 out of its slot after chunk k's copy into the next one is queued)."""
-MIN_BYTES = 4 << 20
-"""Arrays of fewer bytes go the plain way (one pageable copy in, one launch, one copy out)."""
+MIN_BYTES = 8 << 20
+"""Arrays of fewer bytes go the plain way (one pageable copy in, one launch, one copy out into
+kept pinned memory): at 4 MiB it took 0.62 ms against 0.87-0.93 ms through 1 MiB chunks and
+0.80 ms for torch's round trip; at 8 MiB, 1.15 ms against 1.0 ms (``transfers_tune.csv``, H100)."""
+STAGING_THREADS = min(4, os.cpu_count() or 1)
+"""Host threads that fill the pinned slots, a chunk each (4 matched or beat 8 in ``transfers_tune.csv``)."""
 COPY_THREADS = min(8, os.cpu_count() or 1)
-"""Host threads for the copies into and out of pinned memory."""
+"""Host threads for a copy out of a pinned slot into a result past the pinned budget (:func:`copy_parallel`)."""
 PINNED_RESULT_BYTES = 1 << 20
 """A numpy call's result of this many bytes or more is page-locked memory (:func:`to_host`):
 below, the copy is short and a page-locked block per size would not pay for itself."""
 PART_BYTES = 2 << 20
 """A host copy is split into parts of at least this many bytes, one per thread."""
 
-_pool = []  # the copy threads, made on first use
+_pool = {}  # "staging" and "copies": the two thread pools, made on first use
 _making_pool = threading.Lock()
 
 
 def overlapped(algorithm, x):
     """Whether ``ps.scan`` of the numpy array ``x`` with ``algorithm`` goes through :func:`scan`."""
     return algorithm.name == "lookback" and x.nbytes >= MIN_BYTES
+
+
+def to_device(device, x):
+    """Copy the 1-D numpy array ``x`` into the device array ``device`` of its length, queued on
+    numba's default stream (from pageable memory the driver returns once it has staged the data:
+    ``x`` may change afterwards)."""
+    host = np.ascontiguousarray(x)
+    if host.nbytes:
+        _copies().copy_in(device, 0, host, cuda.default_stream())
 
 
 def to_host(device):
@@ -91,17 +105,26 @@ def to_host(device):
     n, dtype = device.shape[0], device.dtype
     result = pinned_result(n, dtype) if n * dtype.itemsize >= PINNED_RESULT_BYTES else None
     if result is None:
-        return device.copy_to_host()
-    device.copy_to_host(result)
+        result = np.empty(n, dtype)
+    if n:
+        ops, stream = _copies(), cuda.default_stream()
+        ops.copy_out(result, device, 0, stream)
+        ops.synchronize_stream(stream)
     return result
 
 
-def _copy_pool():
-    """The copy threads (:data:`COPY_THREADS`), made on the first call that needs them."""
-    with _making_pool:  # two host threads' first calls make one pool
-        if not _pool:
-            _pool.append(concurrent.futures.ThreadPoolExecutor(COPY_THREADS, thread_name_prefix="prefixsum-copy"))
-    return _pool[0]
+def _copy_pool(role):
+    """The thread pool of ``role``: "staging" (:data:`STAGING_THREADS`, the chunks into their
+    slots) or "copies" (:data:`COPY_THREADS`, :func:`copy_parallel`'s parts), made on first use.
+    Two pools, so that a copy out never queues behind chunks waiting for their slots."""
+    pool = _pool.get(role)
+    if pool is None:
+        with _making_pool:  # two host threads' first calls make one pool
+            if role not in _pool:
+                threads = STAGING_THREADS if role == "staging" else COPY_THREADS
+                _pool[role] = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix=f"prefixsum-{role}")
+            pool = _pool[role]
+    return pool
 
 
 def copy_parallel(target, source):
@@ -114,7 +137,7 @@ def copy_parallel(target, source):
     if parts == 1:
         np.copyto(target, source)
         return
-    pool = _copy_pool()
+    pool = _copy_pool("copies")
     bounds = np.linspace(0, target.shape[0], parts + 1).astype(np.int64)
     pending = [pool.submit(np.copyto, target[a:b], source[a:b]) for a, b in zip(bounds[1:-1], bounds[2:])]
     np.copyto(target[:bounds[1]], source[:bounds[1]])
@@ -162,7 +185,7 @@ def scan(x, op, inclusive, reverse, block_size, items_per_thread):
     to_device, to_host, compute = side_stream("copies in"), side_stream("copies out"), cuda.default_stream()
     (scanned,), copied_in, copied_out = _events("scanned", 1), _events("in", SLOTS), _events("out", SLOTS)
     ops = _copies()
-    pool = _copy_pool()
+    pool = _copy_pool("staging")
 
     def span(k):
         """Chunk k's elements ``lo .. hi - 1`` in memory (from the end for a reverse scan), and its slot."""
@@ -238,6 +261,10 @@ class _NumbaCopies:
     @staticmethod
     def synchronize(event):
         event.synchronize()
+
+    @staticmethod
+    def synchronize_stream(stream):
+        stream.synchronize()
 
 
 _driver_copies = []  # made once, on a GPU
