@@ -304,14 +304,15 @@ print("ps.scan(device array) / torch.cumsum, whole calls: " + ", ".join(
 # %% [markdown]
 # On device arrays the package's call stays within a small factor of torch's; what is left is
 # host time (`benchmarks/scan_calls.py` takes a call apart: numba's synchronize, the result's
-# array, the launch through cuda.core).
+# array, the launch by `cuLaunchKernel`).
 #
 # **From numpy, the copies overlap the scan.** PCIe moves a few GB a second from pageable memory,
 # a hundred times slower than the scan. So `ps.scan(numpy_array)` of 8 MiB or more
-# (`prefixsum.scans.transfers`) cuts the array into chunks of 16 MiB and keeps three engines busy
-# at once: the host's cores copy chunk k + 1 into page-locked memory, one copy engine moves chunk
-# k to the device, the SMs scan it, and the other copy engine moves chunk k - 1 back, straight
-# into the result (page-locked memory kept between calls). Each chunk is one launch of the
+# (`prefixsum.scans.transfers`) cuts the array into chunks (four of 1 to 16 MiB, more for larger
+# arrays) and keeps three engines busy at once: the host's cores copy chunks k + 1, k + 2, ...
+# into page-locked memory on four threads, one copy engine moves chunk k to the device, the SMs
+# scan it, and the other copy engine moves chunk k - 1 back, straight into the result
+# (page-locked memory kept between calls). Each chunk is one launch of the
 # look-back kernel over its own tiles (its argument `first` is the id of its first tile), so a
 # chunk's first tiles find the carry of every chunk before in the previous chunk's published
 # prefix: no kernel carries anything. One call of $2^{24}$ float32 traced by CUPTI
@@ -343,7 +344,7 @@ _ = ax.set_title(f"one ps.scan of 2^24 float32 from numpy, {trace[0]['device']}"
 # the same time as the host. On that machine the host's copy is the slowest of the four, so the
 # engines wait for it between bursts; the call is still several times faster than torch's round
 # trip, which copies through pageable memory with nothing overlapped. Below 8 MiB the host's
-# extra copy costs what the overlap saves, and a call copies the plain way.
+# work per chunk costs more than the overlap saves, and a call copies the plain way.
 #
 # ## 7. Exercises
 #

@@ -30,12 +30,16 @@ its tiles do.
 A pinned slot is reused :data:`SLOTS` chunks later: the copy thread that fills it first waits
 for the event of its last copy to the device.
 
-**What limits it** (H100 machine, ``benchmarks/transfers_tune.csv`` and ``transfers_timeline.csv``):
-the copy engines move 35-55 GB/s each way and the SMs scan a chunk in microseconds; the host's
-copies into pinned memory (12-30 GB/s on that machine) and the host's work per chunk (a few
-driver calls, a launch) set the pace. Registering the caller's array with the driver
-(``cuMemHostRegister``) instead of copying it was not tried: it pins every page of the caller's
-array on every call, and the array is not ours to keep registered.
+**What limits it** (H100 machine, ``benchmarks/transfers.csv`` and ``transfers_tune.csv``): the
+copy engines move 35-55 GB/s each way and the SMs scan a chunk in microseconds; the host sets
+the pace, with its copies into pinned memory (12-30 GB/s on that machine, all threads together)
+and its work per chunk: a 4 MiB call cut into 8 chunks of 512 KiB took 0.95-1.5 ms against
+0.62-0.66 ms the plain way, 40-110 us per chunk beyond its copies, more than the few driver calls
+and the hand-over between threads should cost (not profiled further). Hence no chunks below :data:`MIN_BYTES`: there one pageable copy in (the driver's own
+staging) and one copy out straight into a kept pinned result take 0.5-0.66 ms at 4 MiB, 0.65x
+torch's round trip. Registering the caller's array with the driver (``cuMemHostRegister``)
+instead of copying it was not tried: it pins every page of the caller's array on every call,
+and the array is not ours to keep registered.
 """
 import concurrent.futures
 import functools
