@@ -225,7 +225,7 @@ def test_a_wrong_partner_index_is_not_diagnosed_as_a_missing_barrier():
 
 
 def test_a_loop_that_only_passes_barriers_is_stopped():
-    result = check.tiled(barrier_only_loop_tile, block_size=BLOCK, sizes=(1,), timeout=0.1)  # no accesses: the wall clock
+    result = check.tiled(barrier_only_loop_tile, block_size=BLOCK, sizes=(1,), timeout=0.1)  # no accesses: the CPU-time runaway bound
     assert result.diagnosis == "timeout", str(result)
 
 
