@@ -41,11 +41,19 @@ class Mistake:
 
         Raises ValueError when an ``old`` text is not in the source (the solution changed).
         """
-        for old, new in self.edits:
-            if old not in solution:
-                raise ValueError(f"{self.exercise} / {self.name}: {old!r} is not in the exercise's source")
-            solution = solution.replace(old, new)
-        return solution
+        return edited(solution, self.edits, f"{self.exercise} / {self.name}")
+
+
+def edited(source, edits, what):
+    """``source`` with every ``(old, new)`` of ``edits`` replaced, in order, at every occurrence.
+
+    Raises ValueError, naming ``what`` and the text, when an ``old`` is not in the source.
+    """
+    for old, new in edits:
+        if old not in source:
+            raise ValueError(f"{what}: {old!r} is not in the source")
+        source = source.replace(old, new)
+    return source
 
 
 def _m(exercise, name, verdict, *edits, avoid=()):
@@ -209,12 +217,12 @@ MISTAKES = (
         "            partials[t] += partials[t + half]\n        half //= 2\n",
         "    cuda.syncthreads()\n    if t == 0:\n        for k in range(1, NORM_THREADS):\n            partials[0] += partials[k]\n")),
     # 09: blocks that talk
-    _m("10.chained-handoff", "the flag polled with a plain load", "polls it with plain loads (line 21)",
+    _m("10.chained-handoff", "the flag polled with a plain load", "polls it with plain loads (line 6)",
        ("while cuda.atomic.add(flags, b - 1, 0) == 0:", "while flags[b - 1] == 0:")),
-    _m("10.chained-handoff", "no fence", "stale-read", ("        cuda.threadfence()\n", "")),
+    _m("10.chained-handoff", "no fence", "stale-read", ("    cuda.threadfence()\n", "")),
     _m("10.chained-handoff", "no wait", "FAIL",
-       ("            while cuda.atomic.add(flags, b - 1, 0) == 0:\n                pass\n", "")),
-    _m("10.chained-handoff", "the flag raised with a plain store", "FAIL", ("        cuda.atomic.add(flags, b, 1)\n", "        flags[b] = 1\n")),
+       ("        while cuda.atomic.add(flags, b - 1, 0) == 0:\n            pass\n", "")),
+    _m("10.chained-handoff", "the flag raised with a plain store", "FAIL", ("    cuda.atomic.add(flags, b, 1)\n", "    flags[b] = 1\n")),
     _m("10.chained-handoff", "blockIdx as the tile id", "FAIL",
        ("flags, b - 1, 0", "flags, cuda.blockIdx.x - 1, 0"), ("before = prefixes[b - 1]", "before = prefixes[cuda.blockIdx.x - 1]"), avoid=("Powers of two",)),
     _m("10.lookback-loop", "a chained scan, no AGGREGATE", "before it published",
@@ -291,4 +299,4 @@ def for_exercise(exercise_id):
     return [m for m in MISTAKES if m.exercise == exercise_id]
 
 
-__all__ = ["ALTERNATIVES", "MISTAKES", "Mistake", "for_exercise"]
+__all__ = ["ALTERNATIVES", "MISTAKES", "Mistake", "edited", "for_exercise"]
