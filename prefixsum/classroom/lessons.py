@@ -90,7 +90,7 @@ def warp_scan_kernel(variant, op, dtype, inclusive=True):
     else:
         scan = _ignoring_mask(scan_volatile(op, dtype, inclusive))
 
-    def warp_scans_in_shared(x, out):
+    def warp_scans(x, out):
         buf = cuda.shared.array(_TEST_BLOCK, element)
         t = cuda.threadIdx.x
         i = cuda.grid(1)
@@ -98,7 +98,7 @@ def warp_scan_kernel(variant, op, dtype, inclusive=True):
             buf[t] = x[i]
             out[i] = scan(buf, t, lanes_mask(x.shape[0]))
 
-    return cuda.jit(warp_scans_in_shared)
+    return cuda.jit(warp_scans)
 
 
 def _ignoring_mask(scan):
