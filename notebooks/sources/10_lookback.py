@@ -57,14 +57,11 @@ def chained(kernel_name, x):
 # is read once and the output written once: $2n$ words. The package keeps one, in the mutant
 # collection of the checker (tiles of 64 float32, the ladder scan inside a tile). The last thread
 # of each tile hands the carry on with `hand_off(prefixes, flags, b, total)`, which returns the
-# sum of the tiles before `b`:
+# sum of the tiles before `b`. That hand-off between blocks is exercise 10.chained-handoff
+# (section 7); the instructor's version prints the package's code after the kernel.
 
 # %%
 print(inspect.getsource(ps.mutants.chained_tile))
-
-# %% [markdown]
-# The hand-off between blocks is exercise 10.chained-handoff (section 7); the instructor's
-# version prints the package's code here:
 
 # %% tags=["instructor"]
 print(inspect.getsource(ps.mutants.hand_off))
