@@ -397,13 +397,13 @@ def time_limit(timeout):
     def stop(signum, frame):
         raise TimeoutError("the kernel ran past the time limit (an endless loop?)")
 
-    previous = signal.signal(signal.SIGVTALRM, stop)
-    signal.setitimer(signal.ITIMER_VIRTUAL, timeout)
+    previous = signal.signal(signal.SIGPROF, stop)
+    signal.setitimer(signal.ITIMER_PROF, timeout)
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
-        signal.signal(signal.SIGVTALRM, previous)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
 
 
 def _record_here(fn, args, kwargs, timeout, steps=None, polls=None):
