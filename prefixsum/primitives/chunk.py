@@ -2,7 +2,8 @@
 
 The warp solver and the partition method of :mod:`prefixsum.tridiag` give each thread a chunk
 of ``rows`` rows (a power of two) of a system laid out as four coefficient arrays ``a, b, c,
-d``. :func:`chunk_loaders` copies a block's chunks into shared memory coalesced (neighbouring
+d``. :func:`chunk_loaders` copies a block's chunks (from any chunk: the partitioned pivoting
+solver's blocks overlap) into shared memory coalesced (neighbouring
 threads read neighbouring rows) and each thread's chunk from there into its registers; the
 shared buffers skip a slot every ``rows`` rows, so that the threads reading their own chunks
 hit different banks. :func:`chunk_algebra` is the partition step on a chunk in registers.
