@@ -219,7 +219,8 @@ def run(a, b, c, d, x, info, rows=None):
     other way, are solved again by LU with partial pivoting over the whole system, whose verdict
     is the one reported; blocks of the batch with no such system return at once (no copy to
     the host, no wait). ``rows`` overrides :func:`plan`'s ``S`` at every level (0: the one-thread
-    path; for the benchmark and the tests).
+    path; for the benchmark and the tests). The one-thread kernel's scratch, ``3 n batch``
+    values, is made on a shape's first call and kept for the next (:func:`._common.reused`).
     """
     batch, n = x.shape
     if not plan(batch, n, x.dtype, rows):

@@ -19,10 +19,17 @@ blocks):
 pivoting (:mod:`.lu`, three right-hand sides, U's rows written over the block's own slots of
 shared memory) and writes the reduced rows; a block's last thread only lends its chunk's first
 entries ``g'_1, v'_1, w'_1`` to its neighbour, since the blocks overlap by one chunk. The reduced
-system is solved by :func:`.pivoting.run`'s route (another level, or one thread per system);
-:func:`spike_substitute` factors each block again with the separators' values moved to the
-right-hand side (cheaper than storing U: registers and shared memory are free, bandwidth is not)
-and writes ``x``, coalesced through shared memory as :mod:`.partition` does.
+system is solved by :func:`.pivoting.levels`' route (another level, a block, or one thread per
+system); :func:`spike_substitute` factors each block again with the separators' values moved to
+the right-hand side (cheaper than storing U: registers and shared memory are free, bandwidth is
+not) and writes ``x``, coalesced through shared memory as :mod:`.partition` does.
+
+:func:`spike_block` does all of it in one launch when a system's chunks fit one block: U stays
+in shared memory, the reduced system is solved there by one thread per system (LU with partial
+pivoting over its separator slots, U's rows in the padding slots), and each block is
+back-substituted from its stored U with ``g - x_{s_{k-1}} v - x_{s_k} w`` as right-hand side:
+one read of the inputs and one write of ``x``, against three of each for a level and its
+substitution.
 
 Singularity and growth: a block with no nonzero pivot in some column is singular, and a block's
 spikes may be large: :func:`spike_reduce` flags the system ``UNSTABLE`` when a block is singular
