@@ -16,7 +16,7 @@ def pivot(p, q, below, diag, right, zero, one):
     """One elimination step: ``(inverse, upper, fill, factor, swap, p', q', ok)``.
 
     ``inverse`` is 1 / the pivot; ``upper`` and ``fill`` are U's entries right of the pivot,
-    already multiplied by it; ``factor`` and ``swap`` are what :func:`carry` needs for each
+    already divided by it; ``factor`` and ``swap`` are what :func:`carry` needs for each
     right-hand side; ``(p', q')`` the next current row. ``ok`` is False when both candidates are
     0 (column ``i`` has no nonzero on or below the diagonal: the matrix is singular); then the
     step divides by 1 instead, so that no thread divides by zero.
