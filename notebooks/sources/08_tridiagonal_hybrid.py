@@ -623,7 +623,8 @@ print("a call on numpy arrays / the same call on device arrays:", span(on_numpy[
 # down      1    2    3    id |  5    6    7    id
 # ```
 #
-# The check solves batches of 1 to 32 rows, several systems to a warp.
+# The check runs it in one warp on rows that name their lanes, for groups of 1 to 32 lanes,
+# then solves batches of 1 to 32 rows, several systems to a warp.
 
 # %% tags=["exercise"] exercise_id="08.lane-exchange" points=1 todo="my_neighbours: return the rows (a, c, d) of the lanes s below and s above this lane, fetched from their registers with warp shuffles, and the identity row (0, 0, 0) for a neighbour outside this lane's group of lanes lanes"
 FULL_MASK = 0xFFFFFFFF
@@ -673,6 +674,21 @@ def my_warp_solve(a, b, c, d):
     return x
 
 # %% tags=["check"] exercise_id="08.lane-exchange"
+@cuda.jit
+def exchange_in_one_warp(rows, lanes, s, out):
+    lane = cuda.threadIdx.x
+    fetched = my_neighbours(rows[0, lane], rows[1, lane], rows[2, lane], lane % lanes, lanes, s)
+    for k in range(6):
+        out[k, lane] = fetched[k]
+
+
+def my_exchange_of(rows, lanes, s):
+    out = cuda.device_array((6, 32))
+    exchange_in_one_warp[1, 32](cuda.to_device(rows), lanes, s, out)
+    return out
+
+
+print(ps.check.neighbours(my_exchange_of))
 print(ps.check.tridiagonal(my_warp_solve, n_values=(1, 2, 3, 7, 11, 32)))
 
 # %% [markdown]

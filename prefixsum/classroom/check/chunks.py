@@ -1,4 +1,7 @@
-"""The partition step of Wang's method (chapter 08), checked row by row against its invariant.
+"""The warp solver's pieces (chapter 08): the lanes' exchange of rows, and the partition step.
+
+:func:`neighbours` checks the rows a lane fetches from the lanes ``s`` below and above it by
+shuffles, and names the lane that got another lane's row, or a row from outside its group.
 
 A thread of the partition method owns a *chunk* of ``R`` consecutive rows of a tridiagonal
 system and rewrites them, in registers, so that they still hold for the system's solution but
@@ -152,4 +155,100 @@ def partition(fn, *, rows=4, chunks=(1, 2, 3, 8), batch=3, timeout=20.0, name=No
     return CheckResult(True, "pass", name, sizes)
 
 
-__all__ = ["partition"]
+_COEFFICIENTS = ("a_up", "c_up", "d_up", "a_down", "c_down", "d_down")
+_CODE = 1000.0
+"""Lane l holds the row (a, c, d) = (1000 + l, 2000 + l, 3000 + l): a value names its lane."""
+
+
+def _lane_rows(warp):
+    return np.stack([(k + 1) * _CODE + np.arange(warp, dtype=np.float64) for k in range(3)])
+
+
+def _expected_neighbours(rows, lanes, s):
+    """``(6, warp)``: each lane's rows ``s`` lanes up and down in its group, zeros outside it."""
+    warp = rows.shape[1]
+    lane = np.arange(warp) % lanes
+    up, down = np.zeros_like(rows), np.zeros_like(rows)
+    up[:, lane >= s] = np.roll(rows, s, axis=1)[:, lane >= s]
+    down[:, lane + s < lanes] = np.roll(rows, -s, axis=1)[:, lane + s < lanes]
+    return np.concatenate([up, down])
+
+
+def _judge_neighbours(got, expected, lanes, s):
+    """The hint for the first lane whose neighbours are wrong, else None."""
+    if np.array_equal(got, expected):
+        return None
+    other_way = np.concatenate([expected[3:], expected[:3]])
+    swapped = np.argwhere((got != expected) & (got == other_way) & (other_way != 0))
+    if swapped.size:
+        k, lane = map(int, swapped[0])
+        return (f"lane {lane} (lane {lane % lanes} of its group of {lanes}, s = {s}) got lane {int(got[k, lane] % _CODE)}'s "
+                f"{'acd'[k % 3]} as {_COEFFICIENTS[k]}: up and down are swapped. The row s lanes up is lane - s's "
+                "(shfl_up_sync), the row s lanes down lane + s's (shfl_down_sync).")
+    for lane in range(got.shape[1]):
+        for k, label in enumerate(_COEFFICIENTS):
+            want, have = expected[k, lane], got[k, lane]
+            if want == have:
+                continue
+            where = f"lane {lane} (lane {lane % lanes} of its group of {lanes}, s = {s})"
+            source = f"lane {int(have % _CODE)}'s {'acd'[k % 3]}" if have >= _CODE and int(have // _CODE) == k % 3 + 1 else repr(float(have))
+            if want == 0:
+                return (f"{where} got {source} as {label}, from outside its group: a neighbour before the group's "
+                        "first lane or past its last is the identity row (0, 0, 0), all three values.")
+            return f"{where} got {source} as {label}, where lane {int(want % _CODE)}'s is its neighbour."
+    return None
+
+
+@_child.simulated
+def neighbours(fn, *, cases=((4, 1), (2, 1), (1, 1), (4, 2), (8, 4), (32, 1), (32, 16)), timeout=20.0, name=None):
+    """Check ``fn``, a warp's exchange of rows between lanes, lane by lane.
+
+    ``fn(rows, lanes, s)`` runs one warp of 32 lanes, lane ``l`` holding the row ``rows[:, l]``
+    ``(a, c, d)``, in groups of ``lanes`` lanes, and returns the ``(6, 32)`` array of what
+    every lane fetched: the rows ``s`` lanes up and ``s`` lanes down in its group,
+    ``(a_up, c_up, d_up, a_down, c_down, d_down)``, the identity row ``(0, 0, 0)`` for a
+    neighbour outside the group. Each lane's row codes its lane, so that a wrong value names
+    the lane it came from. The run is traced: lanes that meet at different shuffles are the
+    verdict, with their lines.
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(rows, lanes, s) -> (6, 32) array``.
+    cases : sequence of (int, int)
+        ``(lanes, s)``: ``lanes`` a power of two up to 32, ``s`` below it (or 1).
+    timeout : float
+        Seconds before a run is stopped as hanging.
+    name : str, optional
+        Shown in the verdict (default: ``fn``'s name).
+
+    Returns
+    -------
+    CheckResult
+        ``size`` is the failing case's ``lanes``; printed, one deterministic line.
+    """
+    cases = [tuple(case) for case in cases]
+    if not cases or any(lanes not in (1, 2, 4, 8, 16, 32) or s < 1 for lanes, s in cases):
+        raise ValueError(f"cases must be (lanes, s) pairs, lanes a power of two up to 32 and s >= 1; got {cases}")
+    name = name or getattr(fn, "__name__", "neighbours")
+    sizes = tuple(lanes for lanes, _ in cases)
+    for lanes, s in cases:
+        rows = _lane_rows(32)
+        run = observed.record(with_poisoned_allocations, fn, rows.copy(), lanes, s, **limits(timeout))
+        found = _trace_diagnosis(run, cell=lambda array, index: f"element {index} of {array} (flat index)",
+                                 uninitialized_advice="every lane holds its row before the exchange.")
+        if found is not None:
+            return CheckResult(False, found[0], name, sizes, lanes, found[1], found[2])
+        got = run.result
+        got = np.asarray(got.copy_to_host() if hasattr(got, "copy_to_host") else got, dtype=np.float64)
+        expected = _expected_neighbours(rows, lanes, s)
+        if got.shape != expected.shape:
+            return CheckResult(False, "exception", name, sizes, lanes, None,
+                               f"the function must return an array of shape {expected.shape}; it returned {got.shape}")
+        hint = _judge_neighbours(got, expected, lanes, s)
+        if hint is not None:
+            return CheckResult(False, "wrong-result", name, sizes, lanes, None, hint)
+    return CheckResult(True, "pass", name, sizes)
+
+
+__all__ = ["neighbours", "partition"]
