@@ -603,9 +603,9 @@ print("a call on numpy arrays / the same call on device arrays:", span(on_numpy[
 # row per lane, several groups per warp, each row divided by its diagonal so that a row is
 # $(a, c, d)$ with $b = 1$. The step is there; the rows it combines are missing.
 #
-# **Goal.** `my_neighbours(a, c, d, lane, lanes, s)` returns the rows of the lanes `s` below
-# and `s` above this one in its group, `(a_up, c_up, d_up, a_down, c_down, d_down)`, taken from
-# their registers by warp shuffles.
+# **Goal.** `my_neighbours(a, c, d, lane, lanes, s)` returns the rows of the lanes `s` before
+# (*up*, lane − `s`) and `s` after (*down*, lane + `s`) this one in its group,
+# `(a_up, c_up, d_up, a_down, c_down, d_down)`, taken from their registers by warp shuffles.
 #
 # **Invariant.** Every lane of the warp calls it with the same `s`, and gets its own group's
 # rows only: a neighbour outside the group (before its first lane or past its last) is the
@@ -626,7 +626,7 @@ print("a call on numpy arrays / the same call on device arrays:", span(on_numpy[
 # The check runs it in one warp on rows that name their lanes, for groups of 1 to 32 lanes,
 # then solves batches of 1 to 32 rows, several systems to a warp.
 
-# %% tags=["exercise"] exercise_id="08.lane-exchange" points=1 todo="my_neighbours: return the rows (a, c, d) of the lanes s below and s above this lane, fetched from their registers with warp shuffles, and the identity row (0, 0, 0) for a neighbour outside this lane's group of lanes lanes"
+# %% tags=["exercise"] exercise_id="08.lane-exchange" points=1 todo="my_neighbours: return the rows (a, c, d) of lane - s (up) and lane + s (down), fetched from their registers with warp shuffles, and the identity row (0, 0, 0) for a neighbour outside this lane's group of lanes lanes"
 FULL_MASK = 0xFFFFFFFF
 
 
@@ -714,7 +714,13 @@ print(ps.check.tridiagonal(my_warp_solve, n_values=(1, 2, 3, 7, 11, 32)))
 #
 # **Worked example.** Section 2.2's picture: 32 rows, 8 chunks, a reduced system of 16 rows,
 # whose rows 6 and 7 are chunk 3's rows 12 and 15, and whose solution holds $x_{12}$ and $x_{15}$.
-# Then thread 3 writes $x_{12} \dots x_{15}$.
+# Then thread 3 writes $x_{12} \dots x_{15}$. Who writes which reduced row (`my_reduce`):
+#
+# ```
+# system row      0  1  2  3 | 4  5  6  7 | 8  9 10 11 | 12 13 14 15 | ...
+# chunk (thread)  0          | 1          | 2          | 3           |
+# reduced row     0        1 | 2        3 | 4        5 | 6         7 | ...
+# ```
 #
 # The check solves batches of 1 to 100 rows (systems that are not whole chunks too), traced, every
 # new array poisoned, and allows a thread of `my_reduce` or `my_substitute` at most 120 memory
@@ -807,6 +813,15 @@ print(ps.check.tridiagonal(my_partition_solve, n_values=(1, 2, 3, 7, 11, 32, 33,
 # **Invariant.** Every rewritten row is a combination of the chunk's original rows, so the
 # system's solution still satisfies it: the check puts the solution into every row. One sweep
 # down and one back up, each row eliminated with a row already rewritten: about $10R$ operations.
+# Which unknowns each row couples, before and after (`*` a coefficient, `1` the unit diagonal):
+#
+# ```
+#          x_prev  x_0  x_1  x_2  x_3  x_next          x_prev  x_0  x_1  x_2  x_3  x_next
+# row 0      *      *    *    .    .    .       ->       *      1    .    .    *    .
+# row 1      .      *    *    *    .    .       ->       .      *    1    .    *    .
+# row 2      .      .    *    *    *    .       ->       .      *    .    1    *    .
+# row 3      .      .    .    *    *    *       ->       .      *    .    .    1    *
+# ```
 #
 # **Worked example.** Four rows $(a, b, c, d)$ = $(1, 4, 1, 6)$ for each $k$ of a chunk in the
 # middle of a system. Divided by its pivot, row 1 reads $0.25\, x_0 + x_1 + 0.25\, x_2 = 1.5$:
