@@ -722,7 +722,7 @@ print(ps.check.tridiagonal(my_warp_solve, n_values=(1, 2, 3, 7, 11, 32)))
 # reduced row     0        1 | 2        3 | 4        5 | 6         7 | ...
 # ```
 #
-# The check solves batches of 1 to 100 rows (systems that are not whole chunks too), traced, every
+# The check solves batches of 1 to 33 rows (systems that are not whole chunks too), traced, every
 # new array poisoned, and allows a thread of `my_reduce` or `my_substitute` at most 120 memory
 # accesses, registers' local arrays included (the solution makes 106): one thread for many
 # chunks fails.
@@ -795,7 +795,7 @@ def my_partition_solve(a, b, c, d):
     return x
 
 # %% tags=["check"] exercise_id="08.interface-system"
-print(ps.check.tridiagonal(my_partition_solve, n_values=(1, 2, 3, 7, 11, 32, 33, 100), chunk=ROWS,
+print(ps.check.tridiagonal(my_partition_solve, n_values=(1, 2, 3, 7, 11, 32, 33), chunk=ROWS,
                            budget=ps.check.Budget(accesses_per_step=120, kernels=("my_reduce", "my_substitute"))))
 
 # %% [markdown]
