@@ -21,9 +21,8 @@ from prefixsum import check
 from prefixsum.classroom import hints, mutation, student
 
 NOTEBOOKS = sorted(pathlib.Path(__file__).resolve().parent.parent.joinpath("notebooks").glob("[0-9][0-9]_*.ipynb"))
-# Chapters without exercises: 00 (the introduction) and 08, which measures and explains the
-# hybrid whose last step, the Thomas sweep, is chapter 07's stretch exercise.
-WITHOUT_EXERCISES = ("00_gpu_basics", "08_tridiagonal_hybrid")
+# The chapter without exercises: 00, the introduction.
+WITHOUT_EXERCISES = ("00_gpu_basics",)
 GRADED = [p for p in NOTEBOOKS if p.stem not in WITHOUT_EXERCISES]
 EXERCISES = mutation.exercises(GRADED)
 NOTEBOOKS_BY_NAME = {p.name: p for p in NOTEBOOKS}
@@ -82,6 +81,9 @@ SOLVING = {
     "06.block-combine": ("scans.hierarchical.block_scan",),
     "07.pcr-step": ("_common.reduce_row",),
     "07.thomas-sweep": ("thomas.thomas", "hybrid.sweep"),
+    "08.lane-exchange": ("warp._make",),
+    "08.interface-system": ("partition._make",),
+    "08.chunk-partition": ("chunk.chunk_algebra",),
     "09.householder-reflector": ("hh.reflector",),
     "09.rank-two-update": ("hh.update",),
     "09.parallel-norm": ("hh.block_sum",),

@@ -104,3 +104,17 @@ def test_an_old_notebook_passes_under_the_grader(tmp_path):
                          options=runner.Options(timeout=120), progress=False)
     assert {(r.chapter, r.exercise, r.status) for r in rows} == {
         ("09_householder", e.id, "pass") for e in CHAPTERS["09_householder"].exercises}
+
+
+@pytest.mark.parametrize("stamped", [True, False], ids=["stamped", "unstamped"])
+def test_chapter_08s_own_exercises_are_not_taken_for_the_old_08(stamped, monkeypatch):
+    """08.* once named the Householder exercises (now 09.*); the new chapter 08's ids must stay its own."""
+    mine = {e.id for e in CHAPTERS["08_tridiagonal_hybrid"].exercises}
+    assert mine and all(i.startswith("08.") and renumbering.exercise_id(i) == i for i in mine)
+    assert all(hints.hint(i, 1).startswith(f"Hint 1 of {len(hints.HINTS[i])} for {i}") for i in mine)
+    notebook = student_version(nbformat.read(NOTEBOOKS / "08_tridiagonal_hybrid.ipynb", 4), chapter="08_tridiagonal_hybrid")
+    if not stamped:
+        notebook.metadata.pop("prefixsum")
+    name, sources = routed(notebook, "08_tridiagonal_hybrid-ann.ipynb", monkeypatch)
+    assert name == "08_tridiagonal_hybrid"
+    assert sources == {e.id: e.blank for e in CHAPTERS["08_tridiagonal_hybrid"].exercises}

@@ -132,16 +132,7 @@ def dense(a, b, c, s):
     return matrix
 
 
-def dominant_systems(batch, n, seed):
-    """Random strictly diagonally dominant systems (|b| >= |a| + |c| + 0.5), a[:, 0] = c[:, -1] = 0."""
-    rng = np.random.default_rng(seed)
-    a, c = rng.uniform(-1, 1, (2, batch, n))
-    b = (np.abs(a) + np.abs(c) + rng.uniform(0.5, 1.5, (batch, n))) * rng.choice([-1.0, 1.0], (batch, n))
-    a[:, 0], c[:, -1] = 0, 0
-    return a, b, c, rng.normal(size=(batch, n))
-
-
-a7, b7, c7, d7 = (v[0] for v in dominant_systems(1, 7, seed=7))
+a7, b7, c7, d7 = (v[0] for v in ps.check.dominant_systems(1, 7, seed=7))
 identity = (0.0, 1.0, 0.0, 0.0)
 rows = list(zip(a7, b7, c7, d7))
 step1 = [_common.reduce_row.py_func(rows[i - 1] if i >= 1 else identity, rows[i], rows[i + 1] if i + 1 < 7 else identity)[0]
@@ -216,7 +207,7 @@ def combined_rows(trace, n):
 
 traces, tables = {}, {}
 for n in (7, 11):
-    traces[n] = ps.trace.record(pcr_in_global_memory, *dominant_systems(1, n, seed=n))
+    traces[n] = ps.trace.record(pcr_in_global_memory, *ps.check.dominant_systems(1, n, seed=n))
     tables[n] = combined_rows(traces[n], n)
     print(f"n = {n}: {len(traces[n].launches)} launches "
           f"({', '.join(launch.kernel for launch in traces[n].launches)})")
@@ -358,7 +349,7 @@ print(inspect.getsource(_common.locate))
 # (its reads of `b` before the first barrier):
 
 # %%
-small_batch = ps.trace.record(tridiag.solve, *dominant_systems(3, 7, seed=3), method="pcr")
+small_batch = ps.trace.record(tridiag.solve, *ps.check.dominant_systems(3, 7, seed=3), method="pcr")
 launch = small_batch.launches[0]
 print(f"{launch.kernel}: grid {launch.grid[0]} block, {launch.block[0]} threads")
 loads = sorted((r.thread, r.index) for r in small_batch.select(array="b") if r.phase == 0)
@@ -374,7 +365,7 @@ print("threads without a row:", launch.block[0] - len(loads))
 # the first $36 \times 7 = 252$, block 1 the last 28.
 
 # %%
-many = ps.trace.record(tridiag.solve, *dominant_systems(40, 7, seed=40), method="pcr")
+many = ps.trace.record(tridiag.solve, *ps.check.dominant_systems(40, 7, seed=40), method="pcr")
 print([(launch.kernel, launch.grid[0], launch.block[0]) for launch in many.launches])
 _ = ps.viz.launches(many)
 
@@ -407,7 +398,7 @@ runs = (("Thomas", tridiag.solve, dict(method="thomas")), ("CR", tridiag.solve, 
 print(f"{'n':>4} {'method':<12} {'launches':>8} {'barriers':>8} {'steps':>5} {'global reads':>12} "
       f"{'global writes':>13} {'longest thread':>14}")
 for n in (16, 64, 256):
-    system = dominant_systems(1, n, seed=n)
+    system = ps.check.dominant_systems(1, n, seed=n)
     for label, fn, options in runs:
         run = ps.trace.record(fn, *system, **options)
         counts = run.counts()
@@ -463,7 +454,7 @@ def residual(a, b, c, d, x):
 
 
 batch, n = ps.size_for_device(4, 256), ps.size_for_device(100, 4096)
-a, b, c, d = dominant_systems(batch, n, seed=1)
+a, b, c, d = ps.check.dominant_systems(batch, n, seed=1)
 reference = np.array([banded(*(v[k] for v in (a, b, c, d))) for k in range(batch)])
 for dtype, bound in ((np.float64, 1e-12), (np.float32, 1e-5)):
     for method in tridiag.METHODS:
@@ -813,7 +804,7 @@ def solve_by_matrix_scan(a, b, c, d):
 
 
 for n in (8, 16, 32, 64):
-    a_s, b_s, c_s, d_s = (v[0] for v in dominant_systems(1, n, seed=5))
+    a_s, b_s, c_s, d_s = (v[0] for v in ps.check.dominant_systems(1, n, seed=5))
     x_scan, steps = solve_by_matrix_scan(a_s, b_s, c_s, d_s)
     x_lapack = banded(a_s, b_s, c_s, d_s)
     error = np.abs(x_scan - x_lapack).max() / np.abs(x_lapack).max()

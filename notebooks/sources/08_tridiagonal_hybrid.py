@@ -24,8 +24,8 @@
 #    to which the other chapters refer.
 #
 # The hybrid's last step, the Thomas sweep over one interleaved subsystem, is chapter 07's
-# stretch exercise (07.thomas-sweep); this chapter measures and explains, and asks its questions
-# at the end.
+# stretch exercise (07.thomas-sweep); this chapter's exercises (section 4) are the warp solver's
+# shuffles and the partition method's reduced system.
 #
 # None of these methods pivots: they are for diagonally dominant or symmetric positive definite
 # systems (chapter 07, section 7), as are cuSPARSE's batched solvers measured here.
@@ -39,7 +39,7 @@ import inspect
 import matplotlib.pyplot as plt
 import numpy as np
 import scipy.linalg
-from numba import cuda
+from numba import cuda, float64
 
 from prefixsum import tridiag
 from prefixsum.cli import results
@@ -48,15 +48,6 @@ from prefixsum.tridiag import _common, hybrid, partition, pcr, warp
 print(ps.device_info())
 
 # %%
-def dominant_systems(batch, n, seed):
-    """Random strictly diagonally dominant systems (|b| >= |a| + |c| + 0.5), as in chapter 07."""
-    rng = np.random.default_rng(seed)
-    a, c = rng.uniform(-1, 1, (2, batch, n))
-    b = (np.abs(a) + np.abs(c) + rng.uniform(0.5, 1.5, (batch, n))) * rng.choice([-1.0, 1.0], (batch, n))
-    a[:, 0], c[:, -1] = 0, 0
-    return a, b, c, rng.normal(size=(batch, n))
-
-
 def on_device(run, a, b, c, d):
     """x on the host from ``run(a, b, c, d, x, info)``: a path of the package called directly, on
     device copies of the (batch, n) systems."""
@@ -295,7 +286,7 @@ def hybrid_shared_solve(a, b, c, d):
     return on_device(hybrid.run_shared, a, b, c, d)
 
 
-hybrid_trace = ps.trace.record(hybrid_shared_solve, *dominant_systems(1, 32, seed=32))
+hybrid_trace = ps.trace.record(hybrid_shared_solve, *ps.check.dominant_systems(1, 32, seed=32))
 print(hybrid_trace.launches[0].kernel, hybrid_trace.launches[0].block, "threads;",
       hybrid.plan(1, 32, 1, np.float64)[-1], "lanes")
 ax = ps.viz.steps(hybrid_rows(hybrid_trace, 32), "rows", block=0,
@@ -428,7 +419,7 @@ def partition_rows(trace, n):
     return ps.trace.Trace(records, trace.launches)
 
 
-level_system = dominant_systems(1, 32, seed=33)
+level_system = ps.check.dominant_systems(1, 32, seed=33)
 level_trace = ps.trace.record(partition_level, *level_system)
 print("kernels:", ", ".join(launch.kernel for launch in level_trace.launches),
       "| x right:", np.allclose(partition_level(*level_system)[0], banded(*[v[0] for v in level_system]), rtol=1e-12, atol=1e-12))
@@ -598,7 +589,308 @@ print("a call on numpy arrays / the same call on device arrays:", span(on_numpy[
 # and the fewer the launches, the shorter the call.
 
 # %% [markdown]
-# ## 4. Summary
+# ## 4. Exercises
+#
+# Three exercises on the pieces that beat the library: the shuffles that let a warp's lanes
+# trade rows without shared memory or barriers (warm-up), the partition method's reduced system
+# and its back substitution (core), and the elimination inside a chunk that produces it
+# (stretch). `ps.hint("08.lane-exchange")` opens the hints one at a time.
+#
+# ### Exercise 08.lane-exchange (warm-up, 1 point)
+#
+# Below is PCR in registers for float64 systems of up to 32 rows, as the warp solver runs it on
+# its reduced system: a group of `lanes` lanes (a power of two, at least $n$) per system, one
+# row per lane, several groups per warp, each row divided by its diagonal so that a row is
+# $(a, c, d)$ with $b = 1$. The step is there; the rows it combines are missing.
+#
+# **Goal.** `my_neighbours(a, c, d, lane, lanes, s)` returns the rows of the lanes `s` before
+# (*up*, lane − `s`) and `s` after (*down*, lane + `s`) this one in its group,
+# `(a_up, c_up, d_up, a_down, c_down, d_down)`, taken from their registers by warp shuffles.
+#
+# **Invariant.** Every lane of the warp calls it with the same `s`, and gets its own group's
+# rows only: a neighbour outside the group (before its first lane or past its last) is the
+# identity row $(0, 0, 0)$, which changes nothing, even when another system's lane sits there.
+# The kernel keeps $a_0$ and $c_{n-1}$ as the arrays hold them (garbage, outside the matrix):
+# only a neighbour of zeros cancels them.
+#
+# **Worked example.** `lanes` = 4, `s` = 1, two groups in lanes 0-3 and 4-7 holding $d$ =
+# (10, 11, 12, 13) and (20, 21, 22, 23): lane 2 gets $d_\text{up}$ = 11 and $d_\text{down}$ =
+# 13, lane 3 gets 12 and 0 (not lane 4's 20), lane 4 gets 0 and 21.
+#
+# ```
+# lane      0    1    2    3  |  4    5    6    7
+# up (s=1)  id   0    1    2  |  id   4    5    6
+# down      1    2    3    id |  5    6    7    id
+# ```
+#
+# The check runs it in one warp on rows that name their lanes, for groups of 1 to 32 lanes,
+# then solves batches of 1 to 32 rows, several systems to a warp.
+
+# %% tags=["exercise"] exercise_id="08.lane-exchange" points=1 todo="my_neighbours: return the rows (a, c, d) of lane - s (up) and lane + s (down), fetched from their registers with warp shuffles, and the identity row (0, 0, 0) for a neighbour outside this lane's group of lanes lanes"
+FULL_MASK = 0xFFFFFFFF
+
+
+@cuda.jit(device=True)
+def my_neighbours(a, c, d, lane, lanes, s):
+    ### BEGIN SOLUTION
+    a_up = cuda.shfl_up_sync(FULL_MASK, a, s)
+    c_up = cuda.shfl_up_sync(FULL_MASK, c, s)
+    d_up = cuda.shfl_up_sync(FULL_MASK, d, s)
+    a_down = cuda.shfl_down_sync(FULL_MASK, a, s)
+    c_down = cuda.shfl_down_sync(FULL_MASK, c, s)
+    d_down = cuda.shfl_down_sync(FULL_MASK, d, s)
+    if lane < s:
+        a_up, c_up, d_up = 0.0, 0.0, 0.0
+    if lane + s >= lanes:
+        a_down, c_down, d_down = 0.0, 0.0, 0.0
+    return a_up, c_up, d_up, a_down, c_down, d_down
+    ### END SOLUTION
+
+
+@cuda.jit
+def my_warp_pcr(a, b, c, d, x, lanes):
+    batch, n = x.shape
+    lane = cuda.threadIdx.x % lanes
+    system = cuda.blockIdx.x * (32 // lanes) + cuda.threadIdx.x // lanes
+    holds_row = system < batch and lane < n
+    ai, ci, di = 0.0, 0.0, 0.0  # lanes past the system hold the identity row
+    if holds_row:  # a_0 and c_(n-1), outside the matrix, as the arrays hold them: the identity beyond cancels them
+        ai, ci, di = a[system, lane] / b[system, lane], c[system, lane] / b[system, lane], d[system, lane] / b[system, lane]
+    s = 1
+    while s < lanes:
+        a_up, c_up, d_up, a_down, c_down, d_down = my_neighbours(ai, ci, di, lane, lanes, s)
+        inverse = 1.0 / (1.0 - ai * c_up - ci * a_down)
+        di = (di - ai * d_up - ci * d_down) * inverse
+        ai, ci = -ai * a_up * inverse, -ci * c_down * inverse
+        s *= 2
+    if holds_row:
+        x[system, lane] = di
+
+
+def my_warp_solve(a, b, c, d):
+    x = cuda.device_array(d.shape, d.dtype)
+    lanes = 1 << (d.shape[1] - 1).bit_length()
+    my_warp_pcr[-(-d.shape[0] * lanes // 32), 32](*(cuda.to_device(v) for v in (a, b, c, d)), x, lanes)
+    return x
+
+# %% tags=["check"] exercise_id="08.lane-exchange"
+@cuda.jit
+def exchange_in_one_warp(rows, lanes, s, out):
+    lane = cuda.threadIdx.x
+    fetched = my_neighbours(rows[0, lane], rows[1, lane], rows[2, lane], lane % lanes, lanes, s)
+    for k in range(6):
+        out[k, lane] = fetched[k]
+
+
+def my_exchange_of(rows, lanes, s):
+    out = cuda.device_array((6, 32))
+    exchange_in_one_warp[1, 32](cuda.to_device(rows), lanes, s, out)
+    return out
+
+
+print(ps.check.neighbours(my_exchange_of))
+print(ps.check.tridiagonal(my_warp_solve, n_values=(1, 2, 3, 7, 11, 32)))
+
+# %% [markdown]
+# ### Exercise 08.interface-system (core, 2 points)
+#
+# Below is one level of the partition method (section 2.2) in chunks of 4 rows: `load_chunk`
+# brings thread $t$'s rows $4t \dots 4t + 3$ into registers (identity rows past $n$) and runs
+# the package's partition on them. Afterwards each row has $b = 1$ and reads: the first,
+# $a_0\, x_{\text{previous last}} + x_{\text{first}} + c_0\, x_{\text{last}} = d_0$; the last,
+# $a_3\, x_{\text{first}} + x_{\text{last}} + c_3\, x_{\text{next first}} = d_3$; an interior row
+# $k$, $a_k\, x_{\text{first}} + x_k + c_k\, x_{\text{last}} = d_k$. The warp solver solves the
+# reduced system; the two places where the chunks meet it are missing.
+#
+# **Goal.** In `my_reduce`, thread $t$ writes its chunk's two end rows into the reduced system
+# `ra, rb, rc, rd` (one per system, $2T$ rows for $T$ chunks); in `my_substitute`, it reads its
+# two ends from the reduced solution `xr` and writes $x$ of every row of its chunk inside the
+# system.
+#
+# **Invariant.** The reduced system is tridiagonal: its rows are the chunks' first and last rows
+# in the order of the chunks, so that each couples the rows next to it there, and its solution is
+# the original system's $x$ at the chunks' ends. Every thread writes its own two reduced rows and
+# its own chunk's $x$, nothing else, and nothing past row $n - 1$.
+#
+# **Worked example.** Section 2.2's picture: 32 rows, 8 chunks, a reduced system of 16 rows,
+# whose rows 6 and 7 are chunk 3's rows 12 and 15, and whose solution holds $x_{12}$ and $x_{15}$.
+# Then thread 3 writes $x_{12} \dots x_{15}$. Who writes which reduced row (`my_reduce`):
+#
+# ```
+# system row      0  1  2  3 | 4  5  6  7 | 8  9 10 11 | 12 13 14 15 | ...
+# chunk (thread)  0          | 1          | 2          | 3           |
+# reduced row     0        1 | 2        3 | 4        5 | 6         7 | ...
+# ```
+#
+# The check solves batches of 1 to 33 rows (systems that are not whole chunks too), traced, every
+# new array poisoned, and allows a thread of `my_reduce` or `my_substitute` at most 120 memory
+# accesses, registers' local arrays included (the solution makes 106): one thread for many
+# chunks fails.
+
+# %% tags=["exercise"] exercise_id="08.interface-system" points=2 todo="my_reduce: write chunk t's first and last rows as rows of the reduced system; my_substitute: write x of every row of chunk t from the reduced solution xr and the chunk's rows"
+ROWS = 4
+partition_chunk = ps.primitives.chunk.chunk_algebra(ROWS)[1]
+
+
+@cuda.jit(device=True)
+def load_chunk(a, b, c, d, system, t, la, lb, lc, ld):
+    n = b.shape[1]
+    for k in range(ROWS):
+        i = t * ROWS + k
+        if i < n:
+            la[k] = a[system, i] if i > 0 else 0.0  # a_0 and c_(n-1) are outside the matrix
+            lb[k] = b[system, i]
+            lc[k] = c[system, i] if i < n - 1 else 0.0
+            ld[k] = d[system, i]
+        else:
+            la[k], lb[k], lc[k], ld[k] = 0.0, 1.0, 0.0, 0.0
+    partition_chunk(la, lb, lc, ld, 1.0)
+
+
+@cuda.jit
+def my_reduce(a, b, c, d, ra, rb, rc, rd):
+    t, system = cuda.grid(2)
+    if system < b.shape[0] and 2 * t < rb.shape[1]:
+        la, lb = cuda.local.array(ROWS, float64), cuda.local.array(ROWS, float64)
+        lc, ld = cuda.local.array(ROWS, float64), cuda.local.array(ROWS, float64)
+        load_chunk(a, b, c, d, system, t, la, lb, lc, ld)
+        ### BEGIN SOLUTION
+        ra[system, 2 * t], rb[system, 2 * t], rc[system, 2 * t], rd[system, 2 * t] = la[0], 1.0, lc[0], ld[0]
+        ra[system, 2 * t + 1], rb[system, 2 * t + 1] = la[ROWS - 1], 1.0
+        rc[system, 2 * t + 1], rd[system, 2 * t + 1] = lc[ROWS - 1], ld[ROWS - 1]
+        ### END SOLUTION
+
+
+@cuda.jit
+def my_substitute(a, b, c, d, xr, x):
+    t, system = cuda.grid(2)
+    n = x.shape[1]
+    if system < b.shape[0] and 2 * t < xr.shape[1]:
+        la, lb = cuda.local.array(ROWS, float64), cuda.local.array(ROWS, float64)
+        lc, ld = cuda.local.array(ROWS, float64), cuda.local.array(ROWS, float64)
+        load_chunk(a, b, c, d, system, t, la, lb, lc, ld)
+        ### BEGIN SOLUTION
+        first, last = xr[system, 2 * t], xr[system, 2 * t + 1]
+        for k in range(ROWS):
+            if t * ROWS + k < n:
+                if k == 0:
+                    x[system, t * ROWS] = first
+                elif k == ROWS - 1:
+                    x[system, t * ROWS + k] = last
+                else:
+                    x[system, t * ROWS + k] = ld[k] - la[k] * first - lc[k] * last
+        ### END SOLUTION
+
+
+def my_partition_solve(a, b, c, d):
+    batch, n = d.shape
+    chunks = -(-n // ROWS)
+    bands = [cuda.to_device(v) for v in (a, b, c, d)]
+    ra, rb, rc, rd, xr = (cuda.device_array((batch, 2 * chunks)) for _ in range(5))
+    grid, block = (-(-chunks // 32), batch), (32, 1)
+    my_reduce[grid, block](*bands, ra, rb, rc, rd)
+    warp.run(ra, rb, rc, rd, xr, cuda.to_device(np.zeros(batch, np.int32)))
+    x = cuda.device_array((batch, n))
+    my_substitute[grid, block](*bands, xr, x)
+    return x
+
+# %% tags=["check"] exercise_id="08.interface-system"
+print(ps.check.tridiagonal(my_partition_solve, n_values=(1, 2, 3, 7, 11, 32, 33), chunk=ROWS,
+                           budget=ps.check.Budget(accesses_per_step=120, kernels=("my_reduce", "my_substitute"))))
+
+# %% [markdown]
+# ### Exercise 08.chunk-partition (stretch, 2 points)
+#
+# The partition itself, which the core exercise took from the package: the elimination by which
+# a thread turns its chunk of 4 rows into the two rows of the reduced system, in registers.
+#
+# **Goal.** `my_partition(la, lb, lc, ld)` rewrites the chunk's rows $(a_k, b_k, c_k, d_k)$, $k =
+# 0 \dots 3$, in place, into the form the core exercise's spec gives: $b_k = 1$ in every row, an
+# interior row coupling $x_\text{first}$, $x_k$ and $x_\text{last}$, the first row the previous
+# chunk's last unknown, $x_\text{first}$ and $x_\text{last}$, the last row $x_\text{first}$,
+# $x_\text{last}$ and the next chunk's first unknown.
+#
+# **Invariant.** Every rewritten row is a combination of the chunk's original rows, so the
+# system's solution still satisfies it: the check puts the solution into every row. One sweep
+# down and one back up, each row eliminated with a row already rewritten: about $10R$ operations.
+# Which unknowns each row couples, before and after (`*` a coefficient, `1` the unit diagonal):
+#
+# ```
+#          x_prev  x_0  x_1  x_2  x_3  x_next          x_prev  x_0  x_1  x_2  x_3  x_next
+# row 0      *      *    *    .    .    .       ->       *      1    .    .    *    .
+# row 1      .      *    *    *    .    .       ->       .      *    1    .    *    .
+# row 2      .      .    *    *    *    .       ->       .      *    .    1    *    .
+# row 3      .      .    .    *    *    *       ->       .      *    .    .    1    *
+# ```
+#
+# **Worked example.** Four rows $(a, b, c, d)$ = $(1, 4, 1, 6)$ for each $k$ of a chunk in the
+# middle of a system. Divided by its pivot, row 1 reads $0.25\, x_0 + x_1 + 0.25\, x_2 = 1.5$:
+# it couples $x_\text{first} = x_0$ already. Row 2 couples $x_1$; with row 1 it becomes
+# $-\tfrac{1}{15} x_0 + x_2 + \tfrac{4}{15} x_3 = \tfrac{18}{15}$, which couples $x_\text{first}$
+# and $x_\text{last} = x_3$ and is done. (Skip the sweep back up, or leave the first row
+# coupling $x_1$, and the check names the row that still couples it.)
+#
+# The check runs it on systems of 1, 2, 3 and 8 chunks, judges every row of every chunk, and
+# allows a thread of `my_chunks` at most 160 memory accesses, registers included (the solution
+# makes 132).
+
+# %% tags=["exercise"] exercise_id="08.chunk-partition" points=2 todo="my_partition: rewrite the chunk in place so that every row has b = 1, each interior row couples x_first, x_k and x_last only, the first row the previous chunk's last x, x_first and x_last, and the last row x_first, x_last and the next chunk's first x, all still true for the system's solution"
+ROWS = 4
+
+
+@cuda.jit(device=True)
+def my_partition(la, lb, lc, ld):
+    ### BEGIN SOLUTION
+    for k in range(2):
+        la[k], lc[k], ld[k], lb[k] = la[k] / lb[k], lc[k] / lb[k], ld[k] / lb[k], 1.0
+    for k in range(2, ROWS):
+        pivot = lb[k] - la[k] * lc[k - 1]
+        ld[k] = (ld[k] - la[k] * ld[k - 1]) / pivot
+        la[k] = -la[k] * la[k - 1] / pivot
+        lc[k] = lc[k] / pivot
+        lb[k] = 1.0
+    for k in range(ROWS - 3, 0, -1):
+        ld[k] -= lc[k] * ld[k + 1]
+        la[k] -= lc[k] * la[k + 1]
+        lc[k] = -lc[k] * lc[k + 1]
+    pivot = 1.0 - lc[0] * la[1]
+    ld[0] = (ld[0] - lc[0] * ld[1]) / pivot
+    la[0] = la[0] / pivot
+    lc[0] = -lc[0] * lc[1] / pivot
+    ### END SOLUTION
+
+
+@cuda.jit
+def my_chunks(a, b, c, d):
+    t, system = cuda.grid(2)
+    if system < b.shape[0] and t < b.shape[1] // ROWS:
+        la, lb = cuda.local.array(ROWS, float64), cuda.local.array(ROWS, float64)
+        lc, ld = cuda.local.array(ROWS, float64), cuda.local.array(ROWS, float64)
+        for k in range(ROWS):
+            i = t * ROWS + k
+            la[k], lb[k], lc[k], ld[k] = a[system, i], b[system, i], c[system, i], d[system, i]
+        my_partition(la, lb, lc, ld)
+        for k in range(ROWS):
+            i = t * ROWS + k
+            a[system, i], b[system, i], c[system, i], d[system, i] = la[k], lb[k], lc[k], ld[k]
+
+
+def my_partition_of(a, b, c, d):
+    bands = [cuda.to_device(v) for v in (a, b, c, d)]
+    my_chunks[(-(-b.shape[1] // ROWS // 32), b.shape[0]), (32, 1)](*bands)
+    return [v.copy_to_host() for v in bands]
+
+# %% tags=["check"] exercise_id="08.chunk-partition"
+print(ps.check.partition(my_partition_of, rows=ROWS, budget=ps.check.Budget(accesses_per_step=160, kernels=("my_chunks",))))
+
+# %% tags=["instructor"]
+# the package's code that solves the three exercises: the warp solver's shuffles, a level of the partition method, the partition
+for solving in (warp._make, partition._make, ps.primitives.chunk.chunk_algebra):
+    print(inspect.getsource(solving))
+
+
+# %% [markdown]
+# ## 5. Summary
 #
 # For one system of $n$ rows (a batch multiplies the work and the traffic, not the depth), beside
 # PCR (chapter 07):

@@ -127,6 +127,28 @@ HINTS = {
         "Going up, the last row's d' is already its x; each row above subtracts c' times the x below it. "
         "Visit the rows first, first + step, ...: the subsystem's rows are `step` apart.",
     ),
+    "08.lane-exchange": (
+        "A shuffle reads a register of another lane of the same warp: shfl_up_sync brings lane - s's value, "
+        "shfl_down_sync lane + s's, one call per value.",
+        "Every lane of the warp must take part in each shuffle: call them all unconditionally, then decide what "
+        "to keep.",
+        "A lane of another group, or a lane past the warp's end (a shuffle then returns the caller's own value), "
+        "is not a neighbour: replace what came from there by the identity row, all three of its values.",
+    ),
+    "08.interface-system": (
+        "After the partition a chunk's first and last rows couple only unknowns at chunk ends; listed chunk by "
+        "chunk, first then last, they form a tridiagonal system of their own.",
+        "Write them as the reduced system's rows 2t and 2t + 1, with the diagonal they now have.",
+        "The reduced solution gives x at the two ends of chunk t; every interior row of the chunk then holds one "
+        "unknown more, its own. Write only rows below n.",
+    ),
+    "08.chunk-partition": (
+        "Divide rows 0 and 1 by their diagonals first: row 1 then couples x_first (its left neighbour) already.",
+        "Going down from row 2, subtract a multiple of the row above (already rewritten) so that the row's left "
+        "coupling becomes one to x_first; divide by what is left on the diagonal.",
+        "Going back up from row R - 3, subtract a multiple of the row below so that the right coupling becomes one "
+        "to x_last; last, row 0, with row 1.",
+    ),
     "09.householder-reflector": (
         "Section 2's householder_step gets u and H right for entries of ordinary size: start from it.",
         "P = I - u u^T / H does not change when u is multiplied by a number s and H by s^2: "

@@ -205,7 +205,45 @@ MISTAKES = (
        ("dp = (rows[3, j] - rows[0, j] * dp) / pivot", "dp = rows[3, j] - rows[0, j] * dp")),
     _m("07.thomas-sweep", "the back substitution never runs", "wrong-result",
        ("    for t in range(count - 2, -1, -1):\n", "    for t in range(0):\n")),
-    # 08: Householder
+    # 08: the warp solver and the partition method
+    _m("08.lane-exchange", "no identity past the group's last lane", "got lane 4's a as a_down, from outside its group",
+       ("    if lane + s >= lanes:\n        a_down, c_down, d_down = 0.0, 0.0, 0.0\n", "")),
+    _m("08.lane-exchange", "up and down swapped", "up and down are swapped", ("cuda.shfl_up_sync", "SWAP"), ("cuda.shfl_down_sync", "cuda.shfl_up_sync"),
+       ("SWAP", "cuda.shfl_down_sync")),
+    _m("08.lane-exchange", "the shuffle only where the neighbour is inside", "shfl_up_sync at line 9",
+       ("    a_up = cuda.shfl_up_sync(FULL_MASK, a, s)\n    c_up = cuda.shfl_up_sync(FULL_MASK, c, s)\n"
+        "    d_up = cuda.shfl_up_sync(FULL_MASK, d, s)\n",
+        "    a_up, c_up, d_up = 0.0, 0.0, 0.0\n    if lane >= s:\n        a_up = cuda.shfl_up_sync(FULL_MASK, a, s)\n"
+        "        c_up = cuda.shfl_up_sync(FULL_MASK, c, s)\n        d_up = cuda.shfl_up_sync(FULL_MASK, d, s)\n")),
+    _m("08.lane-exchange", "d kept from outside the group", "as d_up, from outside its group",
+       ("a_up, c_up, d_up = 0.0, 0.0, 0.0", "a_up, c_up = 0.0, 0.0"), ("a_down, c_down, d_down = 0.0, 0.0, 0.0", "a_down, c_down = 0.0, 0.0")),
+    _m("08.interface-system", "first and last rows swapped in the reduced system", "The reduced system is wrong",
+       ("rd[system, 2 * t] = la[0], 1.0, lc[0], ld[0]", "rd[system, 2 * t] = la[ROWS - 1], 1.0, lc[ROWS - 1], ld[ROWS - 1]"),
+       ("= la[ROWS - 1], 1.0\n", "= la[0], 1.0\n"), ("= lc[ROWS - 1], ld[ROWS - 1]\n", "= lc[0], ld[0]\n")),
+    _m("08.interface-system", "b of the reduced rows never written", "a cell of the reduced system that was never written",
+       ("rb[system, 2 * t], rc[system, 2 * t], rd[system, 2 * t] = la[0], 1.0, lc[0]", "rc[system, 2 * t], rd[system, 2 * t] = la[0], lc[0]"),
+       ("ra[system, 2 * t + 1], rb[system, 2 * t + 1] = la[ROWS - 1], 1.0", "ra[system, 2 * t + 1] = la[ROWS - 1]")),
+    _m("08.interface-system", "x_first and x_last swapped in the interior", "the first and the last, in that order",
+       ("ld[k] - la[k] * first - lc[k] * last", "ld[k] - la[k] * last - lc[k] * first")),
+    _m("08.interface-system", "the chunk's ends never written to x", "x[0, 0] is NaN: it was never written",
+       ("                if k == 0:\n                    x[system, t * ROWS] = first\n"
+        "                elif k == ROWS - 1:\n                    x[system, t * ROWS + k] = last\n"
+        "                else:\n                    x[system, t * ROWS + k] = ld[k] - la[k] * first - lc[k] * last\n",
+        "                if 0 < k < ROWS - 1:\n                    x[system, t * ROWS + k] = ld[k] - la[k] * first - lc[k] * last\n")),
+    _m("08.interface-system", "no bound on the rows past n", "out-of-bounds", ("            if t * ROWS + k < n:\n", "            if True:\n")),
+    _m("08.chunk-partition", "the sweep down only divides", "interior row 2 of chunk 0 still couples x_1 (the row above)",
+       ("pivot = lb[k] - la[k] * lc[k - 1]", "pivot = lb[k]"), ("(ld[k] - la[k] * ld[k - 1]) / pivot", "ld[k] / pivot"),
+       ("la[k] = -la[k] * la[k - 1] / pivot", "la[k] = la[k] / pivot")),
+    _m("08.chunk-partition", "no sweep back up", "interior row 1 of chunk 0 still couples x_2 (the row below)",
+       ("    for k in range(ROWS - 3, 0, -1):\n", "    for k in range(0):\n")),
+    _m("08.chunk-partition", "the first row left coupling x_1", "the first row of chunk 0 still couples x_1",
+       ("    pivot = 1.0 - lc[0] * la[1]\n    ld[0] = (ld[0] - lc[0] * ld[1]) / pivot\n    la[0] = la[0] / pivot\n"
+        "    lc[0] = -lc[0] * lc[1] / pivot\n", "")),
+    _m("08.chunk-partition", "b left as it was", "not 1", ("lb[k] = 1.0\n", "lb[k] = lb[k]\n"),
+       ("ld[k] / lb[k], 1.0", "ld[k] / lb[k], lb[k]")),
+    _m("08.chunk-partition", "the pivot without the row above", "interior row 2 of chunk 0 does not hold for the solution",
+       ("pivot = lb[k] - la[k] * lc[k - 1]", "pivot = lb[k]")),
+    # 09: Householder
     _m("09.householder-reflector", "no scaling", "is not", ("    y = y / np.abs(y).sum()  # u and H of y / s give the P of y, and |y / s|^2 is near 1\n", "")),
     *_each_instead_of("09.householder-reflector", "g = -math.sqrt(h) if f >= 0 else math.sqrt(h)",
                       ("the wrong sign of g", "wrong sign", "g = math.sqrt(h) if f >= 0 else -math.sqrt(h)"),
@@ -220,7 +258,7 @@ MISTAKES = (
        ("    half = NORM_THREADS // 2\n    while half > 0:\n        cuda.syncthreads()\n        if t < half:\n"
         "            partials[t] += partials[t + half]\n        half //= 2\n",
         "    cuda.syncthreads()\n    if t == 0:\n        for k in range(1, NORM_THREADS):\n            partials[0] += partials[k]\n")),
-    # 09: blocks that talk
+    # 10: blocks that talk
     _m("10.chained-handoff", "the flag polled with a plain load", "polls it with plain loads (line 6)",
        ("while cuda.atomic.add(flags, b - 1, 0) == 0:", "while flags[b - 1] == 0:")),
     _m("10.chained-handoff", "no fence", "stale-read", ("    cuda.threadfence()\n", "")),
@@ -257,7 +295,7 @@ MISTAKES = (
        ("(np.uint64(flag) << np.uint64(32)) | np.uint64(to_bits(value))", "(np.uint64(to_bits(value)) << np.uint64(32)) | np.uint64(flag)")),
     _m("10.publish", "an atomic or onto the old state", "FAIL",
        ("cuda.atomic.exch(status, tile, ", "cuda.atomic.or_(status, tile, ")),
-    # 10: applications
+    # 11: applications
     *_each_instead_of("11.argmax-operator", "q if q[0] > p[0] else p", ("the later index on a tie", "tied maximum", "q if q[0] >= p[0] else p"),
                       ("the larger value with the earlier index", "FAIL", "(max(p[0], q[0]), p[1])"),
                       ("the smaller value", "wrong-identity", "q if q[0] < p[0] else p")),

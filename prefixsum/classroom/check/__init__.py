@@ -36,14 +36,16 @@ any kernel runs, since no scan can be right with such an operator.
 The checker is a package of one concern per module: :mod:`.mode` (sizes, seeds, ``thorough``
 and ``time_limit``), :mod:`.results` (verdicts and budgets), :mod:`.diagnosis` (what a trace
 shows), :mod:`.scan_checks` (scans, operators, tile kernels), :mod:`.linalg` (reflectors and
-tridiagonal solvers) and :mod:`.host` (functions checked case by case, compaction, radix pass,
+tridiagonal solvers, and the random systems they are checked on), :mod:`.chunks` (the warp
+solver's exchange of rows and the partition method's step) and :mod:`.host` (functions checked case by case, compaction, radix pass,
 stable sort).
 """
+from .chunks import neighbours, partition
 from .host import compaction, function, radix_pass, stable_sort
-from .linalg import reflector, tridiagonal
+from .linalg import dominant_systems, reflector, tridiagonal
 from .mode import DEFAULT_SIZES, DIAGNOSES, thorough, time_limit
 from .results import Budget, CheckResult, with_poisoned_allocations
 from .scan_checks import operator, scan, tiled
 
-__all__ = ["Budget", "CheckResult", "DEFAULT_SIZES", "DIAGNOSES", "compaction", "function", "operator", "radix_pass",
-           "reflector", "scan", "stable_sort", "thorough", "tiled", "time_limit", "tridiagonal", "with_poisoned_allocations"]
+__all__ = ["Budget", "CheckResult", "DEFAULT_SIZES", "DIAGNOSES", "compaction", "dominant_systems", "function", "neighbours",
+           "operator", "partition", "radix_pass", "reflector", "scan", "stable_sort", "thorough", "tiled", "time_limit", "tridiagonal", "with_poisoned_allocations"]

@@ -25,6 +25,8 @@ def _hint_for_error(error, run=None):
         return "deadlock", (f"Every resident block waits{where}: a block waits for a block that is not running. "
                             "Blocks start in blockIdx order, a few at a time: wait only for tiles taken earlier "
                             "(take tile ids from an atomic counter) and never for a block that starts later.")
+    if isinstance(error, sim.WarpDivergenceError):
+        return "barrier-divergence", _warp_divergence_hint(str(error))
     if isinstance(error, sim.BarrierDivergenceError):
         return "barrier-divergence", ("Not every thread reached the same cuda.syncthreads(): "
                                       "a barrier inside an if, or threads returning early. Move the barrier out of the branch.")
@@ -34,6 +36,15 @@ def _hint_for_error(error, run=None):
                                      "t - phase, ...) at the smallest thread and level that use it.")
         return "out-of-bounds", f"{text} Guard every access with i < n, and check each index at the largest thread."
     return "exception", f"{type(error).__name__}: {text}"
+
+
+def _warp_divergence_hint(text):
+    """The hint of lanes of one mask at different warp-level calls, naming the calls and their lines."""
+    waits = re.findall(r"wait at (\w+)\(\) with mask \w+\n\s+at [^:\n]*:(\d+)", text)
+    where = "; ".join(f"{call} at line {line}" for call, line in waits) or "different calls"
+    return (f"The lanes of one warp wait at different warp-level calls ({where}): a shuffle inside an if, which "
+            "only some lanes reach. Every lane named in the mask must make each call: shuffle in every lane, "
+            "then choose what to keep.")
 
 
 # A block that read one global cell this often, in the last accesses of a run that hung, was polling it.

@@ -154,15 +154,36 @@ def reflector(fn, *, sizes=(2, 3, 5, 8), dtype=np.float64, name=None, magnitude=
     return CheckResult(True, "pass", name, sizes)
 
 
-def _tridiagonal_systems(batch, n, dtype, rng):
-    """Random strictly diagonally dominant systems, ``|b| >= |a| + |c| + 0.5``, signs mixed.
+def dominant_systems(batch, n, seed, *, zero_outside=True):
+    """Random strictly diagonally dominant float64 systems, ``|b| >= |a| + |c| + 0.5``, signs mixed.
 
-    ``a[:, 0]`` and ``c[:, -1]`` (outside the matrix) hold random values too: a solver must ignore them.
+    Parameters
+    ----------
+    batch, n : int
+        ``batch`` systems of ``n`` rows.
+    seed : int or numpy.random.Generator
+        The random numbers' seed, or a generator to draw from.
+    zero_outside : bool
+        Set ``a[:, 0]`` and ``c[:, -1]`` (outside the matrix) to 0; else they keep random values,
+        which a solver must ignore.
+
+    Returns
+    -------
+    (a, b, c, d)
+        Four float64 arrays of shape ``(batch, n)``. The chapters and the checks draw their
+        systems here.
     """
+    rng = np.random.default_rng(seed)
     a, c = rng.uniform(-1, 1, (2, batch, n))
     b = (np.abs(a) + np.abs(c) + rng.uniform(0.5, 1.5, (batch, n))) * rng.choice([-1.0, 1.0], (batch, n))
-    d = rng.normal(size=(batch, n))
-    return [v.astype(dtype) for v in (a, b, c, d)]
+    if zero_outside:
+        a[:, 0], c[:, -1] = 0, 0
+    return a, b, c, rng.normal(size=(batch, n))
+
+
+def _tridiagonal_systems(batch, n, dtype, rng):
+    """:func:`dominant_systems` in ``dtype``, with random values outside the matrices."""
+    return [v.astype(dtype) for v in dominant_systems(batch, n, rng, zero_outside=False)]
 
 
 def _tridiagonal_reference(a, b, c, d):
@@ -176,7 +197,22 @@ def _tridiagonal_reference(a, b, c, d):
     return np.linalg.solve(matrices, d.astype(np.float64)[..., None])[..., 0]
 
 
-def _tridiagonal_hint(n, bad_rows, passed_sizes):
+def _chunk_hint(n, bad_rows, chunk):
+    """The hint of a wrong x from a partition-method solver with chunks of ``chunk`` rows."""
+    ends = [r for r in bad_rows if r % chunk in (0, chunk - 1)]
+    if not ends:
+        return ("Every chunk's end is right and its interior is not: after the partition each interior row couples "
+                "its own x and the two solved ends of its chunk only, the first and the last, in that order.")
+    if len(ends) == len(bad_rows) and n > chunk:
+        return ("Only chunk ends are wrong: the reduced system holds chunk t's first row as row 2t and its last as "
+                "row 2t + 1, each with b = 1, and its solution gives the ends back in the same order.")
+    return ("The reduced system is wrong: chunk t's first row (coupling the previous chunk's last x and its own last x) "
+            "is row 2t, its last row (coupling its own first x and the next chunk's first) row 2t + 1, both with b = 1.")
+
+
+def _tridiagonal_hint(n, bad_rows, passed_sizes, chunk=None):
+    if chunk is not None:
+        return _chunk_hint(n, bad_rows, chunk)
     if n == 1:
         return "With n = 1 no step runs: x_0 = d_0 / b_0 (a_0 and c_0 lie outside the matrix)."
     if n == 2:
@@ -196,7 +232,7 @@ def _tridiagonal_hint(n, bad_rows, passed_sizes):
 
 @_child.simulated
 def tridiagonal(fn, *, n_values=(1, 2, 3, 7, 11, 32, 33), batch=3, dtype=np.float64, timeout=20.0, name=None,
-                budget=None):
+                budget=None, chunk=None):
     """Check ``fn``, a student's batched tridiagonal solver, against a float64 reference.
 
     ``fn(a, b, c, d)`` takes four numpy arrays of shape ``(batch, n)`` and ``dtype``, the rows
@@ -232,6 +268,9 @@ def tridiagonal(fn, *, n_values=(1, 2, 3, 7, 11, 32, 33), batch=3, dtype=np.floa
     budget : Budget, optional
         What the solver's kernels may spend (:class:`Budget`): one thread solving a whole
         system gets the right x and fails ``accesses_per_step``.
+    chunk : int, optional
+        The solver is the partition method with chunks of ``chunk`` rows: a wrong x gets the
+        hints of chunk ends and interiors, not those of PCR's strides.
 
     Returns
     -------
@@ -253,6 +292,8 @@ def tridiagonal(fn, *, n_values=(1, 2, 3, 7, 11, 32, 33), batch=3, dtype=np.floa
         raise ValueError(f"n_values and batch must be at least 1; got n_values={n_values}, batch={batch}")
     if budget is not None and not isinstance(budget, Budget):
         raise TypeError(f"budget must be a prefixsum.check.Budget or None; got {type(budget).__name__}")
+    if chunk is not None and not (isinstance(chunk, int) and chunk >= 2):
+        raise ValueError(f"chunk must be None or an int of at least 2 (rows of a chunk); got {chunk!r}")
     name = name or getattr(fn, "__name__", "tridiagonal")
     if name == "<lambda>":
         name = "tridiagonal"
@@ -277,15 +318,19 @@ def tridiagonal(fn, *, n_values=(1, 2, 3, 7, 11, 32, 33), batch=3, dtype=np.floa
         unwritten = np.argwhere(np.isnan(x))
         if unwritten.size:
             system, row = map(int, unwritten[0])
-            return CheckResult(False, "unwritten-output", name, sizes, n, row,
-                               f"x[{system}, {row}] was never written (or is NaN): every row of every system "
-                               "needs its x_i = d_i / b_i at the end.")
+            if chunk is not None:
+                hint = (f"x[{system}, {row}] is NaN: it was never written, or it came from a cell of the reduced "
+                        "system that was never written (each of its rows needs all four of a, b, c and d).")
+            else:
+                hint = (f"x[{system}, {row}] was never written (or is NaN): every row of every system "
+                        "needs its x_i = d_i / b_i at the end.")
+            return CheckResult(False, "unwritten-output", name, sizes, n, row, hint)
         steps = max(1, int(np.ceil(np.log2(n + 1))))
         bound = 64 * np.finfo(dtype).eps * steps * np.abs(expected).max(axis=1, keepdims=True)
         bad = np.argwhere(~(np.abs(x - expected) <= bound))
         if bad.size:
             system, row = map(int, bad[0])
-            hint = _tridiagonal_hint(n, sorted({int(r) for _, r in bad}), passed_sizes)
+            hint = _tridiagonal_hint(n, sorted({int(r) for _, r in bad}), passed_sizes, chunk)
             return CheckResult(False, "wrong-result", name, sizes, n, row, f"System {system}. {hint}")
         overspent = None if budget is None else budget.overspent(run, n)
         if overspent is not None:
