@@ -126,7 +126,7 @@ def _check_one(exercise, source, namespace, setup, timeout):
             except _OutOfTime:
                 result.update(status="timeout", stage="check")
                 break
-            except Exception as error:  # noqa: BLE001
+            except (Exception, observations.Unreplayable) as error:  # noqa: BLE001  (a run the judge could not replay either)
                 result.update(status="error", stage="check", error=observations.encode_error(error))
                 break
     return result
