@@ -392,6 +392,23 @@ def test_collect_names_submissions_by_folder_or_file(tmp_path):
         ("single", "single.ipynb", "")]
 
 
+def test_a_batch_checks_only_the_instructors_solutions_some_submission_needs(tmp_path):
+    """The batch's own check of the instructor's solutions (and the record of their launches)
+    covers the exercises that some submission has the grader run: attempted and accepted. A
+    class that hands in one exercise of chapter 01 records that one, and nothing of chapter 09."""
+    ladder_chapter, reflector_chapter = chapters.read_chapter(LADDER), chapters.read_chapter(REFLECTOR)
+    known = {c.name: c for c in (ladder_chapter, reflector_chapter)}
+    for name, notebook in {"blank": student_version(instructor(), chapter="01_ladder"), "step": ladder(SOLUTION),
+                           "refused": with_exercise(lambda s: "import os\n" + s, exercise_id="01.ladder-max")}.items():
+        (tmp_path / name).mkdir()
+        nbformat.write(notebook, tmp_path / name / LADDER.name)
+    (tmp_path / "essay").mkdir()
+    (tmp_path / "essay" / "essay.txt").write_text("I solved it in my head.")
+    needed = batch._needed(grading.collect([tmp_path]), known, 16)
+    assert needed == {ladder_chapter.name: {"01.ladder-step"}, reflector_chapter.name: set()}
+    assert runner.instructor_signatures(reflector_chapter, ids=set()) == {}  # nothing to record: no process at all
+
+
 def test_combine_reports_a_disagreement_as_tampering():
     exercise = chapters.read_chapter(LADDER).exercises[0]
     passed, failed = {"status": "pass"}, {"status": "fail", "message": "FAIL x"}

@@ -125,8 +125,12 @@ def _judge(chapter, observed, ids, options, record=False):
     return results.parse(done.stdout.decode(errors="replace"), "record" if record else "check", ids), problem
 
 
-def instructor_signatures(chapter, options=Options()):
+def instructor_signatures(chapter, options=Options(), ids=None):
     """Check the instructor's solutions in a sandbox and record their kernels' launches.
+
+    ``ids``: the exercises to check and record (default: every exercise of the chapter); a batch
+    records those that some submission has the grader run (:func:`screen`), as the students'
+    cells of those exercises run: together, after the setup cells.
 
     Returns
     -------
@@ -140,10 +144,12 @@ def instructor_signatures(chapter, options=Options()):
         When an instructor's solution does not pass its own check there (the notebook's
         stored outputs or its ``setup`` tags are wrong, and no grade could be trusted).
     """
-    sources = {e.id: e.source for e in chapter.exercises}
+    sources = {e.id: e.source for e in chapter.exercises if ids is None or e.id in ids}
+    if not sources:
+        return {}
     found, finished = _trusted("record", chapter, sources, options)
     verdicts = {e.id: results.check_verdict(e, found.get(e.id, {"status": "crashed", "message": "no result"}), False,
-                                            chapter.sanitize) for e in chapter.exercises}
+                                            chapter.sanitize) for e in chapter.exercises if e.id in sources}
     broken = [f"{i}: {v['message'] or 'no result'}" for i, v in verdicts.items() if v["status"] != "pass"]
     if broken:
         raise RuntimeError(f"the instructor's solutions of {chapter.name} do not pass the grader's own check "
@@ -259,6 +265,34 @@ def combine(exercise, source, problems, ptx, trusted, nbval):
                         f"(code outside the exercise, or a print in it?): {nbval_text}")
 
 
+def screen(data, filename, chapters):
+    """What of a submitted file the grader runs: ``(chapter, sources, problems, accepted)``.
+
+    ``sources``: ``{exercise id: the submitted cell or None}``; ``problems``: ``{exercise id:
+    the allow-list's refusals}``; ``accepted``: ``{exercise id: source}`` of the exercises
+    attempted (not still raising the students' ``NotImplementedError``: a class's blanks cost
+    nothing) and accepted by the allow-list. It only parses: a batch asks it first, to check and
+    record only the instructor's solutions that some submission needs.
+
+    Raises
+    ------
+    InvalidSubmission
+        When the file is no notebook of one of ``chapters``.
+    """
+    notebook = renumbered(read_submission(data, filename))
+    chapter = chapter_of(notebook, filename, chapters)
+    sources = submitted_sources(notebook, chapter)
+    earlier, problems = [], {}
+    for exercise in chapter.exercises:
+        source = sources[exercise.id]
+        problems[exercise.id] = [] if source is None else allowlist.check(
+            source, instructor_source=exercise.source, setup_sources=chapter.setup, earlier_sources=earlier,
+            exercise_id=exercise.id)
+        earlier.append(exercise.source)
+    attempted = {e.id: sources[e.id] for e in chapter.exercises if sources[e.id] is not None and not unsolved(sources[e.id], e)}
+    return chapter, sources, problems, {i: s for i, s in attempted.items() if not problems[i]}
+
+
 def grade_notebook(student, filename, data, chapters, signatures, options=Options()):
     """Grade one submitted file; return its rows of grades.csv (with the students' code).
 
@@ -273,7 +307,8 @@ def grade_notebook(student, filename, data, chapters, signatures, options=Option
     chapters : dict
         ``{name: Chapter}`` of the instructor's notebooks.
     signatures : dict
-        ``{chapter name: instructor_signatures(chapter)}``.
+        ``{chapter name: instructor_signatures(chapter)}``: the record of every exercise that
+        :func:`screen` accepts in ``data``, at least.
 
     A notebook of an earlier numbering (:mod:`..renumbering`) is graded by the current names.
     """
@@ -281,23 +316,10 @@ def grade_notebook(student, filename, data, chapters, signatures, options=Option
     if options.isolated:
         sandbox.check_available()  # once per process: a cluster's worker may lack bwrap
     try:
-        notebook = renumbered(read_submission(data, filename))
-        chapter = chapter_of(notebook, filename, chapters)
+        chapter, sources, problems, accepted = screen(data, filename, chapters)
     except InvalidSubmission as error:
         return [Row(student, filename, "", 0, 0, "invalid", str(error), sandbox=where)]
-    sources = submitted_sources(notebook, chapter)
     recorded = signatures[chapter.name]
-    earlier, problems = [], {}
-    for exercise in chapter.exercises:
-        source = sources[exercise.id]
-        problems[exercise.id] = [] if source is None else allowlist.check(
-            source, instructor_source=exercise.source, setup_sources=chapter.setup, earlier_sources=earlier,
-            exercise_id=exercise.id)
-        earlier.append(exercise.source)
-    # An exercise still raising the students' NotImplementedError is not attempted: nothing of
-    # it needs to run (a class's blanks cost nothing).
-    attempted = {e.id: sources[e.id] for e in chapter.exercises if sources[e.id] is not None and not unsolved(sources[e.id], e)}
-    accepted = {i: s for i, s in attempted.items() if not problems[i]}
     ptx, trusted = {}, {}
     if any(recorded[i]["signatures"] for i in accepted):
         ptx, _ = _trusted("ptx", chapter, accepted, options, {i: recorded[i]["signatures"] for i in accepted})
