@@ -409,6 +409,32 @@ def test_a_batch_checks_only_the_instructors_solutions_some_submission_needs(tmp
     assert runner.instructor_signatures(reflector_chapter, ids=set()) == {}  # nothing to record: no process at all
 
 
+def test_a_submission_of_exactly_the_recorded_solutions_takes_their_verdicts(monkeypatch):
+    """The batch's own check of the instructor's solutions is the check of a submission that hands
+    in exactly those cells: its verdicts are reused (the checks are deterministic); a submission
+    that differs by a comment gets its own sandboxed check."""
+    chapter = chapters.read_chapter(LADDER)
+    entry = {"status": "ran", "message": "", "lines": [], "launches": 1}
+    recorded = {e.id: {"signatures": {}, "launches": 1, "source": e.source, "checked": {**entry, "id": e.id}}
+                for e in chapter.exercises}
+    modes = []
+
+    def trusted(mode, chapter, sources, options, signatures=None):
+        modes.append((mode, sorted(sources)))
+        return {i: {**entry, "id": i} for i in sources}, None
+
+    monkeypatch.setattr(runner, "_trusted", trusted)
+    monkeypatch.setattr(runner, "_nbval", lambda chapter, sources, options: ({i: ("pass", "") for i in sources}, None))
+    monkeypatch.setattr(results, "check_verdict", lambda exercise, found, launches, sanitize: {"status": "pass", "message": ""})
+    commented = instructor()
+    cell(commented, "01.ladder-step").source += "\n# mine\n"
+    graded = [runner.grade_notebook("ann", LADDER.name, nbformat.writes(notebook).encode(), {chapter.name: chapter},
+                                    {chapter.name: recorded}, runner.Options(isolated=False))
+              for notebook in (instructor(), commented)]
+    assert [{r.status for r in rows} for rows in graded] == [{"pass"}, {"pass"}]
+    assert modes == [("check", sorted(recorded))]  # the second submission's only
+
+
 def test_combine_reports_a_disagreement_as_tampering():
     exercise = chapters.read_chapter(LADDER).exercises[0]
     passed, failed = {"status": "pass"}, {"status": "fail", "message": "FAIL x"}
