@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from prefixsum.classroom import mistakes, trace as tracing
-from prefixsum.classroom.grading import judge, observations, read_chapter, trusted
+from prefixsum.classroom.grading import judge, judging, observations, read_chapter, trusted
 from prefixsum.classroom.grading.runner import _inside
 from prefixsum.cli import grade as grade_command
 from prefixsum.scans.api import scan
@@ -147,3 +147,18 @@ def test_the_graders_own_processes_are_bounded():
                           env={**os.environ, "PYTHONPATH": str(LADDER.parents[1])})
     assert done.stdout.split() == ["2048", "64", "30", "MemoryError"]
     assert "sandbox.limit_process(" in inspect.getsource(judge.main) and "limit_process(" in inspect.getsource(grade_command.main)
+    assert "sandbox.limit_process(" in inspect.getsource(judging._judge_child)
+
+
+def test_the_judge_server_judges_each_request_in_a_fork_of_its_own(chapter):
+    """One server per grading thread, each verdict in a fork: a request that breaks its child
+    leaves the server to judge the next one; one that takes too long stops the server."""
+    judges = judging.Judges({**os.environ, "PYTHONPATH": str(LADDER.parents[1])})
+    observed = sandbox_output(chapter, chapter.exercise(EXERCISE).source)
+    request = json.dumps({"chapter": json.loads(_inside(chapter)), "observed": observed, "ids": [EXERCISE], "timeout": 30}).encode()
+    broken = judges.judge(b"[]", 120)
+    assert broken[0] == 1 and "TypeError" in broken[2], broken
+    returncode, stdout, _ = judges.judge(request, 120)
+    assert returncode == 0 and json.loads(stdout)["lines"] == [PASS], stdout
+    server = judges._local.server
+    assert judges.judge(request, 0.001) == (None, "", "no verdict within 0.001 s") and server.poll() is not None

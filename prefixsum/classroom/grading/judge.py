@@ -1,14 +1,14 @@
 """The grader's judge: the verdicts of a submission's checks, drawn from its sandbox's observations.
 
-A process of the grader's own, started by :mod:`.runner` for each submission (and for the
-instructor's solutions), that never runs student code: it gets the instructor's setup and check
+A process of the grader's own, forked for each submission (and for the instructor's solutions)
+by :mod:`.judging`'s server, that never runs student code: it gets the instructor's setup and check
 cells and the sandbox's output (:mod:`.trusted`'s ``check`` mode), reads that output with a
 strict schema (:mod:`.observations`), runs the setup cells and then each check cell with the
 student's names as stand-ins and a :class:`.observations.Replayer` answering every run of the
 student's code. The references, the comparisons, the diagnoses and the verdict's text are all
 computed here, on inputs that the checks draw here. It runs on the classroom simulator (the
 reference trace of the feedback's picture needs it) and bounds its address space, CPU time and
-open files (:func:`.sandbox.limit_process`) before it reads anything. ::
+open files (:func:`.sandbox.limit_process`) before it reads anything. On its own::
 
     python -m prefixsum.classroom.grading.judge < REQUEST.json > VERDICTS.jsonl
 

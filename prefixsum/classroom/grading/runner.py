@@ -22,14 +22,14 @@ import json
 import os
 import pathlib
 import re
-import subprocess
 import sys
+import threading
 import xml.etree.ElementTree as ElementTree
 
 import nbformat
 
 from ...core.device import device_environment
-from . import allowlist, observations, results, sandbox
+from . import allowlist, judging, observations, results, sandbox
 from .chapters import EXERCISE, InvalidSubmission, assemble, chapter_of, read_submission, submitted_sources, unsolved
 from ..renumbering import renumbered
 
@@ -40,6 +40,8 @@ _PACKAGE_ROOT = pathlib.Path(__file__).resolve().parents[3]  # the folder holdin
 # The judge runs no student code: its CPU limit (judge.CPU_S) stops a runaway, and the wall clock only a
 # stuck process, far above its time on a machine as loaded as a 2-core one under 20 processes.
 _JUDGE_WALL_S = 1800
+# The judge's servers (judging.Judges), one per grading thread, started with the first verdict.
+_JUDGES, _JUDGES_LOCK = None, threading.Lock()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,15 +116,17 @@ def _judge(chapter, observed, ids, options, record=False):
     """
     request = {"chapter": json.loads(_inside(chapter)), "observed": observed, "ids": sorted(ids), "timeout": options.timeout,
                "record": record}
-    env = {**os.environ, **device_environment(True, "the grader's judge replays the checks on the classroom simulator"),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(_PACKAGE_ROOT), os.environ.get("PYTHONPATH")]))}
-    try:
-        done = subprocess.run([sys.executable, "-m", "prefixsum.classroom.grading.judge"], input=json.dumps(request).encode(),
-                              capture_output=True, env=env, timeout=_JUDGE_WALL_S, check=False)
-    except subprocess.TimeoutExpired:
-        return {}, f"no verdict within {_JUDGE_WALL_S} s"
-    problem = "" if done.returncode == 0 else f"exit {done.returncode}: {done.stderr.decode(errors='replace')[-2000:]}"
-    return results.parse(done.stdout.decode(errors="replace"), "record" if record else "check", ids), problem
+    with _JUDGES_LOCK:
+        global _JUDGES
+        if _JUDGES is None:
+            _JUDGES = judging.Judges({**os.environ, **device_environment(True, "the grader's judge replays the checks on the "
+                                                                             "classroom simulator"),
+                                      "PYTHONPATH": os.pathsep.join(filter(None, [str(_PACKAGE_ROOT), os.environ.get("PYTHONPATH")]))})
+    returncode, stdout, stderr = _JUDGES.judge(json.dumps(request).encode(), _JUDGE_WALL_S)
+    if returncode is None:
+        return {}, stderr
+    problem = "" if returncode == 0 else f"exit {returncode}: {stderr}"
+    return results.parse(stdout, "record" if record else "check", ids), problem
 
 
 def instructor_signatures(chapter, options=Options(), ids=None):
