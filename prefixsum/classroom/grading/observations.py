@@ -314,12 +314,8 @@ class Decoder:
 class Recorder:
     """The sandbox's observer: runs each traced run and host call of the student's code and keeps what came out.
 
-    The check here gets back what the judge's :class:`Replayer` will hand its replay: the
-    observation as the judge decodes it from the JSON (:func:`answer`), the trace with all its
-    accesses, the result and error as data. Both processes thus run the same check code on the
-    same data, and every decision a check takes (to stop at a size's failure, to run the next
-    size or the next call) is the same in both: the judge asks for the same runs, in the same
-    order, as the sandbox made.
+    The check gets back what the judge's :class:`Replayer` will hand it (:func:`answer` of the
+    observation decoded from its JSON): both processes take the same decisions on the same data.
     """
 
     def __init__(self):
@@ -451,10 +447,6 @@ def stand_ins(names, decoder):
     return found
 
 
-def _ordinal(k):
-    return f"{k}{'th' if 10 <= k % 100 < 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(k % 10, 'th')}"
-
-
 def answer(entry, args, counter):
     """What a run of the check gets from a decoded observation ``entry``, in the sandbox and in the judge alike.
 
@@ -492,8 +484,7 @@ class Replayer:
         entry = self.observations[self.used]
         self.used += 1
         if entry["kind"] != kind or entry["inputs"] != fingerprint(args, kwargs):
-            raise Unreplayable(f"the sandbox reported its {_ordinal(self.used)} run, a {entry['kind']}, on other inputs "
-                               f"than the grader's {kind}")
+            raise Unreplayable(f"the sandbox reported run {self.used} (a {entry['kind']}) on other inputs than the grader's {kind}")
         return answer(entry, args, counter)
 
     def record(self, fn, args, kwargs, counter):
