@@ -5,9 +5,10 @@ block waiting for a block dispatched after it, polling a flag with a plain load)
 ``--launches`` times on ``--n`` random small integers as float32 (tiles of ``mutants.BLOCK``; every
 partial sum is exact in float32, so any difference from numpy's cumsum is a wrong element). The two mistakes that can
 hang a GPU -- waiting for a block that never starts, and a polling loop whose plain load the
-compiler may read once -- run as *bounded* copies of the package's kernels, defined below: a
-waiting thread gives up after ``--patience`` polls and counts itself in ``gave_up`` (on a GPU the
-unbounded kernels hang; these show that they would). Notebook 00 quotes the CSV next to the
+compiler may read once -- run as *bounded* variants of the package's kernels (made by
+:func:`prefixsum.classroom.mutants.variant`, below): a waiting thread gives up after
+``--patience`` polls and counts itself in ``gave_up`` (on a GPU the unbounded kernels hang;
+these show that they would). Notebook 00 quotes the CSV next to the
 stock and the classroom simulator.
 
 Writes ``blocks_gpu.csv`` under ``--out``: one row per kernel with launches, wrong launches,
@@ -30,69 +31,35 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import prefixsum as ps  # noqa: E402  (chooses the GPU or the simulator before numba.cuda loads)
 import numpy as np  # noqa: E402
-from numba import cuda, float32  # noqa: E402
+from numba import cuda  # noqa: E402
 
 from prefixsum.cli.bench import default_out, require_gpu  # noqa: E402
 from prefixsum.cli.metadata import run_metadata  # noqa: E402
 from prefixsum.cli.results import print_table, write_csv  # noqa: E402
 from prefixsum.classroom import mutants  # noqa: E402
-from prefixsum.classroom.mutants import BLOCK, ladder_in_shared  # noqa: E402
+from prefixsum.classroom.mutants import BLOCK  # noqa: E402
 
 
-@cuda.jit(device=True)
-def atomic_read(flags, j):
-    return cuda.atomic.add(flags, j, 0)
-
-
-@cuda.jit(device=True)
-def plain_read(flags, j):
-    return flags[j]
-
-
-def bounded(read_flag, tile_from_counter):
-    """A chained tile kernel whose waiting thread gives up after ``patience`` polls (and counts
-    itself in ``gave_up``) instead of hanging: it polls with ``read_flag`` and takes its tile id
-    from the atomic counter when ``tile_from_counter``, else in the reverse of blockIdx order,
-    so that a block waits for one dispatched after it."""
-
-    @cuda.jit
-    def kernel(x, out, prefixes, flags, counter, gave_up, n, patience):
-        rungs = cuda.shared.array(BLOCK, float32)
-        tile = cuda.shared.array(1, np.int32)
-        carry = cuda.shared.array(1, float32)
-        t = cuda.threadIdx.x
-        if tile_from_counter:
-            if t == 0:
-                tile[0] = cuda.atomic.add(counter, 0, 1)
-            cuda.syncthreads()
-            b = tile[0]
-        else:
-            b = cuda.gridDim.x - 1 - cuda.blockIdx.x
-        i = b * BLOCK + t
-        ladder_in_shared(rungs, x, i, n, t)
-        if t == BLOCK - 1:
-            before = float32(0)
-            if b > 0:
-                polls = 0
-                while read_flag(flags, b - 1) == 0 and polls < patience:
-                    polls += 1
-                if polls == patience:
-                    cuda.atomic.add(gave_up, 0, 1)
-                before = prefixes[b - 1]
-            prefixes[b] = before + rungs[t]
-            cuda.threadfence()
-            cuda.atomic.add(flags, b, 1)
-            carry[0] = before
-        cuda.syncthreads()
-        if i < n:
-            out[i] = rungs[t] + carry[0]
-
-    return kernel
+def bounded(kernel, hand_off):
+    """``kernel``, a chained tile kernel of :mod:`prefixsum.classroom.mutants`, with ``hand_off``
+    made patient: its waiting thread gives up after ``patience`` polls (and counts itself in
+    ``gave_up``) instead of hanging. Both are the package's code with these edits, no copy."""
+    patient = mutants.variant(
+        hand_off, f"patient_{hand_off.py_func.__name__}",
+        ("(prefixes, flags, b, total):", "(prefixes, flags, b, total, gave_up, patience):"),
+        ("    if b > 0:\n", "    if b > 0:\n        polls = 0\n"),
+        ("            pass\n", "            polls += 1\n            if polls == patience:\n"
+                              "                cuda.atomic.add(gave_up, 0, 1)\n                break\n"),
+        device=True)
+    return mutants.variant(
+        kernel, f"bounded_{kernel.py_func.__name__}",
+        ("counter, n):", "counter, n, gave_up, patience):"), ("rungs[t])", "rungs[t], gave_up, patience)"),
+        namespace={"hand_off": patient})
 
 
 BOUNDED = {
-    "chained_waits_for_later_block": bounded(atomic_read, tile_from_counter=False),  # mutants.chained_waits_for_later_block_tile
-    "chained_plain_poll": bounded(plain_read, tile_from_counter=True),  # mutants.chained_plain_poll_tile
+    "chained_waits_for_later_block": bounded(mutants.chained_waits_for_later_block_tile, mutants.hand_off),
+    "chained_plain_poll": bounded(mutants.chained_tile, mutants.hand_off_plain_poll),
 }
 
 
@@ -106,7 +73,7 @@ def launch(name, x, patience):
     counter = cuda.to_device(np.zeros(1, np.int32))
     gave_up = cuda.to_device(np.zeros(1, np.int32))
     if name in BOUNDED:
-        BOUNDED[name][tiles, BLOCK](x, out, prefixes, flags, counter, gave_up, n, patience)
+        BOUNDED[name][tiles, BLOCK](x, out, prefixes, flags, counter, n, gave_up, patience)
     else:
         KERNELS[name][tiles, BLOCK](x, out, prefixes, flags, counter, n)
     cuda.synchronize()

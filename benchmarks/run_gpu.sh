@@ -238,8 +238,9 @@ stage_transfers() {
   "$python" benchmarks/transfers.py $quick_flag --out "$out"
 }
 
-# GPU, about a minute: ps.scan(numpy) at five chunk sizes and four numbers of copy threads beside
-# torch's round trip, 2^20, 2^24, 2^26 float32 (the table prefixsum.scans.transfers' defaults come from).
+# GPU, about a minute: ps.scan(numpy) at five chunkings and two numbers of copy threads beside
+# the plain way and torch's round trip, 2^19..2^22 and 2^24 float32 (the table
+# prefixsum.scans.transfers' defaults come from).
 stage_transfers_tune() {
   "$python" benchmarks/transfers.py $quick_flag --tune --out "$out"
 }
@@ -253,7 +254,7 @@ stage_transfers_timeline() {
 # GPU, under a minute: whole ps.scan calls on device arrays against torch.cumsum, their parts, and
 # cProfile's view of a call (benchmarks/scan_calls.py).
 stage_scan_calls() {
-  "$python" benchmarks/scan_calls.py $quick_flag --out "$out"
+  "$python" benchmarks/scan_calls.py $quick_flag --parts --out "$out"
 }
 
 # GPU, about 10 seconds: the chained scans of prefixsum.mutants (blocks that talk to each other),

@@ -6,7 +6,8 @@
 On the host clock, median of 200 calls after a warm-up, float32, n = 2^10, 2^16, 2^20, every
 result checked first:
 
-- ``ps.scan(x)`` then ``cuda.synchronize()`` (numba's), and then ``torch.cuda.synchronize()``;
+- ``ps.scan(x)`` then ``cuda.synchronize()`` (numba's), then ``torch.cuda.synchronize()``, then
+  numba's ``cuda.default_stream().synchronize()`` (the stream ps.scan launches on);
 - ``torch.cumsum(t, 0)`` (a new result, as ps.scan's) and ``torch.cumsum(t, 0, out=y)``, then
   ``torch.cuda.synchronize()``;
 - the parts: each synchronize on an idle GPU, ``ps.scan(x)`` without one (host time alone: the
@@ -55,6 +56,8 @@ def main(argv=None):
         print(f"{variant:<46} n={n:<9} {us:>9.2f} us{'' if correct else '  WRONG'}", flush=True)
 
     sync = torch.cuda.synchronize if torch is not None else cuda.synchronize
+    stream = cuda.default_stream()  # numba's stream synchronize: cuStreamSynchronize, no context lookup
+    add("cuda.default_stream().synchronize() idle", 0, stream.synchronize)
     add("cuda.synchronize() idle", 0, cuda.synchronize)
     if torch is not None:
         add("torch.cuda.synchronize() idle", 0, torch.cuda.synchronize)
@@ -69,6 +72,7 @@ def main(argv=None):
         correct = check(ps.scan(source).copy_to_host())
         add("ps.scan + cuda.synchronize", n, lambda: (ps.scan(source), cuda.synchronize()), correct)
         add("ps.scan + torch.cuda.synchronize", n, lambda: (ps.scan(source), sync()), correct)
+        add("ps.scan + default_stream().synchronize()", n, lambda: (ps.scan(source), stream.synchronize()), correct)
         add("ps.scan alone (host)", n, lambda: ps.scan(source), correct)
         kept = cuda.device_array(n, np.float32)
         lookback = ps.ALGORITHMS["lookback"]
@@ -110,11 +114,8 @@ def main(argv=None):
 
 def parts(add, n, source, kept):
     """Host time of the pieces of a look-back call: the result's memory, the tile states, the
-    Launcher's marshalling and launch, and cuda.core's launch against a plain ``cuLaunchKernel``
-    (cuda.bindings) with its parameter block kept and two pointers rewritten per call."""
-    import ctypes
-
-    from cuda.bindings import driver
+    Launcher's parameter block (filled with one ``struct.pack_into``) and a whole Launcher call
+    (the block and ``cuLaunchKernel``)."""
     from prefixsum.core.arrays import result_array
     from prefixsum.scans import lookback
 
@@ -128,32 +129,10 @@ def parts(add, n, source, kept):
     arguments = (source, kept, status, values, counter, n, epoch, 0)
     launch(tiles, 128, *arguments)
     cuda.synchronize()
-    add("part: Launcher marshalling", n, lambda: launch._params(arguments))
-    config = launch._configs[tiles, 128, 0]
-    flat = launch._params(arguments)
-    add("part: cuda.core launch, marshalled", n, lambda: launch._launch(launch._stream, config, launch._kernel, *flat))
+    block = launch._local.block
+    add("part: parameter block fill", n, lambda: block.fill(arguments))
+    add("part: Launcher call (fill + cuLaunchKernel)", n, lambda: launch(tiles, 128, *arguments))
     cuda.synchronize()
-    cells = [ctypes.c_int64(int(value)) if isinstance(value, int) else value for value in flat]
-    block = (ctypes.c_void_p * len(cells))(*[ctypes.addressof(cell) for cell in cells])
-    where = int(ctypes.addressof(block))
-    try:
-        handle = launch._kernel.handle
-        function = driver.CUfunction(int(handle))
-        print("kernel handle", type(handle), flush=True)
-
-        def raw():
-            cells[4].value = source.device_ctypes_pointer.value
-            cells[11].value = kept.device_ctypes_pointer.value
-            return driver.cuLaunchKernel(function, tiles, 1, 1, 128, 1, 1, 0, 0, where, 0)
-
-        kept.copy_to_device(np.full(n, np.nan, np.float32))
-        print("cuLaunchKernel:", raw(), flush=True)
-        cuda.synchronize()
-        reference = ps.scan(source).copy_to_host()
-        add("part: cuLaunchKernel, kept block", n, raw, bool(np.array_equal(kept.copy_to_host(), reference)))
-        cuda.synchronize()
-    except Exception as error:  # an experiment: its failure is reported, the rows above stand
-        print(f"cuLaunchKernel experiment failed: {type(error).__name__}: {error}", flush=True)
 
 
 def ratios(rows):

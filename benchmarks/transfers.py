@@ -17,15 +17,17 @@ by CUPTI (torch.profiler), each copy and kernel with its stream, and each of the
 into pinned memory, with its start and end in microseconds from the call's first event
 (chapter 09 draws it).
 
-``--tune`` writes ``transfers_tune.csv`` instead: ps.scan at 2^20, 2^22 and 2^24 float32 through the
-pinned slots for each chunk size and number of copy threads, beside torch's round trip (the
-table the defaults of :mod:`prefixsum.scans.transfers` come from).
+``--tune`` writes ``transfers_tune.csv`` instead: ps.scan at 2^19..2^22 and 2^24 float32 through the
+pinned slots for each chunking (:data:`TUNE_CHUNKINGS`) and number of copy threads, beside the
+plain way and torch's round trip (the table the defaults of :mod:`prefixsum.scans.transfers`
+come from).
 """
 import json
 import os
 import shlex
 import sys
 import tempfile
+import time
 
 import numpy as np
 
@@ -39,11 +41,14 @@ from prefixsum.scans.testing import expected_scan, random_input, wrong_indices
 SIZES = tuple(1 << k for k in range(20, 29, 2))
 DTYPES = ("float32", "int32")
 QUICK_SIZES = (1000, 9000)
-TUNE_SIZES = (1 << 20, 1 << 22, 1 << 24)
-TUNE_CHUNKS = (1 << 20, 2 << 20, 4 << 20, 16 << 20)
-TUNE_THREADS = (2, 8)
+TUNE_SIZES = (1 << 19, 1 << 20, 1 << 21, 1 << 22, 1 << 24)
+TUNE_CHUNKINGS = ((256 << 10, 4 << 20, 8), (512 << 10, 4 << 20, 8), (1 << 20, 4 << 20, 4), (1 << 20, 16 << 20, 4),
+                  (512 << 10, 2 << 20, 16))
+"""(MIN_CHUNK_BYTES, CHUNK_BYTES, TARGET_CHUNKS) of :mod:`prefixsum.scans.transfers`, swept by ``--tune``."""
+TUNE_THREADS = (4, 8)
 TIMELINE_N = 1 << 24
 HOST_COPY = "host copy into pinned memory"
+CALL = "ps.scan call"
 
 
 def repeats_for(n, quick):
@@ -95,63 +100,80 @@ def measure(calls, sizes, dtypes, quick, meta, rng):
 
 
 def tune(torch, quick, meta, rng):
-    """ps.scan at each chunk size and thread count, and torch's round trip, float32."""
+    """ps.scan through the chunks (every size, MIN_BYTES 0) at each chunking and thread count, and
+    torch's round trip and the plain way (one pageable copy each way), float32."""
     rows = []
     sizes = QUICK_SIZES if quick else TUNE_SIZES
-    chunk_sizes, thread_counts = ((256, 4096), (1, 2)) if quick else (TUNE_CHUNKS, TUNE_THREADS)
-    defaults = transfers.CHUNK_BYTES, transfers.COPY_THREADS, transfers.MIN_BYTES
-    transfers.MIN_BYTES = 0
+    chunkings, thread_counts = (((64, 4096, 4),), (1, 2)) if quick else (TUNE_CHUNKINGS, TUNE_THREADS)
+    names = ("MIN_CHUNK_BYTES", "CHUNK_BYTES", "TARGET_CHUNKS", "STAGING_THREADS", "MIN_BYTES")
+    defaults = {name: getattr(transfers, name) for name in names}
     try:
-        for chunk in chunk_sizes:
+        for low, high, target in chunkings:
             for threads in thread_counts:
-                transfers.CHUNK_BYTES, transfers.COPY_THREADS = chunk, threads
+                for name, value in zip(names, (low, high, target, threads, 0)):
+                    setattr(transfers, name, value)
                 transfers._pool.clear()  # a pool of the new size
-                rows += [{**row, "variant": f"ps.scan pinned chunk={chunk} threads={threads}"}
+                variant = f"ps.scan chunks={target} of {low}..{high} bytes threads={threads}"
+                rows += [{**row, "variant": variant}
                          for row in measure({"ps.scan": ps.scan}, sizes, ("float32",), quick, meta, rng)]
     finally:
-        transfers.CHUNK_BYTES, transfers.COPY_THREADS, transfers.MIN_BYTES = defaults
+        for name, value in defaults.items():
+            setattr(transfers, name, value)
         transfers._pool.clear()
+    calls = {"ps.scan, copies not overlapped": not_overlapped}
     if torch is not None:
-        rows += measure(round_trips(torch, None), sizes, ("float32",), quick, meta, rng)
-    return rows
+        calls.update(round_trips(torch, None))
+        calls.pop("ps.scan")
+    return rows + measure(calls, sizes, ("float32",), quick, meta, rng)
 
 
 def timeline(torch, n, rng):
-    """Rows ``(engine, name, stream, start_us, end_us)`` of one traced ps.scan of ``n`` float32:
-    every copy and kernel CUPTI saw and the host's copies into pinned memory (marked with
-    ``torch.profiler.record_function``, so that they share the trace's clock), times from the
-    call's first event."""
+    """Rows ``(engine, name, stream, method, start_us, end_us)`` of one traced ps.scan of ``n``
+    float32: every copy and kernel CUPTI saw, and the host's copies into pinned memory, times
+    from the call's first event.
+
+    The host's copies run on the copy threads, where ``torch.profiler.record_function`` does not
+    show in the trace (and the process crashed in ``free()`` at exit when it was used there): each
+    copy's start and end are read on ``time.perf_counter_ns`` instead and placed on the trace's
+    clock by one mark on the calling thread, :data:`CALL`, whose start is read on both clocks.
+    """
     from torch.profiler import ProfilerActivity, profile, record_function
 
     x = random_input(n, "add", np.dtype("float32"), rng)
     ps.scan(x)  # compiled, buffers made
-    copy = transfers.copy_parallel
+    copy, spans = transfers.host_copy, []
 
-    def marked(target, source):
-        with record_function(HOST_COPY):
-            copy(target, source)
+    def timed(target, source):
+        begin = time.perf_counter_ns()
+        copy(target, source)
+        spans.append((begin, time.perf_counter_ns()))
 
-    transfers.copy_parallel = marked
+    transfers.host_copy = timed
     try:
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as traced:
-            ps.scan(x)
+            with record_function(CALL):
+                origin = time.perf_counter_ns()
+                ps.scan(x)
     finally:
-        transfers.copy_parallel = copy
+        transfers.host_copy = copy
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "trace.json")
         traced.export_chrome_trace(path)
         with open(path) as handle:
             events = json.load(handle)["traceEvents"]
-    found = [e for e in events if e.get("ph") == "X" and (e.get("cat") in ("kernel", "gpu_memcpy") or
-                                                          (e.get("cat") == "user_annotation" and e["name"] == HOST_COPY))]
+    marks = [e for e in events if e.get("ph") == "X" and e.get("cat") == "user_annotation" and e["name"] == CALL]
+    found = [e for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy")]
+    found += [{"name": HOST_COPY, "cat": "host", "ts": marks[0]["ts"] + (begin - origin) / 1e3, "dur": (end - begin) / 1e3}
+              for begin, end in spans]
     start = min(e["ts"] for e in found)
+    method = "cupti trace (torch.profiler); host copies on perf_counter, placed by a record_function mark"
     rows = []
     for e in sorted(found, key=lambda e: e["ts"]):
         name = e["name"]
         engine = ("host copy" if name == HOST_COPY else "copy in" if "HtoD" in name else
                   "copy out" if "DtoH" in name else "SMs (scan)" if e["cat"] == "kernel" else "other copy")
         rows.append({"engine": engine, "name": name[:60], "stream": e.get("args", {}).get("stream", ""),
-                     "start_us": round(e["ts"] - start, 2), "end_us": round(e["ts"] + e["dur"] - start, 2)})
+                     "method": method, "start_us": round(e["ts"] - start, 2), "end_us": round(e["ts"] + e["dur"] - start, 2)})
     return rows
 
 

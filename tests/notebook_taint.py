@@ -382,12 +382,7 @@ def analyse(text, name):
 def problems(text, name="notebook.py"):
     """The checked cells of a notebook that print device-dependent values.
 
-    Parameters
-    ----------
-    text : str
-        The notebook as a jupytext percent-format source.
-    name : str
-        Its name, for the messages.
+    ``text`` and ``name`` are :func:`analyse`'s.
 
     Returns
     -------

@@ -119,7 +119,7 @@ def test_the_blocks_stage_runs_and_writes_every_committed_kernel(tmp_path):
 
 
 def test_the_chained_kernels_compile_for_a_gpu(ptx_child):
-    """The package's chained kernels and the benchmark's bounded copies, on the real CUDA target."""
+    """The package's chained kernels and the benchmark's bounded variants, on the real CUDA target."""
     code = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(BENCHMARKS)!r})
@@ -133,7 +133,7 @@ def test_the_chained_kernels_compile_for_a_gpu(ptx_child):
                        mutants.chained_waits_for_later_block_tile, mutants.chained_plain_poll_tile):
             cuda.compile_ptx(kernel.py_func, f"void({{arrays}}, int32[::1], int64)", cc=(9, 0))
         for kernel in blocks_gpu.BOUNDED.values():
-            cuda.compile_ptx(kernel.py_func, f"void({{arrays}}, int32[::1], int32[::1], int64, int64)", cc=(9, 0))
+            cuda.compile_ptx(kernel.py_func, f"void({{arrays}}, int32[::1], int64, int32[::1], int64)", cc=(9, 0))
         print("compiled 7")
     """)
     child = ptx_child(code)

@@ -6,6 +6,7 @@ and the deliberately racy Hillis-Steele kernel.
 """
 import inspect
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -119,7 +120,7 @@ def test_in_place_hillis_steele_is_a_tile_kernel():
 
 
 def test_unregistered_kernels_compile_to_ptx(ptx_child):
-    """The seed's 256-element kernel and the racy kernel are not in the registry's PTX walk."""
+    """The seed's 256-element kernel, the racy kernel and the lessons' warp scans are not in the registry's PTX walk."""
     code = textwrap.dedent("""
         from numba import cuda
         from prefixsum.classroom import lessons
@@ -134,6 +135,38 @@ def test_unregistered_kernels_compile_to_ptx(ptx_child):
         for kernel, argtypes in to_compile:
             ptx, _ = cuda.compile_ptx(kernel.py_func, argtypes, cc=(9, 0))
             assert ".entry" in ptx and "bar.sync" in ptx, kernel.py_func.__name__
+        for variant in lessons.VARIANTS:  # warp scans: no block barrier
+            kernel = lessons.warp_scan_kernel(variant, "add", "float32")
+            ptx, _ = cuda.compile_ptx(kernel.py_func, (array_type("float32"), array_type("float32")), cc=(9, 0))
+            assert ".entry" in ptx, variant
     """)
     child = ptx_child(code)
     assert child.returncode == 0, child.stdout[-3000:] + child.stderr[-3000:]
+
+
+def test_chapter_01_prints_what_a_single_array_add_scan_runs(monkeypatch):
+    """Chapter 01 prints ``tiles.scan_tiles`` and ``ladder.ladder_tile_kernel``: a ladder scan of one
+    array with a built-in operator must run exactly those, the kernel compiled from its source as
+    written (the tuple plumbing of user operators is ``scan_field_tiles`` and a rewrite, not used)."""
+    from prefixsum.scans import ladder, tiles
+
+    chapter = (Path(__file__).parents[1] / "notebooks" / "sources" / "01_ladder.py").read_text()
+    assert "print(inspect.getsource(ps.scans.tiles.scan_tiles))" in chapter
+    assert "print(inspect.getsource(ps.scans.ladder.ladder_tile_kernel))" in chapter
+    drivers, launched = [], []
+    real_driver = tiles.scan_tiles
+
+    def spied_driver(x, out, tile_kernel, **kw):
+        drivers.append("scan_tiles")
+        launched.append(tile_kernel.py_func)
+        return real_driver(x, out, tile_kernel, **kw)
+
+    monkeypatch.setattr(tiles, "scan_tiles", spied_driver)
+    monkeypatch.setattr(tiles, "scan_field_tiles", lambda *a, **kw: drivers.append("scan_field_tiles"))
+    x = np.arange(1, 101, dtype=np.int32)
+    np.testing.assert_array_equal(ps.scan(x, algorithm="ladder", block_size=32), np.cumsum(x))
+    assert drivers == ["scan_tiles", "scan_tiles"]  # the tiles, then their 4 totals
+    printed = inspect.getsource(ladder.ladder_tile_kernel)
+    for tile_function in launched:
+        assert inspect.getsource(tile_function) in printed  # the readable kernel itself, not a rewrite
+        assert tile_function.__code__.co_filename == ladder.__file__

@@ -86,7 +86,7 @@ SOLVING = {
     "09.householder-reflector": ("hh.reflector",),
     "09.rank-two-update": ("hh.update",),
     "09.parallel-norm": ("hh.block_sum",),
-    "10.chained-handoff": ("ps.mutants.chained_tile",),
+    "10.chained-handoff": ("ps.mutants.hand_off",),
     "10.lookback-loop": ("lookback.look_back",),
     "10.publish": ("lookback.state_access",),
     "11.compact": ("apps.compaction.scatter_kept",),
@@ -185,25 +185,6 @@ def serial_tile(x, out, totals, n):
 
 
 @cuda.jit
-def partner_without_minus_one_tile(x, out, totals, n):
-    rungs = cuda.shared.array(BLOCK, float32)
-    t = cuda.threadIdx.x
-    i = cuda.blockIdx.x * BLOCK + t
-    rungs[t] = x[i] if i < n else float32(0)
-    cuda.syncthreads()
-    phase = 1
-    while phase < BLOCK:
-        if t & phase:
-            rungs[t] += rungs[t & ~(phase - 1)]  # the start of its own run, not the end of the one before
-        cuda.syncthreads()
-        phase <<= 1
-    if i < n:
-        out[i] = rungs[t]
-    if t == BLOCK - 1:
-        totals[cuda.blockIdx.x] = rungs[t]
-
-
-@cuda.jit
 def barrier_only_loop_tile(x, out, totals, n):
     phase = 1
     while phase < BLOCK:
@@ -235,7 +216,7 @@ def test_each_budget_limit_is_enforced():
 
 
 def test_a_wrong_partner_index_is_not_diagnosed_as_a_missing_barrier():
-    wrong_index = check.tiled(partner_without_minus_one_tile, block_size=BLOCK)
+    wrong_index = check.tiled(ps.mutants.wrong_partner_tile, block_size=BLOCK)
     assert wrong_index.diagnosis == "race"
     assert "same step" in wrong_index.hint and "Check the index" in wrong_index.hint
     assert "is missing" not in wrong_index.hint
@@ -244,7 +225,7 @@ def test_a_wrong_partner_index_is_not_diagnosed_as_a_missing_barrier():
 
 
 def test_a_loop_that_only_passes_barriers_is_stopped():
-    result = check.tiled(barrier_only_loop_tile, block_size=BLOCK, sizes=(1,), timeout=0.1)  # no accesses: the wall clock
+    result = check.tiled(barrier_only_loop_tile, block_size=BLOCK, sizes=(1,), timeout=0.1)  # no accesses: the CPU-time runaway bound
     assert result.diagnosis == "timeout", str(result)
 
 

@@ -28,7 +28,7 @@ def test_every_exercise_has_named_mistakes_with_distinct_names():
 
 def test_a_mistake_whose_text_is_gone_from_the_solution_is_an_error():
     mistake = mistakes.Mistake("01.serial-scan", "stale", (("no such text", "x"),), "FAIL")
-    with pytest.raises(ValueError, match="'no such text' is not in the exercise's source"):
+    with pytest.raises(ValueError, match="'no such text' is not in the source"):
         mistake.source(EXERCISES["01.serial-scan"].source)
 
 

@@ -1,6 +1,6 @@
 """The one door to numba-cuda's internals on the GPU side (prefixsum.core.numba_gpu), tested without a GPU.
 
-The Launcher hands cuda.core the flat parameters numba would build; if numba-cuda changed its
+The Launcher hands ``cuLaunchKernel`` the flat parameters numba would build, in a kept block; if numba-cuda changed its
 layout, a launch would read garbage with no error. numba's own ``_Kernel._prepare_args`` is
 importable and runs without a GPU in a ``NUMBA_ENABLE_CUDASIM=0`` process, so the two lists are
 compared there for every argument kind the Launcher takes.
@@ -35,6 +35,14 @@ MARSHALLING = textwrap.dedent("""
     def plain(values):
         return [[type(v).__name__, v.value] if isinstance(v, ctypes._SimpleCData) else ["int", int(v)] for v in values]
 
+    def read_back(block, args, numba_params):
+        # the block cuLaunchKernel reads: each slot through its pointer, as the ctypes type numba gives
+        # that parameter (an array's fields as 64-bit integers)
+        block.fill(args)
+        slots = ctypes.cast(block.address, ctypes.POINTER(ctypes.c_void_p))
+        return plain([type(p).from_address(slots[k]) if isinstance(p, ctypes._SimpleCData)
+                      else ctypes.c_int64.from_address(slots[k]).value for k, p in enumerate(numba_params)])
+
     cases = [
         (types.Array(types.float64, 2, "C"), device_array((5, 3), "float64", 0x10000)),
         (types.Array(types.float32, 1, "C"), device_array((7,), "float32", 0x20000)),
@@ -52,11 +60,14 @@ MARSHALLING = textwrap.dedent("""
         numba_params = []
         dispatcher._Kernel._prepare_args(kernel, argtype, value, 0, [], numba_params)
         result.append([str(argtype), plain(numba_params), plain(numba_gpu.marshaller((argtype,))([value]))])
+        result[-1].append(read_back(numba_gpu.ParamBlock((argtype,)), [value], numba_params))
     together = []  # two arguments in one list: each lays out after the other
     dispatcher._Kernel._prepare_args(kernel, cases[0][0], cases[0][1], 0, [], together)
     dispatcher._Kernel._prepare_args(kernel, cases[5][0], cases[5][1], 0, [], together)
+    both = (cases[0][0], cases[5][0])
     result.append(["(5, 3) float64 and an int64", plain(together),
-                   plain(numba_gpu.marshaller((cases[0][0], cases[5][0]))([cases[0][1], cases[5][1]]))])
+                   plain(numba_gpu.marshaller(both)([cases[0][1], cases[5][1]])),
+                   read_back(numba_gpu.ParamBlock(both), [cases[0][1], cases[5][1]], together)])
     print(json.dumps(result))
 """)
 
@@ -67,9 +78,10 @@ def test_the_launchers_marshalling_is_numbas_for_every_argument_kind_it_takes():
     assert child.returncode == 0, child.stderr[-3000:]
     cases = json.loads(child.stdout.strip().splitlines()[-1])
     assert len(cases) == 10
-    for argtype, numba_params, ours in cases:
+    for argtype, numba_params, ours, in_block in cases:
         assert ours == numba_params, argtype
-    by_kind = {argtype: params for argtype, params, _ in cases}
+        assert in_block == numba_params, f"{argtype}: the parameter block"
+    by_kind = {argtype: params for argtype, params, _, _ in cases}
     # what the comparison covers: numba's layout of a 2-D array and of an int64, spelled out
     assert by_kind["array(float64, 2d, C)"] == [["int", 0], ["int", 0], ["int", 15], ["int", 8], ["int", 0x10000],
                                                 ["int", 5], ["int", 3], ["int", 24], ["int", 8]]

@@ -30,14 +30,16 @@ SIMULATOR = {
 REAL_TARGET = {
     "numba.cuda.dispatcher": ["CUDADispatcher", "CUDADispatcher.compile", "_LaunchConfiguration", "_Kernel",
                               "_Kernel.library", "_Kernel._prepare_args", "get_current_device"],
-    "numba.cuda.cudadrv.driver": ["MemoryPointer", "device_to_host", "get_version"],
+    "numba.cuda.cudadrv.driver": ["MemoryPointer", "MemoryPointer.view", "MemoryPointer.device_ctypes_pointer",
+                                  "device_to_host", "get_version"],
     "numba.cuda.cudadrv.devicearray": ["DeviceNDArray", "DeviceNDArrayBase", "is_cuda_ndarray"],
     "numba.cuda.cudadrv": ["driver", "devicearray"],
     "numba.cuda": ["dispatcher", "libdevice"],
     "numba.cuda.codegen": ["CUDACodeLibrary.get_cufunc"],
-    "cuda.core": ["LaunchConfig", "launch", "Stream", "Stream.from_handle"],
     "cuda.bindings": ["driver"],
-    "cuda.bindings.driver": ["cuStreamCreate", "cuStreamDestroy", "CUstream_flags", "CUresult"],
+    "cuda.bindings.driver": ["cuStreamCreate", "cuStreamDestroy", "CUstream_flags", "CUresult", "cuLaunchKernel",
+                             "CUfunction", "CUstream", "cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync", "cuEventRecord",
+                             "cuStreamWaitEvent", "cuEventSynchronize", "cuStreamSynchronize"],
     "numba.np.numpy_support": ["as_dtype"],
 }
 # Attributes of objects (not modules) that the package reads, looked up on real instances below.

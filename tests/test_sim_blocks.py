@@ -53,16 +53,22 @@ def test_block_order_seed_refuses_bad_seeds(bad, error):
         sim.block_order_seed(bad)
 
 
+NOTHING, FENCE, ATOMIC = 0, 1, 2  # what block 0 does after its store, before it raises the flag
+
+
 @cuda.jit
-def message(data, flags, out, fence):
+def message(data, flags, out, publish):
     """Block 0 stores data[0] and raises flags[0]; block 1 waits for the flag, then reads data[0].
-    Block 0 stays resident until block 1 has read (flags[1]), so that retiring publishes nothing."""
+    Between the store and the flag block 0 does ``publish``: nothing, a fence, or an atomic on the
+    element. Block 0 stays resident until block 1 has read (flags[1]), so that retiring publishes nothing."""
     if cuda.threadIdx.x != 0:
         return
     if cuda.blockIdx.x == 0:
         data[0] = 42
-        if fence:
+        if publish == FENCE:
             cuda.threadfence()
+        if publish == ATOMIC:
+            cuda.atomic.add(data, 0, 0)  # an atomic on the element publishes the store to it
         cuda.atomic.add(flags, 0, 1)
         while cuda.atomic.add(flags, 1, 0) == 0:
             pass
@@ -73,47 +79,28 @@ def message(data, flags, out, fence):
         cuda.atomic.add(flags, 1, 1)
 
 
-def send(fence):
+def send(publish):
     out = np.zeros(1, np.int32)
-    message[2, 32](np.zeros(1, np.int32), np.zeros(2, np.int32), out, fence)
+    message[2, 32](np.zeros(1, np.int32), np.zeros(2, np.int32), out, publish)
     return out[0]
 
 
 def test_a_store_is_hidden_from_other_blocks_until_a_fence():
-    assert send(fence=False) == 0  # the old contents: the flag overtook the data
-    assert send(fence=True) == 42
+    assert send(NOTHING) == 0  # the old contents: the flag overtook the data
+    assert send(FENCE) == 42
 
 
 def test_stale_reads_are_reported_to_the_access_hook():
     accesses = []
     with sim.access_hook(accesses.append):
-        send(fence=False)
+        send(NOTHING)
     (read,) = [a for a in accesses if a.array == "data" and a.kind == "read"]
     assert read.stale and read.value == 0 and read.block == (1, 0, 0)
     assert not any(a.stale for a in accesses if a is not read)
 
 
-@cuda.jit
-def publish_by_atomic(data, flags, out):
-    if cuda.threadIdx.x != 0:
-        return
-    if cuda.blockIdx.x == 0:
-        data[0] = 7
-        cuda.atomic.add(data, 0, 0)  # an atomic on the element publishes the store to it
-        cuda.atomic.add(flags, 0, 1)
-        while cuda.atomic.add(flags, 1, 0) == 0:
-            pass
-    else:
-        while cuda.atomic.add(flags, 0, 0) == 0:
-            pass
-        out[0] = data[0]
-        cuda.atomic.add(flags, 1, 1)
-
-
 def test_an_atomic_on_the_element_publishes_a_store():
-    out = np.zeros(1, np.int32)
-    publish_by_atomic[2, 32](np.zeros(1, np.int32), np.zeros(2, np.int32), out)
-    assert out[0] == 7
+    assert send(ATOMIC) == 42
 
 
 @cuda.jit

@@ -10,7 +10,6 @@ import prefixsum as ps
 from prefixsum.classroom import mutants, stepping, trace
 from prefixsum.classroom.grading import report
 from prefixsum.classroom.grading.runner import Row
-from test_stepping import wrong_ladder_tile
 
 CELL = re.compile(r'data-array="(\w+)" data-owner="([\d,]*)" data-index="(\d+)" data-value="([^"]*)"')
 
@@ -61,7 +60,7 @@ def test_the_fallback_is_a_picture_and_one_line(ladder):
 def test_a_wrong_run_opens_at_its_first_difference_with_the_cells_marked():
     x = np.arange(1, 41, dtype=np.float32)
     good = trace.record(mutants._ladder_scan_tiles, mutants.correct_tile, x)
-    bad = trace.record(mutants._ladder_scan_tiles, wrong_ladder_tile, x)
+    bad = trace.record(mutants._ladder_scan_tiles, mutants.wrong_partner_tile, x)
     stepper = ps.viz.step(bad, reference=good)
     assert stepper.start == stepper.first_difference == 1
     assert "first difference from the reference at step 1" in repr(stepper)
@@ -71,10 +70,10 @@ def test_a_wrong_run_opens_at_its_first_difference_with_the_cells_marked():
 
 
 def test_a_failing_check_offers_the_stepper_on_its_run():
-    verdict = ps.check.tiled(wrong_ladder_tile, block_size=mutants.BLOCK)
+    verdict = ps.check.tiled(mutants.wrong_partner_tile, block_size=mutants.BLOCK)
     assert not verdict and str(verdict).endswith("Step through it beside the package's scan: ps.viz.step_failure()")
     stepper = ps.viz.step_failure(block_size=mutants.BLOCK)
-    assert stepper.first_difference is not None and stepper.model.trace.kernel(0) == "wrong_ladder_tile"
+    assert stepper.first_difference is not None and stepper.model.trace.kernel(0) == "wrong_partner_tile"
     big = ps.check.scan(lambda x: ps.scan(x) * 0, dtype=np.int32, sizes=(100,))
     assert "step_failure" not in str(big)  # too many elements to step through
 
@@ -97,7 +96,7 @@ def test_the_look_back_steps_by_publication():
 def test_the_feedback_shows_the_first_difference_as_a_picture(tmp_path):
     x = np.arange(1, 41, dtype=np.float32)
     good = trace.record(mutants._ladder_scan_tiles, mutants.correct_tile, x)
-    bad = trace.record(mutants._ladder_scan_tiles, wrong_ladder_tile, x)
+    bad = trace.record(mutants._ladder_scan_tiles, mutants.wrong_partner_tile, x)
     rows = [Row("ann", "01_ladder.ipynb", "01.ladder-step", 0, 2, "fail", "race at n=1", "code")]
     paths = report.write_all(rows, tmp_path, runs={("ann", "01.ladder-step"): (bad, good)})
     page = paths[-1].read_text()

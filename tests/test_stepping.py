@@ -9,46 +9,12 @@ from numba import cuda, float32
 
 import prefixsum as ps
 from prefixsum.classroom import mutants, stepping, trace
+from shared_kernels import run_strided
 
 
 def one_tile(kernel, x, threads):
     out, totals = cuda.device_array(len(x), x.dtype), cuda.device_array(1, x.dtype)
     kernel[1, threads](cuda.to_device(x), out, totals, len(x))
-    return out.copy_to_host()
-
-
-@cuda.jit
-def strided_shared(out, stride):
-    buffer = cuda.shared.array(1024, float32)
-    t = cuda.threadIdx.x
-    buffer[t * stride] = t
-    cuda.syncthreads()
-    out[t] = buffer[t * stride]
-
-
-@cuda.jit
-def wrong_ladder_tile(x, out, totals, n):
-    """The ladder with the browser test's mistake: each element adds the first of its own run."""
-    rungs = cuda.shared.array(mutants.BLOCK, float32)
-    t = cuda.threadIdx.x
-    i = cuda.blockIdx.x * mutants.BLOCK + t
-    rungs[t] = x[i] if i < n else float32(0)
-    cuda.syncthreads()
-    phase = 1
-    while phase < mutants.BLOCK:
-        if t & phase:
-            rungs[t] += rungs[t & ~(phase - 1)]
-        cuda.syncthreads()
-        phase <<= 1
-    if i < n:
-        out[i] = rungs[t]
-    if t == mutants.BLOCK - 1:
-        totals[cuda.blockIdx.x] = rungs[t]
-
-
-def run_strided(stride):
-    out = cuda.device_array(32, np.float32)
-    strided_shared[1, 32](out, stride)
     return out.copy_to_host()
 
 
@@ -160,7 +126,7 @@ def test_races_uninitialized_reads_and_bank_conflicts_are_marked(runs):
     for stride, conflicted in ((1, False), (2, True)):
         steps = stepping.model(trace.record(run_strided, stride))
         assert any(s.conflicts for s in steps) == conflicted
-        assert all(slot.array == "buffer" for s in steps for slot, _ in s.conflicts)
+        assert all(slot.array == "cells" for s in steps for slot, _ in s.conflicts)
 
 
 def test_unknown_arrays_and_granularities_are_refused(runs):
@@ -174,7 +140,7 @@ def test_unknown_arrays_and_granularities_are_refused(runs):
 def test_a_wrong_kernel_differs_from_the_reference_first_where_it_goes_wrong():
     x = np.arange(1, 41, dtype=np.float32)
     good = trace.record(mutants._ladder_scan_tiles, mutants.correct_tile, x)
-    bad = trace.record(mutants._ladder_scan_tiles, wrong_ladder_tile, x)
+    bad = trace.record(mutants._ladder_scan_tiles, mutants.wrong_partner_tile, x)
     reference, student = stepping.model(good), stepping.model(bad)
     assert stepping.first_difference(reference, stepping.model(good)) is None
     k = stepping.first_difference(student, reference)

@@ -5,48 +5,25 @@ from numba.cuda.simulator.kernel import FakeCUDAKernel
 
 import prefixsum as ps
 from prefixsum import trace
-
-
-@cuda.jit
-def strided_shared(out, stride):
-    cells = cuda.shared.array(1024, float32)
-    t = cuda.threadIdx.x
-    cells[t * stride] = t
-    cuda.syncthreads()
-    out[t] = cells[t * stride]
-
-
-@cuda.jit
-def strided_shared_double(out, stride):
-    cells = cuda.shared.array(1024, float64)
-    t = cuda.threadIdx.x
-    cells[t * stride] = t
-    cuda.syncthreads()
-    out[t] = cells[t * stride]
-
-
-def launch(kernel, stride, threads=32):
-    out = cuda.device_array(threads, np.float32)
-    kernel[1, threads](out, stride)
-    return out
+from shared_kernels import run_strided
 
 
 def test_bank_conflicts_follow_the_stride():
     ways = {}
     for stride in (1, 2, 4, 32, 33):
-        found = trace.record(launch, strided_shared, stride, raise_errors=True).bank_conflicts()
+        found = trace.record(run_strided, stride, raise_errors=True).bank_conflicts()
         assert len(found) == 2  # one write and one read instruction of one warp
         ways[stride] = max(f["ways"] for f in found)
     assert ways == {1: 1, 2: 2, 4: 4, 32: 32, 33: 1}
 
 
 def test_eight_byte_words_are_served_by_half_warps():
-    assert trace.record(launch, strided_shared_double, 1).conflict_summary()["worst"] == 1
-    assert trace.record(launch, strided_shared_double, 2).conflict_summary()["worst"] == 2
+    assert trace.record(run_strided, 1, float64).conflict_summary()["worst"] == 1
+    assert trace.record(run_strided, 2, float64).conflict_summary()["worst"] == 2
 
 
 def test_broadcast_is_no_conflict():
-    assert trace.record(launch, strided_shared, 0).conflict_summary()["worst"] == 1
+    assert trace.record(run_strided, 0).conflict_summary()["worst"] == 1
 
 
 @cuda.jit

@@ -24,6 +24,8 @@ def chunked(monkeypatch):
     monkeypatch.setattr(transfers, "MIN_BYTES", 0)
     monkeypatch.setattr(transfers, "PINNED_RESULT_BYTES", 0)
     monkeypatch.setattr(transfers, "CHUNK_BYTES", 2 * 32 * 4)  # two tiles of 4-byte elements, one of 8-byte
+    monkeypatch.setattr(transfers, "MIN_CHUNK_BYTES", 0)
+    monkeypatch.setattr(transfers, "TARGET_CHUNKS", 1)  # every chunk CHUNK_BYTES, rounded up to whole tiles
     latest = transfers.latest
 
     def poisoned_latest(role, n, dtype):

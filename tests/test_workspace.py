@@ -1,5 +1,6 @@
 """One workspace (prefixsum.core.workspace): what a thread keeps is its own, so two host threads
 that scan arrays of one length at once each get their own right result."""
+import gc
 import threading
 
 import numpy as np
@@ -8,6 +9,7 @@ from numba import cuda
 
 import prefixsum as ps
 from prefixsum.core import workspace
+from prefixsum.core.device import simulating
 from prefixsum.scans import tile_state
 from prefixsum.scans.testing import random_input
 
@@ -71,3 +73,26 @@ def test_the_oldest_entry_goes_first_beyond_the_limit(monkeypatch):
 
     (first_kept, last_kept), = in_threads(1, work)
     assert not first_kept and last_kept
+
+
+@pytest.mark.skipif(simulating(), reason="results are recycled device memory on a GPU only")
+def test_a_view_of_a_dropped_result_keeps_its_memory_and_a_dropped_one_is_handed_out_again(rng):
+    x = random_input(5000, "add", np.dtype("int32"), rng)
+    expected = np.cumsum(x, dtype=np.int32)
+    source = cuda.to_device(x)
+    first = ps.scan(source)
+    assert isinstance(first, cuda.devicearray.DeviceNDArray) and first.shape == (5000,) and first.dtype == np.int32
+    address = first.device_ctypes_pointer.value
+    view = first[100:]
+    del first
+    gc.collect()
+    second = ps.scan(source)  # the view still holds the first result's memory
+    assert second.device_ctypes_pointer.value != address
+    np.testing.assert_array_equal(view.copy_to_host(), expected[100:])
+    np.testing.assert_array_equal(second.copy_to_host(), expected)
+    assert cuda.as_cuda_array(second).device_ctypes_pointer.value == second.device_ctypes_pointer.value
+    del view
+    gc.collect()
+    third = ps.scan(source)  # dropped with its last view: handed out again
+    assert third.device_ctypes_pointer.value == address
+    np.testing.assert_array_equal(third.copy_to_host(), expected)

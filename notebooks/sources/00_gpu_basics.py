@@ -196,6 +196,7 @@ from prefixsum import mutants
 from prefixsum.cli import results
 
 print(inspect.getsource(mutants.chained_tile))
+print(inspect.getsource(mutants.hand_off))
 
 # %% [markdown]
 # numba's stock simulator runs the blocks of a launch one after another, in blockIdx order, so
@@ -208,8 +209,8 @@ print(inspect.getsource(mutants.chained_tile))
 # launch in which every thread waits with a `ps.sim.DeadlockError`. The tracer knows what orders
 # two blocks (a fence, then an atomic flag, then an atomic read of it), so the checker names
 # each mistake. The last column is an H100: `benchmarks/blocks_gpu.py` ran each kernel 20 times
-# on 16,384 blocks (`blocks_gpu.csv`), the kernels that hang there as copies that give up after
-# a bounded number of polls.
+# on 16,384 blocks (`blocks_gpu.csv`), the kernels that hang there as variants that give up
+# after a bounded number of polls.
 
 # %%
 chained = [mutants.CORRECT_CHAINED] + [m for m in mutants.MUTANTS if m.name.startswith("chained_")]

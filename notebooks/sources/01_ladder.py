@@ -242,25 +242,9 @@ print(inspect.getsource(ps.scans.ladder.ladder_tile_kernel))
 # %% tags=["instructor"]
 # A wrong answer seen in class, for the stepper: each element adds the first cell of its own run,
 # not the last cell of the run before. The check's hint names the call that opens the stepper.
-@cuda.jit
-def wrong_ladder_tile(x, out, totals, n):
-    rungs = cuda.shared.array(BLOCK, float32)
-    t = cuda.threadIdx.x
-    i = cuda.blockIdx.x * BLOCK + t
-    rungs[t] = x[i] if i < n else float32(0)
-    cuda.syncthreads()
-    phase = 1
-    while phase < BLOCK:
-        if t & phase:
-            rungs[t] += rungs[t & ~(phase - 1)]
-        cuda.syncthreads()
-        phase <<= 1
-    if i < n:
-        out[i] = rungs[t]
-    if t == BLOCK - 1:
-        totals[cuda.blockIdx.x] = rungs[t]
-
-
+# It is `ps.mutants.wrong_partner_tile`, a tile kernel whose ladder is this one:
+print(inspect.getsource(ps.mutants.wrong_partner_ladder))
+wrong_ladder_tile = ps.mutants.wrong_partner_tile
 print(ps.check.tiled(wrong_ladder_tile, block_size=BLOCK))
 ps.viz.step_failure(block_size=BLOCK)
 

@@ -27,7 +27,7 @@ import prefixsum as ps  # first: it chooses the GPU or the simulator before numb
 import inspect
 
 import numpy as np
-from numba import cuda, float32, int32
+from numba import cuda, float32
 
 from prefixsum.classroom.child import on_simulator  # on a GPU machine: runs a call in a simulating child
 from prefixsum.cli import results  # the committed benchmark CSVs (section 6)
@@ -55,12 +55,16 @@ def chained(kernel_name, x):
 # has published the inclusive prefix of tiles $0..b-1$ (a flag says it is there), adds it to its
 # own total, publishes the inclusive prefix of tiles $0..b$ and raises its own flag. The input
 # is read once and the output written once: $2n$ words. The package keeps one, in the mutant
-# collection of the checker (tiles of 64 float32, the ladder scan inside a tile). Its hand-off
-# between blocks is exercise 10.chained-handoff (section 7); the instructor's version prints the
-# package's code here:
+# collection of the checker (tiles of 64 float32, the ladder scan inside a tile). The last thread
+# of each tile hands the carry on with `hand_off(prefixes, flags, b, total)`, which returns the
+# sum of the tiles before `b`. That hand-off between blocks is exercise 10.chained-handoff
+# (section 7); the instructor's version prints the package's code after the kernel.
+
+# %%
+print(inspect.getsource(ps.mutants.chained_tile))
 
 # %% tags=["instructor"]
-print(inspect.getsource(ps.mutants.chained_tile))
+print(inspect.getsource(ps.mutants.hand_off))
 
 # %% [markdown]
 # The simulator now runs a few blocks at once (`ps.sim.resident_blocks`, 4 unless set), taking
@@ -304,14 +308,15 @@ print("ps.scan(device array) / torch.cumsum, whole calls: " + ", ".join(
 # %% [markdown]
 # On device arrays the package's call stays within a small factor of torch's; what is left is
 # host time (`benchmarks/scan_calls.py` takes a call apart: numba's synchronize, the result's
-# array, the launch through cuda.core).
+# array, the launch by `cuLaunchKernel`).
 #
 # **From numpy, the copies overlap the scan.** PCIe moves a few GB a second from pageable memory,
 # a hundred times slower than the scan. So `ps.scan(numpy_array)` of 8 MiB or more
-# (`prefixsum.scans.transfers`) cuts the array into chunks of 16 MiB and keeps three engines busy
-# at once: the host's cores copy chunk k + 1 into page-locked memory, one copy engine moves chunk
-# k to the device, the SMs scan it, and the other copy engine moves chunk k - 1 back, straight
-# into the result (page-locked memory kept between calls). Each chunk is one launch of the
+# (`prefixsum.scans.transfers`) cuts the array into chunks (four of 1 to 16 MiB, more for larger
+# arrays) and keeps three engines busy at once: the host's cores copy chunks k + 1, k + 2, ...
+# into page-locked memory on four threads, one copy engine moves chunk k to the device, the SMs
+# scan it, and the other copy engine moves chunk k - 1 back, straight into the result
+# (page-locked memory kept between calls). Each chunk is one launch of the
 # look-back kernel over its own tiles (its argument `first` is the id of its first tile), so a
 # chunk's first tiles find the carry of every chunk before in the previous chunk's published
 # prefix: no kernel carries anything. One call of $2^{24}$ float32 traced by CUPTI
@@ -343,7 +348,7 @@ _ = ax.set_title(f"one ps.scan of 2^24 float32 from numpy, {trace[0]['device']}"
 # the same time as the host. On that machine the host's copy is the slowest of the four, so the
 # engines wait for it between bursts; the call is still several times faster than torch's round
 # trip, which copies through pageable memory with nothing overlapped. Below 8 MiB the host's
-# extra copy costs what the overlap saves, and a call copies the plain way.
+# work per chunk costs more than the overlap saves, and a call copies the plain way.
 #
 # ## 7. Exercises
 #
@@ -355,55 +360,37 @@ _ = ax.set_title(f"one ps.scan of 2^24 float32 from numpy, {trace[0]['device']}"
 #
 # ### Exercise 10.chained-handoff (warm-up, 1 point)
 #
-# Write the hand-off of the chained scan (section 1) in `my_chained_tile(x, out, prefixes,
-# flags, counter, n)`: tiles of 64 float32, tile ids from the atomic counter, each tile scanned
-# by the ladder (given). The last thread of tile `b` must leave in `carry[0]` the sum of all
-# tiles before `b`, store the inclusive prefix of tiles `0..b` in `prefixes[b]` and then raise
-# `flags[b]` with an atomic, so that tile `b + 1`, once it sees the flag raised, reads the right
-# prefix. For example, with tile totals 3, 5, 2: tile 0 leaves carry 0 and publishes 3, tile 1
-# waits for flag 0, leaves carry 3 and publishes 8, tile 2 waits for flag 1, leaves carry 8 and
-# publishes 10.
+# Write the hand-off of the chained scan (section 1) as the device function `my_hand_off(prefixes,
+# flags, b, total)`, which the package's `chained_tile` calls from the last thread of tile `b`
+# (tiles of 64 float32, tile ids from the atomic counter, each tile scanned by the ladder;
+# `total` is tile `b`'s own sum). It must return the sum of all tiles before `b`, store the
+# inclusive prefix of tiles `0..b` in `prefixes[b]` and then raise `flags[b]` with an atomic, so
+# that tile `b + 1`, once it sees the flag raised, reads the right prefix. For example, with tile
+# totals 3, 5, 2: tile 0 returns 0 and publishes 3, tile 1 waits for flag 0, returns 3 and
+# publishes 8, tile 2 waits for flag 1, returns 8 and publishes 10.
 # Sections 3 and 4 showed the three ways to get it wrong; the check (`ps.check.scan` of
-# `ps.mutants.chained_scan(my_chained_tile, x)`) diagnoses each.
+# `ps.mutants.chained_scan(ps.mutants.chained_tile_with(my_hand_off), x)`) diagnoses each.
 
-# %% tags=["exercise"] exercise_id="10.chained-handoff" points=1 todo="thread BLOCK - 1 of tile b: wait until tile b - 1 has published, then put the sum of the tiles before b in carry[0], publish the inclusive prefix of tiles 0..b in prefixes[b] and raise flags[b], ordered so that a tile that sees the flag also sees the prefix"
-BLOCK = ps.mutants.BLOCK  # 64
-ladder_in_shared = ps.mutants.ladder_in_shared  # ladder_in_shared(rungs, x, i, n, t): the tile's inclusive scan into rungs
-
-
-@cuda.jit
-def my_chained_tile(x, out, prefixes, flags, counter, n):
-    rungs = cuda.shared.array(BLOCK, float32)
-    tile = cuda.shared.array(1, int32)
-    carry = cuda.shared.array(1, float32)
-    t = cuda.threadIdx.x
-    if t == 0:
-        tile[0] = cuda.atomic.add(counter, 0, 1)
-    cuda.syncthreads()
-    b = tile[0]
-    i = b * BLOCK + t
-    ladder_in_shared(rungs, x, i, n, t)
-    if t == BLOCK - 1:
-        ### BEGIN SOLUTION
-        before = float32(0)
-        if b > 0:
-            while cuda.atomic.add(flags, b - 1, 0) == 0:
-                pass
-            before = prefixes[b - 1]
-        prefixes[b] = before + rungs[t]
-        cuda.threadfence()
-        cuda.atomic.add(flags, b, 1)
-        carry[0] = before
-        ### END SOLUTION
-    cuda.syncthreads()
-    if i < n:
-        out[i] = rungs[t] + carry[0]
+# %% tags=["exercise"] exercise_id="10.chained-handoff" points=1 todo="wait until tile b - 1 has published, then publish the inclusive prefix of tiles 0..b in prefixes[b] and raise flags[b], ordered so that a tile that sees the flag also sees the prefix; return the sum of the tiles before b"
+@cuda.jit(device=True)
+def my_hand_off(prefixes, flags, b, total):
+    ### BEGIN SOLUTION
+    before = float32(0)
+    if b > 0:
+        while cuda.atomic.add(flags, b - 1, 0) == 0:
+            pass
+        before = prefixes[b - 1]
+    prefixes[b] = before + total
+    cuda.threadfence()
+    cuda.atomic.add(flags, b, 1)
+    return before
+    ### END SOLUTION
 
 
 # %% tags=["check"] exercise_id="10.chained-handoff"
 with ps.sim.resident_blocks(48):
-    print(ps.check.scan(lambda x: ps.mutants.chained_scan(my_chained_tile, x), sizes=(1, 33, 300, 1100, 2049),
-                        name="my_chained_tile"))
+    print(ps.check.scan(lambda x: ps.mutants.chained_scan(ps.mutants.chained_tile_with(my_hand_off), x),
+                        sizes=(1, 33, 300, 1100, 2049), name="my_hand_off"))
 
 # %% [markdown]
 # ### Exercises 10.lookback-loop (core, 2 points) and 10.publish (stretch, 2 points)

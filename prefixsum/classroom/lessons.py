@@ -84,29 +84,31 @@ def warp_scan_kernel(variant, op, dtype, inclusive=True):
             if i < x.shape[0]:
                 out[i] = scan(x[i], lanes_mask(x.shape[0]))
 
-    elif variant == "syncwarp":
+        return cuda.jit(warp_scans)
+    if variant == "syncwarp":
         scan = scan_syncwarp(op, dtype, inclusive)
-
-        def warp_scans(x, out):
-            buf = cuda.shared.array(_TEST_BLOCK, element)
-            t = cuda.threadIdx.x
-            i = cuda.grid(1)
-            if i < x.shape[0]:
-                buf[t] = x[i]
-                out[i] = scan(buf, t, lanes_mask(x.shape[0]))
-
     else:
-        scan = scan_volatile(op, dtype, inclusive)
+        scan = _ignoring_mask(scan_volatile(op, dtype, inclusive))
 
-        def warp_scans(x, out):
-            buf = cuda.shared.array(_TEST_BLOCK, element)
-            t = cuda.threadIdx.x
-            i = cuda.grid(1)
-            if i < x.shape[0]:
-                buf[t] = x[i]
-                out[i] = scan(buf, t)
+    def warp_scans(x, out):
+        buf = cuda.shared.array(_TEST_BLOCK, element)
+        t = cuda.threadIdx.x
+        i = cuda.grid(1)
+        if i < x.shape[0]:
+            buf[t] = x[i]
+            out[i] = scan(buf, t, lanes_mask(x.shape[0]))
 
     return cuda.jit(warp_scans)
+
+
+def _ignoring_mask(scan):
+    """``scan(buf, index)`` as ``scan(buf, index, mask)``: the seed's scan takes no mask, since
+    it assumes every lane of the warp runs each instruction together."""
+
+    def scan_without_mask(buf, index, mask):
+        return scan(buf, index)
+
+    return cuda.jit(device=True)(scan_without_mask)
 
 
 def warp_scan(x, variant="shfl", op="add", *, inclusive=True, threads=32):

@@ -44,21 +44,37 @@ class Mistake:
 
         Raises ValueError when an ``old`` text is not in the source (the solution changed).
         """
-        for old, new in self.edits:
-            if old not in solution:
-                raise ValueError(f"{self.exercise} / {self.name}: {old!r} is not in the exercise's source")
-            solution = solution.replace(old, new)
-        return solution
+        return edited(solution, self.edits, f"{self.exercise} / {self.name}")
+
+
+def edited(source, edits, what):
+    """``source`` with every ``(old, new)`` of ``edits`` replaced, in order, at every occurrence.
+
+    Raises ValueError, naming ``what`` and the text, when an ``old`` is not in the source.
+    """
+    for old, new in edits:
+        if old not in source:
+            raise ValueError(f"{what}: {old!r} is not in the source")
+        source = source.replace(old, new)
+    return source
 
 
 def _m(exercise, name, verdict, *edits, avoid=()):
     return Mistake(exercise, name, tuple(edits), verdict, tuple(avoid))
 
 
+def _each_instead_of(exercise, old, *rows):
+    """Mistakes of one exercise that each write something else in place of the same text ``old``:
+    one per row ``(name, verdict, new)`` or ``(name, verdict, new, avoid)``."""
+    return tuple(_m(exercise, name, verdict, (old, new), avoid=avoid[0] if avoid else ()) for name, verdict, new, *avoid in rows)
+
+
 _SERIAL = ("    s[0] = x[0]\n    for i in range(1, len(x)):\n        s[i] = s[i - 1] + x[i]\n")
 _LADDER_IF = "        if t & phase:\n            rungs[t] += rungs[(t & ~(phase - 1)) - 1]\n"
 _HS_TWO = ("        value = cells[t]\n        if t >= stride:\n            value += cells[t - stride]\n"
            "        cuda.syncthreads()\n        cells[t] = value\n        cuda.syncthreads()\n")
+_PREFIX_PARTNER = "        if t >= phase:\n            folded += cells[t - phase]\n"
+_SUFFIX_PARTNER = "        if t + phase < BLOCK:\n            folded += cells[t + phase]\n"
 _DOWN = ("            parent = tree[t]\n            tree[t] += tree[t - (1 << d)]\n            tree[t - (1 << d)] = parent\n")
 _LOOK_BACK_BODY_START = "    lane = cuda.laneid\n    published = np.uint32(2 * epoch)\n"
 
@@ -72,8 +88,8 @@ MISTAKES = (
     _m("01.ladder-step", "Hillis-Steele's partner t - phase", "wrong-result", ("rungs[(t & ~(phase - 1)) - 1]", "rungs[t - phase]"),
        avoid=("Powers of two",)),
     _m("01.ladder-step", "every lane adds", "out-of-bounds", (_LADDER_IF, "        rungs[t] += rungs[(t & ~(phase - 1)) - 1]\n")),
-    _m("01.ladder-max", "padding with 0", "wrong-identity", ("int32(INT32_MIN)", "int32(0)")),
-    _m("01.ladder-max", "padding with INT32_MAX", "wrong-identity", ("int32(INT32_MIN)", "int32(2147483647)")),
+    *_each_instead_of("01.ladder-max", "int32(INT32_MIN)", ("padding with 0", "wrong-identity", "int32(0)"),
+                      ("padding with INT32_MAX", "wrong-identity", "int32(2147483647)")),
     _m("01.ladder-max", "a sum instead of max", "wrong-result",
        ("rungs[t] = max(rungs[t], rungs[(t & ~(phase - 1)) - 1])", "rungs[t] += rungs[(t & ~(phase - 1)) - 1]")),
     _m("01.ladder-max", "no barrier after the load", "race",
@@ -90,12 +106,8 @@ MISTAKES = (
         "        cells[t] = folded\n", "        if t >= phase:\n            cells[t] += cells[t - phase]\n")),
     _m("02.folding-phase", "no barrier between read and store", "race",
        ("            folded += cells[t - phase]\n        cuda.syncthreads()\n", "            folded += cells[t - phase]\n")),
-    _m("02.folding-phase", "the suffix's partner t + phase", "wrong-result",
-       ("        if t >= phase:\n            folded += cells[t - phase]\n",
-        "        if t + phase < BLOCK:\n            folded += cells[t + phase]\n")),
-    _m("02.suffix-fold", "the prefix's partner t - phase", "wrong-result",
-       ("        if t + phase < BLOCK:\n            folded += cells[t + phase]\n",
-        "        if t >= phase:\n            folded += cells[t - phase]\n")),
+    _m("02.folding-phase", "the suffix's partner t + phase", "wrong-result", (_PREFIX_PARTNER, _SUFFIX_PARTNER)),
+    _m("02.suffix-fold", "the prefix's partner t - phase", "wrong-result", (_SUFFIX_PARTNER, _PREFIX_PARTNER)),
     _m("02.suffix-fold", "no barrier after the store", "after the store",
        ("        cells[t] = folded\n        cuda.syncthreads()\n", "        cells[t] = folded\n")),
     _m("02.suffix-fold", "no bound on the partner", "out-of-bounds", ("        if t + phase < BLOCK:\n            folded", "        folded")),
@@ -141,9 +153,9 @@ MISTAKES = (
        ("start = (cuda.blockIdx.x + 1) * TILE", "start = cuda.blockIdx.x * TILE")),
     _m("04.blelloch-carry", "no bound on n", "out-of-bounds", ("        if start + k < n:\n            out", "        if True:\n            out")),
     _m("04.blelloch-carry", "the next tile's carry", "FAIL", ("carries[cuda.blockIdx.x]", "carries[cuda.blockIdx.x + 1]")),
-    _m("04.conflict-free", "no padding", "over-budget", ("    return i + (i >> 5)\n", "    return i\n")),
-    _m("04.conflict-free", "padding every 16 cells", "out-of-bounds", ("    return i + (i >> 5)\n", "    return i + (i >> 4)\n")),
-    _m("04.conflict-free", "one cell of padding in all", "over-budget", ("    return i + (i >> 5)\n", "    return i + 1\n")),
+    *_each_instead_of("04.conflict-free", "    return i + (i >> 5)\n", ("no padding", "over-budget", "    return i\n"),
+                      ("padding every 16 cells", "out-of-bounds", "    return i + (i >> 4)\n"),
+                      ("one cell of padding in all", "over-budget", "    return i + 1\n")),
     # 05: the k-step scheme
     _m("05.levels", "rounded down", "wrong-result", ("(n + L - 1) // L", "n // L"), ("(sizes[-1] + L - 1) // L", "sizes[-1] // L")),
     _m("05.levels", "one level too many when a level has exactly L", "wrong-result",
@@ -198,9 +210,9 @@ MISTAKES = (
        ("    for t in range(count - 2, -1, -1):\n", "    for t in range(0):\n")),
     # 08: Householder
     _m("09.householder-reflector", "no scaling", "is not", ("    y = y / np.abs(y).sum()  # u and H of y / s give the P of y, and |y / s|^2 is near 1\n", "")),
-    _m("09.householder-reflector", "the wrong sign of g", "wrong sign",
-       ("g = -math.sqrt(h) if f >= 0 else math.sqrt(h)", "g = math.sqrt(h) if f >= 0 else -math.sqrt(h)")),
-    _m("09.householder-reflector", "np.sign(0) is 0", "np.sign(0)", ("g = -math.sqrt(h) if f >= 0 else math.sqrt(h)", "g = -np.sign(f) * math.sqrt(h)")),
+    *_each_instead_of("09.householder-reflector", "g = -math.sqrt(h) if f >= 0 else math.sqrt(h)",
+                      ("the wrong sign of g", "wrong sign", "g = math.sqrt(h) if f >= 0 else -math.sqrt(h)"),
+                      ("np.sign(0) is 0", "np.sign(0)", "g = -np.sign(f) * math.sqrt(h)")),
     _m("09.rank-two-update", "only q u^T", "wrong-result", ("q[m, k] * uj + u[m, k] * qj", "q[m, k] * uj")),
     _m("09.rank-two-update", "no bound on j", "out-of-bounds", ("    if j < n:\n        uj", "    if True:\n        uj")),
     _m("09.rank-two-update", "plus instead of minus", "wrong-result", ("A[m, k, j] -= ", "A[m, k, j] += ")),
@@ -212,12 +224,12 @@ MISTAKES = (
         "            partials[t] += partials[t + half]\n        half //= 2\n",
         "    cuda.syncthreads()\n    if t == 0:\n        for k in range(1, NORM_THREADS):\n            partials[0] += partials[k]\n")),
     # 09: blocks that talk
-    _m("10.chained-handoff", "the flag polled with a plain load", "polls it with plain loads (line 21)",
+    _m("10.chained-handoff", "the flag polled with a plain load", "polls it with plain loads (line 6)",
        ("while cuda.atomic.add(flags, b - 1, 0) == 0:", "while flags[b - 1] == 0:")),
-    _m("10.chained-handoff", "no fence", "stale-read", ("        cuda.threadfence()\n", "")),
+    _m("10.chained-handoff", "no fence", "stale-read", ("    cuda.threadfence()\n", "")),
     _m("10.chained-handoff", "no wait", "FAIL",
-       ("            while cuda.atomic.add(flags, b - 1, 0) == 0:\n                pass\n", "")),
-    _m("10.chained-handoff", "the flag raised with a plain store", "FAIL", ("        cuda.atomic.add(flags, b, 1)\n", "        flags[b] = 1\n")),
+       ("        while cuda.atomic.add(flags, b - 1, 0) == 0:\n            pass\n", "")),
+    _m("10.chained-handoff", "the flag raised with a plain store", "FAIL", ("    cuda.atomic.add(flags, b, 1)\n", "    flags[b] = 1\n")),
     _m("10.chained-handoff", "blockIdx as the tile id", "FAIL",
        ("flags, b - 1, 0", "flags, cuda.blockIdx.x - 1, 0"), ("before = prefixes[b - 1]", "before = prefixes[cuda.blockIdx.x - 1]"), avoid=("Powers of two",)),
     _m("10.lookback-loop", "a chained scan, no AGGREGATE", "before it published",
@@ -249,26 +261,24 @@ MISTAKES = (
     _m("10.publish", "an atomic or onto the old state", "FAIL",
        ("cuda.atomic.exch(status, tile, ", "cuda.atomic.or_(status, tile, ")),
     # 10: applications
-    _m("11.argmax-operator", "the later index on a tie", "tied maximum", ("q if q[0] > p[0] else p", "q if q[0] >= p[0] else p")),
-    _m("11.argmax-operator", "the larger value with the earlier index", "FAIL", ("q if q[0] > p[0] else p", "(max(p[0], q[0]), p[1])")),
-    _m("11.argmax-operator", "the smaller value", "wrong-identity", ("q if q[0] > p[0] else p", "q if q[0] < p[0] else p")),
-    _m("11.compact", "no bound on i", "out-of-bounds", ("if i < x.shape[0] and flags[i]:", "if flags[i]:")),
+    *_each_instead_of("11.argmax-operator", "q if q[0] > p[0] else p", ("the later index on a tie", "tied maximum", "q if q[0] >= p[0] else p"),
+                      ("the larger value with the earlier index", "FAIL", "(max(p[0], q[0]), p[1])"),
+                      ("the smaller value", "wrong-identity", "q if q[0] < p[0] else p")),
+    *_each_instead_of("11.compact", "if i < x.shape[0] and flags[i]:", ("no bound on i", "out-of-bounds", "if flags[i]:"),
+                      ("every element stored", "FAIL", "if i < x.shape[0]:")),
     _m("11.compact", "kept elements stay at i", "FAIL", ("out[places[i]] = x[i]", "out[i] = x[i]")),
-    _m("11.compact", "every element stored", "FAIL", ("if i < x.shape[0] and flags[i]:", "if i < x.shape[0]:")),
-    _m("11.warp-rank", "the lanes up to and including the caller", "FAIL",
-       ("cuda.popc(ballot & cuda.lanemask_lt())", "cuda.popc(ballot & ((cuda.lanemask_lt() << 1) | 1))")),
-    _m("11.warp-rank", "the kept lanes above the caller", "FAIL",
-       ("cuda.popc(ballot & cuda.lanemask_lt())", "cuda.popc(ballot & ~cuda.lanemask_lt())")),
+    *_each_instead_of("11.warp-rank", "cuda.popc(ballot & cuda.lanemask_lt())",
+                      ("the lanes up to and including the caller", "FAIL", "cuda.popc(ballot & ((cuda.lanemask_lt() << 1) | 1))"),
+                      ("the kept lanes above the caller", "FAIL", "cuda.popc(ballot & ~cuda.lanemask_lt())")),
     _m("11.warp-rank", "every lane counted, not the kept ones", "FAIL",
        ("cuda.popc(ballot & cuda.lanemask_lt()), cuda.popc(ballot)", "cuda.popc(cuda.lanemask_lt()), 32")),
-    _m("11.digit-rank", "every lane below counted, whatever its digit", "FAIL",
-       ("cuda.popc(peers & cuda.lanemask_lt())", "cuda.popc(cuda.lanemask_lt())")),
+    *_each_instead_of("11.digit-rank", "cuda.popc(peers & cuda.lanemask_lt())",
+                      ("every lane below counted, whatever its digit", "FAIL", "cuda.popc(cuda.lanemask_lt())"),
+                      ("peers above the caller counted", "FAIL", "cuda.popc(peers) - 1 - cuda.popc(peers & cuda.lanemask_lt())")),
     _m("11.digit-rank", "the keys of earlier steps forgotten", "FAIL",
        ("    return before + cuda.popc(peers & cuda.lanemask_lt())", "    return cuda.popc(peers & cuda.lanemask_lt())")),
     _m("11.digit-rank", "the count never updated", "FAIL",
        ("        counts[digit] = before + cuda.popc(peers)\n", "")),
-    _m("11.digit-rank", "peers above the caller counted", "FAIL",
-       ("cuda.popc(peers & cuda.lanemask_lt())", "cuda.popc(peers) - 1 - cuda.popc(peers & cuda.lanemask_lt())")),
     _m("11.radix-pass", "ones placed by their rank among the ones", "Both write it",
        ("zeros + i - zeros_before[i]", "i - zeros_before[i]"), avoid=("reading what",)),
     _m("11.radix-pass", "an inclusive scan", "FAIL", ("zeros_before = ps.exclusive_scan(flags)", "zeros_before = ps.scan(flags)")),
@@ -321,7 +331,7 @@ def main(paths):
             print(table_row(mistake, output), flush=True)
 
 
-__all__ = ["ALTERNATIVES", "MISTAKES", "Mistake", "for_exercise", "main", "table_row"]
+__all__ = ["ALTERNATIVES", "MISTAKES", "Mistake", "edited", "for_exercise", "main", "table_row"]
 
 if __name__ == "__main__":
     import sys

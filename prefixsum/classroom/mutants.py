@@ -11,15 +11,20 @@ power-of-two input (the puzzle collections' check) would catch on numba's stock 
 
 All mutants compute an inclusive forward float32 sum with tiles of :data:`BLOCK` elements.
 """
+import functools
+import inspect
 import math
+import re
+import textwrap
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 from numba import cuda, float32, int32
 
+from ..primitives import fields
 from . import child as _child
-from . import lessons
+from . import lessons, mistakes
 
 BLOCK = 64
 
@@ -45,196 +50,99 @@ def add_carries(out, carries, n):
         out[i] += carries[cuda.blockIdx.x]
 
 
+def variant(fn, name, *edits, device=False, namespace=None):
+    """``fn`` with a mistake made in its source, compiled as ``name``: how the mutants are made.
+
+    Parameters
+    ----------
+    fn : numba kernel or device function
+        The correct code (its ``py_func`` is read).
+    name : str
+        The variant's name (its kernel's name in the checker's messages).
+    *edits : (str, str)
+        Replacements applied in order to ``fn``'s source, as a
+        :class:`~prefixsum.classroom.mistakes.Mistake`'s are (each ``old`` must occur).
+    device : bool
+        Compile a device function rather than a kernel.
+    namespace : dict, optional
+        Globals that replace ``fn``'s (another device function it calls, for instance).
+
+    Returns
+    -------
+    numba kernel or device function
+        Its source is kept by linecache, so the tracer, the checker and ``inspect.getsource``
+        show the mutant as it runs.
+    """
+    original = fn.py_func
+    source = textwrap.dedent(inspect.getsource(original))
+    source = source[re.search(r"^def ", source, re.MULTILINE).start():]  # without the decorator
+    source = source.replace(f"def {original.__name__}(", f"def {name}(", 1)
+    defined = fields.define(mistakes.edited(source, edits, name), name, {**original.__globals__, **(namespace or {})})
+    return cuda.jit(device=device)(defined)
+
+
+@cuda.jit(device=True)
+def ladder_in_shared(rungs, x, i, n, t):
+    """The ladder scan of one tile into ``rungs``, by thread ``t`` of the tile's ``BLOCK``."""
+    rungs[t] = x[i] if i < n else float32(0)
+    cuda.syncthreads()
+    phase = 1
+    while phase < BLOCK:
+        if t & phase:
+            rungs[t] += rungs[(t & ~(phase - 1)) - 1]
+        cuda.syncthreads()
+        phase <<= 1
+
+
 @cuda.jit
 def correct_tile(x, out, totals, n):
     rungs = cuda.shared.array(BLOCK, float32)
     t = cuda.threadIdx.x
     i = cuda.blockIdx.x * BLOCK + t
-    rungs[t] = x[i] if i < n else float32(0)
-    cuda.syncthreads()
-    phase = 1
-    while phase < BLOCK:
-        if t & phase:
-            rungs[t] += rungs[(t & ~(phase - 1)) - 1]
-        cuda.syncthreads()
-        phase <<= 1
+    ladder_in_shared(rungs, x, i, n, t)
     if i < n:
         out[i] = rungs[t]
     if t == BLOCK - 1:
         totals[cuda.blockIdx.x] = rungs[t]
 
 
-@cuda.jit
-def missing_barrier_tile(x, out, totals, n):
-    rungs = cuda.shared.array(BLOCK, float32)
-    t = cuda.threadIdx.x
-    i = cuda.blockIdx.x * BLOCK + t
-    rungs[t] = x[i] if i < n else float32(0)
-    cuda.syncthreads()
-    phase = 1
-    while phase < BLOCK:
-        if t & phase:
-            rungs[t] += rungs[(t & ~(phase - 1)) - 1]
-        phase <<= 1  # no barrier: the next phase reads cells this one is still writing
-    cuda.syncthreads()
-    if i < n:
-        out[i] = rungs[t]
-    if t == BLOCK - 1:
-        totals[cuda.blockIdx.x] = rungs[t]
+def _ladder_mutant(name, *edits):
+    """:func:`correct_tile` with a mistake in its ladder: ``edits`` of :func:`ladder_in_shared`."""
+    ladder = variant(ladder_in_shared, f"{name.removesuffix('_tile')}_ladder", *edits, device=True)
+    return variant(correct_tile, name, namespace={"ladder_in_shared": ladder})
 
 
-@cuda.jit
-def off_by_one_bound_tile(x, out, totals, n):
-    rungs = cuda.shared.array(BLOCK, float32)
-    t = cuda.threadIdx.x
-    i = cuda.blockIdx.x * BLOCK + t
-    rungs[t] = x[i] if i <= n else float32(0)  # <= reads one past the end
-    cuda.syncthreads()
-    phase = 1
-    while phase < BLOCK:
-        if t & phase:
-            rungs[t] += rungs[(t & ~(phase - 1)) - 1]
-        cuda.syncthreads()
-        phase <<= 1
-    if i < n:
-        out[i] = rungs[t]
-    if t == BLOCK - 1:
-        totals[cuda.blockIdx.x] = rungs[t]
+_STEP_END = "        cuda.syncthreads()\n        phase <<= 1\n"
+_STORE = "        out[i] = rungs[t]\n"
 
-
-@cuda.jit
-def negative_index_tile(x, out, totals, n):
-    rungs = cuda.shared.array(BLOCK, float32)
-    t = cuda.threadIdx.x
-    i = cuda.blockIdx.x * BLOCK + t
-    rungs[t] = x[i] if i < n else float32(0)
-    cuda.syncthreads()
-    phase = 1
-    while phase < BLOCK:
-        if t & phase:
-            rungs[t] += rungs[(t & ~(phase - 1)) - 1]
-        cuda.syncthreads()
-        phase <<= 1
-    if i < n:
-        out[i] = rungs[t - 1]  # exclusive by shifting, but lane 0 reads rungs[-1]
-    if t == BLOCK - 1:
-        totals[cuda.blockIdx.x] = rungs[t]
-
-
-@cuda.jit
-def uninitialized_shared_tile(x, out, totals, n):
-    rungs = cuda.shared.array(BLOCK, float32)
-    t = cuda.threadIdx.x
-    i = cuda.blockIdx.x * BLOCK + t
-    if i < n:  # lanes past n are left as whatever shared memory held
-        rungs[t] = x[i]
-    cuda.syncthreads()
-    phase = 1
-    while phase < BLOCK:
-        if t & phase:
-            rungs[t] += rungs[(t & ~(phase - 1)) - 1]
-        cuda.syncthreads()
-        phase <<= 1
-    if i < n:
-        out[i] = rungs[t]
-    if t == BLOCK - 1:
-        totals[cuda.blockIdx.x] = rungs[t]
-
-
-@cuda.jit
-def barrier_in_branch_tile(x, out, totals, n):
-    rungs = cuda.shared.array(BLOCK, float32)
-    t = cuda.threadIdx.x
-    i = cuda.blockIdx.x * BLOCK + t
-    rungs[t] = x[i] if i < n else float32(0)
-    cuda.syncthreads()
-    phase = 1
-    while phase < BLOCK:
-        if t & phase:
-            rungs[t] += rungs[(t & ~(phase - 1)) - 1]
-            cuda.syncthreads()  # only the threads that worked wait here
-        phase <<= 1
-    cuda.syncthreads()
-    if i < n:
-        out[i] = rungs[t]
-    if t == BLOCK - 1:
-        totals[cuda.blockIdx.x] = rungs[t]
-
-
-@cuda.jit
-def write_past_n_tile(x, out, totals, n):
-    rungs = cuda.shared.array(BLOCK, float32)
-    t = cuda.threadIdx.x
-    i = cuda.blockIdx.x * BLOCK + t
-    rungs[t] = x[i] if i < n else float32(0)
-    cuda.syncthreads()
-    phase = 1
-    while phase < BLOCK:
-        if t & phase:
-            rungs[t] += rungs[(t & ~(phase - 1)) - 1]
-        cuda.syncthreads()
-        phase <<= 1
-    out[i] = rungs[t]  # the last tile writes past n
-    if t == BLOCK - 1:
-        totals[cuda.blockIdx.x] = rungs[t]
-
-
-@cuda.jit
-def unwritten_last_element_tile(x, out, totals, n):
-    rungs = cuda.shared.array(BLOCK, float32)
-    t = cuda.threadIdx.x
-    i = cuda.blockIdx.x * BLOCK + t
-    rungs[t] = x[i] if i < n else float32(0)
-    cuda.syncthreads()
-    phase = 1
-    while phase < BLOCK:
-        if t & phase:
-            rungs[t] += rungs[(t & ~(phase - 1)) - 1]
-        cuda.syncthreads()
-        phase <<= 1
-    if i < n - 1:  # off by one: the last element is never stored
-        out[i] = rungs[t]
-    if t == BLOCK - 1:
-        totals[cuda.blockIdx.x] = rungs[t]
-
-
-@cuda.jit
-def shared_total_tile(x, out, totals, n):
-    rungs = cuda.shared.array(BLOCK, float32)
-    t = cuda.threadIdx.x
-    i = cuda.blockIdx.x * BLOCK + t
-    rungs[t] = x[i] if i < n else float32(0)
-    cuda.syncthreads()
-    phase = 1
-    while phase < BLOCK:
-        if t & phase:
-            rungs[t] += rungs[(t & ~(phase - 1)) - 1]
-        cuda.syncthreads()
-        phase <<= 1
-    if i < n:
-        out[i] = rungs[t]
-    if t == BLOCK - 1:
-        totals[0] = rungs[t]  # every block writes the same cell
-        totals[cuda.blockIdx.x] = rungs[t]
-
-
-@cuda.jit
-def exclusive_wrong_identity_tile(x, out, totals, n):
-    rungs = cuda.shared.array(BLOCK, float32)
-    t = cuda.threadIdx.x
-    i = cuda.blockIdx.x * BLOCK + t
-    rungs[t] = x[i] if i < n else float32(0)
-    cuda.syncthreads()
-    phase = 1
-    while phase < BLOCK:
-        if t & phase:
-            rungs[t] += rungs[(t & ~(phase - 1)) - 1]
-        cuda.syncthreads()
-        phase <<= 1
-    if i < n:
-        out[i] = rungs[t - 1] if t > 0 else float32(1)  # the identity of add is 0, not 1
-    if t == BLOCK - 1:
-        totals[cuda.blockIdx.x] = rungs[t]
+missing_barrier_tile = _ladder_mutant(
+    "missing_barrier_tile",
+    (_STEP_END, "        phase <<= 1  # no barrier: the next phase reads cells this one is still writing\n    cuda.syncthreads()\n"))
+off_by_one_bound_tile = _ladder_mutant(
+    "off_by_one_bound_tile", ("x[i] if i < n else", "x[i] if i <= n else"), ("float32(0)\n", "float32(0)  # <= reads one past the end\n"))
+uninitialized_shared_tile = _ladder_mutant(
+    "uninitialized_shared_tile",
+    ("    rungs[t] = x[i] if i < n else float32(0)\n", "    if i < n:  # lanes past n are left as whatever shared memory held\n        rungs[t] = x[i]\n"))
+barrier_in_branch_tile = _ladder_mutant(
+    "barrier_in_branch_tile",
+    (_STEP_END, "            cuda.syncthreads()  # only the threads that worked wait here\n        phase <<= 1\n    cuda.syncthreads()\n"))
+# A wrong answer seen in class, for the stepper: each element adds the first cell of its own run,
+# not the last cell of the run before.
+wrong_partner_ladder = variant(
+    ladder_in_shared, "wrong_partner_ladder", ("rungs[(t & ~(phase - 1)) - 1]", "rungs[t & ~(phase - 1)]  # the first cell of its own run"),
+    device=True)
+wrong_partner_tile = variant(correct_tile, "wrong_partner_tile", namespace={"ladder_in_shared": wrong_partner_ladder})
+negative_index_tile = variant(
+    correct_tile, "negative_index_tile", (_STORE, "        out[i] = rungs[t - 1]  # exclusive by shifting, but lane 0 reads rungs[-1]\n"))
+write_past_n_tile = variant(correct_tile, "write_past_n_tile", ("    if i < n:\n" + _STORE, "    out[i] = rungs[t]  # the last tile writes past n\n"))
+unwritten_last_element_tile = variant(
+    correct_tile, "unwritten_last_element_tile", ("    if i < n:\n", "    if i < n - 1:  # off by one: the last element is never stored\n"))
+shared_total_tile = variant(
+    correct_tile, "shared_total_tile",
+    ("        totals[cuda.blockIdx.x]", "        totals[0] = rungs[t]  # every block writes the same cell\n        totals[cuda.blockIdx.x]"))
+exclusive_wrong_identity_tile = variant(
+    correct_tile, "exclusive_wrong_identity_tile",
+    (_STORE, "        out[i] = rungs[t - 1] if t > 0 else float32(1)  # the identity of add is 0, not 1\n"))
 
 
 @cuda.jit
@@ -259,16 +167,19 @@ def folding_power_of_two_tile(x, out, totals, n):
 
 
 @cuda.jit(device=True)
-def ladder_in_shared(rungs, x, i, n, t):
-    """The ladder scan of one tile into ``rungs``, by thread ``t`` of the tile's ``BLOCK``."""
-    rungs[t] = x[i] if i < n else float32(0)
-    cuda.syncthreads()
-    phase = 1
-    while phase < BLOCK:
-        if t & phase:
-            rungs[t] += rungs[(t & ~(phase - 1)) - 1]
-        cuda.syncthreads()
-        phase <<= 1
+def hand_off(prefixes, flags, b, total):
+    """Tile ``b``'s hand-off, by its last thread: wait until tile ``b - 1`` has published, publish
+    the inclusive prefix of tiles ``0..b`` (``total`` is tile ``b``'s own sum) and return the sum
+    of the tiles before ``b``."""
+    before = float32(0)
+    if b > 0:
+        while cuda.atomic.add(flags, b - 1, 0) == 0:  # acquire: an atomic read of the flag
+            pass
+        before = prefixes[b - 1]
+    prefixes[b] = before + total
+    cuda.threadfence()  # the prefix reaches memory before the flag does
+    cuda.atomic.add(flags, b, 1)  # release
+    return before
 
 
 @cuda.jit
@@ -284,18 +195,17 @@ def chained_tile(x, out, prefixes, flags, counter, n):
     i = b * BLOCK + t
     ladder_in_shared(rungs, x, i, n, t)
     if t == BLOCK - 1:
-        before = float32(0)
-        if b > 0:
-            while cuda.atomic.add(flags, b - 1, 0) == 0:  # acquire: an atomic read of the flag
-                pass
-            before = prefixes[b - 1]
-        prefixes[b] = before + rungs[t]
-        cuda.threadfence()  # the prefix reaches memory before the flag does
-        cuda.atomic.add(flags, b, 1)  # release
-        carry[0] = before
+        carry[0] = hand_off(prefixes, flags, b, rungs[t])
     cuda.syncthreads()
     if i < n:
         out[i] = rungs[t] + carry[0]
+
+
+@functools.lru_cache(maxsize=None)
+def chained_tile_with(handing_off, name="chained_tile"):
+    """:func:`chained_tile` with another hand-off (a device function
+    ``(prefixes, flags, b, total) -> before``, as :func:`hand_off`), compiled as kernel ``name``."""
+    return variant(chained_tile, name, namespace={"hand_off": handing_off})
 
 
 @cuda.jit
@@ -311,80 +221,21 @@ def chained_without_flags_tile(x, out, prefixes, flags, counter, n):
         out[i] = rungs[t] + before
 
 
-@cuda.jit
-def chained_without_fence_tile(x, out, prefixes, flags, counter, n):
-    rungs = cuda.shared.array(BLOCK, float32)
-    tile = cuda.shared.array(1, int32)
-    carry = cuda.shared.array(1, float32)
-    t = cuda.threadIdx.x
-    if t == 0:
-        tile[0] = cuda.atomic.add(counter, 0, 1)
-    cuda.syncthreads()
-    b = tile[0]
-    i = b * BLOCK + t
-    ladder_in_shared(rungs, x, i, n, t)
-    if t == BLOCK - 1:
-        before = float32(0)
-        if b > 0:
-            while cuda.atomic.add(flags, b - 1, 0) == 0:
-                pass
-            before = prefixes[b - 1]
-        prefixes[b] = before + rungs[t]
-        cuda.atomic.add(flags, b, 1)  # no threadfence: the flag may arrive before the prefix
-        carry[0] = before
-    cuda.syncthreads()
-    if i < n:
-        out[i] = rungs[t] + carry[0]
-
-
-@cuda.jit
-def chained_waits_for_later_block_tile(x, out, prefixes, flags, counter, n):
-    rungs = cuda.shared.array(BLOCK, float32)
-    carry = cuda.shared.array(1, float32)
-    t = cuda.threadIdx.x
-    b = cuda.gridDim.x - 1 - cuda.blockIdx.x  # tile b - 1 belongs to a block dispatched later
-    i = b * BLOCK + t
-    ladder_in_shared(rungs, x, i, n, t)
-    if t == BLOCK - 1:
-        before = float32(0)
-        if b > 0:
-            while cuda.atomic.add(flags, b - 1, 0) == 0:
-                pass
-            before = prefixes[b - 1]
-        prefixes[b] = before + rungs[t]
-        cuda.threadfence()
-        cuda.atomic.add(flags, b, 1)
-        carry[0] = before
-    cuda.syncthreads()
-    if i < n:
-        out[i] = rungs[t] + carry[0]
-
-
-@cuda.jit
-def chained_plain_poll_tile(x, out, prefixes, flags, counter, n):
-    rungs = cuda.shared.array(BLOCK, float32)
-    tile = cuda.shared.array(1, int32)
-    carry = cuda.shared.array(1, float32)
-    t = cuda.threadIdx.x
-    if t == 0:
-        tile[0] = cuda.atomic.add(counter, 0, 1)
-    cuda.syncthreads()
-    b = tile[0]
-    i = b * BLOCK + t
-    ladder_in_shared(rungs, x, i, n, t)
-    if t == BLOCK - 1:
-        before = float32(0)
-        if b > 0:
-            while flags[b - 1] == 0:  # a plain load: compiled, it may be read once, and hang
-                pass
-            before = prefixes[b - 1]
-        prefixes[b] = before + rungs[t]
-        cuda.threadfence()
-        cuda.atomic.add(flags, b, 1)
-        carry[0] = before
-    cuda.syncthreads()
-    if i < n:
-        out[i] = rungs[t] + carry[0]
+_RELEASE = "    cuda.threadfence()  # the prefix reaches memory before the flag does\n    cuda.atomic.add(flags, b, 1)  # release\n"
+hand_off_without_fence = variant(
+    hand_off, "hand_off_without_fence", (_RELEASE, "    cuda.atomic.add(flags, b, 1)  # no threadfence: the flag may arrive before the prefix\n"),
+    device=True)
+hand_off_plain_poll = variant(
+    hand_off, "hand_off_plain_poll",
+    ("while cuda.atomic.add(flags, b - 1, 0) == 0:  # acquire: an atomic read of the flag",
+     "while flags[b - 1] == 0:  # a plain load: compiled, it may be read once, and hang"), device=True)
+chained_without_fence_tile = chained_tile_with(hand_off_without_fence, "chained_without_fence_tile")
+chained_plain_poll_tile = chained_tile_with(hand_off_plain_poll, "chained_plain_poll_tile")
+chained_waits_for_later_block_tile = variant(
+    chained_tile, "chained_waits_for_later_block_tile",
+    ("    if t == 0:  # tiles in the order blocks start: a tile's predecessor has started already\n"
+     "        tile[0] = cuda.atomic.add(counter, 0, 1)\n    cuda.syncthreads()\n    b = tile[0]\n",
+     "    b = cuda.gridDim.x - 1 - cuda.blockIdx.x  # tile b - 1 belongs to a block dispatched later\n"))
 
 
 def chained_scan(kernel, x):

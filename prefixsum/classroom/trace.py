@@ -321,7 +321,7 @@ class _Recorder:
         self.records = []
         self.launches = []
         self.fences = []
-        self.instances = collections.Counter()
+        self.instances = {}  # (launch, block, thread, array, line) -> accesses so far
         self.deadline = deadline
 
     def start_launch(self, info):
@@ -334,19 +334,19 @@ class _Recorder:
             self.launches[-1][3] += 1
 
     def __call__(self, access):
-        if self.deadline is not None and time.monotonic() > self.deadline:
+        if self.deadline is not None and time.process_time() > self.deadline:
             raise TimeoutError("the kernel ran past the time limit (an endless loop?)")
         launch = len(self.launches) - 1
-        grid, block = self.launches[launch][1], self.launches[launch][2]
+        kernel, grid, block, _ = self.launches[launch]
         b, t = _linear(access.block, grid), _linear(access.thread, block)
         flat = access.index[0] if len(access.index) == 1 else _flat(access)
-        if not self.polls.count((launch, b, t, access.array, int(flat)), access, self.launches[launch][0]):
+        if not self.polls.count((launch, b, t, access.array, int(flat)), access, kernel):
             if self.steps is not None and self.counted >= self.steps:
                 raise TimeoutError(f"the kernels ran past {self.steps} simulated steps (memory accesses): an endless loop?")
             self.counted += 1
         key = (launch, b, t, access.array, access.line)
-        instance = self.instances[key]
-        self.instances[key] += 1
+        instance = self.instances.get(key, 0)
+        self.instances[key] = instance + 1
         self.records.append(Record(launch, b, t, access.array, access.space, int(flat), access.kind != "read",
                                    access.phase, access.line, instance, _itemsize(access), access.kind == "atomic",
                                    access.stale, access.value, access.file))
@@ -380,11 +380,15 @@ def _itemsize(access):
 
 @contextlib.contextmanager
 def time_limit(timeout):
-    """Raise TimeoutError after ``timeout`` seconds, where a signal can (the main thread, not Windows).
+    """Raise TimeoutError after ``timeout`` seconds of this process's CPU time, where a signal can
+    (the main thread, not Windows).
 
     The recorder's deadline acts only at memory accesses; a loop that only passes barriers (a
     phase that never advances) makes none, and this stops it. The simulator runs every thread
     of a launch as a greenlet of the calling thread, so the signal interrupts the kernel itself.
+    CPU time, not the wall clock: a loaded machine does not stop an honest run sooner, so the
+    bound can sit close above the honest runs. A wait that burns no CPU (a lock) is left to the
+    caller's wall clock.
     """
     if timeout is None or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
         yield
@@ -393,19 +397,19 @@ def time_limit(timeout):
     def stop(signum, frame):
         raise TimeoutError("the kernel ran past the time limit (an endless loop?)")
 
-    previous = signal.signal(signal.SIGALRM, stop)
-    signal.setitimer(signal.ITIMER_REAL, timeout)
+    previous = signal.signal(signal.SIGVTALRM, stop)
+    signal.setitimer(signal.ITIMER_VIRTUAL, timeout)
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        signal.signal(signal.SIGVTALRM, previous)
 
 
 def _record_here(fn, args, kwargs, timeout, steps=None, polls=None):
     from . import sim
 
-    deadline = None if timeout is None else time.monotonic() + timeout
+    deadline = None if timeout is None else time.process_time() + timeout
     recorder = _Recorder(deadline, steps, polls)
     result = error = None
     try:
@@ -437,8 +441,8 @@ def record(fn, *args, timeout=None, steps=None, polls=None, raise_errors=False, 
     *args, **kwargs
         Passed to ``fn``.
     timeout : float, optional
-        Seconds after which a running kernel is stopped with TimeoutError: a bound for a
-        runaway, which depends on the machine's load.
+        Seconds of CPU time after which a running kernel is stopped with TimeoutError: a bound
+        for a runaway, which depends on the machine's speed, not on its load.
     steps : int, optional
         Memory accesses after which the run is stopped with TimeoutError: the same for the same
         run on any machine, under any load. Polls do not count (see ``polls``).

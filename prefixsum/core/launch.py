@@ -3,12 +3,18 @@
 ``kernel[grid, block](*args)`` types every argument, looks up the compiled overload for those
 types, builds a launch configuration and marshals every argument through generic code: about
 30 microseconds of host time per launch on the H100 machine, more than the GPU takes to scan a
-million elements. A :class:`Launcher` is made for one kernel and one fixed list of argument
-types (C-contiguous arrays and integers); it compiles that overload once, keeps numba-cuda's
-cuda.core handle of the compiled kernel, the stream numba launches on (the default one) and one
-launch configuration per grid, block and dynamic shared memory, and a call only reads each
-array's address, shape and strides and hands the flattened arguments to ``cuda.core.launch``,
-as numba itself does in the end.
+million elements; numba-cuda's own last step, ``cuda.core.launch``, takes 7 of them. A
+:class:`Launcher` is made for one kernel and one fixed list of argument types (C-contiguous
+arrays and integers); it compiles that overload once and keeps the kernel's handle, the stream
+numba launches on (its default stream) and, per host thread, a parameter block
+(:class:`~.numba_gpu.ParamBlock`): a call writes each array's address, shape and strides into
+the block with one ``struct.pack_into`` and calls cuda-python's ``cuLaunchKernel`` with it.
+
+**Lifetimes.** ``cuLaunchKernel`` copies the parameters before it returns, so the block is free
+for the next launch of the same thread at once; the arrays themselves are the caller's, as with
+numba's dispatcher, which keeps none of them either (numba frees device memory with
+``cuMemFree``, which waits for the GPU, and the package's recycled memory goes back only to
+the same thread's stream: :mod:`.workspace`). Two threads never share a block.
 
 What it reads of numba-cuda beyond the documented API is in :mod:`.numba_gpu`. On the
 simulator, or if this numba-cuda lacks the pieces it uses (then with a warning, once per
@@ -18,7 +24,7 @@ must not reuse a launcher across them.
 """
 import threading
 
-from numba import types
+from numba import cuda, types
 
 from . import numba_gpu
 from .device import simulating
@@ -48,6 +54,7 @@ class Launcher:
         self._direct = not simulating()
         self._configs = {}
         self._preparing = threading.Lock()
+        self._local = threading.local()
 
     def _prepare(self):
         """Compile the overload and keep what a launch needs (:mod:`.numba_gpu`); if this
@@ -56,14 +63,20 @@ class Launcher:
             if self._kernel is not None or not self._direct:
                 return  # another thread prepared it meanwhile
             try:
-                kernel, self._launch, self._config_type, self._stream = numba_gpu.launch_parts(
-                    self.dispatcher, self.argtypes)
+                kernel, self._stream, self._launch, self._success = numba_gpu.launch_parts(self.dispatcher,
+                                                                                             self.argtypes)
             except (ImportError, AttributeError) as error:
                 numba_gpu.warn_fallback(error)
                 self._direct = False
                 return
-            self._params = numba_gpu.marshaller(self.argtypes)
             self._kernel = kernel  # last: a thread that sees it set finds everything else set
+
+    def _block(self):
+        """This thread's parameter block, made on its first launch (numba's context is made
+        current on the thread first: ``cuLaunchKernel`` launches in the current one)."""
+        cuda.current_context()
+        block = self._local.block = numba_gpu.ParamBlock(self.argtypes)
+        return block
 
     def __call__(self, grid, block, *args, shared=0):
         if self._direct and self._kernel is None:
@@ -71,9 +84,21 @@ class Launcher:
         if not self._direct:
             self.dispatcher[grid, block, 0, shared](*args)
             return
-        config = self._configs.get((grid, block, shared))
-        if config is None:
-            if len(self._configs) > 256:
-                self._configs.clear()
-            config = self._configs[grid, block, shared] = self._config_type(grid=grid, block=block, shmem_size=shared)
-        self._launch(self._stream, config, self._kernel, *self._params(args))
+        dims = self._configs.get((grid, block, shared))
+        if dims is None:
+            dims = self._dims(grid, block, shared)
+        params = getattr(self._local, "block", None) or self._block()
+        params.fill(args)
+        error, = self._launch(self._kernel, *dims, self._stream, params.address, 0)
+        if error != self._success:
+            raise RuntimeError(f"cuLaunchKernel of {self.dispatcher.py_func.__name__} with grid {grid}, block {block}, "
+                               f"{shared} bytes of shared memory failed: {error}")
+
+    def _dims(self, grid, block, shared):
+        """``(gx, gy, gz, bx, by, bz, shared)`` of a launch, kept per configuration."""
+        grid3 = (tuple(grid) + (1, 1))[:3] if isinstance(grid, tuple) else (grid, 1, 1)
+        block3 = (tuple(block) + (1, 1))[:3] if isinstance(block, tuple) else (block, 1, 1)
+        if len(self._configs) > 256:
+            self._configs.clear()
+        dims = self._configs[grid, block, shared] = (*map(int, grid3), *map(int, block3), int(shared))
+        return dims

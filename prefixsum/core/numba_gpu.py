@@ -7,15 +7,17 @@ on numba-cuda beyond its documented API, and every such use is in this module, s
 upgrade of numba-cuda is checked here and in the two tests that look: ``tests/test_numba_internals.py``
 looks every name up in a ``NUMBA_ENABLE_CUDASIM=0`` process, and ``tests/test_numba_gpu.py``
 compares :func:`marshaller` with numba's own ``_Kernel._prepare_args`` for every argument kind
-a :class:`~prefixsum.core.launch.Launcher` takes. Public replacements are used where they exist:
-a compiled kernel's ``library`` (not ``_codelibrary``), ``cuda.core.Stream.from_handle`` (not
-``driver._to_core_stream``), and cuda-python's driver binding for the one thing numba offers no call for (a
-non-blocking stream, :func:`nonblocking_stream`). The simulator side has its own door,
+a :class:`~prefixsum.core.launch.Launcher` takes, and the :class:`ParamBlock` a launch passes
+with both. Public replacements are used where they exist: a compiled kernel's ``library`` (not
+``_codelibrary``), and cuda-python's driver binding for what numba offers no call for (the launch
+itself, ``cuLaunchKernel`` with a kept parameter block, and a non-blocking stream,
+:func:`nonblocking_stream`). The simulator side has its own door,
 :mod:`prefixsum.classroom.sim.numba_sim`; nowhere else is an internal module of numba imported
 or an attribute of numba assigned (``tests/test_architecture.py``).
 """
 import contextlib
 import ctypes
+import struct
 import threading
 import types as pytypes
 import warnings
@@ -65,59 +67,171 @@ def compiling_for(cc):
 
 
 def launch_parts(jitted, argtypes):
-    """``(kernel, launch, LaunchConfig, stream)``: what launching the ``cuda.jit`` kernel
-    ``jitted`` for ``argtypes`` through cuda.core needs, compiled once.
+    """``(function, stream, launch, success)``: the compiled ``cuda.jit`` kernel ``jitted`` for
+    ``argtypes`` as a handle for cuda-python's ``cuLaunchKernel`` (numba-cuda's cuda.core kernel,
+    compiled once), numba's default stream as a ``CUstream`` (the legacy default stream, or the
+    per-thread one under ``NUMBA_CUDA_PER_THREAD_DEFAULT_STREAM=1``), ``cuLaunchKernel`` itself
+    and the ``CUresult`` it returns on success.
 
-    Raises ImportError or AttributeError if this numba-cuda or cuda.core lacks one of them.
+    Raises ImportError or AttributeError if this numba-cuda or cuda-python lacks one of them.
     """
-    from cuda.core import LaunchConfig, Stream, launch
+    from cuda.bindings import driver as binding
+    from numba import cuda
 
     compiled = jitted.compile(tuple(argtypes))
-    kernel = compiled.library.get_cufunc().kernel
-    return kernel, launch, LaunchConfig, Stream.from_handle(0)
+    function = binding.CUfunction(int(compiled.library.get_cufunc().kernel.handle))
+    stream = binding.CUstream(int(cuda.default_stream().handle))
+    return function, stream, binding.cuLaunchKernel, binding.CUresult.CUDA_SUCCESS
 
 
-def marshaller(argtypes):
-    """``params(args) -> list``: the flat kernel parameters of ``args``, laid out as numba's
-    ``_Kernel._prepare_args`` lays them out, for C-contiguous arrays and integers.
+def flat_params(argtypes):
+    """``params(args) -> list of int``: the flat kernel parameters of ``args`` as plain integers,
+    laid out as numba's ``_Kernel._prepare_args`` lays them out, for C-contiguous arrays and
+    integers: an array as ``(meminfo, parent, nitems, itemsize, data, *shape, *strides)`` (the
+    first two 0, as numba passes them), an integer as itself.
 
-    numba passes an array as ``(meminfo, parent, nitems, itemsize, data, *shape, *strides)`` and
-    an integer as the ctypes value of its type. The caller promises arguments of ``argtypes``:
-    nothing is checked or converted, as a launch is on the hot path.
+    The caller promises arguments of ``argtypes``: nothing is checked or converted, as a launch
+    is on the hot path.
     """
-    marshal = tuple(  # an array's item size (numba's Boolean has no bitwidth), an integer's ctypes type
-        as_dtype(argtype.dtype).itemsize if isinstance(argtype, types.Array) else getattr(ctypes, f"c_{argtype}")
-        for argtype in argtypes)
+    itemsizes = tuple(  # an array's item size (numba's Boolean has no bitwidth); 0 for an integer
+        as_dtype(argtype.dtype).itemsize if isinstance(argtype, types.Array) else 0 for argtype in argtypes)
 
     def params(args):
         flat = []
-        for how, value in zip(marshal, args):
-            if isinstance(how, int):
-                shape = value.shape
-                if len(shape) == 1:
-                    flat += (0, 0, shape[0], how, value.device_ctypes_pointer.value, shape[0], how)
-                else:
-                    flat += (0, 0, value.size, how, value.device_ctypes_pointer.value, *shape, *value.strides)
+        for itemsize, value in zip(itemsizes, args):
+            if not itemsize:
+                flat.append(value)
+                continue
+            shape = value.shape
+            if len(shape) == 1:
+                flat += (0, 0, shape[0], itemsize, value.device_ctypes_pointer.value, shape[0], itemsize)
             else:
-                flat.append(how(value))
+                flat += (0, 0, value.size, itemsize, value.device_ctypes_pointer.value, *shape, *value.strides)
         return flat
 
     return params
 
 
-_classes = []  # (MemoryPointer, DeviceNDArray), imported once: a result is made on every call
+def marshaller(argtypes):
+    """``params(args) -> list``: :func:`flat_params` with each integer argument as the ctypes value
+    of its type, as numba's ``_Kernel._prepare_args`` gives it (what the tests compare)."""
+    flat = flat_params(argtypes)
+    wrap = []
+    for argtype in argtypes:
+        if isinstance(argtype, types.Array):
+            wrap += [int] * (5 + 2 * argtype.ndim)
+        else:
+            wrap.append(getattr(ctypes, f"c_{argtype}"))
+
+    def params(args):
+        return [how(value) for how, value in zip(wrap, flat(args))]
+
+    return params
+
+
+_PACKED = {"int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I",
+           "int64": "q", "uint64": "Q"}
+"""struct's code of an integer argument of each numba type."""
+
+
+class ParamBlock:
+    """The ``void **kernelParams`` of ``cuLaunchKernel`` for arguments of ``argtypes``, kept and
+    refilled by every launch: one 8-byte slot per flat parameter of :func:`marshaller`, written
+    in one ``struct.pack_into``, and the array of the slots' addresses.
+
+    ``cuLaunchKernel`` copies the parameters before it returns, so a block is free again after a
+    launch; a block is used by one host thread at a time (the Launcher keeps one per thread).
+    """
+
+    def __init__(self, argtypes):
+        codes = []
+        for argtype in argtypes:
+            if isinstance(argtype, types.Array):  # meminfo, parent, nitems, itemsize, data, shape, strides
+                codes += ["q", "q", "q", "q", "Q"] + ["q"] * (2 * argtype.ndim)
+            else:
+                code = _PACKED[str(argtype)]
+                codes.append(code + "x" * (8 - struct.calcsize(code)))
+        self._struct = struct.Struct("=" + "".join(codes))
+        self._params = flat_params(argtypes)
+        self.buffer = (ctypes.c_uint64 * len(codes))()  # 8-byte aligned slots
+        start = ctypes.addressof(self.buffer)
+        self._pointers = (ctypes.c_void_p * len(codes))(*[start + 8 * k for k in range(len(codes))])
+        self.address = ctypes.addressof(self._pointers)
+
+    def fill(self, args):
+        """Write the flat parameters of ``args`` into the slots."""
+        self._struct.pack_into(self.buffer, 0, *self._params(args))
+
+
+_classes = []  # (_Recycled, DeviceNDArray), made once: a result is made on every call
+_templates = {}  # (shape, strides, dtype) -> the attributes of numba's device array of that layout
+_bases = {}  # id(allocation) -> (weak reference to it, what a pointer over it holds): read once per recycled allocation
+
+
+def _recycled_pointer_class():
+    from numba.cuda.cudadrv import driver
+
+    class _Recycled(driver.MemoryPointer):
+        """numba's memory pointer over recycled memory: ``give_back()`` when the last array over
+        it (the result, or a view of it) is dropped, instead of ``cuMemFree``.
+
+        Made without ``MemoryPointer.__init__`` (its ``weakref.finalize`` costs a microsecond a
+        result); ``device_ctypes_pointer`` is an attribute, as numba's ``OwnedPointer`` makes it,
+        so that a launch reads it without a property call.
+        """
+
+        device_ctypes_pointer = None
+
+        def view(self, start, stop=None):
+            # numba's view holds its owner by a weak proxy: the view keeps this pointer alive
+            view = super().view(start, stop)
+            view.recycled_base = self
+            return view
+
+        def __del__(self):
+            self.give_back()
+
+    return _Recycled
 
 
 def device_array(base, nbytes, shape, strides, dtype, finalizer):
     """numba's device array over ``nbytes`` of the allocation ``base`` (a ``memalloc`` result),
-    calling ``finalizer()`` when the array is dropped instead of freeing the memory."""
-    if not _classes:
-        from numba.cuda.cudadrv import devicearray, driver
+    calling ``finalizer()`` when the array and every view of it are dropped, instead of freeing
+    the memory.
 
-        _classes.extend((driver.MemoryPointer, devicearray.DeviceNDArray))
+    Built from a kept copy of the attributes of an array of the same layout, as numba's own
+    ``bind`` copies an array: ``DeviceNDArray.__init__`` checks the shape and builds its layout
+    again on every call (several microseconds).
+    """
+    if not _classes:
+        from numba.cuda.cudadrv import devicearray
+
+        _classes.extend((_recycled_pointer_class(), devicearray.DeviceNDArray))
     pointer_class, array_class = _classes
-    pointer = pointer_class(base.context, base.device_pointer, nbytes, finalizer=finalizer)
-    return array_class(shape, strides, dtype, gpu_data=pointer)
+    known = _bases.get(id(base))
+    if known is None or known[0]() is not base:  # a new allocation, or a freed one's id reused
+        if len(_bases) >= 1024:
+            _bases.clear()
+        address = base.device_pointer
+        known = _bases[id(base)] = (weakref.ref(base), {
+            "context": base.context, "device_pointer": address, "handle": address,
+            "device_ctypes_pointer": ctypes.c_size_t(int(address))})
+    pointer = object.__new__(pointer_class)
+    pointer.__dict__.update(known[1])
+    pointer.__dict__.update(size=nbytes, _cuda_memsize_=nbytes, is_managed=False, refct=1, _owner=None,
+                            give_back=finalizer)
+    key = (shape, strides, dtype)
+    template = _templates.get(key)
+    if template is None:
+        if len(_templates) >= 256:
+            _templates.clear()
+        template = dict(vars(array_class(shape, strides, dtype, gpu_data=pointer)))
+        template["gpu_data"] = None  # the template must not keep this first result's memory
+        _templates[key] = template
+    array = object.__new__(array_class)
+    array.__dict__.update(template)
+    array.gpu_data = pointer
+    return array
 
 
 def device_to_host(host, device, nbytes):
@@ -176,3 +290,51 @@ def warn_fallback(error):
         "kernels launch through numba's dispatcher instead (about 30 us more host time per launch). "
         "tests/test_numba_internals.py names what changed.", RuntimeWarning, stacklevel=3)
     return True
+
+
+class DriverCopies:
+    """A numpy call's asynchronous copies and the events that order them, through cuda-python's
+    driver binding on raw addresses: ``copy_in``, ``copy_out``, ``record``, ``wait``,
+    ``synchronize`` (an event), ``synchronize_stream``.
+
+    numba's ``copy_to_device`` and ``copy_to_host`` on a slice of a device array build the slice
+    (a new device array and pointer) and check both arrays first: tens of microseconds a call, as
+    long as the copy of a 1 MiB chunk itself. The streams and events are numba's (their handles
+    are read); the host arrays must be contiguous and page-locked for the copy to be asynchronous.
+    Every call raises RuntimeError with the driver's error if it fails.
+    """
+
+    def __init__(self):
+        from cuda.bindings import driver as binding
+
+        self._binding, self._success = binding, binding.CUresult.CUDA_SUCCESS
+
+    def _check(self, result, what):
+        if result[0] != self._success:
+            raise RuntimeError(f"{what} failed: {result[0]}")
+
+    def copy_in(self, device, offset, host, stream):
+        """Copy the host array ``host`` to ``offset`` bytes into the device array ``device``, queued on ``stream``."""
+        self._check(self._binding.cuMemcpyHtoDAsync(device.device_ctypes_pointer.value + offset, host.ctypes.data,
+                                                    host.nbytes, stream.handle), "cuMemcpyHtoDAsync")
+
+    def copy_out(self, host, device, offset, stream):
+        """Copy ``host.nbytes`` from ``offset`` bytes into the device array ``device`` into ``host``, queued on ``stream``."""
+        self._check(self._binding.cuMemcpyDtoHAsync(host.ctypes.data, device.device_ctypes_pointer.value + offset,
+                                                    host.nbytes, stream.handle), "cuMemcpyDtoHAsync")
+
+    def record(self, event, stream):
+        """Record numba's ``event`` on numba's ``stream``."""
+        self._check(self._binding.cuEventRecord(event.handle, stream.handle), "cuEventRecord")
+
+    def wait(self, event, stream):
+        """Make ``stream`` wait for ``event``'s last record."""
+        self._check(self._binding.cuStreamWaitEvent(stream.handle, event.handle, 0), "cuStreamWaitEvent")
+
+    def synchronize(self, event):
+        """Wait on the host for ``event``'s last record (the GIL is released meanwhile)."""
+        self._check(self._binding.cuEventSynchronize(event.handle), "cuEventSynchronize")
+
+    def synchronize_stream(self, stream):
+        """Wait on the host for everything queued on numba's ``stream``."""
+        self._check(self._binding.cuStreamSynchronize(stream.handle), "cuStreamSynchronize")

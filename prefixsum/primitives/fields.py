@@ -97,9 +97,12 @@ def python_function(op):
     return None
 
 
-def _define(source, name, namespace):
-    """Define function ``name`` from ``source`` with ``namespace`` as globals, its source kept by linecache."""
-    filename = f"<prefixsum fields {name} {next(_counter)}>"
+def define(source, name, namespace):
+    """Define function ``name`` from ``source`` with ``namespace`` as globals, its source kept by linecache.
+
+    Also how the classroom's mutants compile a kernel's source with a mistake made in it.
+    """
+    filename = f"<prefixsum {name} {next(_counter)}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     scope = {"cuda": cuda, **namespace}
     exec(compile(source, filename, "exec"), scope)  # noqa: S102  (the package's own sources)
@@ -118,7 +121,7 @@ def user_combine(operator):
     casts = ", ".join(f"cast{k}(r[{k}])" for k in range(operator.arity))
     call = "(op(p[0], q[0]),)" if operator.bare else "op(p, q)"
     source = f"def combine_in_dtype(p, q):\n    r = {call}\n    return ({casts},)\n"
-    fn = _define(source, "combine_in_dtype", {"op": operator.op,
+    fn = define(source, "combine_in_dtype", {"op": operator.op,
                                               **{f"cast{k}": dt.type for k, dt in enumerate(operator.dtypes)}})
     return cuda.jit(device=True)(fn)
 
@@ -150,7 +153,7 @@ def rewrite(fn, dtypes, arrays):
             namespace.update({f"{name}__{k}": value[k] for k in range(arity)})
     namespace.update({f"T__{k}": numba.from_dtype(np.dtype(d)) for k, d in enumerate(dtypes)})
     _Rewriter(arity, set(arrays), namespace).rewrite(definition)
-    return _define(ast.unparse(ast.fix_missing_locations(tree)), definition.name, namespace)
+    return define(ast.unparse(ast.fix_missing_locations(tree)), definition.name, namespace)
 
 
 def _names(node):

@@ -109,7 +109,7 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", identi
     if n and transfers.overlapped(chosen, x):  # the copies overlap the scan, chunk by chunk
         return _run(transfers.scan, n, chosen.name, x, op, inclusive, reverse, resolved)
     source, out = _numpy_call_buffers(n, x.dtype)
-    source.copy_to_device(np.ascontiguousarray(x))
+    transfers.to_device(source, x)
     if n:
         _run(chosen.run, n, chosen.name, source, out, op, inclusive, reverse, resolved)
     return transfers.to_host(out)

@@ -75,7 +75,8 @@ from ..primitives.block import MAX_TILE, block_scan, staged_size, tile_loader, t
 from ..primitives.fields import element_bytes, is_fields, kernel
 from .ops import check_dtype, device_op, numba_type
 from .registry import Algorithm, check_block_size, register
-from .tile_state import AGGREGATE, MAX_EPOCH, PREFIX, bit_carrier, look_back, packed, state_access, states  # noqa: F401
+from .tile_state import (AGGREGATE, MAX_EPOCH, PREFIX, bit_carrier, kept_states, look_back, packed,  # noqa: F401
+                         state_access, states)
 from .tiles import array_type
 
 ITEMS_PER_THREAD = {4: 32, 8: 32}
@@ -174,15 +175,25 @@ def launcher(op, dtype, inclusive, reverse, block_size, items):
     return Launcher(lookback_kernel(op, dtype, inclusive, reverse, block_size, items), argtypes(dtype))
 
 
+_PLANS = {}  # (op, dtype, inclusive, reverse, block_size, items_per_thread) -> (tile size, launcher, item size)
+
+
 def run(x, out, op, inclusive, reverse, block_size, items_per_thread):
     """Scan device array ``x`` into ``out`` (see :class:`prefixsum.scans.registry.Algorithm`)."""
     if isinstance(x, tuple):
         return run_fields(x, out, op, inclusive, reverse, block_size, items_per_thread)
-    n = x.shape[0]
-    items = tile_items(x.dtype, block_size, items_per_thread)
-    tiles = -(-n // (block_size * items))
-    status, values, counter, epoch = states(x.dtype, tiles)
-    launch = launcher(op, x.dtype, inclusive, reverse, block_size, items)
+    n, dtype = x.shape[0], x.dtype
+    key = (op, dtype, inclusive, reverse, block_size, items_per_thread)
+    plan = _PLANS.get(key)  # worked out once per kind of call: a small scan's host time is the GPU's wait
+    if plan is None:
+        items = tile_items(dtype, block_size, items_per_thread)
+        if len(_PLANS) >= 1024:
+            _PLANS.clear()
+        plan = _PLANS[key] = (block_size * items, launcher(op, dtype, inclusive, reverse, block_size, items),
+                              check_dtype(dtype).itemsize)
+    tile, launch, itemsize = plan
+    tiles = -(-n // tile)
+    status, values, counter, epoch = kept_states(itemsize).next(tiles)
     launch(tiles, block_size, x, out, status, values, counter, n, epoch, 0)
 
 

@@ -86,13 +86,15 @@ def carry_argtypes(dtype):
 
 
 def scan_tiles(x, out, tile_kernel, *, tile, threads, op, reverse, scan_totals):
-    """Scan ``x`` into ``out`` tile by tile, then carry the totals across tiles.
+    """Scan the device array ``x`` into ``out`` tile by tile, then carry the totals across tiles.
+
+    What every tiled scan of one array runs (a user operator's tuples take
+    :func:`scan_field_tiles`, the same steps with one array per field).
 
     Parameters
     ----------
-    x, out : device arrays, or tuples of them
-        Input and output, 1-D, same length n >= 1 and dtype; with a user operator, one array
-        per field.
+    x, out : device arrays
+        Input and output, 1-D, same length n >= 1 and dtype.
     tile_kernel : kernel
         ``tile_kernel(x, out, totals, n)``: block b scans tile b (elements ``b*tile`` to
         ``(b+1)*tile - 1`` in logical order) into ``out`` and writes the tile total to
@@ -100,24 +102,34 @@ def scan_tiles(x, out, tile_kernel, *, tile, threads, op, reverse, scan_totals):
     tile, threads : int
         Elements per tile and threads per block.
     op, reverse :
-        The operator (a user operator's :class:`~prefixsum.primitives.fields.Operator` with
-        tuples) and direction, for the carry kernel.
+        The operator and direction, for the carry kernel.
     scan_totals : callable
         ``scan_totals(totals, carries)`` writes the inclusive forward scan of ``totals`` into
         ``carries`` (the caller passes its own algorithm, so the recursion stays in it).
     """
-    fields = isinstance(x, tuple)
-    xs, outs = (x, out) if fields else ((x,), (out,))
-    dtype = op.dtypes if fields else check_dtype(x.dtype)
-    dtypes = dtype if fields else (dtype,)
+    dtype = check_dtype(x.dtype)
+    n = x.shape[0]
+    ntiles = math.ceil(n / tile)
+    totals = scratch("totals", ntiles, dtype)
+    tile_kernel[ntiles, threads](x, out, totals, n)
+    if ntiles > 1:
+        carries = scratch("carries", ntiles, dtype)
+        scan_totals(totals, carries)
+        carry_kernel(op, dtype, reverse, tile)[ntiles - 1, threads](out, carries, n)
+
+
+def scan_field_tiles(xs, outs, tile_kernel, *, tile, threads, op, reverse, scan_totals):
+    """:func:`scan_tiles` for a user operator's tuples: ``xs``, ``outs``, the totals and the
+    carries are tuples of one device array per field (of ``op.dtypes``, a
+    :class:`~prefixsum.primitives.fields.Operator`'s), which the kernels take in a row."""
     n = xs[0].shape[0]
     ntiles = math.ceil(n / tile)
-    totals = tuple(scratch(f"totals {k}", ntiles, d) for k, d in enumerate(dtypes))
+    totals = tuple(scratch(f"totals {k}", ntiles, d) for k, d in enumerate(op.dtypes))
     tile_kernel[ntiles, threads](*xs, *outs, *totals, n)
     if ntiles > 1:
-        carries = tuple(scratch(f"carries {k}", ntiles, d) for k, d in enumerate(dtypes))
-        scan_totals(totals if fields else totals[0], carries if fields else carries[0])
-        carry_kernel(op, dtype, reverse, tile)[ntiles - 1, threads](*outs, *carries, n)
+        carries = tuple(scratch(f"carries {k}", ntiles, d) for k, d in enumerate(op.dtypes))
+        scan_totals(totals, carries)
+        carry_kernel(op, op.dtypes, reverse, tile)[ntiles - 1, threads](*outs, *carries, n)
 
 
 def register_tiled(name, tile_kernel, *, items_per_thread=1, options=None, check_options=None, **about):
@@ -152,8 +164,9 @@ def register_tiled(name, tile_kernel, *, items_per_thread=1, options=None, check
     """
     def run(x, out, op, inclusive, reverse, **chosen):
         block_size = chosen["block_size"]
-        dtype = op.dtypes if isinstance(x, tuple) else x.dtype
-        scan_tiles(
+        fields = isinstance(x, tuple)
+        dtype = op.dtypes if fields else x.dtype
+        (scan_field_tiles if fields else scan_tiles)(
             x, out, tile_kernel(op, dtype, inclusive, reverse, **chosen),
             tile=items_per_thread * block_size, threads=block_size, op=op, reverse=reverse,
             scan_totals=lambda totals, carries: run(totals, carries, op, True, False, **chosen),

@@ -3,37 +3,43 @@
 ``ps.scan(numpy_array)`` must copy the array to the GPU and the result back. Done one after
 the other (copy in, scan, copy out), a GPU that scans 2^24 elements in 60 microseconds spends
 milliseconds waiting for PCIe, and copies from pageable numpy memory are slower still: the
-driver stages them through its own pinned buffer, one piece at a time, while the caller waits.
-Here the array is cut into chunks of :data:`CHUNK_BYTES` and the three engines of the machine
-work at once, as in CUDA's "overlap of data transfer and kernel execution":
+driver stages them through its own pinned buffer, one piece at a time, on one core, while the
+caller waits. Here the array is cut into chunks (:func:`chunk_bytes`: about :data:`TARGET_CHUNKS`
+of them, from :data:`MIN_CHUNK_BYTES` to :data:`CHUNK_BYTES` each) and the engines of the
+machine work at once, as in CUDA's "overlap of data transfer and kernel execution":
 
-* the host's cores copy chunk k + 1 into a pinned staging slot (:func:`copy_parallel`, numpy
-  copies on :data:`COPY_THREADS` threads: one core alone does not keep up with PCIe),
-* a copy engine moves chunk k to the device on one side stream, while
+* :data:`STAGING_THREADS` host threads copy chunks k + 1, k + 2, ... into pinned staging slots at
+  once (numpy releases the GIL while it copies; one core alone does not keep up with PCIe),
+* a copy engine moves chunk k to the device on one side stream, as soon as its slot is full,
 * the SMs scan chunk k on the default stream, and
 * the other copy engine moves chunk k - 1 back on another side stream, straight into the
   result, which is page-locked memory kept between calls (:func:`prefixsum.core.workspace.pinned_result`),
   or, past what the thread may keep pinned, into a pinned slot from which the host copies it.
 
 Events order the four (:func:`prefixsum.core.workspace.side_stream`: the side streams never wait
-for the default stream otherwise). The scan is the look-back scan (:mod:`.lookback`): each chunk
-is one launch over the chunk's tiles (``first`` = its first tile), with the tile states of one
-epoch for the whole call, so a chunk's first tiles find the carry of all chunks before in the
-look-back state of the previous chunk's last tile, which has published its prefix: the previous
-launch finished before this one started (one stream), so no extra kernel carries anything. A
-reverse scan takes the chunks from the end of the array, as its tiles do.
+for the default stream otherwise); on a GPU the copies and events go straight to the driver
+(:class:`prefixsum.core.numba_gpu.DriverCopies`: numba's copy of a slice costs tens of
+microseconds of checks, as long as a 1 MiB copy). The scan is the look-back scan
+(:mod:`.lookback`): each chunk is one launch over the chunk's tiles (``first`` = its first
+tile), with the tile states of one epoch for the whole call, so a chunk's first tiles find the
+carry of all chunks before in the look-back state of the previous chunk's last tile, which has
+published its prefix: the previous launch finished before this one started (one stream), so no
+extra kernel carries anything. A reverse scan takes the chunks from the end of the array, as
+its tiles do.
 
-A pinned slot is reused :data:`SLOTS` chunks later, after the event of its last copy has fired.
+A pinned slot is reused :data:`SLOTS` chunks later: the copy thread that fills it first waits
+for the event of its last copy to the device.
 
-**What limits it** (H100 machine, ``benchmarks/transfers_tune.csv`` and ``transfers_timeline.csv``):
-the copy engines move a 16 MiB chunk in about 0.3-0.5 ms each way (35-55 GB/s) and the SMs scan
-it in 20 us, but the host's copy of a chunk into a pinned slot runs at about 12-30 GB/s on that
-machine, so the host sets the pace and the engines work in bursts between its copies: 0.1-0.2x
-torch's round trip at 2^24, where torch's ``.cpu()`` also pays for fresh pageable pages, and no
-gain below :data:`MIN_BYTES`, where one pageable copy each way (the driver's own staging) is as
-fast. Copying straight from the numpy array (pageable copies per chunk, the copies out on a
-second thread) measured slower in an earlier run: cuda-python's copy calls hold the GIL, so the
-second thread could not copy meanwhile.
+**What limits it** (H100 machine, ``benchmarks/transfers.csv`` and ``transfers_tune.csv``): the
+copy engines move 35-55 GB/s each way and the SMs scan a chunk in microseconds; the host sets
+the pace, with its copies into pinned memory (12-30 GB/s on that machine, all threads together)
+and its work per chunk: a 4 MiB call cut into 8 chunks of 512 KiB took 0.95-1.5 ms against
+0.62-0.66 ms the plain way, 40-110 us per chunk beyond its copies, more than the few driver calls
+and the hand-over between threads should cost (not profiled further). Hence no chunks below :data:`MIN_BYTES`: there one pageable copy in (the driver's own
+staging) and one copy out straight into a kept pinned result take 0.5-0.66 ms at 4 MiB, 0.65x
+torch's round trip. Registering the caller's array with the driver (``cuMemHostRegister``)
+instead of copying it was not tried: it pins every page of the caller's array on every call,
+and the array is not ours to keep registered.
 """
 import concurrent.futures
 import functools
@@ -43,37 +49,54 @@ import threading
 import numpy as np
 from numba import cuda
 
+from ..core import numba_gpu
 from ..core.device import simulating
 from ..core.workspace import latest, pinned_result, reused, side_stream, staging
 from .tile_state import states
 
 CHUNK_BYTES = 16 << 20
-"""Bytes of the array per chunk (a whole number of tiles; at least one tile). From
-``benchmarks/transfers_tune.csv`` (H100): 16 MiB beat 1, 2 and 4 MiB at 2^22 and 2^24 float32;
-with small chunks the host's work per chunk (events, slices, each copy's set-up) dominates."""
-SLOTS = 3
+"""Most bytes of the array per chunk (a chunk is a whole number of tiles, at least one)."""
+MIN_CHUNK_BYTES = 1 << 20
+"""Fewest bytes per chunk, unless the array is smaller: below, the host's work per chunk
+(a handful of driver calls, a launch, a hand-over between threads) outweighs the copy engine's
+time for it (``transfers_tune.csv``: 256 and 512 KiB chunks lost to 1 MiB at 2^19..2^22)."""
+TARGET_CHUNKS = 4
+"""Chunks an array is cut into, within :data:`MIN_CHUNK_BYTES` .. :data:`CHUNK_BYTES` each: enough
+for the copy threads to work at once and the first and last chunks' copies, which overlap
+nothing, to be short (4 beat 8 and 16 at 2^20..2^22 in ``transfers_tune.csv``)."""
+SLOTS = 4
 """Pinned slots per direction: chunk k's slot is reused by chunk k + SLOTS (at least 2: the host
 copies chunk k - 1 out of its slot after chunk k's copy into the next one is queued)."""
 MIN_BYTES = 8 << 20
-"""Arrays of fewer bytes go the plain way (one pageable copy in, one launch, one copy out): at
-4 MiB both ways took 0.75-0.85 ms on the H100 (``transfers_tune.csv``); at 16 MiB the chunks
-took 1.6-2.1 ms against 2.2 ms."""
+"""Arrays of fewer bytes go the plain way (one pageable copy in, one launch, one copy out into
+kept pinned memory): at 4 MiB it took 0.62 ms against 0.87-0.93 ms through 1 MiB chunks and
+0.80 ms for torch's round trip; at 8 MiB, 1.15 ms against 1.0 ms (``transfers_tune.csv``, H100)."""
+STAGING_THREADS = min(4, os.cpu_count() or 1)
+"""Host threads that fill the pinned slots, a chunk each (4 matched or beat 8 in ``transfers_tune.csv``)."""
 COPY_THREADS = min(8, os.cpu_count() or 1)
-"""Threads for the host's copies into and out of pinned memory (8 beat 2 at 2^24 in
-``transfers_tune.csv``; at 2^22, one chunk, the two were within the run's noise)."""
+"""Host threads for a copy out of a pinned slot into a result past the pinned budget (:func:`copy_parallel`)."""
 PINNED_RESULT_BYTES = 1 << 20
 """A numpy call's result of this many bytes or more is page-locked memory (:func:`to_host`):
 below, the copy is short and a page-locked block per size would not pay for itself."""
 PART_BYTES = 2 << 20
 """A host copy is split into parts of at least this many bytes, one per thread."""
 
-_pool = []  # the copy threads, made on first use
+_pool = {}  # "staging" and "copies": the two thread pools, made on first use
 _making_pool = threading.Lock()
 
 
 def overlapped(algorithm, x):
     """Whether ``ps.scan`` of the numpy array ``x`` with ``algorithm`` goes through :func:`scan`."""
     return algorithm.name == "lookback" and x.nbytes >= MIN_BYTES
+
+
+def to_device(device, x):
+    """Copy the 1-D numpy array ``x`` into the device array ``device`` of its length, queued on
+    numba's default stream (from pageable memory the driver returns once it has staged the data:
+    ``x`` may change afterwards)."""
+    host = np.ascontiguousarray(x)
+    if host.nbytes:
+        _copies().copy_in(device, 0, host, cuda.default_stream())
 
 
 def to_host(device):
@@ -86,9 +109,26 @@ def to_host(device):
     n, dtype = device.shape[0], device.dtype
     result = pinned_result(n, dtype) if n * dtype.itemsize >= PINNED_RESULT_BYTES else None
     if result is None:
-        return device.copy_to_host()
-    device.copy_to_host(result)
+        result = np.empty(n, dtype)
+    if n:
+        ops, stream = _copies(), cuda.default_stream()
+        ops.copy_out(result, device, 0, stream)
+        ops.synchronize_stream(stream)
     return result
+
+
+def _copy_pool(role):
+    """The thread pool of ``role``: "staging" (:data:`STAGING_THREADS`, the chunks into their
+    slots) or "copies" (:data:`COPY_THREADS`, :func:`copy_parallel`'s parts), made on first use.
+    Two pools, so that a copy out never queues behind chunks waiting for their slots."""
+    pool = _pool.get(role)
+    if pool is None:
+        with _making_pool:  # two host threads' first calls make one pool
+            if role not in _pool:
+                threads = STAGING_THREADS if role == "staging" else COPY_THREADS
+                _pool[role] = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix=f"prefixsum-{role}")
+            pool = _pool[role]
+    return pool
 
 
 def copy_parallel(target, source):
@@ -101,14 +141,24 @@ def copy_parallel(target, source):
     if parts == 1:
         np.copyto(target, source)
         return
-    with _making_pool:  # two host threads' first calls make one pool
-        if not _pool:
-            _pool.append(concurrent.futures.ThreadPoolExecutor(COPY_THREADS - 1, thread_name_prefix="prefixsum-copy"))
+    pool = _copy_pool("copies")
     bounds = np.linspace(0, target.shape[0], parts + 1).astype(np.int64)
-    pending = [_pool[0].submit(np.copyto, target[a:b], source[a:b]) for a, b in zip(bounds[1:-1], bounds[2:])]
+    pending = [pool.submit(np.copyto, target[a:b], source[a:b]) for a, b in zip(bounds[1:-1], bounds[2:])]
     np.copyto(target[:bounds[1]], source[:bounds[1]])
     for job in pending:
         job.result()
+
+
+def host_copy(target, source):
+    """``target[...] = source``: one chunk into its pinned slot, on a copy thread (a function of its
+    own so that ``benchmarks/transfers.py --timeline`` can mark it)."""
+    np.copyto(target, source)
+
+
+def chunk_bytes(nbytes):
+    """Bytes per chunk for an array of ``nbytes``: ``nbytes / TARGET_CHUNKS`` within
+    :data:`MIN_CHUNK_BYTES` .. :data:`CHUNK_BYTES` (the caller rounds it up to whole tiles)."""
+    return min(CHUNK_BYTES, max(MIN_CHUNK_BYTES, nbytes // TARGET_CHUNKS))
 
 
 def scan(x, op, inclusive, reverse, block_size, items_per_thread):
@@ -122,9 +172,10 @@ def scan(x, op, inclusive, reverse, block_size, items_per_thread):
     items = lookback.tile_items(dtype, block_size, items_per_thread)
     tile = block_size * items
     tiles = -(-n // tile)
-    per_chunk = max(1, CHUNK_BYTES // (tile * dtype.itemsize))
+    per_chunk = max(1, -(-chunk_bytes(x.nbytes) // (tile * dtype.itemsize)))
     chunk = per_chunk * tile  # elements
     chunks = -(-tiles // per_chunk)
+    slots = min(chunks, SLOTS)
     source, target = latest("numpy input", n, dtype), latest("numpy result", n, dtype)
     status, values, counter, epoch = states(dtype, tiles)
     launch = lookback.launcher(op, dtype, inclusive, reverse, block_size, items)
@@ -133,47 +184,103 @@ def scan(x, op, inclusive, reverse, block_size, items_per_thread):
     direct = result is not None  # the copy engine writes the result itself; else through slots
     if not direct:
         result = np.empty(n, dtype)
-    inward = staging("scan in", SLOTS * slot_bytes)
-    outward = None if direct else staging("scan out", SLOTS * slot_bytes)
+    inward = staging("scan in", slots * slot_bytes)
+    outward = None if direct else staging("scan out", slots * slot_bytes)
     to_device, to_host, compute = side_stream("copies in"), side_stream("copies out"), cuda.default_stream()
     (scanned,), copied_in, copied_out = _events("scanned", 1), _events("in", SLOTS), _events("out", SLOTS)
+    ops = _copies()
+    pool = _copy_pool("staging")
 
     def span(k):
         """Chunk k's elements ``lo .. hi - 1`` in memory (from the end for a reverse scan), and its slot."""
         first, last = k * chunk, min((k + 1) * chunk, n)
         lo, hi = (n - last, n - first) if reverse else (first, last)
-        slot = (k % SLOTS) * slot_bytes
+        slot = (k % slots) * slot_bytes
         return lo, hi, slot, slot + (hi - lo) * dtype.itemsize
+
+    def stage(k):
+        """On a copy thread: chunk k into its pinned slot, once the slot's last chunk (k - slots)
+        is on the device (its event was recorded before this job was submitted)."""
+        lo, hi, a, b = span(k)
+        if k >= slots:
+            ops.synchronize(copied_in[k % slots])
+        host_copy(inward[a:b].view(dtype), x[lo:hi])
 
     def copy_out(k):
         """Wait for chunk k's copy to the host and move it from its slot into the result."""
         lo, hi, a, b = span(k)
-        copied_out[k % SLOTS].synchronize()
+        ops.synchronize(copied_out[k % slots])
         copy_parallel(result[lo:hi], outward[a:b].view(dtype))
 
-    for k in range(chunks):
-        lo, hi, a, b = span(k)
-        if k >= SLOTS:
-            copied_in[k % SLOTS].synchronize()  # the slot's last chunk is on the device
-        staged = inward[a:b].view(dtype)
-        copy_parallel(staged, x[lo:hi])
-        source[lo:hi].copy_to_device(staged, stream=to_device)
-        copied_in[k % SLOTS].record(to_device)
-        copied_in[k % SLOTS].wait(compute)
-        launch(min(per_chunk, tiles - k * per_chunk), block_size, source, target, status, values, counter, n,
-               epoch, k * per_chunk)
-        scanned.record(compute)
-        scanned.wait(to_host)
-        # through a slot: its last chunk (k - SLOTS) was copied out of it at step k - SLOTS + 1 <= k - 1
-        target[lo:hi].copy_to_host(result[lo:hi] if direct else outward[a:b].view(dtype), stream=to_host)
-        copied_out[k % SLOTS].record(to_host)
-        if k and not direct:
-            copy_out(k - 1)
+    staged = [pool.submit(stage, k) for k in range(slots)]
+    try:
+        for k in range(chunks):
+            lo, hi, a, b = span(k)
+            staged[k].result()
+            ops.copy_in(source, lo * dtype.itemsize, inward[a:b].view(dtype), to_device)
+            ops.record(copied_in[k % slots], to_device)
+            if k + slots < chunks:
+                staged.append(pool.submit(stage, k + slots))
+            ops.wait(copied_in[k % slots], compute)
+            launch(min(per_chunk, tiles - k * per_chunk), block_size, source, target, status, values, counter, n,
+                   epoch, k * per_chunk)
+            ops.record(scanned, compute)
+            ops.wait(scanned, to_host)
+            # through a slot: its last chunk (k - slots) was copied out of it at step k - slots + 1 <= k - 1
+            ops.copy_out(result[lo:hi] if direct else outward[a:b].view(dtype), target, lo * dtype.itemsize, to_host)
+            ops.record(copied_out[k % slots], to_host)
+            if k and not direct:
+                copy_out(k - 1)
+    finally:  # no copy thread may still write a slot when the call ends, even by an error
+        concurrent.futures.wait(staged)
     if direct:
-        copied_out[(chunks - 1) % SLOTS].synchronize()  # the last copy on the stream: every one is done
+        ops.synchronize(copied_out[(chunks - 1) % slots])  # the last copy on the stream: every one is done
     else:
         copy_out(chunks - 1)
     return result
+
+
+class _NumbaCopies:
+    """:class:`prefixsum.core.numba_gpu.DriverCopies`' calls through numba's public API: the
+    simulator's (whose streams and events are numba's stand-ins)."""
+
+    @staticmethod
+    def copy_in(device, offset, host, stream):
+        start = offset // host.itemsize
+        device[start:start + host.shape[0]].copy_to_device(host, stream=stream)
+
+    @staticmethod
+    def copy_out(host, device, offset, stream):
+        start = offset // host.itemsize
+        device[start:start + host.shape[0]].copy_to_host(host, stream=stream)
+
+    @staticmethod
+    def record(event, stream):
+        event.record(stream)
+
+    @staticmethod
+    def wait(event, stream):
+        event.wait(stream)
+
+    @staticmethod
+    def synchronize(event):
+        event.synchronize()
+
+    @staticmethod
+    def synchronize_stream(stream):
+        stream.synchronize()
+
+
+_driver_copies = []  # made once, on a GPU
+
+
+def _copies():
+    """The copy and event calls of a numpy call: the driver's on a GPU, numba's on the simulator."""
+    if simulating():
+        return _NumbaCopies
+    if not _driver_copies:
+        _driver_copies.append(numba_gpu.DriverCopies())
+    return _driver_copies[0]
 
 
 def _events(role, count):

@@ -18,7 +18,7 @@ def function(fn, reference, cases, *, name=None, timeout=20.0, budget=None):
     a kernel behind a small host wrapper): ``fn(*case)`` must equal ``reference(*case)``,
     compared as numpy arrays (exactly for integers, within ``1e-6`` relative for floats). The
     first case that raises, differs or runs past its time limit is the verdict (``timeout``:
-    see :func:`prefixsum.check.mode.limits`; host code without kernels has only the wall clock's
+    see :func:`prefixsum.check.mode.limits`; host code without kernels has only the CPU-time
     runaway bound). ``fn`` gets
     copies of the case's arrays; one that changes them fails as ``modified-input``.
 

@@ -38,7 +38,7 @@ def thorough():
 def time_limit(seconds, runaway=None):
     """A context in which no check's run takes longer than ``seconds`` (mutants may hang).
 
-    ``seconds`` counts simulated steps (:func:`limits`); ``runaway`` is the wall-clock bound, in
+    ``seconds`` counts simulated steps (:func:`limits`); ``runaway`` is the CPU-time bound, in
     seconds, of a run that makes no memory accesses (default ``RUNAWAY * seconds``).
     """
     with _setting("timeout", seconds), _setting("runaway", runaway):
@@ -57,10 +57,9 @@ def _sizes_and_seed(sizes):
 # A check's time limit counts simulated steps (memory accesses, polls apart), so that one
 # submission gets one verdict on any machine under any load: ``timeout`` seconds allow
 # ``timeout * STEPS_PER_SECOND`` accesses, about what the simulator makes in that time on an idle
-# core (7,000 to 20,000 a second on a loaded 2-core machine; the honest runs of the exercises make
-# at most about 50,000). The wall clock only stops a runaway that makes no accesses (a loop of
-# barriers or of register arithmetic), at RUNAWAY times the limit, which a loaded machine's
-# honest run does not reach.
+# core (the honest runs of the exercises make at most about 50,000). CPU time only stops a
+# runaway that makes no accesses (a loop of barriers or of register arithmetic), at RUNAWAY times
+# the limit, which no honest run reaches; CPU time, not the wall clock, so that load cannot.
 STEPS_PER_SECOND = 20_000
 RUNAWAY = 10
 # Polls (a thread finding a global cell as it found it before) have their own limit, per thread

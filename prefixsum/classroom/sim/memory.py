@@ -126,6 +126,8 @@ class Array:
         if self._rec is not None:
             return self._rec + (key,)
         ary = self._ary
+        if key.__class__ is int and self._root is None and ary.ndim == 1 and 0 <= key < ary.shape[0]:
+            return (key,)  # the common access, an int into a whole 1-D array, without the general walk
         parts = key if key.__class__ is tuple else (key,)
         if len(parts) != ary.ndim:
             raise IndexError(f"{len(parts)} indices for a {ary.ndim}-dimensional array")
