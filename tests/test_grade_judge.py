@@ -162,3 +162,6 @@ def test_the_judge_server_judges_each_request_in_a_fork_of_its_own(chapter):
     assert returncode == 0 and json.loads(stdout)["lines"] == [PASS], stdout
     server = judges._local.server
     assert judges.judge(request, 0.001) == (None, "", "no verdict within 0.001 s") and server.poll() is not None
+    assert judges.judge(b"[]", 120)[0] == 1
+    judges.close()  # the batch's last step
+    assert judges._local.server.poll() is not None

@@ -8,7 +8,7 @@ import time
 
 from . import report, sandbox
 from .chapters import InvalidSubmission, read_chapter
-from .runner import Options, Row, grade_notebook, instructor_signatures, screen
+from .runner import Options, Row, close_judges, grade_notebook, instructor_signatures, screen
 
 WORKBOOK_NOTEBOOKS = pathlib.Path(__file__).resolve().parents[3] / "notebooks"
 
@@ -194,6 +194,17 @@ def grade(submissions, out, *, instructor=None, workers=None, options=Options(),
     if unknown:
         raise ValueError(f"--chapters names {', '.join(unknown)}, which no instructor notebook holds; known: {', '.join(sorted(chapters))}")
     jobs = collect(submissions)
+    try:
+        rows = _grade_jobs(jobs, chapters, workers, options, scheduler, progress, max_notebook_mb)
+    finally:
+        close_judges()
+    runs = {(row.submission, row.exercise): row.traces for row in rows if row.traces}
+    report.write_all(rows, out, {name: chapters[name] for name in chapters_named or ()}, runs=runs)
+    return rows
+
+
+def _grade_jobs(jobs, chapters, workers, options, scheduler, progress, max_notebook_mb):
+    """Every row of ``jobs`` (:func:`collect`): the instructor's solutions they need recorded, then each file graded."""
     needed = _needed(jobs, chapters, max_notebook_mb)
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
         recorded = {name: pool.submit(instructor_signatures, chapter, options, needed[name]) for name, chapter in chapters.items()}
@@ -212,10 +223,7 @@ def grade(submissions, out, *, instructor=None, workers=None, options=Options(),
                 k = futures[future]
                 results[k] = future.result()
                 bar.step(jobs[k][0])
-    rows = [row for found in results for row in found]
-    runs = {(row.submission, row.exercise): row.traces for row in rows if row.traces}
-    report.write_all(rows, out, {name: chapters[name] for name in chapters_named or ()}, runs=runs)
-    return rows
+    return [row for found in results for row in found]
 
 
 def _on_dask(scheduler, payloads, chapters, signatures, options, results, bar):

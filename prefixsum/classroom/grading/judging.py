@@ -98,6 +98,7 @@ class Judges:
     def __init__(self, env):
         self.env = env
         self._local = threading.local()
+        self._started, self._lock = [], threading.Lock()
 
     def _server(self):
         server = getattr(self._local, "server", None)
@@ -105,7 +106,21 @@ class Judges:
             server = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=subprocess.DEVNULL, env=self.env, start_new_session=True)
             self._local.server = server
+            with self._lock:
+                self._started.append(server)
         return server
+
+    def close(self):
+        """End every server (each ends at the end of its input, after the request it is judging)."""
+        with self._lock:
+            started, self._started = self._started, []
+        for server in started:
+            try:
+                server.stdin.close()
+            except OSError:  # a server that ended on its own
+                pass
+            server.stdout.close()
+            server.wait()
 
     def _stop(self, server):
         try:

@@ -129,6 +129,13 @@ def _judge(chapter, observed, ids, options, record=False):
     return results.parse(stdout, "record" if record else "check", ids), problem
 
 
+def close_judges():
+    """End the judge's servers that this process started (a batch's last step: nothing of it outlives it)."""
+    with _JUDGES_LOCK:
+        if _JUDGES is not None:
+            _JUDGES.close()
+
+
 def instructor_signatures(chapter, options=Options(), ids=None):
     """Check the instructor's solutions in a sandbox and record their kernels' launches.
 
