@@ -18,7 +18,7 @@ from numba import cuda, float32
 
 import prefixsum as ps
 from prefixsum import check
-from prefixsum.classroom import hints, mutation, student
+from prefixsum.classroom import hints, mistakes, mutation, student
 
 NOTEBOOKS = sorted(pathlib.Path(__file__).resolve().parent.parent.joinpath("notebooks").glob("[0-9][0-9]_*.ipynb"))
 # The chapter without exercises: 00, the introduction.
@@ -27,6 +27,7 @@ GRADED = [p for p in NOTEBOOKS if p.stem not in WITHOUT_EXERCISES]
 EXERCISES = mutation.exercises(GRADED)
 NOTEBOOKS_BY_NAME = {p.name: p for p in NOTEBOOKS}
 SAMPLE = None if os.environ.get("PREFIXSUM_MUTANTS") == "all" else 10
+KILL_RATES = NOTEBOOKS[0].with_name("exercise_kill_rates.md")
 
 
 def solution_lines(exercise, shortest=12):
@@ -133,6 +134,24 @@ def test_mutants_cover_the_issues_kinds_of_mistake():
     kinds = {m.description.split()[2].rstrip(":") for m in mutation.mutants(source)}
     assert kinds == {"operator", "comparison", "constant", "index", "barrier", "bound"}
     assert all("### BEGIN" not in m.source for m in mutation.mutants(source))
+
+
+def test_the_kill_rate_table_has_every_exercise_and_argues_every_equivalent_mutant():
+    """notebooks/exercise_kill_rates.md: a row per exercise (``python -m prefixsum.classroom.mutation``'s
+    table) whose numbers add up, every exercise with equivalent mutants argued below the table, and
+    a row per named mistake (``python -m prefixsum.classroom.mistakes``), none of a mistake gone."""
+    text = KILL_RATES.read_text()
+    rows = re.findall(r"^\| (\d\d\.[a-z0-9-]+) \| (\d+) \| (\d+) \| (\d+) \| (\d+)% \| (.+) \|$", text, re.M)
+    ids = [row[0] for row in rows]
+    assert len(ids) == len(set(ids)) and set(ids) == {e.id for e in EXERCISES}, sorted(set(ids) ^ {e.id for e in EXERCISES})
+    argued = text[text.index("The equivalent ones"):text.index("## Named mistakes")]
+    for exercise, made, equivalent, killed, rate, survivors in rows:
+        made, equivalent, killed = int(made), int(equivalent), int(killed)
+        left = 0 if survivors == "none" else len(survivors.split("; "))
+        assert made == equivalent + killed + left and int(rate) == round(100 * killed / (made - equivalent)), exercise
+        assert not equivalent or f"**{exercise}**" in argued, f"{exercise}: its {equivalent} equivalent mutants are not argued"
+    named = set(re.findall(r"^\| (\d\d\.[a-z0-9-]+) \| ([^|]+?) \| (?!-)", text[text.index("## Named mistakes"):], re.M))
+    assert named == {(m.exercise, m.name) for m in mistakes.MISTAKES}, sorted(named ^ {(m.exercise, m.name) for m in mistakes.MISTAKES})
 
 
 @pytest.mark.slow  # dozens of mutants of each exercise, each through its check on the simulator

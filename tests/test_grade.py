@@ -392,6 +392,49 @@ def test_collect_names_submissions_by_folder_or_file(tmp_path):
         ("single", "single.ipynb", "")]
 
 
+def test_a_batch_checks_only_the_instructors_solutions_some_submission_needs(tmp_path):
+    """The batch's own check of the instructor's solutions (and the record of their launches)
+    covers the exercises that some submission has the grader run: attempted and accepted. A
+    class that hands in one exercise of chapter 01 records that one, and nothing of chapter 09."""
+    ladder_chapter, reflector_chapter = chapters.read_chapter(LADDER), chapters.read_chapter(REFLECTOR)
+    known = {c.name: c for c in (ladder_chapter, reflector_chapter)}
+    for name, notebook in {"blank": student_version(instructor(), chapter="01_ladder"), "step": ladder(SOLUTION),
+                           "refused": with_exercise(lambda s: "import os\n" + s, exercise_id="01.ladder-max")}.items():
+        (tmp_path / name).mkdir()
+        nbformat.write(notebook, tmp_path / name / LADDER.name)
+    (tmp_path / "essay").mkdir()
+    (tmp_path / "essay" / "essay.txt").write_text("I solved it in my head.")
+    needed = batch._needed(grading.collect([tmp_path]), known, 16)
+    assert needed == {ladder_chapter.name: {"01.ladder-step"}, reflector_chapter.name: set()}
+    assert runner.instructor_signatures(reflector_chapter, ids=set()) == {}  # nothing to record: no process at all
+
+
+def test_a_submission_of_exactly_the_recorded_solutions_takes_their_verdicts(monkeypatch):
+    """The batch's own check of the instructor's solutions is the check of a submission that hands
+    in exactly those cells: its verdicts are reused (the checks are deterministic); a submission
+    that differs by a comment gets its own sandboxed check."""
+    chapter = chapters.read_chapter(LADDER)
+    entry = {"status": "ran", "message": "", "lines": [], "launches": 1}
+    recorded = {e.id: {"signatures": {}, "launches": 1, "source": e.source, "checked": {**entry, "id": e.id}}
+                for e in chapter.exercises}
+    modes = []
+
+    def trusted(mode, chapter, sources, options, signatures=None):
+        modes.append((mode, sorted(sources)))
+        return {i: {**entry, "id": i} for i in sources}, None
+
+    monkeypatch.setattr(runner, "_trusted", trusted)
+    monkeypatch.setattr(runner, "_nbval", lambda chapter, sources, options: ({i: ("pass", "") for i in sources}, None))
+    monkeypatch.setattr(results, "check_verdict", lambda exercise, found, launches, sanitize: {"status": "pass", "message": ""})
+    commented = instructor()
+    cell(commented, "01.ladder-step").source += "\n# mine\n"
+    graded = [runner.grade_notebook("ann", LADDER.name, nbformat.writes(notebook).encode(), {chapter.name: chapter},
+                                    {chapter.name: recorded}, runner.Options(isolated=False))
+              for notebook in (instructor(), commented)]
+    assert [{r.status for r in rows} for rows in graded] == [{"pass"}, {"pass"}]
+    assert modes == [("check", sorted(recorded))]  # the second submission's only
+
+
 def test_combine_reports_a_disagreement_as_tampering():
     exercise = chapters.read_chapter(LADDER).exercises[0]
     passed, failed = {"status": "pass"}, {"status": "fail", "message": "FAIL x"}

@@ -71,7 +71,14 @@ def build(folder):
     students = folder / "class"
     for name in HONEST:
         (students / name).mkdir(parents=True)
-        shutil.copy(NOTEBOOKS / "01_ladder.ipynb", students / name)
+        # The solutions with a comment of their own: not the instructor's very cells, whose verdicts
+        # the grader takes from its own check of them, so that their re-checks run in sandboxes
+        # beside the attackers'.
+        honest = nbformat.read(NOTEBOOKS / "01_ladder.ipynb", as_version=4)
+        for cell in honest.cells:
+            if "exercise" in cell.metadata.get("tags", []):
+                cell.source += f"\n# {name}'s answer\n"
+        nbformat.write(honest, students / name / "01_ladder.ipynb")
     for name, (exercise_id, _, _, source) in attacks().items():
         (students / name).mkdir()
         chapter = _chapter_of(exercise_id)

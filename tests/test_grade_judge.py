@@ -1,6 +1,6 @@
 """Verdicts computed outside the sandbox: the sandbox returns observations, the judge replays the checks.
 
-Fast: chapter 01's host exercise (01.serial-scan) and a small traced run, in this process.
+Fast: chapter 01's host exercise (01.serial-scan), a small traced run and a look-back's two calls, in this process.
 :mod:`prefixsum.classroom.grading.trusted`'s ``check`` mode runs here as it does in a sandbox,
 and the judge draws the verdicts from its output; a forged or malformed report earns nothing.
 """
@@ -18,13 +18,14 @@ import zlib
 import numpy as np
 import pytest
 
-from prefixsum.classroom import trace as tracing
-from prefixsum.classroom.grading import judge, observations, read_chapter, trusted
+from prefixsum.classroom import mistakes, trace as tracing
+from prefixsum.classroom.grading import judge, judging, observations, read_chapter, trusted
 from prefixsum.classroom.grading.runner import _inside
 from prefixsum.cli import grade as grade_command
 from prefixsum.scans.api import scan
 
 LADDER = pathlib.Path(__file__).resolve().parent.parent / "notebooks" / "01_ladder.ipynb"
+LOOKBACK = LADDER.with_name("10_lookback.ipynb")
 EXERCISE = "01.serial-scan"
 PASS = "PASS my_partial_sums: 11 sizes from 1 to 2049\n"
 
@@ -34,18 +35,18 @@ def chapter():
     return read_chapter(LADDER)
 
 
-def sandbox_output(chapter, source):
-    """What trusted.py's ``check`` mode writes for ``{EXERCISE: source}``, run in this process."""
-    request = {"chapter": _inside(chapter), "sources": {EXERCISE: source}, "timeout": 30, "signatures": {}}
+def sandbox_output(chapter, source, exercise=EXERCISE):
+    """What trusted.py's ``check`` mode writes for ``{exercise: source}``, run in this process."""
+    request = {"chapter": _inside(chapter), "sources": {exercise: source}, "timeout": 30, "signatures": {}}
     lines = []
     with contextlib.redirect_stdout(io.StringIO()):
         trusted._check(request, lambda entry: lines.append(json.dumps(entry)))
     return "\n".join(lines)
 
 
-def verdicts(chapter, observed):
+def verdicts(chapter, observed, exercise=EXERCISE):
     found = []
-    judge.judge({"chapter": json.loads(_inside(chapter)), "observed": observed, "ids": [EXERCISE], "timeout": 30}, found.append)
+    judge.judge({"chapter": json.loads(_inside(chapter)), "observed": observed, "ids": [exercise], "timeout": 30}, found.append)
     return {v["id"]: v for v in found}
 
 
@@ -79,6 +80,23 @@ def test_a_forged_report_earns_nothing(chapter):
     forged = json.loads(json.dumps(honest))
     forged["observations"][2]["result"] = observations.encode_value(np.zeros(31, np.int32))
     assert verdicts(chapter, json.dumps(forged))[EXERCISE]["message"].startswith("FAIL my_partial_sums: wrong-result at n=31")
+
+
+def test_a_check_that_stops_on_what_only_the_trace_shows_is_replayed_run_for_run():
+    """The chained scan (10.lookback-loop's named mistake): right outputs, but its trace shows each
+    tile reading its predecessor before publishing, so the first of the check's two calls stops
+    at n=33 and the second begins. The sandbox's check once saw no accesses, ran the first call on
+    to n=2049, and the judge's replay met its third run on other inputs: ``tampered``. The
+    sandbox's check now sees the trace the judge decodes and takes the same decisions."""
+    chapter = read_chapter(LOOKBACK)
+    exercise = "10.lookback-loop"
+    chained = next(m for m in mistakes.MISTAKES if m.exercise == exercise and "chained" in m.name)
+    observed = sandbox_output(chapter, chained.source(chapter.exercise(exercise).source), exercise)
+    found = verdicts(chapter, observed, exercise)[exercise]
+    assert found["status"] == "ran" and "over-budget at n=33" in found["message"], found
+    assert "before it published its own state" in found["message"]
+    (entry,) = map(json.loads, observed.splitlines())
+    assert len(entry["observations"]) == 4  # n = 1 and 33 of each call: as many runs as the judge's replay asks
 
 
 def _packed(data):
@@ -129,3 +147,21 @@ def test_the_graders_own_processes_are_bounded():
                           env={**os.environ, "PYTHONPATH": str(LADDER.parents[1])})
     assert done.stdout.split() == ["2048", "64", "30", "MemoryError"]
     assert "sandbox.limit_process(" in inspect.getsource(judge.main) and "limit_process(" in inspect.getsource(grade_command.main)
+    assert "sandbox.limit_process(" in inspect.getsource(judging._judge_child)
+
+
+def test_the_judge_server_judges_each_request_in_a_fork_of_its_own(chapter):
+    """One server per grading thread, each verdict in a fork: a request that breaks its child
+    leaves the server to judge the next one; one that takes too long stops the server."""
+    judges = judging.Judges({**os.environ, "PYTHONPATH": str(LADDER.parents[1])})
+    observed = sandbox_output(chapter, chapter.exercise(EXERCISE).source)
+    request = json.dumps({"chapter": json.loads(_inside(chapter)), "observed": observed, "ids": [EXERCISE], "timeout": 30}).encode()
+    broken = judges.judge(b"[]", 120)
+    assert broken[0] == 1 and "TypeError" in broken[2], broken
+    returncode, stdout, _ = judges.judge(request, 120)
+    assert returncode == 0 and json.loads(stdout)["lines"] == [PASS], stdout
+    server = judges._local.server
+    assert judges.judge(request, 0.001) == (None, "", "no verdict within 0.001 s") and server.poll() is not None
+    assert judges.judge(b"[]", 120)[0] == 1
+    judges.close()  # the batch's last step
+    assert judges._local.server.poll() is not None

@@ -5,7 +5,10 @@ mistake is often the lesson's own (padding with 0 instead of the identity, a cha
 a look-back was asked, ``np.cumsum`` where the loop was asked). Each :class:`Mistake` is the
 student's code as written, made from the exercise cell's source by replacing text, and the
 words its check's output must contain. ``tests/test_exercises.py`` runs every one: the check
-must fail it, with those words. The table in ``notebooks/exercise_kill_rates.md`` lists them.
+must fail it, with those words. The table in ``notebooks/exercise_kill_rates.md`` lists them,
+with their verdicts as :func:`main` prints them::
+
+    python -m prefixsum.classroom.mistakes notebooks/[01][0-9]_*.ipynb
 """
 from dataclasses import dataclass
 
@@ -339,4 +342,36 @@ def for_exercise(exercise_id):
     return [m for m in MISTAKES if m.exercise == exercise_id]
 
 
-__all__ = ["ALTERNATIVES", "MISTAKES", "Mistake", "edited", "for_exercise"]
+# A verdict in the table is its first line, cut to this many characters.
+_SHOWN = 230
+
+
+def table_row(mistake, output):
+    """The row of ``mistake`` in the named-mistake table: exercise, name, and the first failing
+    line of its check's ``output`` without ``FAIL name:``, cut to :data:`_SHOWN` characters."""
+    line = next((line for line in output.splitlines() if line.startswith("FAIL")), output.strip() or "(no output)")
+    verdict = line.split(": ", 1)[1] if line.startswith("FAIL") and ": " in line else line
+    if len(verdict) > _SHOWN:
+        verdict = verdict[:_SHOWN - 3] + "..."
+    return f"| {mistake.exercise} | {mistake.name} | {verdict} |"
+
+
+def main(paths):
+    """Print the named-mistake table's rows for the exercises of the notebooks at ``paths``, each
+    mistake graded as the grader's check runs it (:func:`prefixsum.classroom.mutation.isolated_verdict`)."""
+    from . import mutation
+
+    exercises = {e.id: e for e in mutation.exercises(paths)}
+    for mistake in MISTAKES:
+        exercise = exercises.get(mistake.exercise)
+        if exercise is not None:
+            _, output = mutation.isolated_verdict(exercise, mistake.source(exercise.source), timeout=20, wall=240)
+            print(table_row(mistake, output), flush=True)
+
+
+__all__ = ["ALTERNATIVES", "MISTAKES", "Mistake", "edited", "for_exercise", "main", "table_row"]
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])

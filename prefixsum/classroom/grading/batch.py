@@ -7,8 +7,8 @@ import sys
 import time
 
 from . import report, sandbox
-from .chapters import read_chapter
-from .runner import Options, Row, grade_notebook, instructor_signatures
+from .chapters import InvalidSubmission, read_chapter
+from .runner import Options, Row, close_judges, grade_notebook, instructor_signatures, screen
 
 WORKBOOK_NOTEBOOKS = pathlib.Path(__file__).resolve().parents[3] / "notebooks"
 
@@ -90,6 +90,23 @@ def read_limited(path, limit_mb):
     if len(data) > limit_mb << 20:
         return None, f"larger than the limit of {limit_mb} MiB for a notebook"
     return data, ""
+
+
+def _needed(jobs, chapters, max_notebook_mb):
+    """``{chapter name: exercise ids}`` that some submission of ``jobs`` has the grader run
+    (:func:`.runner.screen`, which grading asks again): only these of the instructor's solutions
+    are checked and recorded. A file that is no chapter's notebook needs none."""
+    needed = {name: set() for name in chapters}
+    for _, filename, path, problem in jobs:
+        data, problem = (None, problem) if problem else read_limited(path, max_notebook_mb)
+        if problem:
+            continue
+        try:
+            chapter, _, _, accepted = screen(data, filename, chapters)
+        except InvalidSubmission:
+            continue
+        needed[chapter.name].update(accepted)
+    return needed
 
 
 def _grade_file(student, filename, data, problem, chapters, signatures, options, max_notebook_mb=16):
@@ -176,10 +193,22 @@ def grade(submissions, out, *, instructor=None, workers=None, options=Options(),
     unknown = sorted(set(chapters_named or ()) - set(chapters))
     if unknown:
         raise ValueError(f"--chapters names {', '.join(unknown)}, which no instructor notebook holds; known: {', '.join(sorted(chapters))}")
-    with concurrent.futures.ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
-        recorded = {name: pool.submit(instructor_signatures, chapter, options) for name, chapter in chapters.items()}
-        signatures = {name: future.result() for name, future in recorded.items()}
     jobs = collect(submissions)
+    try:
+        rows = _grade_jobs(jobs, chapters, workers, options, scheduler, progress, max_notebook_mb)
+    finally:
+        close_judges()
+    runs = {(row.submission, row.exercise): row.traces for row in rows if row.traces}
+    report.write_all(rows, out, {name: chapters[name] for name in chapters_named or ()}, runs=runs)
+    return rows
+
+
+def _grade_jobs(jobs, chapters, workers, options, scheduler, progress, max_notebook_mb):
+    """Every row of ``jobs`` (:func:`collect`): the instructor's solutions they need recorded, then each file graded."""
+    needed = _needed(jobs, chapters, max_notebook_mb)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
+        recorded = {name: pool.submit(instructor_signatures, chapter, options, needed[name]) for name, chapter in chapters.items()}
+        signatures = {name: future.result() for name, future in recorded.items()}
     bar = Progress(len(jobs), enabled=progress)
     results = [None] * len(jobs)
     # Files are read when graded, one per worker at a time; a cluster's workers get the bytes.
@@ -194,10 +223,7 @@ def grade(submissions, out, *, instructor=None, workers=None, options=Options(),
                 k = futures[future]
                 results[k] = future.result()
                 bar.step(jobs[k][0])
-    rows = [row for found in results for row in found]
-    runs = {(row.submission, row.exercise): row.traces for row in rows if row.traces}
-    report.write_all(rows, out, {name: chapters[name] for name in chapters_named or ()}, runs=runs)
-    return rows
+    return [row for found in results for row in found]
 
 
 def _on_dask(scheduler, payloads, chapters, signatures, options, results, bar):

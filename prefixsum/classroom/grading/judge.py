@@ -1,14 +1,14 @@
 """The grader's judge: the verdicts of a submission's checks, drawn from its sandbox's observations.
 
-A process of the grader's own, started by :mod:`.runner` for each submission (and for the
-instructor's solutions), that never runs student code: it gets the instructor's setup and check
+A process of the grader's own, forked for each submission (and for the instructor's solutions)
+by :mod:`.judging`'s server, that never runs student code: it gets the instructor's setup and check
 cells and the sandbox's output (:mod:`.trusted`'s ``check`` mode), reads that output with a
 strict schema (:mod:`.observations`), runs the setup cells and then each check cell with the
 student's names as stand-ins and a :class:`.observations.Replayer` answering every run of the
 student's code. The references, the comparisons, the diagnoses and the verdict's text are all
 computed here, on inputs that the checks draw here. It runs on the classroom simulator (the
 reference trace of the feedback's picture needs it) and bounds its address space, CPU time and
-open files (:func:`.sandbox.limit_process`) before it reads anything. ::
+open files (:func:`.sandbox.limit_process`) before it reads anything. On its own::
 
     python -m prefixsum.classroom.grading.judge < REQUEST.json > VERDICTS.jsonl
 
@@ -19,13 +19,11 @@ sandbox's stdout, "ids": [...], "timeout": seconds}``. Each verdict is one JSON 
 of that run and the package's reference trace on the same input (computed here), for the
 feedback's picture of the first step where they differ.
 """
-import contextlib
 import io
 import json
-import linecache
 import sys
 
-from . import observations, sandbox
+from . import cells, observations, results, sandbox
 
 MAX_REQUEST = 160 << 20
 """Bytes of a request read at most (the sandbox's output is bounded below this, :class:`.sandbox.Limits`)."""
@@ -36,52 +34,20 @@ CPU_S = 600
 OPEN_FILES = 256
 
 
-def _first_line(error):
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
-
-
-def _no_constant(name):
-    raise ValueError(f"{name} is not JSON")
-
-
 def _entries(text, ids, record):
     """``{id: entry}``: the sandbox's lines that follow the schema of :mod:`.trusted`'s ``check`` output."""
     found = {}
-    for line in text.splitlines()[:10000]:
-        if len(line) > MAX_LINE:
-            continue
-        try:
-            entry = json.loads(line, parse_constant=_no_constant)
-        except (ValueError, RecursionError):
-            continue
+    for entry in results.json_lines(text, MAX_LINE):
         if not isinstance(entry, dict) or entry.get("id") not in ids or entry["id"] in found:
             continue
         allowed = {"id", "status", "stage", "error", "names", "observations", "launches"} | ({"signatures"} if record else set())
         if set(entry) - allowed or entry.get("status") not in ("ran", "error", "timeout") \
                 or entry.get("stage", "check") not in ("exercise", "check") or type(entry.get("launches")) is not int \
-                or type(entry.get("observations", [])) is not list or (record and not _signatures(entry.get("signatures"))):
+                or type(entry.get("observations", [])) is not list \
+                or (record and not results.valid_signatures(entry.get("signatures"))):
             continue
         found[entry["id"]] = entry
     return found
-
-
-def _signatures(value):
-    return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, list) and all(isinstance(s, str) and len(s) < 1000 for s in v)
-                                           for k, v in value.items())
-
-
-def _setup(chapter):
-    namespace = {"__name__": "__grading__"}
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        for source in chapter["setup"]:
-            exec(compile(source, "<setup>", "exec"), namespace)  # noqa: S102  (the instructor's own cells)
-    return namespace
-
-
-def _compiled(source, filename):
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    return compile(source, filename, "exec")
 
 
 def verdict(exercise, entry, setup, timeout, decoder):
@@ -99,7 +65,7 @@ def verdict(exercise, entry, setup, timeout, decoder):
         return {"status": "timeout", "message": f"loading the exercise took more than {timeout:g} s" if stage == "exercise"
                 else f"the check ran for more than {timeout:g} s", "lines": []}
     if entry["status"] == "error":
-        error = _first_line(decoder.error(entry.get("error")))
+        error = cells.first_line(decoder.error(entry.get("error")))
         return {"status": "error", "message": error if stage == "exercise" else f"the check failed: {error}", "lines": []}
     names = observations.stand_ins(entry.get("names", {}), decoder)
     replayer = observations.Replayer([decoder.observation(o) for o in entry.get("observations", [])])
@@ -114,12 +80,12 @@ def verdict(exercise, entry, setup, timeout, decoder):
         for check in exercise["checks"]:
             scope = {**setup, **names, "print": record}
             try:
-                exec(_compiled(check, f"<check {exercise['id']}>"), scope)  # noqa: S102  (the instructor's check)
+                exec(cells.compiled(check, f"<check {exercise['id']}>"), scope)  # noqa: S102  (the instructor's check)
             except observations.Unreplayable as error:
                 return {"status": "tampered", "message": f"the sandbox's observations do not answer the grader's check: {error}",
                         "lines": printed}
             except Exception as error:  # noqa: BLE001  (a constant of the student's the check cannot use, say)
-                return {"status": "error", "message": f"the check failed: {_first_line(error)}", "lines": printed}
+                return {"status": "error", "message": f"the check failed: {cells.first_line(error)}", "lines": printed}
     failed = next((v for v in verdicts if not v.passed), None)
     if failed is not None and failed.diagnosis in ("timeout", "poll-limit"):  # both counted, not clocked
         return {"status": "timeout", "message": str(failed), "lines": printed}
@@ -150,7 +116,7 @@ def judge(request, emit):
     chapter, record = request["chapter"], request.get("record", False)
     wanted = set(request["ids"])
     entries = _entries(request["observed"], wanted, record)
-    setup = _setup(chapter)
+    setup = cells.run_setup(chapter)
     for exercise in chapter["exercises"]:
         entry = entries.get(exercise["id"])
         if entry is None:

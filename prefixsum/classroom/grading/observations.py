@@ -8,9 +8,12 @@ the outputs, the arguments afterwards, the error as data, the trace of every mem
 a digest of the inputs. In the grader's judge (:mod:`.judge`), a process that never ran
 student code, a :class:`Replayer` runs the same instructor's checks on the same inputs with
 :class:`StandIn` s for the student's names, and hands each run the observation of the same rank:
-every reference, comparison and verdict is computed there. An observation whose inputs' digest
-differs from the grader's, a kind out of order or one missing stops the replay
-(:class:`Unreplayable`): the sandbox did not run what the grader asked.
+every reference, comparison and verdict is computed there. Both hand the check the same decoded
+observation (:func:`answer`), so that a check's run sequence, which depends on what earlier
+runs showed (a check stops at its first failing size, then the next check begins), is the
+same in both processes by construction. An observation whose inputs' digest differs from the
+grader's, a kind out of order or one missing stops the replay (:class:`Unreplayable`): the
+sandbox did not run what the grader asked.
 
 Decoding is strict: every field is type-checked, arrays come only in the :data:`DTYPES`, sizes
 and nesting are bounded, compressed data is inflated with a bound (:class:`Decoder`). Nothing is
@@ -20,6 +23,7 @@ exception type (or a new subclass of the nearest known one) with its message.
 import base64
 import builtins
 import hashlib
+import json
 import re
 import zlib
 
@@ -308,13 +312,18 @@ class Decoder:
 
 
 class Recorder:
-    """The sandbox's observer: runs each traced run and host call of the student's code and keeps what came out."""
+    """The sandbox's observer: runs each traced run and host call of the student's code and keeps what came out.
+
+    The check gets back what the judge's :class:`Replayer` will hand it (:func:`answer` of the
+    observation decoded from its JSON): both processes take the same decisions on the same data.
+    """
 
     def __init__(self):
         self.observations = []
         self._inside = 0
+        self._decoder = Decoder()
 
-    def _observe(self, kind, args, kwargs, run):
+    def _observe(self, kind, args, kwargs, run, counter=None):
         arrays = _arrays(args)
         before = [a.tobytes() for a in arrays]
         entry = {"kind": kind, "inputs": fingerprint(args, kwargs)}
@@ -326,24 +335,19 @@ class Recorder:
         entry.update(result=encode_value(result), error=encode_error(error), **extra,
                      after={str(k): encode_value(a) for k, (a, b) in enumerate(zip(arrays, before)) if a.tobytes() != b})
         self.observations.append(entry)
-        return result, error
+        try:
+            # Through JSON, as the judge reads it: the decoded observation is the judge's, bit for bit.
+            return answer(self._decoder.observation(json.loads(json.dumps(entry))), args, counter)
+        except Malformed as error:
+            raise Unreplayable(f"the run's observation does not fit the grader's bounds: {error}") from None
 
     def record(self, fn, args, kwargs, counter):
-        """A traced run (:func:`prefixsum.classroom.check.observed.record`).
-
-        The check here gets the run's launches, result and error but no accesses: it spends no
-        time on the diagnoses that the judge makes, and stops only where an error or the outputs
-        show a failure, so it makes at least every run that the judge's replay asks for.
-        """
-        runs = []
-
+        """A traced run (:func:`prefixsum.classroom.check.observed.record`), handed back as the judge decodes it."""
         def run():
             trace = tracing.record(fn, *args, **kwargs)
-            runs.append(tracing.Trace([], trace.launches, trace.result, trace.error))
             return trace.result, trace.error, {"trace": encode_trace(trace), "counter": counter[0] if counter else None}
 
-        self._observe("record", args, kwargs, run)
-        return runs[0]
+        return self._observe("record", args, kwargs, run, counter)
 
     def call(self, fn, args, kwargs):
         """A host call of the student's function by the check (through an :class:`Observed`); nested calls just run."""
@@ -353,13 +357,10 @@ class Recorder:
         def run():
             try:
                 return fn(*args, **kwargs), None, {}
-            except Exception as error:  # noqa: BLE001  (the student's error is an observation; it is raised again below)
+            except Exception as error:  # noqa: BLE001  (the student's error is an observation; it is raised again by answer)
                 return None, error, {}
 
-        result, error = self._observe("call", args, kwargs, run)
-        if error is not None:
-            raise error
-        return result
+        return self._observe("call", args, kwargs, run)
 
 
 class Observed:
@@ -446,6 +447,30 @@ def stand_ins(names, decoder):
     return found
 
 
+def answer(entry, args, counter):
+    """What a run of the check gets from a decoded observation ``entry``, in the sandbox and in the judge alike.
+
+    The changed arguments are copied into ``args``' arrays, ``counter`` gets the run's count; a
+    traced run returns its trace with the result and error, a host call its result or raises
+    its error.
+    """
+    arrays = _arrays(args)
+    for position, value in entry["after"].items():
+        if position >= len(arrays) or not isinstance(value, np.ndarray) or value.shape != arrays[position].shape \
+                or value.dtype != arrays[position].dtype:
+            raise Unreplayable("the sandbox reported an argument changed into another shape or type")
+        np.copyto(arrays[position], value)
+    if counter is not None:
+        counter[0] = entry["counter"] or 0
+    if entry["kind"] == "call":
+        if entry["error"] is not None:
+            raise entry["error"]
+        return entry["result"]
+    run = entry["trace"]
+    run.result, run.error = entry["result"], entry["error"]
+    return run
+
+
 class Replayer:
     """The grader's observer: each traced run and host call gets the sandbox's observation of the same rank."""
 
@@ -453,35 +478,21 @@ class Replayer:
         self.observations = observations
         self.used = 0
 
-    def _next(self, kind, args, kwargs):
+    def _next(self, kind, args, kwargs, counter=None):
         if self.used >= len(self.observations):
             raise Unreplayable(f"the check needed a {kind} of the student's code that the sandbox did not report")
         entry = self.observations[self.used]
         self.used += 1
         if entry["kind"] != kind or entry["inputs"] != fingerprint(args, kwargs):
-            raise Unreplayable(f"the sandbox reported its {self.used}th {entry['kind']} on other inputs than the grader's")
-        arrays = _arrays(args)
-        for position, value in entry["after"].items():
-            if position >= len(arrays) or not isinstance(value, np.ndarray) or value.shape != arrays[position].shape \
-                    or value.dtype != arrays[position].dtype:
-                raise Unreplayable("the sandbox reported an argument changed into another shape or type")
-            np.copyto(arrays[position], value)
-        return entry
+            raise Unreplayable(f"the sandbox reported run {self.used} (a {entry['kind']}) on other inputs than the grader's {kind}")
+        return answer(entry, args, counter)
 
     def record(self, fn, args, kwargs, counter):
-        entry = self._next("record", args, kwargs)
-        if counter is not None:
-            counter[0] = entry["counter"] or 0
-        run = entry["trace"]
-        run.result, run.error = entry["result"], entry["error"]
-        return run
+        return self._next("record", args, kwargs, counter)
 
     def call(self, fn, args, kwargs):
-        entry = self._next("call", args, kwargs)
-        if entry["error"] is not None:
-            raise entry["error"]
-        return entry["result"]
+        return self._next("call", args, kwargs)
 
 
-__all__ = ["DTYPES", "Decoder", "Malformed", "Observed", "Recorder", "Replayer", "StandIn", "Unreplayable", "describe",
+__all__ = ["DTYPES", "Decoder", "Malformed", "Observed", "Recorder", "Replayer", "StandIn", "Unreplayable", "answer", "describe",
            "encode_error", "encode_trace", "encode_value", "fingerprint", "stand_ins"]

@@ -46,21 +46,31 @@ def _valid(entry, mode, ids):
     lines = entry.get("lines", [])
     if not all(isinstance(line, str) for line in lines) or sum(map(len, lines)) > _MAX_TEXT:
         return False
-    signatures = entry.get("signatures", {})
-    return all(isinstance(k, str) and isinstance(v, list) and all(isinstance(s, str) and len(s) < 1000 for s in v)
-               for k, v in signatures.items())
+    return valid_signatures(entry.get("signatures", {}))
+
+
+def valid_signatures(value):
+    """Whether ``value`` is ``{kernel name: [signature, ...]}`` with strings of bounded length."""
+    return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, list)
+                                           and all(isinstance(s, str) and len(s) < 1000 for s in v) for k, v in value.items())
+
+
+def json_lines(text, max_line=_MAX_LINE):
+    """The JSON values of ``text``'s first 10,000 lines; a line longer than ``max_line``, or not
+    strict JSON (NaN, nesting too deep to parse), is passed over."""
+    for line in text.splitlines()[:10000]:
+        if len(line) > max_line:
+            continue
+        try:
+            yield json.loads(line, parse_constant=_no_constant)
+        except (ValueError, RecursionError):
+            continue
 
 
 def parse(text, mode, ids=()):
     """``{id: entry}`` from a sandbox's stdout: the lines that match ``SCHEMAS[mode]``, first one per id."""
     found = {}
-    for line in text.splitlines()[:10000]:
-        if len(line) > _MAX_LINE:
-            continue
-        try:
-            entry = json.loads(line, parse_constant=_no_constant)
-        except (ValueError, RecursionError):
-            continue
+    for entry in json_lines(text):
         if _valid(entry, mode, ids):
             found.setdefault(entry["id"], entry)
     return found

@@ -22,14 +22,14 @@ import json
 import os
 import pathlib
 import re
-import subprocess
 import sys
+import threading
 import xml.etree.ElementTree as ElementTree
 
 import nbformat
 
 from ...core.device import device_environment
-from . import allowlist, observations, results, sandbox
+from . import allowlist, judging, observations, results, sandbox
 from .chapters import EXERCISE, InvalidSubmission, assemble, chapter_of, read_submission, submitted_sources, unsolved
 from ..renumbering import renumbered
 
@@ -40,6 +40,8 @@ _PACKAGE_ROOT = pathlib.Path(__file__).resolve().parents[3]  # the folder holdin
 # The judge runs no student code: its CPU limit (judge.CPU_S) stops a runaway, and the wall clock only a
 # stuck process, far above its time on a machine as loaded as a 2-core one under 20 processes.
 _JUDGE_WALL_S = 1800
+# The judge's servers (judging.Judges), one per grading thread, started with the first verdict.
+_JUDGES, _JUDGES_LOCK = None, threading.Lock()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,25 +116,40 @@ def _judge(chapter, observed, ids, options, record=False):
     """
     request = {"chapter": json.loads(_inside(chapter)), "observed": observed, "ids": sorted(ids), "timeout": options.timeout,
                "record": record}
-    env = {**os.environ, **device_environment(True, "the grader's judge replays the checks on the classroom simulator"),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(_PACKAGE_ROOT), os.environ.get("PYTHONPATH")]))}
-    try:
-        done = subprocess.run([sys.executable, "-m", "prefixsum.classroom.grading.judge"], input=json.dumps(request).encode(),
-                              capture_output=True, env=env, timeout=_JUDGE_WALL_S, check=False)
-    except subprocess.TimeoutExpired:
-        return {}, f"no verdict within {_JUDGE_WALL_S} s"
-    problem = "" if done.returncode == 0 else f"exit {done.returncode}: {done.stderr.decode(errors='replace')[-2000:]}"
-    return results.parse(done.stdout.decode(errors="replace"), "record" if record else "check", ids), problem
+    with _JUDGES_LOCK:
+        global _JUDGES
+        if _JUDGES is None:
+            _JUDGES = judging.Judges({**os.environ, **device_environment(True, "the grader's judge replays the checks on the "
+                                                                             "classroom simulator"),
+                                      "PYTHONPATH": os.pathsep.join(filter(None, [str(_PACKAGE_ROOT), os.environ.get("PYTHONPATH")]))})
+    returncode, stdout, stderr = _JUDGES.judge(json.dumps(request).encode(), _JUDGE_WALL_S)
+    if returncode is None:
+        return {}, stderr
+    problem = "" if returncode == 0 else f"exit {returncode}: {stderr}"
+    return results.parse(stdout, "record" if record else "check", ids), problem
 
 
-def instructor_signatures(chapter, options=Options()):
+def close_judges():
+    """End the judge's servers that this process started (a batch's last step: nothing of it outlives it)."""
+    with _JUDGES_LOCK:
+        if _JUDGES is not None:
+            _JUDGES.close()
+
+
+def instructor_signatures(chapter, options=Options(), ids=None):
     """Check the instructor's solutions in a sandbox and record their kernels' launches.
+
+    ``ids``: the exercises to check and record (default: every exercise of the chapter); a batch
+    records those that some submission has the grader run (:func:`screen`), as the students'
+    cells of those exercises run: together, after the setup cells.
 
     Returns
     -------
     dict
-        ``{exercise id: {"signatures": {kernel name: [signature, ...]}, "launches": count}}``:
-        what to compile each kernel with, and whether the exercise's cell launches a kernel of its own.
+        ``{exercise id: {"signatures": {kernel name: [signature, ...]}, "launches": count, "source":
+        the solution, "checked": the judge's entry}}``: what to compile each kernel with, whether
+        the exercise's cell launches a kernel of its own, and the check's result, which a
+        submission handing in exactly these solutions gets again (:func:`grade_notebook`).
 
     Raises
     ------
@@ -140,15 +157,18 @@ def instructor_signatures(chapter, options=Options()):
         When an instructor's solution does not pass its own check there (the notebook's
         stored outputs or its ``setup`` tags are wrong, and no grade could be trusted).
     """
-    sources = {e.id: e.source for e in chapter.exercises}
+    sources = {e.id: e.source for e in chapter.exercises if ids is None or e.id in ids}
+    if not sources:
+        return {}
     found, finished = _trusted("record", chapter, sources, options)
     verdicts = {e.id: results.check_verdict(e, found.get(e.id, {"status": "crashed", "message": "no result"}), False,
-                                            chapter.sanitize) for e in chapter.exercises}
+                                            chapter.sanitize) for e in chapter.exercises if e.id in sources}
     broken = [f"{i}: {v['message'] or 'no result'}" for i, v in verdicts.items() if v["status"] != "pass"]
     if broken:
         raise RuntimeError(f"the instructor's solutions of {chapter.name} do not pass the grader's own check "
                            f"(are the needed cells tagged setup?): {'; '.join(broken)}; {finished.stderr[-2000:]}")
-    return {i: {"signatures": found[i]["signatures"], "launches": found[i]["launches"]} for i in sources}
+    return {i: {"signatures": found[i]["signatures"], "launches": found[i]["launches"], "source": sources[i],
+                "checked": {k: v for k, v in found[i].items() if k != "signatures"}} for i in sources}
 
 
 _CELL = re.compile(r"Cell (\d+)")
@@ -259,6 +279,34 @@ def combine(exercise, source, problems, ptx, trusted, nbval):
                         f"(code outside the exercise, or a print in it?): {nbval_text}")
 
 
+def screen(data, filename, chapters):
+    """What of a submitted file the grader runs: ``(chapter, sources, problems, accepted)``.
+
+    ``sources``: ``{exercise id: the submitted cell or None}``; ``problems``: ``{exercise id:
+    the allow-list's refusals}``; ``accepted``: ``{exercise id: source}`` of the exercises
+    attempted (not still raising the students' ``NotImplementedError``: a class's blanks cost
+    nothing) and accepted by the allow-list. It only parses: a batch asks it first, to check and
+    record only the instructor's solutions that some submission needs.
+
+    Raises
+    ------
+    InvalidSubmission
+        When the file is no notebook of one of ``chapters``.
+    """
+    notebook = renumbered(read_submission(data, filename))
+    chapter = chapter_of(notebook, filename, chapters)
+    sources = submitted_sources(notebook, chapter)
+    earlier, problems = [], {}
+    for exercise in chapter.exercises:
+        source = sources[exercise.id]
+        problems[exercise.id] = [] if source is None else allowlist.check(
+            source, instructor_source=exercise.source, setup_sources=chapter.setup, earlier_sources=earlier,
+            exercise_id=exercise.id)
+        earlier.append(exercise.source)
+    attempted = {e.id: sources[e.id] for e in chapter.exercises if sources[e.id] is not None and not unsolved(sources[e.id], e)}
+    return chapter, sources, problems, {i: s for i, s in attempted.items() if not problems[i]}
+
+
 def grade_notebook(student, filename, data, chapters, signatures, options=Options()):
     """Grade one submitted file; return its rows of grades.csv (with the students' code).
 
@@ -273,7 +321,8 @@ def grade_notebook(student, filename, data, chapters, signatures, options=Option
     chapters : dict
         ``{name: Chapter}`` of the instructor's notebooks.
     signatures : dict
-        ``{chapter name: instructor_signatures(chapter)}``.
+        ``{chapter name: instructor_signatures(chapter)}``: the record of every exercise that
+        :func:`screen` accepts in ``data``, at least.
 
     A notebook of an earlier numbering (:mod:`..renumbering`) is graded by the current names.
     """
@@ -281,38 +330,31 @@ def grade_notebook(student, filename, data, chapters, signatures, options=Option
     if options.isolated:
         sandbox.check_available()  # once per process: a cluster's worker may lack bwrap
     try:
-        notebook = renumbered(read_submission(data, filename))
-        chapter = chapter_of(notebook, filename, chapters)
+        chapter, sources, problems, accepted = screen(data, filename, chapters)
     except InvalidSubmission as error:
         return [Row(student, filename, "", 0, 0, "invalid", str(error), sandbox=where)]
-    sources = submitted_sources(notebook, chapter)
     recorded = signatures[chapter.name]
-    earlier, problems = [], {}
-    for exercise in chapter.exercises:
-        source = sources[exercise.id]
-        problems[exercise.id] = [] if source is None else allowlist.check(
-            source, instructor_source=exercise.source, setup_sources=chapter.setup, earlier_sources=earlier,
-            exercise_id=exercise.id)
-        earlier.append(exercise.source)
-    # An exercise still raising the students' NotImplementedError is not attempted: nothing of
-    # it needs to run (a class's blanks cost nothing).
-    attempted = {e.id: sources[e.id] for e in chapter.exercises if sources[e.id] is not None and not unsolved(sources[e.id], e)}
-    accepted = {i: s for i, s in attempted.items() if not problems[i]}
     ptx, trusted = {}, {}
     if any(recorded[i]["signatures"] for i in accepted):
         ptx, _ = _trusted("ptx", chapter, accepted, options, {i: recorded[i]["signatures"] for i in accepted})
     checkable = {i: s for i, s in accepted.items() if ptx.get(i, {}).get("status") != "rejected"}
-    if checkable:
+    found, finished = {}, None
+    if checkable and checkable == {i: entry.get("source") for i, entry in recorded.items()}:
+        # The very request of the batch's own check of the instructor's solutions (the same cells, in
+        # the same order, after the same setup): the sandbox and the judge take the same decisions on
+        # the same cells (observations.answer), so its verdicts are this one's, without a second run.
+        found = {i: recorded[i]["checked"] for i in checkable}
+    elif checkable:
         found, finished = _trusted("check", chapter, checkable, options)
-        for i in checkable:
-            if i in found:
-                trusted[i] = results.check_verdict(chapter.exercise(i), found[i], recorded[i]["launches"] > 0, chapter.sanitize)
-                trusted[i]["traces"] = _stepper_traces(found[i])
-            else:
-                ended = "timeout" if finished.timed_out or finished.over == "cpu" else "crashed"
-                why = f", over its {finished.over} limit" if finished.over else ""
-                trusted[i] = {"status": ended, "message": f"the grader's own check ended (exit {finished.returncode}{why}) "
-                                                          "before this exercise"}
+    for i in checkable:
+        if i in found:
+            trusted[i] = results.check_verdict(chapter.exercise(i), found[i], recorded[i]["launches"] > 0, chapter.sanitize)
+            trusted[i]["traces"] = _stepper_traces(found[i])
+        else:
+            ended = "timeout" if finished.timed_out or finished.over == "cpu" else "crashed"
+            why = f", over its {finished.over} limit" if finished.over else ""
+            trusted[i] = {"status": ended, "message": f"the grader's own check ended (exit {finished.returncode}{why}) "
+                                                      "before this exercise"}
     # nbval runs only what the allow-list accepted; a refused cell is the students' blank there.
     # Unsolved cells stay: they may define what later ones use.
     # Without an accepted exercise nbval could not pass anything: it is not run.

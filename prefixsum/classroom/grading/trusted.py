@@ -31,7 +31,6 @@ import contextlib
 import importlib.util
 import io
 import json
-import linecache
 import os
 import pathlib
 import re
@@ -59,24 +58,15 @@ def _time_limit(seconds):
         signal.signal(signal.SIGALRM, previous)
 
 
-def _compiled(source, filename):
-    """``compile``, with the source put where ``inspect`` finds it (the tracer names shared arrays
-    by their source line, as it does in a notebook)."""
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    return compile(source, filename, "exec")
+def _load(path, name):
+    """The module at ``path`` (a file of the package, loaded by its path: this script imports no package)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def _first_line(error):
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
-
-
-def _run_setup(chapter):
-    namespace = {"__name__": "__grading__"}
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        for source in chapter["setup"]:
-            exec(compile(source, "<setup>", "exec"), namespace)  # noqa: S102  (the instructor's own cells)
-    return namespace
+cells = _load(pathlib.Path(__file__).with_name("cells.py"), "prefixsum_grading_cells")
 
 
 def _reads(checks):
@@ -106,7 +96,7 @@ def _check_one(exercise, source, namespace, setup, timeout):
 
     try:
         with _time_limit(timeout):
-            exec(_compiled(source, f"<exercise {exercise['id']}>"), namespace)  # noqa: S102  (accepted by the allow-list)
+            exec(cells.compiled(source, f"<exercise {exercise['id']}>"), namespace)  # noqa: S102  (accepted by the allow-list)
     except _OutOfTime:
         return {"status": "timeout", "stage": "exercise"}
     except Exception as error:  # noqa: BLE001  (the student's error is the result)
@@ -122,11 +112,11 @@ def _check_one(exercise, source, namespace, setup, timeout):
             scope = {**namespace, **setup, **given, "print": lambda *values, **options: None}
             try:
                 with _time_limit(timeout):
-                    exec(_compiled(check, f"<check {exercise['id']}>"), scope)  # noqa: S102  (the instructor's check)
+                    exec(cells.compiled(check, f"<check {exercise['id']}>"), scope)  # noqa: S102  (the instructor's check)
             except _OutOfTime:
                 result.update(status="timeout", stage="check")
                 break
-            except Exception as error:  # noqa: BLE001
+            except (Exception, observations.Unreplayable) as error:  # noqa: BLE001  (a run the judge could not replay either)
                 result.update(status="error", stage="check", error=observations.encode_error(error))
                 break
     return result
@@ -161,7 +151,7 @@ def _recording_launches(namespace, found):
 
 def _check(request, emit, record=False):
     chapter = json.loads(request["chapter"])
-    namespace = _run_setup(chapter)
+    namespace = cells.run_setup(chapter)
     setup = dict(namespace)
     sources = request["sources"]
     for exercise in chapter["exercises"]:
@@ -199,10 +189,7 @@ def _ptx(request, emit):
     cc = (7, 5)
     # Device functions ask the current device for its capability; there is none here. The door
     # to numba's internals is loaded by its path: this mode imports nothing of the package.
-    door = importlib.util.spec_from_file_location("numba_gpu", pathlib.Path(__file__).parents[2] / "core" / "numba_gpu.py")
-    numba_gpu = importlib.util.module_from_spec(door)
-    door.loader.exec_module(numba_gpu)
-    numba_gpu.pretend_device(cc)
+    _load(pathlib.Path(__file__).parents[2] / "core" / "numba_gpu.py", "numba_gpu").pretend_device(cc)
     chapter = json.loads(request["chapter"])
     namespace = {"__name__": "__grading__"}
     used = {n.id for source in request["sources"].values() for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)}
@@ -219,7 +206,7 @@ def _ptx(request, emit):
         signatures = request["signatures"].get(exercise["id"], {})
         problems = []
         try:
-            exec(_compiled(source, f"<exercise {exercise['id']}>"), namespace)  # noqa: S102  (accepted by the allow-list)
+            exec(cells.compiled(source, f"<exercise {exercise['id']}>"), namespace)  # noqa: S102  (accepted by the allow-list)
             for name in _kernels(source):
                 if name not in signatures:
                     problems.append(f"kernel {name} is not one the exercise launches, so the grader cannot compile it "
@@ -232,7 +219,7 @@ def _ptx(request, emit):
                         problems.append(f"kernel {name} does not compile for a GPU: {type(error).__name__}: "
                                         f"{text[0] if text else ''}")
         except Exception as error:  # noqa: BLE001  (the student's error: the check's run reports it too)
-            emit({"id": exercise["id"], "status": "error", "message": _first_line(error)})
+            emit({"id": exercise["id"], "status": "error", "message": cells.first_line(error)})
             continue
         emit({"id": exercise["id"], "status": "rejected" if problems else "ok", "message": "; ".join(problems)})
 
