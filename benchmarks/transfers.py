@@ -35,6 +35,7 @@ import prefixsum as ps  # before numba.cuda: prefixsum chooses the GPU or the si
 from prefixsum.cli.bench import QUICK_REPEATS, REPEATS, gpu_library, host_us, script_arguments
 from prefixsum.cli.metadata import run_metadata
 from prefixsum.cli.results import print_table, report_wrong, write_csv
+from prefixsum.core import overlap
 from prefixsum.scans import transfers
 from prefixsum.scans.testing import expected_scan, random_input, wrong_indices
 
@@ -99,6 +100,11 @@ def measure(calls, sizes, dtypes, quick, meta, rng):
     return rows
 
 
+def _owner(name):
+    """The module that holds the setting ``name``: the copy threads are shared (:mod:`prefixsum.core.overlap`)."""
+    return overlap if name == "STAGING_THREADS" else transfers
+
+
 def tune(torch, quick, meta, rng):
     """ps.scan through the chunks (every size, MIN_BYTES 0) at each chunking and thread count, and
     torch's round trip and the plain way (one pageable copy each way), float32."""
@@ -106,20 +112,20 @@ def tune(torch, quick, meta, rng):
     sizes = QUICK_SIZES if quick else TUNE_SIZES
     chunkings, thread_counts = (((64, 4096, 4),), (1, 2)) if quick else (TUNE_CHUNKINGS, TUNE_THREADS)
     names = ("MIN_CHUNK_BYTES", "CHUNK_BYTES", "TARGET_CHUNKS", "STAGING_THREADS", "MIN_BYTES")
-    defaults = {name: getattr(transfers, name) for name in names}
+    defaults = {name: getattr(_owner(name), name) for name in names}
     try:
         for low, high, target in chunkings:
             for threads in thread_counts:
                 for name, value in zip(names, (low, high, target, threads, 0)):
-                    setattr(transfers, name, value)
-                transfers._pool.clear()  # a pool of the new size
+                    setattr(_owner(name), name, value)
+                overlap._pool.clear()  # a pool of the new size
                 variant = f"ps.scan chunks={target} of {low}..{high} bytes threads={threads}"
                 rows += [{**row, "variant": variant}
                          for row in measure({"ps.scan": ps.scan}, sizes, ("float32",), quick, meta, rng)]
     finally:
         for name, value in defaults.items():
-            setattr(transfers, name, value)
-        transfers._pool.clear()
+            setattr(_owner(name), name, value)
+        overlap._pool.clear()
     calls = {"ps.scan, copies not overlapped": not_overlapped}
     if torch is not None:
         calls.update(round_trips(torch, None))
@@ -141,21 +147,21 @@ def timeline(torch, n, rng):
 
     x = random_input(n, "add", np.dtype("float32"), rng)
     ps.scan(x)  # compiled, buffers made
-    copy, spans = transfers.host_copy, []
+    copy, spans = overlap.host_copy, []
 
     def timed(target, source):
         begin = time.perf_counter_ns()
         copy(target, source)
         spans.append((begin, time.perf_counter_ns()))
 
-    transfers.host_copy = timed
+    overlap.host_copy = timed
     try:
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as traced:
             with record_function(CALL):
                 origin = time.perf_counter_ns()
                 ps.scan(x)
     finally:
-        transfers.host_copy = copy
+        overlap.host_copy = copy
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "trace.json")
         traced.export_chrome_trace(path)

@@ -4,7 +4,7 @@ from numba import cuda
 
 from ..core.arrays import as_numba, copy_to_host, is_device_array, result_array
 from ..core.workspace import one_call_at_a_time
-from . import cr, hybrid, pcr, pivoting, thomas
+from . import cr, hybrid, pcr, pivoting, thomas, transfers
 from ._common import NOT_FINITE, SINGULAR, ZERO_PIVOT, reused
 
 METHODS = {"pcr": pcr.run, "cr": cr.run, "thomas": thomas.run, "hybrid": hybrid.run, "pivoting": pivoting.run}
@@ -45,7 +45,10 @@ def solve(a, b, c, d, *, method="auto"):
     -------
     numpy.ndarray or numba device array
         x, with ``d``'s shape and dtype: a device array when ``d`` is one, else a numpy array.
-        Device inputs are used in place, not copied; host inputs take one transfer each way.
+        Device inputs are used in place, not copied; host inputs take one transfer each way, or,
+        for batches of 8 MiB of inputs or more, are cut into groups of whole systems whose
+        copies overlap the solves of the others (:mod:`prefixsum.tridiag.transfers`), whatever
+        the method.
 
     Raises
     ------
@@ -79,21 +82,28 @@ def solve(a, b, c, d, *, method="auto"):
     batch, n = (1, shape[0]) if len(shape) == 1 else shape
     if batch == 0:
         return result_array(shape, dtype) if on_device[3] else np.empty(shape, dtype)
-    if any(on_device):
-        rows = [_as_matrix(v, batch, n, dev) for v, dev in zip(arrays, on_device)]
-        x = result_array((batch, n), dtype)
-    else:
-        rows, x = _staged(arrays, batch, n, dtype)
     info, flags = _flags(batch)
-    METHODS[choose(method, batch, n, dtype)](*rows, x, info)
+    run = METHODS[choose(method, batch, n, dtype)]
+    result = None
+    if not any(on_device) and transfers.overlapped(batch, n, dtype):  # the copies overlap the solves, chunk by chunk
+        result = transfers.solve(arrays, batch, n, dtype, run, info)
+    if result is None:
+        if any(on_device):
+            rows = [_as_matrix(v, batch, n, dev) for v, dev in zip(arrays, on_device)]
+            x = result_array((batch, n), dtype)
+        else:
+            rows, x = _staged(arrays, batch, n, dtype)
+        run(*rows, x, info)
     copy_to_host(info, flags)
     if np.count_nonzero(flags):
         failed = flags.copy()
         flags[:] = 0
         info.copy_to_device(flags)
         _report(failed)
+    if result is not None:
+        return result.reshape(shape)
     if not on_device[3]:
-        return x.copy_to_host().reshape(shape)
+        return transfers.to_host(x).reshape(shape)
     return x if x.shape == shape else x.reshape(shape)
 
 
