@@ -97,7 +97,8 @@ def solve(arrays, batch, n, dtype, run, info):
     inputs, x, chunks = buffers(batch, n, dtype, per, info)
     slots = min(len(chunks), SLOTS)
     slot_size = 4 * per * n  # elements
-    inward = staging("tridiag in", slots * slot_size * dtype.itemsize).view(dtype)
+    nbytes = slots * slot_size * dtype.itemsize
+    inward = staging("tridiag in", nbytes)[:nbytes].view(dtype)  # a kept buffer may be longer, of another dtype
     rows = [v.reshape(batch, n) for v in arrays]
     to_device, to_host, compute = side_stream("copies in"), side_stream("copies out"), cuda.default_stream()
     (solved,), copied_in = events("solved", 1), events("in", SLOTS)
