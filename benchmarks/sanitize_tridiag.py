@@ -17,13 +17,15 @@ the shared-memory and the global-memory reductions, the off-diagonal copy), ``so
 on indefinite matrices (the pivot-sign check, then the pivoting solve) and one non-symmetric
 matrix; and ``tridiag.solve`` of numpy batches cut into about three chunks of whole systems
 (:mod:`prefixsum.tridiag.transfers`, its thresholds lowered: the pinned slots, the copies on side
-streams, each chunk's solve on views of the batch), hybrid and pivoting, inputs checked unchanged.
+streams, each chunk's solve on views of the batch), hybrid and pivoting, straight from the
+caller's arrays and through the pinned slots, inputs checked unchanged.
 Each result is checked before the next call; one line per part, exit 1 on
 a wrong result. compute-sanitizer's summary is the verdict on memory errors, races, barriers
 and uninitialised reads; ``run_gpu.sh sanitize_tridiag`` runs the four tools.
 """
 import argparse
 import importlib
+import itertools
 import sys
 
 import numpy as np
@@ -39,7 +41,7 @@ SHAPES = ((1, 1), (37, 31), (300, 64), (8, 512), (3, 1024), (2, 1500), (1, 5000)
 QUICK_SHAPES = ((1, 1), (5, 31), (2, 200), (2, 528), (1, 2000))
 NUMPY_SHAPES = ((37, 31), (300, 64), (8, 512), (3, 1024), (5, 1500))
 QUICK_NUMPY_SHAPES = ((5, 31), (3, 200))
-CHUNKED = {"MIN_BYTES": 0, "MIN_CHUNK_BYTES": 0, "CHUNK_BYTES": 1 << 40, "TARGET_CHUNKS": 3}
+CHUNKED = {"MIN_BYTES": 0, "MIN_CHUNK_BYTES": 0, "CHUNK_BYTES": 1 << 40, "TARGET_CHUNKS": 3, "PAGEABLE": True}
 """:mod:`prefixsum.tridiag.transfers`' settings for the numpy part: every batch in about three chunks (whole systems)."""
 MATRICES = ((5, 16), (2, 100))
 QUICK_MATRICES = ((3, 8), (1, 80))
@@ -69,13 +71,15 @@ def backward_error(a, b, c, d, x):
 
 def chunked_numpy(rng, dtype, shapes, wrong):
     """``tridiag.solve`` of numpy batches through :mod:`prefixsum.tridiag.transfers`' chunks
-    (:data:`CHUNKED`), hybrid and pivoting; returns the number of calls, appends to ``wrong``."""
+    (:data:`CHUNKED`), hybrid and pivoting, the caller's arrays copied straight and through the pinned
+slots (``PAGEABLE``); returns the number of calls, appends to ``wrong``."""
     kept = {name: getattr(transfers, name) for name in CHUNKED}
     calls = 0
     try:
         for name, value in CHUNKED.items():
             setattr(transfers, name, value)
-        for batch, n in shapes:
+        for (batch, n), pageable in itertools.product(shapes, (True, False)):
+            transfers.PAGEABLE = pageable
             system = dominant(rng, batch, n, dtype)
             before = [v.copy() for v in system]
             for method in ("hybrid", "pivoting"):
@@ -83,8 +87,8 @@ def chunked_numpy(rng, dtype, shapes, wrong):
                 calls += 1
                 unchanged = all(np.array_equal(u, v) for u, v in zip(before, system))
                 if not res <= 64 * np.finfo(dtype).eps or not unchanged:
-                    wrong.append(f"numpy {method} {np.dtype(dtype).name} {batch} x {n} in chunks: residual {res:.2e}, "
-                                 f"inputs {'unchanged' if unchanged else 'MODIFIED'}")
+                    wrong.append(f"numpy {method} {np.dtype(dtype).name} {batch} x {n} in chunks (pageable={pageable}): "
+                                 f"residual {res:.2e}, inputs {'unchanged' if unchanged else 'MODIFIED'}")
     finally:
         for name, value in kept.items():
             setattr(transfers, name, value)

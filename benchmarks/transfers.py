@@ -28,7 +28,8 @@ batches (:mod:`prefixsum.tridiag.transfers`) against torch's round trip through 
 (``torch.from_numpy(v).cuda()`` for a, b, c, d, ``gtsv2StridedBatch`` on the tensors, which
 overwrites d's copy with x, ``.cpu().numpy()``; its buffer is kept between calls, as a user
 would), batch x n of :data:`TRIDIAG_CASES`, float32 and float64; beside them the plain way and
-the chunked way cut into 2, 4 and 8 chunks whatever the size (the table the defaults of
+the chunked way cut into 2, 4 and 8 chunks whatever the size, each with the caller's arrays
+copied straight from pageable memory and packed into pinned memory first (the table the defaults of
 :mod:`prefixsum.tridiag.transfers` come from). Every result's relative residual is checked first
 (at most 64 eps), then the median of 25 calls on the host clock.
 """
@@ -194,11 +195,13 @@ def cusparse_round_trip(torch, cupy):
 
 def tridiag_calls(torch, cupy):
     """name -> function of numpy a, b, c, d (batch, n) returning x as a numpy array."""
-    calls = {"tridiag.solve": ps.tridiag.solve,
-             "tridiag.solve, copies not overlapped": with_settings(MIN_BYTES=1 << 62)}
-    for target in TRIDIAG_CHUNKINGS:
-        calls[f"tridiag.solve chunks={target}"] = with_settings(MIN_BYTES=0, MIN_CHUNK_BYTES=0, CHUNK_BYTES=1 << 62,
-                                                               TARGET_CHUNKS=target)
+    calls = {"tridiag.solve": ps.tridiag.solve}
+    for pageable in (True, False):
+        way = "pageable in" if pageable else "packed into pinned"
+        calls[f"tridiag.solve, copies not overlapped, {way}"] = with_settings(MIN_BYTES=1 << 62, PAGEABLE=pageable)
+        for target in TRIDIAG_CHUNKINGS:
+            calls[f"tridiag.solve chunks={target}, {way}"] = with_settings(
+                MIN_BYTES=0, MIN_CHUNK_BYTES=0, CHUNK_BYTES=1 << 62, TARGET_CHUNKS=target, PAGEABLE=pageable)
     if torch is not None and cupy is not None:
         calls[CUSPARSE] = cusparse_round_trip(torch, cupy)
     return calls

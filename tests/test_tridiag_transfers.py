@@ -77,9 +77,12 @@ def solve_and_check(system, dtype, method="auto"):
     return x
 
 
+@pytest.mark.parametrize("pageable", [True, False])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("batch, n, per", [(2, 5, 1), (3, 33, 1), (3, 7, 2), (7, 31, 3), (7, 4, 2), (7, 1, 7)])
-def test_every_batch_across_chunk_boundaries(chunked, rng, dtype, batch, n, per):
+def test_every_batch_across_chunk_boundaries(chunked, rng, monkeypatch, dtype, batch, n, per, pageable):
+    """Straight from the caller's arrays (pageable) and through the staging threads' pinned slots."""
+    monkeypatch.setattr(transfers, "PAGEABLE", pageable)
     solved = chunked(per, n, dtype)
     system = [v.astype(dtype) for v in dominant(rng, batch, n)]
     solve_and_check(system, dtype)
@@ -94,6 +97,18 @@ def test_every_method_through_chunks(chunked, rng, method):
         solve_and_check([v.astype(dtype) for v in dominant(rng, 7, 9)], dtype, method)
         assert solved[:3] == [(3, 9), (3, 9), (1, 9)]
         solved.clear()
+
+
+@pytest.mark.parametrize("pageable", [True, False])
+def test_arrays_that_are_not_contiguous(chunked, rng, monkeypatch, pageable):
+    """Strided inputs (every other column of wider arrays) go through the pinned slots, and the
+    plain path packs them, whatever PAGEABLE says."""
+    monkeypatch.setattr(transfers, "PAGEABLE", pageable)
+    solved = chunked(2, 10, np.float64)
+    wide = dominant(rng, 5, 20)
+    system = [v[:, ::2] for v in wide]
+    x = solve_and_check(system, np.float64)
+    assert x.flags.c_contiguous and solved[:3] == [(2, 10), (2, 10), (1, 10)]
 
 
 def test_one_system_is_never_cut(chunked, rng):

@@ -125,7 +125,10 @@ def _flags(batch):
 
 
 def _staged(arrays, batch, n, dtype):
-    """Host systems packed into one (4, batch, n) array and sent in one transfer.
+    """Host systems sent to one (4, batch, n) device array: C-contiguous ones straight from the
+    caller's arrays, one pageable copy each (:data:`.transfers.PAGEABLE`: faster than packing them
+    into pinned memory first, ``benchmarks/transfers_tridiag.csv``), others packed and sent in
+    one transfer.
 
     Returns the four (batch, n) device rows and a device array for x (:func:`solve` copies x out
     before it returns). Up to :data:`STAGED_BYTES` of inputs, the packing buffer is pinned, so
@@ -136,11 +139,13 @@ def _staged(arrays, batch, n, dtype):
     def make():
         device = cuda.device_array((4, batch, n), dtype)
         return device, tuple(device[k] for k in range(4)), cuda.device_array((batch, n), dtype)
-    if 4 * batch * n * dtype.itemsize <= STAGED_BYTES:
-        device, rows, x = reused(("staged", batch, n, dtype), make)
-        packed = reused(("packed", batch, n, dtype), lambda: cuda.pinned_array((4, batch, n), dtype))
-    else:
-        (device, rows, x), packed = make(), np.empty((4, batch, n), dtype)
+    kept = 4 * batch * n * dtype.itemsize <= STAGED_BYTES
+    device, rows, x = reused(("staged", batch, n, dtype), make) if kept else make()
+    if transfers.PAGEABLE and all(v.flags.c_contiguous for v in arrays):
+        transfers.copy_planes(device, arrays)
+        return rows, x
+    packed = reused(("packed", batch, n, dtype), lambda: cuda.pinned_array((4, batch, n), dtype)) if kept else \
+        np.empty((4, batch, n), dtype)
     for k, v in enumerate(arrays):
         packed[k] = v.reshape(batch, n)
     device.copy_to_device(packed)

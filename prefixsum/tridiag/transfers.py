@@ -44,6 +44,10 @@ SLOTS = 4
 """Pinned slots: chunk k's is reused by chunk k + SLOTS once chunk k is on the device."""
 PINNED_RESULT_BYTES = 1 << 20
 """The plain way's x is page-locked memory from this many bytes on (:func:`to_host`), as ``ps.scan``'s result."""
+PAGEABLE = True
+"""Whether the caller's C-contiguous arrays are copied straight to the device (from pageable
+memory: the driver stages them through its own pinned buffer, on the calling thread) rather than
+packed into pinned slots by the staging threads first; see :func:`solve`."""
 KEPT_BYTES = 64 << 20
 """Device buffers and chunk views of up to this many bytes of inputs are kept for the next call
 of the same shape (making the views costs about 10 us of host time each); larger ones are made
@@ -95,11 +99,12 @@ def solve(arrays, batch, n, dtype, run, info):
         return None
     per = chunk_systems(batch, n, dtype)
     inputs, x, chunks = buffers(batch, n, dtype, per, info)
-    slots = min(len(chunks), SLOTS)
+    rows = [v.reshape(batch, n) for v in arrays]
+    direct = PAGEABLE and all(v.flags.c_contiguous for v in arrays)
+    slots = 0 if direct else min(len(chunks), SLOTS)
     slot_size = 4 * per * n  # elements
     nbytes = slots * slot_size * dtype.itemsize
-    inward = staging("tridiag in", nbytes)[:nbytes].view(dtype)  # a kept buffer may be longer, of another dtype
-    rows = [v.reshape(batch, n) for v in arrays]
+    inward = staging("tridiag in", nbytes)[:nbytes].view(dtype) if slots else None  # a kept buffer may be longer
     to_device, to_host, compute = side_stream("copies in"), side_stream("copies out"), cuda.default_stream()
     (solved,), copied_in = events("solved", 1), events("in", SLOTS)
     ops = copies()
@@ -121,15 +126,27 @@ def solve(arrays, batch, n, dtype, run, info):
         for p in range(4):
             overlap.host_copy(packed[p], rows[p][k0:k1])
 
+    def send(k, k0, k1):
+        """Queue chunk k's copy to the device and return the event recorded after it: from its
+        slot, once staged (then the slot's next chunk is staged), or from the caller's rows
+        themselves, one pageable copy per coefficient (the driver returns once it has them)."""
+        offset = k * slot_size * dtype.itemsize
+        if direct:
+            for p in range(4):
+                ops.copy_in(inputs, offset + p * (k1 - k0) * n * dtype.itemsize, rows[p][k0:k1].reshape(-1), to_device)
+            ops.record(copied_in[k % SLOTS], to_device)
+            return copied_in[k % SLOTS]
+        staged[k].result()
+        ops.copy_in(inputs, offset, block(k), to_device)
+        ops.record(copied_in[k % slots], to_device)
+        if k + slots < len(chunks):
+            staged.append(pool.submit(stage, k + slots))
+        return copied_in[k % slots]
+
     staged = [pool.submit(stage, k) for k in range(slots)]
     try:
         for k, (k0, k1, planes, x_k, info_k) in enumerate(chunks):
-            staged[k].result()
-            ops.copy_in(inputs, k * slot_size * dtype.itemsize, block(k), to_device)
-            ops.record(copied_in[k % slots], to_device)
-            if k + slots < len(chunks):
-                staged.append(pool.submit(stage, k + slots))
-            ops.wait(copied_in[k % slots], compute)
+            ops.wait(send(k, k0, k1), compute)
             run(*planes, x_k, info_k)
             ops.record(solved, compute)
             ops.wait(solved, to_host)
@@ -138,6 +155,15 @@ def solve(arrays, batch, n, dtype, run, info):
         concurrent.futures.wait(staged)
     ops.synchronize_stream(to_host)
     return result
+
+
+def copy_planes(device, arrays):
+    """Copy the C-contiguous numpy arrays a, b, c, d into the planes of the (4, batch, n) device
+    array ``device``, one pageable copy each, queued on the default stream (the driver returns once
+    it has staged them: the arrays may change afterwards)."""
+    ops, stream = copies(), cuda.default_stream()
+    for p, v in enumerate(arrays):
+        ops.copy_in(device, p * v.nbytes, v.reshape(-1), stream)
 
 
 def to_host(x):
