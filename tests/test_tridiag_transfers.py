@@ -140,7 +140,7 @@ def test_a_full_pinned_budget_goes_the_plain_way(chunked, rng, monkeypatch):
 
 def test_chunk_sizes_follow_the_bytes():
     mib = 1 << 20
-    assert transfers.chunk_systems(4096, 256, np.float32) * 4 * 256 * 4 == 4 * mib  # a quarter of 16 MiB
+    assert transfers.chunk_systems(4096, 256, np.float32) * 4 * 256 * 4 == 16 * mib // transfers.TARGET_CHUNKS
     assert transfers.chunk_systems(1 << 20, 64, np.float64) * 4 * 64 * 8 == transfers.CHUNK_BYTES
     assert transfers.chunk_systems(3, 1 << 20, np.float64) == 1  # a system larger than a chunk: one a chunk
     assert not transfers.overlapped(1, 1 << 20, np.float64)  # nothing to cut

@@ -46,7 +46,7 @@ def solve(a, b, c, d, *, method="auto"):
     numpy.ndarray or numba device array
         x, with ``d``'s shape and dtype: a device array when ``d`` is one, else a numpy array.
         Device inputs are used in place, not copied; host inputs take one transfer each way, or,
-        for batches of 8 MiB of inputs or more, are cut into groups of whole systems whose
+        for batches of 64 MiB of inputs or more, are cut into groups of whole systems whose
         copies overlap the solves of the others (:mod:`prefixsum.tridiag.transfers`), whatever
         the method.
 

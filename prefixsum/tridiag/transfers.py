@@ -7,9 +7,10 @@ batch is cut into chunks of whole systems (``[k0, k1)``; :func:`chunk_systems`: 
 each) and, as for ``ps.scan`` of a numpy array (:mod:`prefixsum.scans.transfers`, with the
 machinery of :mod:`prefixsum.core.overlap`):
 
-* the staging threads pack the a, b, c, d rows of chunks k + 1, k + 2, ... into pinned slots,
-  one ``(4, rows, n)`` block each, so that one copy moves a chunk;
-* a copy engine moves chunk k's block to the device on one side stream;
+* a copy engine moves chunk k's a, b, c, d rows to the device on one side stream, straight from
+  the caller's arrays (:data:`PAGEABLE`; the driver stages pageable memory on the calling
+  thread), or, for arrays that are not C-contiguous, from pinned slots into which the staging
+  threads pack chunks k + 1, k + 2, ... meanwhile, one ``(4, rows, n)`` block each;
 * the SMs solve chunk k on the default stream: the method's ``run`` on the chunk's
   ``(rows, n)`` views, its failure flags the chunk's slice of the batch's, so a failure names the
   system's index in the whole batch; no carry passes between chunks;
@@ -19,7 +20,10 @@ machinery of :mod:`prefixsum.core.overlap`):
 Every method takes a batch of any size, so the chunks apply to all of them: a chunk is solved
 as a batch of its own. A single system (batch 1) is never cut: there is nothing to overlap with
 its solve but its own copies. Batches of fewer than :data:`MIN_BYTES` of inputs, and calls whose
-result would not fit the thread's pinned budget, go the plain way (:mod:`.api`).
+result would not fit the thread's pinned budget, go the plain way (:mod:`.api`): on the H100
+machine the chunks did not pay at any batch of up to 32 MiB measured (:data:`MIN_BYTES` says why);
+what did pay is copying the caller's arrays straight to the device and x into a kept pinned
+result (:func:`copy_planes`, :func:`to_host`), which both ways do.
 """
 import concurrent.futures
 
@@ -31,15 +35,21 @@ from ..core.device import simulating
 from ..core.overlap import copies, events
 from ..core.workspace import pinned_result, reused, side_stream, staging
 
-MIN_BYTES = 8 << 20
-"""Batches with fewer bytes of inputs (a, b, c, d together) go the plain way (one packed copy in,
-the solve, one copy out)."""
+MIN_BYTES = 64 << 20
+"""Batches with fewer bytes of inputs (a, b, c, d together) go the plain way (the caller's arrays
+copied straight to the device, the solve, one copy out into a kept pinned result). On the H100
+machine (``benchmarks/transfers_tridiag.csv``) no chunking beat the plain way up to the 32 MiB
+measured: 4096 x 256 float64 (32 MiB) took 2.73 ms in 2 chunks against 2.74 ms, 16384 x 64
+float64 2.92 against 2.70, and every smaller batch lost 5-60 %: the driver's staging of the
+pageable inputs on the calling thread sets the pace, and chunks only hide the copy out, a fifth
+of the bytes, for a few tens of microseconds of host work each. Larger batches were not measured."""
 CHUNK_BYTES = 16 << 20
 """Most bytes of inputs per chunk (a whole number of systems, at least one)."""
 MIN_CHUNK_BYTES = 1 << 20
 """Fewest bytes of inputs per chunk, unless the batch is smaller."""
-TARGET_CHUNKS = 4
-"""Chunks a batch is cut into, within :data:`MIN_CHUNK_BYTES` .. :data:`CHUNK_BYTES` each."""
+TARGET_CHUNKS = 2
+"""Chunks a batch is cut into, within :data:`MIN_CHUNK_BYTES` .. :data:`CHUNK_BYTES` each: 2 beat
+4 and 8 at every batch of ``transfers_tridiag.csv`` (each chunk costs host time)."""
 SLOTS = 4
 """Pinned slots: chunk k's is reused by chunk k + SLOTS once chunk k is on the device."""
 PINNED_RESULT_BYTES = 1 << 20
@@ -47,7 +57,9 @@ PINNED_RESULT_BYTES = 1 << 20
 PAGEABLE = True
 """Whether the caller's C-contiguous arrays are copied straight to the device (from pageable
 memory: the driver stages them through its own pinned buffer, on the calling thread) rather than
-packed into pinned slots by the staging threads first; see :func:`solve`."""
+packed into pinned memory first (by the staging threads, chunked; by the calling thread, plain):
+straight was 15-35 % faster at every batch and chunking of ``transfers_tridiag.csv`` (H100
+machine; 4096 x 256 float32 plain: 1.55 against 2.14 ms), one host pass over the inputs fewer."""
 KEPT_BYTES = 64 << 20
 """Device buffers and chunk views of up to this many bytes of inputs are kept for the next call
 of the same shape (making the views costs about 10 us of host time each); larger ones are made
