@@ -38,18 +38,19 @@ from ..core.workspace import pinned_result, reused, side_stream, staging
 MIN_BYTES = 64 << 20
 """Batches with fewer bytes of inputs (a, b, c, d together) go the plain way (the caller's arrays
 copied straight to the device, the solve, one copy out into a kept pinned result). On the H100
-machine (``benchmarks/transfers_tridiag.csv``) no chunking beat the plain way up to the 32 MiB
-measured: 4096 x 256 float64 (32 MiB) took 2.73 ms in 2 chunks against 2.74 ms, 16384 x 64
-float64 2.92 against 2.70, and every smaller batch lost 5-60 %: the driver's staging of the
-pageable inputs on the calling thread sets the pace, and chunks only hide the copy out, a fifth
-of the bytes, for a few tens of microseconds of host work each. Larger batches were not measured."""
+machine (``benchmarks/transfers_tridiag.csv``) chunks lost to the plain way at every batch up to
+the 32 MiB measured but one: 2 chunks of 4096 x 256 float32 (16 MiB) took 1.64 ms against 1.78
+(and lost by 8 % there in an earlier run); 4096 x 256 float64 (32 MiB) 2.88 against 2.81, 16384 x
+64 float64 3.15 against 2.77, the smaller batches 8-30 % slower in 2 chunks. The driver's staging of the
+pageable inputs on the calling thread sets the pace; chunks only hide the copy out, a fifth of
+the bytes, for host work per chunk. Larger batches were not measured."""
 CHUNK_BYTES = 16 << 20
 """Most bytes of inputs per chunk (a whole number of systems, at least one)."""
 MIN_CHUNK_BYTES = 1 << 20
 """Fewest bytes of inputs per chunk, unless the batch is smaller."""
 TARGET_CHUNKS = 2
 """Chunks a batch is cut into, within :data:`MIN_CHUNK_BYTES` .. :data:`CHUNK_BYTES` each: 2 beat
-4 and 8 at every batch of ``transfers_tridiag.csv`` (each chunk costs host time)."""
+4 and 8 at every batch of ``transfers_tridiag.csv`` copied straight (each chunk costs host time)."""
 SLOTS = 4
 """Pinned slots: chunk k's is reused by chunk k + SLOTS once chunk k is on the device."""
 PINNED_RESULT_BYTES = 1 << 20
@@ -58,8 +59,9 @@ PAGEABLE = True
 """Whether the caller's C-contiguous arrays are copied straight to the device (from pageable
 memory: the driver stages them through its own pinned buffer, on the calling thread) rather than
 packed into pinned memory first (by the staging threads, chunked; by the calling thread, plain):
-straight was 15-35 % faster at every batch and chunking of ``transfers_tridiag.csv`` (H100
-machine; 4096 x 256 float32 plain: 1.55 against 2.14 ms), one host pass over the inputs fewer."""
+straight was 25-40 % faster the plain way and 2-33 % chunked, at every batch of
+``transfers_tridiag.csv`` (H100 machine; 4096 x 256 float32 plain: 1.78 against 2.58 ms), one
+host pass over the inputs fewer."""
 KEPT_BYTES = 64 << 20
 """Device buffers and chunk views of up to this many bytes of inputs are kept for the next call
 of the same shape (making the views costs about 10 us of host time each); larger ones are made
