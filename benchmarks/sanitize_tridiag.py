@@ -10,8 +10,10 @@ multiple of the chunk, padded to whole chunks in the indexing), and ``hybrid.run
 too (:func:`~prefixsum.tridiag.hybrid.hybrid_shared`: several systems a block, one system a
 block; one and several :func:`~prefixsum.tridiag.hybrid.pcr_window` launches before it), and a
 zero pivot;
-``method="pivoting"`` (LU with partial pivoting, :mod:`prefixsum.tridiag.pivoting`) on general
-systems that are neither dominant nor definite, and on a singular one;
+``method="pivoting"`` (:mod:`prefixsum.tridiag.pivoting`: one thread per system, or chunks
+factored with partial pivoting and their separators reduced, one to three levels) on general
+systems that are neither dominant nor definite, on systems whose chunks are singular (solved
+again by one thread), and on a singular one;
 then ``householder`` and ``solve_symmetric`` from device arrays (the on-device symmetry check,
 the shared-memory and the global-memory reductions, the off-diagonal copy), ``solve_symmetric``
 on indefinite matrices (the pivot-sign check, then the pivoting solve) and one non-symmetric
@@ -32,11 +34,12 @@ import numpy as np
 
 import prefixsum as ps
 from prefixsum.core.poison import poison
-from prefixsum.tridiag import hybrid, transfers
+from prefixsum.tridiag import hybrid, pivoting, transfers
 
 hh = importlib.import_module("prefixsum.tridiag.householder")
 
-PIVOTING_SHAPES = ((1, 1), (37, 31), (8, 512), (2, 1500))
+PIVOTING_SHAPES = ((1, 1), (37, 31), (300, 64), (8, 512), (16, 1000), (2, 1500), (1, 20000), (3, 3001))
+"""The one-thread path; whole systems in a block (several a block, one of 125 chunks); levels, one to three (:func:`.pivoting.plan`)."""
 SHAPES = ((1, 1), (37, 31), (300, 64), (8, 512), (3, 1024), (2, 1500), (1, 5000), (1, 20000))
 QUICK_SHAPES = ((1, 1), (5, 31), (2, 200), (2, 528), (1, 2000))
 NUMPY_SHAPES = ((37, 31), (300, 64), (8, 512), (3, 1024), (5, 1500))
@@ -98,6 +101,7 @@ slots (``PAGEABLE``); returns the number of calls, appends to ``wrong``."""
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help=f"shapes {QUICK_SHAPES}; runs on the simulator too")
+    parser.add_argument("--only-pivoting", action="store_true", help="only method='pivoting' (its kernels)")
     args = parser.parse_args(argv)
     if ps.device_info()["simulator"] and not args.quick:
         raise SystemExit("sanitize_tridiag.py needs a CUDA GPU (compute-sanitizer); --quick runs it on the simulator")
@@ -108,7 +112,7 @@ def main(argv=None):
     calls = 0
     for dtype in (np.float32, np.float64):
         eps = np.finfo(dtype).eps
-        for batch, n in QUICK_SHAPES if args.quick else SHAPES:
+        for batch, n in () if args.only_pivoting else QUICK_SHAPES if args.quick else SHAPES:
             system = dominant(rng, batch, n, dtype)
             for run in (hybrid.run, hybrid.run_shared):
                 x = cuda.to_device(poison(np.empty((batch, n), dtype)))
@@ -122,8 +126,9 @@ def main(argv=None):
         a, b, c, d = dominant(rng, 4, 40, dtype)
         b[2] = 0  # a zero diagonal: every method meets a zero pivot (a single zero need not be one)
         try:
-            ps.tridiag.solve(*(cuda.to_device(v) for v in (a, b, c, d)), method="hybrid")
-            wrong.append(f"hybrid {np.dtype(dtype).name}: a zero pivot went unreported")
+            if not args.only_pivoting:
+                ps.tridiag.solve(*(cuda.to_device(v) for v in (a, b, c, d)), method="hybrid")
+                wrong.append(f"hybrid {np.dtype(dtype).name}: a zero pivot went unreported")
         except np.linalg.LinAlgError:
             calls += 1
         for batch, n in QUICK_SHAPES[:3] if args.quick else PIVOTING_SHAPES:
@@ -133,13 +138,25 @@ def main(argv=None):
             res = backward_error(*system, x)
             if not res <= 16 * n * eps:
                 wrong.append(f"pivoting {np.dtype(dtype).name} {batch} x {n}: backward error {res:.2e}")
-        a, b, c, d = (v.astype(dtype) for v in rng.normal(size=(4, 3, 40)))
+        for batch, n in QUICK_SHAPES[:3] if args.quick else PIVOTING_SHAPES[-2:]:
+            system = dominant(rng, batch, n, dtype)
+            chunk = pivoting.plan(batch, n, dtype)
+            if chunk:  # a block's first row only a x_{i-1}: the block singular, the system solved again
+                system[1][:, chunk::chunk] = system[2][:, chunk::chunk] = 0
+            x = ps.tridiag.solve(*(cuda.to_device(v) for v in system), method="pivoting").copy_to_host()
+            calls += 1
+            res = backward_error(*system, x)
+            if not res <= 16 * n * eps:
+                wrong.append(f"pivoting (singular blocks) {np.dtype(dtype).name} {batch} x {n}: backward error {res:.2e}")
+        a, b, c, d = (v.astype(dtype) for v in rng.normal(size=(4, 3, 400)))
         a[1, 11], b[1, 10], c[1, 9] = 0, 0, 0  # system 1: column 10 holds no nonzero, singular
         try:
             ps.tridiag.solve(*(cuda.to_device(v) for v in (a, b, c, d)), method="pivoting")
             wrong.append(f"pivoting {np.dtype(dtype).name}: a singular system went unreported")
         except np.linalg.LinAlgError:
             calls += 1
+        if args.only_pivoting:
+            continue
         for batch, n in QUICK_MATRICES if args.quick else MATRICES:
             m = rng.normal(size=(batch, n, n))
             S = ((m + m.transpose(0, 2, 1)) / 2).astype(dtype)  # symmetric, indefinite

@@ -24,13 +24,17 @@ same way on CuPy's stream
 (the library's device time), and JAX's ``jax.lax.linalg.tridiagonal_solve`` (which calls
 cuSPARSE) as a whole call, on the host clock after ``block_until_ready``, with x64 on (a
 "float64" row whose result came back in float32 says so in its method name). ``method="pivoting"``
-(LU with partial pivoting, one thread per system) is set beside cuSPARSE's pivoting solvers:
-``gtsv2`` for one system (diagonal pivoting in SPIKE partitions) and, for a batch,
-``gtsvInterleavedBatch`` with ``algo=1`` (LU with partial pivoting, the batch interleaved); on
-one system of 2^20 rows, where one thread walks every row, with
-:data:`PIVOTING_ONE_SYSTEM_REPEATS` samples. The systems are the diagonally dominant ones of the
-other methods, so no row is ever interchanged: the pivoting solvers pay for the comparisons, not
-for the swaps. Median of
+(:mod:`prefixsum.tridiag.pivoting`: chunks factored with partial pivoting and a reduced system of
+their separators, or one thread per system) is set beside cuSPARSE's pivoting solvers:
+``gtsv2`` (diagonal pivoting in SPIKE partitions, one call per system) for up to 64 systems and,
+for a batch, ``gtsvInterleavedBatch`` with ``algo=1`` (LU with partial pivoting, the batch
+interleaved), with
+each of its paths forced (``pivoting:one_thread``, ``pivoting:spike_rows=S`` for every chunk ``S``
+that takes the shape, ``pivoting:levels`` without the one-block solve), which
+:func:`prefixsum.tridiag.pivoting.plan` was chosen from;
+``--only-pivoting`` runs :data:`PIVOTING_CASES` unless ``--case`` names others. The systems are
+the diagonally dominant ones of the other methods, so no row is ever interchanged: the pivoting
+solvers pay for the comparisons, not for the swaps. Median of
 :data:`prefixsum.cli.bench.REPEATS`; the ``timing`` column says how each row was measured. Writes
 ``tridiag.csv``.
 """
@@ -44,7 +48,9 @@ os.environ["JAX_ENABLE_X64"] = "1"  # read when jax is imported; without it JAX 
 import numpy as np  # noqa: E402
 
 from prefixsum import tridiag  # noqa: E402
-from prefixsum.tridiag import hybrid, partition, warp  # noqa: E402
+import functools  # noqa: E402
+
+from prefixsum.tridiag import hybrid, partition, pivoting, warp  # noqa: E402
 from prefixsum.cli.bench import (QUICK_REPEATS, REPEATS, gpu_library, host_us,  # noqa: E402
                                  kernel_us, queued_library, script_arguments)
 from prefixsum.cli.metadata import run_metadata  # noqa: E402
@@ -57,26 +63,46 @@ QUICK_CASES = ((4, 32), (1, 2048))  # a batch in shared memory; one system with 
 # Diagonally dominant systems are well conditioned: the residuals seen are about one eps; a
 # wrong solve is off by far more than this.
 RESIDUAL_EPS = 64
-PIVOTING_ONE_SYSTEM_REPEATS = 3  # one thread through 2^20 rows: tens of ms a solve
+PIVOTING_CASES = ((1, 1 << 20), (1, 1 << 16), (7, 100000), (64, 8192), (512, 512), (4096, 256), (16384, 64))
 THOMAS_ROWS = hybrid.THOMAS_ROWS
 PARTITION_ROWS = dict(partition.ROWS_PER_THREAD), partition.SMALL_ROWS
 
 
-def variants(method, n, dtype):
+def variants(method, shape, dtype):
     """``(label, run, THOMAS_ROWS, partition R)`` for the kernel rows of ``method``: any method
     once, as ``tridiag.solve`` runs it; for the hybrid also its shared-memory path alone
     (:func:`~prefixsum.tridiag.hybrid.run_shared`, which the hybrid leaves for the warp solver and
     the partition method) at its default and at half and twice as many rows per thread (which
     :data:`prefixsum.tridiag.hybrid.THOMAS_ROWS` was chosen from), and where the partition method
     runs, each chunk length at every level (which :func:`prefixsum.tridiag.partition.rows_per_thread`
-    was chosen from; R None: its own choice per level)."""
+    was chosen from; R None: its own choice per level); for "pivoting" each of its paths forced
+    (the one-thread path only up to :data:`THOMAS_MAX_ROWS` rows)."""
+    n = shape[1]
     own = [(method, tridiag.METHODS[method], THOMAS_ROWS, None)]
+    if method == "pivoting":
+        batch, n = shape
+        forced = [("pivoting:one_thread", functools.partial(pivoting.run, rows=0), THOMAS_ROWS, None)
+                  ] if n <= THOMAS_MAX_ROWS else []
+        chunks = [(f"pivoting:spike_rows={r}", functools.partial(pivoting.run, rows=r), THOMAS_ROWS, None)
+                  for r in pivoting.ALL_SPIKE_ROWS if pivoting.plan(batch, n, dtype, r)]
+        levels = [("pivoting:levels", levels_only, THOMAS_ROWS, None)] if pivoting.plan(batch, n, dtype) else []
+        return own + forced + chunks + levels
     if method != "hybrid":
         return own
     shared = [(f"hybrid_shared{'' if r == THOMAS_ROWS else f':thomas_rows={r}'}", hybrid.run_shared, r, None)
               for r in (THOMAS_ROWS // 2, THOMAS_ROWS, 2 * THOMAS_ROWS)]
     chunks = [(f"hybrid:partition_rows={r}", hybrid.run, THOMAS_ROWS, r) for r in (4, 8, 16) if n > warp.MAX_ROWS]
     return own + shared + chunks
+
+
+def levels_only(*args):
+    """``pivoting.run`` with :data:`prefixsum.tridiag.pivoting.BLOCK_SOLVE` off: levels of the
+    partitioned solver down to one thread per system, no system solved whole in a block."""
+    pivoting.BLOCK_SOLVE = False
+    try:
+        pivoting.run(*args)
+    finally:
+        pivoting.BLOCK_SOLVE = True
 
 
 def system(batch, n, dtype, rng):
@@ -239,7 +265,8 @@ def main(argv=None):
                                 parser.add_argument("--jax-kernels", action="store_true",
                                                     help="only JAX: which cuSPARSE routine it runs per case, its "
                                                          "kernels by CUPTI (tridiag_jax.csv)")))
-    cases = [tuple(map(int, case.split("x"))) for case in args.case] if args.case else CASES
+    cases = [tuple(map(int, case.split("x"))) for case in args.case] if args.case else (
+        PIVOTING_CASES if args.only_pivoting else CASES)
     from numba import cuda
 
     repeats = QUICK_REPEATS if args.quick else REPEATS
@@ -268,9 +295,8 @@ def main(argv=None):
             for method in methods:
                 if method == "thomas" and n > THOMAS_MAX_ROWS:
                     continue
-                # Pivoting walks one system with one thread: measured all the same, beside gtsv2.
-                reps = PIVOTING_ONE_SYSTEM_REPEATS if method == "pivoting" and batch == 1 and not args.quick else repeats
-                for label, run, rows_per_thread, chunk_rows in variants(method, n, dtype):
+                reps = repeats
+                for label, run, rows_per_thread, chunk_rows in variants(method, (batch, n), dtype):
                     hybrid.THOMAS_ROWS = rows_per_thread
                     partition.ROWS_PER_THREAD.update(PARTITION_ROWS[0])
                     partition.SMALL_ROWS = PARTITION_ROWS[1]
@@ -288,11 +314,12 @@ def main(argv=None):
                 res = residual(a, b, c, d, tridiag.solve(*device, method=method).copy_to_host())
                 micros = host_us(lambda: tridiag.solve(*device, method=method), repeats=reps)
                 add(method, "ours (whole call)", dtype, batch, n, micros, "host clock", res)
-            if cupy:
-                routine = pivoting_routine(batch)
-                micros, timing, x = cusparse_time(cupy, cupy_stream, a, b, c, d, repeats, "events", routine)
-                add(f"cusparse {routine}" + (" (LU)" if batch > 1 else ""), "library", dtype, batch, n, micros, timing,
-                    residual(a, b, c, d, x))
+            # gtsv2 beside the batched LU where a call per system is few calls
+            for how, routine in [(how, routine) for how in (args.method if cupy else ())
+                                 for routine in dict.fromkeys((pivoting_routine(batch), *(("gtsv2",) if batch <= 64 else ())))]:
+                micros, timing, x = cusparse_time(cupy, cupy_stream, a, b, c, d, repeats, how, routine)
+                add(f"cusparse {routine}" + (" (LU)" if routine == "gtsvInterleavedBatch" else ""), "library", dtype, batch, n, micros, timing,
+                    residual(a, b, c, d, x), how)
             if args.only_pivoting:
                 continue
             res = residual(a, b, c, d, tridiag.solve(a, b, c, d))
@@ -311,6 +338,9 @@ def main(argv=None):
     write_csv(rows, os.path.join(args.out, "tridiag.csv"))
     print_table(against_cusparse(rows), ["measured_by", "dtype", "batch", "n", "hybrid_us", "cusparse_us", "vs cusparse"],
                 title="the hybrid's kernels against cuSPARSE gtsv2StridedBatch (time ratio, > 1: faster):")
+    print_table(pivoting_against_cusparse(rows), ["method", "measured_by", "dtype", "batch", "n", "us", "cusparse_us",
+                                                  "vs cusparse"],
+                title="method='pivoting' and its paths against cuSPARSE gtsv2 / gtsvInterleavedBatch (time ratio, > 1: faster):")
     return report_wrong(rows, lambda row: f"{row['method']} {row['kind']} {row['dtype']} {row['batch']} x {row['n']}")
 
 
@@ -322,6 +352,20 @@ def against_cusparse(rows):
         library = times.get(("cusparse gtsv2StridedBatch", how, dtype, batch, n))
         if method == "hybrid" and how != "host clock" and library:
             found.append({"measured_by": how, "dtype": dtype, "batch": batch, "n": n, "hybrid_us": us,
+                          "cusparse_us": library, "vs cusparse": round(library / us, 3)})
+    return found
+
+
+def pivoting_against_cusparse(rows):
+    """Per kernel row of ``pivoting`` (and its forced paths): its time, the pivoting routine's
+    (:func:`pivoting_routine`) measured the same way, and the routine's over ours."""
+    times = {(r["method"], r["measured_by"], r["dtype"], r["batch"], r["n"]): r["median_us"] for r in rows}
+    found = []
+    for (method, how, dtype, batch, n), us in times.items():
+        routine = pivoting_routine(batch)
+        library = times.get((f"cusparse {routine}" + (" (LU)" if routine == "gtsvInterleavedBatch" else ""), how, dtype, batch, n))
+        if method.startswith("pivoting") and how != "host clock" and library:
+            found.append({"method": method, "measured_by": how, "dtype": dtype, "batch": batch, "n": n, "us": us,
                           "cusparse_us": library, "vs cusparse": round(library / us, 3)})
     return found
 

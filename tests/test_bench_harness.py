@@ -233,14 +233,14 @@ def test_the_table1_stage_produces_every_committed_row():
 def test_the_tridiag_and_householder_stages_produce_every_committed_case(monkeypatch):
     for variable in ("XLA_PYTHON_CLIENT_PREALLOCATE", "JAX_ENABLE_X64"):  # tridiag.py sets them for JAX
         monkeypatch.setenv(variable, "")
-    for name in ("tridiag", "householder"):
+    script = _script("tridiag")
+    for name, expected in (("tridiag", script.CASES + script.PIVOTING_CASES), ("householder", _script("householder").CASES)):
         cases = {(int(row["batch"]), int(row["n"])) for row in _rows(f"{name}.csv")}
-        assert cases == set(_script(name).CASES), name
+        assert cases == set(expected), name
     calls = {(int(row["batch"]), int(row["n"])) for row in _rows("householder_calls.csv")}
     assert calls == set(_script("householder").CALL_CASES)
-    script = _script("tridiag")
-    labels = {variant[0] for method in ps.tridiag.METHODS for _, n in script.CASES
-              for dtype in ("float32", "float64") for variant in script.variants(method, n, dtype)}
+    labels = {variant[0] for method in ps.tridiag.METHODS for shape in script.CASES + script.PIVOTING_CASES
+              for dtype in ("float32", "float64") for variant in script.variants(method, shape, dtype)}
     methods = {row["method"] for row in _rows("tridiag.csv")}
     auto = {method for method in methods if method.startswith("auto (")}  # auto (the method it chose)
     libraries = {"cusparse gtsv2StridedBatch", "jax tridiagonal_solve", "cusparse gtsv2", "cusparse gtsvInterleavedBatch (LU)"}

@@ -37,9 +37,9 @@ REAL_TARGET = {
     "numba.cuda": ["dispatcher", "libdevice"],
     "numba.cuda.codegen": ["CUDACodeLibrary.get_cufunc"],
     "cuda.bindings": ["driver"],
-    "cuda.bindings.driver": ["cuStreamCreate", "cuStreamDestroy", "CUstream_flags", "CUresult", "cuLaunchKernel",
-                             "CUfunction", "CUstream", "cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync", "cuEventRecord",
-                             "cuStreamWaitEvent", "cuEventSynchronize", "cuStreamSynchronize"],
+    "cuda.bindings.driver": ["cuStreamCreate", "cuStreamDestroy", "CUstream_flags", "CUresult", "cuMemcpyHtoDAsync",
+                             "cuMemcpyDtoHAsync", "cuEventRecord", "cuStreamWaitEvent", "cuEventSynchronize",
+                             "cuStreamSynchronize"],
     "numba.np.numpy_support": ["as_dtype"],
 }
 # Attributes of objects (not modules) that the package reads, looked up on real instances below.

@@ -9,7 +9,7 @@ compiler fails the tests.
 import textwrap
 
 import prefixsum as ps
-from prefixsum.tridiag import warp
+from prefixsum.tridiag import pivoting, warp
 
 
 def test_python_m_prefixsum_ptx_compiles_every_registered_kernel_for_sm75_and_sm90(ptx_command):
@@ -23,10 +23,13 @@ def test_python_m_prefixsum_ptx_compiles_every_registered_kernel_for_sm75_and_sm
 def test_it_compiles_every_tridiagonal_kernel_for_sm75_and_sm90(ptx_command):
     """tridiag.ptx_kernels(), each for float32 and float64."""
     assert ptx_command.returncode == 0, ptx_command.stdout[-3000:] + ptx_command.stderr[-3000:]
-    for name in ("pcr_shared", "pcr_global_step", "cr_shared", "thomas", "hybrid_shared", "pcr_window", "warp_solve"):
+    per_rows = {"warp_solve": len(warp.ROWS_PER_THREAD), **dict.fromkeys(
+        ("spike_reduce", "spike_substitute", "spike_block"), len(pivoting.ALL_SPIKE_ROWS))}
+    for name in ("pcr_shared", "pcr_global_step", "cr_shared", "thomas", "hybrid_shared", "pcr_window", "warp_solve",
+                 "gtsv_tiled", "spike_reduce", "spike_substitute", "spike_block", "positive_definite"):
         for cc in ("sm_75", "sm_90"):
-            # a line per dtype; a kernel per R for the warp solver
-            expected = 2 * (len(warp.ROWS_PER_THREAD) if name == "warp_solve" else 1)
+            # a line per dtype; a kernel per R for the warp solver, per S for the partitioned pivoting
+            expected = 2 * per_rows.get(name, 1)
             assert ptx_command.stdout.count(f"ok   {cc} tridiag:{name}\n") == expected, (name, cc)
 
 

@@ -17,7 +17,7 @@ from numba import cuda  # noqa: E402
 
 from prefixsum import tridiag  # noqa: E402
 from prefixsum.core.poison import poison  # noqa: E402
-from prefixsum.tridiag import _common, api, cr, hybrid, partition, pcr, warp  # noqa: E402
+from prefixsum.tridiag import _common, api, cr, hybrid, partition, pcr, pivoting, warp  # noqa: E402
 
 METHODS = tuple(tridiag.METHODS)
 NON_PIVOTING = tuple(m for m in METHODS if m != "pivoting")  # tests/test_pivoting.py has the one that pivots
@@ -478,7 +478,9 @@ def test_float32_kernels_compute_in_float32_and_the_chunks_stay_in_registers(ptx
         from numba import cuda
         from prefixsum import tridiag
         from prefixsum.core.numba_gpu import compiling_for
-        IN_REGISTERS = ("warp_solve", "partition_reduce", "partition_substitute")
+        # no local memory: the register-resident solvers, and the pivoting ones (chunks in shared memory)
+        IN_REGISTERS = ("warp_solve", "partition_reduce", "partition_substitute",
+                        "gtsv_tiled", "spike_reduce", "spike_substitute", "spike_block")
         for kernel, argtypes in tridiag.ptx_kernels():
             single, name = "float32" in str(argtypes[1]), kernel.py_func.__name__
             if not single and name not in IN_REGISTERS:
@@ -495,5 +497,7 @@ def test_float32_kernels_compute_in_float32_and_the_chunks_stay_in_registers(ptx
     assert child.stdout.count("ok warp_solve float32") == len(warp.ROWS_PER_THREAD)
     assert child.stdout.count("ok warp_solve float64") == len(warp.ROWS_PER_THREAD)
     assert "ok partition_reduce float64" in child.stdout and "ok pcr_shared float32" in child.stdout
-    for name in ("gtsv", "positive_definite"):
+    for name in ("gtsv_tiled", "positive_definite"):
         assert f"ok {name} float32" in child.stdout
+    for name in ("spike_reduce", "spike_substitute", "spike_block"):
+        assert child.stdout.count(f"ok {name} float64") == len(pivoting.ALL_SPIKE_ROWS)

@@ -530,6 +530,9 @@ plain = {n: kernel_us("blelloch:conflict_free=False", n) for n in sizes}
 print()
 print("padding faster at every n >= 2^19:", all(padded[n] < plain[n] for n in sizes if n >= 2 ** 19))
 print("padding slower at every n <= 2^17:", all(padded[n] > plain[n] for n in sizes if n <= 2 ** 17))
+small = [n for n in sizes if n <= 2 ** 17]
+print(f"up to 2^17: plain {min(plain[n] for n in small):.1f} to {max(plain[n] for n in small):.1f} us, "
+      f"padded slower by at most {max(padded[n] - plain[n] for n in small):.1f} us")
 print("time padding saves:", ", ".join(f"2^{n.bit_length() - 1}: {1 - padded[n] / plain[n]:.0%}" for n in sizes if n >= 2 ** 20))
 ours = [kernel_us("torch.cumsum", n) / kernel_us(v, n) for v in ("blelloch", "ladder", "hillis_steele") for n in (2 ** 24, 2 ** 26)]
 print(f"padded Blelloch, ladder, Hillis-Steele at 2^24 and 2^26: {min(ours):.2f} to {max(ours):.2f} of torch.cumsum's speed")
@@ -547,7 +550,7 @@ print(f"at 2^26: Hillis-Steele / Blelloch {kernel_us('hillis_steele', big) / ker
 # - **Padding pays once there is work to do.** From $n = 2^{19}$ on, the padded Blelloch scan is
 #   faster than the plain one at every size, and the saving grows with $n$, to about a fifth of
 #   the time at $2^{24}$ and $2^{26}$ (the lines above). Up to $2^{17}$, where a tile pass has
-#   little to do, the plain layout is a little faster (about a microsecond of 10 to 12): a
+#   little to do, the plain layout is a little faster (by the small margin printed above): a
 #   difference between single medians that this benchmark cannot attribute (the padding's extra
 #   index arithmetic is a guess; nothing here measured it). Padded, Blelloch is the fastest
 #   of this chapter's two-pass scans at $2^{24}$ and $2^{26}$. (The package's `hierarchical`

@@ -501,9 +501,11 @@ for b5 in (0.0, 1e-12):
 # a word, while LAPACK is exact. Move the small entry elsewhere and CR or Thomas fail instead:
 # without pivoting, *some* matrix always defeats the method. **What to use instead:** a solver
 # that pivots. `method="pivoting"` (the last line of each case above) is Gaussian elimination
-# with partial pivoting, one thread per system, as LAPACK's `gtsv` (`scipy.linalg.solve_banded`,
+# with partial pivoting, as LAPACK's `gtsv` (`scipy.linalg.solve_banded`,
 # `scipy.linalg.lapack.dgtsv`): at each step it takes the larger of the pivot and the entry below
-# it as the pivot, exchanging the two rows, and its $U$ gains one super-diagonal of fill. On the
+# it as the pivot, exchanging the two rows, and its $U$ gains one super-diagonal of fill. A long
+# system is cut into chunks that threads eliminate so, coupled by a small system of their
+# boundary rows (chapter 09 says more). On the
 # GPU cuSPARSE's `gtsv2` pivots too (diagonal pivoting inside SPIKE partitions), unlike
 # `gtsv2_nopivot` and `gtsv2StridedBatch`. Or make sure the matrix is dominant or positive
 # definite: chapter 09 checks whether its $T$ is positive definite and pivots only where it is

@@ -231,16 +231,23 @@ for dtype in ("float32", "int32", "float64", "int64"):
         f"2^{k}: {kernel_us('torch.cumsum', dtype, k) / kernel_us('lookback', dtype, k):.2f}x torch.cumsum, "
         f"{kernel_us('torch copy', dtype, k) / kernel_us('lookback', dtype, k):.0%} of torch's copy"
         for k in (24, 26, 28)))
+for size, dtypes in (("4-byte", ("float32", "int32")), ("8-byte", ("float64", "int64"))):
+    ranges = []
+    for other in ("torch.cumsum", "torch copy", "copy"):
+        ratios = [kernel_us(other, t, k) / kernel_us("lookback", t, k) for t in dtypes for k in (24, 26, 28)]
+        ranges.append(f"{other} {min(ratios):.2f} to {max(ratios):.2f}")
+    print(f"{size} types, 2^24 to 2^28, time / look-back's: " + ", ".join(ranges))
 
 # %% [markdown]
-# On this H100, for 4-byte types the single pass is 8–22% faster than `torch.cumsum` and reaches
-# three quarters to 85% of the bandwidth of torch's copy (and all of a plain numba copy
-# kernel's); for 8-byte types 0–8% faster, though each look-back step is two atomics and a fence
-# instead of one atomic. Its tiles, 128 threads × 32 elements, were chosen from a table of eight
+# On this GPU, for 4-byte types the single pass is faster than `torch.cumsum` at every size and
+# reaches most of the bandwidth of torch's copy, and about all of a plain numba copy kernel's
+# (`copy`; the ranges printed above); for 8-byte types it is at most a little faster, though each
+# look-back step is two atomics and a fence instead of one atomic. Its tiles, 128 threads × 32 elements, were chosen from a table of eight
 # shapes at $2^{24}$, $2^{26}$ and $2^{28}$ (`benchmarks/lookback_tiles.csv`, from another card
 # of the same generation, whose faster memory leaves the smallest size no margin). At $2^{24}$
-# the kernel is bound by its instructions, not by memory: Nsight Compute counted three times
-# CUB's instructions per element, the ALU pipe 72% busy and DRAM 35%. The other scans of the
+# the kernel is bound by its instructions, not by memory: a profile by Nsight Compute
+# (`benchmarks/lookback_ncu.py`; its counts are in no committed CSV) found several times CUB's
+# instructions per element and the ALU pipe far busier than DRAM. The other scans of the
 # workbook on the same plot (float32; measured in an earlier run with CUDA events,
 # `scan_throughput.csv`):
 

@@ -7,9 +7,9 @@ the pairs ``(a_i, b_i)`` under this composition gives every ``f_i o ... o f_0`` 
 ``b`` field is ``x[i]`` for ``x[-1] = 0``. Composition is associative because composition of
 functions always is; it is not commutative, so the order of the operands matters (the scans
 keep it). A recurrence of order 2 is the same with 2x2 matrices (:func:`affine2`), and so is a
-tridiagonal system (Chang and Hwu; Demmel's CS267 notes): its rows give x_(i+1) from x_i and
-x_(i-1). That solve multiplies matrices whose product grows like the system's growing
-solutions, so it loses accuracy, as the chapter shows.
+tridiagonal system (Stone's recursive doubling, 1973; Demmel's CS267 notes): its rows give
+x_(i+1) from x_i and x_(i-1). That solve multiplies matrices whose product grows like the
+system's growing solutions, so it loses accuracy, as the chapter shows.
 
 Segmented scans, the same idea with (flag, value) pairs, are in :mod:`.segmented`.
 """
@@ -124,7 +124,8 @@ def tridiagonal_scan(a, b, c, d):
     x_i as ``alpha_i x_0 + beta_i``; the last row then fixes x_0. O(n) work and O(log n) depth,
     but ``alpha_i`` grows like the fastest-growing solution of the recurrence (for a diagonally
     dominant system exponentially), and x_0 comes from a difference of such numbers: the error
-    grows with n until the result is useless. PCR (:func:`prefixsum.tridiag.solve`) does not.
+    grows with n until the result is useless. :func:`prefixsum.tridiag.solve`, which eliminates,
+    does not.
 
     Parameters
     ----------

@@ -89,10 +89,10 @@ class Launcher:
             dims = self._dims(grid, block, shared)
         params = getattr(self._local, "block", None) or self._block()
         params.fill(args)
-        error, = self._launch(self._kernel, *dims, self._stream, params.address, 0)
+        error = self._launch(self._kernel, *dims, self._stream, params.address, None)
         if error != self._success:
             raise RuntimeError(f"cuLaunchKernel of {self.dispatcher.py_func.__name__} with grid {grid}, block {block}, "
-                               f"{shared} bytes of shared memory failed: {error}")
+                               f"{shared} bytes of shared memory failed: CUresult {error}")
 
     def _dims(self, grid, block, shared):
         """``(gx, gy, gz, bx, by, bz, shared)`` of a launch, kept per configuration."""

@@ -9,15 +9,16 @@ looks every name up in a ``NUMBA_ENABLE_CUDASIM=0`` process, and ``tests/test_nu
 compares :func:`marshaller` with numba's own ``_Kernel._prepare_args`` for every argument kind
 a :class:`~prefixsum.core.launch.Launcher` takes, and the :class:`ParamBlock` a launch passes
 with both. Public replacements are used where they exist: a compiled kernel's ``library`` (not
-``_codelibrary``), and cuda-python's driver binding for what numba offers no call for (the launch
-itself, ``cuLaunchKernel`` with a kept parameter block, and a non-blocking stream,
-:func:`nonblocking_stream`). The simulator side has its own door,
+``_codelibrary``), and the driver for what numba offers no call for: the launch itself (the
+driver library's ``cuLaunchKernel`` through ctypes, with a kept parameter block) and, through
+cuda-python's binding, a non-blocking stream (:func:`nonblocking_stream`). The simulator side has its own door,
 :mod:`prefixsum.classroom.sim.numba_sim`; nowhere else is an internal module of numba imported
 or an attribute of numba assigned (``tests/test_architecture.py``).
 """
 import contextlib
 import ctypes
 import struct
+import sys
 import threading
 import types as pytypes
 import warnings
@@ -68,20 +69,42 @@ def compiling_for(cc):
 
 def launch_parts(jitted, argtypes):
     """``(function, stream, launch, success)``: the compiled ``cuda.jit`` kernel ``jitted`` for
-    ``argtypes`` as a handle for cuda-python's ``cuLaunchKernel`` (numba-cuda's cuda.core kernel,
-    compiled once), numba's default stream as a ``CUstream`` (the legacy default stream, or the
-    per-thread one under ``NUMBA_CUDA_PER_THREAD_DEFAULT_STREAM=1``), ``cuLaunchKernel`` itself
-    and the ``CUresult`` it returns on success.
+    ``argtypes`` as the driver's ``CUfunction`` handle (an integer; numba-cuda's cuda.core kernel,
+    compiled once), numba's default stream as a ``CUstream`` handle (the legacy default stream,
+    or the per-thread one under ``NUMBA_CUDA_PER_THREAD_DEFAULT_STREAM=1``), the driver's
+    ``cuLaunchKernel`` (:func:`driver_launch`) and the ``CUresult`` it returns on success.
 
-    Raises ImportError or AttributeError if this numba-cuda or cuda-python lacks one of them.
+    Raises ImportError or AttributeError if this numba-cuda lacks one of them, or the driver
+    library cannot be loaded.
     """
-    from cuda.bindings import driver as binding
     from numba import cuda
 
     compiled = jitted.compile(tuple(argtypes))
-    function = binding.CUfunction(int(compiled.library.get_cufunc().kernel.handle))
-    stream = binding.CUstream(int(cuda.default_stream().handle))
-    return function, stream, binding.cuLaunchKernel, binding.CUresult.CUDA_SUCCESS
+    function = int(compiled.library.get_cufunc().kernel.handle)
+    stream = int(cuda.default_stream().handle or 0)
+    return function, stream, driver_launch(), 0
+
+
+_driver_launch = []
+
+
+def driver_launch():
+    """The driver library's own ``cuLaunchKernel``, called through ctypes with integer handles.
+
+    cuda-python's binding builds a ``CUresult`` enum member in Python on every call, about 7 us
+    of a 20 us scan call; the C function through ctypes costs about 1 us. The library is the one
+    cuda-python and numba have loaded already. Raises ImportError where it cannot be loaded.
+    """
+    if not _driver_launch:
+        name = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
+        try:
+            launch = ctypes.CDLL(name).cuLaunchKernel
+        except (OSError, AttributeError) as error:
+            raise ImportError(f"cannot load cuLaunchKernel from {name}: {error}") from error
+        launch.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
+        launch.restype = ctypes.c_int
+        _driver_launch.append(launch)
+    return _driver_launch[0]
 
 
 def flat_params(argtypes):

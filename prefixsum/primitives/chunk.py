@@ -2,7 +2,8 @@
 
 The warp solver and the partition method of :mod:`prefixsum.tridiag` give each thread a chunk
 of ``rows`` rows (a power of two) of a system laid out as four coefficient arrays ``a, b, c,
-d``. :func:`chunk_loaders` copies a block's chunks into shared memory coalesced (neighbouring
+d``. :func:`chunk_loaders` copies a block's chunks (from any chunk: the partitioned pivoting
+solver's blocks overlap) into shared memory coalesced (neighbouring
 threads read neighbouring rows) and each thread's chunk from there into its registers; the
 shared buffers skip a slot every ``rows`` rows, so that the threads reading their own chunks
 hit different banks. :func:`chunk_algebra` is the partition step on a chunk in registers.
@@ -67,7 +68,7 @@ def chunk_algebra(rows):
 
 @functools.lru_cache(maxsize=None)
 def chunk_loaders(rows):
-    """``(quarters, load_block, chunk)``: the device functions that bring a block's chunks of
+    """``(quarters, load_block, chunk, load_chunks)``: the device functions that bring a block's chunks of
     ``rows`` rows (a power of two >= 2) into shared memory and a thread's chunk into registers."""
     shift = rows.bit_length() - 1
 
@@ -80,16 +81,17 @@ def chunk_loaders(rows):
         return shared[:slots], shared[slots:2 * slots], shared[2 * slots:3 * slots], shared[3 * slots:4 * slots]
 
     @cuda.jit(device=True)
-    def load_block(a, b, c, d, sa, sb, sc, sd, padded):
-        """Copy the block's rows of the systems laid end to end, each padded to ``padded`` rows
-        (a multiple of ``rows``, at least n), into the shared buffers, neighbouring threads
-        reading neighbouring addresses; identity rows in the padding and past the last system,
-        and ``a`` of a system's first row and ``c`` of its last set to 0 (ignored, whatever they
-        hold). Rows are stepped through as (system, column) without a division per row."""
+    def load_chunks(a, b, c, d, sa, sb, sc, sd, padded, first):
+        """Copy ``blockDim.x`` chunks, from chunk ``first`` of the systems laid end to end (each
+        padded to ``padded`` rows, a multiple of ``rows``, at least n), into the shared buffers,
+        neighbouring threads reading neighbouring addresses; identity rows in the padding and
+        past the last system, and ``a`` of a system's first row and ``c`` of its last set to 0
+        (ignored, whatever they hold). Rows are stepped through as (system, column) without a
+        division per row."""
         batch, n = b.shape
         zero, one = b.dtype.type(0), b.dtype.type(1)
         tid, threads = cuda.threadIdx.x, cuda.blockDim.x
-        start = cuda.blockIdx.x * threads * rows + tid
+        start = first * rows + tid
         s, i = start // padded, start % padded
         step_s, step_i = threads // padded, threads % padded
         for j in range(tid, threads * rows, threads):
@@ -109,10 +111,17 @@ def chunk_loaders(rows):
         cuda.syncthreads()
 
     @cuda.jit(device=True)
+    def load_block(a, b, c, d, sa, sb, sc, sd, padded):
+        """Copy the block's rows of the systems laid end to end, each padded to ``padded`` rows
+        (a multiple of ``rows``, at least n), into the shared buffers: :func:`load_chunks` from
+        chunk ``blockIdx.x * blockDim.x``, the chunks of the blocks side by side."""
+        load_chunks(a, b, c, d, sa, sb, sc, sd, padded, cuda.blockIdx.x * cuda.blockDim.x)
+
+    @cuda.jit(device=True)
     def chunk(sa, sb, sc, sd, la, lb, lc, ld):
         """This thread's chunk from the shared buffers into its registers."""
         base = cuda.threadIdx.x * (rows + 1)
         for k in range(rows):
             la[k], lb[k], lc[k], ld[k] = sa[base + k], sb[base + k], sc[base + k], sd[base + k]
 
-    return quarters, load_block, chunk
+    return quarters, load_block, chunk, load_chunks

@@ -20,10 +20,11 @@ Three versions:
   A block of ``block_size`` threads scans a tile of ``2 * block_size`` elements, two per thread
   (the GPU Gems layout); the exclusive scan comes from the tree and the inclusive one combines
   each element into it. Tile totals are carried by :func:`prefixsum.scans.tiles.scan_tiles`.
-* The same with ``conflict_free=True`` (the default): GPU Gems' CONFLICT_FREE_OFFSET padding.
-  At level d the active threads touch indices 2^(d+1) apart, so in a shared memory of 32 banks
-  of 4-byte words up to 32 of them hit the same bank and wait for each other. Storing index i
-  at ``i + (i >> 5)`` shifts every run of 32 indices by one more bank, spreading those accesses
+* The same with ``conflict_free=True`` (the default): GPU Gems 3's CONFLICT_FREE_OFFSET padding,
+  for today's 32 banks (the book's GPUs had 16, so its macro shifted by 4). At level d the
+  active threads touch indices 2^(d+1) apart, so in a shared memory of 32 banks of 4-byte words
+  up to 32 of them hit the same bank and wait for each other. Storing index i at
+  ``i + (i >> 5)`` shifts every run of 32 indices by one more bank, spreading those accesses
   over different banks. It changes where values live, never the result.
 """
 import functools
@@ -42,7 +43,7 @@ SEED_LENGTH = 256
 _SEED_LEVELS = 8  # k = log2(SEED_LENGTH)
 
 LOG_NUM_BANKS = 5
-"""log2 of the number of shared-memory banks (32), as in GPU Gems' CONFLICT_FREE_OFFSET."""
+"""log2 of the number of shared-memory banks (32; GPU Gems 3's CONFLICT_FREE_OFFSET used 4, for 16)."""
 
 
 # (a) Seed 004's exercise: 256 elements, one block of 256 threads.

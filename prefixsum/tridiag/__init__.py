@@ -3,8 +3,9 @@
 :func:`solve` solves one system or a batch. Each method lives in its own module:
 :mod:`.pcr`, :mod:`.cr`, :mod:`.thomas`, :mod:`.hybrid` (PCR steps, then Thomas; systems of up to
 512 rows go to :mod:`.warp`, a partition step per thread in registers and PCR across a warp by
-shuffles), :mod:`.pivoting` (LU with partial pivoting, one thread per system, for any
-nonsingular system); the host side (checks, transfers, errors) in :mod:`.api`.
+shuffles), :mod:`.pivoting` (LU with partial pivoting, for any nonsingular system: one thread per
+short system, chunks factored by :mod:`.spike` and their separators reduced for longer ones;
+the elimination step in :mod:`.lu`); the host side (checks, transfers, errors) in :mod:`.api`.
 Only :mod:`.pivoting` pivots: the others are for diagonally dominant or symmetric positive
 definite systems.
 """

@@ -29,6 +29,7 @@ A, B, C, D = 0, 1, 2, 3
 NOT_FINITE = 1
 ZERO_PIVOT = 2
 SINGULAR = 3  # only the pivoting method can tell: no nonzero pivot in a column
+UNSTABLE = 4  # the partitioned pivoting solve's own flag: the system is solved again, never reported
 
 SHARED_BYTES = MAX_SHARED_BYTES_PER_BLOCK  # a block's shared-memory budget (tests shrink it)
 TARGET_ROWS = 256  # slots per block when systems are small: several systems share a block

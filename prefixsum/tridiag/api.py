@@ -36,9 +36,10 @@ def solve(a, b, c, d, *, method="auto"):
         registers with PCR across a warp by shuffles (:mod:`prefixsum.tridiag.warp`); "pcr": parallel cyclic reduction
         (:mod:`prefixsum.tridiag.pcr`); "cr": cyclic reduction (:mod:`prefixsum.tridiag.cr`);
         "thomas": the sequential algorithm, one thread per system
-        (:mod:`prefixsum.tridiag.thomas`); "pivoting": LU with partial pivoting, one thread
-        per system, as LAPACK's ``?gtsv`` (:mod:`prefixsum.tridiag.pivoting`), for any
-        nonsingular system; "auto" (the default): the method whose whole calls were fastest on
+        (:mod:`prefixsum.tridiag.thomas`); "pivoting": LU with partial pivoting as LAPACK's
+        ``?gtsv``, one thread per short system, chunks and a reduced system of their
+        separators for longer ones (:mod:`prefixsum.tridiag.pivoting`), for any nonsingular
+        system; "auto" (the default): the method whose whole calls were fastest on
         an H100 (:func:`choose`). All take any n >= 1 and any batch.
 
     Returns
@@ -65,8 +66,9 @@ def solve(a, b, c, d, *, method="auto"):
     -----
     Only "pivoting" pivots. The others are stable for diagonally dominant
     (``|b_i| > |a_i| + |c_i|``) and symmetric positive definite systems; on others they may meet
-    a zero pivot, or lose accuracy without any error. "pivoting" is backward stable for every
-    nonsingular system, at the price of one thread per system.
+    a zero pivot, or lose accuracy without any error. "pivoting" pivots inside chunks and checks
+    their growth, solving a system again by one thread over all its rows where a chunk is
+    singular or nearly (:mod:`prefixsum.tridiag.pivoting` says what stability that keeps).
 
     Examples
     --------

@@ -62,7 +62,7 @@ def _make(rows):
     """The two kernels for chunks of ``rows`` rows (a power of two >= 4)."""
     shift = rows.bit_length() - 1
     partition = chunk_algebra(rows)[1]
-    quarters, load_block, chunk = chunk_loaders(rows)
+    quarters, load_block, chunk, _ = chunk_loaders(rows)
 
     @cuda.jit
     def partition_reduce(a, b, c, d, ra, rb, rc, rd, info):

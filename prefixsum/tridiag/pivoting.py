@@ -1,91 +1,192 @@
-"""Tridiagonal systems that need pivoting: LU with partial pivoting, one thread per system.
+"""Tridiagonal systems that need pivoting: chunks factored with partial pivoting, their separators reduced.
 
-The method is LAPACK's ``?gtsv`` (``?gttrf`` and ``?gttrs`` in one pass). Elimination step ``i``
-compares the current row's pivot ``p`` (column ``i``) with the next row's sub-diagonal entry
-``a_{i+1}`` and takes the larger in magnitude as the pivot:
+Every path rests on LAPACK's ``?gtsv`` step (:mod:`.lu`): LU with partial pivoting, each step
+taking the larger of the current pivot and the entry below it, the rows interchanged when that
+is the lower one (U gains one band of fill). On a tridiagonal matrix partial pivoting keeps
+every entry of U within twice the largest of the matrix (growth factor at most 2; Higham,
+*Accuracy and Stability of Numerical Algorithms*, 2nd ed., ch. 9, after Bothe 1975): the solve
+is backward stable for any nonsingular system. It is what ``scipy.linalg.solve_banded`` runs,
+so the tests compare like with like. Three paths (:func:`plan` picks one by shape):
 
-* ``|p| >= |a_{i+1}|``: no interchange. ``l = a_{i+1} / p``; row ``i`` of U is ``(p, q, 0)`` and
-  the next row loses ``l`` times it.
-* otherwise the two rows change places. Row ``i`` of U is the next row ``(a_{i+1}, b_{i+1},
-  c_{i+1})``, and ``l = p / a_{i+1}``; the old row, less ``l`` times the new one, gains an entry
-  two places right of its diagonal: ``U`` is banded with one extra super-diagonal of fill.
+* **One thread per system** (:func:`tiled_kernel`), for systems of at most
+  :data:`ONE_THREAD_ROWS` rows (too short to split): the block's systems come through shared
+  memory in tiles, neighbouring threads reading neighbouring addresses, and U goes to a scratch
+  laid out ``(3, n, batch)``, so that the thread-per-system loop, which reads ``n`` apart in the
+  (batch, n) layout, coalesces as cuSPARSE's ``gtsvInterleavedBatch`` does with interleaved data.
+* **The partitioned solver** (:mod:`.spike`), for longer systems: each system is cut into
+  chunks of ``S`` rows, ``S - 1`` of a *block* and one *separator*; each thread factors its block
+  by LU with partial pivoting and writes its separator's row of the *reduced system* (the Schur
+  complement of the blocks: the separators' unknowns, tridiagonal again, a row per chunk), which
+  is solved by this same route, and then back-substitutes its block. Where a system's chunks fit
+  one block (at most :data:`THREADS` of them), :func:`.spike.spike_block` does all of it in one
+  launch with one read of the inputs, the reduced system solved by one thread in shared memory;
+  longer systems take levels of :func:`.spike.spike_reduce` and :func:`.spike.spike_substitute`.
+* **Solved again** (the one-thread kernel's ``redo`` mode): the systems the partitioned solver
+  flagged, see below.
 
-The right-hand side is eliminated alongside, so back substitution
-``x_i = (y_i - U[i, i+1] x_{i+1} - U[i, i+2] x_{i+2}) / U[i, i]`` finishes the solve. Only when
-both candidates are 0 does the elimination stop: column ``i`` of the partly eliminated matrix is
-zero on and below the diagonal, so the matrix is singular (the failure :data:`SINGULAR`).
+Why this partition and not SPIKE with diagonal pivoting (Chang, Stratton, Kim and Hwu, "A
+scalable, numerically stable, high-performance tridiagonal solver using GPUs", SC 2012, which
+cuSPARSE's ``gtsv2`` follows; its 1x1/2x2 pivots are those of Erway, Marcia and Tyson's
+"generalized diagonal pivoting methods for tridiagonal systems without interchanges", after
+Bunch and Kaufman):
 
-Why this method and not diagonal pivoting (Erway, Marcia and Tyson 2011; Chang and Hwu's SPIKE
-with Bunch-Kaufman 1x1/2x2 pivots, as cuSPARSE's ``gtsv2`` does):
+* The partition is SPIKE's (Sameh and Kuck 1978; Polizzi and Sameh 2006): blocks solved
+  independently, a small reduced system couples them. Single-row separators make the reduced
+  system tridiagonal (SPIKE's reduced system of spike tips is 2x2-block tridiagonal), so the
+  same solver takes it, recursively, with no second kind of kernel.
+* Inside a block, partial pivoting has the proved growth bound of 2 and is the reference's own
+  algorithm; diagonal pivoting needs the Bunch-Kaufman threshold and 2x2 pivots to bound growth,
+  for the same one comparison a row. Neither pivots *across* partitions.
 
-* **Stability is proved and simple.** Partial pivoting on a tridiagonal matrix keeps every
-  entry of U within twice the largest entry of the matrix (growth factor at most 2; Higham,
-  *Accuracy and Stability of Numerical Algorithms*, 2nd ed., ch. 9, after Bothe 1975), so the solve is backward stable
-  for *any* nonsingular tridiagonal system, symmetric or not. Diagonal pivoting needs its
-  Bunch-Kaufman threshold to bound growth, and SPIKE's partitions are only as stable as the
-  reduced system their pivots leave behind.
-* **It matches the reference.** It is the algorithm that ``scipy.linalg.solve_banded`` and
-  LAPACK's ``?gtsv`` run, so the tests compare like with like.
-* **Where it is used, the batch supplies the parallelism.** :func:`.householder.solve_symmetric`
-  solves one tridiagonal system per matrix, with n at most a few hundred (the reduction costs
-  ``n^3``): a thread per system fills the GPU once the batch has thousands of systems.
+What stability it keeps: SPIKE with diagonal pivoting is not backward stable in every case (a
+partition can be singular, or nearly so, where the matrix is not, and no pivot crosses a
+partition's edge), and neither is this: the blocks are solved stably, but the reduced system is a Schur complement
+formed without pivoting between blocks, and its entries grow with ``||A_k^{-1}||``. For
+diagonally dominant matrices the blocks inherit the dominance and the spikes are at most 1; for
+symmetric positive definite ones the blocks are principal submatrices, definite, and the Schur
+complement is definite with entries within the diagonal's: no growth (the check below may
+still flag a block with a tiny pivot, conservatively). For the rest,
+:func:`.spike.spike_reduce` measures each block's growth (its spikes' and its solution's ends,
+relative to the chunk's coefficients; every term at most ``sigma ||A_k^{-1}||``) and flags the
+system when a block is singular or its growth passes :data:`GROWTH_LIMIT`; :func:`run` then
+solves the flagged systems again by one thread over the whole system, backward stable, slower
+(``n`` sequential steps: milliseconds at ``n = 2^20``). The bound can still fail where growth
+below the limit compounds over several levels; the tests (``tests/test_pivoting_paths.py``:
+random, symmetric indefinite, nearly singular and dominant systems, every path forced) find every
+system within ``100 n eps kappa`` of LAPACK's solution. A singular matrix makes a block singular or
+the reduced system singular (``det A`` is the product of the blocks' determinants and the
+reduced system's), so the system is solved again, and the one-thread LU names it: ``SINGULAR``.
 
-The price: no parallelism inside a system, as for Thomas. ``benchmarks/tridiag.csv`` (an H200,
-``--only-pivoting``): on batches, 1.4 to 1.8 times the kernel time of cuSPARSE's
-``gtsvInterleavedBatch`` with ``algo=1`` (the same algorithm on an interleaved layout, whose reads
-coalesce); on one system of 2^20 rows, 364 ms (float32) against ``gtsv2``'s 0.11 ms, whose SPIKE
-partitions split the system over the GPU. Use it where the batch is large and the systems
-short, as in :func:`.householder.solve_symmetric`.
-
-Memory layout: the inputs are (batch, n), each thread walking its own row, ``n`` elements from
-its neighbours (uncoalesced, as Thomas). U's three bands and the eliminated right-hand side go
-to a scratch array of our own, laid out ``(4, n, batch)`` so that neighbouring threads write and
-read back neighbouring addresses.
+Measured (``benchmarks/tridiag.csv``, ``python benchmarks/tridiag.py --only-pivoting``, CUPTI
+kernel time): see :data:`SPIKE_ROWS` and :func:`plan`.
 """
+import functools
+
 import numpy as np
 from numba import cuda, types
 
+from ..core.hardware import WARP_SIZE
+from . import _common, spike
 from ._common import SINGULAR, fail, launchers, reused, store
+from .lu import carry, pivot
 
 THREADS = 128
-DIAGONAL, SUPER, FILL, RHS = 0, 1, 2, 3  # the scratch's rows: U[i, i], U[i, i+1], U[i, i+2], y_i
+BLOCK_SOLVE = True
+"""Whether systems of at most a block's threads of chunks are solved whole in one block
+(:func:`.spike.spike_block`; the benchmark turns it off to time the levels alone)."""
+TILE_BYTES = 128
+"""The one-thread path reads tiles of ``TILE_BYTES / itemsize`` rows of each system (32 in
+float32, 16 in float64): a warp reads whole 128-byte lines."""
+TILE_THREADS = 64
+SPIKE_ROWS = 8
+"""``S``, the chunk of the partitioned path (``S - 1`` rows of a block and a separator), for
+few systems (:func:`plan`)."""
+BATCH_SPIKE_ROWS = 16
+"""``S`` for batches of at least :data:`BATCH` systems (float64: of at least
+:data:`FLOAT64_BATCH_ROWS` rows)."""
+BATCH = 64
+FLOAT64_BATCH_ROWS = 256
+ALL_SPIKE_ROWS = (4, 8, 16, 32)
+"""The chunks with kernels (the benchmark tries each)."""
+ONE_THREAD_ROWS = 32
+"""Systems of at most this many rows take the one-thread path: too short to split."""
+GROWTH_LIMIT = 1024
+"""The largest growth a chunk of the partitioned path may show (:mod:`.spike`): beyond it the
+system is solved again by the one-thread LU."""
 
 
-@cuda.jit
-def gtsv(a, b, c, d, x, info, u):
-    """Solve system ``cuda.grid(1)`` by LU with partial pivoting; ``u`` (4, n, batch) holds U and y."""
-    system = cuda.grid(1)
-    batch, n = x.shape
-    if system >= batch:
-        return
-    zero = b.dtype.type(0)
-    # The current row, after the eliminations so far: p x_i + q x_{i+1} = r (its entry at
-    # i+2 is 0 until it is stored, since only a row moved down by an interchange gains one).
-    p, q, r = b[system, 0], c[system, 0] if n > 1 else zero, d[system, 0]
-    for i in range(n - 1):
-        below = a[system, i + 1]
-        diagonal, right, rhs = b[system, i + 1], c[system, i + 1] if i + 2 < n else zero, d[system, i + 1]
-        if abs(p) >= abs(below):
-            if p == zero:  # and below == 0: column i is zero on and below the diagonal
-                fail(info, system, SINGULAR)
+@functools.lru_cache(maxsize=None)
+def tiled_kernel(rows):
+    """The one-thread-per-system LU reading tiles of ``rows`` rows (a power of two) coalesced."""
+    shift = rows.bit_length() - 1
+
+    @cuda.jit
+    def gtsv_tiled(a, b, c, d, x, info, u, redo):
+        """Solve system ``blockIdx.x * blockDim.x + threadIdx.x`` by LU with partial pivoting.
+
+        The block's systems come in tiles of ``rows`` rows through shared memory, neighbouring
+        threads reading neighbouring addresses; U (divided by its pivots) goes to ``u`` (3, n,
+        batch), whose rows neighbouring threads write and read back side by side; x leaves by
+        tiles as the rows came in. With ``redo`` (not 0) only the systems whose ``info`` is set
+        are solved, their flags cleared first, and a block with none returns at once.
+        """
+        batch, n = x.shape
+        zero, one = b.dtype.type(0), b.dtype.type(1)
+        tid, threads = cuda.threadIdx.x, cuda.blockDim.x
+        first = cuda.blockIdx.x * threads
+        system = first + tid
+        count = min(threads, batch - first) * rows
+        span = rows + 1
+        slots = threads * span
+        shared = cuda.shared.array(0, b.dtype)
+        sa, sb = shared[:slots], shared[slots:2 * slots]
+        sc, sd = shared[2 * slots:3 * slots], shared[3 * slots:4 * slots]
+        base = tid * span
+        ok = system < batch
+        if redo != 0:
+            ok = ok and info[system] != 0
+            if not cuda.syncthreads_or(np.int32(ok)):  # the same for every thread of the block
                 return
-            factor = below / p
-            u[DIAGONAL, i, system], u[SUPER, i, system], u[FILL, i, system], u[RHS, i, system] = p, q, zero, r
-            p, q, r = diagonal - factor * q, right, rhs - factor * r
-        else:
-            factor = p / below
-            u[DIAGONAL, i, system], u[SUPER, i, system], u[FILL, i, system], u[RHS, i, system] = below, diagonal, right, rhs
-            p, q, r = q - factor * diagonal, -factor * right, r - factor * rhs
-    if p == zero:
-        fail(info, system, SINGULAR)
-        return
-    after = r / p  # x_{i+1} and, below, x_{i+2} of the back substitution
-    store(x, info, system, n - 1, after)
-    beyond = zero
-    for i in range(n - 2, -1, -1):
-        xi = (u[RHS, i, system] - u[SUPER, i, system] * after - u[FILL, i, system] * beyond) / u[DIAGONAL, i, system]
-        store(x, info, system, i, xi)
-        after, beyond = xi, after
+            if ok:
+                info[system] = 0
+        sd[base + rows] = one if ok else zero  # the padding slot: whether this system's x is written
+        p, q, r = zero, zero, zero
+        for start in range(0, n, rows):
+            here = min(rows, n - start)
+            cuda.syncthreads()
+            for j in range(tid, count, threads):
+                s, k = j >> shift, j & (rows - 1)
+                i = start + k
+                if k < here:
+                    slot = s * span + k
+                    sa[slot] = a[first + s, i] if i > 0 else zero
+                    sb[slot] = b[first + s, i]
+                    sc[slot] = c[first + s, i] if i + 1 < n else zero
+                    sd[slot] = d[first + s, i]
+            cuda.syncthreads()
+            for k in range(here if ok else 0):
+                i = start + k
+                if i == 0:
+                    p, q, r = sb[base], sc[base], sd[base]
+                    continue
+                inverse, upper, fill, factor, swap, p, q, good = pivot(
+                    p, q, sa[base + k], sb[base + k], sc[base + k], zero, one)
+                y, r = carry(swap, factor, r, sd[base + k])
+                u[0, i - 1, system], u[1, i - 1, system], u[2, i - 1, system] = upper, fill, y * inverse
+                if not good:
+                    fail(info, system, SINGULAR)
+                    ok = False
+                    break
+        if ok and p == zero:
+            fail(info, system, SINGULAR)
+            ok = False
+        after, beyond = zero, zero
+        if ok:
+            after = r / p  # x_{n-1}, then x_{i+1} and x_{i+2} of the back substitution
+        for start in range((n - 1) >> shift << shift, -1, -rows):
+            here = min(rows, n - start)
+            # The tile's U rows into shared memory first: loads issued together, not one
+            # dependent wait per row (a fixed trip count, so that the loop can be unrolled).
+            for k in range(rows):
+                if ok and start + k < n - 1:
+                    sa[base + k], sb[base + k], sc[base + k] = u[0, start + k, system], u[1, start + k, system], u[2, start + k, system]
+            for k in range(here - 1, -1, -1):
+                i = start + k
+                xi = zero  # a failed system's x is all zero, never memory left unwritten
+                if ok:
+                    xi = after
+                    if i < n - 1:
+                        xi = sc[base + k] - sa[base + k] * after - sb[base + k] * beyond
+                        after, beyond = xi, after
+                sd[base + k] = xi
+            cuda.syncthreads()
+            for j in range(tid, count, threads):
+                s, k = j >> shift, j & (rows - 1)
+                if k < here and sd[s * span + rows] != zero:
+                    store(x, info, first + s, start + k, sd[s * span + k])
+            cuda.syncthreads()
+
+    return gtsv_tiled
 
 
 @cuda.jit
@@ -110,11 +211,104 @@ def positive_definite(d, sub, verdict):
         cuda.atomic.max(verdict, 0, 1)
 
 
-def run(a, b, c, d, x, info):
-    """Solve the (batch, n) device systems into ``x``; failures go to ``info`` (see :mod:`.api`)."""
+def run(a, b, c, d, x, info, rows=None):
+    """Solve the (batch, n) device systems into ``x``; failures go to ``info`` (see :mod:`.api`).
+
+    :func:`plan` picks the path. The partitioned one ends with the one-thread kernel in its
+    ``redo`` mode: systems flagged ``UNSTABLE`` (a singular or growing chunk), or failed in any
+    other way, are solved again by LU with partial pivoting over the whole system, whose verdict
+    is the one reported; blocks of the batch with no such system return at once (no copy to
+    the host, no wait). ``rows`` overrides :func:`plan`'s ``S`` at every level (0: the one-thread
+    path; for the benchmark and the tests). The one-thread kernel's scratch, ``3 n batch``
+    values, is made on a shape's first call and kept for the next (:func:`._common.reused`).
+    """
     batch, n = x.shape
-    u = reused(("pivoting", batch, n, x.dtype), lambda: cuda.device_array((4, n, batch), x.dtype))
-    launchers(kernels, x.dtype)[gtsv](-(-batch // THREADS), THREADS, a, b, c, d, x, info, u)
+    if not plan(batch, n, x.dtype, rows):
+        one_thread(a, b, c, d, x, info)
+        return
+    levels(a, b, c, d, x, info, rows)
+    one_thread(a, b, c, d, x, info, redo=True)
+
+
+def plan(batch, n, dtype, rows=None):
+    """``S`` of a partitioned level for (batch, n) systems of ``dtype``, or 0 for the one-thread
+    path: systems of at most :data:`ONE_THREAD_ROWS` (or ``2 S``) rows. ``rows`` overrides the
+    choice (0: always one thread). Called at every level, with the reduced systems' shape.
+
+    From ``benchmarks/tridiag.csv`` (an H100, CUPTI kernel time, each path forced at every level,
+    ``pivoting:spike_rows=S``; us, float32 / float64):
+
+    ==========  =========  =========  =========  =============  ===========================
+    batch x n   S = 4      S = 8      S = 16     one thread     cuSPARSE (gtsv2 / LU batch)
+    ==========  =========  =========  =========  =============  ===========================
+    1 x 2^20    109 / 127  100 / 117  106 / 141  --             103 / 156 (gtsv2)
+    1 x 2^16    62 / 66    77 / 86    66 / 68    28180 / 34686  66 / 65 (gtsv2)
+    7 x 100000  91 / 103   76 / 81    81 / 88    --             1365 / 1511 (gtsv2)
+    64 x 8192   82 / 69    76 / 61    52 / 52    7484 / 10066   3005 / 3685 (LU batch)
+    512 x 512   32 / 38    22 / 26    20 / 23    470 / 514      190 / 225 (LU batch)
+    4096 x 256  73 / 105   43 / 58    27 / 55    293 / 385      103 / 182 (LU batch)
+    16384 x 64  43 / 55    27 / 39    23 / 48    74 / 103       25 / 55 (LU batch)
+    ==========  =========  =========  =========  =============  ===========================
+
+    Hence :data:`SPIKE_ROWS` (8) for fewer than :data:`BATCH` systems, :data:`BATCH_SPIKE_ROWS`
+    (16) for batches, except float64 systems shorter than :data:`FLOAT64_BATCH_ROWS` (16384 x
+    64: 48 us at 16 against 39 at 8; its blocks of 16-row chunks fit 64 threads only). One system
+    of 2^16 rows is the slow case at S = 8: its last level leaves 128 chunks, which
+    :func:`.spike.spike_block` reduces with one thread walking 128 rows.
+    """
+    if rows == 0:
+        return 0
+    if rows is None:
+        wide = batch >= BATCH and (np.dtype(dtype).itemsize == 4 or n >= FLOAT64_BATCH_ROWS)
+        rows = BATCH_SPIKE_ROWS if wide else SPIKE_ROWS
+    spike_rows = rows
+    if n <= max(ONE_THREAD_ROWS, 2 * spike_rows):
+        return 0
+    return spike_rows
+
+
+def levels(a, b, c, d, x, info, rows=None):
+    """The partitioned path: :func:`.spike.spike_reduce`, the reduced systems by this route
+    (another level while :func:`plan` says so), :func:`.spike.spike_substitute`; no fallback."""
+    batch, n = x.shape
+    spike_rows = plan(batch, n, x.dtype, rows)
+    if not spike_rows:
+        one_thread(a, b, c, d, x, info)
+        return
+    chunks = -(-n // spike_rows)
+    threads = THREADS
+    while threads > WARP_SIZE and spike.shared_bytes(threads, spike_rows, x.dtype) > _common.SHARED_BYTES:
+        threads //= 2
+    reduce_kernel, substitute_kernel, block_kernel = spike.kernels_for(spike_rows)
+    launch = launchers(kernels, x.dtype)
+    if BLOCK_SOLVE and chunks <= threads:
+        per_block = threads // chunks
+        threads = per_block * chunks
+        launch[block_kernel](-(-batch // per_block), threads, a, b, c, d, x, info, chunks, GROWTH_LIMIT,
+                             shared=spike.shared_bytes(threads, spike_rows, x.dtype))
+        return
+    ra, rb, rc, rd, xr = reused(("spike", batch, chunks, x.dtype),
+                                lambda: [cuda.device_array((batch, chunks), x.dtype) for _ in range(5)])
+    shared = spike.shared_bytes(threads, spike_rows, x.dtype)
+    total = batch * chunks
+    launch[reduce_kernel](-(-total // (threads - 1)), threads, a, b, c, d, ra, rb, rc, rd, info, GROWTH_LIMIT,
+                          shared=shared)
+    levels(ra, rb, rc, rd, xr, info, rows)
+    launch[substitute_kernel](-(-total // threads), threads, a, b, c, d, xr, x, info, shared=shared)
+
+
+def one_thread(a, b, c, d, x, info, redo=False):
+    """The one-thread path: :func:`tiled_kernel`, a block of :data:`TILE_THREADS` systems
+    (``redo``: only the systems whose ``info`` is set)."""
+    batch, n = x.shape
+    itemsize = x.dtype.itemsize
+    rows = TILE_BYTES // itemsize
+    threads = TILE_THREADS
+    while threads > WARP_SIZE and 4 * threads * (rows + 1) * itemsize > _common.SHARED_BYTES:
+        threads //= 2
+    u = reused(("pivoting", batch, n, x.dtype), lambda: cuda.device_array((3, n, batch), x.dtype))
+    launchers(kernels, x.dtype)[tiled_kernel(rows)](-(-batch // threads), threads, a, b, c, d, x, info, u,
+                                                    int(redo), shared=4 * threads * (rows + 1) * itemsize)
 
 
 def is_positive_definite(d, sub):
@@ -130,8 +324,10 @@ def is_positive_definite(d, sub):
 
 
 def kernels(dtype):
-    """Every kernel of this module for ``dtype``, with numba argument types (for PTX checks)."""
+    """Every kernel of this module and of :mod:`.spike` for ``dtype``, with numba argument types."""
     t = types.float32 if np.dtype(dtype) == np.float32 else types.float64
-    matrix = t[:, ::1]
-    yield gtsv, (matrix, matrix, matrix, matrix, matrix, types.int32[::1], t[:, :, ::1])
-    yield positive_definite, (matrix, matrix, types.int32[::1])
+    matrix, info = t[:, ::1], types.int32[::1]
+    yield tiled_kernel(TILE_BYTES // np.dtype(dtype).itemsize), (matrix,) * 5 + (info, t[:, :, ::1], types.int64)
+    for rows in ALL_SPIKE_ROWS:
+        yield from zip(spike.kernels_for(rows), spike.argtypes(dtype))
+    yield positive_definite, (matrix, matrix, info)
