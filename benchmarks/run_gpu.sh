@@ -13,7 +13,7 @@ set -euo pipefail
 
 # Each stage and the files it writes under $out: every committed result in benchmarks/ is one of
 # these (tests/test_bench_harness.py checks both ways), and each stage must write all of its own.
-STAGES=(notebooks scans kstep hierarchical table1 tridiag tridiag_jax householder householder_calls warp sanitize sanitize_tridiag lookback lookback_tiles sanitize_lookback applications compaction_tiles onesweep_tiles user_ops user_ops_speed sanitize_apps sanitize_user_ops blocks sim_speed grading transfers transfers_tune transfers_timeline scan_calls)
+STAGES=(notebooks scans kstep hierarchical table1 tridiag tridiag_jax householder householder_calls warp sanitize sanitize_tridiag lookback lookback_tiles sanitize_lookback applications compaction_tiles onesweep_tiles user_ops user_ops_speed sanitize_apps sanitize_user_ops blocks sim_speed grading transfers transfers_tune transfers_timeline transfers_tridiag scan_calls)
 declare -A OUTPUTS=(
   [notebooks]="nbval_gpu.txt"
   [scans]="scan_throughput.csv"
@@ -43,6 +43,7 @@ declare -A OUTPUTS=(
   [transfers]="transfers.csv"
   [transfers_tune]="transfers_tune.csv"
   [transfers_timeline]="transfers_timeline.csv"
+  [transfers_tridiag]="transfers_tridiag.csv"
   [scan_calls]="scan_calls.csv scan_calls_profile.txt"
 )
 
@@ -249,6 +250,13 @@ stage_transfers_tune() {
 # streams and times (chapter 09's timeline). Needs torch: no quick run on the simulator.
 stage_transfers_timeline() {
   "$python" benchmarks/transfers.py --timeline --out "$out"
+}
+
+# GPU, under a minute: tridiag.solve(numpy), its copies overlapped with the solves, against torch's
+# round trip through cuSPARSE's gtsv2StridedBatch, five batch shapes, float32 and float64, beside
+# the plain way and 2, 4, 8 chunks, each copied from pageable memory and through pinned slots (the table prefixsum.tridiag.transfers' defaults come from).
+stage_transfers_tridiag() {
+  "$python" benchmarks/transfers.py $quick_flag --tridiag --out "$out"
 }
 
 # GPU, under a minute: whole ps.scan calls on device arrays against torch.cumsum, their parts, and

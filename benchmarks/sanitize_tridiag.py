@@ -17,19 +17,24 @@ again by one thread), and on a singular one;
 then ``householder`` and ``solve_symmetric`` from device arrays (the on-device symmetry check,
 the shared-memory and the global-memory reductions, the off-diagonal copy), ``solve_symmetric``
 on indefinite matrices (the pivot-sign check, then the pivoting solve) and one non-symmetric
-matrix. Each result is checked before the next call; one line per part, exit 1 on
+matrix; and ``tridiag.solve`` of numpy batches cut into about three chunks of whole systems
+(:mod:`prefixsum.tridiag.transfers`, its thresholds lowered: the pinned slots, the copies on side
+streams, each chunk's solve on views of the batch), hybrid and pivoting, straight from the
+caller's arrays and through the pinned slots, inputs checked unchanged.
+Each result is checked before the next call; one line per part, exit 1 on
 a wrong result. compute-sanitizer's summary is the verdict on memory errors, races, barriers
 and uninitialised reads; ``run_gpu.sh sanitize_tridiag`` runs the four tools.
 """
 import argparse
 import importlib
+import itertools
 import sys
 
 import numpy as np
 
 import prefixsum as ps
 from prefixsum.core.poison import poison
-from prefixsum.tridiag import hybrid, pivoting
+from prefixsum.tridiag import hybrid, pivoting, transfers
 
 hh = importlib.import_module("prefixsum.tridiag.householder")
 
@@ -37,6 +42,10 @@ PIVOTING_SHAPES = ((1, 1), (37, 31), (300, 64), (8, 512), (16, 1000), (2, 1500),
 """The one-thread path; whole systems in a block (several a block, one of 125 chunks); levels, one to three (:func:`.pivoting.plan`)."""
 SHAPES = ((1, 1), (37, 31), (300, 64), (8, 512), (3, 1024), (2, 1500), (1, 5000), (1, 20000))
 QUICK_SHAPES = ((1, 1), (5, 31), (2, 200), (2, 528), (1, 2000))
+NUMPY_SHAPES = ((37, 31), (300, 64), (8, 512), (3, 1024), (5, 1500))
+QUICK_NUMPY_SHAPES = ((5, 31), (3, 200))
+CHUNKED = {"MIN_BYTES": 0, "MIN_CHUNK_BYTES": 0, "CHUNK_BYTES": 1 << 40, "TARGET_CHUNKS": 3, "PAGEABLE": True}
+""":mod:`prefixsum.tridiag.transfers`' settings for the numpy part: every batch in about three chunks (whole systems)."""
 MATRICES = ((5, 16), (2, 100))
 QUICK_MATRICES = ((3, 8), (1, 80))
 
@@ -63,6 +72,32 @@ def backward_error(a, b, c, d, x):
     return residual(a, b, c, d, x) * np.max(np.abs(d)) / scale
 
 
+def chunked_numpy(rng, dtype, shapes, wrong):
+    """``tridiag.solve`` of numpy batches through :mod:`prefixsum.tridiag.transfers`' chunks
+    (:data:`CHUNKED`), hybrid and pivoting, the caller's arrays copied straight and through the pinned
+slots (``PAGEABLE``); returns the number of calls, appends to ``wrong``."""
+    kept = {name: getattr(transfers, name) for name in CHUNKED}
+    calls = 0
+    try:
+        for name, value in CHUNKED.items():
+            setattr(transfers, name, value)
+        for (batch, n), pageable in itertools.product(shapes, (True, False)):
+            transfers.PAGEABLE = pageable
+            system = dominant(rng, batch, n, dtype)
+            before = [v.copy() for v in system]
+            for method in ("hybrid", "pivoting"):
+                res = residual(*system, ps.tridiag.solve(*system, method=method))
+                calls += 1
+                unchanged = all(np.array_equal(u, v) for u, v in zip(before, system))
+                if not res <= 64 * np.finfo(dtype).eps or not unchanged:
+                    wrong.append(f"numpy {method} {np.dtype(dtype).name} {batch} x {n} in chunks (pageable={pageable}): "
+                                 f"residual {res:.2e}, inputs {'unchanged' if unchanged else 'MODIFIED'}")
+    finally:
+        for name, value in kept.items():
+            setattr(transfers, name, value)
+    return calls
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help=f"shapes {QUICK_SHAPES}; runs on the simulator too")
@@ -87,6 +122,7 @@ def main(argv=None):
                 res = residual(*system, x.copy_to_host())
                 if not res <= 64 * eps or info.copy_to_host().any():
                     wrong.append(f"hybrid ({run.__name__}) {np.dtype(dtype).name} {batch} x {n}: residual {res:.2e}")
+        calls += chunked_numpy(rng, dtype, QUICK_NUMPY_SHAPES if args.quick else NUMPY_SHAPES, wrong)
         a, b, c, d = dominant(rng, 4, 40, dtype)
         b[2] = 0  # a zero diagonal: every method meets a zero pivot (a single zero need not be one)
         try:

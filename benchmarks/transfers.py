@@ -3,6 +3,7 @@
     python benchmarks/transfers.py [--out DIR]          on a GPU (run_gpu.sh stage "transfers")
     python benchmarks/transfers.py --tune [--out DIR]   the chunk size and copy threads, swept
     python benchmarks/transfers.py --timeline [--out DIR]   one call traced by CUPTI
+    python benchmarks/transfers.py --tridiag [--out DIR]    tridiag.solve of numpy batches
     python benchmarks/transfers.py --quick              tiny sizes on the simulator, to test the script
 
 A whole call from a numpy array to a numpy array, on the host clock: ``ps.scan(x)``
@@ -21,7 +22,18 @@ into pinned memory, with its start and end in microseconds from the call's first
 pinned slots for each chunking (:data:`TUNE_CHUNKINGS`) and number of copy threads, beside the
 plain way and torch's round trip (the table the defaults of :mod:`prefixsum.scans.transfers`
 come from).
+
+``--tridiag`` writes ``transfers_tridiag.csv`` instead: whole ``tridiag.solve`` calls on numpy
+batches (:mod:`prefixsum.tridiag.transfers`) against torch's round trip through cuSPARSE
+(``torch.from_numpy(v).cuda()`` for a, b, c, d, ``gtsv2StridedBatch`` on the tensors, which
+overwrites d's copy with x, ``.cpu().numpy()``; its buffer is kept between calls, as a user
+would), batch x n of :data:`TRIDIAG_CASES`, float32 and float64; beside them the plain way and
+the chunked way cut into 2, 4 and 8 chunks whatever the size, each with the caller's arrays
+copied straight from pageable memory and packed into pinned memory first (the table the defaults of
+:mod:`prefixsum.tridiag.transfers` come from). Every result's relative residual is checked first
+(at most 64 eps), then the median of 25 calls on the host clock.
 """
+import contextlib
 import json
 import os
 import shlex
@@ -35,7 +47,9 @@ import prefixsum as ps  # before numba.cuda: prefixsum chooses the GPU or the si
 from prefixsum.cli.bench import QUICK_REPEATS, REPEATS, gpu_library, host_us, script_arguments
 from prefixsum.cli.metadata import run_metadata
 from prefixsum.cli.results import print_table, report_wrong, write_csv
+from prefixsum.core import overlap
 from prefixsum.scans import transfers
+from prefixsum.tridiag import transfers as tridiag_transfers
 from prefixsum.scans.testing import expected_scan, random_input, wrong_indices
 
 SIZES = tuple(1 << k for k in range(20, 29, 2))
@@ -47,6 +61,11 @@ TUNE_CHUNKINGS = ((256 << 10, 4 << 20, 8), (512 << 10, 4 << 20, 8), (1 << 20, 4 
 """(MIN_CHUNK_BYTES, CHUNK_BYTES, TARGET_CHUNKS) of :mod:`prefixsum.scans.transfers`, swept by ``--tune``."""
 TUNE_THREADS = (4, 8)
 TIMELINE_N = 1 << 24
+TRIDIAG_CASES = ((4096, 256), (512, 512), (64, 8192), (1, 1 << 20), (16384, 64))
+TRIDIAG_QUICK_CASES = ((7, 16), (1, 40))
+TRIDIAG_CHUNKINGS = (2, 4, 8)
+"""TARGET_CHUNKS of :mod:`prefixsum.tridiag.transfers` swept by ``--tridiag`` (with no bounds on a chunk's bytes)."""
+CUSPARSE = "torch round trip (cuSPARSE gtsv2StridedBatch)"
 HOST_COPY = "host copy into pinned memory"
 CALL = "ps.scan call"
 
@@ -99,6 +118,11 @@ def measure(calls, sizes, dtypes, quick, meta, rng):
     return rows
 
 
+def _owner(name):
+    """The module that holds the setting ``name``: the copy threads are shared (:mod:`prefixsum.core.overlap`)."""
+    return overlap if name == "STAGING_THREADS" else transfers
+
+
 def tune(torch, quick, meta, rng):
     """ps.scan through the chunks (every size, MIN_BYTES 0) at each chunking and thread count, and
     torch's round trip and the plain way (one pageable copy each way), float32."""
@@ -106,25 +130,103 @@ def tune(torch, quick, meta, rng):
     sizes = QUICK_SIZES if quick else TUNE_SIZES
     chunkings, thread_counts = (((64, 4096, 4),), (1, 2)) if quick else (TUNE_CHUNKINGS, TUNE_THREADS)
     names = ("MIN_CHUNK_BYTES", "CHUNK_BYTES", "TARGET_CHUNKS", "STAGING_THREADS", "MIN_BYTES")
-    defaults = {name: getattr(transfers, name) for name in names}
+    defaults = {name: getattr(_owner(name), name) for name in names}
     try:
         for low, high, target in chunkings:
             for threads in thread_counts:
                 for name, value in zip(names, (low, high, target, threads, 0)):
-                    setattr(transfers, name, value)
-                transfers._pool.clear()  # a pool of the new size
+                    setattr(_owner(name), name, value)
+                overlap._pool.clear()  # a pool of the new size
                 variant = f"ps.scan chunks={target} of {low}..{high} bytes threads={threads}"
                 rows += [{**row, "variant": variant}
                          for row in measure({"ps.scan": ps.scan}, sizes, ("float32",), quick, meta, rng)]
     finally:
         for name, value in defaults.items():
-            setattr(transfers, name, value)
-        transfers._pool.clear()
+            setattr(_owner(name), name, value)
+        overlap._pool.clear()
     calls = {"ps.scan, copies not overlapped": not_overlapped}
     if torch is not None:
         calls.update(round_trips(torch, None))
         calls.pop("ps.scan")
     return rows + measure(calls, sizes, ("float32",), quick, meta, rng)
+
+
+@contextlib.contextmanager
+def tridiag_settings(**values):
+    """:mod:`prefixsum.tridiag.transfers`' settings changed for the calls inside, then restored."""
+    kept = {name: getattr(tridiag_transfers, name) for name in values}
+    for name, value in values.items():
+        setattr(tridiag_transfers, name, value)
+    try:
+        yield
+    finally:
+        for name, value in kept.items():
+            setattr(tridiag_transfers, name, value)
+
+
+def with_settings(**values):
+    """``tridiag.solve`` under :func:`tridiag_settings` ``(**values)``."""
+    def call(a, b, c, d):
+        with tridiag_settings(**values):
+            return ps.tridiag.solve(a, b, c, d)
+    return call
+
+
+def cusparse_round_trip(torch, cupy):
+    """torch's round trip through cuSPARSE's gtsv2StridedBatch, as a function of a, b, c, d."""
+    from tridiag import cusparse_routine
+
+    routines, buffers = {}, {}
+
+    def call(a, b, c, d):
+        batch, n = d.shape
+        if d.dtype not in routines:
+            routines[d.dtype] = cusparse_routine(cupy, "gtsv2StridedBatch", d.dtype)
+        handle, solver, sizer = routines[d.dtype]
+        tensors = [torch.from_numpy(v).cuda() for v in (a, b, c, d)]
+        args = (n, *(t.data_ptr() for t in tensors), batch, n)
+        key = (batch, n, d.dtype)
+        if key not in buffers:
+            buffers[key] = torch.empty(max(sizer(handle, *args), 1), dtype=torch.uint8, device="cuda")
+        solver(handle, *args, buffers[key].data_ptr())  # on the legacy default stream, torch's too
+        return tensors[3].cpu().numpy()
+    return call
+
+
+def tridiag_calls(torch, cupy):
+    """name -> function of numpy a, b, c, d (batch, n) returning x as a numpy array."""
+    calls = {"tridiag.solve": ps.tridiag.solve}
+    for pageable in (True, False):
+        way = "pageable in" if pageable else "packed into pinned"
+        calls[f"tridiag.solve, copies not overlapped, {way}"] = with_settings(MIN_BYTES=1 << 62, PAGEABLE=pageable)
+        for target in TRIDIAG_CHUNKINGS:
+            calls[f"tridiag.solve chunks={target}, {way}"] = with_settings(
+                MIN_BYTES=0, MIN_CHUNK_BYTES=0, CHUNK_BYTES=1 << 62, TARGET_CHUNKS=target, PAGEABLE=pageable)
+    if torch is not None and cupy is not None:
+        calls[CUSPARSE] = cusparse_round_trip(torch, cupy)
+    return calls
+
+
+def measure_tridiag(calls, cases, quick, meta, rng):
+    """Rows of every call at every (batch, n) and dtype, each result's residual checked first."""
+    from tridiag import RESIDUAL_EPS, residual, system
+
+    rows = []
+    for dtype in map(np.dtype, ("float32", "float64")):
+        for batch, n in cases:
+            a, b, c, d = system(batch, n, dtype, rng)
+            for name, call in calls.items():
+                if name.startswith("tridiag.solve chunks") and batch == 1:
+                    continue  # one system is never cut
+                res = residual(a, b, c, d, call(a, b, c, d))
+                correct = bool(res <= RESIDUAL_EPS * np.finfo(dtype).eps)
+                us = host_us(lambda: call(a, b, c, d), repeats=QUICK_REPEATS if quick else REPEATS)
+                rows.append({"variant": name, "dtype": dtype.name, "batch": batch, "n": n, "median_us": round(us, 1),
+                             "gbps": round(5 * batch * n * dtype.itemsize / us / 1e3, 2), "correct": correct,
+                             "timing": "host clock, numpy in and out", **meta})
+                print(f"{name:<48} {dtype.name:<8} {batch:>6} x {n:<8} {us:>10.1f} us{'' if correct else '  WRONG'}",
+                      flush=True)
+    return rows
 
 
 def timeline(torch, n, rng):
@@ -141,21 +243,21 @@ def timeline(torch, n, rng):
 
     x = random_input(n, "add", np.dtype("float32"), rng)
     ps.scan(x)  # compiled, buffers made
-    copy, spans = transfers.host_copy, []
+    copy, spans = overlap.host_copy, []
 
     def timed(target, source):
         begin = time.perf_counter_ns()
         copy(target, source)
         spans.append((begin, time.perf_counter_ns()))
 
-    transfers.host_copy = timed
+    overlap.host_copy = timed
     try:
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as traced:
             with record_function(CALL):
                 origin = time.perf_counter_ns()
                 ps.scan(x)
     finally:
-        transfers.host_copy = copy
+        overlap.host_copy = copy
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "trace.json")
         traced.export_chrome_trace(path)
@@ -180,7 +282,8 @@ def timeline(torch, n, rng):
 def main(argv=None):
     args = script_arguments(argv, "tiny sizes and 2 repeats on the simulator, to test the script",
                             lambda parser: (parser.add_argument("--tune", action="store_true"),
-                                            parser.add_argument("--timeline", action="store_true")))
+                                            parser.add_argument("--timeline", action="store_true"),
+                                            parser.add_argument("--tridiag", action="store_true")))
     torch, cupy = gpu_library("torch"), gpu_library("cupy")
     meta = run_metadata(("torch", "cupy"), shlex.join(["python", "benchmarks/transfers.py",
                                                        *(sys.argv[1:] if argv is None else argv)]))
@@ -189,6 +292,17 @@ def main(argv=None):
         rows = tune(torch, args.quick, meta, rng)
         write_csv(rows, f"{args.out}/transfers_tune.csv")
         return report_wrong(rows, lambda row: f"{row['variant']} n={row['n']}")
+    if args.tridiag:
+        rows = measure_tridiag(tridiag_calls(torch, cupy), TRIDIAG_QUICK_CASES if args.quick else TRIDIAG_CASES,
+                               args.quick, meta, rng)
+        write_csv(rows, f"{args.out}/transfers_tridiag.csv")
+        times = {(r["variant"], r["dtype"], r["batch"], r["n"]): r["median_us"] for r in rows}
+        print_table([{"dtype": dtype, "batch x n": f"{batch} x {n}", "tridiag.solve_us": us,
+                      "of torch+cuSPARSE": round(us / times.get((CUSPARSE, dtype, batch, n), float("nan")), 3)}
+                     for (variant, dtype, batch, n), us in times.items() if variant == "tridiag.solve"],
+                    ["dtype", "batch x n", "tridiag.solve_us", "of torch+cuSPARSE"],
+                    title="tridiag.solve(numpy) against torch's round trip (time ratio, < 1: faster):")
+        return report_wrong(rows, lambda row: f"{row['variant']} {row['dtype']} {row['batch']} x {row['n']}")
     if args.timeline:
         if torch is None:
             raise SystemExit("--timeline needs torch's profiler (CUPTI) on a GPU")

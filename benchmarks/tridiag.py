@@ -128,6 +128,16 @@ ROUTINES = ("gtsv2StridedBatch", "gtsv2", "gtsvInterleavedBatch")
 a time; LU with partial pivoting (``algo=1``), the batch interleaved."""
 
 
+def cusparse_routine(cupy, routine, dtype):
+    """``(handle, solve, buffer_size)``: CuPy's cuSPARSE handle and the raw calls of ``routine``
+    (:data:`ROUTINES`) for ``dtype`` (``cusparseSgtsv2StridedBatch`` and its ``_bufferSizeExt``, ...)."""
+    from cupy_backends.cuda.libs import cusparse
+
+    prefix = "s" if np.dtype(dtype) == np.float32 else "d"
+    solver, sizer = (getattr(cusparse, f"{prefix}{routine}{end}") for end in ("", "_bufferSizeExt"))
+    return cupy.cuda.device.get_cusparse_handle(), solver, sizer
+
+
 def cusparse_solver(cupy, a, b, c, d, routine):
     """``(launch, refill, solution)`` for cuSPARSE's ``routine`` (:data:`ROUTINES`) on the systems,
     through CuPy: ``launch()`` restores what the routine overwrites (``refill()``, a copy, not a
@@ -137,17 +147,13 @@ def cusparse_solver(cupy, a, b, c, d, routine):
     too, whose arrays are interleaved, ``(n, batch)``. ``gtsv2`` solves one system of several
     right-hand sides: called once per system of the batch.
     """
-    from cupy_backends.cuda.libs import cusparse
-
     batch, n = d.shape
-    prefix = "s" if d.dtype == np.float32 else "d"
-    handle = cupy.cuda.device.get_cusparse_handle()
+    handle, solver, sizer = cusparse_routine(cupy, routine, d.dtype)
     interleaved = routine == "gtsvInterleavedBatch"
     saved = [cupy.asarray(np.ascontiguousarray(v.T) if interleaved else v) for v in (a, b, c, d)]
     work = [cupy.empty_like(v) for v in saved]
     restored = work if interleaved else work[3:]
     ptrs = [v.data.ptr for v in (work if interleaved else saved[:3] + work[3:])]
-    solver, sizer = (getattr(cusparse, f"{prefix}{routine}{end}") for end in ("", "_bufferSizeExt"))
     if routine == "gtsvInterleavedBatch":
         arguments = [(1, n, *ptrs, batch)]
     elif routine == "gtsv2StridedBatch":

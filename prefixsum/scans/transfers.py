@@ -8,7 +8,7 @@ caller waits. Here the array is cut into chunks (:func:`chunk_bytes`: about :dat
 of them, from :data:`MIN_CHUNK_BYTES` to :data:`CHUNK_BYTES` each) and the engines of the
 machine work at once, as in CUDA's "overlap of data transfer and kernel execution":
 
-* :data:`STAGING_THREADS` host threads copy chunks k + 1, k + 2, ... into pinned staging slots at
+* :data:`~prefixsum.core.overlap.STAGING_THREADS` host threads copy chunks k + 1, k + 2, ... into pinned staging slots at
   once (numpy releases the GIL while it copies; one core alone does not keep up with PCIe),
 * a copy engine moves chunk k to the device on one side stream, as soon as its slot is full,
 * the SMs scan chunk k on the default stream, and
@@ -18,7 +18,7 @@ machine work at once, as in CUDA's "overlap of data transfer and kernel executio
 
 Events order the four (:func:`prefixsum.core.workspace.side_stream`: the side streams never wait
 for the default stream otherwise); on a GPU the copies and events go straight to the driver
-(:class:`prefixsum.core.numba_gpu.DriverCopies`: numba's copy of a slice costs tens of
+(:func:`prefixsum.core.overlap.copies`, :class:`prefixsum.core.numba_gpu.DriverCopies`: numba's copy of a slice costs tens of
 microseconds of checks, as long as a 1 MiB copy). The scan is the look-back scan
 (:mod:`.lookback`): each chunk is one launch over the chunk's tiles (``first`` = its first
 tile), with the tile states of one epoch for the whole call, so a chunk's first tiles find the
@@ -42,15 +42,12 @@ instead of copying it was not tried: it pins every page of the caller's array on
 and the array is not ours to keep registered.
 """
 import concurrent.futures
-import functools
-import os
-import threading
 
 import numpy as np
 from numba import cuda
 
-from ..core import numba_gpu
-from ..core.device import simulating
+from ..core import overlap
+from ..core.overlap import copies, events
 from ..core.workspace import latest, pinned_result, reused, side_stream, staging
 from .tile_state import states
 
@@ -71,18 +68,9 @@ MIN_BYTES = 8 << 20
 """Arrays of fewer bytes go the plain way (one pageable copy in, one launch, one copy out into
 kept pinned memory): at 4 MiB it took 0.62 ms against 0.87-0.93 ms through 1 MiB chunks and
 0.80 ms for torch's round trip; at 8 MiB, 1.15 ms against 1.0 ms (``transfers_tune.csv``, H100)."""
-STAGING_THREADS = min(4, os.cpu_count() or 1)
-"""Host threads that fill the pinned slots, a chunk each (4 matched or beat 8 in ``transfers_tune.csv``)."""
-COPY_THREADS = min(8, os.cpu_count() or 1)
-"""Host threads for a copy out of a pinned slot into a result past the pinned budget (:func:`copy_parallel`)."""
 PINNED_RESULT_BYTES = 1 << 20
 """A numpy call's result of this many bytes or more is page-locked memory (:func:`to_host`):
 below, the copy is short and a page-locked block per size would not pay for itself."""
-PART_BYTES = 2 << 20
-"""A host copy is split into parts of at least this many bytes, one per thread."""
-
-_pool = {}  # "staging" and "copies": the two thread pools, made on first use
-_making_pool = threading.Lock()
 
 
 def overlapped(algorithm, x):
@@ -96,7 +84,7 @@ def to_device(device, x):
     ``x`` may change afterwards)."""
     host = np.ascontiguousarray(x)
     if host.nbytes:
-        _copies().copy_in(device, 0, host, cuda.default_stream())
+        copies().copy_in(device, 0, host, cuda.default_stream())
 
 
 def to_host(device):
@@ -111,48 +99,10 @@ def to_host(device):
     if result is None:
         result = np.empty(n, dtype)
     if n:
-        ops, stream = _copies(), cuda.default_stream()
+        ops, stream = copies(), cuda.default_stream()
         ops.copy_out(result, device, 0, stream)
         ops.synchronize_stream(stream)
     return result
-
-
-def _copy_pool(role):
-    """The thread pool of ``role``: "staging" (:data:`STAGING_THREADS`, the chunks into their
-    slots) or "copies" (:data:`COPY_THREADS`, :func:`copy_parallel`'s parts), made on first use.
-    Two pools, so that a copy out never queues behind chunks waiting for their slots."""
-    pool = _pool.get(role)
-    if pool is None:
-        with _making_pool:  # two host threads' first calls make one pool
-            if role not in _pool:
-                threads = STAGING_THREADS if role == "staging" else COPY_THREADS
-                _pool[role] = concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix=f"prefixsum-{role}")
-            pool = _pool[role]
-    return pool
-
-
-def copy_parallel(target, source):
-    """``target[...] = source`` for 1-D arrays of one length, in parts on :data:`COPY_THREADS` threads.
-
-    numpy releases the GIL while it copies, so the parts run at once; the calling thread copies
-    the first part itself.
-    """
-    parts = min(COPY_THREADS, max(1, target.nbytes // PART_BYTES))
-    if parts == 1:
-        np.copyto(target, source)
-        return
-    pool = _copy_pool("copies")
-    bounds = np.linspace(0, target.shape[0], parts + 1).astype(np.int64)
-    pending = [pool.submit(np.copyto, target[a:b], source[a:b]) for a, b in zip(bounds[1:-1], bounds[2:])]
-    np.copyto(target[:bounds[1]], source[:bounds[1]])
-    for job in pending:
-        job.result()
-
-
-def host_copy(target, source):
-    """``target[...] = source``: one chunk into its pinned slot, on a copy thread (a function of its
-    own so that ``benchmarks/transfers.py --timeline`` can mark it)."""
-    np.copyto(target, source)
 
 
 def chunk_bytes(nbytes):
@@ -187,9 +137,9 @@ def scan(x, op, inclusive, reverse, block_size, items_per_thread):
     inward = staging("scan in", slots * slot_bytes)
     outward = None if direct else staging("scan out", slots * slot_bytes)
     to_device, to_host, compute = side_stream("copies in"), side_stream("copies out"), cuda.default_stream()
-    (scanned,), copied_in, copied_out = _events("scanned", 1), _events("in", SLOTS), _events("out", SLOTS)
-    ops = _copies()
-    pool = _copy_pool("staging")
+    (scanned,), copied_in, copied_out = events("scanned", 1), events("in", SLOTS), events("out", SLOTS)
+    ops = copies()
+    pool = overlap.copy_pool("staging")
 
     def span(k):
         """Chunk k's elements ``lo .. hi - 1`` in memory (from the end for a reverse scan), and its slot."""
@@ -204,13 +154,13 @@ def scan(x, op, inclusive, reverse, block_size, items_per_thread):
         lo, hi, a, b = span(k)
         if k >= slots:
             ops.synchronize(copied_in[k % slots])
-        host_copy(inward[a:b].view(dtype), x[lo:hi])
+        overlap.host_copy(inward[a:b].view(dtype), x[lo:hi])
 
     def copy_out(k):
         """Wait for chunk k's copy to the host and move it from its slot into the result."""
         lo, hi, a, b = span(k)
         ops.synchronize(copied_out[k % slots])
-        copy_parallel(result[lo:hi], outward[a:b].view(dtype))
+        overlap.copy_parallel(result[lo:hi], outward[a:b].view(dtype))
 
     staged = [pool.submit(stage, k) for k in range(slots)]
     try:
@@ -238,53 +188,3 @@ def scan(x, op, inclusive, reverse, block_size, items_per_thread):
     else:
         copy_out(chunks - 1)
     return result
-
-
-class _NumbaCopies:
-    """:class:`prefixsum.core.numba_gpu.DriverCopies`' calls through numba's public API: the
-    simulator's (whose streams and events are numba's stand-ins)."""
-
-    @staticmethod
-    def copy_in(device, offset, host, stream):
-        start = offset // host.itemsize
-        device[start:start + host.shape[0]].copy_to_device(host, stream=stream)
-
-    @staticmethod
-    def copy_out(host, device, offset, stream):
-        start = offset // host.itemsize
-        device[start:start + host.shape[0]].copy_to_host(host, stream=stream)
-
-    @staticmethod
-    def record(event, stream):
-        event.record(stream)
-
-    @staticmethod
-    def wait(event, stream):
-        event.wait(stream)
-
-    @staticmethod
-    def synchronize(event):
-        event.synchronize()
-
-    @staticmethod
-    def synchronize_stream(stream):
-        stream.synchronize()
-
-
-_driver_copies = []  # made once, on a GPU
-
-
-def _copies():
-    """The copy and event calls of a numpy call: the driver's on a GPU, numba's on the simulator."""
-    if simulating():
-        return _NumbaCopies
-    if not _driver_copies:
-        _driver_copies.append(numba_gpu.DriverCopies())
-    return _driver_copies[0]
-
-
-def _events(role, count):
-    """``count`` events of this thread for ``role``, made once and kept (the simulator's take no
-    ``timing`` argument)."""
-    make = cuda.event if simulating() else functools.partial(cuda.event, timing=False)
-    return reused(("transfer events", role, count), lambda: [make() for _ in range(count)])

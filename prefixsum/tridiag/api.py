@@ -4,7 +4,7 @@ from numba import cuda
 
 from ..core.arrays import as_numba, copy_to_host, is_device_array, result_array
 from ..core.workspace import one_call_at_a_time
-from . import cr, hybrid, pcr, pivoting, thomas
+from . import cr, hybrid, pcr, pivoting, thomas, transfers
 from ._common import NOT_FINITE, SINGULAR, ZERO_PIVOT, reused
 
 METHODS = {"pcr": pcr.run, "cr": cr.run, "thomas": thomas.run, "hybrid": hybrid.run, "pivoting": pivoting.run}
@@ -46,7 +46,10 @@ def solve(a, b, c, d, *, method="auto"):
     -------
     numpy.ndarray or numba device array
         x, with ``d``'s shape and dtype: a device array when ``d`` is one, else a numpy array.
-        Device inputs are used in place, not copied; host inputs take one transfer each way.
+        Device inputs are used in place, not copied; host inputs take one transfer each way, or,
+        for batches of 64 MiB of inputs or more, are cut into groups of whole systems whose
+        copies overlap the solves of the others (:mod:`prefixsum.tridiag.transfers`), whatever
+        the method.
 
     Raises
     ------
@@ -81,21 +84,28 @@ def solve(a, b, c, d, *, method="auto"):
     batch, n = (1, shape[0]) if len(shape) == 1 else shape
     if batch == 0:
         return result_array(shape, dtype) if on_device[3] else np.empty(shape, dtype)
-    if any(on_device):
-        rows = [_as_matrix(v, batch, n, dev) for v, dev in zip(arrays, on_device)]
-        x = result_array((batch, n), dtype)
-    else:
-        rows, x = _staged(arrays, batch, n, dtype)
     info, flags = _flags(batch)
-    METHODS[choose(method, batch, n, dtype)](*rows, x, info)
+    run = METHODS[choose(method, batch, n, dtype)]
+    result = None
+    if not any(on_device) and transfers.overlapped(batch, n, dtype):  # the copies overlap the solves, chunk by chunk
+        result = transfers.solve(arrays, batch, n, dtype, run, info)
+    if result is None:
+        if any(on_device):
+            rows = [_as_matrix(v, batch, n, dev) for v, dev in zip(arrays, on_device)]
+            x = result_array((batch, n), dtype)
+        else:
+            rows, x = _staged(arrays, batch, n, dtype)
+        run(*rows, x, info)
     copy_to_host(info, flags)
     if np.count_nonzero(flags):
         failed = flags.copy()
         flags[:] = 0
         info.copy_to_device(flags)
         _report(failed)
+    if result is not None:
+        return result.reshape(shape)
     if not on_device[3]:
-        return x.copy_to_host().reshape(shape)
+        return transfers.to_host(x).reshape(shape)
     return x if x.shape == shape else x.reshape(shape)
 
 
@@ -117,7 +127,10 @@ def _flags(batch):
 
 
 def _staged(arrays, batch, n, dtype):
-    """Host systems packed into one (4, batch, n) array and sent in one transfer.
+    """Host systems sent to one (4, batch, n) device array: C-contiguous ones straight from the
+    caller's arrays, one pageable copy each (:data:`.transfers.PAGEABLE`: faster than packing them
+    into pinned memory first, ``benchmarks/transfers_tridiag.csv``), others packed and sent in
+    one transfer.
 
     Returns the four (batch, n) device rows and a device array for x (:func:`solve` copies x out
     before it returns). Up to :data:`STAGED_BYTES` of inputs, the packing buffer is pinned, so
@@ -128,11 +141,13 @@ def _staged(arrays, batch, n, dtype):
     def make():
         device = cuda.device_array((4, batch, n), dtype)
         return device, tuple(device[k] for k in range(4)), cuda.device_array((batch, n), dtype)
-    if 4 * batch * n * dtype.itemsize <= STAGED_BYTES:
-        device, rows, x = reused(("staged", batch, n, dtype), make)
-        packed = reused(("packed", batch, n, dtype), lambda: cuda.pinned_array((4, batch, n), dtype))
-    else:
-        (device, rows, x), packed = make(), np.empty((4, batch, n), dtype)
+    kept = 4 * batch * n * dtype.itemsize <= STAGED_BYTES
+    device, rows, x = reused(("staged", batch, n, dtype), make) if kept else make()
+    if transfers.PAGEABLE and all(v.flags.c_contiguous for v in arrays):
+        transfers.copy_planes(device, arrays)
+        return rows, x
+    packed = reused(("packed", batch, n, dtype), lambda: cuda.pinned_array((4, batch, n), dtype)) if kept else \
+        np.empty((4, batch, n), dtype)
     for k, v in enumerate(arrays):
         packed[k] = v.reshape(batch, n)
     device.copy_to_device(packed)
