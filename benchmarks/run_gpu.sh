@@ -13,7 +13,7 @@ set -euo pipefail
 
 # Each stage and the files it writes under $out: every committed result in benchmarks/ is one of
 # these (tests/test_bench_harness.py checks both ways), and each stage must write all of its own.
-STAGES=(notebooks scans kstep hierarchical table1 tridiag tridiag_jax householder householder_calls warp sanitize sanitize_tridiag lookback lookback_tiles sanitize_lookback applications compaction_tiles onesweep_tiles user_ops user_ops_speed sanitize_apps sanitize_user_ops blocks sim_speed grading transfers transfers_tune transfers_timeline transfers_tridiag scan_calls)
+STAGES=(notebooks scans kstep hierarchical table1 tridiag tridiag_jax householder householder_calls warp sanitize sanitize_tridiag lookback lookback_tiles lookback_ncu sanitize_lookback applications compaction_tiles onesweep_tiles user_ops user_ops_speed sanitize_apps sanitize_user_ops blocks sim_speed grading transfers transfers_tune transfers_timeline transfers_tridiag scan_calls)
 declare -A OUTPUTS=(
   [notebooks]="nbval_gpu.txt"
   [scans]="scan_throughput.csv"
@@ -29,6 +29,7 @@ declare -A OUTPUTS=(
   [sanitize_tridiag]="sanitize_tridiag.txt"
   [lookback]="lookback.csv"
   [lookback_tiles]="lookback_tiles.csv"
+  [lookback_ncu]="lookback_ncu.txt"
   [sanitize_lookback]="sanitize_lookback.txt"
   [applications]="applications.csv"
   [compaction_tiles]="compaction_tiles.csv"
@@ -173,6 +174,21 @@ stage_compaction_tiles() {
 # GPU, about 2 minutes: the onesweep sort's tile shapes and look-back windows by CUPTI at 2^22 and
 # 2^24 (benchmarks/onesweep_tiles.py), then Nsight Compute's view of its digit passes at 2^24 (the
 # summary sections only, as text) and a cProfile of the host side of whole calls at 2^20.
+# GPU, about 2 minutes: Nsight Compute on one launch each of "lookback" and torch.cumsum (CUB) at
+# 2^24, per dtype (issue 29: what limits the look-back scan there); the clocks left as they are.
+stage_lookback_ncu() {
+  if [[ -n $quick_flag ]]; then
+    "$python" benchmarks/lookback_ncu.py --log2 12 --dtype float32 > "$out/lookback_ncu.txt"
+    return
+  fi
+  local dtype
+  for dtype in float32 int32 float64 int64; do
+    ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+      --section LaunchStats --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis \
+      --kernel-name-base mangled -k regex:'lookback|DeviceScanKernel' -c 2 "$python" benchmarks/lookback_ncu.py --log2 24 --dtype "$dtype" || return
+  done > "$out/lookback_ncu.txt" 2>&1
+}
+
 stage_onesweep_tiles() {
   "$python" benchmarks/onesweep_tiles.py $quick_flag --out "$out" || return
   if [[ -n $quick_flag ]]; then
