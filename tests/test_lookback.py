@@ -7,6 +7,8 @@ blocks one after another, so there a predecessor has always published its prefix
 the tile counter, and the launcher.
 """
 import collections
+import re
+import textwrap
 
 import numpy as np
 import pytest
@@ -182,6 +184,37 @@ def test_one_launch_moves_two_words_per_element_and_races_nowhere(rng):
     # tile 0 publishes its prefix (value, flag), tiles 1..5 their aggregate and prefix; tile b
     # peeks at b predecessors (flag, value): 7 + 2 + 5 * 4 + 2 * (1 + 2 + 3 + 4 + 5).
     assert atomics == 59
+
+
+def test_a_tile_is_indexed_without_numbas_negative_index_guard(ptx_child):
+    """Issue 29: a signed index costs numba's guard against a negative one (``shr.s64 x, 63``,
+    an ``and``, an add) on every access; the tile's unsigned indices cost none, and its 32 loads
+    from global memory are one address plus constant offsets. (Before: 223 guards for float32.)
+    The few guards left index the look-back states, once per tile."""
+    code = """
+        import prefixsum
+        import numpy as np
+        from numba import cuda
+        from prefixsum.core.numba_gpu import compiling_for
+        from prefixsum.scans import lookback
+        for dtype in ("float32", "float64"):
+            for reverse in (False, True):
+                (kernel, argtypes), = lookback.kernels("add", np.dtype(dtype), True, reverse, 128, None)
+                with compiling_for((9, 0)):
+                    ptx, _ = cuda.compile_ptx(kernel.py_func, argtypes, cc=(9, 0))
+                print("@@kernel", dtype, reverse)
+                print(ptx)
+    """
+    child = ptx_child(textwrap.dedent(code))
+    assert child.returncode == 0, child.stderr[-3000:]
+    kernels = child.stdout.split("@@kernel ")[1:]
+    assert len(kernels) == 4
+    for ptx in kernels:
+        label, width = ptx.splitlines()[0], ptx.split()[0][-2:]
+        guards = re.findall(r"shr\.s64\s+%rd\d+,\s*%rd\d+,\s*63;", ptx)
+        offset_loads = re.findall(rf"ld\.global\.f{width}\s+%fd?\d+,\s*\[%rd\d+\+\d+\];", ptx)
+        assert len(guards) <= 4, (label, len(guards))
+        assert len(offset_loads) >= 31, (label, len(offset_loads))
 
 
 @pytest.mark.parametrize("options, message", [

@@ -19,6 +19,7 @@ under the scans (and :func:`block_sum` under the Householder reduction); none is
 """
 import functools
 
+import numpy as np
 from numba import cuda
 
 from ..core.hardware import MAX_SHARED_BYTES_PER_BLOCK
@@ -38,6 +39,21 @@ def position(reverse):
     if reverse:
         return cuda.jit(device=True)(lambda i, n: n - 1 - i)
     return cuda.jit(device=True)(lambda i, n: i)
+
+
+@functools.lru_cache(maxsize=None)
+def unsigned_position(reverse):
+    """Device function ``at(i, d, n)``: the array index of logical element ``i + d``, unsigned.
+
+    numba guards every signed index against a negative value (``x[-1]`` is the last element): a
+    shift, an ``and`` and an add in 64 bits on every access. An unsigned index needs no guard.
+    In a loop that reads ``x[at(i, d, n)]`` with ``i`` the same on every step and ``d`` a
+    constant of the unrolled loop, the compiler works out the index of ``i`` once and puts each
+    ``d`` into the address. Requires ``0 <= i + d < n`` (so that the reverse index is not negative).
+    """
+    if reverse:
+        return cuda.jit(device=True)(lambda i, d, n: np.uint64(n - 1 - i) - np.uint64(d))
+    return cuda.jit(device=True)(lambda i, d, n: np.uint64(i) + np.uint64(d))
 
 
 @functools.lru_cache(maxsize=None)
@@ -102,6 +118,36 @@ def staged_size(block_size, items):
 
 
 @functools.lru_cache(maxsize=None)
+def staged_slots(block_size, items):
+    """Device functions ``(strided, blocked)``: where an element of the tile lies in the shared buffer.
+
+    ``strided(t, k)`` is the slot of element ``k * block_size + t`` (thread t's k-th coalesced
+    access), ``blocked(t, k)`` that of element ``t * items + k`` (the k-th of thread t's run):
+    element j lies at ``j + j // 32`` (:func:`staged_size`). Both are unsigned (no negative-index
+    guard), and each is a part that depends on the thread plus a constant of the unrolled loop
+    over k, which the compiler puts into the address: ``block_size`` is a multiple of 32, so
+    ``(k * block_size + t) // 32 == k * block_size // 32 + t // 32``; a run of ``items`` dividing
+    32 never crosses a multiple of 32, so ``(t * items + k) // 32 == t * items // 32``. Other
+    ``items`` work the slot out per element.
+    """
+    stride = block_size * 33 // 32
+
+    def strided(t, k):
+        return np.uint64(t + (t >> 5)) + np.uint64(k * stride)
+
+    if 32 % items == 0:
+        def blocked(t, k):
+            q = t * items
+            return np.uint64(q + (q >> 5)) + np.uint64(k)
+    else:
+        def blocked(t, k):
+            j = t * items + k
+            return np.uint64(j + (j >> 5))
+
+    return cuda.jit(device=True)(strided), cuda.jit(device=True)(blocked)
+
+
+@functools.lru_cache(maxsize=None)
 def tile_loader(op, dtype, reverse, block_size, items):
     """Device function ``load(src, n, start, staged, run) -> total``.
 
@@ -112,28 +158,27 @@ def tile_loader(op, dtype, reverse, block_size, items):
     """
     combine = device_op(op, dtype)
     neutral = identity(op, dtype)
-    where = position(reverse)
+    at = unsigned_position(reverse)
+    strided, blocked = staged_slots(block_size, items)
     tile = block_size * items
 
     def load(src, n, start, staged, run):
         t = cuda.threadIdx.x
+        first = start + t
         # Step k: the warps read consecutive elements. In a whole tile no bounds check stands
         # between the loads, so that all of a thread's loads are in flight at once.
         if start + tile <= n:
             for k in range(items):
-                run[k] = src[where(start + k * block_size + t, n)]
+                run[k] = src[at(first, k * block_size, n)]
         else:
             for k in range(items):
-                i = start + k * block_size + t
-                run[k] = src[where(i, n)] if i < n else neutral
+                run[k] = src[at(first, k * block_size, n)] if first + k * block_size < n else neutral
         for k in range(items):
-            j = k * block_size + t
-            staged[j + (j >> 5)] = run[k]
+            staged[strided(t, k)] = run[k]
         cuda.syncthreads()
         total = neutral
         for k in range(items):
-            j = t * items + k
-            run[k] = staged[j + (j >> 5)]
+            run[k] = staged[blocked(t, k)]
             total = combine(total, run[k])
         return total
 
@@ -149,30 +194,29 @@ def tile_writer(op, dtype, inclusive, reverse, block_size, items):
     (those below ``n``), coalesced through ``staged``. Every thread must call it (one barrier).
     """
     combine = device_op(op, dtype)
-    where = position(reverse)
+    at = unsigned_position(reverse)
+    strided, blocked = staged_slots(block_size, items)
     tile = block_size * items
 
     def write(dst, n, start, staged, run, acc):
         t = cuda.threadIdx.x
         for k in range(items):
-            j = t * items + k
             if not inclusive:
-                staged[j + (j >> 5)] = acc
+                staged[blocked(t, k)] = acc
             acc = combine(acc, run[k])
             if inclusive:
-                staged[j + (j >> 5)] = acc
+                staged[blocked(t, k)] = acc
         cuda.syncthreads()
         for k in range(items):
-            j = k * block_size + t
-            run[k] = staged[j + (j >> 5)]
+            run[k] = staged[strided(t, k)]
+        first = start + t
         if start + tile <= n:
             for k in range(items):
-                dst[where(start + k * block_size + t, n)] = run[k]
+                dst[at(first, k * block_size, n)] = run[k]
         else:
             for k in range(items):
-                i = start + k * block_size + t
-                if i < n:
-                    dst[where(i, n)] = run[k]
+                if first + k * block_size < n:
+                    dst[at(first, k * block_size, n)] = run[k]
 
     return device_function(write, dtype, arrays=("dst", "staged", "run"))
 
