@@ -239,15 +239,20 @@ for size, dtypes in (("4-byte", ("float32", "int32")), ("8-byte", ("float64", "i
     print(f"{size} types, 2^24 to 2^28, time / look-back's: " + ", ".join(ranges))
 
 # %% [markdown]
-# On this GPU, for 4-byte types the single pass is faster than `torch.cumsum` at every size and
-# reaches most of the bandwidth of torch's copy, and about all of a plain numba copy kernel's
-# (`copy`; the ranges printed above); for 8-byte types it is at most a little faster, though each
-# look-back step is two atomics and a fence instead of one atomic. Its tiles, 128 threads × 32 elements, were chosen from a table of eight
-# shapes at $2^{24}$, $2^{26}$ and $2^{28}$ (`benchmarks/lookback_tiles.csv`, from another card
-# of the same generation, whose faster memory leaves the smallest size no margin). At $2^{24}$
-# the kernel is bound by its instructions, not by memory: a profile by Nsight Compute
-# (`benchmarks/lookback_ncu.py`; its counts are in no committed CSV) found several times CUB's
-# instructions per element and the ALU pipe far busier than DRAM. The other scans of the
+# On this GPU, for 4-byte types the single pass is faster than `torch.cumsum` at every size,
+# reaches most of the bandwidth of torch's copy and beats a plain numba copy kernel (`copy`; the
+# ranges printed above); for 8-byte types it is faster too, by less, though each look-back step
+# is two atomics and a fence instead of one atomic. Its tiles, 128 threads × 32 elements, were
+# chosen from a table of eight shapes at $2^{24}$, $2^{26}$ and $2^{28}$
+# (`benchmarks/lookback_tiles.csv`, from another card of the same generation, with faster memory).
+# At $2^{24}$ the kernel was once bound by its instructions, not by memory: a profile by Nsight
+# Compute (`benchmarks/lookback_ncu.py`) found about 3.5 times CUB's instructions per cycle and
+# the ALU pipe far busier than DRAM. numba guards every signed array index against a negative
+# value (`x[-1]` is the last element): a shift, an `and` and an add in 64 bits on every access,
+# and the shared slot `j + j // 32` cost 64-bit shifts of its own. The tile's indices are now
+# unsigned, a part per thread plus a constant of the unrolled loop, which the compiler puts into
+# the address (`ps.primitives.block.staged_slots`): 3.4 times fewer instructions in the kernel
+# (`benchmarks/ptx_counts.py`), about CUB's rate per cycle. The other scans of the
 # workbook on the same plot (float32; measured in an earlier run with CUDA events,
 # `scan_throughput.csv`):
 

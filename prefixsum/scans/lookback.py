@@ -82,11 +82,11 @@ from .tiles import array_type
 ITEMS_PER_THREAD = {4: 32, 8: 32}
 """Elements per thread by element size in bytes, with the default 128 threads a tile: the fastest
 of the tile shapes in ``benchmarks/lookback_tiles.csv`` at every n of 2^24, 2^26 and 2^28, for
-float32 and float64, by the worst ratio to torch.cumsum over the sizes (H200, CUPTI: 128 x 32
-1.006 / 1.079 / 1.116 x torch for float32, 1.007 / 1.073 / 1.091 for float64; 128 x 16 and
-128 x 24, the earlier choice, 0.96-0.98 and 0.80-0.91 at 2^24). With 32 items a thread's
-elements lie 33 slots apart in the padded shared tile: its reads of them are free of bank
-conflicts, which 16, 20 and 24 are not."""
+float32 and float64, by the worst ratio to torch.cumsum over the sizes (H200, CUPTI, with the
+tile's unsigned indices of issue 29: 128 x 32 1.28 / 1.43 / 1.45 x torch for float32,
+1.07 / 1.15 / 1.16 for float64; the next best, 256 x 32 for float32 and 256 x 16 for float64,
+1.22 and 1.00 at 2^24). With 32 items a thread's elements lie 33 slots apart in the padded
+shared tile: its reads of them are free of bank conflicts, which 16, 20 and 24 are not."""
 MAX_ITEMS_PER_THREAD = 32
 
 
