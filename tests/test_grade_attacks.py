@@ -36,6 +36,8 @@ HONEST = ("ann", "bob")
 ODD_NAMES = {"not_utf8": os.fsdecode(b"student_\xff"), "formula": '=HYPERLINK("evil.example","x")',
              "newline": "eve\n# Injected heading", "dot_folder": ".hidden_student"}
 MARK = "prefixsum-attack"
+# Two whole batches (as root and as nobody), about 100 s each: CI runs them, the developer loop not.
+pytestmark = pytest.mark.slow
 
 
 def attacks():

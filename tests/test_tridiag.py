@@ -138,7 +138,7 @@ def test_global_memory_path_when_a_system_does_not_fit_a_block(blocks, batch, dt
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("n, batch", ((40, 3), (300, 1), (1000, 2)))
+@pytest.mark.parametrize("n, batch", ((40, 3), (300, 1), pytest.param(1000, 2, marks=pytest.mark.slow)))  # three launches: 5-17 s
 def test_hybrid_windows_split_systems_that_do_not_fit_a_block(n, batch, dtype, rng, monkeypatch):
     # 1 KiB: 16 (float64) or 32 (float32) slots a block; the windows take one to three launches,
     # the later ones several neighbouring subsystems wide.
