@@ -251,7 +251,7 @@ for size, dtypes in (("4-byte", ("float32", "int32")), ("8-byte", ("float64", "i
 # value (`x[-1]` is the last element): a shift, an `and` and an add in 64 bits on every access,
 # and the shared slot `j + j // 32` cost 64-bit shifts of its own. The tile's indices are now
 # unsigned, a part per thread plus a constant of the unrolled loop, which the compiler puts into
-# the address (`ps.primitives.block.staged_slots`): 3.4 times fewer instructions in the kernel
+# the address (`ps.primitives.block.staged_bases`): 3.4 times fewer instructions in the kernel
 # (`benchmarks/ptx_counts.py`), about CUB's rate per cycle. The other scans of the
 # workbook on the same plot (float32; measured in an earlier run with CUDA events,
 # `scan_throughput.csv`):
