@@ -85,7 +85,8 @@ def ptx_command(tmp_path_factory):
     It compiles every registered scan's kernels and every tridiagonal kernel for sm_75 and sm_90,
     the longest compile of the suite: the pytest-xdist workers share one run (its answer is kept
     in their common temporary folder; on Windows, without ``fcntl``, each worker runs its own).
-    Returns the ``subprocess.CompletedProcess``.
+    Returns the ``subprocess.CompletedProcess``; the PTX it made is kept in the folder after
+    ``--keep`` in its ``args`` (see ``python -m prefixsum ptx --help``).
     """
     require_ptx_compiler()
     folder = tmp_path_factory.getbasetemp()
@@ -95,7 +96,7 @@ def ptx_command(tmp_path_factory):
     with _locked(folder / "ptx_command.lock") if fcntl is not None else contextlib.nullcontext():
         if not answer.exists():
             env = {key: value for key, value in os.environ.items() if key not in ("NUMBA_ENABLE_CUDASIM", "PREFIXSUM_DEVICE")}
-            command = [sys.executable, "-m", "prefixsum", "ptx"]
+            command = [sys.executable, "-m", "prefixsum", "ptx", "--keep", str(folder / "ptx")]
             child = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1800)
             answer.write_text(json.dumps([command, child.returncode, child.stdout, child.stderr]))
     return subprocess.CompletedProcess(*json.loads(answer.read_text()))

@@ -210,7 +210,7 @@ class Spy:
 @pytest.mark.parametrize("dtype, n, batch, shared_bytes, threads, launched", [
     (np.float64, 40, 2, 4096, 32, 32),  # max_shared_n(float64) is 21 in 4 KiB; 2 columns a thread, the second round partly empty
     (np.float32, 40, 3, 4096, 256, 64),  # max_shared_n(float32) is 31 in 4 KiB; n up to a power of two
-    (np.float64, 65, 2, 4096, 256, 128),  # whole-block sums over 4 warps, 63 threads (two whole warps) without a column
+    (np.float64, 65, 1, 4096, 256, 128),  # one matrix: whole-block sums over 4 warps, 63 threads (two whole warps) without a column
 ])
 def test_global_memory_path(dtype, n, batch, shared_bytes, threads, launched, rng, monkeypatch):
     monkeypatch.setattr(_common, "SHARED_BYTES", shared_bytes)

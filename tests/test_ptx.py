@@ -6,6 +6,10 @@ conftest.py; it is also the command's smoke test), and small programs in the ses
 worker (``ptx_child``). Skipped on macOS only (no numba-cuda wheels); elsewhere a missing
 compiler fails the tests.
 """
+import collections
+import json
+import pathlib
+import re
 import textwrap
 
 import prefixsum as ps
@@ -60,3 +64,43 @@ def test_a_kernel_the_simulator_accepts_but_the_gpu_compiler_rejects_is_reported
     """))
     assert child.returncode == 0, child.stdout[-3000:] + child.stderr[-3000:]
     assert "FAIL sm_90 broken:" in child.stdout
+
+
+IN_REGISTERS = ("warp_solve", "partition_reduce", "partition_substitute", "gtsv_tiled", "spike_reduce",
+                "spike_substitute", "spike_block")
+"""Tridiagonal kernels that keep their rows in registers (or their chunks in shared memory): no local memory."""
+FLOAT64_ARITHMETIC = re.compile(r"\b(add|sub|mul|div|fma|neg|abs)(\.rn)?\.f64")
+LOCAL_MEMORY = re.compile(r"^\s*(ld|st)\.local|^\s*\.local", re.M)
+
+
+def test_float32_tridiagonal_kernels_compute_in_float32_and_the_chunks_stay_in_registers(ptx_command):
+    """What the command's PTX for sm_90 says (neither depends on the capability): no float64
+    arithmetic in a float32 kernel (an untyped 0 or 1 would promote), no local memory in the
+    register-resident solvers."""
+    assert ptx_command.returncode == 0, ptx_command.stdout[-3000:] + ptx_command.stderr[-3000:]
+    kept = pathlib.Path(ptx_command.args[ptx_command.args.index("--keep") + 1])
+    checked = collections.Counter()
+    for entry in json.loads((kept / "index.json").read_text()):
+        name, single = entry["kernel"], "float32" in entry["argtypes"][1]
+        if not entry["label"].startswith("tridiag:") or entry["cc"] != "sm_90" or not (single or name in IN_REGISTERS):
+            continue
+        ptx = (kept / entry["file"]).read_text()
+        if single:
+            assert not FLOAT64_ARITHMETIC.search(ptx), entry
+        if name in IN_REGISTERS:
+            assert not LOCAL_MEMORY.search(ptx), entry
+        checked[name, "float32" if single else "float64"] += 1
+    assert checked["warp_solve", "float32"] == checked["warp_solve", "float64"] == len(warp.ROWS_PER_THREAD)
+    assert checked["partition_reduce", "float64"] and checked["pcr_shared", "float32"]
+    for name in ("gtsv_tiled", "positive_definite"):
+        assert checked[name, "float32"]
+    for name in ("spike_reduce", "spike_substitute", "spike_block"):
+        assert checked[name, "float64"] == len(pivoting.ALL_SPIKE_ROWS)
+
+
+def test_a_ptx_that_promotes_to_float64_or_spills_is_seen():
+    """The two patterns above match what the compiler writes for them."""
+    promoted = "\tadd.rn.f64 \t%fd3, %fd1, %fd2;\n"
+    spilled = "\t.local .align 8 .b8 \t__local_depot0[32];\n\tst.local.f32 \t[%rd1], %f1;\n"
+    assert FLOAT64_ARITHMETIC.search(promoted) and not FLOAT64_ARITHMETIC.search(promoted.replace("f64", "f32"))
+    assert LOCAL_MEMORY.search(spilled) and not LOCAL_MEMORY.search(spilled.replace("local", "shared"))

@@ -1,4 +1,4 @@
-"""prefixsum.tridiag.solve against scipy's banded solver, its errors, and its kernels' PTX.
+"""prefixsum.tridiag.solve against scipy's banded solver, and its errors (its kernels' PTX: tests/test_ptx.py).
 
 The simulator runs one OS thread per CUDA thread, so sizes stay at a few hundred to a couple of
 thousand threads per case; the global-memory path of PCR and CR is reached at small n by
@@ -8,7 +8,6 @@ import os
 
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
-import textwrap  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
@@ -17,7 +16,7 @@ from numba import cuda  # noqa: E402
 
 from prefixsum import tridiag  # noqa: E402
 from prefixsum.core.poison import poison  # noqa: E402
-from prefixsum.tridiag import _common, api, cr, hybrid, partition, pcr, pivoting, warp  # noqa: E402
+from prefixsum.tridiag import _common, api, cr, hybrid, partition, pcr, warp  # noqa: E402
 
 METHODS = tuple(tridiag.METHODS)
 NON_PIVOTING = tuple(m for m in METHODS if m != "pivoting")  # tests/test_pivoting.py has the one that pivots
@@ -467,37 +466,3 @@ def test_bad_shapes_are_value_errors_naming_them(shapes, message):
 def test_an_unknown_method_is_a_value_error_listing_the_methods():
     with pytest.raises(ValueError, match="'gauss'.*'pcr', 'cr', 'thomas'"):
         tridiag.solve(*np.ones((4, 3)), method="gauss")
-
-
-def test_float32_kernels_compute_in_float32_and_the_chunks_stay_in_registers(ptx_child):
-    """What the PTX says, on sm_90 (neither depends on the capability): no float64 arithmetic in a
-    float32 kernel (an untyped 0 or 1 would promote), no local memory in the register-resident
-    solvers. That every kernel compiles for sm_75 and sm_90 is tests/test_ptx.py's."""
-    child = ptx_child(textwrap.dedent("""
-        import re
-        from numba import cuda
-        from prefixsum import tridiag
-        from prefixsum.core.numba_gpu import compiling_for
-        # no local memory: the register-resident solvers, and the pivoting ones (chunks in shared memory)
-        IN_REGISTERS = ("warp_solve", "partition_reduce", "partition_substitute",
-                        "gtsv_tiled", "spike_reduce", "spike_substitute", "spike_block")
-        for kernel, argtypes in tridiag.ptx_kernels():
-            single, name = "float32" in str(argtypes[1]), kernel.py_func.__name__
-            if not single and name not in IN_REGISTERS:
-                continue
-            with compiling_for((9, 0)):  # device functions ask the current device for its capability
-                ptx, _ = cuda.compile_ptx(kernel.py_func, argtypes, cc=(9, 0))
-            if single:
-                assert not re.search(r"\\b(add|sub|mul|div|fma|neg|abs)(\\.rn)?\\.f64", ptx), kernel
-            if name in IN_REGISTERS:
-                assert not re.search(r"^\\s*(ld|st)\\.local|^\\s*\\.local", ptx, re.M), kernel
-            print("ok", name, argtypes[1].dtype)
-    """))
-    assert child.returncode == 0, child.stdout[-3000:] + child.stderr[-3000:]
-    assert child.stdout.count("ok warp_solve float32") == len(warp.ROWS_PER_THREAD)
-    assert child.stdout.count("ok warp_solve float64") == len(warp.ROWS_PER_THREAD)
-    assert "ok partition_reduce float64" in child.stdout and "ok pcr_shared float32" in child.stdout
-    for name in ("gtsv_tiled", "positive_definite"):
-        assert f"ok {name} float32" in child.stdout
-    for name in ("spike_reduce", "spike_substitute", "spike_block"):
-        assert child.stdout.count(f"ok {name} float64") == len(pivoting.ALL_SPIKE_ROWS)

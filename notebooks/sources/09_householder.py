@@ -265,9 +265,9 @@ for thread in (0, 1, 4, 5, 6, 44, 45, 254):
 # which the host subtracts from the 48 KiB when it picks `per_block`.
 #
 # The tracer counts the passes that every warp-wide shared-memory access needs (1 =
-# conflict-free), for the kernel launched on four float32 matrices in one block, with the slices
-# unpadded and padded as `householder` launches it, by the device function that makes the
-# access. It takes the $k$-th access of each thread to one source line as one instruction of the
+# conflict-free), for the kernel launched on two float32 matrices in one block (one warp), with
+# the slices unpadded and padded as `householder` launches it, by the device function that makes
+# the access. It takes the $k$-th access of each thread to one source line as one instruction of the
 # warp; `by_phase=True` counts $k$ within each barrier phase, because here the threads of a warp
 # join the loops at different steps (the owner of row $i$, the columns $j < i$), and pairing
 # over the whole launch would pair accesses of different steps.
@@ -295,7 +295,7 @@ def function_of(line, functions=(hh.load, hh.reflector, hh.project, hh.correct, 
     raise ValueError(f"line {line} is in none of {[function.__name__ for function in functions]}")
 
 
-M = np.random.default_rng(16).normal(size=(4, 16, 16))
+M = np.random.default_rng(16).normal(size=(2, 16, 16))
 A_banks = ((M + M.transpose(0, 2, 1)) / 2).astype(np.float32)
 strides = {"unpadded": 16 * 18, "padded": hh.slot_stride(16)}
 per_function = {}  # (function, label): [warp accesses, passes, worst]
@@ -323,11 +323,11 @@ print(f"{'all':<21} {sum(per_function[(f, 'unpadded')][0] for f in functions):>1
 # Random symmetric batches, both precisions: $Q$ orthogonal, $Q^T A Q = T$, and $T$ with the
 # eigenvalues of $A$ (`numpy.linalg.eigvalsh`, in float64), each to within a small multiple of
 # $n \varepsilon$ (times $\|A\|$ where it applies). The sizes come from the device
-# (`ps.size_for_device`): batches of 24 matrices of a small, a medium and a large $n$ (5, 16
+# (`ps.size_for_device`): batches of 12 matrices of a small, a medium and a large $n$ (5, 16
 # and 33) on the simulator, of 1000 matrices (16, 64 and 200) on a GPU:
 
 # %%
-batch = ps.size_for_device(24, 1000)
+batch = ps.size_for_device(12, 1000)
 # a generator of its own: device-sized draws from a shared one would change what later cells draw on a GPU
 rng_batches = np.random.default_rng(28)
 for dtype in (np.float32, np.float64):

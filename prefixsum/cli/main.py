@@ -13,6 +13,7 @@ def _parser():
     demo.add_argument("--algorithm", action="append", help="only these algorithms (repeatable)")
     ptx = commands.add_parser("ptx", help="compile every kernel to PTX for sm_75 and sm_90 (no GPU needed)")
     ptx.add_argument("--algorithm", action="append", help="only the kernels of these scans, no solver (repeatable)")
+    ptx.add_argument("--keep", metavar="DIR", help="write each PTX into DIR, with DIR/index.json naming its kernel")
     commands.add_parser("bench", help="time every scan on the GPU beside copy, torch.cumsum and cupy.cumsum (python -m prefixsum bench --help)", add_help=False)
     student = commands.add_parser("student", help="write the student version of instructor notebooks (solutions stripped, outputs cleared)")
     student.add_argument("notebooks", nargs="+", help="instructor notebooks (.ipynb)")
@@ -31,7 +32,8 @@ def main(argv=None):
     if args.command == "ptx":
         from . import ptx
 
-        return ptx.main([word for name in args.algorithm or () for word in ("--algorithm", name)])
+        return ptx.main([word for name in args.algorithm or () for word in ("--algorithm", name)]
+                        + (["--keep", args.keep] if args.keep else []))
     if args.command == "student":
         from ..classroom import student
 

@@ -9,7 +9,9 @@ Run ``python -m prefixsum ptx`` (it sets the environment itself and starts this 
 ``python -m prefixsum.cli.ptx``), or call :func:`compile_all`.
 """
 import itertools
+import json
 import os
+import pathlib
 import re
 import sys
 
@@ -49,17 +51,25 @@ def kernels_to_compile(algorithms=None):
     return list(seen.values())
 
 
-def compile_all(capabilities=CAPABILITIES, out=sys.stdout, algorithms=None):
+def compile_all(capabilities=CAPABILITIES, out=sys.stdout, algorithms=None, keep=None):
     """Compile every kernel (of the scans named in ``algorithms``, if given) for each compute
-    capability; return the list of failures."""
+    capability; return the list of failures.
+
+    ``keep``: a folder to write each PTX into (``0000.sm_90.ptx``, ...), with ``index.json``
+    listing ``{"label", "kernel", "argtypes", "cc", "file"}`` per file, so that tests can read
+    what the compiler made without compiling again.
+    """
     from numba import config, cuda
 
     from ..core.numba_gpu import compiling_for
 
     if config.ENABLE_CUDASIM:
         raise RuntimeError("PTX needs numba's real CUDA target: run with NUMBA_ENABLE_CUDASIM=0")
-    failures = []
-    for label, kernel, argtypes in kernels_to_compile(algorithms):
+    failures, index = [], []
+    if keep is not None:
+        keep = pathlib.Path(keep)
+        keep.mkdir(parents=True, exist_ok=True)
+    for number, (label, kernel, argtypes) in enumerate(kernels_to_compile(algorithms)):
         for cc in capabilities:
             try:
                 with compiling_for(cc):  # device functions ask the current device for its capability
@@ -69,6 +79,14 @@ def compile_all(capabilities=CAPABILITIES, out=sys.stdout, algorithms=None):
             except Exception as error:  # a report of every failure beats stopping at the first
                 failures.append((label, cc, error))
                 print(f"FAIL sm_{cc[0]}{cc[1]} {label}: {type(error).__name__}: {error}", file=out)
+                continue
+            if keep is not None:
+                name = f"{number:04d}.sm_{cc[0]}{cc[1]}.ptx"
+                (keep / name).write_text(ptx)
+                index.append({"label": label, "kernel": kernel.py_func.__name__,
+                              "argtypes": [str(argtype) for argtype in argtypes], "cc": f"sm_{cc[0]}{cc[1]}", "file": name})
+    if keep is not None:
+        (keep / "index.json").write_text(json.dumps(index, indent=1))
     return failures
 
 
@@ -120,8 +138,9 @@ def main(argv=None):
         os.execve(sys.executable, [sys.executable, "-m", "prefixsum.cli.ptx", *argv], env)
     parser = argparse.ArgumentParser(prog="python -m prefixsum ptx")
     parser.add_argument("--algorithm", action="append", help="only the kernels of these scans (repeatable)")
+    parser.add_argument("--keep", metavar="DIR", help="write each PTX into DIR, with DIR/index.json naming its kernel")
     args = parser.parse_args(argv)
-    failures = compile_all(algorithms=args.algorithm)
+    failures = compile_all(algorithms=args.algorithm, keep=args.keep)
     print(f"{len(failures)} failures")
     return 1 if failures else 0
 
