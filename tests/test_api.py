@@ -127,6 +127,35 @@ def test_flags_must_be_bools():
     refused(ValueError, r"reverse must be True or False; got 1", poison(np.float32), reverse=1)
 
 
+def test_a_repeated_device_call_is_still_checked_and_scanned_afresh(rng):
+    """A device call seen before skips the checks its key proves (api._device_call): the arguments
+    the key does not prove are still refused, and each call scans its own input. Without the
+    tracer, which on a GPU runs the call on the simulator with the array's contents (contiguous)."""
+    n = 1000
+    inputs = [rng.integers(-50, 50, n).astype(np.int32) for _ in range(3)]
+    for x in inputs:
+        for inclusive, reverse in ((True, False), (False, True)):
+            got = ps.scan(cuda.to_device(x), inclusive=inclusive, reverse=reverse).copy_to_host()
+            expected = np.cumsum(x[::-1] if reverse else x, dtype=np.int32)
+            expected = np.concatenate(([0], expected[:-1])) if not inclusive else expected
+            np.testing.assert_array_equal(got, expected[::-1] if reverse else expected)
+    wide = cuda.to_device(np.arange(2 * n, dtype=np.int32))
+    view = wide[:n]  # contiguous, of the key's shape: scanned
+    view.copy_to_device(inputs[0])
+    np.testing.assert_array_equal(ps.scan(view).copy_to_host(), np.cumsum(inputs[0], dtype=np.int32))
+    x = cuda.to_device(inputs[1])
+    for args, kwargs, match in (
+            ((wide[::2],), {}, r"a device array x must be contiguous; got strides \(8,\) for elements of 4 bytes"),
+            ((x,), {"inclusive": 1}, r"inclusive must be True or False; got 1"),
+            ((x, "sub"), {}, r"unknown op 'sub'"),
+            ((x,), {"identity": 0}, r"takes one array and no identity"),
+            ((cuda.to_device(inputs[2].reshape(10, 100)),), {}, r"x must be 1-D")):
+        with pytest.raises(ValueError, match=match):
+            ps.scan(*args, **kwargs)
+    np.testing.assert_array_equal(x.copy_to_host(), inputs[1])
+    np.testing.assert_array_equal(wide.copy_to_host()[n:], np.arange(n, 2 * n))
+
+
 def poison(dtype, n=37):
     """An input whose every byte is known (0xA5 repeated where the dtype allows), to see any write."""
     dtype = np.dtype(dtype)

@@ -20,12 +20,12 @@ def as_numba(x):
     return x if cuda.devicearray.is_cuda_ndarray(x) else cuda.as_cuda_array(x)
 
 
-_LAYOUTS = {}  # (shape, dtype) as asked -> (shape, strides, dtype, nbytes): see _layout
+_MAKERS = {}  # (shape, dtype) as asked -> result_maker's function
 
 
 def result_array(shape, dtype):
     """A new C-contiguous device array of ``shape`` (an int for 1-D) and ``dtype``, for a result
-    handed to the caller.
+    handed to the caller: ``result_maker(shape, dtype)()``.
 
     numba allocates every device array with ``cuMemAlloc`` and frees it with ``cuMemFree``
     (which waits for the GPU), 45 to 100 microseconds a call on the H100 machine: more than a
@@ -35,26 +35,27 @@ def result_array(shape, dtype):
     stream) makes the reuse safe. On the simulator: a plain ``cuda.device_array``, poisoned by
     the checker as any.
     """
-    layout = _LAYOUTS.get((shape, dtype))
-    if layout is None:
-        layout = _layout(shape, dtype)
-    shape, strides, dtype, nbytes = layout
-    if not nbytes or simulating():
-        return cuda.device_array(shape, dtype)
-    base, give_back = result_memory(nbytes)
-    return numba_gpu.device_array(base, nbytes, shape, strides, dtype, give_back)
+    make = _MAKERS.get((shape, dtype))
+    return (make or result_maker(shape, dtype))()
 
 
-def _layout(shape, dtype):
-    """``(shape, strides, dtype, nbytes)`` of a C-contiguous array, worked out once per request."""
+def result_maker(shape, dtype):
+    """``make()``: :func:`result_array` of ``shape`` and ``dtype`` at each call, with the layout
+    (shape, strides, bytes) worked out once and kept for the next request of that layout."""
     key = (shape, dtype)
     dtype = np.dtype(dtype)
     shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(map(int, shape))
     strides = tuple(int(np.prod(shape[k + 1:], dtype=np.int64)) * dtype.itemsize for k in range(len(shape)))
-    if len(_LAYOUTS) >= 1024:
-        _LAYOUTS.clear()
-    _LAYOUTS[key] = layout = shape, strides, dtype, int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    return layout
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if not nbytes or simulating():
+        def make():
+            return cuda.device_array(shape, dtype)
+    else:
+        make = numba_gpu.recycled_arrays(shape, strides, dtype, nbytes, result_memory)
+    if len(_MAKERS) >= 1024:
+        _MAKERS.clear()
+    _MAKERS[key] = make
+    return make
 
 
 def copy_to_host(device, host):

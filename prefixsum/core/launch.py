@@ -79,15 +79,15 @@ class Launcher:
         return block
 
     def __call__(self, grid, block, *args, shared=0):
-        if self._direct and self._kernel is None:
-            self._prepare()
-        if not self._direct:
-            self.dispatcher[grid, block, 0, shared](*args)
-            return
-        dims = self._configs.get((grid, block, shared))
-        if dims is None:
-            dims = self._dims(grid, block, shared)
-        params = getattr(self._local, "block", None) or self._block()
+        params = getattr(self._local, "block", None)  # set only once the direct launch is prepared
+        if params is None:
+            if self._direct and self._kernel is None:
+                self._prepare()
+            if not self._direct:
+                self.dispatcher[grid, block, 0, shared](*args)
+                return
+            params = self._block()
+        dims = self._configs.get((grid, block, shared)) or self._dims(grid, block, shared)
         params.fill(args)
         error = self._launch(self._kernel, *dims, self._stream, params.address, None)
         if error != self._success:
@@ -98,7 +98,11 @@ class Launcher:
         """``(gx, gy, gz, bx, by, bz, shared)`` of a launch, kept per configuration."""
         grid3 = (tuple(grid) + (1, 1))[:3] if isinstance(grid, tuple) else (grid, 1, 1)
         block3 = (tuple(block) + (1, 1))[:3] if isinstance(block, tuple) else (block, 1, 1)
+        dims = (*map(int, grid3), *map(int, block3), int(shared))
+        if not all(0 <= value < 1 << 31 for value in dims):  # the driver's call takes them as C ints
+            raise ValueError(f"a launch of {self.dispatcher.py_func.__name__} takes grid and block dimensions and "
+                             f"shared bytes from 0 to 2**31 - 1; got grid {grid}, block {block}, shared {shared}")
         if len(self._configs) > 256:
             self._configs.clear()
-        dims = self._configs[grid, block, shared] = (*map(int, grid3), *map(int, block3), int(shared))
+        self._configs[grid, block, shared] = dims
         return dims

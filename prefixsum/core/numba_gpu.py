@@ -69,8 +69,8 @@ def compiling_for(cc):
 
 def launch_parts(jitted, argtypes):
     """``(function, stream, launch, success)``: the compiled ``cuda.jit`` kernel ``jitted`` for
-    ``argtypes`` as the driver's ``CUfunction`` handle (an integer; numba-cuda's cuda.core kernel,
-    compiled once), numba's default stream as a ``CUstream`` handle (the legacy default stream,
+    ``argtypes`` as the driver's ``CUfunction`` handle (a ``ctypes.c_void_p``; numba-cuda's cuda.core
+    kernel, compiled once), numba's default stream as a ``CUstream`` handle (a ``c_void_p``: the legacy default stream,
     or the per-thread one under ``NUMBA_CUDA_PER_THREAD_DEFAULT_STREAM=1``), the driver's
     ``cuLaunchKernel`` (:func:`driver_launch`) and the ``CUresult`` it returns on success.
 
@@ -80,8 +80,8 @@ def launch_parts(jitted, argtypes):
     from numba import cuda
 
     compiled = jitted.compile(tuple(argtypes))
-    function = int(compiled.library.get_cufunc().kernel.handle)
-    stream = int(cuda.default_stream().handle or 0)
+    function = ctypes.c_void_p(int(compiled.library.get_cufunc().kernel.handle))
+    stream = ctypes.c_void_p(int(cuda.default_stream().handle or 0))
     return function, stream, driver_launch(), 0
 
 
@@ -89,11 +89,15 @@ _driver_launch = []
 
 
 def driver_launch():
-    """The driver library's own ``cuLaunchKernel``, called through ctypes with integer handles.
+    """The driver library's own ``cuLaunchKernel``, called through ctypes.
 
     cuda-python's binding builds a ``CUresult`` enum member in Python on every call, about 7 us
-    of a 20 us scan call; the C function through ctypes costs about 1 us. The library is the one
-    cuda-python and numba have loaded already. Raises ImportError where it cannot be loaded.
+    of a 20 us scan call; the C function through ctypes costs about 1 us, and less than half of
+    that without ``argtypes`` (ctypes then converts nothing through Python): the caller passes
+    the three handles (function, stream, parameter block) as ``ctypes.c_void_p`` and the seven
+    dimensions and the shared bytes as Python ints, which ctypes passes as C ints (each below
+    2^31, as CUDA's limits are). The library is the one cuda-python and numba have loaded
+    already. Raises ImportError where it cannot be loaded.
     """
     if not _driver_launch:
         name = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
@@ -101,7 +105,6 @@ def driver_launch():
             launch = ctypes.CDLL(name).cuLaunchKernel
         except (OSError, AttributeError) as error:
             raise ImportError(f"cannot load cuLaunchKernel from {name}: {error}") from error
-        launch.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
         launch.restype = ctypes.c_int
         _driver_launch.append(launch)
     return _driver_launch[0]
@@ -162,8 +165,11 @@ class ParamBlock:
     refilled by every launch: one 8-byte slot per flat parameter of :func:`marshaller`, written
     in one ``struct.pack_into``, and the array of the slots' addresses.
 
-    ``cuLaunchKernel`` copies the parameters before it returns, so a block is free again after a
-    launch; a block is used by one host thread at a time (the Launcher keeps one per thread).
+    ``fill`` is a function written for ``argtypes`` (:func:`_filler`): it reads each argument's
+    parameters and packs them in one expression, with no loop, list or per-argument branch, as a
+    small scan's whole host time is a few such microseconds. ``cuLaunchKernel`` copies the
+    parameters before it returns, so a block is free again after a launch; a block is used by
+    one host thread at a time (the Launcher keeps one per thread).
     """
 
     def __init__(self, argtypes):
@@ -174,20 +180,46 @@ class ParamBlock:
             else:
                 code = _PACKED[str(argtype)]
                 codes.append(code + "x" * (8 - struct.calcsize(code)))
-        self._struct = struct.Struct("=" + "".join(codes))
-        self._params = flat_params(argtypes)
         self.buffer = (ctypes.c_uint64 * len(codes))()  # 8-byte aligned slots
         start = ctypes.addressof(self.buffer)
         self._pointers = (ctypes.c_void_p * len(codes))(*[start + 8 * k for k in range(len(codes))])
-        self.address = ctypes.addressof(self._pointers)
+        self.address = ctypes.c_void_p(ctypes.addressof(self._pointers))  # as driver_launch takes it
+        self.fill = _filler(argtypes, struct.Struct("=" + "".join(codes)).pack_into, self.buffer)
 
-    def fill(self, args):
-        """Write the flat parameters of ``args`` into the slots."""
-        self._struct.pack_into(self.buffer, 0, *self._params(args))
+
+def _filler(argtypes, pack_into, buffer):
+    """``fill(args)``: write the flat parameters of ``args`` (:func:`flat_params`' layout) into
+    ``buffer`` with ``pack_into``, as one function written for ``argtypes``.
+
+    The source reads, for two 1-D float32 arrays and an int64::
+
+        def fill(args):
+            a0, a1, a2 = args
+            pack_into(buffer, 0, 0, 0, a0.shape[0], 4, a0.device_ctypes_pointer.value, a0.shape[0], 4,
+                      0, 0, a1.shape[0], 4, a1.device_ctypes_pointer.value, a1.shape[0], 4, a2)
+    """
+    names = [f"a{k}" for k in range(len(argtypes))]
+    fields = []
+    for name, argtype in zip(names, argtypes):
+        if not isinstance(argtype, types.Array):
+            fields.append(name)
+            continue
+        itemsize = as_dtype(argtype.dtype).itemsize  # numba's Boolean has no bitwidth
+        if argtype.ndim == 1:
+            fields.append(f"0, 0, {name}.shape[0], {itemsize}, {name}.device_ctypes_pointer.value, "
+                          f"{name}.shape[0], {itemsize}")
+        else:
+            fields.append(f"0, 0, {name}.size, {itemsize}, {name}.device_ctypes_pointer.value, "
+                          f"*{name}.shape, *{name}.strides")
+    unpack = f"    {', '.join(names)}, = args\n" if names else ""
+    source = f"def fill(args):\n{unpack}    pack_into(buffer, 0, {', '.join(fields)})\n"
+    namespace = {"pack_into": pack_into, "buffer": buffer}
+    code = compile(source, f"<ParamBlock.fill of {len(argtypes)} arguments>", "exec")
+    exec(code, namespace)  # noqa: S102  (the source is made above from numba types, no user text)
+    return namespace["fill"]
 
 
 _classes = []  # (_Recycled, DeviceNDArray), made once: a result is made on every call
-_templates = {}  # (shape, strides, dtype) -> the attributes of numba's device array of that layout
 _bases = {}  # id(allocation) -> (weak reference to it, what a pointer over it holds): read once per recycled allocation
 
 
@@ -217,44 +249,53 @@ def _recycled_pointer_class():
     return _Recycled
 
 
-def device_array(base, nbytes, shape, strides, dtype, finalizer):
-    """numba's device array over ``nbytes`` of the allocation ``base`` (a ``memalloc`` result),
-    calling ``finalizer()`` when the array and every view of it are dropped, instead of freeing
-    the memory.
+def recycled_arrays(shape, strides, dtype, nbytes, memory):
+    """``make()``: a new numba device array of this layout (``nbytes`` bytes) over recycled
+    memory at every call. ``memory(nbytes)`` gives ``(allocation, give_back)``: a ``memalloc``
+    result, and the function that keeps it again (called, instead of freeing it, when the array
+    and every view of it are dropped).
 
-    Built from a kept copy of the attributes of an array of the same layout, as numba's own
-    ``bind`` copies an array: ``DeviceNDArray.__init__`` checks the shape and builds its layout
-    again on every call (several microseconds).
+    An array is built from a kept copy of the attributes of the first one, as numba's own
+    ``bind`` copies an array (``DeviceNDArray.__init__`` checks the shape and builds its layout
+    again on every call: several microseconds), and its pointer from the fields read once per
+    allocation.
     """
     if not _classes:
         from numba.cuda.cudadrv import devicearray
 
         _classes.extend((_recycled_pointer_class(), devicearray.DeviceNDArray))
     pointer_class, array_class = _classes
-    known = _bases.get(id(base))
-    if known is None or known[0]() is not base:  # a new allocation, or a freed one's id reused
-        if len(_bases) >= 1024:
-            _bases.clear()
-        address = base.device_pointer
-        known = _bases[id(base)] = (weakref.ref(base), {
-            "context": base.context, "device_pointer": address, "handle": address,
-            "device_ctypes_pointer": ctypes.c_size_t(int(address))})
-    pointer = object.__new__(pointer_class)
-    pointer.__dict__.update(known[1])
-    pointer.__dict__.update(size=nbytes, _cuda_memsize_=nbytes, is_managed=False, refct=1, _owner=None,
-                            give_back=finalizer)
-    key = (shape, strides, dtype)
-    template = _templates.get(key)
-    if template is None:
-        if len(_templates) >= 256:
-            _templates.clear()
-        template = dict(vars(array_class(shape, strides, dtype, gpu_data=pointer)))
-        template["gpu_data"] = None  # the template must not keep this first result's memory
-        _templates[key] = template
-    array = object.__new__(array_class)
-    array.__dict__.update(template)
-    array.gpu_data = pointer
-    return array
+    template = {}
+
+    def make():
+        base, give_back = memory(nbytes)
+        known = _bases.get(id(base))
+        if known is None or known[0]() is not base:  # a new allocation, or a freed one's id reused
+            known = _pointer_fields(base, nbytes)
+        pointer = object.__new__(pointer_class)
+        pointer.__dict__.update(known[1])
+        pointer.give_back = give_back
+        if not template:
+            template.update(vars(array_class(shape, strides, dtype, gpu_data=pointer)))
+            template["gpu_data"] = None  # the template must not keep this first result's memory
+        array = object.__new__(array_class)
+        array.__dict__.update(template)
+        array.gpu_data = pointer
+        return array
+
+    return make
+
+
+def _pointer_fields(base, nbytes):
+    """``(weak reference to base, the attributes of a pointer over it)``, kept per allocation."""
+    if len(_bases) >= 1024:
+        _bases.clear()
+    address = base.device_pointer
+    known = _bases[id(base)] = (weakref.ref(base), {
+        "context": base.context, "device_pointer": address, "handle": address,
+        "device_ctypes_pointer": ctypes.c_size_t(int(address)), "size": nbytes, "_cuda_memsize_": nbytes,
+        "is_managed": False, "refct": 1, "_owner": None})
+    return known
 
 
 def device_to_host(host, device, nbytes):

@@ -75,11 +75,17 @@ def simulator_turn():
 
 
 def one_call_at_a_time(function):
-    """Decorate a public call so that, on the simulator, it runs whole in :func:`simulator_turn`."""
+    """Decorate a public call so that, on the simulator, it runs whole in :func:`simulator_turn`;
+    on a GPU the call is returned as it is (no turn to take, and no wrapper to pass on every call).
+
+    numba has made its choice by then: this module imports ``numba.cuda``, and the choice never
+    changes within a process.
+    """
+    if not simulating():
+        return function
+
     @functools.wraps(function)
     def call(*args, **kwargs):
-        if not simulating():  # on a GPU: no turn to take, and no context manager to enter on every call
-            return function(*args, **kwargs)
         with _simulator:
             return function(*args, **kwargs)
 
@@ -100,11 +106,12 @@ def reused(key, make):
     For what a call builds for itself and hands to no one. Never for what it returns.
     """
     store = _store()
-    if key not in store:
+    kept = store.get(key)
+    if kept is None:
         if len(store) >= KEPT_ENTRIES:
             store.pop(next(iter(store)))
-        store[key] = make()
-    return store[key]
+        kept = store[key] = make()
+    return kept
 
 
 def scratch(role, shape, dtype):

@@ -5,7 +5,7 @@ import numpy as np
 from numba import cuda
 
 from ..core.arithmetic import quiet_arithmetic
-from ..core.arrays import as_numba, is_device_array, result_array
+from ..core.arrays import as_numba, is_device_array, result_array, result_maker
 from ..core.device import classroom_simulator, simulating
 from ..core.workspace import latest, one_call_at_a_time
 from . import transfers, user_ops
@@ -82,6 +82,14 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", identi
     >>> ps.scan(np.array([3, 2, 1, 2], dtype=np.int32), inclusive=False, reverse=True)
     array([5, 3, 2, 0], dtype=int32)
     """
+    if type(x) is _NUMBA_DEVICE_ARRAY and not options and identity is None:  # a call seen before: _device_call
+        try:
+            call = _DEVICE_CALLS.get((x.dtype, x.shape, op, type(inclusive), inclusive, type(reverse), reverse,
+                                      algorithm))
+        except TypeError:  # an unhashable op or flag: the checks below refuse it
+            call = None
+        if call is not None and x.is_c_contiguous():
+            return call(x)
     if isinstance(x, tuple) or callable(op) or identity is not None:
         return user_ops.scan(x, op, identity=identity, inclusive=inclusive, reverse=reverse,
                              algorithm=algorithm, **options)
@@ -96,12 +104,19 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", identi
     resolved = _resolved_options(chosen, options)
 
     if on_device:
-        if type(x) is not _NUMBA_DEVICE_ARRAY:
+        numba_array = type(x) is _NUMBA_DEVICE_ARRAY
+        if not numba_array:
             x = as_numba(x)
         if not x.is_c_contiguous():
             raise ValueError(
                 f"a device array x must be contiguous; got strides {tuple(x.strides)} for elements of "
                 f"{x.dtype.itemsize} bytes; copy it first (e.g. cupy.ascontiguousarray)")
+        if numba_array and not options and not simulating():
+            call = _device_call(chosen, n, x.dtype, op, bool(inclusive), bool(reverse), resolved)
+            if len(_DEVICE_CALLS) >= 1024:
+                _DEVICE_CALLS.clear()
+            _DEVICE_CALLS[x.dtype, x.shape, op, type(inclusive), inclusive, type(reverse), reverse, algorithm] = call
+            return call(x)
         out = result_array(n, x.dtype)
         if n:
             _run(chosen.run, n, chosen.name, x, out, op, inclusive, reverse, resolved)
@@ -130,6 +145,33 @@ def _run(run, n, name, *args):
 # as asking an array for __cuda_array_interface__ builds a dictionary.
 _NUMBA_DEVICE_ARRAY = getattr(cuda.devicearray, "DeviceNDArray", None)
 _RESOLVED = {}
+_DEVICE_CALLS = {}  # (dtype, shape, op, flags with their types, algorithm) -> _device_call's function
+
+
+def _device_call(chosen, n, dtype, op, inclusive, reverse, options):
+    """``call(x)``: :func:`scan` of a contiguous numba device array ``x`` of ``n`` elements of
+    ``dtype``, with arguments already checked (by the call that made it), on a GPU.
+
+    :func:`scan` keeps it by the dtype, shape, op, flags (with their types, so that ``1`` never
+    passes for ``True``) and algorithm name of the call that passed every check: a call that
+    repeats them skips the checks, which hold for it as well (only the contiguity, which the key
+    does not hold, is checked again), and goes straight to the result's memory and the launch.
+    """
+    make_result = result_maker(n, dtype)
+    if not n:
+        return lambda x: make_result()
+    if chosen.prepare is not None:
+        scan_into = chosen.prepare(op, dtype, inclusive, reverse, **options)
+    else:
+        def scan_into(x, out):
+            chosen.run(x, out, op, inclusive, reverse, **options)
+
+    def call(x):
+        out = make_result()
+        scan_into(x, out)
+        return out
+
+    return call
 
 
 def _numpy_call_buffers(n, dtype):

@@ -175,26 +175,41 @@ def launcher(op, dtype, inclusive, reverse, block_size, items):
     return Launcher(lookback_kernel(op, dtype, inclusive, reverse, block_size, items), argtypes(dtype))
 
 
-_PLANS = {}  # (op, dtype, inclusive, reverse, block_size, items_per_thread) -> (tile size, launcher, item size)
+_PREPARED = {}  # (op, dtype, inclusive, reverse, block_size, items_per_thread) -> prepare's function
 
 
 def run(x, out, op, inclusive, reverse, block_size, items_per_thread):
     """Scan device array ``x`` into ``out`` (see :class:`prefixsum.scans.registry.Algorithm`)."""
     if isinstance(x, tuple):
         return run_fields(x, out, op, inclusive, reverse, block_size, items_per_thread)
-    n, dtype = x.shape[0], x.dtype
+    key = (op, x.dtype, inclusive, reverse, block_size, items_per_thread)
+    scan_into = _PREPARED.get(key) or prepare(*key)
+    scan_into(x, out)
+
+
+def prepare(op, dtype, inclusive, reverse, block_size, items_per_thread):
+    """``scan_into(x, out)``: :func:`run` for 1-D device arrays of ``dtype`` and these settings,
+    with everything that does not depend on ``x`` worked out once (kept for the next call of the
+    same settings): a small scan's host time is the GPU's wait.
+
+    Per call it reads the length, takes this thread's tile states (:func:`~.tile_state.kept_states`)
+    and launches.
+    """
     key = (op, dtype, inclusive, reverse, block_size, items_per_thread)
-    plan = _PLANS.get(key)  # worked out once per kind of call: a small scan's host time is the GPU's wait
-    if plan is None:
-        items = tile_items(dtype, block_size, items_per_thread)
-        if len(_PLANS) >= 1024:
-            _PLANS.clear()
-        plan = _PLANS[key] = (block_size * items, launcher(op, dtype, inclusive, reverse, block_size, items),
-                              check_dtype(dtype).itemsize)
-    tile, launch, itemsize = plan
-    tiles = -(-n // tile)
-    status, values, counter, epoch = kept_states(itemsize).next(tiles)
-    launch(tiles, block_size, x, out, status, values, counter, n, epoch, 0)
+    items = tile_items(dtype, block_size, items_per_thread)
+    tile, itemsize = block_size * items, check_dtype(dtype).itemsize
+    launch = launcher(op, dtype, inclusive, reverse, block_size, items)
+
+    def scan_into(x, out):
+        n = x.shape[0]
+        tiles = -(-n // tile)
+        status, values, counter, epoch = kept_states(itemsize).next(tiles)
+        launch(tiles, block_size, x, out, status, values, counter, n, epoch, 0)
+
+    if len(_PREPARED) >= 1024:
+        _PREPARED.clear()
+    _PREPARED[key] = scan_into
+    return scan_into
 
 
 def run_fields(xs, outs, operator, inclusive, reverse, block_size, items_per_thread):
@@ -240,6 +255,7 @@ ALGORITHM = register(Algorithm(
     warp_level=True,
     fields=True,
     combines_every_result=True,
+    prepare=prepare,
 ))
 
 __getattr__ = moved(__name__, {"scan_with": "prefixsum.classroom.lessons:scan_with"})

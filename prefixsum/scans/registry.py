@@ -57,6 +57,11 @@ class Algorithm:
         (never a raw input, nor the raw identity of an exclusive scan's first lane): the
         segmented scans' operators (:mod:`prefixsum.apps.segmented`) mark a result in its first
         combine and need that.
+    prepare : callable or None
+        ``prepare(op, dtype, inclusive, reverse, **options) -> scan_into(x, out)``: ``run`` for
+        1-D device arrays of ``dtype`` and these settings, with what does not depend on ``x``
+        worked out once (a repeated call of :func:`prefixsum.scan` on device arrays keeps it).
+        None: such a call runs ``run`` with the same arguments.
     simulator_us_per_element : (float, float or None)
         Microseconds per element of a float32 add scan on the classroom simulator and on numba's
         stock one (None: the stock simulator cannot run it, it lacks warp intrinsics), for
@@ -78,6 +83,7 @@ class Algorithm:
     warp_level: bool = False
     fields: bool = False
     combines_every_result: bool = False
+    prepare: Callable = None
     simulator_us_per_element: tuple = SLOWEST_SIMULATION
 
     def resolve_options(self, options):
