@@ -135,3 +135,16 @@ def test_the_fallback_warning_is_once_per_process(fresh_warning):
         assert numba_gpu.warn_fallback(ImportError("cuda.core"))
         assert not numba_gpu.warn_fallback(AttributeError("library"))
     assert len(caught) == 1 and "cuda.core" in str(caught[0].message)
+
+
+def test_launch_dimensions_beyond_a_c_int_are_refused_naming_them():
+    """The driver's cuLaunchKernel is called without ctypes argtypes (numba_gpu.driver_launch): its
+    dimensions go as C ints, so a grid of 2**31 or more is refused before any launch."""
+    @cuda.jit
+    def noop(x):
+        pass
+
+    launcher = launch.Launcher(noop, (types.Array(types.float32, 1, "C"),))
+    assert launcher._dims((4, 2), 128, 0) == (4, 2, 1, 128, 1, 1, 0)
+    with pytest.raises(ValueError, match=r"from 0 to 2\*\*31 - 1; got grid 2147483648, block 32, shared 0"):
+        launcher._dims(1 << 31, 32, 0)

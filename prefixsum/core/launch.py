@@ -8,7 +8,8 @@ million elements; numba-cuda's own last step, ``cuda.core.launch``, takes 7 of t
 arrays and integers); it compiles that overload once and keeps the kernel's handle, the stream
 numba launches on (its default stream) and, per host thread, a parameter block
 (:class:`~.numba_gpu.ParamBlock`): a call writes each array's address, shape and strides into
-the block with one ``struct.pack_into`` and calls cuda-python's ``cuLaunchKernel`` with it.
+the block with one ``struct.pack_into`` (in a function written for the argument types) and calls
+the driver's ``cuLaunchKernel`` with it through ctypes (:func:`~.numba_gpu.driver_launch`).
 
 **Lifetimes.** ``cuLaunchKernel`` copies the parameters before it returns, so the block is free
 for the next launch of the same thread at once; the arrays themselves are the caller's, as with

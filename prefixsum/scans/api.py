@@ -85,7 +85,7 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", identi
     if type(x) is _NUMBA_DEVICE_ARRAY and not options and identity is None:  # a call seen before: _device_call
         try:
             call = _DEVICE_CALLS.get((x.dtype, x.shape, op, type(inclusive), inclusive, type(reverse), reverse,
-                                      algorithm))
+                                      algorithm, ALGORITHMS.version))
         except TypeError:  # an unhashable op or flag: the checks below refuse it
             call = None
         if call is not None and x.is_c_contiguous():
@@ -115,7 +115,8 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", identi
             call = _device_call(chosen, n, x.dtype, op, bool(inclusive), bool(reverse), resolved)
             if len(_DEVICE_CALLS) >= 1024:
                 _DEVICE_CALLS.clear()
-            _DEVICE_CALLS[x.dtype, x.shape, op, type(inclusive), inclusive, type(reverse), reverse, algorithm] = call
+            _DEVICE_CALLS[x.dtype, x.shape, op, type(inclusive), inclusive, type(reverse), reverse, algorithm,
+                          ALGORITHMS.version] = call
             return call(x)
         out = result_array(n, x.dtype)
         if n:
@@ -153,7 +154,8 @@ def _device_call(chosen, n, dtype, op, inclusive, reverse, options):
     ``dtype``, with arguments already checked (by the call that made it), on a GPU.
 
     :func:`scan` keeps it by the dtype, shape, op, flags (with their types, so that ``1`` never
-    passes for ``True``) and algorithm name of the call that passed every check: a call that
+    passes for ``True``), algorithm name and the registry's version (a registration may change
+    what ``"auto"`` picks) of the call that passed every check: a call that
     repeats them skips the checks, which hold for it as well (only the contiguity, which the key
     does not hold, is checked again), and goes straight to the result's memory and the launch.
     """

@@ -102,6 +102,7 @@ class _Registry(Mapping):
 
     def __init__(self):
         self._items = {}
+        self.version = 0  # registrations so far: what "auto" picks may change with each
 
     def __getitem__(self, name):
         return self._items[name]
@@ -124,6 +125,7 @@ def register(algorithm):
     if algorithm.name in ALGORITHMS._items or algorithm.name == "auto":
         raise ValueError(f"algorithm name {algorithm.name!r} is already taken")
     ALGORITHMS._items[algorithm.name] = algorithm
+    ALGORITHMS.version += 1
     return algorithm
 
 
