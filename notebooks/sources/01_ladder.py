@@ -170,13 +170,15 @@ _ = ps.viz.launches(tiles_trace)
 #
 # `ps.check.scan` runs a scan function on random inputs of many sizes (one element, a warp and
 # its neighbours, one block and several), with poisoned outputs and shared memory, traces every
-# launch, and prints one line: PASS, or the first thing that went wrong.
+# launch, and prints one line: PASS, or the first thing that went wrong. The package's ladder,
+# for every operator, and for the exclusive and the suffix scan:
 
 # %%
-for op in ps.OPS:
-    for inclusive, reverse in ((True, False), (False, False), (True, True)):
-        print(ps.check.scan(lambda x: ps.scan(x, op, inclusive=inclusive, reverse=reverse, algorithm="ladder"),
-                            op=op, inclusive=inclusive, reverse=reverse, dtype=np.int32))
+# every operator, and the two other directions with add
+for op, inclusive, reverse in [(op, True, False) for op in ps.OPS] + [("add", False, False), ("add", True, True)]:
+    label = f"ladder {op} {'inclusive' if inclusive else 'exclusive'} {'suffix' if reverse else 'prefix'}"
+    print(ps.check.scan(lambda x: ps.scan(x, op, inclusive=inclusive, reverse=reverse, algorithm="ladder"),
+                        op=op, inclusive=inclusive, reverse=reverse, dtype=np.int32, name=label))
 
 # %% [markdown]
 # ## 6. Exercises: the ladder's phase, and the ladder for `max`

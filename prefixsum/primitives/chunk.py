@@ -6,7 +6,8 @@ d``. :func:`chunk_loaders` copies a block's chunks (from any chunk: the partitio
 solver's blocks overlap) into shared memory coalesced (neighbouring
 threads read neighbouring rows) and each thread's chunk from there into its registers; the
 shared buffers skip a slot every ``rows`` rows, so that the threads reading their own chunks
-hit different banks. :func:`chunk_algebra` is the partition step on a chunk in registers.
+hit different banks; :func:`chunk_storer` writes the solution back from there the same way.
+:func:`chunk_algebra` is the partition step on a chunk in registers.
 """
 import functools
 
@@ -125,3 +126,35 @@ def chunk_loaders(rows):
             la[k], lb[k], lc[k], ld[k] = sa[base + k], sb[base + k], sc[base + k], sd[base + k]
 
     return quarters, load_block, chunk, load_chunks
+
+
+@functools.lru_cache(maxsize=None)
+def chunk_storer(rows, store):
+    """Device function ``store_chunks(x, info, sd, padded, first)``: the other half of
+    ``load_chunks`` (:func:`chunk_loaders`), for the solution.
+
+    Writes ``blockDim.x`` chunks of ``x`` (batch, n), from chunk ``first`` of the systems laid end
+    to end (each padded to ``padded`` rows), from the shared slots ``sd`` where they were loaded,
+    neighbouring threads writing neighbouring addresses; the padding and the rows past the last
+    system are not written. ``store(x, info, system, i, value)`` writes one value (the solver's
+    own, which reports a value that is not finite in ``info``).
+    """
+    shift = rows.bit_length() - 1
+
+    @cuda.jit(device=True)
+    def store_chunks(x, info, sd, padded, first):
+        batch, n = x.shape
+        tid, threads = cuda.threadIdx.x, cuda.blockDim.x
+        start = first * rows + tid
+        s, i = start // padded, start % padded
+        step_s, step_i = threads // padded, threads % padded
+        for j in range(tid, threads * rows, threads):
+            if s < batch and i < n:
+                store(x, info, s, i, sd[j + (j >> shift)])
+            s += step_s
+            i += step_i
+            if i >= padded:
+                i -= padded
+                s += 1
+
+    return store_chunks

@@ -39,7 +39,7 @@ from numba import cuda, types
 from ..core.hardware import WARP_SIZE
 from . import _common
 from ._common import ZERO_PIVOT, fail, launchers, reused, store
-from ..primitives.chunk import chunk_algebra, chunk_loaders
+from ..primitives.chunk import chunk_algebra, chunk_loaders, chunk_storer
 from .warp import MAX_ROWS
 
 ROWS_PER_THREAD = {4: 16, 8: 8}
@@ -60,9 +60,9 @@ THREADS = 128
 @functools.lru_cache(maxsize=None)
 def _make(rows):
     """The two kernels for chunks of ``rows`` rows (a power of two >= 4)."""
-    shift = rows.bit_length() - 1
     partition = chunk_algebra(rows)[1]
     quarters, load_block, chunk, _ = chunk_loaders(rows)
+    store_chunks = chunk_storer(rows, store)
 
     @cuda.jit
     def partition_reduce(a, b, c, d, ra, rb, rc, rd, info):
@@ -93,7 +93,7 @@ def _make(rows):
     def partition_substitute(a, b, c, d, xr, x, info):
         """Step 3: every chunk's partition again, its ends from the reduced solution ``xr``,
         its interior from them; ``x`` written coalesced through shared memory."""
-        batch, n = x.shape
+        batch = x.shape[0]
         zero, one = b.dtype.type(0), b.dtype.type(1)
         padded = xr.shape[1] // 2 * rows
         sa, sb, sc, sd = quarters(cuda.shared.array(0, b.dtype))
@@ -118,17 +118,7 @@ def _make(rows):
             sd[base + k] = ld[k] - la[k] * x_first - lc[k] * x_last
         sd[base + rows - 1] = x_last
         cuda.syncthreads()
-        start = cuda.blockIdx.x * threads * rows + tid
-        s, i = start // padded, start % padded
-        step_s, step_i = threads // padded, threads % padded
-        for j in range(tid, threads * rows, threads):
-            if s < batch and i < n:
-                store(x, info, s, i, sd[j + (j >> shift)])
-            s += step_s
-            i += step_i
-            if i >= padded:
-                i -= padded
-                s += 1
+        store_chunks(x, info, sd, padded, cuda.blockIdx.x * threads)
 
     return partition_reduce, partition_substitute
 

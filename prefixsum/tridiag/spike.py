@@ -43,7 +43,7 @@ import functools
 import numpy as np
 from numba import cuda, types
 
-from ..primitives.chunk import chunk_loaders
+from ..primitives.chunk import chunk_loaders, chunk_storer
 from ._common import UNSTABLE, fail, store
 from .lu import carry, pivot
 
@@ -51,27 +51,9 @@ from .lu import carry, pivot
 @functools.lru_cache(maxsize=None)
 def kernels_for(rows):
     """``(spike_reduce, spike_substitute, spike_block)`` for chunks of ``rows`` rows (a power of two >= 4)."""
-    shift = rows.bit_length() - 1
     quarters, _, _, load_chunks = chunk_loaders(rows)
+    store_chunks = chunk_storer(rows, store)
     inner = rows - 1  # the block's rows; the chunk's last row is its separator
-
-    @cuda.jit(device=True)
-    def store_chunks(x, info, sd, padded, first):
-        """Write the block's chunks of ``x`` from the shared slots ``sd`` (as they were loaded),
-        neighbouring threads writing neighbouring addresses."""
-        batch, n = x.shape
-        tid, threads = cuda.threadIdx.x, cuda.blockDim.x
-        start = first * rows + tid
-        s, i = start // padded, start % padded
-        step_s, step_i = threads // padded, threads % padded
-        for j in range(tid, threads * rows, threads):
-            if s < batch and i < n:
-                store(x, info, s, i, sd[j + (j >> shift)])
-            s += step_s
-            i += step_i
-            if i >= padded:
-                i -= padded
-                s += 1
 
     @cuda.jit(device=True)
     def factor(sa, sb, sc, sd, base, zero, one):
