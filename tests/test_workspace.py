@@ -15,7 +15,14 @@ from prefixsum.scans.testing import random_input
 
 
 def in_threads(count, work):
-    """Run ``work(k)`` in ``count`` threads started together; return their results or exceptions."""
+    """Run ``work(k)`` in ``count`` threads started together; return their results or exceptions.
+
+    CUDA is set up in this thread first, as a program does before its threads: numba-cuda marks
+    its driver initialized before ``cuInit`` returns (``Driver.ensure_initialized``), so when the
+    first CUDA call of a process comes from two threads at once, one of them can fail with
+    CUDA_ERROR_NOT_INITIALIZED (seen on an H100), whatever prefixsum does.
+    """
+    cuda.get_current_device()
     start = threading.Barrier(count)
     results = [None] * count
 
