@@ -71,20 +71,21 @@ def compile_all(capabilities=CAPABILITIES, out=sys.stdout, algorithms=None, keep
         keep.mkdir(parents=True, exist_ok=True)
     for number, (label, kernel, argtypes) in enumerate(kernels_to_compile(algorithms)):
         for cc in capabilities:
+            target = f"sm_{cc[0]}{cc[1]}"
             try:
                 with compiling_for(cc):  # device functions ask the current device for its capability
                     ptx, _ = cuda.compile_ptx(kernel.py_func, argtypes, cc=cc)
                 assert ".entry" in ptx
-                print(f"ok   sm_{cc[0]}{cc[1]} {label}", file=out)
+                print(f"ok   {target} {label}", file=out)
             except Exception as error:  # a report of every failure beats stopping at the first
                 failures.append((label, cc, error))
-                print(f"FAIL sm_{cc[0]}{cc[1]} {label}: {type(error).__name__}: {error}", file=out)
+                print(f"FAIL {target} {label}: {type(error).__name__}: {error}", file=out)
                 continue
             if keep is not None:
-                name = f"{number:04d}.sm_{cc[0]}{cc[1]}.ptx"
+                name = f"{number:04d}.{target}.ptx"
                 (keep / name).write_text(ptx)
                 index.append({"label": label, "kernel": kernel.py_func.__name__,
-                              "argtypes": [str(argtype) for argtype in argtypes], "cc": f"sm_{cc[0]}{cc[1]}", "file": name})
+                              "argtypes": [str(argtype) for argtype in argtypes], "cc": target, "file": name})
     if keep is not None:
         (keep / "index.json").write_text(json.dumps(index, indent=1))
     return failures

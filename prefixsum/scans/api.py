@@ -84,8 +84,7 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", identi
     """
     if type(x) is _NUMBA_DEVICE_ARRAY and not options and identity is None:  # a call seen before: _device_call
         try:
-            call = _DEVICE_CALLS.get((x.dtype, x.shape, op, type(inclusive), inclusive, type(reverse), reverse,
-                                      algorithm, ALGORITHMS.version))
+            call = _DEVICE_CALLS.get(_device_key(x, op, inclusive, reverse, algorithm))
         except TypeError:  # an unhashable op or flag: the checks below refuse it
             call = None
         if call is not None and x.is_c_contiguous():
@@ -115,8 +114,7 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", identi
             call = _device_call(chosen, n, x.dtype, op, bool(inclusive), bool(reverse), resolved)
             if len(_DEVICE_CALLS) >= 1024:
                 _DEVICE_CALLS.clear()
-            _DEVICE_CALLS[x.dtype, x.shape, op, type(inclusive), inclusive, type(reverse), reverse, algorithm,
-                          ALGORITHMS.version] = call
+            _DEVICE_CALLS[_device_key(x, op, inclusive, reverse, algorithm)] = call
             return call(x)
         out = result_array(n, x.dtype)
         if n:
@@ -146,7 +144,13 @@ def _run(run, n, name, *args):
 # as asking an array for __cuda_array_interface__ builds a dictionary.
 _NUMBA_DEVICE_ARRAY = getattr(cuda.devicearray, "DeviceNDArray", None)
 _RESOLVED = {}
-_DEVICE_CALLS = {}  # (dtype, shape, op, flags with their types, algorithm) -> _device_call's function
+_DEVICE_CALLS = {}  # _device_key -> _device_call's function
+
+
+def _device_key(x, op, inclusive, reverse, algorithm):
+    """What a kept :func:`_device_call` is found by (see its docstring); unhashable for an
+    unhashable op or flag, which the dictionary then refuses with TypeError."""
+    return x.dtype, x.shape, op, type(inclusive), inclusive, type(reverse), reverse, algorithm, ALGORITHMS.version
 
 
 def _device_call(chosen, n, dtype, op, inclusive, reverse, options):
