@@ -224,11 +224,19 @@ def _ptx(request, emit):
         emit({"id": exercise["id"], "status": "rejected" if problems else "ok", "message": "; ".join(problems)})
 
 
+# pytest, as ``python -m pytest`` starts it, with jsonschema's optional IRI format checker left
+# out: nbval reads the notebook with nbformat, which imports jsonschema, which imports
+# rfc3987_syntax if it is installed (jupyter-events pulls it in), which compiles some 35 Earley
+# grammars at import, over a second of every submission's run (jsonschema issue #1428). No
+# notebook schema has an IRI field; jsonschema skips the checker when the import fails.
+_PYTEST_WITHOUT_IRI_GRAMMARS = "import sys; sys.modules['rfc3987_syntax'] = None; import pytest; sys.exit(pytest.console_main())"
+
+
 def _nbval(request, emit):
     """Run nbval on the request's notebook in a folder of the sandbox's /tmp; emit its junit XML."""
     folder = pathlib.Path(tempfile.mkdtemp(prefix="nbval-"))
     (folder / "graded.ipynb").write_text(request["notebook"])
-    command = [sys.executable, "-m", "pytest", "-p", "nbval", "-p", "no:cacheprovider", "-o", "addopts=", "-q", "--nbval",
+    command = [sys.executable, "-c", _PYTEST_WITHOUT_IRI_GRAMMARS, "-p", "nbval", "-p", "no:cacheprovider", "-o", "addopts=", "-q", "--nbval",
                str(folder / "graded.ipynb"), f"--nbval-cell-timeout={request['timeout']:g}", f"--junitxml={folder / 'junit.xml'}",
                f"--rootdir={folder}"]
     if request["sanitize"]:
