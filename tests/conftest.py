@@ -18,6 +18,7 @@ import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import threading  # noqa: E402
+import time  # noqa: E402
 import zlib  # noqa: E402
 
 try:
@@ -33,6 +34,7 @@ import prefixsum  # noqa: E402,F401
 from ptx_worker import MARK  # noqa: E402  (tests/ is on sys.path, as for notebook_taint)
 
 PTX_WORKER = pathlib.Path(__file__).resolve().parent / "ptx_worker.py"
+KEEP_ANSWER = pathlib.Path(__file__).resolve().parent / "keep_answer.py"
 
 
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by marker
@@ -78,28 +80,59 @@ def _locked(path):
         yield
 
 
-@pytest.fixture(scope="session")
-def ptx_command(tmp_path_factory):
-    """``python -m prefixsum ptx`` run as a user types it, once per test session.
-
-    It compiles every registered scan's kernels and every tridiagonal kernel for sm_75 and sm_90,
-    the longest compile of the suite: the pytest-xdist workers share one run (its answer is kept
-    in their common temporary folder; on Windows, without ``fcntl``, each worker runs its own).
-    Returns the ``subprocess.CompletedProcess``; the PTX it made is kept in the folder after
-    ``--keep`` in its ``args`` (see ``python -m prefixsum ptx --help``).
-    """
-    require_ptx_compiler()
+def _ptx_folder(tmp_path_factory):
+    """Where ``python -m prefixsum ptx`` keeps its answer and PTX: the session's temporary folder,
+    common to the pytest-xdist workers (on Windows, without ``fcntl``, each worker's own)."""
     folder = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER") and fcntl is not None:
         folder = folder.parent
-    answer = folder / "ptx_command.json"
-    with _locked(folder / "ptx_command.lock") if fcntl is not None else contextlib.nullcontext():
-        if not answer.exists():
-            env = {key: value for key, value in os.environ.items() if key not in ("NUMBA_ENABLE_CUDASIM", "PREFIXSUM_DEVICE")}
-            command = [sys.executable, "-m", "prefixsum", "ptx", "--keep", str(folder / "ptx")]
-            child = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1800)
-            answer.write_text(json.dumps([command, child.returncode, child.stdout, child.stderr]))
+    return folder
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _ptx_command_started(request, tmp_path_factory):
+    """Start ``ptx_command``'s compile in the background at the session's first test, when a
+    selected test needs it.
+
+    It is the longest single job of the suite (minutes on two cores). pytest-xdist hands out the
+    modules with the fewest tests last, test_ptx.py among them: started when its tests came, the
+    compile ran alone at the end of the run with a core idle. The first worker to get here starts
+    it (a lock and a mark in the common folder); it waits for it at the end of its session, so
+    that nothing outlives the run.
+    """
+    process = None
+    if any("ptx_command" in getattr(item, "fixturenames", ()) for item in request.session.items):
+        folder = _ptx_folder(tmp_path_factory)
+        with _locked(folder / "ptx_command.lock") if fcntl is not None else contextlib.nullcontext():
+            started = folder / "ptx_command.started"
+            if not started.exists():
+                started.touch()
+                env = {key: value for key, value in os.environ.items() if key not in ("NUMBA_ENABLE_CUDASIM", "PREFIXSUM_DEVICE")}
+                command = [sys.executable, "-m", "prefixsum", "ptx", "--keep", str(folder / "ptx")]
+                process = subprocess.Popen([sys.executable, str(KEEP_ANSWER), str(folder / "ptx_command.json"), *command], env=env)
+    yield
+    if process is not None:
+        process.wait()
+
+
+@pytest.fixture(scope="session")
+def ptx_command(tmp_path_factory, _ptx_command_started):
+    """``python -m prefixsum ptx`` run as a user types it, once per test session.
+
+    It compiles every registered scan's kernels and every tridiagonal kernel for sm_75 and sm_90;
+    ``_ptx_command_started`` started it at the session's first test, and the pytest-xdist workers
+    share its answer. Returns the ``subprocess.CompletedProcess``; the PTX it made is kept in the
+    folder after ``--keep`` in its ``args`` (see ``python -m prefixsum ptx --help``).
+    """
+    require_ptx_compiler()
+    answer = _ptx_folder(tmp_path_factory) / "ptx_command.json"
+    deadline = time.monotonic() + 1800
+    while not answer.exists():
+        if time.monotonic() > deadline:
+            pytest.fail("python -m prefixsum ptx gave no answer in 30 minutes")
+        time.sleep(0.5)
     return subprocess.CompletedProcess(*json.loads(answer.read_text()))
+
 
 class PtxWorker:
     """The client of ``tests/ptx_worker.py``: a process on the real CUDA target that runs programs.
