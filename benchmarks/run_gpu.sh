@@ -13,7 +13,7 @@ set -euo pipefail
 
 # Each stage and the files it writes under $out: every committed result in benchmarks/ is one of
 # these (tests/test_bench_harness.py checks both ways), and each stage must write all of its own.
-STAGES=(notebooks scans kstep hierarchical table1 tridiag tridiag_jax householder householder_calls warp sanitize sanitize_tridiag lookback lookback_tiles lookback_ncu sanitize_lookback applications compaction_tiles onesweep_tiles user_ops user_ops_speed sanitize_apps sanitize_user_ops blocks sim_speed grading transfers transfers_tune transfers_timeline transfers_tridiag scan_calls)
+STAGES=(notebooks scans kstep hierarchical table1 tridiag tridiag_jax householder householder_calls warp sanitize sanitize_tridiag tridiag_ncu lookback lookback_tiles lookback_ncu sanitize_lookback applications compaction_tiles onesweep_tiles user_ops user_ops_speed sanitize_apps sanitize_user_ops blocks sim_speed grading transfers transfers_tune transfers_timeline transfers_tridiag scan_calls)
 declare -A OUTPUTS=(
   [notebooks]="nbval_gpu.txt"
   [scans]="scan_throughput.csv"
@@ -30,6 +30,7 @@ declare -A OUTPUTS=(
   [lookback]="lookback.csv"
   [lookback_tiles]="lookback_tiles.csv"
   [lookback_ncu]="lookback_ncu.txt"
+  [tridiag_ncu]="tridiag_ncu.txt"
   [sanitize_lookback]="sanitize_lookback.txt"
   [applications]="applications.csv"
   [compaction_tiles]="compaction_tiles.csv"
@@ -101,6 +102,28 @@ stage_table1() {
 # GPU, about 4 minutes: PCR, CR, Thomas and the hybrid against cuSPARSE and JAX, eight shapes.
 stage_tridiag() {
   "$python" benchmarks/tridiag.py $quick_flag --out "$out"
+}
+
+# GPU, about 2 minutes: Nsight Compute on the hybrid's kernels and cuSPARSE's gtsv2StridedBatch
+# (two solves each, the first warming up) on the shapes where the hybrid's device time was above
+# cuSPARSE's (issue 29: what limits it there); the clocks left as they are.
+stage_tridiag_ncu() {
+  if [[ -n $quick_flag ]]; then
+    echo "quick: no Nsight Compute" > "$out/tridiag_ncu.txt"
+    return
+  fi
+  local batch n dtype
+  while read -r batch n dtype; do
+    echo "### batch $batch x n $n, $dtype"
+    ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+      --section LaunchStats --section WarpStateStats --section SchedulerStats \
+      "$python" benchmarks/tridiag_ncu.py --batch "$batch" --n "$n" --dtype "$dtype" || return
+  done > "$out/tridiag_ncu.txt" 2>&1 <<'SHAPES'
+100 1000 float32
+100 1000 float64
+7 100000 float32
+64 8192 float32
+SHAPES
 }
 
 # GPU, about a minute: which cuSPARSE routine JAX's tridiagonal_solve runs per shape (by kernel
