@@ -37,7 +37,7 @@ def test_every_registered_algorithm_passes(name):
         assert result.passed, str(result)
 
 
-@pytest.mark.slow  # every mutant of chapter 00 run twice on the simulator: 20 s
+@pytest.mark.slow  # every mutant of chapter 00 run twice on the stock simulator: 8 s
 def test_a_single_allclose_misses_mutants_that_the_checker_catches():
     caught = mutants.allclose_catches()
     assert set(caught) == {m.name for m in mutants.MUTANTS}
