@@ -31,6 +31,7 @@ import io
 import multiprocessing
 import pathlib
 import random
+import resource
 from dataclasses import dataclass, field
 
 import nbformat
@@ -251,29 +252,30 @@ def _limit_memory(extra_bytes):
         pass
 
 
-def _judge(connection, exercise, source, thorough, timeout):
+def _judge(connection, exercise, source, thorough, timeout, runaway):
     """In a forked child: :func:`verdict` of ``source``, sent back through ``connection``."""
     _limit_memory(2 << 30)
     try:
-        # A hang without memory accesses stops on CPU time, at twice the limit (not 10 times): mutants
-        # hang often, and an honest run of an exercise takes under a tenth of it.
-        with check.time_limit(timeout, 2 * timeout), (check.thorough() if thorough else contextlib.nullcontext()):
+        with check.time_limit(timeout, runaway), (check.thorough() if thorough else contextlib.nullcontext()):
             connection.send(verdict(exercise, source))
     except BaseException as error:  # noqa: BLE001  (out of memory, a hang stopped: the mutant is rejected)
         connection.send((False, f"{type(error).__name__}: {error}"))
 
 
-def isolated_verdict(exercise, source, *, thorough=False, timeout=5.0, wall=300.0):
+def isolated_verdict(exercise, source, *, thorough=False, timeout=5.0, wall=300.0, runaway=None):
     """:func:`verdict` of ``source``, run in a forked child that may use 2 GiB more and ``wall`` seconds.
 
     A mutant can loop without end on the host (a stride that never shrinks) or grow a list
     until memory runs out; in a child process, either only ends that child (the verdict is then
-    a failure that says so).
+    a failure that says so). A run that makes no memory accesses stops after ``runaway`` seconds
+    of CPU time (default twice ``timeout``, not ten times: mutants hang often, and an honest run of
+    an exercise takes under a tenth of it).
     """
     set_up(exercise)  # here, once, for every child to inherit
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
-    child = context.Process(target=_judge, args=(sender, exercise, source, thorough, timeout), daemon=True)
+    child = context.Process(target=_judge, args=(sender, exercise, source, thorough, timeout, runaway or 2 * timeout),
+                            daemon=True)
     child.start()
     sender.close()
     try:
@@ -286,9 +288,26 @@ def isolated_verdict(exercise, source, *, thorough=False, timeout=5.0, wall=300.
         child.join()
 
 
-def _passes(exercise, source, *, thorough, timeout, wall):
+def _passes(exercise, source, *, thorough, timeout, wall, runaway):
     """Whether the check passes ``source`` (see :func:`isolated_verdict`)."""
-    return bool(isolated_verdict(exercise, source, thorough=thorough, timeout=timeout, wall=wall)[0])
+    return bool(isolated_verdict(exercise, source, thorough=thorough, timeout=timeout, wall=wall, runaway=runaway)[0])
+
+
+def _runaway(exercise, timeout, wall):
+    """The CPU seconds after which a mutant's run that makes no memory accesses is a hang:
+    :data:`RUNAWAY_FACTOR` times the CPU time of the solution's whole check (one run of a
+    mutant that does the solution's work takes a fraction of it), at least :data:`MIN_RUNAWAY`,
+    at most twice ``timeout``. Most mutants that hang spin in a loop of register arithmetic
+    (a stride that stays 0 or 1), and each cost the whole bound."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    isolated_verdict(exercise, exercise.source, timeout=timeout, wall=wall)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    spent = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return min(2 * timeout, max(MIN_RUNAWAY, RUNAWAY_FACTOR * spent))
+
+
+RUNAWAY_FACTOR = 4
+MIN_RUNAWAY = 1.0
 
 
 def kill_rate(exercise, *, sample=None, timeout=5.0, wall=300.0):
@@ -308,12 +327,13 @@ def kill_rate(exercise, *, sample=None, timeout=5.0, wall=300.0):
     if sample is not None and len(every) > sample:
         chosen = set(random.Random(exercise.id).sample(range(len(every)), sample))
         every = [m for k, m in enumerate(every) if k in chosen]
+    runaway = _runaway(exercise, timeout, wall)
     killed, equivalent, survivors = 0, [], []
     for mutant in every:
-        if not _passes(exercise, mutant.source, thorough=False, timeout=timeout, wall=wall):
+        if not _passes(exercise, mutant.source, thorough=False, timeout=timeout, wall=wall, runaway=runaway):
             killed += 1
             continue
-        changes_output = not _passes(exercise, mutant.source, thorough=True, timeout=timeout, wall=wall)
+        changes_output = not _passes(exercise, mutant.source, thorough=True, timeout=timeout, wall=wall, runaway=runaway)
         (survivors if changes_output else equivalent).append(mutant.description)
     return Report(exercise.id, len(every), killed, equivalent, survivors)
 
