@@ -165,3 +165,26 @@ def test_the_judge_server_judges_each_request_in_a_fork_of_its_own(chapter):
     assert judges.judge(b"[]", 120)[0] == 1
     judges.close()  # the batch's last step
     assert judges._local.server.poll() is not None
+
+
+def test_the_recheck_and_the_judge_start_without_nbformat():
+    """The sandbox's re-check and the judge import what they use of the grading package, not the
+    batch: nbformat brings jsonschema, whose optional IRI checker compiles its grammars at import
+    (over a second of every sandboxed run)."""
+    program = ("import sys\n"
+               "import prefixsum.classroom.grading.observations, prefixsum.classroom.grading.judge, "
+               "prefixsum.classroom.grading.results\n"
+               "print(sorted(m for m in ('nbformat', 'jsonschema') if m in sys.modules))\n")
+    finished = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                              env={**os.environ, "NUMBA_ENABLE_CUDASIM": "1"})
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    assert finished.stdout.strip() == "[]", finished.stdout
+
+
+def test_nbvals_pytest_in_the_sandbox_leaves_out_only_the_iri_grammars():
+    code = trusted._PYTEST_WITHOUT_IRI_GRAMMARS
+    finished = subprocess.run([sys.executable, "-c", code + "\n", "--version"], capture_output=True, text=True)
+    assert finished.returncode == 0 and "pytest" in finished.stdout + finished.stderr, finished.stderr[-2000:]
+    # what the prelude does before pytest starts, then nbval's own import: jsonschema found no IRI checker
+    probe = code.split("; import pytest")[0] + "; import nbformat; print(sys.modules.get('rfc3987_syntax', 'absent'))"
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip() == "None"
