@@ -186,5 +186,5 @@ def test_nbvals_pytest_in_the_sandbox_leaves_out_only_the_iri_grammars():
     finished = subprocess.run([sys.executable, "-c", code + "\n", "--version"], capture_output=True, text=True)
     assert finished.returncode == 0 and "pytest" in finished.stdout + finished.stderr, finished.stderr[-2000:]
     # what the prelude does before pytest starts, then nbval's own import: jsonschema found no IRI checker
-    probe = code.split("; import pytest")[0] + "; import nbformat; print(sys.modules.get('rfc3987_syntax', 'absent'))"
+    probe = trusted._WITHOUT_IRI_GRAMMARS + "; import nbformat; print(sys.modules.get('rfc3987_syntax', 'absent'))"
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip() == "None"

@@ -229,7 +229,8 @@ def _ptx(request, emit):
 # rfc3987_syntax if it is installed (jupyter-events pulls it in), which compiles some 35 Earley
 # grammars at import, over a second of every submission's run (jsonschema issue #1428). No
 # notebook schema has an IRI field; jsonschema skips the checker when the import fails.
-_PYTEST_WITHOUT_IRI_GRAMMARS = "import sys; sys.modules['rfc3987_syntax'] = None; import pytest; sys.exit(pytest.console_main())"
+_WITHOUT_IRI_GRAMMARS = "import sys; sys.modules['rfc3987_syntax'] = None"
+_PYTEST_WITHOUT_IRI_GRAMMARS = f"{_WITHOUT_IRI_GRAMMARS}; import pytest; sys.exit(pytest.console_main())"
 
 
 def _nbval(request, emit):
