@@ -17,8 +17,9 @@ on the H200.)
    in order, are a tridiagonal system of ``2 n / R`` rows with unit diagonal: the *reduced
    system*, written to global memory.
 2. The reduced system is solved by the same route (:func:`.hybrid.run`): another level of this
-   method while it is too long for a warp, then :mod:`.warp`'s solver. For ``n = 2^20`` and
-   ``R = 16``: ``2^20 -> 2^17 -> 2^14 -> 2^11 -> 2^8`` rows, four levels and a warp solve.
+   method while it is too long for a block (:func:`.block.max_rows`), then :mod:`.block`'s
+   solver, or :mod:`.warp`'s for at most 512 rows. For ``n = 2^20`` and ``R = 16`` in float32:
+   ``2^20 -> 2^17 -> 2^14 -> 2^11`` rows, three levels and a block solve of 2048 rows.
 3. :func:`partition_substitute`: each thread loads its chunk again and redoes the partition
    (cheaper than writing the eliminated coefficients and reading them back: registers are free,
    bandwidth is not), reads its chunk's two end values from the reduced solution and writes
