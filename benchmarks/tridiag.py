@@ -65,7 +65,7 @@ QUICK_CASES = ((4, 32), (1, 2048))  # a batch in shared memory; one system with 
 RESIDUAL_EPS = 64
 PIVOTING_CASES = ((1, 1 << 20), (1, 1 << 16), (7, 100000), (64, 8192), (512, 512), (4096, 256), (16384, 64))
 THOMAS_ROWS = hybrid.THOMAS_ROWS
-PARTITION_ROWS = dict(partition.ROWS_PER_THREAD), partition.SMALL_ROWS
+PARTITION_ROWS = dict(partition.ROWS_PER_THREAD), partition.ONE_LEVEL_ROWS
 BLOCK_ROWS = dict(block.TARGET_ROWS)
 
 
@@ -324,12 +324,13 @@ def main(argv=None):
                 for label, run, rows_per_thread, chunk_rows, block_rows in variants(method, (batch, n), dtype):
                     hybrid.THOMAS_ROWS = rows_per_thread
                     partition.ROWS_PER_THREAD.update(PARTITION_ROWS[0])
-                    partition.SMALL_ROWS = PARTITION_ROWS[1]
+                    partition.ONE_LEVEL_ROWS = PARTITION_ROWS[1]
                     block.TARGET_ROWS.update(BLOCK_ROWS)
                     if chunk_rows:  # every level at this R
-                        partition.ROWS_PER_THREAD[np.dtype(dtype).itemsize] = partition.SMALL_ROWS = chunk_rows
+                        partition.ROWS_PER_THREAD[np.dtype(dtype).itemsize] = chunk_rows
+                        partition.ONE_LEVEL_ROWS = ()
                     if block_rows:  # the block solver's R for the reduced systems (longer if they need it)
-                        block.TARGET_ROWS[np.dtype(dtype).itemsize] = block_rows
+                        block.TARGET_ROWS[np.dtype(dtype).itemsize] = (block_rows, block_rows)
                     out, flags = cuda.device_array((batch, n), dtype), cuda.device_array(batch, np.int32)
                     run(*device, out, flags)
                     res = residual(a, b, c, d, out.copy_to_host())
@@ -338,7 +339,7 @@ def main(argv=None):
                         add(label, "ours (kernels)", dtype, batch, n, measured.us, measured.timing, res, how)
                 hybrid.THOMAS_ROWS = THOMAS_ROWS
                 partition.ROWS_PER_THREAD.update(PARTITION_ROWS[0])
-                partition.SMALL_ROWS = PARTITION_ROWS[1]
+                partition.ONE_LEVEL_ROWS = PARTITION_ROWS[1]
                 block.TARGET_ROWS.update(BLOCK_ROWS)
                 res = residual(a, b, c, d, tridiag.solve(*device, method=method).copy_to_host())
                 micros = host_us(lambda: tridiag.solve(*device, method=method), repeats=reps)

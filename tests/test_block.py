@@ -99,7 +99,7 @@ def test_block_plan_fits_the_shared_memory_and_raises_past_it(dtype, monkeypatch
     assert block.max_rows(dtype) == {4: 2048, 8: 1024}[itemsize]
     for n in (513, 1000, 1023, min(1025, block.max_rows(dtype)), block.max_rows(dtype)):
         rows, lanes, shared = block.plan(n, dtype)
-        assert rows in block.ROWS_PER_THREAD and rows >= block.TARGET_ROWS[itemsize]
+        assert rows in block.ROWS_PER_THREAD and rows >= min(block.TARGET_ROWS[itemsize])
         assert lanes & (lanes - 1) == 0 and lanes >= 32 and lanes * rows >= n and lanes * rows < 2 * n + 32 * rows
         assert shared == block.shared_bytes(rows, lanes, dtype) <= _common.SHARED_BYTES
     with pytest.raises(ValueError, match=rf"n <= {block.max_rows(dtype)} in {np.dtype(dtype).name}; got"):
@@ -107,6 +107,15 @@ def test_block_plan_fits_the_shared_memory_and_raises_past_it(dtype, monkeypatch
     monkeypatch.setattr(_common, "SHARED_BYTES", 12 * 1024)  # a shrunk budget: smaller blocks
     assert block.max_rows(dtype) == {4: 512, 8: 256}[itemsize]
     assert block.plan(block.max_rows(dtype), dtype)[2] <= 12 * 1024
+
+
+def test_block_plan_takes_short_chunks_for_a_small_batch_and_long_ones_for_a_large_one():
+    # float32: R = 4 where it holds n in a batch of fewer than block.LARGE rows, 16 in a larger
+    # one; float64: 8 (R = 4 holds only 512 rows), whatever the batch.
+    assert [block.plan(1000, np.float32, batch=batch)[:2] for batch in (1, 100, 1000)] == [(4, 256), (4, 256), (16, 64)]
+    assert block.plan(2000, np.float32, batch=100)[:2] == (8, 256)
+    assert [block.plan(1000, np.float64, batch=batch)[:2] for batch in (1, 1000)] == [(8, 128), (8, 128)]
+    assert block.plan(1000, np.float64, rows=16)[:2] == (16, 64)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -123,10 +132,9 @@ def test_block_solver_in_a_shrunk_shared_memory_budget(dtype, rng, monkeypatch):
 
 def test_hybrid_takes_the_warp_then_the_block_then_the_partition_whose_reduced_systems_take_the_block(rng, monkeypatch):
     calls = []
-    monkeypatch.setattr(warp, "run", lambda *args, **kw: calls.append(("warp", args[4].shape)))
-    monkeypatch.setattr(block, "run", lambda *args, **kw: calls.append(("block", args[4].shape)))
-    level = partition.run
-    monkeypatch.setattr(partition, "run", lambda *args, **kw: calls.append(("partition", args[4].shape)) or level(*args, **kw))
+    for module, name in ((warp, "warp"), (block, "block"), (partition, "partition")):
+        monkeypatch.setattr(module, "run", lambda *args, real=module.run, name=name: calls.append((name, args[4].shape))
+                            or real(*args))
     largest = block.max_rows(np.float32)
     for n in (512, 513, largest, largest + 1):
         tridiag.solve(*(v.astype(np.float32) for v in dominant(rng, 2, n)), method="hybrid")

@@ -62,9 +62,17 @@ from ._common import ZERO_PIVOT, fail, launchers, store
 ROWS_PER_THREAD = (4, 8, 16)
 """The chunk lengths ``R`` with a kernel each (at least 4: the reduced system's two buffers of
 three coefficients reuse the coefficient buffers, ``R + 1`` slots a lane)."""
-TARGET_ROWS = {4: 8, 8: 8}
-"""``R`` by item size that :func:`plan` starts from; a longer chunk where ``n`` needs one
-(more lanes than the shared memory holds)."""
+TARGET_ROWS = {4: (4, 16), 8: (8, 8)}
+"""``R`` by item size that :func:`plan` starts from, for a batch of fewer than :data:`LARGE`
+rows in all and for a larger one; a longer chunk where ``n`` needs one (more lanes than the
+shared memory holds). On the H100 (``benchmarks/tridiag.py``, CUPTI, ``block:rows=R``): float32
+100 x 1000 took 6.3 us at R = 4, 7.1 at 8 and 10.8 at 16 (a batch under the SM count: more
+lanes, shorter sweeps), 1000 x 1000 24.9, 19.0 and 16.2 (a full GPU: less work per row); the
+reduced systems of 64 x 8192 (64 x 2048) 25.2 at R = 8 against 28.3 at 16. float64 100 x 1000
+took 7.5 us at R = 8 against 10.9 at 16, 1000 x 1000 27.2 against 36.2 (R = 4 holds at most 512
+rows in float64)."""
+LARGE = 1 << 19
+"""Rows (all systems together) from which a batch is large for :data:`TARGET_ROWS`."""
 ENDS = 6
 """Shared slots per lane (and per 32 lanes, one more: the skew) beyond the four coefficient
 buffers: the chunks' first and last rows ``(a, c, d)``."""
@@ -180,8 +188,15 @@ def lanes_for(n, rows):
     return max(WARP_SIZE, 1 << (-(-n // rows) - 1).bit_length())
 
 
-def _candidates(dtype, rows):
-    return (rows,) if rows else tuple(r for r in ROWS_PER_THREAD if r >= TARGET_ROWS[np.dtype(dtype).itemsize])
+def _candidates(dtype, rows, total=None):
+    """The chunk lengths :func:`plan` may take, shortest first: ``rows`` alone if given, else
+    those from :data:`TARGET_ROWS` (``total``, the batch's rows in all, decides small or large;
+    None: from the least start, for :func:`max_rows`)."""
+    if rows:
+        return (rows,)
+    small, large = TARGET_ROWS[np.dtype(dtype).itemsize]
+    start = min(small, large) if total is None else large if total >= LARGE else small
+    return tuple(r for r in ROWS_PER_THREAD if r >= start)
 
 
 def capacity(rows, dtype):
@@ -200,13 +215,14 @@ def max_rows(dtype, rows=None):
     return max(capacity(r, dtype) for r in _candidates(dtype, rows))
 
 
-def plan(n, dtype, rows=None):
-    """``(rows, lanes, shared bytes)`` of the launch for systems of ``n`` rows.
+def plan(n, dtype, rows=None, batch=1):
+    """``(rows, lanes, shared bytes)`` of the launch for ``batch`` systems of ``n`` rows.
 
-    ``rows`` (R, default :data:`TARGET_ROWS` by item size, raised to the next chunk length in
-    :data:`ROWS_PER_THREAD` while a block cannot hold ``n``); ``lanes`` from :func:`lanes_for`.
+    ``rows`` (R, default :data:`TARGET_ROWS` by item size and ``batch * n``, raised to the next
+    chunk length in :data:`ROWS_PER_THREAD` while a block cannot hold ``n``); ``lanes`` from
+    :func:`lanes_for`.
     """
-    for r in _candidates(dtype, rows):
+    for r in _candidates(dtype, rows, batch * n):
         if n <= capacity(r, dtype):
             lanes = lanes_for(n, r)
             return r, lanes, shared_bytes(r, lanes, dtype)
@@ -218,7 +234,7 @@ def run(a, b, c, d, x, info, rows=None):
     """Solve the (batch, n) device systems (n <= :func:`max_rows`) into ``x``, one block each;
     failures go to ``info`` (see :mod:`.api`). ``rows`` overrides :func:`plan`'s choice of R."""
     batch, n = x.shape
-    rows, lanes, shared = plan(n, x.dtype, rows)
+    rows, lanes, shared = plan(n, x.dtype, rows, batch)
     launchers(kernels, x.dtype)[_make(rows)](batch, lanes, a, b, c, d, x, info, shared=shared)
 
 

@@ -38,23 +38,26 @@ import numpy as np
 from numba import cuda, types
 
 from ..core.hardware import WARP_SIZE
-from . import _common
+from . import _common, block
 from ._common import ZERO_PIVOT, fail, launchers, reused, store
 from ..primitives.chunk import chunk_algebra, chunk_loaders, chunk_storer
 from .warp import MAX_ROWS
 
 ROWS_PER_THREAD = {4: 16, 8: 8}
-"""``R`` by item size for a level of more than :data:`SMALL_LEVEL` rows (all systems together).
-On the H200 (issue 29, CUPTI, every level at one R), float64 was fastest at R = 8 on every shape
-(1 x 2^20: 105 us against 116 at R = 16; 64 x 8192: 38 against 44; 1000 x 1000: 47 against 60),
-float32 at R = 16 on the largest (1 x 2^20: 84 against 90; 1000 x 1000: 33 against 35) and at
-R = 8 on the smaller; ``benchmarks/tridiag.csv`` (an H100) agrees. Device time is the measure:
-R = 8 takes more levels (a level divides n by R / 2), each two launches of host time in a whole call."""
-SMALL_LEVEL = 1 << 19
-SMALL_ROWS = 8
-"""``R`` at most, for a level of at most :data:`SMALL_LEVEL` rows: float32 at 64 x 8192 took
-37 us at R = 8 against 44 at 16, at 100 x 1000 18 against 24 (H200, CUPTI): with few rows, shorter
-chunks give more threads to fill the GPU and a shorter sequential sweep each."""
+"""``R`` by item size for a level that no chunk length in :data:`ONE_LEVEL_ROWS` brings down to a
+block's worth (:func:`.block.max_rows`). On the H200 (issue 29, CUPTI, every level at one R, when
+the levels went down to the warp solver), float64 was fastest at R = 8 on every shape (1 x 2^20:
+105 us against 116 at R = 16; 64 x 8192: 38 against 44; 1000 x 1000: 47 against 60), float32 at
+R = 16 on the largest (1 x 2^20: 84 against 90; 1000 x 1000: 33 against 35). On the H100 with the
+block solver under the levels (``benchmarks/tridiag.py``, CUPTI): 1 x 2^20 took 106.6 us in
+float64 at R = 8 against 123.8 at 16, 72.7 in float32 at R = 16 against 83.9 at 8; 7 x 100000
+in float32 50.4 at R = 16 against 56.0 at 8. Device time is the measure: R = 8 takes more
+levels (a level divides n by R / 2), each two launches of host time in a whole call."""
+ONE_LEVEL_ROWS = (8, 16)
+"""The chunk lengths that :func:`rows_per_thread` tries first, shortest first: the least whose
+level leaves a block's worth of rows takes the system in one level and a block solve. On the
+H100 (CUPTI): 64 x 8192 in float32 took 25.2 us at R = 8 (2048 reduced rows, one block) against
+28.0 at 16; in float64 29.3 at R = 16 (1024 rows, one block) against 39.1 at 8 (two levels)."""
 THREADS = 128
 
 
@@ -124,11 +127,12 @@ def _make(rows):
     return partition_reduce, partition_substitute
 
 
-def rows_per_thread(dtype, rows=None):
-    """``R`` for a level of ``rows`` rows in all (batch x n) of ``dtype``: :data:`ROWS_PER_THREAD`,
-    at most :data:`SMALL_ROWS` for a level of at most :data:`SMALL_LEVEL` rows."""
-    r = ROWS_PER_THREAD[np.dtype(dtype).itemsize]
-    return min(r, SMALL_ROWS) if rows is not None and rows <= SMALL_LEVEL else r
+def rows_per_thread(dtype, n):
+    """``R`` for a level on systems of ``n`` rows of ``dtype``: the least in :data:`ONE_LEVEL_ROWS`
+    whose reduced systems (``2 n / R`` rows) a block solves (:func:`.block.max_rows`), else
+    :data:`ROWS_PER_THREAD` by item size."""
+    fits = [r for r in ONE_LEVEL_ROWS if 2 * -(-n // r) <= block.max_rows(dtype)]
+    return fits[0] if fits else ROWS_PER_THREAD[np.dtype(dtype).itemsize]
 
 
 def takes(batch, n, dtype):
@@ -143,7 +147,7 @@ def run(a, b, c, d, x, info, solve_reduced, rows=None):
     long), substitute into ``x``. ``rows`` overrides :func:`rows_per_thread` (for the benchmark).
     """
     batch, n = x.shape
-    rows = rows or rows_per_thread(x.dtype, batch * n)
+    rows = rows or rows_per_thread(x.dtype, n)
     size = 2 * -(-n // rows)
     reduced = reused(("partition", batch, size, x.dtype),
                      lambda: [cuda.device_array((batch, size), x.dtype) for _ in range(5)])
