@@ -13,7 +13,7 @@ from prefixsum import tridiag  # noqa: E402
 from prefixsum.core.poison import poison  # noqa: E402
 from prefixsum.tridiag import _common, block, hybrid, partition, warp  # noqa: E402
 
-from test_tridiag import check, dominant, spd  # noqa: E402
+from test_tridiag import check, check_flagged, dominant, spd  # noqa: E402
 
 DTYPES = (np.float32, np.float64)
 
@@ -68,15 +68,10 @@ def test_block_solver_reports_zero_pivots_and_non_finite_results_per_system(dtyp
     system[1][1] = 0
     system[3][4, 600] = np.inf
     x, info = block_solve(system)
-    expected = np.zeros(6, np.int32)
-    expected[1], expected[4] = _common.ZERO_PIVOT, _common.NOT_FINITE
-    np.testing.assert_array_equal(info, expected)
-    good = np.ones(6, bool)
-    good[[1, 4]] = False
-    check(x[good], [v[good] for v in system], dtype)
+    check_flagged(x, info, system, dtype, {1: _common.ZERO_PIVOT, 4: _common.NOT_FINITE})
 
 
-def test_block_solver_zero_pivot_of_a_chunk_of_the_odd_even_step_and_of_a_shared_pcr_step():
+def test_block_solver_zero_pivot_of_a_chunk_and_of_the_odd_even_step_within_and_across_warps():
     # Chunks of R = 4 rows over 128 lanes (four warps, two PCR steps through shared memory):
     # [[1, 1], [1, 1]] is singular. Rows 3 and 4 make it the reduced system's odd-even pivot
     # (chunk 0's last row and chunk 1's first); rows 255 and 256 make it the pivot of chunk 63's

@@ -7,9 +7,10 @@ solver's blocks overlap) into shared memory coalesced (neighbouring
 threads read neighbouring rows) and each thread's chunk from there into its registers; the
 shared buffers skip a slot every ``rows`` rows, so that the threads reading their own chunks
 hit different banks; :func:`chunk_storer` writes the solution back from there the same way.
-:func:`chunk_algebra` is the partition step on a chunk in registers; :func:`odd_even`,
-:func:`pcr_row` and :func:`pcr_lanes` solve the reduced system of the chunks' ends (Laszlo,
-Giles and Appleyard 2016): an odd-even step, then PCR, by shuffles within a warp.
+:func:`chunk_algebra` is the partition step on a chunk in registers, and
+:func:`chunk_solution` a chunk's unknowns from its two ends; :func:`pcr_row` and
+:func:`pcr_lanes` solve the reduced system of the chunks' ends (Laszlo, Giles and Appleyard
+2016): an odd-even step, then PCR, by shuffles within a warp.
 """
 import functools
 
@@ -27,24 +28,14 @@ def pivot_inverse(pivot, one):
 
 
 @cuda.jit(device=True)
-def odd_even(first, last, following, one):
-    """The odd-even (cyclic reduction) step on the reduced system of the partition: chunk
-    ``t``'s ``last`` row ``(a, c, d)`` with its ``x_first`` eliminated by chunk ``t``'s ``first``
-    row and the next chunk's first unknown by that chunk's first row (``following``; zeros past
-    the last chunk). Returns ``(a, c, d, ok)``: a normalised row coupling the last unknowns of
-    chunks ``t - 1``, ``t`` and ``t + 1``."""
-    af, cf, df = first
-    al, cl, dl = last
-    an, cn, dn = following
-    inverse, ok = pivot_inverse(one - al * cf - cl * an, one)
-    return -al * af * inverse, -cl * cn * inverse, (dl - al * df - cl * dn) * inverse, ok
-
-
-@cuda.jit(device=True)
 def pcr_row(row, up, down, one):
     """One PCR step on a normalised row ``(a, c, d)`` (``b = 1``) with the rows ``s`` above and
     below it (identity rows ``(0, 0, 0)`` past the system's ends): ``(a, c, d, ok)`` coupling the
-    unknowns ``2 s`` away."""
+    unknowns ``2 s`` away.
+
+    It is also the odd-even (cyclic reduction) step on the partition's reduced system: chunk
+    ``t``'s last row, with chunk ``t``'s first row above it and chunk ``t + 1``'s first below,
+    becomes a row coupling the last unknowns of chunks ``t - 1``, ``t`` and ``t + 1``."""
     a, c, d = row
     au, cu, du = up
     ad, cd, dd = down
@@ -124,6 +115,23 @@ def chunk_algebra(rows):
         return ok
 
     return pivot_inverse, partition
+
+
+@functools.lru_cache(maxsize=None)
+def chunk_solution(rows):
+    """Device function ``solution(sd, base, la, lc, ld, x_first, x_last)``: a chunk's ``rows``
+    unknowns, once its partition step has run (:func:`chunk_algebra`) and its two end unknowns
+    are known, into the slots ``sd[base:base + rows]`` (its own: only this thread has read them),
+    from where the block stores them coalesced."""
+
+    @cuda.jit(device=True)
+    def solution(sd, base, la, lc, ld, x_first, x_last):
+        sd[base] = x_first
+        for k in range(1, rows - 1):
+            sd[base + k] = ld[k] - la[k] * x_first - lc[k] * x_last
+        sd[base + rows - 1] = x_last
+
+    return solution
 
 
 @functools.lru_cache(maxsize=None)
@@ -217,3 +225,12 @@ def chunk_storer(rows, store):
                 s += 1
 
     return store_chunks
+
+
+@functools.lru_cache(maxsize=None)
+def chunk_kernel_parts(rows, store):
+    """``(partition, quarters, load_block, chunk, solution, store_chunks)``: what a kernel that
+    solves chunks of ``rows`` rows in registers takes from this module (the partition method's
+    and the block solver's), with ``store`` for :func:`chunk_storer`."""
+    quarters, load_block, chunk, _ = chunk_loaders(rows)
+    return chunk_algebra(rows)[1], quarters, load_block, chunk, chunk_solution(rows), chunk_storer(rows, store)

@@ -40,7 +40,7 @@ from numba import cuda, types
 from ..core.hardware import WARP_SIZE
 from . import _common, block
 from ._common import ZERO_PIVOT, fail, launchers, reused, store
-from ..primitives.chunk import chunk_algebra, chunk_loaders, chunk_storer
+from ..primitives.chunk import chunk_kernel_parts
 from .warp import MAX_ROWS
 
 ROWS_PER_THREAD = {4: 16, 8: 8}
@@ -64,9 +64,7 @@ THREADS = 128
 @functools.lru_cache(maxsize=None)
 def _make(rows):
     """The two kernels for chunks of ``rows`` rows (a power of two >= 4)."""
-    partition = chunk_algebra(rows)[1]
-    quarters, load_block, chunk, _ = chunk_loaders(rows)
-    store_chunks = chunk_storer(rows, store)
+    partition, quarters, load_block, chunk, solution, store_chunks = chunk_kernel_parts(rows, store)
 
     @cuda.jit
     def partition_reduce(a, b, c, d, ra, rb, rc, rd, info):
@@ -115,12 +113,7 @@ def _make(rows):
         x_first, x_last = zero, zero
         if system < batch:
             x_first, x_last = xr[system, 2 * t], xr[system, 2 * t + 1]
-        # Each thread overwrites only its own slots, which only it has read.
-        base = tid * (rows + 1)
-        sd[base] = x_first
-        for k in range(1, rows - 1):
-            sd[base + k] = ld[k] - la[k] * x_first - lc[k] * x_last
-        sd[base + rows - 1] = x_last
+        solution(sd, tid * (rows + 1), la, lc, ld, x_first, x_last)
         cuda.syncthreads()
         store_chunks(x, info, sd, padded, cuda.blockIdx.x * threads)
 

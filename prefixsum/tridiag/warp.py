@@ -28,7 +28,7 @@ solves one system; lane ``t`` owns the ``R`` consecutive rows ``t R, ..., t R + 
    That is a tridiagonal *reduced system* of ``2 G`` rows, two per lane: about ``10 R``
    multiplications and additions and ``R + 1`` divisions per thread, sequential but in registers.
 3. **Reduced system across the lanes** (:func:`reduced`, on
-   :func:`prefixsum.primitives.chunk.odd_even` and :func:`~prefixsum.primitives.chunk.pcr_lanes`): one odd-even (cyclic reduction)
+   :func:`prefixsum.primitives.chunk.pcr_row` and :func:`~prefixsum.primitives.chunk.pcr_lanes`): one odd-even (cyclic reduction)
    step eliminates the chunks' first unknowns (each lane needs only lane ``t + 1``'s first row,
    one ``shfl_down_sync``), leaving ``G`` rows of last unknowns, one per lane; PCR solves these
    in ``log2 G`` steps, each fetching the rows ``s`` lanes up and down with
@@ -63,7 +63,7 @@ import numpy as np
 from numba import cuda, types
 
 from ..core.hardware import WARP_SIZE
-from ..primitives.chunk import chunk_algebra, odd_even, pcr_lanes
+from ..primitives.chunk import chunk_algebra, chunk_solution, pcr_lanes, pcr_row
 from ..primitives.warp import FULL_MASK
 from ._common import ZERO_PIVOT, fail, launchers, store
 from . import _common
@@ -94,7 +94,7 @@ def reduced(first, last, lane, lanes, zero, one):
     dn = cuda.shfl_down_sync(FULL_MASK, df, 1)
     if lane + 1 >= lanes:
         an, cn, dn = zero, zero, zero
-    a, c, d, ok = odd_even(first, last, (an, cn, dn), one)
+    a, c, d, ok = pcr_row(last, first, (an, cn, dn), one)
     # PCR on the G last unknowns, one row per lane, by shuffles; rows beyond the group are
     # identity rows.
     x, good = pcr_lanes(a, c, d, lane, lanes, zero, one)
@@ -105,6 +105,7 @@ def _make(rows):
     """The kernel for chunks of ``rows`` rows (a power of two >= 2)."""
     shift = rows.bit_length() - 1  # i // rows == i >> shift
     partition = chunk_algebra(rows)[1]
+    solution = chunk_solution(rows)
 
     @cuda.jit
     def warp_solve(a, b, c, d, x, info, lanes_log2):
@@ -179,10 +180,7 @@ def _make(rows):
 
         # 5. Coalesced store: each thread's results into its own slots (which only it has read),
         # then out by rows as they came in.
-        sd[base] = x_first
-        for k in range(1, rows - 1):
-            sd[base + k] = ld[k] - la[k] * x_first - lc[k] * x_last
-        sd[base + rows - 1] = x_last
+        solution(sd, base, la, lc, ld, x_first, x_last)
         cuda.syncthreads()
         s, i = s0, i0
         for j in range(tid, count, threads):
