@@ -368,13 +368,16 @@ def _flat(access):
     index = [i for i in access.index if isinstance(i, (int, np.integer))]
     if shape is None or len(shape) != len(index):
         return index[0]
-    return int(np.ravel_multi_index(index, shape, mode="wrap"))
+    flat = 0  # row-major, as numpy's ravel_multi_index(mode="wrap"), at a tenth of its cost a call
+    for i, d in zip(index, shape):
+        flat = flat * d + int(i) % d
+    return flat
 
 
 def _itemsize(access):
     dtype = getattr(access, "dtype", None)
     if dtype is not None:
-        return np.dtype(dtype).itemsize
+        return dtype.itemsize if isinstance(dtype, np.dtype) else np.dtype(dtype).itemsize
     return np.asarray(access.value).dtype.itemsize
 
 
