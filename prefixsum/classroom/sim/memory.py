@@ -44,6 +44,7 @@ from .hooks import Access
 from .settings import settings
 
 _STOCK_ATOMIC = numba_sim.FakeCUDAAtomic()
+_new_tuple = tuple.__new__
 
 POLL_READS = 32
 """Global reads a thread makes between two turns of the other blocks, at most: a loop that polls
@@ -246,11 +247,12 @@ class TracedArray(Array):
         thread = launch.thread
         frame = kernel_frame(sys._getframe(1))  # the access the kernel made
         root = self._root_array()
-        access = Access(
+        # tuple.__new__ skips the Python-level __new__ that NamedTuple generates: every field is given.
+        access = _new_tuple(Access, (
             launch.name, launch.block, thread.index, self._name, self._space, self._cell(key),
             kind, value, thread.phase, frame.f_code.co_filename, frame.f_lineno, root.shape,
             root.dtype, stale,
-        )
+        ))
         for callback in self._callbacks:
             callback(access)
 
