@@ -875,3 +875,35 @@ def test_views_made_by_array_methods_stay_checked_and_traced():
     assert run.error is None
     reads = [r for r in run.records if r.space == "shared" and not r.write]
     assert len(reads) == 16 and {r.index for r in reads} <= set(range(8))
+
+
+def _root_cell(view, root, index):
+    """Where ``view[index]`` lies in ``root``, by numpy's own address arithmetic."""
+    offset = view[index:index + 1].__array_interface__["data"][0] if view.ndim == 1 else \
+        view[tuple(slice(i, i + 1) for i in index)].__array_interface__["data"][0]
+    order = "F" if root.flags.f_contiguous and not root.flags.c_contiguous else "C"
+    cell = np.unravel_index((offset - root.__array_interface__["data"][0]) // root.itemsize, root.shape, order=order)
+    return tuple(int(i) for i in cell)
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_every_element_of_a_view_is_reported_at_its_place_in_the_root(order):
+    from prefixsum.classroom.sim.memory import Array
+
+    root = np.asarray(np.arange(6 * 5 * 4, dtype=np.float32).reshape(6, 5, 4), order=order)
+    whole = Array(root, "x", "global")
+    views = {
+        "slice": whole[1:5, ::2, 1:],
+        "reversed": whole[::-1, 2],
+        "transposed": whole.T,
+        "reshaped": whole[2].reshape(20) if order == "C" else whole[:, :, 3].swapaxes(0, 1),
+        "row of a slice": whole[3:, 1:][1],
+    }
+    for name, view in views.items():
+        assert view._root is root, name
+        for index in np.ndindex(view._ary.shape):
+            key = index[0] if len(index) == 1 else index
+            assert view._cell(key) == _root_cell(view._ary, root, key), (name, index)
+            if len(index) > 1:  # negative indices count from the end, as numpy's do
+                negative = tuple(i - d for i, d in zip(index, view._ary.shape))
+                assert view._cell(negative) == view._cell(index), (name, index)

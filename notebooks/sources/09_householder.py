@@ -285,14 +285,18 @@ def reduce_shared(A, stride):
     return q.copy_to_host()
 
 
-def function_of(line, functions=(hh.load, hh.reflector, hh.project, hh.correct, hh.update, hh.accumulate,
-                                 hh.tridiagonalize, hh.tridiagonalize_shared)):
+LINES = {function.__name__: range(start, start + len(source))
+         for function in (hh.load, hh.reflector, hh.project, hh.correct, hh.update, hh.accumulate,
+                          hh.tridiagonalize, hh.tridiagonalize_shared)
+         for source, start in [inspect.getsourcelines(function)]}
+
+
+def function_of(line):
     """The device function (or kernel) whose source holds ``line`` of householder_kernels.py."""
-    for function in functions:
-        source, start = inspect.getsourcelines(function)
-        if start <= line < start + len(source):
-            return function.__name__
-    raise ValueError(f"line {line} is in none of {[function.__name__ for function in functions]}")
+    for name, lines in LINES.items():
+        if line in lines:
+            return name
+    raise ValueError(f"line {line} is in none of {list(LINES)}")
 
 
 M = np.random.default_rng(16).normal(size=(2, 16, 16))

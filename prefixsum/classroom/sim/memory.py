@@ -44,6 +44,7 @@ from .hooks import Access
 from .settings import settings
 
 _STOCK_ATOMIC = numba_sim.FakeCUDAAtomic()
+_new_tuple = tuple.__new__
 
 POLL_READS = 32
 """Global reads a thread makes between two turns of the other blocks, at most: a loop that polls
@@ -59,7 +60,7 @@ class Array:
     report every access against the root.
     """
 
-    __slots__ = ("_ary", "_name", "_space", "_root", "_rec")
+    __slots__ = ("_ary", "_name", "_space", "_root", "_rec", "_layout")
 
     def __init__(self, ary, name, space, root=None, rec=None):
         init = object.__setattr__  # __setattr__ writes record fields
@@ -68,6 +69,7 @@ class Array:
         init(self, "_space", space)
         init(self, "_root", root)
         init(self, "_rec", rec)
+        init(self, "_layout", None)
 
     def __getitem__(self, key):
         if key.__class__ is not int or key < 0:
@@ -129,19 +131,40 @@ class Array:
         if key.__class__ is int and self._root is None and ary.ndim == 1 and 0 <= key < ary.shape[0]:
             return (key,)  # the common access, an int into a whole 1-D array, without the general walk
         parts = key if key.__class__ is tuple else (key,)
-        if len(parts) != ary.ndim:
+        shape = ary.shape
+        if len(parts) != len(shape):
             raise IndexError(f"{len(parts)} indices for a {ary.ndim}-dimensional array")
-        wrapped = [int(k) + d if k < 0 else int(k) for k, d in zip(parts, ary.shape)]
-        if not all(0 <= k < d for k, d in zip(wrapped, ary.shape)):
-            raise IndexError("index out of bounds")
+        wrapped = []
+        for k, d in zip(parts, shape):
+            k = int(k)
+            if k < 0:
+                k += d
+            if not 0 <= k < d:
+                raise IndexError("index out of bounds")
+            wrapped.append(k)
         if self._root is None:
             return tuple(wrapped)
-        root = self._root
+        # Every access through a view lands here: the view's place in its root is worked out
+        # once (numpy's unravel_index costs more than the rest of an access).
+        offset, strides, size, dims, c_order = self._layout or self._find_layout()
+        for k, s in zip(wrapped, strides):
+            offset += k * s
+        flat = offset // size
+        cell = []
+        for d in dims:
+            flat, i = divmod(flat, d)
+            cell.append(i)
+        return tuple(reversed(cell)) if c_order else tuple(cell)
+
+    def _find_layout(self):
+        """``(byte offset, byte strides, root item size, root dimensions fastest first, C order)``
+        of this view in its root array, kept for the next access."""
+        ary, root = self._ary, self._root
         offset = ary.__array_interface__["data"][0] - root.__array_interface__["data"][0]
-        offset += sum(k * s for k, s in zip(wrapped, ary.strides))
-        order = "F" if root.flags.f_contiguous and not root.flags.c_contiguous else "C"
-        cell = np.unravel_index(offset // root.itemsize, root.shape, order=order)
-        return tuple(int(i) for i in cell)
+        c_order = not (root.flags.f_contiguous and not root.flags.c_contiguous)
+        layout = (offset, ary.strides, root.itemsize, tuple(reversed(root.shape)) if c_order else root.shape, c_order)
+        object.__setattr__(self, "_layout", layout)
+        return layout
 
     def __getattr__(self, attr):
         if attr in Array.__slots__:
@@ -224,11 +247,12 @@ class TracedArray(Array):
         thread = launch.thread
         frame = kernel_frame(sys._getframe(1))  # the access the kernel made
         root = self._root_array()
-        access = Access(
+        # tuple.__new__ skips the Python-level __new__ that NamedTuple generates: every field is given.
+        access = _new_tuple(Access, (
             launch.name, launch.block, thread.index, self._name, self._space, self._cell(key),
             kind, value, thread.phase, frame.f_code.co_filename, frame.f_lineno, root.shape,
             root.dtype, stale,
-        )
+        ))
         for callback in self._callbacks:
             callback(access)
 
