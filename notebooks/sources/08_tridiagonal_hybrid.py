@@ -454,10 +454,11 @@ print("PCR's kernels / the partition method's:", span(kernels["pcr", t, CASES[-1
 
 
 # %% [markdown]
-# In float64 $R = 8$ is the fastest in kernel time, though it needs six levels instead of four
-# (every launch adds to the host's part of a call, section 3); in float32 16 on the large level, 8 on the
-# small ones below it. `benchmarks/tridiag.csv` holds the same comparison on batches of 100,
-# 1000 and 64 systems, where $R = 8$ wins in both dtypes. What the partition method does not do:
+# In float64 $R = 8$ is the fastest in kernel time, though it needs more levels than 16 (every
+# launch adds to the host's part of a call, section 3); in float32 16. `benchmarks/tridiag.csv`
+# holds the same comparison on 64 x 8192 and 7 x 100000, where the level whose reduced systems a
+# block solves at once (at 64 x 8192, $R = 8$ in float32 and 16 in float64) was the fastest:
+# a level fewer is two launches fewer. What the partition method does not do:
 # pivot (like every method here it is for diagonally dominant or symmetric positive definite
 # systems).
 #
