@@ -33,6 +33,13 @@ def block_solve(system, rows=None, run=None):
     return x.copy_to_host(), info.copy_to_host()
 
 
+def solves_right(system, rows=None, run=None):
+    """:func:`block_solve`, no failure reported, every element right (:func:`check`)."""
+    x, info = block_solve(system, rows, run)
+    assert not info.any()
+    check(x, system, system[3].dtype)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n, batch", ((513, 1), (1000, 3), (1023, 1), (1024, 2), (1025, 1), (777, 2)))
 def test_block_solver_matches_the_float64_reference_on_every_element(n, batch, dtype, rng):
@@ -41,9 +48,7 @@ def test_block_solver_matches_the_float64_reference_on_every_element(n, batch, d
     # partition method first); 777, no multiple of R. The outside coefficients are NaN.
     system = [v.astype(dtype) for v in dominant(rng, batch, n)]
     system[0][:, 0], system[2][:, -1] = np.nan, np.nan
-    x, info = block_solve(system, run=hybrid.run if n > block.max_rows(dtype) else None)
-    assert not info.any()
-    check(x, system, dtype)
+    solves_right(system, run=hybrid.run if n > block.max_rows(dtype) else None)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -54,10 +59,7 @@ def test_block_solver_every_chunk_length_at_its_largest_and_shortest_system(rows
     # and just past a warp's rows at this R (two warps, one shared step; or one warp, none).
     largest = block.max_rows(dtype, rows)
     for n, batch in ((largest - 3, 1), (32 * rows + 1, 2)):
-        system = [v.astype(dtype) for v in spd(rng, batch, n)]
-        x, info = block_solve(system, rows=rows)
-        assert not info.any()
-        check(x, system, dtype)
+        solves_right([v.astype(dtype) for v in spd(rng, batch, n)], rows=rows)
 
 
 @pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # numba's stock simulator warns on inf - inf
@@ -119,10 +121,7 @@ def test_block_solver_in_a_shrunk_shared_memory_budget(dtype, rng, monkeypatch):
     monkeypatch.setattr(_common, "SHARED_BYTES", 12 * 1024)
     n = block.max_rows(dtype)
     assert block.plan(n, dtype)[1] < 128
-    system = [v.astype(dtype) for v in dominant(rng, 3, n)]
-    x, info = block_solve(system)
-    assert not info.any()
-    check(x, system, dtype)
+    solves_right([v.astype(dtype) for v in dominant(rng, 3, n)])
 
 
 def test_hybrid_takes_the_warp_then_the_block_then_the_partition_whose_reduced_systems_take_the_block(rng, monkeypatch):

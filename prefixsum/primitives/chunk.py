@@ -229,8 +229,17 @@ def chunk_storer(rows, store):
 
 @functools.lru_cache(maxsize=None)
 def chunk_kernel_parts(rows, store):
-    """``(partition, quarters, load_block, chunk, solution, store_chunks)``: what a kernel that
+    """``(partitioned, quarters, load_block, solution, store_chunks)``: what a kernel that
     solves chunks of ``rows`` rows in registers takes from this module (the partition method's
-    and the block solver's), with ``store`` for :func:`chunk_storer`."""
+    and the block solver's), with ``store`` for :func:`chunk_storer`. ``partitioned(sa, sb, sc,
+    sd, la, lb, lc, ld, one)`` reads this thread's chunk from the shared buffers into its
+    registers and runs the partition step on it (False on a zero pivot)."""
     quarters, load_block, chunk, _ = chunk_loaders(rows)
-    return chunk_algebra(rows)[1], quarters, load_block, chunk, chunk_solution(rows), chunk_storer(rows, store)
+    partition = chunk_algebra(rows)[1]
+
+    @cuda.jit(device=True)
+    def partitioned(sa, sb, sc, sd, la, lb, lc, ld, one):
+        chunk(sa, sb, sc, sd, la, lb, lc, ld)
+        return partition(la, lb, lc, ld, one)
+
+    return partitioned, quarters, load_block, chunk_solution(rows), chunk_storer(rows, store)

@@ -92,7 +92,7 @@ def skewed(i):
 @functools.lru_cache(maxsize=None)
 def _make(rows):
     """The kernel for chunks of ``rows`` rows (a power of two >= 4)."""
-    partition, quarters, load_block, chunk, solution, store_chunks = chunk_kernel_parts(rows, store)
+    partitioned, quarters, load_block, solution, store_chunks = chunk_kernel_parts(rows, store)
 
     @cuda.jit
     def block_solve(a, b, c, d, x, info):
@@ -113,8 +113,7 @@ def _make(rows):
         lb = cuda.local.array(rows, b.dtype)
         lc = cuda.local.array(rows, b.dtype)
         ld = cuda.local.array(rows, b.dtype)
-        chunk(sa, sb, sc, sd, la, lb, lc, ld)
-        ok = partition(la, lb, lc, ld, one)
+        ok = partitioned(sa, sb, sc, sd, la, lb, lc, ld, one)
 
         # 3. The chunks' end rows into shared memory; from here this thread holds row
         # i = lane * warps + warp of the reduced system.

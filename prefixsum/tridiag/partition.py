@@ -64,7 +64,7 @@ THREADS = 128
 @functools.lru_cache(maxsize=None)
 def _make(rows):
     """The two kernels for chunks of ``rows`` rows (a power of two >= 4)."""
-    partition, quarters, load_block, chunk, solution, store_chunks = chunk_kernel_parts(rows, store)
+    partitioned, quarters, load_block, solution, store_chunks = chunk_kernel_parts(rows, store)
 
     @cuda.jit
     def partition_reduce(a, b, c, d, ra, rb, rc, rd, info):
@@ -78,8 +78,7 @@ def _make(rows):
         lb = cuda.local.array(rows, b.dtype)
         lc = cuda.local.array(rows, b.dtype)
         ld = cuda.local.array(rows, b.dtype)
-        chunk(sa, sb, sc, sd, la, lb, lc, ld)
-        ok = partition(la, lb, lc, ld, one)
+        ok = partitioned(sa, sb, sc, sd, la, lb, lc, ld, one)
         g = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
         chunks = ra.shape[1] // 2
         system, t = g // chunks, g % chunks
@@ -104,8 +103,7 @@ def _make(rows):
         lb = cuda.local.array(rows, b.dtype)
         lc = cuda.local.array(rows, b.dtype)
         ld = cuda.local.array(rows, b.dtype)
-        chunk(sa, sb, sc, sd, la, lb, lc, ld)
-        partition(la, lb, lc, ld, one)  # its zero pivots were reported by partition_reduce
+        partitioned(sa, sb, sc, sd, la, lb, lc, ld, one)  # its zero pivots were reported by partition_reduce
         tid, threads = cuda.threadIdx.x, cuda.blockDim.x
         g = cuda.blockIdx.x * threads + tid
         chunks = xr.shape[1] // 2
