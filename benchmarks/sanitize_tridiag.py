@@ -2,11 +2,14 @@
 
     compute-sanitizer --tool memcheck python benchmarks/sanitize_tridiag.py     (and racecheck, synccheck, initcheck)
     python benchmarks/sanitize_tridiag.py --quick                                (the same calls on the simulator, to test the script)
+    python benchmarks/sanitize_tridiag.py --only-hybrid                          (the hybrid's paths alone, no pivoting, Householder or numpy)
 
 Runs ``hybrid.run`` (what ``tridiag.solve(method="hybrid")`` launches) into poisoned outputs on
 float32 and float64 systems of shapes that take every path (the warp solver up to 512 rows; the
 partition method beyond, one and two levels, one system and a batch; batches whose n is no
-multiple of the chunk, padded to whole chunks in the indexing), and ``hybrid.run_shared`` on every shape
+multiple of the chunk, padded to whole chunks in the indexing; the block solver of
+:mod:`prefixsum.tridiag.block` for n up to a block's worth, alone at each chunk length that holds
+:data:`BLOCK_SHAPES`, and on the partition method's reduced systems), and ``hybrid.run_shared`` on every shape
 too (:func:`~prefixsum.tridiag.hybrid.hybrid_shared`: several systems a block, one system a
 block; one and several :func:`~prefixsum.tridiag.hybrid.pcr_window` launches before it), and a
 zero pivot;
@@ -26,6 +29,7 @@ a wrong result. compute-sanitizer's summary is the verdict on memory errors, rac
 and uninitialised reads; ``run_gpu.sh sanitize_tridiag`` runs the four tools.
 """
 import argparse
+import functools
 import importlib
 import itertools
 import sys
@@ -34,7 +38,7 @@ import numpy as np
 
 import prefixsum as ps
 from prefixsum.core.poison import poison
-from prefixsum.tridiag import hybrid, pivoting, transfers
+from prefixsum.tridiag import block, hybrid, pivoting, transfers
 
 hh = importlib.import_module("prefixsum.tridiag.householder")
 
@@ -42,6 +46,8 @@ PIVOTING_SHAPES = ((1, 1), (37, 31), (300, 64), (8, 512), (16, 1000), (2, 1500),
 """The one-thread path; whole systems in a block (several a block, one of 125 chunks); levels, one to three (:func:`.pivoting.plan`)."""
 SHAPES = ((1, 1), (37, 31), (300, 64), (8, 512), (3, 1024), (2, 1500), (1, 5000), (1, 20000))
 QUICK_SHAPES = ((1, 1), (5, 31), (2, 200), (2, 528), (1, 2000))
+BLOCK_SHAPES = ((3, 700), (2, 1024))
+"""The block solver alone at every chunk length that holds n (several lanes idle at 700)."""
 NUMPY_SHAPES = ((37, 31), (300, 64), (8, 512), (3, 1024), (5, 1500))
 QUICK_NUMPY_SHAPES = ((5, 31), (3, 200))
 CHUNKED = {"MIN_BYTES": 0, "MIN_CHUNK_BYTES": 0, "CHUNK_BYTES": 1 << 40, "TARGET_CHUNKS": 3, "PAGEABLE": True}
@@ -98,10 +104,29 @@ slots (``PAGEABLE``); returns the number of calls, appends to ``wrong``."""
     return calls
 
 
+def hybrid_call(run, system, wrong):
+    """``run(a, b, c, d, x, info)`` (a non-pivoting solver's device path) on ``system`` into a
+    poisoned ``x``, checked; returns 1 (the call), appends to ``wrong``."""
+    from numba import cuda
+
+    batch, n = system[3].shape
+    dtype = system[3].dtype
+    x = cuda.to_device(poison(np.empty((batch, n), dtype)))
+    info = cuda.to_device(np.zeros(batch, np.int32))
+    run(*(cuda.to_device(v) for v in system), x, info)
+    res = residual(*system, x.copy_to_host())
+    if not res <= 64 * np.finfo(dtype).eps or info.copy_to_host().any():
+        name = getattr(run, "__name__", None) or f"{run.func.__name__} {run.keywords}"
+        wrong.append(f"hybrid ({name}) {dtype.name} {batch} x {n}: residual {res:.2e}")
+    return 1
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help=f"shapes {QUICK_SHAPES}; runs on the simulator too")
     parser.add_argument("--only-pivoting", action="store_true", help="only method='pivoting' (its kernels)")
+    parser.add_argument("--only-hybrid", action="store_true", help="only method='hybrid' (warp, block, partition, "
+                        "hybrid_shared) and its zero pivot")
     args = parser.parse_args(argv)
     if ps.device_info()["simulator"] and not args.quick:
         raise SystemExit("sanitize_tridiag.py needs a CUDA GPU (compute-sanitizer); --quick runs it on the simulator")
@@ -115,14 +140,13 @@ def main(argv=None):
         for batch, n in () if args.only_pivoting else QUICK_SHAPES if args.quick else SHAPES:
             system = dominant(rng, batch, n, dtype)
             for run in (hybrid.run, hybrid.run_shared):
-                x = cuda.to_device(poison(np.empty((batch, n), dtype)))
-                info = cuda.to_device(np.zeros(batch, np.int32))
-                run(*(cuda.to_device(v) for v in system), x, info)
-                calls += 1
-                res = residual(*system, x.copy_to_host())
-                if not res <= 64 * eps or info.copy_to_host().any():
-                    wrong.append(f"hybrid ({run.__name__}) {np.dtype(dtype).name} {batch} x {n}: residual {res:.2e}")
-        calls += chunked_numpy(rng, dtype, QUICK_NUMPY_SHAPES if args.quick else NUMPY_SHAPES, wrong)
+                calls += hybrid_call(run, system, wrong)
+        for batch, n in () if args.only_pivoting else BLOCK_SHAPES:
+            system = dominant(rng, batch, n, dtype)
+            for rows in (r for r in block.ROWS_PER_THREAD if n <= block.max_rows(dtype, r)):
+                calls += hybrid_call(functools.partial(block.run, rows=rows), system, wrong)
+        if not args.only_hybrid:
+            calls += chunked_numpy(rng, dtype, QUICK_NUMPY_SHAPES if args.quick else NUMPY_SHAPES, wrong)
         a, b, c, d = dominant(rng, 4, 40, dtype)
         b[2] = 0  # a zero diagonal: every method meets a zero pivot (a single zero need not be one)
         try:
@@ -131,6 +155,8 @@ def main(argv=None):
                 wrong.append(f"hybrid {np.dtype(dtype).name}: a zero pivot went unreported")
         except np.linalg.LinAlgError:
             calls += 1
+        if args.only_hybrid:
+            continue
         for batch, n in QUICK_SHAPES[:3] if args.quick else PIVOTING_SHAPES:
             system = [v.astype(dtype) for v in rng.normal(size=(4, batch, n))]
             x = ps.tridiag.solve(*(cuda.to_device(v) for v in system), method="pivoting").copy_to_host()

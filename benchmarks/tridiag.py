@@ -1,8 +1,8 @@
 """Batched tridiagonal solves on the GPU: prefixsum's PCR, CR, Thomas, hybrid and pivoting against cuSPARSE.
 
-    python benchmarks/tridiag.py [--out DIR] [--quick] [--only-pivoting | --jax-kernels]
+    python benchmarks/tridiag.py [--out DIR] [--quick] [--only-pivoting | --only-hybrid | --jax-kernels]
     (on a GPU machine; --quick: tiny, on the simulator too; --only-pivoting: the pivoting rows
-    alone; --jax-kernels: which cuSPARSE routine JAX runs per case, by kernel name, and its
+    alone; --only-hybrid: the hybrid's rows and cuSPARSE's gtsv2StridedBatch alone; --jax-kernels: which cuSPARSE routine JAX runs per case, by kernel name, and its
     kernels by CUPTI, in tridiag_jax.csv)
 
 Cases (batch x n): 512 x 512, 4096 x 256, 16384 x 64, 1 x 2^20, 100 x 1000, 64 x 8192, 7 x 100000
@@ -50,7 +50,7 @@ import numpy as np  # noqa: E402
 from prefixsum import tridiag  # noqa: E402
 import functools  # noqa: E402
 
-from prefixsum.tridiag import hybrid, partition, pivoting, warp  # noqa: E402
+from prefixsum.tridiag import block, hybrid, partition, pivoting, warp  # noqa: E402
 from prefixsum.cli.bench import (QUICK_REPEATS, REPEATS, gpu_library, host_us,  # noqa: E402
                                  kernel_us, queued_library, script_arguments)
 from prefixsum.cli.metadata import run_metadata  # noqa: E402
@@ -65,34 +65,56 @@ QUICK_CASES = ((4, 32), (1, 2048))  # a batch in shared memory; one system with 
 RESIDUAL_EPS = 64
 PIVOTING_CASES = ((1, 1 << 20), (1, 1 << 16), (7, 100000), (64, 8192), (512, 512), (4096, 256), (16384, 64))
 THOMAS_ROWS = hybrid.THOMAS_ROWS
-PARTITION_ROWS = dict(partition.ROWS_PER_THREAD), partition.SMALL_ROWS
+PARTITION_ROWS = dict(partition.ROWS_PER_THREAD), partition.ONE_LEVEL_ROWS
+BLOCK_ROWS = dict(block.TARGET_ROWS)
 
 
 def variants(method, shape, dtype):
-    """``(label, run, THOMAS_ROWS, partition R)`` for the kernel rows of ``method``: any method
-    once, as ``tridiag.solve`` runs it; for the hybrid also its shared-memory path alone
-    (:func:`~prefixsum.tridiag.hybrid.run_shared`, which the hybrid leaves for the warp solver and
-    the partition method) at its default and at half and twice as many rows per thread (which
-    :data:`prefixsum.tridiag.hybrid.THOMAS_ROWS` was chosen from), and where the partition method
-    runs, each chunk length at every level (which :func:`prefixsum.tridiag.partition.rows_per_thread`
-    was chosen from; R None: its own choice per level); for "pivoting" each of its paths forced
-    (the one-thread path only up to :data:`THOMAS_MAX_ROWS` rows)."""
+    """``(label, run, THOMAS_ROWS, partition R, block R)`` for the kernel rows of ``method``: any
+    method once, as ``tridiag.solve`` runs it; for the hybrid also its shared-memory path alone
+    (:func:`~prefixsum.tridiag.hybrid.run_shared`, which the hybrid leaves for the warp solver,
+    the block solver and the partition method) at its default and at half and twice as many rows
+    per thread (which :data:`prefixsum.tridiag.hybrid.THOMAS_ROWS` was chosen from); where n is
+    longer than a warp's, the block solver (:mod:`prefixsum.tridiag.block`) alone at each chunk
+    length that holds n (``block:rows=R``; its lanes follow from n and R), and where the partition
+    method runs, each chunk length at every level, the block solver at its own R and at each R
+    for the reduced systems (``hybrid:partition_rows=P,block_rows=R``), and the partition method
+    without the block solver (``hybrid:no_block``: the route before it, levels down to the warp
+    solver) (which :func:`prefixsum.tridiag.partition.rows_per_thread` and
+    :data:`prefixsum.tridiag.block.TARGET_ROWS` were chosen from; None: the module's own choice);
+    for "pivoting" each of its paths forced (the one-thread path only up to
+    :data:`THOMAS_MAX_ROWS` rows)."""
     n = shape[1]
-    own = [(method, tridiag.METHODS[method], THOMAS_ROWS, None)]
+    own = [(method, tridiag.METHODS[method], THOMAS_ROWS, None, None)]
     if method == "pivoting":
         batch, n = shape
-        forced = [("pivoting:one_thread", functools.partial(pivoting.run, rows=0), THOMAS_ROWS, None)
+        forced = [("pivoting:one_thread", functools.partial(pivoting.run, rows=0), THOMAS_ROWS, None, None)
                   ] if n <= THOMAS_MAX_ROWS else []
-        chunks = [(f"pivoting:spike_rows={r}", functools.partial(pivoting.run, rows=r), THOMAS_ROWS, None)
+        chunks = [(f"pivoting:spike_rows={r}", functools.partial(pivoting.run, rows=r), THOMAS_ROWS, None, None)
                   for r in pivoting.ALL_SPIKE_ROWS if pivoting.plan(batch, n, dtype, r)]
-        levels = [("pivoting:levels", levels_only, THOMAS_ROWS, None)] if pivoting.plan(batch, n, dtype) else []
+        levels = [("pivoting:levels", levels_only, THOMAS_ROWS, None, None)] if pivoting.plan(batch, n, dtype) else []
         return own + forced + chunks + levels
     if method != "hybrid":
         return own
-    shared = [(f"hybrid_shared{'' if r == THOMAS_ROWS else f':thomas_rows={r}'}", hybrid.run_shared, r, None)
+    shared = [(f"hybrid_shared{'' if r == THOMAS_ROWS else f':thomas_rows={r}'}", hybrid.run_shared, r, None, None)
               for r in (THOMAS_ROWS // 2, THOMAS_ROWS, 2 * THOMAS_ROWS)]
-    chunks = [(f"hybrid:partition_rows={r}", hybrid.run, THOMAS_ROWS, r) for r in (4, 8, 16) if n > warp.MAX_ROWS]
-    return own + shared + chunks
+    if n <= warp.MAX_ROWS:
+        return own + shared
+    blocks = [(f"block:rows={r}", functools.partial(block.run, rows=r), THOMAS_ROWS, None, None)
+              for r in block.ROWS_PER_THREAD if n <= block.max_rows(dtype, r)]
+    chunks = [(f"hybrid:partition_rows={p}" + (f",block_rows={r}" if r else ""), hybrid.run, THOMAS_ROWS, p, r)
+              for p in (4, 8, 16) for r in (None, *block.ROWS_PER_THREAD)] if n > block.max_rows(dtype) else []
+    return own + shared + blocks + chunks + [("hybrid:no_block", without_block, THOMAS_ROWS, None, None)]
+
+
+def without_block(*args):
+    """``hybrid.run`` with :data:`prefixsum.tridiag.hybrid.BLOCK_ROWS` 0: levels of the partition
+    method down to the warp solver, as before the block solver."""
+    hybrid.BLOCK_ROWS = 0
+    try:
+        hybrid.run(*args)
+    finally:
+        hybrid.BLOCK_ROWS = None
 
 
 def levels_only(*args):
@@ -262,6 +284,9 @@ def main(argv=None):
                                                     "default: every case of CASES)"),
                                 parser.add_argument("--only-pivoting", action="store_true",
                                                     help="only method='pivoting' and cuSPARSE's pivoting solvers"),
+                                parser.add_argument("--only-hybrid", action="store_true",
+                                                    help="only method='hybrid' (its variants) and cuSPARSE's "
+                                                         "gtsv2StridedBatch, no JAX"),
                                 parser.add_argument("--jax-kernels", action="store_true",
                                                     help="only JAX: which cuSPARSE routine it runs per case, its "
                                                          "kernels by CUPTI (tridiag_jax.csv)")))
@@ -275,8 +300,8 @@ def main(argv=None):
     if args.jax_kernels:
         return jax_kernels(args, meta, cases)
     cupy, cupy_stream = queued_library("cupy")
-    jax = None if args.only_pivoting else gpu_library("jax")
-    methods = ["pivoting"] if args.only_pivoting else list(tridiag.METHODS)
+    jax = None if args.only_pivoting or args.only_hybrid else gpu_library("jax")
+    methods = ["pivoting"] if args.only_pivoting else ["hybrid"] if args.only_hybrid else list(tridiag.METHODS)
     rng = np.random.default_rng(3)
     rows = []
 
@@ -296,12 +321,16 @@ def main(argv=None):
                 if method == "thomas" and n > THOMAS_MAX_ROWS:
                     continue
                 reps = repeats
-                for label, run, rows_per_thread, chunk_rows in variants(method, (batch, n), dtype):
+                for label, run, rows_per_thread, chunk_rows, block_rows in variants(method, (batch, n), dtype):
                     hybrid.THOMAS_ROWS = rows_per_thread
                     partition.ROWS_PER_THREAD.update(PARTITION_ROWS[0])
-                    partition.SMALL_ROWS = PARTITION_ROWS[1]
+                    partition.ONE_LEVEL_ROWS = PARTITION_ROWS[1]
+                    block.TARGET_ROWS.update(BLOCK_ROWS)
                     if chunk_rows:  # every level at this R
-                        partition.ROWS_PER_THREAD[np.dtype(dtype).itemsize] = partition.SMALL_ROWS = chunk_rows
+                        partition.ROWS_PER_THREAD[np.dtype(dtype).itemsize] = chunk_rows
+                        partition.ONE_LEVEL_ROWS = ()
+                    if block_rows:  # the block solver's R for the reduced systems (longer if they need it)
+                        block.TARGET_ROWS[np.dtype(dtype).itemsize] = (block_rows, block_rows)
                     out, flags = cuda.device_array((batch, n), dtype), cuda.device_array(batch, np.int32)
                     run(*device, out, flags)
                     res = residual(a, b, c, d, out.copy_to_host())
@@ -310,7 +339,8 @@ def main(argv=None):
                         add(label, "ours (kernels)", dtype, batch, n, measured.us, measured.timing, res, how)
                 hybrid.THOMAS_ROWS = THOMAS_ROWS
                 partition.ROWS_PER_THREAD.update(PARTITION_ROWS[0])
-                partition.SMALL_ROWS = PARTITION_ROWS[1]
+                partition.ONE_LEVEL_ROWS = PARTITION_ROWS[1]
+                block.TARGET_ROWS.update(BLOCK_ROWS)
                 res = residual(a, b, c, d, tridiag.solve(*device, method=method).copy_to_host())
                 micros = host_us(lambda: tridiag.solve(*device, method=method), repeats=reps)
                 add(method, "ours (whole call)", dtype, batch, n, micros, "host clock", res)

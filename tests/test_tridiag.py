@@ -16,7 +16,7 @@ from numba import cuda  # noqa: E402
 
 from prefixsum import tridiag  # noqa: E402
 from prefixsum.core.poison import poison  # noqa: E402
-from prefixsum.tridiag import _common, api, cr, hybrid, partition, pcr, warp  # noqa: E402
+from prefixsum.tridiag import _common, api, block, cr, hybrid, partition, pcr, warp  # noqa: E402
 
 METHODS = tuple(tridiag.METHODS)
 NON_PIVOTING = tuple(m for m in METHODS if m != "pivoting")  # tests/test_pivoting.py has the one that pivots
@@ -233,11 +233,16 @@ def test_warp_solver_reports_zero_pivots_and_non_finite_results_per_system(n, dt
     system[1][3] = 0
     system[3][33, n // 2] = np.inf
     x, info = warp_solve(system)
-    expected = np.zeros(40, np.int32)
-    expected[3], expected[33] = _common.ZERO_PIVOT, _common.NOT_FINITE
+    check_flagged(x, info, system, dtype, {3: _common.ZERO_PIVOT, 33: _common.NOT_FINITE})
+
+
+def check_flagged(x, info, system, dtype, flagged):
+    """``info`` flags exactly the systems of ``flagged`` (``{system: code}``); every other system
+    of ``x`` is right (:func:`check`)."""
+    expected = np.zeros(len(info), np.int32)
+    expected[list(flagged)] = list(flagged.values())
     np.testing.assert_array_equal(info, expected)
-    good = np.ones(40, bool)
-    good[[3, 33]] = False
+    good = expected == 0
     check(x[good], [v[good] for v in system], dtype)
 
 
@@ -262,23 +267,26 @@ def test_warp_plan_fits_a_warp_and_the_shared_memory(n, dtype):
         warp.plan(1, 513, dtype)
 
 
-def test_hybrid_takes_the_warp_solver_up_to_512_rows_and_the_partition_or_hybrid_shared_above(rng, monkeypatch):
+def test_hybrid_takes_the_warp_solver_up_to_512_rows_and_the_block_partition_or_hybrid_shared_above(rng, monkeypatch):
     calls = []
     monkeypatch.setattr(warp, "run", lambda *args: calls.append("warp"))
+    monkeypatch.setattr(block, "run", lambda *args: calls.append("block"))
     monkeypatch.setattr(partition, "run", lambda *args: calls.append("partition"))
     monkeypatch.setattr(hybrid, "run_shared", lambda *args: calls.append("shared"))
-    for n in (1, 512, 513):
-        tridiag.solve(*dominant(rng, 2, n), method="hybrid")
+    for n in (1, 512, 513, 1025):
+        tridiag.solve(*dominant(rng, 2, n), method="hybrid")  # float64: a block holds 1024 rows
     monkeypatch.setattr(hybrid, "PARTITION", False)
     tridiag.solve(*dominant(rng, 2, 513), method="hybrid")
-    assert calls == ["warp", "warp", "partition", "shared"]
+    assert calls == ["warp", "warp", "block", "partition", "shared"]
 
 
 def partition_solve(system, monkeypatch, warp_rows=None):
     """:func:`.hybrid.run` on ``system`` (host arrays) into a poisoned output, the levels of the
-    partition method recorded: ``(x, info, levels)``, the inputs checked unchanged. With
+    partition method recorded, without the block solver (tests/test_block.py has the route
+    through it): ``(x, info, levels)``, the inputs checked unchanged. With
     ``warp_rows``, the warp solver takes only systems of up to that many rows, so that small
     systems go through several levels."""
+    monkeypatch.setattr(hybrid, "BLOCK_ROWS", 0)
     if warp_rows:
         monkeypatch.setattr(hybrid, "WARP_ROWS", warp_rows)
         monkeypatch.setattr(partition, "MAX_ROWS", warp_rows)
@@ -297,7 +305,7 @@ def partition_solve(system, monkeypatch, warp_rows=None):
 @pytest.mark.parametrize("n, batch, levels", ((513, 1, 1), (1003, 1, 1), (4097, 1, 2), (1024, 3, 1), (4096, 2, 2),
                                                (1003, 3, 1), (513, 5, 1), (527, 2, 1), (4111, 2, 2)))
 def test_partition_matches_the_float64_reference_on_every_element(n, batch, levels, dtype, rng, monkeypatch):
-    # R = 8 at these sizes (partition.rows_per_thread). n = 513, 1003, 4097: one system, its
+    # R = 8 at these sizes (partition.rows_per_thread; float64 4097 and 4111: 16). n = 513, 1003, 4097: one system, its
     # last chunk cut short; 1024 and 4096: batches, n a multiple of R; 1003, 513, 527, 4111:
     # batches whose systems are padded to whole chunks (a ragged last chunk of 3, 1, 7 and 7
     # rows; 4111: its reduced system, 2 x 514 rows, padded again at the second level). The
@@ -319,9 +327,11 @@ def test_partition_recurses_until_a_warp_takes_the_reduced_system(dtype, rng, mo
     check(x, system, dtype)
 
 
-def test_partition_rows_per_thread_by_dtype_and_level_size():
-    assert [partition.rows_per_thread(np.float32, rows) for rows in (None, 1 << 20, 1 << 19)] == [16, 16, 8]
-    assert [partition.rows_per_thread(np.float64, rows) for rows in (None, 1 << 20, 1000)] == [8, 8, 8]
+def test_partition_rows_per_thread_leaves_a_block_in_one_level_where_it_can():
+    # A block holds 2048 rows in float32 and 1024 in float64: the least R in (8, 16) whose level
+    # leaves that many, else 16 in float32 and 8 in float64.
+    assert [partition.rows_per_thread(np.float32, n) for n in (8192, 8193, 16384, 16385, 1 << 20)] == [8, 16, 16, 16, 16]
+    assert [partition.rows_per_thread(np.float64, n) for n in (4096, 4097, 8192, 8193, 1 << 20)] == [8, 16, 16, 8, 8]
 
 
 @pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
@@ -337,8 +347,9 @@ def test_partition_reports_zero_pivots_and_non_finite_results_per_system(dtype, 
         tridiag.solve(a, b, c, d)
 
 
-def test_hybrid_takes_the_partition_for_every_system_longer_than_a_warp_takes(rng, monkeypatch):
+def test_hybrid_takes_the_partition_for_every_system_longer_than_a_warp_takes_without_the_block(rng, monkeypatch):
     calls = []
+    monkeypatch.setattr(hybrid, "BLOCK_ROWS", 0)
     monkeypatch.setattr(partition, "run", lambda *args: calls.append(args[3].shape))
     monkeypatch.setattr(hybrid, "run_shared", lambda *args: calls.append("shared"))
     for batch, n in ((1, 513), (2, 528), (2, 520), (3, 512)):

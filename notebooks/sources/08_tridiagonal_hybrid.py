@@ -18,8 +18,9 @@
 #
 # 1. the three methods against `gtsv2StridedBatch`, the library's batched solver;
 # 2. the **hybrid** (a few PCR steps, then Thomas: Sakharnykh 2010; Davidson, Zhang and Owens
-#    2011; Kim, Wu, Chang and Hwu 2011), then a **warp** that keeps a system in registers, and
-#    **Wang's partition method** across the grid for systems longer than a warp can hold;
+#    2011; Kim, Wu, Chang and Hwu 2011), then a **warp** that keeps a system in registers, the
+#    same across a **block** for systems longer than a warp can hold, and **Wang's partition
+#    method** across the grid for systems longer than a block can hold;
 # 3. what a whole call costs beyond its kernels: the workbook's one account of the host's part,
 #    to which the other chapters refer.
 #
@@ -365,12 +366,20 @@ print("\nthe warp solver's kernels / cuSPARSE, on the batches:", span(hyb[t, c] 
 # chunks with identity rows; $R$ = 8 or 16, `partition.rows_per_thread`). `partition_reduce` eliminates inside each chunk
 # and writes the chunk's two end rows to global memory, in order: the reduced system, of
 # $2n / R$ rows. `hybrid.run` solves that by the same route (another level while it is longer than
-# 512 rows, then the warp solver), and `partition_substitute` redoes each chunk's elimination
+# a block holds, then the block solver below, or the warp solver for at most 512 rows), and `partition_substitute` redoes each chunk's elimination
 # (cheaper than storing it: registers are free, bandwidth is not), reads its two end values and
-# writes the interior. For $n = 2^{20}$ and $R = 16$ at every level: $2^{20} \to 2^{17} \to
-# 2^{14} \to 2^{11} \to 2^8$ rows, four levels and a warp solve, nine launches. Each level moves the four bands twice and $x$
+# writes the interior. For $n = 2^{20}$ and $R = 16$ at every level in float32: $2^{20} \to 2^{17} \to
+# 2^{14} \to 2^{11}$ rows, three levels and a block solve, seven launches. Each level moves the four bands twice and $x$
 # once, about $9n$ values, where PCR's global path reads three rows and writes one for every row
 # at each of its steps.
+#
+# Systems of up to a block's worth skip the levels: `prefixsum.tridiag.block` runs the warp
+# solver's method with one system per block of $G$ lanes ($G$ a power of two, $W = G / 32$
+# warps). After the partition step in registers, lane $l$ of warp $w$ takes row $l W + w$ of the
+# reduced system's $G$ rows of last unknowns: $\log_2 W$ PCR steps through shared memory, a
+# barrier each, leave every row coupled to the rows $W$ away, lanes $l \pm 1$ of its own warp,
+# and the warp solver's five shuffle steps finish. One launch instead of a level's three, and
+# the bands read once instead of twice.
 #
 # A trace of one level on a system of 32 rows, in chunks of $R = 4$ (the picture needs few
 # rows; the package uses 8 or 16), the reduced system of 16 rows solved by the warp solver. Each row
@@ -431,8 +440,8 @@ ax = ps.viz.steps(partition_rows(level_trace, 32), "rows",
 # %% [markdown]
 # The chunk size trades the work of a level against the number of levels, and, on small levels,
 # against the threads that fill the GPU. The same run measured $R = 4$, 8 and 16 at every level
-# beside the package's choice per level (`partition.rows_per_thread`: float64 8; float32 16 on a
-# level of more than $2^{19}$ rows, else 8) on the system of $2^{20}$ rows:
+# beside the package's choice per level (`partition.rows_per_thread`: the shorter of 8 and 16 whose
+# level leaves a block's worth of rows, else float64 8 and float32 16) on the system of $2^{20}$ rows:
 
 # %%
 print(f"{'kernels (us), 1 x 2^20':<24}" + "".join(f"{f'R = {r}':>9}" for r in (4, 8, 16)) + f"{'chosen':>9}{'PCR':>9}{'cuSPARSE':>10}")
@@ -445,10 +454,11 @@ print("PCR's kernels / the partition method's:", span(kernels["pcr", t, CASES[-1
 
 
 # %% [markdown]
-# In float64 $R = 8$ is the fastest in kernel time, though it needs six levels instead of four
-# (every launch adds to the host's part of a call, section 3); in float32 16 on the large level, 8 on the
-# small ones below it. `benchmarks/tridiag.csv` holds the same comparison on batches of 100,
-# 1000 and 64 systems, where $R = 8$ wins in both dtypes. What the partition method does not do:
+# In float64 $R = 8$ is the fastest in kernel time, though it needs more levels than 16 (every
+# launch adds to the host's part of a call, section 3); in float32 16. `benchmarks/tridiag.csv`
+# holds the same comparison on 64 x 8192 and 7 x 100000, where the level whose reduced systems a
+# block solves at once (at 64 x 8192, $R = 8$ in float32 and 16 in float64) was the fastest:
+# a level fewer is two launches fewer. What the partition method does not do:
 # pivot (like every method here it is for diagonally dominant or symmetric positive definite
 # systems).
 #
@@ -573,7 +583,7 @@ print("a call on numpy arrays / the same call on device arrays:", span(on_numpy[
 #   than that, so for batches of small systems it is the host, not the algorithm, that sets the
 #   time of a call, and a faster kernel hardly shows in it.
 # - **More launches, more host time.** On one system of $2^{20}$ rows the hybrid launches two
-#   kernels a partition level, then the warp solver (section 2.2), and its host part there
+#   kernels a partition level, then the block solver (section 2.2), and its host part there
 #   is the longest of its shapes (the second line). A solver driven from Python pays for its
 #   launch count; hence the warp solver in one launch, and `hybrid_shared`'s PCR steps several
 #   to a launch (`pcr_window`).
@@ -884,8 +894,8 @@ def my_partition_of(a, b, c, d):
 print(ps.check.partition(my_partition_of, rows=ROWS, budget=ps.check.Budget(accesses_per_step=160, kernels=("my_chunks",))))
 
 # %% tags=["instructor"]
-# the package's code that solves the three exercises: the warp solver's shuffles, a level of the partition method, the partition
-for solving in (warp._make, partition._make, ps.primitives.chunk.chunk_algebra):
+# the package's code that solves the three exercises: the warp solver and its shuffles (pcr_lanes), a level of the partition method, the partition
+for solving in (warp._make, warp.reduced, ps.primitives.chunk.pcr_lanes, partition._make, ps.primitives.chunk.chunk_algebra):
     print(inspect.getsource(solving))
 
 
@@ -895,16 +905,16 @@ for solving in (warp._make, partition._make, ps.primitives.chunk.chunk_algebra):
 # For one system of $n$ rows (a batch multiplies the work and the traffic, not the depth), beside
 # PCR (chapter 07):
 #
-# | | PCR | `hybrid_shared` ($L$ lanes) | warp solver ($G$ lanes, $R$ rows a lane) | partition ($R$ rows a chunk) |
-# | --- | --- | --- | --- | --- |
-# | work (row operations) | $n \lceil \log_2 n \rceil$ | $n \log_2 L + 2n$ | a chunk's elimination and substitution in registers, then $2G (\log_2 G + 1)$ on the ends | about $4n$ a level (each chunk eliminated twice), the next level on $2n/R$ rows |
-# | depth | $\lceil \log_2 n \rceil + 1$ barrier phases | $\log_2 L + 2$ phases, then $2n/L$ dependent steps | about $2R$ dependent steps, then $\log_2 G + 1$ shuffle steps, no barrier | two launches a level, about $2R$ dependent steps a thread in each, then the warp solver |
-# | global memory | read 4 bands, write $x$ | read 4 bands, write $x$ | read 4 bands, write $x$ | read 4 bands twice, write $x$; the reduced system ($8n/R$ values) written and read |
-# | where it runs | one block per system (or per group), or a launch per step | one block per group of systems; longer ones first split in global memory | up to 512 rows | longer systems, across the grid |
-# | pivoting | none | none | none | none |
+# | | PCR | `hybrid_shared` ($L$ lanes) | warp solver ($G$ lanes, $R$ rows a lane) | block solver ($G = 32 W$ lanes) | partition ($R$ rows a chunk) |
+# | --- | --- | --- | --- | --- | --- |
+# | work (row operations) | $n \lceil \log_2 n \rceil$ | $n \log_2 L + 2n$ | a chunk's elimination and substitution in registers, then $2G (\log_2 G + 1)$ on the ends | as the warp solver's | about $4n$ a level (each chunk eliminated twice), the next level on $2n/R$ rows |
+# | depth | $\lceil \log_2 n \rceil + 1$ barrier phases | $\log_2 L + 2$ phases, then $2n/L$ dependent steps | about $2R$ dependent steps, then $\log_2 G + 1$ shuffle steps, no barrier | about $2R$ dependent steps, then $\log_2 W$ PCR steps through shared memory and 5 by shuffles, $5 + \log_2 W$ barriers | two launches a level, about $2R$ dependent steps a thread in each, then the block or warp solver |
+# | global memory | read 4 bands, write $x$ | read 4 bands, write $x$ | read 4 bands, write $x$ | read 4 bands, write $x$ | read 4 bands twice, write $x$; the reduced system ($8n/R$ values) written and read |
+# | where it runs | one block per system (or per group), or a launch per step | one block per group of systems; longer ones first split in global memory | up to 512 rows | one block per system, up to a block's worth (2048 rows in float32, 1024 in float64) | longer systems, across the grid |
+# | pivoting | none | none | none | none | none |
 #
-# On the GPU of the measurements the hybrid (the warp solver up to 512 rows, the partition
-# method above) takes less kernel time than cuSPARSE's `gtsv2StridedBatch` on every shape
+# On the GPU of the measurements the hybrid (the warp solver up to 512 rows, the block solver
+# up to a block's worth, the partition method above) takes less kernel time than cuSPARSE's `gtsv2StridedBatch` on every shape
 # measured, and a call on a batch costs the host more than the kernels (section 3).
 #
 # **Questions.**

@@ -7,24 +7,74 @@ solver's blocks overlap) into shared memory coalesced (neighbouring
 threads read neighbouring rows) and each thread's chunk from there into its registers; the
 shared buffers skip a slot every ``rows`` rows, so that the threads reading their own chunks
 hit different banks; :func:`chunk_storer` writes the solution back from there the same way.
-:func:`chunk_algebra` is the partition step on a chunk in registers.
+:func:`chunk_algebra` is the partition step on a chunk in registers, and
+:func:`chunk_solution` a chunk's unknowns from its two ends; :func:`pcr_row` and
+:func:`pcr_lanes` solve the reduced system of the chunks' ends (Laszlo, Giles and Appleyard
+2016): an odd-even step, then PCR, by shuffles within a warp.
 """
 import functools
 
 from numba import cuda
 
+from .warp import FULL_MASK
+
+
+@cuda.jit(device=True)
+def pivot_inverse(pivot, one):
+    """``(1 / pivot, pivot != 0)``; 1 / 1 on a zero pivot, so no thread divides by zero (the
+    system is reported anyway, and the simulator would warn)."""
+    ok = pivot != 0
+    return one / (pivot if ok else one), ok
+
+
+@cuda.jit(device=True)
+def pcr_row(row, up, down, one):
+    """One PCR step on a normalised row ``(a, c, d)`` (``b = 1``) with the rows ``s`` above and
+    below it (identity rows ``(0, 0, 0)`` past the system's ends): ``(a, c, d, ok)`` coupling the
+    unknowns ``2 s`` away.
+
+    It is also the odd-even (cyclic reduction) step on the partition's reduced system: chunk
+    ``t``'s last row, with chunk ``t``'s first row above it and chunk ``t + 1``'s first below,
+    becomes a row coupling the last unknowns of chunks ``t - 1``, ``t`` and ``t + 1``."""
+    a, c, d = row
+    au, cu, du = up
+    ad, cd, dd = down
+    inverse, ok = pivot_inverse(one - a * cu - c * ad, one)
+    return -a * au * inverse, -c * cd * inverse, (d - a * du - c * dd) * inverse, ok
+
+
+@cuda.jit(device=True)
+def pcr_lanes(a, c, d, lane, lanes, zero, one):
+    """PCR on one normalised row ``(a, c, d)`` per lane of a group of ``lanes`` lanes (a power
+    of two, at most a warp; every lane of the warp calls it): ``log2(lanes)`` steps, each
+    fetching the rows ``s`` lanes up and down with ``shfl_up_sync``/``shfl_down_sync``, no
+    shared memory, no barrier. A lane treats anything from outside its group as an identity row.
+    Returns ``(x, ok)``: this lane's unknown, and False if a pivot was zero."""
+    ok = True
+    s = 1
+    while s < lanes:
+        au = cuda.shfl_up_sync(FULL_MASK, a, s)
+        cu = cuda.shfl_up_sync(FULL_MASK, c, s)
+        du = cuda.shfl_up_sync(FULL_MASK, d, s)
+        ad = cuda.shfl_down_sync(FULL_MASK, a, s)
+        cd = cuda.shfl_down_sync(FULL_MASK, c, s)
+        dd = cuda.shfl_down_sync(FULL_MASK, d, s)
+        if lane < s:
+            au, cu, du = zero, zero, zero
+        if lane + s >= lanes:
+            ad, cd, dd = zero, zero, zero
+        a, c, d, good = pcr_row((a, c, d), (au, cu, du), (ad, cd, dd), one)
+        ok = ok and good
+        s *= 2
+    return d, ok
+
 
 @functools.lru_cache(maxsize=None)
 def chunk_algebra(rows):
     """``(pivot_inverse, partition)``: the device functions of the partition step on chunks of
-    ``rows`` rows (a power of two >= 2), made once per ``rows``; the warp solver and the partition method use them (:mod:`prefixsum.tridiag.warp`, :mod:`prefixsum.tridiag.partition`)."""
-
-    @cuda.jit(device=True)
-    def pivot_inverse(pivot, one):
-        """``(1 / pivot, pivot != 0)``; 1 / 1 on a zero pivot, so no thread divides by zero (the
-        system is reported anyway, and the simulator would warn)."""
-        ok = pivot != 0
-        return one / (pivot if ok else one), ok
+    ``rows`` rows (a power of two >= 2), made once per ``rows``; the warp and block solvers and
+    the partition method use them (:mod:`prefixsum.tridiag.warp`, :mod:`prefixsum.tridiag.block`,
+    :mod:`prefixsum.tridiag.partition`)."""
 
     @cuda.jit(device=True)
     def partition(la, lb, lc, ld, one):
@@ -65,6 +115,23 @@ def chunk_algebra(rows):
         return ok
 
     return pivot_inverse, partition
+
+
+@functools.lru_cache(maxsize=None)
+def chunk_solution(rows):
+    """Device function ``solution(sd, base, la, lc, ld, x_first, x_last)``: a chunk's ``rows``
+    unknowns, once its partition step has run (:func:`chunk_algebra`) and its two end unknowns
+    are known, into the slots ``sd[base:base + rows]`` (its own: only this thread has read them),
+    from where the block stores them coalesced."""
+
+    @cuda.jit(device=True)
+    def solution(sd, base, la, lc, ld, x_first, x_last):
+        sd[base] = x_first
+        for k in range(1, rows - 1):
+            sd[base + k] = ld[k] - la[k] * x_first - lc[k] * x_last
+        sd[base + rows - 1] = x_last
+
+    return solution
 
 
 @functools.lru_cache(maxsize=None)
@@ -158,3 +225,21 @@ def chunk_storer(rows, store):
                 s += 1
 
     return store_chunks
+
+
+@functools.lru_cache(maxsize=None)
+def chunk_kernel_parts(rows, store):
+    """``(partitioned, quarters, load_block, solution, store_chunks)``: what a kernel that
+    solves chunks of ``rows`` rows in registers takes from this module (the partition method's
+    and the block solver's), with ``store`` for :func:`chunk_storer`. ``partitioned(sa, sb, sc,
+    sd, la, lb, lc, ld, one)`` reads this thread's chunk from the shared buffers into its
+    registers and runs the partition step on it (False on a zero pivot)."""
+    quarters, load_block, chunk, _ = chunk_loaders(rows)
+    partition = chunk_algebra(rows)[1]
+
+    @cuda.jit(device=True)
+    def partitioned(sa, sb, sc, sd, la, lb, lc, ld, one):
+        chunk(sa, sb, sc, sd, la, lb, lc, ld)
+        return partition(la, lb, lc, ld, one)
+
+    return partitioned, quarters, load_block, chunk_solution(rows), chunk_storer(rows, store)

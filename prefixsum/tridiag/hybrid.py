@@ -22,7 +22,10 @@ One kernel, :func:`hybrid_shared`, several small systems per block or one system
 global PCR steps (:func:`.pcr.split`), and the hybrid finishes the pieces.
 
 :func:`run` gives systems of up to :data:`WARP_ROWS` (512) rows to :mod:`.warp` instead, whose
-kernel keeps each thread's rows in registers and was several times faster on the H100;
+kernel keeps each thread's rows in registers and was several times faster on the H100, systems
+of up to :func:`block_rows` (a block's worth: 2048 rows in float32, 1024 in float64) to
+:mod:`.block` (the same method, one system per block), and longer ones to a level of
+:mod:`.partition`, whose reduced systems come back to :func:`run`;
 :func:`run_shared` is this module's path alone, at every n.
 
 No pivoting: for diagonally dominant or symmetric positive definite systems.
@@ -30,7 +33,7 @@ No pivoting: for diagonally dominant or symmetric positive definite systems.
 import numpy as np
 from numba import cuda, types
 
-from . import partition, warp
+from . import block, partition, warp
 from ._common import (
     A, B, C, D, MAX_THREADS, ZERO_PIVOT, fail, launchers, load, load_row, locate, max_rows, put, slot, store, work_rows,
 )
@@ -47,8 +50,17 @@ WARP_ROWS = warp.MAX_ROWS
 H100 its kernel was 2.1 to 4.5 times faster than :func:`hybrid_shared` on every batch that
 ``benchmarks/tridiag_warp.py`` times (n from 16 to 512, 8 to 100,000 systems, both dtypes)."""
 PARTITION = True
-"""Whether :func:`run` takes systems longer than :data:`WARP_ROWS` to the partition method
-(tests and the benchmark turn it off to reach :func:`run_shared`)."""
+"""Whether :func:`run` takes systems longer than :data:`WARP_ROWS` to the block solver and the
+partition method (tests and the benchmark turn it off to reach :func:`run_shared`)."""
+BLOCK_ROWS = None
+"""Systems longer than :data:`WARP_ROWS` and of at most this many rows go to :func:`.block.run`
+(None: as many as a block holds, :func:`.block.max_rows`; 0: none, every such system to a level
+of the partition method; tests and the benchmark set it). On the H100 (issue 29, CUPTI) the
+block solver, alone or under a partition level, took less kernel time than the levels down to
+the warp solver on every shape measured: 100 x 1000 6.4 us against 18.5 in float32 (7.5 against
+18.6 in float64), 1000 x 1000 16.2 against 34.8 (27.5 against 54.3), 64 x 8192 25.2 against 37.0
+(29.3 against 40.0), 7 x 100000 50.4 against 62.0 (66.5 against 76.4), 1 x 2^20 71.7 against
+80.4 (106.7 against 114.7); cuSPARSE's ``gtsv2StridedBatch`` took 1.15 to 3.15 times as long."""
 THOMAS_ROWS = 4
 """Rows per thread that the plan aims for in the Thomas part: more means fewer PCR steps but a
 longer sequential sweep and fewer threads."""
@@ -254,18 +266,27 @@ def run(a, b, c, d, x, info):
     """Solve the (batch, n) device systems into ``x``; failures go to ``info`` (see :mod:`.api`).
 
     Systems of at most :data:`WARP_ROWS` rows go to the register-resident warp solver
-    (:func:`.warp.run`), faster there on the H100; longer ones to a level of the partition
-    method (:func:`.partition.run`), whose reduced systems come back here, where
-    :data:`PARTITION` is on and its chunks fit the systems (:func:`.partition.takes`); the rest
-    to :func:`run_shared`.
+    (:func:`.warp.run`), faster there on the H100; where :data:`PARTITION` is on, longer ones of
+    at most :func:`block_rows` rows to the block solver (:func:`.block.run`: one system a block,
+    one launch), and the longer still to a level of the partition method
+    (:func:`.partition.run`), whose reduced systems come back here (to the block or the warp
+    solver, or another level); the rest to :func:`run_shared`.
     """
     batch, n = x.shape
     if n <= WARP_ROWS:
         warp.run(a, b, c, d, x, info)
+    elif PARTITION and n <= block_rows(x.dtype):
+        block.run(a, b, c, d, x, info)
     elif PARTITION and partition.takes(batch, n, x.dtype):
         partition.run(a, b, c, d, x, info, run)
     else:
         run_shared(a, b, c, d, x, info)
+
+
+def block_rows(dtype):
+    """The longest systems :func:`run` gives the block solver: :data:`BLOCK_ROWS`, or
+    :func:`.block.max_rows` where it is None."""
+    return block.max_rows(dtype) if BLOCK_ROWS is None else BLOCK_ROWS
 
 
 def run_shared(a, b, c, d, x, info):

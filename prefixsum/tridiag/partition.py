@@ -17,8 +17,9 @@ on the H200.)
    in order, are a tridiagonal system of ``2 n / R`` rows with unit diagonal: the *reduced
    system*, written to global memory.
 2. The reduced system is solved by the same route (:func:`.hybrid.run`): another level of this
-   method while it is too long for a warp, then :mod:`.warp`'s solver. For ``n = 2^20`` and
-   ``R = 16``: ``2^20 -> 2^17 -> 2^14 -> 2^11 -> 2^8`` rows, four levels and a warp solve.
+   method while it is too long for a block (:func:`.block.max_rows`), then :mod:`.block`'s
+   solver, or :mod:`.warp`'s for at most 512 rows. For ``n = 2^20`` and ``R = 16`` in float32:
+   ``2^20 -> 2^17 -> 2^14 -> 2^11`` rows, three levels and a block solve of 2048 rows.
 3. :func:`partition_substitute`: each thread loads its chunk again and redoes the partition
    (cheaper than writing the eliminated coefficients and reading them back: registers are free,
    bandwidth is not), reads its chunk's two end values from the reduced solution and writes
@@ -37,32 +38,33 @@ import numpy as np
 from numba import cuda, types
 
 from ..core.hardware import WARP_SIZE
-from . import _common
+from . import _common, block
 from ._common import ZERO_PIVOT, fail, launchers, reused, store
-from ..primitives.chunk import chunk_algebra, chunk_loaders, chunk_storer
+from ..primitives.chunk import chunk_kernel_parts
 from .warp import MAX_ROWS
 
 ROWS_PER_THREAD = {4: 16, 8: 8}
-"""``R`` by item size for a level of more than :data:`SMALL_LEVEL` rows (all systems together).
-On the H200 (issue 29, CUPTI, every level at one R), float64 was fastest at R = 8 on every shape
-(1 x 2^20: 105 us against 116 at R = 16; 64 x 8192: 38 against 44; 1000 x 1000: 47 against 60),
-float32 at R = 16 on the largest (1 x 2^20: 84 against 90; 1000 x 1000: 33 against 35) and at
-R = 8 on the smaller; ``benchmarks/tridiag.csv`` (an H100) agrees. Device time is the measure:
-R = 8 takes more levels (a level divides n by R / 2), each two launches of host time in a whole call."""
-SMALL_LEVEL = 1 << 19
-SMALL_ROWS = 8
-"""``R`` at most, for a level of at most :data:`SMALL_LEVEL` rows: float32 at 64 x 8192 took
-37 us at R = 8 against 44 at 16, at 100 x 1000 18 against 24 (H200, CUPTI): with few rows, shorter
-chunks give more threads to fill the GPU and a shorter sequential sweep each."""
+"""``R`` by item size for a level that no chunk length in :data:`ONE_LEVEL_ROWS` brings down to a
+block's worth (:func:`.block.max_rows`). On the H200 (issue 29, CUPTI, every level at one R, when
+the levels went down to the warp solver), float64 was fastest at R = 8 on every shape (1 x 2^20:
+105 us against 116 at R = 16; 64 x 8192: 38 against 44; 1000 x 1000: 47 against 60), float32 at
+R = 16 on the largest (1 x 2^20: 84 against 90; 1000 x 1000: 33 against 35). On the H100 with the
+block solver under the levels (``benchmarks/tridiag.py``, CUPTI): 1 x 2^20 took 106.6 us in
+float64 at R = 8 against 123.8 at 16, 72.7 in float32 at R = 16 against 83.9 at 8; 7 x 100000
+in float32 50.4 at R = 16 against 56.0 at 8. Device time is the measure: R = 8 takes more
+levels (a level divides n by R / 2), each two launches of host time in a whole call."""
+ONE_LEVEL_ROWS = (8, 16)
+"""The chunk lengths that :func:`rows_per_thread` tries first, shortest first: the least whose
+level leaves a block's worth of rows takes the system in one level and a block solve. On the
+H100 (CUPTI): 64 x 8192 in float32 took 25.2 us at R = 8 (2048 reduced rows, one block) against
+28.0 at 16; in float64 29.3 at R = 16 (1024 rows, one block) against 39.1 at 8 (two levels)."""
 THREADS = 128
 
 
 @functools.lru_cache(maxsize=None)
 def _make(rows):
     """The two kernels for chunks of ``rows`` rows (a power of two >= 4)."""
-    partition = chunk_algebra(rows)[1]
-    quarters, load_block, chunk, _ = chunk_loaders(rows)
-    store_chunks = chunk_storer(rows, store)
+    partitioned, quarters, load_block, solution, store_chunks = chunk_kernel_parts(rows, store)
 
     @cuda.jit
     def partition_reduce(a, b, c, d, ra, rb, rc, rd, info):
@@ -76,8 +78,7 @@ def _make(rows):
         lb = cuda.local.array(rows, b.dtype)
         lc = cuda.local.array(rows, b.dtype)
         ld = cuda.local.array(rows, b.dtype)
-        chunk(sa, sb, sc, sd, la, lb, lc, ld)
-        ok = partition(la, lb, lc, ld, one)
+        ok = partitioned(sa, sb, sc, sd, la, lb, lc, ld, one)
         g = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
         chunks = ra.shape[1] // 2
         system, t = g // chunks, g % chunks
@@ -102,8 +103,7 @@ def _make(rows):
         lb = cuda.local.array(rows, b.dtype)
         lc = cuda.local.array(rows, b.dtype)
         ld = cuda.local.array(rows, b.dtype)
-        chunk(sa, sb, sc, sd, la, lb, lc, ld)
-        partition(la, lb, lc, ld, one)  # its zero pivots were reported by partition_reduce
+        partitioned(sa, sb, sc, sd, la, lb, lc, ld, one)  # its zero pivots were reported by partition_reduce
         tid, threads = cuda.threadIdx.x, cuda.blockDim.x
         g = cuda.blockIdx.x * threads + tid
         chunks = xr.shape[1] // 2
@@ -111,23 +111,19 @@ def _make(rows):
         x_first, x_last = zero, zero
         if system < batch:
             x_first, x_last = xr[system, 2 * t], xr[system, 2 * t + 1]
-        # Each thread overwrites only its own slots, which only it has read.
-        base = tid * (rows + 1)
-        sd[base] = x_first
-        for k in range(1, rows - 1):
-            sd[base + k] = ld[k] - la[k] * x_first - lc[k] * x_last
-        sd[base + rows - 1] = x_last
+        solution(sd, tid * (rows + 1), la, lc, ld, x_first, x_last)
         cuda.syncthreads()
         store_chunks(x, info, sd, padded, cuda.blockIdx.x * threads)
 
     return partition_reduce, partition_substitute
 
 
-def rows_per_thread(dtype, rows=None):
-    """``R`` for a level of ``rows`` rows in all (batch x n) of ``dtype``: :data:`ROWS_PER_THREAD`,
-    at most :data:`SMALL_ROWS` for a level of at most :data:`SMALL_LEVEL` rows."""
-    r = ROWS_PER_THREAD[np.dtype(dtype).itemsize]
-    return min(r, SMALL_ROWS) if rows is not None and rows <= SMALL_LEVEL else r
+def rows_per_thread(dtype, n):
+    """``R`` for a level on systems of ``n`` rows of ``dtype``: the least in :data:`ONE_LEVEL_ROWS`
+    whose reduced systems (``2 n / R`` rows) a block solves (:func:`.block.max_rows`), else
+    :data:`ROWS_PER_THREAD` by item size."""
+    fits = [r for r in ONE_LEVEL_ROWS if 2 * -(-n // r) <= block.max_rows(dtype)]
+    return fits[0] if fits else ROWS_PER_THREAD[np.dtype(dtype).itemsize]
 
 
 def takes(batch, n, dtype):
@@ -142,7 +138,7 @@ def run(a, b, c, d, x, info, solve_reduced, rows=None):
     long), substitute into ``x``. ``rows`` overrides :func:`rows_per_thread` (for the benchmark).
     """
     batch, n = x.shape
-    rows = rows or rows_per_thread(x.dtype, batch * n)
+    rows = rows or rows_per_thread(x.dtype, n)
     size = 2 * -(-n // rows)
     reduced = reused(("partition", batch, size, x.dtype),
                      lambda: [cuda.device_array((batch, size), x.dtype) for _ in range(5)])

@@ -27,7 +27,8 @@ solves one system; lane ``t`` owns the ``R`` consecutive rows ``t R, ..., t R + 
 
    That is a tridiagonal *reduced system* of ``2 G`` rows, two per lane: about ``10 R``
    multiplications and additions and ``R + 1`` divisions per thread, sequential but in registers.
-3. **Reduced system across the lanes** (``reduced``): one odd-even (cyclic reduction)
+3. **Reduced system across the lanes** (:func:`reduced`, on
+   :func:`prefixsum.primitives.chunk.pcr_row` and :func:`~prefixsum.primitives.chunk.pcr_lanes`): one odd-even (cyclic reduction)
    step eliminates the chunks' first unknowns (each lane needs only lane ``t + 1``'s first row,
    one ``shfl_down_sync``), leaving ``G`` rows of last unknowns, one per lane; PCR solves these
    in ``log2 G`` steps, each fetching the rows ``s`` lanes up and down with
@@ -62,7 +63,7 @@ import numpy as np
 from numba import cuda, types
 
 from ..core.hardware import WARP_SIZE
-from ..primitives.chunk import chunk_algebra
+from ..primitives.chunk import chunk_algebra, chunk_solution, pcr_lanes, pcr_row
 from ..primitives.warp import FULL_MASK
 from ._common import ZERO_PIVOT, fail, launchers, store
 from . import _common
@@ -81,49 +82,30 @@ MAX_ROWS = WARP_SIZE * max(ROWS_PER_THREAD)
 THREADS = 128
 
 
+@cuda.jit(device=True)
+def reduced(first, last, lane, lanes, zero, one):
+    """Step 3: ``x`` of this chunk's last row, from the two boundary rows ``(a, c, d)`` of
+    every chunk of the group (``lanes`` of them). Returns ``(x_last, ok)``."""
+    # Odd-even step: lane t + 1's first row gives x_{first of t+1} in terms of the last
+    # unknowns of chunks t and t + 1; this chunk's first row likewise with t - 1 and t.
+    af, cf, df = first
+    an = cuda.shfl_down_sync(FULL_MASK, af, 1)
+    cn = cuda.shfl_down_sync(FULL_MASK, cf, 1)
+    dn = cuda.shfl_down_sync(FULL_MASK, df, 1)
+    if lane + 1 >= lanes:
+        an, cn, dn = zero, zero, zero
+    a, c, d, ok = pcr_row(last, first, (an, cn, dn), one)
+    # PCR on the G last unknowns, one row per lane, by shuffles; rows beyond the group are
+    # identity rows.
+    x, good = pcr_lanes(a, c, d, lane, lanes, zero, one)
+    return x, ok and good
+
+
 def _make(rows):
     """The kernel for chunks of ``rows`` rows (a power of two >= 2)."""
     shift = rows.bit_length() - 1  # i // rows == i >> shift
-    pivot_inverse, partition = chunk_algebra(rows)
-
-    @cuda.jit(device=True)
-    def reduced(first, last, lane, lanes, zero, one):
-        """Step 3: ``x`` of this chunk's last row, from the two boundary rows ``(a, c, d)`` of
-        every chunk of the group (``lanes`` of them). Returns ``(x_last, ok)``."""
-        # Odd-even step: lane t + 1's first row gives x_{first of t+1} in terms of the last
-        # unknowns of chunks t and t + 1; this chunk's first row likewise with t - 1 and t.
-        af, cf, df = first
-        an = cuda.shfl_down_sync(FULL_MASK, af, 1)
-        cn = cuda.shfl_down_sync(FULL_MASK, cf, 1)
-        dn = cuda.shfl_down_sync(FULL_MASK, df, 1)
-        if lane + 1 >= lanes:
-            an, cn, dn = zero, zero, zero
-        al, cl, dl = last
-        inverse, ok = pivot_inverse(one - al * cf - cl * an, one)
-        a = -al * af * inverse
-        c = -cl * cn * inverse
-        d = (dl - al * df - cl * dn) * inverse
-        # PCR on the G last unknowns, one row per lane: row t - s and row t + s eliminate
-        # x_{t-s} and x_{t+s}; rows beyond the group are identity rows (a = c = d = 0).
-        s = 1
-        while s < lanes:
-            au = cuda.shfl_up_sync(FULL_MASK, a, s)
-            cu = cuda.shfl_up_sync(FULL_MASK, c, s)
-            du = cuda.shfl_up_sync(FULL_MASK, d, s)
-            ad = cuda.shfl_down_sync(FULL_MASK, a, s)
-            cd = cuda.shfl_down_sync(FULL_MASK, c, s)
-            dd = cuda.shfl_down_sync(FULL_MASK, d, s)
-            if lane < s:
-                au, cu, du = zero, zero, zero
-            if lane + s >= lanes:
-                ad, cd, dd = zero, zero, zero
-            inverse, good = pivot_inverse(one - a * cu - c * ad, one)
-            ok = ok and good
-            d = (d - a * du - c * dd) * inverse
-            a = -a * au * inverse
-            c = -c * cd * inverse
-            s *= 2
-        return d, ok
+    partition = chunk_algebra(rows)[1]
+    solution = chunk_solution(rows)
 
     @cuda.jit
     def warp_solve(a, b, c, d, x, info, lanes_log2):
@@ -198,10 +180,7 @@ def _make(rows):
 
         # 5. Coalesced store: each thread's results into its own slots (which only it has read),
         # then out by rows as they came in.
-        sd[base] = x_first
-        for k in range(1, rows - 1):
-            sd[base + k] = ld[k] - la[k] * x_first - lc[k] * x_last
-        sd[base + rows - 1] = x_last
+        solution(sd, base, la, lc, ld, x_first, x_last)
         cuda.syncthreads()
         s, i = s0, i0
         for j in range(tid, count, threads):
