@@ -293,16 +293,18 @@ def _passes(exercise, source, *, thorough, timeout, wall, runaway):
     return bool(isolated_verdict(exercise, source, thorough=thorough, timeout=timeout, wall=wall, runaway=runaway)[0])
 
 
-def _runaway(exercise, timeout, wall):
+def _runaway(exercise, timeout, wall, spent=None):
     """The CPU seconds after which a mutant's run that makes no memory accesses is a hang:
-    :data:`RUNAWAY_FACTOR` times the CPU time of the solution's whole check (one run of a
-    mutant that does the solution's work takes a fraction of it), at least :data:`MIN_RUNAWAY`,
-    at most twice ``timeout``. Most mutants that hang spin in a loop of register arithmetic
-    (a stride that stays 0 or 1), and each cost the whole bound."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    isolated_verdict(exercise, exercise.source, timeout=timeout, wall=wall)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    spent = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    :data:`RUNAWAY_FACTOR` times the CPU time of the solution's whole check (``spent``, measured
+    here in a child when not given; one run of a mutant that does the solution's work takes a
+    fraction of it), at least :data:`MIN_RUNAWAY`, at most twice ``timeout``. Most mutants that
+    hang spin in a loop of register arithmetic (a stride that stays 0 or 1), and each cost the
+    whole bound."""
+    if spent is None:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        isolated_verdict(exercise, exercise.source, timeout=timeout, wall=wall)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        spent = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     return min(2 * timeout, max(MIN_RUNAWAY, RUNAWAY_FACTOR * spent))
 
 
@@ -310,12 +312,15 @@ RUNAWAY_FACTOR = 4
 MIN_RUNAWAY = 1.0
 
 
-def kill_rate(exercise, *, sample=None, timeout=5.0, wall=300.0):
+def kill_rate(exercise, *, sample=None, timeout=5.0, wall=300.0, check_seconds=None):
     """Run ``exercise``'s check on its mutants (a deterministic ``sample`` of them if given).
 
     Each verdict runs in a forked child process (see :func:`_passes`): ``timeout`` seconds per
     traced run, ``wall`` seconds in all. A mutant the check cannot finish on is rejected: the
-    student sees the cell fail or hang, not PASS.
+    student sees the cell fail or hang, not PASS. ``check_seconds``: the CPU time of the
+    solution's whole check where the caller has just measured it (:func:`verdict` under
+    ``time.process_time``), which sets the bound on a mutant that spins; by default the solution's
+    check is run once more, in a child, to measure it.
 
     Returns
     -------
@@ -327,7 +332,7 @@ def kill_rate(exercise, *, sample=None, timeout=5.0, wall=300.0):
     if sample is not None and len(every) > sample:
         chosen = set(random.Random(exercise.id).sample(range(len(every)), sample))
         every = [m for k, m in enumerate(every) if k in chosen]
-    runaway = _runaway(exercise, timeout, wall)
+    runaway = _runaway(exercise, timeout, wall, check_seconds)
     killed, equivalent, survivors = 0, [], []
     for mutant in every:
         if not _passes(exercise, mutant.source, thorough=False, timeout=timeout, wall=wall, runaway=runaway):
