@@ -346,7 +346,7 @@ class _Recorder:
         kernel, (gx, gy, _), (dx, dy, _), _ = self.launches[launch]
         b, t = bx + gx * (by + gy * bz), tx + dx * (ty + dy * tz)
         flat = int(index[0] if len(index) == 1 else _flat(access))
-        if space != "global" or not self.polls.count((launch, b, t, array, flat), access, kernel):
+        if not self.polls.count((launch, b, t, array, flat), access, kernel):
             if self.steps is not None and self.counted >= self.steps:
                 raise TimeoutError(f"the kernels ran past {self.steps} simulated steps (memory accesses): an endless loop?")
             self.counted += 1
@@ -384,7 +384,7 @@ def _flat(access):
 def _itemsize(access):
     dtype = getattr(access, "dtype", None)
     if dtype is not None:
-        return dtype.itemsize if isinstance(dtype, np.dtype) else np.dtype(dtype).itemsize
+        return np.dtype(dtype).itemsize
     return np.asarray(access.value).dtype.itemsize
 
 
