@@ -13,7 +13,7 @@ set -euo pipefail
 
 # Each stage and the files it writes under $out: every committed result in benchmarks/ is one of
 # these (tests/test_bench_harness.py checks both ways), and each stage must write all of its own.
-STAGES=(notebooks scans kstep hierarchical table1 tridiag tridiag_jax householder householder_calls warp sanitize sanitize_tridiag sanitize_block tridiag_ncu lookback lookback_tiles lookback_ncu sanitize_lookback applications compaction_tiles onesweep_tiles user_ops user_ops_speed sanitize_apps sanitize_user_ops blocks sim_speed grading transfers transfers_tune transfers_timeline transfers_tridiag scan_calls)
+STAGES=(notebooks scans kstep hierarchical table1 tridiag tridiag_jax householder householder_calls warp sanitize sanitize_tridiag sanitize_block tridiag_ncu lookback lookback_tiles lookback_ncu sanitize_lookback applications compaction_tiles onesweep_tiles user_ops user_ops_speed sanitize_apps sanitize_user_ops blocks sim_speed grading transfers transfers_tune transfers_timeline transfers_tridiag host_copies scan_calls)
 declare -A OUTPUTS=(
   [notebooks]="nbval_gpu.txt"
   [scans]="scan_throughput.csv"
@@ -47,6 +47,7 @@ declare -A OUTPUTS=(
   [transfers_tune]="transfers_tune.csv"
   [transfers_timeline]="transfers_timeline.csv"
   [transfers_tridiag]="transfers_tridiag.csv"
+  [host_copies]="host_copies.csv"
   [scan_calls]="scan_calls.csv scan_calls_profile.txt"
 )
 
@@ -297,6 +298,12 @@ stage_transfers_timeline() {
 # the plain way and 2, 4, 8 chunks, each copied from pageable memory and through pinned slots (the table prefixsum.tridiag.transfers' defaults come from).
 stage_transfers_tridiag() {
   "$python" benchmarks/transfers.py $quick_flag --tridiag --out "$out"
+}
+
+# GPU, under a minute: one array to the device from pageable memory, from page-locked memory,
+# packed into page-locked memory on 1-8 threads, through overlap.send_packed, and by torch.
+stage_host_copies() {
+  "$python" benchmarks/host_copies.py $quick_flag --out "$out"
 }
 
 # GPU, under a minute: whole ps.scan calls on device arrays against torch.cumsum, their parts, and

@@ -27,13 +27,16 @@ come from).
 batches (:mod:`prefixsum.tridiag.transfers`) against torch's round trip through cuSPARSE
 (``torch.from_numpy(v).cuda()`` for a, b, c, d, ``gtsv2StridedBatch`` on the tensors, which
 overwrites d's copy with x, ``.cpu().numpy()``; its buffer is kept between calls, as a user
-would), batch x n of :data:`TRIDIAG_CASES`, float32 and float64; beside them the plain way and
-the chunked way cut into 2, 4 and 8 chunks whatever the size, each with the caller's arrays
-copied straight from pageable memory and packed into pinned memory first (the table the defaults of
-:mod:`prefixsum.tridiag.transfers` come from). Every result's relative residual is checked first
-(at most 64 eps), then the median of 25 calls on the host clock.
+would), batch x n of :data:`TRIDIAG_CASES`, float32 and float64; beside them the plain way with
+the caller's arrays copied straight from pageable memory and packed into page-locked memory on
+the copy threads first (:func:`prefixsum.core.overlap.send_packed`, in its pieces of 32 MiB and
+of 8 MiB), and the chunked way cut into 2 and 4 chunks whatever the size (the table the defaults
+of :mod:`prefixsum.tridiag.transfers` and of ``send_packed`` come from). Every result's relative
+residual is checked first (at most 64 eps), then the median of 25 calls on the host clock (9 from
+64 MiB of inputs on), the variants of a shape taken in turn, a call of each per round.
 """
 import contextlib
+import functools
 import json
 import os
 import shlex
@@ -44,7 +47,7 @@ import time
 import numpy as np
 
 import prefixsum as ps  # before numba.cuda: prefixsum chooses the GPU or the simulator
-from prefixsum.cli.bench import QUICK_REPEATS, REPEATS, gpu_library, host_us, script_arguments
+from prefixsum.cli.bench import QUICK_REPEATS, REPEATS, gpu_library, host_us, host_us_in_turn, script_arguments
 from prefixsum.cli.metadata import run_metadata
 from prefixsum.cli.results import print_table, report_wrong, write_csv
 from prefixsum.core import overlap
@@ -61,9 +64,9 @@ TUNE_CHUNKINGS = ((256 << 10, 4 << 20, 8), (512 << 10, 4 << 20, 8), (1 << 20, 4 
 """(MIN_CHUNK_BYTES, CHUNK_BYTES, TARGET_CHUNKS) of :mod:`prefixsum.scans.transfers`, swept by ``--tune``."""
 TUNE_THREADS = (4, 8)
 TIMELINE_N = 1 << 24
-TRIDIAG_CASES = ((4096, 256), (512, 512), (64, 8192), (1, 1 << 20), (16384, 64))
+TRIDIAG_CASES = ((4096, 256), (512, 512), (64, 8192), (1, 1 << 20), (16384, 64), (16384, 256))
 TRIDIAG_QUICK_CASES = ((7, 16), (1, 40))
-TRIDIAG_CHUNKINGS = (2, 4, 8)
+TRIDIAG_CHUNKINGS = (2, 4)
 """TARGET_CHUNKS of :mod:`prefixsum.tridiag.transfers` swept by ``--tridiag`` (with no bounds on a chunk's bytes)."""
 CUSPARSE = "torch round trip (cuSPARSE gtsv2StridedBatch)"
 HOST_COPY = "host copy into pinned memory"
@@ -151,17 +154,25 @@ def tune(torch, quick, meta, rng):
     return rows + measure(calls, sizes, ("float32",), quick, meta, rng)
 
 
+SEND_SETTINGS = ("PACK_PIECE_BYTES",)
+"""Settings of :func:`prefixsum.core.overlap.send_packed` that ``--tridiag`` sweeps (the rest are
+:mod:`prefixsum.tridiag.transfers`')."""
+
+
 @contextlib.contextmanager
 def tridiag_settings(**values):
-    """:mod:`prefixsum.tridiag.transfers`' settings changed for the calls inside, then restored."""
-    kept = {name: getattr(tridiag_transfers, name) for name in values}
+    """The settings of :mod:`prefixsum.tridiag.transfers` and :data:`SEND_SETTINGS` changed for the
+    calls inside, then restored."""
+    def owner(name):
+        return overlap if name in SEND_SETTINGS else tridiag_transfers
+    kept = {name: getattr(owner(name), name) for name in values}
     for name, value in values.items():
-        setattr(tridiag_transfers, name, value)
+        setattr(owner(name), name, value)
     try:
         yield
     finally:
         for name, value in kept.items():
-            setattr(tridiag_transfers, name, value)
+            setattr(owner(name), name, value)
 
 
 def with_settings(**values):
@@ -195,37 +206,41 @@ def cusparse_round_trip(torch, cupy):
 
 def tridiag_calls(torch, cupy):
     """name -> function of numpy a, b, c, d (batch, n) returning x as a numpy array."""
-    calls = {"tridiag.solve": ps.tridiag.solve}
-    for pageable in (True, False):
-        way = "pageable in" if pageable else "packed into pinned"
-        calls[f"tridiag.solve, copies not overlapped, {way}"] = with_settings(MIN_BYTES=1 << 62, PAGEABLE=pageable)
-        for target in TRIDIAG_CHUNKINGS:
+    plain, packed, pageable = dict(MIN_BYTES=1 << 62), dict(PACKED_FROM_BYTES=0), dict(PACKED_FROM_BYTES=1 << 62)
+    calls = {"tridiag.solve": ps.tridiag.solve,
+             "tridiag.solve, copies not overlapped, pageable in": with_settings(**plain, **pageable),
+             "tridiag.solve, copies not overlapped, packed in pieces": with_settings(**plain, **packed)}
+    calls["tridiag.solve, copies not overlapped, packed in pieces of 8 MiB"] = with_settings(
+        **plain, **packed, PACK_PIECE_BYTES=8 << 20)
+    for target in TRIDIAG_CHUNKINGS:
+        for way, setting in (("packed in pieces", packed), ("pageable in", pageable)):
             calls[f"tridiag.solve chunks={target}, {way}"] = with_settings(
-                MIN_BYTES=0, MIN_CHUNK_BYTES=0, CHUNK_BYTES=1 << 62, TARGET_CHUNKS=target, PAGEABLE=pageable)
+                MIN_BYTES=0, MIN_CHUNK_BYTES=0, CHUNK_BYTES=1 << 62, TARGET_CHUNKS=target, **setting)
     if torch is not None and cupy is not None:
         calls[CUSPARSE] = cusparse_round_trip(torch, cupy)
     return calls
 
 
 def measure_tridiag(calls, cases, quick, meta, rng):
-    """Rows of every call at every (batch, n) and dtype, each result's residual checked first."""
+    """Rows of every call at every (batch, n) and dtype, each result's residual checked first, the
+    calls of a shape timed in turn (:func:`prefixsum.cli.bench.host_us_in_turn`)."""
     from tridiag import RESIDUAL_EPS, residual, system
 
     rows = []
     for dtype in map(np.dtype, ("float32", "float64")):
         for batch, n in cases:
             a, b, c, d = system(batch, n, dtype, rng)
-            for name, call in calls.items():
-                if name.startswith("tridiag.solve chunks") and batch == 1:
-                    continue  # one system is never cut
-                res = residual(a, b, c, d, call(a, b, c, d))
-                correct = bool(res <= RESIDUAL_EPS * np.finfo(dtype).eps)
-                us = host_us(lambda: call(a, b, c, d), repeats=QUICK_REPEATS if quick else REPEATS)
+            shape_calls = {name: functools.partial(call, a, b, c, d) for name, call in calls.items()
+                           if batch > 1 or not name.startswith("tridiag.solve chunks")}  # one system is never cut
+            correct = {name: bool(residual(a, b, c, d, call()) <= RESIDUAL_EPS * np.finfo(dtype).eps)
+                       for name, call in shape_calls.items()}
+            repeats = QUICK_REPEATS if quick else REPEATS if 4 * a.nbytes < 64 << 20 else 9
+            for name, us in host_us_in_turn(shape_calls, repeats=repeats).items():
                 rows.append({"variant": name, "dtype": dtype.name, "batch": batch, "n": n, "median_us": round(us, 1),
-                             "gbps": round(5 * batch * n * dtype.itemsize / us / 1e3, 2), "correct": correct,
-                             "timing": "host clock, numpy in and out", **meta})
-                print(f"{name:<48} {dtype.name:<8} {batch:>6} x {n:<8} {us:>10.1f} us{'' if correct else '  WRONG'}",
-                      flush=True)
+                             "gbps": round(5 * batch * n * dtype.itemsize / us / 1e3, 2), "correct": correct[name],
+                             "timing": "host clock, numpy in and out, calls in turn", **meta})
+                print(f"{name:<60} {dtype.name:<8} {batch:>6} x {n:<8} {us:>10.1f} us"
+                      f"{'' if correct[name] else '  WRONG'}", flush=True)
     return rows
 
 

@@ -13,6 +13,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from prefixsum import tridiag  # noqa: E402
+from prefixsum.core import overlap  # noqa: E402
 from prefixsum.core.poison import poison  # noqa: E402
 from prefixsum.tridiag import api, transfers  # noqa: E402
 from test_tridiag import check, dominant  # noqa: E402
@@ -77,12 +78,21 @@ def solve_and_check(system, dtype, method="auto"):
     return x
 
 
-@pytest.mark.parametrize("pageable", [True, False])
+@pytest.fixture
+def tiny_parts(monkeypatch):
+    """Pieces of send_packed of up to 16 bytes, packed 8 bytes a thread, in a ring of 3 slots:
+    every call wraps around it."""
+    monkeypatch.setattr(overlap, "PACK_PIECE_BYTES", 16)
+    monkeypatch.setattr(overlap, "MIN_PACK_BYTES", 8)
+    monkeypatch.setattr(overlap, "PACK_SLOTS", 3)
+
+
+@pytest.mark.parametrize("packed", [True, False])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("batch, n, per", [(2, 5, 1), (3, 33, 1), (3, 7, 2), (7, 31, 3), (7, 4, 2), (7, 1, 7)])
-def test_every_batch_across_chunk_boundaries(chunked, rng, monkeypatch, dtype, batch, n, per, pageable):
-    """Straight from the caller's arrays (pageable) and through the staging threads' pinned slots."""
-    monkeypatch.setattr(transfers, "PAGEABLE", pageable)
+def test_every_batch_across_chunk_boundaries(chunked, rng, monkeypatch, tiny_parts, dtype, batch, n, per, packed):
+    """Straight from the caller's arrays (pageable) and packed in parts through the pinned ring."""
+    monkeypatch.setattr(transfers, "PACKED_FROM_BYTES", 0 if packed else 1 << 62)
     solved = chunked(per, n, dtype)
     system = [v.astype(dtype) for v in dominant(rng, batch, n)]
     solve_and_check(system, dtype)
@@ -99,11 +109,11 @@ def test_every_method_through_chunks(chunked, rng, method):
         solved.clear()
 
 
-@pytest.mark.parametrize("pageable", [True, False])
-def test_arrays_that_are_not_contiguous(chunked, rng, monkeypatch, pageable):
-    """Strided inputs (every other column of wider arrays) go through the pinned slots, and the
-    plain path packs them, whatever PAGEABLE says."""
-    monkeypatch.setattr(transfers, "PAGEABLE", pageable)
+@pytest.mark.parametrize("packed", [True, False])
+def test_arrays_that_are_not_contiguous(chunked, rng, monkeypatch, tiny_parts, packed):
+    """Strided inputs (every other column of wider arrays) are packed through the pinned ring,
+    chunked and the plain way, whatever the batch's size."""
+    monkeypatch.setattr(transfers, "PACKED_FROM_BYTES", 0 if packed else 1 << 62)
     solved = chunked(2, 10, np.float64)
     wide = dominant(rng, 5, 20)
     system = [v[:, ::2] for v in wide]
@@ -145,3 +155,61 @@ def test_chunk_sizes_follow_the_bytes():
     assert transfers.chunk_systems(3, 1 << 20, np.float64) == 1  # a system larger than a chunk: one a chunk
     assert not transfers.overlapped(1, 1 << 20, np.float64)  # nothing to cut
     assert not transfers.overlapped(100, 100, np.float64)  # below MIN_BYTES
+
+
+@pytest.mark.parametrize("packed", [True, False])
+@pytest.mark.parametrize("batch, n", [(1, 1), (1, 9), (2, 3), (5, 4), (9, 2), (3, 17)])
+def test_the_plain_way_sends_every_element(rng, monkeypatch, tiny_parts, packed, batch, n):
+    """The plain way, packed in parts that wrap the ring several times (pieces of rows, whole
+    rows), or pageable, into poisoned device inputs: every element of x is checked."""
+    monkeypatch.setattr(transfers, "PACKED_FROM_BYTES", 0 if packed else 1 << 62)
+    made = api.cuda.device_array
+
+    def poisoned(shape, dtype):
+        array = made(shape, dtype)
+        array.copy_to_device(poison(np.empty(shape, dtype)))
+        return array
+
+    monkeypatch.setattr(api.cuda, "device_array", poisoned)
+    monkeypatch.setattr(api, "reused", lambda key, make: make())  # no device arrays of an earlier call
+    for dtype in (np.float32, np.float64):
+        system = [v.astype(dtype) for v in dominant(rng, batch, n)]
+        check(tridiag.solve(*system), system, dtype)
+
+
+@pytest.mark.parametrize("shape, size, expected", [
+    ((3, 4), 8, [(2, 4, 0), (1, 4, 8)]),  # whole rows, a short last part
+    ((2, 10), 4, [(1, 4, 0), (1, 4, 4), (1, 2, 8), (1, 4, 10), (1, 4, 14), (1, 2, 18)]),  # pieces of a row
+    ((1, 5), 100, [(1, 5, 0)]),
+])
+def test_parts_cover_each_plane_once_in_order(shape, size, expected):
+    planes = [np.zeros(shape), np.ones(shape)]
+    parts = [(block.shape[0], block.shape[1], start) for block, start in overlap._parts(planes, size)]
+    per_plane = shape[0] * shape[1]
+    assert parts == expected + [(r, c, start + per_plane) for r, c, start in expected]
+
+
+@pytest.mark.parametrize("shape, size, expected", [
+    ((3, 4), 8, [(1, 0, 8), (1, 8, 4), (1, 12, 8), (1, 20, 4)]),  # a piece never holds more than size
+    ((2, 2), 8, [(2, 0, 8)]),  # whole planes together
+    ((1, 10), 4, [(1, 0, 4), (1, 4, 4), (1, 8, 2), (1, 10, 4), (1, 14, 4), (1, 18, 2)]),  # pieces of a row
+])
+def test_pieces_fill_slots_in_device_order(shape, size, expected):
+    planes = [np.zeros(shape), np.ones(shape)]
+    assert [(len(blocks), start, total) for blocks, start, total in overlap._pieces(planes, size)] == expected
+
+
+def test_send_packed_keeps_order_across_calls(rng, tiny_parts):
+    """Two sends in a row on one thread continue around the ring, each element landing at its
+    offset; a strided plane is packed as well as a contiguous one."""
+    from numba import cuda
+
+    device = cuda.to_device(poison(np.empty(2 * 2 * 3 * 5 + 4, np.float64)))
+    first = [rng.standard_normal((3, 5)) for _ in range(2)]
+    second = [rng.standard_normal((3, 10))[:, ::2] for _ in range(2)]
+    stream = cuda.default_stream()
+    overlap.send_packed(device, 4 * 8, first, stream)
+    overlap.send_packed(device, (4 + 30) * 8, second, stream)
+    got = device.copy_to_host()
+    np.testing.assert_array_equal(got[4:34], np.concatenate([v.ravel() for v in first]))
+    np.testing.assert_array_equal(got[34:], np.concatenate([v.ravel() for v in second]))

@@ -11,7 +11,7 @@ METHODS = {"pcr": pcr.run, "cr": cr.run, "thomas": thomas.run, "hybrid": hybrid.
 DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _NAMES = "abcd"
 
-STAGED_BYTES = 64 << 20  # the largest pinned buffer kept for packing host inputs (:func:`_staged`)
+STAGED_BYTES = 64 << 20  # the largest device buffers kept for host inputs (:func:`_staged`)
 
 _NO_PIVOTING = ("The non-pivoting methods are meant for diagonally dominant or symmetric positive definite "
                 "systems; method='pivoting' solves any nonsingular one")
@@ -46,7 +46,8 @@ def solve(a, b, c, d, *, method="auto"):
     -------
     numpy.ndarray or numba device array
         x, with ``d``'s shape and dtype: a device array when ``d`` is one, else a numpy array.
-        Device inputs are used in place, not copied; host inputs take one transfer each way, or,
+        Device inputs are used in place, not copied; host inputs take one transfer each way
+        (from 32 MiB of inputs on, packed into page-locked memory on several threads first), or,
         for batches of 64 MiB of inputs or more, are cut into groups of whole systems whose
         copies overlap the solves of the others (:mod:`prefixsum.tridiag.transfers`), whatever
         the method.
@@ -127,30 +128,22 @@ def _flags(batch):
 
 
 def _staged(arrays, batch, n, dtype):
-    """Host systems sent to one (4, batch, n) device array: C-contiguous ones straight from the
-    caller's arrays, one pageable copy each (:data:`.transfers.PAGEABLE`: faster than packing them
-    into pinned memory first, ``benchmarks/transfers_tridiag.csv``), others packed and sent in
-    one transfer.
+    """Host systems sent to one (4, batch, n) device array by :func:`.transfers.send`, queued on
+    the default stream: packed in parts through page-locked memory while the packed parts are
+    sent, or for small batches of C-contiguous arrays straight from the caller's.
 
     Returns the four (batch, n) device rows and a device array for x (:func:`solve` copies x out
-    before it returns). Up to :data:`STAGED_BYTES` of inputs, the packing buffer is pinned, so
-    that the transfer runs at full speed, and it and the device arrays are kept for the next
-    call of this shape (:func:`._common.reused`); beyond, pinning would cost more than it saves
-    and keeping would hold on to much memory, so plain arrays are made for the call.
+    before it returns). Up to :data:`STAGED_BYTES` of inputs they are kept for the next call of
+    this shape (:func:`._common.reused`); beyond, keeping would hold on to much device memory, so
+    they are made for the call.
     """
     def make():
         device = cuda.device_array((4, batch, n), dtype)
         return device, tuple(device[k] for k in range(4)), cuda.device_array((batch, n), dtype)
     kept = 4 * batch * n * dtype.itemsize <= STAGED_BYTES
     device, rows, x = reused(("staged", batch, n, dtype), make) if kept else make()
-    if transfers.PAGEABLE and all(v.flags.c_contiguous for v in arrays):
-        transfers.copy_planes(device, arrays)
-        return rows, x
-    packed = reused(("packed", batch, n, dtype), lambda: cuda.pinned_array((4, batch, n), dtype)) if kept else \
-        np.empty((4, batch, n), dtype)
-    for k, v in enumerate(arrays):
-        packed[k] = v.reshape(batch, n)
-    device.copy_to_device(packed)
+    transfers.send(device, 0, [v.reshape(batch, n) for v in arrays], cuda.default_stream(),
+                   transfers.packs(batch, n, dtype))
     return rows, x
 
 
