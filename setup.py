@@ -10,7 +10,7 @@ from setuptools.command.build_py import build_py
 # The results live in one place, benchmarks/, where run_gpu.sh's scripts write them. A chapter
 # quotes them through prefixsum.cli.results.path, which finds them in an installed package's
 # prefixsum/data/ when the notebook runs outside a checkout (a student's handout folder).
-RESULTS = ("*.csv", "warp_semantics_compare.txt")
+RESULTS = ("*.csv", "h200/*.csv", "warp_semantics_compare.txt")
 
 
 class build_py_with_results(build_py):
@@ -20,10 +20,11 @@ class build_py_with_results(build_py):
         super().run()
         source = pathlib.Path(__file__).resolve().parent / "benchmarks"
         target = pathlib.Path(self.build_lib) / "prefixsum" / "data"
-        self.mkpath(str(target))
         for pattern in RESULTS:
             for result in sorted(source.glob(pattern)):
-                self.copy_file(str(result), str(target / result.name))
+                copy = target / result.relative_to(source)
+                self.mkpath(str(copy.parent))
+                self.copy_file(str(result), str(copy))
 
 
 setup(cmdclass={"build_py": build_py_with_results})

@@ -56,9 +56,9 @@ def large_and_calls():
             + f"; the difference is host work (Python, launches, allocating the output). All on one {device}.")
 
 
-def lookback_table():
-    """The single-pass scan against torch.cumsum and the two copies, and whole calls (lookback.csv)."""
-    name = "lookback.csv"
+def lookback_table(name="lookback.csv"):
+    """The single-pass scan against torch.cumsum and the two copies, and whole calls (lookback.csv,
+    or the H200's h200/lookback.csv)."""
 
     def us(variant, dtype, n, part="kernel"):
         return results.value(name, "median_us", variant=variant, part=part, dtype=dtype, n=n)
@@ -86,7 +86,7 @@ def lookback_table():
         numpy_calls.append(f"{mine:.0f} us against {theirs:.0f} us at 2^{k} ({mine / theirs:.2f}x)")
     return ("\n".join(lines) + "\n\nWhole calls, float32, host clock: `ps.scan(device_array)` plus a synchronize takes "
             + ", ".join(calls) + " for `torch.cumsum` and a synchronize; `ps.scan(numpy_array)` takes "
-            + ", ".join(numpy_calls) + " for torch's numpy -> GPU -> numpy round trip. From `benchmarks/lookback.csv` "
+            + ", ".join(numpy_calls) + f" for torch's numpy -> GPU -> numpy round trip. From `benchmarks/{name}` "
             f"(`python benchmarks/lookback.py`), one run on one {results.read(name)[0]['device']}; kernel times by "
             f"{' and '.join(sorted({row['method'] for row in results.read(name, part='kernel')}))} "
             "(cupti: the kernels' durations in torch.profiler's trace, summed per call). The tile shape comes from "
@@ -104,23 +104,29 @@ def tables():
         "The single-pass scan with decoupled look-back, `lookback` (`\"auto\"` since issue 15), in a later run on the "
         "same GPU, beside torch.cumsum, torch's `copy_` and a numba copy kernel measured in that run:",
         lookback_table(),
+        "The same script on an H200:",
+        lookback_table("h200/lookback.csv"),
     ])
 
 
 def summary():
-    """The README's paragraph: the default scan's kernel against torch.cumsum's, from lookback.csv."""
-    name = "lookback.csv"
-    meta = results.read(name, variant="lookback", part="kernel", dtype="float32", n=2**26)[0]
+    """The README's paragraph: the default scan's kernel against torch.cumsum's, from lookback.csv
+    and the H200's h200/lookback.csv (the same script)."""
+    def card(name):
+        meta = results.read(name, variant="lookback", part="kernel", dtype="float32", n=2**26)[0]
 
-    def ratio(dtype, k):
-        at = dict(part="kernel", dtype=dtype, n=2**k)
-        return results.value(name, "median_us", variant="torch.cumsum", **at) / results.value(name, "median_us", variant="lookback", **at)
+        def ratio(dtype, k):
+            at = dict(part="kernel", dtype=dtype, n=2**k)
+            return (results.value(name, "median_us", variant="torch.cumsum", **at)
+                    / results.value(name, "median_us", variant="lookback", **at))
 
-    speeds = "; ".join(f"{dtype} {' / '.join(f'{ratio(dtype, k):.2f}x' for k in (24, 26, 28))}"
-                       for dtype in ("float32", "int32", "float64", "int64"))
-    return (f"On one {meta['device']} ({meta['date']}), the default scan (`lookback`, one pass with decoupled "
-            f"look-back) runs at these multiples of torch.cumsum's speed at n = 2^24 / 2^26 / 2^28: {speeds}. "
-            "The full tables, beside CuPy and a device copy: `docs/performance.md`.")
+        speeds = "; ".join(f"{dtype} {' / '.join(f'{ratio(dtype, k):.2f}x' for k in (24, 26, 28))}"
+                           for dtype in ("float32", "int32", "float64", "int64"))
+        return f"one {meta['device']} ({meta['date']}): {speeds}"
+
+    return ("The default scan (`lookback`, one pass with decoupled look-back) runs at these multiples of "
+            f"torch.cumsum's speed at n = 2^24 / 2^26 / 2^28, kernels from CUPTI, on {card('lookback.csv')}; "
+            f"on {card('h200/lookback.csv')}. The full tables, beside CuPy and a device copy: `docs/performance.md`.")
 
 
 def blocks():

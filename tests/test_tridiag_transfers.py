@@ -213,3 +213,24 @@ def test_send_packed_keeps_order_across_calls(rng, tiny_parts):
     got = device.copy_to_host()
     np.testing.assert_array_equal(got[4:34], np.concatenate([v.ravel() for v in first]))
     np.testing.assert_array_equal(got[34:], np.concatenate([v.ravel() for v in second]))
+
+
+def test_a_small_send_pins_little_and_a_larger_one_grows_the_ring(rng):
+    """On a thread of its own (the ring is the thread's): a send of 320 bytes takes slots of
+    MIN_SLOT_BYTES; one of 3 MiB grows them to 4 MiB; both land whole."""
+    import concurrent.futures
+
+    from numba import cuda
+
+    from prefixsum.core import workspace
+
+    def send(rows, cols):
+        planes = [rng.standard_normal((rows, cols)) for _ in range(2)]
+        device = cuda.to_device(poison(np.empty(2 * rows * cols)))
+        overlap.send_packed(device, 0, planes, cuda.default_stream())
+        np.testing.assert_array_equal(device.copy_to_host(), np.concatenate([v.ravel() for v in planes]))
+        return workspace.staging("pack ring", 0).nbytes
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        assert pool.submit(send, 4, 5).result() == overlap.PACK_SLOTS * overlap.MIN_SLOT_BYTES
+        assert pool.submit(send, 3, 1 << 16).result() == overlap.PACK_SLOTS * (4 << 20)

@@ -28,13 +28,15 @@ COPY_THREADS = min(8, os.cpu_count() or 1)
 PART_BYTES = 2 << 20
 """A host copy is split into parts of at least this many bytes, one per thread."""
 PACK_PIECE_BYTES = 32 << 20
-"""The largest piece of :func:`send_packed`, and the size of each slot of its page-locked ring."""
+"""The largest piece of :func:`send_packed`, and the largest slot of its page-locked ring."""
+MIN_SLOT_BYTES = 1 << 20
+"""The smallest slot of :func:`send_packed`'s page-locked ring (a slot is a power of two of bytes)."""
 MIN_PACK_BYTES = 256 << 10
 """The fewest bytes a copy thread packs at a time for :func:`send_packed` (unless a block is smaller)."""
 PACK_SLOTS = 2
-"""Slots of a thread's page-locked ring for :func:`send_packed` (``PACK_SLOTS * PACK_PIECE_BYTES``
-bytes, allocated on first use and kept): a piece is packed into its slot once the slot's last
-copy to the device is over."""
+"""Slots of a thread's page-locked ring for :func:`send_packed` (at most ``PACK_SLOTS *
+PACK_PIECE_BYTES`` bytes, allocated on first use and kept): a piece is packed into its slot once
+the slot's last copy to the device is over."""
 
 _pool = {}  # "staging" and "copies": the two thread pools, made on first use
 _making_pool = threading.Lock()
@@ -94,19 +96,37 @@ def send_packed(device, offset, planes, stream):
     earlier one's) is over, so calls on one thread may follow each other without synchronizing.
     """
     dtype = np.dtype(device.dtype)
-    slot_bytes = PACK_PIECE_BYTES  # the ring's layout, its events and its cursor go together
-    slot_size = slot_bytes // dtype.itemsize
-    ring = staging(("pack ring", slot_bytes), PACK_SLOTS * slot_bytes)[:PACK_SLOTS * slot_bytes].view(dtype)
-    sent = events(("pack ring", slot_bytes), PACK_SLOTS)
-    cursor = reused(("pack ring cursor", slot_bytes), lambda: [0])
     ops = copies()
-    for blocks, start, size in _pieces(planes, slot_size):
-        slot, cursor[0] = cursor[0], (cursor[0] + 1) % PACK_SLOTS
+    ring, slot_size, sent, state = _ring(dtype, len(planes) * planes[0].size * dtype.itemsize, ops)
+    for blocks, start, size in _pieces(planes, min(slot_size, max(1, PACK_PIECE_BYTES // dtype.itemsize))):
+        slot = state["cursor"] % PACK_SLOTS
+        state["cursor"] = slot + 1
         ops.synchronize(sent[slot])
         packed = ring[slot * slot_size:slot * slot_size + size]
         _pack(packed, blocks)
         ops.copy_in(device, offset + start * dtype.itemsize, packed, stream)
         ops.record(sent[slot], stream)
+
+
+def _ring(dtype, nbytes, ops):
+    """This thread's page-locked ring for a send of ``nbytes``: ``(slots, slot_size, events, state)``,
+    the slots as one array of ``dtype``, ``slot_size`` elements apart, an event per slot and the
+    ring's state (its slot size in bytes, the next slot).
+
+    A slot holds a power of two of bytes, from :data:`MIN_SLOT_BYTES` up to :data:`PACK_PIECE_BYTES`,
+    enough for the whole send where it can: a small send does not pin 64 MiB. The ring only grows,
+    and before it does, every copy out of its old memory is waited for (the old memory is freed).
+    """
+    want = min(PACK_PIECE_BYTES, max(MIN_SLOT_BYTES, 1 << max(0, nbytes - 1).bit_length()))
+    sent = events("pack ring", PACK_SLOTS)
+    state = reused(("pack ring",), lambda: {"slot_bytes": 0, "cursor": 0})
+    if state["slot_bytes"] < want:
+        for event in sent:
+            ops.synchronize(event)
+        state["slot_bytes"] = want
+    slot_bytes = state["slot_bytes"]
+    ring = staging("pack ring", PACK_SLOTS * slot_bytes)[:PACK_SLOTS * slot_bytes].view(dtype)
+    return ring, slot_bytes // dtype.itemsize, sent, state
 
 
 def _pieces(planes, size):
