@@ -16,7 +16,10 @@ from xml.etree import ElementTree
 DIED = "Kernel died before replying to kernel_info"
 
 
-def main(path):
+def classify(path):
+    """``(died, other)`` of the JUnit XML at ``path``: the notebooks (``notebooks/NN_name.ipynb``)
+    of the cells that failed because their kernel died at start, and a line for every other
+    failed cell."""
     died, other = set(), []
     for case in ElementTree.parse(path).iter("testcase"):
         problem = case.find("error") if case.find("error") is not None else case.find("failure")
@@ -27,6 +30,11 @@ def main(path):
             died.add(notebook)
         else:
             other.append(f"{notebook}::{case.get('name')}: {(problem.get('message') or '')[:200]}")
+    return died, other
+
+
+def main(path):
+    died, other = classify(path)
     if other or not died:
         print("nbval failed for another reason than a kernel that died at start:", *(other or ["no failed cell in its report"]),
               sep="\n  ", file=sys.stderr)

@@ -13,6 +13,7 @@ exercise, as on the simulator.
 """
 import argparse
 import concurrent.futures
+import importlib.util
 import multiprocessing
 import os
 import pathlib
@@ -26,6 +27,9 @@ import xml.etree.ElementTree as ElementTree
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 sys.path.insert(0, str(ROOT))
+_spec = importlib.util.spec_from_file_location("kernel_deaths", ROOT / ".ci" / "kernel_deaths.py")
+kernel_deaths = importlib.util.module_from_spec(_spec)  # CI's rule for a Jupyter kernel that died at start
+_spec.loader.exec_module(kernel_deaths)
 
 
 def run_nbval(paths, workers, junit, simulator=False):
@@ -45,6 +49,24 @@ def run_nbval(paths, workers, junit, simulator=False):
     if simulator:
         env["NUMBA_ENABLE_CUDASIM"] = "1"
     return subprocess.run(command, cwd=ROOT, env=env).returncode
+
+
+def nbval_run(paths, workers, junit, simulator=False):
+    """:func:`run_nbval`, then, as CI does (``.ci/kernel_deaths.py``), the notebooks whose only
+    failures are a Jupyter kernel that died at start run again, alone (no cell of theirs ran).
+
+    Returns ``(status, cells, rerun)``: the exit status of the last run, every cell's
+    :func:`cells_from_junit` row (a rerun notebook's from its rerun) and the rerun notebooks' names.
+    """
+    status = run_nbval(paths, workers, junit, simulator)
+    cells = cells_from_junit(junit)
+    died, other = kernel_deaths.classify(junit)
+    if not died or other:
+        return status, cells, []
+    rerun = sorted(path.name for path in died)
+    status = run_nbval([NOTEBOOKS / name for name in rerun], 1, junit, simulator)
+    cells = [cell for cell in cells if cell[0].split("::")[0] not in rerun] + cells_from_junit(junit)
+    return status, cells, rerun
 
 
 def cells_from_junit(junit):
@@ -84,7 +106,7 @@ def students_version(path, folder):
             error = f"{type(failure).__name__}: {str(failure).strip().splitlines()[-1][:160]}"
             # Eleven Jupyter kernels starting at once now and then pick the same free port and one
             # dies before it answers: no cell ran, so the notebook is run again, and the line says so.
-            if attempt == 0 and "Kernel died before replying to kernel_info" in error:
+            if attempt == 0 and kernel_deaths.DIED in error:
                 retried = " (its kernel died at start: run again)"
                 continue
         break
@@ -129,13 +151,12 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as folder:
         junit = pathlib.Path(folder) / "nbval.xml"
         start = time.perf_counter()
-        status = run_nbval(paths, args.workers, junit)
+        status, cells, rerun = nbval_run(paths, args.workers, junit)
         seconds["device"] = time.perf_counter() - start
-        cells = cells_from_junit(junit)
         start = time.perf_counter()
-        simulator_status = run_nbval(paths, args.workers, junit, simulator=True)
+        simulator_status, simulated_cells, simulator_rerun = nbval_run(paths, args.workers, junit, simulator=True)
         seconds["simulator"] = time.perf_counter() - start
-        simulated = {name: (time_, outcome) for name, time_, outcome, _ in cells_from_junit(junit)}
+        simulated = {name: (time_, outcome) for name, time_, outcome, _ in simulated_cells}
     students = students_versions([p for p in paths if not p.name.startswith("00_")], args.workers)
     counts = {kind: sum(1 for c in cells if c[2] == kind) for kind in ("passed", "failed", "error", "skipped")}
     lines = [
@@ -148,9 +169,11 @@ def main(argv=None):
         f"(pytest exit status {status})",
     ]
     lines += [f"  FAILED {name}: {message}" for name, _, outcome, message in cells if outcome in ("failed", "error")]
+    lines += [f"  run again, alone, its Jupyter kernel having died at start: {name}" for name in rerun]
     simulator_failed = sum(outcome in ("failed", "error") for _, outcome in simulated.values())
     lines.append(f"the same notebooks on the simulator, same host: {len(simulated)} cells in "
-                 f"{seconds['simulator']:.0f} s, {simulator_failed} failed (pytest exit status {simulator_status})")
+                 f"{seconds['simulator']:.0f} s, {simulator_failed} failed (pytest exit status {simulator_status})"
+                 + "".join(f"; {name} run again, its kernel having died at start" for name in simulator_rerun))
     lines.append("the 10 slowest cells on this device, beside the same cell on the simulator (same host):")
     for name, time_, _, _ in sorted(cells, key=lambda c: -c[1])[:10]:
         there = simulated.get(name, (float("nan"), ""))[0]
