@@ -12,8 +12,13 @@ in turn (a call of each way per round):
 - a copy from page-locked memory (the copy engine alone);
 - numpy's ``copyto`` into page-locked memory on 1, 2, 4 and 8 host threads at once (numpy
   releases the GIL while it copies), no copy to the device;
-- :func:`prefixsum.core.overlap.send_packed`: packed in parts on the copy threads while the
-  parts already packed are sent;
+- packed on 8 threads, then one page-locked copy; the same in 2 and 4 pieces, each piece sent
+  while the next is packed;
+- :func:`prefixsum.core.overlap.send_packed`;
+- pageable copies of 2, 4 and 8 parts from as many threads at once;
+- a pageable copy of the first 25, 40 or 55 % on the calling thread while 8 threads pack the
+  rest, then the rest's page-locked copy;
+- the array registered in place (``cuda.pinned``: page-locked for the copy), then copied;
 - torch's ``torch.from_numpy(x).cuda()`` (pageable), where torch is installed.
 
 Writes ``host_copies.csv`` (size_mib, way, median_us, gbps, correct, the run's metadata); every
@@ -78,6 +83,18 @@ def main(argv=None):
                 job.result()
             cuda.synchronize()
 
+        def split(share):
+            """A pageable copy of the first ``share`` of the array on this thread while the copy
+            threads pack the rest into page-locked memory; then the rest's page-locked copy."""
+            cut = int(n * share)
+            edges = np.linspace(cut, n, max(THREADS) + 1).astype(np.int64)
+            jobs = [pool.submit(np.copyto, pinned[a:b], source[a:b]) for a, b in zip(edges[:-1], edges[1:])]
+            device[:cut].copy_to_device(source[:cut])
+            for job in jobs:
+                job.result()
+            device[cut:].copy_to_device(pinned[cut:], stream=stream)
+            stream.synchronize()
+
         def registered():
             with cuda.pinned(source):
                 device.copy_to_device(source, stream=stream)
@@ -106,6 +123,8 @@ def main(argv=None):
                                                 stream.synchronize()), sent)
         ways.update({f"pageable copies of {t} parts from {t} threads at once": (lambda t=t: pageable_parts(t), sent)
                      for t in (2, 4, 8)})
+        ways.update({f"{share:.0%} pageable on the calling thread while {max(THREADS)} threads pack the rest, then "
+                     "its page-locked copy": (lambda share=share: split(share), sent) for share in (0.25, 0.4, 0.55)})
         ways["registered in place (cuda.pinned), then copied"] = (registered, sent)
         if torch is not None:
             ways["torch.from_numpy(x).cuda() (pageable)"] = (

@@ -80,15 +80,16 @@ def send_packed(device, offset, planes, stream):
 
     A copy from pageable memory runs at the speed of the driver's staging on the calling thread,
     one from page-locked memory at the copy engine's, and numpy fills page-locked memory on
-    several threads at once (``benchmarks/host_copies.csv``, H100 machine, 64 MiB: 8.4 ms
-    pageable, 1.5 ms page-locked, 2.3 ms to pack on 8 threads, 3.7 ms for this function; the
+    several threads at once (``benchmarks/host_copies.csv``, H100 machine, 64 MiB: 8.8 ms
+    pageable, 1.5 ms page-locked, 2.6 ms to pack on 8 threads, 4.1 ms for this function; the
     H200's alike). So the planes are cut into pieces of up to :data:`PACK_PIECE_BYTES` (whole
     rows, or pieces of one row where a row is longer; :func:`_pieces`), each packed by all the
     copy threads into a slot of this thread's page-locked ring (:func:`_pack`), then sent.
-    Packing a piece while the previous one is sent did not pay on either machine: the host's
-    copies slowed down more than the copy engine's work hid (2 pieces of 16 MiB, the second
-    packed while the first is sent: 2.2 ms against 1.4 for one piece), so the pieces are large
-    and serve to bound the page-locked memory.
+    Doing two of these things at once did not pay on either machine, the host's memory being
+    the bound: 2 pieces of 8 MiB, the second packed while the first is sent, took 2.0 ms against
+    1.4 for one piece of 16 MiB; half of the 16 MiB sent pageable by the calling thread while the
+    threads pack the other half, 1.5 ms. So the pieces are large, and serve to bound the
+    page-locked memory.
 
     ``planes``: 2-D arrays of one shape and of ``device``'s dtype, any strides; plane p lands at
     ``offset + p * planes[p].nbytes``. Returns once the last piece is queued: the caller's arrays
