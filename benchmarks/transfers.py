@@ -209,9 +209,9 @@ def tridiag_calls(torch, cupy):
     plain, packed, pageable = dict(MIN_BYTES=1 << 62), dict(PACKED_FROM_BYTES=0), dict(PACKED_FROM_BYTES=1 << 62)
     calls = {"tridiag.solve": ps.tridiag.solve,
              "tridiag.solve, copies not overlapped, pageable in": with_settings(**plain, **pageable),
-             "tridiag.solve, copies not overlapped, packed in pieces": with_settings(**plain, **packed)}
-    calls["tridiag.solve, copies not overlapped, packed in pieces of 8 MiB"] = with_settings(
-        **plain, **packed, PACK_PIECE_BYTES=8 << 20)
+             "tridiag.solve, copies not overlapped, packed in pieces": with_settings(**plain, **packed),
+             "tridiag.solve, copies not overlapped, packed in pieces of 8 MiB": with_settings(
+                 **plain, **packed, PACK_PIECE_BYTES=8 << 20)}
     for target in TRIDIAG_CHUNKINGS:
         for way, setting in (("packed in pieces", packed), ("pageable in", pageable)):
             calls[f"tridiag.solve chunks={target}, {way}"] = with_settings(

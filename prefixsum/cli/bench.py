@@ -282,14 +282,7 @@ def queued_library(name):
 
 def host_us(call, *, warmup=1, repeats=REPEATS):
     """Median microseconds of a whole ``call()`` on the host clock (it must synchronise itself)."""
-    for _ in range(warmup):
-        call()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        times.append((time.perf_counter() - start) * 1e6)
-    return statistics.median(times)
+    return host_us_in_turn({None: call}, warmup=warmup, repeats=repeats)[None]
 
 
 def host_us_in_turn(calls, *, warmup=1, repeats=REPEATS):

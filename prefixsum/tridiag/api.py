@@ -129,8 +129,8 @@ def _flags(batch):
 
 def _staged(arrays, batch, n, dtype):
     """Host systems sent to one (4, batch, n) device array by :func:`.transfers.send`, queued on
-    the default stream: packed in parts through page-locked memory while the packed parts are
-    sent, or for small batches of C-contiguous arrays straight from the caller's.
+    the default stream: packed into page-locked memory on the copy threads, then sent, or for
+    small batches of C-contiguous arrays straight from the caller's.
 
     Returns the four (batch, n) device rows and a device array for x (:func:`solve` copies x out
     before it returns). Up to :data:`STAGED_BYTES` of inputs they are kept for the next call of

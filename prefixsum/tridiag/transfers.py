@@ -8,9 +8,9 @@ each) and, as for ``ps.scan`` of a numpy array (:mod:`prefixsum.scans.transfers`
 machinery of :mod:`prefixsum.core.overlap`):
 
 * a copy engine moves chunk k's a, b, c, d rows to the device on one side stream, as the plain
-  way sends a whole batch (:func:`send`): packed in parts into page-locked memory by the copy
-  threads, each part sent as soon as it is packed (:func:`prefixsum.core.overlap.send_packed`),
-  or, for small batches of C-contiguous arrays, straight from the caller's (pageable) arrays;
+  way sends a whole batch (:func:`send`): packed into page-locked memory by the copy threads,
+  then sent (:func:`prefixsum.core.overlap.send_packed`), or, for batches under
+  :data:`PACKED_FROM_BYTES` of C-contiguous arrays, straight from the caller's (pageable) arrays;
 * the SMs solve chunk k on the default stream: the method's ``run`` on the chunk's
   ``(rows, n)`` views, its failure flags the chunk's slice of the batch's, so a failure names the
   system's index in the whole batch; no carry passes between chunks;
@@ -129,7 +129,7 @@ def solve(arrays, batch, n, dtype, run, info):
 
 
 def packs(batch, n, dtype):
-    """Whether :func:`send` packs (batch, n) systems of ``dtype`` in parts: :data:`PACKED_FROM_BYTES` of inputs or more."""
+    """Whether :func:`send` packs (batch, n) systems of ``dtype``: :data:`PACKED_FROM_BYTES` of inputs or more."""
     return 4 * batch * n * np.dtype(dtype).itemsize >= PACKED_FROM_BYTES
 
 
@@ -137,9 +137,8 @@ def send(device, offset, planes, stream, packed):
     """Queue on ``stream`` the copy of the numpy (rows, n) ``planes`` (a, b, c, d) into the
     C-contiguous device array ``device`` from ``offset`` bytes on, one plane after the other.
 
-    ``packed`` (or a plane that is not C-contiguous): through page-locked memory, packed in parts
-    by the copy threads (:func:`prefixsum.core.overlap.send_packed`); else one pageable copy per
-    plane. Returns once the planes' bytes are the driver's: the caller's arrays may change.
+    ``packed`` (or a plane that is not C-contiguous): through page-locked memory, packed by the
+    copy threads (:func:`prefixsum.core.overlap.send_packed`); else one pageable copy per plane. Returns once the planes' bytes are the driver's: the caller's arrays may change.
     """
     if packed or not all(v.flags.c_contiguous for v in planes):
         overlap.send_packed(device, offset, planes, stream)
