@@ -5,7 +5,7 @@
 
 What limits ``tridiag.solve`` and ``ps.scan`` on numpy arrays, whose inputs must cross PCIe. Per
 size (4, 16 and 64 MiB of float32), on the host clock around a synchronize, median of 15 taken
-in turn (a call of each way per round):
+in turn (a call of each way per round, in an order shuffled each round):
 
 - a copy from pageable memory (the driver stages it through its own pinned buffer, on the
   calling thread);
@@ -139,7 +139,7 @@ def main(argv=None):
         for way, us in host_us_in_turn({way: call for way, (call, _) in ways.items()},
                                        repeats=2 if args.quick else REPEATS).items():
             rows.append({"size_mib": mib, "way": way, "median_us": round(us, 1), "gbps": round(n * 4 / us / 1e3, 2),
-                         "correct": correct[way], "timing": "host clock, ways in turn", **meta})
+                         "correct": correct[way], "timing": "host clock, ways in a shuffled order", **meta})
             print(f"{mib:>6} MiB  {way:<66} {us:>9.1f} us{'' if correct[way] else '  WRONG'}", flush=True)
     pool.shutdown()
     write_csv(rows, f"{args.out}/host_copies.csv")

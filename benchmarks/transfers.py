@@ -33,7 +33,8 @@ the copy threads first (:func:`prefixsum.core.overlap.send_packed`, in its piece
 of 8 MiB), and the chunked way cut into 2 and 4 chunks whatever the size (the table the defaults
 of :mod:`prefixsum.tridiag.transfers` and of ``send_packed`` come from). Every result's relative
 residual is checked first (at most 64 eps), then the median of 25 calls on the host clock (9 from
-64 MiB of inputs on), the variants of a shape taken in turn, a call of each per round.
+64 MiB of inputs on), the variants of a shape taken in turn, a call of each per round in an order shuffled each
+round.
 """
 import contextlib
 import functools
@@ -238,7 +239,7 @@ def measure_tridiag(calls, cases, quick, meta, rng):
             for name, us in host_us_in_turn(shape_calls, repeats=repeats).items():
                 rows.append({"variant": name, "dtype": dtype.name, "batch": batch, "n": n, "median_us": round(us, 1),
                              "gbps": round(5 * batch * n * dtype.itemsize / us / 1e3, 2), "correct": correct[name],
-                             "timing": "host clock, numpy in and out, calls in turn", **meta})
+                             "timing": "host clock, numpy in and out, calls in a shuffled order", **meta})
                 print(f"{name:<60} {dtype.name:<8} {batch:>6} x {n:<8} {us:>10.1f} us"
                       f"{'' if correct[name] else '  WRONG'}", flush=True)
     return rows

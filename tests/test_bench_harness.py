@@ -139,6 +139,31 @@ def test_kernel_us_times_a_launch_that_synchronises_without_queueing_and_says_so
     assert measured.us > 1000
 
 
+def test_calls_in_turn_take_every_order_so_that_no_call_always_follows_the_same_one(monkeypatch):
+    """Each call costs 10 us more after "slow" (torch's round trip slowing ``tridiag.solve``): in a
+    shuffled order each of the others follows it in some rounds, not in all, and each is timed
+    ``repeats`` times; the same seed gives the same orders."""
+    clock, log = [0.0], []
+    monkeypatch.setattr(bench.time, "perf_counter", lambda: clock[0])
+
+    def call(name):
+        def run():
+            clock[0] += 100e-6 + (10e-6 if log and log[-1] == "slow" else 0)
+            log.append(name)
+        return run
+    names = ["slow", "a", "b", "c"]
+    times = bench.host_us_in_turn({name: call(name) for name in names}, warmup=0, repeats=40)
+    rounds = [log[k:k + 4] for k in range(0, len(log), 4)]
+    assert len(rounds) == 40 and all(sorted(r) == sorted(names) for r in rounds)
+    after_slow = {name: sum(1 for x, y in zip(log, log[1:]) if x == "slow" and y == name) for name in names[1:]}
+    assert all(5 <= count <= 25 for count in after_slow.values()), after_slow  # 13 each, on average
+    assert all(times[name] == pytest.approx(100) for name in names)  # the median of each: not after "slow"
+    first = list(log)
+    log.clear()
+    bench.host_us_in_turn({name: call(name) for name in names}, warmup=0, repeats=40)
+    assert log == first
+
+
 def test_the_busy_kernel_compiles_for_a_gpu(ptx_compiler):
     from prefixsum import ptx
 

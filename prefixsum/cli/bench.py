@@ -26,6 +26,7 @@ import functools
 import importlib
 import math
 import os
+import random
 import shlex
 import statistics
 import sys
@@ -285,20 +286,25 @@ def host_us(call, *, warmup=1, repeats=REPEATS):
     return host_us_in_turn({None: call}, warmup=warmup, repeats=repeats)[None]
 
 
-def host_us_in_turn(calls, *, warmup=1, repeats=REPEATS):
+def host_us_in_turn(calls, *, warmup=1, repeats=REPEATS, seed=0):
     """Median microseconds of each whole call of the dict ``calls`` (name -> function that
     synchronises itself) on the host clock, the calls taken in turn, one of each per round, so
-    that a drift of the machine's speed during the run touches every call alike; each round
-    starts one call later than the last, so that no call always follows the same one (a call
-    runs slower after some others: torch's round trip before ``tridiag.solve``, by 5-15 %)."""
+    that a drift of the machine's speed during the run touches every call alike.
+
+    Each round takes the calls in an order of its own, shuffled by ``random.Random(seed)``, so
+    that every call follows each of the others about as often: a call runs slower after some
+    others (``tridiag.solve`` by 3-8 % after torch's round trip), and an order rotated round by
+    round still put the same call before it in every round but the ones it began.
+    """
     times = {name: [] for name in calls}
     order = list(calls.items())
     for _ in range(warmup):
         for call in calls.values():
             call()
-    for round_ in range(repeats):
-        shift = round_ % len(order)
-        for name, call in order[shift:] + order[:shift]:
+    shuffle = random.Random(seed).shuffle
+    for _ in range(repeats):
+        shuffle(order)
+        for name, call in order:
             start = time.perf_counter()
             call()
             times[name].append((time.perf_counter() - start) * 1e6)
