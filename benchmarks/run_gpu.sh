@@ -294,8 +294,9 @@ stage_transfers_timeline() {
 }
 
 # GPU, under a minute: tridiag.solve(numpy), its copies overlapped with the solves, against torch's
-# round trip through cuSPARSE's gtsv2StridedBatch, five batch shapes, float32 and float64, beside
-# the plain way and 2, 4, 8 chunks, each copied from pageable memory and through pinned slots (the table prefixsum.tridiag.transfers' defaults come from).
+# round trip through cuSPARSE's gtsv2StridedBatch, six batch shapes, float32 and float64, beside
+# the plain way with the inputs copied from pageable memory and packed in pieces of 32 and 8 MiB,
+# and 2 and 4 chunks each way (the table prefixsum.tridiag.transfers' defaults come from).
 stage_transfers_tridiag() {
   "$python" benchmarks/transfers.py $quick_flag --tridiag --out "$out"
 }
