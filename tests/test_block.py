@@ -115,6 +115,19 @@ def test_block_plan_takes_short_chunks_for_a_small_batch_and_long_ones_for_a_lar
     assert block.plan(1000, np.float64, rows=16)[:2] == (16, 64)
 
 
+def test_block_plan_follows_a_changed_target_and_answers_from_its_memo(monkeypatch):
+    """:func:`block.plan` and :func:`block.max_rows` are kept per question and settings: a changed
+    TARGET_ROWS (benchmarks/tridiag.py sweeps it) is a new question, and the old one comes back."""
+    assert block.plan(1000, np.float32, batch=1)[:2] == (4, 256)
+    monkeypatch.setitem(block.TARGET_ROWS, 4, (16, 16))
+    assert block.plan(1000, np.float32, batch=1)[:2] == (16, 64)
+    assert block.max_rows(np.float32) == 2048
+    monkeypatch.undo()
+    hits = block._plan.cache_info().hits
+    assert block.plan(1000, np.dtype(np.float32), batch=1)[:2] == (4, 256)
+    assert block._plan.cache_info().hits == hits + 1
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_block_solver_in_a_shrunk_shared_memory_budget(dtype, rng, monkeypatch):
     # 12 KiB: at most 64 lanes of R = 8 (float32) or 32 lanes of R = 8 (float64).

@@ -209,7 +209,8 @@ def capacity(rows, dtype):
 def max_rows(dtype, rows=None):
     """The largest ``n`` :func:`run` takes (with chunks of ``rows`` rows, or any that :func:`plan`
     may choose): 2048 in float32 and 1024 in float64 in 48 KiB of shared memory."""
-    return max(capacity(r, dtype) for r in _candidates(dtype, rows))
+    dtype = np.dtype(dtype)
+    return _max_rows(dtype, rows, *_settings(dtype))
 
 
 def plan(n, dtype, rows=None, batch=1):
@@ -219,12 +220,36 @@ def plan(n, dtype, rows=None, batch=1):
     chunk length in :data:`ROWS_PER_THREAD` while a block cannot hold ``n``); ``lanes`` from
     :func:`lanes_for`.
     """
-    for r in _candidates(dtype, rows, batch * n):
+    dtype = np.dtype(dtype)
+    found = _plan(n, dtype, rows, batch * n >= LARGE, *_settings(dtype))
+    if found is None:
+        raise ValueError(f"the block solver takes n <= {max_rows(dtype, rows)} in {dtype.name}"
+                         f"{f' with rows={rows}' if rows else ''}; got {n}")
+    return found
+
+
+def _settings(dtype):
+    """What :func:`max_rows` and :func:`plan` read besides their arguments: the shared memory
+    budget and :data:`TARGET_ROWS` (tests shrink the one, ``benchmarks/tridiag.py`` sweeps the other)."""
+    return _common.SHARED_BYTES, TARGET_ROWS[dtype.itemsize]
+
+
+# Every level of the partition method asks for the block solver's capacity, and each answer
+# takes dozens of Python calls (a tenth of a millisecond of a 2^20-row solve's host time, more
+# than its kernels): computed once per question and settings (:func:`_settings`, part of the key
+# so that a changed setting is a new question).
+@functools.lru_cache(maxsize=None)
+def _max_rows(dtype, rows, *settings):
+    return max(capacity(r, dtype) for r in _candidates(dtype, rows))
+
+
+@functools.lru_cache(maxsize=None)
+def _plan(n, dtype, rows, large, *settings):
+    for r in _candidates(dtype, rows, LARGE if large else 0):
         if n <= capacity(r, dtype):
             lanes = lanes_for(n, r)
             return r, lanes, shared_bytes(r, lanes, dtype)
-    raise ValueError(f"the block solver takes n <= {max_rows(dtype, rows)} in {np.dtype(dtype).name}"
-                     f"{f' with rows={rows}' if rows else ''}; got {n}")
+    return None
 
 
 def run(a, b, c, d, x, info, rows=None):
