@@ -382,8 +382,8 @@ def test_device_arrays_are_used_in_place_and_host_arrays_cross_once_each_way(rng
     copies.clear()
     x = tridiag.solve(*system, method="hybrid")
     # Host arrays: each of a, b, c, d straight into its plane (the simulator's copies see them
-    # flattened), the flags, and x.
-    assert copies == [("copy_to_device", (3 * 40,))] * 4 + [("copy_to_host", (3,)), ("copy_to_host", (3 * 40,))]
+    # flattened), x, and the flags.
+    assert copies == [("copy_to_device", (3 * 40,))] * 4 + [("copy_to_host", (3 * 40,)), ("copy_to_host", (3,))]
     check(x, system, np.float64)
 
 

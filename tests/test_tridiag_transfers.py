@@ -148,6 +148,33 @@ def test_a_full_pinned_budget_goes_the_plain_way(chunked, rng, monkeypatch):
     assert solved == [(3, 6)]
 
 
+def test_the_plain_way_reads_x_and_the_flags_in_one_wait(rng, monkeypatch):
+    """A numpy call the plain way queues x's copy, then the failure flags', and waits once; a
+    failure still names its system, and the flags are clear for the next call."""
+    waits, real = [], transfers.copies()
+
+    class Counted:
+        copy_out = staticmethod(real.copy_out)
+
+        @staticmethod
+        def synchronize_stream(stream):
+            waits.append(stream)
+            real.synchronize_stream(stream)
+    monkeypatch.setattr(transfers, "copies", lambda: Counted)
+    monkeypatch.setattr(transfers, "send", lambda device, offset, planes, stream, packed: [
+        device[p].copy_to_device(np.ascontiguousarray(v)) for p, v in enumerate(planes)])
+    monkeypatch.setattr(api, "copy_to_host", lambda *args: pytest.fail("a second wait for the flags"))
+    system = list(dominant(rng, 3, 20))
+    check(tridiag.solve(*system), system, np.float64)
+    assert len(waits) == 1
+    system[1][1, 0] = 0  # a zero first pivot in system 1
+    with pytest.raises(np.linalg.LinAlgError, match="system 1 of 3"):
+        tridiag.solve(*system, method="thomas")
+    system = list(dominant(rng, 3, 20))
+    check(tridiag.solve(*system, method="thomas"), system, np.float64)
+    assert len(waits) == 3
+
+
 def test_chunk_sizes_follow_the_bytes():
     mib = 1 << 20
     assert transfers.chunk_systems(4096, 256, np.float32) * 4 * 256 * 4 == 16 * mib // transfers.TARGET_CHUNKS

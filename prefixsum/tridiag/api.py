@@ -97,7 +97,10 @@ def solve(a, b, c, d, *, method="auto"):
         else:
             rows, x = _staged(arrays, batch, n, dtype)
         run(*rows, x, info)
-    copy_to_host(info, flags)
+    if result is None and not on_device[3]:
+        result = transfers.to_host(x, (info, flags))
+    else:
+        copy_to_host(info, flags)
     if np.count_nonzero(flags):
         failed = flags.copy()
         flags[:] = 0
@@ -105,8 +108,6 @@ def solve(a, b, c, d, *, method="auto"):
         _report(failed)
     if result is not None:
         return result.reshape(shape)
-    if not on_device[3]:
-        return transfers.to_host(x).reshape(shape)
     return x if x.shape == shape else x.reshape(shape)
 
 

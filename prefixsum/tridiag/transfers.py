@@ -148,14 +148,20 @@ def send(device, offset, planes, stream, packed):
         ops.copy_in(device, offset + p * v.nbytes, v.reshape(-1), stream)
 
 
-def to_host(x):
+def to_host(x, flags=None):
     """The (batch, n) device array ``x`` copied into a new 1-D numpy array (waits for the copy):
     from :data:`PINNED_RESULT_BYTES` on, page-locked memory kept between calls while the thread's
-    pinned budget lasts, which the copy engine fills at full PCIe speed, else a pageable array."""
+    pinned budget lasts, which the copy engine fills at full PCIe speed, else a pageable array.
+
+    ``flags``: ``(device, host)`` failure flags copied after x, in the same wait (one round trip
+    to the GPU, not two, for the call that must read both).
+    """
     result = pinned_result(x.size, x.dtype) if x.size * x.dtype.itemsize >= PINNED_RESULT_BYTES else None
     if result is None:
         result = np.empty(x.size, x.dtype)
     ops, stream = copies(), cuda.default_stream()
     ops.copy_out(result, x, 0, stream)
+    if flags is not None:
+        ops.copy_out(flags[1], flags[0], 0, stream)
     ops.synchronize_stream(stream)
     return result
