@@ -32,7 +32,7 @@ the caller's arrays copied straight from pageable memory and packed into page-lo
 the copy threads first (:func:`prefixsum.core.overlap.send_packed`, in its pieces of 32 MiB and
 of 8 MiB), and the chunked way cut into 2 and 4 chunks whatever the size (the table the defaults
 of :mod:`prefixsum.tridiag.transfers` and of ``send_packed`` come from). Every result's relative
-residual is checked first (at most 64 eps), then the median of 25 calls on the host clock (9 from
+residual is checked first (at most 64 eps), then the median of 51 calls on the host clock (9 from
 64 MiB of inputs on), the variants of a shape taken in turn, a call of each per round in an order shuffled each
 round.
 """
@@ -69,6 +69,9 @@ TRIDIAG_CASES = ((4096, 256), (512, 512), (64, 8192), (1, 1 << 20), (16384, 64),
 TRIDIAG_QUICK_CASES = ((7, 16), (1, 40))
 TRIDIAG_CHUNKINGS = (2, 4)
 """TARGET_CHUNKS of :mod:`prefixsum.tridiag.transfers` swept by ``--tridiag`` (with no bounds on a chunk's bytes)."""
+TRIDIAG_REPEATS = 51
+"""Calls of each variant per shape under 64 MiB of inputs: there the variants differ by a few per
+cent, about what the median of 25 calls moved between two runs of one machine."""
 CUSPARSE = "torch round trip (cuSPARSE gtsv2StridedBatch)"
 HOST_COPY = "host copy into pinned memory"
 CALL = "ps.scan call"
@@ -235,7 +238,7 @@ def measure_tridiag(calls, cases, quick, meta, rng):
                            if batch > 1 or not name.startswith("tridiag.solve chunks")}  # one system is never cut
             correct = {name: bool(residual(a, b, c, d, call()) <= RESIDUAL_EPS * np.finfo(dtype).eps)
                        for name, call in shape_calls.items()}
-            repeats = QUICK_REPEATS if quick else REPEATS if 4 * a.nbytes < 64 << 20 else 9
+            repeats = QUICK_REPEATS if quick else TRIDIAG_REPEATS if 4 * a.nbytes < 64 << 20 else 9
             for name, us in host_us_in_turn(shape_calls, repeats=repeats).items():
                 rows.append({"variant": name, "dtype": dtype.name, "batch": batch, "n": n, "median_us": round(us, 1),
                              "gbps": round(5 * batch * n * dtype.itemsize / us / 1e3, 2), "correct": correct[name],
