@@ -549,8 +549,8 @@ _ = axes[0].legend(fontsize=7)
 # %% [markdown]
 # Plainly: the hybrid's kernels take less time than cuSPARSE's on every shape measured, on both
 # cards (the ratios printed in section 2.3). Its whole call is shorter than JAX's on the batches; on the one
-# long system the host's part of its many launches can undo that (the same table, and section
-# 3). The `of copy` column says how close to a copy of about as many bytes the kernels come,
+# long system the host's part of its many launches decides it, one dtype at a time (the same
+# table, and section 3). The `of copy` column says how close to a copy of about as many bytes the kernels come,
 # float64 closer than float32 (the same work per row, twice the bytes). One run per case:
 # differences of some percent between runs are noise.
 
