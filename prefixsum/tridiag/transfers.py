@@ -35,10 +35,10 @@ MIN_BYTES = 64 << 20
 """Batches with fewer bytes of inputs (a, b, c, d together) go the plain way (the inputs sent by
 :func:`send`, the solve, one copy out into a kept pinned result). In ``benchmarks/transfers_tridiag.csv``
 (H100 machine, the variants of a shape timed in turn; times as fractions of torch's round trip)
-2 chunks lost to the plain way at every batch below 64 MiB (4096 x 256 float32: 1.03 against
-0.80, 16384 x 64 float64: 0.65 against 0.60), and at 64 and 128 MiB (16384 x 256) came within
-3 % of it (float32 0.41 against 0.42, float64 0.21 against 0.20); the H200's
-(``benchmarks/h200/``) alike. The host's packing sets the pace; chunks hide only the copy out, a
+2 chunks lost to the plain way at every batch below 64 MiB (4096 x 256 float32: 1.05 packed and
+0.83 pageable against 0.77, 16384 x 64 float64: 0.72 against 0.60), and at 64 and 128 MiB
+(16384 x 256) came within 5 % of it (float32 0.47 against 0.47, float64 0.42 against 0.40); the
+H200's (``benchmarks/h200/``) alike. The host's packing sets the pace; chunks hide only the copy out, a
 fifth of the bytes, for host work per chunk."""
 CHUNK_BYTES = 64 << 20
 """Most bytes of inputs per chunk (a whole number of systems, at least one): batches of up to
@@ -55,10 +55,10 @@ PACKED_FROM_BYTES = 32 << 20
 threads, then sent (:func:`send`); smaller ones of C-contiguous arrays are copied straight from
 the caller's arrays (pageable: the driver stages them through its own pinned buffer on the
 calling thread, at 8-11 GB/s). In ``transfers_tridiag.csv`` (H100 machine, fractions of torch's
-round trip) packing won from 32 MiB on (4096 x 256 float64: 0.53 against 0.81 pageable, 1 x 2^20
-float64: 0.68 against 0.86, 16384 x 256 float32: 0.42 against 0.81), tied at 16 MiB (4096 x 256
-float32: 0.80 against 0.79, 64 x 8192 float64: 0.81 against 0.80) and lost below (512 x 512
-float32: 1.40 against 0.80); the H200's alike. On a few MiB the threads' start and the copy
+round trip) packing won from 32 MiB on (4096 x 256 float64: 0.71 against 0.80 pageable, 1 x 2^20
+float64: 0.58 against 0.86, 16384 x 256 float32: 0.47 against 0.86), tied or lost at 16 MiB
+(4096 x 256 float32: 0.81 against 0.76, 64 x 8192 float64: 0.82 against 0.80, 1 x 2^20 float32:
+0.91 against 0.80) and lost below (512 x 512 float32: 1.17 against 0.66); the H200's alike. On a few MiB the threads' start and the copy
 engine's wait for the whole piece cost more than the driver's staging (``host_copies.csv``)."""
 KEPT_BYTES = 64 << 20
 """Device buffers and chunk views of up to this many bytes of inputs are kept for the next call
