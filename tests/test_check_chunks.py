@@ -8,10 +8,10 @@ import pytest
 from numba import cuda, float64
 
 from prefixsum import check
-from prefixsum.primitives.chunk import chunk_algebra
+from prefixsum.primitives.chunk import chunk_partition
 
 ROWS = 4
-PARTITION = chunk_algebra(ROWS)[1]
+PARTITION = chunk_partition(ROWS)
 
 
 def chunks_kernel(partition):

@@ -85,7 +85,7 @@ SOLVING = {
     "07.thomas-sweep": ("thomas.thomas", "hybrid.sweep"),
     "08.lane-exchange": ("warp._make",),
     "08.interface-system": ("partition._make",),
-    "08.chunk-partition": ("chunk.chunk_algebra",),
+    "08.chunk-partition": ("chunk.chunk_partition",),
     "09.householder-reflector": ("hh.reflector",),
     "09.rank-two-update": ("hh.update",),
     "09.parallel-norm": ("hh.block_sum",),

@@ -759,7 +759,7 @@ print(ps.check.tridiagonal(my_warp_solve, n_values=(1, 2, 3, 7, 11, 32)))
 
 # %% tags=["exercise"] exercise_id="08.interface-system" points=2 todo="my_reduce: write chunk t's first and last rows as rows of the reduced system; my_substitute: write x of every row of chunk t from the reduced solution xr and the chunk's rows"
 ROWS = 4
-partition_chunk = ps.primitives.chunk.chunk_algebra(ROWS)[1]
+partition_chunk = ps.primitives.chunk.chunk_partition(ROWS)
 
 
 @cuda.jit(device=True)
@@ -915,7 +915,7 @@ print(ps.check.partition(my_partition_of, rows=ROWS, budget=ps.check.Budget(acce
 
 # %% tags=["instructor"]
 # the package's code that solves the three exercises: the warp solver and its shuffles (pcr_lanes), a level of the partition method, the partition
-for solving in (warp._make, warp.reduced, ps.primitives.chunk.pcr_lanes, partition._make, ps.primitives.chunk.chunk_algebra):
+for solving in (warp._make, warp.reduced, ps.primitives.chunk.pcr_lanes, partition._make, ps.primitives.chunk.chunk_partition):
     print(inspect.getsource(solving))
 
 

@@ -7,7 +7,7 @@ solver's blocks overlap) into shared memory coalesced (neighbouring
 threads read neighbouring rows) and each thread's chunk from there into its registers; the
 shared buffers skip a slot every ``rows`` rows, so that the threads reading their own chunks
 hit different banks; :func:`chunk_storer` writes the solution back from there the same way.
-:func:`chunk_algebra` is the partition step on a chunk in registers, and
+:func:`chunk_partition` is the partition step on a chunk in registers, and
 :func:`chunk_solution` a chunk's unknowns from its two ends; :func:`pcr_row` and
 :func:`pcr_lanes` solve the reduced system of the chunks' ends (Laszlo, Giles and Appleyard
 2016): an odd-even step, then PCR, by shuffles within a warp.
@@ -70,11 +70,11 @@ def pcr_lanes(a, c, d, lane, lanes, zero, one):
 
 
 @functools.lru_cache(maxsize=None)
-def chunk_algebra(rows):
-    """``(pivot_inverse, partition)``: the device functions of the partition step on chunks of
-    ``rows`` rows (a power of two >= 2), made once per ``rows``; the warp and block solvers and
-    the partition method use them (:mod:`prefixsum.tridiag.warp`, :mod:`prefixsum.tridiag.block`,
-    :mod:`prefixsum.tridiag.partition`)."""
+def chunk_partition(rows):
+    """Device function ``partition(la, lb, lc, ld, one)``: the partition step on a chunk of
+    ``rows`` rows (a power of two >= 2) in registers, made once per ``rows``; the warp and block
+    solvers and the partition method use it (:mod:`prefixsum.tridiag.warp`,
+    :mod:`prefixsum.tridiag.block`, :mod:`prefixsum.tridiag.partition`)."""
 
     @cuda.jit(device=True)
     def partition(la, lb, lc, ld, one):
@@ -114,13 +114,13 @@ def chunk_algebra(rows):
             lc[0] = -lc[0] * lc[1] * inverse
         return ok
 
-    return pivot_inverse, partition
+    return partition
 
 
 @functools.lru_cache(maxsize=None)
 def chunk_solution(rows):
     """Device function ``solution(sd, base, la, lc, ld, x_first, x_last)``: a chunk's ``rows``
-    unknowns, once its partition step has run (:func:`chunk_algebra`) and its two end unknowns
+    unknowns, once its partition step has run (:func:`chunk_partition`) and its two end unknowns
     are known, into the slots ``sd[base:base + rows]`` (its own: only this thread has read them),
     from where the block stores them coalesced."""
 
@@ -235,7 +235,7 @@ def chunk_kernel_parts(rows, store):
     sd, la, lb, lc, ld, one)`` reads this thread's chunk from the shared buffers into its
     registers and runs the partition step on it (False on a zero pivot)."""
     quarters, load_block, chunk, _ = chunk_loaders(rows)
-    partition = chunk_algebra(rows)[1]
+    partition = chunk_partition(rows)
 
     @cuda.jit(device=True)
     def partitioned(sa, sb, sc, sd, la, lb, lc, ld, one):

@@ -12,7 +12,7 @@ rows ``(0, 1, 0, 0)``, ``x = 0``). Each row is ``a_k x_{k-1} + b_k x_k + c_k x_{
    method loads): the block copies its system into four shared buffers, neighbouring threads
    reading neighbouring rows, one slot of padding every ``R`` rows (each lane's chunk starts at
    an odd stride: no bank conflicts), then each lane reads its chunk into registers.
-2. **Partition step** (:func:`prefixsum.primitives.chunk.chunk_algebra`), in registers: every
+2. **Partition step** (:func:`prefixsum.primitives.chunk.chunk_partition`), in registers: every
    interior row ends as ``x_k = d_k - a_k x_first - c_k x_last``, and the chunk's first and
    last rows couple only the ends of neighbouring chunks: a reduced system of ``2 G`` rows.
 3. **Reduced system across the block.** Each lane writes its chunk's two end rows to shared

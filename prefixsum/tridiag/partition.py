@@ -11,7 +11,7 @@ no chunk spans two systems, and nothing is copied. (Issue 29: 100 systems of 100
 on the H200.)
 
 1. :func:`partition_reduce`: each thread loads its chunk (coalesced, through shared memory, as
-   :mod:`.warp` does) and runs the partition step in registers (:func:`prefixsum.primitives.chunk.chunk_algebra`), which
+   :mod:`.warp` does) and runs the partition step in registers (:func:`prefixsum.primitives.chunk.chunk_partition`), which
    leaves every interior row as ``x_k = d_k - a_k x_first - c_k x_last`` and the chunk's first
    and last rows coupling only the ends of neighbouring chunks. Those two rows of every chunk,
    in order, are a tridiagonal system of ``2 n / R`` rows with unit diagonal: the *reduced

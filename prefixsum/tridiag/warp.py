@@ -63,7 +63,7 @@ import numpy as np
 from numba import cuda, types
 
 from ..core.hardware import WARP_SIZE
-from ..primitives.chunk import chunk_algebra, chunk_solution, pcr_lanes, pcr_row
+from ..primitives.chunk import chunk_partition, chunk_solution, pcr_lanes, pcr_row
 from ..primitives.warp import FULL_MASK
 from ._common import ZERO_PIVOT, fail, launchers, store
 from . import _common
@@ -104,7 +104,7 @@ def reduced(first, last, lane, lanes, zero, one):
 def _make(rows):
     """The kernel for chunks of ``rows`` rows (a power of two >= 2)."""
     shift = rows.bit_length() - 1  # i // rows == i >> shift
-    partition = chunk_algebra(rows)[1]
+    partition = chunk_partition(rows)
     solution = chunk_solution(rows)
 
     @cuda.jit
