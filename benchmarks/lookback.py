@@ -10,11 +10,13 @@ Three parts, all in one run, every result checked before it is timed (prefixsum.
   two other shapes, "hierarchical", a numba copy kernel, ``torch.cumsum`` (CUB's decoupled
   look-back) and torch's ``copy_``;
 - ``call on device``: whole calls on the host clock, synchronised, float32, n = 2^10, 2^16,
-  2^20: ``ps.scan(device_array)`` with "lookback" and "hierarchical" and
-  ``torch.cumsum(t, 0, out=y)``; and the kernel times of the two scans at those sizes (which
+  2^20, the calls of a size in turn (:func:`prefixsum.cli.bench.host_us_in_turn`):
+  ``ps.scan(device_array)`` with "lookback", "hierarchical" and "auto", ``torch.cumsum(t, 0,
+  out=y)`` and ``torch.cumsum(t, 0)``; and the kernel times of the two scans at those sizes (which
   "auto" chooses between);
 - ``call on numpy``: ``ps.scan(numpy_array)`` against torch's numpy -> GPU -> numpy round trip
-  (``torch.from_numpy(x).cuda()``, ``cumsum``, ``.cpu().numpy()``), float32, n = 2^20, 2^24.
+  (``torch.from_numpy(x).cuda()``, ``cumsum``, ``.cpu().numpy()``), float32, n = 2^20, 2^24,
+  the two in turn.
 
 Kernel times are measured by each ``--method`` (``cupti``, the default: torch.profiler's kernel
 durations summed per call; ``events``: CUDA events around queued launches); whole calls on the
@@ -29,7 +31,7 @@ import numpy as np
 
 import prefixsum as ps  # before numba.cuda: prefixsum chooses the GPU or the simulator
 from numba import cuda  # noqa: E402  (isort: skip)
-from prefixsum.cli.bench import (REPEATS, QUICK_REPEATS, gpu_library, host_us, kernel_us, library_stream,
+from prefixsum.cli.bench import (REPEATS, QUICK_REPEATS, gpu_library, host_us_in_turn, kernel_us, library_stream,
                                  script_arguments)
 from prefixsum.cli.metadata import run_metadata
 from prefixsum.cli.results import print_table, report_wrong, write_csv
@@ -44,6 +46,7 @@ SCANS = ("lookback", "lookback:block_size=128,items_per_thread=16", "lookback:bl
 CALL_SIZES = (1 << 10, 1 << 16, 1 << 20)
 NUMPY_SIZES = (1 << 20, 1 << 24)
 QUICK_SIZES = (1000, 5000)
+CALLS_TIMING = "host clock, synchronized, calls in a shuffled order"
 
 
 @cuda.jit
@@ -113,7 +116,8 @@ def kernels(table, torch, stream, sizes, dtypes, scans, repeats, rng, methods):
 
 
 def calls_on_device(table, torch, stream, sizes, repeats, rng, methods):
-    """Whole calls on device arrays (host clock, synchronised), and the two scans' kernel times."""
+    """Whole calls on device arrays (host clock, synchronised, the calls of a size in turn), and
+    the two scans' kernel times."""
     dtype = np.dtype("float32")
     for n in sizes:
         x = random_input(n, "add", dtype, rng)
@@ -123,33 +127,32 @@ def calls_on_device(table, torch, stream, sizes, repeats, rng, methods):
         def check(result):
             return wrong_indices(result, expected, allowed).size == 0
 
+        calls, correct = {}, {}
         for name in ("lookback", "hierarchical"):
-            correct = check(ps.scan(source, algorithm=name).copy_to_host())
-            micros = host_us(lambda: (ps.scan(source, algorithm=name), cuda.synchronize()), repeats=repeats)
-            table.add(f"ps.scan({name})", "call on device", dtype, n, micros, correct, "host clock, synchronized")
+            correct[f"ps.scan({name})"] = check(ps.scan(source, algorithm=name).copy_to_host())
+            calls[f"ps.scan({name})"] = lambda name=name: (ps.scan(source, algorithm=name), cuda.synchronize())
             out = cuda.device_array(n, dtype)
             run = functools.partial(ps.ALGORITHMS[name].run, source, out, "add", True, False, **ps.ALGORITHMS[name].options)
             run()
-            correct = check(out.copy_to_host())
+            kernel_correct = check(out.copy_to_host())
             for method in methods:
                 measured = kernel_us(run, repeats=repeats, method=method)
-                table.add(name, "kernel", dtype, n, measured.us, correct, measured.timing, method)
-        correct = check(ps.scan(source).copy_to_host())
-        micros = host_us(lambda: (ps.scan(source), cuda.synchronize()), repeats=repeats)
-        table.add("ps.scan(auto)", "call on device", dtype, n, micros, correct, "host clock, synchronized")
+                table.add(name, "kernel", dtype, n, measured.us, kernel_correct, measured.timing, method)
+        correct["ps.scan(auto)"] = check(ps.scan(source).copy_to_host())
+        calls["ps.scan(auto)"] = lambda: (ps.scan(source), cuda.synchronize())
         if torch is not None:
             t = torch.from_numpy(x).cuda()
             y = torch.empty_like(t)
             torch.cumsum(t, 0, out=y)
-            correct = check(y.cpu().numpy())
-            micros = host_us(lambda: (torch.cumsum(t, 0, out=y), torch.cuda.synchronize()), repeats=repeats)
-            table.add("torch.cumsum(out=)", "call on device", dtype, n, micros, correct, "host clock, synchronized")
-            micros = host_us(lambda: (torch.cumsum(t, 0), torch.cuda.synchronize()), repeats=repeats)
-            table.add("torch.cumsum", "call on device", dtype, n, micros, correct, "host clock, synchronized")
+            correct["torch.cumsum(out=)"] = correct["torch.cumsum"] = check(y.cpu().numpy())
+            calls["torch.cumsum(out=)"] = lambda: (torch.cumsum(t, 0, out=y), torch.cuda.synchronize())
+            calls["torch.cumsum"] = lambda: (torch.cumsum(t, 0), torch.cuda.synchronize())
+        for variant, micros in host_us_in_turn(calls, repeats=repeats).items():
+            table.add(variant, "call on device", dtype, n, micros, correct[variant], CALLS_TIMING)
 
 
 def calls_on_numpy(table, torch, sizes, repeats, rng):
-    """Whole calls from a numpy array to a numpy array: ps.scan and torch's round trip."""
+    """Whole calls from a numpy array to a numpy array, ps.scan and torch's round trip in turn."""
     dtype = np.dtype("float32")
     for n in sizes:
         x = random_input(n, "add", dtype, rng)
@@ -158,16 +161,12 @@ def calls_on_numpy(table, torch, sizes, repeats, rng):
         def check(result):
             return wrong_indices(result, expected, allowed).size == 0
 
-        correct = check(ps.scan(x))
-        micros = host_us(lambda: ps.scan(x), repeats=repeats)
-        table.add("ps.scan(auto)", "call on numpy", dtype, n, micros, correct, "host clock")
+        calls = {"ps.scan(auto)": lambda: ps.scan(x)}
         if torch is not None:
-            def round_trip():
-                return torch.cumsum(torch.from_numpy(x).cuda(), 0).cpu().numpy()
-
-            correct = check(round_trip())
-            micros = host_us(round_trip, repeats=repeats)
-            table.add("torch round trip", "call on numpy", dtype, n, micros, correct, "host clock")
+            calls["torch round trip"] = lambda: torch.cumsum(torch.from_numpy(x).cuda(), 0).cpu().numpy()
+        correct = {variant: check(call()) for variant, call in calls.items()}
+        for variant, micros in host_us_in_turn(calls, repeats=repeats).items():
+            table.add(variant, "call on numpy", dtype, n, micros, correct[variant], "host clock, calls in a shuffled order")
 
 
 def main(argv=None):
