@@ -318,8 +318,8 @@ print("ps.scan(device array) / torch.cumsum, whole calls: " + ", ".join(
     f"2^{k} {call_us('ps.scan(auto)', k) / call_us('torch.cumsum', k):.2f}x" for k in (10, 16, 20)))
 
 # %% [markdown]
-# On device arrays the package's call stays within a small factor of torch's; what is left is
-# host time (`benchmarks/scan_calls.py` takes a call apart: numba's synchronize, the result's
+# On device arrays the package's call is no longer than torch's (the calls of a size were timed
+# in turn, so that a machine's drift touches both alike); what is left is host time (`benchmarks/scan_calls.py` takes a call apart: numba's synchronize, the result's
 # array, the launch by `cuLaunchKernel`).
 #
 # **From numpy, the copies overlap the scan.** PCIe moves a few GB a second from pageable memory,
