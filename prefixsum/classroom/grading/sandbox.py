@@ -74,6 +74,7 @@ RUN_UIDS = range(0x7A000000, 0x7A000000 + (1 << 22))
 _ETC = ("nsswitch.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "hosts", "fonts")
 _HIDDEN = ("/proc/keys", "/proc/key-users")
 _KEYCTL_JOIN_SESSION_KEYRING = 1
+_UNSAFE = "or pass --unsafe-no-sandbox to grade with no isolation (every row then says so)"
 _RUN_NAMES = itertools.count()
 
 
@@ -118,8 +119,7 @@ class Finished:
 def _bwrap():
     found = shutil.which("bwrap")
     if not found:
-        raise SandboxUnavailable("bwrap (bubblewrap) is not installed: apt-get install bubblewrap, or pass --unsafe-no-sandbox "
-                                 "to grade with no isolation (every row then says so)")
+        raise SandboxUnavailable(f"bwrap (bubblewrap) is not installed: apt-get install bubblewrap, {_UNSAFE}")
     return found
 
 
@@ -265,7 +265,7 @@ def check_available():
     try:
         seccomp_filter.program()
     except seccomp_filter.UnknownArchitecture as error:
-        raise SandboxUnavailable(str(error)) from None
+        raise SandboxUnavailable(f"{error}; {_UNSAFE}") from None
     check_reachable()
     finished = run([sys.executable, "-c", _PROBE], limits=Limits(), timeout=60, env=environment({}))
     try:
@@ -274,10 +274,10 @@ def check_available():
         seen = None
     if finished.returncode != 0 or not seen:
         raise SandboxUnavailable(f"bwrap could not make a sandbox here, or Python could not start in it (are user "
-                                 f"namespaces enabled?): exit {finished.returncode}: {finished.stderr.strip()[-300:]}")
+                                 f"namespaces enabled?): exit {finished.returncode}: {finished.stderr.strip()[-300:]}; {_UNSAFE}")
     if seen["uid"] == 0 or seen["seccomp"] != "2" or seen["no_new_privs"] != "1":
         raise SandboxUnavailable(f"the sandbox does not hold here (uid {seen['uid']}, seccomp mode {seen['seccomp']}, "
-                                 f"no_new_privs {seen['no_new_privs']})")
+                                 f"no_new_privs {seen['no_new_privs']}); {_UNSAFE}")
     return True
 
 

@@ -132,16 +132,13 @@ def _own_cgroup():
     return None
 
 
-@functools.lru_cache(maxsize=None)
-def delegated_parent(mount=None, own=None):
+def delegated_parent(mount, own):
     """The nearest folder at or above this process's cgroup where the grader may make a run's cgroup, or None.
 
     It must have the memory controller enabled for its children (``cgroup.subtree_control``),
     and the grader must be able to make folders in it and move a process in (write
     ``cgroup.procs`` there: the common ancestor of the grader's cgroup and the run's).
     """
-    mount = mount or _cgroup2_mount()
-    own = own if own is not None else _own_cgroup()
     if mount is None or own is None:
         return None
     folder = (mount / own.lstrip("/")).resolve()
@@ -157,6 +154,11 @@ def delegated_parent(mount=None, own=None):
         folder = folder.parent
 
 
+@functools.lru_cache(maxsize=None)
+def _graders_parent():
+    return delegated_parent(_cgroup2_mount(), _own_cgroup())
+
+
 class Cgroup:
     """One run's cgroup: its memory limit, counted and kept by the kernel."""
 
@@ -166,7 +168,7 @@ class Cgroup:
     @classmethod
     def create(cls, name, memory_mb, processes, parent=None):
         """Make ``name`` under :func:`delegated_parent` with these limits; None where none can be made."""
-        parent = parent or delegated_parent()
+        parent = parent or _graders_parent()
         if parent is None:
             return None
         path = parent / name
