@@ -25,6 +25,7 @@ import time
 import nbformat
 import pytest
 
+from grader_users import AS_NOBODY, is_a_run_uid, nobody_cannot_run
 from prefixsum.classroom.grading import read_chapter, sandbox
 from prefixsum.classroom.student import student_version
 
@@ -133,9 +134,9 @@ def _listening():
 
 
 def _temporary():
-    """What nobody owns in the machine's temporary folder (a sandbox that could write there)."""
+    """What a run's uid owns in the machine's temporary folder (a sandbox that could write there)."""
     folder = pathlib.Path(tempfile.gettempdir())
-    return {p.name for p in folder.iterdir() if p.lstat().st_uid == sandbox.NOBODY}
+    return {p.name for p in folder.iterdir() if is_a_run_uid(p.lstat().st_uid)}
 
 
 def _processes():
@@ -144,7 +145,7 @@ def _processes():
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as handle:
                 found[int(pid)] = handle.read().replace(b"\0", b" ").decode(errors="replace")
-            found[int(pid)] += f" uid={os.stat(f'/proc/{pid}').st_uid}"
+            found[int(pid)] += " uid=run" if is_a_run_uid(os.stat(f"/proc/{pid}").st_uid) else ""
         except OSError:
             continue
     return found
@@ -172,18 +173,6 @@ def _held_by(pid, earlier):
     return False
 
 
-def _as_nobody_reason():
-    """Why the grader cannot run as nobody here, or None."""
-    if shutil.which("setpriv") is None:
-        return "setpriv (util-linux) is missing"
-    probe = subprocess.run(["setpriv", f"--reuid={sandbox.NOBODY}", f"--regid={sandbox.NOBODY}", "--clear-groups",
-                            sys.executable, "-c", "import prefixsum.classroom.grading, nbval, numba"],
-                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd="/")
-    if probe.returncode != 0:
-        return f"nobody cannot run this Python, the environment or the checkout: {probe.stderr.strip()[-300:]}"
-    return None
-
-
 @pytest.fixture(scope="module", params=["root", "unprivileged"])
 def batch(request):
     if os.getuid() != 0 and request.param == "root":
@@ -200,10 +189,10 @@ def _run(folder, user):
     prefix = []
     if user == "unprivileged":
         if os.getuid() == 0:
-            reason = _as_nobody_reason()
+            reason = nobody_cannot_run()
             if reason:
                 pytest.skip(reason)
-            prefix = ["setpriv", f"--reuid={sandbox.NOBODY}", f"--regid={sandbox.NOBODY}", "--clear-groups"]
+            prefix = AS_NOBODY
     folder.chmod(0o755)
     students = build(folder)
     out = folder / "out"
@@ -224,7 +213,7 @@ def _run(folder, user):
     time.sleep(2)  # a daemon that outlived the batch would now rewrite the grades
     after = {"instructor": _tree_hash(folder / "instructor"), "class": _tree_hash(students),
              "package": _tree_hash(package), "venv": _listing(venv)}
-    left = {pid: line for pid, line in _processes().items() if pid not in processes and (MARK in line or f"uid={sandbox.NOBODY}" in line)
+    left = {pid: line for pid, line in _processes().items() if pid not in processes and (MARK in line or "uid=run" in line)
             and not _held_by(pid, processes)}
     rows = []
     if (out / "grades.csv").exists():
@@ -264,8 +253,8 @@ def test_honest_classmates_keep_full_marks(batch):
 def test_nothing_outlives_the_batch(batch):
     assert batch["left"] == {}
     # The machine may run other work (Jupyter kernels listen on loopback): what the attacks would
-    # leave is a socket of nobody, or one on the listener attack's port (47123, hex B813).
-    assert {(address, uid) for address, uid in batch["new_listening"] if uid == sandbox.NOBODY or address.endswith(":B813")} == set()
+    # leave is a socket of a run's uid, or one on the listener attack's port (47123, hex B813).
+    assert {(address, uid) for address, uid in batch["new_listening"] if is_a_run_uid(uid) or address.endswith(":B813")} == set()
     assert batch["new_temporary"] == set()
 
 

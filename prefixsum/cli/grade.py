@@ -68,8 +68,8 @@ def main(args):
                              options=options, scheduler=args.scheduler, progress=not args.quiet,
                              chapters_named=args.chapters, max_notebook_mb=args.max_size)
     except grading.SandboxUnavailable as error:
-        print(f"grade: no sandbox can be made here, so nothing was graded: {error}. Install bubblewrap, or pass "
-              "--unsafe-no-sandbox to grade with no isolation (every row then says so)", file=sys.stderr)
+        # The error says what to do: install bubblewrap, open a folder, or --unsafe-no-sandbox.
+        print(f"grade: no sandbox can be made here, so nothing was graded: {error}", file=sys.stderr)
         return 2
     except (ValueError, RuntimeError) as error:
         print(f"grade: {error}", file=sys.stderr)

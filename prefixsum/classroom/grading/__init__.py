@@ -5,6 +5,8 @@
   submission's exercise cells);
 * :mod:`.allowlist`: what a submitted exercise may contain to be loaded by the grader itself;
 * :mod:`.sandbox`: the bubblewrap sandbox and the supervisor of every run's limits;
+* :mod:`.seccomp_filter`: the system calls a sandboxed run may not make;
+* :mod:`.usage`: what a run uses (memory as the kernel counts it, threads, CPU);
 * :mod:`.trusted`: what runs inside a sandbox: the re-check, the PTX compile, nbval;
 * :mod:`.observations`: what the re-check observes of the student's code, its JSON, its replay;
 * :mod:`.judge`: the grader's process that replays the checks on those observations: the verdicts;

@@ -11,43 +11,79 @@ that makes Linux namespaces. Each run gets
 * a read-only view of the system (``/usr``, a few files of ``/etc``), of Python and its
   environment, and of the ``prefixsum`` package's own folder (not the checkout that holds it:
   no instructor notebook, no submission, no ``--out``, no home folder), and a private writable
-  ``/tmp`` of bounded size;
-* the uid 65534 (nobody) inside, also when the grader runs as root: as root, bwrap makes the
-  namespaces and ``setpriv`` drops to nobody with no capability and ``no_new_privs``; as another
-  user, bwrap maps nobody onto that user in a user namespace.
+  ``/tmp`` of bounded size; ``/proc/keys`` and ``/proc/key-users`` are hidden;
+* a uid of its own. As root, bwrap makes the namespaces and ``setpriv`` drops to a uid that no
+  other run has (:func:`run_uid`: so no per-uid kernel object, a user keyring or a count of
+  processes, is shared between runs) with no capability and ``no_new_privs``. As another user,
+  bwrap maps nobody onto that user in a new user namespace (the user keyrings are per user
+  namespace), and ``--disable-userns`` (bubblewrap 0.8 or later) forbids nested ones;
+* a new, empty session keyring: the grader's own keys are not the run's;
+* a seccomp filter (:mod:`.seccomp_filter`) that denies the kernel's key store, new namespaces
+  and mounts, ``ptrace`` and the other ways into a process, memory that no resident size counts,
+  and the kernel's larger attack surfaces.
 
-Limits per submission are kept by the supervisor (:func:`run`): it sums, every few tenths of a
-second, the resident memory, the threads and the CPU time of every process of the run, and kills
-the whole sandbox when one is over (cgroups are not writable in the containers that teachers and
-CI run in). Each process also gets rlimits (address space, CPU, file size, core dumps, a
-processes backstop), set by this file run as a program (``python .../sandbox.py LIMITS --
-command``) before it execs bwrap. The wall-clock limit kills the sandbox too.
+Limits per submission are kept by the supervisor (:func:`run`): memory as the kernel counts it
+(:mod:`.usage`: a cgroup where one can be made, otherwise the resident memory of every process
+of the run plus what its tmpfs folders hold), the threads and the CPU time of every process of
+the run, sampled every few tenths of a second; the whole sandbox is killed when one is over.
+Each process also gets rlimits (address space, CPU, file size, core dumps, a processes
+backstop), set by this file run as each run's launcher (``python .../sandbox.py SPEC --
+command``), which also makes the sandbox's command line and execs bwrap. The wall-clock limit
+kills the sandbox too.
 
 Data goes in on stdin and comes back on stdout, both bounded: no folder of the grader is
 writable inside.
 """
 import dataclasses
+import errno
 import functools
+import importlib.util
+import itertools
 import json
 import os
 import pathlib
+import re
 import resource
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 
+
+def _sibling(name):
+    """A module of this folder: imported from the package, or loaded by its path when this file runs as the launcher."""
+    if __package__:
+        return importlib.import_module(f".{name}", __package__)
+    spec = importlib.util.spec_from_file_location(f"prefixsum_sandbox_{name}", pathlib.Path(__file__).with_name(f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+seccomp_filter = _sibling("seccomp_filter")
+usage = _sibling("usage")
+
 NOBODY = 65534
-_PAGE = os.sysconf("SC_PAGE_SIZE")
-_TICK = os.sysconf("SC_CLK_TCK")
-_ETC = ("passwd", "group", "nsswitch.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "hosts", "fonts")
+RUN_UIDS = range(0x7A000000, 0x7A000000 + (1 << 22))
+"""The uids of the runs when the grader is root: the first plus the launcher's pid (pids stay below
+2**22), so that no two runs alive share one. A range no distribution or container runtime gives out."""
+_ETC = ("nsswitch.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "hosts", "fonts")
+_HIDDEN = ("/proc/keys", "/proc/key-users")
+_KEYCTL_JOIN_SESSION_KEYRING = 1
+_UNSAFE = "or pass --unsafe-no-sandbox to grade with no isolation (every row then says so)"
+_RUN_NAMES = itertools.count()
 
 
 class SandboxUnavailable(RuntimeError):
-    """No sandbox can be made here (no bwrap, or no namespaces for this user)."""
+    """No sandbox can be made here (no bwrap, no namespaces for this user, no seccomp filter for this machine)."""
+
+
+class Unreachable(SandboxUnavailable):
+    """The grader's user, or the runs' uid, cannot reach a folder the sandbox shows (Python, its environment, the package)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,7 +93,7 @@ class Limits:
     cpu_s: int = 600
     """CPU seconds of the run (all its processes), and of each process (RLIMIT_CPU)."""
     memory_mb: int = 4096
-    """Resident memory of the run's processes together, MiB; also each one's address space (RLIMIT_AS)."""
+    """Memory of the run's processes together, MiB, as the kernel counts it (:mod:`.usage`); also each one's address space (RLIMIT_AS)."""
     file_mb: int = 64
     """Largest file a process may write, MiB (RLIMIT_FSIZE)."""
     processes: int = 256
@@ -83,8 +119,16 @@ class Finished:
 def _bwrap():
     found = shutil.which("bwrap")
     if not found:
-        raise SandboxUnavailable("bwrap (bubblewrap) is not installed: apt-get install bubblewrap")
+        raise SandboxUnavailable(f"bwrap (bubblewrap) is not installed: apt-get install bubblewrap, {_UNSAFE}")
     return found
+
+
+@functools.lru_cache(maxsize=None)
+def bwrap_version():
+    """bubblewrap's version as a tuple, ``(0, 8, 0)``; ``()`` where it does not say."""
+    found = subprocess.run([_bwrap(), "--version"], capture_output=True, text=True, check=False).stdout
+    match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", found)
+    return tuple(int(part or 0) for part in match.groups()) if match else ()
 
 
 def _package_folder():
@@ -92,10 +136,54 @@ def _package_folder():
 
 
 def _python_folders():
-    """Folders Python needs, read-only: the interpreter's installation and the environment."""
-    folders = {pathlib.Path(sys.prefix).resolve(), pathlib.Path(sys.base_prefix).resolve(),
-               pathlib.Path(os.path.realpath(sys.executable)).parent.parent}
-    return sorted(f for f in folders if f.is_dir() and f != pathlib.Path("/"))
+    """``{folder: what it is}`` that Python needs, read-only: the interpreter's installation and the environment."""
+    folders = {pathlib.Path(sys.base_prefix): "Python's installation", pathlib.Path(sys.prefix): "the Python environment",
+               # A Python that cannot read its own installation (a pyenv under /root, run as another
+               # user) falls back to another one's; its executable still names the real one.
+               pathlib.Path(os.path.realpath(sys.executable)).parent.parent: "Python's installation"}
+    return {pathlib.Path(os.path.abspath(f)): what for f, what in folders.items() if f != pathlib.Path("/")}
+
+
+def _blocking(folder):
+    """The first folder on the way to ``folder`` that this process cannot search, or None."""
+    for step in [*reversed(folder.parents), folder]:
+        try:
+            os.stat(step)
+        except PermissionError:
+            return step.parent
+        except OSError:
+            return None
+    return None
+
+
+def check_reachable():
+    """Raise :class:`Unreachable` naming the folder when a run could not reach Python, its environment or the package.
+
+    The grader's user makes the sandbox's views of them (as another user than root it must reach
+    them itself); the runs' uid must then be able to enter each one (as root, their folders above
+    are made anew, open to all).
+    """
+    uid = os.getuid()
+    advice = ("Run the grader (and its tests) as a user who can reach that folder, or let every user traverse "
+              "the folders on the way (chmod o+x on each), or use a Python installed where every user can reach it")
+    wanted = {**_python_folders(), _package_folder(): "the prefixsum package"}
+    for folder, what in sorted(wanted.items()):
+        blocker = _blocking(folder)
+        if blocker is not None:
+            raise Unreachable(f"the grader runs as uid {uid}, which cannot reach {folder} ({what}): {blocker} is not open "
+                              f"to it. {advice}")
+        try:
+            mode = folder.stat().st_mode
+        except FileNotFoundError:
+            continue
+        if uid == 0 and not mode & stat.S_IXOTH:
+            raise Unreachable(f"the sandboxed runs (a uid of their own) cannot enter {folder} ({what}): its mode is "
+                              f"{stat.filemode(mode)}. {advice}")
+
+
+def run_uid(launcher_pid):
+    """The uid of the run whose launcher is ``launcher_pid``, when the grader is root (see :data:`RUN_UIDS`)."""
+    return RUN_UIDS[launcher_pid]
 
 
 def _bind(args, source, target=None, *, kind="--ro-bind"):
@@ -106,9 +194,30 @@ def _bind(args, source, target=None, *, kind="--ro-bind"):
     args += [kind, str(source), str(target)]
 
 
-def sandbox_prefix(limits, root=None):
-    """The bwrap command line (without the command) of one run; ``root`` defaults to ``os.getuid() == 0``."""
-    root = os.getuid() == 0 if root is None else root
+def _data(content):
+    """A pipe that holds ``content`` (a few KiB at most: no reader is needed to write it), its read end inheritable."""
+    read, write = os.pipe()
+    os.write(write, content)
+    os.close(write)
+    os.set_inheritable(read, True)
+    return str(read)
+
+
+def _accounts(uid):
+    """``/etc/passwd`` and ``/etc/group`` inside: root, nobody and the run's own uid."""
+    users = {0: "root", NOBODY: "nobody", uid: "student"}
+    passwd = "".join(f"{name}:x:{u}:{u}:{name}:{'/tmp/home' if u == uid else '/nonexistent'}:/usr/sbin/nologin\n"
+                     for u, name in users.items())
+    group = "".join(f"{name}:x:{u}:\n" for u, name in users.items())
+    return passwd.encode(), group.encode()
+
+
+def sandbox_prefix(limits, *, uid, root, disable_userns):
+    """The bwrap command line (without the command) of one run, as uid ``uid`` inside.
+
+    Opens pipes that hold the run's seccomp filter and accounts, inherited by bwrap: call it in
+    the process that execs bwrap (the launcher, :func:`main`).
+    """
     args = [_bwrap(), "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
             "--die-with-parent", "--new-session", "--ro-bind", "/usr", "/usr"]
     for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
@@ -121,32 +230,54 @@ def sandbox_prefix(limits, root=None):
     for name in _ETC:
         if (pathlib.Path("/etc") / name).exists():
             args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    passwd, group = _accounts(uid)
+    args += ["--perms", "0644", "--ro-bind-data", _data(passwd), "/etc/passwd",
+             "--perms", "0644", "--ro-bind-data", _data(group), "/etc/group"]
     # The private /tmp first: a virtual environment may live under the host's /tmp (CI's does), and
     # a bind made before the tmpfs would be hidden by it.
     args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp",
              "--perms", "1777", "--size", str(64 << 20), "--tmpfs", "/dev/shm"]
-    for folder in _python_folders():
-        if not str(folder).startswith("/usr/"):
+    for hidden in _HIDDEN:
+        if os.path.exists(hidden):
+            args += ["--ro-bind", "/dev/null", hidden]
+    for folder in sorted(_python_folders()):
+        if not str(folder).startswith("/usr/") and folder.is_dir():
             _bind(args, folder)
     _bind(args, _package_folder())
-    args += ["--chdir", "/tmp"]
+    args += ["--chdir", "/tmp", "--seccomp", _data(seccomp_filter.program())]
     if root:
-        return args + ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--no-new-privs",
+        return args + ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs",
                        "--bounding-set=-all", "--inh-caps=-all", "--"]
-    return args + ["--unshare-user", "--uid", str(NOBODY), "--gid", str(NOBODY), "--cap-drop", "ALL", "--"]
+    return args + ["--unshare-user", *(["--disable-userns"] if disable_userns else []), "--uid", str(uid), "--gid", str(uid),
+                   "--cap-drop", "ALL", "--"]
+
+
+# Run inside by check_available: what the sandbox must show a process (no root, the filter on).
+_PROBE = ("import json, os; status = dict(line.split(':', 1) for line in open('/proc/self/status')); "
+          "print(json.dumps({'uid': os.getuid(), 'seccomp': status['Seccomp'].strip(), "
+          "'no_new_privs': status['NoNewPrivs'].strip()}))")
 
 
 @functools.lru_cache(maxsize=None)
 def check_available():
-    """Make one sandbox and run ``true`` in it; raise :class:`SandboxUnavailable` saying why not."""
-    command = sandbox_prefix(Limits()) + ["/usr/bin/id", "-u"]
+    """Make one sandbox and start Python in it; raise :class:`SandboxUnavailable` saying why not."""
+    _bwrap()
     try:
-        finished = subprocess.run(command, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise SandboxUnavailable(f"bwrap could not start: {error}") from None
-    if finished.returncode != 0 or finished.stdout.strip() != str(NOBODY):
-        raise SandboxUnavailable(f"bwrap could not make a sandbox here (are user namespaces enabled?): "
-                                 f"exit {finished.returncode}: {finished.stderr.strip()[:300]}")
+        seccomp_filter.program()
+    except seccomp_filter.UnknownArchitecture as error:
+        raise SandboxUnavailable(f"{error}; {_UNSAFE}") from None
+    check_reachable()
+    finished = run([sys.executable, "-c", _PROBE], limits=Limits(), timeout=60, env=environment({}))
+    try:
+        seen = json.loads(finished.stdout)
+    except ValueError:
+        seen = None
+    if finished.returncode != 0 or not seen:
+        raise SandboxUnavailable(f"bwrap could not make a sandbox here, or Python could not start in it (are user "
+                                 f"namespaces enabled?): exit {finished.returncode}: {finished.stderr.strip()[-300:]}; {_UNSAFE}")
+    if seen["uid"] == 0 or seen["seccomp"] != "2" or seen["no_new_privs"] != "1":
+        raise SandboxUnavailable(f"the sandbox does not hold here (uid {seen['uid']}, seccomp mode {seen['seccomp']}, "
+                                 f"no_new_privs {seen['no_new_privs']}); {_UNSAFE}")
     return True
 
 
@@ -156,42 +287,6 @@ def environment(extra):
             "HOME": "/tmp/home", "TMPDIR": "/tmp", "PYTHONPATH": str(_package_folder().parent), "PYTHONNOUSERSITE": "1",
             "PYTHONDONTWRITEBYTECODE": "1", "NUMBA_CACHE_DIR": "/tmp/numba", "MPLBACKEND": "Agg",
             "MPLCONFIGDIR": "/tmp/home/.matplotlib", "JUPYTER_RUNTIME_DIR": "/tmp/home/.jupyter", **extra}
-
-
-def _processes():
-    """``{pid: fields after the command name in /proc/pid/stat}`` of every process visible."""
-    found = {}
-    with os.scandir("/proc") as entries:
-        for entry in entries:
-            if entry.name.isdigit():
-                try:
-                    with open(f"/proc/{entry.name}/stat", "rb") as handle:
-                        text = handle.read()
-                except OSError:
-                    continue
-                found[int(entry.name)] = text[text.rindex(b")") + 2:].split()
-    return found
-
-
-def _tree(root):
-    """``(pids, resident bytes, threads, cpu seconds)`` of ``root`` and every process below it.
-
-    Orphans inside the sandbox are re-parented to its PID 1, which is below ``root``: none escapes.
-    """
-    table = _processes()
-    children = {}
-    for pid, fields in table.items():
-        children.setdefault(int(fields[1]), []).append(pid)
-    pids, todo = [], [root] if root in table else []
-    while todo:
-        pid = todo.pop()
-        pids.append(pid)
-        todo.extend(children.get(pid, ()))
-    fields = [table[p] for p in pids]
-    rss = sum(int(f[21]) for f in fields) * _PAGE
-    threads = sum(int(f[17]) for f in fields)
-    cpu = sum(int(f[11]) + int(f[12]) + int(f[13]) + int(f[14]) for f in fields) / _TICK
-    return pids, rss, threads, cpu
 
 
 def _kill(pids):
@@ -228,22 +323,16 @@ def _feed(pipe, data):
         pass
 
 
-def _outer_uid(isolated):
-    return NOBODY if isolated and os.getuid() == 0 else os.getuid()
-
-
-def _uid_threads(uid):
-    """Threads that ``uid`` runs now (RLIMIT_NPROC counts them all, not only the run's)."""
-    count = 0
-    for pid in _processes():
-        try:
-            with open(f"/proc/{pid}/status") as status:
-                fields = dict(line.split(":", 1) for line in status if ":" in line)
-            if int(fields["Uid"].split()[0]) == uid:
-                count += int(fields["Threads"])
-        except (OSError, KeyError, ValueError):
-            continue
-    return count
+def _spec(limits, isolated, cgroup):
+    """What the launcher needs to know of a run (:func:`main`)."""
+    root = os.getuid() == 0
+    # RLIMIT_NPROC counts every thread of the uid outside. As root each run's uid is its own; as
+    # another user the grader's processes count too. The supervisor's sum is the per-run limit:
+    # this only stops a fork bomb between two looks.
+    nproc = 4 * limits.processes + (0 if root and isolated else usage.uid_threads(os.getuid()))
+    sandbox = {"root": root, "disable_userns": bwrap_version() >= (0, 8)} if isolated else None
+    return {"limits": dataclasses.asdict(limits), "nproc": nproc, "sandbox": sandbox,
+            "cgroup": str(cgroup.path) if cgroup else None}
 
 
 def run(command, *, limits, timeout, env, stdin=b"", isolated=True):
@@ -257,25 +346,35 @@ def run(command, *, limits, timeout, env, stdin=b"", isolated=True):
     Returns
     -------
     Finished
-        ``returncode`` is negative for a signal (``-9`` for a kill by the supervisor).
+        ``returncode`` is negative for a signal (``-9`` for a kill by the supervisor or the kernel).
     """
-    # The processes backstop counts every thread of the uid the run has outside (nobody as root):
-    # the supervisor's sum is the per-run limit, this only stops a fork bomb between two looks.
-    spec = {**dataclasses.asdict(limits), "nproc": _uid_threads(_outer_uid(isolated)) + 4 * limits.processes}
-    inner = (sandbox_prefix(limits) if isolated else []) + list(command)
-    wrapped = [sys.executable, os.path.abspath(__file__), json.dumps(spec), "--", *inner]
+    cgroup = usage.Cgroup.create(f"prefixsum-run-{os.getpid()}-{next(_RUN_NAMES)}", limits.memory_mb, limits.processes)
+    wrapped = [sys.executable, os.path.abspath(__file__), json.dumps(_spec(limits, isolated, cgroup)), "--", *command]
     # Without a sandbox, the run's /tmp is a folder of its own in the machine's.
     scratch = None if isolated else tempfile.mkdtemp(prefix="prefixsum-unsandboxed-")
     if scratch:
         env = {k: scratch + v[4:] if v == "/tmp" or v.startswith("/tmp/") else v for k, v in env.items()}
     try:
-        return _supervise(wrapped, limits, timeout, env, stdin, isolated, scratch or "/tmp")
+        return _supervise(wrapped, limits, timeout, env, stdin, isolated, scratch or "/tmp", cgroup)
     finally:
+        if cgroup:
+            cgroup.remove()
         if scratch:
             shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _supervise(wrapped, limits, timeout, env, stdin, isolated, cwd):
+def _memory(found, isolated, cgroup):
+    """Bytes of memory the run holds now, as the kernel counts it (:mod:`.usage`)."""
+    if cgroup:
+        return cgroup.memory()
+    held = found.resident
+    if isolated and found.children:
+        # bwrap's child is the sandbox's PID 1: its root is the sandbox's, and so are /tmp and /dev/shm.
+        held += usage.tmpfs_bytes(found.children[0])
+    return held
+
+
+def _supervise(wrapped, limits, timeout, env, stdin, isolated, cwd, cgroup):
     """Start ``wrapped``, feed it, read it, and kill it when a limit is passed (see :func:`run`)."""
     child = subprocess.Popen(wrapped, cwd=cwd, env=env, stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
@@ -283,21 +382,21 @@ def _supervise(wrapped, limits, timeout, env, stdin, isolated, cwd):
     threading.Thread(target=_feed, args=(child.stdin, stdin), daemon=True).start()
     deadline, over, timed_out, pause = time.monotonic() + timeout, "", False, 0.05
     while child.poll() is None:
-        pids, rss, threads, cpu = _tree(child.pid)
-        over = ("memory" if rss > limits.memory_mb << 20 else "processes" if threads > limits.processes
-                else "cpu" if cpu > limits.cpu_s else "")
+        found = usage.tree(child.pid)
+        over = ("memory" if _memory(found, isolated, cgroup) > limits.memory_mb << 20 else
+                "processes" if found.threads > limits.processes else "cpu" if found.cpu_s > limits.cpu_s else "")
         timed_out = time.monotonic() > deadline
         if over or timed_out:
             # bwrap itself (the root) is left to reap its PID 1 and exit: killed first, it would
             # leave that PID 1 a zombie of the container's init, which may never reap it.
-            _kill(pids[1:] if isolated else pids)
+            _kill(found.pids[1:] if isolated else found.pids)
             break
         time.sleep(pause)
         pause = min(pause * 1.5, 0.25)
     try:
         child.wait(timeout=10)
     except subprocess.TimeoutExpired:
-        _kill(_tree(child.pid)[0])
+        _kill(usage.tree(child.pid).pids)
         child.wait()
     # bwrap's PID 1 took every process of the sandbox with it; without the sandbox, the group goes.
     try:
@@ -306,6 +405,8 @@ def _supervise(wrapped, limits, timeout, env, stdin, isolated, cwd):
         pass
     out.join()
     err.join()
+    if not over and cgroup and cgroup.killed_for_memory():
+        over = "memory"
     return Finished(child.returncode, timed_out, out.kept.decode("utf-8", "replace"), err.kept.decode("utf-8", "replace"), over)
 
 
@@ -326,21 +427,45 @@ def limit_process(*, address_space_mb, open_files, cpu_s=None):
         resource.setrlimit(limit, (value, hard))
 
 
-def _apply(spec):
+def _apply(limits, nproc):
     mib = 1 << 20
-    for limit, value in ((resource.RLIMIT_CPU, spec["cpu_s"]), (resource.RLIMIT_AS, spec["memory_mb"] * mib),
-                         (resource.RLIMIT_FSIZE, spec["file_mb"] * mib), (resource.RLIMIT_NPROC, spec["nproc"]),
+    for limit, value in ((resource.RLIMIT_CPU, limits["cpu_s"]), (resource.RLIMIT_AS, limits["memory_mb"] * mib),
+                         (resource.RLIMIT_FSIZE, limits["file_mb"] * mib), (resource.RLIMIT_NPROC, nproc),
                          (resource.RLIMIT_CORE, 0)):
         hard = resource.getrlimit(limit)[1]
         value = value if hard == resource.RLIM_INFINITY else min(value, hard)
         resource.setrlimit(limit, (value, value))
 
 
+def _new_session_keyring():
+    """Join a new, anonymous session keyring, so that the run does not hold the grader's.
+
+    Where the kernel has no keys (``ENOSYS``) or a filter outside denies them (``EPERM``, Docker's),
+    the run cannot reach any keyring either; the seccomp filter denies the calls inside anyway.
+    """
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    number = seccomp_filter.SYSCALLS["keyctl"][("x86_64", "aarch64").index(seccomp_filter.architecture())]
+    if libc.syscall(number, _KEYCTL_JOIN_SESSION_KEYRING, None) < 0 and ctypes.get_errno() not in (errno.ENOSYS, errno.EPERM):
+        raise OSError(ctypes.get_errno(), f"no new session keyring for the run: {os.strerror(ctypes.get_errno())}")
+
+
 def main(argv):
+    """The launcher of one run: its rlimits, its cgroup, a new session keyring, then the sandbox (``exec bwrap``)."""
     spec, separator, *command = argv
     if separator != "--" or not command:
-        raise SystemExit("usage: python sandbox.py LIMITS_JSON -- command ...")
-    _apply(json.loads(spec))
+        raise SystemExit("usage: python sandbox.py SPEC_JSON -- command ...")
+    spec = json.loads(spec)
+    if spec["cgroup"]:
+        (pathlib.Path(spec["cgroup"]) / "cgroup.procs").write_text(f"{os.getpid()}\n")
+    _apply(spec["limits"], spec["nproc"])
+    sandbox = spec["sandbox"]
+    if sandbox:
+        _new_session_keyring()
+        uid = run_uid(os.getpid()) if sandbox["root"] else NOBODY
+        command = sandbox_prefix(Limits(**spec["limits"]), uid=uid, root=sandbox["root"],
+                                 disable_userns=sandbox["disable_userns"]) + command
     os.execvp(command[0], command)
 
 
