@@ -132,10 +132,27 @@ def warp_digit_rank(digit, counts):
     ``match_any_sync`` finds the lanes holding ``digit``; the highest of them adds their number
     to ``counts[digit]``; each learns the count before by a shuffle and adds its peers on lower lanes.
     """
+    return _rank_among(np.uint32(cuda.match_any_sync(FULL_MASK, digit)), digit, counts)
+
+
+@cuda.jit(device=True)
+def ballot_digit_rank(digit, counts):
+    """:func:`warp_digit_rank` with the lanes holding ``digit`` found by 8 ballots, one per bit of
+    the digit, as CUB's ``MatchAny`` finds them (``match_any_sync`` is one instruction, but a slow one)."""
+    peers = np.uint32(0xFFFFFFFF)
+    for b in range(RADIX_BITS):
+        set_here = (digit >> b) & 1
+        votes = np.uint32(cuda.ballot_sync(FULL_MASK, set_here))
+        peers = np.uint32(peers & (votes if set_here else np.uint32(votes ^ np.uint32(0xFFFFFFFF))))
+    return _rank_among(peers, digit, counts)
+
+
+@cuda.jit(device=True)
+def _rank_among(peers, digit, counts):
+    """The rank of the caller's key given ``peers`` (uint32), the lanes of its warp holding ``digit``."""
     lane = cuda.laneid
-    peers = np.uint32(cuda.match_any_sync(FULL_MASK, digit))
-    leader = 31 - cuda.clz(peers)
-    before = 0
+    leader = 31 - cuda.clz(np.uint32(peers))
+    before = np.int32(0)
     if lane == leader:
         before = counts[digit]
         counts[digit] = before + cuda.popc(peers)
@@ -229,9 +246,10 @@ def digit_pass_kernel(key_dtype, value_dtype, counts, block_size=BLOCK_SIZE, ite
                 i = first + 32 * k
                 keys[k] = src[i] if i < n else pad
         cuda.syncwarp()
+        own_counts = warp_counts[warp * RADIX:(warp + 1) * RADIX]
         for k in range(items):
             digits[k] = digit(keys[k], shift)
-            places[k] = rank(digits[k], warp_counts[warp * RADIX:(warp + 1) * RADIX])
+            places[k] = rank(digits[k], own_counts)
         cuda.syncthreads()
         # This thread's digits: each warp's start within the digit, the tile's count of it.
         total = 0
@@ -305,8 +323,7 @@ def pass_argtypes(key_dtype, value_dtype, counts):
     keys = _array(unsigned_of(np.dtype(key_dtype).itemsize))
     share = value_dtype is None or np.dtype(value_dtype).itemsize == np.dtype(key_dtype).itemsize
     values = keys if share else _array(unsigned_of(np.dtype(value_dtype).itemsize))
-    status = types.uint64 if np.dtype(counts).itemsize == 4 else types.uint32
-    return (keys, keys, values, values, _array(counts), types.Array(status, 1, "C"), _array(np.uint64),
+    return (keys, keys, values, values, _array(counts), _array(np.uint64), _array(np.uint64),
             _array(np.uint32), types.int64, types.int64, types.int64, types.int64)
 
 
