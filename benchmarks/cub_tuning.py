@@ -9,10 +9,9 @@ Two parts, every result checked before it is timed:
   (``cuda.compute``, :mod:`cub_rows`) at n = 2^12 .. 2^28, float32 and float64: the table
   the look-back's tile per element size and n is chosen from (``scan_tiles.csv``, which the
   package reads);
-- ``sort``: the onesweep radix sort in its default tiles and in variants (the in-warp rank by
-  ballots as CUB's ``MatchAny``, other keys per thread, a cap on registers) beside CUB's
-  ``DeviceRadixSort``, uint32 keys at 2^20, 2^24 and 2^26, uint64 keys and uint32 keys with
-  uint32 values at 2^24.
+- ``sort``: the onesweep radix sort with its in-warp rank by ballots (the default, as CUB's
+  ``MatchAny``) and by ``match_any_sync`` (the lesson's) beside CUB's ``DeviceRadixSort``,
+  uint32 keys at 2^20, 2^24 and 2^26, uint64 keys and uint32 keys with uint32 values at 2^24.
 
 A third part, ``other``, checks and times CUB's exclusive sum, select and segmented sum once
 (the other builders of :mod:`cub_rows`). The launches of one size and dtype are traced in one
@@ -48,7 +47,7 @@ SCAN_DTYPES = ("float32", "float64")
 SHAPES = ((128, 32), (128, 16), (256, 16), (128, 8), (256, 8))
 SORTS = [("uint32", None, 1 << 20), ("uint32", None, 1 << 24), ("uint32", None, 1 << 26),
          ("uint64", None, 1 << 24), ("uint32", "uint32", 1 << 24)]
-SORT_VARIANTS = {"default": {}, "ballot rank": {"rank": onesweep.ballot_digit_rank}}
+SORT_VARIANTS = {"rank by ballots": {}, "rank by match_any_sync": {"rank": onesweep.warp_digit_rank}}
 PARTS = ("scan", "sort", "other")
 QUICK = {"scan_sizes": (1000, 5000), "sorts": [("uint32", None, 3000), ("uint64", "uint32", 2000)],
          "shapes": ((32, 2), (64, 4))}
@@ -171,7 +170,7 @@ def fastest_shapes(rows):
 
 def profile():
     """One call of each kernel for Nsight Compute: lookback and CUB's scan (float64, 2^24), the
-    onesweep sort (default and ballot rank) and CUB's (uint32, 2^24)."""
+    onesweep sort (rank by ballots, the default, and by ``match_any_sync``) and CUB's (uint32, 2^24)."""
     rng = np.random.default_rng(3)
     n = 1 << 24
     x = cuda.to_device(random_input(n, "add", np.dtype("float64"), rng))
@@ -182,7 +181,7 @@ def profile():
     keys, _ = _sort_input(np.dtype("uint32"), None, n, rng)
     dkeys = cuda.to_device(keys)
     onesweep.sort_device(dkeys)
-    onesweep.sort_device(dkeys, rank=onesweep.ballot_digit_rank)  # launched through numba's dispatcher
+    onesweep.sort_device(dkeys, rank=onesweep.warp_digit_rank)  # launched through numba's dispatcher
     if cub_rows.load() is not None:
         cub_rows.radix_sort(dkeys, cuda.device_array(n, np.uint32))()
     cuda.synchronize()

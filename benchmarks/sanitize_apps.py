@@ -112,18 +112,19 @@ def sorts(n, rng, wrong):
 
 
 def sorts_alone(n, rng, wrong):
-    """:func:`sorts`, and the onesweep sort with the in-warp rank by ballots (``onesweep.ballot_digit_rank``)
-    on uint32 and uint64 keys with values; returns the calls made."""
+    """:func:`sorts` (whose onesweep ranks by ballots, ``onesweep.RANK``), and the onesweep sort with
+    the lesson's rank by ``match_any_sync`` (``onesweep.warp_digit_rank``) on uint32 and uint64 keys
+    with values; returns the calls made."""
     from prefixsum.apps import onesweep
 
     calls = sorts(n, rng, wrong)
     for key_dtype in ("uint32", "uint64"):
         k = rng.integers(0, 1 << 30, n).astype(key_dtype)
         v = np.arange(n, dtype=np.int32)
-        got_keys, got_values = onesweep.sort_device(cuda.to_device(k), cuda.to_device(v), rank=onesweep.ballot_digit_rank)
+        got_keys, got_values = onesweep.sort_device(cuda.to_device(k), cuda.to_device(v), rank=onesweep.warp_digit_rank)
         o = np.argsort(k, kind="stable")
         if not (np.array_equal(got_keys.copy_to_host(), k[o]) and np.array_equal(got_values.copy_to_host(), v[o])):
-            wrong.append(f"onesweep ballot rank {key_dtype} keys n={n}")
+            wrong.append(f"onesweep rank by match_any_sync {key_dtype} keys n={n}")
         calls += 1
     return calls
 

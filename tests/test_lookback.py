@@ -231,3 +231,56 @@ def test_lookback_refuses_bad_options(options, message):
 def test_launcher_takes_arrays_and_integers_only():
     with pytest.raises(TypeError, match="C-contiguous arrays and integers"):
         Launcher(lookback.lookback_kernel("add", np.dtype("float32"), True, False, 32, 1), (types.float32,))
+
+def test_the_tile_is_the_fastest_measured_shape_at_the_nearest_length(monkeypatch):
+    """Issue 45: with neither option, the tile per element size and length comes from scan_tiles.csv."""
+    from prefixsum.scans import tile_choice
+
+    measured = tile_choice.measured()
+    assert set(measured) == {4, 8}
+    for itemsize, dtype in ((4, np.float32), (8, np.int64)):
+        rows = measured[itemsize]
+        for n, block_size, items in rows:
+            assert lookback.tile_shape(np.dtype(dtype), n, None, None) == (block_size, items)
+        # between two measured lengths: the nearer in log2; below the first and above the last, the ends
+        (n0, *shape0), (n1, *shape1) = rows[0], rows[1]
+        assert lookback.tile_shape(np.dtype(dtype), n0 + 1, None, None) == tuple(shape0)
+        assert lookback.tile_shape(np.dtype(dtype), n1 - 1, None, None) == tuple(shape1)
+        assert lookback.tile_shape(np.dtype(dtype), 1, None, None) == tuple(shape0)
+        assert lookback.tile_shape(np.dtype(dtype), 1 << 40, None, None) == tuple(rows[-1][1:])
+    # options given win; a tuple of dtypes (a user operator) keeps 128 threads
+    assert lookback.tile_shape(np.dtype(np.float32), 1 << 16, 64, 4) == (64, 4)
+    assert lookback.tile_shape(np.dtype(np.float64), 1 << 16, 256, None) == (256, 16)
+    assert lookback.tile_shape((np.dtype(np.float32), np.dtype(np.float32)), 1 << 16, None, None)[0] == 128
+    monkeypatch.setattr(tile_choice, "measured", lambda: {})
+    assert lookback.tile_shape(np.dtype(np.float32), 1 << 16, None, None) == tile_choice.DEFAULT_SHAPE
+
+
+def test_the_table_holds_the_fastest_shape_of_the_run_that_measured_it():
+    """scan_tiles.csv agrees with cub_tuning.csv: per element size and length, the fastest correct
+    "lookback" shape of the run (the 4-byte rows of the later run, with the atomics kept)."""
+    import csv
+    import pathlib
+
+    folder = pathlib.Path(__file__).resolve().parent.parent / "benchmarks"
+    with open(folder / "cub_tuning.csv", newline="") as handle:
+        timed = [r for r in csv.DictReader(handle) if r["part"] == "scan" and r["variant"].startswith("lookback:")
+                 and "[" not in r["variant"] and r["correct"] == "True"]
+    with open(folder / "scan_tiles.csv", newline="") as handle:
+        table = list(csv.DictReader(handle))
+    assert len(table) == 16
+    for row in table:
+        same = [r for r in timed if np.dtype(r["dtype"]).itemsize == int(row["itemsize"]) and r["n"] == row["n"]]
+        fastest = min(same, key=lambda r: float(r["kernel_us"]))
+        assert fastest["variant"] == f"lookback:block_size={row['block_size']},items_per_thread={row['items_per_thread']}"
+        assert float(fastest["kernel_us"]) == float(row["kernel_us"])
+
+
+def test_auto_launches_the_tile_of_the_table(rng):
+    n = 5000
+    x = random_input(n, "add", np.float64, rng)
+    run = trace.record(ps.scan, x)
+    block_size, items = lookback.tile_shape(x.dtype, n, None, None)
+    np.testing.assert_allclose(run.result, np.cumsum(x), rtol=1e-9, atol=1e-9)
+    assert [launch.grid[0] for launch in run.launches] == [-(-n // (block_size * items))]
+    assert [launch.block[0] for launch in run.launches] == [block_size]
