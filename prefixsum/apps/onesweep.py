@@ -153,9 +153,9 @@ def ballot_digit_rank(digit, counts):
     sort's rank (:data:`RANK`).
 
     ``match_any_sync`` is one instruction but a slow one: with it a digit pass took 197 us at
-    2^24 uint32 keys on an H100, with the ballots 161-175 (Nsight Compute and CUPTI,
-    ``benchmarks/cub_tuning.csv``, ``cub_ncu.txt``). The lesson's :func:`warp_digit_rank` keeps
-    the one call.
+    2^24 uint32 keys on an H100, with the ballots 161 us (Nsight Compute, ``benchmarks/cub_ncu.txt``),
+    though they issue more instructions; whole sorts 1.11-1.17x faster (``cub_tuning.csv``). The
+    lesson's :func:`warp_digit_rank` keeps the one call.
     """
     peers = np.uint32(0xFFFFFFFF)
     for b in range(RADIX_BITS):
@@ -175,7 +175,8 @@ def ballot_digit_rank(digit, counts):
 
 RANK = ballot_digit_rank
 """The in-warp rank of the sort's digit passes: by ballots, faster than ``match_any_sync`` on an
-H100 (uint32 keys 1.12-1.13x, uint64 1.17x, with values 1.12x at 2^24 and 2^26, CUPTI)."""
+H100 (whole sorts of uint32 keys 1.11-1.14x at 2^20..2^26, uint64 keys 1.17x and uint32 keys with
+values 1.12x at 2^24; CUPTI, ``benchmarks/cub_tuning.csv``)."""
 
 
 def tile_items(key_dtype, value_dtype, block_size):

@@ -16,9 +16,10 @@ and the epochs); this module holds its parts, as CUB keeps its ``ScanTileState``
   every call: two threads never share a state, a counter or an epoch.
 
 **How a word is read and written.** A packed word of the scan's warp-wide look-back by atomics
-(an exchange, an ``or`` of 0): on an H100 the 4-byte scans took 5-18% longer at 2^22..2^28
-with relaxed loads polling in their place (``benchmarks/cub_tuning.csv``), which hit the L2
-cache as fast as it answers, while the data of the scan streams through it. A pair, and the
+(an exchange, an ``or`` of 0): on an H100 the 4-byte scans took 21-28% longer at 2^24..2^28
+with relaxed loads polling in their place (``benchmarks/cub_tuning.csv``, the rows marked as
+reverted), loads that hit the L2 cache as fast as it answers while the scan's data streams
+through it. A pair, and the
 packed words of the onesweep sort's per-thread look-back, by :func:`word_access`: on a GPU,
 relaxed loads and stores at gpu scope (``ld.relaxed.gpu``, ``st.relaxed.gpu``; a pair as one
 16-byte access), each reading or writing the whole word in the L2 cache, as an atomic would,
@@ -275,8 +276,9 @@ def look_back_lane(op, dtype, window=1):
     prefix and returns everything before the tile. The states, flags and epochs are
     :func:`state_access`'s, a packed word read and written relaxed: each thread polls its own
     quantity's word, and the warp's 32 loads of neighbouring words are one coalesced load, where
-    32 atomics are 32 operations in the L2 cache (the sort's passes took 197 us at 2^24 on an
-    H100 with these, 258 with atomics and the shuffles of 64-bit counts before them).
+    32 atomics are 32 operations in the L2 cache (a digit pass took 197 us at 2^24 on an H100
+    with these and a 32-bit shuffle of the rank, ``benchmarks/cub_ncu.txt``; 258 us in an
+    earlier run with atomics and a 64-bit shuffle, ``onesweep_profile.txt``).
     """
     combine = device_op(op, dtype)
     neutral = identity(op, dtype)
