@@ -258,10 +258,18 @@ def argtypes(dtype):
 
 
 def kernels(op, dtype, inclusive, reverse, block_size, items_per_thread):
-    """The kernels :func:`run` may launch (one per tile shape it may choose), with their argument types."""
+    """The kernels :func:`run` launches, with their argument types, for the compile checks.
+
+    With neither option: the tile for the longest arrays (the table's last row) in every
+    configuration, and the table's other tiles for an inclusive forward add of float32 and
+    float64 (they differ from it in constants only), so that every shape is compiled without
+    tripling the checks.
+    """
     dtype = dtype if is_fields(dtype) else check_dtype(dtype)
     if block_size is None and items_per_thread is None and not is_fields(dtype):
         chosen = [shape for shape in tile_choice.shapes(dtype.itemsize) if shape[0] * shape[1] <= max_tile(dtype)]
+        if not (op == "add" and inclusive and not reverse and dtype.kind == "f"):
+            chosen = [tile_shape(dtype, 1 << 62, None, None)]
     else:
         chosen = [tile_shape(dtype, 0, block_size, items_per_thread)]
     for threads, items in chosen:
