@@ -72,10 +72,9 @@ def run_compaction(cuda, torch, cupy, quick, repeats, rng, add, timed):
                 cx = cupy.asarray(x)
                 calls.append(("cupy x[mask]", lambda: _waited_cupy(cupy, cx[cmask]), cupy.asnumpy))
             wanted = {}
-            if cub_rows.load() is not None:
-                out, count = cuda.device_array(n, x.dtype), cuda.to_device(np.zeros(2, np.int64))
-                select = cub_rows.select(dx, out, count, cub_rows.positive(dtype))
-
+            out, count = cuda.device_array(n, x.dtype), cuda.to_device(np.zeros(2, np.int64))
+            select = cub_rows.attempt("select", lambda: cub_rows.select(dx, out, count, cub_rows.positive(dtype)))
+            if select is not None:
                 def cub_call(select=select, out=out, count=count):
                     select()
                     return out[:int(count.copy_to_host()[0])]

@@ -13,8 +13,9 @@ path ``cuda.compute`` offers for pre-compiled operators. (Its other path, a Pyth
 compiled by ``numba-cuda-mlir``, needs a 71 MB wheel that does not fit the GPU machine's 64 MiB
 of carried files.)
 
-Every function takes device arrays with ``__cuda_array_interface__`` (numba's or CuPy's) and
-returns ``call()``, which queues the work on the default stream and returns without waiting.
+Every function takes device arrays with ``__cuda_array_interface__`` (numba's, CuPy's or torch's)
+and returns ``call()``, which queues the work on the default stream and returns without waiting;
+the scripts build through :func:`attempt`.
 :func:`load` returns None where ``cuda.compute`` cannot run (not installed: it is in the
 ``bench`` extra only; the simulator), and the scripts then skip CUB's rows with a note.
 """
@@ -40,6 +41,19 @@ def load():
         print("CUB (cuda.compute): skipped (its CUDA bindings are not available)")
         return None
     return compute
+
+
+def attempt(what, build):
+    """``build()`` (a ``call`` of this module), or None with a line saying why: where ``cuda.compute``
+    cannot run, or this build fails, CUB's row is left out and the run goes on (an optional
+    baseline never stops a benchmark, as :func:`prefixsum.cli.bench.gpu_library` has it)."""
+    if load() is None:
+        return None
+    try:
+        return build()
+    except Exception as error:  # cuda.compute's builds raise their own errors (NVRTC, nvJitLink, bindings)
+        print(f"CUB {what}: skipped ({type(error).__name__}: {(str(error).splitlines() or [''])[0]})")
+        return None
 
 
 def _temp(nbytes):

@@ -76,8 +76,9 @@ def scans(add, sizes, dtypes, shapes, repeats, rng):
                 checked(shape_name(block_size, items),
                         functools.partial(ps.ALGORITHMS["lookback"].run, source, out, "add", True, False,
                                           block_size=block_size, items_per_thread=items))
-            if cub_rows.load() is not None:
-                checked("CUB inclusive sum", cub_rows.scan(source, out))
+            cub = cub_rows.attempt("inclusive sum", lambda: cub_rows.scan(source, out))
+            if cub is not None:
+                checked("CUB inclusive sum", cub)
             for variant, measured in kernel_us_each(launches, repeats=repeats).items():
                 add("scan", variant, dtype.name, n, measured.us, correct[variant])
 
@@ -109,10 +110,10 @@ def sorts(add, cases, variants, repeats, rng):
             got = launch()
             launches[f"onesweep {name}"] = launch
             correct[f"onesweep {name}"] = check(got[0].copy_to_host(), None if values is None else got[1].copy_to_host())
-        if cub_rows.load() is not None:
-            out_keys = cuda.device_array(n, keys.dtype)
-            out_values = None if values is None else cuda.device_array(n, values.dtype)
-            call = cub_rows.radix_sort(dkeys, out_keys, dvalues, out_values)
+        out_keys = cuda.device_array(n, keys.dtype)
+        out_values = None if values is None else cuda.device_array(n, values.dtype)
+        call = cub_rows.attempt("radix sort", lambda: cub_rows.radix_sort(dkeys, out_keys, dvalues, out_values))
+        if call is not None:
             call()
             launches["CUB radix sort"] = call
             correct["CUB radix sort"] = check(out_keys.copy_to_host(), None if values is None else out_values.copy_to_host())

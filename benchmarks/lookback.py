@@ -112,15 +112,17 @@ def kernels(table, torch, stream, sizes, dtypes, scans, repeats, rng, methods, e
                 if name not in ONLY_FLOAT32 or dtype == np.float32:
                     scan(variant, functools.partial(ps.ALGORITHMS[name].run, source, out, "add", True, False,
                                                     **ps.ALGORITHMS[name].resolve_options(options)))
-            if cub_rows.load() is not None:
-                scan("CUB inclusive sum", cub_rows.scan(source, out))
+            cub = cub_rows.attempt("inclusive sum", lambda: cub_rows.scan(source, out))
+            if cub is not None:
+                scan("CUB inclusive sum", cub)
             if n in exclusive_sizes:
                 reference, reference_allowed = expected_scan(x, inclusive=False)
                 before = functools.partial(check, expected=reference, allowed=reference_allowed)
                 scan("lookback (exclusive)", functools.partial(ps.ALGORITHMS["lookback"].run, source, out, "add", False,
                                                                False, **ps.ALGORITHMS["lookback"].options), want=before)
-                if cub_rows.load() is not None:
-                    scan("CUB exclusive sum", cub_rows.scan(source, out, inclusive=False), want=before)
+                cub = cub_rows.attempt("exclusive sum", lambda: cub_rows.scan(source, out, inclusive=False))
+                if cub is not None:
+                    scan("CUB exclusive sum", cub, want=before)
             if torch is not None:
                 t = torch.from_numpy(x).cuda()
                 y = torch.empty_like(t)
@@ -161,9 +163,9 @@ def calls_on_device(table, torch, stream, sizes, repeats, rng, methods, kernel_s
                 table.add(name, "kernel", dtype, n, measured.us, kernel_correct[name], measured.timing, method)
         correct["ps.scan(auto)"] = check(ps.scan(source).copy_to_host())
         calls["ps.scan(auto)"] = lambda: (ps.scan(source), cuda.synchronize())
-        if cub_rows.load() is not None:
-            target = cuda.device_array(n, dtype)
-            cub = cub_rows.scan(source, target)
+        target = cuda.device_array(n, dtype)
+        cub = cub_rows.attempt("inclusive sum", lambda: cub_rows.scan(source, target))
+        if cub is not None:
             cub()
             correct["CUB call (temporary storage kept)"] = check(target.copy_to_host())
             calls["CUB call (temporary storage kept)"] = lambda cub=cub: (cub(), cuda.synchronize())
