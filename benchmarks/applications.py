@@ -8,18 +8,22 @@ that takes over a second, such as scipy's evaluation at 2^22 points, is timed on
 
 * compaction of 2^20..2^26 float32, int32 and float64 with half the flags set, and the indices
   of the kept flags: ``prefixsum.apps.compact`` and ``compact_indices`` (one pass) against
-  ``x[mask]``, ``nonzero`` and ``flatnonzero`` in torch and CuPy, with the device time of each
-  call by CUPTI (column ``device_us``; :mod:`compaction_rows`);
+  ``x[mask]``, ``nonzero`` and ``flatnonzero`` in torch and CuPy, and CUB's select through
+  ``cuda.compute``, with the device time of each call by CUPTI (column ``device_us``;
+  :mod:`compaction_rows`);
 * sorting 2^20..2^26 uint32 and float32 keys, alone and with int32 values:
-  ``prefixsum.apps.radix_sort`` (onesweep) against ``torch.sort(stable=True)`` and ``cupy.sort``
-  (both CUB radix sorts), with the device time by CUPTI, and the readable one-bit sort at one
+  ``prefixsum.apps.radix_sort`` (onesweep) against CUB's ``DeviceRadixSort`` through
+  ``cuda.compute``, ``torch.sort(stable=True)`` and ``cupy.sort`` (CUB radix sorts behind the
+  libraries' dispatch), with the device time by CUPTI, and the readable one-bit sort at one
   size (:mod:`sort_rows`);
 * a natural cubic spline through 2^20 knots, built (``cubic_spline``: PCR solve plus numpy
   coefficients) and evaluated at 2^22 points, against ``scipy.interpolate.CubicSpline`` on the
   CPU and ``cupyx.scipy.interpolate.CubicSpline``.
 
 Every result is checked against numpy/scipy before it is timed (``correct``; exit status 1 if
-one is not). Writes ``applications.csv``.
+one is not). CUB's rows are left out with a note where ``cuda.compute`` cannot run (the
+simulator; not installed: it comes with the ``bench`` extra). Writes ``applications.csv``
+(CUB's version in column ``cub``).
 """
 import os
 import sys
@@ -54,7 +58,7 @@ def main(argv=None):
 
     repeats = QUICK_REPEATS if args.quick else REPEATS
     sizes = QUICK_SIZES if args.quick else SIZES
-    meta = run_metadata(["torch", "cupy", "scipy"])
+    meta = run_metadata(["torch", "cupy", "scipy", "cub"])
     torch, cupy = gpu_library("torch"), gpu_library("cupy")
     rng = np.random.default_rng(10)
     rows = []

@@ -6,7 +6,10 @@ For every size and dtype, with half the flags set at random, inputs already on t
   read of the output's length, Python): ``apps.compact`` (``sync=True``: the kept elements,
   exactly), ``apps.compact(..., sync=False)`` then a synchronisation (the buffer and a device
   count), ``x[mask]`` in torch and in CuPy; ``apps.compact_indices`` against ``nonzero`` in
-  torch and ``flatnonzero`` in CuPy (bool masks, the indices as int64);
+  torch and ``flatnonzero`` in CuPy (bool masks, the indices as int64); and CUB's select,
+  ``cuda.compute.select`` of the elements ``x > 0`` (about half of the normal ``x``, as half the
+  flags are set) with its temporary storage kept, and the count read back, as ``compact`` reads
+  it (:mod:`cub_rows`; left out with a note where ``cuda.compute`` cannot run);
 * device time by CUPTI (:func:`prefixsum.cli.cupti.cupti_us`, every kernel and copy of a call
   summed, median over the calls) for
   ``apps.compact``, torch's and CuPy's ``x[mask]``, when torch is there; the kernels seen are
@@ -20,9 +23,12 @@ import numpy as np
 from prefixsum import apps
 from prefixsum.cli import cupti
 
+import cub_rows
+
 SIZES = (1 << 20, 1 << 22, 1 << 24, 1 << 26)
 QUICK_SIZES = (3000,)
 DTYPES = ("float32", "int32", "float64")
+CUB_SELECT = "CUB select x > 0 (cuda.compute, temporary storage kept)"
 READABLE_AT = (1 << 24, "float32")  # the three-launch compact_by_scan, at one size (it is the slow one)
 
 
@@ -65,8 +71,18 @@ def run_compaction(cuda, torch, cupy, quick, repeats, rng, add, timed):
             if cupy:
                 cx = cupy.asarray(x)
                 calls.append(("cupy x[mask]", lambda: _waited_cupy(cupy, cx[cmask]), cupy.asnumpy))
+            wanted = {}
+            out, count = cuda.device_array(n, x.dtype), cuda.to_device(np.zeros(2, np.int64))
+            select = cub_rows.attempt("select", lambda: cub_rows.select(dx, out, count, cub_rows.positive(dtype)))
+            if select is not None:
+                def cub_call(select=select, out=out, count=count):
+                    select()
+                    return out[:int(count.copy_to_host()[0])]
+
+                calls.append((CUB_SELECT, cub_call, lambda got: got.copy_to_host()))
+                wanted[CUB_SELECT] = x[x > 0]
             for method, call, to_host in calls:
-                ok = np.array_equal(to_host(call()), expected)
+                ok = np.array_equal(to_host(call()), wanted.get(method, expected))
                 device_us, kernels = float("nan"), ""
                 if torch and "sync=False" not in method and "readable" not in method:
                     device_us, kernels = cupti_device_us(call, repeats)

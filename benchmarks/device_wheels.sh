@@ -12,10 +12,12 @@ grep -qx '/.whl/' "$(git rev-parse --git-dir)/info/exclude" 2>/dev/null || echo 
 mkdir -p .whl
 # greenlet, cloudpickle and ipywidgets (with its two front-end packages; its ipython, comm and
 # traitlets come with --nbval): the package imports them; the GPU image lacks them.
+# cuda-cccl: NVIDIA's CUB for Python (cuda.compute), the benchmarks' baseline (the bench extra); its
+# dependencies (cuda-core, cuda-bindings, cuda-pathfinder, NVRTC) are on the GPU image already.
 # --nbval: also nbval, nbclient and the Jupyter kernel they drive (the GPU image has none of them); this set
 # installed cleanly there and ran every notebook under nbval (the image's own pytest, pluggy,
 # packaging, psutil, attrs, pygments, dateutil are kept: do not shadow them).
-specs=(numpy==2.4.6 greenlet cloudpickle ipywidgets==8.1.9 widgetsnbextension==4.0.16 jupyterlab_widgets==3.0.17)
+specs=(numpy==2.4.6 greenlet cloudpickle cuda-cccl==1.2.1 ipywidgets==8.1.9 widgetsnbextension==4.0.16 jupyterlab_widgets==3.0.17)
 if [ "${1:-}" = "--nbval" ]; then
   shift
   specs+=(nbval==0.11.0 nbclient==0.10.2 ipykernel==7.4.0 ipython==9.18.1 ipython_pygments_lexers jupyter_client==8.10.0
@@ -25,7 +27,8 @@ if [ "${1:-}" = "--nbval" ]; then
 fi
 for spec in "${specs[@]}" "$@"; do
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-    --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_26_x86_64 \
+    --platform manylinux_2_17_x86_64 \
     --platform manylinux2014_x86_64 -d .whl "$spec"
 done
 ls -la .whl

@@ -28,14 +28,16 @@ _INTEGER_OPS = ("add", "sub", "mul", "mad", "shl", "shr", "and", "or", "xor", "n
 
 
 def ptx_of(dtype, reverse):
-    """The PTX (sm_90) of ``"lookback"``'s kernel for add on ``dtype``, inclusive, forward or reverse."""
+    """The PTX (sm_90) of ``"lookback"``'s kernel for add on ``dtype``, inclusive, forward or reverse,
+    in the tile it takes for large arrays (2^28 elements)."""
     from prefixsum.core.numba_gpu import compiling_for  # prefixsum before numba.cuda: it picks the target
     from prefixsum.scans import lookback
 
     import numpy as np
     from numba import cuda
 
-    (kernel, argtypes), = lookback.kernels("add", np.dtype(dtype), True, reverse, **lookback.ALGORITHM.options)
+    block_size, items = lookback.tile_shape(np.dtype(dtype), 1 << 28, None, None)
+    (kernel, argtypes), = lookback.kernels("add", np.dtype(dtype), True, reverse, block_size, items)
     with compiling_for((9, 0)):
         ptx, _ = cuda.compile_ptx(kernel.py_func, argtypes, cc=(9, 0))
     return ptx

@@ -13,7 +13,7 @@ set -euo pipefail
 
 # Each stage and the files it writes under $out: every committed result in benchmarks/ is one of
 # these (tests/test_bench_harness.py checks both ways), and each stage must write all of its own.
-STAGES=(notebooks scans kstep hierarchical table1 tridiag tridiag_jax householder householder_calls warp sanitize sanitize_tridiag sanitize_block tridiag_ncu lookback lookback_tiles lookback_ncu sanitize_lookback applications compaction_tiles onesweep_tiles user_ops user_ops_speed sanitize_apps sanitize_user_ops blocks sim_speed grading transfers transfers_tune transfers_timeline transfers_tridiag host_copies scan_calls)
+STAGES=(notebooks scans kstep hierarchical table1 tridiag tridiag_jax householder householder_calls warp sanitize sanitize_tridiag sanitize_block tridiag_ncu lookback cub_tuning lookback_tiles lookback_ncu sanitize_lookback sanitize_sort applications compaction_tiles onesweep_tiles user_ops user_ops_speed sanitize_apps sanitize_user_ops blocks sim_speed grading transfers transfers_tune transfers_timeline transfers_tridiag host_copies scan_calls)
 declare -A OUTPUTS=(
   [notebooks]="nbval_gpu.txt"
   [scans]="scan_throughput.csv"
@@ -29,6 +29,8 @@ declare -A OUTPUTS=(
   [sanitize_tridiag]="sanitize_tridiag.txt"
   [sanitize_block]="sanitize_block.txt"
   [lookback]="lookback.csv"
+  [cub_tuning]="cub_tuning.csv scan_tiles.csv cub_ncu.txt"
+  [sanitize_sort]="sanitize_sort.txt"
   [lookback_tiles]="lookback_tiles.csv"
   [lookback_ncu]="lookback_ncu.txt"
   [tridiag_ncu]="tridiag_ncu.txt"
@@ -167,10 +169,29 @@ stage_sanitize() {
   sanitize sanitize benchmarks/sanitize.py
 }
 
-# GPU, about 4 minutes: the single-pass scan against torch.cumsum and a copy, kernels at 2^24..2^28
-# in four dtypes and whole calls on device and numpy arrays (benchmarks/lookback.py).
+# GPU, about 2 minutes: the single-pass scan against CUB (cuda.compute), torch.cumsum and a copy,
+# kernels at 2^16..2^28 in four dtypes and whole calls on device and numpy arrays
+# (benchmarks/lookback.py). CUB's rows need cuda-cccl (benchmarks/device_wheels.sh fetches its
+# wheel; carry .whl); without it they are left out with a note.
 stage_lookback() {
   "$python" benchmarks/lookback.py $quick_flag --out "$out"
+}
+
+# GPU, about 3 minutes: "lookback" in five tile shapes and the onesweep sort's variants beside
+# CUB's scan and radix sort, 2^12..2^28 (benchmarks/cub_tuning.py; scan_tiles.csv, the table the
+# package reads its tile per element size and length from, comes from its scan part), then
+# Nsight Compute on one launch each of lookback and CUB's scan (float64, 2^24) and of the sort's
+# passes, ours and CUB's (uint32, 2^24), the summary sections as text.
+stage_cub_tuning() {
+  "$python" benchmarks/cub_tuning.py $quick_flag --out "$out" || return
+  if [[ -n $quick_flag ]]; then
+    echo "quick: no Nsight Compute" > "$out/cub_ncu.txt"
+    return
+  fi
+  ncu --clock-control none --kernel-name-base mangled -k regex:'lookback|DeviceScanKernel|digit_pass|Onesweep' -c 14 \
+    --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats --section SchedulerStats \
+    --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis \
+    "$python" benchmarks/cub_tuning.py --profile > "$out/cub_ncu.txt" 2>&1
 }
 
 # GPU, about 2 minutes: "lookback" at eight tile shapes against torch.cumsum, float32 and float64,
@@ -184,8 +205,9 @@ stage_sanitize_lookback() {
   sanitize sanitize_lookback benchmarks/sanitize.py --algorithm lookback
 }
 
-# GPU, about 2 minutes: chapter 11's compaction, radix sort and splines against torch, CuPy and
-# scipy (benchmarks/applications.py; applications_gpu.log keeps the console of the committed run).
+# GPU, about 3 minutes: chapter 11's compaction, radix sort and splines against CUB (cuda.compute),
+# torch, CuPy and scipy (benchmarks/applications.py; applications_gpu.log keeps the console of the
+# committed run).
 stage_applications() {
   "$python" benchmarks/applications.py $quick_flag --out "$out"
 }
@@ -249,6 +271,12 @@ stage_sanitize_apps() {
 # one-pass variants), into sanitize_user_ops.txt.
 stage_sanitize_user_ops() {
   sanitize sanitize_user_ops benchmarks/sanitize_apps.py --parts user_ops,segmented
+}
+
+# GPU, about a minute: the onesweep sort (every key width, values, NaNs, the rank by ballots) under
+# the four tools of compute-sanitizer (sanitize_apps.py's part "sort"), into sanitize_sort.txt.
+stage_sanitize_sort() {
+  sanitize sanitize_sort benchmarks/sanitize_apps.py --parts sort
 }
 
 # sanitize NAME SCRIPT [ARGS...]: SCRIPT ARGS under the four tools, their summaries in NAME.txt.

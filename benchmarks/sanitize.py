@@ -54,6 +54,30 @@ def chunked(rng, quick):
     return wrong
 
 
+def every_tile_shape(rng, quick):
+    """"lookback" in each tile shape its table may choose (:mod:`prefixsum.scans.tile_choice`;
+    the calls above get the shapes of their short lengths only): add, both directions, float32
+    and float64, several tiles of each. Returns the wrong results."""
+    from prefixsum.scans import tile_choice
+
+    calls = wrong = 0
+    for dtype in DTYPES:
+        for block_size, items in tile_choice.shapes(np.dtype(dtype).itemsize):
+            if quick:
+                block_size, items = 32, 2
+            n = 3 * block_size * items + 17
+            for inclusive, reverse in DIRECTIONS:
+                run = run_poisoned(ps.ALGORITHMS["lookback"].run, random_input(n, "add", dtype, rng), "add",
+                                   inclusive=inclusive, reverse=reverse, block_size=block_size, items_per_thread=items)
+                calls += 1
+                if run.bad.size:
+                    wrong += 1
+                    print(f"WRONG: lookback {block_size} x {items} {dtype} n={n} inclusive={inclusive} "
+                          f"reverse={reverse}: {run.bad.size} wrong, first at {run.bad[0]}")
+    print(f"lookback in every tile shape of its table: {calls} calls checked", flush=True)
+    return wrong
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help=f"sizes {QUICK_SIZES}; runs on the simulator too")
@@ -83,6 +107,7 @@ def main(argv=None):
                                   f"{run.bad.size} wrong, first at {run.bad[0]}")
         print(f"{name}: {calls} calls checked", flush=True)
         if name == "lookback":
+            wrong += every_tile_shape(rng, args.quick)
             wrong += chunked(rng, args.quick)
     print(f"{'all results right' if not wrong else f'{wrong} WRONG'} on {ps.device_info()['name']}")
     return 1 if wrong else 0

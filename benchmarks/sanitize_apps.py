@@ -50,7 +50,7 @@ def affine_reference(a, b, inclusive, reverse):
     return A, B
 
 
-PARTS = ("user_ops", "segmented", "apps")
+PARTS = ("user_ops", "segmented", "apps", "sort")
 
 
 def user_operators(n, rng, wrong):
@@ -109,6 +109,24 @@ def sorts(n, rng, wrong):
         if not (np.array_equal(got_keys.copy_to_host(), k[o]) and np.array_equal(got_values.copy_to_host(), v[o])):
             wrong.append(f"radix_sort {key_dtype} keys, {value_dtype} values n={n}")
     return 6
+
+
+def sorts_alone(n, rng, wrong):
+    """:func:`sorts` (whose onesweep ranks by ballots, ``onesweep.RANK``), and the onesweep sort with
+    the lesson's rank by ``match_any_sync`` (``onesweep.warp_digit_rank``) on uint32 and uint64 keys
+    with values; returns the calls made."""
+    from prefixsum.apps import onesweep
+
+    calls = sorts(n, rng, wrong)
+    for key_dtype in ("uint32", "uint64"):
+        k = rng.integers(0, 1 << 30, n).astype(key_dtype)
+        v = np.arange(n, dtype=np.int32)
+        got_keys, got_values = onesweep.sort_device(cuda.to_device(k), cuda.to_device(v), rank=onesweep.warp_digit_rank)
+        o = np.argsort(k, kind="stable")
+        if not (np.array_equal(got_keys.copy_to_host(), k[o]) and np.array_equal(got_values.copy_to_host(), v[o])):
+            wrong.append(f"onesweep rank by match_any_sync {key_dtype} keys n={n}")
+        calls += 1
+    return calls
 
 
 def applications(n, rng, wrong):
@@ -170,7 +188,7 @@ def main(argv=None):
         raise SystemExit("sanitize_apps.py needs a CUDA GPU (compute-sanitizer); --quick runs it on the simulator")
     rng = np.random.default_rng(17)
     wrong, calls = [], 0
-    runs = {"user_ops": user_operators, "segmented": segmented_scans, "apps": applications}
+    runs = {"user_ops": user_operators, "segmented": segmented_scans, "apps": applications, "sort": sorts_alone}
     for n in QUICK_SIZES if args.quick else SIZES:
         for part in parts:
             calls += runs[part](n, rng, wrong)

@@ -10,6 +10,9 @@ result checked first:
   numba's ``cuda.default_stream().synchronize()`` (the stream ps.scan launches on);
 - ``torch.cumsum(t, 0)`` (a new result, as ps.scan's) and ``torch.cumsum(t, 0, out=y)``, then
   ``torch.cuda.synchronize()``;
+- CUB's inclusive sum through ``cuda.compute`` with its temporary storage kept, into a kept
+  result, then ``cuda.synchronize()`` and alone (host time): the library's own call, without
+  torch's dispatch (:mod:`cub_rows`; left out with a note where ``cuda.compute`` cannot run);
 - the parts: each synchronize on an idle GPU, ``ps.scan(x)`` without one (host time alone: the
   GPU keeps up), ``lookback.run`` into a kept result, and ``torch.cumsum(t, 0)`` without one.
 
@@ -28,6 +31,8 @@ import numpy as np
 import prefixsum as ps  # before numba.cuda: prefixsum chooses the GPU or the simulator
 from numba import cuda  # noqa: E402  (isort: skip)
 from prefixsum.cli.bench import gpu_library, host_us, script_arguments
+
+import cub_rows  # noqa: E402  (beside this script)
 from prefixsum.cli.metadata import run_metadata
 from prefixsum.cli.results import print_table, report_wrong, write_csv
 from prefixsum.scans.testing import expected_scan, random_input, wrong_indices
@@ -43,7 +48,7 @@ def main(argv=None):
                             lambda parser: parser.add_argument("--parts", action="store_true",
                                                                help="also time the pieces of a call (a GPU only)"))
     torch = gpu_library("torch")
-    meta = run_metadata(("torch",), shlex.join(["python", "benchmarks/scan_calls.py",
+    meta = run_metadata(("torch", "cub"), shlex.join(["python", "benchmarks/scan_calls.py",
                                                 *(sys.argv[1:] if argv is None else argv)]))
     repeats = 3 if args.quick else CALLS
     rng = np.random.default_rng(10)
@@ -79,6 +84,14 @@ def main(argv=None):
         options = lookback.resolve_options({})
         add("lookback.run alone (host)", n, lambda: lookback.run(source, kept, "add", True, False, **options))
         cuda.synchronize()
+        target = cuda.device_array(n, np.float32)
+        cub = cub_rows.attempt("inclusive sum", lambda: cub_rows.scan(source, target))
+        if cub is not None:
+            cub()
+            correct = check(target.copy_to_host())
+            add("CUB call (temporary storage kept) + cuda.synchronize", n, lambda: (cub(), cuda.synchronize()), correct)
+            add("CUB call (temporary storage kept) alone (host)", n, cub, correct)
+            cuda.synchronize()
         if args.parts:
             parts(add, n, source, kept)
         if torch is not None:

@@ -6,8 +6,11 @@ keys alone and keys with int32 values:
 * whole calls on the host clock, synchronised: ``apps.radix_sort`` (method ``onesweep``),
   ``torch.sort(stable=True)`` (it returns the keys and their int64 indices; with values, the
   values are gathered by those indices) and ``cupy.sort`` (keys; with values ``cupy.argsort``,
-  then the keys and values gathered by it). torch and CuPy both call CUB's radix sort;
-* device time by CUPTI (:func:`compaction_rows.cupti_us`: every kernel, copy and memset of the
+  then the keys and values gathered by it). torch and CuPy both call CUB's radix sort, through
+  their own dispatch; CUB itself is timed too: ``DeviceRadixSort::SortKeys`` / ``SortPairs``
+  built by ``cuda.compute`` with its temporary storage kept (:mod:`cub_rows`; left out with a
+  note where ``cuda.compute`` cannot run);
+* device time by CUPTI (:func:`compaction_rows.cupti_device_us`: every kernel, copy and memset of the
   call summed), the kernels seen printed beside;
 * the readable one-bit sort (``apps.radix_sort_one_bit``) once, at :data:`READABLE_AT`.
 
@@ -18,12 +21,14 @@ import numpy as np
 
 from prefixsum import apps
 
-from compaction_rows import _waited, _waited_cupy, _waited_torch, cupti_us
+import cub_rows
+from compaction_rows import _waited, _waited_cupy, _waited_torch, cupti_device_us
 
 SIZES = (1 << 20, 1 << 22, 1 << 24, 1 << 26)
 QUICK_SIZES = (3000,)
 DTYPES = ("uint32", "float32")
 READABLE_AT = (1 << 22, "uint32")
+CUB_SORT = "CUB radix sort (cuda.compute, temporary storage kept)"
 
 
 def _keys(n, dtype, rng):
@@ -61,6 +66,13 @@ def _calls(cuda, torch, cupy, dkeys, dvalues, keys, values, with_values, readabl
             else:
                 calls.append(("torch.sort(stable=True)", lambda: _waited_torch(torch, torch.sort(tkeys, stable=True)),
                               lambda got: (got.values.cpu().numpy(), None)))
+    out_keys = cuda.device_array(keys.shape[0], keys.dtype)
+    out_values = cuda.device_array(values.shape[0], values.dtype) if with_values else None
+    sort = cub_rows.attempt("radix sort", lambda: cub_rows.radix_sort(dkeys, out_keys, dvalues if with_values else None,
+                                                                      out_values))
+    if sort is not None:
+        calls.append((CUB_SORT, lambda: _waited(cuda, (sort(), (out_keys, out_values))[1]),
+                      lambda got: (got[0].copy_to_host(), None if got[1] is None else got[1].copy_to_host())))
     if cupy:
         ckeys = cupy.asarray(keys)
         if with_values:
@@ -96,7 +108,7 @@ def run_sorts(cuda, torch, cupy, quick, repeats, rng, add, timed):
                         got_values is None or np.array_equal(got_values, expected[1]))
                     device_us, kernels = float("nan"), ""
                     if torch and "readable" not in method:
-                        device_us, kernels = cupti_us(torch, call, repeats)
+                        device_us, kernels = cupti_device_us(call, repeats)
                     add(task, method, dtype, n, timed(call, repeats=repeats), ok, device_us=device_us)
                     if kernels:
                         print(f"    CUPTI: {kernels}")

@@ -8,7 +8,9 @@
 
 A whole call from a numpy array to a numpy array, on the host clock: ``ps.scan(x)``
 (:mod:`prefixsum.scans.transfers`), torch's ``torch.cumsum(torch.from_numpy(x).cuda(), 0).cpu().numpy()``
-and CuPy's ``cupy.asnumpy(cupy.cumsum(cupy.asarray(x)))``, n = 2^20..2^28, float32 and int32,
+CuPy's ``cupy.asnumpy(cupy.cumsum(cupy.asarray(x)))`` and CUB's inclusive sum through
+``cuda.compute`` between kept device buffers (:func:`cub_round_trip`; left out with a note where it
+cannot run), n = 2^20..2^28, float32 and int32,
 every result checked first (median of 25 calls, fewer for the largest arrays). Writes
 ``transfers.csv`` (variant, dtype, n, median_us, gbps = 2 n x itemsize / time, the bytes that
 cross PCIe, correct, the run's metadata).
@@ -56,6 +58,8 @@ from prefixsum.scans import transfers
 from prefixsum.tridiag import transfers as tridiag_transfers
 from prefixsum.scans.testing import expected_scan, random_input, wrong_indices
 
+import cub_rows  # noqa: E402  (beside this script)
+
 SIZES = tuple(1 << k for k in range(20, 29, 2))
 DTYPES = ("float32", "int32")
 QUICK_SIZES = (1000, 9000)
@@ -98,9 +102,41 @@ DTYPE = {"float32": lambda torch: torch.float32, "int32": lambda torch: torch.in
 """torch's dtype for a numpy one: torch.cumsum of int32 gives int64 unless told (numpy's rule too)."""
 
 
+CUB_ROUND_TRIP = "CUB round trip (cuda.compute; buffers, temporary storage kept)"
+
+
+def cub_round_trip():
+    """CUB's inclusive sum (``cuda.compute``, :mod:`cub_rows`) as a function of a numpy array: the
+    array copied to a device buffer kept per length and dtype, scanned into another with CUB's
+    temporary storage kept, copied back; None (with a note) where CUB cannot be built."""
+    from numba import cuda
+
+    built = {}
+
+    def buffers(n, dtype):
+        if (n, dtype) not in built:
+            source, target = cuda.device_array(n, dtype), cuda.device_array(n, dtype)
+            built[(n, dtype)] = source, target, cub_rows.scan(source, target)
+        return built[(n, dtype)]
+
+    if cub_rows.attempt("inclusive sum", lambda: buffers(1024, np.dtype(np.float32))) is None:
+        return None
+
+    def call(x):
+        source, target, scan = buffers(x.shape[0], x.dtype)
+        source.copy_to_device(x)
+        scan()
+        return target.copy_to_host()
+
+    return call
+
+
 def round_trips(torch, cupy):
     """name -> function of a numpy array returning its inclusive add scan as a numpy array."""
     calls = {"ps.scan": ps.scan, "ps.scan, copies not overlapped": not_overlapped}
+    cub = cub_round_trip()
+    if cub is not None:
+        calls[CUB_ROUND_TRIP] = cub
     if torch is not None:
         calls["torch round trip"] = lambda x: torch.cumsum(torch.from_numpy(x).cuda(), 0, dtype=DTYPE[x.dtype.name](torch)).cpu().numpy()
     if cupy is not None:
@@ -304,7 +340,7 @@ def main(argv=None):
                                             parser.add_argument("--timeline", action="store_true"),
                                             parser.add_argument("--tridiag", action="store_true")))
     torch, cupy = gpu_library("torch"), gpu_library("cupy")
-    meta = run_metadata(("torch", "cupy"), shlex.join(["python", "benchmarks/transfers.py",
+    meta = run_metadata(("torch", "cupy", "cub"), shlex.join(["python", "benchmarks/transfers.py",
                                                        *(sys.argv[1:] if argv is None else argv)]))
     rng = np.random.default_rng(29)
     if args.tune:

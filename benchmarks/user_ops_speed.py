@@ -7,7 +7,8 @@ device time by CUPTI (:func:`prefixsum.cli.cupti.cupti_us`: every kernel of a ca
 median of the calls), whole calls on the host clock, synchronised (:func:`prefixsum.cli.bench.host_us`):
 
 * ``builtin``: ``ps.scan`` with the built-in add on 2^24 float32 and int32 (``lookback``) against
-  ``torch.cumsum``; run with ``--builtin-only --tree main`` on the code before issue 30, these
+  CUB's ``DeviceScan::InclusiveSum`` (``cuda.compute``, temporary storage kept, :mod:`cub_rows`)
+  and ``torch.cumsum``; run with ``--builtin-only --tree main`` on the code before issue 30, these
   rows show that built-in operators kept their speed when the kernels learned tuples;
 * ``recurrence``: ``x[i] = a[i] x[i-1] + b[i]`` as ``ps.scan((a, b), affine)`` on ``lookback``
   (what "auto" picks), ``hierarchical`` and ``blelloch`` (the earlier "auto"), against torch's
@@ -19,7 +20,14 @@ median of the calls), whole calls on the host clock, synchronised (:func:`prefix
   (torch and CuPy have no segmented scan; this is the usual formulation, exact for integers,
   rounding like the whole array's running sum in floats: ``max_rel_error`` is relative to it)
   and against ``torch.cumsum`` of the whole array, which does less work than any segmented scan
-  (a lower bound, not a competitor), and ``torch.cummax`` of it (max).
+  (a lower bound, not a competitor), and ``torch.cummax`` of it (max); CUB has no segmented scan:
+  its nearest twin, ``DeviceSegmentedReduce::Sum`` (one total per segment, from the heads' offsets),
+  is timed beside as another lower bound.
+
+CUB's rows are left out with a note where ``cuda.compute`` cannot run. The user operator on
+pairs (the recurrence) has no CUB row: ``cuda.compute`` scans a struct with a Python operator
+compiled by ``numba-cuda-mlir``, whose wheel (71 MB) does not fit the GPU machine's carried files,
+or with a C++ operator on a ``gpu_struct``, not written here.
 
 Writes ``user_ops_speed.csv``; exit status 1 if a result of ours is wrong.
 """
@@ -36,6 +44,8 @@ from prefixsum.cli.bench import QUICK_REPEATS, gpu_library, host_us, script_argu
 from prefixsum.cli.metadata import run_metadata  # noqa: E402
 from prefixsum.cli.results import print_table, report_wrong, write_csv  # noqa: E402
 from prefixsum.scans.registry import lookup  # noqa: E402
+
+import cub_rows  # noqa: E402  (beside this script)
 
 REPEATS = 20
 SIZES = (1 << 20, 1 << 24)
@@ -78,7 +88,7 @@ def main(argv=None):
     if torch is None and not args.quick:
         raise SystemExit("user_ops_speed.py compares with torch: install it on the GPU machine")
     repeats = QUICK_REPEATS if args.quick else REPEATS
-    meta = run_metadata(["torch"])
+    meta = run_metadata(["torch", "cub"])
     rows = []
 
     def add(task, method, dtype, n, call, correct, error=float("nan")):
@@ -103,6 +113,14 @@ def main(argv=None):
             ok = np.array_equal(got, np.cumsum(x, dtype=dtype)) if dtype == "int32" else \
                 np.allclose(got, np.cumsum(x, dtype=np.float64), atol=1e-5 * np.sqrt(n))
             add("builtin", f"ps.scan (auto: {lookup('auto', n).name})", dtype, n, lambda: ps.scan(dx), ok)
+            target = torch.empty_like(dx) if torch else cuda.device_array(n, dtype)
+            cub = cub_rows.attempt("inclusive sum", lambda: cub_rows.scan(dx, target))
+            if cub is not None:
+                cub()
+                got = to_host(target)
+                ok = np.array_equal(got, np.cumsum(x, dtype=dtype)) if dtype == "int32" else \
+                    np.allclose(got, np.cumsum(x, dtype=np.float64), atol=1e-5 * np.sqrt(n))
+                add("builtin", "CUB inclusive sum (cuda.compute)", dtype, n, cub, ok)
             if torch:
                 add("builtin", "torch.cumsum", dtype, n, lambda: torch.cumsum(dx, 0, dtype=dx.dtype), True)
         if not args.builtin_only:
@@ -184,6 +202,17 @@ def run_segmented(torch, device, to_host, quick, rng, add):
                     lambda: torch.cumsum(dx, 0, dtype=dx.dtype), True)
                 add("segmented", "torch.cummax (unsegmented: a lower bound)", dtype, n,
                     lambda: torch.cummax(dx, 0).values, True)
+            heads = np.flatnonzero(flags)
+            starts, ends = device(heads.astype(np.int64)), device(np.append(heads[1:], n).astype(np.int64))
+            totals = torch.empty(heads.size, dtype=dx.dtype, device=dx.device) if torch else cuda.device_array(heads.size, dtype)
+            cub = cub_rows.attempt("segmented sum", lambda: cub_rows.segmented_sum(dx, totals, starts, ends))
+            if cub is not None:
+                cub()
+                want = np.add.reduceat(x.astype(np.float64), heads)
+                got = to_host(totals)
+                ok = np.array_equal(got, want.astype(dtype)) if dtype == "int32" else np.allclose(got, want, atol=1e-3)
+                add("segmented", "CUB segmented sum (DeviceSegmentedReduce: totals only, a lower bound)", dtype, n, cub,
+                    ok)
 
 
 if __name__ == "__main__":

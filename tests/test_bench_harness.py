@@ -285,3 +285,30 @@ def test_bench_refuses_the_simulator_without_quick():
     with pytest.raises(SystemExit, match="needs a CUDA GPU"):
         bench.main(["--max-log2", "10"])
 
+
+
+def test_cubs_version_is_read_from_the_headers_of_cuda_cccl(tmp_path, monkeypatch):
+    """Issue 45: every CSV with CUB's rows names CUB's version (column ``cub``), "absent" without cuda-cccl."""
+    import importlib.metadata
+
+    header = tmp_path / "headers" / "include" / "cub" / "version.cuh"
+    header.parent.mkdir(parents=True)
+    header.write_text("#define CUB_VERSION 300600 // MMMmmmpp\n")
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "1.2.1")
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: types.SimpleNamespace(submodule_search_locations=[str(tmp_path)]))
+    assert metadata.cub_version() == "3.6.0 (cuda-cccl 1.2.1)"
+    monkeypatch.undo()
+
+    def missing(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    assert metadata.cub_version() == "absent"
+
+
+def test_kernel_us_each_times_nothing_on_the_simulator_but_runs_every_launch():
+    from prefixsum.cli.bench import kernel_us_each
+
+    ran = []
+    found = kernel_us_each({"a": lambda: ran.append("a"), "b": lambda: ran.append("b")}, repeats=3)
+    assert ran == ["a", "b"] and set(found) == {"a", "b"} and all(np.isnan(t.us) for t in found.values())

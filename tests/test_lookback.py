@@ -76,9 +76,7 @@ def test_look_back_over_aggregates_stops_at_the_closest_prefix(op, dtype, rng):
 
 
 def _states(dtype, tiles):
-    if lookback.packed(dtype):
-        return np.zeros(tiles, np.uint64), np.zeros(1, np.uint64)
-    return np.zeros(tiles, np.uint32), np.zeros(2 * tiles, np.uint64)
+    return lookback.state_arrays(dtype.itemsize, 0, tiles)
 
 
 def _publish_all(dtype):
@@ -163,8 +161,10 @@ def test_concurrent_blocks_look_back_over_aggregates(seed, rng):
             run = trace.record(ps.scan, x, algorithm="lookback", block_size=32, items_per_thread=1)
         assert wrong_indices(run.result, *expected_scan(x)).size == 0
         peeks = collections.Counter(r.block for r in run.records if r.array == "status" and r.atomic)
-        # without waiting, tile b peeks at min(b, 32) states once and publishes twice
-        assert any(count > min(block, 32) + 2 for block, count in peeks.items())
+        # without waiting, tile b peeks at min(b, 32) states once and publishes twice: a packed
+        # state is one atomic each way, a pair (the simulator's model of one 16-byte access) three
+        per_access = 1 if lookback.packed(np.dtype(dtype)) else 3
+        assert any(count > per_access * (min(block, 32) + 2) for block, count in peeks.items())
 
 
 def test_one_launch_moves_two_words_per_element_and_races_nowhere(rng):
@@ -180,10 +180,10 @@ def test_one_launch_moves_two_words_per_element_and_races_nowhere(rng):
     atomics = sum(r.atomic for r in run.records)
     assert counts["global_reads"] == n
     assert counts["global_writes"] - atomics == n
-    # The states (int64: flag and value apart): 6 draws of a tile id and the counter's reset;
-    # tile 0 publishes its prefix (value, flag), tiles 1..5 their aggregate and prefix; tile b
-    # peeks at b predecessors (flag, value): 7 + 2 + 5 * 4 + 2 * (1 + 2 + 3 + 4 + 5).
-    assert atomics == 59
+    # The states (int64: flag and value as one pair, three atomics each way on the simulator):
+    # 6 draws of a tile id and the counter's reset; tile 0 publishes its prefix, tiles 1..5
+    # their aggregate and prefix; tile b peeks at b predecessors: 7 + 3 * (1 + 5 * 2 + 15).
+    assert atomics == 85
 
 
 def test_a_tile_is_indexed_without_numbas_negative_index_guard(ptx_child):
@@ -231,3 +231,56 @@ def test_lookback_refuses_bad_options(options, message):
 def test_launcher_takes_arrays_and_integers_only():
     with pytest.raises(TypeError, match="C-contiguous arrays and integers"):
         Launcher(lookback.lookback_kernel("add", np.dtype("float32"), True, False, 32, 1), (types.float32,))
+
+def test_the_tile_is_the_fastest_measured_shape_at_the_nearest_length(monkeypatch):
+    """Issue 45: with neither option, the tile per element size and length comes from scan_tiles.csv."""
+    from prefixsum.scans import tile_choice
+
+    measured = tile_choice.measured()
+    assert set(measured) == {4, 8}
+    for itemsize, dtype in ((4, np.float32), (8, np.int64)):
+        rows = measured[itemsize]
+        for n, block_size, items in rows:
+            assert lookback.tile_shape(np.dtype(dtype), n, None, None) == (block_size, items)
+        # between two measured lengths: the nearer in log2; below the first and above the last, the ends
+        (n0, *shape0), (n1, *shape1) = rows[0], rows[1]
+        assert lookback.tile_shape(np.dtype(dtype), n0 + 1, None, None) == tuple(shape0)
+        assert lookback.tile_shape(np.dtype(dtype), n1 - 1, None, None) == tuple(shape1)
+        assert lookback.tile_shape(np.dtype(dtype), 1, None, None) == tuple(shape0)
+        assert lookback.tile_shape(np.dtype(dtype), 1 << 40, None, None) == tuple(rows[-1][1:])
+    # options given win; a tuple of dtypes (a user operator) keeps 128 threads
+    assert lookback.tile_shape(np.dtype(np.float32), 1 << 16, 64, 4) == (64, 4)
+    assert lookback.tile_shape(np.dtype(np.float64), 1 << 16, 256, None) == (256, 16)
+    assert lookback.tile_shape((np.dtype(np.float32), np.dtype(np.float32)), 1 << 16, None, None)[0] == 128
+    monkeypatch.setattr(tile_choice, "measured", lambda: {})
+    assert lookback.tile_shape(np.dtype(np.float32), 1 << 16, None, None) == tile_choice.DEFAULT_SHAPE
+
+
+def test_the_table_holds_the_fastest_shape_of_the_run_that_measured_it():
+    """scan_tiles.csv agrees with cub_tuning.csv: per element size and length, the fastest correct
+    "lookback" shape of the run (the 4-byte rows of the later run, with the atomics kept)."""
+    import csv
+    import pathlib
+
+    folder = pathlib.Path(__file__).resolve().parent.parent / "benchmarks"
+    with open(folder / "cub_tuning.csv", newline="") as handle:
+        timed = [r for r in csv.DictReader(handle) if r["part"] == "scan" and r["variant"].startswith("lookback:")
+                 and "[" not in r["variant"] and r["correct"] == "True"]
+    with open(folder / "scan_tiles.csv", newline="") as handle:
+        table = list(csv.DictReader(handle))
+    assert len(table) == 16
+    for row in table:
+        same = [r for r in timed if np.dtype(r["dtype"]).itemsize == int(row["itemsize"]) and r["n"] == row["n"]]
+        fastest = min(same, key=lambda r: float(r["kernel_us"]))
+        assert fastest["variant"] == f"lookback:block_size={row['block_size']},items_per_thread={row['items_per_thread']}"
+        assert float(fastest["kernel_us"]) == float(row["kernel_us"])
+
+
+def test_auto_launches_the_tile_of_the_table(rng):
+    n = 5000
+    x = random_input(n, "add", np.float64, rng)
+    run = trace.record(ps.scan, x)
+    block_size, items = lookback.tile_shape(x.dtype, n, None, None)
+    np.testing.assert_allclose(run.result, np.cumsum(x), rtol=1e-9, atol=1e-9)
+    assert [launch.grid[0] for launch in run.launches] == [-(-n // (block_size * items))]
+    assert [launch.block[0] for launch in run.launches] == [block_size]

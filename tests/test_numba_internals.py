@@ -35,6 +35,7 @@ REAL_TARGET = {
     "numba.cuda.cudadrv.devicearray": ["DeviceNDArray", "DeviceNDArrayBase", "is_cuda_ndarray"],
     "numba.cuda.cudadrv": ["driver", "devicearray"],
     "numba.cuda": ["dispatcher", "libdevice"],
+    "numba.cuda.extending": ["intrinsic"],
     "numba.cuda.codegen": ["CUDACodeLibrary.get_cufunc"],
     "cuda.bindings": ["driver"],
     "cuda.bindings.driver": ["cuStreamCreate", "cuStreamDestroy", "CUstream_flags", "CUresult", "cuMemcpyHtoDAsync",

@@ -163,9 +163,17 @@ def test_the_onesweep_kernels_compile_to_ptx():
             value = None if value is None else np.dtype(value)
             kernel = onesweep.digit_pass_kernel(key, value, counts)
             ptx, _ = cuda.compile_ptx(kernel.py_func, onesweep.pass_argtypes(key, value, counts), cc=(9, 0))
-            # the in-warp rank by match_any, one per key of a thread; nothing spilled to local memory
-            assert ptx.count("match.any.sync") == onesweep.tile_items(key, value, 256), key
+            # the in-warp rank by 8 ballots per key of a thread (CUB's MatchAny), no match_any; the
+            # look-back's words read and written relaxed (no atomics but the tile counter's two);
+            # nothing spilled to local memory
+            items = onesweep.tile_items(key, value, 256)
+            assert ptx.count("vote.sync.ballot") == 8 * items and "match.any" not in ptx, key
+            assert "ld.relaxed.gpu.global" in ptx and "st.relaxed.gpu.global" in ptx, key  # a word, or a pair (int64)
+            assert ptx.count("atom.global") == 2, key
             assert "ld.local" not in ptx and "st.local" not in ptx, key
+            lesson = onesweep.digit_pass_kernel(key, value, counts, rank=onesweep.warp_digit_rank)
+            ptx, _ = cuda.compile_ptx(lesson.py_func, onesweep.pass_argtypes(key, value, counts), cc=(9, 0))
+            assert ptx.count("match.any.sync") == items and "ld.local" not in ptx, key
             histogram = onesweep.histogram_kernel(key, counts)
             ptx, _ = cuda.compile_ptx(histogram.py_func, onesweep.histogram_argtypes(key, counts), cc=(9, 0))
             assert "atom.shared.add" in ptx and "ld.local" not in ptx, key

@@ -11,8 +11,10 @@ digit first, and each pass is one kernel with the look-back of the single-pass s
 1. Pass p: a block draws its tile's id from the look-back's counter and loads the tile *warp
    by warp*: warp w holds elements ``w * 32 * items ..`` of the tile, step k of lane l element
    ``k * 32 + l`` of those, so the tile's order is (warp, step, lane).
-2. The stable rank of a key within its tile (:func:`warp_digit_rank`): in step k, the lanes of a
-   warp holding the same digit find each other with one ``match_any_sync``; the highest of them
+2. The stable rank of a key within its tile (:data:`RANK`): in step k, the lanes of a warp
+   holding the same digit find each other, by 8 ballots, one per bit of the digit, as CUB's
+   ``MatchAny`` does (:func:`ballot_digit_rank`; the lesson's :func:`warp_digit_rank` asks one
+   ``match_any_sync``, a slower instruction, the same answer); the highest of them
    adds their number to the warp's count of that digit in shared memory, and each learns the count
    before it by a shuffle, plus the peers on lower lanes (``popc(peers & lanemask_lt)``). Steps
    run in order, so a key's rank counts exactly the keys of its warp before it with its digit.
@@ -144,6 +146,39 @@ def warp_digit_rank(digit, counts):
     return before + cuda.popc(peers & cuda.lanemask_lt())
 
 
+@cuda.jit(device=True)
+def ballot_digit_rank(digit, counts):
+    """:func:`warp_digit_rank` with the lanes holding ``digit`` found by 8 ballots, one per bit of
+    the digit, as CUB's ``MatchAny`` finds them, and the count before shuffled as 32 bits: the
+    sort's rank (:data:`RANK`).
+
+    ``match_any_sync`` is one instruction but a slow one: with it a digit pass took 197 us at
+    2^24 uint32 keys on an H100, with the ballots 161 us (Nsight Compute, ``benchmarks/cub_ncu.txt``),
+    though they issue more instructions; whole sorts 1.11-1.17x faster (``cub_tuning.csv``). The
+    lesson's :func:`warp_digit_rank` keeps the one call.
+    """
+    peers = np.uint32(0xFFFFFFFF)
+    for b in range(RADIX_BITS):
+        set_here = (digit >> b) & 1
+        votes = np.uint32(cuda.ballot_sync(FULL_MASK, set_here))
+        peers = np.uint32(peers & (votes if set_here else np.uint32(votes ^ np.uint32(0xFFFFFFFF))))
+    lane = cuda.laneid
+    leader = 31 - cuda.clz(peers)
+    before = np.int32(0)
+    if lane == leader:
+        before = counts[digit]
+        counts[digit] = before + cuda.popc(peers)
+    before = cuda.shfl_sync(FULL_MASK, before, leader)
+    cuda.syncwarp()  # the next step's leader may be another lane: it reads this step's count
+    return before + cuda.popc(peers & cuda.lanemask_lt())
+
+
+RANK = ballot_digit_rank
+"""The in-warp rank of the sort's digit passes: by ballots, faster than ``match_any_sync`` on an
+H100 (whole sorts of uint32 keys 1.11-1.14x at 2^20..2^26, uint64 keys 1.17x and uint32 keys with
+values 1.12x at 2^24; CUPTI, ``benchmarks/cub_tuning.csv``)."""
+
+
 def tile_items(key_dtype, value_dtype, block_size):
     """Keys per thread of a digit pass: as many as :data:`TILE_BYTES` holds, up to :data:`MAX_ITEMS_PER_THREAD`."""
     width = np.dtype(key_dtype).itemsize
@@ -169,7 +204,7 @@ def _exchange(share):
 
 
 @functools.lru_cache(maxsize=None)
-def digit_pass_kernel(key_dtype, value_dtype, counts, block_size=BLOCK_SIZE, items=None, rank=warp_digit_rank,
+def digit_pass_kernel(key_dtype, value_dtype, counts, block_size=BLOCK_SIZE, items=None, rank=RANK,
                       window=LOOKBACK_WINDOW, registers=None):
     """Kernel ``(src, dst, src_values, dst_values, hist, status, values, counter, n, epoch, shift, digit_pass)``.
 
@@ -178,7 +213,7 @@ def digit_pass_kernel(key_dtype, value_dtype, counts, block_size=BLOCK_SIZE, ite
     none). ``hist`` is :func:`histogram_kernel`'s, ``digit_pass`` the pass's row of it;
     ``counts`` is the dtype the look-back carries (:func:`~.selection.count_dtype`);
     ``status, values, counter, epoch`` are the look-back's tile states, 256 per tile.
-    ``rank`` replaces :func:`warp_digit_rank` (chapter 10's exercise writes one); ``window`` is the
+    ``rank`` replaces :data:`RANK` (chapter 10's exercise writes one); ``window`` is the
     look-back's (:data:`LOOKBACK_WINDOW`); ``registers``, if given, caps the registers per thread.
     """
     if RADIX % block_size or block_size % 32:
@@ -229,9 +264,10 @@ def digit_pass_kernel(key_dtype, value_dtype, counts, block_size=BLOCK_SIZE, ite
                 i = first + 32 * k
                 keys[k] = src[i] if i < n else pad
         cuda.syncwarp()
+        own_counts = warp_counts[warp * RADIX:(warp + 1) * RADIX]
         for k in range(items):
             digits[k] = digit(keys[k], shift)
-            places[k] = rank(digits[k], warp_counts[warp * RADIX:(warp + 1) * RADIX])
+            places[k] = rank(digits[k], own_counts)
         cuda.syncthreads()
         # This thread's digits: each warp's start within the digit, the tile's count of it.
         total = 0
@@ -305,8 +341,7 @@ def pass_argtypes(key_dtype, value_dtype, counts):
     keys = _array(unsigned_of(np.dtype(key_dtype).itemsize))
     share = value_dtype is None or np.dtype(value_dtype).itemsize == np.dtype(key_dtype).itemsize
     values = keys if share else _array(unsigned_of(np.dtype(value_dtype).itemsize))
-    status = types.uint64 if np.dtype(counts).itemsize == 4 else types.uint32
-    return (keys, keys, values, values, _array(counts), types.Array(status, 1, "C"), _array(np.uint64),
+    return (keys, keys, values, values, _array(counts), _array(np.uint64), _array(np.uint64),
             _array(np.uint32), types.int64, types.int64, types.int64, types.int64)
 
 
@@ -377,7 +412,7 @@ def radix_sort(keys, values=None):
     return result if values is None else (result, back(sorted_values.view(value_dtype), on_device))
 
 
-def sort_device(keys, values=None, *, block_size=None, items_per_thread=None, rank=warp_digit_rank, window=None,
+def sort_device(keys, values=None, *, block_size=None, items_per_thread=None, rank=RANK, window=None,
                 registers=None):
     """The sorted keys and values (or None) of device arrays ``keys`` and ``values``, as device arrays.
 
@@ -397,7 +432,7 @@ def sort_device(keys, values=None, *, block_size=None, items_per_thread=None, ra
         return out, out_values
     counts = count_dtype(n)
     total_passes = passes(dtype)
-    custom = (block_size is not None or items_per_thread is not None or rank is not warp_digit_rank
+    custom = (block_size is not None or items_per_thread is not None or rank is not RANK
               or window is not None or registers is not None)
     block_size = block_size or BLOCK_SIZE
     items = items_per_thread or tile_items(dtype, value_dtype, block_size)
@@ -426,7 +461,7 @@ def sort_device(keys, values=None, *, block_size=None, items_per_thread=None, ra
     return out, out_values
 
 
-def sort_with(keys, *, block_size=32, items_per_thread=2, rank=warp_digit_rank):
+def sort_with(keys, *, block_size=32, items_per_thread=2, rank=RANK):
     """Where each of the host ``keys`` goes in a stable sort (``np.argsort(keys, kind="stable")``), by
     onesweep with small tiles and, optionally, another in-warp rank.
 

@@ -242,6 +242,18 @@ def kernel_us(launch, *, stream=None, warmup=WARMUP, repeats=REPEATS, method="ev
     return KernelTime(statistics.median(samples), queued)
 
 
+def kernel_us_each(launches, *, repeats=REPEATS, method="cupti", stream=None, copies=()):
+    """``{name: KernelTime}`` of each launch of the dict ``launches`` (name -> launch): by CUPTI in
+    one profiler session (:func:`prefixsum.cli.cupti.cupti_us_each`), or by :func:`kernel_us`
+    one launch after another (``stream``: a launch's stream for the events, by name, else numba's
+    default; ``copies``: the launches whose device copies count). NaN on the simulator."""
+    if simulating() or method != "cupti":
+        return {name: kernel_us(launch, stream=(stream or {}).get(name), repeats=repeats, method=method,
+                                copies=name in copies) for name, launch in launches.items()}
+    found = cupti.cupti_us_each(launches, warmup=WARMUP, repeats=repeats, copies=copies)
+    return {name: KernelTime(us, True, method) for name, us in found.items()}
+
+
 def library_stream(module):
     """The numba stream on which ``module`` (torch or cupy) queues its kernels now, checked.
 

@@ -139,6 +139,45 @@ def cupti_us(launch, *, warmup, repeats, copies=False, seen=None):
     return statistics.median(calls)
 
 
+def cupti_us_each(launches, *, warmup, repeats, copies=()):
+    """:func:`cupti_us` of every launch of the dict ``launches`` (name -> launch), all traced in one
+    profiler session: ``{name: median microseconds}``.
+
+    Each launch is called ``repeats`` times in a row, a boundary after each call, the launches one
+    after another; a profiler session and the reading of its trace cost about a second, so that
+    a benchmark of many variants at one size pays it once. ``copies`` names the launches whose
+    device copies and memsets count (:func:`per_call_us`). Raises RuntimeError as
+    :func:`cupti_us` does when the trace lacks a call.
+    """
+    try:  # an optional baseline, like every GPU library the benchmarks compare with
+        from torch.profiler import ProfilerActivity, profile
+    except ImportError as error:
+        raise RuntimeError("the CUPTI method needs torch (with CUDA); measure with method='events' instead") from error
+
+    for launch in launches.values():
+        for _ in range(warmup):
+            launch()
+    call_boundary[1, 1]()
+    cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as traced:
+        for launch in launches.values():
+            for _ in range(repeats):
+                launch()
+                cuda.synchronize()
+                call_boundary[1, 1]()
+                cuda.synchronize()
+    events = traced.events()
+    by_kind = {False: per_call_us(events), True: per_call_us(events, copies=True)}
+    found = {}
+    for k, name in enumerate(launches):
+        calls = by_kind[name in copies][k * repeats:(k + 1) * repeats]
+        if len(calls) != repeats or min(calls, default=0.0) <= 0.0:
+            raise RuntimeError(f"the profiler's trace held {len(calls)} calls of {name!r} for {repeats} made, "
+                               f"with kernel times {calls[:5]}...: it did not see every kernel")
+        found[name] = statistics.median(calls)
+    return found
+
+
 def kernel_names(launch):
     """The names of the kernels one call of ``launch()`` runs, from torch.profiler's trace: which
     routine a library chose (JAX's ``tridiagonal_solve`` calls one of cuSPARSE's, by shape).

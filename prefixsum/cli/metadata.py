@@ -43,8 +43,33 @@ def _cpu_name():
     return platform.processor() or platform.machine()
 
 
+def cub_version():
+    """The version of NVIDIA's CUB that ``cuda.compute`` builds, with its package's: ``"3.6.0
+    (cuda-cccl 1.2.1)"``, from the ``CUB_VERSION`` of the headers the package carries; "absent"
+    where ``cuda-cccl`` is not installed (it is a benchmark dependency only, the ``bench`` extra)."""
+    import importlib.util
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        package = version("cuda-cccl")
+        spec = importlib.util.find_spec("cuda.cccl")
+    except (PackageNotFoundError, ImportError, ValueError):
+        return "absent"
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        header = os.path.join(folder, "headers", "include", "cub", "version.cuh")
+        if os.path.isfile(header):
+            with open(header) as handle:
+                found = re.search(r"#define\s+CUB_VERSION\s+(\d+)", handle.read())
+            if found:
+                number = int(found.group(1))  # MMMmmmpp
+                return f"{number // 100000}.{number // 100 % 1000}.{number % 100} (cuda-cccl {package})"
+    return f"unknown (cuda-cccl {package})"
+
+
 def _version(name):
-    """``name``'s version, or "absent" (the CSV says so)."""
+    """``name``'s version, or "absent" (the CSV says so); ``"cub"``: :func:`cub_version`."""
+    if name == "cub":
+        return cub_version()
     try:
         return importlib.import_module(name).__version__
     except Exception:  # not installed, or broken: either way not what was measured
@@ -57,8 +82,8 @@ def run_metadata(libraries=(), command=None):
     Parameters
     ----------
     libraries : iterable of str
-        The baselines the script uses (``"torch"``, ``"cupy"``, ``"jax"``): their versions are
-        recorded, "absent" when not installed.
+        The baselines the script uses (``"torch"``, ``"cupy"``, ``"jax"``, ``"cub"``: NVIDIA's
+        CUB through ``cuda.compute``): their versions are recorded, "absent" when not installed.
     command : str, optional
         The command line that produced the file; by default ``python`` and this process's
         arguments.

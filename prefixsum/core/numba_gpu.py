@@ -332,6 +332,104 @@ def real_target_classes():
     return dispatcher.CUDADispatcher, dispatcher._LaunchConfiguration, devicearray.DeviceNDArrayBase
 
 
+_relaxed_words = []
+
+
+def relaxed_words():
+    """Intrinsics ``(load, store, load_pair, store_pair)`` for 64-bit words of a global uint64 array
+    at gpu scope, relaxed: PTX's ``ld.relaxed.gpu`` and ``st.relaxed.gpu``, and their 16-byte
+    vector forms on two words from an even index.
+
+    ``load(words, i) -> uint64``, ``store(words, i, word)``, ``load_pair(words, i) -> (uint64,
+    uint64)`` and ``store_pair(words, i, first, second)``, ``i`` any integer (``words[i]`` and,
+    for a pair, ``words[i + 1]``; no bounds check, no negative index). A relaxed access at gpu
+    scope is what C++ calls an atomic load or store with ``memory_order_relaxed``: it reads or
+    writes the word whole, in the L2 cache every SM shares (never a stale line of the SM's own
+    L1), with none of an atomic read-modify-write's cost; the look-back's tile states need no
+    more (:mod:`prefixsum.scans.tile_state`). A pair is one 16-byte access, as CUB's
+    ``ScanTileState`` reads and writes the status and value of an 8-byte type together (an
+    aligned 16-byte access is one transaction on the hardware, which CUB relies on). Each access
+    is an ``asm volatile`` with a memory clobber, so that the compiler neither drops a poll
+    repeated in a loop nor moves other memory accesses across it.
+
+    numba-cuda has no relaxed access of its own (its ``cuda.ldcg``/``stcg`` are plain cached
+    accesses without ``volatile``): made with its ``intrinsic`` and llvmlite's inline assembly,
+    once, on first use; for the real target only (the simulator has its own, in the tile states).
+    """
+    if not _relaxed_words:
+        from llvmlite import ir
+        from numba.cuda.extending import intrinsic
+
+        word = ir.IntType(64)
+
+        def address(context, builder, signature, args):
+            array_type, index_type = signature.args[:2]
+            data = context.make_array(array_type)(context, builder, value=args[0]).data
+            return builder.gep(data, [context.cast(builder, args[1], index_type, types.int64)])
+
+        def check(words, index):
+            if not (isinstance(words, types.Array) and words.dtype == types.uint64 and words.ndim == 1):
+                raise TypeError(f"a relaxed access takes a 1-D uint64 array; got {words}")
+            if not isinstance(index, types.Integer):
+                raise TypeError(f"a relaxed access takes an integer index; got {index}")
+
+        @intrinsic
+        def load(typingctx, words, index):
+            check(words, index)
+
+            def codegen(context, builder, signature, args):
+                asm = ir.InlineAsm(ir.FunctionType(word, [word.as_pointer()]),
+                                   "ld.relaxed.gpu.global.u64 $0, [$1];", "=l,l,~{memory}", side_effect=True)
+                return builder.call(asm, [address(context, builder, signature, args)])
+
+            return types.uint64(words, index), codegen
+
+        @intrinsic
+        def store(typingctx, words, index, value):
+            check(words, index)
+
+            def codegen(context, builder, signature, args):
+                asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [word.as_pointer(), word]),
+                                   "st.relaxed.gpu.global.u64 [$0], $1;", "l,l,~{memory}", side_effect=True)
+                value = context.cast(builder, args[2], signature.args[2], types.uint64)
+                builder.call(asm, [address(context, builder, signature, args), value])
+                return context.get_dummy_value()
+
+            return types.void(words, index, value), codegen
+
+        @intrinsic
+        def load_pair(typingctx, words, index):
+            check(words, index)
+            pair = types.UniTuple(types.uint64, 2)
+
+            def codegen(context, builder, signature, args):
+                asm = ir.InlineAsm(ir.FunctionType(ir.LiteralStructType([word, word]), [word.as_pointer()]),
+                                   "ld.relaxed.gpu.global.v2.u64 {$0, $1}, [$2];", "=l,=l,l,~{memory}",
+                                   side_effect=True)
+                loaded = builder.call(asm, [address(context, builder, signature, args)])
+                return context.make_tuple(builder, pair, [builder.extract_value(loaded, 0),
+                                                          builder.extract_value(loaded, 1)])
+
+            return pair(words, index), codegen
+
+        @intrinsic
+        def store_pair(typingctx, words, index, first, second):
+            check(words, index)
+
+            def codegen(context, builder, signature, args):
+                asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [word.as_pointer(), word, word]),
+                                   "st.relaxed.gpu.global.v2.u64 [$0], {$1, $2};", "l,l,l,~{memory}",
+                                   side_effect=True)
+                values = [context.cast(builder, args[k], signature.args[k], types.uint64) for k in (2, 3)]
+                builder.call(asm, [address(context, builder, signature, args), *values])
+                return context.get_dummy_value()
+
+            return types.void(words, index, first, second), codegen
+
+        _relaxed_words.extend((load, store, load_pair, store_pair))
+    return tuple(_relaxed_words)
+
+
 def driver_version():
     """The CUDA version the driver supports, as ``"13.0"``."""
     from numba.cuda.cudadrv import driver

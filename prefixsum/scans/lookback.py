@@ -33,17 +33,16 @@ the hardware starts blocks in. The block that draws the last id sets the counter
 other block has drawn its id by then (the atomic orders the draws), and the next launch on the
 stream starts after this one ends, so the next scan finds it at 0 without a launch of its own.
 
-**The state of a tile, and the fence.** A reader must never see a flag whose value is not yet
-there. For 4-byte types, value and flag share one 64-bit word (flag in the high half, the value's
-bits in the low half), written with one atomic exchange and read with one atomic ``or`` of 0:
-the reader sees both or neither. 8-byte values do not fit beside a flag, so they take two words:
-the writer stores the value, executes ``cuda.threadfence()`` and only then the flag; the reader
-reads the flag, fences, then the value. Without the writer's fence the GPU may make the flag
-visible to another SM before the value (stores to different addresses are not ordered); without
-the reader's, its value load may be satisfied before its flag load. A tile's aggregate and its
-prefix go to two different value slots, so a reader that saw AGGREGATE can never read a prefix
-written later into the same slot. All state accesses are atomics, which go to the L2 cache that
-every SM shares: a plain load could hit a stale line in the SM's own L1.
+**The state of a tile.** A reader must never see a flag whose value is not yet there, nor a
+value of another flag. So flag and value travel together, in one word written and read whole:
+for 4-byte types one 64-bit word (flag in the high half, the value's bits in the low half), for
+8-byte types a 16-byte pair of words (flag, value), written by one 16-byte store and read by one
+16-byte load, as CUB's ``ScanTileState`` does for a primitive type of 8 bytes. On a GPU these are
+relaxed loads and stores at gpu scope (:func:`prefixsum.core.numba_gpu.relaxed_words`): they go
+to the L2 cache that every SM shares (a plain load could hit a stale line in the SM's own L1), and
+cost a load or a store, not an atomic's read-modify-write. No fence is needed: nothing but the
+word itself is read on its word. (A user operator's tuple does not fit one word: it takes a flag
+word and value slots written before a fence, :mod:`.tile_state`.)
 
 **No reset between scans.** A flag is ``2 * epoch + kind`` (kind 0 AGGREGATE, 1 PREFIX), and
 ``epoch`` counts the calls that used these states: a state written by an earlier call has a
@@ -76,23 +75,28 @@ from ..primitives.fields import element_bytes, is_fields, kernel
 from .ops import check_dtype, device_op, numba_type
 from .registry import Algorithm, check_block_size, register
 from .tile_state import (AGGREGATE, MAX_EPOCH, PREFIX, bit_carrier, kept_states, look_back, packed,  # noqa: F401
-                         state_access, states)
+                         paired, state_access, state_arrays, states)
+from . import tile_choice
+from .tile_choice import fastest_shape
 from .tiles import array_type
 
+DEFAULT_BLOCK_SIZE = 128
+"""Threads of a tile when only ``items_per_thread`` is given, and for a user operator's tuple."""
 ITEMS_PER_THREAD = {4: 32, 8: 32}
-"""Elements per thread by element size in bytes, with the default 128 threads a tile: the fastest
-of the tile shapes in ``benchmarks/lookback_tiles.csv`` at every n of 2^24, 2^26 and 2^28, for
-float32 and float64, by the worst ratio to torch.cumsum over the sizes (H200, CUPTI, with the
-tile's unsigned indices of issue 29: 128 x 32 1.28 / 1.43 / 1.45 x torch for float32,
-1.07 / 1.15 / 1.16 for float64; the next best, 256 x 32 for float32 and 256 x 16 for float64,
-1.22 and 1.00 at 2^24). With 32 items a thread's elements lie 33 slots apart in the padded
-shared tile: its reads of them are free of bank conflicts, which 16, 20 and 24 are not."""
+"""Elements per thread by element size when only ``block_size`` is given (with 128 threads the
+fastest shape from 2^20 on for both sizes, ``benchmarks/cub_tuning.csv``). With 32 items a
+thread's elements lie 33 slots apart in the padded shared tile: its reads of them are free of
+bank conflicts, which 16, 20 and 24 are not. With neither option the tile is chosen per length
+(:mod:`.tile_choice`)."""
 MAX_ITEMS_PER_THREAD = 32
 
 
 def check_options(block_size, items_per_thread):
-    """Raise ValueError unless the options make a tile that fits shared memory (None: by dtype)."""
-    check_block_size("block_size", block_size)
+    """Raise ValueError unless the options make a tile that fits shared memory (None: by dtype and length)."""
+    if block_size is None:
+        block_size = DEFAULT_BLOCK_SIZE
+    else:
+        check_block_size("block_size", block_size)
     if items_per_thread is None:
         return
     if (not isinstance(items_per_thread, int) or isinstance(items_per_thread, bool)
@@ -121,6 +125,19 @@ def tile_items(dtype, block_size, items_per_thread):
         raise ValueError(f"block_size * items_per_thread = {block_size * items} elements per tile, but a tile of "
                          f"{dtype} holds at most {max_tile(dtype)}")
     return items
+
+
+def tile_shape(dtype, n, block_size, items_per_thread):
+    """``(block_size, items_per_thread)`` of a scan of ``n`` elements of ``dtype``: with neither
+    option given, the fastest measured for the element size and length (:mod:`.tile_choice`);
+    else the options, ``block_size`` :data:`DEFAULT_BLOCK_SIZE` and the items by :func:`tile_items`
+    where not given. A tuple of dtypes (a user operator) always takes the latter."""
+    if block_size is None and items_per_thread is None and not is_fields(dtype):
+        block_size, items = fastest_shape(check_dtype(dtype).itemsize, n)
+        if block_size * items <= max_tile(dtype):
+            return block_size, items
+    block_size = block_size or DEFAULT_BLOCK_SIZE
+    return block_size, tile_items(dtype, block_size, items_per_thread)
 
 
 @functools.lru_cache(maxsize=None)
@@ -192,19 +209,27 @@ def prepare(op, dtype, inclusive, reverse, block_size, items_per_thread):
     with everything that does not depend on ``x`` worked out once (kept for the next call of the
     same settings): a small scan's host time is the GPU's wait.
 
-    Per call it reads the length, takes this thread's tile states (:func:`~.tile_state.kept_states`)
-    and launches.
+    Per call it reads the length, finds the tile and launcher for it (:func:`tile_shape`, worked
+    out once per length), takes this thread's tile states (:func:`~.tile_state.kept_states`) and
+    launches.
     """
     key = (op, dtype, inclusive, reverse, block_size, items_per_thread)
-    items = tile_items(dtype, block_size, items_per_thread)
-    tile, itemsize = block_size * items, check_dtype(dtype).itemsize
-    launch = launcher(op, dtype, inclusive, reverse, block_size, items)
+    itemsize = check_dtype(dtype).itemsize
+    by_length = {}  # n -> (launch, threads, tile)
+
+    def launch_for(n):
+        threads, items = tile_shape(dtype, n, block_size, items_per_thread)
+        if len(by_length) >= 1024:
+            by_length.clear()
+        found = by_length[n] = (launcher(op, dtype, inclusive, reverse, threads, items), threads, threads * items)
+        return found
 
     def scan_into(x, out):
         n = x.shape[0]
+        launch, threads, tile = by_length.get(n) or launch_for(n)
         tiles = -(-n // tile)
         status, values, counter, epoch = kept_states(itemsize).next(tiles)
-        launch(tiles, block_size, x, out, status, values, counter, n, epoch, 0)
+        launch(tiles, threads, x, out, status, values, counter, n, epoch, 0)
 
     if len(_PREPARED) >= 1024:
         _PREPARED.clear()
@@ -215,7 +240,7 @@ def prepare(op, dtype, inclusive, reverse, block_size, items_per_thread):
 def run_fields(xs, outs, operator, inclusive, reverse, block_size, items_per_thread):
     """Scan the tuple of device arrays ``xs`` into ``outs`` with a user operator (one launch)."""
     n = xs[0].shape[0]
-    items = tile_items(operator.dtypes, block_size, items_per_thread)
+    block_size, items = tile_shape(operator.dtypes, n, block_size, items_per_thread)
     tiles = -(-n // (block_size * items))
     status, values, counter, epoch = states(operator.dtypes, tiles)
     launch = launcher(operator, operator.dtypes, inclusive, reverse, block_size, items)
@@ -228,25 +253,37 @@ def argtypes(dtype):
         arrays = tuple(array_type(d) for d in dtype)
         return arrays + arrays + (types.Array(types.uint32, 1, "C"),) + (types.Array(types.uint64, 1, "C"),) * len(dtype) \
             + (types.Array(types.uint32, 1, "C"), types.int64, types.int64, types.int64)
-    status = types.uint64 if packed(dtype) else types.uint32
-    return (array_type(dtype), array_type(dtype), types.Array(status, 1, "C"), types.Array(types.uint64, 1, "C"),
+    return (array_type(dtype), array_type(dtype), types.Array(types.uint64, 1, "C"), types.Array(types.uint64, 1, "C"),
             types.Array(types.uint32, 1, "C"), types.int64, types.int64, types.int64)
 
 
 def kernels(op, dtype, inclusive, reverse, block_size, items_per_thread):
-    """The one kernel :func:`run` launches, with its argument types."""
+    """The kernels :func:`run` launches, with their argument types, for the compile checks.
+
+    With neither option: the tile for the longest arrays (the table's last row) in every
+    configuration, and the table's other tiles for an inclusive forward add of float32 and
+    float64 (they differ from it in constants only), so that every shape is compiled without
+    tripling the checks.
+    """
     dtype = dtype if is_fields(dtype) else check_dtype(dtype)
-    yield lookback_kernel(op, dtype, inclusive, reverse, block_size, tile_items(dtype, block_size, items_per_thread)), \
-        argtypes(dtype)
+    if block_size is None and items_per_thread is None and not is_fields(dtype):
+        chosen = [shape for shape in tile_choice.shapes(dtype.itemsize) if shape[0] * shape[1] <= max_tile(dtype)]
+        if not (op == "add" and inclusive and not reverse and dtype.kind == "f"):
+            chosen = [tile_shape(dtype, 1 << 62, None, None)]
+    else:
+        chosen = [tile_shape(dtype, 0, block_size, items_per_thread)]
+    for threads, items in chosen:
+        yield lookback_kernel(op, dtype, inclusive, reverse, threads, items), argtypes(dtype)
 
 
 ALGORITHM = register(Algorithm(
     name="lookback",
     run=run,
     kernels=kernels,
-    options={"block_size": 128, "items_per_thread": None},
+    options={"block_size": None, "items_per_thread": None},
     check_options=check_options,
-    summary=("single pass with decoupled look-back (Merrill and Garland 2016): tiles of 128 threads x 32 elements, "
+    summary=("single pass with decoupled look-back (Merrill and Garland 2016): tiles of 128-256 threads x 8-32 "
+             "elements, the fastest measured per element size and length, "
              "ids from an atomic counter, aggregates and prefixes published, a warp looks back 32 tiles at a time; "
              "one launch, 2n transfers; work ~2n combines, depth O(log n) plus the look-back"),
     source="Merrill and Garland, Single-pass Parallel Prefix Scan with Decoupled Look-back (NVIDIA, 2016)",

@@ -4,14 +4,27 @@ The protocol is :mod:`.lookback`'s (its docstring explains the order of the word
 and the epochs); this module holds its parts, as CUB keeps its ``ScanTileState`` and
 ``TilePrefixCallbackOp`` apart from the agent that uses them:
 
-* :func:`state_access`: ``publish`` and ``peek`` of a tile's flag and value: one 64-bit word for
-  4-byte types (:func:`packed`), a flag word and two value slots with fences for 8-byte ones;
+* :func:`state_access`: ``publish`` and ``peek`` of a tile's flag and value, always together:
+  one 64-bit word for 4-byte types (:func:`packed`), one 16-byte pair of words for 8-byte ones
+  (:func:`paired`), as CUB's ``ScanTileState`` holds status and value in one word of twice the
+  value's width;
 * :func:`look_back`: warp 0 of a tile publishes its aggregate and combines the states of the
   tiles before it, 32 at a time, until it meets a prefix; :func:`look_back_lane`, the same for
   one thread and one of many quantities per tile (a digit's count in the onesweep radix sort);
 * :func:`states`: the device arrays of the states, the tile counter and the epoch, kept per
   host thread and element width (:mod:`prefixsum.core.workspace`) and reused by the thread's
   every call: two threads never share a state, a counter or an epoch.
+
+**How a word is read and written.** A packed word of the scan's warp-wide look-back by atomics
+(an exchange, an ``or`` of 0): on an H100 the 4-byte scans took 21-28% longer at 2^24..2^28
+with relaxed loads polling in their place (``benchmarks/cub_tuning.csv``, the rows marked as
+reverted), loads that hit the L2 cache as fast as it answers while the scan's data streams
+through it. A pair, and the
+packed words of the onesweep sort's per-thread look-back, by :func:`word_access`: on a GPU,
+relaxed loads and stores at gpu scope (``ld.relaxed.gpu``, ``st.relaxed.gpu``; a pair as one
+16-byte access), each reading or writing the whole word in the L2 cache, as an atomic would,
+without an atomic's read-modify-write. On the simulator, with its atomics: a word by one, a pair as a flag, value,
+flag sequence that reads what one indivisible 16-byte access would.
 
 An element of several fields (a user operator's tuple, :mod:`prefixsum.primitives.fields`)
 takes the two-word protocol: a flag word, and per field its own array of value slots, each
@@ -24,6 +37,7 @@ from numba import cuda, types
 from numba.cuda import libdevice
 
 from ..core.device import device_specific, simulating
+from ..core.numba_gpu import relaxed_words
 from ..core.workspace import reused
 from ..primitives.fields import Fieldwise, device_function, is_fields
 from ..primitives.warp import FULL_MASK, reduce_shfl
@@ -69,8 +83,84 @@ def wide_bit_carrier(dtype):
 
 
 def packed(dtype):
-    """Whether a tile's state is one 64-bit word (4-byte types) rather than flag and value apart."""
+    """Whether a tile's state is one 64-bit word (4-byte types): flag in the high half, value in the low."""
     return not is_fields(dtype) and check_dtype(dtype).itemsize == 4
+
+
+def paired(dtype):
+    """Whether a tile's state is a pair of 64-bit words read and written as one (8-byte types): flag, value."""
+    return not is_fields(dtype) and check_dtype(dtype).itemsize == 8
+
+
+def state_arrays(itemsize, fields, tiles):
+    """Zeroed host arrays ``(status, values)`` of the states of ``tiles`` tiles: elements of
+    ``itemsize`` bytes (``fields`` = 0) or of ``fields`` fields (``values`` then a tuple, one array per field).
+
+    4-byte: ``status`` one uint64 word per tile, ``values`` unused (one slot); 8-byte: ``status``
+    two uint64 words per tile (flag, value), ``values`` unused; fields: ``status`` one uint32
+    flag per tile, per field two uint64 value slots per tile (aggregate, prefix).
+    """
+    unused = np.zeros(1, np.uint64)
+    if fields:
+        return np.zeros(tiles, np.uint32), tuple(np.zeros(2 * tiles, np.uint64) for _ in range(fields))
+    return np.zeros(tiles if itemsize == 4 else 2 * tiles, np.uint64), unused
+
+
+@functools.lru_cache(maxsize=None)
+@device_specific
+def word_access():
+    """Device functions ``(load, store, load_pair, store_pair)`` of the 64-bit words of a tile
+    state (a uint64 array): a word, and a pair from an even index, each read or written whole.
+
+    On a GPU: :func:`prefixsum.core.numba_gpu.relaxed_words`, relaxed loads and stores at gpu
+    scope, a pair in one 16-byte access. On the simulator, which has no 16-byte access, with its
+    atomics: a word by one; a pair stored as flag 0 (not yet published, in any epoch), value,
+    flag, and loaded as flag, value and flag again until the two flags agree. A publish always
+    changes the flag and never brings back an earlier one, so the value read between two equal
+    flags is the one stored with them: what one indivisible 16-byte read returns.
+    """
+    if not simulating():
+        return tuple(cuda.jit(device=True)(intrinsic_call) for intrinsic_call in _relaxed_calls(*relaxed_words()))
+
+    def load(words, i):
+        return cuda.atomic.or_(words, i, np.uint64(0))
+
+    def store(words, i, word):
+        cuda.atomic.exch(words, i, word)
+
+    def load_pair(words, i):
+        first = cuda.atomic.or_(words, i, np.uint64(0))
+        second = cuda.atomic.or_(words, i + 1, np.uint64(0))
+        again = cuda.atomic.or_(words, i, np.uint64(0))
+        while again != first:
+            first = again
+            second = cuda.atomic.or_(words, i + 1, np.uint64(0))
+            again = cuda.atomic.or_(words, i, np.uint64(0))
+        return first, second
+
+    def store_pair(words, i, first, second):
+        cuda.atomic.exch(words, i, np.uint64(0))  # while the pair changes, it reads as not yet published
+        cuda.atomic.exch(words, i + 1, second)
+        cuda.atomic.exch(words, i, first)
+
+    return tuple(cuda.jit(device=True)(f) for f in (load, store, load_pair, store_pair))
+
+
+def _relaxed_calls(load, store, load_pair, store_pair):
+    """Python functions calling the four intrinsics, for ``cuda.jit(device=True)``."""
+    def load_word(words, i):
+        return load(words, i)
+
+    def store_word(words, i, word):
+        store(words, i, word)
+
+    def load_two(words, i):
+        return load_pair(words, i)
+
+    def store_two(words, i, first, second):
+        store_pair(words, i, first, second)
+
+    return load_word, store_word, load_two, store_two
 
 
 def _bits(dtype):
@@ -82,22 +172,41 @@ def _bits(dtype):
 
 
 @functools.lru_cache(maxsize=None)
-def state_access(dtype):
+def state_access(dtype, relaxed=False):
     """Device functions ``publish(status, values, tile, flag, value)`` and ``peek(status, values, tile) -> (flag, value)``.
 
     Packed (4-byte types): ``status`` is uint64, flag in the high half, value bits in the low
-    half, one atomic each way; ``values`` is unused. Two words (8-byte types): ``status`` is
-    uint32 flags, ``values`` uint64 bits, two slots per tile (aggregate, prefix), value first and
-    a fence before the flag; for a tuple of dtypes, ``values`` is one such array per field.
+    half, one word each way: by an atomic exchange and an atomic ``or`` of 0, or with
+    ``relaxed`` by :func:`word_access`'s relaxed store and load (on a GPU; atomics on the
+    simulator); ``values`` is unused. Paired (8-byte types): ``status`` is uint64,
+    words ``2 * tile`` (flag) and ``2 * tile + 1`` (value bits) written and read as one 16-byte
+    pair (:func:`word_access`); ``values`` is unused. Fields (a tuple of dtypes): ``status`` is
+    uint32 flags, ``values`` one array per field of two slots per tile (aggregate, prefix),
+    value first and a fence before the flag.
     """
     to_bits, from_bits = _bits(dtype)
-    if packed(dtype):
+    load, store, load_pair, store_pair = word_access()
+    if packed(dtype) and relaxed:
+        def publish(status, values, tile, flag, value):
+            store(status, tile, (np.uint64(flag) << np.uint64(32)) | np.uint64(to_bits(value)))
+
+        def peek(status, values, tile):
+            word = load(status, tile)
+            return np.uint32(word >> np.uint64(32)), from_bits(np.uint32(word & np.uint64(0xFFFFFFFF)))
+    elif packed(dtype):
         def publish(status, values, tile, flag, value):
             cuda.atomic.exch(status, tile, (np.uint64(flag) << np.uint64(32)) | np.uint64(to_bits(value)))
 
         def peek(status, values, tile):
             word = cuda.atomic.or_(status, tile, np.uint64(0))
             return np.uint32(word >> np.uint64(32)), from_bits(np.uint32(word & np.uint64(0xFFFFFFFF)))
+    elif paired(dtype):
+        def publish(status, values, tile, flag, value):
+            store_pair(status, 2 * tile, np.uint64(flag), to_bits(value))
+
+        def peek(status, values, tile):
+            flag, bits = load_pair(status, 2 * tile)
+            return np.uint32(flag), from_bits(bits)
     else:
         def publish(status, values, tile, flag, value):
             cuda.atomic.exch(values, 2 * tile + (flag & 1), to_bits(value))
@@ -165,12 +274,16 @@ def look_back_lane(op, dtype, window=1):
     (the reads are in flight together), then, closest first, waits for each until it has
     published and combines its value, until it meets a prefix. It publishes the tile's inclusive
     prefix and returns everything before the tile. The states, flags and epochs are
-    :func:`state_access`'s.
+    :func:`state_access`'s, a packed word read and written relaxed: each thread polls its own
+    quantity's word, and the warp's 32 loads of neighbouring words are one coalesced load, where
+    32 atomics are 32 operations in the L2 cache (a digit pass took 197 us at 2^24 on an H100
+    with these and a 32-bit shuffle of the rank, ``benchmarks/cub_ncu.txt``; 258 us in an
+    earlier run with atomics and a 64-bit shuffle, ``onesweep_profile.txt``).
     """
     combine = device_op(op, dtype)
     neutral = identity(op, dtype)
     element = numba_type(dtype)
-    publish, peek = state_access(dtype)
+    publish, peek = state_access(dtype, relaxed=True)
 
     def look(status, values, tile, stride, slot, aggregate, epoch):
         published = np.uint32(2 * epoch)  # flags below it are from earlier calls
@@ -217,11 +330,9 @@ class _States:
         self.epoch += 1
         if tiles > self.capacity or self.epoch >= MAX_EPOCH:
             self.capacity = max(tiles, 2 * self.capacity)
-            one_word = self.itemsize == 4 and not self.fields
-            self.status = cuda.to_device(np.zeros(self.capacity, np.uint64 if one_word else np.uint32))
-            slots = 1 if one_word else 2 * self.capacity
-            self.values = cuda.to_device(np.zeros(slots, np.uint64)) if not self.fields else \
-                tuple(cuda.to_device(np.zeros(slots, np.uint64)) for _ in range(self.fields))
+            status, values = state_arrays(self.itemsize, self.fields, self.capacity)
+            self.status = cuda.to_device(status)
+            self.values = tuple(map(cuda.to_device, values)) if self.fields else cuda.to_device(values)
             self.counter = cuda.to_device(np.zeros(1, np.uint32))
             self.epoch = 1
         return self.status, self.values, self.counter, self.epoch

@@ -119,7 +119,7 @@ def scan(x, op, inclusive, reverse, block_size, items_per_thread):
     from . import lookback  # here, not above: the algorithms register in the chapters' order (scans/__init__.py)
 
     n, dtype = x.shape[0], x.dtype
-    items = lookback.tile_items(dtype, block_size, items_per_thread)
+    block_size, items = lookback.tile_shape(dtype, n, block_size, items_per_thread)
     tile = block_size * items
     tiles = -(-n // tile)
     per_chunk = max(1, -(-chunk_bytes(x.nbytes) // (tile * dtype.itemsize)))
