@@ -1,4 +1,4 @@
-"""Warp scans (prefixsum.primitives.warp, run by prefixsum.classroom.lessons) alone, the race in seed 001's Figure 1, and the hierarchical scan's
+"""Warp scans (prefixsum.primitives.warp, run by prefixsum.classroom.lessons) alone, the race in Figure 1 of Lungu, Petroşanu and Pîrjan (2011), and the hierarchical scan's
 options; the generic suites (test_scan, test_ptx) cover "hierarchical" for every op and dtype."""
 import itertools
 import textwrap
@@ -46,7 +46,7 @@ def test_warp_scans_match_the_reference(variant, op, rng):
 
 
 def test_figure_1_without_syncwarp_races():
-    """The seed's warp scan on plain shared memory: the tracer flags the race; the simulator's
+    """The paper's warp scan on plain shared memory: the tracer flags the race; the simulator's
     schedule (each lane to the end in turn, legal since Volta) even gets the sums wrong."""
     x = np.arange(1, 33, dtype=np.int32)
     racy = trace.record(warp.warp_scan, x, "volatile")

@@ -3,7 +3,7 @@
 None of these is registered or launched by :func:`prefixsum.scan`; the chapters and the tests
 run them, often under :mod:`prefixsum.classroom.trace`:
 
-* :func:`scan_volatile`: seed 001's Figure 1 as the seed writes it, on ``volatile`` shared
+* :func:`scan_volatile`: Figure 1 of Lungu, Petroşanu and Pîrjan (2011) as the paper writes it, on ``volatile`` shared
   memory with no synchronisation, relying on the lanes of a warp executing each instruction
   together. That held until Volta (compute capability 7.0). numba has no ``volatile``, so the
   compiler may also keep slots in registers. Unsafe on any GPU since Volta; kept to show the
@@ -38,7 +38,7 @@ _TEST_BLOCK = MAX_THREADS_PER_BLOCK  # the test kernel's shared buffer: one slot
 
 @functools.lru_cache(maxsize=None)
 def scan_volatile(op, dtype, inclusive=True):
-    """Seed 001's Figure 1: ``scan(buf, index)``, racy on every GPU since Volta (see above).
+    """Figure 1 of Lungu, Petroşanu and Pîrjan (2011): ``scan(buf, index)``, racy on every GPU since Volta (see above).
 
     ``buf[index]`` holds the lane's value, for every lane of the warp; afterwards ``buf`` holds the
     warp's inclusive scan. Returns the lane's inclusive or exclusive result.
@@ -102,7 +102,7 @@ def warp_scan_kernel(variant, op, dtype, inclusive=True):
 
 
 def _ignoring_mask(scan):
-    """``scan(buf, index)`` as ``scan(buf, index, mask)``: the seed's scan takes no mask, since
+    """``scan(buf, index)`` as ``scan(buf, index, mask)``: the paper's scan takes no mask, since
     it assumes every lane of the warp runs each instruction together."""
 
     def scan_without_mask(buf, index, mask):
