@@ -19,7 +19,7 @@ BEGIN, END = "<!-- measured:begin (python benchmarks/readme_tables.py --write) -
 SIZES = (24, 26)
 SCANS = ("hierarchical", "blelloch", "blelloch:conflict_free=False", "ladder", "folding", "hillis_steele", "kstep")
 BASELINES = ("torch.cumsum", "cupy.cumsum", "torch copy", "copy")
-NAMES = {"torch.cumsum": "torch.cumsum (CUB)", "torch copy": "device copy, torch `copy_`",
+NAMES = {"torch.cumsum": "torch.cumsum", "torch copy": "device copy, torch `copy_`",
          "copy": "device copy, numba kernel", "blelloch:conflict_free=False": "`blelloch`, no padding",
          "hierarchical": "`hierarchical`", "kstep": "`kstep` (default L)"}
 
