@@ -189,8 +189,10 @@ HINTS = {
     ),
     "11.argmax-operator": (
         "An element is a pair (value, index); the operator returns one of its two arguments.",
-        "Associativity holds if the larger value wins and a tie always goes to the same side.",
-        "In a forward scan p comes before q: let p win ties, so the earliest index of the maximum survives.",
+        "Associativity holds if the operator picks the first of one order on the elements, whichever side each is on: "
+        "the larger value, then the smaller index.",
+        "A NaN is the only value with x != x; np.argmax returns the first NaN, so a NaN beats every number, "
+        "and of two NaNs the smaller index wins.",
     ),
     "11.compact": (
         "An exclusive scan of the flags tells each kept element how many kept elements precede it.",
