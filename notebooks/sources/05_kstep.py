@@ -12,14 +12,14 @@
 # # 05 · The L-ary (k-step) partial-sum scheme
 #
 # The lecture notes *"Calculation of partial sums in parallel"*, a chapter of an online book on
-# GPU programming ([the notes](REFERENCES.md#partial-sums-in-parallel-lecture-notes)), describe
+# GPU programming ([the notes](../docs/references.md#partial-sums-in-parallel-lecture-notes)), describe
 # a scan built from one integer parameter: add the inputs up in runs of that length, then the
 # run totals in runs of it, and so on until one thread can finish the job; then walk back down,
 # correcting every level with the totals of the level above. This chapter rebuilds that scheme,
 # draws the notes' lost figure from a trace of the real kernels, measures how the parameter
 # trades the number of steps against the serial work of each thread, and compares a kernel
 # launch per step with a barrier per step, on the simulator and on a GPU. Every work cited is on
-# the [references page](REFERENCES.md).
+# the [references page](../docs/references.md).
 
 # %% tags=["setup"]
 # NBVAL_IGNORE_OUTPUT

@@ -13,7 +13,7 @@
 #
 # Lungu, Petroşanu and Pîrjan (*Solutions for optimizing the data parallel prefix sum algorithm
 # using the Compute Unified Device Architecture*, 2011,
-# [the paper](REFERENCES.md#lungu-petrosanu-and-pirjan-2011)) build their scan the way the hardware
+# [the paper](../docs/references.md#lungu-petrosanu-and-pirjan-2011)) build their scan the way the hardware
 # is built: *"Within a warp, the parallel prefix sum function processes the instructions and
 # then, the results are being processed using instructions at the thread blocks' level. Finally,
 # the results obtained at the grids of thread blocks level are combined and thus it is obtained
@@ -25,7 +25,7 @@
 # been unsafe since 2017, and two correct ones), the block scan of the paper's Figure 2 (which
 # races, and how the tracer finds it), eight elements per thread, and the grid level. Then it
 # reruns the paper's experiments on a current GPU and asks what fifteen years changed. Every
-# work cited is on the [references page](REFERENCES.md).
+# work cited is on the [references page](../docs/references.md).
 
 # %% tags=["setup"]
 # NBVAL_IGNORE_OUTPUT
@@ -734,7 +734,7 @@ _ = ax.set_xlabel("n (elements, log scale)")
 #   take less than twice a copy's time, the target set for this scan, and `torch.cumsum` is
 #   faster still at every size. It moves a third fewer words: its kernel is **single-pass** (each
 #   tile publishes its total as soon as it has it and the next tile *looks back* at it:
-#   decoupled look-back, [Merrill and Garland 2016](REFERENCES.md#merrill-and-garland-2016)), so the
+#   decoupled look-back, [Merrill and Garland 2016](../docs/references.md#merrill-and-garland-2016)), so the
 #   input is read once, $2n$ words against our $3n$. Per word moved it is the slower of the two
 #   (the last line: ours streams its $3n$ words at nearly a copy's rate, `torch.cumsum` its $2n$
 #   well below it), so it leads by much less than the third it saves. Chapter 10 builds a single

@@ -17,11 +17,11 @@
 #
 # where $a_0$ and $c_{n-1}$ lie outside the matrix. Such systems come from implicit time steps of
 # the heat equation, cubic splines and the line sweeps of ADI methods, often thousands at a time.
-# The sequential **Thomas algorithm** ([Thomas 1949](REFERENCES.md#thomas-1949); Gaussian
+# The sequential **Thomas algorithm** ([Thomas 1949](../docs/references.md#thomas-1949); Gaussian
 # elimination without pivoting) solves one in about $8n$ operations, but every step needs the
 # one before: depth $2n$.
 #
-# The [handwritten notes on tridiagonal solvers](REFERENCES.md#tridiagonal-solvers-handwritten-notes),
+# The [handwritten notes on tridiagonal solvers](../docs/references.md#tridiagonal-solvers-handwritten-notes),
 # mostly in Chinese, are about two GPU kernels: ① *"Parallel
 # cyclic reduction (PCR) diagonally dominant matrices or symmetric and positive definite
 # matrices"* and ② *"Householder reduction → tridiagonal decomposition of any symmetric matrix"*
@@ -30,11 +30,11 @@
 # reordering of the rows, the doubling of the stride, identity rows at the boundary, and two
 # tables of which rows each step combines, for $n = 7$ and $n = 11$. This chapter rebuilds all
 # of it from the package's kernels (`prefixsum.tridiag`), draws the notes' tables from a trace,
-# counts the work and depth of Thomas, cyclic reduction (CR, [Hockney 1965](REFERENCES.md#hockney-1965))
-# and PCR ([Hockney and Jesshope 1981](REFERENCES.md#hockney-and-jesshope-1981)), says from Brent's
+# counts the work and depth of Thomas, cyclic reduction (CR, [Hockney 1965](../docs/references.md#hockney-1965))
+# and PCR ([Hockney and Jesshope 1981](../docs/references.md#hockney-and-jesshope-1981)), says from Brent's
 # theorem which wins when, shows where PCR fails and what backward error and condition number
 # promise, and relates PCR to the scans of the earlier chapters. Chapter 08 measures the three on
-# a GPU against cuSPARSE, whose batched solver follows [Zhang, Cohen and Owens 2010](REFERENCES.md#zhang-cohen-and-owens-2010),
+# a GPU against cuSPARSE, whose batched solver follows [Zhang, Cohen and Owens 2010](../docs/references.md#zhang-cohen-and-owens-2010),
 # and builds from the same pieces what beats it.
 
 # %% tags=["setup"]
@@ -389,7 +389,7 @@ print(inspect.getsource(thomas.thomas))
 # each solved row giving the ones between. About $2n$ row operations instead of
 # $n \log_2 n$, but $2 \log_2 n$ steps instead of $\log_2 n$, and most threads idle in most
 # steps (`cr.cr_shared`). On a diagonally dominant matrix both shrink the off-diagonal entries
-# quadratically from step to step ([Heller 1976](REFERENCES.md#heller-1976)), so that the
+# quadratically from step to step ([Heller 1976](../docs/references.md#heller-1976)), so that the
 # reduction may stop early, once they are negligible.
 #
 # The tracer counts, for one system of each size: launches, barriers, *steps* (launches plus
@@ -441,7 +441,7 @@ for n in (16, 64, 256):
 # ## 7. Is it right, and when is it not?
 #
 # A computed $\hat x$ is judged by its **normwise backward error**
-# ([Rigal and Gaches 1967](REFERENCES.md#rigal-and-gaches-1967); [Higham 2002](REFERENCES.md#higham-2002),
+# ([Rigal and Gaches 1967](../docs/references.md#rigal-and-gaches-1967); [Higham 2002](../docs/references.md#higham-2002),
 # Theorem 7.1), $\infty$-norms here:
 #
 # $$\eta(\hat x) = \frac{\lVert A \hat x - d \rVert}{\lVert A \rVert \, \lVert \hat x \rVert + \lVert d \rVert},$$
@@ -821,7 +821,7 @@ print(inspect.getsource(hybrid.sweep))  # the package's sweep, which solves the 
 # left). The unknown $x_0$ enters linearly through $v_0 = (0, x_0, 1)$, and the last row fixes
 # it: with $c_{n-1}$ taken as 1, the "next" unknown $x_n$ must come out 0. Any scan of the
 # earlier chapters computes these prefix products in $\log_2 n$ steps (recursive doubling,
-# [Kogge and Stone 1973](REFERENCES.md#kogge-and-stone-1973)); below, Hillis–Steele (chapter 03)
+# [Kogge and Stone 1973](../docs/references.md#kogge-and-stone-1973)); below, Hillis–Steele (chapter 03)
 # in numpy: at step $k$ element $i$ takes the product with element $i - 2^k$. Each line also
 # compares the error with $\varepsilon\,|\alpha_n|$, where $x_n = \alpha_n x_0 + \beta_n$ is the last
 # prefix product's row.

@@ -1,7 +1,7 @@
 """The L-ary (k-step) partial-sum scheme, a launch or a barrier per step.
 
 The lecture notes *Calculation of partial sums in parallel* (an online book on GPU programming;
-chapter 05 and ``notebooks/REFERENCES.md``) describe this scheme, but the copy the workbook was
+chapter 05 and ``docs/references.md``) describe this scheme, but the copy the workbook was
 built from lost every formula and symbol. The formulas below are a reconstruction, consistent
 with every sentence that survives and checked against a sequential scan; they are not the
 notes' own text.

@@ -22,7 +22,7 @@ from .ops import check_dtype, check_op, host_ufunc, identity, native
 
 
 def partial_sums(x):
-    """``partial_sum_seq`` of the partial-sum notebook (chapter 01), on a copy: ``s[i] = x[0] + ... + x[i]``."""
+    """``partial_sum_seq`` of the notebook of partial-sum experiments, on a copy: ``s[i] = x[0] + ... + x[i]``."""
     s = list(x)
     for i in range(1, len(s)):
         s[i] += s[i - 1]
@@ -30,7 +30,7 @@ def partial_sums(x):
 
 
 def exclusive_partial_sums(x):
-    """``calcPrefixSums`` of the lab sheet on prefix sums (chapter 01): ``s[0] = 0``, ``s[i] = x[0] + ... + x[i-1]``."""
+    """``calcPrefixSums`` of the lab sheet on prefix sums: ``s[0] = 0``, ``s[i] = x[0] + ... + x[i-1]``."""
     s = [0] * len(x)
     for i in range(1, len(x)):
         s[i] = s[i - 1] + x[i - 1]
