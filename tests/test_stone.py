@@ -82,9 +82,9 @@ def assert_within_lapack(systems, dtype, backward_eps=None):
             assert backward_error(a, b, c, d, got) <= backward_eps * eps, (n, backward_error(a, b, c, d, got) / eps)
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("make", [dominant, positive_definite])
-@pytest.mark.parametrize("batch, n", [(1, 1), (3, 2), (2, 3), (4, 31), (1, 32), (3, 33), (2, 257), (1, 1024)])
+@pytest.mark.parametrize("batch, n, dtype", [(1, 1, np.float32), (3, 2, np.float64), (4, 31, np.float32), (3, 33, np.float64),
+                                             (2, 257, np.float32), (1, 1024, np.float32), (1, 1024, np.float64)])
 def test_stone_solve_is_within_lapack_on_dominant_and_positive_definite_systems(make, dtype, batch, n):
     systems = tuple(v.astype(dtype) for v in make(np.random.default_rng(batch * 1000 + n), batch, n))
     assert_within_lapack(systems, dtype, backward_eps=8)
@@ -99,11 +99,11 @@ def test_stone_solve_is_within_lapack_up_to_two_to_the_sixteen_rows(make, dtype)
     assert_within_lapack(systems, dtype, backward_eps=8)
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_nearly_singular_positive_definite_systems_stay_within_the_bound_though_the_pivots_lose_digits(dtype):
+def test_nearly_singular_positive_definite_systems_stay_within_the_bound_though_the_pivots_lose_digits():
     """tridiag(-1, 2 + delta, -1): the pivot maps contract slowly, the scanned pivots lose digits
-    (the backward error is far above eps), but the error stays within 100 n eps kappa."""
-    n, eps = 1024, np.finfo(dtype).eps
+    (the backward error grows as delta shrinks), but the error stays within 100 n eps kappa."""
+    n, dtype = 512, np.float64
+    eps = np.finfo(dtype).eps
     d = np.random.default_rng(5).normal(size=n)
     backward = []
     for delta in (1e-2, 1e-4):
@@ -173,9 +173,9 @@ def test_the_stone_kernels_and_operators_compile_to_ptx(ptx_child):
             for kernel, argtypes in stone.kernels(dtype):
                 cuda.compile_ptx(kernel.py_func, argtypes, cc=(9, 0))
                 print("ok", kernel.py_func.__name__)
-            scans = [(stone.mobius(dtype), stone.MOBIUS_IDENTITY, 5, False),
-                     (stone.affine_segments, stone.SEGMENT_IDENTITY, 3, False),
-                     (stone.affine_segments, stone.SEGMENT_IDENTITY, 3, True)]
+            scans = [(stone.mobius(dtype), stone.MOBIUS_IDENTITY, 5, False)]
+            if dtype == np.float64:  # affine_segments is one source for every dtype: one dtype, both directions
+                scans += [(stone.affine_segments, stone.SEGMENT_IDENTITY, 3, reverse) for reverse in (False, True)]
             for op, identity, fields, reverse in scans:
                 operator = user_ops.operator_for(op, identity, [dtype] * fields, False)
                 for kernel, argtypes in user_ops.kernels(operator, True, reverse, user_ops.choose("auto")):
@@ -184,4 +184,4 @@ def test_the_stone_kernels_and_operators_compile_to_ptx(ptx_child):
     """
     child = ptx_child(textwrap.dedent(code))
     assert child.returncode == 0, child.stderr[-3000:]
-    assert child.stdout.count("ok") == 2 * (4 + 3)
+    assert child.stdout.count("ok") == 2 * (4 + 1) + 2
