@@ -1,4 +1,4 @@
-"""Seed 001's experiments on today's GPU: Table 1, the dtype sweep (Figure 6), the operator sweep (Figure 7).
+"""The experiments of Lungu, Petrosanu and Pirjan (2011) on today's GPU: Table 1, the dtype sweep (Figure 6), the operator sweep (Figure 7).
 
     python benchmarks/table1.py [--out DIR] [--quick]      (on a GPU machine; --quick: tiny, on the simulator too)
 

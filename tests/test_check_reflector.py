@@ -8,7 +8,7 @@ from prefixsum import check
 
 
 def seed_reflector(x):
-    """Seed 003's formulas: h = |x|^2, g = -sign(f) sqrt(h), u = x - g e, H = h - f g."""
+    """The handwritten notes' formulas (tred2's): h = |x|^2, g = -sign(f) sqrt(h), u = x - g e, H = h - f g."""
     h = float(np.dot(x, x))
     f = float(x[-1])
     g = -math.sqrt(h) if f >= 0 else math.sqrt(h)

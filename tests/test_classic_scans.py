@@ -1,7 +1,7 @@
 """What is specific to the folding, Hillis-Steele and Blelloch scans, on the simulator.
 
 Correctness over every size, op, dtype and direction comes from tests/test_scan.py, which walks
-the registry; here: the seeds' worked examples, seed 004's 256-element exercise, the options,
+the registry; here: the source documents' worked examples, the lab sheet's 256-element exercise, the options,
 and the deliberately racy Hillis-Steele kernel.
 """
 import inspect
@@ -21,14 +21,14 @@ CLASSIC = ("folding", "hillis_steele", "blelloch")
 
 
 def test_folding_seed_002_example():
-    """Seed 002 folds 33 ones into 33, 32, ..., 1: the fold's own direction is the suffix scan."""
+    """The partial-sum notebook folds 33 ones into 33, 32, ..., 1: the fold's own direction is the suffix scan."""
     ones = np.ones(33, dtype=np.int32)
     assert ps.scan(ones, reverse=True, algorithm="folding").tolist() == list(range(33, 0, -1))
     assert ps.scan(ones, algorithm="folding").tolist() == list(range(1, 34))
 
 
 def test_blelloch_256_seed_004_example():
-    """Seed 004's example, padded with zeros to 256: 3 2 1 2 1 4 3 2 4 3 -> 0 3 5 6 8 9 13 16 18 22."""
+    """The lab sheet's example, padded with zeros to 256: 3 2 1 2 1 4 3 2 4 3 -> 0 3 5 6 8 9 13 16 18 22."""
     x = np.zeros(256, dtype=np.int32)
     x[:10] = [3, 2, 1, 2, 1, 4, 3, 2, 4, 3]
     result = blelloch.blelloch_256(x)
@@ -120,7 +120,7 @@ def test_in_place_hillis_steele_is_a_tile_kernel():
 
 
 def test_unregistered_kernels_compile_to_ptx(ptx_child):
-    """The seed's 256-element kernel, the racy kernel and the lessons' warp scans are not in the registry's PTX walk."""
+    """The lab sheet's 256-element kernel, the racy kernel and the lessons' warp scans are not in the registry's PTX walk."""
     code = textwrap.dedent("""
         from numba import cuda
         from prefixsum.classroom import lessons

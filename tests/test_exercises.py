@@ -35,7 +35,7 @@ def solution_lines(exercise, shortest=12):
     """The solution's lines of at least ``shortest`` characters, stripped, that the students' notebook does not show.
 
     Lines the chapter gives elsewhere (the loop header of a kernel given in another exercise,
-    the seed's fold that the student mirrors) are not secret.
+    the original notebook's fold that the student mirrors) are not secret.
     """
     given = "\n".join(c.source for c in student.student_version(nbformat.read(NOTEBOOKS_BY_NAME[exercise.notebook], 4)).cells)
     source = exercise.source

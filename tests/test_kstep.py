@@ -1,4 +1,4 @@
-"""The k-step scheme of seed 000 (reconstructed): its levels, both paths, its options.
+"""The k-step scheme of the partial-sum lecture notes (reconstructed): its levels, both paths, its options.
 
 tests/test_scan.py already runs "kstep" with its default options; here every L, the sizes
 around powers of L, and the launch-per-step and one-block paths each on their own.

@@ -37,7 +37,7 @@ def test_a_sum_starting_at_negative_zero_is_positive_zero_in_both():
 
 
 def test_the_seeds_loops_agree_with_the_scan():
-    """Seed 002's partial_sums and seed 004's exclusive_partial_sums, on Python lists."""
+    """The partial-sum notebook's partial_sums and the lab sheet's exclusive_partial_sums, on Python lists."""
     x = [3, 2, 1, 2, 1, 4, 3, 2, 4, 3]
     assert ps.reference.partial_sums(x) == ps.reference.scan(np.array(x, np.int64)).tolist()
     assert ps.reference.exclusive_partial_sums(x) == ps.reference.scan(np.array(x, np.int64), inclusive=False).tolist()

@@ -72,7 +72,7 @@ def test_exclusive_identities():
 
 
 def test_seed_004_example():
-    """Seed 004's worked example: 3 2 1 2 1 4 3 2 4 3 -> 0 3 5 6 8 9 13 16 18 22."""
+    """The lab sheet's worked example: 3 2 1 2 1 4 3 2 4 3 -> 0 3 5 6 8 9 13 16 18 22."""
     x = np.array([3, 2, 1, 2, 1, 4, 3, 2, 4, 3], dtype=np.int32)
     expected = [0, 3, 5, 6, 8, 9, 13, 16, 18, 22]
     assert ps.exclusive_scan(x).tolist() == expected

@@ -1,4 +1,4 @@
-"""Warp scans (prefixsum.primitives.warp, run by prefixsum.classroom.lessons) alone, the race in seed 001's Figure 1, and the hierarchical scan's
+"""Warp scans (prefixsum.primitives.warp, run by prefixsum.classroom.lessons) alone, the race in Figure 1 of Lungu, Petroşanu and Pîrjan (2011), and the hierarchical scan's
 options; the generic suites (test_scan, test_ptx) cover "hierarchical" for every op and dtype."""
 import itertools
 import textwrap
@@ -46,7 +46,7 @@ def test_warp_scans_match_the_reference(variant, op, rng):
 
 
 def test_figure_1_without_syncwarp_races():
-    """The seed's warp scan on plain shared memory: the tracer flags the race; the simulator's
+    """The paper's warp scan on plain shared memory: the tracer flags the race; the simulator's
     schedule (each lane to the end in turn, legal since Volta) even gets the sums wrong."""
     x = np.arange(1, 33, dtype=np.int32)
     racy = trace.record(warp.warp_scan, x, "volatile")
@@ -60,6 +60,40 @@ def test_figure_1_without_syncwarp_races():
         clean = trace.record(warp.warp_scan, x, variant)
         assert clean.error is None and clean.races() == [] and clean.uninitialized_reads() == []
         np.testing.assert_array_equal(clean.result, np.cumsum(x))
+
+
+def test_figure_2_without_a_barrier_races_on_the_warp_totals():
+    """The paper's block scan: no barrier between the warps' totals and warp 0's scan of them. With
+    32 warps, thread 1023 writes ptr[31] while thread 31 reads it; the fixed kernel is clean."""
+    x = np.arange(1, 1025, dtype=np.int64)
+    racy = trace.record(warp.figure2_block_scan, x)
+    races = racy.races()
+    assert racy.error is None and {r.index for r in races} == set(range(32))
+    assert any(r.index == 31 and {31, 1023} <= set(r.threads) for r in races)
+    for n in (1024, 100, 1):
+        fixed = trace.record(warp.figure2_block_scan, x[:n], fixed=True)
+        assert fixed.error is None and fixed.races() == [] and fixed.uninitialized_reads() == []
+        np.testing.assert_array_equal(fixed.result, np.cumsum(x[:n]))
+    with pytest.raises(ValueError, match="1 to 1024 elements"):
+        warp.figure2_block_scan(np.ones(1025))
+
+
+def test_figure_2_kernels_compile_to_ptx(ptx_child):
+    code = textwrap.dedent("""
+        from numba import cuda
+        from prefixsum.classroom import lessons
+        from prefixsum.scans.tiles import array_type
+        from prefixsum.core.numba_gpu import pretend_device
+        pretend_device((7, 5))
+        for fixed in (False, True):
+            kernel = lessons.figure2_kernel("add", "float32", fixed)
+            ptx, _ = cuda.compile_ptx(kernel.py_func, (array_type("float32"), array_type("float32")), cc=(7, 5))
+            print(fixed, ptx.count("bar.sync"))
+    """)
+    child = ptx_child(code)
+    assert child.returncode == 0, child.stderr[-3000:]
+    barriers = dict(line.split() for line in child.stdout.splitlines())
+    assert int(barriers["True"]) == int(barriers["False"]) + 1
 
 
 def test_warp_scan_kernels_compile_to_ptx(ptx_child):

@@ -15,8 +15,9 @@
 # totals $s_i = x_0 + x_1 + \dots + x_i$. It is one of the basic building blocks of parallel
 # programming: sorting, stream compaction, sparse matrices and histograms are all built on it.
 # This chapter starts from the sequential loop, then builds the first parallel scan of the
-# course: the **ladder** of seed 002 (a Python notebook of partial-sum experiments), first inside
-# one thread block, then for arrays of any length.
+# course: the **ladder** of a Python notebook of partial-sum experiments ([the notebook](../docs/references.md#partial-sum-experiments-a-python-notebook)),
+# first inside one thread block, then for arrays of any length. Every work cited is on the
+# [references page](../docs/references.md).
 
 # %% tags=["setup"]
 # NBVAL_IGNORE_OUTPUT
@@ -31,8 +32,8 @@ print(ps.device_info())
 # %% [markdown]
 # ## 1. The sequential loop
 #
-# Seed 002 starts from the obvious loop, and seed 004 (a lab sheet on the Blelloch scan) gives
-# its exclusive twin, where $s_i$ sums only the elements *before* $i$. The package keeps both as
+# The notebook starts from the obvious loop, and a lab sheet on the Blelloch scan
+# ([the lab sheet](../docs/references.md#a-lab-sheet-on-prefix-sums)) gives its exclusive twin, where $s_i$ sums only the elements *before* $i$. The package keeps both as
 # the truth every kernel is tested against (`ps.reference.partial_sums` and
 # `ps.reference.exclusive_partial_sums`); write the first one yourself.
 #
@@ -67,7 +68,7 @@ print(inspect.getsource(ps.reference.partial_sums))
 print(inspect.getsource(ps.reference.exclusive_partial_sums))
 
 # %% [markdown]
-# Seed 004's worked example, inclusive and exclusive:
+# The lab sheet's worked example, inclusive and exclusive:
 
 # %%
 example = [3, 2, 1, 2, 1, 4, 3, 2, 4, 3]
@@ -92,7 +93,7 @@ for op in ps.OPS:
 # %% [markdown]
 # ## 2. The ladder: the idea
 #
-# Seed 002 describes it in a comment: *"in the i-th phase the blocks are of size $2^i$ ...
+# The notebook describes it in a comment: *"in the i-th phase the blocks are of size $2^i$ ...
 # blocks are $2^i$ aligned ... the predecessor value to a block is ... the array location one
 # before the lowest array location in the block."*
 #
@@ -127,7 +128,7 @@ for op in ps.OPS:
 # never written in that phase: one phase never reads what it writes, so a barrier between
 # phases is all the synchronisation the kernel needs.
 #
-# Seed 002 printed these pairs for $n = 30$. A picture says more: below, the real ladder kernel
+# The notebook printed these pairs for $n = 30$. A picture says more: below, the real ladder kernel
 # of the package runs on the simulator under the **tracer**, which records every access to
 # shared memory, and `ps.viz.dataflow` draws one row per phase with an arrow from each cell read
 # to the cell written (colours are warps).
@@ -135,7 +136,7 @@ for op in ps.OPS:
 # %%
 seed_trace = ps.trace.record(ps.scan, np.full(30, 2, dtype=np.int32), algorithm="ladder", block_size=32)
 # the stepper (slider, previous/next) with a live kernel; the picture where there is none
-ps.viz.step(seed_trace, fallback=ps.viz.dataflow(seed_trace, array="rungs", title="ladder, n = 30 (seed 002's example)"))
+ps.viz.step(seed_trace, fallback=ps.viz.dataflow(seed_trace, array="rungs", title="ladder, n = 30 (the notebook's example)"))
 
 # %% [markdown]
 # ## 3. The kernel

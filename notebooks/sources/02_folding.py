@@ -11,8 +11,9 @@
 # %% [markdown]
 # # 02 · The folding scan, and why it sums suffixes
 #
-# Seed 002 (the Python notebook of partial-sum experiments that gave chapter 01 its ladder) has
-# a second parallel method: **folding**. It halves a stride instead of doubling a run, and as
+# The Python notebook of partial-sum experiments that gave chapter 01 its ladder
+# ([the notebook](../docs/references.md#partial-sum-experiments-a-python-notebook)) has a second
+# parallel method: **folding**. It halves a stride instead of doubling a run, and as
 # written it does not compute prefix sums at all: it computes **suffix sums**,
 # $s_i = x_i + x_{i+1} + \dots + x_{n-1}$. This chapter finds out why with a loop invariant,
 # mirrors the indexing to get prefix sums, draws the data flow of the real kernel, and carries
@@ -29,9 +30,9 @@ import numpy as np
 print(ps.device_info())
 
 # %% [markdown]
-# ## 1. The seed's folding method
+# ## 1. The notebook's folding method
 #
-# Seed 002 describes it in a comment: *"the folding method has blocks of size $2^h$, supposing
+# The notebook describes it in a comment: *"the folding method has blocks of size $2^h$, supposing
 # there are $2^j$ such blocks, stack them one above the other such that the 0 cell is the
 # uppermost, leftmost cell. [...] Update is to divide each block in half, fold the right half
 # under the left half, and add to a cell the value of the corresponding cell just above the
@@ -54,7 +55,7 @@ print(ps.device_info())
 
 # %%
 def fold(cells, show=None):
-    """Seed 002's partial_sum_folded: for phase = N/2, ..., 1, cell i adds cell i + phase, all at once."""
+    """The notebook's partial_sum_folded: for phase = N/2, ..., 1, cell i adds cell i + phase, all at once."""
     cells = list(cells)
     m = len(cells)
     phase = 1
@@ -69,13 +70,13 @@ def fold(cells, show=None):
 
 
 # %% [markdown]
-# Seed 002 ran it on 33 ones and printed every phase:
+# The notebook ran it on 33 ones and printed every phase:
 
 # %%
 seed_result = fold([1] * 33, show=lambda phase, cells: print(f"phase {phase:>2}:", " ".join(f"{c:2}" for c in cells)))
 
 # %% [markdown]
-# The last line is $33, 32, \dots, 1$: cell $i$ counts the ones from $i$ to the end. The seed's
+# The last line is $33, 32, \dots, 1$: cell $i$ counts the ones from $i$ to the end. The notebook's
 # comment speaks of adding the cell "just above" (before) it, which would be a prefix sum, but
 # the code adds `a[i + phase]`, a cell *after* $i$. The package's reference loop and the package's
 # folding kernel agree with the printout, as a **reverse** (suffix) scan:
@@ -138,7 +139,7 @@ print("fold of a, b, c, d:", fold(["a", "b", "c", "d"]), " suffixes:", ["abcd", 
 for phase in (4, 2, 1):
     suffix = "  ".join(f"{i}<-{i + phase}" for i in range(8 - phase))
     prefix = "  ".join(f"{t}<-{t - phase}" for t in range(phase, 8))
-    print(f"phase {phase}:  seed (suffix) {suffix:<40} mirrored (prefix) {prefix}")
+    print(f"phase {phase}:  notebook (suffix) {suffix:<36} mirrored (prefix) {prefix}")
 
 # %% [markdown]
 # The invariant mirrors too: after the phase with stride $p$, cell $t$ holds
@@ -180,8 +181,8 @@ print(ps.check.scan(lambda x: np.array(prefix_fold(x), dtype=x.dtype), dtype=np.
 # One thread per element; the tile lives in the shared array `cells`. The package always scans
 # a tile forwards in *logical* order, so the kernel runs the mirrored (prefix) fold: lane `t`
 # adds lane `t - phase`. For `reverse=True`, `where` puts logical element $i$ at array index
-# $n - 1 - i$, and the kernel is then the seed's fold verbatim on the array. Lanes past the end
-# hold the operator's identity, which plays the part of the seed's guard `i + phase < m`.
+# $n - 1 - i$, and the kernel is then the notebook's fold verbatim on the array. Lanes past the end
+# hold the operator's identity, which plays the part of the notebook's guard `i + phase < m`.
 # Section 8 writes the kernel's phase; the package's source follows its check there.
 
 # %% [markdown]
@@ -241,7 +242,7 @@ for op, dtype in (("add", np.float32), ("max", np.int32)):
                             op=op, inclusive=inclusive, reverse=reverse, dtype=dtype, name=label))
 
 # %% [markdown]
-# ## 8. Exercises: the kernel's phase, and the seed's direction
+# ## 8. Exercises: the kernel's phase, and the notebook's direction
 #
 # ### Exercise 02.folding-phase (core, 2 points)
 #
@@ -316,13 +317,13 @@ print(inspect.getsource(ps.scans.tiles.position))
 # %% [markdown]
 # ### Exercise 02.suffix-fold (stretch, 2 points)
 #
-# **Spec.** The seed's own direction on the GPU: `my_suffix_fold` is launched as **one block**
+# **Spec.** The notebook's own direction on the GPU: `my_suffix_fold` is launched as **one block**
 # of `BLOCK` = 64 threads on an array of $n \le 64$ elements and leaves in `out[i]` the suffix
 # sum $x_i + x_{i+1} + \dots + x_{n-1}$ (`np.cumsum(x[::-1])[::-1]`), without mirroring any
 # index: cell `t` adds cells *after* it. The load and the store are given (lanes past `n`
 # hold 0); write the phases.
 #
-# **Invariant** (section 2, the seed's): after the phase with stride $p$, cell $t$ holds
+# **Invariant** (section 2, the notebook's): after the phase with stride $p$, cell $t$ holds
 # $x_t + x_{t+p} + x_{t+2p} + \dots$, its whole column from its own row to the bottom. On 8
 # cells for $n = 6$, the input $3, 1, 4, 1, 5, 9$ ($t \leftarrow r$: cell $t$ adds cell $r$;
 # no cell reads past the end of the tile):
@@ -341,7 +342,7 @@ print(inspect.getsource(ps.scans.tiles.position))
 #
 # `ps.hint("02.suffix-fold")` for hints.
 
-# %% tags=["exercise"] exercise_id="02.suffix-fold" points=2 todo="run the seed's fold on the tile with strides 32, 16, ..., 1 so that cell t ends with the sum of x[t..n-1]; no thread reads a cell another thread writes in the same barrier phase"
+# %% tags=["exercise"] exercise_id="02.suffix-fold" points=2 todo="run the notebook's fold on the tile with strides 32, 16, ..., 1 so that cell t ends with the sum of x[t..n-1]; no thread reads a cell another thread writes in the same barrier phase"
 from numba import cuda, float32
 
 BLOCK = 64
@@ -381,7 +382,7 @@ print(ps.check.scan(suffix_sums, reverse=True, sizes=(1, 2, 3, 31, 32, 33, 50, 6
 # %% [markdown]
 # ## 9. Summary
 #
-# | | seed's fold (sequential simulation) | folding, one tile of $b$ | folding, $n$ elements |
+# | | the notebook's fold (sequential simulation) | folding, one tile of $b$ | folding, $n$ elements |
 # | --- | --- | --- | --- |
 # | result | suffix sums | prefix (mirrored) or suffix | either direction, via `where` |
 # | work (combines) | $m\log_2 N - (N - 1)$ | $b\log_2 b - (b - 1)$ | $\approx n \log_2 b$ + carries ($\approx n$) |
@@ -421,11 +422,11 @@ for log2 in (20, 22, 24, 25, 26):
 # depth is $\log_2 b$ steps, its fan-out 2, its work that of Kogge–Stone.
 #
 # **Questions.**
-# 1. The seed's comment says the sequential simulation should work "from highest indexed blocks
+# 1. The notebook's comment says the sequential simulation should work "from highest indexed blocks
 #    to lowest", but its loop runs `i` upwards. Which order makes the one-array loop
 #    `a[i] += a[i + phase]` equal to the simultaneous update, and why? What about the mirrored
 #    loop `a[t] += a[t - phase]`?
-# 2. Run the seed's `partial_sum_folded` in your head for a list of one element. What happens,
+# 2. Run the notebook's `partial_sum_folded` in your head for a list of one element. What happens,
 #    and why does the kernel not have this problem?
 # 3. After the phase with stride $p$, which inputs does cell 5 of a 16-cell tile hold in the
 #    prefix fold? Check your answer with `fold` on lists of indices (mirror the result).

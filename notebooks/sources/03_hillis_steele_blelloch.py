@@ -12,14 +12,15 @@
 # # 03 · Hillis–Steele and Blelloch: few steps, or little work
 #
 # The two classic block scans of GPU Gems 3, chapter 39 (Harris, Sengupta and Owens, "Parallel
-# Prefix Sum (Scan) with CUDA"). Seed 001 (the paper of Lungu, Petrosanu and Pirjan) sums them
+# Prefix Sum (Scan) with CUDA", [2007](../docs/references.md#harris-sengupta-and-owens-2007)). The paper of Lungu, Petroşanu and Pîrjan (chapter 06) sums them
 # up, citing that chapter: *"two versions of the parallel prefix sum function, one with a low
 # efficiency regarding the volume of necessary computations and a second improved one, with a
 # reduced number of computations."* The first is the **Hillis–Steele** scan: as few steps as possible, but
-# $n\log_2 n$ work. The second is **Blelloch's** up-sweep/down-sweep scan, which seed 004 (a
-# German lab sheet) asks students to write for 256 elements: $2n$ work, but twice the steps.
-# This chapter builds both, shows why the obvious Hillis–Steele kernel has a race, and measures
-# work and depth with the tracer.
+# $n\log_2 n$ work. The second is **Blelloch's** up-sweep/down-sweep scan, which a German lab
+# sheet ([the lab sheet](../docs/references.md#a-lab-sheet-on-prefix-sums)) asks students to write for
+# 256 elements: $2n$ work, but twice the steps. This chapter builds both, shows why the obvious
+# Hillis–Steele kernel has a race, and measures work and depth with the tracer. Every work cited
+# is on the [references page](../docs/references.md).
 
 # %% tags=["setup"]
 # NBVAL_IGNORE_OUTPUT
@@ -310,7 +311,7 @@ print(ps.check.tiled(my_hs_one_buffer_tile, block_size=BLOCK,
 # %% [markdown]
 # ## 4. Blelloch: up-sweep and down-sweep
 #
-# Seed 004 defines the exclusive prefix sums (*"Summe aller vorherigen Elemente der Folge"*, the
+# The lab sheet defines the exclusive prefix sums (*"Summe aller vorherigen Elemente der Folge"*, the
 # sum of all previous elements) and then, following GPU Gems 39.2.2, computes them for
 # $n = 2^k$ in two phases on one array.
 #
@@ -322,7 +323,7 @@ print(ps.check.tiled(my_hs_one_buffer_tile, block_size=BLOCK,
 # **Down-sweep** (*"von oben nach unten"*): set the root $x[n-1] = 0$, then for
 # $d = k-1, \dots, 0$ visit the same nodes $i$ as the up-sweep did at level $d$; each hands
 # values down to its two children, the left one at $i - 2^d$ and the right one at $i$ itself.
-# (The seed's pseudo-code for the down-sweep survives only as a mangled LaTeX array.)
+# (The sheet's pseudo-code for the down-sweep survives only as a mangled LaTeX array.)
 #
 # **Invariant of the down-sweep.** When a node at level $d$ receives its value, that value is the
 # sum of all elements *before its subtree*. The root's subtree is everything: 0 before it. A left
@@ -331,7 +332,7 @@ print(ps.check.tiled(my_hs_one_buffer_tile, block_size=BLOCK,
 # subtree's total, which the up-sweep left in the left child. At the leaves, "everything before
 # the subtree" is everything before the element: the exclusive scan.
 #
-# Seed 004's example (its first eight numbers), level by level: the cells each level writes
+# The lab sheet's example (its first eight numbers), level by level: the cells each level writes
 # and the array after it.
 #
 # | level | cells written | after the level |
@@ -345,27 +346,27 @@ print(ps.check.tiled(my_hs_one_buffer_tile, block_size=BLOCK,
 # | down-sweep $d = 1$ | 1, 3, 5, 7 | 3 0 1 5 1 8 3 13 |
 # | down-sweep $d = 0$ | 0, 1, ..., 7 | 0 3 5 6 8 9 13 16 |
 #
-# The last row is seed 004's exclusive sums of the same numbers:
+# The last row is the lab sheet's exclusive sums of the same numbers:
 
 # %%
-print("seed 004:", ps.reference.exclusive_partial_sums([3, 2, 1, 2, 1, 4, 3, 2]))
+print("lab sheet:", ps.reference.exclusive_partial_sums([3, 2, 1, 2, 1, 4, 3, 2]))
 
 # %% [markdown]
-# ## 5. The seed's exercise: 256 elements, one block of 256 threads
+# ## 5. The lab sheet's exercise: 256 elements, one block of 256 threads
 #
 # The lab sheet asks for exactly this: copy the input to local (in CUDA: shared) memory, run the
-# two sweeps with one thread per index $i$ (a thread works at level $d$ when the seed's loop
+# two sweeps with one thread per index $i$ (a thread works at level $d$ when the sheet's loop
 # would visit its $i$), synchronise after the copy and after every level of both sweeps, copy
 # the result out. The package's version is `blelloch_256_kernel` (section 7 writes its
 # down-sweep; its source follows the check there). It clears the root without a barrier:
-# thread 255 clears it, and the first down-sweep level is done by thread 255 alone. Seed 004's
+# thread 255 clears it, and the first down-sweep level is done by thread 255 alone. The sheet's
 # worked example (padded with zeros to 256) and a check on random inputs:
 
 # %%
 seed_example = np.zeros(256, dtype=np.int32)
 seed_example[:10] = [3, 2, 1, 2, 1, 4, 3, 2, 4, 3]
 print("blelloch_256:", ps.scans.blelloch.blelloch_256(seed_example)[:10].tolist())
-print("seed 004:    ", ps.reference.exclusive_partial_sums(seed_example[:10].tolist()))
+print("lab sheet:   ", ps.reference.exclusive_partial_sums(seed_example[:10].tolist()))
 for dtype in (np.int32, np.float32):
     print(ps.check.scan(ps.scans.blelloch.blelloch_256, inclusive=False, dtype=dtype, sizes=(256,), name=f"blelloch_256 {np.dtype(dtype).name}"))
 
@@ -383,7 +384,7 @@ for dtype in (np.int32, np.float32):
 
 # %%
 blelloch_trace = ps.trace.record(ps.scans.blelloch.blelloch_256, np.ones(256, dtype=np.int32))
-ax = ps.viz.dataflow(blelloch_trace, array="tree", max_cells=256, title="blelloch_256 (seed 004): up-sweep, clear the root, down-sweep")
+ax = ps.viz.dataflow(blelloch_trace, array="tree", max_cells=256, title="blelloch_256 (the lab sheet's): up-sweep, clear the root, down-sweep")
 ax.set_yticklabels(["load"] + [f"up d={d}" for d in range(8)] + ["clear, down d=7"] + [f"down d={d}" for d in range(6, -1, -1)])
 # the two sweeps step by step (scroll sideways along the 256 cells); the picture above where there is no kernel
 ps.viz.step(blelloch_trace, arrays=["tree"], max_cells=256, fallback=ax)
@@ -453,7 +454,7 @@ for n in (32, 64, 128, 256):
 # ### Exercise 03.blelloch-down-sweep (core, 2 points)
 #
 # **Spec.** `my_blelloch_tile` is Blelloch's scan of a tile of 64 elements, one thread per
-# element as in the seed, as a tile kernel (one block of 64 threads per tile; the check carries
+# element as in the lab sheet, as a tile kernel (one block of 64 threads per tile; the check carries
 # the totals): the up-sweep is given, the tile's total goes to `totals` and the root is cleared.
 # Write one level `d` of the down-sweep so that its invariant holds: when a node at level `d`
 # receives its value, that value is the sum of all elements before its subtree (section 4).
@@ -569,7 +570,7 @@ _ = ps.viz.taxonomy(networks, title=f"prefix networks on one tile of {taxonomy_n
 # | --- | --- | --- | --- |
 # | work (combines) | $n - 1$ | $n\log_2 n - (n - 1)$ | $2(n - 1)$ (+ $n$ for inclusive) |
 # | depth (barriers) | $n - 1$ steps | $\log_2 n$ steps, $1 + \log_2 n$ barriers | $2\log_2 n$ levels, $2 + 2\log_2 n$ barriers |
-# | threads | 1 | $n$ | $n/2$ (two elements each; the seed's version: $n$) |
+# | threads | 1 | $n$ | $n/2$ (two elements each; the lab sheet's version: $n$) |
 # | shared memory | | $2n$ cells (two buffers) | $n$ cells (in place) |
 # | global memory | $n$ reads, $n$ writes | $n$ reads, $n$ writes | $n$ reads, $n$ writes |
 # | operator | associative | associative | associative |
@@ -580,7 +581,7 @@ _ = ps.viz.taxonomy(networks, title=f"prefix networks on one tile of {taxonomy_n
 #    register, wait, write, wait), as the fold of chapter 02 does? What does each choice cost?
 # 2. At $n = 2^{20}$, how many combines do Hillis–Steele and Blelloch do on one tile of that
 #    size, and how many barriers?
-# 3. Seed 004's down-sweep swaps through `tmp`. What goes wrong if a thread writes
+# 3. The lab sheet's down-sweep swaps through `tmp`. What goes wrong if a thread writes
 #    `x[i - 2^d] = x[i]` before computing `x[i] += x[i - 2^d]`?
 # 4. Why may the root be cleared without a barrier before the first down-sweep level in
 #    `blelloch_256_kernel`? Which thread would have to clear it for this to break?

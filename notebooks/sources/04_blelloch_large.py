@@ -11,8 +11,9 @@
 # %% [markdown]
 # # 04 · Blelloch's scan for large arrays: tiles, bank conflicts, and what a GPU measures
 #
-# Chapter 03 scanned 256 elements in one block, as seed 004's lab sheet asks. The sheet ends with
-# the next step: *"Später kann der jetzt implementierte Teil dazu benutz[t] werden, ein größeres
+# Chapter 03 scanned 256 elements in one block, as the lab sheet on prefix sums asks
+# ([the lab sheet](../docs/references.md#a-lab-sheet-on-prefix-sums); every work cited is on the
+# [references page](../docs/references.md)). The sheet ends with the next step: *"Später kann der jetzt implementierte Teil dazu benutz[t] werden, ein größeres
 # Feld in 256-Element-Stücke aufzuteilen, die Stücke separat zu berechnen und anschließend wieder
 # zusammenzusetzen"* — later, the part implemented now can be used to split a larger array into
 # pieces of 256 elements, compute the pieces separately and put them together again. This
@@ -38,7 +39,7 @@ print(ps.device_info())
 # %% [markdown]
 # ## 1. One tile: two elements per thread
 #
-# The seed's kernel used one thread per element, and at most half of them ever work: at level
+# The sheet's kernel used one thread per element, and at most half of them ever work: at level
 # $d$ of the up-sweep only $n / 2^{d+1}$ do. GPU Gems gives each thread **two** elements, so a
 # block of `block_size` threads scans a tile of `2 * block_size`, and numbers the work
 # differently: at a level where `active` threads work, thread $t <$ `active` joins the
@@ -65,13 +66,13 @@ while active > 0:
     offset, active = offset * 2, active // 2
 
 # %% [markdown]
-# It is the same tree as the seed's (the right index is the seed's $i$, the left one
+# It is the same tree as the sheet's (the right index is the sheet's $i$, the left one
 # $i - 2^d$), but the threads that work are packed together. A warp (32 threads) whose threads
 # all skip a level is done with it at once; a warp with one working thread costs as much as a
 # full one. For 256 elements, the warps that have work at each up-sweep level:
 
 # %%
-print(f"{'level d':>8} {'seed: 256 threads':>18} {'GPU Gems: 128 threads':>22}")
+print(f"{'level d':>8} {'sheet: 256 threads':>18} {'GPU Gems: 128 threads':>22}")
 for d in range(8):
     seed_warps = len({i // 32 for i in range(256) if (i + 1) % (2 << d) == 0})
     packed_warps = -(-(128 >> d) // 32)
@@ -88,7 +89,7 @@ for d in range(8):
 # afterwards `tree[TILE - 1]` holds the tile's total. The given down-sweep expects `offset` to
 # end at `TILE`.
 #
-# **Invariant.** The tree is the seed's (section 4 of chapter 03): after the level that joins
+# **Invariant.** The tree is the sheet's (section 4 of chapter 03): after the level that joins
 # subtrees of `offset` elements, every index $i$ with $i + 1$ a multiple of $2 \cdot$ `offset`
 # holds the sum of the $2 \cdot$ `offset` elements ending at $i$; the other indices keep their
 # value. Section 1's printout lists, level by level, which two subtrees each thread joins. On a
@@ -247,7 +248,7 @@ print(f"n = {traffic_n}: {traffic['launches']} launches, {traffic['global_reads'
 #
 # ### Exercise 04.blelloch-carry (warm-up, 1 point)
 #
-# Seed 004's last step, written by you. `scan_device` below runs the package's tile kernel
+# The lab sheet's last step, written by you. `scan_device` below runs the package's tile kernel
 # (Blelloch, 32 threads, tiles of 64, padded), scans the tile totals by calling itself, and then
 # launches `my_carry` with one block of `THREADS` = 32 threads per tile after the first.
 #
@@ -313,7 +314,7 @@ print(inspect.getsource(ps.scans.tiles.carry_kernel))
 #
 # Shared memory is split into 32 **banks**; word $w$ (4 bytes) lives in bank $w \bmod 32$. The 32
 # threads of a warp are served in one pass if they touch 32 different banks (or the same word,
-# by broadcast), and in $k$ passes if $k$ different words fall into one bank. Seed 001 puts it
+# by broadcast), and in $k$ passes if $k$ different words fall into one bank. The paper of Lungu, Petroşanu and Pîrjan (chapter 06) puts it
 # this way: *"Multiple data requests from the same memory bank generate memory banks conflicts.
 # [...] The hardware device serializes memory operations when a conflict occurs."*
 #
@@ -484,7 +485,7 @@ print(ps.check.tiled(padded_tile, block_size=TILE, threads=THREADS,
 # a few cycles, while the same thread waits far longer for the bytes it must move. A
 # work-efficient tile matters less than a tile that moves few bytes. Baselines: a numba copy kernel (one element per thread), PyTorch's
 # `copy_`, `torch.cumsum` (CUB's single-pass scan) and `cupy.cumsum`. Every result was checked
-# before it was timed. Below, float32 kernel times, without the k-step scan of seed 000
+# before it was timed. Below, float32 kernel times, without the k-step scan of chapter 05
 # (chapter 05) and the hierarchical scan (chapter 06), and with folding left out (the printout
 # says how close it lies to the ladder):
 

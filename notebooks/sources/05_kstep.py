@@ -9,15 +9,17 @@
 # ---
 
 # %% [markdown]
-# # 05 · The L-ary (k-step) partial-sum scheme of seed 000
+# # 05 · The L-ary (k-step) partial-sum scheme
 #
-# Seed 000, the chapter *"Calculation of partial sums in parallel"* of a set of CUDA lecture
-# notes, describes a scan built from one integer parameter $L$: add the inputs up in runs of
-# $L$, then the run totals in runs of $L$, and so on until one thread can finish the job; then
-# walk back down, correcting every level with the totals of the level above. This chapter
-# rebuilds that scheme, draws the seed's lost figure from a trace of the real kernels, measures
-# how $L$ trades the number of steps against the serial work of each thread, and compares a
-# kernel launch per step with a barrier per step, on the simulator and on a GPU.
+# The lecture notes *"Calculation of partial sums in parallel"*, a chapter of an online book on
+# GPU programming ([the notes](../docs/references.md#partial-sums-in-parallel-lecture-notes)), describe
+# a scan built from one integer parameter: add the inputs up in runs of that length, then the
+# run totals in runs of it, and so on until one thread can finish the job; then walk back down,
+# correcting every level with the totals of the level above. This chapter rebuilds that scheme,
+# draws the notes' lost figure from a trace of the real kernels, measures how the parameter
+# trades the number of steps against the serial work of each thread, and compares a kernel
+# launch per step with a barrier per step, on the simulator and on a GPU. Every work cited is on
+# the [references page](../docs/references.md).
 
 # %% tags=["setup"]
 # NBVAL_IGNORE_OUTPUT
@@ -35,10 +37,10 @@ from prefixsum.scans import kstep
 print(ps.device_info())
 
 # %% [markdown]
-# ## 1. What survives of seed 000, and what is reconstructed
+# ## 1. What survives of the notes, and what is reconstructed
 #
-# Every formula of seed 000 was lost; only the prose around them survives, with holes where the
-# symbols stood. Some of it:
+# The copy of the notes this workbook was built from lost every formula and every symbol; only
+# the prose around them survives, with holes where the symbols stood. As it reads:
 #
 # > *"The presented procedure has -proportional processing time under assumption of infinite
 # > parallel processing capability. We proceed as follows. Choose an integer : ."*
@@ -47,12 +49,21 @@ print(ps.device_info())
 # > final partial sum. Hence, there is no need to increment this position anymore. This fact is
 # > reflected in slightly different indexing for the following steps."*
 #
-# The surviving names fix the skeleton: inputs $x_0, \dots, x_{K_0-1}$, an integer $1 < L \ll
-# K_0$, level sizes $K_s$, reduction data $z^s$, correction data $u^s$, a first correction step
-# on a single thread, correction step $s$ on $L^s$ threads, and one figure, *"Summation in
-# parallel for $L = 3$ and $K_0 = 35$"*. **The formulas below are a reconstruction**
-# (`specs/kstep.md`) consistent with every surviving sentence and checked against a sequential
-# scan; they are not the seed's own text. The package implements them in `prefixsum.scans.kstep`.
+# > *"For step 1 we calculate (on threads, is the thread index): We adopt the convention The index
+# > varies from 0 to except for the boundary where cannot exceed or be equal to (because indexes
+# > of are in the same range as indexes of ): Hence, the stated range for follows."*
+#
+# The figure is gone; its caption reads *"Summation in parallel for and ."* No name of a
+# variable survives. What the words do fix is the skeleton: an array of numbers ("integers or
+# doubles"), one chosen integer, reduction steps 0, 1, ..., a "last step", then a first
+# correction step "on a single thread", further correction steps "on threads", "intermediate
+# data" of two kinds placed in memory, and a summary of three operations performed one after
+# the other. **Everything else below is the workbook's reconstruction**: the names (inputs
+# $x_0, \dots, x_{K_0-1}$, the integer $1 < L \ll K_0$, level sizes $K_s$, reduction data $z^s$,
+# correction data $u^s$, correction step $s$ on at most $L^s$ threads), every formula, and the
+# figure's example, $L = 3$ and $K_0 = 35$, chosen to fill the caption's two blanks. The
+# reconstruction is consistent with every surviving sentence and checked against a sequential
+# scan; the package implements it in `prefixsum.scans.kstep`.
 #
 # ## 2. The levels
 #
@@ -68,7 +79,7 @@ print(ps.device_info())
 # **Spec.** `my_level_sizes(n, L)` returns the list $[K_0, K_1, \dots, K_{s^*+1}]$ for
 # $n \ge 1$ inputs and arity $L \ge 2$: $K_0 = n$, $K_{s+1} = \lceil K_s / L \rceil$, and
 # the list stops at the first $K_{s+1} \le L$ (it always holds $K_1$, even when $n \le L$).
-# For the seed's example, `my_level_sizes(35, 3)` is `[35, 12, 4, 2]`. The check compares it
+# For the figure's example, `my_level_sizes(35, 3)` is `[35, 12, 4, 2]`. The check compares it
 # with `kstep.levels(n, L).sizes` for every $n$ up to 100 and $L$ from 2 to 6, and a few large $n$.
 #
 # `ps.hint("05.levels")` for hints.
@@ -204,7 +215,7 @@ print(inspect.getsource(kstep._scan_top))
 #
 # $$u^s_{Lj+t} = u^{s-1}_{j-1} + \sum_{i=0}^{t} z^{s^*-s}_{Lj+i}, \qquad 0 \le t \le \min(L-1,\ K_{s^*-s+1} - 1 - Lj).$$
 #
-# The last element of a full run ($t = L-1$) is $u^{s-1}_j$, which is already final: the seed's
+# The last element of a full run ($t = L-1$) is $u^{s-1}_j$, which is already final: the notes'
 # *"there is no need to increment this position anymore"*, so it is copied instead. Each $u^s$
 # overwrites $z^{s^*-s}$ in place, and the last step, $s = s^*+1$, corrects $x$ itself into the
 # inclusive scan. (You will write this step in the exercise of section 7.)
@@ -219,9 +230,10 @@ print(inspect.getsource(kstep._scan_top))
 print(inspect.getsource(kstep.scan_launches))
 
 # %% [markdown]
-# ## 5. The seed's figure, redrawn from a trace
+# ## 5. The notes' figure, redrawn from a trace
 #
-# The seed's figure showed the summation for $L = 3$ and $K_0 = 35$. Here the real kernels run
+# The notes' lost figure showed the summation for two values its caption no longer holds; the
+# reconstruction's example is $L = 3$ and $K_0 = 35$. Here the real kernels run
 # on the simulator, a launch per step (`one_block=False`), under the tracer, and `ps.viz.steps`
 # draws the buffer after every step: one row per launch, an arrow from each cell a thread read
 # to the cell it then wrote (colour: the thread), a bar along the cells one thread wrote in turn
@@ -311,7 +323,7 @@ for op in ps.OPS:
 # | 1 | $u_0$ = 8, $u_1$ = 23 | 3, 4, 5 | 1 5 9 | 9 14 23 |
 # | 2 | $u_1$ = 23 (a short run ends on no $u$) | 6, 7 | 2 6 | 25 31 |
 #
-# The last cell of a full run becomes a value the level above already holds (the seed's "no
+# The last cell of a full run becomes a value the level above already holds (the notes' "no
 # need to increment this position anymore"). **Budget:** at most $2L + 1 = 7$ memory accesses
 # per thread in `my_correct` (one read of the carry, a read and a write per element, a read and
 # a write for the copied last element). Hints: `ps.hint("05.kstep-correct")`.
@@ -450,7 +462,7 @@ for L_row in (2, 8, L_default):
 # %% [markdown]
 # **On the GPU.** `benchmarks/kstep_L.csv` (`bash benchmarks/run_gpu.sh kstep`) times the
 # k-step scan for $L = 2, 4, 8, \dots, 128$ at every $n$ from $2^{10}$ to $2^{26}$ (float32),
-# beside `torch.cumsum` (CUB's scan, one pass over memory) and a copy kernel. These are
+# beside `torch.cumsum` (a single-pass scan: one pass over memory) and a copy kernel. These are
 # **kernel times**: each sample queues a short busy kernel, an event, the scan's launches and a
 # second event, so the events time the GPU's work alone, without the Python that numba spends
 # on the host for every launch (median of 25; `benchmarks/README.md` describes the method).
@@ -675,7 +687,7 @@ for label, options in (("ladder", dict(algorithm="ladder", block_size=256)),
 # | cost of a step on a GPU | a launch: a few microseconds of GPU time while steps are small, and several times that in Python on the host (section 9) | a barrier, nanoseconds |
 #
 # with $s^* = \min\{s : K_{s+1} \le L\}$, $K_{s+1} = \lceil K_s / L \rceil$. The formulas are a
-# reconstruction of seed 000's lost ones.
+# reconstruction of the notes' lost ones.
 #
 # **Questions.**
 # 1. For $L = 3$ and $K_0 = 35$, which cells of the buffer does correction step 2 read, and

@@ -9,10 +9,11 @@
 # ---
 
 # %% [markdown]
-# # 06 · Warp, block, grid: seed 001's hierarchical scan
+# # 06 · Warp, block, grid: a paper's hierarchical scan
 #
-# Seed 001 (Lungu, Petroşanu and Pîrjan, *Solutions for optimizing the data parallel prefix sum
-# algorithm using the Compute Unified Device Architecture*) builds its scan the way the hardware
+# Lungu, Petroşanu and Pîrjan (*Solutions for optimizing the data parallel prefix sum algorithm
+# using the Compute Unified Device Architecture*, 2011,
+# [the paper](../docs/references.md#lungu-petrosanu-and-pirjan-2011)) build their scan the way the hardware
 # is built: *"Within a warp, the parallel prefix sum function processes the instructions and
 # then, the results are being processed using instructions at the thread blocks' level. Finally,
 # the results obtained at the grids of thread blocks level are combined and thus it is obtained
@@ -20,10 +21,11 @@
 # **8 elements** sequentially in registers. The paper timed the result on a GeForce GTX 280 and a
 # GTX 480 (Fermi, 2010).
 #
-# This chapter climbs the levels one at a time: the warp scan three ways (the seed's, which has
-# been unsafe since 2017, and two correct ones), the block scan of the seed's Figure 2, eight
-# elements per thread, and the grid level. Then it reruns the paper's experiments on a current
-# GPU and asks what fifteen years changed.
+# This chapter climbs the levels one at a time: the warp scan three ways (the paper's, which has
+# been unsafe since 2017, and two correct ones), the block scan of the paper's Figure 2 (which
+# races, and how the tracer finds it), eight elements per thread, and the grid level. Then it
+# reruns the paper's experiments on a current GPU and asks what fifteen years changed. Every
+# work cited is on the [references page](../docs/references.md).
 
 # %% tags=["setup"]
 # NBVAL_IGNORE_OUTPUT
@@ -42,7 +44,7 @@ print(ps.device_info())
 # %% [markdown]
 # ## 1. The warp: Figure 1, on shared memory
 #
-# A **warp** is 32 consecutive threads of a block (its *lanes*). The seed's Figure 1 scans the 32
+# A **warp** is 32 consecutive threads of a block (its *lanes*). The paper's Figure 1 scans the 32
 # values of a warp, held in shared memory, in five steps: at step $d = 1, 2, 4, 8, 16$ every lane
 # $l \ge d$ combines the value of lane $l - d$ into its own (Hillis–Steele, chapter 03, on 32
 # elements):
@@ -69,7 +71,7 @@ print(ps.device_info())
 # The classroom simulator runs each lane of a warp to its end before the next one starts, one of
 # the schedules Volta allows. The tracer records every shared-memory access; with no barrier
 # and no `syncwarp`, every access of the warp is in one *phase* (nothing orders them), so every
-# slot that one lane writes and another reads is a race. The package's copy of the seed's scan
+# slot that one lane writes and another reads is a race. The package's copy of the paper's scan
 # (numba has no `volatile`), on two warps, inputs $1, 2, \dots, 64$:
 
 # %%
@@ -196,17 +198,49 @@ for name, run in (("volatile", volatile_run), ("syncwarp", syncwarp_run), ("shfl
 # The shuffle version needs no shared memory and no synchronisation beyond the shuffles
 # themselves; the package builds everything that follows on it.
 #
-# ## 4. The block: Figure 2
+# ## 4. The block: Figure 2, and its race
 #
-# A block has up to 32 warps. The seed's Figure 2 scans a block with warp scans: (1) every warp
-# scans its 32 values; (2) the last lane of every warp stores the warp's total; (3) one warp
-# scans those totals; (4) every thread combines the scanned total of the warps before its own
-# into its result. The package's version, on shuffles, is `ps.scans.hierarchical.block_scan`
-# (it returns each thread's *exclusive* result and the block's total, which is what the next
-# level needs); exercise 06.block-combine in section 8 writes step 4, and its source follows the
-# check there.
+# A block has up to 32 warps. The paper's Figure 2, `SumareBloc`, scans a block with warp scans,
+# in place in the shared array `ptr` (comments translated from Romanian):
 #
-# The same steps by hand for 128 values (four warps), with the package's warp scan for step 1:
+# ```c++
+# T rez = SumareWarp<Operatorul, Tip>(ptr, index);  // 1. every warp scans its values
+# __syncthreads();
+# if (IndexFir == 31) ptr[IdWarp] = ptr[index];      // 2. the last lane stores its warp's total
+# if (IdWarp == 0) SumareWarp<Operatorul, inclusiv>(ptr, index);  // 3. warp 0 scans the totals
+# __syncthreads();
+# if (IdWarp > 0) rez = Operatorul::proceseaza(ptr[IdWarp - 1], rez);  // 4. add the warps before
+# __syncthreads();
+# ptr[index] = rez;                                   // 5. the results
+# __syncthreads();
+# ```
+#
+# Four barriers, but none between steps 2 and 3. `ps.lessons.figure2_block_scan` runs Figure 2
+# as written, on one block of 32 warps, with section 3's shuffle scan as `SumareWarp` (so that
+# Figure 1's race does not mix in); the tracer lists the races (`fixed=True` is the repair
+# described below):
+
+# %%
+print(inspect.getsource(ps.lessons.figure2_kernel))
+x1024 = np.random.default_rng(5).integers(0, 10, 1024).astype(np.int32)
+for fixed in (False, True):
+    run = ps.trace.record(ps.lessons.figure2_block_scan, x1024, fixed=fixed)
+    races = run.races()
+    print(f"fixed={fixed}: equal to the scan: {np.array_equal(run.result, np.cumsum(x1024))}, {len(races)} races"
+          + (f", on ptr[{races[0].index}] to ptr[{races[-1].index}]; for example:\n  {races[-1]}" if races else ""))
+
+# %% [markdown]
+# Warp 0 scans `ptr[0..31]` in the same phase as the last lanes of the other warps store their
+# totals there, so it may read a slot before its total arrives: every slot races. With 32
+# warps it is worse: `ptr[31]` is warp 0's own element, which lane 31 of warp 0 reads in step 2,
+# and warp 31's total, which lane 31 of warp 31 (thread 1023) writes in the same phase. The
+# simulator runs warp 0 to its next barrier before the other warps store their totals, and
+# the sums come out wrong. The repair takes two
+# changes: lane 31 stores its total from its register `rez`, and a barrier separates the stores
+# from warp 0's scan. The package's `ps.primitives.block.block_scan` keeps the totals in an array
+# of their own, with both barriers (exercise 06.block-combine in section 8 writes its step 4,
+# and its source follows the check there). The same steps by hand for 128 values (four warps),
+# with the package's warp scan for step 1:
 
 # %%
 xb = np.random.default_rng(6).integers(0, 10, 128).astype(np.int32)
@@ -241,7 +275,7 @@ print("the package's block scan (one element per thread) gives the same:", np.ar
 # Which 8 elements? If thread $t$ loaded elements $8t, \dots, 8t + 7$ directly, the 32 lanes
 # of a warp would read addresses 8 words apart in each load instruction: 32 different 32-byte
 # sectors, 4 bytes used of each, where a coalesced load touches 4 sectors and uses all of them.
-# (The seed's threads read "two groups of four elements"; the package reads one run of 8.) So
+# (The paper's threads read "two groups of four elements"; the package reads one run of 8.) So
 # the package loads **coalesced** (at step $k$, thread $t$ reads element $k \cdot$ `block_size`
 # $+ t$: the warp reads 32 consecutive words) into shared memory, and after a barrier each
 # thread reads its own run from there, a transpose through shared memory. With 32 threads and
@@ -281,7 +315,7 @@ print("one tile of 2048:", tile_run.conflict_summary(), "| races:", len(tile_run
 # %% [markdown]
 # ## 6. The grid: reduce-then-scan
 #
-# A tile is one block; the array has many tiles. The seed: *"The partial result for each of the
+# A tile is one block; the array has many tiles. The paper: *"The partial result for each of the
 # thread blocks is stored in the array "rezultate_bloc[]". The parallel prefix sum function is
 # applied to this storage array and each thread of the block stores the previous result."* That
 # is **scan-then-propagate**, the scheme of chapters 01 and 04: scan every tile and write it
@@ -555,7 +589,7 @@ print(ps.check.tiled(my_block_tile, block_size=BLOCK, budget=ps.check.Budget(bar
 print(inspect.getsource(ps.scans.hierarchical.block_scan))
 
 # %% [markdown]
-# ## 9. Seed 001's experiments, fifteen years later
+# ## 9. The paper's experiments, fifteen years later
 #
 # The paper timed its scan of float32 arrays of 22 sizes, from 35 to 8,388,600 elements
 # (its Table 1), against a sequential loop on an Intel i7-2600K, and varied the element type
@@ -565,12 +599,12 @@ print(inspect.getsource(ps.scans.hierarchical.block_scan))
 # scan is timed in two ways:
 #
 # - **our kernels**: CUDA events around the launches, queued behind a short busy kernel, so
-#   that the events time the GPU's work alone (median of 25). `torch.cumsum` (CUB's scan) and a
-#   device copy are timed the same way.
+#   that the events time the GPU's work alone (median of 25). `torch.cumsum` and a device copy
+#   are timed the same way.
 # - **ps.scan**: a whole call on a device array, on the host clock: what a program pays, the
 #   Python and the launches on the host included.
 #
-# `numpy.cumsum` runs on the machine's CPU. Every result was checked before it was timed.
+# `numpy.cumsum` runs on one core of the machine's CPU (a sequential loop, as the paper's CPU column). Every result was checked before it was timed.
 # Table 1 in milliseconds, and under it the figures the discussion below rests on, each
 # computed from the files:
 
@@ -658,7 +692,7 @@ print("   time / a copy of the words it moves: ours (3n) " + span(
 # %%
 long_rows = [{"variant": ("2011 " if key.startswith("paper") else table1[0]["date"][:4] + " ") + label, "n": row["n"],
               "ms": row[key]} for row in table1 for key, label in columns.items()]
-ax = ps.viz.throughput(long_rows, y="ms", title="Seed 001's Table 1: float32 scans, 35 to 8,388,600 elements")
+ax = ps.viz.throughput(long_rows, y="ms", title="The paper's Table 1: float32 scans, 35 to 8,388,600 elements")
 for line in ax.get_lines():
     if line.get_label().startswith("2011"):
         line.set_linestyle("--")
@@ -687,17 +721,24 @@ _ = ax.set_xlabel("n (elements, log scale)")
 #   twice as long as 4-byte ones, twice the bytes. The operator hardly matters (Figure 7): max
 #   and min are a little slower than add, since a float max that propagates NaN as `np.maximum`
 #   does is a compare, a test and a select where add is one instruction.
-# - **The CPU line did not move** (line 4). A sequential scan is a chain of dependent
-#   additions: more cores and wider vector units do not shorten a chain, and clock rates have
-#   hardly grown since 2011. So where the GPU overtakes the CPU depends on what is timed
-#   (line 5): our kernels early, a whole call only at tens of thousands of elements, close to
-#   where the paper's GPU overtook its CPU: one more sign that the paper timed calls.
+# - **One core's sequential scan did not get faster** (line 4). Both CPU columns are a loop on
+#   one core (the paper's on its i7; `numpy.cumsum`, one thread), a chain of dependent additions
+#   that more cores and wider vector units cannot shorten, on a clock that has hardly risen since
+#   2011. That is not what a CPU can do: a parallel CPU scan (each core sums its chunk, one scans
+#   the core totals, each rescans its chunk from its offset: section 6's reduce-then-scan) is
+#   bound by the CPU's memory bandwidth, not by a chain. The workbook did not measure one, so
+#   line 5 compares the GPU with one CPU core: our kernels overtake it early, a whole call only
+#   at tens of thousands of elements, close to where the paper's GPU overtook its CPU: one more
+#   sign that the paper timed calls.
 # - **Half a copy, and why `torch.cumsum` is faster** (line 8). From $2^{24}$ on, our kernels
 #   take less than twice a copy's time, the target set for this scan, and `torch.cumsum` is
-#   faster still at every size. Per word moved, ours streams as fast as a copy; CUB's scan is
-#   ahead because it moves a third less. It is **single-pass**: each tile publishes its total as
-#   soon as it has it and the next tile *looks back* at it (decoupled look-back, Merrill and
-#   Garland 2016), so the input is read once: $2n$ words against our $3n$. Chapter 10 builds it.
+#   faster still at every size. It moves a third fewer words: its kernel is **single-pass** (each
+#   tile publishes its total as soon as it has it and the next tile *looks back* at it:
+#   decoupled look-back, [Merrill and Garland 2016](../docs/references.md#merrill-and-garland-2016)), so the
+#   input is read once, $2n$ words against our $3n$. Per word moved it is the slower of the two
+#   (the last line: ours streams its $3n$ words at nearly a copy's rate, `torch.cumsum` its $2n$
+#   well below it), so it leads by much less than the third it saves. Chapter 10 builds a single
+#   pass that keeps the copy's rate.
 #
 # ## 10. Summary
 #
@@ -748,4 +789,6 @@ print("measured (hierarchical_bench.csv, float32, kernels): " + "; ".join(
 #    $2^{17}$ elements on though the launches stay three: which step of `ps.scan` does work
 #    that depends on $n$, and how would you time it alone?
 # 7. A single-pass scan with decoupled look-back lets tile $b$ wait for tile $b - 1$. Why can
-#    that deadlock if blocks are not scheduled in order, and how do CUB's tiles avoid it?
+#    that deadlock if blocks are not scheduled in order? CUB's scan takes its tile from
+#    `blockIdx.x`; what does it rely on, and what does a tile counter (chapter 10, section 3)
+#    buy instead?

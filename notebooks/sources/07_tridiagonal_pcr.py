@@ -17,10 +17,12 @@
 #
 # where $a_0$ and $c_{n-1}$ lie outside the matrix. Such systems come from implicit time steps of
 # the heat equation, cubic splines and the line sweeps of ADI methods, often thousands at a time.
-# The sequential **Thomas algorithm** (Gaussian elimination without pivoting) solves one in about
-# $8n$ operations, but every step needs the one before: depth $2n$.
+# The sequential **Thomas algorithm** ([Thomas 1949](../docs/references.md#thomas-1949); Gaussian
+# elimination without pivoting) solves one in about $8n$ operations, but every step needs the
+# one before: depth $2n$.
 #
-# Seed 003 is a set of handwritten notes, mostly in Chinese, on two GPU kernels: ① *"Parallel
+# The [handwritten notes on tridiagonal solvers](../docs/references.md#tridiagonal-solvers-handwritten-notes),
+# mostly in Chinese, are about two GPU kernels: ① *"Parallel
 # cyclic reduction (PCR) diagonally dominant matrices or symmetric and positive definite
 # matrices"* and ② *"Householder reduction → tridiagonal decomposition of any symmetric matrix"*
 # (chapter 09). For PCR the notes give the elimination formulas,
@@ -28,10 +30,12 @@
 # reordering of the rows, the doubling of the stride, identity rows at the boundary, and two
 # tables of which rows each step combines, for $n = 7$ and $n = 11$. This chapter rebuilds all
 # of it from the package's kernels (`prefixsum.tridiag`), draws the notes' tables from a trace,
-# counts the work and depth of Thomas, cyclic reduction (CR) and PCR, says from Brent's theorem
-# which wins when, shows where PCR fails and what a condition number promises, and relates PCR to
-# the scans of the earlier chapters. Chapter 08 measures the three on a GPU against cuSPARSE and
-# builds from the same pieces what beats it.
+# counts the work and depth of Thomas, cyclic reduction (CR, [Hockney 1965](../docs/references.md#hockney-1965))
+# and PCR ([Hockney and Jesshope 1981](../docs/references.md#hockney-and-jesshope-1981)), says from Brent's
+# theorem which wins when, shows where PCR fails and what backward error and condition number
+# promise, and relates PCR to the scans of the earlier chapters. Chapter 08 measures the three on
+# a GPU against cuSPARSE, whose batched solver follows [Zhang, Cohen and Owens 2010](../docs/references.md#zhang-cohen-and-owens-2010),
+# and builds from the same pieces what beats it.
 
 # %% tags=["setup"]
 # NBVAL_IGNORE_OUTPUT
@@ -67,7 +71,7 @@ for method in tridiag.METHODS:
 # %% [markdown]
 # None of the methods but `"pivoting"` **pivots** (exchanges rows to avoid dividing by a small
 # number). That is safe when the matrix is diagonally dominant ($|b_i| > |a_i| + |c_i|$) or
-# symmetric positive definite, which is what the seed's title says; section 7 shows what happens
+# symmetric positive definite, which is what the notes' title says; section 7 shows what happens
 # otherwise, and what `"pivoting"` does about it.
 #
 # ## 2. From a 3 × 3 elimination to a PCR step
@@ -87,7 +91,7 @@ for method in tridiag.METHODS:
 # $$a_i' = -a_{i-1} k_1, \quad b_i' = b_i - c_{i-1} k_1 - a_{i+1} k_2, \quad
 #   c_i' = -c_{i+1} k_2, \quad d_i' = d_i - d_{i-1} k_1 - d_{i+1} k_2 .$$
 #
-# These are seed 003's formulas, with its remark *"对应的行是不变的，但是对应的列有变化 — stride"*:
+# These are the notes' formulas, with their remark *"对应的行是不变的，但是对应的列有变化 — stride"*:
 # the row stays where it is; what changes is the columns it couples, by the **stride**. Do this
 # for every row at once and the system splits in two: even rows couple only with even rows, odd
 # with odd. Repeat with stride $s = 2, 4, 8, \dots$ (neighbours $i \pm s$ instead of $i \pm 1$):
@@ -96,7 +100,7 @@ for method in tridiag.METHODS:
 # $\lceil \log_2 n \rceil$ steps of $n$ independent row updates.
 #
 # **Rows outside the matrix.** Row $i - s$ does not exist when $i < s$ (nor $i + s$ when
-# $i + s \ge n$). Seed 003 zeroes the multipliers there (*"if idx_row − stride < 0 … $k_{01} = 0$,
+# $i + s \ge n$). The notes zero the multipliers there (*"if idx_row − stride < 0 … $k_{01} = 0$,
 # $c_{01} = 0$, $d_{01} = 0$"*); the package instead pretends such a row is the **identity row**
 # $(a, b, c, d) = (0, 1, 0, 0)$, the equation $x = 0$ for an unknown that does not exist. Then the
 # same formulas serve every row without a branch: a row's coefficient of an unknown outside the
@@ -149,9 +153,9 @@ print("same solution:", np.allclose(x_before, x_after, rtol=1e-13, atol=0))
 # After the step, rows 0, 2, 4, 6 form one tridiagonal system (at stride 2) and rows 1, 3, 5
 # another; neither refers to the other.
 #
-# ## 3. Who combines with whom: seed 003's tables, from a trace
+# ## 3. Who combines with whom: the notes' tables, from a trace
 #
-# For $n = 7$ and $n = 11$ seed 003 lists, for each step, the triple $(i - s, i, i + s)$ of rows
+# For $n = 7$ and $n = 11$ the notes list, for each step, the triple $(i - s, i, i + s)$ of rows
 # that builds the new row $i$, counting rows from 1 and calling the identity rows above and below
 # the system $P_0$ and $P_{n+1}$. Here the same tables come from the real kernels.
 #
@@ -215,22 +219,22 @@ for n in (7, 11):
         print(f"  stride {s}: " + " ".join(f"({l},{i},{r})" for l, i, r in triples))
 
 # %%
-# The seed's tables, as written in the notes:
-SEED_7 = {1: [(0, 1, 2), (1, 2, 3), (2, 3, 4), (3, 4, 5), (4, 5, 6), (5, 6, 7), (6, 7, 8)],
+# The tables as written in the notes:
+NOTES_7 = {1: [(0, 1, 2), (1, 2, 3), (2, 3, 4), (3, 4, 5), (4, 5, 6), (5, 6, 7), (6, 7, 8)],
           2: [(0, 1, 3), (0, 2, 4), (1, 3, 5), (2, 4, 6), (3, 5, 7), (4, 6, 8), (5, 7, 8)],
           4: [(0, 1, 5), (0, 2, 6), (0, 3, 7), (0, 4, 8), (1, 5, 8), (2, 6, 8), (3, 7, 8)]}
-SEED_11 = {1: [(i - 1, i, i + 1) for i in range(1, 12)],
+NOTES_11 = {1: [(i - 1, i, i + 1) for i in range(1, 12)],
            2: [(0, 1, 3), (0, 2, 4), (1, 3, 5), (2, 4, 6), (3, 5, 7), (4, 6, 8), (5, 7, 9), (6, 8, 10), (7, 9, 11),
                (8, 10, 12), (9, 11, 12)],
            4: [(0, 1, 5), (0, 2, 6), (0, 3, 7), (1, 4, 8), (1, 5, 9), (2, 6, 10), (3, 7, 11), (4, 8, 12), (5, 9, 12),
                (6, 10, 12), (7, 11, 12)],
            8: [(0, 1, 9), (0, 2, 10), (0, 3, 11), (0, 4, 12), (0, 5, 12), (0, 6, 12), (0, 7, 12), (0, 8, 12), (1, 9, 12),
                (2, 10, 12), (3, 11, 12)]}
-for n, seed_table in ((7, SEED_7), (11, SEED_11)):
-    pairs = [(s, mine, theirs) for s in seed_table for mine, theirs in zip(tables[n][s], seed_table[s])]
+for n, notes_table in ((7, NOTES_7), (11, NOTES_11)):
+    pairs = [(s, mine, theirs) for s in notes_table for mine, theirs in zip(tables[n][s], notes_table[s])]
     differ = [(s, mine, theirs) for s, mine, theirs in pairs if mine != theirs]
-    print(f"n = {n}: {len(pairs) - len(differ)} of {len(pairs)} triples as in seed 003"
-          + "".join(f"; at stride {s} the seed has {theirs}, the trace {mine}" for s, mine, theirs in differ))
+    print(f"n = {n}: {len(pairs) - len(differ)} of {len(pairs)} triples as in the notes"
+          + "".join(f"; at stride {s} the notes have {theirs}, the trace {mine}" for s, mine, theirs in differ))
 
 # %% [markdown]
 # The kernels reproduce the notes, with one exception: for $n = 11$ at stride 4, row 4 combines
@@ -266,10 +270,10 @@ for n in (7, 11):
 # Every row writes at every step (all threads busy), and the arrows double in length from step
 # to step, like the Hillis–Steele scan of chapter 03, on both sides at once.
 #
-# ## 4. The seed's odd/even reordering, and why the package does without it
+# ## 4. The notes' odd/even reordering, and why the package does without it
 #
-# After one step the even rows form one system and the odd rows another, but interleaved. Seed
-# 003 moves them apart: the thread of row `tidx` writes its new row to position
+# After one step the even rows form one system and the odd rows another, but interleaved. The
+# notes move them apart: the thread of row `tidx` writes its new row to position
 #
 # $$P = \left(\lfloor n/2 \rfloor + n \bmod 2\right) \cdot (\mathit{tidx} \bmod 2) + \lfloor \mathit{tidx} / 2 \rfloor .$$
 #
@@ -337,7 +341,7 @@ print(inspect.getsource(_common.locate))
 #
 # ## 5. Several systems per block
 #
-# A block of 7 threads would waste 25 of the 32 lanes of a warp. Seed 003 packs several systems
+# A block of 7 threads would waste 25 of the 32 lanes of a warp. The notes pack several systems
 # into one block: `tidx = threadIdx.x % n` is the row, `Qt = (threadIdx.x - tidx) / n` the
 # system within the block, and `gbx = Qt + blockIdx.x * (blockDim.x / n)` the system in the
 # batch. The package does the same in `locate`: slot `j` is row `j % m` of subsystem
@@ -384,7 +388,9 @@ print(inspect.getsource(thomas.thomas))
 # system halves at every level, down to one row; then a back substitution walks up the levels,
 # each solved row giving the ones between. About $2n$ row operations instead of
 # $n \log_2 n$, but $2 \log_2 n$ steps instead of $\log_2 n$, and most threads idle in most
-# steps (`cr.cr_shared`).
+# steps (`cr.cr_shared`). On a diagonally dominant matrix both shrink the off-diagonal entries
+# quadratically from step to step ([Heller 1976](../docs/references.md#heller-1976)), so that the
+# reduction may stop early, once they are negligible.
 #
 # The tracer counts, for one system of each size: launches, barriers, *steps* (launches plus
 # barriers: the synchronisation points, i.e. the depth), global reads and writes, and the
@@ -434,9 +440,19 @@ for n in (16, 64, 256):
 #
 # ## 7. Is it right, and when is it not?
 #
-# Against LAPACK's banded solver (`scipy.linalg.solve_banded`, Gaussian elimination with partial
-# pivoting), on random diagonally dominant systems: the relative residual
-# $\lVert A x - d \rVert / \lVert d \rVert$ and the relative error against LAPACK's $x$.
+# A computed $\hat x$ is judged by its **normwise backward error**
+# ([Rigal and Gaches 1967](../docs/references.md#rigal-and-gaches-1967); [Higham 2002](../docs/references.md#higham-2002),
+# Theorem 7.1), $\infty$-norms here:
+#
+# $$\eta(\hat x) = \frac{\lVert A \hat x - d \rVert}{\lVert A \rVert \, \lVert \hat x \rVert + \lVert d \rVert},$$
+#
+# the smallest $\epsilon$ for which $\hat x$ solves exactly a system whose $A$ and $d$ each moved
+# by at most $\epsilon$ of their norm. A backward-stable solver keeps $\eta$ a small multiple of
+# $\varepsilon$. Against LAPACK's banded solver (`scipy.linalg.solve_banded`, Gaussian elimination
+# with partial pivoting), on random diagonally dominant systems: $\eta$, and the error against
+# LAPACK's $x$. Then LAPACK itself on the matrix of an implicit heat-equation step,
+# $\mathrm{tridiag}(-1, 2 + \delta, -1)$ (the rows of $\mathrm{tridiag}(-r, 1 + 2r, -r)$, $r = \Delta t / h^2$,
+# divided by $r = 1/\delta$), where $\eta$ and the relative residual $\lVert A \hat x - d \rVert / \lVert d \rVert$ part ways.
 
 # %%
 def banded(a, b, c, d):
@@ -447,21 +463,40 @@ def banded(a, b, c, d):
 
 
 def residual(a, b, c, d, x):
+    """r = A x - d of (batch, n) or (n,) systems; a[..., 0] and c[..., -1] are left out."""
     r = b * x - d
     r[..., 1:] += a[..., 1:] * x[..., :-1]
     r[..., :-1] += c[..., :-1] * x[..., 1:]
-    return np.linalg.norm(r) / np.linalg.norm(d)
+    return r
+
+
+def backward_error(a, b, c, d, x):
+    """The largest normwise backward error |A x - d| / (|A| |x| + |d|) of the systems, infinity norms."""
+    rows = np.abs(b) + np.abs(a) * (np.arange(b.shape[-1]) > 0) + np.abs(c) * (np.arange(b.shape[-1]) < b.shape[-1] - 1)
+    norm = lambda v: np.abs(v).max(axis=-1)  # noqa: E731
+    return np.max(norm(residual(a, b, c, d, x)) / (rows.max(axis=-1) * norm(x) + norm(d)))
 
 
 batch, n = ps.size_for_device(4, 256), ps.size_for_device(100, 4096)
 a, b, c, d = ps.check.dominant_systems(batch, n, seed=1)
 reference = np.array([banded(*(v[k] for v in (a, b, c, d))) for k in range(batch)])
-for dtype, bound in ((np.float64, 1e-12), (np.float32, 1e-5)):
+for dtype in (np.float64, np.float32):
+    eps = np.finfo(dtype).eps
     for method in tridiag.METHODS:
         x = tridiag.solve(*(v.astype(dtype) for v in (a, b, c, d)), method=method).astype(np.float64)
         error = np.abs(x - reference).max() / np.abs(reference).max()
-        print(f"{np.dtype(dtype).name} {method:>6}: residual < {bound:g}: {residual(a, b, c, d, x) < bound}, "
-              f"error < {bound:g}: {error < bound}")
+        print(f"{np.dtype(dtype).name} {method:>6}: backward error < n eps: {backward_error(a, b, c, d, x) < n * eps}, "
+              f"error < 11 n eps: {error < 11 * n * eps}")
+n_heat, eps = 10_000, np.finfo(np.float64).eps
+d_heat = np.random.default_rng(2).normal(size=n_heat)
+for delta in (1.0, 1e-6):
+    heat = (-np.ones(n_heat), np.full(n_heat, 2 + delta), -np.ones(n_heat))
+    eigenvalues = delta + 4 * np.sin(np.arange(1, n_heat + 1) * np.pi / (2 * n_heat + 2)) ** 2  # exact, of the matrix
+    x_heat = banded(*heat, d_heat)
+    relative_residual = np.abs(residual(*heat, d_heat, x_heat)).max() / np.abs(d_heat).max()
+    print(f"tridiag(-1, 2 + {delta:g}, -1), n = 10^4, kappa_2 = {eigenvalues.max() / eigenvalues.min():.1e}; LAPACK: "
+          f"backward error < 10 eps: {backward_error(*heat, d_heat, x_heat) < 10 * eps}, "
+          f"|r| / |d| < 10 eps: {relative_residual < 10 * eps}")
 
 # %% [markdown]
 # Now a system that is **not** diagonally dominant, but perfectly well conditioned: random bands
@@ -481,7 +516,7 @@ for b5 in (0.0, 1e-12):
     matrix = dense(a_bad, b_try, c_bad, 1)
     x_lapack = banded(a_bad, b_try, c_bad, d_bad)
     print(f"b_5 = {b5:g}: condition number < 100: {np.linalg.cond(matrix) < 100}; "
-          f"LAPACK residual < 1e-14: {residual(a_bad, b_try, c_bad, d_bad, x_lapack) < 1e-14}")
+          f"LAPACK backward error < n eps: {backward_error(a_bad, b_try, c_bad, d_bad, x_lapack) < n_bad * np.finfo(float).eps}")
     for method in tridiag.METHODS:
         try:
             x = tridiag.solve(a_bad, b_try, c_bad, d_bad, method=method)
@@ -511,22 +546,23 @@ for b5 in (0.0, 1e-12):
 # definite: chapter 09 checks whether its $T$ is positive definite and pivots only where it is
 # not.
 #
-# **Condition numbers.** A small residual is what every solver above reports; what it promises
-# about the error depends on the matrix. With $r = A \hat x - d$ we have $\hat x - x = A^{-1} r$,
-# and since $\lVert d \rVert \le \lVert A \rVert \lVert x \rVert$,
+# **What the backward error promises.** If $\hat x$ solves a system perturbed by $\eta$, then
 #
-# $$\frac{\lVert \hat x - x \rVert}{\lVert x \rVert} \le \kappa(A) \,
-# \frac{\lVert r \rVert}{\lVert d \rVert}, \qquad \kappa(A) = \lVert A \rVert \, \lVert A^{-1} \rVert .$$
+# $$\frac{\lVert \hat x - x \rVert}{\lVert x \rVert} \le \frac{2\,\kappa(A)\, \eta}{1 - \kappa(A)\, \eta},
+# \qquad \kappa(A) = \lVert A \rVert \, \lVert A^{-1} \rVert$$
 #
-# A backward-stable solver (LAPACK, `"pivoting"`; the others on dominant or positive definite
-# matrices) makes $\lVert r \rVert / \lVert d \rVert$ a modest multiple of $n \varepsilon$, so
-# its error is at most about $\kappa(A)\, n \varepsilon$. A strictly diagonally dominant matrix
-# is well conditioned: in the $\infty$-norm $\lVert A^{-1} \rVert \le 1 / \min_i (|b_i| - |a_i|
-# - |c_i|)$, so the systems of this chapter, with a margin of at least 0.5 and rows summing to at
-# most 5.5, have $\kappa_\infty \le 11$. The $b_5 = 10^{-12}$ matrix above is well
-# conditioned too ($\kappa < 100$): PCR's wrong sixth digit is therefore the method's fault, not
-# the matrix's, and its residual, at least the error over $\kappa$, is far above $n \varepsilon$. Exercise 07.residual computes $r$; together
-# with an estimate of $\kappa$ it tells how far $\hat x$ can be from $x$.
+# (Higham 2002, Theorem 7.2): a backward-stable solve errs by about $\kappa(A)\, n \varepsilon$ at
+# most. The relative residual is another measure: $\lVert d \rVert$ may be as small as
+# $\lVert A \rVert \lVert x \rVert / \kappa(A)$, so $\lVert r \rVert / \lVert d \rVert$ may exceed
+# $\eta$ by up to $\kappa(A)$, and on an ill-conditioned matrix even LAPACK's is large (the heat
+# lines above). **Dominance does not make a matrix well conditioned.** In the $\infty$-norm
+# $\lVert A^{-1} \rVert \le 1 / \min_i (|b_i| - |a_i| - |c_i|)$: small when the margin is
+# comparable to the entries (this chapter's systems, margin at least 0.5, rows summing to at most
+# 5.5: $\kappa_\infty \le 11$), large when it is not: $\mathrm{tridiag}(-1, 2 + 10^{-6}, -1)$ is
+# strictly dominant, with $\kappa_2 \approx 3.6 \cdot 10^6$ at $n = 10^4$. The $b_5 = 10^{-12}$
+# matrix above is well conditioned ($\kappa < 100$): PCR's wrong sixth digit is the method's
+# fault, and its backward error, at least its error over $2\kappa$, is far above $n\varepsilon$.
+# Exercise 07.residual computes $r$, from which $\eta$ follows.
 #
 # ## 8. Check
 #
@@ -552,7 +588,8 @@ for dtype in (np.float64, np.float32):
 #
 # ### Exercise 07.residual (warm-up, 1 point)
 #
-# **Goal.** Every solver above was judged by its **residual** $r = A x - d$. Write the kernel
+# **Goal.** Every solver above was judged by its backward error, made of the **residual**
+# $r = A x - d$. Write the kernel
 # `my_residual(a, b, c, d, x, r)` that computes it for a batch of systems, arrays of shape
 # `(batch, n)`, on a 2-D grid: `cuda.grid(2)` gives the row, then the system.
 #
@@ -783,8 +820,11 @@ print(inspect.getsource(hybrid.sweep))  # the package's sweep, which solves the 
 # matrix multiplication, which is associative (not commutative: the newer matrix goes on the
 # left). The unknown $x_0$ enters linearly through $v_0 = (0, x_0, 1)$, and the last row fixes
 # it: with $c_{n-1}$ taken as 1, the "next" unknown $x_n$ must come out 0. Any scan of the
-# earlier chapters computes these prefix products in $\log_2 n$ steps; below, Hillis–Steele
-# (chapter 03) in numpy: at step $k$ element $i$ takes the product with element $i - 2^k$.
+# earlier chapters computes these prefix products in $\log_2 n$ steps (recursive doubling,
+# [Kogge and Stone 1973](../docs/references.md#kogge-and-stone-1973)); below, Hillis–Steele (chapter 03)
+# in numpy: at step $k$ element $i$ takes the product with element $i - 2^k$. Each line also
+# compares the error with $\varepsilon\,|\alpha_n|$, where $x_n = \alpha_n x_0 + \beta_n$ is the last
+# prefix product's row.
 
 # %%
 def solve_by_matrix_scan(a, b, c, d):
@@ -800,17 +840,28 @@ def solve_by_matrix_scan(a, b, c, d):
         prefix[reach:] = prefix[reach:] @ prefix[:-reach]  # the right side reads the previous step only
         reach, steps = 2 * reach, steps + 1
     x0 = -prefix[-1, 1, 2] / prefix[-1, 1, 1]  # x_n = P[1, 1] x_0 + P[1, 2] = 0
-    return np.concatenate([[x0], prefix[:-1, 1, 1] * x0 + prefix[:-1, 1, 2]]), steps
+    return np.concatenate([[x0], prefix[:-1, 1, 1] * x0 + prefix[:-1, 1, 2]]), steps, abs(prefix[-1, 1, 1])
 
 
 for n in (8, 16, 32, 64):
     a_s, b_s, c_s, d_s = (v[0] for v in ps.check.dominant_systems(1, n, seed=5))
-    x_scan, steps = solve_by_matrix_scan(a_s, b_s, c_s, d_s)
+    x_scan, steps, alpha = solve_by_matrix_scan(a_s, b_s, c_s, d_s)
     x_lapack = banded(a_s, b_s, c_s, d_s)
     error = np.abs(x_scan - x_lapack).max() / np.abs(x_lapack).max()
-    print(f"n = {n:>2}: {steps} scan steps, error < 1e-10: {error < 1e-10}, error > 1: {error > 1}")
+    print(f"n = {n:>2}: {steps} scan steps, error < 1e-10: {error < 1e-10}, error > 1: {error > 1}; "
+          f"|alpha_n| > 1e{n // 2}: {alpha > 10.0 ** (n // 2)}, error < eps |alpha_n|: {error < np.finfo(float).eps * alpha}")
 
 # %% [markdown]
+# **Why it fails.** The scan turns a boundary-value problem into an initial-value one. The
+# recurrence $c_i x_{i+1} + b_i x_i + a_i x_{i-1} = 0$ has two independent solutions; on a
+# diagonally dominant matrix one grows by about $|b_i / c_i| > 1$ a row, the other decays.
+# $\alpha_i$ and $\beta_i$ follow the growing one, the true $x$ stays of the size of $d$: each
+# $x_i = \alpha_i x_0 + \beta_i$ is a difference of numbers about $|\alpha_i|$ times larger than
+# itself, whose rounding errors become its error (below $\varepsilon |\alpha_n|$ above, with
+# $|\alpha_n|$ past $10^{n/2}$). Once $\alpha$ overflows, $x$ is $\infty - \infty$: NaN.
+# Elimination never forms these numbers; chapter 11 scans the elimination's pivots instead
+# (Stone's method, 1973).
+#
 # ## 11. Summary
 #
 # For one system of $n$ rows (a batch multiplies the work and the traffic, not the depth):
@@ -827,9 +878,9 @@ for n in (8, 16, 32, 64):
 # | pivoting | none | none | none: diagonally dominant or SPD systems only |
 #
 # PCR's stride doubling is Hillis–Steele's doubling applied to equations instead of elements;
-# seed 003's odd/even reordering is the same computation with the rows moved so that each
+# the notes' odd/even reordering is the same computation with the rows moved so that each
 # subsystem is contiguous. Only `"pivoting"` is safe for any nonsingular matrix (section 7); the
-# error of any solve is bounded by $\kappa(A)$ times its relative residual.
+# error of a solve is at most about $2\kappa(A)$ times its backward error.
 #
 # **Questions.**
 # 1. After two PCR steps on $n = 11$, which rows form the four independent subsystems? Check your
@@ -837,7 +888,7 @@ for n in (8, 16, 32, 64):
 # 2. Prove the invariant of section 2: after any number of steps, a row's coefficient of an
 #    unknown outside $0 \dots n-1$ is 0. Where does the kernel rely on it, and what goes wrong
 #    if `load` kept $a_0$ as the caller passed it?
-# 3. Seed 003's reordering writes row `tidx` to position $P$. Write the position after the
+# 3. The notes' reordering writes row `tidx` to position $P$. Write the position after the
 #    *second* reordering as a formula in `tidx` (for $n$ a power of two it is a bit reversal of
 #    the low bits: why?).
 # 4. The exercise kernel uses two buffers. Rewrite the step with one buffer and two barriers per

@@ -9,12 +9,16 @@
 # ---
 
 # %% [markdown]
-# # 08 · Beating cuSPARSE: the hybrid, a warp solver and the partition method
+# # 08 · Beating cuSPARSE's batched solver: the hybrid, a warp solver and the partition method
 #
 # Chapter 07 built PCR, cyclic reduction (CR) and Thomas, counted their work and depth, and
 # said from Brent's theorem which should win when. This chapter measures them on a GPU against
 # NVIDIA's cuSPARSE and JAX, finds PCR a few times behind the library, and builds from the same
-# pieces what beats it:
+# pieces what beats it. "The library" is one routine throughout, `gtsv2StridedBatch` (CR and
+# PCR without pivoting, after [Zhang, Cohen and Owens 2010](../docs/references.md#zhang-cohen-and-owens-2010)),
+# on device arrays; cuSPARSE's other tridiagonal solvers (the pivoting `gtsv2`,
+# `gtsvInterleavedBatch`) meet only `method="pivoting"`, in chapter 09. So "beating cuSPARSE"
+# means beating that routine:
 #
 # 1. the three methods against `gtsv2StridedBatch`, the library's batched solver;
 # 2. the **hybrid** (a few PCR steps, then Thomas: Sakharnykh 2010; Davidson, Zhang and Owens
@@ -29,7 +33,12 @@
 # shuffles and the partition method's reduced system.
 #
 # None of these methods pivots: they are for diagonally dominant or symmetric positive definite
-# systems (chapter 07, section 7), as are cuSPARSE's batched solvers measured here.
+# systems, as is `gtsv2StridedBatch`, and every time below is on dominant systems. **Off that
+# class every method of this chapter fails silently**: a small pivot that is not exactly zero
+# passes unnoticed, and x comes back wrong without an error (chapter 07, section 7: the hybrid
+# wrong in the sixth digit of a well-conditioned system). Only an exactly zero pivot or a
+# non-finite result raises. For other systems, `method="pivoting"`. Every work cited is on the
+# [references page](../docs/references.md).
 
 # %% tags=["setup"]
 # NBVAL_IGNORE_OUTPUT
@@ -318,7 +327,8 @@ print("on one system of 2^20, hybrid_shared's kernels / PCR's:", span(shared_k[t
 
 
 # %% [markdown]
-# So `hybrid_shared` halves PCR's kernel time on the batches or better, but stays behind
+# So `hybrid_shared` takes about half of PCR's kernel time on the batches, or less (the span of
+# PCR's over its own, above), but stays behind
 # cuSPARSE (the spans above), and on one system of $2^{20}$ rows its windows of global PCR
 # steps are no faster than PCR's global path. A profiler (Nsight Compute,
 # `benchmarks/tridiag_ncu.py`) says why on the batches: `hybrid_shared` is bound by instruction
@@ -547,7 +557,7 @@ _ = axes[0].legend(fontsize=7)
 
 
 # %% [markdown]
-# Plainly: the hybrid's kernels take less time than cuSPARSE's on every shape measured, on both
+# Plainly: the hybrid's kernels take less time than `gtsv2StridedBatch`'s on every shape measured, on both
 # cards (the ratios printed in section 2.3). Its whole call is shorter than JAX's on the batches; on the one
 # long system the host's part of its many launches decides it, one dtype at a time (the same
 # table, and section 3). The `of copy` column says how close to a copy of about as many bytes the kernels come,

@@ -11,15 +11,18 @@
 # %% [markdown]
 # # 09 · Householder tridiagonalization and the symmetric solve
 #
-# Seed 003, handwritten notes on tridiagonal solvers, has two parts: ① parallel cyclic reduction
+# The [handwritten notes on tridiagonal solvers](../docs/references.md#tridiagonal-solvers-handwritten-notes)
+# have two parts: ① parallel cyclic reduction
 # (PCR, chapter 07) and ② *"Householder reduction → tridiagonal decomposition of any symmetric
 # matrix"*. Part ② turns a symmetric matrix $A$ into $A = Q T Q^T$ with $Q$ orthogonal and $T$
-# symmetric tridiagonal, by a sequence of reflections, in the order of the classic `tred2`
-# routine: from the last row upward. Then $A x = b$ becomes a tridiagonal system, which part ①
+# symmetric tridiagonal, by a sequence of reflections ([Householder 1958](../docs/references.md#householder-1958)),
+# in the order of the classic `tred2` routine
+# ([Martin, Reinsch and Wilkinson 1968](../docs/references.md#martin-reinsch-and-wilkinson-1968)): from the
+# last row upward. Then $A x = b$ becomes a tridiagonal system, which part ①
 # solves. This chapter follows the notes: a reflection as a mirror, one reduction step on a
 # $5 \times 5$ matrix, the kernel with several matrices per block (the notes'
 # `tidx = threadIdx.x % n`), the solve $Q T Q^T x = b$, and measurements on a GPU against
-# PyTorch (section 6).
+# PyTorch (section 6). Every work cited is on the [references page](../docs/references.md).
 
 # %% tags=["setup"]
 # NBVAL_IGNORE_OUTPUT
@@ -41,7 +44,7 @@ print(ps.device_info())
 # %% [markdown]
 # ## 1. A reflection is a mirror
 #
-# Seed 003 starts from the Householder matrix $P = I - 2 w w^T$ with $|w| = 1$, or with any
+# The notes start from the Householder matrix $P = I - 2 w w^T$ with $|w| = 1$, or with any
 # non-zero $u$:
 #
 # $$P = I - \frac{u u^T}{H}, \qquad H = \tfrac12 |u|^2 .$$
@@ -124,7 +127,7 @@ for label, g32 in (("g = -sign(f) sqrt(h)", -np.sqrt(h32)), ("g = +sign(f) sqrt(
 
 # %%
 def householder_step(A, i):
-    """Seed 003's step i on a numpy matrix: returns P A P and the reflector P."""
+    """The notes' step i on a numpy matrix: returns P A P and the reflector P."""
     n = len(A)
     x = A[i, :i]
     h = x @ x
@@ -446,7 +449,7 @@ for dtype in (np.float32, np.float64):
 # %% [markdown]
 # ### 4.1 When $A$ is not positive definite
 #
-# Seed 003 promises the decomposition of *any* symmetric matrix, and $A = Q T Q^T$ exists for
+# The notes promise the decomposition of *any* symmetric matrix, and $A = Q T Q^T$ exists for
 # every one. But if $A$ has eigenvalues of both signs, so has $T$, and an elimination without
 # pivoting may divide by a pivot that is tiny or zero although $T$ is perfectly well
 # conditioned. Two such matrices of $n = 16$, both with condition number about 11:
@@ -520,7 +523,7 @@ except np.linalg.LinAlgError as error:
     print("a singular A:", error)
 
 # %% [markdown]
-# ### 4.2 The fair baseline: Cholesky
+# ### 4.2 The fair baselines: Cholesky, and for an indefinite $A$ Bunch–Kaufman or Aasen
 #
 # For a symmetric positive definite $A$ the textbook solve is neither LU nor this route but
 # Cholesky, $A = L L^T$: no pivoting (its pivots are positive, as above), backward stable, and
@@ -530,6 +533,7 @@ except np.linalg.LinAlgError as error:
 # | | flops | × Cholesky's |
 # | --- | --- | --- |
 # | Cholesky | $\frac13 n^3$ | 1 |
+# | Bunch–Kaufman $L D L^T$ or Aasen $L T L^T$ (indefinite $A$) | $\frac13 n^3$ | 1 |
 # | LU with partial pivoting (`torch.linalg.solve`) | $\frac23 n^3$ | 2 |
 # | this chapter's route | $\frac{10}{3} n^3$ | 10 |
 #
@@ -537,7 +541,13 @@ except np.linalg.LinAlgError as error:
 # fast way, on a GPU or anywhere. It pays where $T$ itself is worth having: the eigenvalues of
 # $A$, or many shifted systems $(A - \sigma I) x = b$, each a tridiagonal solve of $O(n)$ once
 # $T$ and $Q$ are known (question 4). Section 6 measures the route against PyTorch's batched
-# LU and Cholesky (`torch.linalg.cholesky_ex` and `cholesky_solve`).
+# LU and Cholesky (`torch.linalg.cholesky_ex` and `cholesky_solve`). Cholesky is the fair
+# baseline for a positive definite $A$ only. For a symmetric **indefinite** $A$ (section 4.1) it
+# is a symmetric factorization with pivoting, also $\frac13 n^3$ flops: Bunch–Kaufman's
+# $A = L D L^T$ with $1 \times 1$ and $2 \times 2$ pivots ([Bunch and Kaufman 1977](../docs/references.md#bunch-and-kaufman-1977);
+# LAPACK's `?sytrf`, `scipy.linalg.ldl`) or Aasen's $A = L T L^T$ with a tridiagonal $T$
+# ([Aasen 1971](../docs/references.md#aasen-1971)). Section 6 times positive definite matrices only;
+# against an indefinite one, these, not Cholesky, are what this route would have to beat.
 
 # %% [markdown]
 # ## 5. Exercises
@@ -550,7 +560,7 @@ except np.linalg.LinAlgError as error:
 # ### Exercise 09.householder-reflector (warm-up, 1 point)
 #
 # Section 2's `householder_step` computes the reflector of one step from $h = |x|^2$, and so
-# does seed 003's kernel, but not before dividing $x$ by a scale: for entries of about
+# does the notes' kernel, but not before dividing $x$ by a scale: for entries of about
 # $10^{200}$, $|x|$ is a float64 and $|x|^2$ is not (it overflows to infinity), and for entries
 # of about $10^{-200}$, $|x|^2$ underflows to 0. Write the reflector as a host function that
 # works for both: given $x$ (a numpy vector of length $n \ge 2$, any entries a float64 holds),

@@ -14,11 +14,15 @@
 # The hierarchical scan of chapter 06 reads its input twice (once to reduce each tile, once to
 # rescan it with the carry) and writes it once: $3n$ words of global memory, where a copy moves
 # $2n$; on the GPU of chapter 06's measurements its kernels stayed well below a copy's
-# bandwidth and slower than `torch.cumsum`. `torch.cumsum` calls CUB, whose scan reads the input **once**: every block scans its tile, learns from the blocks before it what comes before
-# its tile, and writes the result. The trick that makes this fast is Merrill and Garland's
-# *decoupled look-back* (NVIDIA, 2016). This chapter builds it up from the simplest single-pass
+# bandwidth and slower than `torch.cumsum`. `torch.cumsum` runs the kernel of NVIDIA's CUB
+# library (`DeviceScanKernel`, as a profile of it names it, `benchmarks/lookback_ncu.txt`), which
+# reads the input **once**: every block scans its tile, learns from the blocks before it what
+# comes before its tile, and writes the result. The trick that makes this fast is Merrill and
+# Garland's *decoupled look-back* ([Merrill and Garland 2016](../docs/references.md#merrill-and-garland-2016)). This chapter builds it up from the simplest single-pass
 # scan, the *chained scan*, runs both on the classroom simulator with several blocks resident at
-# once, and measures the package's `"lookback"` against `torch.cumsum` and a copy.
+# once, and measures the package's `"lookback"` against `torch.cumsum` and a copy. What it says
+# of CUB was read in CUB's source ([CUB](../docs/references.md#cub)); every work cited is on the
+# [references page](../docs/references.md).
 
 # %% tags=["setup"]
 # NBVAL_IGNORE_OUTPUT
@@ -131,14 +135,25 @@ except ps.sim.DeadlockError as error:
     print(str(error).splitlines()[0])
 
 # %% [markdown]
-# The cure (CUB's, and the package's): thread 0 of each block takes its tile id from a global
-# counter with `cuda.atomic.add` **when the block starts**. Tile $b$ then waits only for tiles
+# The package's cure: thread 0 of each block takes its tile id from a global counter with
+# `cuda.atomic.add` **when the block starts**. Tile $b$ then waits only for tiles
 # that drew smaller ids, hence started earlier and are running; each of those waits only for
 # tiles with smaller ids still; by induction on the id every awaited tile finishes, whatever
 # order the hardware starts blocks in. The block that draws the last id resets the counter to 0
 # for the next scan (every other block has drawn by then), so no launch is spent on a reset. The
 # tile states need no reset either: a flag is $2 \cdot \text{epoch} + \text{kind}$, where the
 # epoch counts the calls, and a state from an older call reads as "not published yet".
+#
+# **CUB's scan does without the counter.** `DeviceScan` takes `tile_idx = start_tile + blockIdx.x`
+# (`cub/agent/agent_scan.cuh`, under the comment *"Blocks are launched in increasing order, so
+# just assign one tile per block"*). It relies on what NVIDIA's hardware does and CUDA does not
+# promise: the scheduler dispatches a grid's blocks in increasing `blockIdx` order, and a
+# dispatched block keeps its place until it finishes, so when block $b$ runs, every block before
+# it is running or done. NVIDIA writes the library and the scheduler; the counter is the
+# portable design, correct for any order in which blocks start (the simulator starts them
+# shuffled, on purpose), for one atomic per block. CUB draws tile ids from a counter itself where
+# it cannot lean on the order: its onesweep radix sort (`atomicAdd(d_ctrs, 1)`,
+# `agent_radix_sort_onesweep.cuh`; chapter 11) and a newer scan kernel of CCCL for recent GPUs.
 #
 # ## 4. The fence between value and flag
 #
@@ -166,8 +181,12 @@ print(f"without the fence: {(no_fence != np.cumsum(chain_x)).sum()} of {len(chai
 #
 # The package avoids the question for 4-byte types by packing the flag (high half) and the
 # value's bits (low half) into **one 64-bit word**, written by one atomic exchange and read by
-# one atomic `or` with 0: a reader sees both or neither. 8-byte values do not fit beside a flag:
-# they take the two-word protocol with the fence on both sides (and separate slots for the
+# one atomic `or` with 0: a reader sees both or neither. An 8-byte value and its flag make 16
+# bytes, and CUB keeps them in one 16-byte word too (`ScanTileState` in
+# `single_pass_scan_operators.cuh`: written by one 16-byte vector store, `st.relaxed.gpu.v2.u64`,
+# read by one vector load), counting on the hardware to move an aligned 16-byte vector whole.
+# numba offers neither a 16-byte atomic nor an ordered 16-byte access, so for 8-byte values the
+# package takes the two-word protocol with the fence on both sides (and separate slots for the
 # aggregate and the prefix, so that a reader that saw AGGREGATE cannot read a prefix written
 # into the same slot later; exercise 10.publish, and the instructor's version prints the package's code here):
 
@@ -210,8 +229,8 @@ print(f"{counted['launches']} launch; per element {counted['global_reads'] / len
 # - **kernel time**: the durations of a call's kernels summed from CUPTI's trace
 #   (`torch.profiler`, which sees every kernel of the process, numba's and CUB's alike, with no
 #   host gap in the figure; median of 25, every result checked first; the CSV's `method` column),
-#   for `"lookback"`, `"hierarchical"`, a numba copy kernel, `torch.cumsum` (CUB's decoupled
-#   look-back) and torch's `copy_` (a device-to-device memcpy, counted as one);
+#   for `"lookback"`, `"hierarchical"`, a numba copy kernel, `torch.cumsum` (its kernel is
+#   CUB's decoupled look-back) and torch's `copy_` (a device-to-device memcpy, counted as one);
 # - **whole-call time**: `ps.scan(device_array)` followed by a synchronize, on the host clock,
 #   against `torch.cumsum` and a synchronize; and `ps.scan(numpy_array)` against torch's
 #   numpy → GPU → numpy round trip.
@@ -246,13 +265,14 @@ for size, dtypes in (("4-byte", ("float32", "int32")), ("8-byte", ("float64", "i
 # chosen from a table of eight shapes at $2^{24}$, $2^{26}$ and $2^{28}$
 # (`benchmarks/lookback_tiles.csv`, from another card of the same generation, with faster memory).
 # At $2^{24}$ the kernel was once bound by its instructions, not by memory: a profile by Nsight
-# Compute (`benchmarks/lookback_ncu.py`) found about 3.5 times CUB's instructions per cycle and
+# Compute (`benchmarks/lookback_ncu.py`) found about 3.5 times the instructions per cycle of
+# `torch.cumsum`'s kernel and
 # the ALU pipe far busier than DRAM. numba guards every signed array index against a negative
 # value (`x[-1]` is the last element): a shift, an `and` and an add in 64 bits on every access,
 # and the shared slot `j + j // 32` cost 64-bit shifts of its own. The tile's indices are now
 # unsigned, a part per thread plus a constant of the unrolled loop, which the compiler puts into
 # the address (`ps.primitives.block.staged_bases`): 3.4 times fewer instructions in the kernel
-# (`benchmarks/ptx_counts.py`), about CUB's rate per cycle. The other scans of the
+# (`benchmarks/ptx_counts.py`), about the rate per cycle of `torch.cumsum`'s kernel. The other scans of the
 # workbook on the same plot (float32; measured in an earlier run with CUDA events,
 # `scan_throughput.csv`):
 

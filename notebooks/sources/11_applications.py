@@ -11,15 +11,18 @@
 # %% [markdown]
 # # 11 · Scans with your own operator, and what they build
 #
-# A scan is worth learning because **any associative operator** can ride on it (Blelloch 1990,
-# *Prefix sums and their applications*). The earlier chapters used four: add, mul, max, min.
-# This one hands the operator to you, and then builds with it: a linear recurrence is a scan of
-# affine maps; stream compaction and radix sort are scans of flags (Sengupta et al. 2007); a
-# tridiagonal solve is a scan of 3 × 3 matrices, as unstable as chapter 07 warned; a cubic
-# spline needs a tridiagonal solve for its second derivatives and a scan for its
-# antiderivative. Seed 000 is one chapter of a book whose next chapters were *"Manipulation of
-# piecewise polynomial functions in parallel"* and *"... of localized piecewise polynomial
-# functions"*; only their titles survive. Section 7 is a small piece of what they promised.
+# A scan is worth learning because **any associative operator** can ride on it
+# ([Blelloch 1990](../docs/references.md#blelloch-1990), *Prefix sums and their applications*). The
+# earlier chapters used four: add, mul, max, min. This one hands the operator to you, and then
+# builds with it: a linear recurrence is a scan of affine maps; stream compaction and radix sort
+# are scans of flags ([Sengupta et al. 2007](../docs/references.md#sengupta-harris-zhang-and-owens-2007));
+# a tridiagonal solve is three scans, of $2 \times 2$ matrices and affine maps
+# ([Stone 1973](../docs/references.md#stone-1973)), while the obvious single scan of the solution's
+# recurrence fails; a cubic spline needs a tridiagonal solve for its second derivatives and a
+# scan for its antiderivative. Chapter 05's lecture notes are one chapter of a book whose next
+# chapters were *"Manipulation of piecewise polynomial functions in parallel"* and *"... of
+# localized piecewise polynomial functions"*; only their titles survive. Section 7 is a small
+# piece of what they promised. Every work cited is on the [references page](../docs/references.md).
 #
 # Every application lives in `prefixsum.apps`, a few lines on top of `ps.scan` and
 # `prefixsum.tridiag`; each section shows it, draws it, and checks it against numpy or scipy.
@@ -140,20 +143,29 @@ print(ps.check.operator(saturating_add, 0.0))
 # ### Exercise 11.argmax-operator (warm-up, 1 point): the running maximum with its index
 #
 # Write `running_argmax(p, q)` for elements `(value, index)`: the result is the element with
-# the larger value, and on a tie the **earlier** one (`p`, since `p` comes before `q`). Then
-# `ps.scan((values, np.arange(n)), running_argmax, identity=...)` gives, at every `i`, the
-# maximum of `values[:i+1]` and where it first occurs. Argue to yourself why it is associative
-# (what does each grouping return for three elements?), and why `(-inf, -1)`, which every
-# element beats, is its identity.
+# the larger value, and on a tie the one with the **smaller index**. Then
+# `ps.scan((values, np.arange(n)), running_argmax, identity=...)` gives, at every `i`, what
+# `np.argmax(values[:i+1])` gives: the maximum and where it first occurs. Two inputs make that
+# harder than it looks. **-inf**: an array of nothing but -inf has its maximum at index 0, so the
+# identity cannot be `(-inf, -1)` (it would tie with `(-inf, 0)` and win); it is
+# `(-inf, BIG)` with `BIG` the largest int64, which loses every tie. **NaN**: numpy's argmax
+# returns the first NaN, so a NaN beats every number, and of two NaNs the smaller index wins.
+# With these rules the operator picks the first of an order on the elements, whichever side
+# each comes from: why does that make it associative (what does each grouping return for three
+# elements)?
 
-# %% tags=["exercise"] exercise_id="11.argmax-operator" points=1 todo="return the element of the larger value, the earlier one on a tie, so that the scan gives every prefix's maximum and the index where it first occurs"
-ARGMAX_IDENTITY = (-np.inf, -1)
+# %% tags=["exercise"] exercise_id="11.argmax-operator" points=1 todo="return the element that np.argmax would pick of the two: the larger value, the smaller index on a tie, and a NaN before any number (of two NaNs, the smaller index)"
+ARGMAX_IDENTITY = (-np.inf, np.iinfo(np.int64).max)
 
 
 @cuda.jit(device=True)
 def running_argmax(p, q):
     ### BEGIN SOLUTION
-    return q if q[0] > p[0] else p
+    if p[0] != p[0] or q[0] != q[0]:  # a NaN: the first NaN wins, as in np.argmax
+        if q[0] == q[0] or (p[0] != p[0] and p[1] < q[1]):
+            return p
+        return q
+    return q if q[0] > p[0] or (q[0] == p[0] and q[1] < p[1]) else p
     ### END SOLUTION
 
 # %% tags=["check"] exercise_id="11.argmax-operator"
@@ -169,9 +181,20 @@ def first_indices_of_maxima(values):
     return ps.scan((values, np.arange(values.size)), running_argmax, identity=ARGMAX_IDENTITY)[1]
 
 
-tie_cases = [(np.round(np.random.default_rng(n).normal(size=n), 1),) for n in (2, 33, 64, 300)]  # rounded: ties occur
+def with_inf_and_nan(n, seed):
+    """Rounded normals (ties occur), a fifth of them -inf and a twentieth NaN, at random places."""
+    rng_special = np.random.default_rng(seed)
+    values = np.round(rng_special.normal(size=n), 1)
+    values[rng_special.random(n) < 0.2] = -np.inf
+    values[rng_special.random(n) < 0.05] = np.nan
+    return values
+
+
+argmax_cases = ([(np.round(np.random.default_rng(n).normal(size=n), 1),) for n in (2, 33, 64, 300)]  # ties
+                + [(np.full(n, -np.inf),) for n in (1, 40)] + [(np.array([-np.inf, np.nan, 1.0, np.nan]),)]
+                + [(with_inf_and_nan(n, n),) for n in (33, 300)])
 print(ps.check.function(first_indices_of_maxima, lambda v: np.array([np.argmax(v[:i + 1]) for i in range(v.size)]),
-                        tie_cases, name="running_argmax, first index of a tied maximum"))
+                        argmax_cases, name="running_argmax, as np.argmax of every prefix (ties, -inf, NaN)"))
 
 # %% [markdown]
 # ## 2. Linear recurrences and IIR filters
@@ -386,39 +409,97 @@ def my_split(keys, bit):
 print(ps.check.radix_pass(my_split, name="my_split", budget=ps.check.Budget(accesses_per_step=8, kernels=("my_split_scatter",))))
 
 # %% [markdown]
-# ## 6. A tridiagonal solve as a scan, and what it costs in accuracy
+# ## 6. A tridiagonal solve by scans: Stone's method, and the scan that fails
 #
-# Chapter 07 ended with this reading of a tridiagonal system: if $c_i \ne 0$, row $i$ gives the
-# next unknown from the two before,
+# Gaussian elimination without pivoting factors a tridiagonal $A = LU$ (chapter 07's Thomas
+# algorithm): $L$ has ones on its diagonal and $l_i = a_i / u_{i-1}$ below it, $U$ the pivots
+# $u_i$ and $c_i$ above them, with
 #
-# $$x_{i+1} = \frac{d_i - a_i x_{i-1} - b_i x_i}{c_i},$$
+# $$u_0 = b_0, \qquad u_i = b_i - \frac{a_i c_{i-1}}{u_{i-1}} = \frac{b_i u_{i-1} - a_i c_{i-1}}{u_{i-1}} .$$
 #
-# so the state $(x_{i+1}, x_i)$ is a 2-D affine map of $(x_i, x_{i-1})$: a $3 \times 3$ matrix in
-# homogeneous coordinates. A scan of those maps (`affine2` again) writes every $x_i$ as
-# $\alpha_i x_0 + \beta_i$, and the last row, which has no $x_n$, fixes $x_0$. Work $O(n)$, depth
-# $O(\log n)$: Stone's recursive doubling (1973; Demmel's CS267 notes derive it). But the scan is an *initial-value* problem:
-# for a diagonally dominant matrix $|b_i / c_i| > 1$, $\alpha_i$ grows like $\prod |b_i/c_i|$, and
-# $x_0$ comes from a difference of such numbers. The error grows geometrically with $n$;
-# `tridiag.solve` (chapter 08's hybrid, its default), which eliminates instead of
-# extrapolating, does not lose anything:
+# The pivots look like a sequential, nonlinear recurrence, but each step is a **Möbius map**
+# $u \mapsto (\alpha u + \beta)/(\gamma u + \delta)$, and composing Möbius maps multiplies their
+# matrices $\begin{pmatrix}\alpha & \beta\\ \gamma & \delta\end{pmatrix}$. So with
+# $M_i = \begin{pmatrix} b_i & -a_i c_{i-1} \\ 1 & 0 \end{pmatrix}$ and
+# $M_0 = \begin{pmatrix} b_0 & 0 \\ 1 & 0\end{pmatrix}$, the prefix product $P_i = M_i \cdots M_0$
+# gives every pivot as the ratio of its first column, $u_i = (P_i)_{00} / (P_i)_{10}$: one scan of
+# $2 \times 2$ matrices (Stone 1973, whose numbers $q_i$ in $u_i = q_i / q_{i-1}$ are the leading
+# minors of $A$). Then $Ly = d$ is $y_i = d_i - l_i y_{i-1}$ and $Ux = y$ is
+# $x_i = (y_i - c_i x_{i+1}) / u_i$: two first-order linear recurrences, section 2's scan of
+# affine maps, the second one reversed. Three scans, $O(n)$ work, $O(\log n)$ depth
+# ([Stone 1973](../docs/references.md#stone-1973); recurrences by recursive doubling:
+# [Kogge and Stone 1973](../docs/references.md#kogge-and-stone-1973)). Two details make it a solver. The
+# minors grow or shrink geometrically and would leave the floating-point range after some
+# hundreds of rows; only the direction of $P_i$ matters, so the operator **scales each product
+# by a power of two** that puts its largest entry in $[0.5, 1)$ (exact, and still associative,
+# since a positive scale commutes with matrix products). And a batch is one long sequence in
+# which each system's first row raises a flag that discards everything before it, as section 3's
+# segmented scan does. `apps.stone_solve(a, b, c, d)` takes what `tridiag.solve` takes; its
+# operator is below.
+#
+# Chapter 07 (section 10) read the system another way: row $i$ gives the next unknown from the
+# two before, $x_{i+1} = (d_i - a_i x_{i-1} - b_i x_i) / c_i$, so a scan of $3 \times 3$ matrices
+# writes every $x_i$ as $\alpha_i x_0 + \beta_i$, and the last row fixes $x_0$
+# (`apps.tridiagonal_scan`, the **shooting** method). Both on chapter 11's systems ($a_i, c_i$
+# in $[0.5, 1]$, $b_i$ in $[3, 4]$), against LAPACK (`scipy.linalg.solve_banded`) and
+# `tridiag.solve` (chapter 08's hybrid), then the backward error on a positive definite matrix:
 
 # %%
-def tridiagonal_errors(n, rng):
-    a, c = rng.uniform(0.5, 1.0, (2, n))
-    b, d = 3 + rng.random(n), rng.normal(size=n)
+print(inspect.getsource(apps.stone.mobius))
+
+
+def tridiagonal_errors(rows, rng):
+    a, c = rng.uniform(0.5, 1.0, (2, rows))
+    b, d = 3 + rng.random(rows), rng.normal(size=rows)
     exact = scipy.linalg.solve_banded((1, 1), np.vstack([np.r_[0, c[:-1]], b, np.r_[a[1:], 0]]), d)
     relative = lambda x: np.abs(x - exact).max() / np.abs(exact).max()  # noqa: E731
-    return relative(apps.tridiagonal_scan(a, b, c, d)), relative(ps.tridiag.solve(a, b, c, d))
+    return relative(apps.tridiagonal_scan(a, b, c, d)), relative(apps.stone_solve(a, b, c, d)), relative(ps.tridiag.solve(a, b, c, d))
 
 
-sizes = [4, 8, 16, 24, 32, 48, 64]
-errors = np.array([tridiagonal_errors(n, np.random.default_rng(n)) for n in sizes])
-ax = viz.curves(sizes, {"scan of 3x3 matrices": errors[:, 0], "tridiag.solve (hybrid)": np.maximum(errors[:, 1], 1e-17)}, logy=True,
-                xlabel="n", ylabel="relative error vs scipy", title="the same system, two parallel solvers")
-print("the scan's error grows by more than 1e6 from n = 8 to n = 48:", errors[5, 0] > 1e6 * errors[1, 0])
-print("tridiag.solve (the hybrid) stays within 1e-14 of scipy at every n:", bool(np.all(errors[:, 1] < 1e-14)))
+sizes = [4, 8, 16, 24, 32, 48, 64, 128, 256, 1024]
+errors = np.array([tridiagonal_errors(rows, np.random.default_rng(rows)) for rows in sizes])
+ax = viz.curves(sizes, {"shooting: scan of 3x3 matrices": np.minimum(np.nan_to_num(errors[:, 0], nan=1e100), 1e100),
+                        "Stone: three scans": np.maximum(errors[:, 1], 1e-17),
+                        "tridiag.solve (hybrid)": np.maximum(errors[:, 2], 1e-17)}, logy=True,
+                xlabel="n", ylabel="relative error vs LAPACK", title="one system, three parallel solvers (errors above 1e100, and NaN, drawn at 1e100)")
+print("shooting: error grows by more than 1e6 from n = 8 to n = 48:", errors[5, 0] > 1e6 * errors[1, 0],
+      "| finite at n = 1024:", all(np.isfinite(errors[-1:, 0])))
+print("Stone's method within 1e-14 of LAPACK at every n:", bool(np.all(errors[:, 1] < 1e-14)))
+print("tridiag.solve within 1e-14 of LAPACK at every n:", bool(np.all(errors[:, 2] < 1e-14)))
+a4, c4 = -np.ones(1024), -np.ones(1024)  # tridiag(-1, 2 + 1e-4, -1): positive definite, kappa about 4e4
+d4 = np.random.default_rng(4).normal(size=1024)
+for name, x4 in (("Stone", apps.stone_solve(a4, np.full(1024, 2 + 1e-4), c4, d4)),
+                 ("Thomas", ps.tridiag.solve(a4, np.full(1024, 2 + 1e-4), c4, d4, method="thomas"))):
+    r4 = (2 + 1e-4) * x4 - d4
+    r4[1:] -= x4[:-1]
+    r4[:-1] -= x4[1:]
+    eta = np.abs(r4).max() / ((4 + 1e-4) * np.abs(x4).max() + np.abs(d4).max())
+    print(f"tridiag(-1, 2 + 1e-4, -1), n = 1024, {name}: backward error below 10 eps: {eta < 10 * np.finfo(float).eps}")
 
 # %% [markdown]
+# **Why the shooting scan fails.** It solves a boundary-value problem as an initial-value one.
+# The homogeneous recurrence $c_i x_{i+1} + b_i x_i + a_i x_{i-1} = 0$ has two independent
+# solutions; on a diagonally dominant matrix one of them grows by about $|b_i / c_i| \approx 4.7$
+# per row and the other decays. $\alpha_i$, the solution started from $x_0 = 1$, is dominated by
+# the growing one, and so is $\beta_i$; the true $x_i$ stays of the size of $d$. So
+# $x_i = \alpha_i x_0 + \beta_i$ is a difference of two numbers about $\prod_j |b_j / c_j|$ times
+# larger than itself, and their rounding errors, a few $\varepsilon$ of *their* size, become the
+# error of $x_i$: it grows geometrically with $n$ (chapter 07, section 10, measures it against
+# the growth of $\alpha$), and once $\alpha$ overflows, $x$ is $\infty - \infty$ = NaN. No
+# reordering of the additions cures it; the numbers themselves are the problem.
+#
+# **Why Stone's method does not.** It scans what elimination computes, the pivots, and on a
+# dominant or positive definite matrix the pivot maps *contract*: an error in $u_{i-1}$ reaches
+# $u_i$ multiplied by $|a_i c_{i-1}| / u_{i-1}^2 < 1$, and both bidiagonal recurrences multiply by
+# $|l_i| < 1$ and $|c_i / u_i| < 1$. A tridiagonal solve by scans is as stable as what it scans.
+# Stone's method is not quite as stable as sequential elimination, though: its pivots come from
+# long products, not from the contracting map applied step by step, and where the map contracts
+# slowly (the last lines: a positive definite matrix of condition number about $4 \cdot 10^4$)
+# the products' rounding errors move the pivots, and the backward error grows beyond Thomas's,
+# while the error stays within $n \varepsilon \kappa$ (the `apps.stone` docstring measures it).
+# Like every solver without pivoting it is meant for diagonally dominant or positive definite
+# systems, and fails silently off them (chapter 07, section 7).
+#
 # ## 7. Cubic splines: a tridiagonal solve, then a scan
 #
 # A cubic spline through $(x_i, y_i)$ is a cubic on each piece $[x_i, x_{i+1}]$, with continuous
@@ -668,8 +749,9 @@ print(ps.check.compaction(lambda x, mask: apps.selection.compact_with(x, mask, r
 # | compaction (section 8: in one pass) | add, carried by the look-back | 0/1 flag; a warp's ballot | integer addition |
 # | radix sort pass | add (twice: zeros, then ones) | 0/1 flag | integer addition; stability makes LSD work |
 # | onesweep digit pass (section 8) | add, per digit, carried by the look-back | 256 digit counts of a tile | integer addition |
-# | running argmax | larger value, earlier on ties | (value, index) | "the first maximum of three" is one element |
-# | tridiagonal solve | compose 2-D affine maps | $3 \times 3$ matrix | matrix product (unstable: the products grow) |
+# | running argmax | NaN first, then the larger value, the smaller index on ties | (value, index) | it picks the first in one order of the elements |
+# | tridiagonal solve, Stone's method | compose Möbius maps, then affine maps | $2 \times 2$ matrix and a start flag; then $(a, b)$ | matrix product; a positive scale commutes with it |
+# | tridiagonal solve by shooting (fails) | compose 2-D affine maps | $3 \times 3$ matrix | matrix product (but the products grow with the recurrence's growing solution) |
 # | spline antiderivative | add | piece integral | floating-point addition (up to rounding) |
 #
 # **Questions.**
@@ -681,8 +763,8 @@ print(ps.check.compaction(lambda x, mask: apps.selection.compact_with(x, mask, r
 # 3. A radix sort by 4 bits per pass needs, per pass, the place of each key among the 16 digit
 #    values. Express it with 16 exclusive scans of flags; then with one scan of a 16-field tuple.
 #    Which moves less memory?
-# 4. Why does the tridiagonal scan of section 6 *not* lose accuracy when $|b_i| < |c_i|$ for every
-#    row? Construct such a system and try it.
+# 4. Why does the shooting scan of section 6 *not* lose accuracy when $|b_i| < |c_i|$ for every
+#    row? Construct such a system and try it. Does Stone's method care?
 # 5. The segmented scan restarts at flags. Write the operator for a **segmented exclusive** scan
 #    (each segment starts at the identity) and say where the flag has to move.
 # 6. A spline's antiderivative is continuous because of the scan's constants. What would the

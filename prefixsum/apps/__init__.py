@@ -12,7 +12,9 @@
   order 1 and 2, scans of affine maps (:mod:`.recurrences`).
 * :func:`segmented_scan`: a scan restarted at every flag, inclusive or exclusive, forward or
   reverse, in one pass: a scan of (flag, value) pairs on the look-back scan (:mod:`.segmented`).
-* :func:`tridiagonal_scan`: a tridiagonal solve as a scan of 3x3 (affine 2-D) matrices, and
+* :func:`stone_solve`: Stone's tridiagonal solve, the pivots of ``A = L U`` by a scan of 2x2
+  matrices (Moebius maps), then the two bidiagonal systems by two scans of affine maps
+  (:mod:`.stone`); :func:`tridiagonal_scan`, the *shooting* solve by a scan of 3x3 matrices, and
   the accuracy it loses (:mod:`.recurrences`).
 * :func:`cubic_spline` and :class:`PiecewisePolynomial`: natural and clamped splines by a
   tridiagonal solve, evaluation, derivative and an antiderivative by a scan (:mod:`.splines`).
@@ -23,7 +25,9 @@ from .radix import radix_sort_one_bit, split_by_bit
 from .recurrences import lfilter, linear_recurrence, tridiagonal_scan
 from .segmented import segmented_scan
 from .selection import compact, compact_indices
+from .stone import stone_solve
 from .splines import PiecewisePolynomial, cubic_spline
 
 __all__ = ["PiecewisePolynomial", "compact", "compact_by_scan", "compact_indices", "cubic_spline", "lfilter",
-           "linear_recurrence", "radix_sort", "radix_sort_one_bit", "segmented_scan", "split_by_bit", "tridiagonal_scan"]
+           "linear_recurrence", "radix_sort", "radix_sort_one_bit", "segmented_scan", "split_by_bit", "stone_solve",
+           "tridiagonal_scan"]

@@ -6,10 +6,12 @@ map ``x -> q_a (p_a x + p_b) + q_b = (p_a q_a) x + (q_a p_b + q_b)``, again affi
 the pairs ``(a_i, b_i)`` under this composition gives every ``f_i o ... o f_0`` at once, and its
 ``b`` field is ``x[i]`` for ``x[-1] = 0``. Composition is associative because composition of
 functions always is; it is not commutative, so the order of the operands matters (the scans
-keep it). A recurrence of order 2 is the same with 2x2 matrices (:func:`affine2`), and so is a
-tridiagonal system (Stone's recursive doubling, 1973; Demmel's CS267 notes): its rows give
-x_(i+1) from x_i and x_(i-1). That solve multiplies matrices whose product grows like the
-system's growing solutions, so it loses accuracy, as the chapter shows.
+keep it). A recurrence of order 2 is the same with 2x2 matrices (:func:`affine2`), and so is the
+*shooting* solve of a tridiagonal system (:func:`tridiagonal_scan`): its rows give x_(i+1) from
+x_i and x_(i-1), so a scan runs the three-term recurrence forward from an unknown x_0. That is
+the unstable way to solve a tridiagonal system by scans: the recurrence has a growing solution,
+and the scan's numbers grow with it (see :func:`tridiagonal_scan`). Stone's method (1973),
+:mod:`.stone`, scans the pivots of the LU factorization instead and stays accurate.
 
 Segmented scans, the same idea with (flag, value) pairs, are in :mod:`.segmented`.
 """
@@ -117,15 +119,20 @@ def lfilter(b, a, x):
 
 
 def tridiagonal_scan(a, b, c, d):
-    """Solve ``a_i x_(i-1) + b_i x_i + c_i x_(i+1) = d_i`` by a scan of 3x3 matrices (unstable: see below).
+    """Solve ``a_i x_(i-1) + b_i x_i + c_i x_(i+1) = d_i`` by shooting, a scan of 3x3 matrices (unstable).
 
     Row i gives ``x_(i+1) = (d_i - a_i x_(i-1) - b_i x_i) / c_i``: the state ``(x_(i+1), x_i)`` is
     an affine map of ``(x_i, x_(i-1))``. The scan of those maps (:func:`affine2`) expresses every
     x_i as ``alpha_i x_0 + beta_i``; the last row then fixes x_0. O(n) work and O(log n) depth,
-    but ``alpha_i`` grows like the fastest-growing solution of the recurrence (for a diagonally
-    dominant system exponentially), and x_0 comes from a difference of such numbers: the error
-    grows with n until the result is useless. :func:`prefixsum.tridiag.solve`, which eliminates,
-    does not.
+    but it solves a boundary-value problem as an initial-value one. The homogeneous recurrence
+    ``c_i x_(i+1) + b_i x_i + a_i x_(i-1) = 0`` has two independent solutions; for a diagonally
+    dominant matrix one grows by about ``|b_i / c_i|`` a row and the other decays. ``alpha`` is
+    the solution started from ``x_0 = 1``, dominated by the growing one, and so is ``beta``; the
+    true x stays of the size of ``d``, so ``x_i = alpha_i x_0 + beta_i`` is a difference of two
+    numbers about ``prod |b_j / c_j|`` times larger than itself. Their rounding errors (a few eps
+    of their size) become the error of x_i: it grows geometrically with n until the result is
+    useless, and once ``alpha`` overflows it is ``inf - inf = NaN``. :func:`.stone.stone_solve`
+    scans the LU pivots instead, :func:`prefixsum.tridiag.solve` eliminates; neither grows.
 
     Parameters
     ----------

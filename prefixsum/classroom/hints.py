@@ -27,7 +27,7 @@ HINTS = {
         "Replace `a += b` by `a = max(a, b)`; max is a numba built-in on the GPU too.",
     ),
     "02.prefix-fold": (
-        "Mirror the seed's fold: where it reads cell i + phase, the prefix fold reads cell t - phase.",
+        "Mirror the original notebook's fold: where it reads cell i + phase, the prefix fold reads cell t - phase.",
         "Build each phase's new list from the old one only (a list comprehension), as threads that all read "
         "before anyone writes.",
         "The strides go N/2, N/4, ..., 1 for N the smallest power of two >= m; cells with t < phase keep their value.",
@@ -38,7 +38,7 @@ HINTS = {
         "Two barriers per phase: one between the reads and the writes, one before the next phase reads.",
     ),
     "02.suffix-fold": (
-        "This is the seed's direction: cell t adds a cell after it.",
+        "This is the original notebook's direction: cell t adds a cell after it.",
         "Cells whose partner t + phase lies past the tile keep their value (or add the identity).",
         "Same two-barrier pattern as 02.folding-phase: read into a register, barrier, write, barrier.",
     ),
@@ -189,8 +189,10 @@ HINTS = {
     ),
     "11.argmax-operator": (
         "An element is a pair (value, index); the operator returns one of its two arguments.",
-        "Associativity holds if the larger value wins and a tie always goes to the same side.",
-        "In a forward scan p comes before q: let p win ties, so the earliest index of the maximum survives.",
+        "Associativity holds if the operator picks the first of one order on the elements, whichever side each is on: "
+        "the larger value, then the smaller index.",
+        "A NaN is the only value with x != x; np.argmax returns the first NaN, so a NaN beats every number, "
+        "and of two NaNs the smaller index wins.",
     ),
     "11.compact": (
         "An exclusive scan of the flags tells each kept element how many kept elements precede it.",

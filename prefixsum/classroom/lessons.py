@@ -3,7 +3,7 @@
 None of these is registered or launched by :func:`prefixsum.scan`; the chapters and the tests
 run them, often under :mod:`prefixsum.classroom.trace`:
 
-* :func:`scan_volatile`: seed 001's Figure 1 as the seed writes it, on ``volatile`` shared
+* :func:`scan_volatile`: Figure 1 of Lungu, Petroşanu and Pîrjan (2011) as the paper writes it, on ``volatile`` shared
   memory with no synchronisation, relying on the lanes of a warp executing each instruction
   together. That held until Volta (compute capability 7.0). numba has no ``volatile``, so the
   compiler may also keep slots in registers. Unsafe on any GPU since Volta; kept to show the
@@ -15,6 +15,11 @@ run them, often under :mod:`prefixsum.classroom.trace`:
   host array, each warp of each block scanning its own run of (at most) 32 elements: a partial
   warp (a block size that is not a multiple of 32, or the end of the array) uses the mask of the
   lanes it has.
+* :func:`figure2_kernel` and :func:`figure2_block_scan`: Figure 2 of the same paper, the block scan,
+  as the paper writes it (over the safe shuffle warp scan, so that its own race shows alone): lane
+  31 of every warp stores the warp's total into ``ptr[warp]`` and warp 0 scans ``ptr[0..31]`` with
+  no barrier between, and with 32 warps ``ptr[31]`` is both warp 31's total and the slot that
+  lane 31 of warp 0 reads. ``fixed=True`` stores the total from the register and adds the barrier.
 * :func:`hillis_steele_in_place_tile_kernel`: Hillis-Steele in one shared buffer, the race GPU
   Gems warns against (the registered scan, :mod:`prefixsum.scans.hillis_steele`, ping-pongs).
 * :func:`scan_with`: the look-back scan with a look-back of the student's own (chapter 10).
@@ -28,7 +33,7 @@ from numba import cuda
 from ..core.hardware import MAX_THREADS_PER_BLOCK
 from ..primitives.block import position
 from ..primitives.ops import device_op, identity, numba_type
-from ..primitives.warp import lanes_mask, scan_shfl, scan_syncwarp
+from ..primitives.warp import FULL_MASK, lanes_mask, scan_shfl, scan_syncwarp
 from ..scans import lookback
 from ..scans.tiles import lane_result
 
@@ -38,7 +43,7 @@ _TEST_BLOCK = MAX_THREADS_PER_BLOCK  # the test kernel's shared buffer: one slot
 
 @functools.lru_cache(maxsize=None)
 def scan_volatile(op, dtype, inclusive=True):
-    """Seed 001's Figure 1: ``scan(buf, index)``, racy on every GPU since Volta (see above).
+    """Figure 1 of Lungu, Petroşanu and Pîrjan (2011): ``scan(buf, index)``, racy on every GPU since Volta (see above).
 
     ``buf[index]`` holds the lane's value, for every lane of the warp; afterwards ``buf`` holds the
     warp's inclusive scan. Returns the lane's inclusive or exclusive result.
@@ -102,7 +107,7 @@ def warp_scan_kernel(variant, op, dtype, inclusive=True):
 
 
 def _ignoring_mask(scan):
-    """``scan(buf, index)`` as ``scan(buf, index, mask)``: the seed's scan takes no mask, since
+    """``scan(buf, index)`` as ``scan(buf, index, mask)``: the paper's scan takes no mask, since
     it assumes every lane of the warp runs each instruction together."""
 
     def scan_without_mask(buf, index, mask):
@@ -138,6 +143,62 @@ def warp_scan(x, variant="shfl", op="add", *, inclusive=True, threads=32):
         warp_scan_kernel(variant, op, x.dtype, inclusive)[math.ceil(len(x) / threads), threads](x, out)
     return out
 
+
+
+@functools.lru_cache(maxsize=None)
+def figure2_kernel(op, dtype, fixed=False):
+    """Kernel ``(x, out)``: one block scans ``x`` (one element per thread, a multiple of 32 threads)
+    by Figure 2 of Lungu, Petroşanu and Pîrjan (2011), ``SumareBloc``, step by step.
+
+    Step 1: every warp scans its values (here by shuffles, so that no race of Figure 1 mixes in)
+    and stores them in ``ptr``; barrier. Step 2: lane 31 of every warp copies its warp's total,
+    ``ptr[index]``, to ``ptr[warp]``. Step 3: warp 0 scans ``ptr[0..31]`` in place. The paper puts
+    no barrier between steps 2 and 3: warp 0 may read a total before its warp has stored it, and
+    with 32 warps lane 31 of warp 0 reads ``ptr[31]`` (its own element, then the last total) in
+    the phase in which lane 31 of warp 31 writes it. Then barrier, step 4 (every warp adds the
+    total of the warps before it), barrier, step 5 (``ptr[index] = rez``). ``fixed=True``: step 2
+    stores the total from the register and a barrier follows it, as
+    :func:`prefixsum.primitives.block.block_scan` does.
+    """
+    combine = device_op(op, dtype)
+    neutral = identity(op, dtype)
+    warp_scan = scan_shfl(op, dtype)
+    element = numba_type(dtype)
+
+    def block_scan_figure2(x, out):
+        ptr = cuda.shared.array(_TEST_BLOCK, element)
+        index = cuda.threadIdx.x
+        lane, warp = index & 31, index >> 5
+        rez = warp_scan(x[index] if index < x.shape[0] else neutral, FULL_MASK)  # step 1
+        ptr[index] = rez
+        cuda.syncthreads()
+        if lane == 31:  # step 2
+            ptr[warp] = rez if fixed else ptr[index]
+        if fixed:
+            cuda.syncthreads()  # the barrier Figure 2 lacks
+        if warp == 0:  # step 3
+            ptr[index] = warp_scan(ptr[index], FULL_MASK)
+        cuda.syncthreads()
+        if warp > 0:  # step 4
+            rez = combine(ptr[warp - 1], rez)
+        cuda.syncthreads()
+        ptr[index] = rez  # step 5
+        cuda.syncthreads()
+        if index < x.shape[0]:
+            out[index] = rez
+
+    return cuda.jit(block_scan_figure2)
+
+
+def figure2_block_scan(x, *, fixed=False, op="add"):
+    """The inclusive scan of the host array ``x`` (1 to 1024 elements) by :func:`figure2_kernel`,
+    one block of ``len(x)`` threads rounded up to whole warps."""
+    x = np.ascontiguousarray(x)
+    if not 1 <= len(x) <= _TEST_BLOCK:
+        raise ValueError(f"figure2_block_scan scans 1 to {_TEST_BLOCK} elements in one block; got {len(x)}")
+    out = np.empty_like(x)
+    figure2_kernel(op, x.dtype, fixed)[1, -(-len(x) // 32) * 32](x, out)
+    return out
 
 
 @functools.lru_cache(maxsize=None)

@@ -299,9 +299,15 @@ MISTAKES = (
     _m("10.publish", "an atomic or onto the old state", "FAIL",
        ("cuda.atomic.exch(status, tile, ", "cuda.atomic.or_(status, tile, ")),
     # 11: applications
-    *_each_instead_of("11.argmax-operator", "q if q[0] > p[0] else p", ("the later index on a tie", "tied maximum", "q if q[0] >= p[0] else p"),
+    *_each_instead_of("11.argmax-operator", "q if q[0] > p[0] or (q[0] == p[0] and q[1] < p[1]) else p",
+                      ("the later index on a tie", "wrong-result", "q if q[0] > p[0] or (q[0] == p[0] and q[1] > p[1]) else p"),
                       ("the larger value with the earlier index", "FAIL", "(max(p[0], q[0]), p[1])"),
-                      ("the smaller value", "wrong-identity", "q if q[0] < p[0] else p")),
+                      ("the smaller value", "wrong-identity", "q if q[0] < p[0] or (q[0] == p[0] and q[1] < p[1]) else p")),
+    _m("11.argmax-operator", "the index -1 in the identity: an array of -inf gets index -1", "wrong-result",
+       ("ARGMAX_IDENTITY = (-np.inf, np.iinfo(np.int64).max)", "ARGMAX_IDENTITY = (-np.inf, -1)")),
+    _m("11.argmax-operator", "NaN never selected", "wrong-result",
+       ("    if p[0] != p[0] or q[0] != q[0]:  # a NaN: the first NaN wins, as in np.argmax\n"
+        "        if q[0] == q[0] or (p[0] != p[0] and p[1] < q[1]):\n            return p\n        return q\n", "")),
     *_each_instead_of("11.compact", "if i < x.shape[0] and flags[i]:", ("no bound on i", "out-of-bounds", "if flags[i]:"),
                       ("every element stored", "FAIL", "if i < x.shape[0]:")),
     _m("11.compact", "kept elements stay at i", "FAIL", ("out[places[i]] = x[i]", "out[i] = x[i]")),

@@ -16,7 +16,7 @@ for element. Two times are measured, each the median of ``repeats`` samples afte
   synchronised, on device arrays and on numpy arrays (method ``host clock``).
 
 The baselines are measured in the same run: a device-to-device copy (the physical limit for a
-single-pass scan: it reads n and writes n elements), PyTorch's ``copy_``, ``torch.cumsum`` (CUB)
+single-pass scan: it reads n and writes n elements), PyTorch's ``copy_``, ``torch.cumsum``
 and ``cupy.cumsum``. Throughput is 2 n x itemsize / time, the bytes a single-pass scan must move.
 Every row carries :func:`run_metadata` (the GPU, driver, versions, date and command). The run
 exits with 1 when any result was wrong.

@@ -10,7 +10,7 @@ under the scans (and :func:`block_sum` under the Householder reduction); none is
   own run from there (the transpose through shared memory), and the results go out the same way.
   The shared index skips one slot every 32 (``j + j // 32``, :func:`staged_size`), so that the 32
   lanes of a warp reading runs of 2, 4, 8 or 16 words hit 32 different banks.
-* :func:`block_scan` (seed 001's Figure 2 over shuffles) and :func:`block_reduce`: every warp
+* :func:`block_scan` (Figure 2 of Lungu, Petroşanu and Pîrjan 2011, over shuffles, with the barrier it lacks) and :func:`block_reduce`: every warp
   scans or reduces with :mod:`.warp`'s shuffles, lane 31 (or 0) writes the warp's total to
   shared memory, warp 0 combines those totals.
 * :func:`block_sum`: a float sum over a block of any power-of-two size known only at run time,

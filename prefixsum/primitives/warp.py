@@ -1,7 +1,7 @@
 """Warp primitives: a warp's scan and reduction, in registers or in shared memory.
 
-A warp is 32 consecutive threads of a block that the GPU schedules together. Seed 001's
-Figure 1 scans the 32 values of a warp in 5 steps (d = 1, 2, 4, 8, 16: lane l combines the value
+A warp is 32 consecutive threads of a block that the GPU schedules together. Figure 1 of
+Lungu, Petroşanu and Pîrjan (2011) scans the 32 values of a warp in 5 steps (d = 1, 2, 4, 8, 16: lane l combines the value
 of lane l - d into its own). Since Volta (compute capability 7.0) the lanes of a warp are
 scheduled independently, so the steps need the warp's own synchronisation:
 
@@ -15,7 +15,7 @@ scheduled independently, so the steps need the warp's own synchronisation:
 and :func:`reduce_shfl`, a butterfly reduction (``shfl_xor_sync``) that leaves the warp's total
 in every lane. Each factory returns a ``cuda.jit(device=True)`` function for one operator and
 dtype (cached), to be called from a kernel. Work per warp: 5 steps, at most 31 + 30 + 28 + 24 + 16
-= 129 combines. (Figure 1 as the seed writes it, on ``volatile`` memory and racy since Volta, is
+= 129 combines. (Figure 1 as the paper writes it, on ``volatile`` memory and racy since Volta, is
 a lesson: :func:`prefixsum.classroom.lessons.scan_volatile`.)
 
 numba's shuffles move int32, int64, float32 and float64 only; uint32 and uint64 values travel as

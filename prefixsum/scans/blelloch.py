@@ -1,4 +1,4 @@
-"""Blelloch's work-efficient scan (seed 004; GPU Gems 3, ch. 39.2.2-39.2.3): up-sweep, down-sweep.
+"""Blelloch's work-efficient scan (GPU Gems 3, ch. 39.2.2-39.2.3; the lab sheet on prefix sums): up-sweep, down-sweep.
 
 For n = 2^k elements, the up-sweep builds a binary tree of partial sums in place, from the
 leaves up: at level d = 0..k-1 every index ``i = 2^(d+1) - 1, 2 * 2^(d+1) - 1, ...`` adds
@@ -13,8 +13,8 @@ ever touches disjoint pairs of cells, so one barrier per level suffices.
 
 Three versions:
 
-* :func:`blelloch_256_kernel` and :func:`blelloch_256`: the seed's exercise exactly, 256
-  elements, one block of 256 threads, one thread per index i active where the seed's loop over
+* :func:`blelloch_256_kernel` and :func:`blelloch_256`: the lab sheet's exercise exactly, 256
+  elements, one block of 256 threads, one thread per index i active where the sheet's loop over
   i would visit it; integer or float sums.
 * :func:`blelloch_tile_kernel`, registered as ``"blelloch"``: any op, dtype, direction and n.
   A block of ``block_size`` threads scans a tile of ``2 * block_size`` elements, two per thread
@@ -38,7 +38,7 @@ from .registry import check_block_size
 from .tiles import position, register_tiled
 
 SEED_LENGTH = 256
-"""The seed exercise's fixed length, also its number of threads."""
+"""The lab sheet exercise's fixed length, also its number of threads."""
 
 _SEED_LEVELS = 8  # k = log2(SEED_LENGTH)
 
@@ -46,13 +46,13 @@ LOG_NUM_BANKS = 5
 """log2 of the number of shared-memory banks (32; GPU Gems 3's CONFLICT_FREE_OFFSET used 4, for 16)."""
 
 
-# (a) Seed 004's exercise: 256 elements, one block of 256 threads.
+# (a) The lab sheet's exercise: 256 elements, one block of 256 threads.
 
 @functools.lru_cache(maxsize=None)
 def blelloch_256_kernel(dtype):
     """Kernel ``(x, out)``: the exclusive prefix sums of 256 elements, launched ``[1, 256]``.
 
-    Seed 004's exercise: copy to shared memory, up-sweep, down-sweep, copy back, with a barrier
+    The lab sheet's exercise: copy to shared memory, up-sweep, down-sweep, copy back, with a barrier
     after the copy in, after every level of both sweeps, and so before the copy out. ``dtype``
     is the element type (:func:`blelloch_256` allows int32 and float32).
     """
@@ -65,7 +65,7 @@ def blelloch_256_kernel(dtype):
         tree[i] = x[i]
         cuda.syncthreads()
         for d in range(_SEED_LEVELS):  # up-sweep
-            if (i + 1) % (2 << d) == 0:  # the seed's i = 2^(d+1) - 1; i < n; i += 2^(d+1)
+            if (i + 1) % (2 << d) == 0:  # the sheet's i = 2^(d+1) - 1; i < n; i += 2^(d+1)
                 tree[i] += tree[i - (1 << d)]
             cuda.syncthreads()
         if i == SEED_LENGTH - 1:
@@ -245,7 +245,7 @@ ALGORITHM = register_tiled(
     options={"block_size": 256, "conflict_free": True},
     check_options=check_options,
     summary="Blelloch: up-sweep then down-sweep of a tree, 2 elements per thread; work 2n, depth 2 log n",
-    source="seed 004; GPU Gems 3, ch. 39.2.2-39.2.3 (Harris, Sengupta, Owens)",
+    source="GPU Gems 3, ch. 39.2.2-39.2.3 (Harris, Sengupta, Owens 2007); the lab sheet on prefix sums",
     simulator_us_per_element=(75, 3300),
     fields=True,
 )

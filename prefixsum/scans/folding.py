@@ -1,6 +1,6 @@
-"""The folding scan of seed 002, one element per thread, tiles carried across blocks.
+"""The folding scan of the partial-sum notebook (chapter 02), one element per thread, tiles carried across blocks.
 
-The seed pads the length m to a power of two N and folds downwards: for ``phase`` = N/2, N/4,
+The notebook pads the length m to a power of two N and folds downwards: for ``phase`` = N/2, N/4,
 ..., 1, every cell ``i`` with ``i + phase < m`` adds cell ``i + phase``, all cells at once.
 
 Why it yields suffix sums. Write the array in rows of ``phase`` cells, cell 0 top left. Loop
@@ -14,7 +14,7 @@ rows are single cells, the column of cell i is x[i..m-1], and that is the suffix
 The fold's own direction is therefore the reverse (suffix) scan. Here a tile is always scanned
 forwards in logical order (:mod:`prefixsum.scans.tiles`), so the kernel runs the mirrored fold: lane
 t adds lane ``t - phase`` and ends with the prefix of its tile. For ``reverse=True`` logical
-lane t lives at array index ``n - 1 - t``, and the kernel is then the seed's fold verbatim on
+lane t lives at array index ``n - 1 - t``, and the kernel is then the notebook's fold verbatim on
 the array: cell i adds cell ``i + phase``.
 
 The columns interleave (x[i] and x[i + 2p] are combined before x[i + p] joins them), so the
@@ -71,7 +71,7 @@ def folding_tile_kernel(op, dtype, inclusive, reverse, block_size):
 ALGORITHM = register_tiled(
     "folding", folding_tile_kernel,
     options={"block_size": 256},
-    summary="seed 002's folding: phases N/2 down to 1, cell i adds cell i + phase (suffix); work N log N, depth log N",
-    source="seed 002 (partial_sum_folded)",
+    summary="the partial-sum notebook's folding: phases N/2 down to 1, cell i adds cell i + phase (suffix); work N log N, depth log N",
+    source="a Python notebook of partial-sum experiments (partial_sum_folded)",
     simulator_us_per_element=(130, 4900),
 )

@@ -1,18 +1,18 @@
-"""Seed 001's hierarchical scan: thread, warp, block and grid levels, reduce-then-scan.
+"""The hierarchical scan of Lungu, Petroşanu and Pîrjan (2011): thread, warp, block and grid levels, reduce-then-scan.
 
 Levels, inside out (the first three are the block primitives of :mod:`prefixsum.primitives.block`;
 this module adds the grid level):
 
 1. Thread: a tile of ``block_size * items_per_thread`` elements is loaded so that thread t owns
    the ``items_per_thread`` consecutive elements from ``t * items_per_thread`` on (a *blocked*
-   arrangement) and combines them sequentially in registers; the seed does this with 8 elements
+   arrangement) and combines them sequentially in registers; the paper does this with 8 elements
    per thread. The loads are coalesced: step k has thread t read element ``k * block_size + t``
    of the tile into shared memory; after a barrier each thread reads its own run from there
    (the classic transpose through shared memory), and the results go out the same way. The
    shared index skips one slot every 32 (``j + j // 32``), so that the 32 lanes of a warp reading
    runs of 2, 4, 8 or 16 words hit 32 different banks.
 2. Warp: the per-thread totals are scanned with ``shfl_up_sync``
-   (:func:`prefixsum.primitives.warp.scan_shfl`, seed 001's Figure 1 in registers).
+   (:func:`prefixsum.primitives.warp.scan_shfl`, the paper's Figure 1 in registers).
 3. Block (Figure 2): lane 31 of every warp writes its warp's total to shared memory, warp 0
    scans those totals, and every thread combines the totals of the warps before its own. Two
    barriers.
@@ -235,10 +235,10 @@ ALGORITHM = register(Algorithm(
     kernels=kernels,
     options={"block_size": 256, "items_per_thread": 8},
     check_options=check_options,
-    summary=("seed 001: 8 elements per thread in registers, warp scans by shuffle, block scan of warp totals, "
+    summary=("Lungu, Petrosanu, Pirjan 2011: 8 elements per thread in registers, warp scans by shuffle, block scan of warp totals, "
              "reduce-then-scan across tiles (3n transfers); work ~3n combines plus O(log) warp steps per thread, "
              "depth O(log n)"),
-    source="seed 001 (Lungu, Petrosanu, Pirjan: Figures 1 and 2, 8 elements per thread)",
+    source="Lungu, Petrosanu, Pirjan 2011 (Figures 1 and 2, 8 elements per thread)",
     simulator_us_per_element=(40, None),
     auto_rank=2,
     warp_level=True,

@@ -1,8 +1,10 @@
-"""The L-ary (k-step) partial-sum scheme of seed 000, a launch or a barrier per step.
+"""The L-ary (k-step) partial-sum scheme, a launch or a barrier per step.
 
-Seed 000 describes this scheme, but every one of its formulas was lost. The formulas below are
-a reconstruction (``specs/kstep.md``), consistent with every sentence that survives and checked
-against a sequential scan; they are not the seed's own text.
+The lecture notes *Calculation of partial sums in parallel* (an online book on GPU programming;
+chapter 05 and ``docs/references.md``) describe this scheme, but the copy the workbook was
+built from lost every formula and symbol. The formulas below are a reconstruction, consistent
+with every sentence that survives and checked against a sequential scan; they are not the
+notes' own text.
 
 Pick an integer L >= 2. The levels have sizes K_0 = n and K_{s+1} = ceil(K_s / L); the scheme
 reduces until the level fits one thread, s* = min{s >= 0 : K_{s+1} <= L}.
@@ -370,7 +372,7 @@ ALGORITHM = register(Algorithm(
     kernels=kernels,
     options={"L": 32, "one_block": "auto"},
     check_options=check_options,
-    summary="seed 000's L-ary scheme (reconstructed): reduce by L, correct back down; 2s*+3 steps, work O(n), depth O(L log_L n)",
-    source="seed 000 (calculation of partial sums in parallel; formulas reconstructed in specs/kstep.md)",
+    summary="the L-ary scheme of the partial-sum lecture notes (reconstructed): reduce by L, correct back down; 2s*+3 steps, work O(n), depth O(L log_L n)",
+    source="lecture notes 'Calculation of partial sums in parallel' (an online book on GPU programming); formulas reconstructed",
     simulator_us_per_element=(45, 180),
 ))

@@ -1,4 +1,4 @@
-"""The ladder scan of seed 002, one element per thread, tiles carried across blocks.
+"""The ladder scan of the partial-sum notebook (chapter 01), one element per thread, tiles carried across blocks.
 
 At phase ``p`` (p = 1, 2, 4, ...) the tile is cut into aligned runs of ``p`` elements; every
 thread whose index has bit ``p`` set is in an odd run and adds the last element of the run just
@@ -50,8 +50,8 @@ def ladder_tile_kernel(op, dtype, inclusive, reverse, block_size):
 ALGORITHM = register_tiled(
     "ladder", ladder_tile_kernel,
     options={"block_size": 256},
-    summary="seed 002's ladder: phase p adds the last element of the preceding aligned run; work n/2 log n, depth log n",
-    source="seed 002 (partial_sum_ladder)",
+    summary="the partial-sum notebook's ladder: phase p adds the last element of the preceding aligned run; work n/2 log n, depth log n",
+    source="a Python notebook of partial-sum experiments (partial_sum_ladder)",
     simulator_us_per_element=(80, 4000),
     auto_rank=1,
     fields=True,

@@ -1,7 +1,7 @@
 """Sequential scans: the truth every kernel is tested against.
 
-Two kinds of code give the same answers. The loops -- :func:`partial_sums` (seed 002's
-``partial_sum_seq``), :func:`exclusive_partial_sums` (seed 004's ``calcPrefixSums``) and
+Two kinds of code give the same answers. The loops -- :func:`partial_sums` (the partial-sum
+notebook's ``partial_sum_seq``), :func:`exclusive_partial_sums` (the lab sheet's ``calcPrefixSums``) and
 :func:`scan_loop` -- are written to be read, and the notebooks show them. :func:`scan`, which the
 tests, the demo and the checker use, runs the same sequential loop inside numpy's ufunc
 ``accumulate`` (``np.add.accumulate`` and friends, in C), thousands of times faster: the demo
@@ -22,7 +22,7 @@ from .ops import check_dtype, check_op, host_ufunc, identity, native
 
 
 def partial_sums(x):
-    """Seed 002's ``partial_sum_seq`` on a copy: ``s[i] = x[0] + ... + x[i]``."""
+    """``partial_sum_seq`` of the notebook of partial-sum experiments, on a copy: ``s[i] = x[0] + ... + x[i]``."""
     s = list(x)
     for i in range(1, len(s)):
         s[i] += s[i - 1]
@@ -30,7 +30,7 @@ def partial_sums(x):
 
 
 def exclusive_partial_sums(x):
-    """Seed 004's ``calcPrefixSums``: ``s[0] = 0``, ``s[i] = x[0] + ... + x[i-1]``."""
+    """``calcPrefixSums`` of the lab sheet on prefix sums: ``s[0] = 0``, ``s[i] = x[0] + ... + x[i-1]``."""
     s = [0] * len(x)
     for i in range(1, len(x)):
         s[i] = s[i - 1] + x[i - 1]

@@ -37,7 +37,7 @@ class Algorithm:
     summary : str
         One line for tables: the idea, its work and depth.
     source : str
-        The seed document or reference the algorithm comes from.
+        The document or reference the algorithm comes from.
     auto_rank : int
         ``algorithm="auto"`` picks, among the registered algorithms it may use for n elements,
         the one with the highest rank.

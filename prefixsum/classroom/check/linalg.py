@@ -83,7 +83,7 @@ def reflector(fn, *, sizes=(2, 3, 5, 8), dtype=np.float64, name=None, magnitude=
 
     ``fn(x)`` takes a vector ``x`` of length ``n >= 2`` and returns ``(u, H)`` with
     ``P = I - u u^T / H`` orthogonal and ``P x = g e``, ``e`` the last unit vector and
-    ``g = -sign(f) |x|``, ``f = x[-1]`` (seed 003, ``tred2``): ``h = |x|^2``,
+    ``g = -sign(f) |x|``, ``f = x[-1]`` (``tred2``, as the handwritten notes on tridiagonal solvers write it): ``h = |x|^2``,
     ``g = -sign(f) sqrt(h)``, ``u = x - g e``, ``H = h - f g``. At ``f = 0`` either sign of
     ``g`` is accepted.
 
@@ -255,8 +255,8 @@ def tridiagonal(fn, *, n_values=(1, 2, 3, 7, 11, 32, 33), batch=3, dtype=np.floa
     fn : callable
         ``fn(a, b, c, d) -> x``; it gets copies, so it may change them.
     n_values : sequence of int
-        System sizes, each at least 1 (default: one row, the smallest steps, seed 003's 7 and
-        11, and around a warp).
+        System sizes, each at least 1 (default: one row, the smallest steps, the 7 and 11 of the
+        handwritten notes' tables, and around a warp).
     batch : int
         Systems per call.
     dtype : numpy dtype
