@@ -64,21 +64,21 @@ ALIASES = {
                             "numba may only be used as numba.<attribute>"),
     "assigned in the kernel": ("01.ladder-max", LADDER_MAX.format(top="", body="C = cuda\n    C.utils.builtins.exec('1')"),
                                "cuda may only be used"),
-    "numpy under another name": ("01.serial-scan", SERIAL.format(body="NP = np\n    x = NP.cumsum(x)"), "np may only be used"),
-    "tuple unpacking": ("01.serial-scan", SERIAL.format(body="a, M = 1, np\n    x = M.cumsum(x)"), "np may only be used"),
-    "starred unpacking": ("01.serial-scan", SERIAL.format(body="*M, = [np]\n    x = M[0].cumsum(x)"), "np may only be used"),
-    "default argument": ("01.serial-scan", "def my_partial_sums(x, M=np):\n    return M.cumsum(x)\n", "np may only be used"),
-    "lambda default": ("01.serial-scan", SERIAL.format(body="f = lambda M=np: M.cumsum(x)"), "np may only be used"),
-    "closure": ("01.serial-scan", SERIAL.format(body="M = np\n    def inner():\n        return M.cumsum(x)\n    x = inner()"),
+    "numpy under another name": ("01.serial-scan", SERIAL.format(body="NP = np\n    x = NP.convolve(x, x)"), "np may only be used"),
+    "tuple unpacking": ("01.serial-scan", SERIAL.format(body="a, M = 1, np\n    x = M.convolve(x, x)"), "np may only be used"),
+    "starred unpacking": ("01.serial-scan", SERIAL.format(body="*M, = [np]\n    x = M[0].convolve(x, x)"), "np may only be used"),
+    "default argument": ("01.serial-scan", "def my_partial_sums(x, M=np):\n    return M.convolve(x, x)\n", "np may only be used"),
+    "lambda default": ("01.serial-scan", SERIAL.format(body="f = lambda M=np: M.convolve(x, x)"), "np may only be used"),
+    "closure": ("01.serial-scan", SERIAL.format(body="M = np\n    def inner():\n        return M.convolve(x, x)\n    x = inner()"),
                 "np may only be used"),
-    "comprehension variable": ("01.serial-scan", SERIAL.format(body="x = [M.cumsum(x) for M in (np,)][0]"), "np may only be used"),
-    "walrus": ("01.serial-scan", SERIAL.format(body="x = (M := np).cumsum(x)"), "np may only be used"),
-    "walrus in a comprehension": ("01.serial-scan", SERIAL.format(body="[(M := np) for _ in (1,)]\n    x = M.cumsum(x)"),
+    "comprehension variable": ("01.serial-scan", SERIAL.format(body="x = [M.convolve(x, x) for M in (np,)][0]"), "np may only be used"),
+    "walrus": ("01.serial-scan", SERIAL.format(body="x = (M := np).convolve(x, x)"), "np may only be used"),
+    "walrus in a comprehension": ("01.serial-scan", SERIAL.format(body="[(M := np) for _ in (1,)]\n    x = M.convolve(x, x)"),
                                   "np may only be used"),
     "returned": ("01.serial-scan", "def numpy_module():\n    return np\n\n\ndef my_partial_sums(x):\n    return x\n",
                  "np may only be used"),
     "passed as an argument": ("01.serial-scan", SERIAL.format(body="x = max(np, key=len)"), "np may only be used"),
-    "in a container": ("01.serial-scan", SERIAL.format(body="x = {0: np}[0].cumsum(x)"), "np may only be used"),
+    "in a container": ("01.serial-scan", SERIAL.format(body="x = {0: np}[0].convolve(x, x)"), "np may only be used"),
     "f-string": ("01.serial-scan", SERIAL.format(body="s = f'{np}'"), "np may only be used"),
     "global": ("01.serial-scan", SERIAL.format(body="global K\n    K = np"), "global is not allowed"),
     "nonlocal": ("01.serial-scan", "def my_partial_sums(x):\n    M = 1\n    def inner():\n        nonlocal M\n        M = 2\n"
@@ -97,8 +97,6 @@ ALIASES = {
     "a workbook path, then a function's internals": ("04.blelloch-carry", None, ".py_func is not among those"),
     "an alias from an earlier cell": ("01.ladder-max", LADDER_MAX.format(top="", body="K.cuda.utils.builtins.exec('1')"),
                                       "K.cuda.utils is not among the names"),
-    "a setup module bound by assignment": ("09.householder-reflector", "def my_reflector(x):\n    hh.cuda.utils.builtins.exec('1')\n",
-                                           "hh is a name of the chapter's setup"),
     "a setup helper no exercise uses": ("10.publish", "@cuda.jit(device=True)\ndef my_publish(status, values, tile, flag, value):\n"
                                                       "    chained(0, 0)\n", "chained is a name of the chapter's setup"),
     "a check cell's name": ("07.pcr-step", "def f():\n    return residual_reference\n", "residual_reference is a name"),
@@ -125,9 +123,6 @@ ALIASES = {
     "a match statement": ("01.serial-scan", SERIAL.format(body="match x:\n        case np:\n            pass"), "match is not allowed"),
     "too large": ("01.serial-scan", SERIAL.format(body="pass") + "#" * allowlist.MAX_SOURCE, "more than the"),
 }
-CARRY = "return out\n"
-
-
 def _carry(book, line):
     source = book["04"].exercise("04.blelloch-carry").source
     return source.replace("    out = cuda.device_array(len(x), x.dtype)\n", f"    out = cuda.device_array(len(x), x.dtype)\n    {line}\n")
@@ -144,6 +139,27 @@ def test_every_alias_and_escape_is_refused_naming_its_line(book, name):
     problems = refusals(book, exercise_id, source, earlier)
     assert any(word in problem for problem in problems), problems
     assert all(problem.startswith(("line ", "syntax error at line ")) for problem in problems)
+
+
+def test_a_module_a_setup_binds_by_assignment_is_no_name_of_an_exercise(book):
+    """Chapter 09's setup once bound ``hh = importlib.import_module(...)``: a module the allow-list
+    cannot see by parsing. Such a name is given to no exercise that does not read it itself."""
+    chapter = book["09"]
+    setup = [*chapter.setup, 'import importlib\nhh = importlib.import_module("prefixsum.tridiag.householder")\n']
+    problems = allowlist.check("def my_reflector(x):\n    hh.cuda.utils.builtins.exec('1')\n",
+                               instructor_source=chapter.exercises[0].source, setup_sources=setup,
+                               exercise_id=chapter.exercises[0].id)
+    assert any("hh is a name of the chapter's setup" in p for p in problems), problems
+
+
+def test_no_setup_binds_a_module_but_by_an_import(book):
+    """What a setup binds otherwise than by an import is a value, never a module (the allow-list lets
+    an exercise read it where an instructor's exercise cell does)."""
+    for chapter in book.values():
+        namespace = cells.run_setup({"setup": list(chapter.setup)})
+        names = allowlist.chapter_names(tuple(chapter.setup), tuple(e.source for e in chapter.exercises))
+        modules = {name for name, kind in names.setup.items() if kind[0] == "hidden" and isinstance(namespace[name], types.ModuleType)}
+        assert modules == set(), chapter.name
 
 
 HONEST = {
