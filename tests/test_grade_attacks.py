@@ -105,7 +105,7 @@ def build(folder):
         (students / f"malformed_{name}").mkdir()
         (students / f"malformed_{name}" / "01_ladder.ipynb").write_bytes(data)
     (students / "refused_lines").mkdir()  # under the batch's --max-size 2 (MiB)
-    (students / "refused_lines" / "01_ladder.ipynb").write_bytes(files.refused_lines(blank, "01.serial-scan", size=(2 << 20) - (64 << 10)))
+    (students / "refused_lines" / "01_ladder.ipynb").write_bytes(files.refused_lines(blank, "01.serial-scan", size=3 << 19))
     for name in ODD_NAMES.values():
         (students / name).mkdir()
         nbformat.write(_notebook("01_ladder"), students / name / "01_ladder.ipynb")
