@@ -312,7 +312,7 @@ def screen(data, filename, chapters):
     InvalidSubmission
         When the file is no notebook of one of ``chapters``.
     """
-    notebook = renumbered(read_submission(data, filename))
+    notebook = renumbered(read_submission(data, filename), in_place=True)  # a fresh parse: no copy needed
     chapter = chapter_of(notebook, filename, chapters)
     sources = submitted_sources(notebook, chapter)
     everything = tuple(e.source for e in chapter.exercises)
