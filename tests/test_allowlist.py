@@ -307,9 +307,11 @@ def _forbidden(value):
     return None
 
 
-def walk(roots, depth=4, budget=60000):
+def walk(roots, depth=4, budget=60000, shared=False):
     """Breadth-first over :data:`NAMES` from namespaces and :data:`VALUE_ATTRIBUTES` from values
-    (and the items of containers); ``{path: what}`` of every forbidden object reached."""
+    (and the items of containers); ``{path: what}`` of every forbidden object reached, and with
+    ``shared`` (roots that live in the modules: state of the package's, not a fresh value) of every
+    container or array reached, which a submission could change under the checker's feet."""
     queue = collections.deque((value, label, where, 0) for value, label, where in roots)
     seen, kept, found = set(), [], {}
     while queue and budget:
@@ -321,6 +323,9 @@ def walk(roots, depth=4, budget=60000):
         kept.append(value)  # keep it alive: ids are not reused
         if where is None and _forbidden(value):
             found[label] = _forbidden(value)
+            continue
+        if shared and where is None and isinstance(value, (dict, list, set, bytearray, np.ndarray)):
+            found[label] = f"shared state: a {type(value).__name__}"
             continue
         if level == depth:
             continue
@@ -342,11 +347,13 @@ def walk(roots, depth=4, budget=60000):
 
 
 def test_no_path_from_a_name_a_submission_can_reach_leads_to_pythons_machinery(book):
+    """From the listed modules and every chapter's names: no module, no exec, no shared state; from
+    every kind of value a submission makes: no module, no exec."""
     roots = [(value, path, path) for value, path in _namespaces()]
-    roots += [(value, f"<{type(value).__name__}>", None) for value in _samples()]
     for chapter in book.values():
         roots += [(value, f"{chapter.name}: {label}", None) for value, label in _chapter_roots(chapter)]
-    assert walk(roots) == {}
+    assert walk(roots, shared=True) == {}
+    assert walk([(value, f"<{type(value).__name__}>", None) for value in _samples()]) == {}
 
 
 def test_the_walk_finds_a_path_where_there_is_one():
