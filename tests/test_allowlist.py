@@ -152,6 +152,14 @@ def test_a_module_a_setup_binds_by_assignment_is_no_name_of_an_exercise(book):
     assert any("hh is a name of the chapter's setup" in p for p in problems), problems
 
 
+def test_a_module_imported_in_a_compound_statement_is_still_a_module(book):
+    chapter = book["01"]
+    setup = [*chapter.setup, "try:\n    import scipy as sp\nexcept ImportError:\n    sp = None\n"]
+    problems = allowlist.check("def my_partial_sums(x):\n    return sp.linalg\n", instructor_source=chapter.exercises[0].source,
+                               setup_sources=setup, exercise_id=chapter.exercises[0].id)
+    assert any("sp.linalg is not used by the exercise" in p for p in problems), problems
+
+
 def test_no_setup_binds_a_module_but_by_an_import(book):
     """What a setup binds otherwise than by an import is a value, never a module (the allow-list lets
     an exercise read it where an instructor's exercise cell does)."""

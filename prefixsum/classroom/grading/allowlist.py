@@ -91,13 +91,26 @@ def _import_kinds(node):
     return [(alias.asname or alias.name, _kind_of(f"{module}.{alias.name}")) for alias in node.names if alias.name != "*"]
 
 
-def _targets(node):
-    """Names a top-level statement binds, with their kinds (imports by what they import, the rest values)."""
-    if isinstance(node, (ast.Import, ast.ImportFrom)):
-        return _import_kinds(node)
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return [(node.name, ("value", None))]
-    return [(n.id, ("value", None)) for n in ast.walk(node) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)]
+def _targets(statement):
+    """``[(name, kind)]`` that a top-level statement binds in the cell's globals, in its compound
+    statements too (``try: import x``, ``for i in ...``): imports by what they import, the rest
+    values. Function and class bodies bind their own locals, and are not entered."""
+    found, stack = [], [statement]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found += _import_kinds(node)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.append((node.name, ("value", None)))
+            stack.extend([*node.decorator_list, *getattr(node, "bases", ())])
+        elif isinstance(node, ast.Name):
+            if not isinstance(node.ctx, ast.Load):
+                found.append((node.id, ("value", None)))
+        elif not isinstance(node, ast.Lambda):
+            if isinstance(node, ast.ExceptHandler) and node.name:
+                found.append((node.name, ("value", None)))
+            stack.extend(ast.iter_child_nodes(node))
+    return found
 
 
 def _merge(kinds, name, kind):
