@@ -4,7 +4,8 @@
   to its chapter, and the notebook that is graded (assembled from the instructor's cells and the
   submission's exercise cells);
 * :mod:`.allowlist`: what a submitted exercise may name and contain, decided by parsing it before
-  anything runs it (its tables in :mod:`.whitelist`, Python's name resolution in :mod:`.scopes`);
+  anything runs it (its tables in :mod:`.whitelist`, Python's name resolution in :mod:`.scopes`,
+  what a chapter's cells bind in :mod:`.bindings`);
 * :mod:`.sandbox`: the bubblewrap sandbox and the supervisor of every run's limits;
 * :mod:`.trusted`: what runs inside a sandbox: the re-check, the PTX compile, nbval;
 * :mod:`.observations`: what the re-check observes of the student's code, its JSON, its replay;

@@ -3,7 +3,8 @@
 The grader runs a submission in sandboxes whose processes also run the instructor's checks
 and its tracer: code that reaches Python's machinery there (``exec``, a module's internals)
 could forge what they observe. So a cell is accepted only when everything it names is on a
-**whitelist**, resolved through every binding of Python (:mod:`.scopes`):
+**whitelist**, resolved through every binding of Python (:mod:`.scopes`) to what the chapter binds it to
+(:mod:`.bindings`):
 
 * **names**: a function's locals (parameters, assignments, tuple unpacking, ``for`` and
   ``with`` targets, comprehension variables, the walrus, ``except ... as``, closures); the
@@ -52,9 +53,8 @@ let ``K.cuda.utils.builtins.exec`` through: the guard would need this whitelist 
 static whitelist holds in all three places at once, costs no run time, and names the line.
 """
 import ast
-import functools
-from typing import NamedTuple
 
+from .bindings import ChapterNames, chain, chapter_names, merge, parsed, targets, top_level_kinds
 from .scopes import Resolution
 from .whitelist import (ALLOWED_MODULES, BUILTIN_NAMES, EXERCISE_FORBIDS, IPYTHON_NAMES, MAX_SOURCE, NAMES, SAFE_BUILTINS,
                         VALUE_ATTRIBUTES)
@@ -63,143 +63,11 @@ _FORBIDDEN_NODES = tuple(getattr(ast, name) for name in (
     "Global", "Nonlocal", "ClassDef", "AsyncFunctionDef", "Await", "Yield", "YieldFrom", "AsyncFor", "AsyncWith",
     "Match", "TypeAlias") if hasattr(ast, name))
 _IMPORTABLE = ("numpy", "math", "numba", "numba.cuda")
-_RANK = {"hidden": 0, "value": 1, "module": 2, "workbook": 3}
 
 
 def _source_lines(source):
     """The cell's lines (split once per check: quoting a refused line never splits the source again)."""
     return source.split("\n")
-
-
-def _kind_of(path):
-    """``("module", path)`` for a namespace of :data:`NAMES`, ``("value", path)`` for a name listed
-    in one, else ``("workbook", path)`` (a module or name of anything else: the workbook, scipy, ...)."""
-    if path in NAMES:
-        return ("module", path)
-    parent, _, last = path.rpartition(".")
-    if parent in NAMES and last in NAMES[parent]:
-        return ("value", path)
-    return ("workbook", path)
-
-
-def _import_kinds(node):
-    """``[(bound name, kind)]`` of an import statement."""
-    if isinstance(node, ast.Import):
-        return [(alias.asname or alias.name.split(".")[0], _kind_of(alias.name if alias.asname else alias.name.split(".")[0]))
-                for alias in node.names]
-    module = "." * node.level + (node.module or "")
-    return [(alias.asname or alias.name, _kind_of(f"{module}.{alias.name}")) for alias in node.names if alias.name != "*"]
-
-
-def _targets(statement):
-    """``[(name, kind)]`` that a top-level statement binds in the cell's globals, in its compound
-    statements too (``try: import x``, ``for i in ...``): imports by what they import, the rest
-    values. Function and class bodies bind their own locals, and are not entered."""
-    found, stack = [], [statement]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            found += _import_kinds(node)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            found.append((node.name, ("value", None)))
-            stack.extend([*node.decorator_list, *getattr(node, "bases", ())])
-        elif isinstance(node, ast.Name):
-            if not isinstance(node.ctx, ast.Load):
-                found.append((node.id, ("value", None)))
-        elif not isinstance(node, ast.Lambda):
-            if isinstance(node, ast.ExceptHandler) and node.name:
-                found.append((node.name, ("value", None)))
-            stack.extend(ast.iter_child_nodes(node))
-    return found
-
-
-def _merge(kinds, name, kind):
-    """Bind ``name`` to ``kind`` in ``kinds``, keeping the stricter of two different bindings."""
-    old = kinds.get(name)
-    if old is None or old == kind:
-        kinds[name] = kind
-    elif old[0] == kind[0] == "module":
-        kinds[name] = ("workbook", kind[1])  # two modules under one name: only the instructor's paths
-    elif _RANK[kind[0]] > _RANK[old[0]]:
-        kinds[name] = kind
-
-
-@functools.lru_cache(maxsize=256)
-def _parsed(source):
-    """The instructor's or setup's cell, parsed once per process (they are the same for every student)."""
-    return ast.parse(source)
-
-
-@functools.lru_cache(maxsize=256)
-def top_level_kinds(source):
-    """``{name: kind}`` a cell binds at its top (empty for a cell that does not parse)."""
-    try:
-        tree = ast.parse(source) if len(source) <= MAX_SOURCE else None
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        tree = None
-    kinds = {}
-    for node in tree.body if tree else ():
-        for name, kind in _targets(node):
-            _merge(kinds, name, kind)
-    return kinds
-
-
-def _chain(node):
-    """``(root node, [attribute, ...])`` of an attribute path (the root is any expression)."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    return node, parts[::-1]
-
-
-class ChapterNames(NamedTuple):
-    """What a chapter's setup and instructor's exercise cells give every submission of it."""
-
-    setup: dict
-    """``{name: kind}`` the setup binds: an import's module, namespace or listed name, else ``("hidden", None)``."""
-    exercises: dict
-    """``{name: kind}`` the instructor's exercise cells bind at their top."""
-    exposed: dict
-    """``{name: ("value", None)}``: what the setup binds otherwise that an exercise cell reads."""
-    paths: frozenset
-    """The attribute paths of workbook modules the exercise cells write (``"ps.exclusive_scan"``)."""
-
-
-@functools.lru_cache(maxsize=64)
-def chapter_names(setup_sources, chapter_sources):
-    """The :class:`ChapterNames` of a chapter (``setup_sources``, ``chapter_sources``: tuples of cells)."""
-    setup = {}
-    for source in setup_sources:
-        for node in _parsed(source).body:
-            for name, kind in _targets(node):
-                _merge(setup, name, ("hidden", None) if kind[0] == "value" and kind[1] is None else kind)
-    exercises, read, paths = {}, set(), set()
-    for source in chapter_sources:
-        tree = _parsed(source)
-        for name, kind in top_level_kinds(source).items():
-            _merge(exercises, name, kind)
-        resolution = Resolution(tree)
-        for scope in resolution.scopes:
-            read |= {n.id for n in scope.reads if resolution.resolve(n) is None}
-    roots = {**setup, **exercises}
-    for source in chapter_sources:
-        tree = _parsed(source)
-        resolution = Resolution(tree)
-        parents = _parents(tree)
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and roots.get(node.id, ("",))[0] == "workbook" \
-                    and resolution.resolve(node) is None:
-                top = node
-                while isinstance(parents.get(id(top)), ast.Attribute):
-                    top = parents[id(top)]
-                paths.add(".".join([node.id, *_chain(top)[1]]))
-    exposed = {name: ("value", None) for name, kind in setup.items() if kind[0] == "hidden" and name in read}
-    return ChapterNames(setup, exercises, exposed, frozenset(paths))
-
-
-def _parents(tree):
-    return {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
 
 
 def _import_problem(node):
@@ -282,22 +150,22 @@ class _Cell:
         self.tree, self.exercise_id, self.lines = tree, exercise_id, _source_lines(source)
         self.setup, _, exposed, self.paths = chapter
         self.longest = max((path.count(".") + 1 for path in self.paths), default=0)
-        instructor = _parsed(instructor_source)
+        instructor = parsed(instructor_source)
         self.trusted = {ast.dump(node) for node in instructor.body if not isinstance(node, ast.FunctionDef)}
         self.instructor = top_level_kinds(instructor_source)
         self.resolution = Resolution(tree)
         self.earlier = {}
         for earlier in [*earlier_sources, *earlier_submitted]:
             for name, kind in top_level_kinds(earlier).items():
-                _merge(self.earlier, name, kind)
+                merge(self.earlier, name, kind)
         self.env = {name: ("hidden", None) for check in check_sources for name in top_level_kinds(check)}
         for kinds in (self.setup, exposed, self.earlier):
             for name, kind in kinds.items():
-                _merge(self.env, name, kind)
+                merge(self.env, name, kind)
         self.statements = [node for node in tree.body if isinstance(node, ast.FunctionDef) or ast.dump(node) not in self.trusted]
         for node in tree.body:
-            for name, kind in _targets(node):
-                _merge(self.env, name, kind)
+            for name, kind in targets(node):
+                merge(self.env, name, kind)
 
     def _quote(self, node, width=60):
         """The statement's first line, shortened, in backquotes (for a message to the student)."""
@@ -331,7 +199,7 @@ class _Cell:
             found.append((line, f"{self._quote(node)} is not allowed at the top of an exercise: only imports of "
                                 "numba, numpy and math, constants and function definitions"))
         hidden = []
-        for name, kind in _targets(node):
+        for name, kind in targets(node):
             if name.startswith("_"):
                 found.append((line, f"the name {name} is not allowed in an exercise (names beginning with _ are Python's)"))
             elif self._rebinds(name, kind):
@@ -358,7 +226,7 @@ class _Cell:
         if isinstance(node, ast.Name):
             return self.resolution.resolve(node) is not None or self.env.get(node.id, ("",))[0] == "value"
         if isinstance(node, ast.Attribute):
-            root, parts = _chain(node)
+            root, parts = chain(node)
             if not isinstance(root, ast.Name):
                 return False
             kind = self.env.get(root.id, ("",)) if self.resolution.resolve(root) is None else ("value", None)
@@ -437,7 +305,7 @@ class _Cell:
     def _path(self, node, found):
         """Check a maximal attribute path: a module's by :data:`NAMES`, a workbook module's by the
         instructor's paths, then a value's attributes by :data:`VALUE_ATTRIBUTES`."""
-        root, parts = _chain(node)
+        root, parts = chain(node)
         kind = None
         if isinstance(root, ast.Name) and isinstance(root.ctx, ast.Load) and self.resolution.resolve(root) is None:
             kind = self.env.get(root.id)
@@ -467,7 +335,7 @@ class _Cell:
 
     def _spelled(self, node):
         """The dotted path that a name or attribute path reaches (``numba.cuda.jit``), or None."""
-        root, parts = _chain(node)
+        root, parts = chain(node)
         if not isinstance(root, ast.Name) or self.resolution.resolve(root) is not None:
             return None
         kind = self.env.get(root.id, ("", None))
@@ -510,5 +378,5 @@ def _index_parts(index):
     return [index]
 
 
-__all__ = ["ALLOWED_MODULES", "EXERCISE_FORBIDS", "MAX_SOURCE", "NAMES", "SAFE_BUILTINS", "VALUE_ATTRIBUTES", "check",
-           "chapter_names", "top_level_kinds"]
+__all__ = ["ALLOWED_MODULES", "ChapterNames", "EXERCISE_FORBIDS", "MAX_SOURCE", "NAMES", "SAFE_BUILTINS", "VALUE_ATTRIBUTES",
+           "chapter_names", "check", "top_level_kinds"]
