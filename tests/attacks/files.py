@@ -9,8 +9,9 @@ import json
 
 
 def _broken(notebook, change):
+    """``notebook`` with its first exercise cell changed by ``change``, as bytes."""
     broken = copy.deepcopy(notebook)
-    change(next(cell for cell in broken["cells"] if cell["cell_type"] == "code"))
+    change(next(cell for cell in broken["cells"] if "exercise_id" in cell.get("metadata", {})))
     return json.dumps(broken).encode()
 
 
