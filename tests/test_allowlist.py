@@ -33,6 +33,12 @@ def book():
     return found
 
 
+@pytest.fixture(scope="module")
+def setups(book):
+    """``{chapter number: the namespace its setup cells leave}`` (each chapter's setup run once, on the simulator)."""
+    return {number: cells.run_setup({"setup": list(chapter.setup)}) for number, chapter in book.items()}
+
+
 def refusals(book, exercise_id, source, earlier_submitted=()):
     """The allow-list's problems with ``source`` as the submission's cell of ``exercise_id``, as the grader asks."""
     chapter = book[exercise_id[:2]]
@@ -160,11 +166,11 @@ def test_a_module_imported_in_a_compound_statement_is_still_a_module(book):
     assert any("sp.linalg is not used by the exercise" in p for p in problems), problems
 
 
-def test_no_setup_binds_a_module_but_by_an_import(book):
+def test_no_setup_binds_a_module_but_by_an_import(book, setups):
     """What a setup binds otherwise than by an import is a value, never a module (the allow-list lets
     an exercise read it where an instructor's exercise cell does)."""
-    for chapter in book.values():
-        namespace = cells.run_setup({"setup": list(chapter.setup)})
+    for number, chapter in book.items():
+        namespace = setups[number]
         names = allowlist.chapter_names(tuple(chapter.setup), tuple(e.source for e in chapter.exercises))
         modules = {name for name, kind in names.setup.items() if kind[0] == "hidden" and isinstance(namespace[name], types.ModuleType)}
         assert modules == set(), chapter.name
@@ -282,10 +288,10 @@ def _samples():
     return values + [getattr(builtins, n) for n in allowlist.SAFE_BUILTINS if n not in ("True", "False", "None")]
 
 
-def _chapter_roots(chapter):
+def _chapter_roots(chapter, setup):
     """The values a submission of ``chapter`` can name: the setup's exposed names, the workbook
     paths of the instructor's cells, the names those cells bind, and what their workbook calls return."""
-    namespace = cells.run_setup({"setup": list(chapter.setup)})
+    namespace = dict(setup)
     for exercise in chapter.exercises:
         exec(cells.compiled(exercise.source, f"<roots {exercise.id}>"), namespace)  # noqa: S102  (the instructor's cells)
     names = allowlist.chapter_names(tuple(chapter.setup), tuple(e.source for e in chapter.exercises))
@@ -354,12 +360,12 @@ def walk(roots, depth=4, budget=60000, shared=False):
     return found
 
 
-def test_no_path_from_a_name_a_submission_can_reach_leads_to_pythons_machinery(book):
+def test_no_path_from_a_name_a_submission_can_reach_leads_to_pythons_machinery(book, setups):
     """From the listed modules and every chapter's names: no module, no exec, no shared state; from
     every kind of value a submission makes: no module, no exec."""
     roots = [(value, path, path) for value, path in _namespaces()]
-    for chapter in book.values():
-        roots += [(value, f"{chapter.name}: {label}", None) for value, label in _chapter_roots(chapter)]
+    for number, chapter in book.items():
+        roots += [(value, f"{chapter.name}: {label}", None) for value, label in _chapter_roots(chapter, setups[number])]
     assert walk(roots, shared=True) == {}
     assert walk([(value, f"<{type(value).__name__}>", None) for value in _samples()]) == {}
 
