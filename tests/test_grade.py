@@ -299,7 +299,7 @@ def test_assembly_takes_only_the_exercise_from_the_submission():
     chapter = chapters.read_chapter(LADDER)
     submission = extra_cells()
     notebook, kinds = chapters.assemble(chapter, chapters.submitted_sources(submission, chapter))
-    assert [kind for kind, _ in kinds] == ["setup"] + ["exercise", "check"] * len(chapter.exercises)
+    assert [kind for kind, _ in kinds] == ["grader", "setup"] + ["exercise", "check"] * len(chapter.exercises)
     assert "ps.check.tiled = " not in nbformat.writes(notebook)
     ladder_check = kinds.index(("check", "01.ladder-step"))
     assert notebook.cells[ladder_check].outputs[0]["text"] == PASS_LINE + "\n"
@@ -404,8 +404,8 @@ def test_a_batch_checks_only_the_instructors_solutions_some_submission_needs(tmp
         nbformat.write(notebook, tmp_path / name / LADDER.name)
     (tmp_path / "essay").mkdir()
     (tmp_path / "essay" / "essay.txt").write_text("I solved it in my head.")
-    needed = batch._needed(grading.collect([tmp_path]), known, 16)
-    assert needed == {ladder_chapter.name: {"01.ladder-step"}, reflector_chapter.name: set()}
+    needed = batch._needed(batch._screen_all(grading.collect([tmp_path]), known, 16))
+    assert needed == {ladder_chapter.name: {"01.ladder-step"}}
     assert runner.instructor_signatures(reflector_chapter, ids=set()) == {}  # nothing to record: no process at all
 
 
@@ -435,14 +435,24 @@ def test_a_submission_of_exactly_the_recorded_solutions_takes_their_verdicts(mon
     assert modes == [("check", sorted(recorded))]  # the second submission's only
 
 
-def test_combine_reports_a_disagreement_as_tampering():
+def test_combine_reports_only_evidence_of_forgery_as_tampering():
+    """A PASS that the notebook's run printed and the grader's own check did not find is forgery;
+    the other disagreement, and a refusal, are not: the grader's own check passing where nbval's
+    run did not is a ``fail`` that says what nbval printed, and a kernel the PTX compiler refuses is
+    ``invalid`` even where nbval's run of the simulator passed it."""
     exercise = chapters.read_chapter(LADDER).exercises[0]
     passed, failed = {"status": "pass"}, {"status": "fail", "message": "FAIL x"}
-    assert runner.combine(exercise, exercise.source, [], {}, passed, ("pass", ""))[0] == "pass"
-    assert runner.combine(exercise, exercise.source, [], {}, failed, ("pass", ""))[0] == "tampered"
-    assert runner.combine(exercise, exercise.source, [], {}, passed, ("fail", "printed"))[0] == "tampered"
+    rejected = {"status": "rejected", "message": "kernel k does not compile for a GPU"}
+    assert runner.combine(exercise, exercise.source, [], {}, passed, ("pass", "")) == ("pass", "")
+    status, message = runner.combine(exercise, exercise.source, [], {}, failed, ("pass", ""))
+    assert status == "tampered" and "printed the stored verdict" in message and "FAIL x" in message
+    assert runner.combine(exercise, exercise.source, [], {}, passed, ("fail", "printed")) == (
+        "fail", "the grader's own check passes, but nbval's run of the check in the notebook did not: printed")
     assert runner.combine(exercise, exercise.source, [], {}, failed, ("fail", ""))[0] == "fail"
-    assert runner.combine(exercise, exercise.source, [], {"status": "rejected", "message": "no PTX"}, {}, ("fail", ""))[0] == "invalid"
+    assert runner.combine(exercise, exercise.source, [], rejected, {}, ("fail", ""))[0] == "invalid"
+    assert runner.combine(exercise, exercise.source, [], rejected, passed, ("pass", ""))[0] == "invalid"
+    note = {"status": "ok", "message": "kernel my_flags is the submission's own"}
+    assert runner.combine(exercise, exercise.source, [], note, passed, ("pass", "")) == ("pass", note["message"])
 
 
 @pytest.mark.slow  # a local Dask cluster of two processes, grading a chapter
@@ -494,7 +504,7 @@ def test_grade_refuses_without_a_sandbox_unless_told(tmp_path):
                                "--instructor", str(LADDER), "--quiet"], capture_output=True, text=True, env=env)
     assert finished.returncode == 2 and "--unsafe-no-sandbox" in finished.stderr, finished.stderr
     assert not (tmp_path / "out").exists()
-    (row,) = batch._grade_file("ann", "", None, "the submission holds no file", {}, {}, runner.Options(isolated=False))
+    _, (row,) = batch._screen_file("ann", "", None, "the submission holds no file", {}, 16, "none")
     assert (row.status, row.sandbox) == ("invalid", "none")
 
 

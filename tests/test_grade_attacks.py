@@ -6,6 +6,11 @@ the statuses it may get and a word its message must hold. Cells marked ``# hole`
 through the allow-list (tests/attacks/grade_with_hole.py), so that they run inside the sandboxes
 and show what the sandbox alone holds. Beside them: files and names that once broke the batch.
 
+Beside them (issue 43): honest answers that were once accused (``attacks/honest/*.cell``: debug
+prints, a helper kernel of the student's own), whole files that once stopped the batch
+(``attacks/files.py``: malformed notebooks, megabytes of refused lines) and an older second copy of a
+chapter, which is graded once.
+
 After the batch: no attacker earned a pass, every honest classmate kept full marks, no process
 of the batch is left and nothing new listens, and nothing outside the sandboxes changed (the
 instructor's notebooks, the classmates' folders, the environment, the package, ``--out`` but
@@ -29,6 +34,8 @@ from grader_users import AS_NOBODY, is_a_run_uid, nobody_cannot_run
 from prefixsum.classroom.grading import read_chapter, sandbox
 from prefixsum.classroom.student import student_version
 
+from attacks import files  # tests/ is on sys.path, as for notebook_taint
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 ATTACKS = pathlib.Path(__file__).resolve().parent / "attacks"
@@ -41,10 +48,10 @@ MARK = "prefixsum-attack"
 pytestmark = pytest.mark.slow
 
 
-def attacks():
-    """``{name: (exercise id, allowed statuses, word, source)}`` from tests/attacks/*.cell."""
+def attacks(folder=ATTACKS):
+    """``{name: (exercise id, allowed statuses, word, source)}`` from ``folder``/*.cell (tests/attacks/)."""
     found = {}
-    for path in sorted(ATTACKS.glob("*.cell")):
+    for path in sorted(folder.glob("*.cell")):
         source = path.read_text()
         header = dict(line[2:].split(": ", 1) for line in source.splitlines()[:2])
         statuses, _, word = header["expect"].partition(" ")
@@ -82,10 +89,24 @@ def build(folder):
             if "exercise" in cell.metadata.get("tags", []):
                 cell.source += f"\n# {name}'s answer\n"
         nbformat.write(honest, students / name / "01_ladder.ipynb")
-    for name, (exercise_id, _, _, source) in attacks().items():
+    # ann hands in chapter 01 twice: the older copy (no cell records a time: by the file's) is not graded.
+    older = students / "ann" / "01_ladder (older).ipynb"
+    shutil.copy(students / "ann" / "01_ladder.ipynb", older)
+    copy = nbformat.read(older, as_version=4)
+    for cell in copy.cells:
+        cell.metadata.pop("execution", None)
+    nbformat.write(copy, older)
+    os.utime(older, (time.time() - 86400, time.time() - 86400))
+    for name, (exercise_id, _, _, source) in {**attacks(), **attacks(ATTACKS / "honest")}.items():
         (students / name).mkdir()
         chapter = _chapter_of(exercise_id)
         nbformat.write(_notebook(chapter, {exercise_id: source}), students / name / f"{chapter}.ipynb")
+    blank = json.loads(nbformat.writes(_notebook("01_ladder")))
+    for name, (data, _) in files.malformed(blank).items():
+        (students / f"malformed_{name}").mkdir()
+        (students / f"malformed_{name}" / "01_ladder.ipynb").write_bytes(data)
+    (students / "refused_lines").mkdir()  # under the batch's --max-size 2 (MiB)
+    (students / "refused_lines" / "01_ladder.ipynb").write_bytes(files.refused_lines(blank, "01.serial-scan", size=3 << 19))
     for name in ODD_NAMES.values():
         (students / name).mkdir()
         nbformat.write(_notebook("01_ladder"), students / name / "01_ladder.ipynb")
@@ -246,8 +267,32 @@ def test_attack_earns_nothing(batch, name):
 
 def test_honest_classmates_keep_full_marks(batch):
     for name in HONEST:
-        rows = _rows(batch, name)
+        rows = {exercise: row for exercise, row in _rows(batch, name).items() if exercise}  # not ann's older copy
         assert {r["status"] for r in rows.values()} == {"pass"} and len(rows) == 3, rows
+
+
+@pytest.mark.parametrize("name", sorted(attacks(ATTACKS / "honest")))
+def test_honest_answers_are_not_accused(batch, name):
+    """A right answer that prints while it works, or computes a part with a kernel of its own, passes."""
+    exercise_id, _, _, _ = attacks(ATTACKS / "honest")[name]
+    rows = _rows(batch, name)
+    assert (rows[exercise_id]["status"], rows[exercise_id]["score"]) == ("pass", rows[exercise_id]["max_score"]), rows[exercise_id]
+    assert {r["status"] for e, r in rows.items() if e != exercise_id} <= {"not-attempted"}
+
+
+def test_a_file_that_once_stopped_the_batch_ends_with_its_own_row(batch):
+    blank = json.loads(nbformat.writes(_notebook("01_ladder")))
+    for name, (_, word) in files.malformed(blank).items():
+        (row,) = _rows(batch, f"malformed_{name}").values()
+        assert row["status"] == "invalid" and word in row["message"] and "01_ladder.ipynb" in row["message"], row
+    refused = _rows(batch, "refused_lines")
+    assert refused["01.serial-scan"]["status"] == "invalid" and "more than the" in refused["01.serial-scan"]["message"]
+
+
+def test_a_chapter_handed_in_twice_is_graded_once(batch):
+    (older,) = [r for r in batch["rows"] if r["submission"] == "ann" and r["notebook"] == "01_ladder (older).ipynb"]
+    assert (older["status"], older["score"], older["max_score"]) == ("invalid", "0", "0"), older
+    assert "01_ladder.ipynb is a newer copy of chapter 01_ladder" in older["message"]
 
 
 def test_nothing_outlives_the_batch(batch):

@@ -28,18 +28,22 @@
 # NBVAL_IGNORE_OUTPUT
 import prefixsum as ps  # first: it chooses the GPU or the simulator before numba.cuda loads
 
-import importlib
-import inspect
 import math
 
 import numpy as np
 from numba import cuda
 
+print(ps.device_info())
+
+# %%
+# What the chapter reads and shows besides its exercises (the exercises' setup above holds no module
+# object but by an import, so that the grader's allow-list knows every module a submission could name).
+import importlib
+import inspect
+
 from prefixsum.cli import results
 
 hh = importlib.import_module("prefixsum.tridiag.householder")  # the module (ps.tridiag.householder is the function)
-
-print(ps.device_info())
 
 # %% [markdown]
 # ## 1. A reflection is a mirror

@@ -46,9 +46,11 @@ def chapter_name(name):
     return name
 
 
-def renumbered(notebook):
-    """A copy of ``notebook`` with the current chapter names and exercise ids in its metadata."""
-    notebook = copy.deepcopy(notebook)
+def renumbered(notebook, *, in_place=False):
+    """A copy of ``notebook`` (``notebook`` itself if ``in_place``) with the current chapter names
+    and exercise ids in its metadata."""
+    if not in_place:
+        notebook = copy.deepcopy(notebook)
     for cell in notebook.get("cells", []):
         metadata = cell.get("metadata", {})
         if isinstance(metadata.get("exercise_id"), str):

@@ -32,6 +32,12 @@ FAILING_SIZES = 64
 """A failing check on at most this many elements offers the stepper in its hint."""
 STEPPABLE = ("wrong-result", "unwritten-output", "race", "uninitialized-read", "stale-read", "race-between-blocks")
 """The checker's diagnoses that stepping through the run shows."""
+MAX_CELLS = 1 << 22
+"""Values a model holds at most, its steps' states together: a run larger than that (a kernel's
+huge local array, say) is refused (:class:`BrokenTrace`) before anything is allocated."""
+PICTURE_RECORDS = 200_000
+"""Memory accesses of a failing run and its reference together that the grader keeps for a feedback
+picture (a check failing on at most :data:`FAILING_SIZES` elements makes a few thousand)."""
 
 
 class BrokenTrace(ValueError):
@@ -185,6 +191,11 @@ def _source(file, line):
     return linecache.getline(file, line).strip() if file else ""
 
 
+def no_source(file, line):
+    """A model's source lines left empty: for a trace from elsewhere, whose file names are not to be opened."""
+    return ""
+
+
 class Model:
     """A trace replayed step by step (see the module's docstring); index it for :class:`Step` s.
 
@@ -195,9 +206,14 @@ class Model:
         One step per barrier phase of a launch, or per warp or thread of a block within one.
     arrays : sequence of str, optional
         Only these arrays (by their names in the kernels); default every array.
+    source : callable, optional
+        ``(file, line) -> text`` of the source line of an access; default :mod:`linecache` (a
+        notebook's cells, the package's files), :func:`no_source` for none.
+    max_cells : int
+        The most values the model may hold (:data:`MAX_CELLS`).
     """
 
-    def __init__(self, trace, by="phase", arrays=None):
+    def __init__(self, trace, by="phase", arrays=None, source=_source, max_cells=MAX_CELLS):
         if by not in GRANULARITIES:
             raise ValueError(f"by={by!r}: the stepper steps by one of {', '.join(GRANULARITIES)}")
         if not trace.records:
@@ -210,18 +226,24 @@ class Model:
             if unknown:
                 raise ValueError(f"arrays {sorted(unknown)} are not in the trace; it has "
                                  f"{sorted({r.array for r in trace.records})}")
-        self.trace, self.by = trace, by
-        marks = _marks(trace)
+        self.trace, self.by, self.source = trace, by, source
         shown = [(p, r) for p, r in enumerate(trace.records) if arrays is None or r.array in arrays]
         sizes = collections.defaultdict(int)
         for _, r in shown:
+            if r.index < 0:
+                raise BrokenTrace(f"a record of {r.array}[{r.index}]: an index below 0")
             sizes[_slot(r)] = max(sizes[_slot(r)], r.index + 1)
         self.sizes = dict(sizes)
         grouped = collections.defaultdict(list)
         for position, r in shown:
             grouped[_key(r, by)].append((position, r))
+        steps = collections.Counter(key[0] for key in grouped)
+        held = sum(size * steps[slot.launch] for slot, size in self.sizes.items())
+        if held > max_cells:
+            raise BrokenTrace(f"the run's arrays hold {held:,} values over its steps, more than the {max_cells:,} "
+                              "the stepper keeps: too large to step through")
         self.steps = []
-        self._build(trace, grouped, initial, marks)
+        self._build(trace, grouped, initial, _marks(trace))
 
     def _build(self, trace, grouped, initial, marks):
         state, stamp, launch_of = {}, {}, None
@@ -254,7 +276,7 @@ class Model:
             threads = math.prod(launch.grid) * math.prod(launch.block)
             self.steps.append(Step(key, _label(trace, key, self.by), {s: list(v) for s, v in state.items()},
                                    dict(read), dict(written), tuple(dict.fromkeys(arrows)), frozenset(active),
-                                   threads, tuple((f, n, _source(f, n)) for f, n in lines), accesses,
+                                   threads, tuple((f, n, self.source(f, n)) for f, n in lines), accesses,
                                    frozenset(flagged["race"]), frozenset(flagged["uninitialized"]),
                                    frozenset(flagged["conflict"])))
 
@@ -268,9 +290,9 @@ class Model:
         return f"<stepper model: {len(self.steps)} steps by {self.by}, {len(self.sizes)} arrays>"
 
 
-def model(trace, by="phase", arrays=None):
-    """The :class:`Model` of ``trace`` (see :class:`Model`)."""
-    return Model(trace, by, arrays)
+def model(trace, by="phase", arrays=None, **options):
+    """The :class:`Model` of ``trace`` (see :class:`Model`; ``options``: ``source``, ``max_cells``)."""
+    return Model(trace, by, arrays, **options)
 
 
 def _comparable(slot):
@@ -400,5 +422,6 @@ def last_failure(algorithm="ladder", **options):
     return tuple(tracing.Trace(run.records, run.launches, fences=run.fences) for run in (_last["run"], reference))
 
 
-__all__ = ["Arrow", "BrokenTrace", "GRANULARITIES", "Model", "Slot", "Step", "Tile", "differences",
-           "failure_hint", "first_difference", "forget_failure", "initial_values", "last_failure", "model", "same", "timeline"]
+__all__ = ["Arrow", "BrokenTrace", "GRANULARITIES", "MAX_CELLS", "Model", "PICTURE_RECORDS", "Slot", "Step", "Tile", "differences",
+           "failure_hint", "first_difference", "forget_failure", "initial_values", "last_failure", "model", "no_source", "same",
+           "timeline"]

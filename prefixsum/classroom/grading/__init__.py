@@ -3,7 +3,9 @@
 * :mod:`.chapters`: the exercise metadata of the instructor's notebooks, matching a submission
   to its chapter, and the notebook that is graded (assembled from the instructor's cells and the
   submission's exercise cells);
-* :mod:`.allowlist`: what a submitted exercise may contain to be loaded by the grader itself;
+* :mod:`.allowlist`: what a submitted exercise may name and contain, decided by parsing it before
+  anything runs it (its tables in :mod:`.whitelist`, Python's name resolution in :mod:`.scopes`,
+  what a chapter's cells bind in :mod:`.bindings`);
 * :mod:`.sandbox`: the bubblewrap sandbox and the supervisor of every run's limits;
 * :mod:`.seccomp_filter`: the system calls a sandboxed run may not make;
 * :mod:`.usage`: what a run uses (memory as the kernel counts it, threads, CPU);

@@ -1,228 +1,73 @@
-"""What a submitted exercise cell may contain before the grader's own process loads it.
+"""What a submitted exercise cell may name, decided by parsing it, before any process runs it.
 
-The trusted re-check runs the instructor's check on the student's functions in a process of the
-grader's. So that the student's code cannot reach into that process (replace ``ps.check``, wrap
-``print``, write a file, exit), the cell is parsed and accepted only when it is made of:
+The grader runs a submission in sandboxes whose processes also run the instructor's checks
+and its tracer: code that reaches Python's machinery there (``exec``, a module's internals)
+could forge what they observe. So a cell is accepted only when everything it names is on a
+**whitelist**, resolved through every binding of Python (:mod:`.scopes`) to what the chapter binds it to
+(:mod:`.bindings`):
 
-* at its top: imports of the names of :data:`NAMES` only (``from numba import cuda``,
-  ``import numpy as np``, ``from math import sqrt``); assignments of constants (numbers,
-  strings, tuples and arithmetic of them); function definitions, plain or decorated with
-  ``cuda.jit``; and any statement that the instructor's own exercise cell has word for word
-  (``tile_kernel = ps.scans.blelloch.blelloch_tile_kernel(...)``);
-* inside functions: ordinary code on local names, parameters, the cell's own names, a list of
-  harmless builtins, what the setup cells define, numpy, math and numba. No import,
-  ``global``, ``nonlocal``, class, attribute assignment or deletion, annotation, ``format``,
-  no attribute whose name starts with ``_`` or reaches a file, a global setting or another
-  module's internals; an attribute of ``np``, ``cuda``, ``math`` or ``numba`` only from
-  :data:`NAMES`, and of a workbook name (``ps``, ``kstep``, ...) only as the instructor's cell
-  writes it;
-* no decorator but ``cuda.jit`` with constant arguments, no default argument but a constant;
-* no top-level name that hides a builtin or a name of the setup cells (``def print``,
-  ``ps = ...``), unless the instructor's cell binds it too;
-* none of the library calls that do an exercise's work for it (:data:`EXERCISE_FORBIDS`).
+* **names**: a function's locals (parameters, assignments, tuple unpacking, ``for`` and
+  ``with`` targets, comprehension variables, the walrus, ``except ... as``, closures); the
+  cell's own top-level names; the names of the exercises before it; the harmless builtins of
+  :data:`SAFE_BUILTINS`; what the chapter's setup binds by an import; and of what the setup
+  binds otherwise (a device function, a constant), only the names an instructor's exercise
+  cell of the chapter reads (chapter 10's ``publish``, ``PREFIX``). Any other name (``exec``,
+  ``getattr``, ``vars``, ``globals``, ``__builtins__``, IPython's ``get_ipython``, a check
+  cell's names) is refused.
+* **modules are never values**: a name bound to a module (``np``, ``cuda``, ``math``,
+  ``numba``, and the workbook's ``ps``, ``kstep``, ...) may only stand at the root of an
+  attribute path; ``K = numba``, ``def f(m=np)``, ``[m for m in (np,)]``, ``(m := cuda)``,
+  ``return ps``, ``f(np)`` are refused wherever they are, and so is any binding that would
+  shadow such a name. A path from ``numpy``, ``numba``, ``numba.cuda`` or ``math`` follows
+  :data:`NAMES` (``cuda.shared.array``, ``np.float32``; not ``np.cumsum``, ``cuda.utils``); a
+  path from a workbook module is one an instructor's exercise cell of the chapter writes
+  (``ps.scans.blelloch.blelloch_tile_kernel``).
+* **attributes of values** (a local, a result, a kernel) are those of :data:`VALUE_ATTRIBUTES`
+  (``x.shape``, ``a.astype``, ``d.copy_to_host``): no ``__class__``, ``__dict__``, ``format``,
+  ``gi_frame``, ``py_func``, ``ctypes``; no attribute is assigned or deleted.
+* **statements**: at the top, imports of the names of :data:`NAMES`, assignments of constants,
+  function definitions (decorated with ``cuda.jit`` only, defaults constant, no annotation),
+  and any statement of the instructor's own cell, word for word; no ``global``, ``nonlocal``,
+  class, generator, ``async`` or ``match``; no top-level name that rebinds a builtin, a name
+  of the setup or of an earlier exercise to something else; a cell of at most
+  :data:`MAX_SOURCE` characters; none of the library calls that do an exercise's work for it
+  (:data:`EXERCISE_FORBIDS`).
 
-Names, not modules: ``from numpy.ctypeslib import ctypes``, ``from numpy import __builtins__`` or
-``from numba.cuda.core.config import ENABLE_CUDASIM`` name a module of the list, and no name of it.
-Kernels are further compiled to PTX (:mod:`.trusted`): code a GPU compiler accepts cannot reach
-Python objects at all.
+``tests/test_allowlist.py`` walks the attribute graph from every name a submission can reach
+(a bounded breadth-first search over :data:`NAMES`, :data:`VALUE_ATTRIBUTES` and the setups'
+exposed values) and finds no path to ``exec``, ``eval``, ``open``, ``compile``,
+``__import__``, ``os``, ``sys``, ``importlib``, ``builtins``, ``ctypes`` or ``subprocess``.
+The check is linear in the cell's size: the source is split into lines once, and every node
+is visited a bounded number of times.
+
+**Why not RestrictedPython.** RestrictedPython guards attribute access at run time: it
+compiles a cell into code that calls ``_getattr_(obj, "name")``, ``_getitem_``, ``_write_`` and
+``_getiter_`` guards. That does not fit a cell of this workbook: (1) the same cell runs three
+ways, as the student wrote it in nbval's Jupyter kernel, in the re-check, and through numba's
+CUDA compiler for the PTX check, and a cell rewritten with guards runs in only one of them;
+(2) inside a ``cuda.jit`` kernel the guards cannot exist: ``cuda.threadIdx.x`` and
+``rows[t]`` must stay static attribute and index operations that numba types at compile time,
+and a call of a Python guard function there is refused by the GPU compiler; (3) its default
+guard (``safer_getattr``) refuses names that begin with ``_`` and ``str.format``, and would
+let ``K.cuda.utils.builtins.exec`` through: the guard would need this whitelist anyway. A
+static whitelist holds in all three places at once, costs no run time, and names the line.
 """
 import ast
-import builtins
-import math
 
-ALLOWED_MODULES = ("numba", "numpy", "math")
-_CUDA = frozenset({
-    "jit", "grid", "gridsize", "threadIdx", "blockIdx", "blockDim", "gridDim", "warpsize", "laneid", "syncthreads",
-    "syncthreads_count", "syncthreads_and", "syncthreads_or", "syncwarp", "shared", "local", "const", "atomic",
-    "threadfence", "threadfence_block", "threadfence_system", "shfl_sync", "shfl_up_sync", "shfl_down_sync",
-    "shfl_xor_sync", "ballot_sync", "all_sync", "any_sync", "eq_sync", "match_any_sync", "match_all_sync", "activemask",
-    "lanemask_lt", "popc", "clz", "ffs", "brev", "fma", "cbrt", "selp", "to_device", "device_array", "device_array_like",
-    "pinned_array", "synchronize"})
-_SCALARS = frozenset({"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-                      "uint64", "boolean", "void"})
-_NUMPY = _SCALARS - {"boolean", "void"} | frozenset({
-    "abs", "absolute", "add", "all", "allclose", "any", "arange", "argmax", "argmin", "argsort", "array", "array_equal",
-    "asarray", "ascontiguousarray", "bitwise_and", "bitwise_or", "bitwise_xor", "bool_", "ceil", "clip", "concatenate",
-    "copy", "copysign", "cos", "diff", "dtype", "e", "empty", "empty_like", "exp", "exp2", "finfo", "flip", "floor",
-    "full", "full_like", "hypot", "iinfo", "inf", "int_", "intp", "invert", "isclose", "isfinite", "isinf", "isnan",
-    "left_shift", "linspace", "log", "log2", "max", "maximum", "mean", "min", "minimum", "nan", "ndarray", "ones",
-    "ones_like", "pi", "power", "prod", "ravel", "reshape", "right_shift", "rint", "roll", "sign", "sin", "sort",
-    "sqrt", "square", "stack", "sum", "trunc", "uintp", "zeros", "zeros_like", "dot", "outer", "where", "nonzero",
-    "flatnonzero", "take"})
-NAMES = {"numpy": _NUMPY, "numba": _SCALARS | {"cuda"}, "numba.cuda": _CUDA,
-         "math": frozenset(n for n in dir(math) if not n.startswith("_"))}
-"""The names an exercise may import from each module, or reach as an attribute of it."""
-EXERCISE_FORBIDS = {
-    "01.serial-scan": ({"cumsum", "cumulative_sum", "accumulate", "cumprod"}, set(),
-                       "the exercise is the loop itself: np.cumsum and ufunc.accumulate do the scan for you"),
-    "09.rank-two-update": ({"outer", "einsum", "matmul", "dot", "tensordot", "inner", "kron"}, {ast.MatMult},
-                           "the update is the kernel's work: a numpy expression on the host does it without the kernel"),
-    "11.compact": ({"nonzero", "flatnonzero", "where", "compress", "extract", "argwhere", "take", "put", "place", "putmask"},
-                   {"index"}, "the compaction is the kernel's scatter: a boolean or array index, or np.nonzero, "
-                              "compacts on the host without it (index only with constants outside a kernel)"),
-}
-"""``{exercise id: (attribute or function names, operators or "index", why)}``: what does an
-exercise's work for it. ``"index"`` forbids a subscript by anything but a constant outside kernels."""
-SAFE_BUILTINS = frozenset({
-    "abs", "all", "any", "bool", "complex", "divmod", "enumerate", "float", "int", "isinstance", "len", "list",
-    "max", "min", "pow", "range", "reversed", "round", "slice", "sorted", "str", "sum", "tuple", "zip", "print",
-    "True", "False", "None", "ArithmeticError", "AssertionError", "IndexError", "NotImplementedError",
-    "RuntimeError", "TypeError", "ValueError", "ZeroDivisionError",
-})
-# Attributes that read or write files, change a global setting, or lead into a library's internals.
-DENIED_ATTRIBUTES = frozenset({
-    "lib", "ctypeslib", "ctypes", "testing", "f2py", "distutils", "core", "random", "simulator", "cudadrv", "driver",
-    "config", "compiler", "dispatcher", "extending", "np", "typed", "tofile", "dump", "dumps", "load", "loads",
-    "save", "savez", "savez_compressed", "savetxt", "loadtxt", "genfromtxt", "fromfile", "memmap", "DataSource",
-    "seterr", "seterrcall", "set_printoptions", "setbufsize", "set_state", "seed", "frame", "func_globals",
-    "format", "format_map", "pythonapi", "fromregex", "frombuffer", "tracer", "f_globals", "gi_frame",
-})
+from .bindings import ChapterNames, chain, chapter_names, merge, parsed, targets, top_level_kinds
+from .scopes import Resolution
+from .whitelist import (ALLOWED_MODULES, BUILTIN_NAMES, EXERCISE_FORBIDS, IPYTHON_NAMES, MAX_SOURCE, NAMES, SAFE_BUILTINS,
+                        VALUE_ATTRIBUTES)
+
+_FORBIDDEN_NODES = tuple(getattr(ast, name) for name in (
+    "Global", "Nonlocal", "ClassDef", "AsyncFunctionDef", "Await", "Yield", "YieldFrom", "AsyncFor", "AsyncWith",
+    "Match", "TypeAlias") if hasattr(ast, name))
 _IMPORTABLE = ("numpy", "math", "numba", "numba.cuda")
-_BUILTIN_NAMES = frozenset(dir(builtins))
-# What IPython puts in a notebook's namespace: a shell, the history, the exit of the kernel.
-_IPYTHON_NAMES = frozenset({"get_ipython", "In", "Out", "exit", "quit", "display"})
-_FORBIDDEN_NODES = (ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal, ast.ClassDef, ast.AsyncFunctionDef,
-                    ast.Await, ast.Yield, ast.YieldFrom, ast.AsyncFor, ast.AsyncWith)
 
 
-def _bound_names(statements):
-    """Names that top-level ``statements`` bind (imports, assignments, definitions)."""
-    names = set()
-    for node in statements:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        else:
-            for child in ast.walk(node):
-                if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
-                    names.add(child.id)
-    return names
-
-
-def setup_names(setup_sources):
-    """Names the setup cells bind at their top level."""
-    names = set()
-    for source in setup_sources:
-        names |= _bound_names(ast.parse(source).body)
-    return names
-
-
-def _chain(node):
-    """``"ps.primitives.warp.FULL_MASK"`` for an attribute chain rooted at a name, else None."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        return ".".join([node.id, *reversed(parts)])
-    return None
-
-
-def _quote(source, node, width=60):
-    """The statement's first line, shortened, in backquotes (for a message to the student)."""
-    text = (ast.get_source_segment(source, node) or "").splitlines()[0]
-    return f"`{text if len(text) <= width else text[:width - 3] + '...'}`"
-
-
-def _is_constant(node, constants):
-    if isinstance(node, ast.Constant):
-        return True
-    if isinstance(node, ast.Name):
-        return node.id in constants
-    if isinstance(node, ast.Attribute):  # np.inf, math.pi: a module's constant
-        chain = _chain(node)
-        return bool(chain) and chain.split(".")[0] in constants and not any(
-            part.startswith("_") or part in DENIED_ATTRIBUTES for part in chain.split(".")[1:])
-    if isinstance(node, (ast.Tuple, ast.List)):
-        return all(_is_constant(e, constants) for e in node.elts)
-    if isinstance(node, ast.UnaryOp):
-        return _is_constant(node.operand, constants)
-    if isinstance(node, ast.BinOp):
-        return _is_constant(node.left, constants) and _is_constant(node.right, constants)
-    return False
-
-
-def _is_jit_decorator(node):
-    """``cuda.jit``, ``numba.cuda.jit`` or either called with constant arguments."""
-    target = node.func if isinstance(node, ast.Call) else node
-    if _chain(target) not in ("cuda.jit", "numba.cuda.jit"):
-        return False
-    if isinstance(node, ast.Call):
-        values = list(node.args) + [k.value for k in node.keywords]
-        return all(_is_constant(v, set()) for v in values) and all(k.arg is not None for k in node.keywords)
-    return True
-
-
-class _Names:
-    """What names a function body may read, and which attribute chains of workbook names."""
-
-    def __init__(self, cell_names, modules, workbook, instructor_chains):
-        self.cell_names, self.modules, self.workbook = cell_names, modules, workbook
-        self.instructor_chains = instructor_chains
-
-
-def _check_function(function, names, problems):
-    local = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
-    for node in ast.walk(function):
-        if node is not function and isinstance(node, (ast.FunctionDef, ast.Lambda)):
-            local |= {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            local.add(node.id)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            local.add(node.name)
-        elif isinstance(node, ast.FunctionDef) and node is not function:
-            local.add(node.name)
-    for default in function.args.defaults + [d for d in function.args.kw_defaults if d is not None]:
-        if not _is_constant(default, set()):
-            problems.append((default.lineno, f"a default argument of {function.name} must be a constant"))
-    parents = {}
-    for node in ast.walk(function):
-        for child in ast.iter_child_nodes(node):
-            parents[child] = node
-    for node in ast.walk(function):
-        line = getattr(node, "lineno", function.lineno)
-        if isinstance(node, ast.arg) and node.annotation is not None or isinstance(node, ast.AnnAssign) or (
-                isinstance(node, ast.FunctionDef) and node.returns is not None):
-            problems.append((line, f"annotations are not allowed in {function.name} (they run when it is defined)"))
-        if isinstance(node, ast.FunctionDef) and node is not function and not all(map(_is_jit_decorator, node.decorator_list)):
-            problems.append((line, f"{node.name}: the only decorator allowed is cuda.jit"))
-        if isinstance(node, _FORBIDDEN_NODES):
-            problems.append((line, f"{type(node).__name__.lower()} is not allowed inside {function.name}"))
-        elif isinstance(node, ast.Attribute):
-            if node.attr.startswith("_") or node.attr in DENIED_ATTRIBUTES:
-                problems.append((line, f"the attribute .{node.attr} is not allowed"))
-            if not isinstance(node.ctx, ast.Load):
-                problems.append((line, f"assigning or deleting the attribute .{node.attr} is not allowed"))
-            chain = _chain(node)
-            if chain and chain.split(".")[0] in names.workbook and not isinstance(parents.get(node), ast.Attribute):
-                if chain not in names.instructor_chains:
-                    problems.append((line, f"{chain} is not used by the exercise as the instructor wrote it"))
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            name = node.id
-            if name in local or name in names.cell_names or name in SAFE_BUILTINS or name in names.modules:
-                continue
-            # A workbook module the setup imports (even ``_common``) is reached only through the
-            # instructor's own attribute chains (checked with the attributes above).
-            if name in names.workbook:
-                if not isinstance(parents.get(node), ast.Attribute):
-                    problems.append((line, f"{name} may only be used as {name}.<attribute>, as the instructor's cell does"))
-            elif name.startswith("_") or name in _BUILTIN_NAMES or name in _IPYTHON_NAMES:
-                problems.append((line, f"the name {name} is not allowed in an exercise"))
-            # any other name is unknown to the grader's process: reading it raises NameError there
-
-
-def _modules_bound(statements):
-    """``{bound name: module}`` for the imports among ``statements`` of the modules in :data:`NAMES`."""
-    found = {}
-    for node in statements:
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name in _IMPORTABLE:
-                    found[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
-        elif isinstance(node, ast.ImportFrom) and not node.level and node.module == "numba":
-            found.update({alias.asname or alias.name: "numba.cuda" for alias in node.names if alias.name == "cuda"})
-    return found
+def _source_lines(source):
+    """The cell's lines (split once per check: quoting a refused line never splits the source again)."""
+    return source.split("\n")
 
 
 def _import_problem(node):
@@ -234,53 +79,13 @@ def _import_problem(node):
     bad = [a.name for a in node.names if allowed is None or a.name not in allowed]
     if bad:
         return (f"from {'.' * node.level}{node.module or ''} import {', '.join(bad)}: an exercise may import only the names "
-                f"listed for {', '.join(NAMES)} (prefixsum.classroom.grading.allowlist.NAMES)")
+                f"listed for {', '.join(sorted(NAMES))} (prefixsum.classroom.grading.allowlist.NAMES)")
     return None
 
 
-def _module_attribute_problem(chain, modules):
-    """Why ``np.x.y`` (an attribute chain on a module's name) is refused, or None."""
-    root, *rest = chain.split(".")
-    module = modules.get(root)
-    if module is None or not rest:
-        return None
-    if module == "numba" and rest[0] == "cuda":
-        module, rest = "numba.cuda", rest[1:]
-    if rest and rest[0] not in NAMES[module]:
-        return f"{root}.{rest[0]} is not among the names an exercise may use from {module}"
-    return None
-
-
-def _exercise_problems(tree, exercise_id):
-    """``[(line, why)]``: the library calls that would do ``exercise_id``'s work (:data:`EXERCISE_FORBIDS`)."""
-    names, operators, why = EXERCISE_FORBIDS.get(exercise_id, ((), (), ""))
-    kernels = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and any(map(_is_jit_decorator, node.decorator_list))]
-    in_kernels = {id(child) for kernel in kernels for child in ast.walk(kernel)}
-    launched = {kernel.name for kernel in kernels}  # kernel[blocks, threads]: a launch, not an index
-    found = []
-    for node in ast.walk(tree):
-        used = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
-        if used in names:
-            found.append((node.lineno, f"{used} is not allowed in {exercise_id}: {why}"))
-        elif isinstance(node, ast.BinOp) and type(node.op) in operators:
-            found.append((node.lineno, f"the operator {type(node.op).__name__} is not allowed in {exercise_id}: {why}"))
-        elif ("index" in operators and isinstance(node, ast.Subscript) and id(node) not in in_kernels
-              and not (isinstance(node.value, ast.Name) and node.value.id in launched)
-              and not all(_is_constant(part, set()) for part in _index_parts(node.slice))):
-            found.append((node.lineno, f"an index by a variable outside a kernel is not allowed in {exercise_id}: {why}"))
-    return found
-
-
-def _index_parts(index):
-    if isinstance(index, ast.Slice):
-        return [part for part in (index.lower, index.upper, index.step) if part is not None]
-    if isinstance(index, ast.Tuple):
-        return [part for element in index.elts for part in _index_parts(element)]
-    return [index]
-
-
-def check(source, *, instructor_source, setup_sources, earlier_sources=(), exercise_id=""):
-    """Problems that keep ``source`` (a submitted exercise cell) out of the grader's process.
+def check(source, *, instructor_source, setup_sources, earlier_sources=(), exercise_id="", chapter_sources=None,
+          earlier_submitted=(), check_sources=()):
+    """Problems that keep ``source`` (a submitted exercise cell) out of every run.
 
     Parameters
     ----------
@@ -294,6 +99,15 @@ def check(source, *, instructor_source, setup_sources, earlier_sources=(), exerc
         The instructor's cells of the exercises before this one (what they bind may be used).
     exercise_id : str
         The exercise, for the library calls it forbids (:data:`EXERCISE_FORBIDS`).
+    chapter_sources : sequence of str, optional
+        Every instructor's exercise cell of the chapter, in order (default: the earlier ones and
+        this one): the setup's names they read, and the workbook paths they write, are what
+        the chapter gives its exercises.
+    earlier_submitted : sequence of str
+        The submission's own cells of the exercises before this one (what they bind may be used).
+    check_sources : sequence of str
+        The chapter's check cells: what they bind (in nbval's notebook, where they run in the
+        exercises' namespace) may not be used.
 
     Returns
     -------
@@ -301,82 +115,268 @@ def check(source, *, instructor_source, setup_sources, earlier_sources=(), exerc
         ``"line N: what"``, empty when the cell is accepted. A cell that does not parse gives
         one problem beginning ``"syntax error"``.
     """
+    if len(source) > MAX_SOURCE:
+        return [f"line 1: the cell holds {len(source):,} characters, more than the {MAX_SOURCE:,} an exercise may hold"]
     try:
         tree = ast.parse(source)
     except SyntaxError as error:
         return [f"syntax error at line {error.lineno}: {error.msg}"]
     except (ValueError, UnicodeError, RecursionError, MemoryError) as error:  # a lone surrogate, a null byte, depth
         return [f"syntax error at line 1: the cell cannot be parsed ({type(error).__name__}: {str(error)[:100]})"]
+    chapter = tuple(chapter_sources) if chapter_sources is not None else (*earlier_sources, instructor_source)
     try:
-        return _check(tree, source, instructor_source, setup_sources, earlier_sources, exercise_id)
+        problems = _Cell(source, tree, chapter_names(tuple(setup_sources), chapter), instructor_source, earlier_sources,
+                         earlier_submitted, exercise_id, check_sources).problems()
     except RecursionError:
         return ["line 1: the cell is nested too deeply for the grader to read"]
+    return [f"line {line}: {what}" for line, what in sorted(set(problems))]
 
 
-def _check(tree, source, instructor_source, setup_sources, earlier_sources, exercise_id):
-    instructor = ast.parse(instructor_source)
-    trusted = {ast.dump(node) for node in instructor.body if not isinstance(node, ast.FunctionDef)}
-    instructor_names = _bound_names(instructor.body)
-    instructor_chains = {_chain(n) for n in ast.walk(instructor) if isinstance(n, ast.Attribute)} - {None}
-    setup_bound = setup_names(setup_sources)
-    modules, workbook = set(), set()
-    for setup in [*setup_sources, instructor_source, source]:
-        for node in ast.parse(setup).body if setup is not source else tree.body:
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                root = node.names[0].name.split(".")[0] if isinstance(node, ast.Import) else (node.module or "").split(".")[0]
-                bound = {(a.asname or a.name).split(".")[0] for a in node.names}
-                (modules if root in ALLOWED_MODULES else workbook).update(bound)
-    # What the setup cells define themselves (a device function, a constant) may be used as it is;
-    # an imported module of the workbook only through the attribute paths of the instructor's cell.
-    helpers = set()
-    for setup in setup_sources:
-        helpers |= _bound_names([n for n in ast.parse(setup).body if not isinstance(n, (ast.Import, ast.ImportFrom))])
-    workbook -= modules
-    modules |= helpers - workbook
-    for earlier in earlier_sources:
-        modules |= _bound_names(ast.parse(earlier).body)
-    problems, constants = [], set(modules)
-    for node in tree.body:
+def _literal(node):
+    """A number, a string, or a tuple or arithmetic of them (a decorator's argument, an index outside kernels)."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(map(_literal, node.elts))
+    if isinstance(node, ast.UnaryOp):
+        return _literal(node.operand)
+    return isinstance(node, ast.BinOp) and _literal(node.left) and _literal(node.right)
+
+
+class _Cell:
+    """The walk of one submitted cell: its top-level statements, then every name and attribute path in it."""
+
+    def __init__(self, source, tree, chapter, instructor_source, earlier_sources, earlier_submitted, exercise_id, check_sources):
+        self.tree, self.exercise_id, self.lines = tree, exercise_id, _source_lines(source)
+        self.setup, _, exposed, self.paths = chapter
+        self.longest = max((path.count(".") + 1 for path in self.paths), default=0)
+        instructor = parsed(instructor_source)
+        self.trusted = {ast.dump(node) for node in instructor.body if not isinstance(node, ast.FunctionDef)}
+        self.instructor = top_level_kinds(instructor_source)
+        self.resolution = Resolution(tree)
+        self.earlier = {}
+        for earlier in [*earlier_sources, *earlier_submitted]:
+            for name, kind in top_level_kinds(earlier).items():
+                merge(self.earlier, name, kind)
+        self.env = {name: ("hidden", None) for check in check_sources for name in top_level_kinds(check)}
+        for kinds in (self.setup, exposed, self.earlier):
+            for name, kind in kinds.items():
+                merge(self.env, name, kind)
+        self.statements = [node for node in tree.body if isinstance(node, ast.FunctionDef) or ast.dump(node) not in self.trusted]
+        for node in tree.body:
+            for name, kind in targets(node):
+                merge(self.env, name, kind)
+
+    def _quote(self, node, width=60):
+        """The statement's first line, shortened, in backquotes (for a message to the student)."""
+        text = self.lines[node.lineno - 1][node.col_offset:].strip() if node.lineno <= len(self.lines) else ""
+        return f"`{text if len(text) <= width else text[:width - 3] + '...'}`"
+
+    def problems(self):
+        found = []
+        for node in self.statements:
+            self._statement(node, found)
+        stack = [(node, None) for node in self.statements]
+        while stack:
+            node, parent = stack.pop()
+            self._node(node, parent, found)
+            stack.extend((child, node) for child in ast.iter_child_nodes(node))
+        return found + self._exercise_problems()
+
+    # -- the top of the cell --------------------------------------------------------------------
+    def _statement(self, node, found):
         line = node.lineno
-        if ast.dump(node) in trusted:
-            constants |= _bound_names([node])
-            continue
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             refused = _import_problem(node)
             if refused:
-                problems.append((line, refused))
-            constants |= _bound_names([node])
+                found.append((line, refused))
         elif isinstance(node, ast.Assign):
-            targets = node.targets
-            if not all(isinstance(t, ast.Name) for t in targets) or not _is_constant(node.value, constants):
-                problems.append((line, f"{_quote(source, node)}: only constants may be assigned at the top of an exercise "
-                                       "(numbers, strings, tuples and arithmetic of them)"))
-            constants |= {t.id for t in targets if isinstance(t, ast.Name)}
-        elif isinstance(node, ast.FunctionDef):
-            if not all(_is_jit_decorator(d) for d in node.decorator_list):
-                problems.append((line, f"{node.name}: the only decorator allowed is cuda.jit"))
-        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-            continue
-        else:
-            problems.append((line, f"{_quote(source, node)} is not allowed at the top of an exercise: only imports of "
-                                   "numba, numpy and math, constants and function definitions"))
-    bound = _bound_names(tree.body)
-    defined = _bound_names([n for n in tree.body if not isinstance(n, (ast.Import, ast.ImportFrom))])
-    hidden = (defined & (setup_bound | set(dir(builtins)))) - instructor_names
-    if hidden:
-        problems.append((1, f"the cell rebinds {', '.join(sorted(hidden))}, which the setup cells or Python define"))
-    names = _Names(bound, modules, workbook, instructor_chains)
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef):
-            _check_function(node, names, problems)
-    module_of = {}
-    for statements in [*(ast.parse(s).body for s in setup_sources), instructor.body, tree.body]:
-        module_of.update(_modules_bound(statements))
-    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and not isinstance(parents.get(node), ast.Attribute):
-            refused = _module_attribute_problem(_chain(node) or "", module_of)
-            if refused:
-                problems.append((node.lineno, refused))
-    problems += _exercise_problems(tree, exercise_id)
-    return [f"line {line}: {what}" for line, what in sorted(set(problems))]
+            if not all(isinstance(t, ast.Name) or isinstance(t, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Name) for e in t.elts)
+                       for t in node.targets) or not self._constant(node.value):
+                found.append((line, f"{self._quote(node)}: only constants may be assigned at the top of an exercise "
+                                    "(numbers, strings, tuples and arithmetic of them)"))
+        elif not isinstance(node, ast.FunctionDef) and not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
+            found.append((line, f"{self._quote(node)} is not allowed at the top of an exercise: only imports of "
+                                "numba, numpy and math, constants and function definitions"))
+        hidden = []
+        for name, kind in targets(node):
+            if name.startswith("_"):
+                found.append((line, f"the name {name} is not allowed in an exercise (names beginning with _ are Python's)"))
+            elif self._rebinds(name, kind):
+                hidden.append(name)
+        if hidden:
+            found.append((line, f"the cell rebinds {', '.join(sorted(hidden))}, which the setup cells, an earlier exercise "
+                                "or Python define"))
+
+    def _rebinds(self, name, kind):
+        """Whether a top-level binding of ``name`` to ``kind`` changes what Python, the setup or an
+        earlier exercise bound it to, other than as the instructor's cell does (a constant may be
+        bound again, a module's name only to the same module)."""
+        def differ(old):
+            return old is not None and old != kind and not old[0] == kind[0] == "value"
+
+        if name in self.instructor:
+            return differ(self.instructor[name])
+        return name in BUILTIN_NAMES or name in IPYTHON_NAMES or self.setup.get(name, kind) != kind \
+            or differ(self.earlier.get(name))
+
+    def _constant(self, node):
+        """What a top-level name or a default may be bound to: numbers, strings, values of the listed
+        names and paths, tuples and arithmetic of them; no module, no call."""
+        if isinstance(node, ast.Name):
+            return self.resolution.resolve(node) is not None or self.env.get(node.id, ("",))[0] == "value"
+        if isinstance(node, ast.Attribute):
+            root, parts = chain(node)
+            if not isinstance(root, ast.Name):
+                return False
+            kind = self.env.get(root.id, ("",)) if self.resolution.resolve(root) is None else ("value", None)
+            return kind[0] in ("value", "workbook") or kind[0] == "module" and ".".join([kind[1], *parts]) not in NAMES
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return all(map(self._constant, node.elts))
+        if isinstance(node, ast.UnaryOp):
+            return self._constant(node.operand)
+        if isinstance(node, ast.BinOp):
+            return self._constant(node.left) and self._constant(node.right)
+        return isinstance(node, ast.Constant)
+
+    # -- every node -----------------------------------------------------------------------------
+    def _node(self, node, parent, found):
+        line = getattr(node, "lineno", 1)
+        if isinstance(node, _FORBIDDEN_NODES):
+            found.append((line, f"{type(node).__name__.lower()} is not allowed in an exercise"))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)) and parent is not None:
+            found.append((line, "import is not allowed inside a function: import at the top of the cell"))
+        elif isinstance(node, (ast.FunctionDef, ast.Lambda)):
+            name = getattr(node, "name", "a lambda")
+            if isinstance(node, ast.FunctionDef) and parent is not None:
+                self._local_binding(name, line, found)
+            if isinstance(node, ast.FunctionDef) and not all(map(self._is_jit, node.decorator_list)):
+                found.append((line, f"{name}: the only decorator allowed is cuda.jit"))
+            arguments = node.args
+            for default in [*arguments.defaults, *filter(None, arguments.kw_defaults)]:
+                if not self._constant(default):
+                    found.append((default.lineno, f"a default argument of {name} must be a constant"))
+            annotated = [a for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                                     *filter(None, (arguments.vararg, arguments.kwarg))] if a.annotation is not None]
+            if annotated or getattr(node, "returns", None) is not None:
+                found.append((line, f"annotations are not allowed in {name} (they run when it is defined)"))
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            self._local_binding(node.name, line, found)
+        elif isinstance(node, ast.AnnAssign):
+            found.append((line, "annotations are not allowed in an exercise (they run when it is defined)"))
+        elif isinstance(node, ast.Name):
+            self._name(node, parent, found)
+        elif isinstance(node, ast.Attribute):
+            if node.attr.startswith("_"):
+                found.append((line, f"the attribute .{node.attr} is not allowed"))
+            if not isinstance(node.ctx, ast.Load):
+                found.append((line, f"assigning or deleting the attribute .{node.attr} is not allowed"))
+            if not (isinstance(parent, ast.Attribute) and parent.value is node):
+                self._path(node, found)
+
+    def _name(self, node, parent, found):
+        name, line = node.id, node.lineno
+        if not isinstance(node.ctx, ast.Load):
+            if not self.resolution.is_global(node):  # a top-level binding: see _statement
+                self._local_binding(name, line, found)
+            return
+        if self.resolution.resolve(node) is not None:
+            return  # a local, a parameter, a closure's variable
+        kind = self.env.get(name)
+        if kind is None:
+            # A name bound nowhere raises NameError when it runs; Python's and IPython's are refused.
+            if name not in SAFE_BUILTINS and (name.startswith("_") or name in BUILTIN_NAMES or name in IPYTHON_NAMES):
+                found.append((line, f"the name {name} is not allowed in an exercise"))
+        elif kind[0] == "hidden":
+            found.append((line, f"{name} is a name of the chapter's setup or checks that no exercise of the chapter uses"))
+        elif kind[0] in ("module", "workbook") and not (isinstance(parent, ast.Attribute) and parent.value is node):
+            if kind[0] == "workbook" and name in self.paths:
+                return
+            found.append((line, f"{name} may only be used as {name}.<attribute>, as the instructor's cell does" if kind[0] == "workbook"
+                          else f"{name} may only be used as {name}.<attribute>: a module is not a value an exercise may "
+                               "bind, pass or return"))
+
+    def _local_binding(self, name, line, found):
+        if name.startswith("_") and name != "_":
+            found.append((line, f"the name {name} is not allowed in an exercise (names beginning with _ are Python's)"))
+        elif self.env.get(name, ("",))[0] in ("module", "workbook"):
+            found.append((line, f"{name} is bound here, hiding the module {name}: an exercise does not rebind a module's name"))
+
+    def _path(self, node, found):
+        """Check a maximal attribute path: a module's by :data:`NAMES`, a workbook module's by the
+        instructor's paths, then a value's attributes by :data:`VALUE_ATTRIBUTES`."""
+        root, parts = chain(node)
+        kind = None
+        if isinstance(root, ast.Name) and isinstance(root.ctx, ast.Load) and self.resolution.resolve(root) is None:
+            kind = self.env.get(root.id)
+        rest = parts
+        if kind is not None and kind[0] == "module":
+            where, spelled = kind[1], root.id
+            while rest and where in NAMES:
+                if rest[0] not in NAMES[where]:
+                    found.append((node.lineno, f"{spelled}.{rest[0]} is not among the names an exercise may use from {where} "
+                                               "(prefixsum.classroom.grading.allowlist.NAMES)"))
+                    return
+                spelled, where, rest = f"{spelled}.{rest[0]}", f"{where}.{rest[0]}", rest[1:]
+            if where in NAMES:
+                found.append((node.lineno, f"{spelled} may only be used as {spelled}.<attribute>"))
+                return
+        elif kind is not None and kind[0] == "workbook":
+            spelled = [root.id, *parts]
+            reach = next((k for k in range(min(len(spelled), self.longest), 0, -1) if ".".join(spelled[:k]) in self.paths), 0)
+            if not reach:
+                found.append((node.lineno, f"{'.'.join(spelled)} is not used by the exercise as the instructor wrote it"))
+                return
+            rest = spelled[reach:]
+        for attribute in rest:
+            if attribute not in VALUE_ATTRIBUTES and not attribute.startswith("_"):
+                found.append((node.lineno, f"the attribute .{attribute} is not among those an exercise may read of a value "
+                                           "(prefixsum.classroom.grading.allowlist.VALUE_ATTRIBUTES)"))
+
+    def _spelled(self, node):
+        """The dotted path that a name or attribute path reaches (``numba.cuda.jit``), or None."""
+        root, parts = chain(node)
+        if not isinstance(root, ast.Name) or self.resolution.resolve(root) is not None:
+            return None
+        kind = self.env.get(root.id, ("", None))
+        return ".".join([kind[1], *parts]) if kind[0] in ("module", "value") and kind[1] else None
+
+    def _is_jit(self, node):
+        """``cuda.jit``, ``numba.cuda.jit`` (or an imported ``jit``), bare or called with literal arguments."""
+        if self._spelled(node.func if isinstance(node, ast.Call) else node) != "numba.cuda.jit":
+            return False
+        return not isinstance(node, ast.Call) or (all(map(_literal, [*node.args, *(k.value for k in node.keywords)]))
+                                                  and all(k.arg is not None for k in node.keywords))
+
+    def _exercise_problems(self):
+        """``[(line, why)]``: the library calls that would do the exercise's work (:data:`EXERCISE_FORBIDS`)."""
+        names, operators, why = EXERCISE_FORBIDS.get(self.exercise_id, ((), (), ""))
+        if not names:
+            return []
+        kernels = [n for n in self.tree.body if isinstance(n, ast.FunctionDef) and any(map(self._is_jit, n.decorator_list))]
+        in_kernels = {id(child) for kernel in kernels for child in ast.walk(kernel)}
+        launched = {kernel.name for kernel in kernels}  # kernel[blocks, threads]: a launch, not an index
+        found = []
+        for node in ast.walk(self.tree):
+            used = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+            if used in names:
+                found.append((node.lineno, f"{used} is not allowed in {self.exercise_id}: {why}"))
+            elif isinstance(node, ast.BinOp) and type(node.op) in operators:
+                found.append((node.lineno, f"the operator {type(node.op).__name__} is not allowed in {self.exercise_id}: {why}"))
+            elif ("index" in operators and isinstance(node, ast.Subscript) and id(node) not in in_kernels
+                  and not (isinstance(node.value, ast.Name) and node.value.id in launched)
+                  and not all(map(_literal, _index_parts(node.slice)))):
+                found.append((node.lineno, f"an index by a variable outside a kernel is not allowed in {self.exercise_id}: {why}"))
+        return found
+
+
+def _index_parts(index):
+    if isinstance(index, ast.Slice):
+        return [part for part in (index.lower, index.upper, index.step) if part is not None]
+    if isinstance(index, ast.Tuple):
+        return [part for element in index.elts for part in _index_parts(element)]
+    return [index]
+
+
+__all__ = ["ALLOWED_MODULES", "ChapterNames", "EXERCISE_FORBIDS", "MAX_SOURCE", "NAMES", "SAFE_BUILTINS", "VALUE_ATTRIBUTES",
+           "chapter_names", "check", "top_level_kinds"]

@@ -8,6 +8,7 @@ import time
 
 from . import report, sandbox
 from .chapters import InvalidSubmission, read_chapter
+from .cells import first_line
 from .runner import Options, Row, close_judges, grade_notebook, instructor_signatures, screen
 
 WORKBOOK_NOTEBOOKS = pathlib.Path(__file__).resolve().parents[3] / "notebooks"
@@ -92,30 +93,87 @@ def read_limited(path, limit_mb):
     return data, ""
 
 
-def _needed(jobs, chapters, max_notebook_mb):
-    """``{chapter name: exercise ids}`` that some submission of ``jobs`` has the grader run
-    (:func:`.runner.screen`, which grading asks again): only these of the instructor's solutions
-    are checked and recorded. A file that is no chapter's notebook needs none."""
-    needed = {name: set() for name in chapters}
-    for _, filename, path, problem in jobs:
-        data, problem = (None, problem) if problem else read_limited(path, max_notebook_mb)
-        if problem:
-            continue
+class _Entry:
+    """One entry of :func:`collect` on its way: its screen, or the rows that already end it."""
+
+    __slots__ = ("student", "filename", "screened", "rows", "modified")
+
+    def __init__(self, student, filename, screened, rows, modified):
+        self.student, self.filename, self.screened, self.rows, self.modified = student, filename, screened, rows, modified
+
+
+def _screen_file(student, filename, path, problem, chapters, max_notebook_mb, where):
+    """``(Screened or None, rows)`` of one entry of :func:`collect`: whatever the file holds, an
+    error ends this entry alone, as its ``invalid`` (a file the grader refuses) or ``crashed`` row
+    (one it could not read), naming the file."""
+    if not problem:
+        data, problem = read_limited(path, max_notebook_mb)
+    if problem:
+        return None, [Row(student, filename, "", 0, 0, "invalid", problem, sandbox=where)]
+    try:
+        return screen(data, filename, chapters), []
+    except InvalidSubmission as error:
+        return None, [Row(student, filename, "", 0, 0, "invalid", str(error), sandbox=where)]
+    except Exception as error:  # noqa: BLE001  (MemoryError, RecursionError, anything a file makes the reader meet)
+        return None, [Row(student, filename, "", 0, 0, "crashed", f"the grader could not read {filename}: {first_line(error)}",
+                          sandbox=where)]
+
+
+def _screen_all(jobs, chapters, max_notebook_mb, where="bwrap"):
+    """Each entry of ``jobs`` (:func:`collect`) screened once (:func:`.runner.screen`), and copies of one
+    chapter from one submission reduced to the newest (:func:`_keep_newest`)."""
+    entries = []
+    for student, filename, path, problem in jobs:
+        screened, rows = _screen_file(student, filename, path, problem, chapters, max_notebook_mb, where)
         try:
-            chapter, _, _, accepted = screen(data, filename, chapters)
-        except InvalidSubmission:
+            modified = os.stat(path, follow_symlinks=False).st_mtime if screened else None
+        except OSError:
+            modified = None
+        entries.append(_Entry(student, filename, screened, rows, modified))
+    _keep_newest(entries, where)
+    return entries
+
+
+def _keep_newest(entries, where):
+    """Grade one copy of a chapter per submission: the newest by the time its cells record having run
+    where every copy records one, else by the file's modification time (then by name). Each other
+    copy gets one ``invalid`` row of no points that says which copy was graded instead."""
+    copies = {}
+    for entry in entries:
+        if entry.screened is not None:
+            copies.setdefault((entry.student, entry.screened.chapter.name), []).append(entry)
+    for (student, chapter), found in copies.items():
+        if len(found) < 2:
             continue
-        needed[chapter.name].update(accepted)
+        recorded = all(e.screened.recorded is not None for e in found)
+        newest = max(found, key=(lambda e: (e.screened.recorded, e.filename)) if recorded else (lambda e: (e.modified or 0, e.filename)))
+        how = "by the time its cells record having run" if recorded else "by the file's modification time"
+        for entry in found:
+            if entry is not newest:
+                entry.rows = [Row(student, entry.filename, "", 0, 0, "invalid",
+                                  f"not graded: {newest.filename} is a newer copy of chapter {chapter} in this submission "
+                                  f"({how}), and a chapter is graded once", chapter=chapter, sandbox=where)]
+                entry.screened = None
+
+
+def _needed(entries):
+    """``{chapter name: exercise ids}`` that some screened entry has the grader run: only these of the
+    instructor's solutions are checked and recorded."""
+    needed = {}
+    for entry in entries:
+        if entry.screened is not None:
+            needed.setdefault(entry.screened.chapter.name, set()).update(entry.screened.accepted)
     return needed
 
 
-def _grade_file(student, filename, data, problem, chapters, signatures, options, max_notebook_mb=16):
-    """Rows of one entry of :func:`collect`; ``data`` is the file's bytes or its path (read here, bounded)."""
-    if isinstance(data, pathlib.Path):
-        data, problem = read_limited(data, max_notebook_mb)
-    if problem:
-        return [Row(student, filename, "", 0, 0, "invalid", problem, sandbox="bwrap" if options.isolated else "none")]
-    return grade_notebook(student, filename, data, chapters, signatures, options)
+def _grade_file(student, filename, screened, chapters, signatures, options):
+    """Rows of one screened file: an error of the grader's own ends this file alone, as its ``crashed`` row."""
+    try:
+        return grade_notebook(student, filename, None, chapters, signatures, options, screened=screened)
+    except Exception as error:  # noqa: BLE001  (whatever one file makes the grader meet, the batch goes on)
+        return [Row(student, filename, "", 0, screened.chapter.max_score, "crashed",
+                    f"the grader failed on {filename}: {first_line(error)}", chapter=screened.chapter.name,
+                    sandbox="bwrap" if options.isolated else "none")]
 
 
 class Progress:
@@ -204,25 +262,29 @@ def grade(submissions, out, *, instructor=None, workers=None, options=Options(),
 
 
 def _grade_jobs(jobs, chapters, workers, options, scheduler, progress, max_notebook_mb):
-    """Every row of ``jobs`` (:func:`collect`): the instructor's solutions they need recorded, then each file graded."""
-    needed = _needed(jobs, chapters, max_notebook_mb)
+    """Every row of ``jobs`` (:func:`collect`): each file screened once, the instructor's solutions
+    they need recorded, then each file graded."""
+    entries = _screen_all(jobs, chapters, max_notebook_mb, "bwrap" if options.isolated else "none")
+    needed = _needed(entries)
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
-        recorded = {name: pool.submit(instructor_signatures, chapter, options, needed[name]) for name, chapter in chapters.items()}
+        recorded = {name: pool.submit(instructor_signatures, chapter, options, needed.get(name, set()))
+                    for name, chapter in chapters.items()}
         signatures = {name: future.result() for name, future in recorded.items()}
-    bar = Progress(len(jobs), enabled=progress)
-    results = [None] * len(jobs)
-    # Files are read when graded, one per worker at a time; a cluster's workers get the bytes.
-    payloads = jobs if scheduler is None else [(student, filename, *(read_limited(path, max_notebook_mb) if path else (None, why)))
-                                               for student, filename, path, why in jobs]
+    bar = Progress(len(entries), enabled=progress)
+    results = [entry.rows for entry in entries]
+    graded = [k for k, entry in enumerate(entries) if entry.screened is not None]
+    for k in set(range(len(entries))) - set(graded):
+        bar.step(entries[k].student)
+    payloads = {k: (entries[k].student, entries[k].filename, entries[k].screened) for k in graded}
     if scheduler is not None:
         _on_dask(scheduler, payloads, chapters, signatures, options, results, bar)
     else:
         with concurrent.futures.ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
-            futures = {pool.submit(_grade_file, *payload, chapters, signatures, options, max_notebook_mb): k for k, payload in enumerate(payloads)}
+            futures = {pool.submit(_grade_file, *payload, chapters, signatures, options): k for k, payload in payloads.items()}
             for future in concurrent.futures.as_completed(futures):
                 k = futures[future]
                 results[k] = future.result()
-                bar.step(jobs[k][0])
+                bar.step(entries[k].student)
     return [row for found in results for row in found]
 
 
@@ -234,9 +296,9 @@ def _on_dask(scheduler, payloads, chapters, signatures, options, results, bar):
         raise RuntimeError("--scheduler needs Dask distributed: pip install 'dask[distributed]'") from error
     client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
     try:
-        futures = [client.submit(_grade_file, *payload, chapters, signatures, options, pure=False) for payload in payloads]
-        index = {future.key: k for k, future in enumerate(futures)}
-        for future in as_completed(futures):
+        futures = {k: client.submit(_grade_file, *payload, chapters, signatures, options, pure=False) for k, payload in payloads.items()}
+        index = {future.key: k for k, future in futures.items()}
+        for future in as_completed(list(futures.values())):
             k = index[future.key]
             results[k] = future.result()
             bar.step(payloads[k][0])

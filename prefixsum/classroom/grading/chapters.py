@@ -16,12 +16,16 @@ outputs, extra and re-ordered cells change nothing.
 """
 import ast
 import dataclasses
+import datetime
+import json
 import pathlib
+import re
 
 import nbformat
 
 from ..renumbering import chapter_name
 from ..student import strip_solutions
+from .whitelist import MAX_SOURCE
 
 SETUP, EXERCISE, CHECK = "setup", "exercise", "check"
 
@@ -125,16 +129,70 @@ def read_chapter(path):
 
 
 def read_submission(data, filename):
-    """Parse a submitted file (bytes) as a notebook, or raise :class:`InvalidSubmission`."""
+    """Parse a submitted file (bytes) as a notebook, or raise :class:`InvalidSubmission`.
+
+    Beyond JSON, the notebook must have the shape grading reads (:func:`_shape_problem`): a
+    malformed one (a cell's source an int, its ``exercise_id`` a list, ``tags`` not a list of
+    strings) is refused whole, with the cell and the field named.
+    """
     if not filename.endswith(".ipynb"):
         raise InvalidSubmission(f"{filename} is not a notebook (.ipynb)")
     try:
-        notebook = nbformat.reads(data.decode("utf-8"), as_version=4)
+        text = data.decode("utf-8")
+        # A version 4 notebook is read without nbformat's schema validation, which costs seconds on
+        # a file of many cells and tells nothing _shape_problem does not check; older ones are converted.
+        raw = json.loads(text)
+        notebook = nbformat.v4.to_notebook_json(raw) if raw.get("nbformat") == 4 else nbformat.reads(text, as_version=4)
     except Exception as error:  # noqa: BLE001  (any parse failure is the same verdict for the teacher)
         raise InvalidSubmission(f"{filename} is not a readable notebook: {type(error).__name__}: {str(error)[:200]}") from None
-    if not any(cell.get("cell_type") == "code" for cell in notebook.get("cells", [])):
+    problem = _shape_problem(notebook)
+    if problem:
+        raise InvalidSubmission(f"{filename} is not a notebook the grader can read: {problem}")
+    for part in [notebook, *notebook.cells]:
+        part.setdefault("metadata", nbformat.NotebookNode())
+    if not any(cell.get("cell_type") == "code" for cell in notebook.cells):
         raise InvalidSubmission(f"{filename} has no code cells")
     return notebook
+
+
+def _shape_problem(notebook):
+    """What in ``notebook`` (as nbformat read it, which keeps malformed fields) is not what grading reads, or ``""``."""
+    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+        return "it has no list of cells"
+    if not isinstance(notebook.get("metadata", {}), dict) or not isinstance(notebook.get("metadata", {}).get("prefixsum", {}), dict):
+        return "its metadata is not an object"
+    for number, cell in enumerate(notebook["cells"]):
+        where = f"cell {number}"
+        if not isinstance(cell, dict) or not isinstance(cell.get("cell_type"), str):
+            return f"{where} is not a cell"
+        metadata = cell.get("metadata", {})
+        if not isinstance(metadata, dict):
+            return f"{where}: its metadata is not an object"
+        tags = metadata.get("tags", [])
+        if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
+            return f"{where}: its tags are {'of type ' + type(tags).__name__ if not isinstance(tags, list) else 'not all text'}, not a list of text"
+        if "exercise_id" in metadata and not isinstance(metadata["exercise_id"], str):
+            return f"{where}: its exercise_id is of type {type(metadata['exercise_id']).__name__}, not text"
+        if cell["cell_type"] == "code" and not isinstance(cell.get("source"), str):
+            return f"{where} is a code cell without a source text" if "source" not in cell else \
+                f"{where}: its source is of type {type(cell['source']).__name__}, not text"
+    return ""
+
+
+def recorded_time(notebook):
+    """The latest time a cell of ``notebook`` records having run (JupyterLab's ``execution`` metadata, where
+    its cell timing is on), as an aware datetime, or None."""
+    latest = None
+    for cell in notebook.cells:
+        execution = cell.get("metadata", {}).get("execution")
+        for value in execution.values() if isinstance(execution, dict) else ():
+            try:
+                when = datetime.datetime.fromisoformat(value.replace("Z", "+00:00")) if isinstance(value, str) else None
+            except ValueError:
+                continue
+            if when is not None and when.tzinfo is not None and (latest is None or when > latest):
+                latest = when
+    return latest
 
 
 def chapter_of(notebook, filename, chapters):
@@ -178,13 +236,23 @@ def submitted_sources(notebook, chapter):
         elif k < len(tagged):
             found[exercise.id] = tagged[k]
         else:
-            first = exercise.source.strip().splitlines()[0]
-            found[exercise.id] = next((c.source for c in code if c.source.strip().splitlines()[:1] == [first]), None)
+            first = _first_line(exercise.source)
+            found[exercise.id] = next((c.source for c in code if _first_line(c.source) == first), None)
     return found
+
+
+_FIRST_LINE = re.compile(r"\s*([^\r\n]*)")
+
+
+def _first_line(source):
+    """The first line of ``source`` that is not blank, without the spaces around it (reads no further)."""
+    return _FIRST_LINE.match(source).group(1).strip()
 
 
 def unsolved(source, exercise):
     """Whether ``source`` still raises the students' version's ``NotImplementedError``."""
+    if len(source) > MAX_SOURCE:  # no blank is that long, and the allow-list refuses it unparsed
+        return False
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, UnicodeError, RecursionError, MemoryError):
@@ -195,6 +263,29 @@ def unsolved(source, exercise):
             if getattr(func, "id", None) == "NotImplementedError" and isinstance(first, ast.Constant) and first.value == exercise.unsolved_message:
                 return True
     return False
+
+
+# The grader's first cell of the assembled notebook. A check cell runs as ``_grading_check(its
+# source, its name)``: the check's own prints are kept and printed after it, and what else is
+# printed meanwhile (the student's debug prints, a kernel's, warnings) goes nowhere, so that nbval
+# compares the check's verdict with the stored one, as the grader's re-check does, and not the
+# cell's whole output. The check runs in a copy of the notebook's namespace, as the re-check's does.
+GRADING_CELL = """\
+def _grading_check(source, name):
+    import contextlib, linecache, os
+    printed = []
+
+    def keep(*values, sep=" ", end="\\n", file=None, flush=False):
+        printed.append((" " if sep is None else sep).join(map(str, values)) + ("\\n" if end is None else end))
+
+    linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+    try:
+        with open(os.devnull, "w") as nowhere, contextlib.redirect_stdout(nowhere), contextlib.redirect_stderr(nowhere):
+            exec(compile(source, name, "exec"), {**globals(), "print": keep})
+    finally:
+        print("".join(printed), end="")
+"""
+GRADER = "grader"
 
 
 def assemble(chapter, sources):
@@ -209,10 +300,12 @@ def assemble(chapter, sources):
     Returns
     -------
     (nbformat.NotebookNode, list of (kind, exercise id or None))
-        Setup and exercise cells keep no expected output (``nbval-ignore-output``); check cells
-        carry the instructor's stored stdout.
+        The grader's cell (:data:`GRADING_CELL`), setup and exercise cells keep no expected output
+        (``nbval-ignore-output``); check cells carry the instructor's stored stdout, and run
+        through the grader's cell.
     """
-    cells, kinds = [], []
+    cells = [nbformat.v4.new_code_cell(GRADING_CELL, metadata={"tags": ["nbval-ignore-output"]})]
+    kinds = [(GRADER, None)]
     for source in chapter.setup:
         cells.append(nbformat.v4.new_code_cell(source, metadata={"tags": ["nbval-ignore-output"]}))
         kinds.append((SETUP, None))
@@ -221,12 +314,12 @@ def assemble(chapter, sources):
         cells.append(nbformat.v4.new_code_cell(exercise.blank if source is None else source,
                                                metadata={"tags": ["nbval-ignore-output"]}))
         kinds.append((EXERCISE, exercise.id))
-        for check, expected in exercise.checks:
-            cell = nbformat.v4.new_code_cell(check, execution_count=len(cells) + 1)  # nbval skips unrun cells
+        for number, (check, expected) in enumerate(exercise.checks):
+            run = f"_grading_check({check!r}, {f'<check {exercise.id} {number}>'!r})"
+            cell = nbformat.v4.new_code_cell(run, execution_count=len(cells) + 1)  # nbval skips unrun cells
             cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=expected)]
             cells.append(cell)
             kinds.append((CHECK, exercise.id))
     notebook = nbformat.v4.new_notebook(cells=cells)
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     return notebook, kinds
-

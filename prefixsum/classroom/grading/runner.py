@@ -25,12 +25,15 @@ import re
 import sys
 import threading
 import xml.etree.ElementTree as ElementTree
+from typing import NamedTuple
 
 import nbformat
 
 from ...core.device import device_environment
 from . import allowlist, judging, observations, results, sandbox
-from .chapters import EXERCISE, InvalidSubmission, assemble, chapter_of, read_submission, submitted_sources, unsolved
+from .chapters import (EXERCISE, InvalidSubmission, assemble, chapter_of, read_submission, recorded_time, submitted_sources,
+                       unsolved)
+from .. import stepping
 from ..renumbering import renumbered
 
 STATUSES = ("pass", "fail", "not-attempted", "error", "timeout", "crashed", "tampered", "invalid")
@@ -238,12 +241,16 @@ def combine(exercise, source, problems, ptx, trusted, nbval):
 
     * not-attempted: no cell for it, or it still raises the students' ``NotImplementedError``
       (then nothing of it ran);
-    * refused by the allow-list or the PTX compiler: ``tampered`` when nbval nonetheless passed
-      the check (a forgery), else ``invalid``, with the reason;
+    * refused by the allow-list or the PTX compiler: ``invalid``, with the reason (nbval ran the
+      students' blank in its place);
     * ``timeout``, ``crashed``, ``error`` as the runs found them;
-    * ``tampered`` when the sandbox's observations do not answer the grader's replay of the checks;
-    * ``pass`` only when nbval and the trusted check both pass; ``fail`` when both fail (the
-      checker's diagnosis); any other disagreement is ``tampered``.
+    * ``tampered`` only on evidence of forgery, its message saying what was observed: the
+      sandbox's observations do not answer the grader's replay of the checks, or nbval's run of
+      the check printed the stored verdict where the grader's own check of the same code found a
+      mistake (the simulator is deterministic: only a changed run tells them apart);
+    * ``pass`` when nbval's run and the grader's own check both print the stored verdict, and
+      ``fail`` when either does not: the grader's diagnosis, or what nbval's run printed
+      instead. The student's own prints do not count: the check cells print only the verdict.
     """
     nbval_status, nbval_text = nbval
     if source is None:
@@ -254,8 +261,6 @@ def combine(exercise, source, problems, ptx, trusted, nbval):
         return "error", problems[0]
     refused = "; ".join(problems) or (ptx.get("message") if ptx.get("status") == "rejected" else "")
     if refused:
-        if nbval_status == "pass":
-            return "tampered", f"the notebook's check passed, but the grader refuses the exercise's code: {refused}"
         return "invalid", f"the grader refuses the exercise's code: {refused}"
     trusted_status, message = trusted.get("status", "crashed"), trusted.get("message", "the grader's own check gave no result")
     if "MemoryError" in f"{message} {nbval_text}" or "over its memory limit" in f"{message} {nbval_text}":
@@ -270,44 +275,64 @@ def combine(exercise, source, problems, ptx, trusted, nbval):
     if trusted.get("rule"):
         return "fail", message
     if nbval_status == trusted_status == "pass":
-        return "pass", ""
-    if nbval_status == trusted_status == "fail":
+        return "pass", ptx.get("message", "") if ptx.get("status") == "ok" else ""
+    if trusted_status != "pass":
+        if nbval_status == "pass":
+            return "tampered", ("nbval's run of the check in the notebook printed the stored verdict, but the grader's own "
+                                f"check of the same code found: {message}")
         return "fail", message
-    if nbval_status == "pass":
-        return "tampered", f"the notebook's check printed PASS, but the grader's own check says: {message}"
-    return "tampered", ("the grader's own check passes, but the notebook's check cell printed something else "
-                        f"(code outside the exercise, or a print in it?): {nbval_text}")
+    return "fail", f"the grader's own check passes, but nbval's run of the check in the notebook did not: {nbval_text or 'no verdict'}"
+
+
+class Screened(NamedTuple):
+    """What :func:`screen` finds in a submitted file."""
+
+    chapter: object
+    sources: dict
+    """``{exercise id: the submitted cell or None}`` (a cell over the allow-list's size bound cut short, for the feedback)."""
+    problems: dict
+    """``{exercise id: the allow-list's refusals}``."""
+    accepted: dict
+    """``{exercise id: source}`` of the exercises attempted and accepted."""
+    recorded: object
+    """The latest time a cell of the notebook records having run (:func:`.chapters.recorded_time`), or None."""
 
 
 def screen(data, filename, chapters):
-    """What of a submitted file the grader runs: ``(chapter, sources, problems, accepted)``.
+    """What of a submitted file the grader runs: a :class:`Screened`.
 
-    ``sources``: ``{exercise id: the submitted cell or None}``; ``problems``: ``{exercise id:
-    the allow-list's refusals}``; ``accepted``: ``{exercise id: source}`` of the exercises
-    attempted (not still raising the students' ``NotImplementedError``: a class's blanks cost
-    nothing) and accepted by the allow-list. It only parses: a batch asks it first, to check and
-    record only the instructor's solutions that some submission needs.
+    ``accepted`` holds the exercises attempted (not still raising the students'
+    ``NotImplementedError``: a class's blanks cost nothing) and accepted by the allow-list,
+    which sees each cell with the chapter's setup, the instructor's cells and checks, and the
+    submission's own cells before it. It only parses: a batch asks it once per file, first, to
+    check and record only the instructor's solutions that some submission needs.
 
     Raises
     ------
     InvalidSubmission
         When the file is no notebook of one of ``chapters``.
     """
-    notebook = renumbered(read_submission(data, filename))
+    notebook = renumbered(read_submission(data, filename), in_place=True)  # a fresh parse: no copy needed
     chapter = chapter_of(notebook, filename, chapters)
     sources = submitted_sources(notebook, chapter)
-    earlier, problems = [], {}
+    everything = tuple(e.source for e in chapter.exercises)
+    checks = tuple(check for e in chapter.exercises for check, _ in e.checks)
+    earlier, submitted, problems = [], [], {}
     for exercise in chapter.exercises:
         source = sources[exercise.id]
         problems[exercise.id] = [] if source is None else allowlist.check(
             source, instructor_source=exercise.source, setup_sources=chapter.setup, earlier_sources=earlier,
-            exercise_id=exercise.id)
+            exercise_id=exercise.id, chapter_sources=everything, earlier_submitted=tuple(submitted), check_sources=checks)
         earlier.append(exercise.source)
+        if source is not None and len(source) <= allowlist.MAX_SOURCE:
+            submitted.append(source)
     attempted = {e.id: sources[e.id] for e in chapter.exercises if sources[e.id] is not None and not unsolved(sources[e.id], e)}
-    return chapter, sources, problems, {i: s for i, s in attempted.items() if not problems[i]}
+    shown = {i: s if s is None or len(s) <= allowlist.MAX_SOURCE else
+             f"{s[:4096]}\n# ... the grader shows the first 4,096 of the cell's {len(s):,} characters" for i, s in sources.items()}
+    return Screened(chapter, shown, problems, {i: s for i, s in attempted.items() if not problems[i]}, recorded_time(notebook))
 
 
-def grade_notebook(student, filename, data, chapters, signatures, options=Options()):
+def grade_notebook(student, filename, data, chapters, signatures, options=Options(), screened=None):
     """Grade one submitted file; return its rows of grades.csv (with the students' code).
 
     Parameters
@@ -323,16 +348,20 @@ def grade_notebook(student, filename, data, chapters, signatures, options=Option
     signatures : dict
         ``{chapter name: instructor_signatures(chapter)}``: the record of every exercise that
         :func:`screen` accepts in ``data``, at least.
+    screened : Screened, optional
+        :func:`screen` of ``data``, where the batch has it already (``data`` is then not read).
 
     A notebook of an earlier numbering (:mod:`..renumbering`) is graded by the current names.
     """
     where = "bwrap" if options.isolated else "none"
     if options.isolated:
         sandbox.check_available()  # once per process: a cluster's worker may lack bwrap
-    try:
-        chapter, sources, problems, accepted = screen(data, filename, chapters)
-    except InvalidSubmission as error:
-        return [Row(student, filename, "", 0, 0, "invalid", str(error), sandbox=where)]
+    if screened is None:
+        try:
+            screened = screen(data, filename, chapters)
+        except InvalidSubmission as error:
+            return [Row(student, filename, "", 0, 0, "invalid", str(error), sandbox=where)]
+    chapter, sources, problems, accepted, _ = screened
     recorded = signatures[chapter.name]
     ptx, trusted = {}, {}
     if any(recorded[i]["signatures"] for i in accepted):
@@ -377,7 +406,8 @@ def _stepper_traces(entry):
     if not pair or len(pair) != 2:
         return None
     try:
-        decoder = observations.Decoder()
+        # A picture is drawn of a small failing run (at most 64 elements): a larger trace is kept by no row.
+        decoder = observations.Decoder(records=stepping.PICTURE_RECORDS)
         return tuple(decoder.trace(t) for t in pair)
     except observations.Malformed:
         return None

@@ -410,7 +410,8 @@ def difference_png(student_trace, reference_trace, path, *, by="phase"):
     pathlib.Path or None
         ``path``, or None when the two runs never differ (nothing is written).
     """
-    student, reference = stepping.model(student_trace, by), stepping.model(reference_trace, by)
+    # The traces come from the grader's sandbox and judge: their file names are never opened.
+    student, reference = (stepping.model(t, by, source=stepping.no_source) for t in (student_trace, reference_trace))
     k = stepping.first_difference(student, reference)
     if k is None:
         return None
