@@ -178,8 +178,8 @@ def _device_work(run, launches, records, inputs, result, kernels):
             how = (f"no thread of {named} stored anything to global memory" if best is None else
                    f"the threads of {named} stored {written} of its {expected.size} elements, not element {first}")
             return "unwritten-output", first, (
-                f"The result was not computed by the kernel: {how} (the check compares every element of the result "
-                "with the last store to it by a thread of the kernels it launched). Host code cannot stand in "
+                f"The result was not computed by the kernels launched: {how} (the check compares every element of the result "
+                "with the last store to it by a thread of the exercise's kernels). Host code cannot stand in "
                 "for the kernel: the kernel must write every element of the result.")
     if len(inputs):
         source = np.ravel(np.asarray(inputs[0]))
