@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from numba import cuda
 
-from prefixsum.classroom import check, loopholes, mutation
+from prefixsum.classroom import check, loopholes, mistakes, mutation
 from prefixsum.classroom.check import counting
 from prefixsum.classroom.grading import judge, read_chapter, trusted
 from prefixsum.classroom.grading.runner import _inside
@@ -73,6 +73,14 @@ def test_checks_take_no_constant_and_no_host_wrapper_from_the_cell(exercise):
     assert not read & _module_constants(exercise.source), f"the check reads the cell's {read & _module_constants(exercise.source)}"
     given = {name for name, solved in _host_functions(exercise.source).items() if not solved}
     assert not read & given, f"the check calls the cell's given host code {read & given}, not the kernel"
+
+
+def test_the_table_lists_every_exercises_terms_and_every_named_mistake():
+    """``notebooks/exercise_checks.md``: a row of terms per exercise, a row per named mistake and loophole."""
+    rows = [line.split(" | ") for line in (NOTEBOOKS / "exercise_checks.md").read_text().splitlines() if line.startswith("| ")]
+    named = {(row[0][2:], row[1]) for row in rows if len(row) == 4}
+    assert set(EXERCISES) <= {row[0][2:] for row in rows}
+    assert {(m.exercise, m.name) for m in mistakes.MISTAKES + loopholes.LOOPHOLES} <= named
 
 
 # The family of right kernels every check must pass, however slow or naive: plain ``ps.check.scan``

@@ -147,7 +147,7 @@ _FOUND_BY = {
     "barrier-divergence": "the barriers and warp calls every thread must reach",
     "modified-input": "the input compared after the run",
     "over-budget": "the budget",
-    "library-call": "the lines and additions of the function's own code",
+    "library-call": "the lines of the function's own code",
     "poll-limit": "the poll limit of one wait",
     "plain-load-poll": "the tracer: a flag polled with plain loads",
     "stale-read": "the tracer: data read after a flag raised without a fence",
@@ -157,6 +157,16 @@ _FOUND_BY = {
     "deadlock": "the blocks that wait for each other",
     "not-associative": "the operator on random triples",
 }
+# Which part of a budget a verdict's hint shows, by its words.
+_BUDGET_PARTS = (("additions for", "the budget: additions counted on the elements"),
+                 ("additions in one execution", "the budget: additions in one execution of a line"),
+                 ("lines of its own code", "the lines of the function's own code"),
+                 ("memory accesses between two barriers", "the budget: accesses of one thread between two barriers"),
+                 ("barriers in one launch", "the budget: barriers"),
+                 ("global-memory accesses for", "the budget: global traffic per element"),
+                 ("passes of the shared-memory banks", "the budget: bank conflicts"),
+                 ("of the input's", "the budget: the kernels' reads of the input"),
+                 ("published", "the budget: the look-back's order"), ("serial walk", "the budget: the look-back's order"))
 _VERDICT = re.compile(r"FAIL [^:]*: ([a-z-]+)(?: at (n=\d+|case \d+))?")
 
 
@@ -167,7 +177,11 @@ def kill_row(mistake, output):
     if found is None:
         return f"| {mistake.exercise} | {mistake.name} | (passes) | |"
     diagnosis, where = found.groups()
-    return f"| {mistake.exercise} | {mistake.name} | {where or 'the operator alone'} | {diagnosis}: {_FOUND_BY.get(diagnosis, diagnosis)} |"
+    shown = next((what for words, what in _BUDGET_PARTS if diagnosis in ("over-budget", "library-call") and words in output),
+                  _FOUND_BY.get(diagnosis, diagnosis))
+    if where is None and diagnosis == "wrong-identity":
+        shown = "the identity on both sides of random elements"
+    return f"| {mistake.exercise} | {mistake.name} | {where or 'the operator alone'} | {diagnosis}: {shown} |"
 
 
 def main(paths):
