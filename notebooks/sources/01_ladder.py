@@ -42,7 +42,8 @@ print(ps.device_info())
 # **Spec.** `my_partial_sums(x)` takes a 1-D numpy array and returns a new array `s` of the
 # same length and dtype with `s[i] = x[0] + ... + x[i]`: the same as `np.cumsum(x)`, computed
 # by one loop of $n - 1$ additions, each reusing the sum before it. It runs on the host (no
-# kernel); the check runs it on random int32 inputs from 1 to 2049 elements.
+# kernel); the check runs it on random int32 inputs from 1 to 2049 elements, whose elements count
+# the additions made on them: at most two per element, and a few per line of the loop.
 #
 # Stuck? `ps.hint("01.serial-scan")` opens the first hint; each call opens the next.
 
@@ -58,7 +59,8 @@ def my_partial_sums(x):
 
 
 # %% tags=["check"] exercise_id="01.serial-scan"
-print(ps.check.scan(my_partial_sums, dtype=np.int32, budget=ps.check.Budget(host_lines_per_element=1)))
+print(ps.check.scan(my_partial_sums, dtype=np.int32,
+                    budget=ps.check.Budget(host_lines_per_element=1, additions_per_element=2)))
 
 # %% [markdown]
 # The package's two loops, for comparison:
@@ -233,7 +235,7 @@ def my_ladder_tile(x, out, totals, n):
 
 
 # %% tags=["check"] exercise_id="01.ladder-step"
-print(ps.check.tiled(my_ladder_tile, block_size=BLOCK,
+print(ps.check.tiled(my_ladder_tile, block_size=64,  # the check's tile, whatever BLOCK says
                      budget=ps.check.Budget(barriers=7, accesses_per_step=4, traffic_per_element=2)))
 
 # %% [markdown]
@@ -310,7 +312,7 @@ def my_max_tile(x, out, totals, n):
 
 
 # %% tags=["check"] exercise_id="01.ladder-max"
-print(ps.check.tiled(my_max_tile, block_size=BLOCK, op="max", dtype=np.int32,
+print(ps.check.tiled(my_max_tile, block_size=64, op="max", dtype=np.int32,
                      budget=ps.check.Budget(barriers=7, accesses_per_step=4, traffic_per_element=2)))
 
 # %% [markdown]

@@ -81,8 +81,9 @@ def one_tile(kernel, x, threads):
 # **Spec.** `hs_step(cells, stride)` takes a numpy array and returns a **new** array: the lanes
 # after one Hillis–Steele step of stride `stride`, all lanes at once, as in the table above;
 # `cells` itself is not changed (`hs_scan`, given, passes the caller's `x` to the first step).
-# `hs_scan` runs the steps; the check runs it on random int32 inputs of every length from 1 to
-# 39 and longer ones up to 2049, against `np.cumsum`, and checks that `x` is unchanged.
+# `hs_scan` runs the steps; the check runs its own copy of that loop (so that only `hs_step` is
+# yours) on random int32 inputs of every length from 1 to 39 and longer ones up to 2049, against
+# `np.cumsum`, checks that `x` is unchanged, and checks single steps too.
 #
 # **Invariant.** If lane $t$ of `cells` holds the sum of the `stride` elements ending at $t$,
 # lane $t$ of the result holds the sum of the $2 \cdot$ `stride` elements ending at $t$ (all of
@@ -117,7 +118,20 @@ def hs_scan(x):
 
 
 # %% tags=["check"] exercise_id="03.hs-numpy"
-print(ps.check.scan(hs_scan, dtype=np.int32, sizes=tuple(range(1, 40)) + (100, 255, 256, 257, 1000, 2049)))
+def hs_scan_by_the_check(x):  # the check's own loop over the strides, each step yours
+    cells, stride = x, 1  # x itself: a step that changed its cells would change the caller's x
+    while stride < len(x):
+        cells = hs_step(cells, stride)
+        stride *= 2
+    return cells
+
+
+step_cases = [(np.random.default_rng(n).integers(-1000, 1000, n).astype(np.int32), stride)
+              for n in (2, 8, 33, 100) for stride in (1, 2, 4, 32) if stride < n]
+print(ps.check.function(hs_step, lambda cells, stride: np.concatenate([cells[:stride], cells[stride:] + cells[:-stride]]),
+                        step_cases, name="hs_step, one step"))
+print(ps.check.scan(hs_scan_by_the_check, dtype=np.int32, sizes=tuple(range(1, 40)) + (100, 255, 256, 257, 1000, 2049),
+                    name="hs_step, every step"))
 
 # %% [markdown]
 # ## 2. The kernel: two buffers
@@ -183,7 +197,7 @@ def my_hs_tile(x, out, totals, n):
 
 
 # %% tags=["check"] exercise_id="03.hs-step"
-print(ps.check.tiled(my_hs_tile, block_size=BLOCK,
+print(ps.check.tiled(my_hs_tile, block_size=64,  # the check's tile, whatever BLOCK says
                      budget=ps.check.Budget(barriers=7, accesses_per_step=4, traffic_per_element=2)))
 
 # %% [markdown]
@@ -305,7 +319,7 @@ def my_hs_one_buffer_tile(x, out, totals, n):
 
 
 # %% tags=["check"] exercise_id="03.hs-two-barriers"
-print(ps.check.tiled(my_hs_one_buffer_tile, block_size=BLOCK,
+print(ps.check.tiled(my_hs_one_buffer_tile, block_size=64,
                      budget=ps.check.Budget(barriers=13, accesses_per_step=4, traffic_per_element=2)))
 
 # %% [markdown]
@@ -502,7 +516,7 @@ def my_blelloch_tile(x, out, totals, n):
 
 
 # %% tags=["check"] exercise_id="03.blelloch-down-sweep"
-print(ps.check.tiled(my_blelloch_tile, block_size=BLOCK,
+print(ps.check.tiled(my_blelloch_tile, block_size=64,
                      budget=ps.check.Budget(barriers=14, accesses_per_step=5, traffic_per_element=2)))
 
 # %% [markdown]

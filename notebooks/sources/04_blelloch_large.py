@@ -161,7 +161,7 @@ def my_packed_tile(x, out, totals, n):
 
 
 # %% tags=["check"] exercise_id="04.packed-upsweep"
-print(ps.check.tiled(my_packed_tile, block_size=TILE, threads=THREADS,
+print(ps.check.tiled(my_packed_tile, block_size=128, threads=64,  # the check's tile, whatever TILE and THREADS say
                      budget=ps.check.Budget(barriers=16, accesses_per_step=6, traffic_per_element=2)))
 
 # %% [markdown]
@@ -299,7 +299,29 @@ def my_blelloch_scan(x):
 
 
 # %% tags=["check"] exercise_id="04.blelloch-carry"
-print(ps.check.scan(my_blelloch_scan, name="my_blelloch_scan",
+# The check's own scan, on its own arrays: the package's tiles of 64 on 32 threads, the totals
+# scanned by recursion, and your my_carry launched with one block of 32 threads per tile after the first.
+tiles_of_64 = ps.scans.blelloch.blelloch_tile_kernel("add", np.float32, True, False, 32, True)
+
+
+def scan_by_the_check(source, out):
+    n = source.shape[0]
+    tiles = (n + 63) // 64
+    totals = cuda.device_array(tiles, source.dtype)
+    tiles_of_64[tiles, 32](source, out, totals, n)
+    if tiles > 1:
+        carries = cuda.device_array(tiles, source.dtype)
+        scan_by_the_check(totals, carries)
+        my_carry[tiles - 1, 32](out, carries, n)
+
+
+def blelloch_scan_by_the_check(x):
+    out = cuda.device_array(len(x), x.dtype)
+    scan_by_the_check(cuda.to_device(x), out)
+    return out
+
+
+print(ps.check.scan(blelloch_scan_by_the_check, name="my_carry",
                     budget=ps.check.Budget(accesses_per_step=5, traffic_per_element=3, kernels=("my_carry",))))
 
 # %% [markdown]
@@ -457,7 +479,7 @@ def padded_tile(x, out, totals, n):
 
 
 # %% tags=["check"] exercise_id="04.conflict-free"
-print(ps.check.tiled(padded_tile, block_size=TILE, threads=THREADS,
+print(ps.check.tiled(padded_tile, block_size=128, threads=64,
                      budget=ps.check.Budget(bank_conflict_ways=2, accesses_per_step=5)))
 
 # %% [markdown]

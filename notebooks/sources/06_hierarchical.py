@@ -464,7 +464,14 @@ def my_warp_scan(x):
 
 
 # %% tags=["check"] exercise_id="06.warp-shuffle-scan"
-print(ps.check.scan(my_warp_scan, sizes=(1, 2, 5, 17, 31, 32), budget=ps.check.Budget(accesses_per_step=2)))
+def warp_scan_by_the_check(x):  # the check launches the kernel itself: its arrays, one warp
+    out = cuda.device_array(len(x), x.dtype)
+    my_warp_scan_kernel[1, 32](cuda.to_device(x), out, len(x))
+    return out
+
+
+print(ps.check.scan(warp_scan_by_the_check, sizes=(1, 2, 5, 17, 31, 32), name="my_warp_scan_kernel",
+                    budget=ps.check.Budget(accesses_per_step=2)))
 
 # %% [markdown]
 # The package's warp scan, for comparison:
@@ -528,8 +535,14 @@ def my_exclusive_warp_scan(x):
 
 
 # %% tags=["check"] exercise_id="06.exclusive-warp-scan"
-print(ps.check.scan(my_exclusive_warp_scan, inclusive=False, sizes=(1, 2, 5, 17, 31, 32),
-                    budget=ps.check.Budget(accesses_per_step=2)))
+def exclusive_warp_scan_by_the_check(x):  # the check launches the kernel itself: its arrays, one warp
+    out = cuda.device_array(len(x), x.dtype)
+    my_exclusive_warp_kernel[1, 32](cuda.to_device(x), out, len(x))
+    return out
+
+
+print(ps.check.scan(exclusive_warp_scan_by_the_check, inclusive=False, sizes=(1, 2, 5, 17, 31, 32),
+                    name="my_exclusive_warp_kernel", budget=ps.check.Budget(accesses_per_step=2)))
 
 # %% [markdown]
 # ## 8. Exercise: the block combine
@@ -580,7 +593,7 @@ def my_block_tile(x, out, totals, n):
 
 
 # %% tags=["check"] exercise_id="06.block-combine"
-print(ps.check.tiled(my_block_tile, block_size=BLOCK, budget=ps.check.Budget(barriers=3, accesses_per_step=3)))
+print(ps.check.tiled(my_block_tile, block_size=128, budget=ps.check.Budget(barriers=3, accesses_per_step=3)))
 
 # %% [markdown]
 # The package's block scan, for comparison (exclusive results and the block's total):

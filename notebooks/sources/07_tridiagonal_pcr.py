@@ -637,7 +637,13 @@ def residual_reference(a, b, c, d, x):
 
 residual_cases = [tuple(np.random.default_rng(10 * batch + n).uniform(-2, 2, (5, batch, n)))
                   for batch, n in ((1, 1), (1, 2), (2, 3), (3, 31), (2, 33), (5, 70))]
-print(ps.check.function(my_residual_of, residual_reference, residual_cases, name="my_residual",
+def residual_by_the_check(a, b, c, d, x):  # the check launches the kernel itself: its arrays, blocks of 32 x 4 threads
+    r = cuda.device_array(x.shape, x.dtype)
+    my_residual[(-(-x.shape[1] // 32), -(-x.shape[0] // 4)), (32, 4)](*(cuda.to_device(v) for v in (a, b, c, d, x)), r)
+    return r
+
+
+print(ps.check.function(residual_by_the_check, residual_reference, residual_cases, name="my_residual",
                         budget=ps.check.Budget(accesses_per_step=8)))
 
 # %% [markdown]
@@ -717,7 +723,13 @@ def my_pcr_solve(a, b, c, d):
     return x
 
 # %% tags=["check"] exercise_id="07.pcr-step"
-print(ps.check.tridiagonal(my_pcr_solve, budget=ps.check.Budget(accesses_per_step=20)))
+def pcr_solve_by_the_check(a, b, c, d):  # the check launches the kernel itself: its arrays, a block of 64 threads a system
+    x = cuda.device_array(d.shape, d.dtype)
+    my_pcr[d.shape[0], 64](cuda.to_device(a), cuda.to_device(b), cuda.to_device(c), cuda.to_device(d), x)
+    return x
+
+
+print(ps.check.tridiagonal(pcr_solve_by_the_check, name="my_pcr", budget=ps.check.Budget(accesses_per_step=20)))
 
 # %% [markdown]
 # ### Exercise 07.thomas-sweep (stretch, 2 points)
@@ -800,7 +812,40 @@ def my_hybrid_solve(a, b, c, d):
 
 
 # %% tags=["check"] exercise_id="07.thomas-sweep"
-print(ps.check.tridiagonal(my_hybrid_solve))
+@cuda.jit
+def hybrid_by_the_check(a, b, c, d, x):  # the check's own hybrid: PCR at strides 1, 2, 4, then your sweep on 8 threads
+    rows = cuda.shared.array((2, 4, 64), float64)
+    system, i, n = cuda.blockIdx.x, cuda.threadIdx.x, x.shape[1]
+    if i < n:
+        rows[0, 0, i] = a[system, i] if i > 0 else 0.0
+        rows[0, 1, i] = b[system, i]
+        rows[0, 2, i] = c[system, i] if i < n - 1 else 0.0
+        rows[0, 3, i] = d[system, i]
+    identity = (0.0, 1.0, 0.0, 0.0)
+    src, s = 0, 1
+    while s < 8:
+        cuda.syncthreads()
+        if i < n:
+            left = hybrid.slot(rows[src], i - s) if i >= s else identity
+            right = hybrid.slot(rows[src], i + s) if i + s < n else identity
+            new, _ = _common.reduce_row(left, hybrid.slot(rows[src], i), right)
+            hybrid.put(rows[1 - src], i, new)
+        src, s = 1 - src, 2 * s
+    cuda.syncthreads()
+    if i < 8 and i < n:
+        my_sweep(rows[src], i, (n - i + 7) // 8, 8)
+    cuda.syncthreads()
+    if i < n:
+        x[system, i] = rows[src, 3, i]
+
+
+def hybrid_solve_by_the_check(a, b, c, d):
+    x = cuda.device_array(d.shape, d.dtype)
+    hybrid_by_the_check[d.shape[0], 64](cuda.to_device(a), cuda.to_device(b), cuda.to_device(c), cuda.to_device(d), x)
+    return x
+
+
+print(ps.check.tridiagonal(hybrid_solve_by_the_check, name="my_sweep"))
 
 # %% tags=["instructor"]
 print(inspect.getsource(hybrid.sweep))  # the package's sweep, which solves the exercise

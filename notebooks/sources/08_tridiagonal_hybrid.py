@@ -728,8 +728,15 @@ def my_exchange_of(rows, lanes, s):
     return out
 
 
-print(ps.check.neighbours(my_exchange_of))
-print(ps.check.tridiagonal(my_warp_solve, n_values=(1, 2, 3, 7, 11, 32)))
+def warp_solve_by_the_check(a, b, c, d):  # the solver's kernel launched by the check: its arrays, blocks of 32 threads
+    x = cuda.device_array(d.shape, d.dtype)
+    lanes = 1 << (d.shape[1] - 1).bit_length()
+    my_warp_pcr[-(-d.shape[0] * lanes // 32), 32](*(cuda.to_device(v) for v in (a, b, c, d)), x, lanes)
+    return x
+
+
+print(ps.check.neighbours(my_exchange_of, name="my_neighbours"))
+print(ps.check.tridiagonal(warp_solve_by_the_check, n_values=(1, 2, 3, 7, 11, 32), name="my_neighbours in the warp solver"))
 
 # %% [markdown]
 # ### Exercise 08.interface-system (core, 2 points)
@@ -835,7 +842,20 @@ def my_partition_solve(a, b, c, d):
     return x
 
 # %% tags=["check"] exercise_id="08.interface-system"
-print(ps.check.tridiagonal(my_partition_solve, n_values=(1, 2, 3, 7, 11, 32, 33), chunk=ROWS,
+def partition_solve_by_the_check(a, b, c, d):  # the check's own solve: its arrays, chunks of 4 rows, blocks of 32 threads
+    batch, n = d.shape
+    chunks = -(-n // 4)
+    bands = [cuda.to_device(v) for v in (a, b, c, d)]
+    ra, rb, rc, rd, xr = (cuda.device_array((batch, 2 * chunks)) for _ in range(5))
+    grid, block = (-(-chunks // 32), batch), (32, 1)
+    my_reduce[grid, block](*bands, ra, rb, rc, rd)
+    warp.run(ra, rb, rc, rd, xr, cuda.to_device(np.zeros(batch, np.int32)))
+    x = cuda.device_array((batch, n))
+    my_substitute[grid, block](*bands, xr, x)
+    return x
+
+
+print(ps.check.tridiagonal(partition_solve_by_the_check, n_values=(1, 2, 3, 7, 11, 32, 33), chunk=4, name="my_reduce and my_substitute",
                            budget=ps.check.Budget(accesses_per_step=120, kernels=("my_reduce", "my_substitute"))))
 
 # %% [markdown]
@@ -921,7 +941,29 @@ def my_partition_of(a, b, c, d):
     return [v.copy_to_host() for v in bands]
 
 # %% tags=["check"] exercise_id="08.chunk-partition"
-print(ps.check.partition(my_partition_of, rows=ROWS, budget=ps.check.Budget(accesses_per_step=160, kernels=("my_chunks",))))
+@cuda.jit
+def chunks_by_the_check(a, b, c, d):  # the check's own kernel: chunks of 4 rows, each thread's through your my_partition
+    t, system = cuda.grid(2)
+    if system < b.shape[0] and t < b.shape[1] // 4:
+        la, lb = cuda.local.array(4, float64), cuda.local.array(4, float64)
+        lc, ld = cuda.local.array(4, float64), cuda.local.array(4, float64)
+        for k in range(4):
+            i = t * 4 + k
+            la[k], lb[k], lc[k], ld[k] = a[system, i], b[system, i], c[system, i], d[system, i]
+        my_partition(la, lb, lc, ld)
+        for k in range(4):
+            i = t * 4 + k
+            a[system, i], b[system, i], c[system, i], d[system, i] = la[k], lb[k], lc[k], ld[k]
+
+
+def partition_by_the_check(a, b, c, d):
+    bands = [cuda.to_device(v) for v in (a, b, c, d)]
+    chunks_by_the_check[(-(-b.shape[1] // 4 // 32), b.shape[0]), (32, 1)](*bands)
+    return [v.copy_to_host() for v in bands]
+
+
+print(ps.check.partition(partition_by_the_check, rows=4, name="my_partition",
+                         budget=ps.check.Budget(accesses_per_step=160, kernels=("chunks_by_the_check",))))
 
 # %% tags=["instructor"]
 # the package's code that solves the three exercises: the warp solver and its shuffles (pcr_lanes), a level of the partition method, the partition

@@ -436,9 +436,6 @@ publish, peek = lookback.state_access(np.float32)  # the package's state protoco
 warp_sum = ps.primitives.warp.reduce_shfl("add", np.float32)  # a warp's total, in every lane
 to_bits, from_bits = lookback.bit_carrier(np.float32)  # float32 <-> uint32, same bits
 FULL_MASK, AGGREGATE, PREFIX = 0xFFFFFFFF, lookback.AGGREGATE, lookback.PREFIX
-# The most polls of one wait in the checks: a lane of a look-back waits a few polls for its
-# predecessor's first state; one that waits for a PREFIX instead waits like a chained scan.
-LOOK_BACK_POLLS = 64
 
 # %% [markdown]
 # **The look-back loop (core).** Write `my_look_back(status, values, tile, aggregate, epoch)`,
@@ -498,11 +495,13 @@ def my_look_back(status, values, tile, aggregate, epoch):
 
 
 # %% tags=["check"] exercise_id="10.lookback-loop"
+# At most 64 polls of one wait: a lane of a look-back waits a few polls for its predecessor's
+# first state; one that waits for a PREFIX instead waits like a chained scan.
 with ps.sim.resident_blocks(48):
     for call in ("first", "second"):  # the second call meets the states the first left behind, as real calls do
         print(ps.check.scan(lambda x: ps.lessons.scan_with(x, my_look_back), sizes=(1, 33, 300, 1100, 2049),
                             name=f"my_look_back, {call} call", budget=ps.check.Budget(look_back="status"),
-                            polls=LOOK_BACK_POLLS))
+                            polls=64))
 
 # %% [markdown]
 # **The publish step (stretch).** Write `my_publish(status, values, tile, flag, value)` for the
@@ -528,7 +527,7 @@ with_my_publish = lookback.look_back("add", np.dtype(np.float32), publish=my_pub
 with ps.sim.resident_blocks(48):
     for call in ("first", "second"):
         print(ps.check.scan(lambda x: ps.lessons.scan_with(x, with_my_publish), sizes=(1, 33, 300, 1100, 2049),
-                            name=f"my_publish, {call} call", polls=LOOK_BACK_POLLS))
+                            name=f"my_publish, {call} call", polls=64))
 
 # %% [markdown]
 # ## 8. Summary

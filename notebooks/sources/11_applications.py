@@ -169,16 +169,17 @@ def running_argmax(p, q):
     ### END SOLUTION
 
 # %% tags=["check"] exercise_id="11.argmax-operator"
-as_operator = ps.check.operator(running_argmax, ARGMAX_IDENTITY, (np.float64, np.int64), name="running_argmax")
+identity_of_argmax = (-np.inf, np.iinfo(np.int64).max)  # the check's own: whatever the cell's ARGMAX_IDENTITY says
+as_operator = ps.check.operator(running_argmax, identity_of_argmax, (np.float64, np.int64), name="running_argmax")
 print(as_operator)
-in_a_scan = ps.check.scan(lambda x: ps.scan(x, running_argmax, identity=ARGMAX_IDENTITY), op=running_argmax,
-                          identity=ARGMAX_IDENTITY, dtype=(np.float64, np.int64), sizes=(1, 2, 33, 300),
+in_a_scan = ps.check.scan(lambda x: ps.scan(x, running_argmax, identity=identity_of_argmax), op=running_argmax,
+                          identity=identity_of_argmax, dtype=(np.float64, np.int64), sizes=(1, 2, 33, 300),
                           name="running_argmax")
 print(in_a_scan)
 
 
 def first_indices_of_maxima(values):
-    return ps.scan((values, np.arange(values.size)), running_argmax, identity=ARGMAX_IDENTITY)[1]
+    return ps.scan((values, np.arange(values.size)), running_argmax, identity=identity_of_argmax)[1]
 
 
 def with_inf_and_nan(n, seed):
@@ -297,9 +298,10 @@ print("apps.compact is x[mask]:", np.array_equal(apps.compact(x, mask), x[mask])
 # | writes `out` at | 0 | | | 1 | 2 | | 3 | |
 #
 # `out` is `a d e g`. No two threads write one cell of `out`, and the threads of dropped
-# elements write nothing (their places belong to the next kept element). The checker runs it on
-# many sizes, with poisoned memory, and traces it, and allows a thread of `my_scatter` at most 4
-# memory accesses: one thread per element.
+# elements write nothing (their places belong to the next kept element). The checker launches it
+# itself, with its own flags, places and `out` and 128 threads a block, on many sizes, with
+# poisoned memory, traces it, and allows a thread of `my_scatter` at most 4 memory accesses: one
+# thread per element.
 
 # %% tags=["exercise"] exercise_id="11.compact" points=2 todo="thread i puts x[i] in its place in out if it is kept, and does nothing otherwise"
 @cuda.jit
@@ -322,7 +324,16 @@ def my_compact(x, mask):
 
 
 # %% tags=["check"] exercise_id="11.compact"
-print(ps.check.compaction(my_compact, name="my_compact", budget=ps.check.Budget(accesses_per_step=4, kernels=("my_scatter",))))
+def compact_by_the_check(x, mask):  # the check launches the kernel itself: its flags, places and out, 128 threads a block
+    flags = mask.astype(np.int32)
+    places = ps.exclusive_scan(flags)
+    out = cuda.device_array(int(places[-1] + flags[-1]) if len(x) else 0, x.dtype)
+    my_scatter[max(1, -(-len(x) // 128)), 128](cuda.to_device(x), cuda.to_device(flags), cuda.to_device(places), out)
+    return out
+
+
+print(ps.check.compaction(compact_by_the_check, name="my_scatter",
+                          budget=ps.check.Budget(accesses_per_step=4, kernels=("my_scatter",))))
 
 # %% [markdown]
 # ## 5. Radix sort
@@ -379,6 +390,10 @@ for dtype in ("int32", "uint64", "float32"):
 #
 # `out` is $2, 4, 6, 0, 5, 7, 1, 3$. The places are a permutation of $0..n-1$, so every cell of
 # `out` is written exactly once.
+#
+# The check launches `my_split_scatter` itself, with its own flags and scan, and then runs your
+# `my_split`, whose result must be written by its kernels (a kernel of your own for the flags is
+# welcome), not computed on the host.
 
 # %% tags=["exercise"] exercise_id="11.radix-pass" points=2 todo="my_split: find for every key its place in a stable split by bit `bit` (the keys whose bit is 0 first, each group in its old order) with one exclusive scan; my_split_scatter: thread i moves keys[i] to its place"
 @cuda.jit
@@ -406,7 +421,20 @@ def my_split(keys, bit):
 
 
 # %% tags=["check"] exercise_id="11.radix-pass"
-print(ps.check.radix_pass(my_split, name="my_split", budget=ps.check.Budget(accesses_per_step=8, kernels=("my_split_scatter",))))
+def split_by_the_check(keys, bit):  # the check launches the kernel itself: its flags, zeros_before and out, 128 threads a block
+    flags = np.where((keys >> bit) & 1, 0, 1).astype(np.int32)
+    zeros_before = (np.cumsum(flags) - flags).astype(np.int32)
+    out = cuda.device_array(len(keys), keys.dtype)
+    my_split_scatter[max(1, -(-len(keys) // 128)), 128](cuda.to_device(keys), cuda.to_device(flags),
+                                                        cuda.to_device(zeros_before), out)
+    return out
+
+
+print(ps.check.radix_pass(split_by_the_check, name="my_split_scatter",
+                          budget=ps.check.Budget(accesses_per_step=8, kernels=("my_split_scatter",))))
+# my_split itself, as you wrote it: its kernels (yours beside my_split_scatter too) must write every key of the result
+print(ps.check.radix_pass(my_split, name="my_split", sizes=(1, 31, 33, 300),
+                          budget=ps.check.Budget(accesses_per_step=8, kernels=("my_split_scatter",), device_work=True)))
 
 # %% [markdown]
 # ## 6. A tridiagonal solve by scans: Stone's method, and the scan that fails
@@ -613,7 +641,8 @@ for (tile, predecessor), digits in sorted(waits.items())[:8]:
 # those on lower lanes now, and add this step's keys to `counts[digit]`, once per digit. One
 # `match_any_sync`, one shuffle; let one lane of each group of peers update the count, and make
 # the next step's reader see it. The check sorts uint16 keys (two passes) with your rank, many
-# tiles, and compares the order with `np.argsort(kind="stable")`.
+# tiles of two warps each (a lane is `cuda.laneid`, not `cuda.threadIdx.x`), and compares the
+# order with `np.argsort(kind="stable")`.
 
 # %% tags=["exercise"] exercise_id="11.digit-rank" points=2 todo="return the number of keys of the warp with the caller's digit before it (earlier steps, then lower lanes), and add this step's keys of each digit to counts[digit] once"
 @cuda.jit(device=True)
@@ -632,7 +661,8 @@ def my_digit_rank(digit, counts):
 
 
 # %% tags=["check"] exercise_id="11.digit-rank"
-print(ps.check.stable_sort(lambda keys: apps.onesweep.sort_with(keys, rank=my_digit_rank), name="my_digit_rank"))
+print(ps.check.stable_sort(lambda keys: apps.onesweep.sort_with(keys, block_size=64, rank=my_digit_rank),  # two warps a block
+                           name="my_digit_rank"))
 
 # %% [markdown]
 # **The measured table.** `benchmarks/applications.py` ran the applications on one GPU against
@@ -712,7 +742,8 @@ ax.axhline(0.5, color="grey", linewidth=0.8, linestyle=":")
 # it with its own flag (a bool), and it returns two numbers, how many lanes *below* the caller
 # have their flag set (the caller's rank), and how many lanes of the warp have it set. No shared
 # memory and no loop: a vote, a mask and a bit count. The check runs `apps.compact` with your
-# function in place of the package's, on many sizes.
+# function in place of the package's, on many sizes, in blocks of two warps (the lanes of the
+# second warp are 0 to 31 as well).
 #
 # **Worked example**, the first 8 lanes of a warp whose other lanes are not kept; the warp's
 # vote is one 32-bit word with bit $l$ set where lane $l$'s flag is:
@@ -737,7 +768,8 @@ def my_warp_rank(kept):
 
 
 # %% tags=["check"] exercise_id="11.warp-rank"
-print(ps.check.compaction(lambda x, mask: apps.selection.compact_with(x, mask, rank=my_warp_rank), name="my_warp_rank"))
+print(ps.check.compaction(lambda x, mask: apps.selection.compact_with(x, mask, block_size=64, rank=my_warp_rank),  # two warps a block
+                          name="my_warp_rank"))
 
 # %% [markdown]
 # ## Summary

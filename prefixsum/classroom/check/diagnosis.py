@@ -31,6 +31,8 @@ def _hint_for_error(error, run=None):
         return "barrier-divergence", ("Not every thread reached the same cuda.syncthreads(): "
                                       "a barrier inside an if, or threads returning early. Move the barrier out of the branch.")
     if isinstance(error, IndexError):
+        at = re.findall(r"\n\s+at [^\n]*:(\d+) in \w+", str(error))
+        text += f" (line {at[-1]})" if at else ""
         if "negative index" in text:
             return "out-of-bounds", (f"{text} An index computed below 0: check the partner's formula (t - 2^d, "
                                      "t - phase, ...) at the smallest thread and level that use it.")

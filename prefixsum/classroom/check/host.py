@@ -62,6 +62,9 @@ def function(fn, reference, cases, *, name=None, timeout=20.0, budget=None):
             if found is not None:
                 return fail(diagnosis=found[0], hint=found[2])
             got = run.result
+            undone = budget.undone(run, [v for v in case if isinstance(v, np.ndarray)], got)
+            if undone is not None:
+                return fail(diagnosis=undone[0], hint=f"{_describe(case)}: {undone[2]}")
         changed = _changed_argument(given, case)
         if changed is not None:
             return fail(diagnosis="modified-input", hint=f"{_describe(case)}: {changed}")
@@ -126,6 +129,9 @@ def _check_cases(fn, cases, name, timeout, wrong_hint, budget=None):
         if found is not None:
             return CheckResult(False, found[0], name, tuple(sizes), n, found[1], found[2])
         result = run.result.copy_to_host() if hasattr(run.result, "copy_to_host") else np.asarray(run.result)
+        undone = None if budget is None else budget.undone(run, [a for a in args if isinstance(a, np.ndarray)], result)
+        if undone is not None:
+            return CheckResult(False, undone[0], name, tuple(sizes), n, undone[1], undone[2])
         if result.shape != expected.shape:
             return CheckResult(False, "wrong-result", name, tuple(sizes), n, None,
                                f"the result has {result.shape[0] if result.ndim else 0} elements, not {expected.shape[0]}.")

@@ -45,9 +45,9 @@ def observer(watcher):
 def record(fn, *args, counter=None, **kwargs):
     """:func:`prefixsum.classroom.trace.record` of a run of the student's code, through the observer if any.
 
-    ``counter`` is a one-element list that ``fn`` counts into while it runs (the lines of the
-    student's own host code, :func:`prefixsum.classroom.check.scan`): its value travels with the
-    observation.
+    ``counter`` is a list of integers that ``fn`` counts into while it runs (a tally of the
+    student's own host code, :mod:`prefixsum.classroom.check.counting`): its values travel with
+    the observation.
     """
     watcher = current()
     if watcher is None:

@@ -1,5 +1,7 @@
 """Verdicts and budgets: :class:`CheckResult`, :class:`Budget`, poisoned allocations."""
 import collections
+import os
+import pathlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,6 +48,22 @@ class Budget:
         calls) that must run per input element: an exercise that asks for a host loop runs its
         body once per element, where ``np.cumsum(x)`` runs one line in all. A minimum, unlike
         the other fields.
+    additions_per_element : float
+        The most additions (any arithmetic on the input's elements) the checked host function may
+        make per input element, counted on elements that count them (:mod:`.counting`), and at
+        most :data:`.counting.PER_LINE` in one execution of one of its own lines: the loop of an
+        O(n) scan adds once per element and once per step, where ``x[:i + 1].sum()`` for every
+        ``i`` adds O(n^2) times and ``np.dot`` with a triangular matrix or ``np.cumsum`` adds a
+        whole array in one line.
+    device_work : bool
+        The kernels did the work: every element of the result was last written by a thread of a
+        budgeted kernel, with the value returned, and every element of the first input was read
+        by one, at its own index. Host code that computes the answer and launches a kernel that
+        does nothing (or something else) fails it.
+
+    The budget applies to the launches of the kernels named in ``kernels`` and to every launch
+    of a kernel of the student's own that is not named (a helper: a kernel whose code lies
+    outside this package), so that a helper kernel is allowed as long as it stays within it.
     """
 
     barriers: int = None
@@ -55,10 +73,28 @@ class Budget:
     kernels: tuple = None
     look_back: str = None
     host_lines_per_element: float = None
+    additions_per_element: float = None
+    device_work: bool = False
+
+    def budgeted(self, run):
+        """The numbers of ``run``'s launches this budget applies to: the named kernels' and the helpers'."""
+        if self.kernels is None:
+            return {launch.number for launch in run.launches}
+        outside = {r.launch for r in run.records if not _in_package(r.file)}
+        return {launch.number for launch in run.launches if launch.kernel in self.kernels or launch.number in outside}
+
+    def undone(self, run, inputs, result):
+        """``(diagnosis, index, hint)`` when :attr:`device_work` asks for it and the kernels did not do
+        the work (``inputs``: the arrays the check passed, first one first; ``result``: what the
+        checked function returned); else None. A check asks it before it compares the result."""
+        if not self.device_work:
+            return None
+        launches = self.budgeted(run)
+        return _device_work(run, launches, [r for r in run.records if r.launch in launches], inputs, result, self.kernels)
 
     def overspent(self, run, n):
         """``(index, hint)`` for the first limit ``run`` (a :class:`prefixsum.trace.Trace`) exceeds, else None."""
-        launches = {launch.number for launch in run.launches if self.kernels is None or launch.kernel in self.kernels}
+        launches = self.budgeted(run)
         records = [r for r in run.records if r.launch in launches]
         if self.barriers is not None:
             passed = max((phase for (launch, _, _), phase in run.barriers_passed().items() if launch in launches), default=0)
@@ -92,6 +128,75 @@ class Budget:
                               f"shared-memory banks; at most {self.bank_conflict_ways} allowed. Pad the index so that "
                               "the threads of a warp hit different banks.")
         return None
+
+
+_PACKAGE = str(pathlib.Path(__file__).resolve().parents[2]) + os.sep
+
+
+def _in_package(file):
+    """Whether the source ``file`` of a traced access is this package's (not a student's cell)."""
+    return file.startswith(_PACKAGE)
+
+
+def _kernel_names(run, launches, kernels):
+    """How a hint names the budgeted kernels: the named ones, else those that ran."""
+    return " or ".join(kernels) if kernels else " or ".join(sorted({l.kernel for l in run.launches if l.number in launches}))
+
+
+def _same_values(values, expected):
+    """Whether the traced ``values`` (Python numbers) are ``expected``'s elements, compared in its dtype."""
+    try:
+        got = np.array(values, dtype=expected.dtype) if expected.dtype.kind != "f" else np.array(values, np.float64).astype(expected.dtype)
+    except (OverflowError, TypeError, ValueError):
+        return np.zeros(len(values), bool)
+    same = got == expected
+    if expected.dtype.kind in "fc":
+        same |= np.isnan(got) & np.isnan(expected)
+    return same
+
+
+def _device_work(run, launches, records, inputs, result, kernels):
+    """``(diagnosis, index, hint)`` when the budgeted kernels did not write every element of ``result`` (last, with
+    its value) or read every element of the first of ``inputs``; else None."""
+    named = _kernel_names(run, launches, kernels)
+    if result is not None:
+        expected = np.ravel(np.asarray(result.copy_to_host() if hasattr(result, "copy_to_host") else result))
+        last = collections.defaultdict(dict)
+        for r in records:
+            if r.write and r.space == "global":
+                last[(r.launch, r.array)][r.index] = r.value
+        best, written = None, -1
+        for key, cells in last.items():
+            indices = [k for k in range(expected.size) if k in cells]
+            same = _same_values([cells[k] for k in indices], expected[indices]) if indices else np.zeros(0, bool)
+            covered = np.zeros(expected.size, bool)
+            covered[np.array(indices, int)[same]] = True
+            if covered.sum() > written:
+                best, written = (key, covered), int(covered.sum())
+        if written < expected.size:
+            first = 0 if best is None else int(np.flatnonzero(~best[1])[0])
+            how = (f"no thread of {named} stored anything to global memory" if best is None else
+                   f"the threads of {named} stored {written} of its {expected.size} elements, not element {first}")
+            return "unwritten-output", first, (
+                f"The result was not computed by the kernels launched: {how} (the check compares every element of the result "
+                "with the last store to it by a thread of the exercise's kernels). Host code cannot stand in "
+                "for the kernel: the kernel must write every element of the result.")
+    if len(inputs):
+        source = np.ravel(np.asarray(inputs[0]))
+        read = collections.defaultdict(dict)
+        for r in records:
+            if not r.write and r.space == "global" and r.index < source.size:
+                read[r.array].setdefault(r.index, r.value)
+        best = 0
+        for cells in read.values():
+            indices = sorted(cells)
+            same = _same_values([cells[k] for k in indices], source[indices]) if indices else np.zeros(0, bool)
+            best = max(best, int(same.sum()))
+        if best < source.size:
+            return "over-budget", None, (f"The threads of {named} read {best} of the input's {source.size} elements: the "
+                                         "kernel must read its input and compute the result from it, not be handed "
+                                         "the answer.")
+    return None
 
 
 def _look_back_order(states, array):

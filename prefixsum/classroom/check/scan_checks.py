@@ -1,6 +1,5 @@
 """Scan checks: a student's scan (:func:`scan`), a user operator (:func:`operator`), a tile kernel (:func:`tiled`)."""
 import dataclasses
-import sys
 
 import numpy as np
 
@@ -8,7 +7,7 @@ from .. import child as _child, stepping
 from ...scans.ops import check_dtype, check_op, identity as identity_of
 from ...scans import user_ops
 from ...scans.testing import expected_scan, mismatches, random_input, wrong_indices
-from . import observed
+from . import counting, observed
 from .diagnosis import _hint_for_error, _trace_diagnosis
 from .mode import DEFAULT_SIZES, _SEED, _sizes_and_seed, limits
 from .results import Budget, CheckResult, _is_poison, with_poisoned_allocations
@@ -268,23 +267,26 @@ def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes
     sizes = tuple(sorted(sizes or DEFAULT_SIZES))
     shown = sizes
     sizes, seed = _sizes_and_seed(sizes)
-    lines = [0] if budget is not None and budget.host_lines_per_element is not None else None
-    call = fn if lines is None else _counting_lines(fn, lines)
+    additions = budget is not None and budget.additions_per_element is not None
+    if additions and (user or op != "add"):
+        raise ValueError("Budget.additions_per_element counts additions: it needs op='add' on one dtype")
+    tally = counting.new_tally() if additions or (budget is not None and budget.host_lines_per_element is not None) else None
+    call = fn if tally is None else counting.counting(fn, tally, additions=additions)
     passed_sizes = []
     for n in sizes:
         rng = np.random.default_rng(seed + n)
-        if lines is not None:
-            lines[0] = 0
+        if tally is not None:
+            tally[:] = counting.new_tally()
         if user:
             fields = user_ops.random_fields(n, dtype if isinstance(dtype, tuple) else (dtype,), rng)
             x = fields if isinstance(dtype, tuple) else fields[0]
             given = tuple(f.copy() for f in fields) if isinstance(dtype, tuple) else x.copy()
-            run = observed.record(with_poisoned_allocations, call, given, counter=lines, **limits(timeout, polls))
+            run = observed.record(with_poisoned_allocations, call, given, counter=tally, **limits(timeout, polls))
             diagnosis, index, hint = _diagnose_user(run, x, op, identity, inclusive, reverse)
         else:
             x = random_input(n, op, dtype, rng)
             given = x.copy()
-            run = observed.record(with_poisoned_allocations, call, given, counter=lines, **limits(timeout, polls))
+            run = observed.record(with_poisoned_allocations, call, given, counter=tally, **limits(timeout, polls))
             diagnosis, index, hint = _diagnose(run, x, op, inclusive, reverse)
         if diagnosis in ("pass", "wrong-result"):
             changed = _changed_input(given, x)
@@ -292,10 +294,14 @@ def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes
                 diagnosis, (index, hint) = "modified-input", changed
         if diagnosis == "wrong-result":
             hint = _wrong_result_hint(index, n, passed_sizes, not inclusive, hint)
-        if diagnosis == "pass" and lines is not None and lines[0] < budget.host_lines_per_element * n:
-            diagnosis, index, hint = "library-call", None, (
-                f"{name} ran {lines[0]} lines of its own code for {n} elements: the exercise asks for the loop "
-                "itself, one step per element; a library call (np.cumsum, itertools.accumulate) does the work for you.")
+        if diagnosis == "pass" and tally is not None:
+            found = _host_work(name, budget, tally, n)
+            if found is not None:
+                diagnosis, index, hint = found
+        if diagnosis in ("pass", "wrong-result") and budget is not None:
+            undone = budget.undone(run, (x,) if not user else (), run.result)
+            if undone is not None:
+                diagnosis, index, hint = undone
         if diagnosis == "pass" and budget is not None:
             overspent = budget.overspent(run, n)
             if overspent is not None:
@@ -339,30 +345,47 @@ def tiled(tile_kernel, *, block_size, threads=None, op="add", dtype=np.float32, 
         budget = dataclasses.replace(budget, kernels=(name,))
     verdict = scan(run_tiles, op=op, dtype=dtype, sizes=sizes, name=name, budget=budget, **kw)
     if not verdict:
+        if verdict.diagnosis == "out-of-bounds":  # a tile or a shared array of another size than the check's
+            return dataclasses.replace(verdict, hint=f"{verdict.hint} The check runs tiles of {block_size} elements on "
+                                                     f"{threads or block_size} threads, whatever the cell's constants say.")
         return verdict
     return _padding_verdict(tile_kernel, block_size, threads or block_size, op, check_dtype(dtype), verdict,
                             kw.get("timeout", 20.0))
 
 
-def _padding_probe(n, op, dtype, rng):
-    """An input whose tile totals only the identity leaves unchanged: every other padding value shows.
+def _padding_probes(n, op, dtype, rng):
+    """Inputs whose tile totals only the identity leaves unchanged: every other padding value shows.
 
-    Sums and products of random values change with any other padding; for max (min) the values
-    lie just above (below) the identity, so that 0, the dtype's largest value or any finite
-    stand-in for -inf changes the last tile's total.
+    Sums and products of random values change with any other padding. For max (min) the first
+    input holds the dtype's least (greatest) value everywhere, the end of the whole range: then
+    every other padding, however close to the identity (``INT32_MIN + 1``, the largest finite
+    float for ``-inf``), wins against it; the second lies just above (below) it.
     """
     if op in ("add", "mul"):
-        return random_input(n, op, dtype, rng)
-    sign = -1 if op == "max" else 1
+        return [random_input(n, op, dtype, rng)]
+    least = op == "max"
     if dtype.kind == "f":
-        return np.full(n, sign * np.finfo(dtype).max, dtype)
+        end = np.finfo(dtype).max
+        return [np.full(n, -np.inf if least else np.inf, dtype), np.full(n, -end if least else end, dtype)]
     info = np.iinfo(dtype)
     near = rng.integers(1, 100, size=n)
-    return (info.min + near if op == "max" else info.max - near).astype(dtype)
+    return [np.full(n, info.min if least else info.max, dtype), (info.min + near if least else info.max - near).astype(dtype)]
+
+
+def _padding_store(run, kernel, n, block_size, op, value):
+    """``" (lane L of tile T, past n, got it at line N)"``: where the tile kernel stored the wrong padding
+    ``value`` of max or min (a total of max or min is one of the values); else ''."""
+    if op not in ("max", "min"):
+        return ""
+    for r in run.records:
+        if r.write and r.space == "shared" and r.thread >= n - r.block * block_size and r.value is not None \
+                and run.launches[r.launch].kernel == kernel and np.array(r.value).astype(np.float64) == float(value):
+            return f" (lane {r.thread} of tile {r.block}, past n, got it at line {r.line})"
+    return ""
 
 
 def _padding_verdict(tile_kernel, block_size, threads, op, dtype, verdict, timeout):
-    """``verdict`` (a pass), unless a tile's total on :func:`_padding_probe` shows lanes past n padded wrong.
+    """``verdict`` (a pass), unless a tile's total on :func:`_padding_probes` shows lanes past n padded wrong.
 
     The scan itself cannot show the padding: lanes past n are never stored, and the last tile's
     total is never carried. The tile kernel's contract is its total, every tile's.
@@ -377,43 +400,45 @@ def _padding_verdict(tile_kernel, block_size, threads, op, dtype, verdict, timeo
 
     rng = np.random.default_rng(_SEED)
     for n in (1, block_size + 1):
-        x = _padding_probe(n, op, dtype, rng)
-        run = observed.record(with_poisoned_allocations, totals_of, x, **limits(timeout))
-        if run.error is not None:
-            diagnosis, hint = _hint_for_error(run.error)
-            return CheckResult(False, diagnosis, verdict.name, verdict.sizes, n, None, hint)
-        for b, got in enumerate(run.result):
-            expected, allowed = expected_scan(x[b * block_size:(b + 1) * block_size], op)
-            if wrong_indices(np.array([got]), expected[-1:], None if allowed is None else allowed[-1:]).size:
-                e = identity_of(op, dtype)
-                return CheckResult(False, "wrong-identity", verdict.name, verdict.sizes, n, n, (
-                    f"tile {b}'s total is {got.item()}, not {expected[-1].astype(dtype).item()}: the lanes past n must "
-                    f"hold the identity of {op} ({e.item()} for {dtype.name}), the one value that changes no total. The "
-                    "outputs cannot show it (lanes past n are not stored), the tile's total does."))
+        for x in _padding_probes(n, op, dtype, rng):
+            run = observed.record(with_poisoned_allocations, totals_of, x, **limits(timeout))
+            if run.error is not None:
+                diagnosis, hint = _hint_for_error(run.error)
+                return CheckResult(False, diagnosis, verdict.name, verdict.sizes, n, None, hint)
+            for b, got in enumerate(run.result):
+                expected, allowed = expected_scan(x[b * block_size:(b + 1) * block_size], op)
+                if wrong_indices(np.array([got]), expected[-1:], None if allowed is None else allowed[-1:]).size:
+                    e = identity_of(op, dtype)
+                    where = _padding_store(run, verdict.name, n, block_size, op, got)
+                    return CheckResult(False, "wrong-identity", verdict.name, verdict.sizes, n, n, (
+                        f"tile {b}'s total is {got.item()}, not {expected[-1].astype(dtype).item()}{where}: the lanes "
+                        f"past n must hold the identity of {op} ({e.item()} for {dtype.name}), the one value that "
+                        f"no {dtype.name} beats, so that it changes no total. The outputs cannot show it (lanes past "
+                        "n are not stored), the tile's total does."))
     return verdict
 
 
-def _counting_lines(fn, lines):
-    """``fn``, counting in ``lines[0]`` the lines of ``fn``'s own code that run (not those of what it calls)."""
-    code = getattr(fn, "__code__", None)
-
-    def local(frame, event, arg):
-        if event == "line":
-            lines[0] += 1
-        return local
-
-    def calls(frame, event, arg):
-        return local if frame.f_code is code else None
-
-    def counted(*args):
-        previous = sys.gettrace()
-        sys.settrace(calls)
-        try:
-            return fn(*args)
-        finally:
-            sys.settrace(previous)
-
-    return counted
+def _host_work(name, budget, tally, n):
+    """``(diagnosis, index, hint)`` when the host function's own work (``tally``, :mod:`.counting`) is
+    not the loop the exercise asks for; else None."""
+    lines, most, line, total = tally[counting.LINES], tally[counting.MOST], tally[counting.LINE], tally[counting.ADDITIONS]
+    if budget.host_lines_per_element is not None and lines < budget.host_lines_per_element * n:
+        return "library-call", None, (
+            f"{name} ran {lines} lines of its own code for {n} elements: the exercise asks for the loop "
+            "itself, one step per element; a library call (np.cumsum, itertools.accumulate) does the work for you.")
+    if budget.additions_per_element is None:
+        return None
+    if total > budget.additions_per_element * n:
+        return "over-budget", None, (
+            f"{name} made {total} additions for {n} elements, {most} of them in one execution of line {line}: the "
+            f"scan needs n - 1 = {n - 1}, one per step of the loop. Adding up x[:i + 1] again for every i (or a "
+            "product with a triangular matrix) is O(n^2) work: carry the running sum, s[i] = s[i - 1] + x[i].")
+    if most > counting.PER_LINE:
+        return "library-call", None, (
+            f"line {line} of {name} made {most} additions in one execution: a library call (np.cumsum, "
+            "np.add.accumulate, a sum over a slice) did the loop's work there. The exercise asks for the loop "
+            "itself, one addition per step.")
+    return None
 
 
 def _changed_input(given, x):

@@ -78,7 +78,8 @@ def verdict(exercise, entry, setup, timeout, decoder):
 
     with observed.observer(replayer):
         for check in exercise["checks"]:
-            scope = {**setup, **names, "print": record}
+            # The setup's names are the instructor's, whatever the sandbox's report says of them.
+            scope = {**names, **setup, "print": record}
             try:
                 exec(cells.compiled(check, f"<check {exercise['id']}>"), scope)  # noqa: S102  (the instructor's check)
             except observations.Unreplayable as error:

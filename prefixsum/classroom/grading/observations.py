@@ -35,6 +35,7 @@ DTYPES = frozenset("bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float
 MAX_DEPTH = 16
 MAX_ITEMS = 1 << 16
 MAX_TEXT = 4096
+MAX_COUNTS = 8  # integers in one run's counter (prefixsum.classroom.check.counting's tally)
 MAX_RECORDS = 2_000_000
 """Memory accesses that one submission's traces may hold together (an honest exercise's make about 150,000)."""
 MAX_BYTES = 256 << 20
@@ -302,8 +303,8 @@ class Decoder:
                 raise Malformed("after's keys are argument positions")
             after[int(key)] = self.value(value)
         counter = data.get("counter")
-        if counter is not None and type(counter) is not int:
-            raise Malformed("a counter is an integer")
+        if counter is not None and not (type(counter) is list and len(counter) <= MAX_COUNTS and all(type(c) is int for c in counter)):
+            raise Malformed(f"a counter is a list of at most {MAX_COUNTS} integers")
         found = {"kind": kind, "inputs": data["inputs"], "result": self.value(data["result"]),
                  "error": self.error(data["error"]), "after": after, "counter": counter}
         if kind == "record":
@@ -345,7 +346,7 @@ class Recorder:
         """A traced run (:func:`prefixsum.classroom.check.observed.record`), handed back as the judge decodes it."""
         def run():
             trace = tracing.record(fn, *args, **kwargs)
-            return trace.result, trace.error, {"trace": encode_trace(trace), "counter": counter[0] if counter else None}
+            return trace.result, trace.error, {"trace": encode_trace(trace), "counter": list(counter) if counter else None}
 
         return self._observe("record", args, kwargs, run, counter)
 
@@ -461,7 +462,8 @@ def answer(entry, args, counter):
             raise Unreplayable("the sandbox reported an argument changed into another shape or type")
         np.copyto(arrays[position], value)
     if counter is not None:
-        counter[0] = entry["counter"] or 0
+        counted = list(entry["counter"] or ())[:len(counter)]  # the check's own tally keeps its length
+        counter[:] = counted + [0] * (len(counter) - len(counted))
     if entry["kind"] == "call":
         if entry["error"] is not None:
             raise entry["error"]

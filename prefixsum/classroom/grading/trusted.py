@@ -36,6 +36,7 @@ import pathlib
 import re
 import signal
 import subprocess
+import symtable
 import sys
 import tempfile
 
@@ -82,7 +83,7 @@ def _reads(checks):
     return read - assigned
 
 
-def _check_one(exercise, source, namespace, setup, timeout):
+def _check_one(exercise, source, namespace, setup, timeout, devices=None):
     """What one exercise showed: ``{status, names, observations}``, or the stage and error that stopped it.
 
     Execs the exercise's cell, then its checks with a :class:`.observations.Recorder` watching
@@ -90,6 +91,8 @@ def _check_one(exercise, source, namespace, setup, timeout):
     :class:`.observations.Observed` proxies. ``status`` is ``ran``, ``error`` (``error`` is the
     exception as data, ``stage`` says whether the exercise or a check raised) or ``timeout``.
     Nothing here is a verdict: the grader replays the checks on these observations (:mod:`.judge`).
+    With ``devices`` (a dict), the argument types of every call of a device function the cell
+    defines are noted there while the checks run: the signatures to compile it with.
     """
     from prefixsum.classroom.check import observed
     from prefixsum.classroom.grading import observations
@@ -107,7 +110,7 @@ def _check_one(exercise, source, namespace, setup, timeout):
     names = {n: observations.describe(v) for n, v in mine.items()}
     given = {n: observations.Observed(v, recorder) if "callable" in names[n] else v for n, v in mine.items()}
     result = {"status": "ran", "names": names, "observations": recorder.observations}
-    with observed.observer(recorder):
+    with observed.observer(recorder), _observing_device_functions(namespace, source, devices):
         for check in exercise["checks"]:
             scope = {**namespace, **setup, **given, "print": lambda *values, **options: None}
             try:
@@ -157,30 +160,151 @@ def _check(request, emit, record=False):
     for exercise in chapter["exercises"]:
         if exercise["id"] not in sources:
             continue
-        found = {}
+        found, devices = {}, ({} if record else None)
         with _recording_launches(namespace, found):
-            result = _check_one(exercise, sources[exercise["id"]], namespace, setup, request["timeout"])
+            result = _check_one(exercise, sources[exercise["id"]], namespace, setup, request["timeout"], devices)
         result["id"] = exercise["id"]
         # Only kernels that this exercise's cell defines count: a launch of an earlier one is no
         # launch of the student's answer.
         mine = set(_kernels(sources[exercise["id"]]))
         result["launches"] = sum(len(s) for name, s in found.items() if name in mine)
         if record:
-            result["signatures"] = {name: sorted(s) for name, s in found.items()}
+            # A kernel of the cell that no check launches (the check launches one of its own) is
+            # named with no signature: the grader compiles nothing of it, since nothing runs it.
+            launched = {name: sorted(s) for name, s in {**devices, **found}.items()}
+            result["signatures"] = {**dict.fromkeys(mine, []), **launched}
         emit(result)
 
 
-def _kernels(source):
-    """Names of the kernels (``cuda.jit`` functions that are not ``device=True``) a cell defines."""
+def _kernels(source, device=False):
+    """Names of the kernels (``cuda.jit`` functions that are not ``device=True``) a cell defines; with
+    ``device``, of its device functions."""
     names = []
     for node in ast.parse(source).body:
         if isinstance(node, ast.FunctionDef):
             for decorator in node.decorator_list:
-                device = isinstance(decorator, ast.Call) and any(
+                is_device = isinstance(decorator, ast.Call) and any(
                     k.arg == "device" and getattr(k.value, "value", False) is True for k in decorator.keywords)
-                if not device:
+                if is_device == device and (device or _jit_decorator(decorator)):
                     names.append(node.name)
     return names
+
+
+def _jit_decorator(decorator):
+    """Whether a decorator is ``cuda.jit`` (or a call of it): a plain function's decorators are not kernels."""
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return isinstance(target, ast.Attribute) and target.attr == "jit" or isinstance(target, ast.Name) and target.id == "jit"
+
+
+def _type_spelling(value):
+    """A device function's argument as numba's signature strings spell its type (``float32[::1]``,
+    ``Tuple((float64, int64))``): the simulator's arrays by the numpy array they hold."""
+    import numpy as np
+    from numba import typeof, types
+
+    if isinstance(value, tuple):
+        return f"Tuple(({', '.join(_type_spelling(v) for v in value)},))"
+    array = getattr(value, "_ary", value)
+    if isinstance(array, np.ndarray):
+        return _spell(array)
+    kind = typeof(value)
+    return "boolean" if kind == types.boolean else str(kind)
+
+
+@contextlib.contextmanager
+def _observing_device_functions(namespace, source, devices):
+    """While inside, note in ``devices`` the signature of every call of a device function ``source`` defines.
+
+    A simulated device function calls its Python function ``fn``; it is replaced by one that
+    notes the call's argument types first, with the same globals (the simulator points their
+    ``cuda`` at the launch's) and ``__wrapped__`` (its source, which the package reads, is the
+    student's).
+    """
+    replaced = {}
+    for name in (_kernels(source, device=True) if devices is not None else ()):
+        function = namespace.get(name)
+        original = getattr(function, "fn", None)
+        if callable(original) and hasattr(original, "__globals__"):
+            replaced[name] = (function, original)
+            function.fn = _noting(original, devices.setdefault(name, set()))
+    try:
+        yield
+    finally:
+        for function, original in replaced.values():
+            function.fn = original
+
+
+def _noting(fn, signatures):
+    """``fn``, adding the signature of each call's arguments to ``signatures`` first."""
+    import functools
+    import types
+
+    spell = _type_spelling  # a closure's: the wrapper's globals are the student's namespace
+
+    def noted(*args):
+        signatures.add(f"({''.join(spell(a) + ', ' for a in args).rstrip(' ')})")
+        return fn(*args)
+
+    wrapper = types.FunctionType(noted.__code__, fn.__globals__, fn.__name__, None, noted.__closure__)
+    return functools.update_wrapper(wrapper, fn)
+
+
+def _free_names(source):
+    """The names a cell's code reads from its module: at the top level and inside its functions."""
+    found, tables = set(), [symtable.symtable(source, "<cell>", "exec")]
+    while tables:
+        table = tables.pop()
+        found |= {s.get_name() for s in table.get_symbols() if s.is_referenced() and (s.is_global() or
+                                                                                   table.get_type() == "module")}
+        tables.extend(table.get_children())
+    return found
+
+
+def _binds(node):
+    """The names a setup statement binds: imports, assignments, definitions; none for anything else."""
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in node.names}
+    if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, ast.Assign):
+        return {n.id for target in node.targets for n in ast.walk(target) if isinstance(n, ast.Name)}
+    return set()
+
+
+def _setup_for(setup, sources):
+    """The setup statements the cells ``sources`` need, and those these need, in their order.
+
+    Running every setup cell would import and run the whole workbook for a GPU (seconds, and
+    calls that need one); a device function of chapter 10 reads ``publish`` and ``PREFIX``, which
+    a setup cell binds from ``lookback``, which another imports.
+    """
+    statements = [node for cell in setup for node in ast.parse(cell).body]
+    needed = set().union(*map(_free_names, sources))
+    kept, grown = set(), True
+    while grown:
+        grown = False
+        for k, node in enumerate(statements):
+            if k not in kept and _binds(node) & needed:
+                kept.add(k)
+                needed |= _free_names(ast.unparse(node))
+                grown = True
+    return ast.Module(body=[statements[k] for k in sorted(kept)], type_ignores=[])
+
+
+def _compile_problem(kind, name, error):
+    """What a compile ``error`` of ``kind`` (kernel, device function) ``name`` says: the line and the cause."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(error))
+    line = re.search(r'File "[^"]*", line (\d+)|" at [^\n]*\((\d+)\)', text)
+    where = f" (line {line.group(1) or line.group(2)})" if line else ""
+    held = re.search(r"global\((\w+): ([^\n]{0,60})", text)
+    if held:
+        cause = (f"it reads the module-level {held.group(1)}, a Python object ({held.group(2).rstrip(')')}) that a GPU "
+                 "cannot hold: a list, dict or set lives in the host's memory. Make it a tuple, or a numpy array "
+                 "passed to the kernel")
+    else:
+        informative = [l.strip() for l in text.splitlines() if l.strip() and not l.startswith(("Failed in", "During:"))]
+        cause = re.sub(r" at 0x[0-9a-f]+", "", informative[0] if informative else "")
+    return f"{kind} {name} does not compile for a GPU{where}: {type(error).__name__}: {cause}"
 
 
 def _ptx(request, emit):
@@ -192,13 +316,8 @@ def _ptx(request, emit):
     _load(pathlib.Path(__file__).parents[2] / "core" / "numba_gpu.py", "numba_gpu").pretend_device(cc)
     chapter = json.loads(request["chapter"])
     namespace = {"__name__": "__grading__"}
-    used = {n.id for source in request["sources"].values() for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name)}
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        for source in chapter["setup"]:
-            # only the imports the cells use: importing the whole workbook for a GPU costs seconds
-            imports = [n for n in ast.parse(source).body if isinstance(n, (ast.Import, ast.ImportFrom))
-                       and {(a.asname or a.name).split(".")[0] for a in n.names} & used]
-            exec(compile(ast.Module(body=imports, type_ignores=[]), "<setup imports>", "exec"), namespace)  # noqa: S102
+        exec(compile(_setup_for(chapter["setup"], request["sources"].values()), "<setup>", "exec"), namespace)  # noqa: S102
     for exercise in chapter["exercises"]:
         source = request["sources"].get(exercise["id"])
         if source is None:
@@ -215,9 +334,16 @@ def _ptx(request, emit):
                     try:
                         cuda.compile_ptx(namespace[name].py_func, signature, cc=cc)
                     except Exception as error:  # noqa: BLE001  (the compiler's complaint is the result)
-                        text = re.sub(r"\x1b\[[0-9;]*m", "", str(error)).strip().splitlines()
-                        problems.append(f"kernel {name} does not compile for a GPU: {type(error).__name__}: "
-                                        f"{text[0] if text else ''}")
+                        problems.append(_compile_problem("kernel", name, error))
+            # A device function the package's kernels call (a look-back, a warp rank) is compiled on
+            # its own, for the argument types the instructor's solution was called with.
+            for name in _kernels(source, device=True):
+                for signature in signatures.get(name, ()):
+                    try:
+                        cuda.compile_ptx(namespace[name].py_func, signature, device=True, cc=cc)
+                    except Exception as error:  # noqa: BLE001  (the compiler's complaint is the result)
+                        problems.append(_compile_problem("device function", name, error))
+                        break
         except Exception as error:  # noqa: BLE001  (the student's error: the check's run reports it too)
             emit({"id": exercise["id"], "status": "error", "message": cells.first_line(error)})
             continue
