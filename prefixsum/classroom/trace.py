@@ -65,6 +65,8 @@ class Launch(NamedTuple):
     block: tuple
     combines: int
     """Calls of the package's operator device functions (``prefixsum.scans.ops.device_op``)."""
+    scalars: tuple = ()
+    """``(name, value)`` of each number the host passed (``n``, a look-back's ``epoch``)."""
 
 
 class Record(NamedTuple):
@@ -139,13 +141,17 @@ class Race(NamedTuple):
 class Trace:
     """The accesses of one :func:`record` run, and the analyses on them."""
 
-    def __init__(self, records, launches, result=None, error=None, fences=()):
+    def __init__(self, records, launches, result=None, error=None, fences=(), idle=None):
         self.records = records
         self.launches = launches
         self.fences = list(fences)
         """Every ``cuda.threadfence()`` of the run, as :class:`FenceRecord` s."""
         self.result = result
         self.error = error
+        self.idle = dict(idle or {})
+        """``{(launch, block, thread): (calls, kind, line)}``: the barriers and warp-level calls each
+        thread made since its last memory access (or its start), the last one's name and line; a
+        loop that reads nothing shows here."""
 
     def __repr__(self):
         return f"<Trace: {len(self.launches)} launches, {len(self.records)} accesses{', error' if self.error else ''}>"
@@ -320,7 +326,9 @@ class _Recorder:
     def __init__(self, deadline, steps=None, polls=None):
         self.steps = steps
         self.polls = _polls.Polls(polls)
-        self.counted = 0  # accesses that are not polls: the steps
+        self.counted = 0  # accesses that are not polls, barriers and warp-level calls: the steps
+        self.credit = 0  # steps the run's progress paid for (polls.PROGRESS_CREDIT per first access)
+        self.idle = {}  # (launch, block, thread) -> [calls since its last access, kind, line]
         self.records = []
         self.launches = []
         self.fences = []
@@ -329,7 +337,10 @@ class _Recorder:
 
     def start_launch(self, info):
         """A :func:`prefixsum.sim.launch_hook` callback: the accesses that follow are this launch's."""
-        self.launches.append([info.kernel, info.grid, info.block, 0])
+        names = getattr(getattr(info.function, "__code__", None), "co_varnames", ())
+        scalars = tuple((name, value) for name, value in zip(names, info.arguments)
+                        if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool))
+        self.launches.append([info.kernel, info.grid, info.block, 0, scalars])
 
     def count_call(self, function):
         """A :func:`prefixsum.sim.call_hook` callback: counts the operator calls of the launch."""
@@ -343,13 +354,15 @@ class _Recorder:
             raise TimeoutError("the kernel ran past the time limit (an endless loop?)")
         _, (bx, by, bz), (tx, ty, tz), array, space, index, kind, value, phase, file, line, _, dtype, stale = access
         launch = len(self.launches) - 1
-        kernel, (gx, gy, _), (dx, dy, _), _ = self.launches[launch]
+        kernel, (gx, gy, _), (dx, dy, _), _, _ = self.launches[launch]
         b, t = bx + gx * (by + gy * bz), tx + dx * (ty + dy * tz)
         flat = int(index[0] if len(index) == 1 else _flat(access))
-        if not self.polls.count((launch, b, t, array, flat), access, kernel):
-            if self.steps is not None and self.counted >= self.steps:
-                raise TimeoutError(f"the kernels ran past {self.steps} simulated steps (memory accesses): an endless loop?")
-            self.counted += 1
+        kind_of_access = self.polls.classify((launch, b, t, array, flat), access, kernel)
+        if kind_of_access is not _polls.POLL:
+            if kind_of_access is _polls.PROGRESS:
+                self.credit += _polls.PROGRESS_CREDIT
+            self._step()
+        self.idle.pop((launch, b, t), None)
         key = (launch, b, t, array, line)
         instance = self.instances.get(key, 0)
         self.instances[key] = instance + 1
@@ -357,6 +370,28 @@ class _Recorder:
         # tuple.__new__ skips the Python-level __new__ that NamedTuple generates: every field is given.
         self.records.append(_new_tuple(Record, (launch, b, t, array, space, flat, kind != "read", phase, line, instance,
                                                 itemsize, kind == "atomic", stale, value, file)))
+
+    def _step(self):
+        if self.steps is not None and self.counted >= self.steps + self.credit:
+            raise TimeoutError(f"the kernels ran past {self.steps} simulated steps (memory accesses, barriers and "
+                               "warp-level calls, besides those their progress paid for): an endless loop?")
+        self.counted += 1
+
+    def wait(self, wait):
+        """A :func:`prefixsum.sim.wait_hook` callback: a barrier or warp-level call is a step."""
+        if self.deadline is not None and time.process_time() > self.deadline:
+            raise TimeoutError("the kernel ran past the time limit (an endless loop?)")
+        self._step()
+        launch = len(self.launches) - 1
+        (bx, by, bz), (tx, ty, tz) = wait.block, wait.thread
+        _, (gx, gy, _), (dx, dy, _), _, _ = self.launches[launch]
+        key = (launch, bx + gx * (by + gy * bz), tx + dx * (ty + dy * tz))
+        idle = self.idle.get(key)
+        if idle is None:
+            self.idle[key] = [1, wait.kind, wait.line]
+        else:
+            idle[0] += 1
+            idle[1], idle[2] = wait.kind, wait.line
 
     def fence(self, fence):
         """A :func:`prefixsum.sim.fence_hook` callback: where the fence falls among the accesses."""
@@ -366,8 +401,10 @@ class _Recorder:
                                        fence.phase, fence.line, len(self.records)))
 
     def trace(self, result, error):
-        launches = [Launch(i, name, grid, block, combines) for i, (name, grid, block, combines) in enumerate(self.launches)]
-        return Trace(self.records, launches, result, error, self.fences)
+        launches = [Launch(i, name, grid, block, combines, scalars)
+                    for i, (name, grid, block, combines, scalars) in enumerate(self.launches)]
+        idle = {key: tuple(value) for key, value in self.idle.items()}
+        return Trace(self.records, launches, result, error, self.fences, idle)
 
 
 def _flat(access):
@@ -424,7 +461,8 @@ def _record_here(fn, args, kwargs, timeout, steps=None, polls=None):
     result = error = None
     try:
         with (time_limit(timeout), sim.enabled(True), sim.launch_hook(recorder.start_launch),
-              sim.call_hook(recorder.count_call), sim.access_hook(recorder), sim.fence_hook(recorder.fence)):
+              sim.call_hook(recorder.count_call), sim.access_hook(recorder), sim.fence_hook(recorder.fence),
+              sim.wait_hook(recorder.wait)):
             result = fn(*args, **kwargs)
     except Exception as exc:  # the trace up to the failure is the point
         error = exc
@@ -454,13 +492,18 @@ def record(fn, *args, timeout=None, steps=None, polls=None, raise_errors=False, 
         Seconds of CPU time after which a running kernel is stopped with TimeoutError: a bound
         for a runaway, which depends on the machine's speed, not on its load.
     steps : int, optional
-        Memory accesses after which the run is stopped with TimeoutError: the same for the same
-        run on any machine, under any load. Polls do not count (see ``polls``).
+        Steps (memory accesses, barriers and warp-level calls) after which the run is stopped with
+        TimeoutError: the same for the same run on any machine, under any load. Polls do not
+        count (see ``polls``), and each first access of a thread to a global cell adds
+        :data:`prefixsum.classroom.polls.PROGRESS_CREDIT` steps to the budget: a slow kernel that
+        keeps reading new elements runs on, a loop over the same cells does not.
     polls : int, optional
-        The most polls of one wait: a global read or atomic by a thread that finds a cell as it
-        found it the time before is a poll, counted per thread and cell, apart from the steps;
-        one more stops the run with :class:`prefixsum.sim.PollLimitError`, naming the thread,
-        the cell and what it found. A thread that waits long for another block costs no steps.
+        The most polls of one wait: a global read or atomic by a thread that finds a cell, of an
+        array some thread of the launch writes, as it found it the time before is a poll, counted
+        per thread and cell, apart from the steps; one more stops the run with
+        :class:`prefixsum.sim.PollLimitError`, naming the thread, the cell and what it found. A
+        thread that waits long for another block costs no steps; re-reading the input or a
+        constant table is never a poll.
     raise_errors : bool, default False
         Re-raise an exception from ``fn``; by default it is kept in :attr:`Trace.error` with the
         accesses made before it.

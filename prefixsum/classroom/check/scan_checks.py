@@ -9,7 +9,7 @@ from ...scans.ops import check_dtype, check_op, identity as identity_of
 from ...scans import user_ops
 from ...scans.testing import expected_scan, mismatches, random_input, wrong_indices
 from . import observed
-from .diagnosis import _hint_for_error, _trace_diagnosis
+from .diagnosis import _hint_for_error, _trace_diagnosis, wrong_result_hint
 from .mode import DEFAULT_SIZES, _SEED, _sizes_and_seed, limits
 from .results import Budget, CheckResult, _is_poison, with_poisoned_allocations
 
@@ -291,7 +291,7 @@ def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes
             if changed is not None:
                 diagnosis, (index, hint) = "modified-input", changed
         if diagnosis == "wrong-result":
-            hint = _wrong_result_hint(index, n, passed_sizes, not inclusive, hint)
+            hint = wrong_result_hint(run) or _wrong_result_hint(index, n, passed_sizes, not inclusive, hint)
         if diagnosis == "pass" and lines is not None and lines[0] < budget.host_lines_per_element * n:
             diagnosis, index, hint = "library-call", None, (
                 f"{name} ran {lines[0]} lines of its own code for {n} elements: the exercise asks for the loop "
