@@ -301,7 +301,7 @@ def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes
             if overspent is not None:
                 diagnosis, (index, hint) = "over-budget", overspent
         if diagnosis != "pass":
-            hint += stepping.failure_hint(diagnosis, run, x, op, inclusive, reverse)  # the stepper's call (issue 31)
+            hint += stepping.failure_hint(diagnosis, run, x, op, inclusive, reverse, fn=fn)  # the stepper's call (issue 31)
             return CheckResult(False, diagnosis, name, shown, n, index, hint)
         passed_sizes.append(n)
     return CheckResult(True, "pass", name, shown)
