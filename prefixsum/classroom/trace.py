@@ -148,6 +148,8 @@ class Trace:
         """Every ``cuda.threadfence()`` of the run, as :class:`FenceRecord` s."""
         self.result = result
         self.error = error
+        self.shapes = {}
+        """``{(launch, space, array): shape}`` of every array the run touched, as its kernel saw it."""
         self.idle = dict(idle or {})
         """``{(launch, block, thread): (calls, kind, line)}``: the barriers and warp-level calls each
         thread made since its last memory access (or its start), the last one's name and line; a
@@ -329,6 +331,7 @@ class _Recorder:
         self.counted = 0  # accesses that are not polls, barriers and warp-level calls: the steps
         self.credit = 0  # steps the run's progress paid for (polls.PROGRESS_CREDIT per first access)
         self.idle = {}  # (launch, block, thread) -> [calls since its last access, kind, line]
+        self.shapes = {}  # (launch, space, array) -> shape
         self.records = []
         self.launches = []
         self.fences = []
@@ -363,6 +366,8 @@ class _Recorder:
                 self.credit += _polls.PROGRESS_CREDIT
             self._step()
         self.idle.pop((launch, b, t), None)
+        if (launch, space, array) not in self.shapes:
+            self.shapes[(launch, space, array)] = tuple(access.shape)
         key = (launch, b, t, array, line)
         instance = self.instances.get(key, 0)
         self.instances[key] = instance + 1
@@ -404,7 +409,9 @@ class _Recorder:
         launches = [Launch(i, name, grid, block, combines, scalars)
                     for i, (name, grid, block, combines, scalars) in enumerate(self.launches)]
         idle = {key: tuple(value) for key, value in self.idle.items()}
-        return Trace(self.records, launches, result, error, self.fences, idle)
+        trace = Trace(self.records, launches, result, error, self.fences, idle)
+        trace.shapes = dict(self.shapes)
+        return trace
 
 
 def _flat(access):

@@ -367,3 +367,64 @@ def _race_rank(race):
     if not race.between_blocks:
         return 0
     return 1 + ("plain-poll", "unfenced", "read-write", "both-write").index(race.kind)
+
+
+_BANDS = {0: "lower band a", 1: "diagonal b", 2: "upper band c", 3: "right-hand side d"}
+
+
+def band_hint(run):
+    """For a tridiagonal solver whose x is wrong: the rows a thread solves alone in a sweep, when the
+    sweep never reads one of their coefficients (a shared array of rows with an axis of 4: a, b,
+    c, d); else None.
+
+    The sweep is the phase of the last launch in which the fewest threads read the rows (the others
+    wait: one thread per system of rows, as a Thomas sweep after PCR steps).
+    """
+    if run is None or not run.records:
+        return None
+    launch = run.records[-1].launch
+    readers = collections.defaultdict(set)
+    for r in run.records:
+        if r.launch == launch and r.space == "shared" and not r.write:
+            readers[(r.phase, r.array)].add((r.block, r.thread))
+    if not readers:
+        return None
+    (phase, array), threads = min(readers.items(), key=lambda item: (len(item[1]), -item[0][0]))
+    shape = run.shapes.get((launch, "shared", array), ())
+    if 4 not in shape or len(threads) == max(len(t) for t in readers.values()):
+        return None
+    axis = shape.index(4)
+    read = {np.unravel_index(r.index, shape)[axis] for r in run.records
+            if (r.launch, r.space, r.array, r.phase) == (launch, "shared", array, phase) and not r.write}
+    missing = [k for k in _BANDS if k not in read]
+    if not missing:
+        return None
+    block, thread = min(threads)
+    lines = sorted({r.line for r in run.records if (r.launch, r.array, r.phase, r.block, r.thread) ==
+                    (launch, array, phase, block, thread)})
+    return (f"The rows that one thread solves alone (thread {thread} of block {block}, lines {lines[0]} to {lines[-1]}) "
+            f"never read their {', '.join(_BANDS[k] for k in missing)} ({array}[..., {missing[0]}, ...] along its axis "
+            "of coefficients): the sweep down must eliminate each row's lower band a_j x_(j - step) with the row "
+            "above, pivot = b_j - a_j c'_(j - step) and d'_j = (d_j - a_j d'_(j - step)) / pivot, and the sweep up "
+            "then sets x_j = d'_j - c'_j x_(j + step).")
+
+
+def written_nan(run, array, index):
+    """For a NaN in the output ``array[index]`` (flat): where it came from, if the run wrote it there
+    computed; None if it was never written (the poison of an unwritten cell is NaN as well)."""
+    if run is None:
+        return None
+    written = [r for r in run.records if r.array == array and r.index == index and r.write and r.space == "global"]
+    if not written or not _not_finite(written[-1].value):
+        return None
+    first = next(r for r in run.records if r.write and _not_finite(r.value))
+    return (f"was written, as NaN (line {written[-1].line}): computed, not left unwritten. The run's first NaN or "
+            f"inf was stored to {first.array}[{first.index}] (line {first.line}, thread {first.thread} of block "
+            f"{first.block}): a division by zero, or 0 times inf, upstream.")
+
+
+def _not_finite(value):
+    try:
+        return not np.isfinite(value)
+    except TypeError:
+        return False
