@@ -61,7 +61,10 @@ def _arithmetic(op):
     def apply(a, b):
         if (type(a) in _INTEGER_SCALARS or type(b) in _INTEGER_SCALARS) and _is_integer(a) and _is_integer(b):
             signed = _signed(a) or _signed(b)
-            return op(_in64(a, signed), _in64(b, signed))
+            x, y = int(_in64(a, signed)), int(_in64(b, signed))
+            if y == 0 and op in (operator.floordiv, operator.mod):
+                return _in64(0, signed)  # a GPU does not trap; numpy gives 0 as well
+            return _in64(op(x, y), signed)
         return op(a, b)
 
     apply.__name__ = op.__name__
@@ -80,7 +83,7 @@ def _shift(op):
             if count >= 64:
                 fill = -1 if signed and op is operator.rshift and value < 0 else 0
                 return np.int64(fill) if signed else np.uint64(0)
-            return op(value, type(value)(count))
+            return _in64(op(int(value), count), signed)
         return op(a, b)
 
     apply.__name__ = op.__name__
@@ -96,15 +99,22 @@ lshift, rshift = _shift(operator.lshift), _shift(operator.rshift)
 def negative(a):
     """``-a``: a numpy integer widened to 64 bits of its signedness first."""
     if type(a) in _INTEGER_SCALARS:
-        return -_in64(a, _signed(a))
+        return _in64(-int(a), _signed(a))
     return -a
 
 
 def inverted(a):
     """``~a``: a numpy integer inverted in its own width, then widened to 64 bits of its signedness."""
     if type(a) in _INTEGER_SCALARS:
-        return _in64(~a, _signed(a))
+        return _in64(_in_width(~int(a), a), _signed(a))
     return ~a
+
+
+def _in_width(bits, like):
+    """``bits`` cut to the width of ``like`` (a numpy integer), as its type holds them."""
+    width = like.dtype.itemsize * 8
+    bits &= (1 << width) - 1
+    return bits - (1 << width) if like.dtype.kind == "i" and bits >> (width - 1) else bits
 
 
 def cast(kind, value):
