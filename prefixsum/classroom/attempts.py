@@ -15,7 +15,7 @@ prints them::
 """
 import time
 
-from .mistakes import Mistake, table_row
+from .mistakes import Mistake
 
 
 def _attempt(exercise, name, verdict, *edits, avoid=()):
@@ -98,9 +98,20 @@ def main(paths):
         _, output = mutation.isolated_verdict(exercise, attempt.source(exercise.source), timeout=20, wall=600)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-        line = output.splitlines()[0] if output.strip() else "(no output)"
-        verdict = table_row(attempt, line if line.startswith("FAIL") else output)
-        print(f"{verdict[:-2]} | {cpu:.0f} s ({time.monotonic() - started:.0f} s wall) |", flush=True)
+        print(f"| {attempt.exercise} | {attempt.name} | {_shown(output)} | {cpu:.0f} s "
+              f"({time.monotonic() - started:.0f} s wall) |", flush=True)
+
+
+_SHOWN = 600  # characters of a verdict in the table: enough for the words that name the bug
+
+
+def _shown(output):
+    """A check's output as a cell of the table: its first FAIL line without ``FAIL name:``, else every line."""
+    lines = output.strip().splitlines() or ["(no output)"]
+    failed = next((line for line in lines if line.startswith("FAIL")), None)
+    text = failed.split(": ", 1)[1] if failed else "; ".join(lines)
+    text = text.replace("|", "\\|")
+    return text if len(text) <= _SHOWN else text[:_SHOWN - 3] + "..."
 
 
 __all__ = ["RIGHT", "SECONDS", "WRONG", "main"]

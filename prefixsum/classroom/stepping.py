@@ -454,7 +454,7 @@ def last_failure(algorithm=None, **options):
     """``(student trace, reference trace)`` of the last failing check that kept its run.
 
     The reference is ``prefixsum.scan`` on the same input: with ``algorithm`` (and ``options``)
-    if given, else the exercise's own algorithm, found as the registered scan whose run agrees
+    if given, else the exercise's own algorithm (with the ``options`` it takes), found as the registered scan whose run agrees
     most alike the student's, step by step (:func:`likeness`: the cells each step reads and writes;
     then the latest first difference), each run with the student's
     block size where it takes one: a Hillis-Steele tile beside Hillis-Steele, a look-back beside
@@ -477,7 +477,7 @@ def last_failure(algorithm=None, **options):
     if algorithm is not None:
         reference = _reference_run(x, algorithm, options)
     else:
-        reference = _closest_reference(student, x)
+        reference = _closest_reference(student, x, options)
     return tuple(tracing.Trace(run.records, run.launches, fences=run.fences) for run in (student, reference))
 
 
@@ -489,15 +489,16 @@ def _reference_run(x, algorithm, options):
                           algorithm=algorithm, **options)
 
 
-def _closest_reference(student, x):
-    """The run of the registered scan most alike ``student`` (:func:`likeness`; ties: the first registered)."""
+def _closest_reference(student, x, given):
+    """The run of the registered scan most alike ``student`` (:func:`likeness`; ties: the first registered),
+    each with the ``given`` options it takes."""
     from ..scans.registry import ALGORITHMS
 
     threads = math.prod(student.launches[0].block) if student.launches else None
     mine = model(student)
     best, best_agreement = None, None
     for name, algorithm in ALGORITHMS.items():
-        for options in _options_like(algorithm, threads):
+        for options in _options_like(algorithm, threads, given):
             run = _reference_run(x, name, options)
             if run.error is not None or not run.records:
                 continue
@@ -515,13 +516,16 @@ def _closest_reference(student, x):
     return best
 
 
-def _options_like(algorithm, threads):
-    """The options of ``algorithm`` to try beside a student's run of blocks of ``threads``: tiles of
-    ``threads`` or ``2 * threads`` elements, one item per thread, each switch of the algorithm on and
-    off (a tile without padding, as a chapter writes it first), those the algorithm accepts."""
+def _options_like(algorithm, threads, given):
+    """The options of ``algorithm`` to try beside a student's run of blocks of ``threads``: the ``given``
+    ones it takes, else tiles of ``threads`` or ``2 * threads`` elements, one item per thread, each
+    switch of the algorithm on and off (a tile without padding, as a chapter writes it first), those
+    the algorithm accepts."""
     choices = []
     for option, default in algorithm.options.items():
-        if option == "block_size" and threads:
+        if option in given:
+            choices.append([(option, given[option])])
+        elif option == "block_size" and threads:
             choices.append([(option, b) for b in dict.fromkeys((threads, threads // 2)) if b])
         elif option == "items_per_thread":
             choices.append([(option, 1)])
