@@ -552,11 +552,8 @@ def my_digit_rank(digit, counts):
 # %% tags=["check"] exercise_id="11.digit-rank"
 print(ps.check.stable_sort(lambda keys: apps.onesweep.sort_with(keys, rank=my_digit_rank), name="my_digit_rank"))
 
-# %% [markdown]
-# The package's rank, which the sort above runs unless given another, for comparison:
-
 # %% tags=["instructor"]
-print(inspect.getsource(apps.onesweep.warp_digit_rank))
+print(inspect.getsource(apps.onesweep.warp_digit_rank))  # the package's rank, which sort_with runs unless given another
 
 # %% [markdown]
 # **The measured table.** `benchmarks/applications.py` ran the applications on one GPU against
