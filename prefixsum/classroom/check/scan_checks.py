@@ -301,7 +301,9 @@ def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes
             if overspent is not None:
                 diagnosis, (index, hint) = "over-budget", overspent
         if diagnosis != "pass":
-            hint += stepping.failure_hint(diagnosis, run, x, op, inclusive, reverse, fn=fn)  # the stepper's call (issue 31)
+            # The stepper's call (issue 31); the grader's replayer runs no student code, so it keeps no function.
+            hint += stepping.failure_hint(diagnosis, run, x, op, inclusive, reverse,
+                                          fn=fn if observed.current() is None else None)
             return CheckResult(False, diagnosis, name, shown, n, index, hint)
         passed_sizes.append(n)
     return CheckResult(True, "pass", name, shown)
