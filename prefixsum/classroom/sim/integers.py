@@ -23,6 +23,7 @@ they are. ``tests/test_sim_integers.py`` compares them with PTX's semantics, and
 """
 import operator
 
+import numba
 import numpy as np
 
 _INTEGER_SCALARS = frozenset((np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
@@ -134,9 +135,8 @@ def _integer_dtype(kind):
     """The numpy integer dtype of ``kind`` (a numpy scalar type or a numba integer type), else None."""
     if kind in _INTEGER_SCALARS:
         return np.dtype(kind)
-    name = getattr(kind, "name", None)
-    if type(kind).__name__ == "Integer" and isinstance(name, str):
-        return np.dtype(name)
+    if isinstance(kind, numba.types.Integer):
+        return np.dtype(kind.name)
     return None
 
 
