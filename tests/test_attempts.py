@@ -48,3 +48,12 @@ def test_a_mistake_gets_a_verdict_that_names_it_within_a_minute(attempt):
     for words in attempt.avoid:
         assert words not in output, output
     assert seconds < attempts.SECONDS, f"{seconds:.0f} s of CPU time"
+
+
+def test_the_verdict_table_lists_every_attempt():
+    table = pathlib.Path(__file__).resolve().parent.parent.joinpath("notebooks", "verdicts.md").read_text()
+    for attempt in attempts.RIGHT + attempts.WRONG:
+        row = f"| {attempt.exercise} | {attempt.name.replace('|', chr(92) + '|')} | "
+        assert row in table, row
+        verdict = table.split(row, 1)[1].split("\n", 1)[0]
+        assert verdict.startswith("PASS") == (attempt in attempts.RIGHT), verdict

@@ -98,7 +98,8 @@ def main(paths):
         _, output = mutation.isolated_verdict(exercise, attempt.source(exercise.source), timeout=20, wall=600)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-        print(f"| {attempt.exercise} | {attempt.name} | {_shown(output)} | {cpu:.0f} s "
+        name = attempt.name.replace("|", "\\|")
+        print(f"| {attempt.exercise} | {name} | {_shown(output)} | {cpu:.0f} s "
               f"({time.monotonic() - started:.0f} s wall) |", flush=True)
 
 
