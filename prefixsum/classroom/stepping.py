@@ -22,12 +22,10 @@ between two that have some, or a read that got a value the replay does not hold 
 are missing). Stale reads (another block's store not yet published) are exempt.
 """
 import collections
-import itertools
 import linecache
 import math
 from typing import NamedTuple
 
-import numpy as np
 
 from ..core.hardware import WARP_SIZE
 
@@ -277,7 +275,7 @@ def model(trace, by="phase", arrays=None):
     return Model(trace, by, arrays)
 
 
-def _comparable(model):
+def comparable(model):
     """``{slot: key}`` by which a slot of ``model`` meets its counterpart in another run: a global array by
     its name (the runs share the host's arrays), a shared or local one by its rank among the arrays of
     its owner, in the order the run first touched them (two kernels of one algorithm name them apart)."""
@@ -319,33 +317,12 @@ def aligned(student, reference):
     return pairs
 
 
-def likeness(student, reference):
-    """How alike the two runs' accesses are, step by step (:func:`aligned`), from 0 to 1: the mean over
-    the steps of the longer run of the overlap (intersection over union) of the cells each pair of steps
-    wrote, and of the cells they read (a step beside nothing adds 0). Two runs of one algorithm access
-    alike even where a mistake changed values."""
-    mine, others = _comparable(student), _comparable(reference)
-
-    def overlap(a, b):
-        return len(a & b) / len(a | b) if a | b else 1.0
-
-    total = 0.0
-    for k, j in enumerate(aligned(student, reference)):
-        if j is None:
-            continue
-        for field in ("written", "read"):
-            a = {(mine[s], i) for s, cells in getattr(student[k], field).items() for i in cells}
-            b = {(others[s], i) for s, cells in getattr(reference[j], field).items() for i in cells}
-            total += overlap(a, b)
-    return total / (2 * max(len(student), len(reference), 1))
-
-
 def differences(student, reference):
     """Per step of ``student``, the cells where its state differs from the reference step beside it
     (:func:`aligned`).
 
     Arrays are matched by launch, memory space and owner, global ones by name and shared and
-    local ones by the order the run first touched them (:func:`_comparable`), over the cells both
+    local ones by the order the run first touched them (:func:`comparable`), over the cells both
     have (a reference with larger tiles has more). A step with nothing beside it differs in every cell.
 
     Returns
@@ -354,7 +331,7 @@ def differences(student, reference):
         ``(slot, index)`` of the student's slots.
     """
     found = []
-    mine, others = _comparable(student), _comparable(reference)
+    mine, others = comparable(student), comparable(reference)
     for k, j in enumerate(aligned(student, reference)):
         if j is None:
             found.append({(s, i) for s, values in student[k].values.items() for i in range(len(values))})
@@ -455,8 +432,8 @@ def last_failure(algorithm=None, **options):
 
     The reference is ``prefixsum.scan`` on the same input: with ``algorithm`` (and ``options``)
     if given, else the exercise's own algorithm (with the ``options`` it takes), found as the registered scan whose run agrees
-    most alike the student's, step by step (:func:`likeness`: the cells each step reads and writes;
-    then the latest first difference), each run with the student's
+    most alike the student's, step by step (:func:`prefixsum.classroom.references.likeness`: the
+    cells each step reads and writes; then the latest first difference), each run with the student's
     block size where it takes one: a Hillis-Steele tile beside Hillis-Steele, a look-back beside
     the look-back. A check that failed on more than :data:`FAILING_SIZES` elements is stepped
     through on the smallest input up to that size on which the checked function fails too.
@@ -471,103 +448,16 @@ def last_failure(algorithm=None, **options):
     """
     if not _last:
         raise LookupError("no failing check has kept a run to step through in this session: run the check first")
+    from . import references
     from . import trace as tracing
 
-    student, x = _small_failure()
+    student, x = references.small_failure(_last)
     if algorithm is not None:
-        reference = _reference_run(x, algorithm, options)
+        reference = references.reference_run(x, _last, algorithm, options)
     else:
-        reference = _closest_reference(student, x, options)
+        reference = references.closest(student, x, _last, options)
     return tuple(tracing.Trace(run.records, run.launches, fences=run.fences) for run in (student, reference))
 
 
-def _reference_run(x, algorithm, options):
-    from ..scans.api import scan
-    from . import trace as tracing
-
-    return tracing.record(scan, x.copy(), _last["op"], inclusive=_last["inclusive"], reverse=_last["reverse"],
-                          algorithm=algorithm, **options)
-
-
-def _closest_reference(student, x, given):
-    """The run of the registered scan most alike ``student`` (:func:`likeness`; ties: the first registered),
-    each with the ``given`` options it takes."""
-    from ..scans.registry import ALGORITHMS
-
-    threads = math.prod(student.launches[0].block) if student.launches else None
-    mine = model(student)
-    best, best_agreement = None, None
-    for name, algorithm in ALGORITHMS.items():
-        for options in _options_like(algorithm, threads, given):
-            run = _reference_run(x, name, options)
-            if run.error is not None or not run.records:
-                continue
-            try:
-                theirs = model(run)
-            except BrokenTrace:
-                continue
-            differing = differences(mine, theirs)
-            first = next((k for k, cells in enumerate(differing) if cells), len(differing))
-            agreement = (round(likeness(mine, theirs), 6), first)  # the same accesses step by step, then the same values
-            if best_agreement is None or agreement > best_agreement:
-                best, best_agreement = run, agreement
-    if best is None:
-        raise LookupError("no registered scan runs on this input to step beside: pass algorithm=... to step_failure()")
-    return best
-
-
-def _options_like(algorithm, threads, given):
-    """The options of ``algorithm`` to try beside a student's run of blocks of ``threads``: the ``given``
-    ones it takes, else tiles of ``threads`` or ``2 * threads`` elements, one item per thread, each
-    switch of the algorithm on and off (a tile without padding, as a chapter writes it first), those
-    the algorithm accepts."""
-    choices = []
-    for option, default in algorithm.options.items():
-        if option in given:
-            choices.append([(option, given[option])])
-        elif option == "block_size" and threads:
-            choices.append([(option, b) for b in dict.fromkeys((threads, threads // 2)) if b])
-        elif option == "items_per_thread":
-            choices.append([(option, 1)])
-        elif isinstance(default, bool):
-            choices.append([(option, False), (option, True)])
-    found = []
-    for chosen in itertools.product(*choices):
-        options = dict(chosen)
-        try:
-            algorithm.check_options(**{**algorithm.options, **options})
-        except (ValueError, TypeError):
-            continue
-        found.append(options)
-    return found or [{}]
-
-
-def _small_failure():
-    """``(run, x)``: the kept failing run if it is small enough to step through, else a small one that fails."""
-    run, x = _last["run"], _last["x"]
-    n = len(x)
-    if n <= FAILING_SIZES:
-        return run, x
-    fn = _last.get("fn")
-    if fn is not None:
-        from ..scans.testing import mismatches, random_input
-        from . import trace as tracing
-
-        for m in range(1, FAILING_SIZES + 1):
-            small = random_input(m, _last["op"], x.dtype, np.random.default_rng(m))
-            attempt = tracing.record(fn, small.copy())
-            result = attempt.result.copy_to_host() if hasattr(attempt.result, "copy_to_host") else attempt.result
-            wrong = attempt.error is not None or result is None or np.shape(result) != small.shape or \
-                mismatches(np.asarray(result).astype(x.dtype), small, _last["op"], inclusive=_last["inclusive"],
-                           reverse=_last["reverse"])[0].size > 0
-            if wrong and attempt.records:
-                return attempt, small
-    raise LookupError(
-        f"the last check failed at n = {n}, and no input of {FAILING_SIZES} elements or fewer fails the same way: the "
-        f"stepper draws at most {FAILING_SIZES} cells a row, so there is nothing small to step through. Trace the "
-        f"failing size yourself (run = ps.trace.record(your_function, x) with len(x) = {n}) and look at the tiles "
-        "where it goes wrong: ps.viz.lookbacks(run) for a look-back, ps.viz.dataflow(run, array) for a tile.")
-
-
-__all__ = ["Arrow", "BrokenTrace", "GRANULARITIES", "Model", "Slot", "Step", "Tile", "aligned", "differences", "likeness",
+__all__ = ["Arrow", "BrokenTrace", "GRANULARITIES", "Model", "Slot", "Step", "Tile", "aligned", "comparable", "differences",
            "failure_hint", "first_difference", "forget_failure", "initial_values", "last_failure", "model", "same", "timeline"]
