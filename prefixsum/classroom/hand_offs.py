@@ -99,7 +99,7 @@ def look(run):
 
 def _published(run, launch, accesses):
     """``2 * epoch`` of the launch: from its ``epoch`` argument, else the commonest even part of its flags."""
-    epoch = dict(run.launches[launch].scalars).get("epoch") if launch < len(run.launches) else None
+    epoch = run.scalars.get(launch, {}).get("epoch")
     if epoch is not None:
         return 2 * int(epoch)
     flags = collections.Counter((a.word >> 32) & ~1 for a in accesses if a.publish)

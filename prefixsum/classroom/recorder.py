@@ -32,6 +32,7 @@ class Recorder:
         self.credit = 0  # steps the run's progress paid for (polls.PROGRESS_CREDIT per first access)
         self.idle = {}  # (launch, block, thread) -> [calls since its last access, kind, line]
         self.shapes = {}  # (launch, space, array) -> shape
+        self.scalars = []  # per launch: {name: value} of the numbers the host passed
         self.records = []
         self.launches = []
         self.fences = []
@@ -43,7 +44,8 @@ class Recorder:
         names = getattr(getattr(info.function, "__code__", None), "co_varnames", ())
         scalars = tuple((name, value) for name, value in zip(names, info.arguments)
                         if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool))
-        self.launches.append([info.kernel, info.grid, info.block, 0, scalars])
+        self.launches.append([info.kernel, info.grid, info.block, 0])
+        self.scalars.append(dict(scalars))
 
     def count_call(self, function):
         """A :func:`prefixsum.sim.call_hook` callback: counts the operator calls of the launch."""
@@ -57,7 +59,7 @@ class Recorder:
             raise TimeoutError("the kernel ran past the time limit (an endless loop?)")
         _, (bx, by, bz), (tx, ty, tz), array, space, index, kind, value, phase, file, line, _, dtype, stale = access
         launch = len(self.launches) - 1
-        kernel, (gx, gy, _), (dx, dy, _), _, _ = self.launches[launch]
+        kernel, (gx, gy, _), (dx, dy, _), _ = self.launches[launch]
         b, t = bx + gx * (by + gy * bz), tx + dx * (ty + dy * tz)
         flat = int(index[0] if len(index) == 1 else _flat(access))
         kind_of_access = self.polls.classify((launch, b, t, array, flat), access, kernel)
@@ -89,7 +91,7 @@ class Recorder:
         self._step()
         launch = len(self.launches) - 1
         (bx, by, bz), (tx, ty, tz) = wait.block, wait.thread
-        _, (gx, gy, _), (dx, dy, _), _, _ = self.launches[launch]
+        _, (gx, gy, _), (dx, dy, _), _ = self.launches[launch]
         key = (launch, bx + gx * (by + gy * bz), tx + dx * (ty + dy * tz))
         idle = self.idle.get(key)
         if idle is None:
@@ -107,8 +109,7 @@ class Recorder:
 
     def launches_recorded(self):
         """The launches so far, as :class:`~.records.Launch` es."""
-        return [Launch(i, name, grid, block, combines, scalars)
-                for i, (name, grid, block, combines, scalars) in enumerate(self.launches)]
+        return [Launch(i, name, grid, block, combines) for i, (name, grid, block, combines) in enumerate(self.launches)]
 
     def idle_threads(self):
         """``{(launch, block, thread): (calls, kind, line)}``: each thread's barriers and warp-level calls

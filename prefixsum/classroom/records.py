@@ -11,8 +11,6 @@ class Launch(NamedTuple):
     block: tuple
     combines: int
     """Calls of the package's operator device functions (``prefixsum.scans.ops.device_op``)."""
-    scalars: tuple = ()
-    """``(name, value)`` of each number the host passed (``n``, a look-back's ``epoch``)."""
 
 
 class Record(NamedTuple):

@@ -93,6 +93,8 @@ class Trace:
         self.error = error
         self.shapes = {}
         """``{(launch, space, array): shape}`` of every array the run touched, as its kernel saw it."""
+        self.scalars = {}
+        """``{launch: {name: value}}``: the numbers the host passed to each launch (``n``, a look-back's ``epoch``)."""
         self.idle = dict(idle or {})
         """``{(launch, block, thread): (calls, kind, line)}``: the barriers and warp-level calls each
         thread made since its last memory access (or its start), the last one's name and line; a
@@ -301,6 +303,7 @@ def _record_here(fn, args, kwargs, timeout, steps=None, polls=None):
         error = exc
     trace = Trace(recorder.records, recorder.launches_recorded(), result, error, recorder.fences, recorder.idle_threads())
     trace.shapes = dict(recorder.shapes)
+    trace.scalars = dict(enumerate(recorder.scalars))
     return trace
 
 
