@@ -164,3 +164,11 @@ print(ptx.count("shl.b64") > 0)
 """)
     assert child.returncode == 0, child.stderr
     assert child.stdout.split()[-1] == "True"
+
+
+def test_an_augmented_assignment_stays_in_place_on_an_array():
+    values = np.zeros(3)
+    same = values
+    same = integers.iadd(same, 1)  # what ``same += 1`` becomes in a rewritten kernel
+    assert same is values and (values == 1).all()
+    assert integers.ilshift(np.int32(1), 40) == 1 << 40

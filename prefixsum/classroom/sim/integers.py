@@ -55,9 +55,11 @@ def _in64(value, signed):
     return np.uint64(bits)
 
 
-def _arithmetic(op):
+def _arithmetic(op, otherwise=None):
     """``op`` (``+ - * // % & | ^``) as numba types it: two integers, one of them numpy's, computed in
-    64 bits (int64 if either is signed, else uint64); anything else as Python does."""
+    64 bits (int64 if either is signed, else uint64); anything else as Python does (by ``otherwise``,
+    an augmented assignment's in-place operator, if given)."""
+    otherwise = otherwise or op
 
     def apply(a, b):
         if (type(a) in _INTEGER_SCALARS or type(b) in _INTEGER_SCALARS) and _is_integer(a) and _is_integer(b):
@@ -66,15 +68,17 @@ def _arithmetic(op):
             if y == 0 and op in (operator.floordiv, operator.mod):
                 return _in64(0, signed)  # a GPU does not trap; numpy gives 0 as well
             return _in64(op(x, y), signed)
-        return op(a, b)
+        return otherwise(a, b)
 
-    apply.__name__ = op.__name__
+    apply.__name__ = otherwise.__name__
     return apply
 
 
-def _shift(op):
+def _shift(op, otherwise=None):
     """``<<`` or ``>>`` as numba types it and PTX computes it: 64 bits of the left operand's
-    signedness, the count clamped (64 or more, or negative, shifts every bit out)."""
+    signedness, the count clamped (64 or more, or negative, shifts every bit out); anything else as
+    Python does (by ``otherwise``, if given)."""
+    otherwise = otherwise or op
 
     def apply(a, b):
         if (type(a) in _INTEGER_SCALARS or type(b) in _INTEGER_SCALARS) and _is_integer(a) and _is_integer(b):
@@ -85,9 +89,9 @@ def _shift(op):
                 fill = -1 if signed and op is operator.rshift and value < 0 else 0
                 return np.int64(fill) if signed else np.uint64(0)
             return _in64(op(int(value), count), signed)
-        return op(a, b)
+        return otherwise(a, b)
 
-    apply.__name__ = op.__name__
+    apply.__name__ = otherwise.__name__
     return apply
 
 
@@ -95,6 +99,13 @@ add, sub, mul, floordiv, mod = (_arithmetic(op) for op in (operator.add, operato
                                                            operator.floordiv, operator.mod))
 and_, or_, xor = (_arithmetic(op) for op in (operator.and_, operator.or_, operator.xor))
 lshift, rshift = _shift(operator.lshift), _shift(operator.rshift)
+# Augmented assignments: the same on integers, in place on anything else (an array stays the same object).
+iadd, isub, imul, ifloordiv, imod = (_arithmetic(op, inplace) for op, inplace in (
+    (operator.add, operator.iadd), (operator.sub, operator.isub), (operator.mul, operator.imul),
+    (operator.floordiv, operator.ifloordiv), (operator.mod, operator.imod)))
+iand, ior, ixor = (_arithmetic(op, inplace) for op, inplace in (
+    (operator.and_, operator.iand), (operator.or_, operator.ior), (operator.xor, operator.ixor)))
+ilshift, irshift = _shift(operator.lshift, operator.ilshift), _shift(operator.rshift, operator.irshift)
 
 
 def negative(a):
@@ -177,5 +188,6 @@ def brev(value):
     return np.uint64(reversed_bits) if width == 64 else np.uint32(reversed_bits)
 
 
-__all__ = ["add", "and_", "brev", "cast", "clz", "ffs", "floordiv", "inverted", "lshift", "mod", "mul", "negative", "or_",
-           "popc", "rshift", "sub", "xor"]
+__all__ = ["add", "and_", "brev", "cast", "clz", "ffs", "floordiv", "iadd", "iand", "ifloordiv", "ilshift", "imod",
+           "imul", "inverted", "ior", "irshift", "isub", "ixor", "lshift", "mod", "mul", "negative", "or_", "popc",
+           "rshift", "sub", "xor"]

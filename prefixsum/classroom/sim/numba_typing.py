@@ -30,6 +30,7 @@ _CASTS = frozenset(("int8", "int16", "int32", "int64", "uint8", "uint16", "uint3
 _BINARY = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.FloorDiv: "floordiv", ast.Mod: "mod",
            ast.BitAnd: "and_", ast.BitOr: "or_", ast.BitXor: "xor", ast.LShift: "lshift", ast.RShift: "rshift"}
 _UNARY = {ast.USub: "negative", ast.Invert: "inverted"}
+_INPLACE = {name: "i" + name.rstrip("_") for name in _BINARY.values()}  # iadd, ..., iand, ior, ...
 
 _typed = weakref.WeakKeyDictionary()  # function -> the function to run (itself when not rewritten)
 
@@ -81,7 +82,7 @@ class _Rewrite(ast.NodeTransformer):
         name = _BINARY.get(type(node.op))
         if name is None or not isinstance(node.target, ast.Name):
             return node
-        value = self._call(name, node, ast.Name(node.target.id, ast.Load()), node.value)
+        value = self._call(_INPLACE[name], node, ast.Name(node.target.id, ast.Load()), node.value)
         return ast.copy_location(ast.Assign([node.target], value), node)
 
     def visit_Call(self, node):
