@@ -36,6 +36,8 @@ RIGHT = (
              ("peers = np.uint32(cuda.match_any_sync(0xFFFFFFFF, digit))", "peers = cuda.match_any_sync(0xFFFFFFFF, digit)")),
     _attempt("10.publish", "the flag shifted without a cast: (flag << 32) | to_bits(value)", "PASS",
              (_PACKED, "(flag << 32) | to_bits(value)")),
+    _attempt("10.publish", "the flag as an int32 shifted by 32 (numba shifts it in 64 bits)", "PASS",
+             (_PACKED, "(np.int32(flag) << 32) | to_bits(value)")),
 )
 """Right answers: each must pass its check."""
 
