@@ -45,11 +45,28 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 def static_outputs(notebook):
     """Keep a widget's static fallback (``ps.viz.step``'s picture and text line) and drop the
     widget itself: its model lived in the kernel that built the notebook, so a stored view would
-    only show "model not found"; the picture is what readers without a kernel, and nbval, see."""
+    only show "model not found"; the picture is what readers without a kernel, and nbval, see.
+    Consecutive text of one stream is stored as one output (:func:`coalesced`)."""
     notebook.metadata.pop("widgets", None)
     for cell in notebook.cells:
         for output in cell.get("outputs", []):
             output.get("data", {}).pop(WIDGET_VIEW, None)
+        if "outputs" in cell:
+            cell.outputs = coalesced(cell.outputs)
+
+
+def coalesced(outputs):
+    """``outputs`` with consecutive text of one stream in one output: a kernel sends a cell's prints in
+    as many messages as its flushes, which a busy machine makes more of, and the stored notebook
+    should not depend on that."""
+    found = []
+    for output in outputs:
+        if (output.get("output_type") == "stream" and found and found[-1].get("output_type") == "stream"
+                and found[-1].get("name") == output.get("name")):
+            found[-1]["text"] += output["text"]
+        else:
+            found.append(output)
+    return found
 
 
 def simulate_in_kernels():

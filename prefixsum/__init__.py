@@ -42,7 +42,9 @@ __all__ = [
 __version__ = "0.3.0"
 
 if _SIMULATOR:
-    print(f"prefixsum: running on the CUDA simulator ({_REASON}).", file=sys.stderr)
+    # A notice, not an error: in a notebook's kernel stderr shows red in every chapter's first cell.
+    _NOTEBOOK = type(sys.stdout).__module__.startswith("ipykernel")
+    print(f"prefixsum: running on the CUDA simulator ({_REASON}).", file=sys.stdout if _NOTEBOOK else sys.stderr)
 
 # Submodules that notebooks use now and then are imported on first use (viz imports matplotlib,
 # which is slow): ``ps.viz.dataflow(...)`` works without ``import prefixsum.viz``.

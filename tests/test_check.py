@@ -64,12 +64,23 @@ def test_a_hanging_kernel_is_stopped():
 
 
 def test_a_function_that_raises_is_an_exception_diagnosis():
+    def broken(x):
+        raise ValueError("no luck")
+
+    result = check.scan(broken)
+    assert result.diagnosis == "exception"
+    assert str(result) == "FAIL broken: exception at n=1. ValueError: no luck"
+
+
+def test_a_blank_exercise_is_not_attempted_not_a_failure():
     def not_written_yet(x):
         raise NotImplementedError("Exercise: write the phase update")
 
     result = check.scan(not_written_yet)
-    assert result.diagnosis == "exception"
-    assert str(result) == "FAIL not_written_yet: exception at n=1. NotImplementedError: Exercise: write the phase update"
+    assert not result and result.diagnosis == "not-attempted"
+    assert str(result) == ("NOT ATTEMPTED not_written_yet: not attempted yet: the exercise's cell still raises "
+                           "NotImplementedError (Exercise: write the phase update). Write your code in place of the "
+                           "raise, run that cell, then this check.")
 
 
 def test_wrong_shape_is_reported():

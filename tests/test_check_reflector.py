@@ -86,10 +86,12 @@ def test_other_mistakes_fail_with_a_hint(fn, words):
     assert words in result.hint, str(result)
 
 
-def test_an_exception_is_reported_with_its_message():
+def test_a_blank_exercise_is_reported_not_attempted_with_its_message():
     result = check.reflector(not_written)
     assert not result.passed and result.diagnosis == "exception"
-    assert str(result) == "FAIL not_written: exception at n=2. NotImplementedError: Exercise: compute u and H"
+    assert str(result) == ("NOT ATTEMPTED not_written: not attempted yet: the exercise's cell still raises "
+                           "NotImplementedError (Exercise: compute u and H). Write your code in place of the raise, "
+                           "run that cell, then this check.")
 
 
 def test_a_wrong_return_value_is_an_exception_diagnosis():

@@ -167,3 +167,83 @@ def test_the_look_back_timeline_shows_publications_and_waits():
     assert any(t.waited_for for t in tiles)
     with pytest.raises(ValueError, match="no global array called 'flags'"):
         stepping.timeline(run, "flags")
+
+
+BLOCK = 64
+
+
+@cuda.jit
+def two_barrier_hs_tile(x, out, totals, n):
+    cells = cuda.shared.array(BLOCK, float32)
+    t = cuda.threadIdx.x
+    cells[t] = x[t] if t < n else float32(0)
+    cuda.syncthreads()
+    stride = 1
+    while stride < BLOCK:
+        value = cells[t]
+        if t >= stride:
+            value += cells[t - stride]
+        cuda.syncthreads()  # a phase that only reads: the steps of one buffer count twice the barriers
+        cells[t] = value
+        cuda.syncthreads()
+        stride <<= 1
+    if t < n:
+        out[t] = cells[t]
+    if t == BLOCK - 1:
+        totals[0] = cells[t]
+
+
+@cuda.jit
+def hs_reading_the_wrong_buffer_tile(x, out, totals, n):
+    cells = cuda.shared.array(2 * BLOCK, float32)
+    t = cuda.threadIdx.x
+    cells[t] = x[t] if t < n else float32(0)
+    cuda.syncthreads()
+    src, stride = 0, 1
+    while stride < BLOCK:
+        if t >= stride:  # the partner from the buffer being written: the exercise's named mistake
+            cells[(1 - src) * BLOCK + t] = cells[src * BLOCK + t] + cells[(1 - src) * BLOCK + t - stride]
+        else:
+            cells[(1 - src) * BLOCK + t] = cells[src * BLOCK + t]
+        cuda.syncthreads()
+        src, stride = 1 - src, stride << 1
+    if t < n:
+        out[t] = cells[src * BLOCK + t]
+    if t == BLOCK - 1:
+        totals[0] = cells[src * BLOCK + t]
+
+
+def test_steps_are_aligned_by_writes_so_one_buffer_meets_two_buffers_step_for_step():
+    x = np.arange(1, 41, dtype=np.float32)
+    one = stepping.model(trace.record(one_tile, two_barrier_hs_tile, x, BLOCK))
+    two = stepping.model(trace.record(ps.scan, x, algorithm="hillis_steele", block_size=BLOCK))
+    beside = stepping.aligned(one, two)
+    assert len(one) == 14 and len(two) == 8
+    assert beside == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 7]  # each read-only phase beside the write before it
+    differing = stepping.differences(one, two)
+    assert not any(slot.space == "global" for cells in differing for slot, _ in cells)  # the same scan's out
+    assert differing[2]  # the shared cells differ where the layouts do: one buffer, and the other half of two
+
+
+def test_a_failing_tile_is_stepped_beside_its_own_algorithm_not_the_ladder():
+    verdict = ps.check.tiled(hs_reading_the_wrong_buffer_tile, block_size=BLOCK)
+    assert not verdict
+    student, reference = stepping.last_failure()
+    assert [launch.kernel for launch in reference.launches] == ["hillis_steele_tile"]
+    first = stepping.first_difference(stepping.model(student), stepping.model(reference))
+    assert first is not None and first < len(stepping.model(student)) - 2  # in the steps, not at the store of out
+
+
+def test_a_check_that_failed_on_many_elements_is_stepped_on_a_small_input_or_says_why_not():
+    def wrong_from_40(x):
+        result = ps.scan(x, algorithm="ladder", block_size=32)
+        if len(x) >= 40:
+            result[39:] += 1
+        return result
+
+    assert not ps.check.scan(wrong_from_40, dtype=np.int32, sizes=(100,))
+    student, reference = stepping.last_failure()
+    assert len({r.index for r in student.records if r.array == "out"}) == 40
+    assert not ps.check.scan(lambda x: ps.scan(x, algorithm="ladder") + (len(x) > 64), dtype=np.int32, sizes=(100,))
+    with pytest.raises(LookupError, match="failed at n = 100, and no input of 64 elements or fewer fails"):
+        stepping.last_failure()

@@ -1,19 +1,27 @@
 """Student versions: solutions stripped, outputs cleared, and the notebook still runs.
 
 Every chapter is turned into its student version and executed top to bottom on the simulator, in
-the folder it was written to, outside the checkout: no cell may fail, and every check cell must
-report the missing exercise.
+the folder it was written to, outside the checkout: no cell may fail, every check cell must
+report the exercise not attempted, the simulator's notice is no error, and no cell prints an
+exercise's answer.
 """
 import ast
+import difflib
 import fnmatch
+import inspect
+import os
 import pathlib
 import re
+import subprocess
+import sys
+import textwrap
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
 from prefixsum import student
+from prefixsum.apps import onesweep
 from prefixsum.cli import results
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -59,9 +67,83 @@ def test_student_version_runs_where_it_was_written_and_reports_the_missing_exerc
     NotebookClient(notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     checks = [c for c in notebook.cells if "check" in c.metadata.get("tags", [])]
     assert bool(checks) == (path in WITH_EXERCISES)
-    for cell in checks:
+    for cell in checks:  # a blank exercise is not attempted, not a failure with a NotImplementedError
         text = "".join(o.get("text", "") for o in cell.outputs)
-        assert "FAIL" in text and "NotImplementedError: Exercise:" in text, text
+        assert "NOT ATTEMPTED" in text and "FAIL" not in text and "Exercise:" in text, text
+    first = next(c for c in notebook.cells if c.cell_type == "code")
+    assert not [o for o in first.outputs if o.get("name") == "stderr"], first.outputs  # the notice is no error
+    solutions = _solutions(nbformat.read(path, 4))
+    for cell in notebook.cells:
+        if cell.cell_type == "code" and "exercise" not in cell.metadata.get("tags", []):
+            for exercise, solution in solutions.items():
+                assert _shown_share(solution, _printed(cell)) < _ANSWER_SHOWN, (exercise, cell.source[:200])
+
+
+# Tokens of an exercise's solution that a cell's output may show in runs of at least _RUN tokens
+# (a line of its code, not a common word): above this share, the output prints the answer.
+_ANSWER_SHOWN = 0.5
+_RUN = 8
+
+
+def _solutions(notebook):
+    """``{exercise id: solution}``: the code between the markers of each exercise cell, dedented."""
+    found = {}
+    for cell in notebook.cells:
+        if "exercise" in cell.metadata.get("tags", []):
+            span = re.search(r"### BEGIN SOLUTION\n(.*?)\n[ \t]*### END SOLUTION", cell.source, re.S)
+            found[cell.metadata["exercise_id"]] = textwrap.dedent(span.group(1))
+    return found
+
+
+def _printed(cell):
+    return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+
+
+def _tokens(text):
+    return re.findall(r"\w+|[^\w\s]", re.sub(r"#[^\n]*", "", text))
+
+
+def _shown_share(solution, text):
+    """The share of the solution's tokens that ``text`` shows in runs of at least :data:`_RUN` tokens."""
+    mine = _tokens(solution)
+    blocks = difflib.SequenceMatcher(None, mine, _tokens(text), autojunk=False).get_matching_blocks()
+    return sum(b.size for b in blocks if b.size >= _RUN) / max(1, len(mine))
+
+
+@pytest.mark.parametrize("path", WITH_EXERCISES, ids=lambda p: p.name)
+def test_no_students_version_prints_an_exercise_answer(path):
+    """A cell the students' version keeps prints no exercise's answer (chapter 11 printed
+    inspect.getsource(apps.onesweep.warp_digit_rank), the answer to 11.digit-rank, above it): the
+    instructor's stored outputs of those cells, against each solution of the chapter."""
+    instructor = nbformat.read(path, 4)
+    solutions = _solutions(instructor)
+    kept = [c for c in instructor.cells if c.cell_type == "code" and not {"exercise", student.INSTRUCTOR}
+            & set(c.metadata.get("tags", []))]
+    for cell in kept:
+        for exercise, solution in solutions.items():
+            assert _shown_share(solution, _printed(cell)) < _ANSWER_SHOWN, (exercise, cell.source[:200])
+
+
+def test_the_answer_test_sees_an_answer_printed():
+    solution = _solutions(nbformat.read(ROOT / "notebooks" / "11_applications.ipynb", 4))["11.digit-rank"]
+    package = inspect.getsource(onesweep.warp_digit_rank)
+    assert _shown_share(solution, package) > 0.8 > _ANSWER_SHOWN
+    assert _shown_share(solution, inspect.getsource(onesweep.tile_items)) < 0.1
+
+
+def test_the_simulator_notice_is_no_error_in_a_notebook():
+    """In a notebook's kernel (its stdout is ipykernel's) the import notice goes to stdout: stderr shows red."""
+    program = ("import io, sys\n"
+               "class OutStream(io.StringIO):\n"
+               "    pass\n"
+               "OutStream.__module__ = 'ipykernel.iostream'\n"
+               "sys.stdout = OutStream()\n"
+               "import prefixsum\n"
+               "sys.__stdout__.write(sys.stdout.getvalue())\n")
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, env=env, check=True)
+    assert "prefixsum: running on the CUDA simulator" in done.stdout
+    assert "running on the CUDA simulator" not in done.stderr
 
 
 def test_every_result_a_chapter_quotes_goes_into_the_wheel():

@@ -602,15 +602,14 @@ for name, ours, bc in (("natural", natural, "natural"), ("clamped", clamped, ((1
 # Both are stable by construction and read and write each element once per pass, with no reset
 # between calls (the look-back's epochs). Keys of every integer and float dtype are sorted by the
 # order-preserving map of section 5, with numpy's two extra rules: all NaNs last, and -0.0 equal
-# to 0.0 (a stable sort keeps them in their order). Below: the rank of step (2), a device
-# function, and **which tile waited for which digit count**. On the concurrent simulator, 8
+# to 0.0 (a stable sort keeps them in their order). The rank of step (2), a device function,
+# is exercise 11.digit-rank below. Here: **which tile waited for which digit count**. On the concurrent simulator, 8
 # blocks resident at once, started in a shuffled order, with tiles of one warp
 # (`onesweep.sort_with`: 32 keys a tile) and 8-bit keys (one digit pass), the trace records every
 # read of a tile's digit counts. A thread that read a predecessor's count more than once found
 # nothing published there yet, and waited for it:
 
 # %%
-print(inspect.getsource(apps.onesweep.warp_digit_rank))
 rng_onesweep = np.random.default_rng(30)
 keys = rng_onesweep.integers(0, 256, 32 * 24).astype(np.uint8)
 with ps.sim.block_order_seed(2), ps.sim.resident_blocks(8):
@@ -663,6 +662,9 @@ def my_digit_rank(digit, counts):
 # %% tags=["check"] exercise_id="11.digit-rank"
 print(ps.check.stable_sort(lambda keys: apps.onesweep.sort_with(keys, block_size=64, rank=my_digit_rank),  # two warps a block
                            name="my_digit_rank"))
+
+# %% tags=["instructor"]
+print(inspect.getsource(apps.onesweep.warp_digit_rank))  # the package's rank, which sort_with runs unless given another
 
 # %% [markdown]
 # **The measured table.** `benchmarks/applications.py` ran the applications on one GPU against

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import nbformat
 
 from . import check
+from .grading.cells import compiled
 from .student import BEGIN, END, strip_solutions
 
 _BINARY = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Add, ast.Div: ast.Mult, ast.FloorDiv: ast.Mult,
@@ -195,7 +196,7 @@ def set_up(exercise):
     if exercise.id not in _SET_UP:
         namespace = {"__name__": "__exercise__"}
         with contextlib.redirect_stdout(io.StringIO()):
-            exec(compile(exercise.setup, f"<{exercise.id} setup>", "exec"), namespace)  # noqa: S102  (the notebook's own cells)
+            exec(compiled(exercise.setup, f"<{exercise.id} setup>"), namespace)  # noqa: S102  (the notebook's own cells)
         _SET_UP[exercise.id] = namespace
     return _SET_UP[exercise.id]
 
@@ -214,8 +215,10 @@ def verdict(exercise, source=None):
     try:
         namespace = dict(set_up(exercise))
         with contextlib.redirect_stdout(out):
-            exec(compile(exercise.source if source is None else source, f"<{exercise.id}>", "exec"), namespace)  # noqa: S102
-            exec(compile(exercise.check, f"<{exercise.id} check>", "exec"), namespace)  # noqa: S102
+            # In linecache, as a notebook's cells are: the simulator reads a kernel's source to run it
+            # with numba's integer typing (prefixsum.sim's numba_typing), the tracer to name arrays.
+            exec(compiled(exercise.source if source is None else source, f"<{exercise.id}>"), namespace)  # noqa: S102
+            exec(compiled(exercise.check, f"<{exercise.id} check>"), namespace)  # noqa: S102
     except Exception as error:  # noqa: BLE001  (a mutant that breaks the cell is rejected)
         return False, f"{type(error).__name__}: {error}"
     lines = out.getvalue().splitlines()

@@ -7,7 +7,8 @@ draws: the values of every array the run touched after the step (global arrays o
 each block's shared arrays, each thread's local arrays: registers the tracer sees), the cells
 read and written in it, an arrow from each read to the write it may feed, the threads that
 were active, the source lines of its accesses, and the races, uninitialized reads and bank
-conflicts in it. :func:`differences` compares a student's model with a reference's step by step;
+conflicts in it. :func:`differences` compares a student's model with a reference's step by step, the
+steps aligned launch by launch and writing step by writing step (:func:`aligned`);
 :func:`timeline` turns a decoupled look-back into publications and waits, a tile per row.
 
 **The replay.** The tracer records the value of every access. A cell's value before the launch
@@ -24,6 +25,7 @@ import collections
 import linecache
 import math
 from typing import NamedTuple
+
 
 from ..core.hardware import WARP_SIZE
 
@@ -295,32 +297,71 @@ def model(trace, by="phase", arrays=None, **options):
     return Model(trace, by, arrays, **options)
 
 
-def _comparable(slot):
-    return (slot.launch, slot.space, slot.array, slot.owner)
+def comparable(model):
+    """``{slot: key}`` by which a slot of ``model`` meets its counterpart in another run: a global array by
+    its name (the runs share the host's arrays), a shared or local one by its rank among the arrays of
+    its owner, in the order the run first touched them (two kernels of one algorithm name them apart)."""
+    keys, ranks = {}, collections.Counter()
+    for slot in model.sizes:
+        if slot.space == "global":
+            keys[slot] = (slot.launch, slot.space, slot.array, slot.owner)
+        else:
+            owner = (slot.launch, slot.space, slot.owner)
+            keys[slot] = owner + (ranks[owner],)
+            ranks[owner] += 1
+    return keys
+
+
+def aligned(student, reference):
+    """For each step of ``student``, the index of the step of ``reference`` it stands beside, or None.
+
+    Two runs of one algorithm may count their barrier phases differently (a Hillis-Steele step
+    on one buffer reads, waits, writes and waits, where two buffers write once per step; a run
+    with more launches shifts every step after them), so steps are matched launch by launch, and
+    within a launch by the *writing* steps: the k-th step that writes memory beside the
+    reference's k-th. A step that writes nothing stands beside the reference step of the last
+    write before it. A launch or a writing step the reference lacks stands beside nothing.
+    """
+    def writes_by_launch(model):
+        found = collections.defaultdict(list)
+        for k, step in enumerate(model):
+            if step.written or not found[step.key[0]]:
+                found[step.key[0]].append(k)
+        return found
+
+    theirs = writes_by_launch(reference)
+    pairs, rank = [], collections.Counter()
+    for step in student:
+        launch = step.key[0]
+        rank[launch] += bool(step.written) or not rank[launch]
+        steps = theirs.get(launch, ())
+        pairs.append(steps[rank[launch] - 1] if rank[launch] <= len(steps) else None)
+    return pairs
 
 
 def differences(student, reference):
-    """Per step, the cells where ``student``'s state differs from ``reference``'s.
+    """Per step of ``student``, the cells where its state differs from the reference step beside it
+    (:func:`aligned`).
 
-    Steps are matched by position; arrays by launch, memory space, name and owner, over the
-    cells both have (a reference with larger tiles has more). A step that only one of the models
-    has differs in every cell it shows.
+    Arrays are matched by launch, memory space and owner, global ones by name and shared and
+    local ones by the order the run first touched them (:func:`comparable`), over the cells both
+    have (a reference with larger tiles has more). A step with nothing beside it differs in every cell.
 
     Returns
     -------
     list of set
-        ``(slot, index)`` of the student's slots (the reference's where the student has no step).
+        ``(slot, index)`` of the student's slots.
     """
     found = []
-    for k in range(max(len(student), len(reference))):
-        if k >= len(student) or k >= len(reference):
-            extra = (student if k < len(student) else reference)[k]
-            found.append({(s, i) for s, values in extra.values.items() for i in range(len(values))})
+    mine, others = comparable(student), comparable(reference)
+    for k, j in enumerate(aligned(student, reference)):
+        if j is None:
+            found.append({(s, i) for s, values in student[k].values.items() for i in range(len(values))})
             continue
-        theirs = {_comparable(s): v for s, v in reference[k].values.items()}
+        theirs = {others[s]: v for s, v in reference[j].values.items()}
         cells = set()
         for slot, values in student[k].values.items():
-            other = theirs.get(_comparable(slot))
+            other = theirs.get(mine[slot])
             if other is None:
                 continue
             cells |= {(slot, i) for i in range(min(len(values), len(other))) if not same(values[i], other[i])}
@@ -384,18 +425,20 @@ def timeline(trace, array="status", launch=None):
     return sorted(tiles)
 
 
-def failure_hint(diagnosis, run, x, op, inclusive, reverse):
+def failure_hint(diagnosis, run, x, op, inclusive, reverse, fn=None):
     """The stepper's line in a failing check's hint: for a diagnosis of the data flow
     (:data:`STEPPABLE`) on at most :data:`FAILING_SIZES` elements, with one of the package's operators.
 
-    Keeps the failing run and its input (in the process that checked: the simulating worker on a
-    GPU machine), for :func:`last_failure`.
+    Keeps the failing run, its input and the checked function ``fn`` (in the process that
+    checked: the simulating worker on a GPU machine), for :func:`last_failure`, at any size: a
+    failure on more elements is stepped through on a smaller input that fails too.
     """
     n = len(x[0]) if isinstance(x, tuple) else len(x)
-    if diagnosis not in STEPPABLE or n > FAILING_SIZES or not isinstance(op, str) or not run.records:
+    if diagnosis not in STEPPABLE or not isinstance(op, str) or not run.records:
         return ""
-    _last.update(run=run, x=x, op=op, inclusive=inclusive, reverse=reverse)
-    return " Step through it beside the package's scan: ps.viz.step_failure()"
+    _last.clear()
+    _last.update(run=run, x=x, op=op, inclusive=inclusive, reverse=reverse, fn=fn)
+    return " Step through it beside the package's scan: ps.viz.step_failure()" if n <= FAILING_SIZES else ""
 
 
 _last = {}
@@ -406,22 +449,38 @@ def forget_failure():
     _last.clear()
 
 
-def last_failure(algorithm="ladder", **options):
-    """``(student trace, reference trace)`` of the last failing check that offered the stepper.
+def last_failure(algorithm=None, **options):
+    """``(student trace, reference trace)`` of the last failing check that kept its run.
 
-    The reference is ``prefixsum.scan`` on the same input with ``algorithm`` (and ``options``).
-    Both come without their results and errors, so that they can travel from the simulating worker.
+    The reference is ``prefixsum.scan`` on the same input: with ``algorithm`` (and ``options``)
+    if given, else the exercise's own algorithm (with the ``options`` it takes), found as the registered scan whose run agrees
+    most alike the student's, step by step (:func:`prefixsum.classroom.references.likeness`: the
+    cells each step reads and writes; then the latest first difference), each run with the student's
+    block size where it takes one: a Hillis-Steele tile beside Hillis-Steele, a look-back beside
+    the look-back. A check that failed on more than :data:`FAILING_SIZES` elements is stepped
+    through on the smallest input up to that size on which the checked function fails too.
+    Both traces come without their results and errors, so that they can travel from the
+    simulating worker.
+
+    Raises
+    ------
+    LookupError
+        No failing check kept a run, or it failed only on more than :data:`FAILING_SIZES`
+        elements (the message says so, and what to do instead).
     """
     if not _last:
-        raise LookupError("no failing check has offered the stepper in this session: run the check first")
-    from ..scans.api import scan
+        raise LookupError("no failing check has kept a run to step through in this session: run the check first")
+    from . import references
     from . import trace as tracing
 
-    reference = tracing.record(scan, _last["x"].copy(), _last["op"], inclusive=_last["inclusive"],
-                               reverse=_last["reverse"], algorithm=algorithm, **options)
-    return tuple(tracing.Trace(run.records, run.launches, fences=run.fences) for run in (_last["run"], reference))
+    student, x = references.small_failure(_last)
+    if algorithm is not None:
+        reference = references.reference_run(x, _last, algorithm, options)
+    else:
+        reference = references.closest(student, x, _last, options)
+    return tuple(tracing.Trace(run.records, run.launches, fences=run.fences) for run in (student, reference))
 
 
-__all__ = ["Arrow", "BrokenTrace", "GRANULARITIES", "MAX_CELLS", "Model", "PICTURE_RECORDS", "Slot", "Step", "Tile", "differences",
-           "failure_hint", "first_difference", "forget_failure", "initial_values", "last_failure", "model", "no_source", "same",
-           "timeline"]
+__all__ = ["Arrow", "BrokenTrace", "GRANULARITIES", "MAX_CELLS", "Model", "PICTURE_RECORDS", "Slot", "Step", "Tile", "aligned",
+           "comparable", "differences", "failure_hint", "first_difference", "forget_failure", "initial_values", "last_failure",
+           "model", "no_source", "same", "timeline"]

@@ -46,67 +46,12 @@ import threading
 import time
 from typing import NamedTuple
 
-import numpy as np
 
 from ..core.hardware import WARP_SIZE
 from . import block_order
 from . import child as _child
-from . import polls as _polls
-
-_OPERATOR_NAMES = {"combine_in_dtype"}  # prefixsum.scans.ops.device_op's device functions
-
-
-class Launch(NamedTuple):
-    """One kernel launch in a trace."""
-
-    number: int
-    kernel: str
-    grid: tuple
-    block: tuple
-    combines: int
-    """Calls of the package's operator device functions (``prefixsum.scans.ops.device_op``)."""
-
-
-class Record(NamedTuple):
-    """One element access, as stored in a :class:`Trace`."""
-
-    launch: int
-    block: int
-    """Linear block index (x fastest)."""
-    thread: int
-    """Linear thread index within the block (x fastest); its warp is ``thread // WARP_SIZE``."""
-    array: str
-    space: str
-    index: int
-    """Flat element index (row-major for multi-dimensional arrays)."""
-    write: bool
-    phase: int
-    line: int
-    instance: int
-    """How many times this thread had executed this source line's access to this array before."""
-    itemsize: int
-    atomic: bool = False
-    """An atomic operation (``write`` is True for it too)."""
-    stale: bool = False
-    """A global read that got the old contents of an element another block had not published."""
-    value: object = None
-    """The value read or stored (for an atomic, the value after it): the stepper replays them."""
-    file: str = ""
-    """The source file of ``line``."""
-
-
-class FenceRecord(NamedTuple):
-    """One ``cuda.threadfence()``, as stored in :attr:`Trace.fences`."""
-
-    launch: int
-    block: int
-    thread: int
-    phase: int
-    line: int
-    position: int
-    """How many records precede it: it comes between ``records[position - 1]`` and
-    ``records[position]``."""
-
+from .recorder import Recorder
+from .records import FenceRecord, Launch, Record
 
 class Race(NamedTuple):
     """Conflicting accesses to one address with no barrier between them."""
@@ -139,13 +84,21 @@ class Race(NamedTuple):
 class Trace:
     """The accesses of one :func:`record` run, and the analyses on them."""
 
-    def __init__(self, records, launches, result=None, error=None, fences=()):
+    def __init__(self, records, launches, result=None, error=None, fences=(), idle=None):
         self.records = records
         self.launches = launches
         self.fences = list(fences)
         """Every ``cuda.threadfence()`` of the run, as :class:`FenceRecord` s."""
         self.result = result
         self.error = error
+        self.shapes = {}
+        """``{(launch, space, array): shape}`` of every array the run touched, as its kernel saw it."""
+        self.scalars = {}
+        """``{launch: {name: value}}``: the numbers the host passed to each launch (``n``, a look-back's ``epoch``)."""
+        self.idle = dict(idle or {})
+        """``{(launch, block, thread): (calls, kind, line)}``: the barriers and warp-level calls each
+        thread made since its last memory access (or its start), the last one's name and line; a
+        loop that reads nothing shows here."""
 
     def __repr__(self):
         return f"<Trace: {len(self.launches)} launches, {len(self.records)} accesses{', error' if self.error else ''}>"
@@ -307,87 +260,6 @@ class Trace:
         }
 
 
-_new_tuple = tuple.__new__
-
-
-def _linear(point, dims):
-    return point[0] + dims[0] * (point[1] + dims[1] * point[2])
-
-
-class _Recorder:
-    """Collects the :class:`Launch` es and :class:`Record` s of a run from the simulator's hooks."""
-
-    def __init__(self, deadline, steps=None, polls=None):
-        self.steps = steps
-        self.polls = _polls.Polls(polls)
-        self.counted = 0  # accesses that are not polls: the steps
-        self.records = []
-        self.launches = []
-        self.fences = []
-        self.instances = {}  # (launch, block, thread, array, line) -> accesses so far
-        self.deadline = deadline
-
-    def start_launch(self, info):
-        """A :func:`prefixsum.sim.launch_hook` callback: the accesses that follow are this launch's."""
-        self.launches.append([info.kernel, info.grid, info.block, 0])
-
-    def count_call(self, function):
-        """A :func:`prefixsum.sim.call_hook` callback: counts the operator calls of the launch."""
-        if function.__name__ in _OPERATOR_NAMES:
-            self.launches[-1][3] += 1
-
-    def __call__(self, access):
-        # Called for every simulated memory access: the fields are unpacked at once, not read
-        # one by one, and the launch's dimensions looked up once per access.
-        if self.deadline is not None and time.process_time() > self.deadline:
-            raise TimeoutError("the kernel ran past the time limit (an endless loop?)")
-        _, (bx, by, bz), (tx, ty, tz), array, space, index, kind, value, phase, file, line, _, dtype, stale = access
-        launch = len(self.launches) - 1
-        kernel, (gx, gy, _), (dx, dy, _), _ = self.launches[launch]
-        b, t = bx + gx * (by + gy * bz), tx + dx * (ty + dy * tz)
-        flat = int(index[0] if len(index) == 1 else _flat(access))
-        if not self.polls.count((launch, b, t, array, flat), access, kernel):
-            if self.steps is not None and self.counted >= self.steps:
-                raise TimeoutError(f"the kernels ran past {self.steps} simulated steps (memory accesses): an endless loop?")
-            self.counted += 1
-        key = (launch, b, t, array, line)
-        instance = self.instances.get(key, 0)
-        self.instances[key] = instance + 1
-        itemsize = dtype.itemsize if isinstance(dtype, np.dtype) else _itemsize(access)
-        # tuple.__new__ skips the Python-level __new__ that NamedTuple generates: every field is given.
-        self.records.append(_new_tuple(Record, (launch, b, t, array, space, flat, kind != "read", phase, line, instance,
-                                                itemsize, kind == "atomic", stale, value, file)))
-
-    def fence(self, fence):
-        """A :func:`prefixsum.sim.fence_hook` callback: where the fence falls among the accesses."""
-        launch = len(self.launches) - 1
-        grid, block = self.launches[launch][1], self.launches[launch][2]
-        self.fences.append(FenceRecord(launch, _linear(fence.block, grid), _linear(fence.thread, block),
-                                       fence.phase, fence.line, len(self.records)))
-
-    def trace(self, result, error):
-        launches = [Launch(i, name, grid, block, combines) for i, (name, grid, block, combines) in enumerate(self.launches)]
-        return Trace(self.records, launches, result, error, self.fences)
-
-
-def _flat(access):
-    shape = getattr(access, "shape", None)
-    index = [i for i in access.index if isinstance(i, (int, np.integer))]
-    if shape is None or len(shape) != len(index):
-        return index[0]
-    flat = 0  # row-major, as numpy's ravel_multi_index(mode="wrap"), at a tenth of its cost a call
-    for i, d in zip(index, shape):
-        flat = flat * d + int(i) % d
-    return flat
-
-
-def _itemsize(access):
-    dtype = getattr(access, "dtype", None)
-    if dtype is not None:
-        return np.dtype(dtype).itemsize
-    return np.asarray(access.value).dtype.itemsize
-
-
 @contextlib.contextmanager
 def time_limit(timeout):
     """Raise TimeoutError after ``timeout`` seconds of this process's CPU time, where a signal can
@@ -420,15 +292,19 @@ def _record_here(fn, args, kwargs, timeout, steps=None, polls=None):
     from . import sim
 
     deadline = None if timeout is None else time.process_time() + timeout
-    recorder = _Recorder(deadline, steps, polls)
+    recorder = Recorder(deadline, steps, polls)
     result = error = None
     try:
         with (time_limit(timeout), sim.enabled(True), sim.launch_hook(recorder.start_launch),
-              sim.call_hook(recorder.count_call), sim.access_hook(recorder), sim.fence_hook(recorder.fence)):
+              sim.call_hook(recorder.count_call), sim.access_hook(recorder), sim.fence_hook(recorder.fence),
+              sim.wait_hook(recorder.wait)):
             result = fn(*args, **kwargs)
     except Exception as exc:  # the trace up to the failure is the point
         error = exc
-    return recorder.trace(result, error)
+    trace = Trace(recorder.records, recorder.launches_recorded(), result, error, recorder.fences, recorder.idle_threads())
+    trace.shapes = dict(recorder.shapes)
+    trace.scalars = dict(enumerate(recorder.scalars))
+    return trace
 
 
 def _record_portable(fn, args, kwargs, timeout, steps=None, polls=None):
@@ -454,13 +330,18 @@ def record(fn, *args, timeout=None, steps=None, polls=None, raise_errors=False, 
         Seconds of CPU time after which a running kernel is stopped with TimeoutError: a bound
         for a runaway, which depends on the machine's speed, not on its load.
     steps : int, optional
-        Memory accesses after which the run is stopped with TimeoutError: the same for the same
-        run on any machine, under any load. Polls do not count (see ``polls``).
+        Steps (memory accesses, barriers and warp-level calls) after which the run is stopped with
+        TimeoutError: the same for the same run on any machine, under any load. Polls do not
+        count (see ``polls``), and each first access of a thread to a global cell adds
+        :data:`prefixsum.classroom.polls.PROGRESS_CREDIT` steps to the budget: a slow kernel that
+        keeps reading new elements runs on, a loop over the same cells does not.
     polls : int, optional
-        The most polls of one wait: a global read or atomic by a thread that finds a cell as it
-        found it the time before is a poll, counted per thread and cell, apart from the steps;
-        one more stops the run with :class:`prefixsum.sim.PollLimitError`, naming the thread,
-        the cell and what it found. A thread that waits long for another block costs no steps.
+        The most polls of one wait: a global read or atomic by a thread that finds a cell, of an
+        array some thread of the launch writes, as it found it the time before is a poll, counted
+        per thread and cell, apart from the steps; one more stops the run with
+        :class:`prefixsum.sim.PollLimitError`, naming the thread, the cell and what it found. A
+        thread that waits long for another block costs no steps; re-reading the input or a
+        constant table is never a poll.
     raise_errors : bool, default False
         Re-raise an exception from ``fn``; by default it is kept in :attr:`Trace.error` with the
         accesses made before it.

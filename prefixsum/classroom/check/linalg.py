@@ -3,7 +3,7 @@ import numpy as np
 
 from .. import child as _child
 from . import observed
-from .diagnosis import _trace_diagnosis
+from .diagnosis import _trace_diagnosis, band_hint, written_nan
 from .mode import _SEED, limits
 from .results import Budget, CheckResult, with_poisoned_allocations
 
@@ -321,6 +321,9 @@ def tridiagonal(fn, *, n_values=(1, 2, 3, 7, 11, 32, 33), batch=3, dtype=np.floa
             if chunk is not None:
                 hint = (f"x[{system}, {row}] is NaN: it was never written, or it came from a cell of the reduced "
                         "system that was never written (each of its rows needs all four of a, b, c and d).")
+            elif written_nan(run, "x", system * n + row):
+                hint = (f"x[{system}, {row}] {written_nan(run, 'x', system * n + row)} A row outside the system "
+                        "is the identity row (0, 1, 0, 0), never zeros: the multipliers divide by its b.")
             else:
                 hint = (f"x[{system}, {row}] was never written (or is NaN): every row of every system "
                         "needs its x_i = d_i / b_i at the end.")
@@ -330,7 +333,7 @@ def tridiagonal(fn, *, n_values=(1, 2, 3, 7, 11, 32, 33), batch=3, dtype=np.floa
         bad = np.argwhere(~(np.abs(x - expected) <= bound))
         if bad.size:
             system, row = map(int, bad[0])
-            hint = _tridiagonal_hint(n, sorted({int(r) for _, r in bad}), passed_sizes, chunk)
+            hint = band_hint(run) or _tridiagonal_hint(n, sorted({int(r) for _, r in bad}), passed_sizes, chunk)
             return CheckResult(False, "wrong-result", name, sizes, n, row, f"System {system}. {hint}")
         overspent = None if budget is None else budget.overspent(run, n)
         if overspent is not None:

@@ -2,6 +2,7 @@
 import collections
 import os
 import pathlib
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -251,6 +252,9 @@ class CheckResult:
     hint: str = ""
 
     def __str__(self):
+        blank = _not_attempted(self)
+        if blank:
+            return blank
         if self.passed:
             if len(self.sizes) == 1:
                 return f"PASS {self.name}: n = {self.sizes[0]}"
@@ -264,6 +268,26 @@ class CheckResult:
 
     def __bool__(self):
         return self.passed
+
+
+_BLANK = re.compile(r"NotImplementedError: (Exercise: [^\n]*)")
+
+
+def _not_attempted(result):
+    """The line of a check on a blank exercise (its cell still raises the students' version's
+    NotImplementedError): not attempted, not a failure of the student's code; else ''."""
+    if result.diagnosis == "not-attempted":
+        return f"NOT ATTEMPTED {result.name}: {result.hint}"
+    found = _BLANK.search(result.hint or "")
+    if result.passed or found is None:
+        return ""
+    return f"NOT ATTEMPTED {result.name}: {not_attempted_hint(found.group(1))}"
+
+
+def not_attempted_hint(todo):
+    """What a check says of a blank exercise whose ``NotImplementedError`` asks for ``todo``."""
+    return (f"not attempted yet: the exercise's cell still raises NotImplementedError ({todo}). Write your code in "
+            "place of the raise, run that cell, then this check.")
 
 
 def _poison_fresh(array):
@@ -299,6 +323,9 @@ class _FunctionResult(CheckResult):
     sizes: int = 0
 
     def __str__(self):
+        blank = _not_attempted(self)
+        if blank:
+            return blank
         if self.passed:
             return f"PASS {self.name}: {self.sizes} cases"
         return f"FAIL {self.name}: {self.diagnosis} at case {self.size}. {self.hint}"

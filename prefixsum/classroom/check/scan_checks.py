@@ -8,7 +8,7 @@ from ...scans.ops import check_dtype, check_op, identity as identity_of
 from ...scans import user_ops
 from ...scans.testing import expected_scan, mismatches, random_input, wrong_indices
 from . import counting, observed
-from .diagnosis import _hint_for_error, _trace_diagnosis
+from .diagnosis import _hint_for_error, _trace_diagnosis, wrong_result_hint
 from .mode import DEFAULT_SIZES, _SEED, _sizes_and_seed, limits
 from .results import Budget, CheckResult, _is_poison, with_poisoned_allocations
 
@@ -293,7 +293,7 @@ def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes
             if changed is not None:
                 diagnosis, (index, hint) = "modified-input", changed
         if diagnosis == "wrong-result":
-            hint = _wrong_result_hint(index, n, passed_sizes, not inclusive, hint)
+            hint = wrong_result_hint(run) or _wrong_result_hint(index, n, passed_sizes, not inclusive, hint)
         if diagnosis == "pass" and tally is not None:
             found = _host_work(name, budget, tally, n)
             if found is not None:
@@ -307,7 +307,9 @@ def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes
             if overspent is not None:
                 diagnosis, (index, hint) = "over-budget", overspent
         if diagnosis != "pass":
-            hint += stepping.failure_hint(diagnosis, run, x, op, inclusive, reverse)  # the stepper's call (issue 31)
+            # The stepper's call (issue 31); the grader's replayer runs no student code, so it keeps no function.
+            hint += stepping.failure_hint(diagnosis, run, x, op, inclusive, reverse,
+                                          fn=fn if observed.current() is None else None)
             return CheckResult(False, diagnosis, name, shown, n, index, hint)
         passed_sizes.append(n)
     return CheckResult(True, "pass", name, shown)

@@ -25,7 +25,9 @@ Every rule names the kernel, the block and the thread that broke it. Where each 
 * :mod:`.allocation`: poisoned shared and local memory, one array per call site;
 * :mod:`.warp`: shuffles, votes, ``syncwarp`` and ``activemask``;
 * :mod:`.errors`: the error messages and how to sanitize them;
-* :mod:`.hooks`: the launch, device-function call, allocation, access and fence hooks;
+* :mod:`.hooks`: the launch, device-function call, allocation, access, fence and wait hooks;
+* :mod:`.integers` and :mod:`.numba_typing`: integer arithmetic and ``popc``/``clz``/``ffs``/``brev``
+  as numba compiles them for a GPU, not as numpy computes them;
 * :mod:`.settings`: the switches ``enabled``, ``allow_negative_indices``, ``resident_blocks``
   and ``block_order_seed``;
 * :mod:`.numba_patches`: what ``install()`` changes in numba's simulator;
@@ -37,7 +39,7 @@ from .errors import (
     WarpDivergenceError,
 )
 from .hooks import (
-    Access, Fence, LaunchInfo, access_hook, allocation_hook, call_hook, fence_hook, launch_hook,
+    Access, Fence, LaunchInfo, Wait, access_hook, allocation_hook, call_hook, fence_hook, launch_hook, wait_hook,
 )
 from .numba_patches import install, is_enabled
 from .scheduler import in_launch
@@ -47,9 +49,9 @@ from .settings import (
 )
 
 __all__ = [
-    "Access", "BarrierDivergenceError", "DEFAULT_RESIDENT_BLOCKS", "DEFAULT_SEED",
-    "DeadlockError", "Fence", "KernelError", "LaunchError", "LaunchInfo", "NegativeIndexError",
-    "POISON_BYTE", "PollLimitError", "SimError", "WarpDivergenceError", "access_hook", "allocation_hook",
-    "allow_negative_indices", "block_order_seed", "call_hook", "enabled", "fence_hook", "in_launch", "install",
-    "is_enabled", "launch_hook", "poison_value", "resident_blocks",
+    "Access", "BarrierDivergenceError", "DEFAULT_RESIDENT_BLOCKS", "DEFAULT_SEED", "DeadlockError",
+    "Fence", "KernelError", "LaunchError", "LaunchInfo", "NegativeIndexError", "POISON_BYTE",
+    "PollLimitError", "SimError", "Wait", "WarpDivergenceError", "access_hook", "allocation_hook",
+    "allow_negative_indices", "block_order_seed", "call_hook", "enabled", "fence_hook", "in_launch",
+    "install", "is_enabled", "launch_hook", "poison_value", "resident_blocks", "wait_hook",
 ]

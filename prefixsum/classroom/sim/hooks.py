@@ -50,6 +50,13 @@ patching numba; the simulator calls them:
   order with the access hook's callbacks, so that a tracer can tell which stores a fence
   publishes (:mod:`.memory`).
 
+* :func:`wait_hook`: ``callback(wait)`` for every barrier (``cuda.syncthreads()`` and its
+  variants) and warp-level call (shuffles, votes, ``syncwarp``, ``activemask``) a thread of a
+  launch started inside the ``with`` makes, with a :class:`Wait`: kernel name, block, thread,
+  the call's name, source file and line. Called in the calling thread before it waits, in order
+  with the access hook's callbacks: a tracer sees a loop that makes no memory access but calls
+  (a warp walking a window that holds nothing, a loop of barriers) as steps.
+
 Each function registers its callback at once and returns a context manager that unregisters it
 on exit (or call its ``remove()``). Hooks stack: every registered callback is called, in the
 order they were registered. The hooks of a launch are those registered when it starts. An
@@ -112,6 +119,23 @@ class Fence(NamedTuple):
     """Line number in ``file``."""
 
 
+class Wait(NamedTuple):
+    """One barrier or warp-level call in a simulated launch, as passed to a :func:`wait_hook` callback."""
+
+    kernel: str
+    """Name of the kernel function."""
+    block: tuple
+    """``(x, y, z)`` of the block."""
+    thread: tuple
+    """``(x, y, z)`` of the thread within its block."""
+    kind: str
+    """The call: ``"syncthreads"``, ``"ballot_sync"``, ``"shfl_sync"``, ..."""
+    file: str
+    """Source file of the line that made the call."""
+    line: int
+    """Line number in ``file``."""
+
+
 class LaunchInfo(NamedTuple):
     """One simulated kernel launch, as passed to a :func:`launch_hook` callback."""
 
@@ -145,6 +169,7 @@ calls = _Hooks()
 allocations = _Hooks()
 accesses = _Hooks()
 fences = _Hooks()
+waits = _Hooks()
 
 
 class _Registration:
@@ -214,3 +239,12 @@ def fence_hook(callback):
     Returns a context manager that removes the hook on exit (or at its ``remove()``).
     """
     return _Registration(fences, callback)
+
+
+def wait_hook(callback):
+    """Register ``callback(wait)``, called in the simulated thread with a :class:`Wait` for every
+    barrier and warp-level call of a launch started while it is registered.
+
+    Returns a context manager that removes the hook on exit (or at its ``remove()``).
+    """
+    return _Registration(waits, callback)

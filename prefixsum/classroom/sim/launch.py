@@ -41,7 +41,7 @@ def _run(kernel, args):
     ))
     _check_configuration(kernel, grid_dim, block_dim)
     launch = Launch(kernel, grid_dim, block_dim, hooks.accesses.callbacks, hooks.calls.callbacks,
-                    hooks.fences.callbacks)
+                    hooks.fences.callbacks, hooks.waits.callbacks)
     write_back = []
     code = kernel.fn.__code__
     names = code.co_varnames[: code.co_argcount]

@@ -5,7 +5,8 @@ a kernel look up the global ``cuda`` of the kernel's module. During a launch tha
 :class:`Module` (numba's own swap, :func:`.numba_sim.swapped_for_launch`): thread and block indices set by the scheduler, barriers and warp-level calls
 that wait in the scheduler (:mod:`.scheduler`, :mod:`.warp`), checked and poisoned memory
 (:mod:`.memory`, :mod:`.allocation`), fences that publish a block's stores to the other
-blocks (:mod:`.memory`). ``cuda.cg.this_grid().sync()`` in a grid of more than one block raises
+blocks (:mod:`.memory`), ``popc``, ``clz``, ``ffs`` and ``brev`` over the operand's own width
+(:mod:`.integers`). ``cuda.cg.this_grid().sync()`` in a grid of more than one block raises
 NotImplementedError (the simulator does not model a cooperative launch).
 """
 import sys
@@ -15,6 +16,7 @@ import numpy as np
 from ...core.hardware import WARP_SIZE
 from . import numba_sim
 from .allocation import Local
+from . import integers
 from .errors import WarpDivergenceError
 from .memory import Atomic
 from .warp import integer_operand, match_key, predicate_operand, shuffle_operand
@@ -76,6 +78,13 @@ class Module(numba_sim.FakeCUDAModule):
 
     def syncthreads_or(self, value):
         return self._launch.barrier("syncthreads_or", value, sys._getframe(1))
+
+    # Bit counts and reversal over the operand's own width, as PTX computes them (numba's
+    # simulator counts the bits of Python's bin(), so that popc of an int32 -1 is 1, not 32).
+    popc = staticmethod(integers.popc)
+    clz = staticmethod(integers.clz)
+    ffs = staticmethod(integers.ffs)
+    brev = staticmethod(integers.brev)
 
     # Warp-level calls, with numba's signatures (no ``width``: numba's shuffles always use the
     # whole warp) and the operand types its compiler accepts.

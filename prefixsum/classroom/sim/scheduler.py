@@ -47,10 +47,11 @@ from .errors import (
     PACKAGE_DIR, BarrierDivergenceError, DeadlockError, SimError, barrier_divergence,
     block_order, deadlock, in_thread,
 )
-from .hooks import Fence
+from .hooks import Fence, Wait
 from .memory import Array, global_arrays, traced_arrays
 from . import numba_sim
 from .module import Module
+from .numba_typing import numba_typed
 from .settings import settings
 from .thread import Thread, synchronize
 from .warp import WARP_CALLS, Rendezvous
@@ -121,12 +122,13 @@ class Launch:
         The kernel, configured for this launch.
     grid_dim, block_dim : tuple
         The launch's dimensions, ``(x, y, z)`` each, checked.
-    access_hooks, call_hooks, fence_hooks : tuple of callable
+    access_hooks, call_hooks, fence_hooks, wait_hooks : tuple of callable
         The hooks registered when the launch started (:mod:`.hooks`).
     """
 
-    def __init__(self, kernel, grid_dim, block_dim, access_hooks, call_hooks, fence_hooks=()):
+    def __init__(self, kernel, grid_dim, block_dim, access_hooks, call_hooks, fence_hooks=(), wait_hooks=()):
         self.kernel = kernel
+        self.function = numba_typed(kernel.fn)  # what its threads run: numba's integer typing
         self.name = kernel.fn.__name__
         self.grid_dim = grid_dim
         self.block_dim = block_dim
@@ -146,6 +148,7 @@ class Launch:
         self.note = block_order(self.resident, self.seed) if blocks > 1 else ""
         self._call_hooks = call_hooks
         self._fence_hooks = fence_hooks
+        self._wait_hooks = wait_hooks
         self._point = None  # points a function's ``cuda`` at self.module, while run() runs
         self._main = None
         self._blocks = []  # the resident ones
@@ -161,7 +164,7 @@ class Launch:
             context = contextvars.copy_context()
         self._main = greenlet.getcurrent()
         with numba_sim.swapped_for_launch(self.module) as self._point:
-            self._point(self.kernel.fn)
+            self._point(self.function)
             self._run_swapped(args, context)
 
     def _run_swapped(self, args, context):
@@ -213,7 +216,7 @@ class Launch:
 
     def _dispatch(self, index, args, context):
         threads = [
-            Thread(self.kernel.fn, self._main, index_in_block, linear)
+            Thread(self.function, self._main, index_in_block, linear)
             for linear, index_in_block in enumerate(cuda_order(self.block_dim))
         ]
         for t in threads:
@@ -247,17 +250,21 @@ class Launch:
             raise type(exc)(f"{exc}{self.note}") from None
 
     def call(self, fn, args):
-        """Call the device function ``fn`` from the running thread."""
+        """Call the device function ``fn`` from the running thread, with numba's integer typing."""
         self._point(fn)
         for hook in self._call_hooks:
             hook(fn)
-        return fn(*args)
+        return numba_typed(fn)(*args)
 
     def wait(self, kind, value, mask, frame):
         """Called by a thread at a barrier or warp-level call: wait until it is released there."""
         if self._aborting:
             raise greenlet.GreenletExit
         t = self.thread
+        if self._wait_hooks:
+            wait = Wait(self.name, self.current.index, t.index, kind, frame.f_code.co_filename, frame.f_lineno)
+            for hook in self._wait_hooks:
+                hook(wait)
         t.site = (frame.f_code, frame.f_lasti, kind)
         t.line = frame.f_lineno
         t.value = value
@@ -288,7 +295,7 @@ class Launch:
             t.spin = None
             t.cycling = False
         else:
-            state = (t.site, id(poll[0]._cells), poll[2], self.version, _locals(frame, self.kernel.fn))
+            state = (t.site, id(poll[0]._cells), poll[2], self.version, _locals(frame, self.function))
             t.cycling = _same(state, t.spin)
             t.spin = state
         t.value = poll

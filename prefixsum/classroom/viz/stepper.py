@@ -185,6 +185,7 @@ class Stepper:
     def __init__(self, model, reference=None, fallback=None, max_cells=64):
         self.model, self.reference, self.max_cells = model, reference, max_cells
         self.differences = stepping.differences(model, reference) if reference is not None else None
+        self.beside = stepping.aligned(model, reference) if reference is not None else None
         first = None if reference is None else stepping.first_difference(model, reference)
         self.first_difference = first
         marked = next((k for k, s in enumerate(model) if s.races or s.uninitialized), 0)
@@ -199,7 +200,9 @@ class Stepper:
                    max_cells=self.max_cells)
         if self.reference is None:
             return f'<div class="ps-board" style="overflow-x:auto">{left}</div><div>{threads_svg(step, block_size)}</div>'
-        right = svg(self.reference[min(k, len(self.reference) - 1)], max_cells=self.max_cells)
+        beside = self.beside[k]
+        right = ("no step of the reference stands beside this one" if beside is None
+                 else svg(self.reference[beside], max_cells=self.max_cells))
         return ('<div style="display:flex;gap:24px;overflow-x:auto"><div class="ps-board ps-student"><b>yours</b><br>'
                 f'{left}</div><div class="ps-board ps-reference"><b>reference</b><br>{right}</div></div>'
                 f'<div>{threads_svg(step, block_size)}</div>')
@@ -372,8 +375,11 @@ def step(trace, reference=None, *, by="phase", arrays=None, fallback=None, max_c
                    fallback=fallback, max_cells=max_cells)
 
 
-def step_failure(algorithm="ladder", *, by="phase", **options):
-    """The stepper on the last failing check's run beside ``prefixsum.scan`` with ``algorithm`` on the same input."""
+def step_failure(algorithm=None, *, by="phase", **options):
+    """The stepper on the last failing check's run beside ``prefixsum.scan`` on the same input: with
+    ``algorithm`` if given, else the registered scan that agrees longest with the student's run, the
+    exercise's own (:func:`prefixsum.classroom.stepping.last_failure`; a check that failed on more
+    than 64 elements is stepped through on a smaller input that fails too, or says why not)."""
     from ..child import on_simulator, simulating
 
     student, reference = stepping.last_failure(algorithm, **options) if simulating() else \
@@ -384,7 +390,8 @@ def step_failure(algorithm="ladder", *, by="phase", **options):
 def _difference_figure(student, reference, k):
     cells = stepping.differences(student, reference)[k]
     slots = sorted({slot for slot, _ in cells}, key=lambda s: (s.space, s.owner, s.array))[:4] or _slots(student[k], 4)
-    mine, theirs = student[min(k, len(student) - 1)], reference[min(k, len(reference) - 1)]
+    beside = stepping.aligned(student, reference)[k]
+    mine, theirs = student[k], reference[beside if beside is not None else len(reference) - 1]
     by_name = {(s.launch, s.space, s.array, s.owner): s for s in theirs.values}
     first = max(0, min((i for _, i in cells), default=0) - 4)  # the first difference, and a few cells before it
     figure, axes = _cells_figure([len(slots)] * 2)

@@ -1,0 +1,125 @@
+"""The run a failing check's run is stepped beside: the exercise's own algorithm, on a small input.
+
+:func:`prefixsum.classroom.stepping.last_failure` asks here for the reference: the registered
+scan whose steps access the same cells as the student's (:func:`likeness`, :func:`closest`),
+each tried with the student's block size and its switches on and off; and, when the check failed
+on more elements than the stepper draws, for the smallest input on which the checked function
+fails too (:func:`small_failure`).
+"""
+import itertools
+import math
+
+import numpy as np
+
+from ..scans.api import scan
+from ..scans.registry import ALGORITHMS
+from ..scans.testing import mismatches, random_input
+from . import stepping
+from . import trace as tracing
+
+
+def likeness(student, reference):
+    """How alike the two runs' accesses are, step by step (:func:`prefixsum.classroom.stepping.aligned`), from 0 to 1: the mean over
+    the steps of the longer run of the overlap (intersection over union) of the cells each pair of steps
+    wrote, and of the cells they read (a step beside nothing adds 0). Two runs of one algorithm access
+    alike even where a mistake changed values."""
+    mine, others = stepping.comparable(student), stepping.comparable(reference)
+
+    def overlap(a, b):
+        return len(a & b) / len(a | b) if a | b else 1.0
+
+    total = 0.0
+    for k, j in enumerate(stepping.aligned(student, reference)):
+        if j is None:
+            continue
+        for field in ("written", "read"):
+            a = {(mine[s], i) for s, cells in getattr(student[k], field).items() for i in cells}
+            b = {(others[s], i) for s, cells in getattr(reference[j], field).items() for i in cells}
+            total += overlap(a, b)
+    return total / (2 * max(len(student), len(reference), 1))
+
+
+def reference_run(x, failure, algorithm, options):
+    """The traced ``prefixsum.scan`` of ``x`` with ``algorithm`` and ``options``, as ``failure`` (the kept
+    failing check: its op and direction) scanned."""
+    return tracing.record(scan, x.copy(), failure["op"], inclusive=failure["inclusive"], reverse=failure["reverse"],
+                          algorithm=algorithm, **options)
+
+
+def closest(student, x, failure, given):
+    """The run of the registered scan most alike ``student`` (:func:`likeness`; ties: the first registered),
+    each with the ``given`` options it takes."""
+    threads = math.prod(student.launches[0].block) if student.launches else None
+    mine = stepping.model(student)
+    best, best_agreement = None, None
+    for name, algorithm in ALGORITHMS.items():
+        for options in _options_like(algorithm, threads, given):
+            run = reference_run(x, failure, name, options)
+            if run.error is not None or not run.records:
+                continue
+            try:
+                theirs = stepping.model(run)
+            except stepping.BrokenTrace:
+                continue
+            differing = stepping.differences(mine, theirs)
+            first = next((k for k, cells in enumerate(differing) if cells), len(differing))
+            agreement = (round(likeness(mine, theirs), 6), first)  # the same accesses step by step, then the same values
+            if best_agreement is None or agreement > best_agreement:
+                best, best_agreement = run, agreement
+    if best is None:
+        raise LookupError("no registered scan runs on this input to step beside: pass algorithm=... to step_failure()")
+    return best
+
+
+def _options_like(algorithm, threads, given):
+    """The options of ``algorithm`` to try beside a student's run of blocks of ``threads``: the ``given``
+    ones it takes, else tiles of ``threads`` or ``2 * threads`` elements, one item per thread, each
+    switch of the algorithm on and off (a tile without padding, as a chapter writes it first), those
+    the algorithm accepts."""
+    choices = []
+    for option, default in algorithm.options.items():
+        if option in given:
+            choices.append([(option, given[option])])
+        elif option == "block_size" and threads:
+            choices.append([(option, b) for b in dict.fromkeys((threads, threads // 2)) if b])
+        elif option == "items_per_thread":
+            choices.append([(option, 1)])
+        elif isinstance(default, bool):
+            choices.append([(option, False), (option, True)])
+    found = []
+    for chosen in itertools.product(*choices):
+        options = dict(chosen)
+        try:
+            algorithm.check_options(**{**algorithm.options, **options})
+        except (ValueError, TypeError):
+            continue
+        found.append(options)
+    return found or [{}]
+
+
+def small_failure(failure):
+    """``(run, x)``: the kept ``failure``'s run if it is small enough to step through, else a small one that fails."""
+    run, x = failure["run"], failure["x"]
+    n = len(x)
+    if n <= stepping.FAILING_SIZES:
+        return run, x
+    fn = failure.get("fn")
+    if fn is not None:
+        for m in range(1, stepping.FAILING_SIZES + 1):
+            small = random_input(m, failure["op"], x.dtype, np.random.default_rng(m))
+            attempt = tracing.record(fn, small.copy())
+            result = attempt.result.copy_to_host() if hasattr(attempt.result, "copy_to_host") else attempt.result
+            wrong = attempt.error is not None or result is None or np.shape(result) != small.shape or \
+                mismatches(np.asarray(result).astype(x.dtype), small, failure["op"], inclusive=failure["inclusive"],
+                           reverse=failure["reverse"])[0].size > 0
+            if wrong and attempt.records:
+                return attempt, small
+    most = stepping.FAILING_SIZES
+    raise LookupError(
+        f"the last check failed at n = {n}, and no input of {most} elements or fewer fails the same way: the stepper "
+        f"draws at most {most} cells a row, so there is nothing small to step through. Trace the failing size "
+        f"yourself (run = ps.trace.record(your_function, x) with len(x) = {n}) and look at the tiles where it goes "
+        "wrong: ps.viz.lookbacks(run) for a look-back, ps.viz.dataflow(run, array) for a tile.")
+
+
+__all__ = ["closest", "likeness", "reference_run", "small_failure"]
