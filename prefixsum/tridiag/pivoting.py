@@ -73,8 +73,8 @@ ROW_PAIRS = {4: 8, 8: 4}
 """``R``, the pairs of a chunk of the system (``2R`` rows), by item size (:func:`plan`)."""
 PAIR_PAIRS = 4
 """The pairs of a chunk of a reduced system."""
-ALL_ROW_PAIRS = (2, 4, 8)
-ALL_PAIR_PAIRS = (2, 4, 8)
+ALL_ROW_PAIRS = (2, 4, 8, 16)
+ALL_PAIR_PAIRS = (2, 4, 8, 16)
 """The chunk lengths with kernels (the benchmark tries each)."""
 
 
@@ -235,6 +235,13 @@ def plan(batch, n, dtype, pairs=None):
     if pairs == 0 or n <= ONE_THREAD_ROWS:
         return 0
     return pairs or ROW_PAIRS[np.dtype(dtype).itemsize]
+
+
+def takes_levels(batch, n, dtype, pairs=None):
+    """Whether the chunked path takes levels for (batch, n) systems: more chunks a system than the
+    block kernel's threads (:func:`levels`)."""
+    row_pairs = plan(batch, n, dtype, pairs)
+    return bool(row_pairs) and -(-n // (2 * row_pairs)) > threads_for(chunked.row_shared_bytes, row_pairs, dtype, True)
 
 
 def threads_for(shared_bytes, pairs, dtype, block=False):
