@@ -42,7 +42,7 @@ import numpy as np
 import prefixsum as ps
 from prefixsum.core.poison import poison
 from prefixsum.tridiag import _common as tridiag_common
-from prefixsum.tridiag import block, hybrid, transfers
+from prefixsum.tridiag import block, hybrid, pivoting, transfers
 
 hh = importlib.import_module("prefixsum.tridiag.householder")
 
@@ -156,6 +156,20 @@ def pivoting_calls(rng, dtype, shapes, auto_shapes, wrong):
         tiny = [np.ones((batch, n), dtype), np.full((batch, n), 1e-10, dtype), np.ones((batch, n), dtype),
                 rng.uniform(-1, 1, (batch, n)).astype(dtype)]
         calls += solved(tiny, "pivoting", "tridiag(1, 1e-10, 1)")
+    kept = pivoting.PAIR_PAIRS
+    try:  # every chunk length of the chunked kernels, rows and pairs, on a block's worth and on levels
+        for rows, pairs in zip(pivoting.ALL_ROW_PAIRS, pivoting.ALL_PAIR_PAIRS):
+            pivoting.PAIR_PAIRS = pairs
+            for batch, n in ((3, 300), (2, 3001)):
+                system = [v.astype(dtype) for v in rng.uniform(-1, 1, (4, batch, n))]
+                x, info = cuda.to_device(poison(np.empty((batch, n), dtype))), cuda.to_device(np.zeros(batch, np.int32))
+                pivoting.run(*(cuda.to_device(v) for v in system), x, info, pairs=rows)
+                calls += 1
+                error = backward_error(*system, x.copy_to_host())
+                if info.copy_to_host().any() or not error <= 16 * n * eps:
+                    wrong.append(f"pivoting:pairs={rows},pair_pairs={pairs} {name} {batch} x {n}: backward error {error:.2e}")
+    finally:
+        pivoting.PAIR_PAIRS = kept
     for batch, n in auto_shapes:  # every other system indefinite: routed to the pivoting solver
         mixed = dominant(rng, batch, n, dtype)
         mixed[1][1::2] = rng.uniform(-1, 1, (batch // 2, n))

@@ -24,7 +24,7 @@ the pivoting solver at each chunk length forced (``pivoting:one_thread``,
 ``pivoting:pairs=R``, ``pivoting:pair_pairs=P``, which :func:`prefixsum.tridiag.pivoting.plan`
 was chosen from). Each as its kernels (``ours (kernels)``: the kernels' durations summed from
 CUPTI's trace, ``--method cupti``, the default, every variant and baseline of a case traced
-together, call after call in turn; or CUDA events around queued launches, ``--method events``:
+together, in turn, each timed call right after an untimed one of its own; or CUDA events around queued launches, ``--method events``:
 :func:`prefixsum.cli.bench.kernel_us`) and as a whole ``tridiag.solve`` call on device arrays, on
 the host clock (``ours (whole call)``); ``"auto"`` also from numpy arrays to a numpy array (``ours
 (whole call, numpy)``).
@@ -221,8 +221,10 @@ def device_times(launches, how, repeats):
 
 def traced_together(launches, repeats):
     """Median kernel time of each launch from one CUPTI trace: ``repeats`` rounds, each calling
-    every launch once, in turn, the device synchronised and a boundary kernel after each
-    (:func:`prefixsum.cli.cupti.per_call_us`); one trace a case instead of one a variant."""
+    every launch twice in turn, the device synchronised and a boundary kernel after each call
+    (:func:`prefixsum.cli.cupti.per_call_us`), the second call of each pair timed: one trace a
+    case instead of one a variant, and each timed call finds its data where its own previous call
+    left it (the L2 cache holds some of these cases whole), as a variant timed alone would."""
     from numba import cuda
     from torch.profiler import ProfilerActivity, profile
 
@@ -234,16 +236,17 @@ def traced_together(launches, repeats):
     with profile(activities=[ProfilerActivity.CUDA]) as traced:
         for _ in range(repeats):
             for launch in launches.values():
-                launch()
-                cuda.synchronize()
-                cupti.call_boundary[1, 1]()
-                cuda.synchronize()
+                for _ in range(2):
+                    launch()
+                    cuda.synchronize()
+                    cupti.call_boundary[1, 1]()
+                    cuda.synchronize()
     calls = cupti.per_call_us(traced.events())
     count = len(launches)
-    if len(calls) != repeats * count or min(calls, default=0.0) <= 0.0:
-        raise RuntimeError(f"the trace held {len(calls)} calls for {repeats * count} made, with kernel times "
+    if len(calls) != 2 * repeats * count or min(calls, default=0.0) <= 0.0:
+        raise RuntimeError(f"the trace held {len(calls)} calls for {2 * repeats * count} made, with kernel times "
                            f"{calls[:5]}...: it did not see every kernel")
-    return {label: statistics.median(calls[k::count]) for k, label in enumerate(launches)}
+    return {label: statistics.median(calls[2 * k + 1::2 * count]) for k, label in enumerate(launches)}
 
 
 def jax_time(jax, a, b, c, d, repeats):

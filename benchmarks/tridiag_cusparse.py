@@ -24,13 +24,18 @@ PIVOTING = ("cusparse gtsvInterleavedBatch (LU)", "cusparse gtsvInterleavedBatch
 """The baselines that pivot: the only ones timed on systems that need it."""
 GTSV2_MAX_BATCH = 64
 """``gtsv2`` is called once per system: timed on batches of at most this many."""
+INTERLEAVED_MIN_BATCH = 64
+"""``gtsvInterleavedBatch`` runs a thread per system: timed on batches of at least this many (on
+one system of 2^20 rows a call of QR took 0.55 s in float64 on an H100)."""
 
 
 def routines_for(batch, family):
-    """The baselines timed on a (batch, n) case of ``family``: the pivoting ones on every family
-    (``gtsv2`` only up to :data:`GTSV2_MAX_BATCH` systems), the others on dominant systems only."""
+    """The baselines timed on a (batch, n) case of ``family``: the pivoting ones on every family,
+    the others on dominant systems only; ``gtsv2`` up to :data:`GTSV2_MAX_BATCH` systems, the
+    interleaved ones from :data:`INTERLEAVED_MIN_BATCH` on."""
     labels = BASELINES if family == "dominant" else PIVOTING
-    return [label for label in labels if label != "cusparse gtsv2" or batch <= GTSV2_MAX_BATCH]
+    return [label for label in labels if (label != "cusparse gtsv2" or batch <= GTSV2_MAX_BATCH)
+            and ("Interleaved" not in label or batch >= INTERLEAVED_MIN_BATCH)]
 
 
 def against(batch, n):
