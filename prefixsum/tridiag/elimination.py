@@ -22,16 +22,22 @@ unknowns ``(first_k, last_k)``, so that the reduced systems are in pair form aga
 Why this is backward stable: every step takes as its pivot the largest entry of its column
 among *all* rows that hold the column (no other row does: the chunk's interior columns are its
 own). Over all chunks and levels that is exactly Gaussian elimination with partial pivoting on
-``A P``, ``A`` with its columns taken in another order (interiors of the chunks first, then the
-chunks' ends, level by level), which is backward stable with a growth factor that, for these
-banded steps, is bounded by a small constant a level (Bohte 1975: at most 7 for a lower
-bandwidth of 2). No chunk can be singular unless ``A`` is: a column all of whose candidates are
-zero means the remaining matrix, hence ``A``, is singular (``ok`` False), and the reduced system
-is nonsingular whenever ``A`` is. This is the pivoting across partition boundaries that SPIKE
-with diagonal pivoting (Chang, Stratton, Kim and Hwu 2012; Erway and Marcia's 1x1 and 2x2
-pivots) and g-Spike (Venetis et al. 2015: Givens rotations in each partition) do not do: they
-factor each partition alone, which fails or loses accuracy where a partition is singular or
-nearly so although ``A`` is not (``tridiag(1, 1e-10, 1)`` cut into odd partitions, for one).
+``A P``, ``A`` with its columns taken in another order (the chunks' interiors first, then the
+chunks' ends, level by level), so Wilkinson's analysis applies: x solves ``(A + E) x = d`` with
+``||E|| <= c n eps rho ||A||``, ``rho`` the growth of the entries. For a tridiagonal matrix in its
+own order partial pivoting keeps ``rho <= 2``; here a chunk's steps are banded (three or four
+candidates a column) and the chunk's end columns, kept to the end, are updated at every step,
+so the bound is not 2, but, as for partial pivoting on any matrix, the growth that random and
+structured matrices show is small: the backward errors measured on an H100
+(``benchmarks/tridiag.csv``, up to 2^20 rows, random indefinite systems) were at most 0.43 eps,
+cuSPARSE's LU, QR and ``gtsv2`` 0.12 to 0.40. No chunk can be singular unless ``A`` is: a column
+all of whose candidates are zero means the remaining matrix, hence ``A``, is singular (``ok``
+False), and the reduced system is nonsingular whenever ``A`` is. This is the pivoting across
+partition boundaries that SPIKE with diagonal pivoting (Chang, Stratton, Kim and Hwu 2012; Erway
+and Marcia's 1x1 and 2x2 pivots) and g-Spike (Venetis et al. 2015: Givens rotations in each
+partition) do not do: they factor each partition alone, which fails or loses accuracy where a
+partition is singular or nearly so although ``A`` is not (``tridiag(1, 1e-10, 1)`` cut into
+partitions of odd length, for one).
 
 A row in the elimination is a 7-tuple ``(e0, e1, e2, e3, sm, s0, r)``: its entries on the current
 column and the three after it, its *spikes* on columns ``-1`` and ``0`` (which the elimination
