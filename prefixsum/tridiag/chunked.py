@@ -73,14 +73,14 @@ _top_pass = chunk_pass(pair_at, keep_with_spike)
 
 
 @cuda.jit(device=True)
-def top(buf, slots, base, chunks, system, info, pinfo, ok, zero, one, nan):
+def top(buf, slots, base, chunks, system, info, pinfo, zero, one, nan):
     """One thread's solve of a system's reduced pairs at slots ``base ..`` of the pair planes:
     every column but the first and last eliminated (:func:`keep_with_spike`), the 2 x 2 of those
-    two, back substitution; the system's verdict (this kernel's ``ok``, the levels' ``pinfo``)
-    into ``info`` (a singular system's unknowns NaN)."""
+    two, back substitution; the system's verdict (its own and the chunks', ``pinfo``) into
+    ``info`` (a singular system's unknowns NaN)."""
     k, l, good = _top_pass(buf, slots, base, chunks, zero, zero, False, zero, one)
     x_first, x_last, solvable = ends(k, l, zero, one)
-    if ok and good and solvable and pinfo[system] == 0:
+    if good and solvable and pinfo[system] == 0:
         info[system] = 0
     else:
         info[system] = SINGULAR
@@ -96,7 +96,7 @@ def topped(area, threads, tid, k, chunks, system, mine, info, pinfo, zero, one, 
     ``(x_before, x_first, x_last, x_after)``."""
     cuda.syncthreads()
     if k == 0 and mine:
-        top(area, threads, tid, chunks, system, info, pinfo, True, zero, one, nan)
+        top(area, threads, tid, chunks, system, info, pinfo, zero, one, nan)
     cuda.syncthreads()
     x_before = area[9 * threads + tid - 1] if k > 0 else zero
     x_after = area[tid + 1] if k + 1 < chunks else zero
