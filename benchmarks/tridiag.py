@@ -83,6 +83,10 @@ FAMILIES = ("dominant", "indefinite")
 THOMAS_ROWS = hybrid.THOMAS_ROWS
 PARTITION_ROWS = dict(partition.ROWS_PER_THREAD), partition.ONE_LEVEL_ROWS
 BLOCK_ROWS = dict(block.TARGET_ROWS)
+RETIRED = {"auto (hybrid)": "2026-11-27: 'auto' named by the method it took then, the hybrid",
+           "pivoting:pairs=2": "2026-12-06: the pivoting solver's chunks of 2 pairs, slower but at one shape",
+           "pivoting:pair_pairs=2": "2026-12-06: its reduced systems' chunks of 2 pairs, slower everywhere"}
+"""Labels of the committed ``tridiag.csv`` that this script no longer writes, and why."""
 ROUTINES = ("gtsv2StridedBatch", "gtsv2", "gtsvInterleavedBatch")
 """The routines ``--jax-kernels`` looks for among JAX's kernels."""
 

@@ -26,8 +26,7 @@ from test_pivoting_families import within_lapack  # noqa: E402
 DTYPES = (np.float32, np.float64)
 SHAPES = ((1, 1), (3, 2), (2, 3), (2, 31), (2, 33), (1, 100), (2, 129), (1, 300))
 """n = 1, 2, 3, around a warp, past chunk boundaries (33, 129: a ragged last chunk); with 16
-threads a block, 300 rows take a level at every R (75, 38 and 19 chunks), then ``block_pairs``
-(or another level first)."""
+threads a block, 300 rows take a level at R = 4 and 8 (38 and 19 chunks), then ``block_pairs``."""
 
 
 @pytest.fixture(autouse=True)
@@ -71,7 +70,7 @@ def solved(system, pairs, dtype, route=None, call=0, x=None, info=None):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("pairs", (0, 2, 8))
+@pytest.mark.parametrize("pairs", (0, 4, 16))
 @pytest.mark.parametrize("batch, n", SHAPES)
 def test_every_path_solves_general_systems_as_lapack_does(batch, n, pairs, dtype, rng):
     system = systems(rng, batch, n, dtype, "normal")
@@ -82,11 +81,11 @@ def test_every_path_solves_general_systems_as_lapack_does(batch, n, pairs, dtype
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("kind", ("indefinite", "near", "tiny", "dominant"))
-@pytest.mark.parametrize("pairs, pair_pairs", ((2, 2), (4, 8), (8, 4)))
+@pytest.mark.parametrize("pairs, pair_pairs", ((4, 4), (8, 16), (16, 8)))
 def test_levels_on_indefinite_nearly_singular_tiny_diagonal_and_dominant_systems(kind, pairs, pair_pairs, dtype, rng,
                                                                                    monkeypatch):
     monkeypatch.setattr(pivoting, "PAIR_PAIRS", pair_pairs)
-    system = systems(rng, 3, 301, dtype, kind)  # two levels at R = 2 (76, then 38 pairs), one at 4 and 8
+    system = systems(rng, 3, 601, dtype, kind)  # two levels at R = 4 (76, then 19 pairs), one at 8 and 16
     x, info = solved(system, pairs, dtype)
     assert not info.any()
     within_lapack(*system, x)
@@ -97,7 +96,7 @@ def test_the_plan_takes_one_thread_for_short_systems_and_chunks_beyond(monkeypat
     assert pivoting.plan(100, 32, np.float32) == 0
     assert pivoting.plan(1, 33, np.float32) == pivoting.ROW_PAIRS[4]
     assert pivoting.plan(1, 33, np.float64) == pivoting.ROW_PAIRS[8]
-    assert pivoting.plan(1, 1 << 20, np.float64, pairs=0) == 0 and pivoting.plan(1, 100, np.float32, pairs=2) == 2
+    assert pivoting.plan(1, 1 << 20, np.float64, pairs=0) == 0 and pivoting.plan(1, 100, np.float32, pairs=4) == 4
 
 
 def singular_in_a_batch(rng, batch, n, dtype, bad):
@@ -112,7 +111,7 @@ def singular_in_a_batch(rng, batch, n, dtype, bad):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("pairs, n", ((0, 20), (2, 40), (4, 300)))
+@pytest.mark.parametrize("pairs, n", ((0, 20), (4, 40), (8, 300)))
 def test_singular_systems_are_flagged_nan_and_the_others_solved(pairs, n, dtype, rng):
     bad = (1, 4)
     system = singular_in_a_batch(rng, 6, n, dtype, bad)
@@ -125,7 +124,7 @@ def test_singular_systems_are_flagged_nan_and_the_others_solved(pairs, n, dtype,
     assert not info.any()
 
 
-@pytest.mark.parametrize("pairs, n", ((0, 20), (4, 60), (2, 300)))
+@pytest.mark.parametrize("pairs, n", ((0, 20), (4, 60), (4, 300)))
 def test_a_masked_call_solves_and_writes_only_its_systems_and_their_info(pairs, n, rng):
     dtype = np.float64
     system = systems(rng, 5, n, dtype, "normal")
