@@ -91,6 +91,11 @@ def test_levels_on_indefinite_nearly_singular_tiny_diagonal_and_dominant_systems
     within_lapack(*system, x)
 
 
+def test_a_chunk_length_without_kernels_is_refused():
+    with pytest.raises(ValueError, match=r"pairs=2: the chunks have kernels for 4, 8, 16 pairs"):
+        pivoting.plan(1, 100, np.float32, pairs=2)
+
+
 def test_the_plan_takes_one_thread_for_short_systems_and_chunks_beyond(monkeypatch):
     monkeypatch.setattr(pivoting, "ONE_THREAD_ROWS", 32)
     assert pivoting.plan(100, 32, np.float32) == 0
@@ -143,7 +148,7 @@ def test_a_non_finite_right_hand_side_is_reported_and_singular_wins_over_it(rng)
     system = singular_in_a_batch(rng, 3, 40, np.float64, (2,))
     system[3][1, 5] = np.inf
     system[3][2, 5] = np.nan
-    x, info = solved(system, 2, np.float64)
+    x, info = solved(system, 4, np.float64)
     assert list(info) == [0, NOT_FINITE, SINGULAR]
 
 

@@ -264,6 +264,8 @@ def plan(batch, n, dtype, pairs=None):
     in that run were measured at its defaults, and first in each round of its trace, with a cold
     L2 cache (``benchmarks/README.md``).
     """
+    if pairs and pairs not in ALL_ROW_PAIRS:
+        raise ValueError(f"pairs={pairs}: the chunks have kernels for {', '.join(map(str, ALL_ROW_PAIRS))} pairs")
     if pairs == 0 or n <= ONE_THREAD_ROWS:
         return 0
     if pairs:
