@@ -1,10 +1,11 @@
 """``method="pivoting"`` launched a few times per shape, for a profiler to watch (GPU only).
 
-    ncu --section SpeedOfLight --section Occupancy -k regex:spike python benchmarks/profile_pivoting.py 16384x64 1x1048576
+    ncu --section SpeedOfLight --section Occupancy -k regex:"_rows|_pairs" python benchmarks/profile_pivoting.py 16384x64 1x1048576
 
-Solves random diagonally dominant float32 systems of each BATCHxN shape (float64 with
-``--float64``) three times with :func:`prefixsum.tridiag.pivoting.run` (the first call compiles)
-and prints each shape's path (:func:`~prefixsum.tridiag.pivoting.plan`). No timing of its own:
+Solves random indefinite float32 systems (a, b, c uniform in [-1, 1]) of each BATCHxN shape
+(float64 with ``--float64``) three times with :func:`prefixsum.tridiag.pivoting.run` (the first
+call compiles) and prints each shape's path (:func:`~prefixsum.tridiag.pivoting.plan`: the pairs
+of a chunk, 0 for one thread per system; whether levels follow). No timing of its own:
 ``benchmarks/tridiag.py`` measures; this gives Nsight Compute or Nsight Systems the launches.
 """
 import argparse
@@ -29,14 +30,13 @@ def main(argv=None):
     rng = np.random.default_rng(5)
     for shape in args.shapes:
         batch, n = map(int, shape.split("x"))
-        a, c = rng.uniform(-1, 1, (2, batch, n))
-        b = np.abs(a) + np.abs(c) + 1
-        device = [cuda.to_device(v.astype(dtype)) for v in (a, b, c, rng.normal(size=(batch, n)))]
+        device = [cuda.to_device(v.astype(dtype)) for v in rng.uniform(-1, 1, (4, batch, n))]
         x, info = cuda.device_array((batch, n), dtype), cuda.to_device(np.zeros(batch, np.int32))
         for _ in range(3):
             pivoting.run(*device, x, info)
         cuda.synchronize()
-        print(f"{batch} x {n} {np.dtype(dtype).name}: S = {pivoting.plan(batch, n, dtype)}, flags {int(info.copy_to_host().max())}")
+        print(f"{batch} x {n} {np.dtype(dtype).name}: R = {pivoting.plan(batch, n, dtype)}, levels "
+              f"{pivoting.takes_levels(batch, n, dtype)}, flags {int(info.copy_to_host().max())}")
     return 0
 
 

@@ -103,7 +103,10 @@ stage_table1() {
   "$python" benchmarks/table1.py $quick_flag --out "$out"
 }
 
-# GPU, about 4 minutes: PCR, CR, Thomas and the hybrid against cuSPARSE and JAX, eight shapes.
+# GPU, about 6 minutes (not timed since issue 44 added the indefinite family; the pivoting
+# comparison alone, --only-pivoting --sweep, took 3.7 minutes on an H100): PCR, CR, Thomas, the
+# hybrid, pivoting and auto on dominant and indefinite systems against cuSPARSE's five solvers and
+# JAX, nine shapes.
 stage_tridiag() {
   "$python" benchmarks/tridiag.py $quick_flag --out "$out"
 }
@@ -347,8 +350,10 @@ stage_blocks() {
   "$python" benchmarks/blocks_gpu.py $quick_flag --out "$out"
 }
 
-# GPU, about a minute: the hybrid tridiagonal solver and the Householder kernels under the four
-# tools of compute-sanitizer, as stage sanitize does for the scans.
+# GPU, several minutes (not timed since issue 44; under the four tools at once, the quick pivoting
+# part alone did not finish in a minute on an H100): the tridiagonal solvers (the hybrid, the
+# pivoting solver's every path and chunk length, auto's routing) and the Householder kernels under
+# the four tools of compute-sanitizer, as stage sanitize does for the scans.
 stage_sanitize_tridiag() {
   sanitize sanitize_tridiag benchmarks/sanitize_tridiag.py
 }

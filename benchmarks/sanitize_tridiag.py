@@ -13,10 +13,13 @@ multiple of the chunk, padded to whole chunks in the indexing; the block solver 
 too (:func:`~prefixsum.tridiag.hybrid.hybrid_shared`: several systems a block, one system a
 block; one and several :func:`~prefixsum.tridiag.hybrid.pcr_window` launches before it), and a
 zero pivot;
-``method="pivoting"`` (:mod:`prefixsum.tridiag.pivoting`: one thread per system, or chunks
-factored with partial pivoting and their separators reduced, one to three levels) on general
-systems that are neither dominant nor definite, on systems whose chunks are singular (solved
-again by one thread), and on a singular one;
+``method="pivoting"`` (:mod:`prefixsum.tridiag.pivoting`: one thread per system, whole systems in
+a block, levels of reduced systems, one to three, :mod:`prefixsum.tridiag.chunked`) on general
+systems that are neither dominant nor definite, on ``tridiag(1, 1e-10, 1)``, and on a batch
+with a singular system (``solve_ex``: the others solved, the singular one named, its x NaN;
+``condition=True``'s solves of A and A^T); ``method="auto"`` (:mod:`prefixsum.tridiag.auto`) on
+batches of dominant and indefinite systems mixed, through each of the hybrid's paths with its
+dominance test and the pivoting solver masked to the routed systems;
 then ``householder`` and ``solve_symmetric`` from device arrays (the on-device symmetry check,
 the shared-memory and the global-memory reductions, the off-diagonal copy), ``solve_symmetric``
 on indefinite matrices (the pivot-sign check, then the pivoting solve) and one non-symmetric
@@ -38,22 +41,32 @@ import numpy as np
 
 import prefixsum as ps
 from prefixsum.core.poison import poison
+from prefixsum.tridiag import _common as tridiag_common
 from prefixsum.tridiag import block, hybrid, pivoting, transfers
 
 hh = importlib.import_module("prefixsum.tridiag.householder")
 
-PIVOTING_SHAPES = ((1, 1), (37, 31), (300, 64), (8, 512), (16, 1000), (2, 1500), (1, 20000), (3, 3001))
-"""The one-thread path; whole systems in a block (several a block, one of 125 chunks); levels, one to three (:func:`.pivoting.plan`)."""
+PIVOTING_SHAPES = ((1, 1), (37, 31), (300, 64), (8, 512), (16, 1000), (2, 1500), (3, 3001), (1, 20000), (1, 100000))
+"""The one-thread path; whole systems in a block (several a block, one of 63 or 125 chunks);
+levels, one to three (:func:`.pivoting.levels`)."""
+QUICK_PIVOTING_SHAPES = ((1, 1), (5, 31), (2, 200), (1, 3001))
+AUTO_SHAPES = ((40, 31), (6, 700), (2, 3000))
+"""``method="auto"`` through the hybrid's warp solver, block solver and partition method."""
+QUICK_AUTO_SHAPES = ((8, 31), (4, 700), (2, 3000))
 SHAPES = ((1, 1), (37, 31), (300, 64), (8, 512), (3, 1024), (2, 1500), (1, 5000), (1, 20000))
 QUICK_SHAPES = ((1, 1), (5, 31), (2, 200), (2, 528), (1, 2000))
 BLOCK_SHAPES = ((3, 700), (2, 1024))
 """The block solver alone at every chunk length that holds n (several lanes idle at 700)."""
 NUMPY_SHAPES = ((37, 31), (300, 64), (8, 512), (3, 1024), (5, 1500))
 QUICK_NUMPY_SHAPES = ((5, 31), (3, 200))
-CHUNKED = {"MIN_BYTES": 0, "MIN_CHUNK_BYTES": 0, "CHUNK_BYTES": 1 << 40, "TARGET_CHUNKS": 3, "PAGEABLE": True}
+CHUNKED = {"MIN_BYTES": 0, "MIN_CHUNK_BYTES": 0, "CHUNK_BYTES": 1 << 40, "TARGET_CHUNKS": 3}
 """:mod:`prefixsum.tridiag.transfers`' settings for the numpy part: every batch in about three chunks (whole systems)."""
 MATRICES = ((5, 16), (2, 100))
-QUICK_MATRICES = ((3, 8), (1, 80))
+QUICK_MATRICES = ((3, 8), (1, 24))
+QUICK_SHARED_BYTES = 4096
+"""The quick run's shared-memory budget for the Householder part: 24 x 24 float64 matrices then
+take the global-memory reduction that 100 x 100 ones take on the GPU, in a fraction of the
+simulator's time (an 80 x 80 one took 8 s a call)."""
 
 
 def dominant(rng, batch, n, dtype):
@@ -80,18 +93,19 @@ def backward_error(a, b, c, d, x):
 
 def chunked_numpy(rng, dtype, shapes, wrong):
     """``tridiag.solve`` of numpy batches through :mod:`prefixsum.tridiag.transfers`' chunks
-    (:data:`CHUNKED`), hybrid and pivoting, the caller's arrays copied straight and through the pinned
-slots (``PAGEABLE``); returns the number of calls, appends to ``wrong``."""
-    kept = {name: getattr(transfers, name) for name in CHUNKED}
+    (:data:`CHUNKED`), hybrid, pivoting and auto, the caller's arrays copied straight (pageable)
+    and packed through the pinned slots (``PACKED_FROM_BYTES``); returns the number of calls,
+    appends to ``wrong``."""
+    kept = {name: getattr(transfers, name) for name in (*CHUNKED, "PACKED_FROM_BYTES")}
     calls = 0
     try:
         for name, value in CHUNKED.items():
             setattr(transfers, name, value)
         for (batch, n), pageable in itertools.product(shapes, (True, False)):
-            transfers.PAGEABLE = pageable
+            transfers.PACKED_FROM_BYTES = 1 << 62 if pageable else 0
             system = dominant(rng, batch, n, dtype)
             before = [v.copy() for v in system]
-            for method in ("hybrid", "pivoting"):
+            for method in ("hybrid", "pivoting", "auto"):
                 res = residual(*system, ps.tridiag.solve(*system, method=method))
                 calls += 1
                 unchanged = all(np.array_equal(u, v) for u, v in zip(before, system))
@@ -121,6 +135,112 @@ def hybrid_call(run, system, wrong):
     return 1
 
 
+def pivoting_calls(rng, dtype, shapes, auto_shapes, wrong):
+    """``method="pivoting"`` and ``"auto"`` on device arrays (module docstring); returns the number
+    of calls, appends to ``wrong``."""
+    from numba import cuda
+
+    calls = 0
+    eps = np.finfo(dtype).eps
+    name = np.dtype(dtype).name
+
+    def solved(system, method, label):
+        x, info, _ = ps.tridiag.solve_ex(*(cuda.to_device(v) for v in system), method=method)
+        error = backward_error(*system, x.copy_to_host())
+        if info.any() or not error <= 16 * system[3].shape[1] * eps:
+            wrong.append(f"{method} ({label}) {name} {system[3].shape}: backward error {error:.2e}, info {info.max()}")
+        return 1
+
+    for batch, n in shapes:
+        calls += solved([v.astype(dtype) for v in rng.uniform(-1, 1, (4, batch, n))], "pivoting", "indefinite")
+        tiny = [np.ones((batch, n), dtype), np.full((batch, n), 1e-10, dtype), np.ones((batch, n), dtype),
+                rng.uniform(-1, 1, (batch, n)).astype(dtype)]
+        calls += solved(tiny, "pivoting", "tridiag(1, 1e-10, 1)")
+    kept = pivoting.PAIR_PAIRS
+    try:  # every chunk length of the chunked kernels, rows and pairs, on a block's worth and on levels
+        for rows, pairs in zip(pivoting.ALL_ROW_PAIRS, pivoting.ALL_PAIR_PAIRS):
+            pivoting.PAIR_PAIRS = pairs
+            for batch, n in ((3, 300), (2, 3001)):
+                system = [v.astype(dtype) for v in rng.uniform(-1, 1, (4, batch, n))]
+                x, info = cuda.to_device(poison(np.empty((batch, n), dtype))), cuda.to_device(np.zeros(batch, np.int32))
+                pivoting.run(*(cuda.to_device(v) for v in system), x, info, pairs=rows)
+                calls += 1
+                error = backward_error(*system, x.copy_to_host())
+                if info.copy_to_host().any() or not error <= 16 * n * eps:
+                    wrong.append(f"pivoting:pairs={rows},pair_pairs={pairs} {name} {batch} x {n}: backward error {error:.2e}")
+    finally:
+        pivoting.PAIR_PAIRS = kept
+    for batch, n in auto_shapes:  # every other system indefinite: routed to the pivoting solver
+        mixed = dominant(rng, batch, n, dtype)
+        mixed[1][1::2] = rng.uniform(-1, 1, (batch // 2, n))
+        calls += solved(mixed, "auto", "mixed")
+    a, b, c, d = (v.astype(dtype) for v in rng.uniform(-1, 1, (4, 3, 400)))
+    a[1, 11], b[1, 10], c[1, 10], c[1, 9], a[1, 10] = 0, 0, 0, 0, 0  # system 1: row and column 10 empty, singular
+    x, info, rcond = ps.tridiag.solve_ex(*(cuda.to_device(v) for v in (a, b, c, d)), condition=True)
+    calls += 1
+    x = x.copy_to_host()
+    errors = [backward_error(*(v[[m]] for v in (a, b, c, d)), x[[m]]) for m in (0, 2)]
+    if list(info) != [0, ps.tridiag.SINGULAR, 0] or not np.isnan(x[1]).all() or not max(errors) <= 16 * 400 * eps \
+            or not (rcond[[0, 2]] > 0).all() or rcond[1] != 0:
+        wrong.append(f"solve_ex {name}: a singular system in a batch: info {list(info)}, backward errors {errors}, "
+                     f"rcond {rcond}")
+    try:
+        ps.tridiag.solve(*(cuda.to_device(v) for v in (a, b, c, d)), method="pivoting")
+        wrong.append(f"pivoting {name}: a singular system went unreported")
+    except np.linalg.LinAlgError:
+        calls += 1
+    return calls
+
+
+def householder_calls(rng, dtype, shapes, quick, wrong):
+    """``solve_symmetric`` on indefinite matrices, ``householder`` and ``solve_symmetric`` on
+    definite ones, and a non-symmetric matrix refused, all from device arrays (in the quick run
+    with :data:`QUICK_SHARED_BYTES`); returns the number of calls, appends to ``wrong``."""
+    from numba import cuda
+
+    eps = np.finfo(dtype).eps
+    name = np.dtype(dtype).name
+    kept = tridiag_common.SHARED_BYTES
+    tridiag_common.SHARED_BYTES = QUICK_SHARED_BYTES if quick else kept
+    calls = 0
+    try:
+        for batch, n in shapes:
+            m = rng.normal(size=(batch, n, n))
+            S = ((m + m.transpose(0, 2, 1)) / 2).astype(dtype)  # symmetric, indefinite
+            rhs = rng.normal(size=(batch, n)).astype(dtype)
+            x = ps.tridiag.solve_symmetric(cuda.to_device(S), cuda.to_device(rhs)).copy_to_host()
+            calls += 1
+            S64 = S.astype(np.float64)
+            scale = np.max(np.abs(S64)) * n * np.max(np.abs(x)) + np.max(np.abs(rhs))
+            res = np.max(np.abs(np.einsum("bij,bj->bi", S64, x) - rhs)) / scale
+            if not res <= 64 * n * eps:
+                wrong.append(f"solve_symmetric indefinite {name} {batch} x {n}: backward error {res:.1e}")
+        for batch, n in shapes:
+            m = rng.normal(size=(batch, n, n))
+            A = (m @ m.transpose(0, 2, 1) / n + np.eye(n)).astype(dtype)
+            rhs = rng.normal(size=(batch, n)).astype(dtype)
+            d, e, Q = (r.copy_to_host() for r in ps.tridiag.householder(cuda.to_device(A)))
+            T = np.zeros((batch, n, n))
+            k = np.arange(n)
+            T[:, k, k], T[:, k[1:], k[:-1]], T[:, k[:-1], k[1:]] = d, e, e
+            Q64 = Q.astype(np.float64)
+            error = np.max(np.abs(Q64.transpose(0, 2, 1) @ A @ Q64 - T)) / np.max(np.abs(A))
+            x = ps.tridiag.solve_symmetric(cuda.to_device(A), cuda.to_device(rhs)).copy_to_host()
+            solve_error = np.max(np.abs(np.einsum("bij,bj->bi", A.astype(np.float64), x) - rhs)) / np.max(np.abs(rhs))
+            calls += 2
+            if not max(error, solve_error) <= 16 * n * eps:
+                wrong.append(f"householder {name} {batch} x {n}: errors {error:.1e}, {solve_error:.1e}")
+        A[0, 0, 1] += 1
+        try:
+            ps.tridiag.householder(cuda.to_device(A))
+            wrong.append(f"householder {name}: a non-symmetric matrix went unreported")
+        except ValueError:
+            calls += 1
+    finally:
+        tridiag_common.SHARED_BYTES = kept
+    return calls
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help=f"shapes {QUICK_SHAPES}; runs on the simulator too")
@@ -136,7 +256,6 @@ def main(argv=None):
     wrong = []
     calls = 0
     for dtype in (np.float32, np.float64):
-        eps = np.finfo(dtype).eps
         for batch, n in () if args.only_pivoting else QUICK_SHAPES if args.quick else SHAPES:
             system = dominant(rng, batch, n, dtype)
             for run in (hybrid.run, hybrid.run_shared):
@@ -157,64 +276,11 @@ def main(argv=None):
             calls += 1
         if args.only_hybrid:
             continue
-        for batch, n in QUICK_SHAPES[:3] if args.quick else PIVOTING_SHAPES:
-            system = [v.astype(dtype) for v in rng.normal(size=(4, batch, n))]
-            x = ps.tridiag.solve(*(cuda.to_device(v) for v in system), method="pivoting").copy_to_host()
-            calls += 1
-            res = backward_error(*system, x)
-            if not res <= 16 * n * eps:
-                wrong.append(f"pivoting {np.dtype(dtype).name} {batch} x {n}: backward error {res:.2e}")
-        for batch, n in QUICK_SHAPES[:3] if args.quick else PIVOTING_SHAPES[-2:]:
-            system = dominant(rng, batch, n, dtype)
-            chunk = pivoting.plan(batch, n, dtype)
-            if chunk:  # a block's first row only a x_{i-1}: the block singular, the system solved again
-                system[1][:, chunk::chunk] = system[2][:, chunk::chunk] = 0
-            x = ps.tridiag.solve(*(cuda.to_device(v) for v in system), method="pivoting").copy_to_host()
-            calls += 1
-            res = backward_error(*system, x)
-            if not res <= 16 * n * eps:
-                wrong.append(f"pivoting (singular blocks) {np.dtype(dtype).name} {batch} x {n}: backward error {res:.2e}")
-        a, b, c, d = (v.astype(dtype) for v in rng.normal(size=(4, 3, 400)))
-        a[1, 11], b[1, 10], c[1, 9] = 0, 0, 0  # system 1: column 10 holds no nonzero, singular
-        try:
-            ps.tridiag.solve(*(cuda.to_device(v) for v in (a, b, c, d)), method="pivoting")
-            wrong.append(f"pivoting {np.dtype(dtype).name}: a singular system went unreported")
-        except np.linalg.LinAlgError:
-            calls += 1
+        calls += pivoting_calls(rng, dtype, QUICK_PIVOTING_SHAPES if args.quick else PIVOTING_SHAPES,
+                                QUICK_AUTO_SHAPES if args.quick else AUTO_SHAPES, wrong)
         if args.only_pivoting:
             continue
-        for batch, n in QUICK_MATRICES if args.quick else MATRICES:
-            m = rng.normal(size=(batch, n, n))
-            S = ((m + m.transpose(0, 2, 1)) / 2).astype(dtype)  # symmetric, indefinite
-            rhs = rng.normal(size=(batch, n)).astype(dtype)
-            x = ps.tridiag.solve_symmetric(cuda.to_device(S), cuda.to_device(rhs)).copy_to_host()
-            calls += 1
-            S64 = S.astype(np.float64)
-            scale = np.max(np.abs(S64)) * n * np.max(np.abs(x)) + np.max(np.abs(rhs))
-            res = np.max(np.abs(np.einsum("bij,bj->bi", S64, x) - rhs)) / scale
-            if not res <= 64 * n * eps:
-                wrong.append(f"solve_symmetric indefinite {np.dtype(dtype).name} {batch} x {n}: backward error {res:.1e}")
-        for batch, n in QUICK_MATRICES if args.quick else MATRICES:
-            m = rng.normal(size=(batch, n, n))
-            A = (m @ m.transpose(0, 2, 1) / n + np.eye(n)).astype(dtype)
-            rhs = rng.normal(size=(batch, n)).astype(dtype)
-            d, e, Q = (r.copy_to_host() for r in ps.tridiag.householder(cuda.to_device(A)))
-            T = np.zeros((batch, n, n))
-            k = np.arange(n)
-            T[:, k, k], T[:, k[1:], k[:-1]], T[:, k[:-1], k[1:]] = d, e, e
-            Q64 = Q.astype(np.float64)
-            error = np.max(np.abs(Q64.transpose(0, 2, 1) @ A @ Q64 - T)) / np.max(np.abs(A))
-            x = ps.tridiag.solve_symmetric(cuda.to_device(A), cuda.to_device(rhs)).copy_to_host()
-            solve_error = np.max(np.abs(np.einsum("bij,bj->bi", A.astype(np.float64), x) - rhs)) / np.max(np.abs(rhs))
-            calls += 2
-            if not max(error, solve_error) <= 16 * n * eps:
-                wrong.append(f"householder {np.dtype(dtype).name} {batch} x {n}: errors {error:.1e}, {solve_error:.1e}")
-        A[0, 0, 1] += 1
-        try:
-            ps.tridiag.householder(cuda.to_device(A))
-            wrong.append(f"householder {np.dtype(dtype).name}: a non-symmetric matrix went unreported")
-        except ValueError:
-            calls += 1
+        calls += householder_calls(rng, dtype, QUICK_MATRICES if args.quick else MATRICES, args.quick, wrong)
     print(f"tridiag: {calls} calls checked", flush=True)
     for line in wrong:
         print("WRONG:", line)

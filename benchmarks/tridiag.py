@@ -1,77 +1,135 @@
-"""Batched tridiagonal solves on the GPU: prefixsum's PCR, CR, Thomas, hybrid and pivoting against cuSPARSE.
+"""Batched tridiagonal solves on the GPU: prefixsum's methods against cuSPARSE's five solvers, on dominant and indefinite systems.
 
-    python benchmarks/tridiag.py [--out DIR] [--quick] [--only-pivoting | --only-hybrid | --jax-kernels]
-    (on a GPU machine; --quick: tiny, on the simulator too; --only-pivoting: the pivoting rows
-    alone; --only-hybrid: the hybrid's rows and cuSPARSE's gtsv2StridedBatch alone; --jax-kernels: which cuSPARSE routine JAX runs per case, by kernel name, and its
-    kernels by CUPTI, in tridiag_jax.csv)
+    python benchmarks/tridiag.py [--out DIR] [--quick] [--only-pivoting [--sweep] | --only-hybrid | --jax-kernels]
+    (on a GPU machine; --quick: tiny, on the simulator too; --only-pivoting: the pivoting
+    comparison alone (below); --sweep: with every chunk length of the pivoting solver forced;
+    --only-hybrid: the hybrid's rows and cuSPARSE's gtsv2StridedBatch alone; --jax-kernels: which
+    cuSPARSE routine JAX runs per case, by kernel name, and its kernels by CUPTI, in tridiag_jax.csv)
 
-Cases (batch x n): 512 x 512, 4096 x 256, 16384 x 64, 1 x 2^20, 100 x 1000, 64 x 8192, 7 x 100000
-and 1000 x 1000 (``--case BATCHxN`` picks some), in float32 and float64, on random diagonally
-dominant systems. Every result is checked before it is timed: its relative
-residual must be at most ``RESIDUAL_EPS`` x eps (``correct``; the script exits with 1 if one
-is not). Ours: the method's launches on numba device arrays, queued behind a busy kernel between
-CUDA events (``ours (kernels)``, :func:`prefixsum.cli.bench.kernel_us`: what the kernels cost, the
-figure to set beside cuSPARSE's device time; by each ``--method``: ``cupti``, the default, sums the
-kernels' durations from torch.profiler's trace, ``events`` times them with CUDA events; the
-``method`` column says which), and a whole ``tridiag.solve`` call on device arrays
-on the host clock (``ours (whole call)``: checks, allocations and the copy of the failure flags
-included); the hybrid's kernels (for n <= 512 the warp solver's, :mod:`prefixsum.tridiag.warp`),
-and :func:`~prefixsum.tridiag.hybrid.hybrid_shared`'s path alone at its default and at half and
-twice its rows per thread (``hybrid_shared``, ``hybrid_shared:thomas_rows=R``, whatever n); and
-``method="auto"`` from numpy arrays to a numpy array (``ours (whole call, numpy)``: the one
-transfer in and the one out included). cuSPARSE: ``gtsv2StridedBatch`` through CuPy, queued the
-same way on CuPy's stream
-(the library's device time), and JAX's ``jax.lax.linalg.tridiagonal_solve`` (which calls
-cuSPARSE) as a whole call, on the host clock after ``block_until_ready``, with x64 on (a
-"float64" row whose result came back in float32 says so in its method name). ``method="pivoting"``
-(:mod:`prefixsum.tridiag.pivoting`: chunks factored with partial pivoting and a reduced system of
-their separators, or one thread per system) is set beside cuSPARSE's pivoting solvers:
-``gtsv2`` (diagonal pivoting in SPIKE partitions, one call per system) for up to 64 systems and,
-for a batch, ``gtsvInterleavedBatch`` with ``algo=1`` (LU with partial pivoting, the batch
-interleaved), with
-each of its paths forced (``pivoting:one_thread``, ``pivoting:spike_rows=S`` for every chunk ``S``
-that takes the shape, ``pivoting:levels`` without the one-block solve), which
-:func:`prefixsum.tridiag.pivoting.plan` was chosen from;
-``--only-pivoting`` runs :data:`PIVOTING_CASES` unless ``--case`` names others. The systems are
-the diagonally dominant ones of the other methods, so no row is ever interchanged: the pivoting
-solvers pay for the comparisons, not for the swaps. Median of
-:data:`prefixsum.cli.bench.REPEATS`; the ``timing`` column says how each row was measured. Writes
-``tridiag.csv``.
+Two families of systems (the ``family`` column): ``dominant`` (``|b| = |a| + |c| + u``, u
+uniform in [0.5, 1.5]: every method is right) and ``indefinite`` (a, b and c uniform in [-1, 1]:
+only the pivoting solvers are). Cases (batch x n): :data:`CASES` (``--case BATCHxN`` picks some),
+float32 and float64. Every result is checked: on dominant systems its relative
+residual, on indefinite ones its normwise backward error ``max |T x - d| / (max |T| max |x| + max
+|d|)``, must be at most :data:`RESIDUAL_EPS` x eps (``correct``; the script exits with 1 if one of
+ours is not; a library's wrong row is printed, not fatal).
+
+Ours, on dominant systems: PCR, CR, Thomas, the hybrid (with, in the full run, its
+:func:`~prefixsum.tridiag.hybrid.hybrid_shared` path alone at 2, 4 and 8 rows a thread, the block
+solver alone at each chunk length, the partition method at R = 4, 8 and 16 with the block solver's
+R for its reduced systems, and without the block solver), ``"pivoting"`` and ``"auto"`` (the
+hybrid with its dominance test, then the pivoting solver masked to the systems it routed: none
+here); on indefinite systems ``"pivoting"`` and ``"auto"`` (every system routed), with ``--sweep``
+the pivoting solver at each chunk length forced (``pivoting:one_thread``,
+``pivoting:pairs=R``, ``pivoting:pair_pairs=P``, which :func:`prefixsum.tridiag.pivoting.plan`
+was chosen from). Each as its kernels (``ours (kernels)``: the kernels' durations summed from
+CUPTI's trace, ``--method cupti``, the default, every variant and baseline of a case traced
+together, in turn, each timed call right after an untimed one of its own; or CUDA events around queued launches, ``--method events``:
+:func:`prefixsum.cli.bench.kernel_us`) and as a whole ``tridiag.solve`` call on device arrays, on
+the host clock (``ours (whole call)``); ``"auto"`` also from numpy arrays to a numpy array (``ours
+(whole call, numpy)``).
+
+cuSPARSE (:mod:`tridiag_cusparse`, through CuPy, its device time measured the same way, in the
+same trace): ``gtsv2StridedBatch`` and ``gtsvInterleavedBatch`` with algo 0 (Thomas) on dominant
+systems; ``gtsvInterleavedBatch`` with algo 1 (LU, partial pivoting) and 2 (QR) and ``gtsv2``
+(SPIKE with diagonal pivoting, a call per system, up to 64 systems) on both families. JAX's
+``jax.lax.linalg.tridiagonal_solve`` (cuSPARSE inside) as a whole call on dominant systems, with
+x64 on (a "float64" row whose result came back in float32 says so in its method name).
+
+``--only-pivoting`` (the pivoting comparison: how the committed rows of the pivoting solver were
+measured) runs :data:`PIVOTING_CASES`: on dominant systems the hybrid, ``"pivoting"`` and
+``"auto"`` and every cuSPARSE solver, on indefinite ones ``"pivoting"`` and ``"auto"`` and
+cuSPARSE's pivoting solvers. Median of :data:`prefixsum.cli.bench.REPEATS`; the ``timing`` column
+says how each row was measured. Writes ``tridiag.csv``; prints, last, the hybrid against
+``gtsv2StridedBatch`` and ``"pivoting"`` and ``"auto"`` against the pivoting solver the issue names
+for each shape (:func:`tridiag_cusparse.against`).
 """
+import functools
 import os
 import shlex
+import statistics
 import sys
+from pathlib import Path
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 os.environ["JAX_ENABLE_X64"] = "1"  # read when jax is imported; without it JAX computes "float64" in float32
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tridiag_cusparse, beside this script
 
 import numpy as np  # noqa: E402
 
 from prefixsum import tridiag  # noqa: E402
-import functools  # noqa: E402
-
-from prefixsum.tridiag import block, hybrid, partition, pivoting, warp  # noqa: E402
-from prefixsum.cli.bench import (QUICK_REPEATS, REPEATS, gpu_library, host_us,  # noqa: E402
+from prefixsum.tridiag import auto, block, hybrid, partition, pivoting, warp  # noqa: E402
+from prefixsum.cli import cupti  # noqa: E402
+from prefixsum.cli.bench import (QUICK_REPEATS, REPEATS, WARMUP, gpu_library, host_us,  # noqa: E402
                                  kernel_us, queued_library, script_arguments)
 from prefixsum.cli.metadata import run_metadata  # noqa: E402
-from prefixsum.cli.results import print_table, report_wrong, write_csv  # noqa: E402
+from prefixsum.cli.results import print_table, write_csv  # noqa: E402
+from prefixsum.core.device import simulating  # noqa: E402
+from tridiag_cusparse import BASELINES, against, cusparse_solver, cusparse_time, routines_for  # noqa: E402,F401
 
 CASES = ((512, 512), (4096, 256), (16384, 64), (1, 1 << 20), (100, 1000), (64, 8192), (7, 100000), (1000, 1000))
 THOMAS_MAX_ROWS = 1 << 16
 """Longer systems skip "thomas": one thread walks each, milliseconds, not a comparison."""
-QUICK_CASES = ((4, 32), (1, 2048))  # a batch in shared memory; one system with global PCR steps
-# Diagonally dominant systems are well conditioned: the residuals seen are about one eps; a
-# wrong solve is off by far more than this.
+ONE_THREAD_MAX_ROWS = 8192
+"""Longer systems skip ``pivoting:one_thread`` in the sweep, for the same reason."""
+QUICK_CASES = ((4, 32), (1, 2048))  # a batch in shared memory; one system with global PCR steps (and levels)
 RESIDUAL_EPS = 64
-PIVOTING_CASES = ((1, 1 << 20), (1, 1 << 16), (7, 100000), (64, 8192), (512, 512), (4096, 256), (16384, 64))
+"""The most a right result's relative residual (dominant) or backward error (indefinite) may be, in eps:
+the residuals seen are about one eps; a wrong solve is off by far more."""
+PIVOTING_CASES = ((512, 512), (4096, 256), (16384, 64), (1000, 1000), (100, 1000), (64, 8192), (1, 1 << 16),
+                  (1, 1 << 20), (7, 100000))
+"""The shapes of issue 44: batches against cuSPARSE's interleaved LU and QR, long systems against gtsv2."""
+FAMILIES = ("dominant", "indefinite")
 THOMAS_ROWS = hybrid.THOMAS_ROWS
 PARTITION_ROWS = dict(partition.ROWS_PER_THREAD), partition.ONE_LEVEL_ROWS
 BLOCK_ROWS = dict(block.TARGET_ROWS)
+RETIRED = {"auto (hybrid)": "2026-11-27: 'auto' named by the method it took then, the hybrid",
+           "pivoting:pairs=2": "2026-12-06: the pivoting solver's chunks of 2 pairs, slower but at one shape",
+           "pivoting:pair_pairs=2": "2026-12-06: its reduced systems' chunks of 2 pairs, slower everywhere"}
+"""Labels of the committed ``tridiag.csv`` that this script no longer writes, and why."""
+ROUTINES = ("gtsv2StridedBatch", "gtsv2", "gtsvInterleavedBatch")
+"""The routines ``--jax-kernels`` looks for among JAX's kernels."""
 
 
-def variants(method, shape, dtype):
-    """``(label, run, THOMAS_ROWS, partition R, block R)`` for the kernel rows of ``method``: any
-    method once, as ``tridiag.solve`` runs it; for the hybrid also its shared-memory path alone
+def family_system(family, batch, n, dtype, rng):
+    """``(a, b, c, d)`` of ``family`` (module docstring), ``a[:, 0]`` and ``c[:, -1]`` zero."""
+    a, c = rng.uniform(-1, 1, (2, batch, n))
+    b = np.abs(a) + np.abs(c) + rng.uniform(0.5, 1.5, (batch, n)) if family == "dominant" else rng.uniform(-1, 1, (batch, n))
+    d = rng.normal(size=(batch, n))
+    a[:, 0] = 0
+    c[:, -1] = 0
+    return tuple(v.astype(dtype) for v in (a, b, c, d))
+
+
+def system(batch, n, dtype, rng):
+    """Dominant systems (benchmarks/tridiag_warp.py's)."""
+    return family_system("dominant", batch, n, dtype, rng)
+
+
+def residual(a, b, c, d, x):
+    """``||T x - d|| / ||d||`` (2-norms) in float64."""
+    x = x.astype(np.float64)
+    r = b * x - d
+    r[:, 1:] += a[:, 1:] * x[:, :-1]
+    r[:, :-1] += c[:, :-1] * x[:, 1:]
+    return float(np.linalg.norm(r) / np.linalg.norm(d))
+
+
+def backward_error(a, b, c, d, x):
+    """``max |T x - d| / (max |T| max |x| + max |d|)`` in float64 (row sums for ``|T|``): small for a
+    backward-stable solve whatever T's condition; NaN for a NaN in x."""
+    a, b, c, d, x = (v.astype(np.float64) for v in (a, b, c, d, x))
+    r = b * x - d
+    r[:, 1:] += a[:, 1:] * x[:, :-1]
+    r[:, :-1] += c[:, :-1] * x[:, 1:]
+    scale = np.max(np.abs(a) + np.abs(b) + np.abs(c)) * np.max(np.abs(x)) + np.max(np.abs(d))
+    return float(np.max(np.abs(r)) / scale)
+
+
+def variants(method, shape, dtype, family="dominant", sweep=False, full=True):
+    """``(label, run, THOMAS_ROWS, partition R, block R)`` for the kernel rows of ``method`` on
+    ``family``: any method once, as ``tridiag.solve`` runs it (``"auto"``: :func:`.auto.run`); in
+    the full run (``full``), for the hybrid also its shared-memory path alone
     (:func:`~prefixsum.tridiag.hybrid.run_shared`, which the hybrid leaves for the warp solver,
     the block solver and the partition method) at its default and at half and twice as many rows
     per thread (which :data:`prefixsum.tridiag.hybrid.THOMAS_ROWS` was chosen from); where n is
@@ -79,22 +137,16 @@ def variants(method, shape, dtype):
     length that holds n (``block:rows=R``; its lanes follow from n and R), and where the partition
     method runs, each chunk length at every level, the block solver at its own R and at each R
     for the reduced systems (``hybrid:partition_rows=P,block_rows=R``), and the partition method
-    without the block solver (``hybrid:no_block``: the route before it, levels down to the warp
-    solver) (which :func:`prefixsum.tridiag.partition.rows_per_thread` and
-    :data:`prefixsum.tridiag.block.TARGET_ROWS` were chosen from; None: the module's own choice);
-    for "pivoting" each of its paths forced (the one-thread path only up to
-    :data:`THOMAS_MAX_ROWS` rows)."""
+    without the block solver (``hybrid:no_block``: the route before it) (which
+    :func:`prefixsum.tridiag.partition.rows_per_thread` and :data:`prefixsum.tridiag.block.TARGET_ROWS`
+    were chosen from; None: the module's own choice); for "pivoting" on indefinite systems with
+    ``sweep`` (or in the full run) each of its paths forced (:func:`pivoting_sweep`)."""
     n = shape[1]
-    own = [(method, tridiag.METHODS[method], THOMAS_ROWS, None, None)]
+    run = auto.run if method == "auto" else tridiag.METHODS[method]
+    own = [(method, run, THOMAS_ROWS, None, None)]
     if method == "pivoting":
-        batch, n = shape
-        forced = [("pivoting:one_thread", functools.partial(pivoting.run, rows=0), THOMAS_ROWS, None, None)
-                  ] if n <= THOMAS_MAX_ROWS else []
-        chunks = [(f"pivoting:spike_rows={r}", functools.partial(pivoting.run, rows=r), THOMAS_ROWS, None, None)
-                  for r in pivoting.ALL_SPIKE_ROWS if pivoting.plan(batch, n, dtype, r)]
-        levels = [("pivoting:levels", levels_only, THOMAS_ROWS, None, None)] if pivoting.plan(batch, n, dtype) else []
-        return own + forced + chunks + levels
-    if method != "hybrid":
+        return own + (pivoting_sweep(shape, dtype) if family == "indefinite" and (sweep or full) else [])
+    if method != "hybrid" or not full:
         return own
     shared = [(f"hybrid_shared{'' if r == THOMAS_ROWS else f':thomas_rows={r}'}", hybrid.run_shared, r, None, None)
               for r in (THOMAS_ROWS // 2, THOMAS_ROWS, 2 * THOMAS_ROWS)]
@@ -107,6 +159,30 @@ def variants(method, shape, dtype):
     return own + shared + blocks + chunks + [("hybrid:no_block", without_block, THOMAS_ROWS, None, None)]
 
 
+def pivoting_sweep(shape, dtype):
+    """The pivoting solver with each path forced: one thread per system (up to
+    :data:`ONE_THREAD_MAX_ROWS` rows), each chunk length of the system's chunks at its default
+    elsewhere (``pivoting:pairs=R``), and where the solve takes levels, each chunk length of the
+    reduced systems' (``pivoting:pair_pairs=P``)."""
+    batch, n = shape
+    forced = [("pivoting:one_thread", functools.partial(pivoting.run, pairs=0))] if n <= ONE_THREAD_MAX_ROWS else []
+    if pivoting.plan(batch, n, dtype):
+        forced += [(f"pivoting:pairs={r}", functools.partial(pivoting.run, pairs=r)) for r in pivoting.ALL_ROW_PAIRS]
+    if pivoting.takes_levels(batch, n, dtype):
+        forced += [(f"pivoting:pair_pairs={p}", functools.partial(with_pair_pairs, p)) for p in pivoting.ALL_PAIR_PAIRS]
+    return [(label, run, THOMAS_ROWS, None, None) for label, run in forced]
+
+
+def with_pair_pairs(pairs, *args):
+    """``pivoting.run`` with :data:`prefixsum.tridiag.pivoting.PAIR_PAIRS` set to ``pairs``."""
+    kept = pivoting.PAIR_PAIRS
+    pivoting.PAIR_PAIRS = pairs
+    try:
+        pivoting.run(*args)
+    finally:
+        pivoting.PAIR_PAIRS = kept
+
+
 def without_block(*args):
     """``hybrid.run`` with :data:`prefixsum.tridiag.hybrid.BLOCK_ROWS` 0: levels of the partition
     method down to the warp solver, as before the block solver."""
@@ -117,109 +193,64 @@ def without_block(*args):
         hybrid.BLOCK_ROWS = None
 
 
-def levels_only(*args):
-    """``pivoting.run`` with :data:`prefixsum.tridiag.pivoting.BLOCK_SOLVE` off: levels of the
-    partitioned solver down to one thread per system, no system solved whole in a block."""
-    pivoting.BLOCK_SOLVE = False
-    try:
-        pivoting.run(*args)
-    finally:
-        pivoting.BLOCK_SOLVE = True
+def configured(rows_per_thread, chunk_rows, block_rows, dtype):
+    """Set the hybrid's knobs for one variant (:func:`variants`), or back to the defaults (all None)."""
+    hybrid.THOMAS_ROWS = rows_per_thread or THOMAS_ROWS
+    partition.ROWS_PER_THREAD.update(PARTITION_ROWS[0])
+    partition.ONE_LEVEL_ROWS = PARTITION_ROWS[1]
+    block.TARGET_ROWS.update(BLOCK_ROWS)
+    if chunk_rows:  # every level at this R
+        partition.ROWS_PER_THREAD[np.dtype(dtype).itemsize] = chunk_rows
+        partition.ONE_LEVEL_ROWS = ()
+    if block_rows:  # the block solver's R for the reduced systems (longer if they need it)
+        block.TARGET_ROWS[np.dtype(dtype).itemsize] = (block_rows, block_rows)
 
 
-def system(batch, n, dtype, rng):
-    a = rng.uniform(-1, 1, (batch, n)).astype(dtype)
-    c = rng.uniform(-1, 1, (batch, n)).astype(dtype)
-    b = (np.abs(a) + np.abs(c) + rng.uniform(0.5, 1.5, (batch, n))).astype(dtype)
-    d = rng.normal(size=(batch, n)).astype(dtype)
-    a[:, 0] = 0
-    c[:, -1] = 0
-    return a, b, c, d
+def device_times(launches, how, repeats):
+    """``{label: (microseconds, timing)}`` of each launch's GPU work: by CUPTI every launch traced
+    in turn in one trace (:func:`traced_together`), or by :func:`prefixsum.cli.bench.kernel_us`
+    with CUDA events, one after the other. On the simulator each runs once and NaN comes back."""
+    if simulating():
+        for launch in launches.values():
+            launch()
+        return {label: (float("nan"), "simulator") for label in launches}
+    if how == "cupti":
+        return {label: (us, "cupti, kernels summed per call") for label, us in traced_together(launches, repeats).items()}
+    times = {}
+    for label, launch in launches.items():
+        measured = kernel_us(launch, repeats=repeats, method=how)
+        times[label] = measured.us, measured.timing
+    return times
 
 
-def residual(a, b, c, d, x):
-    x = x.astype(np.float64)
-    r = b * x - d
-    r[:, 1:] += a[:, 1:] * x[:, :-1]
-    r[:, :-1] += c[:, :-1] * x[:, 1:]
-    return float(np.linalg.norm(r) / np.linalg.norm(d))
+def traced_together(launches, repeats):
+    """Median kernel time of each launch from one CUPTI trace: ``repeats`` rounds, each calling
+    every launch twice in turn, the device synchronised and a boundary kernel after each call
+    (:func:`prefixsum.cli.cupti.per_call_us`), the second call of each pair timed: one trace a
+    case instead of one a variant, and each timed call finds its data where its own previous call
+    left it (the L2 cache holds some of these cases whole), as a variant timed alone would."""
+    from numba import cuda
+    from torch.profiler import ProfilerActivity, profile
 
-
-ROUTINES = ("gtsv2StridedBatch", "gtsv2", "gtsvInterleavedBatch")
-"""cuSPARSE's tridiagonal solvers: no pivoting, batched; diagonal pivoting (SPIKE), one system at
-a time; LU with partial pivoting (``algo=1``), the batch interleaved."""
-
-
-def cusparse_routine(cupy, routine, dtype):
-    """``(handle, solve, buffer_size)``: CuPy's cuSPARSE handle and the raw calls of ``routine``
-    (:data:`ROUTINES`) for ``dtype`` (``cusparseSgtsv2StridedBatch`` and its ``_bufferSizeExt``, ...)."""
-    from cupy_backends.cuda.libs import cusparse
-
-    prefix = "s" if np.dtype(dtype) == np.float32 else "d"
-    solver, sizer = (getattr(cusparse, f"{prefix}{routine}{end}") for end in ("", "_bufferSizeExt"))
-    return cupy.cuda.device.get_cusparse_handle(), solver, sizer
-
-
-def cusparse_solver(cupy, a, b, c, d, routine):
-    """``(launch, refill, solution)`` for cuSPARSE's ``routine`` (:data:`ROUTINES`) on the systems,
-    through CuPy: ``launch()`` restores what the routine overwrites (``refill()``, a copy, not a
-    kernel) and solves; ``solution()`` is x on the host, ``(batch, n)``.
-
-    ``gtsv2StridedBatch`` and ``gtsv2`` overwrite d with x, ``gtsvInterleavedBatch`` its bands
-    too, whose arrays are interleaved, ``(n, batch)``. ``gtsv2`` solves one system of several
-    right-hand sides: called once per system of the batch.
-    """
-    batch, n = d.shape
-    handle, solver, sizer = cusparse_routine(cupy, routine, d.dtype)
-    interleaved = routine == "gtsvInterleavedBatch"
-    saved = [cupy.asarray(np.ascontiguousarray(v.T) if interleaved else v) for v in (a, b, c, d)]
-    work = [cupy.empty_like(v) for v in saved]
-    restored = work if interleaved else work[3:]
-    ptrs = [v.data.ptr for v in (work if interleaved else saved[:3] + work[3:])]
-    if routine == "gtsvInterleavedBatch":
-        arguments = [(1, n, *ptrs, batch)]
-    elif routine == "gtsv2StridedBatch":
-        arguments = [(n, *ptrs, batch, n)]
-    else:
-        row = d.dtype.itemsize * n
-        arguments = [(n, 1, *(p + k * row for p in ptrs), n) for k in range(batch)]
-    buffer = cupy.empty(max(sizer(handle, *arguments[0]), 1), cupy.uint8)
-
-    def refill():
-        for into, original in zip(restored, saved[-len(restored):]):
-            into.data.copy_from_device_async(original.data, original.nbytes)
-
-    def launch():
-        refill()
-        for args in arguments:
-            solver(handle, *args, buffer.data.ptr)
-
-    def solution():
-        x = cupy.asnumpy(work[3])
-        return x.T if interleaved else x
-
-    return launch, refill, solution
-
-
-def cusparse_time(cupy, stream, a, b, c, d, repeats, method, routine="gtsv2StridedBatch"):
-    """``(device microseconds, timing, x)`` of cuSPARSE's ``routine`` on the systems, through CuPy.
-
-    Each solve is preceded by the copies that restore its input (:func:`cusparse_solver`), which
-    the ``cupti`` method leaves out by itself; ``events`` time the copies alone and subtract them.
-    """
-    launch, refill, solution = cusparse_solver(cupy, a, b, c, d, routine)
-    launch()
-    result = solution()
-    solve_and_refill = kernel_us(launch, stream=stream, repeats=repeats, method=method)
-    if method == "cupti":
-        return solve_and_refill.us, solve_and_refill.timing, result
-    return solve_and_refill.us - kernel_us(refill, stream=stream, repeats=repeats).us, solve_and_refill.timing, result
-
-
-def pivoting_routine(batch):
-    """cuSPARSE's pivoting solver set beside ``method="pivoting"``: ``gtsv2`` for one system,
-    ``gtsvInterleavedBatch`` (LU with partial pivoting) for a batch."""
-    return "gtsv2" if batch == 1 else "gtsvInterleavedBatch"
+    for launch in launches.values():
+        for _ in range(WARMUP):
+            launch()
+    cupti.call_boundary[1, 1]()
+    cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as traced:
+        for _ in range(repeats):
+            for launch in launches.values():
+                for _ in range(2):
+                    launch()
+                    cuda.synchronize()
+                    cupti.call_boundary[1, 1]()
+                    cuda.synchronize()
+    calls = cupti.per_call_us(traced.events())
+    count = len(launches)
+    if len(calls) != 2 * repeats * count or min(calls, default=0.0) <= 0.0:
+        raise RuntimeError(f"the trace held {len(calls)} calls for {2 * repeats * count} made, with kernel times "
+                           f"{calls[:5]}...: it did not see every kernel")
+    return {label: statistics.median(calls[2 * k + 1::2 * count]) for k, label in enumerate(launches)}
 
 
 def jax_time(jax, a, b, c, d, repeats):
@@ -283,7 +314,10 @@ def main(argv=None):
                                 parser.add_argument("--case", action="append", help="BATCHxN (repeatable; "
                                                     "default: every case of CASES)"),
                                 parser.add_argument("--only-pivoting", action="store_true",
-                                                    help="only method='pivoting' and cuSPARSE's pivoting solvers"),
+                                                    help="only the pivoting comparison (PIVOTING_CASES): the hybrid, "
+                                                         "'pivoting', 'auto' and cuSPARSE's five solvers"),
+                                parser.add_argument("--sweep", action="store_true",
+                                                    help="with --only-pivoting: the pivoting solver's paths forced"),
                                 parser.add_argument("--only-hybrid", action="store_true",
                                                     help="only method='hybrid' (its variants) and cuSPARSE's "
                                                          "gtsv2StridedBatch, no JAX"),
@@ -291,95 +325,107 @@ def main(argv=None):
                                                     help="only JAX: which cuSPARSE routine it runs per case, its "
                                                          "kernels by CUPTI (tridiag_jax.csv)")))
     cases = [tuple(map(int, case.split("x"))) for case in args.case] if args.case else (
-        PIVOTING_CASES if args.only_pivoting else CASES)
-    from numba import cuda
-
+        QUICK_CASES if args.quick else PIVOTING_CASES if args.only_pivoting else CASES)
     repeats = QUICK_REPEATS if args.quick else REPEATS
     meta = run_metadata(["cupy", "jax", "torch"], shlex.join(["python", "benchmarks/tridiag.py",
                                                                *(sys.argv[1:] if argv is None else argv)]))
     if args.jax_kernels:
         return jax_kernels(args, meta, cases)
-    cupy, cupy_stream = queued_library("cupy")
+    cupy, _ = queued_library("cupy")
     jax = None if args.only_pivoting or args.only_hybrid else gpu_library("jax")
-    methods = ["pivoting"] if args.only_pivoting else ["hybrid"] if args.only_hybrid else list(tridiag.METHODS)
-    rng = np.random.default_rng(3)
+    full = not (args.only_pivoting or args.only_hybrid)
     rows = []
-
-    def add(method, kind, dtype, batch, n, micros, timing, res, measured_by="host clock"):
-        correct = bool(res <= RESIDUAL_EPS * np.finfo(dtype).eps)
-        rows.append({"method": method, "kind": kind, "dtype": np.dtype(dtype).name, "batch": batch, "n": n,
-                     "median_us": round(micros, 2), "relative_residual": f"{res:.2e}", "correct": correct,
-                     "measured_by": measured_by, "timing": timing, **meta})
-        print(f"{method:<26} {kind:<18} {np.dtype(dtype).name:<8} {batch:>6} x {n:<8} {micros:>10.1f} us  "
-              f"residual {res:.1e}  {timing}{'' if correct else '  WRONG'}", flush=True)
-
+    rng = np.random.default_rng(3)
     for dtype in (np.float32, np.float64):
-        for batch, n in QUICK_CASES if args.quick else cases:
-            a, b, c, d = system(batch, n, dtype, rng)
-            device = [cuda.to_device(v) for v in (a, b, c, d)]
-            for method in methods:
-                if method == "thomas" and n > THOMAS_MAX_ROWS:
-                    continue
-                reps = repeats
-                for label, run, rows_per_thread, chunk_rows, block_rows in variants(method, (batch, n), dtype):
-                    hybrid.THOMAS_ROWS = rows_per_thread
-                    partition.ROWS_PER_THREAD.update(PARTITION_ROWS[0])
-                    partition.ONE_LEVEL_ROWS = PARTITION_ROWS[1]
-                    block.TARGET_ROWS.update(BLOCK_ROWS)
-                    if chunk_rows:  # every level at this R
-                        partition.ROWS_PER_THREAD[np.dtype(dtype).itemsize] = chunk_rows
-                        partition.ONE_LEVEL_ROWS = ()
-                    if block_rows:  # the block solver's R for the reduced systems (longer if they need it)
-                        block.TARGET_ROWS[np.dtype(dtype).itemsize] = (block_rows, block_rows)
-                    out, flags = cuda.device_array((batch, n), dtype), cuda.device_array(batch, np.int32)
-                    run(*device, out, flags)
-                    res = residual(a, b, c, d, out.copy_to_host())
-                    for how in args.method:
-                        measured = kernel_us(lambda: run(*device, out, flags), repeats=reps, method=how)
-                        add(label, "ours (kernels)", dtype, batch, n, measured.us, measured.timing, res, how)
-                hybrid.THOMAS_ROWS = THOMAS_ROWS
-                partition.ROWS_PER_THREAD.update(PARTITION_ROWS[0])
-                partition.ONE_LEVEL_ROWS = PARTITION_ROWS[1]
-                block.TARGET_ROWS.update(BLOCK_ROWS)
-                res = residual(a, b, c, d, tridiag.solve(*device, method=method).copy_to_host())
-                micros = host_us(lambda: tridiag.solve(*device, method=method), repeats=reps)
-                add(method, "ours (whole call)", dtype, batch, n, micros, "host clock", res)
-            # gtsv2 beside the batched LU where a call per system is few calls
-            for how, routine in [(how, routine) for how in (args.method if cupy else ())
-                                 for routine in dict.fromkeys((pivoting_routine(batch), *(("gtsv2",) if batch <= 64 else ())))]:
-                micros, timing, x = cusparse_time(cupy, cupy_stream, a, b, c, d, repeats, how, routine)
-                add(f"cusparse {routine}" + (" (LU)" if routine == "gtsvInterleavedBatch" else ""), "library", dtype, batch, n, micros, timing,
-                    residual(a, b, c, d, x), how)
-            if args.only_pivoting:
-                continue
-            res = residual(a, b, c, d, tridiag.solve(a, b, c, d))
-            micros = host_us(lambda: tridiag.solve(a, b, c, d), repeats=repeats)
-            add(f"auto ({tridiag.api.choose('auto', batch, n, dtype)})", "ours (whole call, numpy)", dtype, batch, n,
-                micros, "host clock", res)
-            if cupy:
-                for how in args.method:
-                    micros, timing, x = cusparse_time(cupy, cupy_stream, a, b, c, d, repeats, how)
-                    add("cusparse gtsv2StridedBatch", "library", dtype, batch, n, micros, timing, residual(a, b, c, d, x),
-                        how)
-            if jax:
-                micros, x = jax_time(jax, a, b, c, d, repeats)
-                label = "jax tridiagonal_solve" + ("" if x.dtype == dtype else f" (computed in {x.dtype})")
-                add(label, "library", dtype, batch, n, micros, "host clock", residual(a, b, c, d, x))
+        for batch, n in cases:
+            for family in ("dominant",) if args.only_hybrid else FAMILIES:
+                rows += case_rows(args, meta, cupy, jax, full, family, dtype, batch, n, repeats, rng)
     write_csv(rows, os.path.join(args.out, "tridiag.csv"))
     print_table(against_cusparse(rows), ["measured_by", "dtype", "batch", "n", "hybrid_us", "cusparse_us", "vs cusparse"],
-                title="the hybrid's kernels against cuSPARSE gtsv2StridedBatch (time ratio, > 1: faster):")
-    print_table(pivoting_against_cusparse(rows), ["method", "measured_by", "dtype", "batch", "n", "us", "cusparse_us",
-                                                  "vs cusparse"],
-                title="method='pivoting' and its paths against cuSPARSE gtsv2 / gtsvInterleavedBatch (time ratio, > 1: faster):")
-    return report_wrong(rows, lambda row: f"{row['method']} {row['kind']} {row['dtype']} {row['batch']} x {row['n']}")
+                title="the hybrid's kernels against cuSPARSE gtsv2StridedBatch, dominant systems (time ratio, > 1: faster):")
+    print_table(pivoting_against_cusparse(rows), ["method", "family", "measured_by", "dtype", "batch", "n", "us",
+                                                  "routine", "cusparse_us", "vs cusparse"],
+                title="'pivoting' and 'auto' against cuSPARSE's pivoting solver for the shape (time ratio, > 1: faster):")
+    wrong = [row for row in rows if not row["correct"]]
+    for row in wrong:
+        print(f"{'WRONG' if row['kind'] != 'library' else 'wrong (a baseline)'}: {row['method']} {row['kind']} "
+              f"{row['family']} {row['dtype']} {row['batch']} x {row['n']}: residual {row['relative_residual']}, "
+              f"backward error {row['backward_error']}")
+    return 1 if any(row["kind"] != "library" for row in wrong) else 0
+
+
+def case_rows(args, meta, cupy, jax, full, family, dtype, batch, n, repeats, rng):
+    """Every row of one case, family and dtype (module docstring)."""
+    from numba import cuda
+
+    a, b, c, d = family_system(family, batch, n, dtype, rng)
+    device = [cuda.to_device(v) for v in (a, b, c, d)]
+    eps = np.finfo(dtype).eps
+    rows = []
+
+    def add(method, kind, micros, timing, x, measured_by="host clock"):
+        res, error = residual(a, b, c, d, x), backward_error(a, b, c, d, x)
+        correct = bool((res if family == "dominant" else error) <= RESIDUAL_EPS * eps)
+        rows.append({"method": method, "kind": kind, "family": family, "dtype": np.dtype(dtype).name, "batch": batch,
+                     "n": n, "median_us": round(micros, 2), "relative_residual": f"{res:.2e}",
+                     "backward_error": f"{error:.2e}", "correct": correct, "measured_by": measured_by,
+                     "timing": timing, **meta})
+        print(f"{method:<38} {kind:<18} {family:<10} {np.dtype(dtype).name:<8} {batch:>6} x {n:<8} {micros:>10.1f} us  "
+              f"residual {res:.1e}  backward error {error:.1e}  {timing}{'' if correct else '  WRONG'}", flush=True)
+
+    if args.only_hybrid:
+        methods = ["hybrid"]
+    elif family == "indefinite":
+        methods = ["pivoting", "auto"]
+    else:
+        methods = [*tridiag.METHODS, "auto"] if full else ["hybrid", "pivoting", "auto"]
+    launches, results = {}, {}
+    for method in methods:
+        if method == "thomas" and n > THOMAS_MAX_ROWS:
+            continue
+        for label, run, rows_per_thread, chunk_rows, block_rows in variants(method, (batch, n), dtype, family,
+                                                                             args.sweep, full):
+            out, flags = cuda.device_array((batch, n), dtype), cuda.device_array(batch, np.int32)
+
+            def launch(run=run, out=out, flags=flags, knobs=(rows_per_thread, chunk_rows, block_rows)):
+                configured(*knobs, dtype)
+                run(*device, out, flags)
+            launch()
+            results[label] = out
+            launches[label] = launch
+    libraries = routines_for(batch, family) if cupy and not args.only_hybrid else (
+        ["cusparse gtsv2StridedBatch"] if cupy else [])
+    for label in libraries:
+        launch, _, solution = cusparse_solver(cupy, a, b, c, d, *BASELINES[label])
+        launch()
+        launches[label], results[label] = launch, solution
+    for how in args.method:
+        for label, (micros, timing) in device_times(launches, how, repeats).items():
+            configured(None, None, None, dtype)
+            x = results[label]() if callable(results[label]) else results[label].copy_to_host()
+            add(label, "library" if label in BASELINES else "ours (kernels)", micros, timing, x, how)
+    configured(None, None, None, dtype)
+    for method in [m for m in methods if m != "thomas" or n <= THOMAS_MAX_ROWS] if full else ["auto", "pivoting"]:
+        x = tridiag.solve(*device, method=method).copy_to_host()
+        add(method, "ours (whole call)", host_us(lambda: tridiag.solve(*device, method=method), repeats=repeats),
+            "host clock", x)
+    if full and family == "dominant":
+        x = tridiag.solve(a, b, c, d)
+        add("auto", "ours (whole call, numpy)", host_us(lambda: tridiag.solve(a, b, c, d), repeats=repeats), "host clock", x)
+        if jax:
+            micros, x = jax_time(jax, a, b, c, d, repeats)
+            label = "jax tridiagonal_solve" + ("" if x.dtype == dtype else f" (computed in {x.dtype})")
+            add(label, "library", micros, "host clock", x)
+    return rows
 
 
 def against_cusparse(rows):
-    """Per method of measuring, dtype and case: the hybrid's kernel time, cuSPARSE's, and cuSPARSE's over the hybrid's."""
-    times = {(r["method"], r["measured_by"], r["dtype"], r["batch"], r["n"]): r["median_us"] for r in rows}
+    """Per method of measuring, dtype and case: the hybrid's kernel time, cuSPARSE's
+    ``gtsv2StridedBatch``'s, and cuSPARSE's over the hybrid's (dominant systems)."""
+    times = {(r["method"], r["family"], r["measured_by"], r["dtype"], r["batch"], r["n"]): r["median_us"] for r in rows}
     found = []
-    for (method, how, dtype, batch, n), us in times.items():
-        library = times.get(("cusparse gtsv2StridedBatch", how, dtype, batch, n))
+    for (method, family, how, dtype, batch, n), us in times.items():
+        library = times.get(("cusparse gtsv2StridedBatch", family, how, dtype, batch, n))
         if method == "hybrid" and how != "host clock" and library:
             found.append({"measured_by": how, "dtype": dtype, "batch": batch, "n": n, "hybrid_us": us,
                           "cusparse_us": library, "vs cusparse": round(library / us, 3)})
@@ -387,16 +433,20 @@ def against_cusparse(rows):
 
 
 def pivoting_against_cusparse(rows):
-    """Per kernel row of ``pivoting`` (and its forced paths): its time, the pivoting routine's
-    (:func:`pivoting_routine`) measured the same way, and the routine's over ours."""
-    times = {(r["method"], r["measured_by"], r["dtype"], r["batch"], r["n"]): r["median_us"] for r in rows}
+    """Per kernel row of ``pivoting`` (and its forced paths) and ``auto``: its time, that of each
+    pivoting routine the issue names for the shape (:func:`tridiag_cusparse.against`), measured
+    the same way on the same family, and the routine's over ours."""
+    times = {(r["method"], r["family"], r["measured_by"], r["dtype"], r["batch"], r["n"]): r["median_us"] for r in rows}
     found = []
-    for (method, how, dtype, batch, n), us in times.items():
-        routine = pivoting_routine(batch)
-        library = times.get((f"cusparse {routine}" + (" (LU)" if routine == "gtsvInterleavedBatch" else ""), how, dtype, batch, n))
-        if method.startswith("pivoting") and how != "host clock" and library:
-            found.append({"method": method, "measured_by": how, "dtype": dtype, "batch": batch, "n": n, "us": us,
-                          "cusparse_us": library, "vs cusparse": round(library / us, 3)})
+    for (method, family, how, dtype, batch, n), us in times.items():
+        if not method.startswith(("pivoting", "auto")) or how == "host clock":
+            continue
+        for routine in against(batch, n):
+            library = times.get((routine, family, how, dtype, batch, n))
+            if library:
+                found.append({"method": method, "family": family, "measured_by": how, "dtype": dtype, "batch": batch,
+                              "n": n, "us": us, "routine": routine.replace("cusparse ", ""), "cusparse_us": library,
+                              "vs cusparse": round(library / us, 3)})
     return found
 
 

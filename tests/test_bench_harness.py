@@ -264,12 +264,13 @@ def test_the_tridiag_and_householder_stages_produce_every_committed_case(monkeyp
         assert cases == set(expected), name
     calls = {(int(row["batch"]), int(row["n"])) for row in _rows("householder_calls.csv")}
     assert calls == set(_script("householder").CALL_CASES)
-    labels = {variant[0] for method in ps.tridiag.METHODS for shape in script.CASES + script.PIVOTING_CASES
-              for dtype in ("float32", "float64") for variant in script.variants(method, shape, dtype)}
-    methods = {row["method"] for row in _rows("tridiag.csv")}
-    auto = {method for method in methods if method.startswith("auto (")}  # auto (the method it chose)
-    libraries = {"cusparse gtsv2StridedBatch", "jax tridiagonal_solve", "cusparse gtsv2", "cusparse gtsvInterleavedBatch (LU)"}
-    assert auto and methods - auto == labels | libraries
+    labels = {variant[0] for method in (*ps.tridiag.METHODS, "auto") for shape in script.CASES + script.PIVOTING_CASES
+              for dtype in ("float32", "float64") for family in script.FAMILIES
+              for variant in script.variants(method, shape, dtype, family, sweep=True)}
+    rows = _rows("tridiag.csv")
+    assert {row["family"] for row in rows} == set(script.FAMILIES)
+    methods = {row["method"] for row in rows} - set(script.RETIRED)  # rows of variants no longer run
+    assert methods == labels | set(_script("tridiag_cusparse").BASELINES) | {"jax tridiagonal_solve"}
 
 
 def test_python_m_prefixsum_bench_is_still_a_command(capsys):

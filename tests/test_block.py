@@ -140,8 +140,8 @@ def test_block_solver_in_a_shrunk_shared_memory_budget(dtype, rng, monkeypatch):
 def test_hybrid_takes_the_warp_then_the_block_then_the_partition_whose_reduced_systems_take_the_block(rng, monkeypatch):
     calls = []
     for module, name in ((warp, "warp"), (block, "block"), (partition, "partition")):
-        monkeypatch.setattr(module, "run", lambda *args, real=module.run, name=name: calls.append((name, args[4].shape))
-                            or real(*args))
+        monkeypatch.setattr(module, "run", lambda *args, real=module.run, name=name, **kwargs: calls.append((name, args[4].shape))
+                            or real(*args, **kwargs))
     largest = block.max_rows(np.float32)
     for n in (512, 513, largest, largest + 1):
         tridiag.solve(*(v.astype(np.float32) for v in dominant(rng, 2, n)), method="hybrid")
@@ -166,7 +166,7 @@ def test_partition_then_block_matches_the_reference(batch, dtype, rng, monkeypat
     n = block.max_rows(dtype) + 37
     seen = []
     level = block.run
-    monkeypatch.setattr(block, "run", lambda *args: seen.append(args[4].shape) or level(*args))
+    monkeypatch.setattr(block, "run", lambda *args, **kwargs: seen.append(args[4].shape) or level(*args, **kwargs))
     system = [v.astype(dtype) for v in dominant(rng, batch, n)]
     system[0][:, 0], system[2][:, -1] = np.nan, np.nan
     x, info = block_solve(system, run=hybrid.run)

@@ -13,7 +13,7 @@ import re
 import textwrap
 
 import prefixsum as ps
-from prefixsum.tridiag import block, pivoting, warp
+from prefixsum.tridiag import block, chunked, pivoting, warp
 
 
 def test_python_m_prefixsum_ptx_compiles_every_registered_kernel_for_sm75_and_sm90(ptx_command):
@@ -27,12 +27,13 @@ def test_python_m_prefixsum_ptx_compiles_every_registered_kernel_for_sm75_and_sm
 def test_it_compiles_every_tridiagonal_kernel_for_sm75_and_sm90(ptx_command):
     """tridiag.ptx_kernels(), each for float32 and float64."""
     assert ptx_command.returncode == 0, ptx_command.stdout[-3000:] + ptx_command.stderr[-3000:]
-    per_rows = {"warp_solve": len(warp.ROWS_PER_THREAD), "block_solve": len(block.ROWS_PER_THREAD), **dict.fromkeys(
-        ("spike_reduce", "spike_substitute", "spike_block"), len(pivoting.ALL_SPIKE_ROWS))}
+    per_rows = {"warp_solve": len(warp.ROWS_PER_THREAD), "block_solve": len(block.ROWS_PER_THREAD),
+                **dict.fromkeys(chunked.ROW_KERNELS, len(pivoting.ALL_ROW_PAIRS)),
+                **dict.fromkeys(chunked.PAIR_KERNELS, len(pivoting.ALL_PAIR_PAIRS))}
     for name in ("pcr_shared", "pcr_global_step", "cr_shared", "thomas", "hybrid_shared", "pcr_window", "warp_solve",
-                 "block_solve", "gtsv_tiled", "spike_reduce", "spike_substitute", "spike_block", "positive_definite"):
+                 "block_solve", "gtsv_tiled", *chunked.ROW_KERNELS, *chunked.PAIR_KERNELS, "positive_definite"):
         for cc in ("sm_75", "sm_90"):
-            # a line per dtype; a kernel per R for the warp and block solvers, per S for the partitioned pivoting
+            # a line per dtype; a kernel per R for the warp and block solvers and for the pivoting chunks
             expected = 2 * per_rows.get(name, 1)
             assert ptx_command.stdout.count(f"ok   {cc} tridiag:{name}\n") == expected, (name, cc)
 
@@ -66,8 +67,8 @@ def test_a_kernel_the_simulator_accepts_but_the_gpu_compiler_rejects_is_reported
     assert "FAIL sm_90 broken:" in child.stdout
 
 
-IN_REGISTERS = ("warp_solve", "block_solve", "partition_reduce", "partition_substitute", "gtsv_tiled", "spike_reduce",
-                "spike_substitute", "spike_block")
+IN_REGISTERS = ("warp_solve", "block_solve", "partition_reduce", "partition_substitute", "gtsv_tiled", *chunked.ROW_KERNELS,
+                *chunked.PAIR_KERNELS)
 """Tridiagonal kernels that keep their rows in registers (or their chunks in shared memory): no local memory."""
 FLOAT64_ARITHMETIC = re.compile(r"\b(add|sub|mul|div|fma|neg|abs)(\.rn)?\.f64")
 LOCAL_MEMORY = re.compile(r"^\s*(ld|st)\.local|^\s*\.local", re.M)
@@ -95,8 +96,9 @@ def test_float32_tridiagonal_kernels_compute_in_float32_and_the_chunks_stay_in_r
     assert checked["partition_reduce", "float64"] and checked["pcr_shared", "float32"]
     for name in ("gtsv_tiled", "positive_definite"):
         assert checked[name, "float32"]
-    for name in ("spike_reduce", "spike_substitute", "spike_block"):
-        assert checked[name, "float64"] == len(pivoting.ALL_SPIKE_ROWS)
+    for names, pairs in ((chunked.ROW_KERNELS, pivoting.ALL_ROW_PAIRS), (chunked.PAIR_KERNELS, pivoting.ALL_PAIR_PAIRS)):
+        for name in names:
+            assert checked[name, "float32"] == checked[name, "float64"] == len(pairs)
 
 
 def test_a_ptx_that_promotes_to_float64_or_spills_is_seen():

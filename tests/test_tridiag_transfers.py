@@ -15,7 +15,7 @@ import pytest  # noqa: E402
 from prefixsum import tridiag  # noqa: E402
 from prefixsum.core import overlap  # noqa: E402
 from prefixsum.core.poison import poison  # noqa: E402
-from prefixsum.tridiag import api, transfers  # noqa: E402
+from prefixsum.tridiag import api, auto, transfers  # noqa: E402
 from test_tridiag import check, dominant  # noqa: E402
 
 
@@ -41,12 +41,14 @@ def chunked(monkeypatch):
 
     monkeypatch.setattr(transfers, "buffers", poisoned_buffers)
     monkeypatch.setattr(transfers, "pinned_result", poisoned_result)
-    methods = dict(api.METHODS)
-    for name, run in methods.items():
-        def spied(a, b, c, d, x, info, run=run):
+    def spy(run):
+        def spied(a, b, c, d, x, info):
             solved.append(x.shape)
             return run(a, b, c, d, x, info)
-        monkeypatch.setitem(api.METHODS, name, spied)
+        return spied
+    for name, run in dict(api.METHODS).items():
+        monkeypatch.setitem(api.METHODS, name, spy(run))
+    monkeypatch.setattr(auto, "run", spy(auto.run))  # "auto", the default
 
     def cut(per, n, dtype):
         monkeypatch.setattr(transfers, "CHUNK_BYTES", per * 4 * n * np.dtype(dtype).itemsize)

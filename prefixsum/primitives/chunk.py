@@ -8,7 +8,7 @@ threads read neighbouring rows) and each thread's chunk from there into its regi
 shared buffers skip a slot every ``rows`` rows, so that the threads reading their own chunks
 hit different banks; :func:`chunk_storer` writes the solution back from there the same way.
 :func:`chunk_partition` is the partition step on a chunk in registers, and
-:func:`chunk_solution` a chunk's unknowns from its two ends; :func:`pcr_row` and
+:func:`chunk_solution` a chunk's unknowns from its two ends, :func:`chunk_test` a test on every row of a chunk; :func:`pcr_row` and
 :func:`pcr_lanes` solve the reduced system of the chunks' ends (Laszlo, Giles and Appleyard
 2016): an odd-even step, then PCR, by shuffles within a warp.
 """
@@ -225,6 +225,22 @@ def chunk_storer(rows, store):
                 s += 1
 
     return store_chunks
+
+
+@functools.lru_cache(maxsize=None)
+def chunk_test(rows, test):
+    """Device function ``holds(sa, sb, sc, base)``: whether ``test(a, b, c)`` holds on every row
+    of the chunk of ``rows`` rows at slot ``base`` of the shared buffers (padding rows included:
+    :func:`chunk_loaders` makes them identity rows)."""
+
+    @cuda.jit(device=True)
+    def holds(sa, sb, sc, base):
+        every = True
+        for k in range(rows):
+            every = every and test(sa[base + k], sb[base + k], sc[base + k])
+        return every
+
+    return holds
 
 
 @functools.lru_cache(maxsize=None)

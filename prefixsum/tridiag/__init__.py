@@ -1,21 +1,33 @@
-"""Tridiagonal systems on the GPU: parallel cyclic reduction, cyclic reduction, Thomas.
+"""Tridiagonal systems on the GPU: right by default, pivoting in parallel, PCR, CR, Thomas and a hybrid.
 
-:func:`solve` solves one system or a batch. Each method lives in its own module:
-:mod:`.pcr`, :mod:`.cr`, :mod:`.thomas`, :mod:`.hybrid` (PCR steps, then Thomas; systems of up to
-512 rows go to :mod:`.warp`, a partition step per thread in registers and PCR across a warp by
-shuffles, up to a block's worth to :mod:`.block`, the same across a block, longer ones to
-:mod:`.partition`), :mod:`.pivoting` (LU with partial pivoting, for any nonsingular system: one thread per
-short system, chunks factored by :mod:`.spike` and their separators reduced for longer ones;
-the elimination step in :mod:`.lu`); the host side (checks, transfers, errors) in :mod:`.api`.
-Only :mod:`.pivoting` pivots: the others are for diagonally dominant or symmetric positive
-definite systems.
+:func:`solve` solves one system or a batch and raises ``LinAlgError`` naming the first system
+that failed; :func:`solve_ex` returns every system's outcome instead (``info``, as LAPACK's and
+``torch.linalg.solve_ex``'s) with the good systems' x, and on request an estimate of each
+system's reciprocal condition number (:mod:`.condition`, as LAPACK's ``?gtcon``).
+
+The default, ``method="auto"`` (:mod:`.auto`), is backward stable on every nonsingular system:
+the hybrid's first kernel tests each system for diagonal dominance as it reads it, and the
+systems that fail the test go to the pivoting solver, on the GPU, in the same call.
+
+Each method lives in its own module: :mod:`.pivoting` (Gaussian elimination with partial
+pivoting for any nonsingular system: one thread per short system, :mod:`.chunked`'s chunks and
+levels for longer ones, on :mod:`.elimination`'s steps, which pivot across the chunks' edges;
+LAPACK's one-thread step in :mod:`.lu`), and the methods that do not pivot, safe on diagonally
+dominant or symmetric positive definite systems only: :mod:`.hybrid` (PCR steps, then Thomas;
+systems of up to 512 rows go to :mod:`.warp`, a partition step per thread in registers and PCR
+across a warp by shuffles, up to a block's worth to :mod:`.block`, the same across a block, longer
+ones to :mod:`.partition`), :mod:`.pcr`, :mod:`.cr`, :mod:`.thomas`; the host side (checks,
+transfers, outcomes) in :mod:`.api`. :func:`householder` and :func:`solve_symmetric` reduce a
+symmetric matrix to tridiagonal form and solve with it.
 """
-from . import block, cr, hybrid, partition, pcr, pivoting, thomas, warp
+from . import auto, block, chunked, cr, hybrid, partition, pcr, pivoting, thomas, warp
 from . import householder as _householder  # the module: the name householder is the function
-from .api import DTYPES, METHODS, solve
+from ._common import NOT_FINITE, SINGULAR, ZERO_PIVOT
+from .api import DTYPES, METHODS, REASONS, SOLVED, Solution, solve, solve_ex
 from .householder import householder, solve_symmetric
 
-__all__ = ["DTYPES", "METHODS", "householder", "ptx_kernels", "solve", "solve_symmetric"]
+__all__ = ["DTYPES", "METHODS", "NOT_FINITE", "REASONS", "SINGULAR", "SOLVED", "Solution", "ZERO_PIVOT", "householder",
+           "ptx_kernels", "solve", "solve_ex", "solve_symmetric"]
 
 
 def ptx_kernels():

@@ -15,6 +15,7 @@ subsystems that PCR has split each system into.
 import functools
 import math
 
+import numpy as np
 from numba import cuda
 
 from ..core.hardware import MAX_SHARED_BYTES_PER_BLOCK, WARP_SIZE
@@ -29,7 +30,6 @@ A, B, C, D = 0, 1, 2, 3
 NOT_FINITE = 1
 ZERO_PIVOT = 2
 SINGULAR = 3  # only the pivoting method can tell: no nonzero pivot in a column
-UNSTABLE = 4  # the partitioned pivoting solve's own flag: the system is solved again, never reported
 
 SHARED_BYTES = MAX_SHARED_BYTES_PER_BLOCK  # a block's shared-memory budget (tests shrink it)
 TARGET_ROWS = 256  # slots per block when systems are small: several systems share a block
@@ -41,6 +41,14 @@ GLOBAL_THREADS = 256
 def fail(info, system, code):
     """Record failure ``code`` for ``system`` (writes race harmlessly: all go through atomic max)."""
     cuda.atomic.max(info, system, code)
+
+
+@cuda.jit(device=True)
+def dominant_row(a, b, c):
+    """Whether a row is strictly diagonally dominant, ``|b| > |a| + |c|`` (False for NaN): the
+    rows on which the non-pivoting methods are backward stable (:mod:`.auto` routes a system with
+    any other row to the pivoting solver)."""
+    return abs(b) > abs(a) + abs(c)
 
 
 @cuda.jit(device=True)
@@ -140,6 +148,11 @@ def launchers(kernels, dtype):
     per method and dtype: every launch of every method skips numba's dispatcher, whose 30 us of
     host time a launch would otherwise be most of a batch's whole call."""
     return {kernel: Launcher(kernel, argtypes) for kernel, argtypes in kernels(dtype)}
+
+
+def no_route():
+    """The ``route`` of a call without :mod:`.auto`'s dominance test (``call`` 0: never read)."""
+    return reused(("no route",), lambda: cuda.to_device(np.zeros(1, np.int32)))
 
 
 def work_rows(batch, n, dtype):

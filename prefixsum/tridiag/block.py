@@ -59,9 +59,9 @@ import numpy as np
 from numba import cuda, types
 
 from ..core.hardware import MAX_THREADS_PER_BLOCK, WARP_SIZE
-from ..primitives.chunk import chunk_kernel_parts, pcr_lanes, pcr_row
+from ..primitives.chunk import chunk_kernel_parts, chunk_test, pcr_lanes, pcr_row
 from . import _common
-from ._common import ZERO_PIVOT, fail, launchers, store
+from ._common import ZERO_PIVOT, dominant_row, fail, launchers, no_route, store
 
 ROWS_PER_THREAD = (4, 8, 16)
 """The chunk lengths ``R`` with a kernel each (at least 4: the reduced system's two buffers of
@@ -93,11 +93,13 @@ def skewed(i):
 def _make(rows):
     """The kernel for chunks of ``rows`` rows (a power of two >= 4)."""
     partitioned, quarters, load_block, solution, store_chunks = chunk_kernel_parts(rows, store)
+    dominant = chunk_test(rows, dominant_row)
 
     @cuda.jit
-    def block_solve(a, b, c, d, x, info):
+    def block_solve(a, b, c, d, x, info, route, call):
         """Solve system ``blockIdx.x`` with ``blockDim.x`` lanes (a power of two >= 32) of
-        ``rows`` rows each."""
+        ``rows`` rows each; with ``call`` not 0, set ``route[system]`` to ``call`` if a row is
+        not diagonally dominant (:mod:`.auto`)."""
         zero, one = b.dtype.type(0), b.dtype.type(1)
         tid, lanes = cuda.threadIdx.x, cuda.blockDim.x
         system = cuda.blockIdx.x
@@ -109,6 +111,8 @@ def _make(rows):
 
         # 1. Coalesced load (the system padded to the block's lanes * rows rows), 2. partition.
         load_block(a, b, c, d, sa, sb, sc, sd, lanes * rows)
+        if call != 0 and not dominant(sa, sb, sc, tid * (rows + 1)):
+            route[system] = call
         la = cuda.local.array(rows, b.dtype)
         lb = cuda.local.array(rows, b.dtype)
         lc = cuda.local.array(rows, b.dtype)
@@ -252,12 +256,14 @@ def _plan(n, dtype, rows, large, *settings):
     return None
 
 
-def run(a, b, c, d, x, info, rows=None):
+def run(a, b, c, d, x, info, rows=None, route=None, call=0):
     """Solve the (batch, n) device systems (n <= :func:`max_rows`) into ``x``, one block each;
-    failures go to ``info`` (see :mod:`.api`). ``rows`` overrides :func:`plan`'s choice of R."""
+    failures go to ``info`` (see :mod:`.api`). ``rows`` overrides :func:`plan`'s choice of R;
+    ``route`` and ``call``: the dominance test of :mod:`.auto` (:func:`._common.no_route`: none)."""
     batch, n = x.shape
     rows, lanes, shared = plan(n, x.dtype, rows, batch)
-    launchers(kernels, x.dtype)[_make(rows)](batch, lanes, a, b, c, d, x, info, shared=shared)
+    launchers(kernels, x.dtype)[_make(rows)](batch, lanes, a, b, c, d, x, info, no_route() if route is None else route,
+                                             call, shared=shared)
 
 
 def kernels(dtype):
@@ -265,4 +271,4 @@ def kernels(dtype):
     t = types.float32 if np.dtype(dtype) == np.float32 else types.float64
     matrix = t[:, ::1]
     for rows in ROWS_PER_THREAD:
-        yield _make(rows), (matrix,) * 5 + (types.int32[::1],)
+        yield _make(rows), (matrix,) * 5 + (types.int32[::1], types.int32[::1], types.int64)

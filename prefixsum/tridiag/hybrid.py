@@ -262,7 +262,7 @@ def plan(batch, n, stride, dtype):
     return -(-subsystems // per_block), per_block * lanes, shared, m, per_block, lanes
 
 
-def run(a, b, c, d, x, info):
+def run(a, b, c, d, x, info, route=None, call=0):
     """Solve the (batch, n) device systems into ``x``; failures go to ``info`` (see :mod:`.api`).
 
     Systems of at most :data:`WARP_ROWS` rows go to the register-resident warp solver
@@ -270,15 +270,20 @@ def run(a, b, c, d, x, info):
     at most :func:`block_rows` rows to the block solver (:func:`.block.run`: one system a block,
     one launch), and the longer still to a level of the partition method
     (:func:`.partition.run`), whose reduced systems come back here (to the block or the warp
-    solver, or another level); the rest to :func:`run_shared`.
+    solver, or another level); the rest to :func:`run_shared`. With ``call`` not 0 (:mod:`.auto`)
+    the first kernel also tests every row for diagonal dominance, setting ``route[system]`` to
+    ``call`` where one fails; those kernels are the warp solver's, the block solver's and the
+    partition method's, so such a call takes them whatever :data:`WARP_ROWS` and
+    :data:`PARTITION` say.
     """
     batch, n = x.shape
-    if n <= WARP_ROWS:
-        warp.run(a, b, c, d, x, info)
-    elif PARTITION and n <= block_rows(x.dtype):
-        block.run(a, b, c, d, x, info)
-    elif PARTITION and partition.takes(batch, n, x.dtype):
-        partition.run(a, b, c, d, x, info, run)
+    checked = call != 0
+    if n <= WARP_ROWS or (checked and n <= warp.MAX_ROWS):
+        warp.run(a, b, c, d, x, info, route=route, call=call)
+    elif (PARTITION or checked) and n <= block_rows(x.dtype):
+        block.run(a, b, c, d, x, info, route=route, call=call)
+    elif (PARTITION or checked) and partition.takes(batch, n, x.dtype):
+        partition.run(a, b, c, d, x, info, run, route=route, call=call)
     else:
         run_shared(a, b, c, d, x, info)
 

@@ -39,8 +39,8 @@ from numba import cuda, types
 
 from ..core.hardware import WARP_SIZE
 from . import _common, block
-from ._common import ZERO_PIVOT, fail, launchers, reused, store
-from ..primitives.chunk import chunk_kernel_parts
+from ._common import ZERO_PIVOT, dominant_row, fail, launchers, no_route, reused, store
+from ..primitives.chunk import chunk_kernel_parts, chunk_test
 from .warp import MAX_ROWS
 
 ROWS_PER_THREAD = {4: 16, 8: 8}
@@ -65,23 +65,28 @@ THREADS = 128
 def _make(rows):
     """The two kernels for chunks of ``rows`` rows (a power of two >= 4)."""
     partitioned, quarters, load_block, solution, store_chunks = chunk_kernel_parts(rows, store)
+    dominant = chunk_test(rows, dominant_row)
 
     @cuda.jit
-    def partition_reduce(a, b, c, d, ra, rb, rc, rd, info):
+    def partition_reduce(a, b, c, d, ra, rb, rc, rd, info, route, call):
         """Step 1: the partition of every chunk; its first and last rows into rows ``2t`` and
-        ``2t + 1`` of the reduced (batch, 2T) system (``T`` chunks a system)."""
+        ``2t + 1`` of the reduced (batch, 2T) system (``T`` chunks a system). With ``call`` not
+        0, ``route[system]`` becomes ``call`` where a row of the chunk is not diagonally
+        dominant (:mod:`.auto`)."""
         batch = b.shape[0]
         one = b.dtype.type(1)
         sa, sb, sc, sd = quarters(cuda.shared.array(0, b.dtype))
         load_block(a, b, c, d, sa, sb, sc, sd, ra.shape[1] // 2 * rows)
+        g = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+        chunks = ra.shape[1] // 2
+        system, t = g // chunks, g % chunks
+        if call != 0 and system < batch and not dominant(sa, sb, sc, cuda.threadIdx.x * (rows + 1)):
+            route[system] = call
         la = cuda.local.array(rows, b.dtype)
         lb = cuda.local.array(rows, b.dtype)
         lc = cuda.local.array(rows, b.dtype)
         ld = cuda.local.array(rows, b.dtype)
         ok = partitioned(sa, sb, sc, sd, la, lb, lc, ld, one)
-        g = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
-        chunks = ra.shape[1] // 2
-        system, t = g // chunks, g % chunks
         if system < batch:
             ra[system, 2 * t], rb[system, 2 * t], rc[system, 2 * t], rd[system, 2 * t] = la[0], one, lc[0], ld[0]
             last = rows - 1
@@ -132,10 +137,11 @@ def takes(batch, n, dtype):
     return n > MAX_ROWS
 
 
-def run(a, b, c, d, x, info, solve_reduced, rows=None):
+def run(a, b, c, d, x, info, solve_reduced, rows=None, route=None, call=0):
     """One level: reduce the (batch, n) device systems, ``solve_reduced(ra, rb, rc, rd, xr,
     info)`` on the reduced ones (:func:`.hybrid.run`, which comes back here while they are
-    long), substitute into ``x``. ``rows`` overrides :func:`rows_per_thread` (for the benchmark).
+    long), substitute into ``x``. ``rows`` overrides :func:`rows_per_thread` (for the benchmark);
+    ``route`` and ``call``: the dominance test of :mod:`.auto`, on this level's rows only.
     """
     batch, n = x.shape
     rows = rows or rows_per_thread(x.dtype, n)
@@ -149,7 +155,8 @@ def run(a, b, c, d, x, info, solve_reduced, rows=None):
     shared = 4 * threads * (rows + 1) * x.dtype.itemsize
     reduce_kernel, substitute_kernel = _make(rows)
     launch = launchers(kernels, x.dtype)
-    launch[reduce_kernel](blocks, threads, a, b, c, d, *reduced[:4], info, shared=shared)
+    launch[reduce_kernel](blocks, threads, a, b, c, d, *reduced[:4], info, no_route() if route is None else route, call,
+                          shared=shared)
     solve_reduced(*reduced, info)
     launch[substitute_kernel](blocks, threads, a, b, c, d, reduced[4], x, info, shared=shared)
 
@@ -161,5 +168,5 @@ def kernels(dtype):
     matrix, info = t[:, ::1], types.int32[::1]
     for rows in (4, 8, 16):
         reduce_kernel, substitute_kernel = _make(rows)
-        yield reduce_kernel, (matrix,) * 8 + (info,)
+        yield reduce_kernel, (matrix,) * 8 + (info, info, types.int64)
         yield substitute_kernel, (matrix,) * 6 + (info,)

@@ -1,64 +1,55 @@
-"""Tridiagonal systems that need pivoting: chunks factored with partial pivoting, their separators reduced.
+"""Tridiagonal systems that need pivoting: Gaussian elimination with partial pivoting, in parallel.
 
-Every path rests on LAPACK's ``?gtsv`` step (:mod:`.lu`): LU with partial pivoting, each step
-taking the larger of the current pivot and the entry below it, the rows interchanged when that
-is the lower one (U gains one band of fill). On a tridiagonal matrix partial pivoting keeps
-every entry of U within twice the largest of the matrix (growth factor at most 2; Higham,
-*Accuracy and Stability of Numerical Algorithms*, 2nd ed., ch. 9, after Bothe 1975): the solve
-is backward stable for any nonsingular system. It is what ``scipy.linalg.solve_banded`` runs,
-so the tests compare like with like. Three paths (:func:`plan` picks one by shape):
+``method="pivoting"`` solves any nonsingular system, backward stably, as LAPACK's ``?gtsv`` does,
+and reports a singular one per system (``SINGULAR`` in ``info``) without losing the others.
+Two paths (:func:`plan` picks one by shape):
 
 * **One thread per system** (:func:`tiled_kernel`), for systems of at most
-  :data:`ONE_THREAD_ROWS` rows (too short to split): the block's systems come through shared
-  memory in tiles, neighbouring threads reading neighbouring addresses, and U goes to a scratch
-  laid out ``(3, n, batch)``, so that the thread-per-system loop, which reads ``n`` apart in the
-  (batch, n) layout, coalesces as cuSPARSE's ``gtsvInterleavedBatch`` does with interleaved data.
-* **The partitioned solver** (:mod:`.spike`), for longer systems: each system is cut into
-  chunks of ``S`` rows, ``S - 1`` of a *block* and one *separator*; each thread factors its block
-  by LU with partial pivoting and writes its separator's row of the *reduced system* (the Schur
-  complement of the blocks: the separators' unknowns, tridiagonal again, a row per chunk), which
-  is solved by this same route, and then back-substitutes its block. Where a system's chunks fit
-  one block (at most :data:`THREADS` of them), :func:`.spike.spike_block` does all of it in one
-  launch with one read of the inputs, the reduced system solved by one thread in shared memory;
-  longer systems take levels of :func:`.spike.spike_reduce` and :func:`.spike.spike_substitute`.
-* **Solved again** (the one-thread kernel's ``redo`` mode): the systems the partitioned solver
-  flagged, see below.
+  :data:`ONE_THREAD_ROWS` rows (too short to split): LAPACK's ``?gtsv`` step (:mod:`.lu`), the
+  block's systems coming through shared memory in tiles, neighbouring threads reading
+  neighbouring addresses, and U going to a scratch laid out ``(3, n, batch)``, so that the
+  thread-per-system loop, which reads ``n`` apart in the (batch, n) layout, coalesces as
+  cuSPARSE's ``gtsvInterleavedBatch`` does with interleaved data.
+* **Chunks and levels** (:mod:`.chunked`, on :mod:`.elimination`), for longer systems: each thread
+  eliminates the interior unknowns of a chunk of ``2R`` rows with partial pivoting over every
+  row of the chunk, which leaves a pair of rows coupling the chunk's two end unknowns and its
+  neighbours' (a *reduced system* of ``n / R`` unknowns in the same pair form); the reduced
+  system is solved the same way, level by level, until a block holds a whole system, whose
+  reduced pairs one thread eliminates (:func:`.chunked.row_kernels`' ``block_rows``, or
+  ``block_pairs`` at the top of the levels); then every chunk, its ends known, is eliminated
+  again and back-substituted. Each level reads its input twice and writes its solution once.
 
-Why this partition and not SPIKE with diagonal pivoting (Chang, Stratton, Kim and Hwu, "A
-scalable, numerically stable, high-performance tridiagonal solver using GPUs", SC 2012, which
-cuSPARSE's ``gtsv2`` follows; its 1x1/2x2 pivots are those of Erway, Marcia and Tyson's
-"generalized diagonal pivoting methods for tridiagonal systems without interchanges", after
-Bunch and Kaufman):
+Why this and not SPIKE with diagonal pivoting. Chang, Stratton, Kim and Hwu ("A scalable,
+numerically stable, high-performance tridiagonal solver using GPUs", SC 2012, the method behind
+cuSPARSE's ``gtsv2``) factor each partition on its own, with the 1x1 and 2x2 pivots of Erway and
+Marcia's diagonal pivoting (after Bunch and Kaufman), and couple the partitions by their spikes;
+Venetis, Kouris, Sobczyk, Gallopoulos and Sameh's g-Spike (2015) factor the partitions by Givens
+rotations instead and treat a singular partition specially. Both pivot *inside* a partition
+only, so a partition that is singular or nearly so, although the matrix is not (a
+``tridiag(1, 1e-10, 1)`` cut into partitions of odd size, or a random indefinite matrix cut into
+some hundred thousand partitions, one of which will be nearly singular), makes the spikes large,
+and the answer inaccurate; the earlier version of this module flagged such systems and solved
+them again by one thread over all rows, which made random indefinite systems of 2^20 rows 4000
+times slower than ``gtsv2``. Here a chunk's first and last rows take part in its pivoting too
+(:mod:`.elimination`): every column is eliminated with the largest entry among all the rows
+that hold it, so the whole solve is Gaussian elimination with partial pivoting on ``A`` with
+its columns reordered, backward stable (Wilkinson), with no partition to fail and nothing to
+fall back on. The price is a little more arithmetic per row than a partition's LU (two rows
+carried instead of one, four candidates a column instead of two), which the memory traffic
+hides: the bands are read twice and x written once, as by SPIKE.
 
-* The partition is SPIKE's (Sameh and Kuck 1978; Polizzi and Sameh 2006): blocks solved
-  independently, a small reduced system couples them. Single-row separators make the reduced
-  system tridiagonal (SPIKE's reduced system of spike tips is 2x2-block tridiagonal), so the
-  same solver takes it, recursively, with no second kind of kernel.
-* Inside a block, partial pivoting has the proved growth bound of 2 and is the reference's own
-  algorithm; diagonal pivoting needs the Bunch-Kaufman threshold and 2x2 pivots to bound growth,
-  for the same one comparison a row. Neither pivots *across* partitions.
+Guarantee: for a nonsingular system, float32 or float64, any n and batch, x is backward stable:
+the exact solution of ``(A + E) x = d`` with ``||E|| <= c n eps rho ||A||``, ``rho`` the growth of
+the elimination (at most 2 for the one-thread path, LAPACK's own; for the chunks, that of partial
+pivoting on ``A`` with its columns reordered, :mod:`.elimination`: small in practice, as partial
+pivoting's always is, and in the tests and benchmarks a backward error of at most 0.43 eps); so
+its error is at most about ``n eps kappa(A)``. It may fail only where Gaussian elimination with
+partial pivoting fails: an exactly singular matrix (``SINGULAR``, x NaN), a matrix singular to
+working precision (a huge or non-finite x: ``NOT_FINITE`` where it overflows; ``condition=True``
+of :func:`.api.solve_ex` estimates ``1 / kappa`` to tell), or a growth factor that the
+elimination's worst cases reach and the matrices met in practice do not.
 
-What stability it keeps: SPIKE with diagonal pivoting is not backward stable in every case (a
-partition can be singular, or nearly so, where the matrix is not, and no pivot crosses a
-partition's edge), and neither is this: the blocks are solved stably, but the reduced system is a Schur complement
-formed without pivoting between blocks, and its entries grow with ``||A_k^{-1}||``. For
-diagonally dominant matrices the blocks inherit the dominance and the spikes are at most 1; for
-symmetric positive definite ones the blocks are principal submatrices, definite, and the Schur
-complement is definite with entries within the diagonal's: no growth (the check below may
-still flag a block with a tiny pivot, conservatively). For the rest,
-:func:`.spike.spike_reduce` measures each block's growth (its spikes' and its solution's ends,
-relative to the chunk's coefficients; every term at most ``sigma ||A_k^{-1}||``) and flags the
-system when a block is singular or its growth passes :data:`GROWTH_LIMIT`; :func:`run` then
-solves the flagged systems again by one thread over the whole system, backward stable, slower
-(``n`` sequential steps: milliseconds at ``n = 2^20``). The bound can still fail where growth
-below the limit compounds over several levels; the tests (``tests/test_pivoting_paths.py``:
-random, symmetric indefinite, nearly singular and dominant systems, every path forced) find every
-system within ``100 n eps kappa`` of LAPACK's solution. A singular matrix makes a block singular or
-the reduced system singular (``det A`` is the product of the blocks' determinants and the
-reduced system's), so the system is solved again, and the one-thread LU names it: ``SINGULAR``.
-
-Measured (``benchmarks/tridiag.csv``, ``python benchmarks/tridiag.py --only-pivoting``, CUPTI
-kernel time): see :data:`SPIKE_ROWS` and :func:`plan`.
+Measured (``benchmarks/tridiag.csv``, CUPTI kernel time): see :func:`plan`.
 """
 import functools
 
@@ -66,33 +57,30 @@ import numpy as np
 from numba import cuda, types
 
 from ..core.hardware import WARP_SIZE
-from . import _common, spike
-from ._common import SINGULAR, fail, launchers, reused, store
+from . import _common, chunked
+from ._common import SINGULAR, launchers, no_route, reused, store
+from .chunked import routed
 from .lu import carry, pivot
 
 THREADS = 128
-BLOCK_SOLVE = True
-"""Whether systems of at most a block's threads of chunks are solved whole in one block
-(:func:`.spike.spike_block`; the benchmark turns it off to time the levels alone)."""
+"""Threads of a chunk kernel (fewer where the shared memory does not hold them)."""
 TILE_BYTES = 128
 """The one-thread path reads tiles of ``TILE_BYTES / itemsize`` rows of each system (32 in
 float32, 16 in float64): a warp reads whole 128-byte lines."""
 TILE_THREADS = 64
-SPIKE_ROWS = 8
-"""``S``, the chunk of the partitioned path (``S - 1`` rows of a block and a separator), for
-few systems (:func:`plan`)."""
-BATCH_SPIKE_ROWS = 16
-"""``S`` for batches of at least :data:`BATCH` systems (float64: of at least
-:data:`FLOAT64_BATCH_ROWS` rows)."""
-BATCH = 64
-FLOAT64_BATCH_ROWS = 256
-ALL_SPIKE_ROWS = (4, 8, 16, 32)
-"""The chunks with kernels (the benchmark tries each)."""
 ONE_THREAD_ROWS = 32
 """Systems of at most this many rows take the one-thread path: too short to split."""
-GROWTH_LIMIT = 1024
-"""The largest growth a chunk of the partitioned path may show (:mod:`.spike`): beyond it the
-system is solved again by the one-thread LU."""
+ROW_PAIRS = {4: 8, 8: 8}
+"""``R``, the pairs of a chunk of the system (``2R`` rows), by item size, for systems that a block
+holds whole (:func:`plan`)."""
+LEVEL_ROW_PAIRS = {4: 8, 8: 4}
+"""``R`` by item size for systems that take levels."""
+PAIR_PAIRS = 8
+"""The pairs of a chunk of a reduced system."""
+ALL_ROW_PAIRS = (4, 8, 16)
+ALL_PAIR_PAIRS = (4, 8, 16)
+"""The chunk lengths with kernels (the benchmark tries each). Chunks of 2 pairs, tried too (the
+table of :func:`plan`), were slower at every shape but one, where they tied, and are left out."""
 
 
 @functools.lru_cache(maxsize=None)
@@ -101,17 +89,18 @@ def tiled_kernel(rows):
     shift = rows.bit_length() - 1
 
     @cuda.jit
-    def gtsv_tiled(a, b, c, d, x, info, u, redo):
+    def gtsv_tiled(a, b, c, d, x, info, u, route, call):
         """Solve system ``blockIdx.x * blockDim.x + threadIdx.x`` by LU with partial pivoting.
 
         The block's systems come in tiles of ``rows`` rows through shared memory, neighbouring
         threads reading neighbouring addresses; U (divided by its pivots) goes to ``u`` (3, n,
         batch), whose rows neighbouring threads write and read back side by side; x leaves by
-        tiles as the rows came in. With ``redo`` (not 0) only the systems whose ``info`` is set
-        are solved, their flags cleared first, and a block with none returns at once.
+        tiles as the rows came in. The system's thread writes its ``info`` (0 or ``SINGULAR``;
+        a singular system's x is NaN). With ``call`` not 0 only the systems whose ``route``
+        entry is ``call`` are solved (:func:`.chunked.routed`), and a block with none returns at once.
         """
         batch, n = x.shape
-        zero, one = b.dtype.type(0), b.dtype.type(1)
+        zero, one, nan = b.dtype.type(0), b.dtype.type(1), b.dtype.type(np.nan)
         tid, threads = cuda.threadIdx.x, cuda.blockDim.x
         first = cuda.blockIdx.x * threads
         system = first + tid
@@ -122,14 +111,11 @@ def tiled_kernel(rows):
         sa, sb = shared[:slots], shared[slots:2 * slots]
         sc, sd = shared[2 * slots:3 * slots], shared[3 * slots:4 * slots]
         base = tid * span
-        ok = system < batch
-        if redo != 0:
-            ok = ok and info[system] != 0
-            if not cuda.syncthreads_or(np.int32(ok)):  # the same for every thread of the block
-                return
-            if ok:
-                info[system] = 0
-        sd[base + rows] = one if ok else zero  # the padding slot: whether this system's x is written
+        mine = routed(system, batch, route, call)
+        if not cuda.syncthreads_or(np.int32(mine)):  # the same for every thread of the block
+            return
+        ok = mine
+        sd[base + rows] = one if mine else zero  # the padding slot: whether this system's x is written
         p, q, r = zero, zero, zero
         for start in range(0, n, rows):
             here = min(rows, n - start)
@@ -154,12 +140,11 @@ def tiled_kernel(rows):
                 y, r = carry(swap, factor, r, sd[base + k])
                 u[0, i - 1, system], u[1, i - 1, system], u[2, i - 1, system] = upper, fill, y * inverse
                 if not good:
-                    fail(info, system, SINGULAR)
                     ok = False
                     break
-        if ok and p == zero:
-            fail(info, system, SINGULAR)
-            ok = False
+        ok = ok and p != zero
+        if mine:
+            info[system] = 0 if ok else SINGULAR
         after, beyond = zero, zero
         if ok:
             after = r / p  # x_{n-1}, then x_{i+1} and x_{i+2} of the back substitution
@@ -172,7 +157,7 @@ def tiled_kernel(rows):
                     sa[base + k], sb[base + k], sc[base + k] = u[0, start + k, system], u[1, start + k, system], u[2, start + k, system]
             for k in range(here - 1, -1, -1):
                 i = start + k
-                xi = zero  # a failed system's x is all zero, never memory left unwritten
+                xi = nan  # a failed system's x is all NaN, never memory left unwritten
                 if ok:
                     xi = after
                     if i < n - 1:
@@ -211,104 +196,6 @@ def positive_definite(d, sub, verdict):
         cuda.atomic.max(verdict, 0, 1)
 
 
-def run(a, b, c, d, x, info, rows=None):
-    """Solve the (batch, n) device systems into ``x``; failures go to ``info`` (see :mod:`.api`).
-
-    :func:`plan` picks the path. The partitioned one ends with the one-thread kernel in its
-    ``redo`` mode: systems flagged ``UNSTABLE`` (a singular or growing chunk), or failed in any
-    other way, are solved again by LU with partial pivoting over the whole system, whose verdict
-    is the one reported; blocks of the batch with no such system return at once (no copy to
-    the host, no wait). ``rows`` overrides :func:`plan`'s ``S`` at every level (0: the one-thread
-    path; for the benchmark and the tests). The one-thread kernel's scratch, ``3 n batch``
-    values, is made on a shape's first call and kept for the next (:func:`._common.reused`).
-    """
-    batch, n = x.shape
-    if not plan(batch, n, x.dtype, rows):
-        one_thread(a, b, c, d, x, info)
-        return
-    levels(a, b, c, d, x, info, rows)
-    one_thread(a, b, c, d, x, info, redo=True)
-
-
-def plan(batch, n, dtype, rows=None):
-    """``S`` of a partitioned level for (batch, n) systems of ``dtype``, or 0 for the one-thread
-    path: systems of at most :data:`ONE_THREAD_ROWS` (or ``2 S``) rows. ``rows`` overrides the
-    choice (0: always one thread). Called at every level, with the reduced systems' shape.
-
-    From ``benchmarks/tridiag.csv`` (an H100, CUPTI kernel time, each path forced at every level,
-    ``pivoting:spike_rows=S``; us, float32 / float64):
-
-    ==========  =========  =========  =========  =============  ===========================
-    batch x n   S = 4      S = 8      S = 16     one thread     cuSPARSE (gtsv2 / LU batch)
-    ==========  =========  =========  =========  =============  ===========================
-    1 x 2^20    109 / 127  100 / 117  106 / 141  --             103 / 156 (gtsv2)
-    1 x 2^16    62 / 66    77 / 86    66 / 68    28180 / 34686  66 / 65 (gtsv2)
-    7 x 100000  91 / 103   76 / 81    81 / 88    --             1365 / 1511 (gtsv2)
-    64 x 8192   82 / 69    76 / 61    52 / 52    7484 / 10066   3005 / 3685 (LU batch)
-    512 x 512   32 / 38    22 / 26    20 / 23    470 / 514      190 / 225 (LU batch)
-    4096 x 256  73 / 105   43 / 58    27 / 55    293 / 385      103 / 182 (LU batch)
-    16384 x 64  43 / 55    27 / 39    23 / 48    74 / 103       25 / 55 (LU batch)
-    ==========  =========  =========  =========  =============  ===========================
-
-    Hence :data:`SPIKE_ROWS` (8) for fewer than :data:`BATCH` systems, :data:`BATCH_SPIKE_ROWS`
-    (16) for batches, except float64 systems shorter than :data:`FLOAT64_BATCH_ROWS` (16384 x
-    64: 48 us at 16 against 39 at 8; its blocks of 16-row chunks fit 64 threads only). One system
-    of 2^16 rows is the slow case at S = 8: its last level leaves 128 chunks, which
-    :func:`.spike.spike_block` reduces with one thread walking 128 rows.
-    """
-    if rows == 0:
-        return 0
-    if rows is None:
-        wide = batch >= BATCH and (np.dtype(dtype).itemsize == 4 or n >= FLOAT64_BATCH_ROWS)
-        rows = BATCH_SPIKE_ROWS if wide else SPIKE_ROWS
-    spike_rows = rows
-    if n <= max(ONE_THREAD_ROWS, 2 * spike_rows):
-        return 0
-    return spike_rows
-
-
-def levels(a, b, c, d, x, info, rows=None):
-    """The partitioned path: :func:`.spike.spike_reduce`, the reduced systems by this route
-    (another level while :func:`plan` says so), :func:`.spike.spike_substitute`; no fallback."""
-    batch, n = x.shape
-    spike_rows = plan(batch, n, x.dtype, rows)
-    if not spike_rows:
-        one_thread(a, b, c, d, x, info)
-        return
-    chunks = -(-n // spike_rows)
-    threads = THREADS
-    while threads > WARP_SIZE and spike.shared_bytes(threads, spike_rows, x.dtype) > _common.SHARED_BYTES:
-        threads //= 2
-    reduce_kernel, substitute_kernel, block_kernel = spike.kernels_for(spike_rows)
-    launch = launchers(kernels, x.dtype)
-    if BLOCK_SOLVE and chunks <= threads:
-        per_block = threads // chunks
-        threads = per_block * chunks
-        launch[block_kernel](-(-batch // per_block), threads, a, b, c, d, x, info, chunks, GROWTH_LIMIT,
-                             shared=spike.shared_bytes(threads, spike_rows, x.dtype))
-        return
-    ra, rb, rc, rd, xr = reused(("spike", batch, chunks, x.dtype),
-                                lambda: [cuda.device_array((batch, chunks), x.dtype) for _ in range(5)])
-    shared = spike.shared_bytes(threads, spike_rows, x.dtype)
-    total = batch * chunks
-    launch[reduce_kernel](-(-total // (threads - 1)), threads, a, b, c, d, ra, rb, rc, rd, info, GROWTH_LIMIT,
-                          shared=shared)
-    levels(ra, rb, rc, rd, xr, info, rows)
-    launch[substitute_kernel](-(-total // threads), threads, a, b, c, d, xr, x, info, shared=shared)
-
-
-def one_thread(a, b, c, d, x, info, redo=False):
-    """The one-thread path: :func:`tiled_kernel`, a block of :data:`TILE_THREADS` systems
-    (``redo``: only the systems whose ``info`` is set)."""
-    batch, n = x.shape
-    itemsize = x.dtype.itemsize
-    rows = TILE_BYTES // itemsize
-    threads = TILE_THREADS
-    while threads > WARP_SIZE and 4 * threads * (rows + 1) * itemsize > _common.SHARED_BYTES:
-        threads //= 2
-    u = reused(("pivoting", batch, n, x.dtype), lambda: cuda.device_array((3, n, batch), x.dtype))
-    launchers(kernels, x.dtype)[tiled_kernel(rows)](-(-batch // threads), threads, a, b, c, d, x, info, u,
-                                                    int(redo), shared=4 * threads * (rows + 1) * itemsize)
 
 
 def is_positive_definite(d, sub):
@@ -323,11 +210,166 @@ def is_positive_definite(d, sub):
     return not verdict.copy_to_host()[0]
 
 
+def run(a, b, c, d, x, info, route=None, call=0, pairs=None):
+    """Solve the (batch, n) device systems into ``x``; each system's verdict into ``info``.
+
+    Every system solved gets ``info`` 0 or ``SINGULAR`` (its x NaN) written over whatever was
+    there (:mod:`.auto` runs this after the hybrid, for the systems it routes: ``route``, a
+    device array of ``batch`` int32, and ``call``, not 0: only the systems whose ``route``
+    entry is ``call``); a non-finite value stored adds ``NOT_FINITE``. ``pairs`` overrides
+    :func:`plan`'s ``R`` (0: the one-thread path; for the benchmark and the tests). What the
+    paths keep between calls (the one-thread kernel's scratch of ``3 n batch`` values, the
+    levels' reduced systems, the chunks' flags) is made on a shape's first call
+    (:func:`._common.reused`).
+    """
+    batch, n = x.shape
+    route = no_route() if route is None else route
+    if plan(batch, n, x.dtype, pairs):
+        levels(a, b, c, d, x, info, route, call, pairs)
+    else:
+        one_thread(a, b, c, d, x, info, route, call)
+
+
+def plan(batch, n, dtype, pairs=None):
+    """``R``, the pairs of a chunk, for (batch, n) systems of ``dtype``, or 0 for the one-thread
+    path (systems of at most :data:`ONE_THREAD_ROWS` rows): :data:`ROW_PAIRS`, or
+    :data:`LEVEL_ROW_PAIRS` where a block does not hold a system. ``pairs`` overrides the choice
+    (0: always one thread).
+
+    From the sweep of ``benchmarks/tridiag.csv`` (an H100, 2026-12-06, ``tridiag.py --only-pivoting
+    --sweep``, CUPTI kernel time, random indefinite systems, us, float32 / float64; ``R`` forced
+    with the reduced systems' chunks at 4 pairs, ``P`` forced with the system's chunks at that
+    run's defaults, R = 8 in float32 and 4 in float64):
+
+    ===========  ===========  ===========  ===========  ===========  ============  ==================
+    batch x n    R = 2        R = 4        R = 8        R = 16       P = 8         cuSPARSE
+    ===========  ===========  ===========  ===========  ===========  ============  ==================
+    512 x 512    44.7 / 53.0  28.0 / 31.1  22.3 / 24.3  26.6 / 28.8                193 / 235 (LU)
+    4096 x 256   138 / 175    70.7 / 94.5  35.4 / 60.9  29.8 / 72.0                105 / 182 (LU)
+    16384 x 64   75.3 / 95.6  34.3 / 46.5  25.3 / 46.6  26.9 / 67.7                24.6 / 53.5 (LU)
+    1000 x 1000  72.3 / 134   109 / 116    54.2 / 110   40.2 / 87.1                414 / 707 (LU)
+    100 x 1000   35.2 / 38.4  42.7 / 49.6  31.1 / 34.4  31.1 / 34.0                380 / 429 (LU)
+    64 x 8192    74.2 / 67.5  53.7 / 61.2  68.1 / 52.5  58.7 / 65.0  50.5 / 52.7   3049 / 3797 (LU)
+    1 x 2^16     59.8 / 64.9  72.1 / 57.0  59.9 / 65.9  84.3 / 69.9  59.6 / 55.7   71.8 / 73.2 (gtsv2)
+    1 x 2^20     109 / 134    113 / 119    93.2 / 137   108 / 163    83.9 / 120    112 / 196 (gtsv2)
+    7 x 100000   90.8 / 92.3  74.7 / 82.0  81.3 / 78.8  76.5 / 91.7  66.8 / 77.3   1822 / 2114 (gtsv2)
+    ===========  ===========  ===========  ===========  ===========  ============  ==================
+
+    Hence R = 8 for systems a block holds, in float64 too (24.3 us against 31.1 at 512 x 512,
+    34.4 against 49.6 at 100 x 1000), R = 4 in float64 where levels follow (57.0 against 65.9 at
+    1 x 2^16, 119 against 137 at 1 x 2^20), and :data:`PAIR_PAIRS` 8 (1 x 2^20 float32: 83.9
+    against 93.2 at 4; 7 x 100000: 66.8 against 81.3). Every shape beats cuSPARSE's pivoting
+    solver for it, by 1.2 to 72 times, but 16384 x 64 in float32, where the best chunk took
+    25.3 us against the interleaved LU's 24.6 (and its QR's 31.3). The rows named ``pivoting``
+    in that run were measured at its defaults, and first in each round of its trace, with a cold
+    L2 cache (``benchmarks/README.md``).
+    """
+    if pairs and pairs not in ALL_ROW_PAIRS:
+        raise ValueError(f"pairs={pairs}: the chunks have kernels for {', '.join(map(str, ALL_ROW_PAIRS))} pairs")
+    if pairs == 0 or n <= ONE_THREAD_ROWS:
+        return 0
+    if pairs:
+        return pairs
+    itemsize = np.dtype(dtype).itemsize
+    return LEVEL_ROW_PAIRS[itemsize] if _in_levels(n, dtype, ROW_PAIRS[itemsize]) else ROW_PAIRS[itemsize]
+
+
+def takes_levels(batch, n, dtype, pairs=None):
+    """Whether the chunked path takes levels for (batch, n) systems (:func:`levels`)."""
+    row_pairs = plan(batch, n, dtype, pairs)
+    return bool(row_pairs) and _in_levels(n, dtype, row_pairs)
+
+
+def _in_levels(n, dtype, row_pairs):
+    """Whether a system of ``n`` rows in chunks of ``row_pairs`` pairs has more chunks than the
+    block kernel's threads."""
+    return -(-n // (2 * row_pairs)) > threads_for(chunked.row_shared_bytes, row_pairs, dtype, True)
+
+
+def threads_for(shared_bytes, pairs, dtype, block=False):
+    """The threads of a chunk kernel: :data:`THREADS`, halved while their shared memory
+    (``shared_bytes(threads, pairs, dtype, block)``) passes the budget, at least a warp."""
+    threads = THREADS
+    while threads > WARP_SIZE and shared_bytes(threads, pairs, dtype, block) > _common.SHARED_BYTES:
+        threads //= 2
+    return threads
+
+
+def levels(a, b, c, d, x, info, route, call, pairs=None):
+    """The chunked path: whole systems in a block where they fit, else a level
+    (:func:`.chunked.row_kernels`' reduce and substitute around :func:`solve_pairs`)."""
+    batch, n = x.shape
+    dtype = x.dtype
+    row_pairs = plan(batch, n, dtype, pairs)
+    chunks = -(-n // (2 * row_pairs))
+    reduce_rows, substitute_rows, block_rows = chunked.row_kernels(row_pairs)
+    launch = launchers(kernels, dtype)
+    pinfo = _flags(batch)
+    fits = threads_for(chunked.row_shared_bytes, row_pairs, dtype, block=True)
+    if chunks <= fits:
+        threads = fits // chunks * chunks
+        launch[block_rows](-(-batch // (fits // chunks)), threads, a, b, c, d, x, info, pinfo, route, call, chunks,
+                           shared=chunked.row_shared_bytes(threads, row_pairs, dtype, block=True))
+        return
+    out, sol = _level(batch, chunks, dtype)
+    threads = threads_for(chunked.row_shared_bytes, row_pairs, dtype)
+    blocks, shared = -(-batch * chunks // threads), chunked.row_shared_bytes(threads, row_pairs, dtype)
+    launch[reduce_rows](blocks, threads, a, b, c, d, out, pinfo, route, call, shared=shared)
+    solve_pairs(out, sol, info, pinfo, route, call)
+    launch[substitute_rows](blocks, threads, a, b, c, d, sol, x, info, route, call, shared=shared)
+
+
+def solve_pairs(p, sol, info, pinfo, route, call):
+    """A reduced system (``p``: (10, batch, count) pairs) into ``sol`` (batch, 2 count): in one
+    block a system where it fits (``block_pairs``), else another level."""
+    batch, count = p.shape[1], p.shape[2]
+    dtype = p.dtype
+    chunks = -(-count // PAIR_PAIRS)
+    reduce_pairs, substitute_pairs, block_pairs = chunked.pair_kernels(PAIR_PAIRS)
+    launch = launchers(kernels, dtype)
+    fits = threads_for(chunked.pair_shared_bytes, PAIR_PAIRS, dtype, block=True)
+    if chunks <= fits:
+        threads = fits // chunks * chunks
+        launch[block_pairs](-(-batch // (fits // chunks)), threads, p, sol, info, pinfo, route, call, chunks,
+                            shared=chunked.pair_shared_bytes(threads, PAIR_PAIRS, dtype, block=True))
+        return
+    out, next_sol = _level(batch, chunks, dtype)
+    threads = threads_for(chunked.pair_shared_bytes, PAIR_PAIRS, dtype)
+    blocks, shared = -(-batch * chunks // threads), chunked.pair_shared_bytes(threads, PAIR_PAIRS, dtype)
+    launch[reduce_pairs](blocks, threads, p, out, pinfo, route, call, shared=shared)
+    solve_pairs(out, next_sol, info, pinfo, route, call)
+    launch[substitute_pairs](blocks, threads, p, next_sol, sol, route, call, shared=shared)
+
+
+def _level(batch, chunks, dtype):
+    """A level's reduced pairs (10, batch, chunks) and their solution (batch, 2 chunks), kept."""
+    return reused(("pivoting level", batch, chunks, np.dtype(dtype)),
+                  lambda: (cuda.device_array((chunked.FIELDS, batch, chunks), dtype),
+                           cuda.device_array((batch, 2 * chunks), dtype)))
+
+
+def _flags(batch):
+    """The chunks' singular flags, one per system, zero between calls (:mod:`.chunked`)."""
+    return reused(("pivoting flags", batch), lambda: cuda.to_device(np.zeros(batch, np.int32)))
+
+
+def one_thread(a, b, c, d, x, info, route, call):
+    """The one-thread path: :func:`tiled_kernel`, a block of :data:`TILE_THREADS` systems."""
+    batch, n = x.shape
+    itemsize = x.dtype.itemsize
+    rows = TILE_BYTES // itemsize
+    threads = TILE_THREADS
+    while threads > WARP_SIZE and 4 * threads * (rows + 1) * itemsize > _common.SHARED_BYTES:
+        threads //= 2
+    u = reused(("pivoting", batch, n, x.dtype), lambda: cuda.device_array((3, n, batch), x.dtype))
+    launchers(kernels, x.dtype)[tiled_kernel(rows)](-(-batch // threads), threads, a, b, c, d, x, info, u, route,
+                                                    call, shared=4 * threads * (rows + 1) * itemsize)
+
+
 def kernels(dtype):
-    """Every kernel of this module and of :mod:`.spike` for ``dtype``, with numba argument types."""
+    """Every kernel of this module and of :mod:`.chunked` for ``dtype``, with numba argument types."""
     t = types.float32 if np.dtype(dtype) == np.float32 else types.float64
-    matrix, info = t[:, ::1], types.int32[::1]
-    yield tiled_kernel(TILE_BYTES // np.dtype(dtype).itemsize), (matrix,) * 5 + (info, t[:, :, ::1], types.int64)
-    for rows in ALL_SPIKE_ROWS:
-        yield from zip(spike.kernels_for(rows), spike.argtypes(dtype))
-    yield positive_definite, (matrix, matrix, info)
+    matrix, flags = t[:, ::1], types.int32[::1]
+    yield tiled_kernel(TILE_BYTES // np.dtype(dtype).itemsize), (matrix,) * 5 + (flags, t[:, :, ::1], flags, types.int64)
+    yield from chunked.kernels(dtype, ALL_ROW_PAIRS, ALL_PAIR_PAIRS)
+    yield positive_definite, (matrix, matrix, flags)

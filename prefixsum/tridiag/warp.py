@@ -65,7 +65,7 @@ from numba import cuda, types
 from ..core.hardware import WARP_SIZE
 from ..primitives.chunk import chunk_partition, chunk_solution, pcr_lanes, pcr_row
 from ..primitives.warp import FULL_MASK
-from ._common import ZERO_PIVOT, fail, launchers, store
+from ._common import ZERO_PIVOT, dominant_row, fail, launchers, no_route, store
 from . import _common
 
 ROWS_PER_THREAD = (2, 4, 8, 16)
@@ -108,9 +108,10 @@ def _make(rows):
     solution = chunk_solution(rows)
 
     @cuda.jit
-    def warp_solve(a, b, c, d, x, info, lanes_log2):
+    def warp_solve(a, b, c, d, x, info, lanes_log2, route, call):
         """Solve systems ``blockIdx.x * per_block ...``, ``2^lanes_log2`` lanes and ``rows`` rows
-        each."""
+        each; with ``call`` not 0, set ``route[system]`` to ``call`` if a row is not diagonally
+        dominant (:mod:`.auto`)."""
         batch, n = x.shape
         zero, one = b.dtype.type(0), b.dtype.type(1)
         tid, threads = cuda.threadIdx.x, cuda.blockDim.x
@@ -165,6 +166,12 @@ def _make(rows):
                 la[k], lb[k], lc[k], ld[k] = sa[base + k], sb[base + k], sc[base + k], sd[base + k]
             else:
                 la[k], lb[k], lc[k], ld[k] = zero, one, zero, zero
+        if call != 0 and real:
+            every = True
+            for k in range(rows):
+                every = every and dominant_row(la[k], lb[k], lc[k])
+            if not every:
+                route[system] = call
 
         # 2. The partition step, 3. the reduced system, 4. back substitution.
         ok = partition(la, lb, lc, ld, one)
@@ -218,18 +225,20 @@ def plan(batch, n, dtype, rows=None):
     return rows, lanes, -(-batch // per_block), threads, shared
 
 
-def run(a, b, c, d, x, info, rows=None):
+def run(a, b, c, d, x, info, rows=None, route=None, call=0):
     """Solve the (batch, n) device systems (n <= :data:`MAX_ROWS`) into ``x``; failures go to
-    ``info`` (see :mod:`.api`). ``rows`` overrides :func:`plan`'s choice of R."""
+    ``info`` (see :mod:`.api`). ``rows`` overrides :func:`plan`'s choice of R; ``route`` and
+    ``call``: the dominance test of :mod:`.auto`."""
     batch, n = x.shape
     rows, lanes, blocks, threads, shared = plan(batch, n, x.dtype, rows)
-    launchers(kernels, x.dtype)[KERNELS[rows]](blocks, threads, a, b, c, d, x, info, lanes.bit_length() - 1, shared=shared)
+    launchers(kernels, x.dtype)[KERNELS[rows]](blocks, threads, a, b, c, d, x, info, lanes.bit_length() - 1,
+                                               no_route() if route is None else route, call, shared=shared)
 
 
 def _argtypes(dtype):
     t = types.float32 if np.dtype(dtype) == np.float32 else types.float64
     matrix = t[:, ::1]
-    return (matrix, matrix, matrix, matrix, matrix, types.int32[::1], types.int64)
+    return (matrix, matrix, matrix, matrix, matrix, types.int32[::1], types.int64, types.int32[::1], types.int64)
 
 
 def kernels(dtype):
