@@ -3,7 +3,7 @@
 The readable sort (:mod:`.radix`) splits by one bit per pass, a scan of n flags each time: 32
 passes over the data for 32-bit keys. Onesweep sorts by 8 bits per pass, least significant
 digit first, and each pass is one kernel with the look-back of the single-pass scan
-(:mod:`prefixsum.scans.tile_state`) carrying 256 digit counts per tile instead of one sum:
+(:mod:`prefixsum.primitives.tile_state`) carrying 256 digit counts per tile instead of one sum:
 
 0. One pass over the keys builds the histograms of all digits at once (:func:`histogram_kernel`):
    ``hist[p * 256 + d]``, the keys whose digit p is d. Their exclusive scan over d is where the
@@ -19,7 +19,7 @@ digit first, and each pass is one kernel with the look-back of the single-pass s
    before it by a shuffle, plus the peers on lower lanes (``popc(peers & lanemask_lt)``). Steps
    run in order, so a key's rank counts exactly the keys of its warp before it with its digit.
 3. Per digit (one thread each): the warps' counts become each warp's start within the digit, and
-   the tile's count of the digit goes to the look-back (:func:`prefixsum.scans.tile_state.look_back_lane`):
+   the tile's count of the digit goes to the look-back (:func:`prefixsum.primitives.tile_state.look_back_lane`):
    published at once, then the counts of the tiles before are gathered tile by tile until one
    has published its prefix. The digit's global start plus the count of earlier tiles is where the
    tile's keys of that digit go.
@@ -36,21 +36,25 @@ sort by the order-preserving map of chapter 10, with numpy's rules for NaN and -
 (:mod:`.ordered_keys`). The map only decides places: the keys are moved with their own bits.
 """
 import functools
+from typing import NamedTuple
 
 import numpy as np
 from numba import cuda, from_dtype, types
 
-from ..core.arrays import is_device_array, result_array
+from ..core.arrays import result_maker
 from ..core.device import simulating
+from ..core.inputs import as_input, same_length
 from ..core.launch import Launcher
+from ..core.plans import Plan, carve, carved_bytes, check_out, kept
+from ..core.streams import as_stream, launch_stream
 from ..core.workspace import one_call_at_a_time, scratch
 from ..primitives.block import block_scan
 from ..primitives.ops import numba_type
+from ..primitives.tile_state import caller_states, draw_tile, look_back_lane, state_bytes, states
 from ..primitives.warp import FULL_MASK
-from ..scans.tile_state import look_back_lane, states
-from ._arrays import back, to_device
+from ._arrays import back, device_copy
 from .ordered_keys import RADIX, RADIX_BITS, unsigned_of, digit_of, padding_bits
-from .selection import count_dtype, draw_tile
+from .selection import count_dtype
 
 BLOCK_SIZE = 256
 """Threads of a tile of a digit pass: one per digit."""
@@ -61,7 +65,7 @@ TILE_BITS = 20
 """Bits of a tile's count of keys below a digit (at most 2^12 keys a tile) in the 64-bit word whose
 upper bits count the keys of all tiles below the digit (fewer than 2^43): one block scan adds both."""
 LOOKBACK_WINDOW = 1
-"""Tiles whose digit counts a thread asks for at once when it looks back (:func:`~prefixsum.scans.tile_state.look_back_lane`):
+"""Tiles whose digit counts a thread asks for at once when it looks back (:func:`~prefixsum.primitives.tile_state.look_back_lane`):
 one, the fastest on the H100 (``benchmarks/onesweep_tiles.csv``: windows of 2 and 4 took 2% and 12%
 longer at 2^24), as the predecessor has mostly published its prefix by the time it is read."""
 HISTOGRAM_ITEMS = 8
@@ -358,28 +362,218 @@ def _multiprocessors():
     return 2 if simulating() else cuda.get_current_device().MULTIPROCESSOR_COUNT
 
 
-def check_keys_and_values(keys, values):
-    """Raise TypeError or ValueError, before anything is copied or launched, for keys and values the sort does not take."""
-    for name, x in (("keys", keys), ("values", values)):
-        if x is None:
-            continue
-        if not (is_device_array(x) or isinstance(x, np.ndarray)):
-            raise TypeError(f"{name} must be a numpy or device array; got {type(x).__name__}")
-        if len(x.shape) != 1:
-            raise ValueError(f"{name} must be 1-D; got shape {tuple(x.shape)}")
-    dtype = np.dtype(keys.dtype)
+def check_key_dtype(dtype):
+    """``dtype`` if the sort takes keys of it, else TypeError naming the allowed ones."""
+    dtype = np.dtype(dtype)
     if dtype not in KEY_DTYPES:
         raise TypeError(f"unsupported key dtype {dtype.name!r}; allowed: {', '.join(d.name for d in KEY_DTYPES)}")
-    if values is not None:
-        if np.dtype(values.dtype).itemsize not in VALUE_SIZES:
-            raise TypeError(f"values of dtype {np.dtype(values.dtype).name!r} ({np.dtype(values.dtype).itemsize} "
-                            f"bytes) cannot be moved; allowed: any dtype of {VALUE_SIZES} bytes")
-        if values.shape[0] != keys.shape[0]:
-            raise ValueError(f"keys and values must have one length; got {keys.shape[0]} and {values.shape[0]}")
+    return dtype
+
+
+def check_value_dtype(dtype):
+    """``dtype`` if the sort can move values of it (any dtype of :data:`VALUE_SIZES` bytes), else TypeError."""
+    dtype = np.dtype(dtype)
+    if dtype.itemsize not in VALUE_SIZES:
+        raise TypeError(f"values of dtype {dtype.name!r} ({dtype.itemsize} bytes) cannot be moved; allowed: any "
+                        f"dtype of {VALUE_SIZES} bytes")
+    return dtype
+
+
+def check_keys_and_values(keys, values):
+    """``((keys, on_device), (values or None, on_device))`` checked
+    (:func:`prefixsum.core.inputs.as_input`), before anything is copied or launched."""
+    keys = as_input(keys, "keys", check=check_key_dtype)
+    if values is None:
+        return keys, (None, keys[1])
+    values = as_input(values, "values", check=check_value_dtype)
+    same_length([keys[0], values[0]], ["keys", "values"])
+    if keys[1] != values[1]:
+        raise ValueError("keys and values must be both numpy arrays or both device arrays")
+    return keys, values
+
+
+class _Passes(NamedTuple):
+    """What the launches of one sort are, worked out once (:func:`_passes`)."""
+
+    n: int
+    unsigned: np.dtype  # the keys' bits
+    moved: object  # the values' bits (None: no values)
+    counts: np.dtype
+    passes: int
+    block_size: int
+    tiles: int
+    histogram_blocks: int
+    clear: object  # launch(grid, block, *args, stream=...)
+    histogram: object
+    digit_pass: object
+
+
+def _passes(dtype, value_dtype, n, block_size=None, items_per_thread=None, rank=RANK, window=None, registers=None):
+    """The :class:`_Passes` of a sort of ``n`` keys of ``dtype`` (values of ``value_dtype`` or None):
+    the default tile and kernels' Launchers, or, with any option given, that tile and those
+    kernels launched through numba's dispatcher."""
+    dtype = np.dtype(dtype)
+    unsigned = unsigned_of(dtype.itemsize)
+    value_bits = None if value_dtype is None else unsigned_of(np.dtype(value_dtype).itemsize)
+    moved = unsigned if value_bits is not None and value_bits.itemsize == dtype.itemsize else value_bits
+    counts = count_dtype(n)
+    custom = (block_size is not None or items_per_thread is not None or rank is not RANK
+              or window is not None or registers is not None)
+    block_size = block_size or BLOCK_SIZE
+    items = items_per_thread or tile_items(dtype, value_bits, block_size)
+    clear_launch, histogram_launch, pass_launch = launchers(dtype, value_bits, counts)
+    if custom:
+        kernel = digit_pass_kernel(dtype, value_bits, counts, block_size, items, rank, window or LOOKBACK_WINDOW, registers)
+
+        def pass_launch(grid, block, *args, stream=None):
+            kernel[grid, block, launch_stream(stream)](*args)
+
+    histogram_blocks = min(-(-n // (BLOCK_SIZE * HISTOGRAM_ITEMS)), HISTOGRAM_BLOCKS_PER_SM * _multiprocessors())
+    return _Passes(n, unsigned, moved, counts, passes(dtype), block_size, -(-n // (block_size * items)),
+                   max(histogram_blocks, 1), clear_launch, histogram_launch, pass_launch)
+
+
+def _temp_parts(setup, values):
+    """``[(count, dtype), ...]`` of a caller's temporary storage: the histograms, the keys' and
+    values' second buffers (with more than one pass) and the look-back's tile states (bytes)."""
+    parts = [(setup.passes * RADIX, setup.counts)]
+    if setup.passes > 1:
+        parts.append((setup.n, setup.unsigned))
+        if values:
+            parts.append((setup.n, setup.moved))
+    return parts + [(state_bytes(setup.counts, setup.tiles * RADIX), np.uint8)]
+
+
+def _sort(setup, keys, values, out, out_values, stream, temp):
+    """Sort the device arrays ``keys`` (and ``values``) into ``out`` (and ``out_values``) by
+    ``setup``'s launches on ``stream``; the temporary storage this thread's and stream's, or carved
+    from ``temp``."""
+    n, unsigned, moved, tiles = setup.n, setup.unsigned, setup.moved, setup.tiles
+    if temp is None:
+        hist = scratch("onesweep histograms", setup.passes * RADIX, setup.counts, stream)
+        spare = (scratch("onesweep keys", n, unsigned, stream),
+                 None if values is None else scratch("onesweep values", n, moved, stream))
+        kept_states = None
+    else:
+        hist, *rest = carve(temp, _temp_parts(setup, values is not None))
+        spare = (rest[0], None if values is None else rest[1]) if setup.passes > 1 else (None, None)
+        kept_states = caller_states(rest[-1], setup.counts, tiles * RADIX, stream)
+    setup.clear(1, 256, hist, stream=stream)
+    bits = keys.view(unsigned)
+    setup.histogram(setup.histogram_blocks, BLOCK_SIZE, bits, hist, n, stream=stream)
+    no_values = scratch("onesweep: no values", 0, unsigned, stream) if values is None else None
+    src, src_values = bits, (no_values if values is None else values.view(moved))
+    for p in range(setup.passes):
+        last = (setup.passes - 1 - p) % 2 == 0
+        dst = out.view(unsigned) if last else spare[0]
+        dst_values = no_values if values is None else (out_values.view(moved) if last else spare[1])
+        status, state_values, counter, epoch = (states(setup.counts, tiles * RADIX, stream) if kept_states is None
+                                                else kept_states.next(tiles * RADIX))
+        setup.digit_pass(tiles, setup.block_size, src, dst, src_values, dst_values, hist, status, state_values,
+                         counter, n, epoch, p * RADIX_BITS, p, stream=stream)
+        src, src_values = dst, dst_values
+
+
+class SortPlan(Plan):
+    """:func:`radix_sort` of ``n`` keys (and values), worked out once: made by :func:`plan_radix_sort`
+    (and kept by :func:`radix_sort`).
+
+    Call it as ``plan(keys, values=None, *, out=None, stream=None, temp=None)`` (see
+    :mod:`prefixsum.core.plans`): ``out`` is the sorted keys' array, or a pair ``(keys, values)``
+    with values; ``temp`` at least ``plan.temp_bytes`` bytes of device memory (the histograms,
+    a second buffer of keys and values, the look-back's tile states).
+    """
+
+    algorithm = "onesweep"
+
+    def __init__(self, key_dtype, n, value_dtype=None):
+        if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 0:
+            raise ValueError(f"n must be an integer >= 0; got {n!r}")
+        self.dtype, self.n = check_key_dtype(key_dtype), int(n)
+        self.value_dtype = None if value_dtype is None else check_value_dtype(value_dtype)
+        self.setup = _passes(self.dtype, self.value_dtype, self.n)
+        self.temp_bytes = carved_bytes(_temp_parts(self.setup, self.value_dtype is not None))
+        self._keys = result_maker(self.n, self.dtype)
+        self._values = None if value_dtype is None else result_maker(self.n, self.value_dtype)
+
+    def _list_kernels(self):
+        value_bits = None if self.value_dtype is None else unsigned_of(self.value_dtype.itemsize)
+        return [(launch.dispatcher, launch.argtypes) for launch in launchers(self.dtype, value_bits, self.setup.counts)]
+
+    @one_call_at_a_time
+    def __call__(self, keys, values=None, *, out=None, stream=None, temp=None):
+        (keys, on_device), (values, _) = check_keys_and_values(keys, values)
+        got = (np.dtype(keys.dtype), None if values is None else np.dtype(values.dtype), keys.shape[0])
+        if got != (self.dtype, self.value_dtype, self.n):
+            raise ValueError(f"this plan sorts {self.n} keys of {self.dtype.name}"
+                             + ("" if self.value_dtype is None else f" with values of {self.value_dtype.name}")
+                             + f"; got {got[2]} of {got[0].name}" + ("" if got[1] is None else f" with {got[1].name}"))
+        return self.run(keys, values, on_device, out, as_stream(stream), None if temp is None else self.check_temp(temp))
+
+    def run(self, keys, values, on_device, out, stream, temp):
+        """Sort the checked ``keys`` and ``values`` (numpy or device, as ``on_device``) on ``stream``."""
+        outs = (None, None)
+        if out is not None:
+            given = (out,) if values is None else out
+            if values is not None and not (isinstance(out, tuple) and len(out) == 2):
+                raise TypeError(f"out must be a pair (keys, values) when values are sorted; got {type(out).__name__}")
+            outs = tuple(check_out(o, self.n, a.dtype, on_device, a, name)
+                         for o, a, name in zip(given, (keys, values), ("out[0]", "out[1]") if values is not None
+                                               else ("out",))) + (None,)
+        keys_dev, values_dev = device_copy(keys, on_device, stream), None
+        if values is not None:
+            values_dev = device_copy(values, on_device, stream)
+        direct = on_device and out is not None
+        sorted_keys = outs[0] if direct else self._keys(stream.key)
+        sorted_values = None if values is None else (outs[1] if direct else self._values(stream.key))
+        if self.n:
+            _sort(self.setup, keys_dev, values_dev, sorted_keys, sorted_values, stream, temp)
+        if on_device:
+            return sorted_keys if values is None else (sorted_keys, sorted_values)
+        host = [_to_host(sorted_keys, outs[0], stream)]
+        if values is not None:
+            host.append(_to_host(sorted_values, outs[1], stream))
+        return host[0] if values is None else tuple(host)
+
+
+def _to_host(device, out, stream):
+    """``device`` copied into the numpy array ``out`` (or a new one), waiting for ``stream``."""
+    if out is None:
+        return back(device, False, stream)
+    device.copy_to_host(out, stream=launch_stream(stream))
+    stream.synchronize()
+    return out
+
+
+def plan_radix_sort(key_dtype, n, *, value_dtype=None):
+    """A plan of :func:`radix_sort` for ``n`` keys of ``key_dtype`` (and values of ``value_dtype``), to call in a loop.
+
+    Parameters
+    ----------
+    key_dtype : numpy dtype
+        Any of :data:`KEY_DTYPES`.
+    n : int
+        Keys per call, n >= 0.
+    value_dtype : numpy dtype, optional
+        Values moved with the keys: any dtype of 1, 2, 4 or 8 bytes.
+
+    Returns
+    -------
+    SortPlan
+        ``plan(keys, values=None, *, out=None, stream=None, temp=None)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> plan = plan_radix_sort(np.int32, 4)
+    >>> plan(np.array([3, -1, 2, -7], np.int32))
+    array([-7, -1,  2,  3], dtype=int32)
+    """
+    return SortPlan(key_dtype, n, value_dtype)
 
 
 @one_call_at_a_time
-def radix_sort(keys, values=None):
+def radix_sort(keys, values=None, *, out=None, stream=None):
     """Sort ``keys`` (and ``values`` with them) stably by onesweep: a histogram pass, then one pass per byte.
 
     Parameters
@@ -387,7 +581,12 @@ def radix_sort(keys, values=None):
     keys : numpy.ndarray or device array, 1-D
         Any integer or float dtype (int8 .. uint64, float16, float32, float64). Never modified.
     values : numpy.ndarray or device array, 1-D, optional
-        Same length, any dtype of 1, 2, 4 or 8 bytes; reordered as the keys are. Never modified.
+        Same length and kind, any dtype of 1, 2, 4 or 8 bytes; reordered as the keys are. Never modified.
+    out : array or pair of arrays, optional
+        Where the sorted keys (and values: a pair) go, of the input's kind, length and dtype.
+    stream : optional
+        The stream the sort is queued on (any form :func:`prefixsum.scan` takes); a numpy result
+        waits for it only. None: numba's default stream.
 
     Returns
     -------
@@ -401,63 +600,30 @@ def radix_sort(keys, values=None):
     >>> radix_sort(np.array([3, -1, 2, -7], np.int32))
     array([-7, -1,  2,  3], dtype=int32)
     """
-    check_keys_and_values(keys, values)
-    keys, on_device = to_device(keys, "keys")
-    value_dtype = None
-    if values is not None:
-        values, _ = to_device(values, "values")
-        value_dtype = np.dtype(values.dtype)
-    sorted_keys, sorted_values = sort_device(keys, values)
-    result = back(sorted_keys, on_device)
-    return result if values is None else (result, back(sorted_values.view(value_dtype), on_device))
+    (keys, on_device), (values, _) = check_keys_and_values(keys, values)
+    dtype, value_dtype, n = np.dtype(keys.dtype), None if values is None else np.dtype(values.dtype), keys.shape[0]
+    plan = kept(("radix_sort", dtype, n, value_dtype), lambda: SortPlan(dtype, n, value_dtype))
+    return plan.run(keys, values, on_device, out, as_stream(stream), None)
 
 
 def sort_device(keys, values=None, *, block_size=None, items_per_thread=None, rank=RANK, window=None,
-                registers=None):
+                registers=None, stream=None):
     """The sorted keys and values (or None) of device arrays ``keys`` and ``values``, as device arrays.
 
     ``block_size``, ``items_per_thread``, ``rank``, ``window`` and ``registers`` change the tiles of
     the digit passes, the in-warp rank, the look-back's window and the cap on registers (tests and
     chapter 10's exercise make many small tiles; benchmarks try shapes); the kernel is then
-    launched through numba's dispatcher.
+    launched through numba's dispatcher. ``stream``: as :func:`radix_sort`'s.
     """
     dtype = np.dtype(keys.dtype)
     n = keys.shape[0]
-    unsigned = unsigned_of(dtype.itemsize)
-    value_dtype = None if values is None else unsigned_of(values.dtype.itemsize)
-    moved = unsigned if value_dtype is not None and value_dtype.itemsize == dtype.itemsize else value_dtype
-    out = result_array(n, dtype)
-    out_values = None if values is None else result_array(n, values.dtype)
-    if n == 0:
-        return out, out_values
-    counts = count_dtype(n)
-    total_passes = passes(dtype)
-    custom = (block_size is not None or items_per_thread is not None or rank is not RANK
-              or window is not None or registers is not None)
-    block_size = block_size or BLOCK_SIZE
-    items = items_per_thread or tile_items(dtype, value_dtype, block_size)
-    tiles = -(-n // (block_size * items))
-    clear_launch, histogram_launch, pass_launch = launchers(dtype, value_dtype, counts)
-    hist = scratch("onesweep histograms", total_passes * RADIX, counts)
-    clear_launch(1, 256, hist)
-    bits = keys.view(unsigned)
-    histogram_blocks = min(-(-n // (BLOCK_SIZE * HISTOGRAM_ITEMS)), HISTOGRAM_BLOCKS_PER_SM * _multiprocessors())
-    histogram_launch(histogram_blocks, BLOCK_SIZE, bits, hist, n)
-    no_values = scratch("onesweep: no values", 0, unsigned) if values is None else None
-    src, src_values = bits, (no_values if values is None else values.view(moved))
-    for p in range(total_passes):
-        last = (total_passes - 1 - p) % 2 == 0
-        dst = out.view(unsigned) if last else scratch("onesweep keys", n, unsigned)
-        dst_values = no_values if values is None else (
-            out_values.view(moved) if last else scratch("onesweep values", n, moved))
-        status, state_values, counter, epoch = states(counts, tiles * RADIX)
-        arguments = (src, dst, src_values, dst_values, hist, status, state_values, counter, n, epoch, p * RADIX_BITS, p)
-        if custom:
-            digit_pass_kernel(dtype, value_dtype, counts, block_size, items, rank, window or LOOKBACK_WINDOW, registers)[
-                tiles, block_size](*arguments)
-        else:
-            pass_launch(tiles, block_size, *arguments)
-        src, src_values = dst, dst_values
+    where = as_stream(stream)
+    out = result_maker(n, dtype)(where.key)
+    out_values = None if values is None else result_maker(n, values.dtype)(where.key)
+    if n:
+        setup = _passes(dtype, None if values is None else values.dtype, n, block_size, items_per_thread, rank, window,
+                        registers)
+        _sort(setup, keys, values, out, out_values, where, None)
     return out, out_values
 
 

@@ -185,3 +185,20 @@ def _overlap(a, b):
         return a is b
     (a0, a1), (b0, b1) = numba_gpu.address_range(a), numba_gpu.address_range(b)
     return a0 < b1 and b0 < a1
+
+
+def carved_bytes(parts):
+    """Bytes :func:`carve` takes from a caller's memory for ``parts``: ``[(count, dtype), ...]``,
+    each part 16-byte aligned."""
+    return sum(-(-count * np.dtype(dtype).itemsize // 16) * 16 for count, dtype in parts)
+
+
+def carve(memory, parts):
+    """The arrays of ``parts`` (``[(count, dtype), ...]``) laid out one after another, each 16-byte
+    aligned, in ``memory`` (numba's uint8 device array of at least :func:`carved_bytes`)."""
+    arrays, offset = [], 0
+    for count, dtype in parts:
+        nbytes = count * np.dtype(dtype).itemsize
+        arrays.append(memory[offset:offset + nbytes].view(np.dtype(dtype)))
+        offset += -(-nbytes // 16) * 16
+    return arrays

@@ -97,13 +97,16 @@ def handle_of(stream):
 
 
 def as_stream(stream):
-    """The :class:`Stream` for ``stream=`` of a public call (None: numba's default stream).
+    """The :class:`Stream` for ``stream=`` of a public call (None: numba's default stream; a
+    :class:`Stream` is returned as it is).
 
     On the simulator every accepted form gives the default stream (see the module's docstring);
     numba's simulated streams, which have no handle, are accepted as they are.
     """
     if stream is None:
         return default_stream()
+    if type(stream) is Stream:  # already one: a call made by another of the package's calls
+        return stream
     if simulating():
         if not _is_simulated_stream(stream):
             handle_of(stream)  # refuses what is not a stream

@@ -75,7 +75,7 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", identi
     out : array, optional
         Where the result goes: of ``x``'s kind (a device array for device input, a numpy array
         for numpy input), length and dtype, contiguous, sharing no memory with ``x`` (a tuple of
-        them for a tuple ``x``). None: a new array.
+        them for a tuple ``x``, None where a new array will do). None: a new array.
     stream : optional
         The stream the scan is queued on: a numba stream, a PyTorch or CuPy stream, or anything
         with ``__cuda_stream__`` (:mod:`prefixsum.core.streams`). None: numba's default stream.
@@ -206,10 +206,14 @@ class ScanPlan(Plan):
         Every ``(dispatcher, argtypes)`` a call may launch.
     temp_bytes : int or None
         Bytes a call takes from ``temp=``; None: the algorithm takes none.
+
+    The constructor's ``needs`` (capability flags, :class:`prefixsum.core.registry.Capability`)
+    restricts the algorithms to those that have them (the segmented scans ask for
+    ``COMBINES_EVERY_RESULT``).
     """
 
     def __init__(self, dtype, n, op="add", *, inclusive=True, reverse=False, algorithm="auto", identity=None,
-                 **options):
+                 needs=Capability.NONE, **options):
         for flag, value in (("inclusive", inclusive), ("reverse", reverse)):
             if not isinstance(value, (bool, np.bool_)):
                 raise ValueError(f"{flag} must be True or False; got {value!r}")
@@ -228,12 +232,12 @@ class ScanPlan(Plan):
                 except TypeError as error:
                     raise TypeError(f"x[{k}]: {error}" if self.fields else str(error)) from None
             op = user_ops.operator_for(op, identity, list(dtypes), not self.fields)
-            chosen = lookup(algorithm, n, None, Capability.USER_OPERATOR)
+            chosen = lookup(algorithm, n, None, Capability.USER_OPERATOR | needs)
             dtype = op.dtypes
         else:
             dtype = check_dtype(dtype)
             check_op(op)
-            chosen = lookup(algorithm, n, dtype)
+            chosen = lookup(algorithm, n, dtype, needs)
         resolved = chosen.resolve_options(options)
         self.dtype, self.n, self.shape, self.algorithm = dtype, n, (n,), chosen.name
         self.user = isinstance(op, user_ops.Operator)
@@ -340,7 +344,7 @@ def _outs(out, fields, bare, on_device, n):
     given = [out] if bare else out
     if not bare and not (isinstance(out, tuple) and len(out) == len(fields)):
         raise TypeError(f"out must be a tuple of {len(fields)} arrays, one per array of x; got {type(out).__name__}")
-    return [check_out(o, n, f.dtype, on_device, f, "out" if bare else f"out[{k}]")
+    return [None if o is None and not bare else check_out(o, n, f.dtype, on_device, f, "out" if bare else f"out[{k}]")
             for k, (o, f) in enumerate(zip(given, fields))]
 
 
