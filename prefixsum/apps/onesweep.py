@@ -208,6 +208,171 @@ def _exchange(share):
 
 
 @functools.lru_cache(maxsize=None)
+def key_loader(key_dtype, block_size, items):
+    """Device function ``load_keys(src, keys, n, first, valid)``: step 1 of a digit pass.
+
+    A warp's ``items`` keys of its part of the tile into the local array ``keys``, warp by warp:
+    step k of lane l reads ``src[first + 32 * k]``, ``first`` the lane's first element. In the
+    last tile (``valid`` keys, fewer than the tile's) the missing keys are padding that sorts
+    after every key, never written.
+    """
+    pad = from_dtype(unsigned_of(np.dtype(key_dtype).itemsize))(padding_bits(np.dtype(key_dtype)))
+    tile_size = block_size * items
+
+    def load_keys(src, keys, n, first, valid):
+        if valid == tile_size:
+            for k in range(items):
+                keys[k] = src[first + 32 * k]
+        else:
+            for k in range(items):
+                i = first + 32 * k
+                keys[k] = src[i] if i < n else pad
+
+    return cuda.jit(device=True)(load_keys)
+
+
+@functools.lru_cache(maxsize=None)
+def key_ranker(key_dtype, items, rank):
+    """Device function ``rank_keys(keys, digits, places, counts, shift)``: step 2 of a digit pass.
+
+    Each of the caller's keys' digit from bit ``shift`` into ``digits``, and its stable rank among
+    its warp's keys of that digit (``rank``, the warp's own 256 ``counts``) into ``places``, steps
+    in order. Every lane of the warp calls it.
+    """
+    digit = digit_of(np.dtype(key_dtype))
+
+    def rank_keys(keys, digits, places, counts, shift):
+        for k in range(items):
+            digits[k] = digit(keys[k], shift)
+            places[k] = rank(digits[k], counts)
+
+    return cuda.jit(device=True)(rank_keys)
+
+
+@functools.lru_cache(maxsize=None)
+def digit_counter(block_size):
+    """Device function ``count_digits(warp_counts, mine, t) -> total``: step 3 of a digit pass, first half.
+
+    For each of thread ``t``'s digits (``t * per_thread ..``): the warps' counts of the digit
+    become each warp's start within the digit's keys of the tile, and ``mine[r]`` the tile's
+    count of the thread's r-th digit; returns the thread's keys in all its digits.
+    """
+    warps = block_size // 32
+    per_thread = RADIX // block_size
+
+    def count_digits(warp_counts, mine, t):
+        total = 0
+        for r in range(per_thread):
+            d = t * per_thread + r
+            running = 0
+            for w in range(warps):
+                c = warp_counts[w * RADIX + d]
+                warp_counts[w * RADIX + d] = running
+                running += c
+            mine[r] = running
+            total += running
+        return total
+
+    return cuda.jit(device=True)(count_digits)
+
+
+@functools.lru_cache(maxsize=None)
+def digit_placer(counts, block_size, window):
+    """Device function ``place_digits(hist, digit_pass, status, values, tile, mine, total, tile_start, base, epoch, t)``:
+    step 3 of a digit pass, second half.
+
+    Where the tile's keys of each of thread ``t``'s digits go: ``tile_start[d]``, the keys of
+    smaller digits in the tile, and ``base[d]``, the digit's start in the pass's output (the keys
+    of all smaller digits, from the histogram) plus the digit's keys in the tiles before (the
+    look-back, :func:`~prefixsum.primitives.tile_state.look_back_lane`) minus ``tile_start[d]``.
+    One block scan finds both sums of smaller digits: the histogram's in the upper bits of a
+    64-bit word, the tile's in the lower :data:`TILE_BITS`. Every thread of the block calls it.
+    """
+    count_type = numba_type(counts)
+    look = look_back_lane("add", np.dtype(counts), window)
+    scan_both = block_scan("add", np.dtype(np.int64), block_size)
+    per_thread = RADIX // block_size
+
+    def place_digits(hist, digit_pass, status, values, tile, mine, total, tile_start, base, epoch, t):
+        in_hist = np.int64(0)
+        for r in range(per_thread):
+            in_hist += np.int64(hist[digit_pass * RADIX + t * per_thread + r])
+        both, _ = scan_both((in_hist << TILE_BITS) | np.int64(total))
+        before_digits = np.int32(both & ((1 << TILE_BITS) - 1))
+        global_before = both >> TILE_BITS
+        for r in range(per_thread):
+            d = t * per_thread + r
+            tile_start[d] = before_digits
+            before_tile = look(status, values, tile, RADIX, d, count_type(mine[r]), epoch)
+            base[d] = global_before + np.int64(before_tile) - before_digits
+            before_digits += mine[r]
+            global_before += np.int64(hist[digit_pass * RADIX + d])
+
+    return cuda.jit(device=True)(place_digits)
+
+
+@functools.lru_cache(maxsize=None)
+def key_scatterer(key_dtype, block_size, items):
+    """Device function ``scatter_keys(dst, exchange, keys, places, digits, tile_start, warp_counts, base, valid, warp, t, shift)``:
+    step 4 of a digit pass.
+
+    Every key goes to shared memory (``exchange``) at its place in the tile sorted by digit, then
+    thread t writes elements t, t + block, ... of that to the output at ``base`` of their digit:
+    keys of one digit lie side by side, so a warp's stores fall in a few runs. ``places`` becomes
+    each key's place in the tile, ``digits`` the digit of each element the thread wrote.
+    """
+    digit = digit_of(np.dtype(key_dtype))
+
+    def scatter_keys(dst, exchange, keys, places, digits, tile_start, warp_counts, base, valid, warp, t, shift):
+        for k in range(items):
+            places[k] += tile_start[digits[k]] + warp_counts[warp * RADIX + digits[k]]
+            exchange[places[k]] = keys[k]
+        cuda.syncthreads()
+        for k in range(items):
+            i = k * block_size + t
+            if i < valid:
+                key = exchange[i]
+                digits[k] = digit(key, shift)
+                dst[base[digits[k]] + i] = key
+
+    return cuda.jit(device=True)(scatter_keys)
+
+
+@functools.lru_cache(maxsize=None)
+def value_mover(key_dtype, value_dtype, block_size, items):
+    """Device function ``move_values(src_values, dst_values, exchange, exchange_values, places, digits, base, first, n, valid, t)``:
+    step 5 of a digit pass with values.
+
+    The values, loaded in the arrangement the keys were, go through shared memory to the places
+    their keys went (in the keys' buffer when they have the keys' width, after every key has left
+    it; else in their own).
+    """
+    key_t = from_dtype(unsigned_of(np.dtype(key_dtype).itemsize))
+    share = np.dtype(value_dtype).itemsize == np.dtype(key_dtype).itemsize
+    value_t = key_t if share else from_dtype(unsigned_of(np.dtype(value_dtype).itemsize))
+    stash, fetch = _exchange(share)
+
+    def move_values(src_values, dst_values, exchange, exchange_values, places, digits, base, first, n, valid, t):
+        moved = cuda.local.array(items, value_t)
+        for k in range(items):  # the values, in the arrangement the keys were loaded in
+            i = first + 32 * k
+            if i < n:
+                moved[k] = src_values[i]
+        if share:
+            cuda.syncthreads()  # every key has left the shared buffer the values now take
+        for k in range(items):
+            if first + 32 * k < n:
+                stash(exchange, exchange_values, places[k], moved[k])
+        cuda.syncthreads()
+        for k in range(items):
+            i = k * block_size + t
+            if i < valid:
+                dst_values[base[digits[k]] + i] = fetch(exchange, exchange_values, i)
+
+    return cuda.jit(device=True)(move_values)
+
+
+@functools.lru_cache(maxsize=None)
 def digit_pass_kernel(key_dtype, value_dtype, counts, block_size=BLOCK_SIZE, items=None, rank=RANK,
                       window=LOOKBACK_WINDOW, registers=None):
     """Kernel ``(src, dst, src_values, dst_values, hist, status, values, counter, n, epoch, shift, digit_pass)``.
@@ -219,6 +384,8 @@ def digit_pass_kernel(key_dtype, value_dtype, counts, block_size=BLOCK_SIZE, ite
     ``status, values, counter, epoch`` are the look-back's tile states, 256 per tile.
     ``rank`` replaces :data:`RANK` (chapter 10's exercise writes one); ``window`` is the
     look-back's (:data:`LOOKBACK_WINDOW`); ``registers``, if given, caps the registers per thread.
+    The steps are device functions of their own (:func:`key_loader`, :func:`key_ranker`,
+    :func:`digit_counter`, :func:`digit_placer`, :func:`key_scatterer`, :func:`value_mover`).
     """
     if RADIX % block_size or block_size % 32:
         raise ValueError(f"block_size must be a multiple of 32 that divides {RADIX}; got {block_size}")
@@ -228,12 +395,12 @@ def digit_pass_kernel(key_dtype, value_dtype, counts, block_size=BLOCK_SIZE, ite
     has_values = value_dtype is not None
     share = not has_values or np.dtype(value_dtype).itemsize == key_dtype.itemsize
     value_t = key_t if share else from_dtype(unsigned_of(np.dtype(value_dtype).itemsize))
-    stash, fetch = _exchange(share)
-    digit = digit_of(key_dtype)
-    pad = key_t(padding_bits(key_dtype))
-    count_type = numba_type(counts)
-    look = look_back_lane("add", np.dtype(counts), window)
-    scan_both = block_scan("add", np.dtype(np.int64), block_size)
+    load_keys = key_loader(key_dtype, block_size, items)
+    rank_keys = key_ranker(key_dtype, items, rank)
+    count_digits = digit_counter(block_size)
+    place_digits = digit_placer(np.dtype(counts), block_size, window)
+    scatter_keys = key_scatterer(key_dtype, block_size, items)
+    move_values = value_mover(key_dtype, value_dtype, block_size, items) if has_values else None
     warps = block_size // 32
     per_thread = RADIX // block_size  # digits of each thread: t * per_thread ..
     tile_size = block_size * items
@@ -260,71 +427,16 @@ def digit_pass_kernel(key_dtype, value_dtype, counts, block_size=BLOCK_SIZE, ite
         first = start + warp * 32 * items + lane
         for j in range(RADIX // 32):
             warp_counts[warp * RADIX + j * 32 + lane] = 0
-        if valid == tile_size:
-            for k in range(items):
-                keys[k] = src[first + 32 * k]
-        else:  # the last tile: padding that sorts after every key, never written
-            for k in range(items):
-                i = first + 32 * k
-                keys[k] = src[i] if i < n else pad
+        load_keys(src, keys, n, first, valid)
         cuda.syncwarp()
-        own_counts = warp_counts[warp * RADIX:(warp + 1) * RADIX]
-        for k in range(items):
-            digits[k] = digit(keys[k], shift)
-            places[k] = rank(digits[k], own_counts)
+        rank_keys(keys, digits, places, warp_counts[warp * RADIX:(warp + 1) * RADIX], shift)
         cuda.syncthreads()
-        # This thread's digits: each warp's start within the digit, the tile's count of it.
-        total = 0
-        for r in range(per_thread):
-            d = t * per_thread + r
-            running = 0
-            for w in range(warps):
-                c = warp_counts[w * RADIX + d]
-                warp_counts[w * RADIX + d] = running
-                running += c
-            mine[r] = running
-            total += running
-        in_hist = np.int64(0)
-        for r in range(per_thread):
-            in_hist += np.int64(hist[digit_pass * RADIX + t * per_thread + r])
-        # One scan for both: the keys of all tiles with smaller digits above, this tile's below.
-        both, _ = scan_both((in_hist << TILE_BITS) | np.int64(total))
-        before_digits = np.int32(both & ((1 << TILE_BITS) - 1))
-        global_before = both >> TILE_BITS
-        for r in range(per_thread):
-            d = t * per_thread + r
-            tile_start[d] = before_digits
-            before_tile = look(status, values, tile, RADIX, d, count_type(mine[r]), epoch)
-            base[d] = global_before + np.int64(before_tile) - before_digits
-            before_digits += mine[r]
-            global_before += np.int64(hist[digit_pass * RADIX + d])
+        total = count_digits(warp_counts, mine, t)
+        place_digits(hist, digit_pass, status, values, tile, mine, total, tile_start, base, epoch, t)
         cuda.syncthreads()
-        for k in range(items):
-            places[k] += tile_start[digits[k]] + warp_counts[warp * RADIX + digits[k]]
-            exchange[places[k]] = keys[k]
-        cuda.syncthreads()
-        for k in range(items):
-            i = k * block_size + t
-            if i < valid:
-                key = exchange[i]
-                digits[k] = digit(key, shift)
-                dst[base[digits[k]] + i] = key
+        scatter_keys(dst, exchange, keys, places, digits, tile_start, warp_counts, base, valid, warp, t, shift)
         if has_values:
-            moved = cuda.local.array(items, value_t)
-            for k in range(items):  # the values, in the arrangement the keys were loaded in
-                i = first + 32 * k
-                if i < n:
-                    moved[k] = src_values[i]
-            if share:
-                cuda.syncthreads()  # every key has left the shared buffer the values now take
-            for k in range(items):
-                if first + 32 * k < n:
-                    stash(exchange, exchange_values, places[k], moved[k])
-            cuda.syncthreads()
-            for k in range(items):
-                i = k * block_size + t
-                if i < valid:
-                    dst_values[base[digits[k]] + i] = fetch(exchange, exchange_values, i)
+            move_values(src_values, dst_values, exchange, exchange_values, places, digits, base, first, n, valid, t)
 
     if registers and not simulating():  # the simulator has no registers to cap
         return cuda.jit(digit_pass, max_registers=registers)
