@@ -71,6 +71,7 @@ from numba import cuda, types
 
 from ..core.launch import Launcher
 from ..core.moved import moved
+from ..core.plans import kept
 from ..core.registry import Capability
 from ..primitives.block import MAX_TILE, block_scan, staged_size, tile_loader, tile_writer
 from ..primitives.fields import element_bytes, is_fields, kernel
@@ -191,10 +192,12 @@ def launcher(op, dtype, inclusive, reverse, block_size, items):
 
 def run(x, out, op, inclusive, reverse, block_size, items_per_thread, *, stream=None):
     """Scan device array ``x`` into ``out`` on ``stream`` (see :class:`prefixsum.scans.registry.Algorithm`);
-    with a user operator, ``x`` and ``out`` are tuples of arrays, one per field."""
+    with a user operator, ``x`` and ``out`` are tuples of arrays, one per field. What :func:`prepare`
+    works out is kept in the package's one plan cache (:data:`prefixsum.core.plans.PLANS`)."""
     dtype = op.dtypes if isinstance(x, tuple) else x.dtype
     n = (x[0] if isinstance(x, tuple) else x).shape[0]
-    prepare(op, dtype, n, inclusive, reverse, block_size, items_per_thread).launch(x, out, stream, None)
+    key = ("lookback.run", op, dtype, n, inclusive, reverse, block_size, items_per_thread)
+    kept(key, lambda: prepare(*key[1:])).launch(x, out, stream, None)
 
 
 def prepare(op, dtype, n, inclusive, reverse, block_size, items_per_thread):
@@ -213,12 +216,12 @@ def prepare(op, dtype, n, inclusive, reverse, block_size, items_per_thread):
     tile = threads * items
     tiles = -(-n // tile)
     launch = launcher(op, dtype, inclusive, reverse, threads, items)
-    kept = (0, len(dtype)) if fields else (check_dtype(dtype).itemsize, 0)
+    width = (0, len(dtype)) if fields else (check_dtype(dtype).itemsize, 0)  # kept_states by width or fields
 
     def begin(stream, temp=None):
         if temp is not None:
             return caller_states(temp, dtype, tiles, stream).next(tiles)
-        return kept_states(*kept, stream).next(tiles)
+        return kept_states(*width, stream).next(tiles)
 
     if fields:
         def scan_into(x, out, stream, temp):
