@@ -39,7 +39,7 @@ from numba import cuda
 from ..core.arithmetic import quiet_arithmetic
 from ..core.inputs import as_input, check_mask_dtype, same_length
 from ..core.launch import Launcher
-from ..core.plans import Plan, kept
+from ..core.plans import Plan, check_out, kept
 from ..core.registry import Capability
 from ..core.streams import as_stream
 from ..core.workspace import one_call_at_a_time, scratch
@@ -186,7 +186,7 @@ class SegmentedPlan(Plan):
         elif self.flags_dtype != np.int32 and self.n:
             flags = self._int32_flags(flags, stream)
         outs = [None] * self.arity
-        outs[self.field] = out
+        outs[self.field] = None if out is None else check_out(out, self.n, self.dtype, on_device, x)
         with quiet_arithmetic():
             results = self.scan.run([flags] + [x] * (self.arity - 1), False, on_device, tuple(outs), stream, temp)
         return results[self.field]
