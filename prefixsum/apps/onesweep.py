@@ -45,7 +45,7 @@ from ..core.arrays import result_maker
 from ..core.device import simulating
 from ..core.inputs import as_input, same_length
 from ..core.launch import Launcher
-from ..core.plans import Plan, carve, carved_bytes, check_out, kept
+from ..core.plans import Plan, carve, carved_bytes, check_out, one_line_call
 from ..core.streams import as_stream, launch_stream
 from ..core.workspace import one_call_at_a_time, scratch
 from ..primitives.block import block_scan
@@ -714,8 +714,8 @@ def radix_sort(keys, values=None, *, out=None, stream=None):
     """
     (keys, on_device), (values, _) = check_keys_and_values(keys, values)
     dtype, value_dtype, n = np.dtype(keys.dtype), None if values is None else np.dtype(values.dtype), keys.shape[0]
-    plan = kept(("radix_sort", dtype, n, value_dtype), lambda: SortPlan(dtype, n, value_dtype))
-    return plan.run(keys, values, on_device, out, as_stream(stream), None)
+    return one_line_call(("radix_sort", dtype, n, value_dtype), SortPlan, (dtype, n, value_dtype), {},
+                         keys, values, on_device, out, as_stream(stream), None)
 
 
 def sort_device(keys, values=None, *, block_size=None, items_per_thread=None, rank=RANK, window=None,

@@ -39,7 +39,7 @@ from numba import cuda
 from ..core.arithmetic import quiet_arithmetic
 from ..core.inputs import as_input, check_mask_dtype, same_length
 from ..core.launch import Launcher
-from ..core.plans import Plan, check_out, kept
+from ..core.plans import Plan, check_out, one_line_call
 from ..core.registry import Capability
 from ..core.streams import as_stream
 from ..core.workspace import one_call_at_a_time, scratch
@@ -286,9 +286,9 @@ def segmented_scan(x, flags, op="add", *, inclusive=True, reverse=False, algorit
     dtype, flags_dtype, n = np.dtype(x.dtype), np.dtype(flags.dtype), x.shape[0]
     key = ("segmented_scan", dtype, n, flags_dtype, op, type(inclusive), inclusive, type(reverse), reverse, algorithm,
            tuple((name, type(value), value) for name, value in options.items()))
-    plan = kept(key, lambda: SegmentedPlan(dtype, n, op, flags_dtype=flags_dtype, inclusive=inclusive, reverse=reverse,
-                                           algorithm=algorithm, **options))
-    return plan.run(x, flags, on_device, out, as_stream(stream), None)
+    return one_line_call(key, SegmentedPlan, (dtype, n, op), dict(flags_dtype=flags_dtype, inclusive=inclusive,
+                                                                  reverse=reverse, algorithm=algorithm, **options),
+                         x, flags, on_device, out, as_stream(stream), None)
 
 
 def reference(x, flags, op="add", *, inclusive=True, reverse=False):

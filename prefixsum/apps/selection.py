@@ -49,7 +49,7 @@ from ..core.device import simulating
 from ..core.inputs import as_input, check_mask_dtype, same_length
 from ..core.launch import Launcher
 from ..core.numba_gpu import first_elements
-from ..core.plans import Plan, kept
+from ..core.plans import Plan, one_line_call
 from ..core.registry import Capability
 from ..core.streams import as_stream, launch_stream
 from ..core.workspace import one_call_at_a_time, reused
@@ -177,11 +177,11 @@ def launcher(value_dtype, mask_dtype, counts, indices, block_size, items):
     return Launcher(kernel, argtypes(value_dtype, mask_dtype, counts, indices))
 
 
-def mapped_count():
-    """A one-element int64 array in mapped host memory, made once per host thread
+def mapped_count(stream=None):
+    """A one-element int64 array in mapped host memory, made once per host thread and stream
     (:func:`prefixsum.core.workspace.reused`): the kernel writes the count there and the host
     reads it after the kernel, with no copy of its own."""
-    return reused("selection's mapped count", lambda: cuda.mapped_array(1, np.int64))
+    return reused("selection's mapped count", lambda: cuda.mapped_array(1, np.int64), stream)
 
 
 def _launch(x, mask, out, count, n, counts, indices, stream, temp, tile_shape=None, rank=warp_rank):
@@ -255,8 +255,7 @@ class SelectPlan(Plan):
         x_dev = device_copy(x, on_device, stream)
         mask_dev = x_dev if self.indices else device_copy(mask, on_device, stream)
         out = self._result(stream.key)
-        count = reused("selection's mapped count", lambda: cuda.mapped_array(1, np.int64), stream) if self.sync \
-            else result_array(1, np.int64, stream)
+        count = mapped_count(stream) if self.sync else result_array(1, np.int64, stream)
         if self.n == 0:
             if not self.sync:
                 cuda.to_device(np.zeros(1, np.int64), to=count, stream=launch_stream(stream))
@@ -361,8 +360,8 @@ def compact(x, mask, *, sync=True, stream=None):
     """
     (x, on_device), (mask, _) = _checked_pair(x, mask)
     dtype, mask_dtype, n = np.dtype(x.dtype), np.dtype(mask.dtype), x.shape[0]
-    plan = kept(_key("compact", dtype, n, mask_dtype, sync), lambda: SelectPlan(dtype, n, mask_dtype, False, sync))
-    return plan.run(x, mask, on_device, as_stream(stream), None)
+    return one_line_call(_key("compact", dtype, n, mask_dtype, sync), SelectPlan, (dtype, n, mask_dtype, False, sync),
+                         {}, x, mask, on_device, as_stream(stream), None)
 
 
 def compact_indices(mask, *, sync=True, stream=None):
@@ -388,8 +387,8 @@ def compact_indices(mask, *, sync=True, stream=None):
     """
     mask, on_device = _checked_mask(mask, "mask")
     mask_dtype, n = np.dtype(mask.dtype), mask.shape[0]
-    plan = kept(_key("compact_indices", None, n, mask_dtype, sync), lambda: SelectPlan(np.int64, n, mask_dtype, True, sync))
-    return plan.run(mask, mask, on_device, as_stream(stream), None)
+    return one_line_call(_key("compact_indices", None, n, mask_dtype, sync), SelectPlan,
+                         (np.int64, n, mask_dtype, True, sync), {}, mask, mask, on_device, as_stream(stream), None)
 
 
 def compact_with(x, mask, *, block_size=32, items_per_thread=1, rank=warp_rank):

@@ -23,7 +23,7 @@ import sys
 import numpy as np
 from numba import cuda
 
-from . import numba_gpu
+from .numba_gpu import NUMBA_ARRAY_MARK
 
 
 def as_input(x, name="x", *, check=None, mask=False, ndim=1):
@@ -57,9 +57,10 @@ def as_input(x, name="x", *, check=None, mask=False, ndim=1):
     ValueError
         The wrong number of dimensions, or a device array that is not contiguous.
     """
-    on_device = numba_gpu.is_numba_array(x) or hasattr(x, "__cuda_array_interface__")
+    numba_array = getattr(x, NUMBA_ARRAY_MARK, False)  # numba's own (its is_cuda_ndarray, read here without a call)
+    on_device = numba_array or hasattr(x, "__cuda_array_interface__")
     if on_device:
-        x = x if numba_gpu.is_numba_array(x) else cuda.as_cuda_array(x)
+        x = x if numba_array else cuda.as_cuda_array(x)
     else:
         x = np.asarray(x)
         if not x.dtype.isnative:

@@ -298,12 +298,15 @@ def _pointer_fields(base, nbytes):
     return known
 
 
+NUMBA_ARRAY_MARK = "__cuda_ndarray__"
+"""The attribute by which numba's ``devicearray.is_cuda_ndarray`` (which its documented API does
+not name) knows its own device arrays, on a GPU and on the simulator."""
+
+
 def is_numba_array(x):
     """Whether ``x`` is numba's own device array (on a GPU or the simulator): numba's
-    ``devicearray.is_cuda_ndarray``, which its documented API does not name."""
-    from numba import cuda
-
-    return cuda.devicearray.is_cuda_ndarray(x)
+    ``devicearray.is_cuda_ndarray``, by :data:`NUMBA_ARRAY_MARK`."""
+    return getattr(x, NUMBA_ARRAY_MARK, False)
 
 
 def numba_array_type():

@@ -76,14 +76,21 @@ PLANS = PlanCache()
 """The plans of the one-line calls (and of :func:`prefixsum.core.arrays.result_array`'s layouts)."""
 
 
-def kept(key, make):
-    """The plan of :data:`PLANS` under ``key``, made by ``make()`` and kept if new; made and not
-    kept for an unhashable key."""
+def kept(key, make, *args, **options):
+    """The plan of :data:`PLANS` under ``key``, made by ``make(*args, **options)`` and kept if new;
+    made and not kept for an unhashable key."""
     try:
         plan = PLANS.get(key)
     except TypeError:
-        return make()
-    return plan if plan is not None else PLANS.keep(key, make())
+        return make(*args, **options)
+    return plan if plan is not None else PLANS.keep(key, make(*args, **options))
+
+
+def one_line_call(key, make, args, options, *call):
+    """A one-line call of the package (``ps.scan``, ``apps.compact``, ...): the plan :func:`kept`
+    under ``key`` (made by ``make(*args, **options)`` if new), run as ``plan.run(*call)`` on arrays
+    the caller has checked."""
+    return kept(key, make, *args, **options).run(*call)
 
 
 class Plan:

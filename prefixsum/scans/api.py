@@ -20,10 +20,10 @@ from ..core.arithmetic import quiet_arithmetic
 from ..core.arrays import result_maker
 from ..core.device import classroom_simulator, simulating
 from ..core.inputs import as_input
-from ..core.plans import PLANS, Plan, check_out, kept
+from ..core.plans import PLANS, Plan, check_out, one_line_call
 from ..core.registry import Capability
 from ..core.streams import as_stream, default_stream
-from ..core.workspace import latest, one_call_at_a_time
+from ..core.workspace import one_call_at_a_time
 from . import transfers, user_ops
 from .ops import check_dtype, check_op
 from .registry import ALGORITHMS, SLOWEST_SIMULATION, lookup
@@ -137,9 +137,9 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", identi
         key += (identity, tuple((name, type(value), value) for name, value in options.items()))
     if simulating():
         key += (classroom_simulator(),)  # what "auto" may pick: numba's stock simulator lacks warp intrinsics
-    plan = kept(key, lambda: ScanPlan(dtypes, n, op, inclusive=inclusive, reverse=reverse, algorithm=algorithm,
-                                      identity=identity, **options))
-    return plan.run(fields, bare, on_device, out, as_stream(stream), None)
+    return one_line_call(key, ScanPlan, (dtypes, n, op), dict(inclusive=inclusive, reverse=reverse, algorithm=algorithm,
+                                                              identity=identity, **options),
+                         fields, bare, on_device, out, as_stream(stream), None)
 
 
 def exclusive_scan(x, op="add", **kw):
@@ -286,17 +286,17 @@ class ScanPlan(Plan):
             results = [o if o is not None else make(stream.key) for o, make in zip(outs, self._makers)]
             if self.n:
                 self._run(fields, results, stream, temp)
-        elif (self.n and not self.user and temp is None and transfers.overlapped(self._prepared.chunks, fields[0])):
-            results = [self._simulated(transfers.scan, fields[0], self._prepared.chunks, stream, outs[0])]
         else:
-            sources = [latest(f"numpy input {k}", self.n, f.dtype, stream) for k, f in enumerate(fields)]
-            targets = [latest(f"numpy result {k}", self.n, f.dtype, stream) for k, f in enumerate(fields)]
-            for source, field in zip(sources, fields):
-                transfers.to_device(source, field, stream)
-            if self.n:
-                self._run(sources, targets, stream, temp)
-            results = [transfers.to_host(t, stream, o) for t, o in zip(targets, outs)]
+            chunks = None if self.user or not self.n else self._prepared.chunks
+            results = self._simulated(transfers.round_trip, fields, outs, stream, self._host_launch(stream, temp),
+                                      chunks, temp)
         return results[0] if bare else tuple(results)
+
+    def _host_launch(self, stream, temp):
+        """``launch(sources, targets)`` of a numpy call's device copies (:func:`.transfers.round_trip`)."""
+        if self.user:
+            return lambda sources, targets: self._launch(tuple(sources), tuple(targets), stream, temp)
+        return lambda sources, targets: self._launch(sources[0], targets[0], stream, temp)
 
     def _run(self, sources, targets, stream, temp):
         if self.user:
@@ -330,11 +330,24 @@ def _accept(x, user):
         raise TypeError("x is a list; give a tuple of arrays (a structure of arrays), or one array")
     if not bare and not x:
         raise ValueError("x is an empty tuple; give one array or a tuple of equal-length 1-D arrays")
-    if bare:
-        array, on_device = as_input(x, "x", check=check_dtype)
-        return [array], True, on_device
-    fields, on_device = user_ops.check_fields(list(x))
-    return fields, False, on_device
+    fields, kinds = [], []
+    for k, field in enumerate([x] if bare else x):
+        try:
+            array, on_device = as_input(field, "x" if bare else f"x[{k}]", check=check_dtype)
+        except TypeError as error:
+            if bare:
+                raise
+            raise TypeError(f"x[{k}]: {error}") from None
+        fields.append(array)
+        kinds.append(on_device)
+    if len(set(kinds)) > 1:
+        raise ValueError("the fields of x must be all numpy arrays or all device arrays; got "
+                         + ", ".join("device" if d else "host" for d in kinds))
+    lengths = [f.shape[0] for f in fields]
+    if len(set(lengths)) > 1:
+        raise ValueError(f"{' and '.join(f'x[{k}]' for k in range(len(fields)))} must have one length; got "
+                         f"{' and '.join(map(str, lengths))}")
+    return fields, bare, kinds[0]
 
 
 def _outs(out, fields, bare, on_device, n):

@@ -73,11 +73,28 @@ PINNED_RESULT_BYTES = 1 << 20
 below, the copy is short and a page-locked block per size would not pay for itself."""
 
 
-def overlapped(chunks, x):
-    """Whether a plan's numpy call of ``x`` goes through :func:`scan`: its algorithm launches a range
-    of tiles at a time (``chunks``, :attr:`prefixsum.scans.registry.Prepared.chunks`, not None)
-    and ``x`` has :data:`MIN_BYTES` or more."""
-    return chunks is not None and x.nbytes >= MIN_BYTES
+def round_trip(fields, outs, stream, launch, chunks=None, temp=None):
+    """A numpy call: the numpy arrays ``fields`` (one per field of an element, this machine's byte
+    order, one length n) copied to the device, ``launch(sources, targets)`` run on the copies (if
+    n >= 1), and the results copied back, waited for on ``stream`` (a :class:`~prefixsum.core.streams.Stream`).
+
+    Returns the results, one numpy array per field: ``outs[k]`` where given, else new ones. With
+    ``chunks`` (:attr:`prefixsum.scans.registry.Prepared.chunks`, an algorithm that launches a range
+    of tiles) and one array of :data:`MIN_BYTES` or more, the copies overlap the launches chunk by
+    chunk (:func:`scan`, the tile states in ``temp`` if given); else one copy each way. The device
+    copies are this thread's and stream's, kept for its next call of the length
+    (:func:`prefixsum.core.workspace.latest`): no allocation, which takes longer than a small scan.
+    """
+    n = fields[0].shape[0]
+    if chunks is not None and len(fields) == 1 and n and fields[0].nbytes >= MIN_BYTES:
+        return [scan(fields[0], chunks, stream, outs[0], temp)]
+    sources = [latest(f"numpy input {k}", n, field.dtype, stream) for k, field in enumerate(fields)]
+    targets = [latest(f"numpy result {k}", n, field.dtype, stream) for k, field in enumerate(fields)]
+    for source, field in zip(sources, fields):
+        to_device(source, field, stream)
+    if n:
+        launch(sources, targets)
+    return [to_host(target, stream, out) for target, out in zip(targets, outs)]
 
 
 def to_device(device, x, stream):
@@ -116,10 +133,10 @@ def chunk_bytes(nbytes):
     return min(CHUNK_BYTES, max(MIN_CHUNK_BYTES, nbytes // TARGET_CHUNKS))
 
 
-def scan(x, chunks, stream, out=None):
+def scan(x, chunks, stream, out=None, temp=None):
     """The scan of the 1-D numpy array ``x`` (native byte order, n >= 1) by a plan's ``chunks``
     (:class:`prefixsum.scans.registry.Chunks`), on ``stream``, into ``out`` (a numpy array of its
-    length and dtype) or a new numpy array."""
+    length and dtype) or a new numpy array; the tile states in ``temp`` if given."""
     n, dtype = x.shape[0], x.dtype
     tile = chunks.tile
     tiles = -(-n // tile)
@@ -128,7 +145,7 @@ def scan(x, chunks, stream, out=None):
     count = -(-tiles // per_chunk)
     slots = min(count, SLOTS)
     source, target = latest("numpy input 0", n, dtype, stream), latest("numpy result 0", n, dtype, stream)
-    state = chunks.begin(stream)
+    state = chunks.begin(stream, temp)
     slot_bytes = chunk * dtype.itemsize
     result = None if out is not None or x.nbytes < PINNED_RESULT_BYTES else pinned_result(n, dtype)
     direct = result is not None  # the copy engine writes the (page-locked) result itself; else through slots
