@@ -45,7 +45,6 @@ import numpy as np
 from numba import cuda, from_dtype, types
 
 from ..core.arrays import result_array, result_maker
-from ..core.device import simulating
 from ..core.inputs import as_input, check_mask_dtype, same_length
 from ..core.launch import Launcher
 from ..core.numba_gpu import first_elements

@@ -45,7 +45,6 @@ and the array is not ours to keep registered.
 import concurrent.futures
 
 import numpy as np
-from numba import cuda
 
 from ..core import overlap
 from ..core.overlap import copies, events
