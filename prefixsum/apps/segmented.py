@@ -165,9 +165,10 @@ class SegmentedPlan(Plan):
                              algorithm=algorithm, identity=operator_.identity,
                              needs=Capability.COMBINES_EVERY_RESULT, **options)
         self.algorithm, self.temp_bytes = self.scan.algorithm, self.scan.temp_bytes
+        self._convert = None if self.flags_dtype == np.int32 else _flag_launcher(self.flags_dtype)
 
     def _list_kernels(self):
-        converts = [] if self.flags_dtype == np.int32 else [(nonzero_as_int32, _flag_launcher(self.flags_dtype).argtypes)]
+        converts = [] if self._convert is None else [(nonzero_as_int32, self._convert.argtypes)]
         return list(self.scan.kernels) + converts
 
     @one_call_at_a_time
@@ -183,7 +184,7 @@ class SegmentedPlan(Plan):
         """The segmented scan of the checked ``x`` and ``flags`` (numpy or device, as ``on_device``) on ``stream``."""
         if not on_device:
             flags = (flags != 0).astype(np.int32)
-        elif self.flags_dtype != np.int32 and self.n:
+        elif self._convert is not None and self.n:
             flags = self._int32_flags(flags, stream)
         outs = [None] * self.arity
         outs[self.field] = None if out is None else check_out(out, self.n, self.dtype, on_device, x)
@@ -194,7 +195,7 @@ class SegmentedPlan(Plan):
     def _int32_flags(self, flags, stream):
         """Device flags of another type as int32 0/1, by one launch into this thread's and stream's scratch."""
         converted = scratch("segmented flags", self.n, np.int32, stream)
-        _flag_launcher(self.flags_dtype)(*grid(self.n), flags, converted, stream=stream)
+        self._convert(*grid(self.n), flags, converted, stream=stream)
         return converted
 
 

@@ -101,7 +101,9 @@ class Registry(Mapping):
         What an entry is called in messages ("algorithm").
     measured : callable, optional
         ``measured(names, n, dtype) -> {name: microseconds}``: the family's measured times of
-        those entries at the length nearest ``n`` (its committed CSVs); ``{}`` where it has none.
+        those entries at the size nearest ``n`` (its committed CSVs); ``{}`` where it has none.
+        ``n`` is what the family's calls pass to :meth:`choose`: a length, or another size key
+        (a tridiagonal batch's ``(batch, n)``), with ``auto_min_n`` then unused.
     """
 
     def __init__(self, kind, measured=None):
@@ -155,7 +157,7 @@ class Registry(Mapping):
         is :meth:`lookup`'s."""
         if name != "auto":
             return self.lookup(name, needs)
-        able = [e for e in self.able(needs) if n >= e.auto_min_n]
+        able = [e for e in self.able(needs) if not isinstance(n, int) or n >= e.auto_min_n]
         if not able:
             raise ValueError(f"no {self.kind} here can {' and '.join(words for f, words in WORDS.items() if f in needs)}")
         times = self.measured(tuple(e.name for e in able), n, dtype)

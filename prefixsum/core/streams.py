@@ -10,7 +10,8 @@ existed), or a stream of the caller's:
 * a PyTorch stream (``torch.cuda.Stream``: its handle is ``.cuda_stream``) or a CuPy stream
   (``cupy.cuda.Stream``: ``.ptr``).
 
-:func:`as_stream` turns each into a :class:`Stream`: numba's stream object (for a launch through
+:func:`as_stream` turns each into a :class:`Stream` (made once per handle and kept in the plan cache,
+:data:`prefixsum.core.plans.PLANS`): numba's stream object (for a launch through
 numba's dispatcher and for numba's copies), the driver handle (for a
 :class:`~prefixsum.core.launch.Launcher`'s ``cuLaunchKernel``) and the key under which the
 workspace keeps this stream's memory apart from every other stream's
@@ -21,15 +22,9 @@ host data (a numpy result, a count read back), which waits for this stream only.
 On the simulator every kernel runs at once on the host, so a stream orders nothing: any of these
 forms is accepted (numba's simulated streams too) and the call runs as on the default stream.
 """
-import threading
-
 from . import numba_gpu
 from .device import simulating
-
-KEPT_STREAMS = 64
-"""Streams :func:`as_stream` remembers by handle (a numba stream over a handle costs microseconds
-to make); beyond, the oldest is forgotten and made again when it comes back."""
-
+from .plans import kept
 
 class Stream:
     """A stream as the package's launches and copies take it.
@@ -59,8 +54,6 @@ class Stream:
 
 
 _default = []
-_known = {}
-_making = threading.Lock()
 
 
 def default_stream():
@@ -112,10 +105,7 @@ def as_stream(stream):
             handle_of(stream)  # refuses what is not a stream
         return default_stream()
     handle = handle_of(stream)
-    found = _known.get(handle)
-    if found is None:
-        found = _remember(handle)
-    return found
+    return kept(("stream", handle), _stream_of, handle)
 
 
 def _is_simulated_stream(stream):
@@ -124,22 +114,17 @@ def _is_simulated_stream(stream):
     return isinstance(stream, type(cuda.default_stream()))
 
 
-def _remember(handle):
-    """Make the :class:`Stream` of ``handle`` and keep it: numba's default stream for the legacy
-    default stream's handles, else numba's external stream over the handle (which owns nothing:
-    the caller's stream is the caller's to destroy)."""
+def _stream_of(handle):
+    """The :class:`Stream` of ``handle`` (kept in the plan cache, as making numba's stream object
+    over a handle costs microseconds): numba's default stream for the legacy default stream's
+    handles, else numba's external stream over the handle (which owns nothing: the caller's
+    stream is the caller's to destroy)."""
     from numba import cuda
 
     if handle in (0, 1):  # CU_STREAM_DEFAULT, CU_STREAM_LEGACY: numba's default stream
-        found = default_stream()
-    else:
-        numba_stream = cuda.external_stream(handle)
-        found = Stream(numba_stream, numba_gpu.stream_pointer(numba_stream), handle)
-    with _making:
-        if len(_known) >= KEPT_STREAMS:
-            _known.pop(next(iter(_known)))
-        _known[handle] = found
-    return found
+        return default_stream()
+    numba_stream = cuda.external_stream(handle)
+    return Stream(numba_stream, numba_gpu.stream_pointer(numba_stream), handle)
 
 
 def launch_stream(stream):

@@ -99,11 +99,6 @@ def one_call_at_a_time(function):
     return call
 
 
-def _key(stream):
-    """The key of ``stream`` (a :class:`~prefixsum.core.streams.Stream` or None) in a thread's stores."""
-    return 0 if stream is None else stream.key
-
-
 def _per_stream(name, key, make):
     """This thread's ``name`` store of the stream ``key`` (made on first use: a thread-local needs
     no lock), the oldest stream's dropped beyond :data:`KEPT_STREAMS`."""
@@ -120,8 +115,11 @@ def _per_stream(name, key, make):
 
 
 def _store(stream=None):
-    """This thread's entries for ``stream``."""
-    return _per_stream("entries", _key(stream), dict)
+    """This thread's entries for ``stream`` (a dictionary lookup when they exist: every call asks)."""
+    key = 0 if stream is None else stream.key
+    stores = getattr(_local, "entries", None)
+    store = None if stores is None else stores.get(key)
+    return store if store is not None else _per_stream("entries", key, dict)
 
 
 def reused(key, make, stream=None):
@@ -193,7 +191,10 @@ def result_memory(nbytes, stream_key=0):
     """``(allocation, give_back)``: device memory of ``nbytes`` for a result, reused if this thread
     kept some of that size for the stream of ``stream_key`` (:attr:`~prefixsum.core.streams.Stream.key`),
     and the function that keeps it again, for that stream, once the result is dropped."""
-    pool = _per_stream("results", stream_key, _ResultPool)
+    pools = getattr(_local, "results", None)
+    pool = None if pools is None else pools.get(stream_key)
+    if pool is None:
+        pool = _per_stream("results", stream_key, _ResultPool)
     base = pool.take(nbytes)
     if base is None:
         base = cuda.current_context().memalloc(nbytes)

@@ -22,7 +22,7 @@ from ..core.device import classroom_simulator, simulating
 from ..core.inputs import as_input
 from ..core.plans import PLANS, Plan, check_out, one_line_call
 from ..core.registry import Capability
-from ..core.streams import as_stream, default_stream
+from ..core.streams import as_stream
 from ..core.workspace import one_call_at_a_time
 from . import transfers, user_ops
 from .ops import check_dtype, check_op
@@ -128,7 +128,7 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", identi
         except TypeError:  # an unhashable op or flag: the checks below refuse it
             plan = None
         if plan is not None and x.is_c_contiguous():
-            return plan.run_device(x, default_stream() if stream is None else as_stream(stream))
+            return plan.run_device(x, None if stream is None else as_stream(stream))
     fields, bare, on_device = _accept(x, _user(op, identity))
     n = fields[0].shape[0]
     dtypes = np.dtype(fields[0].dtype) if bare else tuple(np.dtype(f.dtype) for f in fields)
@@ -253,9 +253,9 @@ class ScanPlan(Plan):
 
     def run_device(self, x, stream):
         """The scan of numba's contiguous device array ``x`` of the plan's dtype and length on
-        ``stream`` (a :class:`~prefixsum.core.streams.Stream`), for a built-in operator: the fast
-        path of :func:`scan`, whose key proved everything else."""
-        result = self._makers[0](stream.key)
+        ``stream`` (a :class:`~prefixsum.core.streams.Stream`, or None for numba's default stream),
+        for a built-in operator: the fast path of :func:`scan`, whose key proved everything else."""
+        result = self._makers[0](0 if stream is None else stream.key)
         if self.n:
             self._launch(x, result, stream, None)
         return result

@@ -219,9 +219,8 @@ def prepare(op, dtype, n, inclusive, reverse, block_size, items_per_thread):
     width = (0, len(dtype)) if fields else (check_dtype(dtype).itemsize, 0)  # kept_states by width or fields
 
     def begin(stream, temp=None):
-        if temp is not None:
-            return caller_states(temp, dtype, tiles, stream).next(tiles)
-        return kept_states(*width, stream).next(tiles)
+        """The tile states of one call: this thread's and stream's, or laid out in ``temp``."""
+        return (kept_states(*width, stream) if temp is None else caller_states(temp, dtype, tiles, stream)).next(tiles)
 
     if fields:
         def scan_into(x, out, stream, temp):
@@ -229,7 +228,8 @@ def prepare(op, dtype, n, inclusive, reverse, block_size, items_per_thread):
             launch(tiles, threads, *x, *out, status, *values, counter, n, epoch, 0, stream=stream)
     else:
         def scan_into(x, out, stream, temp):
-            status, values, counter, epoch = begin(stream, temp)
+            states = kept_states(*width, stream) if temp is None else caller_states(temp, dtype, tiles, stream)
+            status, values, counter, epoch = states.next(tiles)
             launch(tiles, threads, x, out, status, values, counter, n, epoch, 0, stream=stream)
 
     def launch_tiles(x, out, state, first, count, stream):

@@ -11,13 +11,13 @@ machine work at once, as in CUDA's "overlap of data transfer and kernel executio
 * :data:`~prefixsum.core.overlap.STAGING_THREADS` host threads copy chunks k + 1, k + 2, ... into pinned staging slots at
   once (numpy releases the GIL while it copies; one core alone does not keep up with PCIe),
 * a copy engine moves chunk k to the device on one side stream, as soon as its slot is full,
-* the SMs scan chunk k on the default stream, and
+* the SMs scan chunk k on the call's stream (``stream=``; numba's default stream unless given), and
 * the other copy engine moves chunk k - 1 back on another side stream, straight into the
   result, which is page-locked memory kept between calls (:func:`prefixsum.core.workspace.pinned_result`),
   or, past what the thread may keep pinned, into a pinned slot from which the host copies it.
 
 Events order the four (:func:`prefixsum.core.workspace.side_stream`: the side streams never wait
-for the default stream otherwise); on a GPU the copies and events go straight to the driver
+for the call's stream otherwise); on a GPU the copies and events go straight to the driver
 (:func:`prefixsum.core.overlap.copies`, :class:`prefixsum.core.numba_gpu.DriverCopies`: numba's copy of a slice costs tens of
 microseconds of checks, as long as a 1 MiB copy). The scan is one whose plan
 launches a range of tiles (:attr:`prefixsum.scans.registry.Prepared.chunks`, the look-back scan's,
