@@ -183,24 +183,17 @@ def mapped_count(stream=None):
     return reused("selection's mapped count", lambda: cuda.mapped_array(1, np.int64), stream)
 
 
-def _launch(x, mask, out, count, n, counts, indices, stream, temp, tile_shape=None, rank=warp_rank):
-    """Launch the kernel for device arrays ``x`` and ``mask`` into ``out`` and ``count`` on ``stream``
-    (a :class:`~prefixsum.core.streams.Stream`), the tile states this thread's and stream's or laid
-    out in ``temp``. The tile is :data:`BLOCK_SIZE` x :data:`ITEMS_PER_THREAD` unless ``tile_shape``
-    says otherwise; another ``rank`` compiles its own kernel and launches it through numba's dispatcher.
-    """
-    block_size, items = tile_shape or (BLOCK_SIZE, ITEMS_PER_THREAD)
+def _launch(launch, x, mask, out, count, n, counts, block_size, items, stream, temp):
+    """``launch`` (a :class:`~prefixsum.core.launch.Launcher` of :func:`select_kernel`'s kernel, or a
+    function of the same arguments) for device arrays ``x`` and ``mask`` into ``out`` and ``count``
+    on ``stream`` (a :class:`~prefixsum.core.streams.Stream`), tiles of ``block_size`` x ``items``,
+    the tile states this thread's and stream's or laid out in ``temp``."""
     tiles = -(-n // (block_size * items))
     if temp is None:
         status, values, counter, epoch = states(counts, tiles, stream)
     else:
         status, values, counter, epoch = caller_states(temp, counts, tiles, stream).next(tiles)
-    if rank is warp_rank:
-        launcher(np.dtype(out.dtype), mask.dtype, counts, indices, block_size, items)(
-            tiles, block_size, x, mask, out, count, status, values, counter, n, epoch, stream=stream)
-    else:
-        select_kernel(np.dtype(out.dtype), counts, indices, block_size, items, rank)[
-            tiles, block_size, launch_stream(stream)](x, mask, out, count, status, values, counter, n, epoch)
+    launch(tiles, block_size, x, mask, out, count, status, values, counter, n, epoch, stream=stream)
 
 
 class SelectPlan(Plan):
@@ -227,10 +220,10 @@ class SelectPlan(Plan):
         tiles = -(-self.n // (BLOCK_SIZE * ITEMS_PER_THREAD))
         self.temp_bytes = state_bytes(self.counts, max(tiles, 1))
         self._result = result_maker(self.n, self.dtype)
+        self._launcher = launcher(self.dtype, self.mask_dtype, self.counts, self.indices, *self.tile_shape)
 
     def _list_kernels(self):
-        kernel = launcher(self.dtype, self.mask_dtype, self.counts, self.indices, *self.tile_shape)
-        return [(kernel.dispatcher, kernel.argtypes)]
+        return [(self._launcher.dispatcher, self._launcher.argtypes)]
 
     @one_call_at_a_time
     def __call__(self, x, mask=None, *, stream=None, temp=None):
@@ -260,7 +253,7 @@ class SelectPlan(Plan):
                 cuda.to_device(np.zeros(1, np.int64), to=count, stream=launch_stream(stream))
                 return out, count
             return back(out, on_device, stream)
-        _launch(x_dev, mask_dev, out, count, self.n, self.counts, self.indices, stream, temp, self.tile_shape)
+        _launch(self._launcher, x_dev, mask_dev, out, count, self.n, self.counts, *self.tile_shape, stream, temp)
         if not self.sync:
             return out, count
         stream.synchronize()  # the count is in mapped host memory once the kernel has ended
@@ -413,7 +406,13 @@ def compact_with(x, mask, *, block_size=32, items_per_thread=1, rank=warp_rank):
     out = result_array(n, x.dtype)
     count = cuda.mapped_array(1, np.int64)
     if n:
-        _launch(device_copy(x, False, stream), device_copy(mask, False, stream), out, count, n, count_dtype(n), False,
-                stream, None, (block_size, items_per_thread), rank)
+        counts = count_dtype(n)
+        kernel = select_kernel(np.dtype(x.dtype), counts, False, block_size, items_per_thread, rank)
+
+        def launch(grid, block, *args, stream):
+            kernel[grid, block, launch_stream(stream)](*args)
+
+        _launch(launch, device_copy(x, False, stream), device_copy(mask, False, stream), out, count, n, counts,
+                block_size, items_per_thread, stream, None)
         stream.synchronize()
     return out.copy_to_host()[:int(count[0]) if n else 0]
