@@ -80,7 +80,8 @@ def test_one_split_moves_zeros_first_in_order():
 def test_the_one_bit_radix_sort_splits_only_by_the_bits_in_which_keys_differ(monkeypatch):
     splits = []
     split = apps.radix.split_by_bit
-    monkeypatch.setattr(apps.radix, "split_by_bit", lambda keys, bit, values: splits.append(bit) or split(keys, bit, values))
+    monkeypatch.setattr(apps.radix, "split_by_bit",
+                        lambda keys, bit, values, **where: splits.append(bit) or split(keys, bit, values, **where))
     keys = np.array([0b1010, 0b0010, 0b1000, 0b1010] * 10, np.int64)
     np.testing.assert_array_equal(apps.radix_sort_one_bit(keys), np.sort(keys))
     assert splits == [1, 3]

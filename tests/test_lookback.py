@@ -16,7 +16,8 @@ from numba import cuda, types
 
 import prefixsum as ps
 from prefixsum import trace
-from prefixsum.scans import lookback, tile_state
+from prefixsum.primitives import tile_state
+from prefixsum.scans import lookback
 from prefixsum.core.launch import Launcher
 from prefixsum.scans.ops import host_ufunc
 from prefixsum.scans.testing import expected_scan, random_input, wrong_indices

@@ -20,6 +20,7 @@ import functools
 
 from numba import cuda
 
+from ..core.registry import Capability
 from ..primitives.block import block_scan, position
 from ..primitives.ops import device_op, identity
 from .tiles import register_tiled
@@ -45,7 +46,8 @@ def tile_kernel(op, dtype, inclusive, reverse, block_size):
 
 
 ALGORITHM = register_tiled("block_primitives", tile_kernel, options={"block_size": 64},
-                           summary="one element per thread, the block scan primitive", warp_level=True)
+                           summary="one element per thread, the block scan primitive",
+                           capabilities=Capability.WARP_INTRINSICS)
 '''
 
 

@@ -40,7 +40,7 @@ REAL_TARGET = {
     "cuda.bindings": ["driver"],
     "cuda.bindings.driver": ["cuStreamCreate", "cuStreamDestroy", "CUstream_flags", "CUresult", "cuMemcpyHtoDAsync",
                              "cuMemcpyDtoHAsync", "cuEventRecord", "cuStreamWaitEvent", "cuEventSynchronize",
-                             "cuStreamSynchronize"],
+                             "cuStreamSynchronize", "cuMemsetD8Async"],
     "numba.np.numpy_support": ["as_dtype"],
 }
 # Attributes of objects (not modules) that the package reads, looked up on real instances below.

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import prefixsum as ps
+from prefixsum.core.plans import PLANS
 from prefixsum.scans import lookback, transfers
 from prefixsum.scans.testing import expected_scan, poisoned, random_input, wrong_indices
 
@@ -28,8 +29,8 @@ def chunked(monkeypatch):
     monkeypatch.setattr(transfers, "TARGET_CHUNKS", 1)  # every chunk CHUNK_BYTES, rounded up to whole tiles
     latest = transfers.latest
 
-    def poisoned_latest(role, n, dtype):
-        buffer = latest(role, n, dtype)
+    def poisoned_latest(role, n, dtype, stream=None):
+        buffer = latest(role, n, dtype, stream)
         buffer.copy_to_device(poisoned(n, dtype))
         return buffer
 
@@ -40,14 +41,16 @@ def chunked(monkeypatch):
     def spied(*key):
         launch = launcher(*key)
 
-        def call(grid, block, *args):
+        def call(grid, block, *args, **where):
             launches.append((grid, args[-1]))
-            return launch(grid, block, *args)
+            return launch(grid, block, *args, **where)
 
         return call
 
     monkeypatch.setattr(lookback, "launcher", spied)
-    return launches
+    PLANS.clear()  # plans made before hold the launcher itself
+    yield launches
+    PLANS.clear()
 
 
 def check(x, op, inclusive, reverse, **options):

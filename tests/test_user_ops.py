@@ -194,7 +194,8 @@ def test_hierarchical_spine_of_several_tiles_keeps_a_user_operator_in_order():
 
 def test_the_look_back_of_a_tuple_is_the_look_back_rewritten_field_by_field():
     import inspect
-    from prefixsum.scans import lookback, tile_state
+    from prefixsum.primitives import tile_state
+    from prefixsum.scans import lookback
     operator = user_ops.operator_for(affine, (1.0, 0.0), [np.dtype("float64"), np.dtype("int32")], False)
     kernel = lookback.lookback_kernel(operator, operator.dtypes, True, False, 32, 2)
     source = inspect.getsource(kernel.py_func if hasattr(kernel, "py_func") else kernel.fn)

@@ -10,7 +10,7 @@ from numba import cuda
 import prefixsum as ps
 from prefixsum.core import workspace
 from prefixsum.core.device import simulating
-from prefixsum.scans import tile_state
+from prefixsum.primitives import tile_state
 from prefixsum.scans.testing import random_input
 
 

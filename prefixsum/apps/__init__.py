@@ -18,16 +18,23 @@
   the accuracy it loses (:mod:`.recurrences`).
 * :func:`cubic_spline` and :class:`PiecewisePolynomial`: natural and clamped splines by a
   tridiagonal solve, evaluation, derivative and an antiderivative by a scan (:mod:`.splines`).
+
+Every call takes ``stream=`` (a numba, PyTorch or CuPy stream, or anything with
+``__cuda_stream__``), and those whose result has a known shape ``out=``. A call is a plan kept in
+the package's one plan cache (:mod:`prefixsum.core.plans`); :func:`plan_compact`,
+:func:`plan_compact_indices`, :func:`plan_radix_sort` and :func:`plan_segmented_scan` hand the
+plan to a caller who calls in a loop (with ``temp=``, temporary storage of the caller's own).
 """
 from .compaction import compact_by_scan
-from .onesweep import radix_sort
+from .onesweep import SortPlan, plan_radix_sort, radix_sort
 from .radix import radix_sort_one_bit, split_by_bit
 from .recurrences import lfilter, linear_recurrence, tridiagonal_scan
-from .segmented import segmented_scan
-from .selection import compact, compact_indices
-from .stone import stone_solve
+from .segmented import SegmentedPlan, plan_segmented_scan, segmented_scan
+from .selection import SelectPlan, compact, compact_indices, plan_compact, plan_compact_indices
 from .splines import PiecewisePolynomial, cubic_spline
+from .stone import stone_solve
 
-__all__ = ["PiecewisePolynomial", "compact", "compact_by_scan", "compact_indices", "cubic_spline", "lfilter",
-           "linear_recurrence", "radix_sort", "radix_sort_one_bit", "segmented_scan", "split_by_bit", "stone_solve",
-           "tridiagonal_scan"]
+__all__ = ["PiecewisePolynomial", "SegmentedPlan", "SelectPlan", "SortPlan", "compact", "compact_by_scan",
+           "compact_indices", "cubic_spline", "lfilter", "linear_recurrence", "plan_compact", "plan_compact_indices",
+           "plan_radix_sort", "plan_segmented_scan", "radix_sort", "radix_sort_one_bit", "segmented_scan",
+           "split_by_bit", "stone_solve", "tridiagonal_scan"]

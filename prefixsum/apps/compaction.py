@@ -11,8 +11,10 @@ them: chapter 11's first version. :func:`prefixsum.apps.compact` does the same i
 import numpy as np
 from numba import cuda
 
+from ..core.streams import as_stream, launch_stream
 from ..scans.api import exclusive_scan
-from ._arrays import back, grid, values_and_mask
+from ._arrays import back, device_copy, grid
+from .selection import _checked_pair
 
 
 @cuda.jit
@@ -31,15 +33,18 @@ def scatter_kept(x, flags, places, out):
         out[places[i]] = x[i]
 
 
-def compact_by_scan(x, mask):
+def compact_by_scan(x, mask, *, stream=None):
     """The elements of ``x`` where ``mask`` is set, in their order: ``x[mask]`` by a scan, in three launches.
 
     Parameters
     ----------
     x : numpy.ndarray or device array, 1-D
         Any numeric dtype. Never modified.
-    mask : numpy.ndarray or device array, 1-D, same length
-        Truth values (bool, or numbers: nonzero keeps).
+    mask : numpy.ndarray or device array, 1-D, same length and kind
+        bool or any integer type (nonzero keeps).
+    stream : optional
+        The stream the launches are queued on (any form :func:`prefixsum.scan` takes); the read
+        of the output's length waits for it. None: numba's default stream.
 
     Returns
     -------
@@ -52,14 +57,21 @@ def compact_by_scan(x, mask):
     >>> compact_by_scan(np.arange(6), np.array([1, 0, 0, 1, 1, 0], bool))
     array([0, 3, 4])
     """
-    x, mask, on_device = values_and_mask(x, mask)
+    (x, on_device), (mask, _) = _checked_pair(x, mask)
+    where = as_stream(stream)
+    on = launch_stream(where)
+    x, mask = device_copy(x, on_device, where), device_copy(mask, on_device, where)
     n = x.shape[0]
     if n == 0:
-        return back(cuda.device_array(0, x.dtype), on_device)
+        return back(cuda.device_array(0, x.dtype), on_device, where)
     flags = cuda.device_array(n, np.int32)
-    to_flags[grid(n)](mask, flags)
-    places = exclusive_scan(flags)
-    kept = int(places[n - 1:].copy_to_host()[0] + flags[n - 1:].copy_to_host()[0])
-    out = cuda.device_array(kept, x.dtype)
-    scatter_kept[grid(n)](x, flags, places, out)
-    return back(out, on_device)
+    blocks, threads = grid(n)
+    to_flags[blocks, threads, on](mask, flags)
+    places = exclusive_scan(flags, stream=where)
+    ends = np.empty(2, np.int32)
+    places[n - 1:].copy_to_host(ends[:1], stream=on)
+    flags[n - 1:].copy_to_host(ends[1:], stream=on)
+    where.synchronize()
+    out = cuda.device_array(int(ends.sum()), x.dtype)
+    scatter_kept[blocks, threads, on](x, flags, places, out)
+    return back(out, on_device, where)

@@ -22,8 +22,10 @@ those only: small or clustered keys take fewer passes.
 import numpy as np
 from numba import cuda
 
+from ..core.inputs import as_input, same_length
+from ..core.streams import as_stream, launch_stream
 from ..scans.api import exclusive_scan, scan
-from ._arrays import back, grid, to_device
+from ._arrays import back, device_copy, grid
 
 _UNSIGNED = {4: np.uint32, 8: np.uint64}
 KEY_DTYPES = tuple(np.dtype(t) for t in ("int32", "uint32", "int64", "uint64", "float32", "float64"))
@@ -69,15 +71,21 @@ def or_and(p, q):
     return (p[0] | q[0], p[1] & q[1])
 
 
-def differing_bits(bits):
-    """The bits in which some of the unsigned device keys ``bits`` differ (n >= 1): OR ^ AND of them all."""
+def differing_bits(bits, stream=None):
+    """The bits in which some of the unsigned device keys ``bits`` differ (n >= 1): OR ^ AND of
+    them all, queued on ``stream`` (a :class:`~prefixsum.core.streams.Stream`) and waited for."""
     n = bits.shape[0]
+    where = as_stream(stream)
     ones = np.iinfo(bits.dtype).max
-    ors, ands = scan((bits, bits), or_and, identity=(0, ones))
-    return int(ors[n - 1:].copy_to_host()[0]) ^ int(ands[n - 1:].copy_to_host()[0])
+    ors, ands = scan((bits, bits), or_and, identity=(0, ones), stream=where)
+    ends = np.empty(2, bits.dtype)
+    ors[n - 1:].copy_to_host(ends[:1], stream=launch_stream(where))
+    ands[n - 1:].copy_to_host(ends[1:], stream=launch_stream(where))
+    where.synchronize()
+    return int(ends[0]) ^ int(ends[1])
 
 
-def split_by_bit(keys, bit, values=None):
+def split_by_bit(keys, bit, values=None, *, stream=None):
     """One pass of the radix sort: a stable split of unsigned ``keys`` by bit ``bit``, zeros first.
 
     Parameters
@@ -86,6 +94,8 @@ def split_by_bit(keys, bit, values=None):
     bit : int
     values : device array, optional
         Moved with the keys.
+    stream : optional
+        The stream the launches are queued on (any form :func:`prefixsum.scan` takes).
 
     Returns
     -------
@@ -93,17 +103,19 @@ def split_by_bit(keys, bit, values=None):
         The split keys and values.
     """
     n = keys.shape[0]
+    where = as_stream(stream)
+    blocks, threads = grid(n)
     flags = cuda.device_array(n, np.int32 if n < 2**31 else np.int64)
-    zero_flags[grid(n)](keys, keys.dtype.type(bit), flags)
-    zeros_before = exclusive_scan(flags)
+    zero_flags[blocks, threads, launch_stream(where)](keys, keys.dtype.type(bit), flags)
+    zeros_before = exclusive_scan(flags, stream=where)
     out_keys = cuda.device_array_like(keys)
     carried = values if values is not None else cuda.device_array(0, np.int32)
     out_values = cuda.device_array_like(carried)
-    split_scatter[grid(n)](keys, carried, flags, zeros_before, out_keys, out_values)
+    split_scatter[blocks, threads, launch_stream(where)](keys, carried, flags, zeros_before, out_keys, out_values)
     return out_keys, (out_values if values is not None else None)
 
 
-def radix_sort_one_bit(keys, values=None):
+def radix_sort_one_bit(keys, values=None, *, stream=None):
     """Sort ``keys`` (and ``values`` with them) by a stable LSD radix sort, one bit per pass: the readable version.
 
     :func:`prefixsum.apps.radix_sort` (onesweep, :mod:`.onesweep`) is the fast one; it was this
@@ -117,6 +129,9 @@ def radix_sort_one_bit(keys, values=None):
     values : numpy.ndarray or device array, 1-D, optional
         Same length, any numeric dtype; reordered as the keys are. Equal keys keep their order
         (stable), as ``np.argsort(keys, kind="stable")``.
+    stream : optional
+        The stream the launches are queued on (any form :func:`prefixsum.scan` takes). None:
+        numba's default stream.
 
     Returns
     -------
@@ -129,31 +144,38 @@ def radix_sort_one_bit(keys, values=None):
     >>> radix_sort_one_bit(np.array([3, -1, 2, -7], np.int32))
     array([-7, -1,  2,  3], dtype=int32)
     """
+    keys, on_device = as_input(keys, "keys", check=_check_key_dtype)
     dtype = np.dtype(keys.dtype)
-    if dtype not in KEY_DTYPES:
-        raise TypeError(f"unsupported key dtype {dtype.name!r}; allowed: {', '.join(d.name for d in KEY_DTYPES)}")
-    keys, on_device = to_device(keys, "keys")
+    where = as_stream(stream)
+    keys = device_copy(keys, on_device, where)
     n = keys.shape[0]
     if values is not None:
-        values, _ = to_device(values, "values")
-        if values.shape[0] != n:
-            raise ValueError(f"keys and values must have one length; got {n} and {values.shape[0]}")
+        values, values_on_device = as_input(values, "values")
+        same_length([keys, values], ["keys", "values"])
+        values = device_copy(values, values_on_device, where)
     unsigned = np.dtype(_UNSIGNED[dtype.itemsize])
     bits = cuda.device_array(n, unsigned)
-    bits.copy_to_device(keys.view(unsigned))
+    if n:
+        bits.copy_to_device(keys.view(unsigned), stream=launch_stream(where))
     if dtype.kind != "u" and n:
         sign = unsigned.type(1 << (8 * dtype.itemsize - 1))
         flip_negative = unsigned.type(np.iinfo(unsigned).max if dtype.kind == "f" else sign)
-        order_preserving[grid(n)](bits, sign, flip_negative)
+        order_preserving[grid(n) + (launch_stream(where),)](bits, sign, flip_negative)
     order = values
-    differing = differing_bits(bits) if n else 0
+    differing = differing_bits(bits, where) if n else 0
     for bit in range(8 * dtype.itemsize):
         if differing >> bit & 1:
-            bits, order = split_by_bit(bits, bit, order)
+            bits, order = split_by_bit(bits, bit, order, stream=where)
     if dtype.kind != "u" and n:
-        order_preserving_inverse(bits, dtype, unsigned)
-    result = back(bits.view(dtype), on_device)
-    return result if values is None else (result, back(order, on_device))
+        order_preserving_inverse(bits, dtype, unsigned, where)
+    result = back(bits.view(dtype), on_device, where)
+    return result if values is None else (result, back(order, on_device, where))
+
+
+def _check_key_dtype(dtype):
+    if np.dtype(dtype) not in KEY_DTYPES:
+        raise TypeError(f"unsupported key dtype {np.dtype(dtype).name!r}; allowed: {', '.join(d.name for d in KEY_DTYPES)}")
+    return dtype
 
 
 @cuda.jit
@@ -166,9 +188,9 @@ def restore_keys(bits, sign, flip_all):
         bits[i] = b ^ (sign if b & sign else flip_all)
 
 
-def order_preserving_inverse(bits, dtype, unsigned):
-    """Undo :func:`order_preserving` in place on the sorted keys."""
+def order_preserving_inverse(bits, dtype, unsigned, stream=None):
+    """Undo :func:`order_preserving` in place on the sorted keys, queued on ``stream``."""
     n = bits.shape[0]
     sign = unsigned.type(1 << (8 * dtype.itemsize - 1))
     flip_all = unsigned.type(np.iinfo(unsigned).max if dtype.kind == "f" else sign)
-    restore_keys[grid(n)](bits, sign, flip_all)
+    restore_keys[grid(n) + (launch_stream(stream),)](bits, sign, flip_all)

@@ -18,8 +18,9 @@ Segmented scans, the same idea with (flag, value) pairs, are in :mod:`.segmented
 import numpy as np
 from numba import cuda
 
+from ..core.inputs import as_input, same_length
+from ..core.streams import as_stream, launch_stream
 from ..scans.api import scan
-from ._arrays import back, to_device
 
 
 @cuda.jit(device=True)
@@ -52,14 +53,19 @@ def _check_floats(*arrays, names):
                         f"got {', '.join(np.dtype(a.dtype).name for a in arrays)}")
 
 
-def linear_recurrence(a, b, x0=0.0):
+def linear_recurrence(a, b, x0=0.0, *, out=None, stream=None):
     """``x[i] = a[i] * x[i-1] + b[i]`` for i = 0..n-1, with ``x[-1] = x0``, by a scan of affine maps.
 
     Parameters
     ----------
-    a, b : numpy.ndarray or device array, 1-D, one length, float32 or float64
+    a, b : numpy.ndarray or device array, 1-D, one length and kind, float32 or float64
         Never modified.
     x0 : float
+    out : array, optional
+        Where ``x`` goes: of ``b``'s kind, length and dtype.
+    stream : optional
+        The stream the scan is queued on (any form :func:`prefixsum.scan` takes). None: numba's
+        default stream.
 
     Returns
     -------
@@ -72,19 +78,36 @@ def linear_recurrence(a, b, x0=0.0):
     >>> linear_recurrence(np.full(4, 0.5), np.ones(4))
     array([1.   , 1.5  , 1.75 , 1.875])
     """
+    (a, a_on_device), (b, on_device) = as_input(a, "a"), as_input(b, "b")
     _check_floats(a, b, names=("a", "b"))
-    b_dev, on_device = to_device(b, "b")
-    a_dev, _ = to_device(a, "a")
-    if x0 != 0 and b_dev.shape[0]:
-        # Fold x[-1] into the first map: x[0] = a[0] x0 + b[0].
-        first = b_dev[:1].copy_to_host() + a_dev[:1].copy_to_host() * x0
-        b_dev = cuda.to_device(b_dev.copy_to_host())
-        b_dev[:1].copy_to_device(first.astype(b_dev.dtype))
-    _, x = scan((a_dev, b_dev), affine, identity=AFFINE_IDENTITY)
-    return back(x, on_device)
+    same_length([a, b], ["a", "b"])
+    if a_on_device != on_device:
+        raise ValueError("a and b must be both numpy arrays or both device arrays")
+    where = as_stream(stream)
+    if x0 != 0 and b.shape[0]:
+        b = _fold_start(a, b, x0, on_device, where)
+    _, x = scan((a, b), affine, identity=AFFINE_IDENTITY, out=None if out is None else (None, out), stream=where)
+    return x
 
 
-def lfilter(b, a, x):
+def _fold_start(a, b, x0, on_device, stream):
+    """``b`` with ``x[-1] = x0`` folded into its first map: ``b[0] + a[0] x0`` (a copy; the caller's is untouched)."""
+    if not on_device:
+        folded = np.array(b, copy=True)
+        folded[0] = folded[0] + a[0] * x0
+        return folded
+    on = launch_stream(stream)
+    first = np.empty(2, b.dtype)
+    a[:1].copy_to_host(first[:1], stream=on)
+    b[:1].copy_to_host(first[1:], stream=on)
+    stream.synchronize()
+    folded = cuda.device_array_like(b)
+    folded.copy_to_device(b, stream=on)
+    folded[:1].copy_to_device(np.array([first[1] + first[0] * x0], b.dtype), stream=on)
+    return folded
+
+
+def lfilter(b, a, x, *, stream=None):
     """The IIR filter of :func:`scipy.signal.lfilter` with ``len(a) <= 3``, its feedback by a scan.
 
     ``a[0] y[n] = b[0] x[n] + ... + b[M] x[n-M] - a[1] y[n-1] - a[2] y[n-2]``, zero initial state.
@@ -96,6 +119,9 @@ def lfilter(b, a, x):
     b, a : array_like
         Numerator and denominator; ``a[0] != 0``, at most 3 denominator coefficients.
     x : numpy.ndarray, 1-D, float64 or float32
+    stream : optional
+        The stream the scan is queued on (any form :func:`prefixsum.scan` takes); the result
+        waits for it only.
 
     Returns
     -------
@@ -111,14 +137,14 @@ def lfilter(b, a, x):
     if len(a) == 1 or not np.any(a[1:]):
         return forward
     if len(a) == 2:
-        return linear_recurrence(np.full(n, -a[1], x.dtype), forward)
+        return linear_recurrence(np.full(n, -a[1], x.dtype), forward, stream=stream)
     zeros = np.zeros(n, x.dtype)
     maps = (np.full(n, -a[1], x.dtype), np.full(n, -a[2], x.dtype), np.ones(n, x.dtype), zeros,
             forward, zeros)
-    return scan(maps, affine2, identity=AFFINE2_IDENTITY)[4]
+    return scan(maps, affine2, identity=AFFINE2_IDENTITY, stream=stream)[4]
 
 
-def tridiagonal_scan(a, b, c, d):
+def tridiagonal_scan(a, b, c, d, *, stream=None):
     """Solve ``a_i x_(i-1) + b_i x_i + c_i x_(i+1) = d_i`` by shooting, a scan of 3x3 matrices (unstable).
 
     Row i gives ``x_(i+1) = (d_i - a_i x_(i-1) - b_i x_i) / c_i``: the state ``(x_(i+1), x_i)`` is
@@ -138,6 +164,9 @@ def tridiagonal_scan(a, b, c, d):
     ----------
     a, b, c, d : numpy.ndarray, 1-D, one length n >= 1, float32 or float64
         ``a[0]`` and ``c[-1]`` lie outside the matrix and are ignored; ``c[:-1]`` must be nonzero.
+    stream : optional
+        The stream the scan is queued on (any form :func:`prefixsum.scan` takes); the result
+        waits for it only.
 
     Returns
     -------
@@ -159,7 +188,7 @@ def tridiagonal_scan(a, b, c, d):
     zeros = np.zeros(n - 1, dtype)
     maps = ((-b[rows] / c[rows]).astype(dtype), (-a[rows] / c[rows]).astype(dtype), np.ones(n - 1, dtype), zeros,
             (d[rows] / c[rows]).astype(dtype), zeros)
-    m00, _, m10, _, v0, v1 = scan(maps, affine2, identity=AFFINE2_IDENTITY)
+    m00, _, m10, _, v0, v1 = scan(maps, affine2, identity=AFFINE2_IDENTITY, stream=stream)
     # The last prefix maps (x_0, 0) to (x_(n-1), x_(n-2)); the last row fixes x_0.
     x0 = (d[-1] - a[-1] * v1[-1] - b[-1] * v0[-1]) / (a[-1] * m10[-1] + b[-1] * m00[-1])
     return np.concatenate(([x0], m00 * x0 + v0)).astype(dtype)

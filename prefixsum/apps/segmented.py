@@ -37,11 +37,17 @@ import numpy as np
 from numba import cuda
 
 from ..core.arithmetic import quiet_arithmetic
-from ..core.arrays import is_device_array, result_array
+from ..core.inputs import as_input, check_mask_dtype, same_length
+from ..core.launch import Launcher
+from ..core.plans import Plan, check_out, one_line_call
+from ..core.registry import Capability
+from ..core.streams import as_stream
+from ..core.workspace import one_call_at_a_time, scratch
 from ..primitives.fields import Operator
-from ..scans import user_ops
+from ..scans.api import ScanPlan
 from ..scans.ops import check_dtype, check_op, device_op, identity
-from ._arrays import back, to_device
+from ..scans.tiles import array_type
+from ._arrays import grid
 
 HEAD, INTERIOR, EMPTY = 1, 2, 4
 """Bits of the flag field: a head (forward) or the lowest element's head (reverse); an interior
@@ -120,35 +126,125 @@ def operator(op, dtype, inclusive, reverse):
     return Operator(fn, dtypes, (flag,) + (neutral,) * (fields - 1), False), result, scan_inclusive
 
 
-def _flags(flags, n):
-    """The flags on the device as int32 0/1 (a host array of bool or integers is converted, nonzero as 1)."""
-    if is_device_array(flags):
-        dev, _ = to_device(flags, "flags")
-        if np.dtype(dev.dtype) != np.int32:
-            raise TypeError(f"device flags must be int32 (0 or 1); got {np.dtype(dev.dtype).name}")
-    else:
-        host = np.asarray(flags)
-        if host.dtype != np.bool_ and host.dtype.kind not in "iu":
-            raise TypeError(f"flags must be bool or integers; got dtype {host.dtype.name}")
-        if host.ndim != 1:
-            raise ValueError(f"flags must be 1-D; got shape {host.shape}")
-        dev = cuda.to_device((host != 0).astype(np.int32))
-    if dev.shape[0] != n:
-        raise ValueError(f"x and flags must have one length; got {n} and {dev.shape[0]}")
-    return dev
+@cuda.jit
+def nonzero_as_int32(mask, flags):
+    """``flags[i] = 1`` where ``mask[i]`` is nonzero, else 0: flags of any integer type or bool as
+    the int32 0/1 field the operators read."""
+    i = cuda.grid(1)
+    if i < flags.shape[0]:
+        flags[i] = 1 if mask[i] else 0
 
 
-def segmented_scan(x, flags, op="add", *, inclusive=True, reverse=False, algorithm="auto", **options):
+@functools.lru_cache(maxsize=None)
+def _flag_launcher(mask_dtype):
+    """The :class:`~prefixsum.core.launch.Launcher` of :func:`nonzero_as_int32` for flags of ``mask_dtype``."""
+    return Launcher(nonzero_as_int32, (array_type(mask_dtype), array_type(np.dtype(np.int32))))
+
+
+class SegmentedPlan(Plan):
+    """:func:`segmented_scan` of ``n`` elements of ``dtype`` with flags of ``flags_dtype``, worked
+    out once: made by :func:`plan_segmented_scan` (and kept by :func:`segmented_scan`).
+
+    Call it as ``plan(x, flags, *, out=None, stream=None, temp=None)`` (see
+    :mod:`prefixsum.core.plans`). Device flags of int32 are read as they are (0 or 1); device flags
+    of any other integer type or bool are first turned into int32 0/1 by one element-wise launch;
+    numpy flags by numpy.
+    """
+
+    def __init__(self, dtype, n, op="add", *, flags_dtype=np.int32, inclusive=True, reverse=False, algorithm="auto",
+                 **options):
+        check_op(op)
+        for name, value in (("inclusive", inclusive), ("reverse", reverse)):
+            if not isinstance(value, (bool, np.bool_)):
+                raise ValueError(f"{name} must be True or False; got {value!r}")
+        self.dtype, self.flags_dtype = check_dtype(dtype), check_mask_dtype(flags_dtype, "flags")
+        self.n, self.shape = int(n), (int(n),)
+        operator_, self.field, scan_inclusive = operator(op, self.dtype, bool(inclusive), bool(reverse))
+        self.arity = operator_.arity
+        self.scan = ScanPlan(operator_.dtypes, self.n, operator_.op, inclusive=scan_inclusive, reverse=bool(reverse),
+                             algorithm=algorithm, identity=operator_.identity,
+                             needs=Capability.COMBINES_EVERY_RESULT, **options)
+        self.algorithm, self.temp_bytes = self.scan.algorithm, self.scan.temp_bytes
+        self._convert = None if self.flags_dtype == np.int32 else _flag_launcher(self.flags_dtype)
+
+    def _list_kernels(self):
+        converts = [] if self._convert is None else [(nonzero_as_int32, self._convert.argtypes)]
+        return list(self.scan.kernels) + converts
+
+    @one_call_at_a_time
+    def __call__(self, x, flags, *, out=None, stream=None, temp=None):
+        (x, on_device), (flags, _) = _checked(x, flags)
+        got = (np.dtype(x.dtype), np.dtype(flags.dtype), x.shape[0])
+        if got != (self.dtype, self.flags_dtype, self.n):
+            raise ValueError(f"this plan scans {self.n} elements of {self.dtype.name} with flags of "
+                             f"{self.flags_dtype.name}; got {got[2]} of {got[0].name} with {got[1].name}")
+        return self.run(x, flags, on_device, out, as_stream(stream), None if temp is None else self.check_temp(temp))
+
+    def run(self, x, flags, on_device, out, stream, temp):
+        """The segmented scan of the checked ``x`` and ``flags`` (numpy or device, as ``on_device``) on ``stream``."""
+        if not on_device:
+            flags = (flags != 0).astype(np.int32)
+        elif self._convert is not None and self.n:
+            flags = self._int32_flags(flags, stream)
+        outs = [None] * self.arity
+        outs[self.field] = None if out is None else check_out(out, self.n, self.dtype, on_device, x)
+        with quiet_arithmetic():
+            results = self.scan.run([flags] + [x] * (self.arity - 1), False, on_device, tuple(outs), stream, temp)
+        return results[self.field]
+
+    def _int32_flags(self, flags, stream):
+        """Device flags of another type as int32 0/1, by one launch into this thread's and stream's scratch."""
+        converted = scratch("segmented flags", self.n, np.int32, stream)
+        self._convert(*grid(self.n), flags, converted, stream=stream)
+        return converted
+
+
+def _checked(x, flags):
+    """``((x, on_device), (flags, on_device))`` checked (:func:`prefixsum.core.inputs.as_input`): one kind, one length."""
+    x = as_input(x, "x", check=check_dtype)
+    flags = as_input(flags, "flags", mask=True)
+    if x[1] != flags[1]:
+        raise ValueError("x and flags must be both numpy arrays or both device arrays")
+    same_length([x[0], flags[0]], ["x", "flags"])
+    return x, flags
+
+
+def plan_segmented_scan(dtype, n, op="add", *, flags_dtype=np.int32, inclusive=True, reverse=False, algorithm="auto",
+                        **options):
+    """A plan of :func:`segmented_scan` for ``n`` elements of ``dtype`` and flags of ``flags_dtype``, to call in a loop.
+
+    Parameters
+    ----------
+    dtype : numpy dtype
+        One of :data:`prefixsum.DTYPES`.
+    n : int
+        Elements per call, n >= 0.
+    op, inclusive, reverse, algorithm, **options
+        As :func:`segmented_scan`'s.
+    flags_dtype : numpy dtype, default int32
+        bool or any integer type.
+
+    Returns
+    -------
+    SegmentedPlan
+        ``plan(x, flags, *, out=None, stream=None, temp=None)``.
+    """
+    return SegmentedPlan(dtype, n, op, flags_dtype=flags_dtype, inclusive=inclusive, reverse=reverse,
+                         algorithm=algorithm, **options)
+
+
+def segmented_scan(x, flags, op="add", *, inclusive=True, reverse=False, algorithm="auto", out=None, stream=None,
+                   **options):
     """Scan of ``x`` restarted at every flagged element, in one pass (the look-back scan).
 
     Parameters
     ----------
     x : numpy.ndarray or device array, 1-D, a dtype of :data:`prefixsum.DTYPES`
         Never modified.
-    flags : numpy.ndarray or device array, 1-D, same length
-        Where a segment starts (element 0 always starts one, flagged or not). A numpy array of
-        bool or integers (nonzero starts a segment); a device array must be int32 of 0 and 1.
-        Never modified.
+    flags : numpy.ndarray or device array, 1-D, same length and kind
+        Where a segment starts (element 0 always starts one, flagged or not): bool or any integer
+        type, nonzero starts a segment (device flags of int32 must be 0 or 1: they are read as
+        they are). Never modified.
     op : {"add", "mul", "max", "min"}
     inclusive : bool, default True
         Element i combines its segment's elements up to i; if False, up to i - 1 (the identity
@@ -159,6 +255,11 @@ def segmented_scan(x, flags, op="add", *, inclusive=True, reverse=False, algorit
     algorithm : str, default "auto"
         A scan that carries a user operator and combines every element before writing it
         (``"lookback"``, which "auto" picks, or ``"hierarchical"``).
+    out : array, optional
+        Where the result goes: of ``x``'s kind, length and dtype.
+    stream : optional
+        The stream the scan is queued on (any form :func:`prefixsum.scan` takes). None: numba's
+        default stream.
     **options
         The algorithm's options (``block_size``, ...).
 
@@ -170,9 +271,9 @@ def segmented_scan(x, flags, op="add", *, inclusive=True, reverse=False, algorit
     Raises
     ------
     TypeError
-        ``x`` of an unsupported dtype, flags neither bool nor integers, or device flags not int32.
+        ``x`` of an unsupported dtype, or flags neither bool nor integers.
     ValueError
-        Unknown op, algorithm or option, ``x`` or flags not 1-D, or of different lengths.
+        Unknown op, algorithm or option, ``x`` or flags not 1-D, or of different lengths or kinds.
 
     Examples
     --------
@@ -182,26 +283,13 @@ def segmented_scan(x, flags, op="add", *, inclusive=True, reverse=False, algorit
     >>> segmented_scan(np.arange(1, 7), np.array([1, 0, 0, 1, 0, 0]), inclusive=False, reverse=True)
     array([ 5,  3,  0, 11,  6,  0])
     """
-    check_op(op)
-    for name, value in (("inclusive", inclusive), ("reverse", reverse)):
-        if not isinstance(value, (bool, np.bool_)):
-            raise ValueError(f"{name} must be True or False; got {value!r}")
-    x_dev, on_device = to_device(x, "x")
-    dtype = check_dtype(x_dev.dtype)
-    n = x_dev.shape[0]
-    flags_dev = _flags(flags, n)
-    chosen = user_ops.choose(algorithm)
-    if not chosen.combines_every_result:
-        raise ValueError(f"algorithm {chosen.name!r} may write an element it never combined; a segmented scan "
-                         f"runs on {', '.join(a.name for a in user_ops.carriers() if a.combines_every_result)} or auto")
-    resolved = chosen.resolve_options(options)
-    operator_, result, scan_inclusive = operator(op, dtype, bool(inclusive), bool(reverse))
-    outs = [result_array(n, dt) for dt in operator_.dtypes]  # the fields not returned are recycled
-    if n:
-        with quiet_arithmetic():
-            user_ops.run([flags_dev] + [x_dev] * (operator_.arity - 1), outs, operator_, scan_inclusive,
-                         bool(reverse), chosen, **resolved)
-    return back(outs[result], on_device)
+    (x, on_device), (flags, _) = _checked(x, flags)
+    dtype, flags_dtype, n = np.dtype(x.dtype), np.dtype(flags.dtype), x.shape[0]
+    key = ("segmented_scan", dtype, n, flags_dtype, op, type(inclusive), inclusive, type(reverse), reverse, algorithm,
+           tuple((name, type(value), value) for name, value in options.items()))
+    return one_line_call(key, SegmentedPlan, (dtype, n, op), dict(flags_dtype=flags_dtype, inclusive=inclusive,
+                                                                  reverse=reverse, algorithm=algorithm, **options),
+                         x, flags, on_device, out, as_stream(stream), None)
 
 
 def reference(x, flags, op="add", *, inclusive=True, reverse=False):

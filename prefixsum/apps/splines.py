@@ -22,7 +22,9 @@ from numba import cuda
 
 from ..scans.api import exclusive_scan
 from ..tridiag import solve
-from ._arrays import grid, to_device
+from ..core.inputs import as_input
+from ..core.streams import as_stream, launch_stream
+from ._arrays import back, device_copy, grid
 
 
 @cuda.jit
@@ -67,21 +69,25 @@ class PiecewisePolynomial:
         if self.c.ndim != 2 or self.c.shape[1] != len(self.x) - 1:
             raise ValueError(f"c must have shape (k + 1, {len(self.x) - 1}); got {self.c.shape}")
 
-    def __call__(self, t, nu=0):
+    def __call__(self, t, nu=0, *, stream=None):
         """The polynomial (or its ``nu``-th derivative) at the points ``t``, on the device.
 
-        ``t`` a numpy array gives a numpy array; a device array gives a device array.
+        ``t`` a numpy array (any real dtype, read as float64) gives a numpy array; a device array
+        gives a device array. ``stream``: the stream the evaluation is queued on (any form
+        :func:`prefixsum.scan` takes; a numpy result waits for it only).
         """
         poly = self
         for _ in range(nu):
             poly = poly.derivative()
-        points, on_device = to_device(np.asarray(t, np.float64) if not hasattr(t, "__cuda_array_interface__") else t,
-                                      "t")
+        where = as_stream(stream)
+        points, on_device = as_input(t, "t")
+        points = device_copy(points if on_device else np.asarray(points, np.float64), on_device, where)
         out = cuda.device_array(points.shape[0], np.float64)
         if points.shape[0]:
-            evaluate_pieces[grid(points.shape[0])](
-                cuda.to_device(poly.x), cuda.to_device(np.ascontiguousarray(poly.c)), points, out)
-        return out if on_device else out.copy_to_host()
+            on = launch_stream(where)
+            evaluate_pieces[grid(points.shape[0]) + (on,)](
+                cuda.to_device(poly.x, stream=on), cuda.to_device(np.ascontiguousarray(poly.c), stream=on), points, out)
+        return back(out, on_device, where)
 
     def derivative(self):
         """The derivative: each coefficient times its power, one degree less."""

@@ -5,8 +5,8 @@ types, builds a launch configuration and marshals every argument through generic
 30 microseconds of host time per launch on the H100 machine, more than the GPU takes to scan a
 million elements; numba-cuda's own last step, ``cuda.core.launch``, takes 7 of them. A
 :class:`Launcher` is made for one kernel and one fixed list of argument types (C-contiguous
-arrays and integers); it compiles that overload once and keeps the kernel's handle, the stream
-numba launches on (its default stream) and, per host thread, a parameter block
+arrays and integers); it compiles that overload once and keeps the kernel's handle, numba's
+default stream (where a launch goes unless it names another stream) and, per host thread, a parameter block
 (:class:`~.numba_gpu.ParamBlock`): a call writes each array's address, shape and strides into
 the block with one ``struct.pack_into`` (in a function written for the argument types) and calls
 the driver's ``cuLaunchKernel`` with it through ctypes (:func:`~.numba_gpu.driver_launch`).
@@ -32,8 +32,11 @@ from .device import simulating
 
 
 class Launcher:
-    """``launcher(grid, block, *args, shared=0)`` runs ``dispatcher[grid, block, 0, shared](*args)``
-    for arguments of ``argtypes``.
+    """``launcher(grid, block, *args, shared=0, stream=None)`` runs
+    ``dispatcher[grid, block, stream, shared](*args)`` for arguments of ``argtypes``.
+
+    ``stream`` is a :class:`~prefixsum.core.streams.Stream` (:func:`~prefixsum.core.streams.as_stream`),
+    or None for numba's default stream.
 
     Parameters
     ----------
@@ -79,18 +82,19 @@ class Launcher:
         block = self._local.block = numba_gpu.ParamBlock(self.argtypes)
         return block
 
-    def __call__(self, grid, block, *args, shared=0):
+    def __call__(self, grid, block, *args, shared=0, stream=None):
         params = getattr(self._local, "block", None)  # set only once the direct launch is prepared
         if params is None:
             if self._direct and self._kernel is None:
                 self._prepare()
             if not self._direct:
-                self.dispatcher[grid, block, 0, shared](*args)
+                self.dispatcher[grid, block, 0 if stream is None else stream.numba, shared](*args)
                 return
             params = self._block()
         dims = self._configs.get((grid, block, shared)) or self._dims(grid, block, shared)
         params.fill(args)
-        error = self._launch(self._kernel, *dims, self._stream, params.address, None)
+        error = self._launch(self._kernel, *dims, self._stream if stream is None else stream.pointer, params.address,
+                             None)
         if error != self._success:
             raise RuntimeError(f"cuLaunchKernel of {self.dispatcher.py_func.__name__} with grid {grid}, block {block}, "
                                f"{shared} bytes of shared memory failed: CUresult {error}")

@@ -250,10 +250,10 @@ def _recycled_pointer_class():
 
 
 def recycled_arrays(shape, strides, dtype, nbytes, memory):
-    """``make()``: a new numba device array of this layout (``nbytes`` bytes) over recycled
-    memory at every call. ``memory(nbytes)`` gives ``(allocation, give_back)``: a ``memalloc``
-    result, and the function that keeps it again (called, instead of freeing it, when the array
-    and every view of it are dropped).
+    """``make(stream_key=0)``: a new numba device array of this layout (``nbytes`` bytes) over
+    recycled memory at every call. ``memory(nbytes, stream_key)`` gives ``(allocation, give_back)``:
+    a ``memalloc`` result, and the function that keeps it again (called, instead of freeing it,
+    when the array and every view of it are dropped).
 
     An array is built from a kept copy of the attributes of the first one, as numba's own
     ``bind`` copies an array (``DeviceNDArray.__init__`` checks the shape and builds its layout
@@ -267,8 +267,8 @@ def recycled_arrays(shape, strides, dtype, nbytes, memory):
     pointer_class, array_class = _classes
     template = {}
 
-    def make():
-        base, give_back = memory(nbytes)
+    def make(stream_key=0):
+        base, give_back = memory(nbytes, stream_key)
         known = _bases.get(id(base))
         if known is None or known[0]() is not base:  # a new allocation, or a freed one's id reused
             known = _pointer_fields(base, nbytes)
@@ -296,6 +296,77 @@ def _pointer_fields(base, nbytes):
         "device_ctypes_pointer": ctypes.c_size_t(int(address)), "size": nbytes, "_cuda_memsize_": nbytes,
         "is_managed": False, "refct": 1, "_owner": None})
     return known
+
+
+NUMBA_ARRAY_MARK = "__cuda_ndarray__"
+"""The attribute by which numba's ``devicearray.is_cuda_ndarray`` (which its documented API does
+not name) knows its own device arrays, on a GPU and on the simulator."""
+
+
+def is_numba_array(x):
+    """Whether ``x`` is numba's own device array (on a GPU or the simulator): numba's
+    ``devicearray.is_cuda_ndarray``, by :data:`NUMBA_ARRAY_MARK`."""
+    return getattr(x, NUMBA_ARRAY_MARK, False)
+
+
+def numba_array_type():
+    """The class of numba's device arrays on a GPU (``DeviceNDArray``), or None on the simulator
+    (whose arrays are of another class): a public call compares an argument's type with it first,
+    as asking an array for ``__cuda_array_interface__`` builds a dictionary."""
+    from numba import cuda
+
+    return getattr(cuda.devicearray, "DeviceNDArray", None)
+
+
+def first_elements(array, k):
+    """The first ``k`` elements of the contiguous 1-D numba device array ``array``, sharing its memory.
+
+    On a GPU without numba's slicing, which builds and checks a view (microseconds): a new
+    ``DeviceNDArray`` over the same memory pointer; on the simulator, the slice.
+    """
+    array_class = numba_array_type()
+    if array_class is None or type(array) is not array_class:
+        return array[:k]
+    return array_class((k,), (array.dtype.itemsize,), array.dtype, gpu_data=array.gpu_data)
+
+
+def python_function(op):
+    """The Python function behind a numba CUDA device function, or None if ``op`` is not one.
+
+    On a GPU ``cuda.jit(device=True)`` gives a dispatcher whose ``targetoptions`` say ``device``
+    and whose ``py_func`` is the function; on the simulator a ``FakeCUDAKernel`` with ``_device``
+    and ``fn``. Both are read here, as the layers below the classroom (whose own door is
+    :mod:`prefixsum.classroom.sim.numba_sim`) need the answer too.
+    """
+    if getattr(op, "targetoptions", {}).get("device"):
+        return op.py_func
+    if getattr(op, "_device", False):
+        return op.fn
+    return None
+
+
+def stream_pointer(stream):
+    """The driver handle of numba's ``stream`` as a ``ctypes.c_void_p`` (what :func:`driver_launch` takes):
+    its ``__cuda_stream__`` (CUDA's stream protocol), as numba-cuda's streams give it."""
+    return ctypes.c_void_p(int(stream.__cuda_stream__()[1]) or None)
+
+
+def zero_bytes(array, nbytes, stream_handle):
+    """Queue ``cuMemsetD8Async`` of the first ``nbytes`` bytes of numba's device array ``array`` to 0
+    on the stream of ``stream_handle`` (a ``c_void_p``, :func:`stream_pointer`'s): numba has no
+    memset in its documented API."""
+    from cuda.bindings import driver as binding
+
+    error, = binding.cuMemsetD8Async(array.device_ctypes_pointer.value, 0, nbytes, stream_handle.value or 0)
+    if error != binding.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuMemsetD8Async of {nbytes} bytes failed: {error}")
+
+
+def address_range(array):
+    """``(first, end)``: the device addresses of numba's contiguous device array ``array``'s bytes,
+    to tell whether two arrays overlap."""
+    start = array.device_ctypes_pointer.value or 0
+    return start, start + array.size * array.dtype.itemsize
 
 
 def device_to_host(host, device, nbytes):
@@ -346,7 +417,7 @@ def relaxed_words():
     scope is what C++ calls an atomic load or store with ``memory_order_relaxed``: it reads or
     writes the word whole, in the L2 cache every SM shares (never a stale line of the SM's own
     L1), with none of an atomic read-modify-write's cost; the look-back's tile states need no
-    more (:mod:`prefixsum.scans.tile_state`). A pair is one 16-byte access, as CUB's
+    more (:mod:`prefixsum.primitives.tile_state`). A pair is one 16-byte access, as CUB's
     ``ScanTileState`` reads and writes the status and value of an 8-byte type together (an
     aligned 16-byte access is one transaction on the hardware, which CUB relies on). Each access
     is an ``asm volatile`` with a memory clobber, so that the compiler neither drops a poll

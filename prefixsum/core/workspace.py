@@ -20,22 +20,27 @@ GPU) costs more host time than a small scan or solve, so the package keeps what 
   copy engines move them while the SMs scan) and :func:`side_stream`: streams of this thread for
   those copies, which never wait for the default stream's kernels unless told to by an event.
 
-**Policy for threads and streams.** Everything is kept *per host thread*: a thread never sees
-another thread's buffers, so two threads scanning at once never share a scratch array or a tile
-state, and no lazy initialisation can be seen half done by another thread. The package launches
-every kernel on numba's default stream, and a thread's calls queue on it in order, so a buffer
-reused by the next call of the same thread is written only after the kernels of the previous
-call have read it. With the legacy default stream the kernels of two threads run one after
-another; with per-thread default streams (``NUMBA_CUDA_PER_THREAD_DEFAULT_STREAM=1``) they may
-overlap, and since each thread's key is also its stream's, nothing is shared between streams
-either. A numpy call's copies run on this thread's side streams
+**Policy for threads and streams.** Everything is kept *per host thread and stream*: a thread
+never sees another thread's buffers, and a thread's work on one stream never sees the buffers of
+its work on another stream (the ``stream`` argument below: a :class:`~prefixsum.core.streams.Stream`,
+or None for numba's default stream). So two threads scanning at once never share a scratch array
+or a tile state, no lazy initialisation can be seen half done by another thread, and two calls of
+one thread on two streams, which the GPU may run at the same time, never share temporary storage.
+Within one thread and stream, the calls queue on the stream in order, so a buffer reused by the
+next call is written only after the kernels of the previous call have read it. The same holds for
+results: the memory of a result the caller dropped is handed out again only to a later call of
+the same thread on the same stream (as PyTorch's caching allocator keeps a block to its stream),
+which the stream orders after everything queued on it before; a caller who reads a result on
+another stream must drop it only after that work is done (PyTorch's ``record_stream`` rule).
+A thread keeps the memory of at most :data:`KEPT_STREAMS` streams; the oldest stream's is freed
+beyond (``cuMemFree`` waits for the GPU). A numpy call's copies run on this thread's side streams
 (:func:`side_stream`), ordered against its kernels by events and finished before the call returns,
 so the buffers they touch (:func:`staging`, :func:`latest`) are free again when the next call
-starts. A user who launches the package's work on streams of their own is outside this policy.
-The only structure two threads touch is a result's memory given back by a finalizer, which may
-run on any thread (the garbage collector's): it goes back to the pool of the thread that
-allocated it, under that pool's lock. The kept memory belongs to the GPU it was allocated on:
-one GPU per process.
+starts. The only structure two threads touch is a result's memory given back by a finalizer, which
+may run on any thread (the garbage collector's): it goes back to the pool of the thread and stream
+that allocated it, under that pool's lock. A caller's own temporary storage (``temp=`` of a plan,
+:mod:`prefixsum.core.plans`) is outside the workspace: the caller must not let two calls that may
+run at once share it. The kept memory belongs to the GPU it was allocated on: one GPU per process.
 
 **On the simulator** one thing more is shared: while a kernel is simulated, the name ``cuda``
 in the modules of its functions stands for the simulated module (numba's simulator works that
@@ -56,9 +61,11 @@ from . import numba_gpu
 from .device import simulating
 
 KEPT_ENTRIES = 64
-"""Keys :func:`reused` keeps per thread; the oldest goes first."""
+"""Keys :func:`reused` keeps per thread and stream; the oldest goes first."""
+KEPT_STREAMS = 16
+"""Streams whose memory a thread keeps; beyond, the oldest stream's is freed."""
 KEPT_RESULT_BYTES = 1 << 30
-"""Bytes of dropped results a thread keeps for reuse; a dropped result beyond is freed."""
+"""Bytes of dropped results a thread keeps for reuse on each stream; a dropped result beyond is freed."""
 
 KEPT_PINNED_BYTES = 256 << 20
 """Bytes of page-locked memory a thread's numpy results may hold (handed out or kept); beyond, a
@@ -92,20 +99,35 @@ def one_call_at_a_time(function):
     return call
 
 
-def _store():
-    """This thread's entries (made on its first use: a thread-local needs no lock)."""
-    store = getattr(_local, "entries", None)
+def _per_stream(name, key, make):
+    """This thread's ``name`` store of the stream ``key`` (made on first use: a thread-local needs
+    no lock), the oldest stream's dropped beyond :data:`KEPT_STREAMS`."""
+    stores = getattr(_local, name, None)
+    if stores is None:
+        stores = {}
+        setattr(_local, name, stores)
+    store = stores.get(key)
     if store is None:
-        store = _local.entries = {}
+        if len(stores) >= KEPT_STREAMS:
+            stores.pop(next(iter(stores)))
+        store = stores[key] = make()
     return store
 
 
-def reused(key, make):
-    """``make()``, made once per thread and ``key`` and handed out again afterwards.
+def _store(stream=None):
+    """This thread's entries for ``stream`` (a dictionary lookup when they exist: every call asks)."""
+    key = 0 if stream is None else stream.key
+    stores = getattr(_local, "entries", None)
+    store = None if stores is None else stores.get(key)
+    return store if store is not None else _per_stream("entries", key, dict)
+
+
+def reused(key, make, stream=None):
+    """``make()``, made once per thread, stream and ``key`` and handed out again afterwards.
 
     For what a call builds for itself and hands to no one. Never for what it returns.
     """
-    store = _store()
+    store = _store(stream)
     kept = store.get(key)
     if kept is None:
         if len(store) >= KEPT_ENTRIES:
@@ -114,8 +136,8 @@ def reused(key, make):
     return kept
 
 
-def scratch(role, shape, dtype):
-    """A device array for intermediate results, kept per thread, ``role``, ``shape`` and ``dtype``.
+def scratch(role, shape, dtype, stream=None):
+    """A device array for intermediate results, kept per thread, stream, ``role``, ``shape`` and ``dtype``.
 
     On the simulator every call gets a fresh array, so that the checker's poisoned allocations
     see every write.
@@ -123,16 +145,16 @@ def scratch(role, shape, dtype):
     if simulating():
         return cuda.device_array(shape, dtype)
     dtype = np.dtype(dtype)
-    return reused(("scratch", role, shape, dtype.str), lambda: cuda.device_array(shape, dtype))
+    return reused(("scratch", role, shape, dtype.str), lambda: cuda.device_array(shape, dtype), stream)
 
 
-def latest(role, shape, dtype):
-    """The device array of ``role`` and ``dtype`` of this thread's last call, if it had ``shape``;
-    else a new one, which replaces it (the old one is freed first). Fresh on the simulator."""
+def latest(role, shape, dtype, stream=None):
+    """The device array of ``role`` and ``dtype`` of this thread's last call on ``stream``, if it
+    had ``shape``; else a new one, which replaces it (the old one is freed first). Fresh on the simulator."""
     if simulating():
         return cuda.device_array(shape, dtype)
     dtype = np.dtype(dtype)
-    store = _store()
+    store = _store(stream)
     key = ("latest", role, dtype.str)
     kept = store.get(key)
     if kept is None or kept.shape != (shape if isinstance(shape, tuple) else (shape,)):
@@ -165,12 +187,14 @@ class _ResultPool:
                 self.kept += nbytes
 
 
-def result_memory(nbytes):
+def result_memory(nbytes, stream_key=0):
     """``(allocation, give_back)``: device memory of ``nbytes`` for a result, reused if this thread
-    kept some of that size, and the function that keeps it again once the result is dropped."""
-    pool = getattr(_local, "results", None)
+    kept some of that size for the stream of ``stream_key`` (:attr:`~prefixsum.core.streams.Stream.key`),
+    and the function that keeps it again, for that stream, once the result is dropped."""
+    pools = getattr(_local, "results", None)
+    pool = None if pools is None else pools.get(stream_key)
     if pool is None:
-        pool = _local.results = _ResultPool()
+        pool = _per_stream("results", stream_key, _ResultPool)
     base = pool.take(nbytes)
     if base is None:
         base = cuda.current_context().memalloc(nbytes)

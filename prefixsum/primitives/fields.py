@@ -84,19 +84,6 @@ def element_bytes(dtype):
     return sum(np.dtype(d).itemsize for d in dtype) if is_fields(dtype) else np.dtype(dtype).itemsize
 
 
-def python_function(op):
-    """The Python function behind a numba CUDA device function, or None if ``op`` is not one.
-
-    On a GPU ``cuda.jit(device=True)`` gives a dispatcher with ``py_func``; on the simulator a
-    ``FakeCUDAKernel`` with ``fn``.
-    """
-    if getattr(op, "targetoptions", {}).get("device"):
-        return op.py_func
-    if getattr(op, "_device", False):
-        return op.fn
-    return None
-
-
 def define(source, name, namespace):
     """Define function ``name`` from ``source`` with ``namespace`` as globals, its source kept by linecache.
 

@@ -13,7 +13,8 @@ scheduled independently, so the steps need the warp's own synchronisation:
     fastest, and the one the block scan (:mod:`.block`) builds on.
 
 and :func:`reduce_shfl`, a butterfly reduction (``shfl_xor_sync``) that leaves the warp's total
-in every lane. Each factory returns a ``cuda.jit(device=True)`` function for one operator and
+in every lane, and :func:`warp_rank`, a lane's rank among its warp's lanes that keep something
+(one ballot: the one-pass compaction's, and the sort's count of kept keys). Each factory returns a ``cuda.jit(device=True)`` function for one operator and
 dtype (cached), to be called from a kernel. Work per warp: 5 steps, at most 31 + 30 + 28 + 24 + 16
 = 129 combines. (Figure 1 as the paper writes it, on ``volatile`` memory and racy since Volta, is
 a lesson: :func:`prefixsum.classroom.lessons.scan_volatile`.)
@@ -144,3 +145,14 @@ def lanes_mask(n):
     first = cuda.blockIdx.x * cuda.blockDim.x + t - (t & 31)
     lanes = min(32, min(n, (cuda.blockIdx.x + 1) * cuda.blockDim.x) - first)
     return FULL_MASK >> (32 - lanes)
+
+
+@cuda.jit(device=True)
+def warp_rank(kept):
+    """``(rank, count)``: the lanes of the caller's warp below it whose ``kept`` is True, and all such lanes.
+
+    Every lane of the warp must call it. One ballot: bit l is lane l's ``kept``; the bits below
+    the caller's lane (``lanemask_lt``) counted are its rank, all of them the warp's count.
+    """
+    ballot = np.uint32(cuda.ballot_sync(FULL_MASK, kept))
+    return cuda.popc(ballot & cuda.lanemask_lt()), cuda.popc(ballot)

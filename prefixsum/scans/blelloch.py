@@ -35,6 +35,7 @@ from numba import cuda
 from ..primitives.fields import device_function, kernel
 from .ops import device_op, identity, numba_type
 from .registry import check_block_size
+from ..core.registry import Capability
 from .tiles import position, register_tiled
 
 SEED_LENGTH = 256
@@ -247,5 +248,5 @@ ALGORITHM = register_tiled(
     summary="Blelloch: up-sweep then down-sweep of a tree, 2 elements per thread; work 2n, depth 2 log n",
     source="GPU Gems 3, ch. 39.2.2-39.2.3 (Harris, Sengupta, Owens 2007); the lab sheet on prefix sums",
     simulator_us_per_element=(75, 3300),
-    fields=True,
+    capabilities=Capability.USER_OPERATOR,
 )

@@ -46,6 +46,8 @@ import numpy as np
 from numba import cuda, types
 
 from ..core.hardware import MAX_SHARED_BYTES_PER_BLOCK
+from ..core.registry import Capability
+from ..core.streams import launch_stream as on
 from ..primitives.block import MAX_TILE, block_reduce, block_scan, position, staged_size, tile_loader, tile_writer
 from ..primitives.fields import Operator, device_function, element_bytes, kernel
 from .ops import device_op, identity, numba_type
@@ -196,8 +198,8 @@ def scan_kernel(op, dtype, inclusive, reverse, block_size, items):
     return kernel(rescan_tiles, dtype, arrays=("x", "out", "carries"))
 
 
-def run(x, out, op, inclusive, reverse, block_size, items_per_thread):
-    """Scan device array ``x`` into ``out`` (see :class:`prefixsum.scans.registry.Algorithm`);
+def run(x, out, op, inclusive, reverse, block_size, items_per_thread, *, stream=None):
+    """Scan device array ``x`` into ``out`` on ``stream`` (see :class:`prefixsum.scans.registry.Algorithm`);
     with a user operator, ``x`` and ``out`` are tuples of arrays, one per field."""
     fields = isinstance(x, tuple)
     xs, outs = (x, out) if fields else ((x,), (out,))
@@ -207,12 +209,13 @@ def run(x, out, op, inclusive, reverse, block_size, items_per_thread):
     tiles = math.ceil(n / (block_size * items))
     scan = scan_kernel(op, dtype, inclusive, reverse, block_size, items)
     if tiles == 1:
-        scan[1, block_size](*xs, *outs, *xs, n)  # one tile reads no carries: any arrays of the dtypes
+        scan[1, block_size, on(stream)](*xs, *outs, *xs, n)  # one tile reads no carries: any arrays of the dtypes
         return
-    totals = tuple(scratch(f"hierarchical totals {k}", tiles, d) for k, d in enumerate(dtype if fields else [dtype]))
-    reduce_kernel(op, dtype, reverse, block_size, items)[tiles, block_size](*xs, *totals, n)
-    spine_kernel(op, dtype, block_size)[1, block_size](*totals, tiles)
-    scan[tiles, block_size](*xs, *outs, *totals, n)
+    totals = tuple(scratch(f"hierarchical totals {k}", tiles, d, stream)
+                   for k, d in enumerate(dtype if fields else [dtype]))
+    reduce_kernel(op, dtype, reverse, block_size, items)[tiles, block_size, on(stream)](*xs, *totals, n)
+    spine_kernel(op, dtype, block_size)[1, block_size, on(stream)](*totals, tiles)
+    scan[tiles, block_size, on(stream)](*xs, *outs, *totals, n)
 
 
 def kernels(op, dtype, inclusive, reverse, block_size, items_per_thread):
@@ -241,7 +244,5 @@ ALGORITHM = register(Algorithm(
     source="Lungu, Petrosanu, Pirjan 2011 (Figures 1 and 2, 8 elements per thread)",
     simulator_us_per_element=(40, None),
     auto_rank=2,
-    warp_level=True,
-    fields=True,
-    combines_every_result=True,
+    capabilities=Capability.WARP_INTRINSICS | Capability.USER_OPERATOR | Capability.COMBINES_EVERY_RESULT,
 ))

@@ -21,6 +21,7 @@ from numba import cuda
 from ..core.moved import moved
 from ..primitives.fields import kernel
 from .ops import device_op, identity, numba_type
+from ..core.registry import Capability
 from .tiles import lane_result, position, register_tiled
 
 
@@ -63,7 +64,7 @@ ALGORITHM = register_tiled(
     summary="Hillis-Steele: lane t adds lane t - stride for stride 1, 2, 4, ..., ping-pong; work N log N, depth log N",
     source="GPU Gems 3, ch. 39.2.1 (Harris, Sengupta, Owens)",
     simulator_us_per_element=(140, 4200),
-    fields=True,
+    capabilities=Capability.USER_OPERATOR,
 )
 
 __getattr__ = moved(__name__, {

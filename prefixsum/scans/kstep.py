@@ -41,6 +41,7 @@ from typing import NamedTuple
 from numba import cuda, int64, types
 
 from ..core.hardware import MAX_THREADS_PER_BLOCK, WARP_SIZE
+from ..core.streams import launch_stream as on
 from .ops import check_dtype, device_op, identity, numba_type
 from .registry import Algorithm, register
 from .tiles import array_type, lane_result, position, scratch
@@ -254,25 +255,26 @@ def store_kernel(op, dtype, inclusive, reverse):
     return cuda.jit(kstep_store)
 
 
-def _launch(kernel, threads_needed, *args):
+def _launch(kernel, threads_needed, stream, *args):
     # Round up to whole warps only: the late steps need a handful of threads.
     threads = min(THREADS, WARP_SIZE * math.ceil(threads_needed / WARP_SIZE))
-    kernel[math.ceil(threads_needed / threads), threads](*args)
+    kernel[math.ceil(threads_needed / threads), threads, on(stream)](*args)
 
 
-def scan_launches(x, out, op, inclusive, reverse, L):
-    """Scan device array ``x`` into ``out`` with one kernel launch per step (any n >= 1)."""
+def scan_launches(x, out, op, inclusive, reverse, L, stream=None):
+    """Scan device array ``x`` into ``out`` with one kernel launch per step (any n >= 1), on ``stream``."""
     n = x.shape[0]
     dtype = check_dtype(x.dtype)
     sizes, offsets = lv = levels(n, L)
-    buf = scratch("kstep buffer", lv.length, dtype)
-    _launch(load_kernel(reverse), n, x, buf, n)
+    buf = scratch("kstep buffer", lv.length, dtype, stream)
+    _launch(load_kernel(reverse), n, stream, x, buf, n)
     for s in range(lv.top + 1):
-        _launch(reduce_kernel(op, dtype, L), sizes[s + 1], buf, offsets[s], offsets[s + 1], sizes[s])
-    top_kernel(op, dtype)[1, 1](buf, offsets[-1], sizes[-1])
+        _launch(reduce_kernel(op, dtype, L), sizes[s + 1], stream, buf, offsets[s], offsets[s + 1], sizes[s])
+    top_kernel(op, dtype)[1, 1, on(stream)](buf, offsets[-1], sizes[-1])
     for level in range(lv.top, -1, -1):  # correction step s = s* + 1 - level corrects this level
-        _launch(correct_kernel(op, dtype, L), sizes[level + 1], buf, offsets[level + 1], offsets[level], sizes[level])
-    _launch(store_kernel(op, dtype, inclusive, reverse), n, buf, out, n)
+        _launch(correct_kernel(op, dtype, L), sizes[level + 1], stream, buf, offsets[level + 1], offsets[level],
+                sizes[level])
+    _launch(store_kernel(op, dtype, inclusive, reverse), n, stream, buf, out, n)
 
 
 # The one-block path: the same steps in shared memory, a block barrier per step.
@@ -318,8 +320,8 @@ def fits_one_block(n, L):
     return levels(n, L).length <= ONE_BLOCK_BUFFER
 
 
-def scan_one_block(x, out, op, inclusive, reverse, L):
-    """Scan device array ``x`` into ``out`` in one block, a barrier per step.
+def scan_one_block(x, out, op, inclusive, reverse, L, stream=None):
+    """Scan device array ``x`` into ``out`` in one block, a barrier per step, on ``stream``.
 
     Raises
     ------
@@ -335,20 +337,20 @@ def scan_one_block(x, out, op, inclusive, reverse, L):
         )
     # The widest step, the first reduction and the last correction, has K_1 threads.
     threads = min(ONE_BLOCK_THREADS, WARP_SIZE * math.ceil(lv.sizes[1] / WARP_SIZE))
-    one_block_kernel(op, check_dtype(x.dtype), inclusive, reverse, L)[1, threads](x, out, n)
+    one_block_kernel(op, check_dtype(x.dtype), inclusive, reverse, L)[1, threads, on(stream)](x, out, n)
 
 
-def run(x, out, op, inclusive, reverse, L, one_block):
-    """k-step scan of device array ``x`` into ``out`` (see :class:`prefixsum.scans.registry.Algorithm`).
+def run(x, out, op, inclusive, reverse, L, one_block, *, stream=None):
+    """k-step scan of device array ``x`` into ``out`` on ``stream`` (see :class:`prefixsum.scans.registry.Algorithm`).
 
     ``one_block="auto"`` takes the one-block path whenever the buffer fits it, True always
     (a ValueError if it does not fit), False never.
     """
     L = int(L)
     if one_block is True or (one_block == "auto" and fits_one_block(x.shape[0], L)):
-        scan_one_block(x, out, op, inclusive, reverse, L)
+        scan_one_block(x, out, op, inclusive, reverse, L, stream)
     else:
-        scan_launches(x, out, op, inclusive, reverse, L)
+        scan_launches(x, out, op, inclusive, reverse, L, stream)
 
 
 def kernels(op, dtype, inclusive, reverse, L, one_block):

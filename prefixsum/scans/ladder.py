@@ -15,6 +15,7 @@ from numba import cuda
 
 from ..primitives.fields import kernel
 from .ops import device_op, identity, numba_type
+from ..core.registry import Capability
 from .tiles import lane_result, position, register_tiled
 
 
@@ -54,5 +55,5 @@ ALGORITHM = register_tiled(
     source="a Python notebook of partial-sum experiments (partial_sum_ladder)",
     simulator_us_per_element=(80, 4000),
     auto_rank=1,
-    fields=True,
+    capabilities=Capability.USER_OPERATOR,
 )

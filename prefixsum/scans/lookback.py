@@ -42,17 +42,19 @@ relaxed loads and stores at gpu scope (:func:`prefixsum.core.numba_gpu.relaxed_w
 to the L2 cache that every SM shares (a plain load could hit a stale line in the SM's own L1), and
 cost a load or a store, not an atomic's read-modify-write. No fence is needed: nothing but the
 word itself is read on its word. (A user operator's tuple does not fit one word: it takes a flag
-word and value slots written before a fence, :mod:`.tile_state`.)
+word and value slots written before a fence, :mod:`prefixsum.primitives.tile_state`.)
 
 **No reset between scans.** A flag is ``2 * epoch + kind`` (kind 0 AGGREGATE, 1 PREFIX), and
 ``epoch`` counts the calls that used these states: a state written by an earlier call has a
 smaller flag and reads as "not yet published". States are never cleared, except once every
 2^30 calls when the epoch wraps.
 
-The states, the counter and the epoch are kept per host thread and element width and reused by
-the thread's every call (:mod:`prefixsum.core.workspace`): a thread's calls queue on numba's
-default stream, so two of its scans never run at the same time, and two threads never share a
-state. (They belong to the GPU of the first call, as the launchers do: one GPU per process.)
+The states, the counter and the epoch are kept per host thread, stream and element width and
+reused by the thread's every call on that stream (:mod:`prefixsum.core.workspace`): a thread's
+calls on one stream queue in order, so two of its scans on one stream never run at the same
+time, and two threads or two streams never share a state. (They belong to the GPU of the first
+call, as the launchers do: one GPU per process.) A plan's caller may hold them instead (``temp=``,
+:func:`~prefixsum.primitives.tile_state.caller_states`): then they are zeroed at the start of each call.
 
 **A user operator** (:mod:`prefixsum.scans.user_ops`) runs through the same kernel: its tuples
 of fields are compiled from this source by :mod:`prefixsum.primitives.fields` (one array per
@@ -65,17 +67,19 @@ per tile; 2n element transfers in global memory, one launch.
 """
 import functools
 
-import numpy as np
 from numba import cuda, types
 
 from ..core.launch import Launcher
 from ..core.moved import moved
+from ..core.plans import kept
+from ..core.registry import Capability
 from ..primitives.block import MAX_TILE, block_scan, staged_size, tile_loader, tile_writer
 from ..primitives.fields import element_bytes, is_fields, kernel
 from .ops import check_dtype, device_op, numba_type
-from .registry import Algorithm, check_block_size, register
-from .tile_state import (AGGREGATE, MAX_EPOCH, PREFIX, bit_carrier, kept_states, look_back, packed,  # noqa: F401
-                         paired, state_access, state_arrays, states)
+from .registry import Algorithm, Chunks, Prepared, check_block_size, register
+from ..primitives.tile_state import (AGGREGATE, MAX_EPOCH, PREFIX, bit_carrier, caller_states,  # noqa: F401
+                                     draw_tile, kept_states, look_back, packed, paired, state_access, state_arrays,
+                                     state_bytes, states)
 from . import tile_choice
 from .tile_choice import fastest_shape
 from .tiles import array_type
@@ -167,13 +171,7 @@ def lookback_kernel(op, dtype, inclusive, reverse, block_size, items, look=None)
         shared_tile = cuda.shared.array(1, types.int32)
         shared_exclusive = cuda.shared.array(1, element)
         t = cuda.threadIdx.x
-        if t == 0:
-            drawn = cuda.atomic.add(counter, 0, np.uint32(1))
-            if drawn == cuda.gridDim.x - 1:  # the last id: every block has drawn, reset for the next call
-                cuda.atomic.exch(counter, 0, np.uint32(0))
-            shared_tile[0] = drawn
-        cuda.syncthreads()
-        tile = first + shared_tile[0]
+        tile = first + draw_tile(counter, shared_tile)
         start = tile * tile_size
         exclusive, aggregate = scan_block(load(x, n, start, staged, run))
         if t < 32:
@@ -192,59 +190,54 @@ def launcher(op, dtype, inclusive, reverse, block_size, items):
     return Launcher(lookback_kernel(op, dtype, inclusive, reverse, block_size, items), argtypes(dtype))
 
 
-_PREPARED = {}  # (op, dtype, inclusive, reverse, block_size, items_per_thread) -> prepare's function
+def run(x, out, op, inclusive, reverse, block_size, items_per_thread, *, stream=None):
+    """Scan device array ``x`` into ``out`` on ``stream`` (see :class:`prefixsum.scans.registry.Algorithm`);
+    with a user operator, ``x`` and ``out`` are tuples of arrays, one per field. What :func:`prepare`
+    works out is kept in the package's one plan cache (:data:`prefixsum.core.plans.PLANS`)."""
+    dtype = op.dtypes if isinstance(x, tuple) else x.dtype
+    n = (x[0] if isinstance(x, tuple) else x).shape[0]
+    key = ("lookback.run", op, dtype, n, inclusive, reverse, block_size, items_per_thread)
+    kept(key, lambda: prepare(*key[1:])).launch(x, out, stream, None)
 
 
-def run(x, out, op, inclusive, reverse, block_size, items_per_thread):
-    """Scan device array ``x`` into ``out`` (see :class:`prefixsum.scans.registry.Algorithm`)."""
-    if isinstance(x, tuple):
-        return run_fields(x, out, op, inclusive, reverse, block_size, items_per_thread)
-    key = (op, x.dtype, inclusive, reverse, block_size, items_per_thread)
-    scan_into = _PREPARED.get(key) or prepare(*key)
-    scan_into(x, out)
+def prepare(op, dtype, n, inclusive, reverse, block_size, items_per_thread):
+    """The :class:`~prefixsum.scans.registry.Prepared` of a plan: the tile for ``n`` elements
+    (:func:`tile_shape`), its launcher and the tile count, worked out once, so that a call reads
+    no more than its arrays, takes the tile states (this thread's and stream's,
+    :func:`~prefixsum.primitives.tile_state.kept_states`, or laid out in the caller's ``temp``)
+    and launches: a small scan's host time is the GPU's wait.
 
-
-def prepare(op, dtype, inclusive, reverse, block_size, items_per_thread):
-    """``scan_into(x, out)``: :func:`run` for 1-D device arrays of ``dtype`` and these settings,
-    with everything that does not depend on ``x`` worked out once (kept for the next call of the
-    same settings): a small scan's host time is the GPU's wait.
-
-    Per call it reads the length, finds the tile and launcher for it (:func:`tile_shape`, worked
-    out once per length), takes this thread's tile states (:func:`~.tile_state.kept_states`) and
-    launches.
+    With a user operator (``op`` an :class:`~prefixsum.primitives.fields.Operator`, ``dtype`` its
+    dtypes) the arrays are tuples, one per field. Its ``chunks`` launch a range of tiles, for a
+    numpy call's overlapped copies (:mod:`.transfers`).
     """
-    key = (op, dtype, inclusive, reverse, block_size, items_per_thread)
-    itemsize = check_dtype(dtype).itemsize
-    by_length = {}  # n -> (launch, threads, tile)
+    fields = is_fields(dtype)
+    threads, items = tile_shape(dtype, n, block_size, items_per_thread)
+    tile = threads * items
+    tiles = -(-n // tile)
+    launch = launcher(op, dtype, inclusive, reverse, threads, items)
+    width = (0, len(dtype)) if fields else (check_dtype(dtype).itemsize, 0)  # kept_states by width or fields
 
-    def launch_for(n):
-        threads, items = tile_shape(dtype, n, block_size, items_per_thread)
-        if len(by_length) >= 1024:
-            by_length.clear()
-        found = by_length[n] = (launcher(op, dtype, inclusive, reverse, threads, items), threads, threads * items)
-        return found
+    def begin(stream, temp=None):
+        """The tile states of one call: this thread's and stream's, or laid out in ``temp``."""
+        return (kept_states(*width, stream) if temp is None else caller_states(temp, dtype, tiles, stream)).next(tiles)
 
-    def scan_into(x, out):
-        n = x.shape[0]
-        launch, threads, tile = by_length.get(n) or launch_for(n)
-        tiles = -(-n // tile)
-        status, values, counter, epoch = kept_states(itemsize).next(tiles)
-        launch(tiles, threads, x, out, status, values, counter, n, epoch, 0)
+    if fields:
+        def scan_into(x, out, stream, temp):
+            status, values, counter, epoch = begin(stream, temp)
+            launch(tiles, threads, *x, *out, status, *values, counter, n, epoch, 0, stream=stream)
+    else:
+        def scan_into(x, out, stream, temp):
+            states = kept_states(*width, stream) if temp is None else caller_states(temp, dtype, tiles, stream)
+            status, values, counter, epoch = states.next(tiles)
+            launch(tiles, threads, x, out, status, values, counter, n, epoch, 0, stream=stream)
 
-    if len(_PREPARED) >= 1024:
-        _PREPARED.clear()
-    _PREPARED[key] = scan_into
-    return scan_into
+    def launch_tiles(x, out, state, first, count, stream):
+        status, values, counter, epoch = state
+        launch(count, threads, x, out, status, values, counter, n, epoch, first, stream=stream)
 
-
-def run_fields(xs, outs, operator, inclusive, reverse, block_size, items_per_thread):
-    """Scan the tuple of device arrays ``xs`` into ``outs`` with a user operator (one launch)."""
-    n = xs[0].shape[0]
-    block_size, items = tile_shape(operator.dtypes, n, block_size, items_per_thread)
-    tiles = -(-n // (block_size * items))
-    status, values, counter, epoch = states(operator.dtypes, tiles)
-    launch = launcher(operator, operator.dtypes, inclusive, reverse, block_size, items)
-    launch(tiles, block_size, *xs, *outs, status, *values, counter, n, epoch, 0)
+    return Prepared(scan_into, lambda: [(launch.dispatcher, launch.argtypes)], state_bytes(dtype, tiles),
+                    None if fields else Chunks(tile, begin, launch_tiles, reverse))
 
 
 def argtypes(dtype):
@@ -289,9 +282,8 @@ ALGORITHM = register(Algorithm(
     source="Merrill and Garland, Single-pass Parallel Prefix Scan with Decoupled Look-back (NVIDIA, 2016)",
     simulator_us_per_element=(25, None),
     auto_rank=3,
-    warp_level=True,
-    fields=True,
-    combines_every_result=True,
+    capabilities=(Capability.WARP_INTRINSICS | Capability.USER_OPERATOR | Capability.COMBINES_EVERY_RESULT
+                  | Capability.CHUNKED | Capability.CALLER_TEMP),
     prepare=prepare,
 ))
 

@@ -1,67 +1,93 @@
 """The registry of scan algorithms.
 
 Every algorithm is one module that builds an :class:`Algorithm` and calls :func:`register`.
-The public :func:`prefixsum.scan`, the tests, the demo (``python -m prefixsum``), the PTX test
-and the benchmarks all walk :data:`ALGORITHMS`, so a new module needs no edits elsewhere.
+The public :func:`prefixsum.scan` and its plans (:func:`prefixsum.plan_scan`), the tests, the
+demo (``python -m prefixsum``), the PTX test and the benchmarks all walk :data:`ALGORITHMS`, so a
+new module needs no edits elsewhere. The registry has the shape of every family's
+(:class:`prefixsum.core.registry.Registry`): capabilities as flags, and ``"auto"`` chosen from the
+committed measurements (:func:`call_times`).
 """
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import dataclass
+from typing import Callable, NamedTuple
 
-from ..core import device
+from ..core import tables
 from ..core.hardware import MAX_THREADS_PER_BLOCK, WARP_SIZE
+from ..core.registry import Capability, Entry, Registry
 
 SLOWEST_SIMULATION = (140, 4900)
 """The slowest simulator costs measured (microseconds per element, classroom and stock): the
 default ``Algorithm.simulator_us_per_element``, and the estimate for a name not registered."""
+CALL_TABLE = "lookback.csv"
+"""The committed table whose whole calls on device arrays (rows ``ps.scan(NAME)``, part ``call on
+device``) rank the algorithms for ``"auto"``."""
 
 
-@dataclass(frozen=True)
-class Algorithm:
-    """One scan algorithm, as the rest of the package sees it.
+class Prepared(NamedTuple):
+    """What an algorithm worked out once for one plan (:meth:`Algorithm.prepared`).
 
     Attributes
     ----------
-    name : str
-        The key in :data:`ALGORITHMS` and the value of ``scan(..., algorithm=name)``.
+    launch : callable
+        ``launch(x, out, stream, temp)``: scans the device array ``x`` of the plan's n >= 1
+        elements into ``out`` (tuples of arrays, one per field, for a user operator) on ``stream``
+        (a :class:`~prefixsum.core.streams.Stream`), with the caller's ``temp`` (a uint8 device
+        array of at least ``temp_bytes``) or, if None, the workspace's storage of this thread and stream.
+    kernels : callable
+        ``kernels()``: every ``(dispatcher, argtypes)`` that ``launch`` may use.
+    temp_bytes : int or None
+        Bytes ``launch`` takes from ``temp``; None: it keeps its storage in the workspace.
+    chunks : Chunks or None
+        For a :attr:`~prefixsum.core.registry.Capability.CHUNKED` algorithm: its launch over a
+        range of tiles, for a numpy call whose copies overlap the scan (:mod:`.transfers`).
+    """
+
+    launch: Callable
+    kernels: Callable
+    temp_bytes: object = None
+    chunks: object = None
+
+
+class Chunks(NamedTuple):
+    """A scan launched a range of tiles at a time (:attr:`Prepared.chunks`).
+
+    Attributes
+    ----------
+    tile : int
+        Elements per tile.
+    begin : callable
+        ``begin(stream) -> state``: what every range of one call shares (the look-back's tile states).
+    launch : callable
+        ``launch(x, out, state, first, count, stream)``: scans tiles ``first .. first + count - 1``,
+        finding the carry of the tiles before in ``state``; one stream keeps the ranges in order.
+    reverse : bool
+        Tile 0 is at the end of the array (a suffix scan): the ranges go from the end.
+    """
+
+    tile: int
+    begin: Callable
+    launch: Callable
+    reverse: bool
+
+
+@dataclass(frozen=True)
+class Algorithm(Entry):
+    """One scan algorithm, as the rest of the package sees it (the fields of
+    :class:`~prefixsum.core.registry.Entry`, and these).
+
+    Attributes
+    ----------
     run : callable
-        ``run(x, out, op, inclusive, reverse, **options)``: scans the contiguous 1-D device
-        array ``x`` into the device array ``out`` of the same length (n >= 1) and dtype.
+        ``run(x, out, op, inclusive, reverse, *, stream=None, **options)``: scans the contiguous
+        1-D device array ``x`` into the device array ``out`` of the same length (n >= 1) and
+        dtype, on ``stream`` (a :class:`~prefixsum.core.streams.Stream`; None: numba's default).
+        With :attr:`~prefixsum.core.registry.Capability.USER_OPERATOR`, ``op`` may be an
+        :class:`~prefixsum.primitives.fields.Operator` and ``x``, ``out`` tuples of arrays, one per field.
     kernels : callable
         ``kernels(op, dtype, inclusive, reverse, **options)``: every ``(dispatcher, argtypes)``
         that ``run`` may launch for that configuration, for compiling to PTX.
-    options : dict
-        Option names and their defaults.
-    check_options : callable
-        ``check_options(**options)`` raises ValueError naming a bad value and the allowed ones.
-    summary : str
-        One line for tables: the idea, its work and depth.
-    source : str
-        The document or reference the algorithm comes from.
-    auto_rank : int
-        ``algorithm="auto"`` picks, among the registered algorithms it may use for n elements,
-        the one with the highest rank.
-    auto_min_n : int
-        ``"auto"`` uses the algorithm only for n >= auto_min_n (from measurements: below, a
-        lower-ranked one is faster).
-    warp_level : bool
-        Uses warp intrinsics (shuffles, votes), which numba's stock simulator lacks: "auto"
-        passes over it when the stock simulator runs the kernels.
-    fields : bool
-        ``run`` and ``kernels`` take a user operator themselves, from the one source of the
-        algorithm (:mod:`prefixsum.primitives.fields`): ``op`` an
-        :class:`~prefixsum.primitives.fields.Operator`, ``dtype`` its tuple of dtypes, ``x``
-        and ``out`` tuples of device arrays, one per field.
-    combines_every_result : bool
-        With a user operator, every element ``run`` writes is a value returned by the operator
-        (never a raw input, nor the raw identity of an exclusive scan's first lane): the
-        segmented scans' operators (:mod:`prefixsum.apps.segmented`) mark a result in its first
-        combine and need that.
     prepare : callable or None
-        ``prepare(op, dtype, inclusive, reverse, **options) -> scan_into(x, out)``: ``run`` for
-        1-D device arrays of ``dtype`` and these settings, with what does not depend on ``x``
-        worked out once (a repeated call of :func:`prefixsum.scan` on device arrays keeps it).
-        None: such a call runs ``run`` with the same arguments.
+        ``prepare(op, dtype, n, inclusive, reverse, **options) -> Prepared``: what does not depend
+        on the arrays, worked out once for a plan. None: :meth:`prepared` makes one from ``run``.
     simulator_us_per_element : (float, float or None)
         Microseconds per element of a float32 add scan on the classroom simulator and on numba's
         stock one (None: the stock simulator cannot run it, it lacks warp intrinsics), for
@@ -71,83 +97,64 @@ class Algorithm:
         :data:`SLOWEST_SIMULATION`, is for an algorithm nobody measured.
     """
 
-    name: str
-    run: Callable
-    kernels: Callable
-    options: dict = field(default_factory=dict)
-    check_options: Callable = lambda **options: None
-    summary: str = ""
-    source: str = ""
-    auto_rank: int = 0
-    auto_min_n: int = 0
-    warp_level: bool = False
-    fields: bool = False
-    combines_every_result: bool = False
+    run: Callable = None
+    kernels: Callable = None
     prepare: Callable = None
     simulator_us_per_element: tuple = SLOWEST_SIMULATION
 
-    def resolve_options(self, options):
-        """Return the full option dict (defaults filled in), or raise ValueError for a bad one."""
-        unknown = sorted(set(options) - set(self.options))
-        if unknown:
-            allowed = ", ".join(sorted(self.options)) or "none"
-            raise ValueError(f"unknown option {unknown[0]!r} for algorithm {self.name!r}; allowed options: {allowed}")
-        resolved = {**self.options, **options}
-        self.check_options(**resolved)
-        return resolved
+    @property
+    def warp_level(self):
+        """Whether it needs warp intrinsics (:attr:`~prefixsum.core.registry.Capability.WARP_INTRINSICS`)."""
+        return Capability.WARP_INTRINSICS in self.capabilities
+
+    @property
+    def fields(self):
+        """Whether it carries a user operator (:attr:`~prefixsum.core.registry.Capability.USER_OPERATOR`)."""
+        return Capability.USER_OPERATOR in self.capabilities
+
+    @property
+    def combines_every_result(self):
+        """:attr:`~prefixsum.core.registry.Capability.COMBINES_EVERY_RESULT`."""
+        return Capability.COMBINES_EVERY_RESULT in self.capabilities
+
+    def prepared(self, op, dtype, n, inclusive, reverse, options):
+        """:attr:`prepare`'s :class:`Prepared`, or one that calls :attr:`run` with these arguments."""
+        if self.prepare is not None:
+            return self.prepare(op, dtype, n, inclusive, reverse, **options)
+        run, kernels = self.run, self.kernels
+
+        def launch(x, out, stream, temp):
+            run(x, out, op, inclusive, reverse, stream=stream, **options)
+
+        return Prepared(launch, lambda: kernels(op, dtype, inclusive, reverse, **options))
 
 
-class _Registry(Mapping):
-    """A read-only mapping name -> :class:`Algorithm`, iterated in registration order."""
-
-    def __init__(self):
-        self._items = {}
-        self.version = 0  # registrations so far: what "auto" picks may change with each
-
-    def __getitem__(self, name):
-        return self._items[name]
-
-    def __iter__(self):
-        return iter(self._items)
-
-    def __len__(self):
-        return len(self._items)
-
-    def __repr__(self):
-        return f"ALGORITHMS{tuple(self._items)}"
+def call_times(names, n, dtype):
+    """``{name: microseconds}``: the whole calls of :data:`CALL_TABLE` on device arrays of these
+    algorithms, at the measured length nearest ``n``, of ``dtype``'s rows (any dtype's where it has none)."""
+    calls = [row for row in tables.rows(CALL_TABLE) if row.get("part") == "call on device"]
+    dtype_name = getattr(dtype, "name", None)
+    of_dtype = [row for row in calls if row["dtype"] == dtype_name] or calls
+    wanted = {f"ps.scan({name})": name for name in names}
+    rows = [row for row in of_dtype if row["variant"] in wanted]
+    length = tables.nearest({int(row["n"]) for row in rows}, n)
+    return {wanted[row["variant"]]: float(row["median_us"]) for row in rows if int(row["n"]) == length}
 
 
-ALGORITHMS = _Registry()
+ALGORITHMS = Registry("algorithm", measured=call_times)
 
 
 def register(algorithm):
     """Add ``algorithm`` to :data:`ALGORITHMS` (its name must be new) and return it."""
-    if algorithm.name in ALGORITHMS._items or algorithm.name == "auto":
-        raise ValueError(f"algorithm name {algorithm.name!r} is already taken")
-    ALGORITHMS._items[algorithm.name] = algorithm
-    ALGORITHMS.version += 1
-    return algorithm
+    return ALGORITHMS.register(algorithm)
 
 
-_AUTO_ORDER = {}
-
-
-def lookup(name, n=0):
-    """The :class:`Algorithm` called ``name``; ``"auto"``: the highest-ranked one for ``n`` elements.
-
-    ``"auto"`` passes over warp-level algorithms where warp intrinsics are missing (numba's stock
-    simulator) and over an algorithm whose ``auto_min_n`` is above ``n``.
-    """
-    if name == "auto":
-        key = (device.warp_intrinsics(), len(ALGORITHMS))
-        if key not in _AUTO_ORDER:
-            _AUTO_ORDER[key] = sorted((a for a in ALGORITHMS.values() if key[0] or not a.warp_level),
-                                      key=lambda a: -a.auto_rank)
-        return next(a for a in _AUTO_ORDER[key] if n >= a.auto_min_n)
-    try:
-        return ALGORITHMS[name]
-    except (KeyError, TypeError):
-        raise ValueError(f"unknown algorithm {name!r}; allowed: auto, {', '.join(ALGORITHMS)}") from None
+def lookup(name, n=0, dtype=None, needs=Capability.NONE):
+    """The :class:`Algorithm` for ``algorithm=name`` (:meth:`~prefixsum.core.registry.Registry.choose`):
+    ``"auto"`` is the fastest measured for ``n`` elements of ``dtype`` among those able to do
+    ``needs`` here (warp-level ones are passed over where warp intrinsics are missing: numba's
+    stock simulator)."""
+    return ALGORITHMS.choose(name, n, dtype, needs)
 
 
 def check_block_size(name, value, low=WARP_SIZE, high=MAX_THREADS_PER_BLOCK):

@@ -8,38 +8,27 @@ shape that was fastest at the measured length nearest to n (in log2) in ``scan_t
 the table ``benchmarks/cub_tuning.py`` writes from its kernel times (CUPTI) of five shapes at
 2^12 .. 2^28. Explicit ``block_size`` / ``items_per_thread`` options override it.
 
-The table ships with the package: read from the checkout's ``benchmarks/`` or, in an installed
-wheel, from ``prefixsum/data/`` (where ``setup.py`` copies the committed results). Without it
-(a copy that lacks both), every length gets :data:`DEFAULT_SHAPE`.
+The table ships with the package (:mod:`prefixsum.core.tables`); without it, every length gets
+:data:`DEFAULT_SHAPE`.
 """
-import csv
 import functools
-import math
-import pathlib
+
+from ..core import tables
 
 TABLE = "scan_tiles.csv"
 DEFAULT_SHAPE = (128, 32)
 """``(block_size, items_per_thread)`` where the table has no row for the element size: the
 fastest shape from 2^20 on for both element sizes (``benchmarks/cub_tuning.csv``)."""
-_PLACES = (pathlib.Path(__file__).resolve().parents[2] / "benchmarks",  # a checkout
-           pathlib.Path(__file__).resolve().parents[1] / "data")  # an installed wheel
 
 
 @functools.lru_cache(maxsize=None)
 def measured():
     """``{itemsize: ((n, block_size, items_per_thread), ...)}`` from the table, by n; ``{}`` without it."""
-    for folder in _PLACES:
-        path = folder / TABLE
-        if path.is_file():
-            break
-    else:
-        return {}
     shapes = {}
-    with open(path, newline="") as handle:
-        for row in csv.DictReader(handle):
-            if row["itemsize"]:
-                shapes.setdefault(int(row["itemsize"]), []).append(
-                    (int(row["n"]), int(row["block_size"]), int(row["items_per_thread"])))
+    for row in tables.rows(TABLE):
+        if row["itemsize"]:
+            shapes.setdefault(int(row["itemsize"]), []).append(
+                (int(row["n"]), int(row["block_size"]), int(row["items_per_thread"])))
     return {itemsize: tuple(sorted(rows)) for itemsize, rows in shapes.items()}
 
 
@@ -49,8 +38,8 @@ def fastest_shape(itemsize, n):
     rows = measured().get(itemsize)
     if not rows:
         return DEFAULT_SHAPE
-    at = math.log2(max(n, 1))
-    _, block_size, items = min(rows, key=lambda row: (abs(math.log2(row[0]) - at), -row[0]))
+    length = tables.nearest([row[0] for row in rows], n)
+    _, block_size, items = next(row for row in rows if row[0] == length)
     return block_size, items
 
 

@@ -11,13 +11,15 @@ inclusive one shifted by a lane, with the identity in lane 0 of every tile; the 
 that identity into the total of the tiles before.
 
 A user operator's tuples run through the same tile kernels and carry, each compiled for one
-array per field by :mod:`prefixsum.primitives.fields` (``register_tiled(..., fields=True)``).
+array per field by :mod:`prefixsum.primitives.fields` (``register_tiled(...,
+capabilities=Capability.USER_OPERATOR)``).
 """
 import functools
 import math
 
 from numba import cuda, types
 
+from ..core.streams import launch_stream as on
 from ..core.workspace import scratch  # noqa: F401  (the tiled scans' scratch, by the name they import)
 from ..primitives.block import position
 from ..primitives.fields import device_function, is_fields, kernel
@@ -85,7 +87,7 @@ def carry_argtypes(dtype):
     return _arrays(dtype) * 2 + (types.int64,)
 
 
-def scan_tiles(x, out, tile_kernel, *, tile, threads, op, reverse, scan_totals):
+def scan_tiles(x, out, tile_kernel, *, tile, threads, op, reverse, scan_totals, stream=None):
     """Scan the device array ``x`` into ``out`` tile by tile, then carry the totals across tiles.
 
     What every tiled scan of one array runs (a user operator's tuples take
@@ -106,30 +108,32 @@ def scan_tiles(x, out, tile_kernel, *, tile, threads, op, reverse, scan_totals):
     scan_totals : callable
         ``scan_totals(totals, carries)`` writes the inclusive forward scan of ``totals`` into
         ``carries`` (the caller passes its own algorithm, so the recursion stays in it).
+    stream : Stream, optional
+        Where the launches go (:func:`prefixsum.core.streams.as_stream`; None: numba's default stream).
     """
     dtype = check_dtype(x.dtype)
     n = x.shape[0]
     ntiles = math.ceil(n / tile)
-    totals = scratch("totals", ntiles, dtype)
-    tile_kernel[ntiles, threads](x, out, totals, n)
+    totals = scratch("totals", ntiles, dtype, stream)
+    tile_kernel[ntiles, threads, on(stream)](x, out, totals, n)
     if ntiles > 1:
-        carries = scratch("carries", ntiles, dtype)
+        carries = scratch("carries", ntiles, dtype, stream)
         scan_totals(totals, carries)
-        carry_kernel(op, dtype, reverse, tile)[ntiles - 1, threads](out, carries, n)
+        carry_kernel(op, dtype, reverse, tile)[ntiles - 1, threads, on(stream)](out, carries, n)
 
 
-def scan_field_tiles(xs, outs, tile_kernel, *, tile, threads, op, reverse, scan_totals):
+def scan_field_tiles(xs, outs, tile_kernel, *, tile, threads, op, reverse, scan_totals, stream=None):
     """:func:`scan_tiles` for a user operator's tuples: ``xs``, ``outs``, the totals and the
     carries are tuples of one device array per field (of ``op.dtypes``, a
     :class:`~prefixsum.primitives.fields.Operator`'s), which the kernels take in a row."""
     n = xs[0].shape[0]
     ntiles = math.ceil(n / tile)
-    totals = tuple(scratch(f"totals {k}", ntiles, d) for k, d in enumerate(op.dtypes))
-    tile_kernel[ntiles, threads](*xs, *outs, *totals, n)
+    totals = tuple(scratch(f"totals {k}", ntiles, d, stream) for k, d in enumerate(op.dtypes))
+    tile_kernel[ntiles, threads, on(stream)](*xs, *outs, *totals, n)
     if ntiles > 1:
-        carries = tuple(scratch(f"carries {k}", ntiles, d) for k, d in enumerate(op.dtypes))
+        carries = tuple(scratch(f"carries {k}", ntiles, d, stream) for k, d in enumerate(op.dtypes))
         scan_totals(totals, carries)
-        carry_kernel(op, op.dtypes, reverse, tile)[ntiles - 1, threads](*outs, *carries, n)
+        carry_kernel(op, op.dtypes, reverse, tile)[ntiles - 1, threads, on(stream)](*outs, *carries, n)
 
 
 def register_tiled(name, tile_kernel, *, items_per_thread=1, options=None, check_options=None, **about):
@@ -151,8 +155,8 @@ def register_tiled(name, tile_kernel, *, items_per_thread=1, options=None, check
         Raises ValueError for a bad option; by default ``block_size`` must be a power of two
         from 32 to 1024.
     **about
-        ``summary``, ``source``, ``auto_rank``, ``fields``: as in
-        :class:`prefixsum.scans.registry.Algorithm`. With ``fields``, ``tile_kernel`` must compile
+        ``summary``, ``source``, ``auto_rank``, ``capabilities``: as in
+        :class:`prefixsum.scans.registry.Algorithm`. With ``Capability.USER_OPERATOR``, ``tile_kernel`` must compile
         for a user operator (``op`` an :class:`~prefixsum.primitives.fields.Operator`, ``dtype``
         its tuple of dtypes; see :mod:`prefixsum.primitives.fields`), and its arrays become one
         per field.
@@ -162,14 +166,15 @@ def register_tiled(name, tile_kernel, *, items_per_thread=1, options=None, check
     Algorithm
         The registered algorithm; its ``run`` scans the tile totals recursively with itself.
     """
-    def run(x, out, op, inclusive, reverse, **chosen):
+    def run(x, out, op, inclusive, reverse, *, stream=None, **chosen):
         block_size = chosen["block_size"]
         fields = isinstance(x, tuple)
         dtype = op.dtypes if fields else x.dtype
         (scan_field_tiles if fields else scan_tiles)(
             x, out, tile_kernel(op, dtype, inclusive, reverse, **chosen),
             tile=items_per_thread * block_size, threads=block_size, op=op, reverse=reverse,
-            scan_totals=lambda totals, carries: run(totals, carries, op, True, False, **chosen),
+            scan_totals=lambda totals, carries: run(totals, carries, op, True, False, stream=stream, **chosen),
+            stream=stream,
         )
 
     def kernels(op, dtype, inclusive, reverse, **chosen):

@@ -11,16 +11,17 @@ machine work at once, as in CUDA's "overlap of data transfer and kernel executio
 * :data:`~prefixsum.core.overlap.STAGING_THREADS` host threads copy chunks k + 1, k + 2, ... into pinned staging slots at
   once (numpy releases the GIL while it copies; one core alone does not keep up with PCIe),
 * a copy engine moves chunk k to the device on one side stream, as soon as its slot is full,
-* the SMs scan chunk k on the default stream, and
+* the SMs scan chunk k on the call's stream (``stream=``; numba's default stream unless given), and
 * the other copy engine moves chunk k - 1 back on another side stream, straight into the
   result, which is page-locked memory kept between calls (:func:`prefixsum.core.workspace.pinned_result`),
   or, past what the thread may keep pinned, into a pinned slot from which the host copies it.
 
 Events order the four (:func:`prefixsum.core.workspace.side_stream`: the side streams never wait
-for the default stream otherwise); on a GPU the copies and events go straight to the driver
+for the call's stream otherwise); on a GPU the copies and events go straight to the driver
 (:func:`prefixsum.core.overlap.copies`, :class:`prefixsum.core.numba_gpu.DriverCopies`: numba's copy of a slice costs tens of
-microseconds of checks, as long as a 1 MiB copy). The scan is the look-back scan
-(:mod:`.lookback`): each chunk is one launch over the chunk's tiles (``first`` = its first
+microseconds of checks, as long as a 1 MiB copy). The scan is one whose plan
+launches a range of tiles (:attr:`prefixsum.scans.registry.Prepared.chunks`, the look-back scan's,
+:mod:`.lookback`): each chunk is one launch over the chunk's tiles (``first`` = its first
 tile), with the tile states of one epoch for the whole call, so a chunk's first tiles find the
 carry of all chunks before in the look-back state of the previous chunk's last tile, which has
 published its prefix: the previous launch finished before this one started (one stream), so no
@@ -44,12 +45,10 @@ and the array is not ours to keep registered.
 import concurrent.futures
 
 import numpy as np
-from numba import cuda
 
 from ..core import overlap
 from ..core.overlap import copies, events
-from ..core.workspace import latest, pinned_result, reused, side_stream, staging
-from .tile_state import states
+from ..core.workspace import latest, pinned_result, side_stream, staging
 
 CHUNK_BYTES = 16 << 20
 """Most bytes of the array per chunk (a chunk is a whole number of tiles, at least one)."""
@@ -73,35 +72,57 @@ PINNED_RESULT_BYTES = 1 << 20
 below, the copy is short and a page-locked block per size would not pay for itself."""
 
 
-def overlapped(algorithm, x):
-    """Whether ``ps.scan`` of the numpy array ``x`` with ``algorithm`` goes through :func:`scan`."""
-    return algorithm.name == "lookback" and x.nbytes >= MIN_BYTES
+def round_trip(fields, outs, stream, launch, chunks=None, temp=None):
+    """A numpy call: the numpy arrays ``fields`` (one per field of an element, this machine's byte
+    order, one length n) copied to the device, ``launch(sources, targets)`` run on the copies (if
+    n >= 1), and the results copied back, waited for on ``stream`` (a :class:`~prefixsum.core.streams.Stream`).
+
+    Returns the results, one numpy array per field: ``outs[k]`` where given, else new ones. With
+    ``chunks`` (:attr:`prefixsum.scans.registry.Prepared.chunks`, an algorithm that launches a range
+    of tiles) and one array of :data:`MIN_BYTES` or more, the copies overlap the launches chunk by
+    chunk (:func:`scan`, the tile states in ``temp`` if given); else one copy each way. The device
+    copies are this thread's and stream's, kept for its next call of the length
+    (:func:`prefixsum.core.workspace.latest`): no allocation, which takes longer than a small scan.
+    """
+    n = fields[0].shape[0]
+    if chunks is not None and len(fields) == 1 and n and fields[0].nbytes >= MIN_BYTES:
+        return [scan(fields[0], chunks, stream, outs[0], temp)]
+    sources = [latest(f"numpy input {k}", n, field.dtype, stream) for k, field in enumerate(fields)]
+    targets = [latest(f"numpy result {k}", n, field.dtype, stream) for k, field in enumerate(fields)]
+    for source, field in zip(sources, fields):
+        to_device(source, field, stream)
+    if n:
+        launch(sources, targets)
+    return [to_host(target, stream, out) for target, out in zip(targets, outs)]
 
 
-def to_device(device, x):
+def to_device(device, x, stream):
     """Copy the 1-D numpy array ``x`` into the device array ``device`` of its length, queued on
-    numba's default stream (from pageable memory the driver returns once it has staged the data:
-    ``x`` may change afterwards)."""
+    ``stream`` (a :class:`~prefixsum.core.streams.Stream`; from pageable memory the driver returns
+    once it has staged the data: ``x`` may change afterwards)."""
     host = np.ascontiguousarray(x)
     if host.nbytes:
-        copies().copy_in(device, 0, host, cuda.default_stream())
+        copies().copy_in(device, 0, host, stream.numba)
 
 
-def to_host(device):
-    """The 1-D device array ``device`` copied into a new numpy array (waits for the copy).
+def to_host(device, stream, out=None):
+    """The 1-D device array ``device`` copied into ``out`` (a numpy array of its length and dtype)
+    or a new numpy array, queued on ``stream`` and waited for.
 
-    From :data:`PINNED_RESULT_BYTES` on, the array is page-locked memory kept between calls
+    From :data:`PINNED_RESULT_BYTES` on, a new array is page-locked memory kept between calls
     (:func:`prefixsum.core.workspace.pinned_result`), which the copy engine fills at full PCIe
     speed; a pageable one is filled through the driver's staging buffer, several times slower.
     """
     n, dtype = device.shape[0], device.dtype
-    result = pinned_result(n, dtype) if n * dtype.itemsize >= PINNED_RESULT_BYTES else None
+    result = out
+    if result is None:
+        result = pinned_result(n, dtype) if n * dtype.itemsize >= PINNED_RESULT_BYTES else None
     if result is None:
         result = np.empty(n, dtype)
     if n:
-        ops, stream = copies(), cuda.default_stream()
-        ops.copy_out(result, device, 0, stream)
-        ops.synchronize_stream(stream)
+        ops = copies()
+        ops.copy_out(result, device, 0, stream.numba)
+        ops.synchronize_stream(stream.numba)
     return result
 
 
@@ -111,35 +132,31 @@ def chunk_bytes(nbytes):
     return min(CHUNK_BYTES, max(MIN_CHUNK_BYTES, nbytes // TARGET_CHUNKS))
 
 
-def scan(x, op, inclusive, reverse, block_size, items_per_thread):
-    """The look-back scan of the 1-D numpy array ``x`` (native byte order, n >= 1), as a new numpy array.
-
-    Parameters as :func:`prefixsum.scans.lookback.run`'s, with ``x`` on the host.
-    """
-    from . import lookback  # here, not above: the algorithms register in the chapters' order (scans/__init__.py)
-
+def scan(x, chunks, stream, out=None, temp=None):
+    """The scan of the 1-D numpy array ``x`` (native byte order, n >= 1) by a plan's ``chunks``
+    (:class:`prefixsum.scans.registry.Chunks`), on ``stream``, into ``out`` (a numpy array of its
+    length and dtype) or a new numpy array; the tile states in ``temp`` if given."""
     n, dtype = x.shape[0], x.dtype
-    block_size, items = lookback.tile_shape(dtype, n, block_size, items_per_thread)
-    tile = block_size * items
+    tile = chunks.tile
     tiles = -(-n // tile)
     per_chunk = max(1, -(-chunk_bytes(x.nbytes) // (tile * dtype.itemsize)))
     chunk = per_chunk * tile  # elements
-    chunks = -(-tiles // per_chunk)
-    slots = min(chunks, SLOTS)
-    source, target = latest("numpy input", n, dtype), latest("numpy result", n, dtype)
-    status, values, counter, epoch = states(dtype, tiles)
-    launch = lookback.launcher(op, dtype, inclusive, reverse, block_size, items)
+    count = -(-tiles // per_chunk)
+    slots = min(count, SLOTS)
+    source, target = latest("numpy input 0", n, dtype, stream), latest("numpy result 0", n, dtype, stream)
+    state = chunks.begin(stream, temp)
     slot_bytes = chunk * dtype.itemsize
-    result = pinned_result(n, dtype) if x.nbytes >= PINNED_RESULT_BYTES else None
-    direct = result is not None  # the copy engine writes the result itself; else through slots
-    if not direct:
-        result = np.empty(n, dtype)
+    result = None if out is not None or x.nbytes < PINNED_RESULT_BYTES else pinned_result(n, dtype)
+    direct = result is not None  # the copy engine writes the (page-locked) result itself; else through slots
+    if result is None:
+        result = np.empty(n, dtype) if out is None else out
     inward = staging("scan in", slots * slot_bytes)
     outward = None if direct else staging("scan out", slots * slot_bytes)
-    to_device, to_host, compute = side_stream("copies in"), side_stream("copies out"), cuda.default_stream()
+    to_device, to_host, compute = side_stream("copies in"), side_stream("copies out"), stream.numba
     (scanned,), copied_in, copied_out = events("scanned", 1), events("in", SLOTS), events("out", SLOTS)
     ops = copies()
     pool = overlap.copy_pool("staging")
+    reverse = chunks.reverse
 
     def span(k):
         """Chunk k's elements ``lo .. hi - 1`` in memory (from the end for a reverse scan), and its slot."""
@@ -164,16 +181,15 @@ def scan(x, op, inclusive, reverse, block_size, items_per_thread):
 
     staged = [pool.submit(stage, k) for k in range(slots)]
     try:
-        for k in range(chunks):
+        for k in range(count):
             lo, hi, a, b = span(k)
             staged[k].result()
             ops.copy_in(source, lo * dtype.itemsize, inward[a:b].view(dtype), to_device)
             ops.record(copied_in[k % slots], to_device)
-            if k + slots < chunks:
+            if k + slots < count:
                 staged.append(pool.submit(stage, k + slots))
             ops.wait(copied_in[k % slots], compute)
-            launch(min(per_chunk, tiles - k * per_chunk), block_size, source, target, status, values, counter, n,
-                   epoch, k * per_chunk)
+            chunks.launch(source, target, state, k * per_chunk, min(per_chunk, tiles - k * per_chunk), stream)
             ops.record(scanned, compute)
             ops.wait(scanned, to_host)
             # through a slot: its last chunk (k - slots) was copied out of it at step k - slots + 1 <= k - 1
@@ -184,7 +200,7 @@ def scan(x, op, inclusive, reverse, block_size, items_per_thread):
     finally:  # no copy thread may still write a slot when the call ends, even by an error
         concurrent.futures.wait(staged)
     if direct:
-        ops.synchronize(copied_out[(chunks - 1) % slots])  # the last copy on the stream: every one is done
+        ops.synchronize(copied_out[(count - 1) % slots])  # the last copy on the stream: every one is done
     else:
-        copy_out(chunks - 1)
+        copy_out(count - 1)
     return result

@@ -5,48 +5,43 @@ Any associative operator with an identity can ride on a scan (Blelloch 1990). Th
 An element is a tuple of fields held as a structure of arrays: ``x = (a, b)`` is the sequence
 of pairs ``(a[i], b[i])``, each field with a dtype of its own, and ``op`` takes and returns
 tuples. A single array is a sequence of scalars, and ``op`` takes and returns scalars.
+:func:`prefixsum.scan` takes a user operator (its plan, :class:`prefixsum.scans.api.ScanPlan`,
+checks it here and launches the algorithm through the registry).
 
 A tuple element needs one array per field in memory and one load, store and shuffle per field.
 Every algorithm that carries a user operator (``Algorithm.fields``) compiles its one readable
 source for tuples by rewriting its syntax tree (:mod:`prefixsum.primitives.fields`): the fast
 scans (``lookback``, ``hierarchical``) and the classic ones of chapters 01-04 (``ladder``,
 ``hillis_steele``, ``blelloch``, whose tile kernels and carries between tiles are those of
-:mod:`prefixsum.scans.tiles`); ``"auto"`` picks ``lookback``. This module checks the inputs,
-dispatches to the algorithm and holds the sequential reference.
+:mod:`prefixsum.scans.tiles`); ``"auto"`` picks ``lookback``. This module checks the operator
+and its identity, says which algorithms carry one, and holds the sequential reference.
 """
 import numpy as np
-from numba import cuda
 
 from ..core.arithmetic import quiet_arithmetic
-from ..core import device
-from ..core.arrays import as_numba, is_device_array, result_array
-from ..primitives.fields import Operator, python_function
-from .ops import check_dtype, native
+from ..core.inputs import as_input, same_length
+from ..core.numba_gpu import python_function
+from ..core.registry import Capability
+from ..primitives.fields import Operator  # noqa: F401  (what a plan's operator is: user_ops.Operator)
+from .ops import check_dtype
 from .registry import ALGORITHMS, lookup
-
 
 def carriers():
     """The registered algorithms that carry a user operator, in registration order."""
     return [a for a in ALGORITHMS.values() if a.fields]
 
 
-def choose(algorithm):
-    """The :class:`~prefixsum.scans.registry.Algorithm` for a user operator: "auto" is the best-ranked carrier
-    (``lookback``), passing over warp-level ones where warp intrinsics are missing (numba's stock simulator)."""
-    able = carriers()
-    if algorithm == "auto":
-        return max((a for a in able if device.warp_intrinsics() or not a.warp_level), key=lambda a: a.auto_rank)
-    chosen = lookup(algorithm)
-    if chosen not in able:
-        raise ValueError(f"algorithm {chosen.name!r} cannot carry a user operator; those that can: auto, "
-                         f"{', '.join(a.name for a in able)}")
-    return chosen
+def choose(algorithm, n=0):
+    """The :class:`~prefixsum.scans.registry.Algorithm` for a user operator: "auto" is the carrier
+    the registry chooses for ``n`` elements (``lookback``; warp-level ones are passed over where
+    warp intrinsics are missing: numba's stock simulator); another name must carry one."""
+    return lookup(algorithm, n, None, Capability.USER_OPERATOR)
 
 
-def run(xs, outs, operator, inclusive, reverse, algorithm, **options):
+def run(xs, outs, operator, inclusive, reverse, algorithm, *, stream=None, **options):
     """Scan the device arrays ``xs`` (one per field, length n >= 1) into ``outs`` with ``algorithm``,
-    which compiles its one source for the operator's tuples."""
-    algorithm.run(tuple(xs), tuple(outs), operator, inclusive, reverse, **options)
+    which compiles its one source for the operator's tuples, on ``stream``."""
+    algorithm.run(tuple(xs), tuple(outs), operator, inclusive, reverse, stream=stream, **options)
 
 
 def kernels(operator, inclusive, reverse, algorithm, **options):
@@ -66,31 +61,23 @@ def _fields(x):
     return [x], True
 
 
-def _check_fields(fields):
-    """The fields as numpy (native order) or numba device arrays, and whether they are on the device."""
-    on_device = [is_device_array(f) for f in fields]
-    if len(set(on_device)) > 1:
-        raise ValueError("the fields of x must be all numpy arrays or all device arrays; got "
-                         + ", ".join("device" if d else "host" for d in on_device))
-    checked = []
+def check_fields(fields):
+    """The fields (arrays, a user operator's tuple ``x``) as numpy (native order) or numba device
+    arrays (:func:`prefixsum.core.inputs.as_input`), all of one kind and one length, and whether
+    they are on the device."""
+    checked, kinds = [], []
     for k, field in enumerate(fields):
-        if on_device[k]:
-            field = as_numba(field)
-            if len(field.shape) == 1 and not field.is_c_contiguous():
-                raise ValueError(f"device array x[{k}] must be contiguous; got strides {tuple(field.strides)}")
-        else:
-            field = native(np.asarray(field))
         try:
-            check_dtype(field.dtype)
+            array, on_device = as_input(field, f"x[{k}]", check=check_dtype)
         except TypeError as error:
             raise TypeError(f"x[{k}]: {error}") from None
-        if len(field.shape) != 1:
-            raise ValueError(f"x[{k}] must be 1-D; got an array of shape {tuple(field.shape)}")
-        checked.append(field)
-    lengths = [f.shape[0] for f in checked]
-    if len(set(lengths)) > 1:
-        raise ValueError(f"the arrays of x must have one length; got lengths {lengths}")
-    return checked, on_device[0]
+        checked.append(array)
+        kinds.append(on_device)
+    if len(set(kinds)) > 1:
+        raise ValueError("the fields of x must be all numpy arrays or all device arrays; got "
+                         + ", ".join("device" if d else "host" for d in kinds))
+    same_length(checked, [f"x[{k}]" for k in range(len(checked))])
+    return checked, kinds[0]
 
 
 def _check_identity(identity, dtypes, bare):
@@ -144,36 +131,6 @@ def operator_for(op, identity, dtypes, bare):
     return operator
 
 
-def scan(x, op, *, identity=None, inclusive=True, reverse=False, algorithm="auto", **options):
-    """:func:`prefixsum.scan` with a user operator; see its docstring for the parameters.
-
-    Returns
-    -------
-    numpy.ndarray, device array, or a tuple of them
-        The same structure as ``x``: one array, or a tuple with one array per field, each of its
-        field's dtype; numpy arrays for numpy input, numba device arrays for device input.
-    """
-    if isinstance(op, str):
-        raise ValueError(f"the built-in op {op!r} takes one array and no identity; a tuple x or an identity "
-                         "needs a user operator (a @cuda.jit(device=True) function)")
-    fields, bare = _fields(x)
-    arrays, on_device = _check_fields(fields)
-    operator = operator_for(op, identity, [np.dtype(a.dtype) for a in arrays], bare)
-    for flag, value in (("inclusive", inclusive), ("reverse", reverse)):
-        if not isinstance(value, (bool, np.bool_)):
-            raise ValueError(f"{flag} must be True or False; got {value!r}")
-    chosen = choose(algorithm)
-    resolved = chosen.resolve_options(options)
-    n = arrays[0].shape[0]
-    sources = arrays if on_device else [cuda.to_device(np.ascontiguousarray(a)) for a in arrays]
-    outs = [result_array(n, dt) for dt in operator.dtypes]
-    if n:
-        with quiet_arithmetic():
-            run(sources, outs, operator, bool(inclusive), bool(reverse), chosen, **resolved)
-    results = outs if on_device else [o.copy_to_host() for o in outs]
-    return results[0] if bare else tuple(results)
-
-
 def reference(x, op, *, identity, inclusive=True, reverse=False):
     """The scan of ``x`` with the user operator ``op``, by a sequential loop on the host.
 
@@ -188,7 +145,7 @@ def reference(x, op, *, identity, inclusive=True, reverse=False):
         The same structure as ``x``.
     """
     fields, bare = _fields(x)
-    arrays, on_device = _check_fields(fields)
+    arrays, on_device = check_fields(fields)
     if on_device:
         arrays = [a.copy_to_host() for a in arrays]
     operator = operator_for(op, identity, [a.dtype for a in arrays], bare)
