@@ -102,7 +102,7 @@ def test_a_kernel_gets_a_gpus_integers():
 
 def test_functions_without_readable_source_and_the_packages_own_run_unchanged():
     from prefixsum.classroom.sim import numba_typing
-    from prefixsum.scans import tile_state
+    from prefixsum.primitives import tile_state
 
     namespace = {}
     exec("def hidden(a):\n    return a << 32\n", namespace)  # noqa: S102  (no source in linecache)

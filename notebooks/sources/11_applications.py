@@ -572,7 +572,7 @@ for name, ours, bc in (("natural", natural, "natural"), ("clamped", clamped, ((1
 # and CuPy (NVIDIA's CUB) run the same algorithms as **single-pass scans**: chapter 10's
 # decoupled look-back, carrying a *count* where chapter 10 carried a running sum (a count of
 # kept elements is a sum of 0/1 flags). `prefixsum.apps` does the same, calling chapter 10's
-# look-back (`prefixsum/scans/tile_state.py`), not a copy of it:
+# look-back (`prefixsum/primitives/tile_state.py`), not a copy of it:
 #
 # - **`apps.compact`** (`apps/selection.py`, CUB's `DeviceSelect`): one kernel. A block draws its
 #   tile's id from the look-back's counter and loads the flags *striped* (step k: thread t reads

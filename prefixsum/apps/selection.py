@@ -90,7 +90,7 @@ def select_kernel(value_dtype, counts, indices, block_size=BLOCK_SIZE, items=ITE
     Writes the kept elements of ``x`` (``indices``: their indices, int64; ``x`` is then not
     read) to ``out`` in order, and their number to ``count[0]``. ``counts`` is the dtype the
     look-back carries (:func:`count_dtype`); ``status, values, counter, epoch`` are its tile
-    states (:func:`prefixsum.scans.tile_state.states`). ``rank`` replaces :func:`warp_rank`
+    states (:func:`prefixsum.primitives.tile_state.states`). ``rank`` replaces :func:`warp_rank`
     (chapter 11's exercise writes one).
     """
     value = from_dtype(np.dtype(value_dtype))

@@ -17,10 +17,10 @@ from typing import NamedTuple
 import numpy as np
 
 from ..core.hardware import WARP_SIZE
-from ..scans.tile_state import AGGREGATE, PREFIX
+from ..primitives.tile_state import AGGREGATE, PREFIX
 
 STATES = "status"
-"""The look-back's array of tile states (:func:`prefixsum.scans.tile_state.state_access`'s packed words)."""
+"""The look-back's array of tile states (:func:`prefixsum.primitives.tile_state.state_access`'s packed words)."""
 
 _LOW = 0xFFFFFFFF
 

@@ -204,7 +204,10 @@ def _type_spelling(value):
 
     if isinstance(value, tuple):
         return f"Tuple(({', '.join(_type_spelling(v) for v in value)},))"
-    array = getattr(value, "_ary", value)
+    from prefixsum.classroom.sim import numba_sim
+
+    array = numba_sim.host_array(value)
+    array = value if array is None else array
     if isinstance(array, np.ndarray):
         return _spell(array)
     kind = typeof(value)
@@ -220,18 +223,20 @@ def _observing_device_functions(namespace, source, devices):
     ``cuda`` at the launch's) and ``__wrapped__`` (its source, which the package reads, is the
     student's).
     """
+    from prefixsum.classroom.sim import numba_sim
+
     replaced = {}
     for name in (_kernels(source, device=True) if devices is not None else ()):
         function = namespace.get(name)
-        original = getattr(function, "fn", None)
-        if callable(original) and hasattr(original, "__globals__"):
+        original = numba_sim.python_function(function)
+        if original is not None:
             replaced[name] = (function, original)
-            function.fn = _noting(original, devices.setdefault(name, set()))
+            numba_sim.replace_python_function(function, _noting(original, devices.setdefault(name, set())))
     try:
         yield
     finally:
         for function, original in replaced.values():
-            function.fn = original
+            numba_sim.replace_python_function(function, original)
 
 
 def _noting(fn, signatures):

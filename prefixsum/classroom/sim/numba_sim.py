@@ -118,3 +118,14 @@ def swapped_for_launch(module):
                 stack.enter_context(swapped_cuda(function, module))
 
         yield point
+
+
+def python_function(kernel):
+    """The Python function a simulated kernel or device function runs (numba's ``fn``), else None."""
+    function = getattr(kernel, "fn", None) if isinstance(kernel, FakeCUDAKernel) else None
+    return function if callable(function) and hasattr(function, "__globals__") else None
+
+
+def replace_python_function(kernel, function):
+    """Make the simulated ``kernel`` run ``function`` from now on (its ``fn``)."""
+    kernel.fn = function
