@@ -296,19 +296,20 @@ for size, dtypes in (("4-byte", ("float32", "int32")), ("8-byte", ("float64", "i
 # the ratios (float32; measured in an earlier run with CUDA events, `scan_throughput.csv`):
 
 # %%
-cub = [row for row in results.read("cub_tuning.csv", part="scan") if row["variant"] == "CUB inclusive sum"]
-print(f"{cub[0]['device']}, CUB {cub[0]['cub']}, {cub[0]['date']}")
+cub_rows = results.read("cub_tuning.csv", part="scan", variant="CUB inclusive sum")
+cub_us = {(row["dtype"], row["n"]): row["kernel_us"] for row in cub_rows}
+print(f"{cub_rows[0]['device']}, CUB {cub_rows[0]['cub']}, {cub_rows[0]['date']}")
 
 
 def cub_over_ours(dtype, n):
     block_size, items = tile_choice.fastest_shape(np.dtype(dtype).itemsize, n)
     ours = results.value("cub_tuning.csv", "kernel_us", part="scan", dtype=dtype, n=n,
                          variant=f"lookback:block_size={block_size},items_per_thread={items}")
-    return results.value("cub_tuning.csv", "kernel_us", part="scan", dtype=dtype, n=n, variant="CUB inclusive sum") / ours
+    return cub_us[dtype, n] / ours
 
 
 for dtype in ("float32", "float64"):
-    lengths = sorted({row["n"] for row in cub if row["dtype"] == dtype})
+    lengths = sorted(n for kind, n in cub_us if kind == dtype)
     print(f"{dtype}: " + ", ".join(f"2^{n.bit_length() - 1} {cub_over_ours(dtype, n):.2f}x" for n in lengths))
 
 ours = results.read("lookback.csv", part="kernel", dtype="float32")
