@@ -35,18 +35,18 @@ LAST_CALL = 2**31 - 1
 """``call`` is an int32 in ``route``: past this, the entries are cleared and counting starts again."""
 
 
-def run(a, b, c, d, x, info):
+def run(a, b, c, d, x, info, stream=None):
     """Solve the (batch, n) device systems into ``x``, the hybrid or the pivoting solver per
     system (module docstring); failures go to ``info`` (see :mod:`.api`)."""
-    route, call = next_call(x.shape[0])
-    hybrid.run(a, b, c, d, x, info, route=route, call=call)
-    pivoting.run(a, b, c, d, x, info, route=route, call=call)
+    route, call = next_call(x.shape[0], stream)
+    hybrid.run(a, b, c, d, x, info, route=route, call=call, stream=stream)
+    pivoting.run(a, b, c, d, x, info, route=route, call=call, stream=stream)
 
 
-def next_call(batch):
+def next_call(batch, stream=None):
     """``(route, call)``: the kept route flags of a batch of ``batch`` systems (a device array
-    of int32, kept per thread and batch, :func:`._common.reused`) and this call's number."""
-    kept = reused(("auto route", batch), lambda: [cuda.to_device(np.zeros(batch, np.int32)), 0])
+    of int32, kept per thread, stream and batch, :func:`._common.reused`) and this call's number."""
+    kept = reused(("auto route", batch), lambda: [cuda.to_device(np.zeros(batch, np.int32)), 0], stream)
     kept[1] += 1
     if kept[1] > LAST_CALL:
         kept[0].copy_to_device(np.zeros(batch, np.int32))
@@ -54,8 +54,8 @@ def next_call(batch):
     return kept[0], kept[1]
 
 
-def routed(batch):
+def routed(batch, stream=None):
     """Which systems of the last call on a batch of ``batch`` systems went to the pivoting solver
     (a numpy array of bools; it waits for the GPU): for tests and the curious."""
-    route, call = reused(("auto route", batch), lambda: [cuda.to_device(np.zeros(batch, np.int32)), 0])
+    route, call = reused(("auto route", batch), lambda: [cuda.to_device(np.zeros(batch, np.int32)), 0], stream)
     return route.copy_to_host() == call

@@ -79,10 +79,10 @@ def max_block_rows(dtype):
     return max_rows(np.dtype(dtype), BUFFERS)
 
 
-def run(a, b, c, d, x, info):
+def run(a, b, c, d, x, info, stream=None):
     """Solve the (batch, n) device systems into ``x``; failures go to ``info`` (see :mod:`.api`)."""
-    rows, stride = split(a, b, c, d, info, max_block_rows(x.dtype))
-    shared_launch(launchers(kernels, x.dtype)[cr_shared], rows, x, info, stride, BUFFERS)
+    rows, stride = split(a, b, c, d, info, max_block_rows(x.dtype), stream)
+    shared_launch(launchers(kernels, x.dtype)[cr_shared], rows, x, info, stride, BUFFERS, stream)
 
 
 def kernels(dtype):

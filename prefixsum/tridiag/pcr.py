@@ -112,7 +112,7 @@ def max_block_rows(dtype):
     return max_rows(np.dtype(dtype), BUFFERS)
 
 
-def split(a, b, c, d, info, limit):
+def split(a, b, c, d, info, limit, stream=None):
     """Global PCR steps until each system's interleaved subsystems have at most ``limit`` rows.
 
     Returns ``(rows, stride)``: the (a, b, c, d) arrays to finish from (the inputs themselves
@@ -122,20 +122,20 @@ def split(a, b, c, d, info, limit):
     rows, stride = (a, b, c, d), 1
     if n <= limit:
         return rows, stride
-    work = work_rows(batch, n, b.dtype)
+    work = work_rows(batch, n, b.dtype, stream)
     step = launchers(kernels, b.dtype)[pcr_global_step]
     blocks = -(-batch * n // GLOBAL_THREADS)
     while -(-n // stride) > limit:
         out, out_rows = work[stride.bit_length() % 2]  # alternate, so a step never writes what it reads
-        step(blocks, GLOBAL_THREADS, *rows, out, info, stride)
+        step(blocks, GLOBAL_THREADS, *rows, out, info, stride, stream=stream)
         rows, stride = out_rows, 2 * stride
     return rows, stride
 
 
-def run(a, b, c, d, x, info):
+def run(a, b, c, d, x, info, stream=None):
     """Solve the (batch, n) device systems into ``x``; failures go to ``info`` (see :mod:`.api`)."""
-    rows, stride = split(a, b, c, d, info, max_block_rows(x.dtype))
-    shared_launch(launchers(kernels, x.dtype)[pcr_shared], rows, x, info, stride, BUFFERS)
+    rows, stride = split(a, b, c, d, info, max_block_rows(x.dtype), stream)
+    shared_launch(launchers(kernels, x.dtype)[pcr_shared], rows, x, info, stride, BUFFERS, stream)
 
 
 def kernels(dtype):

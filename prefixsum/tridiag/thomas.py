@@ -44,11 +44,12 @@ def thomas(a, b, c, d, x, info, scratch):
         store(x, info, system, i, dp)
 
 
-def run(a, b, c, d, x, info):
+def run(a, b, c, d, x, info, stream=None):
     """Solve the (batch, n) device systems into ``x``; failures go to ``info`` (see :mod:`.api`)."""
     batch, n = x.shape
-    scratch = reused(("thomas", batch, n, x.dtype), lambda: cuda.device_array_like(x))
-    launchers(kernels, x.dtype)[thomas](-(-batch // THREADS), THREADS, a, b, c, d, x, info, scratch)
+    scratch = reused(("thomas", batch, n, x.dtype), lambda: cuda.device_array_like(x), stream)
+    launchers(kernels, x.dtype)[thomas](-(-batch // THREADS), THREADS, a, b, c, d, x, info, scratch,
+                                      stream=stream)
 
 
 def kernels(dtype):

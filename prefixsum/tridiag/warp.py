@@ -225,14 +225,15 @@ def plan(batch, n, dtype, rows=None):
     return rows, lanes, -(-batch // per_block), threads, shared
 
 
-def run(a, b, c, d, x, info, rows=None, route=None, call=0):
+def run(a, b, c, d, x, info, rows=None, route=None, call=0, stream=None):
     """Solve the (batch, n) device systems (n <= :data:`MAX_ROWS`) into ``x``; failures go to
     ``info`` (see :mod:`.api`). ``rows`` overrides :func:`plan`'s choice of R; ``route`` and
     ``call``: the dominance test of :mod:`.auto`."""
     batch, n = x.shape
     rows, lanes, blocks, threads, shared = plan(batch, n, x.dtype, rows)
     launchers(kernels, x.dtype)[KERNELS[rows]](blocks, threads, a, b, c, d, x, info, lanes.bit_length() - 1,
-                                               no_route() if route is None else route, call, shared=shared)
+                                               no_route() if route is None else route, call, shared=shared,
+                                               stream=stream)
 
 
 def _argtypes(dtype):
