@@ -118,7 +118,7 @@ class PiecewisePolynomial:
         return high - low
 
 
-def cubic_spline(x, y, bc_type="natural"):
+def cubic_spline(x, y, bc_type="natural", *, stream=None):
     """The cubic spline through ``(x[i], y[i])``; coefficients from a tridiagonal solve (PCR).
 
     Parameters
@@ -129,6 +129,9 @@ def cubic_spline(x, y, bc_type="natural"):
     bc_type : "natural" or ((1, left_slope), (1, right_slope))
         Natural: zero second derivative at both ends. Clamped: the first derivative given at both
         ends, in scipy's notation.
+    stream : optional
+        The stream the solve is queued on (any form :func:`prefixsum.scan` takes); the call waits
+        for it only (the coefficients are a numpy array).
 
     Returns
     -------
@@ -162,6 +165,6 @@ def cubic_spline(x, y, bc_type="natural"):
             raise ValueError(f"bc_type must be 'natural' or ((1, left_slope), (1, right_slope)); got {bc_type!r}")
         b[0], c[0], d[0] = 2 * h[0], h[0], 6 * (slope[0] - left)
         a[-1], b[-1], d[-1] = h[-1], 2 * h[-1], 6 * (right - slope[-1])
-    m = solve(a, b, c, d, method="pcr")
+    m = solve(a, b, c, d, method="pcr", stream=stream)
     coefficients = np.vstack([(m[1:] - m[:-1]) / (6 * h), m[:-1] / 2, slope - h * (2 * m[:-1] + m[1:]) / 6, y[:-1]])
     return PiecewisePolynomial(x, coefficients)

@@ -33,12 +33,14 @@ No pivoting: for diagonally dominant or symmetric positive definite systems.
 import numpy as np
 from numba import cuda, types
 
+from ..core.registry import Capability
 from . import block, partition, warp
 from ._common import (
     A, B, C, D, MAX_THREADS, ZERO_PIVOT, fail, launchers, load, load_row, locate, max_rows, put, slot, store, work_rows,
 )
 from ._common import reduce_row  # noqa: F401  (chapter 07's exercise calls hybrid.reduce_row)
 from .pcr import eliminate
+from .registry import Method, register
 
 BUFFERS = 2  # PCR's ping-pong
 WINDOW_BYTES = 32  # a window's row spans one 32-byte memory sector of neighbouring subsystems
@@ -312,3 +314,18 @@ def kernels(dtype):
     matrix, info, i64 = t[:, ::1], types.int32[::1], types.int64
     yield hybrid_shared, (matrix, matrix, matrix, matrix, matrix, info, i64, i64, i64, i64)
     yield pcr_window, (matrix, matrix, matrix, matrix, t[:, :, ::1], info, i64, i64, i64, i64)
+
+
+def method_kernels(dtype):
+    """Every kernel the hybrid may launch for ``dtype``: its own, the warp solver's, the block
+    solver's and the partition method's."""
+    for module_kernels in (kernels, warp.kernels, block.kernels, partition.kernels):
+        yield from module_kernels(dtype)
+
+
+METHOD = register(Method(
+    name="hybrid", run=run, kernels=method_kernels,
+    capabilities=Capability.NEEDS_DOMINANCE | Capability.BATCHED,
+    summary="PCR steps until each thread holds a few rows, then Thomas on them; a warp's or a block's "
+            "partition step in registers for short systems",
+    source="Laszlo, Giles and Appleyard, ACM TOMS 42(4) (2016); Wang's partition method (1981)"))

@@ -31,10 +31,13 @@ No pivoting: for diagonally dominant or symmetric positive definite systems.
 import numpy as np
 from numba import cuda, types
 
+from ..core.registry import Capability
 from ._common import (
     A, B, C, D, GLOBAL_THREADS, ZERO_PIVOT, fail, launchers, load, locate, max_rows, put, reduce_row, shared_launch, slot,
     store, work_rows,
 )
+
+from .registry import Method, register
 
 BUFFERS = 2  # ping-pong
 
@@ -112,17 +115,18 @@ def max_block_rows(dtype):
     return max_rows(np.dtype(dtype), BUFFERS)
 
 
-def split(a, b, c, d, info, limit, stream=None):
+def split(a, b, c, d, info, limit, stream=None, memory=None):
     """Global PCR steps until each system's interleaved subsystems have at most ``limit`` rows.
 
     Returns ``(rows, stride)``: the (a, b, c, d) arrays to finish from (the inputs themselves
-    when no step was needed; the inputs are never written) and the stride reached.
+    when no step was needed; the inputs are never written) and the stride reached. ``memory``: the
+    work rows in the caller's memory (:func:`work_bytes`' count), or None for the workspace's.
     """
     batch, n = b.shape
     rows, stride = (a, b, c, d), 1
     if n <= limit:
         return rows, stride
-    work = work_rows(batch, n, b.dtype, stream)
+    work = work_rows(batch, n, b.dtype, stream, memory)
     step = launchers(kernels, b.dtype)[pcr_global_step]
     blocks = -(-batch * n // GLOBAL_THREADS)
     while -(-n // stride) > limit:
@@ -132,10 +136,21 @@ def split(a, b, c, d, info, limit, stream=None):
     return rows, stride
 
 
-def run(a, b, c, d, x, info, stream=None):
-    """Solve the (batch, n) device systems into ``x``; failures go to ``info`` (see :mod:`.api`)."""
-    rows, stride = split(a, b, c, d, info, max_block_rows(x.dtype), stream)
+def run(a, b, c, d, x, info, stream=None, temp=None):
+    """Solve the (batch, n) device systems into ``x``; failures go to ``info`` (see :mod:`.api`).
+    ``temp``: the arrays of :func:`temp_parts` in the caller's memory, or None for the workspace's."""
+    rows, stride = split(a, b, c, d, info, max_block_rows(x.dtype), stream, temp[0] if temp else None)
     shared_launch(launchers(kernels, x.dtype)[pcr_shared], rows, x, info, stride, BUFFERS, stream)
+
+
+def work_values(batch, n, dtype, limit):
+    """Values of the two work arrays :func:`split` needs down to ``limit`` rows (0: no step)."""
+    return 2 * 4 * batch * n if n > limit else 0
+
+
+def temp_parts(batch, n, dtype):
+    """The scratch :func:`run` takes from a caller's memory: the global steps' work rows."""
+    return [(work_values(batch, n, dtype, max_block_rows(dtype)), dtype)]
 
 
 def kernels(dtype):
@@ -144,3 +159,11 @@ def kernels(dtype):
     matrix, info, i64 = t[:, ::1], types.int32[::1], types.int64
     yield pcr_shared, (matrix, matrix, matrix, matrix, matrix, info, i64, i64, i64)
     yield pcr_global_step, (matrix, matrix, matrix, matrix, t[:, :, ::1], info, i64)
+
+
+METHOD = register(Method(
+    name="pcr", run=run, kernels=kernels, temp_parts=temp_parts,
+    capabilities=Capability.NEEDS_DOMINANCE | Capability.BATCHED | Capability.CALLER_TEMP,
+    summary="parallel cyclic reduction: every row eliminates its neighbours at strides 1, 2, 4, ...; "
+            "work n log2 n, depth log2 n",
+    source="Hockney and Jesshope, Parallel Computers (1981); Zhang, Cohen and Owens, PPoPP 2010"))

@@ -57,10 +57,12 @@ import numpy as np
 from numba import cuda, types
 
 from ..core.hardware import WARP_SIZE
+from ..core.registry import Capability
 from . import _common, chunked
 from ._common import SINGULAR, launchers, no_route, reused, store
 from .chunked import routed
 from .lu import carry, pivot
+from .registry import Method, register
 
 THREADS = 128
 """Threads of a chunk kernel (fewer where the shared memory does not hold them)."""
@@ -375,3 +377,11 @@ def kernels(dtype):
     yield tiled_kernel(TILE_BYTES // np.dtype(dtype).itemsize), (matrix,) * 5 + (flags, t[:, :, ::1], flags, types.int64)
     yield from chunked.kernels(dtype, ALL_ROW_PAIRS, ALL_PAIR_PAIRS)
     yield positive_definite, (matrix, matrix, flags)
+
+
+METHOD = register(Method(
+    name="pivoting", run=run, kernels=kernels, auto_rank=1,
+    capabilities=Capability.PIVOTS | Capability.BATCHED,
+    summary="Gaussian elimination with partial pivoting, as LAPACK's ?gtsv: a thread per short system, "
+            "chunks and levels of reduced systems for longer ones",
+    source="LAPACK ?gtsv; chunked elimination across the chunks' edges (this package)"))
