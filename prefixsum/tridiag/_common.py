@@ -156,18 +156,14 @@ def no_route():
     return reused(("no route",), lambda: cuda.to_device(np.zeros(1, np.int32)))
 
 
-def work_rows(batch, n, dtype, stream=None, memory=None):
+def work_rows(batch, n, dtype, stream=None):
     """Two (4, batch, n) work arrays for global steps, each with its rows ``(a, b, c, d)`` as
     (batch, n) views: made once per thread, stream and shape (:func:`prefixsum.core.workspace.reused`),
-    views included, since slicing a numba device array costs about 10 us of host time; or laid
-    out in ``memory``, a caller's 1-D device array of ``2 * 4 * batch * n`` values."""
+    views included, since slicing a numba device array costs about 10 us of host time."""
     def make():
-        if memory is None:
-            work = [cuda.device_array((4, batch, n), dtype) for _ in range(2)]
-        else:
-            work = [memory[k * 4 * batch * n:(k + 1) * 4 * batch * n].reshape(4, batch, n) for k in range(2)]
+        work = [cuda.device_array((4, batch, n), dtype) for _ in range(2)]
         return [(out, (out[A], out[B], out[C], out[D])) for out in work]
-    return make() if memory is not None else reused(("work", batch, n, dtype), make, stream)
+    return reused(("work", batch, n, dtype), make, stream)
 
 
 def max_rows(dtype, buffers):

@@ -27,7 +27,7 @@ from ..core.registry import Capability
 from ._common import (
     A, B, C, D, ZERO_PIVOT, fail, launchers, load, locate, max_rows, put, reduce_row, shared_launch, slot, store,
 )
-from .pcr import split, work_values
+from .pcr import split
 from .registry import Method, register
 
 BUFFERS = 1  # in place
@@ -81,16 +81,10 @@ def max_block_rows(dtype):
     return max_rows(np.dtype(dtype), BUFFERS)
 
 
-def run(a, b, c, d, x, info, stream=None, temp=None):
-    """Solve the (batch, n) device systems into ``x``; failures go to ``info`` (see :mod:`.api`).
-    ``temp``: the arrays of :func:`temp_parts` in the caller's memory, or None for the workspace's."""
-    rows, stride = split(a, b, c, d, info, max_block_rows(x.dtype), stream, temp[0] if temp else None)
+def run(a, b, c, d, x, info, stream=None):
+    """Solve the (batch, n) device systems into ``x``; failures go to ``info`` (see :mod:`.api`)."""
+    rows, stride = split(a, b, c, d, info, max_block_rows(x.dtype), stream)
     shared_launch(launchers(kernels, x.dtype)[cr_shared], rows, x, info, stride, BUFFERS, stream)
-
-
-def temp_parts(batch, n, dtype):
-    """The scratch :func:`run` takes from a caller's memory: the global PCR steps' work rows."""
-    return [(work_values(batch, n, dtype, max_block_rows(dtype)), dtype)]
 
 
 def kernels(dtype):
@@ -101,8 +95,8 @@ def kernels(dtype):
 
 
 METHOD = register(Method(
-    name="cr", run=run, kernels=kernels, temp_parts=temp_parts,
-    capabilities=Capability.NEEDS_DOMINANCE | Capability.BATCHED | Capability.CALLER_TEMP,
+    name="cr", run=run, kernels=kernels,
+    capabilities=Capability.NEEDS_DOMINANCE | Capability.BATCHED,
     summary="cyclic reduction: halve the system level by level, solve one row, substitute back; "
             "work 2n, depth 2 log2 n",
     source="Hockney (1965); Zhang, Cohen and Owens, PPoPP 2010"))

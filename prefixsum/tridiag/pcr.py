@@ -36,7 +36,6 @@ from ._common import (
     A, B, C, D, GLOBAL_THREADS, ZERO_PIVOT, fail, launchers, load, locate, max_rows, put, reduce_row, shared_launch, slot,
     store, work_rows,
 )
-
 from .registry import Method, register
 
 BUFFERS = 2  # ping-pong
@@ -115,18 +114,18 @@ def max_block_rows(dtype):
     return max_rows(np.dtype(dtype), BUFFERS)
 
 
-def split(a, b, c, d, info, limit, stream=None, memory=None):
+def split(a, b, c, d, info, limit, stream=None):
     """Global PCR steps until each system's interleaved subsystems have at most ``limit`` rows.
 
     Returns ``(rows, stride)``: the (a, b, c, d) arrays to finish from (the inputs themselves
-    when no step was needed; the inputs are never written) and the stride reached. ``memory``: the
-    work rows in the caller's memory (:func:`work_bytes`' count), or None for the workspace's.
+    when no step was needed; the inputs are never written) and the stride reached. The launches
+    go to ``stream`` (a :class:`~prefixsum.core.streams.Stream`; None: numba's default).
     """
     batch, n = b.shape
     rows, stride = (a, b, c, d), 1
     if n <= limit:
         return rows, stride
-    work = work_rows(batch, n, b.dtype, stream, memory)
+    work = work_rows(batch, n, b.dtype, stream)
     step = launchers(kernels, b.dtype)[pcr_global_step]
     blocks = -(-batch * n // GLOBAL_THREADS)
     while -(-n // stride) > limit:
@@ -136,21 +135,10 @@ def split(a, b, c, d, info, limit, stream=None, memory=None):
     return rows, stride
 
 
-def run(a, b, c, d, x, info, stream=None, temp=None):
-    """Solve the (batch, n) device systems into ``x``; failures go to ``info`` (see :mod:`.api`).
-    ``temp``: the arrays of :func:`temp_parts` in the caller's memory, or None for the workspace's."""
-    rows, stride = split(a, b, c, d, info, max_block_rows(x.dtype), stream, temp[0] if temp else None)
+def run(a, b, c, d, x, info, stream=None):
+    """Solve the (batch, n) device systems into ``x``; failures go to ``info`` (see :mod:`.api`)."""
+    rows, stride = split(a, b, c, d, info, max_block_rows(x.dtype), stream)
     shared_launch(launchers(kernels, x.dtype)[pcr_shared], rows, x, info, stride, BUFFERS, stream)
-
-
-def work_values(batch, n, dtype, limit):
-    """Values of the two work arrays :func:`split` needs down to ``limit`` rows (0: no step)."""
-    return 2 * 4 * batch * n if n > limit else 0
-
-
-def temp_parts(batch, n, dtype):
-    """The scratch :func:`run` takes from a caller's memory: the global steps' work rows."""
-    return [(work_values(batch, n, dtype, max_block_rows(dtype)), dtype)]
 
 
 def kernels(dtype):
@@ -162,8 +150,8 @@ def kernels(dtype):
 
 
 METHOD = register(Method(
-    name="pcr", run=run, kernels=kernels, temp_parts=temp_parts,
-    capabilities=Capability.NEEDS_DOMINANCE | Capability.BATCHED | Capability.CALLER_TEMP,
+    name="pcr", run=run, kernels=kernels,
+    capabilities=Capability.NEEDS_DOMINANCE | Capability.BATCHED,
     summary="parallel cyclic reduction: every row eliminates its neighbours at strides 1, 2, 4, ...; "
             "work n log2 n, depth log2 n",
     source="Hockney and Jesshope, Parallel Computers (1981); Zhang, Cohen and Owens, PPoPP 2010"))

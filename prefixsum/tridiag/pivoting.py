@@ -200,16 +200,21 @@ def positive_definite(d, sub, verdict):
 
 
 
-def is_positive_definite(d, sub):
+def is_positive_definite(d, sub, stream=None):
     """Whether every symmetric tridiagonal ``tridiag(sub, d, sub)`` of the batch is positive definite.
 
     ``d``, ``sub``: (batch, n) device arrays, ``sub[m, i] = T_m[i, i-1]``. One launch and one
-    integer copied back.
+    integer copied back, on ``stream`` (a :class:`~prefixsum.core.streams.Stream`; None: numba's
+    default), which it waits for.
     """
-    verdict = cuda.to_device(np.zeros(1, np.int32))
+    on = 0 if stream is None else stream.numba
+    verdict = cuda.to_device(np.zeros(1, np.int32), stream=on)
     batch = d.shape[0]
-    launchers(kernels, d.dtype)[positive_definite](-(-batch // THREADS), THREADS, d, sub, verdict)
-    return not verdict.copy_to_host()[0]
+    launchers(kernels, d.dtype)[positive_definite](-(-batch // THREADS), THREADS, d, sub, verdict, stream=stream)
+    answer = verdict.copy_to_host(stream=on)
+    if stream is not None:
+        stream.synchronize()
+    return not answer[0]
 
 
 def run(a, b, c, d, x, info, route=None, call=0, pairs=None, stream=None):

@@ -102,3 +102,10 @@ def choose(method, batch, n, dtype):
     method (or ValueError naming the allowed ones); ``"auto"`` the fastest measured method that
     pivots (module docstring)."""
     return METHODS.choose(method, (batch, n), np.dtype(dtype), Capability.PIVOTS if method == "auto" else Capability.NONE)
+
+
+def fastest(batch, n, dtype, pivots=True):
+    """The fastest :class:`Method` measured for (batch, n) systems of ``dtype`` among those that
+    pivot (``pivots``: :func:`choose`'s ``"auto"``) or among all (for systems known to be safe
+    without pivoting: symmetric positive definite, :func:`prefixsum.tridiag.solve_symmetric`)."""
+    return METHODS.choose("auto", (batch, n), np.dtype(dtype), Capability.PIVOTS if pivots else Capability.NONE)
