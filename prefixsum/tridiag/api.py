@@ -163,10 +163,11 @@ def solve_ex(a, b, c, d, *, method="auto", condition=False, out=None, stream=Non
     """:func:`solve` that never raises for a system that failed: every system's outcome instead.
 
     As ``torch.linalg.solve_ex`` and LAPACK's ``info``: a batch with singular systems still yields
-    the good systems' x, and ``info`` says which failed and why. Arguments (``out=`` and ``stream=`` too) as :func:`solve`'s;
-    ``condition=True`` also estimates each system's reciprocal condition number in the 1-norm
-    (:mod:`prefixsum.tridiag.condition`, as LAPACK's ``?gtcon``: about a dozen more solves of
-    the batch, O(n) each, and the bands copied to the host).
+    the good systems' x, and ``info`` says which failed and why. Arguments (``out=`` and
+    ``stream=`` too) as :func:`solve`'s; ``condition=True`` also estimates each system's
+    reciprocal condition number in the 1-norm (:mod:`prefixsum.tridiag.condition`, as LAPACK's
+    ``?gtcon``: about a dozen more solves of the batch, O(n) each, and the bands copied to the
+    host).
 
     Returns
     -------
@@ -320,7 +321,7 @@ class SolvePlan(Plan):
                 self._run(*args, stream=stream, temp=scratch)
         result = None
         host_out = None if out is None or on_device[3] else out.reshape(-1)
-        if not any(on_device) and transfers.overlapped(batch, n, dtype):  # the copies overlap the solves, chunk by chunk
+        if not any(on_device) and transfers.overlapped(batch, n, dtype):  # copies overlap the solves, chunk by chunk
             result = transfers.solve(arrays, batch, n, dtype, run, info, stream, host_out)
         if result is None:
             if any(on_device):
@@ -361,14 +362,14 @@ def _solve(a, b, c, d, method, out=None, stream=None):
 
 
 def _rcond(a, b, c, info):
-    """:func:`.condition.reciprocal_condition` of the systems, solved by the pivoting method on
-    the host copies of the bands; 0 where ``info`` says a system failed."""
+    """:func:`.condition.reciprocal_condition` of the systems, solved by ``method="auto"`` (a
+    method that pivots) on the host copies of the bands; 0 where ``info`` says a system failed."""
     (a, b, c, _), on_device = check_systems(a, b, c, c)
     bands = [v.copy_to_host() if dev else v for v, dev in zip((a, b, c), on_device)]
     a, b, c = (v.reshape(-1, v.shape[-1]) for v in bands)
 
     def batch_solve(a, b, c, rhs):
-        return _solve(a, b, c, rhs, "pivoting")[0]
+        return _solve(a, b, c, rhs, "auto")[0]
 
     rcond = condition.reciprocal_condition(batch_solve, a, b, c)
     return np.where(info.reshape(-1) == SOLVED, rcond, 0.0)
@@ -379,8 +380,9 @@ def _flags(batch, stream):
     stream (:func:`prefixsum.core.workspace.reused`), all zero: the kernels write only where a
     system fails, and a call zeroes them again after a failure, so a call need not clear them
     before it launches."""
-    return reused(("flags", batch), lambda: (cuda.to_device(np.zeros(batch, np.int32)), cuda.pinned_array(batch, np.int32)),
-                  stream)
+    def make():
+        return cuda.to_device(np.zeros(batch, np.int32)), cuda.pinned_array(batch, np.int32)
+    return reused(("flags", batch), make, stream)
 
 
 def _zero(info, stream):

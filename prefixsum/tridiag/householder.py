@@ -171,7 +171,9 @@ def solve_symmetric(A, rhs, *, out=None, stream=None):
         out = check_solution_out(out, [rhs] * 4, [rhs_on_device] * 4, shape, rhs.dtype)
     batch, n = (1, shape[0]) if len(shape) == 1 else shape
     if batch == 0:
-        return out if out is not None else cuda.device_array(shape, rhs.dtype) if rhs_on_device else np.empty(shape, rhs.dtype)
+        if out is not None:
+            return out
+        return cuda.device_array(shape, rhs.dtype) if rhs_on_device else np.empty(shape, rhs.dtype)
     q, d, bands = _tridiagonalize(A.reshape(batch, n, n), where)
     v = (rhs.reshape(batch, n) if rhs_on_device
          else cuda.to_device(np.ascontiguousarray(rhs.reshape(batch, n)), stream=on))

@@ -101,7 +101,8 @@ def choose(method, batch, n, dtype):
     """The :class:`Method` for ``method=`` on (batch, n) systems of ``dtype``: a name is its
     method (or ValueError naming the allowed ones); ``"auto"`` the fastest measured method that
     pivots (module docstring)."""
-    return METHODS.choose(method, (batch, n), np.dtype(dtype), Capability.PIVOTS if method == "auto" else Capability.NONE)
+    needs = Capability.PIVOTS if method == "auto" else Capability.NONE
+    return METHODS.choose(method, (batch, n), np.dtype(dtype), needs)
 
 
 def fastest(batch, n, dtype, pivots=True):
