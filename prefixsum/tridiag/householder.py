@@ -161,14 +161,14 @@ def solve_symmetric(A, rhs, *, out=None, stream=None):
     where = as_stream(stream)
     on = launch_stream(where)
     rhs, rhs_on_device = as_input(rhs, "rhs", ndim=(1, 2))
+    shape = tuple(rhs.shape)
+    if out is not None:  # before the symmetry check's launch
+        out = check_solution_out(out, [rhs] * 4, [rhs_on_device] * 4, shape, rhs.dtype)
     A, _ = _check_matrices(A, where)
     if np.dtype(rhs.dtype) != np.dtype(A.dtype):
         raise TypeError(f"rhs has dtype {np.dtype(rhs.dtype)}, A {np.dtype(A.dtype)}: they must match")
-    if tuple(rhs.shape) != tuple(A.shape[:-1]):
-        raise ValueError(f"rhs must have shape {tuple(A.shape[:-1])} (A.shape[:-1]); got {tuple(rhs.shape)}")
-    shape = tuple(rhs.shape)
-    if out is not None:
-        out = check_solution_out(out, [rhs] * 4, [rhs_on_device] * 4, shape, rhs.dtype)
+    if shape != tuple(A.shape[:-1]):
+        raise ValueError(f"rhs must have shape {tuple(A.shape[:-1])} (A.shape[:-1]); got {shape}")
     batch, n = (1, shape[0]) if len(shape) == 1 else shape
     if batch == 0:
         if out is not None:
