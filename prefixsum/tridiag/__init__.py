@@ -31,9 +31,9 @@ from . import pcr, cr, thomas, hybrid, pivoting, auto  # noqa: I001
 from . import block, chunked, partition, warp
 from . import householder as _householder  # the module: the name householder is the function
 from ._common import NOT_FINITE, SINGULAR, ZERO_PIVOT
-from .api import REASONS, SOLVED, Solution, SolvePlan, check_systems, plan_solve, solve, solve_ex
+from .api import REASONS, SOLVED, Solution, SolvePlan, check_systems, choose, plan_solve, solve, solve_ex
 from .householder import householder, solve_symmetric
-from .registry import DTYPES, METHODS, Method, choose
+from .registry import DTYPES, METHODS, Method
 
 __all__ = ["DTYPES", "METHODS", "Method", "NOT_FINITE", "REASONS", "SINGULAR", "SOLVED", "Solution", "SolvePlan",
            "ZERO_PIVOT", "check_systems", "choose", "householder", "plan_solve", "ptx_kernels", "solve", "solve_ex",

@@ -24,7 +24,8 @@ from ..core.streams import as_stream
 from ..core.workspace import one_call_at_a_time, reused
 from . import condition, transfers
 from ._common import NOT_FINITE, SINGULAR, ZERO_PIVOT
-from .registry import DTYPES, METHODS, choose
+from . import registry
+from .registry import DTYPES, METHODS
 
 _NAMES = "abcd"
 STAGED_BYTES = 64 << 20  # the largest device buffers kept for host inputs (:func:`_staged`)
@@ -274,7 +275,7 @@ class SolvePlan(Plan):
             raise ValueError(f"the systems need n >= 1 unknowns; got shape {shape}")
         self.dtype, self.shape = dtype, shape
         self.batch, self.n = (1, shape[0]) if len(shape) == 1 else shape
-        self.method = choose(method, self.batch, self.n, dtype)
+        self.method = registry.choose(method, self.batch, self.n, dtype)
         self.algorithm, self._run = self.method.name, self.method.run
         self._parts = None
         if Capability.CALLER_TEMP in self.method.capabilities:
@@ -349,6 +350,13 @@ class SolvePlan(Plan):
 
     def __repr__(self):
         return f"<SolvePlan {self.shape} x {self.dtype.name}, {self.algorithm!r}>"
+
+
+def choose(method, batch, n, dtype):
+    """The name of the method that ``method=`` runs on (batch, n) systems of ``dtype``: itself, or
+    for ``"auto"`` the fastest measured method that pivots (:func:`.registry.choose`, which
+    returns the :class:`~.registry.Method`)."""
+    return registry.choose(method, batch, n, dtype).name
 
 
 @one_call_at_a_time
