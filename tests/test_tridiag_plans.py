@@ -232,6 +232,7 @@ def test_auto_uses_batch_n_and_dtype_from_the_h100_rows():
     assert registry.choose("auto", 64, 8192, np.float32).name == "routed"  # the dtype decides here
     assert registry.choose("auto", 64, 8192, np.float64).name == "pivoting"
     assert registry.fastest(512, 512, np.float32, pivots=False).name == "hybrid"  # for systems safe without pivoting
+    assert registry.measured_times(("hybrid",), (512, 512), np.dtype(np.float32)) == {"hybrid": 11.71}  # its latest run
     assert registry.measured_times(("hybrid",), (512, 512), np.dtype(np.float16)) == {}  # no rows: the rank decides
 
 

@@ -13,7 +13,9 @@ every nonsingular system, and among those the fastest measured for the call's ba
 on the H100 (``ours (kernels)``, CUPTI's kernel time summed per call), at the measured shape nearest
 the call's (in ``log2 batch`` and ``log2 n``), of the call's dtype, and ranks each method by the
 mean of its times on the table's two families of systems, diagonally dominant and indefinite, as
-which family the caller's systems are is known only on the GPU. In that table ``"routed"`` wins
+which family the caller's systems are is known only on the GPU (a method timed by several runs,
+as the hybrid by the full run and by the later ``--only-pivoting --sweep`` one: its latest run's
+rows, measured beside the methods that pivot). In that table ``"routed"`` wins
 where the batch has many systems (it adds a dominance test and a launch of the pivoting solver
 that finds nothing to do on dominant systems, but saves more on them than it loses on the
 others), and ``"pivoting"`` where a few long systems make the routed indefinite systems twice the
@@ -70,7 +72,7 @@ class Method(Entry):
 def measured_times(names, size, dtype):
     """``{name: microseconds}`` of the methods ``names`` at the shape of :data:`TABLE` nearest
     ``size = (batch, n)``, in ``dtype``: the mean over the families of each method's kernel rows
-    there (module docstring); ``{}`` without rows."""
+    there, of its latest run where several measured it (module docstring); ``{}`` without rows."""
     batch, n = size
     labels = {(METHODS[name].measured_as or name): name for name in names}
     rows = [row for row in tables.rows(TABLE) if row["kind"] == "ours (kernels)" and row["method"] in labels
@@ -81,9 +83,13 @@ def measured_times(names, size, dtype):
         return {}
     here = (math.log2(max(batch, 1)), math.log2(max(n, 1)))
     nearest = min(shapes, key=lambda s: (math.dist(here, (math.log2(s[0]), math.log2(s[1]))), -s[0] * s[1]))
+    here_rows = [row for row in rows if (int(row["batch"]), int(row["n"])) == nearest]
+    latest = {}
+    for row in here_rows:  # a method measured by several runs: its latest run's rows
+        latest[row["method"]] = max(latest.get(row["method"], ""), row.get("date", ""))
     times = {}
-    for row in rows:
-        if (int(row["batch"]), int(row["n"])) == nearest:
+    for row in here_rows:
+        if row.get("date", "") == latest[row["method"]]:
             times.setdefault(labels[row["method"]], []).append(float(row["median_us"]))
     return {name: sum(values) / len(values) for name, values in times.items()}
 
