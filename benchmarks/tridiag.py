@@ -126,6 +126,11 @@ def backward_error(a, b, c, d, x):
     return float(np.max(np.abs(r)) / scale)
 
 
+KERNEL_METHODS = (*(name for name in tridiag.METHODS if name != auto.METHOD.name), "auto")
+"""The methods whose kernels a full run times: every registered one, the routed one (:mod:`.auto`)
+under the label its rows have had since before it had a name, ``"auto"``."""
+
+
 def variants(method, shape, dtype, family="dominant", sweep=False, full=True):
     """``(label, run, THOMAS_ROWS, partition R, block R)`` for the kernel rows of ``method`` on
     ``family``: any method once, as ``tridiag.solve`` runs it (``"auto"``: :func:`.auto.run`); in
@@ -142,7 +147,7 @@ def variants(method, shape, dtype, family="dominant", sweep=False, full=True):
     were chosen from; None: the module's own choice); for "pivoting" on indefinite systems with
     ``sweep`` (or in the full run) each of its paths forced (:func:`pivoting_sweep`)."""
     n = shape[1]
-    run = auto.run if method == "auto" else tridiag.METHODS[method]
+    run = auto.run if method == "auto" else tridiag.METHODS[method].run
     own = [(method, run, THOMAS_ROWS, None, None)]
     if method == "pivoting":
         return own + (pivoting_sweep(shape, dtype) if family == "indefinite" and (sweep or full) else [])
@@ -378,7 +383,7 @@ def case_rows(args, meta, cupy, jax, full, family, dtype, batch, n, repeats, rng
     elif family == "indefinite":
         methods = ["pivoting", "auto"]
     else:
-        methods = [*tridiag.METHODS, "auto"] if full else ["hybrid", "pivoting", "auto"]
+        methods = list(KERNEL_METHODS) if full else ["hybrid", "pivoting", "auto"]
     launches, results = {}, {}
     for method in methods:
         if method == "thomas" and n > THOMAS_MAX_ROWS:

@@ -33,17 +33,21 @@ def systems(batch, n, dtype, rng):
 def steps(arrays, calls):
     """Median host microseconds of each step of a whole call on device arrays, timed alone."""
     from prefixsum.core.arrays import copy_to_host, result_array
+    from prefixsum.core.plans import PLANS
+    from prefixsum.core.streams import default_stream
     from prefixsum.tridiag import api, hybrid
 
-    checked, _ = api._check(*arrays)
+    checked, _ = api.check_systems(*arrays)
     batch, n = checked[3].shape
     x = result_array((batch, n), checked[3].dtype)
-    info, flags = api._flags(batch)
+    info, flags = api._flags(batch, default_stream())
+    key = ("tridiag.solve", x.dtype, (batch, n), "auto", api.METHODS.version)
     parts = {
-        "check": lambda: api._check(*arrays),
+        "check": lambda: api.check_systems(*arrays),
         "result_array": lambda: result_array((batch, n), checked[3].dtype),
-        "flags": lambda: api._flags(batch),
-        "choose": lambda: api.choose("auto", batch, n, x.dtype),
+        "flags": lambda: api._flags(batch, default_stream()),
+        "plan lookup": lambda: PLANS.get(key),
+        "choose (a plan's making)": lambda: api.choose("auto", batch, n, x.dtype),
         "hybrid.run (launches, no wait)": lambda: hybrid.run(*checked, x, info),
         "copy flags (after a sync)": lambda: copy_to_host(info, flags),
         "numba's copy_to_host of the flags": lambda: info.copy_to_host(flags),

@@ -264,7 +264,7 @@ def test_the_tridiag_and_householder_stages_produce_every_committed_case(monkeyp
         assert cases == set(expected), name
     calls = {(int(row["batch"]), int(row["n"])) for row in _rows("householder_calls.csv")}
     assert calls == set(_script("householder").CALL_CASES)
-    labels = {variant[0] for method in (*ps.tridiag.METHODS, "auto") for shape in script.CASES + script.PIVOTING_CASES
+    labels = {variant[0] for method in script.KERNEL_METHODS for shape in script.CASES + script.PIVOTING_CASES
               for dtype in ("float32", "float64") for family in script.FAMILIES
               for variant in script.variants(method, shape, dtype, family, sweep=True)}
     rows = _rows("tridiag.csv")

@@ -6,6 +6,7 @@ kernel is reached at small n by shrinking the shared-memory budget and the block
 The kernels' PTX is compiled by test_tridiag.py's PTX test, which walks tridiag.ptx_kernels().
 """
 import os
+import re
 
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
@@ -263,7 +264,7 @@ def test_solve_symmetric_one_system_and_the_global_path(rng, monkeypatch):
 
 def test_a_singular_t_is_a_lin_alg_error_naming_the_system():
     A = np.stack([np.eye(4), np.diag([1.0, 0.0, 2.0, 3.0]), np.zeros((4, 4))])
-    with pytest.raises(np.linalg.LinAlgError, match=r"method='pivoting'.*system 1 of 3 \(2 failed in all\): the matrix is singular"):
+    with pytest.raises(np.linalg.LinAlgError, match=r"method='(pivoting|routed)'.*system 1 of 3 \(2 failed in all\): the matrix is singular"):
         tridiag.solve_symmetric(A, np.ones((3, 4)))
 
 
@@ -288,7 +289,8 @@ def test_a_non_symmetric_matrix_is_a_value_error_stating_the_tolerance(dtype, rn
 
 @pytest.mark.parametrize("shape", ((3, 4), (2, 3, 4), (4,), (1, 2, 3, 3), (0, 0), (2, 0, 0)))
 def test_a_non_square_matrix_is_a_value_error_naming_its_shape(shape):
-    with pytest.raises(ValueError, match=rf"square.*got {shape}".replace("(", r"\(").replace(")", r"\)")):
+    shown = re.escape(str(shape))  # core.inputs' wording where the dimensions are wrong, the square check's where not
+    with pytest.raises(ValueError, match=rf"square.*got {shown}|A must be 2-D or 3-D; got an array of shape {shown}"):
         tridiag.householder(np.zeros(shape))
 
 

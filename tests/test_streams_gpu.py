@@ -14,9 +14,10 @@ import pytest
 from numba import cuda
 
 import prefixsum as ps
-from prefixsum import apps
+from prefixsum import apps, tridiag
 from prefixsum.apps import segmented
 from prefixsum.core.device import simulating
+from prefixsum.tridiag import transfers
 
 pytestmark = pytest.mark.skipif(simulating(), reason="needs a CUDA GPU (NUMBA_ENABLE_CUDASIM=0)")
 
@@ -158,3 +159,110 @@ def test_a_sort_on_a_cupy_stream(rng):
     stream.synchronize()
     np.testing.assert_array_equal(sorted_keys.copy_to_host(), np.sort(keys))
     np.testing.assert_array_equal(scan.copy_to_host(), np.cumsum(keys, dtype=np.uint32))
+
+
+def dominant_systems(rng, batch, n):
+    """(batch, n) float64 systems, strictly diagonally dominant, and their solutions by LAPACK's
+    banded solver, one at a time on the host."""
+    import scipy.linalg
+
+    a, c, d = rng.uniform(-1, 1, (3, batch, n))
+    b = np.abs(a) + np.abs(c) + rng.uniform(0.5, 1.5, (batch, n))
+    x = np.stack([scipy.linalg.solve_banded((1, 1), np.stack([np.r_[0, c[k, :-1]], b[k], np.r_[a[k, 1:], 0]]), d[k])
+                  for k in range(batch)])
+    return [a, b, c, d], x
+
+
+def late_systems(system, stream):
+    """The four bands as device arrays that ``stream`` writes only after a wait (:func:`late_input`)."""
+    return [late_input(v.reshape(-1), stream).reshape(v.shape) for v in system]
+
+
+@pytest.mark.parametrize("batch, n", [(64, 40), (3, 5000)])
+def test_tridiagonal_solves_on_a_numba_stream_run_after_the_work_before_them(batch, n, rng):
+    """Every method, the plan with the caller's out and temp, Stone's solve: a solve queued
+    anywhere else would read bands of zeros (a zero pivot, or NaN)."""
+    stream = nonblocking()
+    system, expected = dominant_systems(rng, batch, n)
+    for method in ("auto", *tridiag.METHODS):
+        device = late_systems(system, stream)
+        x = tridiag.solve(*device, method=method, stream=stream)
+        for band in device:
+            scrub(band.reshape(-1), stream)
+        stream.synchronize()
+        np.testing.assert_allclose(x.copy_to_host(), expected, rtol=1e-9, atol=1e-12, err_msg=method)
+    plan = tridiag.plan_solve(np.float64, (batch, n), method="thomas")
+    out, temp = cuda.device_array((batch, n)), cuda.device_array(plan.temp_bytes, np.uint8)
+    assert plan(*late_systems(system, stream), out, stream=stream, temp=temp) is out
+    stream.synchronize()
+    np.testing.assert_allclose(out.copy_to_host(), expected, rtol=1e-9, atol=1e-12)
+    x = apps.stone_solve(*late_systems(system, stream), stream=stream)
+    stream.synchronize()
+    np.testing.assert_allclose(x.copy_to_host(), expected, rtol=1e-8, atol=1e-11)
+
+
+def test_two_streams_of_one_thread_never_share_a_solvers_scratch(rng):
+    """Two solves of one shape on two streams may run at once: each needs its own route flags,
+    failure flags and work rows (the workspace keeps them per stream)."""
+    first, second = nonblocking(), nonblocking()
+    systems = [dominant_systems(rng, 8, 3000) for _ in range(2)]
+    for method in ("auto", "pcr", "pivoting"):
+        inputs = [late_systems(system, s) for (system, _), s in zip(systems, (first, second))]
+        results = [tridiag.solve(*device, method=method, stream=s) for device, s in zip(inputs, (first, second))]
+        for result, (_, expected) in zip(results, systems):
+            np.testing.assert_allclose(result.copy_to_host(), expected, rtol=1e-9, atol=1e-12, err_msg=method)
+
+
+def test_numpy_solves_and_householder_on_a_numba_stream(rng, monkeypatch):
+    stream = nonblocking()
+    system, expected = dominant_systems(rng, 40, 300)
+    out = np.empty((40, 300))
+    assert tridiag.solve(*system, out=out, stream=stream) is out
+    np.testing.assert_allclose(out, expected, rtol=1e-9, atol=1e-12)
+    monkeypatch.setattr(transfers, "MIN_BYTES", 0)  # the chunked way: copies on side streams, solves on this one
+    monkeypatch.setattr(transfers, "MIN_CHUNK_BYTES", 0)
+    np.testing.assert_allclose(tridiag.solve(*system, stream=stream), expected, rtol=1e-9, atol=1e-12)
+    m = rng.normal(size=(4, 30, 30))
+    A = m @ m.transpose(0, 2, 1) + 30 * np.eye(30)
+    rhs = rng.normal(size=(4, 30))
+    late = late_input(rhs.reshape(-1), stream).reshape(4, 30)
+    x = tridiag.solve_symmetric(cuda.to_device(A), late, stream=stream)
+    stream.synchronize()
+    np.testing.assert_allclose(x.copy_to_host(), np.linalg.solve(A, rhs[..., None])[..., 0], rtol=1e-8)
+
+
+def test_a_solve_on_a_pytorch_stream(rng):
+    torch = pytest.importorskip("torch")
+    stream = torch.cuda.Stream()
+    system, expected = dominant_systems(rng, 256, 100)
+    bands = [torch.zeros(v.shape, dtype=torch.float64, device="cuda") for v in system]
+    torch.cuda.synchronize()
+    sources = [torch.from_numpy(v).cuda() for v in system]
+    with torch.cuda.stream(stream):
+        torch.cuda._sleep(50_000_000)  # tens of milliseconds of GPU cycles, then the writes
+        for band, source in zip(bands, sources):
+            band.copy_(source)
+    x = tridiag.solve(*bands, stream=stream)
+    with torch.cuda.stream(stream):
+        for band in bands:
+            band.zero_()
+    stream.synchronize()
+    np.testing.assert_allclose(x.copy_to_host(), expected, rtol=1e-9, atol=1e-12)
+
+
+def test_a_solve_on_a_cupy_stream(rng):
+    cupy = pytest.importorskip("cupy")
+    stream = cupy.cuda.Stream(non_blocking=True)
+    system, expected = dominant_systems(rng, 256, 100)
+    bands = [cupy.zeros(v.size, dtype=cupy.float64) for v in system]
+    cupy.cuda.Device().synchronize()
+    with stream:
+        for band, v in zip(bands, system):
+            wait_then_copy[(v.size + 255) // 256, 256, cuda.external_stream(stream.ptr)](cupy.asarray(v.reshape(-1)),
+                                                                                        band, WAIT_ROUNDS)
+    x = tridiag.solve(*(band.reshape(v.shape) for band, v in zip(bands, system)), stream=stream)
+    with stream:
+        for band in bands:
+            band.fill(0)
+    stream.synchronize()
+    np.testing.assert_allclose(x.copy_to_host(), expected, rtol=1e-9, atol=1e-12)

@@ -9,13 +9,15 @@ import os
 
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
+import dataclasses  # noqa: E402
+
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from prefixsum import tridiag  # noqa: E402
-from prefixsum.core import overlap  # noqa: E402
+from prefixsum.core import overlap, plans  # noqa: E402
 from prefixsum.core.poison import poison  # noqa: E402
-from prefixsum.tridiag import api, auto, transfers  # noqa: E402
+from prefixsum.tridiag import api, transfers  # noqa: E402
 from test_tridiag import check, dominant  # noqa: E402
 
 
@@ -42,18 +44,19 @@ def chunked(monkeypatch):
     monkeypatch.setattr(transfers, "buffers", poisoned_buffers)
     monkeypatch.setattr(transfers, "pinned_result", poisoned_result)
     def spy(run):
-        def spied(a, b, c, d, x, info):
+        def spied(a, b, c, d, x, info, **options):
             solved.append(x.shape)
-            return run(a, b, c, d, x, info)
+            return run(a, b, c, d, x, info, **options)
         return spied
-    for name, run in dict(api.METHODS).items():
-        monkeypatch.setitem(api.METHODS, name, spy(run))
-    monkeypatch.setattr(auto, "run", spy(auto.run))  # "auto", the default
+    for name, method in api.METHODS.items():  # every method, spied, in plans made afresh
+        monkeypatch.setitem(api.METHODS._items, name, dataclasses.replace(method, run=spy(method.run)))
+    plans.PLANS.clear()
 
     def cut(per, n, dtype):
         monkeypatch.setattr(transfers, "CHUNK_BYTES", per * 4 * n * np.dtype(dtype).itemsize)
         return solved
-    return cut
+    yield cut
+    plans.PLANS.clear()  # no plan keeps a spy
 
 
 def plain(system, method):
@@ -200,7 +203,7 @@ def test_the_plain_way_sends_every_element(rng, monkeypatch, tiny_parts, packed,
         return array
 
     monkeypatch.setattr(api.cuda, "device_array", poisoned)
-    monkeypatch.setattr(api, "reused", lambda key, make: make())  # no device arrays of an earlier call
+    monkeypatch.setattr(api, "reused", lambda key, make, stream=None: make())  # no device arrays of an earlier call
     for dtype in (np.float32, np.float64):
         system = [v.astype(dtype) for v in dominant(rng, batch, n)]
         check(tridiag.solve(*system), system, dtype)

@@ -6,7 +6,8 @@ continuous first and second derivatives. With ``M_i`` its second derivative at `
 
     h_(i-1) M_(i-1) + 2 (h_(i-1) + h_i) M_i + h_i M_(i+1) = 6 (D_i - D_(i-1)),  D_i = (y_(i+1) - y_i) / h_i,
 
-a strictly diagonally dominant tridiagonal system, solved by PCR (:func:`prefixsum.tridiag.solve`).
+a strictly diagonally dominant tridiagonal system, on which every method of :func:`prefixsum.tridiag.solve`
+is stable: the fastest measured for its size solves it (:func:`prefixsum.tridiag.registry.fastest`).
 A natural spline has ``M_0 = M_(n-1) = 0``; a clamped one prescribes the first derivative at
 both ends, which gives the first and last rows. Piece i is then, in ``s = x - x_i``,
 
@@ -22,6 +23,7 @@ from numba import cuda
 
 from ..scans.api import exclusive_scan
 from ..tridiag import solve
+from ..tridiag.registry import fastest
 from ..core.inputs import as_input
 from ..core.streams import as_stream, launch_stream
 from ._arrays import back, device_copy, grid
@@ -118,8 +120,8 @@ class PiecewisePolynomial:
         return high - low
 
 
-def cubic_spline(x, y, bc_type="natural"):
-    """The cubic spline through ``(x[i], y[i])``; coefficients from a tridiagonal solve (PCR).
+def cubic_spline(x, y, bc_type="natural", *, stream=None):
+    """The cubic spline through ``(x[i], y[i])``; coefficients from a tridiagonal solve (the fastest method measured).
 
     Parameters
     ----------
@@ -129,6 +131,9 @@ def cubic_spline(x, y, bc_type="natural"):
     bc_type : "natural" or ((1, left_slope), (1, right_slope))
         Natural: zero second derivative at both ends. Clamped: the first derivative given at both
         ends, in scipy's notation.
+    stream : optional
+        The stream the solve is queued on (any form :func:`prefixsum.scan` takes); the call waits
+        for it only (the coefficients are a numpy array).
 
     Returns
     -------
@@ -162,6 +167,6 @@ def cubic_spline(x, y, bc_type="natural"):
             raise ValueError(f"bc_type must be 'natural' or ((1, left_slope), (1, right_slope)); got {bc_type!r}")
         b[0], c[0], d[0] = 2 * h[0], h[0], 6 * (slope[0] - left)
         a[-1], b[-1], d[-1] = h[-1], 2 * h[-1], 6 * (right - slope[-1])
-    m = solve(a, b, c, d, method="pcr")
+    m = solve(a, b, c, d, method=fastest(1, n, np.float64, pivots=False).name, stream=stream)
     coefficients = np.vstack([(m[1:] - m[:-1]) / (6 * h), m[:-1] / 2, slope - h * (2 * m[:-1] + m[1:]) / 6, y[:-1]])
     return PiecewisePolynomial(x, coefficients)

@@ -59,9 +59,10 @@ from numba import cuda, types
 
 from ..core.arithmetic import quiet_arithmetic
 from ..core.arrays import result_array
+from ..core.streams import as_stream, launch_stream
 from ..primitives.ops import numba_type
 from ..scans.api import scan
-from ..tridiag.api import _check
+from ..tridiag.api import check_solution_out, check_systems
 from ._arrays import grid
 
 SEGMENT_IDENTITY = (0.0, 1.0, 0.0)
@@ -208,7 +209,7 @@ def kernels(dtype):
     yield flag_failures, (element, element, types.int64, types.Array(types.int32, 1, "C"))
 
 
-def stone_solve(a, b, c, d):
+def stone_solve(a, b, c, d, *, out=None, stream=None):
     """Solve tridiagonal systems ``a_i x_(i-1) + b_i x_i + c_i x_(i+1) = d_i`` by Stone's method.
 
     The pivots of ``A = L U`` by one scan of 2x2 matrices (Moebius maps), then ``L y = d`` and
@@ -220,17 +221,24 @@ def stone_solve(a, b, c, d):
         As :func:`prefixsum.tridiag.solve` takes them: sub-diagonal, diagonal, super-diagonal and
         right-hand side, one shape, one dtype (float32 or float64); ``a[..., 0]`` and
         ``c[..., -1]`` lie outside the matrix and are ignored. Never modified.
+    out : array, optional
+        Where x goes, as :func:`prefixsum.tridiag.solve` takes it: ``d``'s kind, shape and dtype,
+        contiguous, sharing no memory with the inputs.
+    stream : optional
+        The stream the solve is queued on (any form :func:`prefixsum.scan` takes); the call waits
+        for it only, to read the failure flags.
 
     Returns
     -------
     numpy.ndarray or numba device array
-        x, with ``d``'s shape and dtype: a device array when ``d`` is one.
+        x, with ``d``'s shape and dtype: a device array when ``d`` is one; ``out`` when given.
 
     Raises
     ------
     TypeError, ValueError
         As :func:`prefixsum.tridiag.solve`: a dtype other than float32 or float64, mixed dtypes
-        or shapes, ndim other than 1 or 2, n = 0, a non-contiguous device array.
+        or shapes, ndim other than 1 or 2, n = 0, a non-contiguous device array, a wrong ``out``
+        or ``stream``.
     numpy.linalg.LinAlgError
         A zero or non-finite pivot, or a non-finite x; the message names the first failing
         system.
@@ -249,32 +257,42 @@ def stone_solve(a, b, c, d):
     >>> apps.stone_solve(a, b, c, np.array([5.0, 6, 5]))  # [[4, 1, 0], [1, 4, 1], [0, 1, 4]] x = d
     array([1., 1., 1.])
     """
-    arrays, on_device = _check(a, b, c, d)
+    arrays, on_device = check_systems(a, b, c, d)
+    where = as_stream(stream)
     shape, dtype = tuple(arrays[3].shape), np.dtype(arrays[3].dtype)
+    if out is not None:
+        out = check_solution_out(out, arrays, on_device, shape, dtype)
     batch, n = (1, shape[0]) if len(shape) == 1 else shape
     if batch == 0:
-        return result_array(shape, dtype) if on_device[3] else np.empty(shape, dtype)
-    size = batch * n
-    a, b, c, d = (v.reshape(size) if dev else cuda.to_device(np.ascontiguousarray(v).reshape(size))
+        return out if out is not None else result_array(shape, dtype, where) if on_device[3] else np.empty(shape, dtype)
+    size, on = batch * n, launch_stream(where)
+    a, b, c, d = (v.reshape(size) if dev else cuda.to_device(np.ascontiguousarray(v).reshape(size), stream=on)
                   for v, dev in zip(arrays, on_device))
+    into = out.reshape(size) if out is not None and on_device[3] else None
     with quiet_arithmetic(divide="ignore"):  # a zero pivot divides by zero, as a GPU does, and is reported below
         blocks, threads = grid(size)
         fields = [cuda.device_array(size, dtype) for _ in range(5)]
-        pivot_maps(dtype)[blocks, threads](a, b, c, n, *fields)
-        _, p00, _, p10, _ = scan(tuple(fields), mobius(dtype), identity=MOBIUS_IDENTITY)
+        pivot_maps(dtype)[blocks, threads, on](a, b, c, n, *fields)
+        _, p00, _, p10, _ = scan(tuple(fields), mobius(dtype), identity=MOBIUS_IDENTITY, stream=where)
         start, lower, pivots = (cuda.device_array(size, dtype) for _ in range(3))
-        lower_maps(dtype)[blocks, threads](a, p00, p10, n, start, lower, pivots)
-        _, _, y = scan((start, lower, d), affine_segments, identity=SEGMENT_IDENTITY)
+        lower_maps(dtype)[blocks, threads, on](a, p00, p10, n, start, lower, pivots)
+        _, _, y = scan((start, lower, d), affine_segments, identity=SEGMENT_IDENTITY, stream=where)
         upper, scaled = cuda.device_array(size, dtype), cuda.device_array(size, dtype)
-        upper_maps(dtype)[blocks, threads](c, y, pivots, n, start, upper, scaled)
-        _, _, x = scan((start, upper, scaled), affine_segments, identity=SEGMENT_IDENTITY, reverse=True)
-        failed = cuda.to_device(np.zeros(batch, np.int32))
-        flag_failures[blocks, threads](x, pivots, n, failed)
-    failures = np.flatnonzero(failed.copy_to_host())
+        upper_maps(dtype)[blocks, threads, on](c, y, pivots, n, start, upper, scaled)
+        _, _, x = scan((start, upper, scaled), affine_segments, identity=SEGMENT_IDENTITY, reverse=True,
+                       out=(None, None, into), stream=where)
+        failed = cuda.to_device(np.zeros(batch, np.int32), stream=on)
+        flag_failures[blocks, threads, on](x, pivots, n, failed)
+    flags = failed.copy_to_host(stream=on)
+    where.synchronize()
+    failures = np.flatnonzero(flags)
     if failures.size:
         raise np.linalg.LinAlgError(
             f"Stone's solve failed in system {failures[0]} of {batch} ({failures.size} failed in all): a zero or "
             "non-finite pivot, or a non-finite x. It does not pivot: it is meant for diagonally dominant or symmetric "
             "positive definite systems; tridiag.solve(..., method='pivoting') solves any nonsingular one")
-    x = x.reshape(shape)
-    return x if on_device[3] else x.copy_to_host()
+    if on_device[3]:
+        return out if out is not None else x.reshape(shape)
+    host = x.copy_to_host(out.reshape(size) if out is not None else None, stream=on)
+    where.synchronize()
+    return out if out is not None else host.reshape(shape)

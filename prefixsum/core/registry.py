@@ -1,4 +1,4 @@
-"""One registry shape for every family of methods: the scans' algorithms, the applications' methods.
+"""One registry shape for every family of methods: the scans' algorithms, the tridiagonal solvers, the applications' methods.
 
 A family keeps its methods in a :class:`Registry`: a read-only mapping name -> entry in the
 order of registration, to which each method's own module adds itself (so that a new method is
@@ -32,6 +32,14 @@ class Capability(enum.Flag):
     """Launches a range of tiles at a time, so that a numpy call's copies overlap its launches."""
     CALLER_TEMP = enum.auto()
     """Takes its temporary storage from the caller (``temp=`` of a plan)."""
+    PIVOTS = enum.auto()
+    """Right on every nonsingular system (a tridiagonal method with partial pivoting, or one that
+    routes the systems it cannot solve safely to one)."""
+    NEEDS_DOMINANCE = enum.auto()
+    """Safe only on diagonally dominant or symmetric positive definite systems (a tridiagonal
+    method without pivoting): elsewhere it may lose every digit without an error."""
+    BATCHED = enum.auto()
+    """Solves a batch of independent systems in one call (every tridiagonal method does)."""
 
 
 WORDS = {
@@ -40,6 +48,9 @@ WORDS = {
     Capability.COMBINES_EVERY_RESULT: "combine every element before writing it",
     Capability.CHUNKED: "launch a range of tiles",
     Capability.CALLER_TEMP: "take the caller's temporary storage",
+    Capability.PIVOTS: "solve every nonsingular system",
+    Capability.NEEDS_DOMINANCE: "be safe only on diagonally dominant systems",
+    Capability.BATCHED: "solve a batch",
 }
 """What each flag lets a method do, for messages ("... cannot carry a user operator")."""
 

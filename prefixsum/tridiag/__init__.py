@@ -5,9 +5,15 @@ that failed; :func:`solve_ex` returns every system's outcome instead (``info``, 
 ``torch.linalg.solve_ex``'s) with the good systems' x, and on request an estimate of each
 system's reciprocal condition number (:mod:`.condition`, as LAPACK's ``?gtcon``).
 
-The default, ``method="auto"`` (:mod:`.auto`), is backward stable on every nonsingular system:
-the hybrid's first kernel tests each system for diagonal dominance as it reads it, and the
-systems that fail the test go to the pivoting solver, on the GPU, in the same call.
+The default, ``method="auto"``, is backward stable on every nonsingular system: it runs the
+fastest measured for the call's batch, n and dtype (:mod:`.registry`) of the two methods that are,
+the pivoting solver and ``"routed"`` (:mod:`.auto`: the hybrid's first kernel tests each system
+for diagonal dominance as it reads it, and the systems that fail the test go to the pivoting
+solver, on the GPU, in the same call). Every call takes ``stream=`` and ``out=``; a call is a plan
+kept in the package's one plan cache, and :func:`plan_solve` hands the plan to a caller who
+solves in a loop (:class:`SolvePlan`, with ``temp=`` for the methods that take the caller's
+scratch). The methods are entries of :data:`METHODS`, a registry of the shape every family has
+(:mod:`prefixsum.core.registry`), each registered by its own module.
 
 Each method lives in its own module: :mod:`.pivoting` (Gaussian elimination with partial
 pivoting for any nonsingular system: one thread per short system, :mod:`.chunked`'s chunks and
@@ -20,14 +26,18 @@ ones to :mod:`.partition`), :mod:`.pcr`, :mod:`.cr`, :mod:`.thomas`; the host si
 transfers, outcomes) in :mod:`.api`. :func:`householder` and :func:`solve_symmetric` reduce a
 symmetric matrix to tridiagonal form and solve with it.
 """
-from . import auto, block, chunked, cr, hybrid, partition, pcr, pivoting, thomas, warp
+# The methods' modules first, in the order they register in METHODS (:mod:`.registry`).
+from . import pcr, cr, thomas, hybrid, pivoting, auto  # noqa: I001
+from . import block, chunked, partition, warp
 from . import householder as _householder  # the module: the name householder is the function
 from ._common import NOT_FINITE, SINGULAR, ZERO_PIVOT
-from .api import DTYPES, METHODS, REASONS, SOLVED, Solution, solve, solve_ex
+from .api import REASONS, SOLVED, Solution, SolvePlan, check_systems, choose, plan_solve, solve, solve_ex
 from .householder import householder, solve_symmetric
+from .registry import DTYPES, METHODS, Method
 
-__all__ = ["DTYPES", "METHODS", "NOT_FINITE", "REASONS", "SINGULAR", "SOLVED", "Solution", "ZERO_PIVOT", "householder",
-           "ptx_kernels", "solve", "solve_ex", "solve_symmetric"]
+__all__ = ["DTYPES", "METHODS", "Method", "NOT_FINITE", "REASONS", "SINGULAR", "SOLVED", "Solution", "SolvePlan",
+           "ZERO_PIVOT", "check_systems", "choose", "householder", "plan_solve", "ptx_kernels", "solve", "solve_ex",
+           "solve_symmetric"]
 
 
 def ptx_kernels():

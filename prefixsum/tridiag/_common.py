@@ -124,12 +124,13 @@ def load_row(a, b, c, d, buf, j, system, i, row, real, stride):
         put(buf, j, (zero, b.dtype.type(1), zero, zero))
 
 
-def shared_launch(launcher, arrays, x, info, stride, buffers):
+def shared_launch(launcher, arrays, x, info, stride, buffers, stream=None):
     """Launch a shared-memory kernel (through its :class:`~prefixsum.core.launch.Launcher`) over
     all subsystems at ``stride``.
 
     ``arrays`` are the (batch, n) device arrays a, b, c, d; ``buffers`` is how many four-row
-    buffers the kernel keeps per slot (2 for PCR's ping-pong, 1 for CR's in-place reduction).
+    buffers the kernel keeps per slot (2 for PCR's ping-pong, 1 for CR's in-place reduction);
+    ``stream``: a :class:`~prefixsum.core.streams.Stream`, or None for numba's default stream.
     """
     batch, n = x.shape
     m = -(-n // stride)
@@ -139,7 +140,7 @@ def shared_launch(launcher, arrays, x, info, stride, buffers):
     threads = min(-(-rows // WARP_SIZE) * WARP_SIZE, MAX_THREADS)
     blocks = -(-subsystems // per_block)
     shared = buffers * 4 * rows * x.dtype.itemsize
-    launcher(blocks, threads, *arrays, x, info, stride, m, per_block, shared=shared)
+    launcher(blocks, threads, *arrays, x, info, stride, m, per_block, shared=shared, stream=stream)
 
 
 @functools.lru_cache(maxsize=None)
@@ -155,14 +156,14 @@ def no_route():
     return reused(("no route",), lambda: cuda.to_device(np.zeros(1, np.int32)))
 
 
-def work_rows(batch, n, dtype):
+def work_rows(batch, n, dtype, stream=None):
     """Two (4, batch, n) work arrays for global steps, each with its rows ``(a, b, c, d)`` as
-    (batch, n) views: made once per thread and shape (:func:`prefixsum.core.workspace.reused`),
+    (batch, n) views: made once per thread, stream and shape (:func:`prefixsum.core.workspace.reused`),
     views included, since slicing a numba device array costs about 10 us of host time."""
     def make():
         work = [cuda.device_array((4, batch, n), dtype) for _ in range(2)]
         return [(out, (out[A], out[B], out[C], out[D])) for out in work]
-    return reused(("work", batch, n, dtype), make)
+    return reused(("work", batch, n, dtype), make, stream)
 
 
 def max_rows(dtype, buffers):

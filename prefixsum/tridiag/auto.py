@@ -1,4 +1,7 @@
-"""``method="auto"``: the hybrid where it is safe, the pivoting solver where it is not, chosen per system on the GPU.
+"""``"routed"``: the hybrid where it is safe, the pivoting solver where it is not, chosen per system on the GPU.
+
+``method="auto"`` takes this method or :mod:`.pivoting`, whichever was measured faster for the
+call's batch, n and dtype (:func:`.registry.choose`); both are right on every nonsingular system.
 
 The hybrid (:mod:`.hybrid`: the warp solver, the block solver, the partition method) does not
 pivot. On a strictly diagonally dominant system (``|b_i| > |a_i| + |c_i|`` on every row, ``a_0``
@@ -28,25 +31,27 @@ on the others; ``SINGULAR`` for a singular one, with x NaN.
 from numba import cuda
 import numpy as np
 
+from ..core.registry import Capability
 from . import hybrid, pivoting
 from ._common import reused
+from .registry import Method, register
 
 LAST_CALL = 2**31 - 1
 """``call`` is an int32 in ``route``: past this, the entries are cleared and counting starts again."""
 
 
-def run(a, b, c, d, x, info):
+def run(a, b, c, d, x, info, stream=None):
     """Solve the (batch, n) device systems into ``x``, the hybrid or the pivoting solver per
     system (module docstring); failures go to ``info`` (see :mod:`.api`)."""
-    route, call = next_call(x.shape[0])
-    hybrid.run(a, b, c, d, x, info, route=route, call=call)
-    pivoting.run(a, b, c, d, x, info, route=route, call=call)
+    route, call = next_call(x.shape[0], stream)
+    hybrid.run(a, b, c, d, x, info, route=route, call=call, stream=stream)
+    pivoting.run(a, b, c, d, x, info, route=route, call=call, stream=stream)
 
 
-def next_call(batch):
+def next_call(batch, stream=None):
     """``(route, call)``: the kept route flags of a batch of ``batch`` systems (a device array
-    of int32, kept per thread and batch, :func:`._common.reused`) and this call's number."""
-    kept = reused(("auto route", batch), lambda: [cuda.to_device(np.zeros(batch, np.int32)), 0])
+    of int32, kept per thread, stream and batch, :func:`._common.reused`) and this call's number."""
+    kept = reused(("auto route", batch), lambda: [cuda.to_device(np.zeros(batch, np.int32)), 0], stream)
     kept[1] += 1
     if kept[1] > LAST_CALL:
         kept[0].copy_to_device(np.zeros(batch, np.int32))
@@ -54,8 +59,22 @@ def next_call(batch):
     return kept[0], kept[1]
 
 
-def routed(batch):
+def routed(batch, stream=None):
     """Which systems of the last call on a batch of ``batch`` systems went to the pivoting solver
     (a numpy array of bools; it waits for the GPU): for tests and the curious."""
-    route, call = reused(("auto route", batch), lambda: [cuda.to_device(np.zeros(batch, np.int32)), 0])
+    route, call = reused(("auto route", batch), lambda: [cuda.to_device(np.zeros(batch, np.int32)), 0], stream)
     return route.copy_to_host() == call
+
+
+def method_kernels(dtype):
+    """Every kernel :func:`run` may launch for ``dtype``: the hybrid's and the pivoting solver's."""
+    yield from hybrid.METHOD.kernels(dtype)
+    yield from pivoting.kernels(dtype)
+
+
+METHOD = register(Method(
+    name="routed", run=run, kernels=method_kernels, auto_rank=2, measured_as="auto",
+    capabilities=Capability.PIVOTS | Capability.BATCHED,
+    summary="the hybrid with a dominance test on every row read, then the pivoting solver on the systems "
+            "that failed it",
+    source="Wilkinson (1961), Higham ch. 9: elimination without pivoting is backward stable on dominant systems"))

@@ -256,14 +256,14 @@ def _plan(n, dtype, rows, large, *settings):
     return None
 
 
-def run(a, b, c, d, x, info, rows=None, route=None, call=0):
+def run(a, b, c, d, x, info, rows=None, route=None, call=0, stream=None):
     """Solve the (batch, n) device systems (n <= :func:`max_rows`) into ``x``, one block each;
     failures go to ``info`` (see :mod:`.api`). ``rows`` overrides :func:`plan`'s choice of R;
     ``route`` and ``call``: the dominance test of :mod:`.auto` (:func:`._common.no_route`: none)."""
     batch, n = x.shape
     rows, lanes, shared = plan(n, x.dtype, rows, batch)
     launchers(kernels, x.dtype)[_make(rows)](batch, lanes, a, b, c, d, x, info, no_route() if route is None else route,
-                                             call, shared=shared)
+                                             call, shared=shared, stream=stream)
 
 
 def kernels(dtype):

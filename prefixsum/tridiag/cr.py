@@ -23,10 +23,12 @@ No pivoting: for diagonally dominant or symmetric positive definite systems.
 import numpy as np
 from numba import cuda, types
 
+from ..core.registry import Capability
 from ._common import (
     A, B, C, D, ZERO_PIVOT, fail, launchers, load, locate, max_rows, put, reduce_row, shared_launch, slot, store,
 )
 from .pcr import split
+from .registry import Method, register
 
 BUFFERS = 1  # in place
 
@@ -79,10 +81,10 @@ def max_block_rows(dtype):
     return max_rows(np.dtype(dtype), BUFFERS)
 
 
-def run(a, b, c, d, x, info):
+def run(a, b, c, d, x, info, stream=None):
     """Solve the (batch, n) device systems into ``x``; failures go to ``info`` (see :mod:`.api`)."""
-    rows, stride = split(a, b, c, d, info, max_block_rows(x.dtype))
-    shared_launch(launchers(kernels, x.dtype)[cr_shared], rows, x, info, stride, BUFFERS)
+    rows, stride = split(a, b, c, d, info, max_block_rows(x.dtype), stream)
+    shared_launch(launchers(kernels, x.dtype)[cr_shared], rows, x, info, stride, BUFFERS, stream)
 
 
 def kernels(dtype):
@@ -90,3 +92,11 @@ def kernels(dtype):
     t = types.float32 if np.dtype(dtype) == np.float32 else types.float64
     matrix, info, i64 = t[:, ::1], types.int32[::1], types.int64
     yield cr_shared, (matrix, matrix, matrix, matrix, matrix, info, i64, i64, i64)
+
+
+METHOD = register(Method(
+    name="cr", run=run, kernels=kernels,
+    capabilities=Capability.NEEDS_DOMINANCE | Capability.BATCHED,
+    summary="cyclic reduction: halve the system level by level, solve one row, substitute back; "
+            "work 2n, depth 2 log2 n",
+    source="Hockney (1965); Zhang, Cohen and Owens, PPoPP 2010"))

@@ -33,12 +33,14 @@ No pivoting: for diagonally dominant or symmetric positive definite systems.
 import numpy as np
 from numba import cuda, types
 
+from ..core.registry import Capability
 from . import block, partition, warp
 from ._common import (
     A, B, C, D, MAX_THREADS, ZERO_PIVOT, fail, launchers, load, load_row, locate, max_rows, put, slot, store, work_rows,
 )
 from ._common import reduce_row  # noqa: F401  (chapter 07's exercise calls hybrid.reduce_row)
 from .pcr import eliminate
+from .registry import Method, register
 
 BUFFERS = 2  # PCR's ping-pong
 WINDOW_BYTES = 32  # a window's row spans one 32-byte memory sector of neighbouring subsystems
@@ -211,7 +213,7 @@ def pcr_window(a, b, c, d, out, info, stride, steps, width, reach):
             out[A, system, i], out[B, system, i], out[C, system, i], out[D, system, i] = slot(buf[src], j)
 
 
-def split_windows(a, b, c, d, info, limit):
+def split_windows(a, b, c, d, info, limit, stream=None):
     """:func:`pcr_window` launches until the subsystems have at most ``limit`` rows.
 
     Returns ``(rows, stride)`` as :func:`.pcr.split` does: the inputs themselves when no step
@@ -221,7 +223,7 @@ def split_windows(a, b, c, d, info, limit):
     rows, stride = (a, b, c, d), 1
     if n <= limit:
         return rows, stride
-    work = work_rows(batch, n, b.dtype)
+    work = work_rows(batch, n, b.dtype, stream)
     window_launch = launchers(kernels, b.dtype)[pcr_window]
     slots = max_block_rows(b.dtype)
     turn = 0
@@ -236,7 +238,8 @@ def split_windows(a, b, c, d, info, limit):
         blocks = batch * (stride // width) * -(-m // reach)
         shared = BUFFERS * 4 * width * window * b.dtype.itemsize
         out, out_rows = work[turn]
-        window_launch(blocks, MAX_THREADS, *rows, out, info, stride, steps, width, reach, shared=shared)
+        window_launch(blocks, MAX_THREADS, *rows, out, info, stride, steps, width, reach, shared=shared,
+                      stream=stream)
         rows, stride, turn = out_rows, stride << steps, 1 - turn
     return rows, stride
 
@@ -262,7 +265,7 @@ def plan(batch, n, stride, dtype):
     return -(-subsystems // per_block), per_block * lanes, shared, m, per_block, lanes
 
 
-def run(a, b, c, d, x, info, route=None, call=0):
+def run(a, b, c, d, x, info, route=None, call=0, stream=None):
     """Solve the (batch, n) device systems into ``x``; failures go to ``info`` (see :mod:`.api`).
 
     Systems of at most :data:`WARP_ROWS` rows go to the register-resident warp solver
@@ -279,13 +282,13 @@ def run(a, b, c, d, x, info, route=None, call=0):
     batch, n = x.shape
     checked = call != 0
     if n <= WARP_ROWS or (checked and n <= warp.MAX_ROWS):
-        warp.run(a, b, c, d, x, info, route=route, call=call)
+        warp.run(a, b, c, d, x, info, route=route, call=call, stream=stream)
     elif (PARTITION or checked) and n <= block_rows(x.dtype):
-        block.run(a, b, c, d, x, info, route=route, call=call)
+        block.run(a, b, c, d, x, info, route=route, call=call, stream=stream)
     elif (PARTITION or checked) and partition.takes(batch, n, x.dtype):
-        partition.run(a, b, c, d, x, info, run, route=route, call=call)
+        partition.run(a, b, c, d, x, info, run, route=route, call=call, stream=stream)
     else:
-        run_shared(a, b, c, d, x, info)
+        run_shared(a, b, c, d, x, info, stream)
 
 
 def block_rows(dtype):
@@ -294,13 +297,15 @@ def block_rows(dtype):
     return block.max_rows(dtype) if BLOCK_ROWS is None else BLOCK_ROWS
 
 
-def run_shared(a, b, c, d, x, info):
+def run_shared(a, b, c, d, x, info, stream=None):
     """:func:`run` by :func:`hybrid_shared` alone (after :func:`pcr_window` launches for systems
     larger than a block), whatever n."""
     n = x.shape[1]
-    rows, stride = split_windows(a, b, c, d, info, n if n <= max_block_rows(x.dtype) else min(SPLIT_ROWS, max_block_rows(x.dtype)))
+    limit = n if n <= max_block_rows(x.dtype) else min(SPLIT_ROWS, max_block_rows(x.dtype))
+    rows, stride = split_windows(a, b, c, d, info, limit, stream)
     blocks, threads, shared, m, per_block, lanes = plan(*x.shape, stride, x.dtype)
-    launchers(kernels, x.dtype)[hybrid_shared](blocks, threads, *rows, x, info, stride, m, per_block, lanes, shared=shared)
+    launchers(kernels, x.dtype)[hybrid_shared](blocks, threads, *rows, x, info, stride, m, per_block, lanes,
+                                                shared=shared, stream=stream)
 
 
 def kernels(dtype):
@@ -309,3 +314,18 @@ def kernels(dtype):
     matrix, info, i64 = t[:, ::1], types.int32[::1], types.int64
     yield hybrid_shared, (matrix, matrix, matrix, matrix, matrix, info, i64, i64, i64, i64)
     yield pcr_window, (matrix, matrix, matrix, matrix, t[:, :, ::1], info, i64, i64, i64, i64)
+
+
+def method_kernels(dtype):
+    """Every kernel the hybrid may launch for ``dtype``: its own, the warp solver's, the block
+    solver's and the partition method's."""
+    for module_kernels in (kernels, warp.kernels, block.kernels, partition.kernels):
+        yield from module_kernels(dtype)
+
+
+METHOD = register(Method(
+    name="hybrid", run=run, kernels=method_kernels,
+    capabilities=Capability.NEEDS_DOMINANCE | Capability.BATCHED,
+    summary="PCR steps until each thread holds a few rows, then Thomas on them; a warp's or a block's "
+            "partition step in registers for short systems",
+    source="Laszlo, Giles and Appleyard, ACM TOMS 42(4) (2016); Wang's partition method (1981)"))

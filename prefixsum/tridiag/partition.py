@@ -137,7 +137,7 @@ def takes(batch, n, dtype):
     return n > MAX_ROWS
 
 
-def run(a, b, c, d, x, info, solve_reduced, rows=None, route=None, call=0):
+def run(a, b, c, d, x, info, solve_reduced, rows=None, route=None, call=0, stream=None):
     """One level: reduce the (batch, n) device systems, ``solve_reduced(ra, rb, rc, rd, xr,
     info)`` on the reduced ones (:func:`.hybrid.run`, which comes back here while they are
     long), substitute into ``x``. ``rows`` overrides :func:`rows_per_thread` (for the benchmark);
@@ -147,7 +147,7 @@ def run(a, b, c, d, x, info, solve_reduced, rows=None, route=None, call=0):
     rows = rows or rows_per_thread(x.dtype, n)
     size = 2 * -(-n // rows)
     reduced = reused(("partition", batch, size, x.dtype),
-                     lambda: [cuda.device_array((batch, size), x.dtype) for _ in range(5)])
+                     lambda: [cuda.device_array((batch, size), x.dtype) for _ in range(5)], stream)
     threads = THREADS
     while threads > WARP_SIZE and 4 * threads * (rows + 1) * x.dtype.itemsize > _common.SHARED_BYTES:
         threads //= 2
@@ -156,9 +156,9 @@ def run(a, b, c, d, x, info, solve_reduced, rows=None, route=None, call=0):
     reduce_kernel, substitute_kernel = _make(rows)
     launch = launchers(kernels, x.dtype)
     launch[reduce_kernel](blocks, threads, a, b, c, d, *reduced[:4], info, no_route() if route is None else route, call,
-                          shared=shared)
-    solve_reduced(*reduced, info)
-    launch[substitute_kernel](blocks, threads, a, b, c, d, reduced[4], x, info, shared=shared)
+                          shared=shared, stream=stream)
+    solve_reduced(*reduced, info, stream=stream)
+    launch[substitute_kernel](blocks, threads, a, b, c, d, reduced[4], x, info, shared=shared, stream=stream)
 
 
 def kernels(dtype):

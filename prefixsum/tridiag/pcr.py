@@ -31,10 +31,12 @@ No pivoting: for diagonally dominant or symmetric positive definite systems.
 import numpy as np
 from numba import cuda, types
 
+from ..core.registry import Capability
 from ._common import (
     A, B, C, D, GLOBAL_THREADS, ZERO_PIVOT, fail, launchers, load, locate, max_rows, put, reduce_row, shared_launch, slot,
     store, work_rows,
 )
+from .registry import Method, register
 
 BUFFERS = 2  # ping-pong
 
@@ -112,30 +114,31 @@ def max_block_rows(dtype):
     return max_rows(np.dtype(dtype), BUFFERS)
 
 
-def split(a, b, c, d, info, limit):
+def split(a, b, c, d, info, limit, stream=None):
     """Global PCR steps until each system's interleaved subsystems have at most ``limit`` rows.
 
     Returns ``(rows, stride)``: the (a, b, c, d) arrays to finish from (the inputs themselves
-    when no step was needed; the inputs are never written) and the stride reached.
+    when no step was needed; the inputs are never written) and the stride reached. The launches
+    go to ``stream`` (a :class:`~prefixsum.core.streams.Stream`; None: numba's default).
     """
     batch, n = b.shape
     rows, stride = (a, b, c, d), 1
     if n <= limit:
         return rows, stride
-    work = work_rows(batch, n, b.dtype)
+    work = work_rows(batch, n, b.dtype, stream)
     step = launchers(kernels, b.dtype)[pcr_global_step]
     blocks = -(-batch * n // GLOBAL_THREADS)
     while -(-n // stride) > limit:
         out, out_rows = work[stride.bit_length() % 2]  # alternate, so a step never writes what it reads
-        step(blocks, GLOBAL_THREADS, *rows, out, info, stride)
+        step(blocks, GLOBAL_THREADS, *rows, out, info, stride, stream=stream)
         rows, stride = out_rows, 2 * stride
     return rows, stride
 
 
-def run(a, b, c, d, x, info):
+def run(a, b, c, d, x, info, stream=None):
     """Solve the (batch, n) device systems into ``x``; failures go to ``info`` (see :mod:`.api`)."""
-    rows, stride = split(a, b, c, d, info, max_block_rows(x.dtype))
-    shared_launch(launchers(kernels, x.dtype)[pcr_shared], rows, x, info, stride, BUFFERS)
+    rows, stride = split(a, b, c, d, info, max_block_rows(x.dtype), stream)
+    shared_launch(launchers(kernels, x.dtype)[pcr_shared], rows, x, info, stride, BUFFERS, stream)
 
 
 def kernels(dtype):
@@ -144,3 +147,11 @@ def kernels(dtype):
     matrix, info, i64 = t[:, ::1], types.int32[::1], types.int64
     yield pcr_shared, (matrix, matrix, matrix, matrix, matrix, info, i64, i64, i64)
     yield pcr_global_step, (matrix, matrix, matrix, matrix, t[:, :, ::1], info, i64)
+
+
+METHOD = register(Method(
+    name="pcr", run=run, kernels=kernels,
+    capabilities=Capability.NEEDS_DOMINANCE | Capability.BATCHED,
+    summary="parallel cyclic reduction: every row eliminates its neighbours at strides 1, 2, 4, ...; "
+            "work n log2 n, depth log2 n",
+    source="Hockney and Jesshope, Parallel Computers (1981); Zhang, Cohen and Owens, PPoPP 2010"))

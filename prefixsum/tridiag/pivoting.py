@@ -57,10 +57,12 @@ import numpy as np
 from numba import cuda, types
 
 from ..core.hardware import WARP_SIZE
+from ..core.registry import Capability
 from . import _common, chunked
 from ._common import SINGULAR, launchers, no_route, reused, store
 from .chunked import routed
 from .lu import carry, pivot
+from .registry import Method, register
 
 THREADS = 128
 """Threads of a chunk kernel (fewer where the shared memory does not hold them)."""
@@ -198,19 +200,24 @@ def positive_definite(d, sub, verdict):
 
 
 
-def is_positive_definite(d, sub):
+def is_positive_definite(d, sub, stream=None):
     """Whether every symmetric tridiagonal ``tridiag(sub, d, sub)`` of the batch is positive definite.
 
     ``d``, ``sub``: (batch, n) device arrays, ``sub[m, i] = T_m[i, i-1]``. One launch and one
-    integer copied back.
+    integer copied back, on ``stream`` (a :class:`~prefixsum.core.streams.Stream`; None: numba's
+    default), which it waits for.
     """
-    verdict = cuda.to_device(np.zeros(1, np.int32))
+    on = 0 if stream is None else stream.numba
+    verdict = cuda.to_device(np.zeros(1, np.int32), stream=on)
     batch = d.shape[0]
-    launchers(kernels, d.dtype)[positive_definite](-(-batch // THREADS), THREADS, d, sub, verdict)
-    return not verdict.copy_to_host()[0]
+    launchers(kernels, d.dtype)[positive_definite](-(-batch // THREADS), THREADS, d, sub, verdict, stream=stream)
+    answer = verdict.copy_to_host(stream=on)
+    if stream is not None:
+        stream.synchronize()
+    return not answer[0]
 
 
-def run(a, b, c, d, x, info, route=None, call=0, pairs=None):
+def run(a, b, c, d, x, info, route=None, call=0, pairs=None, stream=None):
     """Solve the (batch, n) device systems into ``x``; each system's verdict into ``info``.
 
     Every system solved gets ``info`` 0 or ``SINGULAR`` (its x NaN) written over whatever was
@@ -225,9 +232,9 @@ def run(a, b, c, d, x, info, route=None, call=0, pairs=None):
     batch, n = x.shape
     route = no_route() if route is None else route
     if plan(batch, n, x.dtype, pairs):
-        levels(a, b, c, d, x, info, route, call, pairs)
+        levels(a, b, c, d, x, info, route, call, pairs, stream)
     else:
-        one_thread(a, b, c, d, x, info, route, call)
+        one_thread(a, b, c, d, x, info, route, call, stream)
 
 
 def plan(batch, n, dtype, pairs=None):
@@ -295,7 +302,7 @@ def threads_for(shared_bytes, pairs, dtype, block=False):
     return threads
 
 
-def levels(a, b, c, d, x, info, route, call, pairs=None):
+def levels(a, b, c, d, x, info, route, call, pairs=None, stream=None):
     """The chunked path: whole systems in a block where they fit, else a level
     (:func:`.chunked.row_kernels`' reduce and substitute around :func:`solve_pairs`)."""
     batch, n = x.shape
@@ -304,22 +311,23 @@ def levels(a, b, c, d, x, info, route, call, pairs=None):
     chunks = -(-n // (2 * row_pairs))
     reduce_rows, substitute_rows, block_rows = chunked.row_kernels(row_pairs)
     launch = launchers(kernels, dtype)
-    pinfo = _flags(batch)
+    pinfo = _flags(batch, stream)
     fits = threads_for(chunked.row_shared_bytes, row_pairs, dtype, block=True)
     if chunks <= fits:
         threads = fits // chunks * chunks
         launch[block_rows](-(-batch // (fits // chunks)), threads, a, b, c, d, x, info, pinfo, route, call, chunks,
-                           shared=chunked.row_shared_bytes(threads, row_pairs, dtype, block=True))
+                           shared=chunked.row_shared_bytes(threads, row_pairs, dtype, block=True), stream=stream)
         return
-    out, sol = _level(batch, chunks, dtype)
+    out, sol = _level(batch, chunks, dtype, stream)
     threads = threads_for(chunked.row_shared_bytes, row_pairs, dtype)
     blocks, shared = -(-batch * chunks // threads), chunked.row_shared_bytes(threads, row_pairs, dtype)
-    launch[reduce_rows](blocks, threads, a, b, c, d, out, pinfo, route, call, shared=shared)
-    solve_pairs(out, sol, info, pinfo, route, call)
-    launch[substitute_rows](blocks, threads, a, b, c, d, sol, x, info, route, call, shared=shared)
+    launch[reduce_rows](blocks, threads, a, b, c, d, out, pinfo, route, call, shared=shared, stream=stream)
+    solve_pairs(out, sol, info, pinfo, route, call, stream)
+    launch[substitute_rows](blocks, threads, a, b, c, d, sol, x, info, route, call, shared=shared,
+                            stream=stream)
 
 
-def solve_pairs(p, sol, info, pinfo, route, call):
+def solve_pairs(p, sol, info, pinfo, route, call, stream=None):
     """A reduced system (``p``: (10, batch, count) pairs) into ``sol`` (batch, 2 count): in one
     block a system where it fits (``block_pairs``), else another level."""
     batch, count = p.shape[1], p.shape[2]
@@ -331,29 +339,29 @@ def solve_pairs(p, sol, info, pinfo, route, call):
     if chunks <= fits:
         threads = fits // chunks * chunks
         launch[block_pairs](-(-batch // (fits // chunks)), threads, p, sol, info, pinfo, route, call, chunks,
-                            shared=chunked.pair_shared_bytes(threads, PAIR_PAIRS, dtype, block=True))
+                            shared=chunked.pair_shared_bytes(threads, PAIR_PAIRS, dtype, block=True), stream=stream)
         return
-    out, next_sol = _level(batch, chunks, dtype)
+    out, next_sol = _level(batch, chunks, dtype, stream)
     threads = threads_for(chunked.pair_shared_bytes, PAIR_PAIRS, dtype)
     blocks, shared = -(-batch * chunks // threads), chunked.pair_shared_bytes(threads, PAIR_PAIRS, dtype)
-    launch[reduce_pairs](blocks, threads, p, out, pinfo, route, call, shared=shared)
-    solve_pairs(out, next_sol, info, pinfo, route, call)
-    launch[substitute_pairs](blocks, threads, p, next_sol, sol, route, call, shared=shared)
+    launch[reduce_pairs](blocks, threads, p, out, pinfo, route, call, shared=shared, stream=stream)
+    solve_pairs(out, next_sol, info, pinfo, route, call, stream)
+    launch[substitute_pairs](blocks, threads, p, next_sol, sol, route, call, shared=shared, stream=stream)
 
 
-def _level(batch, chunks, dtype):
+def _level(batch, chunks, dtype, stream=None):
     """A level's reduced pairs (10, batch, chunks) and their solution (batch, 2 chunks), kept."""
     return reused(("pivoting level", batch, chunks, np.dtype(dtype)),
                   lambda: (cuda.device_array((chunked.FIELDS, batch, chunks), dtype),
-                           cuda.device_array((batch, 2 * chunks), dtype)))
+                           cuda.device_array((batch, 2 * chunks), dtype)), stream)
 
 
-def _flags(batch):
+def _flags(batch, stream=None):
     """The chunks' singular flags, one per system, zero between calls (:mod:`.chunked`)."""
-    return reused(("pivoting flags", batch), lambda: cuda.to_device(np.zeros(batch, np.int32)))
+    return reused(("pivoting flags", batch), lambda: cuda.to_device(np.zeros(batch, np.int32)), stream)
 
 
-def one_thread(a, b, c, d, x, info, route, call):
+def one_thread(a, b, c, d, x, info, route, call, stream=None):
     """The one-thread path: :func:`tiled_kernel`, a block of :data:`TILE_THREADS` systems."""
     batch, n = x.shape
     itemsize = x.dtype.itemsize
@@ -361,9 +369,10 @@ def one_thread(a, b, c, d, x, info, route, call):
     threads = TILE_THREADS
     while threads > WARP_SIZE and 4 * threads * (rows + 1) * itemsize > _common.SHARED_BYTES:
         threads //= 2
-    u = reused(("pivoting", batch, n, x.dtype), lambda: cuda.device_array((3, n, batch), x.dtype))
+    u = reused(("pivoting", batch, n, x.dtype), lambda: cuda.device_array((3, n, batch), x.dtype), stream)
     launchers(kernels, x.dtype)[tiled_kernel(rows)](-(-batch // threads), threads, a, b, c, d, x, info, u, route,
-                                                    call, shared=4 * threads * (rows + 1) * itemsize)
+                                                    call, shared=4 * threads * (rows + 1) * itemsize,
+                                                    stream=stream)
 
 
 def kernels(dtype):
@@ -373,3 +382,11 @@ def kernels(dtype):
     yield tiled_kernel(TILE_BYTES // np.dtype(dtype).itemsize), (matrix,) * 5 + (flags, t[:, :, ::1], flags, types.int64)
     yield from chunked.kernels(dtype, ALL_ROW_PAIRS, ALL_PAIR_PAIRS)
     yield positive_definite, (matrix, matrix, flags)
+
+
+METHOD = register(Method(
+    name="pivoting", run=run, kernels=kernels, auto_rank=1,
+    capabilities=Capability.PIVOTS | Capability.BATCHED,
+    summary="Gaussian elimination with partial pivoting, as LAPACK's ?gtsv: a thread per short system, "
+            "chunks and levels of reduced systems for longer ones",
+    source="LAPACK ?gtsv; chunked elimination across the chunks' edges (this package)"))

@@ -14,7 +14,9 @@ No pivoting: for diagonally dominant or symmetric positive definite systems.
 import numpy as np
 from numba import cuda, types
 
+from ..core.registry import Capability
 from ._common import ZERO_PIVOT, fail, launchers, reused, store
+from .registry import Method, register
 
 THREADS = 128
 
@@ -44,11 +46,21 @@ def thomas(a, b, c, d, x, info, scratch):
         store(x, info, system, i, dp)
 
 
-def run(a, b, c, d, x, info):
-    """Solve the (batch, n) device systems into ``x``; failures go to ``info`` (see :mod:`.api`)."""
+def run(a, b, c, d, x, info, stream=None, temp=None):
+    """Solve the (batch, n) device systems into ``x``; failures go to ``info`` (see :mod:`.api`).
+    ``temp``: the arrays of :func:`temp_parts` in the caller's memory, or None for the workspace's."""
     batch, n = x.shape
-    scratch = reused(("thomas", batch, n, x.dtype), lambda: cuda.device_array_like(x))
-    launchers(kernels, x.dtype)[thomas](-(-batch // THREADS), THREADS, a, b, c, d, x, info, scratch)
+    if temp:
+        scratch = temp[0].reshape(batch, n)
+    else:
+        scratch = reused(("thomas", batch, n, x.dtype), lambda: cuda.device_array_like(x), stream)
+    launchers(kernels, x.dtype)[thomas](-(-batch // THREADS), THREADS, a, b, c, d, x, info, scratch,
+                                      stream=stream)
+
+
+def temp_parts(batch, n, dtype):
+    """The scratch :func:`run` takes from a caller's memory: ``c'`` of every row."""
+    return [(batch * n, dtype)]
 
 
 def kernels(dtype):
@@ -56,3 +68,10 @@ def kernels(dtype):
     t = types.float32 if np.dtype(dtype) == np.float32 else types.float64
     matrix = t[:, ::1]
     yield thomas, (matrix, matrix, matrix, matrix, matrix, types.int32[::1], matrix)
+
+
+METHOD = register(Method(
+    name="thomas", run=run, kernels=kernels, temp_parts=temp_parts,
+    capabilities=Capability.NEEDS_DOMINANCE | Capability.BATCHED | Capability.CALLER_TEMP,
+    summary="Gaussian elimination without pivoting, one thread per system: about 8n flops, 2n sequential steps",
+    source="L. H. Thomas (1949); the sequential baseline"))

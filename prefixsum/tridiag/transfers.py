@@ -11,7 +11,7 @@ machinery of :mod:`prefixsum.core.overlap`):
   way sends a whole batch (:func:`send`): packed into page-locked memory by the copy threads,
   then sent (:func:`prefixsum.core.overlap.send_packed`), or, for batches under
   :data:`PACKED_FROM_BYTES` of C-contiguous arrays, straight from the caller's (pageable) arrays;
-* the SMs solve chunk k on the default stream: the method's ``run`` on the chunk's
+* the SMs solve chunk k on the call's stream: the method's ``run`` on the chunk's
   ``(rows, n)`` views, its failure flags the chunk's slice of the batch's, so a failure names the
   system's index in the whole batch; no carry passes between chunks;
 * the other copy engine moves chunk k - 1's x back on another side stream, straight into the
@@ -80,10 +80,10 @@ def overlapped(batch, n, dtype):
     return 4 * batch * n * np.dtype(dtype).itemsize >= MIN_BYTES and chunk_systems(batch, n, dtype) < batch
 
 
-def buffers(batch, n, dtype, per, info):
+def buffers(batch, n, dtype, per, info, stream=None):
     """``(inputs, x, chunks)``: the device buffer of the chunks' packed inputs (1-D, chunk k's
     ``(4, rows, n)`` block at ``k * 4 * per * n``), x as 1-D, and for each chunk
-    ``(k0, k1, (a, b, c, d), x, info)``, its device views. Kept per thread and shape on a GPU
+    ``(k0, k1, (a, b, c, d), x, info)``, its device views. Kept per thread, stream and shape on a GPU
     (up to :data:`KEPT_BYTES`), fresh on the simulator."""
     def make():
         chunks = -(-batch // per)
@@ -97,30 +97,34 @@ def buffers(batch, n, dtype, per, info):
     dtype = np.dtype(dtype)
     if simulating() or 4 * batch * n * dtype.itemsize > KEPT_BYTES:
         return make()[:3]
-    return reused(("tridiag numpy", batch, n, dtype.str, per, id(info)), make)[:3]
+    return reused(("tridiag numpy", batch, n, dtype.str, per, id(info)), make, stream)[:3]
 
 
-def solve(arrays, batch, n, dtype, run, info):
+def solve(arrays, batch, n, dtype, run, info, stream=None, result=None):
     """Solve the numpy (batch, n) systems ``arrays`` (a, b, c, d, native byte order) with the
-    method ``run`` chunk by chunk, failures into the device array ``info``; x as a new 1-D numpy
-    array of ``batch * n`` (page-locked), or None, with nothing launched, when the thread's pinned
-    results are full (the caller then goes the plain way)."""
+    method ``run`` chunk by chunk on ``stream`` (a :class:`~prefixsum.core.streams.Stream`; None:
+    numba's default), failures into the device array ``info``; x into ``result`` (a contiguous
+    1-D numpy array of ``batch * n``, the caller's ``out``) or a new page-locked one, returned; or
+    None, with nothing launched, when the thread's pinned results are full (the caller then goes
+    the plain way)."""
     dtype = np.dtype(dtype)
-    result = pinned_result(batch * n, dtype)
+    if result is None:
+        result = pinned_result(batch * n, dtype)
     if result is None:
         return None
     per = chunk_systems(batch, n, dtype)
-    inputs, x, chunks = buffers(batch, n, dtype, per, info)
+    inputs, x, chunks = buffers(batch, n, dtype, per, info, stream)
     rows = [v.reshape(batch, n) for v in arrays]
     packed = packs(batch, n, dtype)
-    to_device, to_host, compute = side_stream("copies in"), side_stream("copies out"), cuda.default_stream()
+    compute = cuda.default_stream() if stream is None else stream.numba
+    to_device, to_host = side_stream("copies in"), side_stream("copies out")
     (solved,), (copied_in,) = events("solved", 1), events("in", 1)
     ops = copies()
     for k, (k0, k1, planes, x_k, info_k) in enumerate(chunks):
         send(inputs, k * 4 * per * n * dtype.itemsize, [v[k0:k1] for v in rows], to_device, packed)
         ops.record(copied_in, to_device)
         ops.wait(copied_in, compute)
-        run(*planes, x_k, info_k)
+        run(*planes, x_k, info_k, stream=stream)
         ops.record(solved, compute)
         ops.wait(solved, to_host)
         ops.copy_out(result[k0 * n:k1 * n], x, k0 * n * dtype.itemsize, to_host)
@@ -148,18 +152,21 @@ def send(device, offset, planes, stream, packed):
         ops.copy_in(device, offset + p * v.nbytes, v.reshape(-1), stream)
 
 
-def to_host(x, flags=None):
-    """The (batch, n) device array ``x`` copied into a new 1-D numpy array (waits for the copy):
-    from :data:`PINNED_RESULT_BYTES` on, page-locked memory kept between calls while the thread's
-    pinned budget lasts, which the copy engine fills at full PCIe speed, else a pageable array.
+def to_host(x, flags=None, stream=None, result=None):
+    """The (batch, n) device array ``x`` copied on ``stream`` (a :class:`~prefixsum.core.streams.Stream`;
+    None: numba's default) into ``result`` (a contiguous 1-D numpy array, the caller's ``out``) or
+    a new 1-D numpy array, returned once the copy is done: from :data:`PINNED_RESULT_BYTES` on,
+    page-locked memory kept between calls while the thread's pinned budget lasts, which the copy
+    engine fills at full PCIe speed, else a pageable array.
 
     ``flags``: ``(device, host)`` failure flags copied after x, in the same wait (one round trip
     to the GPU, not two, for the call that must read both).
     """
-    result = pinned_result(x.size, x.dtype) if x.size * x.dtype.itemsize >= PINNED_RESULT_BYTES else None
+    if result is None and x.size * x.dtype.itemsize >= PINNED_RESULT_BYTES:
+        result = pinned_result(x.size, x.dtype)
     if result is None:
         result = np.empty(x.size, x.dtype)
-    ops, stream = copies(), cuda.default_stream()
+    ops, stream = copies(), cuda.default_stream() if stream is None else stream.numba
     ops.copy_out(result, x, 0, stream)
     if flags is not None:
         ops.copy_out(flags[1], flags[0], 0, stream)

@@ -40,7 +40,9 @@ solves one system; lane ``t`` owns the ``R`` consecutive rows ``t R, ..., t R + 
    first unknown and its interior ``x_k = d_k - a_k x_0 - c_k x_{R-1}``.
 5. **Coalesced store**: each thread writes its ``R`` results into its shared slots, and the
    block copies them out with neighbouring threads writing neighbouring addresses, checking each
-   value for NaN or infinity (:func:`._common.store`).
+   value for NaN or infinity (:func:`._common.store`): the store of the block solver and the
+   partition method (:func:`prefixsum.primitives.chunk.chunk_storer`), the block's systems being
+   its chunks, each padded to ``G R`` rows.
 
 Compared with :func:`.hybrid.hybrid_shared` (which does the same split with PCR steps in shared
 memory, then Thomas): the coefficients are read from shared memory once, not once per PCR step;
@@ -63,7 +65,7 @@ import numpy as np
 from numba import cuda, types
 
 from ..core.hardware import WARP_SIZE
-from ..primitives.chunk import chunk_partition, chunk_solution, pcr_lanes, pcr_row
+from ..primitives.chunk import chunk_partition, chunk_solution, chunk_storer, pcr_lanes, pcr_row
 from ..primitives.warp import FULL_MASK
 from ._common import ZERO_PIVOT, dominant_row, fail, launchers, no_route, store
 from . import _common
@@ -106,6 +108,7 @@ def _make(rows):
     shift = rows.bit_length() - 1  # i // rows == i >> shift
     partition = chunk_partition(rows)
     solution = chunk_solution(rows)
+    store_chunks = chunk_storer(rows, store)
 
     @cuda.jit
     def warp_solve(a, b, c, d, x, info, lanes_log2, route, call):
@@ -137,8 +140,7 @@ def _make(rows):
         # was 2-8% slower in float32, 5-10% faster in float64; not kept.)
         count = min(per_block, batch - first) * n
         step_s, step_i = threads // n, threads % n
-        s0, i0 = tid // n, tid % n
-        s, i = s0, i0
+        s, i = tid // n, tid % n
         for j in range(tid, count, threads):
             k = s * span + i + (i >> shift)
             # a of row 0 and c of row n - 1 lie outside the matrix: ignored, whatever they hold,
@@ -186,17 +188,11 @@ def _make(rows):
             fail(info, system, ZERO_PIVOT)
 
         # 5. Coalesced store: each thread's results into its own slots (which only it has read),
-        # then out by rows as they came in.
+        # then out by rows as they came in: the block's systems are its chunks (``lanes`` a
+        # system, each system padded to ``lanes * rows`` rows), as the block solver's are.
         solution(sd, base, la, lc, ld, x_first, x_last)
         cuda.syncthreads()
-        s, i = s0, i0
-        for j in range(tid, count, threads):
-            store(x, info, first + s, i, sd[s * span + i + (i >> shift)])
-            s += step_s
-            i += step_i
-            if i >= n:
-                i -= n
-                s += 1
+        store_chunks(x, info, sd, lanes * rows, first * lanes)
 
     return warp_solve
 
@@ -225,14 +221,15 @@ def plan(batch, n, dtype, rows=None):
     return rows, lanes, -(-batch // per_block), threads, shared
 
 
-def run(a, b, c, d, x, info, rows=None, route=None, call=0):
+def run(a, b, c, d, x, info, rows=None, route=None, call=0, stream=None):
     """Solve the (batch, n) device systems (n <= :data:`MAX_ROWS`) into ``x``; failures go to
     ``info`` (see :mod:`.api`). ``rows`` overrides :func:`plan`'s choice of R; ``route`` and
     ``call``: the dominance test of :mod:`.auto`."""
     batch, n = x.shape
     rows, lanes, blocks, threads, shared = plan(batch, n, x.dtype, rows)
     launchers(kernels, x.dtype)[KERNELS[rows]](blocks, threads, a, b, c, d, x, info, lanes.bit_length() - 1,
-                                               no_route() if route is None else route, call, shared=shared)
+                                               no_route() if route is None else route, call, shared=shared,
+                                               stream=stream)
 
 
 def _argtypes(dtype):
