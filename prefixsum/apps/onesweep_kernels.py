@@ -27,15 +27,13 @@ TILE_BITS = 20
 upper bits count the keys of all tiles below the digit (fewer than 2^43): one block scan adds both."""
 LOOKBACK_WINDOW = 1
 """Tiles whose digit counts a thread asks for at once when it looks back (:func:`~prefixsum.primitives.tile_state.look_back_lane`):
-one, the fastest on the H100 (``benchmarks/onesweep_tiles.csv``: windows of 2 and 4 took 2% and 12%
-longer at 2^24), as the predecessor has mostly published its prefix by the time it is read."""
+one, the fastest measured (``benchmarks/onesweep_tiles.csv``: windows of 2 and 4 took longer), as the predecessor has mostly published its prefix by the time it is read."""
 HISTOGRAM_ITEMS = 8
 """Keys per thread and step of the histogram pass."""
 HISTOGRAM_BLOCKS_PER_SM = 8
 """Blocks of the histogram pass per multiprocessor: each walks many tiles and adds its counts to
-the global histograms once, so that few global atomics meet; 8 fill an H100's multiprocessor
-(Nsight Compute at 2^24, ``benchmarks/onesweep_profile.txt``: 88% of the threads resident, 52 us;
-a first run with 4 had 48% resident and took 66 us)."""
+the global histograms once, so that few global atomics meet; 8 fill a multiprocessor where 4
+left much of it idle and took longer (Nsight Compute, ``benchmarks/onesweep_profile.txt``)."""
 def passes(dtype):
     """Digit passes for keys of ``dtype``: one per byte."""
     return np.dtype(dtype).itemsize * 8 // RADIX_BITS
@@ -111,9 +109,9 @@ def ballot_digit_rank(digit, counts):
     the digit, as CUB's ``MatchAny`` finds them, and the count before shuffled as 32 bits: the
     sort's rank (:data:`RANK`).
 
-    ``match_any_sync`` is one instruction but a slow one: with it a digit pass took 197 us at
-    2^24 uint32 keys on an H100, with the ballots 161 us (Nsight Compute, ``benchmarks/cub_ncu.txt``),
-    though they issue more instructions; whole sorts 1.11-1.17x faster (``cub_tuning.csv``). The
+    ``match_any_sync`` is one instruction but a slow one: a digit pass took longer with it than
+    with the ballots (Nsight Compute, ``benchmarks/cub_ncu.txt``), though they issue more
+    instructions, and whole sorts were faster with the ballots (``cub_tuning.csv``). The
     lesson's :func:`warp_digit_rank` keeps the one call.
     """
     peers = np.uint32(0xFFFFFFFF)
@@ -133,9 +131,8 @@ def ballot_digit_rank(digit, counts):
 
 
 RANK = ballot_digit_rank
-"""The in-warp rank of the sort's digit passes: by ballots, faster than ``match_any_sync`` on an
-H100 (whole sorts of uint32 keys 1.11-1.14x at 2^20..2^26, uint64 keys 1.17x and uint32 keys with
-values 1.12x at 2^24; CUPTI, ``benchmarks/cub_tuning.csv``)."""
+"""The in-warp rank of the sort's digit passes: by ballots, faster than ``match_any_sync`` for
+whole sorts of uint32 and uint64 keys, with and without values (CUPTI, ``benchmarks/cub_tuning.csv``)."""
 
 
 def tile_items(key_dtype, value_dtype, block_size):

@@ -260,7 +260,7 @@ def library_stream(module):
     One busy kernel and one kind of event for numba, torch and cupy alike: the numba stream wraps
     the library's own current stream handle (0, the legacy default stream that numba uses too,
     unless the library was told otherwise), so the busy kernel and the events are ordered with
-    the library's kernels by construction. The check proves it on the GPU: after a 20 ms busy
+    the library's kernels by construction. The check proves it on the GPU: after a long busy
     kernel on the returned stream, the library's own synchronisation of its stream must wait.
     """
     if module.__name__ == "torch":
@@ -305,7 +305,7 @@ def host_us_in_turn(calls, *, warmup=1, repeats=REPEATS, seed=0):
 
     Each round takes the calls in an order of its own, shuffled by ``random.Random(seed)``, so
     that every call follows each of the others about as often: a call runs slower after some
-    others (``tridiag.solve`` by 3-8 % after torch's round trip), and an order rotated round by
+    others (``tridiag.solve`` after torch's round trip), and an order rotated round by
     round still put the same call before it in every round but the ones it began.
     """
     times = {name: [] for name in calls}

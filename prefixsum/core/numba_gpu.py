@@ -91,9 +91,9 @@ _driver_launch = []
 def driver_launch():
     """The driver library's own ``cuLaunchKernel``, called through ctypes.
 
-    cuda-python's binding builds a ``CUresult`` enum member in Python on every call, about 7 us
-    of a 20 us scan call; the C function through ctypes costs about 1 us, and less than half of
-    that without ``argtypes`` (ctypes then converts nothing through Python): the caller passes
+    cuda-python's binding builds a ``CUresult`` enum member in Python on every call, a large part
+    of a whole scan call's host time (``benchmarks/scan_calls.py`` times whole calls); the C function through
+    ctypes costs a small part of that, and less without ``argtypes`` (ctypes then converts nothing through Python): the caller passes
     the three handles (function, stream, parameter block) as ``ctypes.c_void_p`` and the seven
     dimensions and the shared bytes as Python ints, which ctypes passes as C ints (each below
     2^31, as CUDA's limits are). The library is the one cuda-python and numba have loaded

@@ -53,7 +53,7 @@ def index_type():
     numba guards every signed index against a negative value (``x[-1]`` is the last element): a
     shift, an ``and`` and an add in 64 bits on every access. An unsigned index needs no guard.
     The simulator's memory refuses a negative index itself, and a Python int costs it less than a
-    numpy scalar (about 100 ns an operation on those: a fifth of a whole-tile scan's time).
+    numpy scalar (a large part of a whole-tile scan's time: ``benchmarks/sim_speed.py``).
     """
     return int if simulating() else np.uint64
 

@@ -23,9 +23,8 @@ all build on it.
   a plan), zeroed at the start of each call, :func:`state_bytes` of it.
 
 **How a word is read and written.** A packed word of the scan's warp-wide look-back by atomics
-(an exchange, an ``or`` of 0): on an H100 the 4-byte scans took 21-28% longer at 2^24..2^28
-with relaxed loads polling in their place (``benchmarks/cub_tuning.csv``, the rows marked as
-reverted), loads that hit the L2 cache as fast as it answers while the scan's data streams
+(an exchange, an ``or`` of 0): the 4-byte scans took longer with relaxed loads polling in their
+place (``benchmarks/cub_tuning.csv``, the rows marked as reverted), loads that hit the L2 cache as fast as it answers while the scan's data streams
 through it. A pair, and the
 packed words of the onesweep sort's per-thread look-back, by :func:`word_access`: on a GPU,
 relaxed loads and stores at gpu scope (``ld.relaxed.gpu``, ``st.relaxed.gpu``; a pair as one
@@ -300,9 +299,9 @@ def look_back_lane(op, dtype, window=1):
     prefix and returns everything before the tile. The states, flags and epochs are
     :func:`state_access`'s, a packed word read and written relaxed: each thread polls its own
     quantity's word, and the warp's 32 loads of neighbouring words are one coalesced load, where
-    32 atomics are 32 operations in the L2 cache (a digit pass took 197 us at 2^24 on an H100
-    with these and a 32-bit shuffle of the rank, ``benchmarks/cub_ncu.txt``; 258 us in an
-    earlier run with atomics and a 64-bit shuffle, ``onesweep_profile.txt``).
+    32 atomics are 32 operations in the L2 cache (a digit pass with these and a 32-bit shuffle of
+    the rank, ``benchmarks/cub_ncu.txt``, against an earlier run with atomics and a 64-bit
+    shuffle, ``onesweep_profile.txt``).
     """
     combine = device_op(op, dtype)
     neutral = identity(op, dtype)
