@@ -18,12 +18,11 @@ For every size and dtype, with half the flags set at random, inputs already on t
 import os
 import sys
 
+import cub_rows
 import numpy as np
 
 from prefixsum import apps
 from prefixsum.cli import cupti
-
-import cub_rows
 
 SIZES = (1 << 20, 1 << 22, 1 << 24, 1 << 26)
 QUICK_SIZES = (3000,)

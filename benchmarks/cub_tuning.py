@@ -29,7 +29,11 @@ import sys
 
 import prefixsum as ps  # noqa: F401  (first: it chooses the GPU or the simulator before numba.cuda loads)
 
+# isort: split
+
+import cub_rows  # noqa: E402  (beside this script)
 import numpy as np  # noqa: E402
+from compaction_rows import exit_skipping_teardown  # noqa: E402
 from numba import cuda  # noqa: E402
 
 from prefixsum.apps import onesweep  # noqa: E402
@@ -37,9 +41,6 @@ from prefixsum.cli.bench import QUICK_REPEATS, kernel_us, kernel_us_each  # noqa
 from prefixsum.cli.metadata import run_metadata  # noqa: E402
 from prefixsum.cli.results import print_table, report_wrong, write_csv  # noqa: E402
 from prefixsum.scans.testing import expected_scan, poisoned, random_input, wrong_indices  # noqa: E402
-
-import cub_rows  # noqa: E402  (beside this script)
-from compaction_rows import exit_skipping_teardown  # noqa: E402
 
 REPEATS = 15
 SCAN_SIZES = tuple(1 << k for k in (12, 16, 18, 20, 22, 24, 26, 28))

@@ -34,9 +34,9 @@ import nbformat
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from prefixsum.classroom.student import student_version  # noqa: E402
 from prefixsum.cli.metadata import run_metadata  # noqa: E402  (after the path: this checkout's package)
 from prefixsum.cli.results import print_table, write_csv  # noqa: E402
-from prefixsum.classroom.student import student_version  # noqa: E402
 
 LADDER = ROOT / "notebooks" / "01_ladder.ipynb"
 SOLUTION = "rungs[t] += rungs[(t & ~(phase - 1)) - 1]"

@@ -31,6 +31,7 @@ import sys
 import numpy as np
 
 import prefixsum  # noqa: F401  (before numba.cuda: prefixsum chooses the GPU or the simulator)
+
 from numba import cuda  # noqa: E402  (isort: skip)
 from prefixsum.cli.bench import gpu_library, host_us_in_turn, script_arguments
 from prefixsum.cli.metadata import run_metadata

@@ -35,15 +35,23 @@ import sys
 import numpy as np
 
 import prefixsum as ps  # before numba.cuda: prefixsum chooses the GPU or the simulator
+
 from numba import cuda  # noqa: E402  (isort: skip)
-from prefixsum.cli.bench import (REPEATS, QUICK_REPEATS, gpu_library, host_us_in_turn, kernel_us_each, library_stream,
-                                 script_arguments)
+import cub_rows  # noqa: E402  (beside this script)
+from compaction_rows import exit_skipping_teardown  # noqa: E402
+
+from prefixsum.cli.bench import (
+    QUICK_REPEATS,
+    REPEATS,
+    gpu_library,
+    host_us_in_turn,
+    kernel_us_each,
+    library_stream,
+    script_arguments,
+)
 from prefixsum.cli.metadata import run_metadata
 from prefixsum.cli.results import print_table, report_wrong, write_csv
 from prefixsum.scans.testing import expected_scan, poisoned, random_input, wrong_indices
-
-import cub_rows  # noqa: E402  (beside this script)
-from compaction_rows import exit_skipping_teardown  # noqa: E402
 
 KERNEL_SIZES = (1 << 16, 1 << 20, 1 << 24, 1 << 26, 1 << 28)
 KERNEL_DTYPES = ("float32", "int32", "float64", "int64")

@@ -14,6 +14,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import prefixsum as ps  # noqa: E402  (chooses the GPU before numba.cuda loads)
+
+# isort: split
 import numpy as np  # noqa: E402
 from numba import cuda  # noqa: E402
 

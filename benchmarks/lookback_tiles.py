@@ -17,7 +17,8 @@ import sys
 
 import numpy as np
 
-import prefixsum as ps  # before numba.cuda: prefixsum chooses the GPU or the simulator
+import prefixsum as ps  # noqa: F401  before numba.cuda: prefixsum chooses the GPU or the simulator
+
 from numba import cuda  # noqa: E402  (isort: skip)
 from prefixsum.cli.bench import QUICK_REPEATS, REPEATS, gpu_library, kernel_us, library_stream, script_arguments
 from prefixsum.cli.metadata import run_metadata

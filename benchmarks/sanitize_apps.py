@@ -19,6 +19,8 @@ import sys
 
 import prefixsum as ps  # first: it chooses the GPU or the simulator before numba.cuda loads
 
+# isort: split
+
 import numpy as np  # noqa: E402
 from numba import cuda  # noqa: E402
 

@@ -41,8 +41,7 @@ import numpy as np
 
 import prefixsum as ps
 from prefixsum.core.poison import poison
-from prefixsum.tridiag import _common as tridiag_common
-from prefixsum.tridiag import block, hybrid, pivoting, transfers
+from prefixsum.tridiag import _common as tridiag_common, block, hybrid, pivoting, transfers
 
 hh = importlib.import_module("prefixsum.tridiag.householder")
 

@@ -29,10 +29,11 @@ import sys
 import numpy as np
 
 import prefixsum as ps  # before numba.cuda: prefixsum chooses the GPU or the simulator
-from numba import cuda  # noqa: E402  (isort: skip)
-from prefixsum.cli.bench import gpu_library, host_us, script_arguments
 
+from numba import cuda  # noqa: E402  (isort: skip)
 import cub_rows  # noqa: E402  (beside this script)
+
+from prefixsum.cli.bench import gpu_library, host_us, script_arguments
 from prefixsum.cli.metadata import run_metadata
 from prefixsum.cli.results import print_table, report_wrong, write_csv
 from prefixsum.scans.testing import expected_scan, random_input, wrong_indices

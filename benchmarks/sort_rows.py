@@ -17,12 +17,11 @@ keys alone and keys with int32 values:
 Every result is checked against ``np.sort(kind="stable")`` and ``np.argsort(kind="stable")``
 before it is timed.
 """
+import cub_rows
 import numpy as np
+from compaction_rows import _waited, _waited_cupy, _waited_torch, cupti_device_us
 
 from prefixsum import apps
-
-import cub_rows
-from compaction_rows import _waited, _waited_cupy, _waited_torch, cupti_device_us
 
 SIZES = (1 << 20, 1 << 22, 1 << 24, 1 << 26)
 QUICK_SIZES = (3000,)

@@ -47,6 +47,7 @@ import sys
 import tempfile
 import time
 
+import cub_rows  # noqa: E402  (beside this script)
 import numpy as np
 
 import prefixsum as ps  # before numba.cuda: prefixsum chooses the GPU or the simulator
@@ -55,10 +56,8 @@ from prefixsum.cli.metadata import run_metadata
 from prefixsum.cli.results import print_table, report_wrong, write_csv
 from prefixsum.core import overlap
 from prefixsum.scans import transfers
-from prefixsum.tridiag import transfers as tridiag_transfers
 from prefixsum.scans.testing import expected_scan, random_input, wrong_indices
-
-import cub_rows  # noqa: E402  (beside this script)
+from prefixsum.tridiag import transfers as tridiag_transfers
 
 SIZES = tuple(1 << k for k in range(20, 29, 2))
 DTYPES = ("float32", "int32")

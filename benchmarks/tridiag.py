@@ -56,16 +56,24 @@ os.environ["JAX_ENABLE_X64"] = "1"  # read when jax is imported; without it JAX 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tridiag_cusparse, beside this script
 
 import numpy as np  # noqa: E402
+from tridiag_cusparse import BASELINES, against, cusparse_solver, cusparse_time, routines_for  # noqa: E402,F401
 
 from prefixsum import tridiag  # noqa: E402
-from prefixsum.tridiag import auto, block, hybrid, partition, pivoting, warp  # noqa: E402
 from prefixsum.cli import cupti  # noqa: E402
-from prefixsum.cli.bench import (QUICK_REPEATS, REPEATS, WARMUP, gpu_library, host_us,  # noqa: E402
-                                 kernel_us, queued_library, script_arguments)
+from prefixsum.cli.bench import (  # noqa: E402
+    QUICK_REPEATS,
+    REPEATS,
+    WARMUP,
+    gpu_library,
+    host_us,
+    kernel_us,
+    queued_library,
+    script_arguments,
+)
 from prefixsum.cli.metadata import run_metadata  # noqa: E402
 from prefixsum.cli.results import print_table, write_csv  # noqa: E402
 from prefixsum.core.device import simulating  # noqa: E402
-from tridiag_cusparse import BASELINES, against, cusparse_solver, cusparse_time, routines_for  # noqa: E402,F401
+from prefixsum.tridiag import auto, block, hybrid, partition, pivoting, warp  # noqa: E402
 
 CASES = ((512, 512), (4096, 256), (16384, 64), (1, 1 << 20), (100, 1000), (64, 8192), (7, 100000), (1000, 1000))
 THOMAS_MAX_ROWS = 1 << 16

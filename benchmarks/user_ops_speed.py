@@ -36,6 +36,9 @@ import sys
 
 import prefixsum as ps  # first: it chooses the GPU or the simulator before numba.cuda loads
 
+# isort: split
+
+import cub_rows  # noqa: E402  (beside this script)
 import numpy as np  # noqa: E402
 from numba import cuda, njit  # noqa: E402
 
@@ -44,8 +47,6 @@ from prefixsum.cli.bench import QUICK_REPEATS, gpu_library, host_us, script_argu
 from prefixsum.cli.metadata import run_metadata  # noqa: E402
 from prefixsum.cli.results import print_table, report_wrong, write_csv  # noqa: E402
 from prefixsum.scans.registry import lookup  # noqa: E402
-
-import cub_rows  # noqa: E402  (beside this script)
 
 REPEATS = 20
 SIZES = (1 << 20, 1 << 24)
@@ -102,7 +103,10 @@ def main(argv=None):
               f"{'' if correct else '  WRONG'}", flush=True)
 
     device = (lambda a: torch.from_numpy(a).cuda()) if torch else cuda.to_device
-    to_host = (lambda t: t.cpu().numpy() if hasattr(t, "cpu") else t.copy_to_host())
+
+    def to_host(t):
+        return t.cpu().numpy() if hasattr(t, "cpu") else t.copy_to_host()
+
     rng = np.random.default_rng(30)
     try:
         for dtype in ("float32", "int32"):  # built-in operators: the speed before and after

@@ -28,10 +28,9 @@ except ImportError:  # Windows
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from ptx_worker import MARK  # noqa: E402  (tests/ is on sys.path, as for notebook_taint)
 
 import prefixsum  # noqa: E402,F401
-
-from ptx_worker import MARK  # noqa: E402  (tests/ is on sys.path, as for notebook_taint)
 
 PTX_WORKER = pathlib.Path(__file__).resolve().parent / "ptx_worker.py"
 KEEP_ANSWER = pathlib.Path(__file__).resolve().parent / "keep_answer.py"

@@ -1,8 +1,8 @@
 """The layers of ARCHITECTURE.md: no module imports a layer above its own, and its table names every
 module of each layer and nothing that is gone."""
 import ast
-import re
 import pathlib
+import re
 
 import pytest
 

@@ -8,12 +8,11 @@ os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from numba import cuda  # noqa: E402
+from test_tridiag import check, check_flagged, dominant, spd  # noqa: E402
 
 from prefixsum import tridiag  # noqa: E402
 from prefixsum.core.poison import poison  # noqa: E402
 from prefixsum.tridiag import _common, block, hybrid, partition, warp  # noqa: E402
-
-from test_tridiag import check, check_flagged, dominant, spd  # noqa: E402
 
 DTYPES = (np.float32, np.float64)
 

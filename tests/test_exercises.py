@@ -329,7 +329,9 @@ def test_one_thread_solving_the_system_passes_the_numbers_but_not_the_pcr_budget
     assert check.tridiagonal(serial_solve, n_values=(1, 2, 33)).passed
     result = check.tridiagonal(serial_solve, n_values=(1, 2, 33), budget=budget)
     assert result.diagnosis == "over-budget" and result.size == 33, str(result)
-    pcr = lambda a, b, c, d: ps.tridiag.solve(a, b, c, d, method="pcr")
+    def pcr(a, b, c, d):
+        return ps.tridiag.solve(a, b, c, d, method="pcr")
+
     assert check.tridiagonal(pcr, n_values=(1, 2, 33), budget=budget).passed
     with pytest.raises(TypeError, match="budget must be a prefixsum.check.Budget"):
         check.tridiagonal(pcr, budget=20)

@@ -29,12 +29,11 @@ import time
 
 import nbformat
 import pytest
-
+from attacks import files  # tests/ is on sys.path, as for notebook_taint
 from grader_users import AS_NOBODY, is_a_run_uid, nobody_cannot_run
+
 from prefixsum.classroom.grading import read_chapter, sandbox
 from prefixsum.classroom.student import student_version
-
-from attacks import files  # tests/ is on sys.path, as for notebook_taint
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"

@@ -13,16 +13,15 @@ import textwrap
 import numpy as np
 import pytest
 from numba import cuda, types
+from test_scan import run_and_check
 
 import prefixsum as ps
 from prefixsum import trace
+from prefixsum.core.launch import Launcher
 from prefixsum.primitives import tile_state
 from prefixsum.scans import lookback
-from prefixsum.core.launch import Launcher
 from prefixsum.scans.ops import host_ufunc
 from prefixsum.scans.testing import expected_scan, random_input, wrong_indices
-
-from test_scan import run_and_check
 
 TILE_TEST_BLOCK = 32
 

@@ -21,8 +21,8 @@ import sys
 import tempfile
 
 import pytest
-
 from grader_users import AS_NOBODY, ROOT, is_a_run_uid, nobody_cannot_run
+
 from prefixsum.classroom.grading import sandbox, seccomp_filter, usage
 
 ATTACKS = pathlib.Path(__file__).resolve().parent / "attacks" / "sandbox"

@@ -6,10 +6,10 @@ import math
 import numpy as np
 import pytest
 from numba import cuda, float32
+from shared_kernels import run_strided
 
 import prefixsum as ps
 from prefixsum.classroom import mutants, stepping, trace
-from shared_kernels import run_strided
 
 
 def one_tile(kernel, x, threads):

@@ -194,6 +194,7 @@ def test_hierarchical_spine_of_several_tiles_keeps_a_user_operator_in_order():
 
 def test_the_look_back_of_a_tuple_is_the_look_back_rewritten_field_by_field():
     import inspect
+
     from prefixsum.primitives import tile_state
     from prefixsum.scans import lookback
     operator = user_ops.operator_for(affine, (1.0, 0.0), [np.dtype("float64"), np.dtype("int32")], False)
@@ -227,6 +228,7 @@ def test_the_tracer_counts_a_user_operator_and_finds_no_race():
 
 def test_a_classic_scan_of_tuples_is_its_readable_tile_kernel_rewritten_field_by_field():
     import inspect
+
     from prefixsum.scans import blelloch, hillis_steele, ladder
     operator = user_ops.operator_for(affine, (1.0, 0.0), [np.dtype("float64"), np.dtype("int32")], False)
 

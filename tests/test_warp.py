@@ -5,14 +5,13 @@ import textwrap
 
 import numpy as np
 import pytest
+from test_scan import run_and_check
 
 import prefixsum as ps
 from prefixsum import trace
 from prefixsum.classroom import lessons as warp
 from prefixsum.scans import hierarchical
 from prefixsum.scans.testing import random_input
-
-from test_scan import run_and_check
 
 # (threads per block, elements): one warp, a warp with lanes missing, a short end, a partial
 # last warp in every block.

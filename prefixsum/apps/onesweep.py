@@ -53,10 +53,32 @@ from ..core.workspace import one_call_at_a_time, scratch
 from ..primitives.tile_state import caller_states, state_bytes, states
 from ._arrays import back, device_copy
 from .onesweep_kernels import (  # noqa: F401  (the kernels and their steps, by the names chapter 11 and the tests read)
-    BLOCK_SIZE, HISTOGRAM_BLOCKS_PER_SM, HISTOGRAM_ITEMS, LOOKBACK_WINDOW, MAX_ITEMS_PER_THREAD, RANK, TILE_BITS,
-    TILE_BYTES, _array, ballot_digit_rank, clear, digit_counter, digit_pass_kernel, digit_placer, histogram_argtypes,
-    histogram_kernel, key_loader, key_ranker, key_scatterer, launchers, pass_argtypes, passes, tile_items, value_mover,
-    warp_digit_rank)
+    BLOCK_SIZE,
+    HISTOGRAM_BLOCKS_PER_SM,
+    HISTOGRAM_ITEMS,
+    LOOKBACK_WINDOW,
+    MAX_ITEMS_PER_THREAD,
+    RANK,
+    TILE_BITS,
+    TILE_BYTES,
+    _array,
+    ballot_digit_rank,
+    clear,
+    digit_counter,
+    digit_pass_kernel,
+    digit_placer,
+    histogram_argtypes,
+    histogram_kernel,
+    key_loader,
+    key_ranker,
+    key_scatterer,
+    launchers,
+    pass_argtypes,
+    passes,
+    tile_items,
+    value_mover,
+    warp_digit_rank,
+)
 from .ordered_keys import RADIX, RADIX_BITS, unsigned_of
 from .selection import count_dtype
 

@@ -36,8 +36,7 @@ from multiprocessing import connection
 
 import cloudpickle
 
-from ..core import device as _device
-from ..core import numba_gpu
+from ..core import device as _device, numba_gpu
 from ..core.device import simulating
 from .sim.settings import settings as _sim_settings
 

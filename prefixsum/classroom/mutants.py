@@ -23,8 +23,7 @@ import numpy as np
 from numba import cuda, float32, int32
 
 from ..primitives import fields
-from . import child as _child
-from . import lessons, mistakes
+from . import child as _child, lessons, mistakes
 
 BLOCK = 64
 

@@ -14,8 +14,7 @@ import numpy as np
 from ..scans.api import scan
 from ..scans.registry import ALGORITHMS
 from ..scans.testing import mismatches, random_input
-from . import stepping
-from . import trace as tracing
+from . import stepping, trace as tracing
 
 
 def likeness(student, reference):

@@ -26,7 +26,6 @@ import linecache
 import math
 from typing import NamedTuple
 
-
 from ..core.hardware import WARP_SIZE
 
 GRANULARITIES = ("phase", "warp", "thread")
@@ -470,8 +469,7 @@ def last_failure(algorithm=None, **options):
     """
     if not _last:
         raise LookupError("no failing check has kept a run to step through in this session: run the check first")
-    from . import references
-    from . import trace as tracing
+    from . import references, trace as tracing
 
     student, x = references.small_failure(_last)
     if algorithm is not None:

@@ -46,12 +46,11 @@ import threading
 import time
 from typing import NamedTuple
 
-
 from ..core.hardware import WARP_SIZE
-from . import block_order
-from . import child as _child
+from . import block_order, child as _child
 from .recorder import Recorder
 from .records import FenceRecord, Launch, Record
+
 
 class Race(NamedTuple):
     """Conflicting accesses to one address with no barrier between them."""

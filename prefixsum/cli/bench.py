@@ -37,6 +37,7 @@ import numpy as np
 from numba import cuda
 
 import prefixsum as ps
+
 from ..core.device import simulating
 from ..scans.testing import expected_scan, poisoned, random_input, wrong_indices
 from . import cupti

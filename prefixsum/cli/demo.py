@@ -12,6 +12,7 @@ import os
 import numpy as np
 
 import prefixsum as ps
+
 from ..scans.testing import random_input, run_poisoned
 
 GPU_WORKERS = 8

@@ -75,12 +75,25 @@ from ..core.plans import kept
 from ..core.registry import Capability
 from ..primitives.block import MAX_TILE, block_scan, staged_size, tile_loader, tile_writer
 from ..primitives.fields import element_bytes, is_fields, kernel
+from ..primitives.tile_state import (  # noqa: F401
+    AGGREGATE,
+    MAX_EPOCH,
+    PREFIX,
+    bit_carrier,
+    caller_states,
+    draw_tile,
+    kept_states,
+    look_back,
+    packed,
+    paired,
+    state_access,
+    state_arrays,
+    state_bytes,
+    states,
+)
+from . import tile_choice
 from .ops import check_dtype, device_op, numba_type
 from .registry import Algorithm, Chunks, Prepared, check_block_size, register
-from ..primitives.tile_state import (AGGREGATE, MAX_EPOCH, PREFIX, bit_carrier, caller_states,  # noqa: F401
-                                     draw_tile, kept_states, look_back, packed, paired, state_access, state_arrays,
-                                     state_bytes, states)
-from . import tile_choice
 from .tile_choice import fastest_shape
 from .tiles import array_type
 

@@ -26,6 +26,7 @@ from ..primitives.fields import Operator  # noqa: F401  (what a plan's operator 
 from .ops import check_dtype
 from .registry import ALGORITHMS, lookup
 
+
 def carriers():
     """The registered algorithms that carry a user operator, in registration order."""
     return [a for a in ALGORITHMS.values() if a.fields]

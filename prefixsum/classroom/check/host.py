@@ -6,7 +6,7 @@ import numpy as np
 from .. import child as _child, trace as tracing
 from . import observed
 from .diagnosis import _trace_diagnosis
-from .mode import DEFAULT_SIZES, _SEED, limits
+from .mode import _SEED, DEFAULT_SIZES, limits
 from .results import Budget, CheckResult, _FunctionResult, _is_poison, _name, with_poisoned_allocations
 
 

@@ -7,7 +7,6 @@ from .diagnosis import _trace_diagnosis, band_hint, written_nan
 from .mode import _SEED, limits
 from .results import Budget, CheckResult, with_poisoned_allocations
 
-
 _REFLECTOR_CASES = ("a random x", "a random x with x[-1] > 0", "a random x with x[-1] < 0",
                     "x close to +e (x[-1] > 0, the rest tiny)", "x close to -e (x[-1] < 0, the rest tiny)",
                     "x with x[-1] = 0")

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import sim
 from ...core.arithmetic import quiet_arithmetic
 from ...core.hardware import WARP_SIZE
 from ...core.poison import poison, poison_value
+from .. import sim
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,7 @@ def _in_package(file):
 
 def _kernel_names(run, launches, kernels):
     """How a hint names the budgeted kernels: the named ones, else those that ran."""
-    return " or ".join(kernels) if kernels else " or ".join(sorted({l.kernel for l in run.launches if l.number in launches}))
+    return " or ".join(kernels) if kernels else " or ".join(sorted({launch.kernel for launch in run.launches if launch.number in launches}))
 
 
 def _same_values(values, expected):

@@ -3,13 +3,13 @@ import dataclasses
 
 import numpy as np
 
-from .. import child as _child, stepping
-from ...scans.ops import check_dtype, check_op, identity as identity_of
 from ...scans import user_ops
+from ...scans.ops import check_dtype, check_op, identity as identity_of
 from ...scans.testing import expected_scan, mismatches, random_input, wrong_indices
+from .. import child as _child, stepping
 from . import counting, observed
 from .diagnosis import _hint_for_error, _trace_diagnosis, wrong_result_hint
-from .mode import DEFAULT_SIZES, _SEED, _sizes_and_seed, limits
+from .mode import _SEED, DEFAULT_SIZES, _sizes_and_seed, limits
 from .results import Budget, CheckResult, _is_poison, with_poisoned_allocations
 
 

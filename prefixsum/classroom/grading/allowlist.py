@@ -56,8 +56,16 @@ import ast
 
 from .bindings import ChapterNames, chain, chapter_names, merge, parsed, targets, top_level_kinds
 from .scopes import Resolution
-from .whitelist import (ALLOWED_MODULES, BUILTIN_NAMES, EXERCISE_FORBIDS, IPYTHON_NAMES, MAX_SOURCE, NAMES, SAFE_BUILTINS,
-                        VALUE_ATTRIBUTES)
+from .whitelist import (
+    ALLOWED_MODULES,
+    BUILTIN_NAMES,
+    EXERCISE_FORBIDS,
+    IPYTHON_NAMES,
+    MAX_SOURCE,
+    NAMES,
+    SAFE_BUILTINS,
+    VALUE_ATTRIBUTES,
+)
 
 _FORBIDDEN_NODES = tuple(getattr(ast, name) for name in (
     "Global", "Nonlocal", "ClassDef", "AsyncFunctionDef", "Await", "Yield", "YieldFrom", "AsyncFor", "AsyncWith",

@@ -7,11 +7,13 @@ import sys
 import time
 
 from . import report, sandbox
-from .chapters import InvalidSubmission, read_chapter
 from .cells import first_line
+from .chapters import InvalidSubmission, read_chapter
 from .runner import Options, Row, close_judges, grade_notebook, instructor_signatures, screen
 
 WORKBOOK_NOTEBOOKS = pathlib.Path(__file__).resolve().parents[3] / "notebooks"
+DEFAULT_OPTIONS = Options()
+"""The options of :func:`grade` unless given (frozen: one instance serves every call)."""
 
 
 def default_instructor_notebooks():
@@ -199,7 +201,7 @@ class Progress:
         self.stream.flush()
 
 
-def grade(submissions, out, *, instructor=None, workers=None, options=Options(), scheduler=None, progress=True,
+def grade(submissions, out, *, instructor=None, workers=None, options=DEFAULT_OPTIONS, scheduler=None, progress=True,
           chapters_named=None, max_notebook_mb=16):
     """Grade ``submissions`` against the instructor's notebooks; write the reports into ``out``.
 

@@ -30,11 +30,19 @@ from typing import NamedTuple
 import nbformat
 
 from ...core.device import device_environment
-from . import allowlist, judging, observations, results, sandbox
-from .chapters import (EXERCISE, InvalidSubmission, assemble, chapter_of, read_submission, recorded_time, submitted_sources,
-                       unsolved)
 from .. import stepping
 from ..renumbering import renumbered
+from . import allowlist, judging, observations, results, sandbox
+from .chapters import (
+    EXERCISE,
+    InvalidSubmission,
+    assemble,
+    chapter_of,
+    read_submission,
+    recorded_time,
+    submitted_sources,
+    unsolved,
+)
 
 STATUSES = ("pass", "fail", "not-attempted", "error", "timeout", "crashed", "tampered", "invalid")
 _STARTUP_S = 90  # a fresh Python with numba, a Jupyter kernel, prefixsum: seconds before any exercise runs

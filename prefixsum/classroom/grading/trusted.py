@@ -307,7 +307,8 @@ def _compile_problem(kind, name, error):
                  "cannot hold: a list, dict or set lives in the host's memory. Make it a tuple, or a numpy array "
                  "passed to the kernel")
     else:
-        informative = [l.strip() for l in text.splitlines() if l.strip() and not l.startswith(("Failed in", "During:"))]
+        informative = [line.strip() for line in text.splitlines()
+                       if line.strip() and not line.startswith(("Failed in", "During:"))]
         cause = re.sub(r" at 0x[0-9a-f]+", "", informative[0] if informative else "")
     return f"{kind} {name} does not compile for a GPU{where}: {type(error).__name__}: {cause}"
 

@@ -14,9 +14,8 @@ import sys
 import numpy as np
 
 from ...core.hardware import WARP_SIZE
-from . import numba_sim
+from . import integers, numba_sim
 from .allocation import Local
-from . import integers
 from .errors import WarpDivergenceError
 from .memory import Atomic
 from .warp import integer_operand, match_key, predicate_operand, shuffle_operand

@@ -42,14 +42,20 @@ import threading
 import greenlet
 
 from ...core.arithmetic import quiet_arithmetic
+from . import numba_sim
 from .allocation import Shared
 from .errors import (
-    PACKAGE_DIR, BarrierDivergenceError, DeadlockError, SimError, barrier_divergence,
-    block_order, deadlock, in_thread,
+    PACKAGE_DIR,
+    BarrierDivergenceError,
+    DeadlockError,
+    SimError,
+    barrier_divergence,
+    block_order,
+    deadlock,
+    in_thread,
 )
 from .hooks import Fence, Wait
 from .memory import Array, global_arrays, traced_arrays
-from . import numba_sim
 from .module import Module
 from .numba_typing import numba_typed
 from .settings import settings
@@ -239,7 +245,8 @@ class Launch:
                 t.greenlet.switch(*t.resume)
             except Exception as exc:
                 self._abort()
-                raise in_thread(exc, self.name, block.index, t.index, self.note)
+                # in_thread sets its own cause and hides the context: the student sees one error, not two
+                raise in_thread(exc, self.name, block.index, t.index, self.note)  # noqa: B904
             except BaseException:
                 self._abort()
                 raise
