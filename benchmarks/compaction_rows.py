@@ -89,7 +89,9 @@ def run_compaction(cuda, torch, cupy, quick, repeats, rng, add, timed):
                 if kernels:
                     print(f"    CUPTI: {kernels}")
         expected = np.flatnonzero(mask)
-        calls = [("prefixsum apps.compact_indices", lambda: apps.compact_indices(dmask), lambda got: got.copy_to_host())]
+        calls = [
+            ("prefixsum apps.compact_indices", lambda: apps.compact_indices(dmask), lambda got: got.copy_to_host())
+        ]
         if torch:
             calls.append(("torch nonzero", lambda: _waited_torch(torch, tmask.nonzero().squeeze(1)),
                           lambda got: got.cpu().numpy()))

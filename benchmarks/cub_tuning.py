@@ -101,7 +101,9 @@ def sorts(add, cases, variants, repeats, rng):
         label = key if value is None else f"{key}+{value}"
 
         def check(got_keys, got_values):
-            return bool(np.array_equal(got_keys, want_keys) and (values is None or np.array_equal(got_values, want_values)))
+            return bool(
+                np.array_equal(got_keys, want_keys) and (values is None or np.array_equal(got_values, want_values))
+            )
 
         launches, correct = {}, {}
         for name, options in variants.items():
@@ -110,14 +112,18 @@ def sorts(add, cases, variants, repeats, rng):
 
             got = launch()
             launches[f"onesweep {name}"] = launch
-            correct[f"onesweep {name}"] = check(got[0].copy_to_host(), None if values is None else got[1].copy_to_host())
+            correct[f"onesweep {name}"] = check(
+                got[0].copy_to_host(), None if values is None else got[1].copy_to_host()
+            )
         out_keys = cuda.device_array(n, keys.dtype)
         out_values = None if values is None else cuda.device_array(n, values.dtype)
         call = cub_rows.attempt("radix sort", lambda: cub_rows.radix_sort(dkeys, out_keys, dvalues, out_values))
         if call is not None:
             call()
             launches["CUB radix sort"] = call
-            correct["CUB radix sort"] = check(out_keys.copy_to_host(), None if values is None else out_values.copy_to_host())
+            correct["CUB radix sort"] = check(
+                out_keys.copy_to_host(), None if values is None else out_values.copy_to_host()
+            )
         for variant, measured in kernel_us_each(launches, repeats=repeats).items():
             add("sort", variant, label, n, measured.us, correct[variant])
 
@@ -195,8 +201,10 @@ def main(argv=None):
     parser.add_argument("--out", default=os.environ.get("OUT", "benchmarks/out"))
     parser.add_argument("--quick", action="store_true", help="tiny sizes, 2 repeats: tests the script (simulator too)")
     parser.add_argument("--profile", action="store_true", help="one call of each kernel, for Nsight Compute")
-    parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)} (default: all)")
-    parser.add_argument("--scan-dtype", action="append", choices=SCAN_DTYPES, help="the scan part's dtypes (default: both)")
+    parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)} (default: "
+                                                                 "all)")
+    parser.add_argument("--scan-dtype", action="append", choices=SCAN_DTYPES, help="the scan part's dtypes (default: "
+                                                                                   "both)")
     args = parser.parse_args(argv)
     parts = args.parts.split(",")
     if set(parts) - set(PARTS):
@@ -204,7 +212,9 @@ def main(argv=None):
     if args.profile:
         return profile()
     repeats = QUICK_REPEATS if args.quick else REPEATS
-    meta = run_metadata(("torch", "cub"), shlex.join(["python", "benchmarks/cub_tuning.py", *(sys.argv[1:] if argv is None else argv)]))
+    meta = run_metadata(
+        ("torch", "cub"), shlex.join(["python", "benchmarks/cub_tuning.py", *(sys.argv[1:] if argv is None else argv)])
+    )
     rows = []
 
     def add(part, variant, dtype, n, micros, correct):

@@ -203,7 +203,8 @@ def calls_on_numpy(table, torch, sizes, repeats, rng):
             calls["torch round trip"] = lambda: torch.cumsum(torch.from_numpy(x).cuda(), 0).cpu().numpy()
         correct = {variant: check(call()) for variant, call in calls.items()}
         for variant, micros in host_us_in_turn(calls, repeats=repeats).items():
-            table.add(variant, "call on numpy", dtype, n, micros, correct[variant], "host clock, calls in a shuffled order")
+            table.add(variant, "call on numpy", dtype, n, micros, correct[variant], "host clock, calls in a shuffled "
+                                                                                    "order")
 
 
 def main(argv=None):
@@ -211,7 +212,12 @@ def main(argv=None):
     repeats = QUICK_REPEATS if args.quick else REPEATS
     torch = gpu_library("torch")
     stream = library_stream(torch) if torch is not None else None
-    table = Table(run_metadata(("torch", "cub"), shlex.join(["python", "benchmarks/lookback.py", *(sys.argv[1:] if argv is None else argv)])))
+    table = Table(
+        run_metadata(
+            ("torch", "cub"),
+            shlex.join(["python", "benchmarks/lookback.py", *(sys.argv[1:] if argv is None else argv)]),
+        )
+    )
     rng = np.random.default_rng(15)
     kernels(table, torch, stream, QUICK_SIZES if args.quick else KERNEL_SIZES,
             ("float32", "float64") if args.quick else KERNEL_DTYPES, SCANS, repeats, rng, args.method,

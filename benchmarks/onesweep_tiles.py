@@ -4,13 +4,12 @@
     ncu --section SpeedOfLight --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis \
         -k regex:digit_pass -c 2 python benchmarks/onesweep_tiles.py --profile
 
-For each variant (threads x keys per thread of a digit pass, the look-back's window: tiles
-whose digit counts a thread asks for at once, and a cap on registers per thread or none), uint32 and float32 keys at 2^22 and 2^24: the
-device time of a whole sort by CUPTI (:func:`compaction_rows.cupti_us`), the variants launched
-through numba's dispatcher (``onesweep.sort_device``'s options), the default also through the
-public call. Every result is checked first. ``--profile``: one sort of 2^24 uint32 keys with the
-default shape, after a first call that compiles, for Nsight Compute; ``--host-profile``: where the
-host time of a whole call goes (cProfile). Writes ``onesweep_tiles.csv``.
+For each variant (threads x keys per thread of a digit pass, the look-back's window: tiles whose digit counts a thread
+asks for at once, and a cap on registers per thread or none), uint32 and float32 keys at 2^22 and 2^24: the device time
+of a whole sort by CUPTI (:func:`compaction_rows.cupti_us`), the variants launched through numba's dispatcher
+(``onesweep.sort_device``'s options), the default also through the public call. Every result is checked first.
+``--profile``: one sort of 2^24 uint32 keys with the default shape, after a first call that compiles, for Nsight
+Compute; ``--host-profile``: where the host time of a whole call goes (cProfile). Writes ``onesweep_tiles.csv``.
 """
 import os
 import sys

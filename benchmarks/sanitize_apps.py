@@ -181,7 +181,8 @@ def applications(n, rng, wrong):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help=f"sizes {QUICK_SIZES}; runs on the simulator too")
-    parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)} (default: all)")
+    parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)} (default: "
+                                                                 "all)")
     args = parser.parse_args(argv)
     parts = args.parts.split(",")
     if set(parts) - set(PARTS):

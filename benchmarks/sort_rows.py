@@ -44,8 +44,13 @@ def _calls(cuda, torch, cupy, dkeys, dvalues, keys, values, with_values, readabl
     else:
         calls = [("onesweep", lambda: _waited(cuda, apps.radix_sort(dkeys)), lambda got: (got.copy_to_host(), None))]
         if readable:
-            calls.append(("radix_sort_one_bit (readable, 1 bit/pass)",
-                          lambda: _waited(cuda, apps.radix_sort_one_bit(dkeys)), lambda got: (got.copy_to_host(), None)))
+            calls.append(
+                (
+                    "radix_sort_one_bit (readable, 1 bit/pass)",
+                    lambda: _waited(cuda, apps.radix_sort_one_bit(dkeys)),
+                    lambda got: (got.copy_to_host(), None),
+                )
+            )
     if torch:
         try:
             tkeys = torch.from_numpy(keys).cuda()
@@ -81,9 +86,13 @@ def _calls(cuda, torch, cupy, dkeys, dvalues, keys, values, with_values, readabl
                 order = cupy.argsort(ckeys)
                 return _waited_cupy(cupy, (ckeys[order], cvalues[order]))
 
-            calls.append(("cupy.argsort + gathers", cupy_pairs, lambda got: (cupy.asnumpy(got[0]), cupy.asnumpy(got[1]))))
+            calls.append(
+                ("cupy.argsort + gathers", cupy_pairs, lambda got: (cupy.asnumpy(got[0]), cupy.asnumpy(got[1])))
+            )
         else:
-            calls.append(("cupy.sort", lambda: _waited_cupy(cupy, cupy.sort(ckeys)), lambda got: (cupy.asnumpy(got), None)))
+            calls.append(
+                ("cupy.sort", lambda: _waited_cupy(cupy, cupy.sort(ckeys)), lambda got: (cupy.asnumpy(got), None))
+            )
     return calls
 
 

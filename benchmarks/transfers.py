@@ -137,7 +137,9 @@ def round_trips(torch, cupy):
     if cub is not None:
         calls[CUB_ROUND_TRIP] = cub
     if torch is not None:
-        calls["torch round trip"] = lambda x: torch.cumsum(torch.from_numpy(x).cuda(), 0, dtype=DTYPE[x.dtype.name](torch)).cpu().numpy()
+        calls["torch round trip"] = lambda x: (
+            torch.cumsum(torch.from_numpy(x).cuda(), 0, dtype=DTYPE[x.dtype.name](torch)).cpu().numpy()
+        )
     if cupy is not None:
         calls["cupy round trip"] = lambda x: cupy.asnumpy(cupy.cumsum(cupy.asarray(x), dtype=x.dtype))
     return calls
@@ -319,8 +321,10 @@ def timeline(torch, n, rng):
             events = json.load(handle)["traceEvents"]
     marks = [e for e in events if e.get("ph") == "X" and e.get("cat") == "user_annotation" and e["name"] == CALL]
     found = [e for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy")]
-    found += [{"name": HOST_COPY, "cat": "host", "ts": marks[0]["ts"] + (begin - origin) / 1e3, "dur": (end - begin) / 1e3}
-              for begin, end in spans]
+    found += [
+        {"name": HOST_COPY, "cat": "host", "ts": marks[0]["ts"] + (begin - origin) / 1e3, "dur": (end - begin) / 1e3}
+        for begin, end in spans
+    ]
     start = min(e["ts"] for e in found)
     method = "cupti trace (torch.profiler); host copies on perf_counter, placed by a record_function mark"
     rows = []
@@ -328,8 +332,16 @@ def timeline(torch, n, rng):
         name = e["name"]
         engine = ("host copy" if name == HOST_COPY else "copy in" if "HtoD" in name else
                   "copy out" if "DtoH" in name else "SMs (scan)" if e["cat"] == "kernel" else "other copy")
-        rows.append({"engine": engine, "name": name[:60], "stream": e.get("args", {}).get("stream", ""),
-                     "method": method, "start_us": round(e["ts"] - start, 2), "end_us": round(e["ts"] + e["dur"] - start, 2)})
+        rows.append(
+            {
+                "engine": engine,
+                "name": name[:60],
+                "stream": e.get("args", {}).get("stream", ""),
+                "method": method,
+                "start_us": round(e["ts"] - start, 2),
+                "end_us": round(e["ts"] + e["dur"] - start, 2),
+            }
+        )
     return rows
 
 

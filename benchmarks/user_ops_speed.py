@@ -82,7 +82,8 @@ def relative_error(got, want):
 
 def main(argv=None):
     args = script_arguments(argv, f"n = {QUICK_SIZES}; no CUPTI; runs on the simulator too", more=lambda p: (
-        p.add_argument("--builtin-only", action="store_true", help="only the built-in rows (the code before issue 30 has no more)"),
+        p.add_argument("--builtin-only", action="store_true", help="only the built-in rows (the code before issue 30 "
+                                                                   "has no more)"),
         p.add_argument("--tree", default="this", help="the code measured, for the rows' column tree "
                        "(this: the commit the CSV is committed with)")))
     torch = gpu_library("torch")
@@ -97,7 +98,8 @@ def main(argv=None):
         whole = host_us(lambda: (call(), cuda.synchronize()), repeats=repeats)
         rows.append({"task": task, "method": method, "dtype": dtype, "n": n, "device_us": round(device, 1),
                      "whole_us": round(whole, 1), "max_rel_error": f"{error:.1e}", "correct": bool(correct),
-                     "tree": args.tree, "timing": "device: CUPTI, kernels summed, median; whole: host clock, synchronised",
+                     "tree": args.tree, "timing": "device: CUPTI, kernels summed, median; whole: host clock, "
+                                                  "synchronised",
                      **meta})
         print(f"{task:<10} {method:<48} {dtype:<8} {n:>9} device {device:>9.1f} us  whole {whole:>9.1f} us"
               f"{'' if correct else '  WRONG'}", flush=True)
@@ -180,7 +182,11 @@ def run_segmented(torch, device, to_host, quick, rng, add):
                 got = to_host(call())
                 if n <= 1 << 20:  # numpy segment by segment; at 2^24 the integer sums against the formulation below
                     want = segmented.reference(x, flags, op, inclusive=inclusive, reverse=reverse)
-                    ok = np.array_equal(got, want) if dtype == "int32" or op == "max" else np.allclose(got, want, atol=1e-4)
+                    ok = (
+                        np.array_equal(got, want)
+                        if dtype == "int32" or op == "max"
+                        else np.allclose(got, want, atol=1e-4)
+                    )
                 elif dtype == "int32" and op == "add" and not reverse:
                     ok = np.array_equal(got, sum_by_formulation(x, flags) - (0 if inclusive else x))
                 else:
@@ -208,7 +214,11 @@ def run_segmented(torch, device, to_host, quick, rng, add):
                     lambda: torch.cummax(dx, 0).values, True)
             heads = np.flatnonzero(flags)
             starts, ends = device(heads.astype(np.int64)), device(np.append(heads[1:], n).astype(np.int64))
-            totals = torch.empty(heads.size, dtype=dx.dtype, device=dx.device) if torch else cuda.device_array(heads.size, dtype)
+            totals = (
+                torch.empty(heads.size, dtype=dx.dtype, device=dx.device)
+                if torch
+                else cuda.device_array(heads.size, dtype)
+            )
             cub = cub_rows.attempt("segmented sum", lambda: cub_rows.segmented_sum(dx, totals, starts, ends))
             if cub is not None:
                 cub()

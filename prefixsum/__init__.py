@@ -49,9 +49,17 @@ if _SIMULATOR:
 # Submodules that notebooks use now and then are imported on first use (viz imports matplotlib,
 # which is slow): ``ps.viz.dataflow(...)`` works without ``import prefixsum.viz``.
 _ON_DEMAND = {
-    "basics": ".classroom.basics", "mutants": ".classroom.mutants", "mutation": ".classroom.mutation",
-    "student": ".classroom.student", "viz": ".classroom.viz", "tridiag": ".tridiag", "apps": ".apps", "bench": ".cli.bench",
-    "ptx": ".cli.ptx", "lessons": ".classroom.lessons", "primitives": ".primitives",
+    "basics": ".classroom.basics",
+    "mutants": ".classroom.mutants",
+    "mutation": ".classroom.mutation",
+    "student": ".classroom.student",
+    "viz": ".classroom.viz",
+    "tridiag": ".tridiag",
+    "apps": ".apps",
+    "bench": ".cli.bench",
+    "ptx": ".cli.ptx",
+    "lessons": ".classroom.lessons",
+    "primitives": ".primitives",
 }
 
 

@@ -106,9 +106,15 @@ def _ptx_command_started(request, tmp_path_factory):
             started = folder / "ptx_command.started"
             if not started.exists():
                 started.touch()
-                env = {key: value for key, value in os.environ.items() if key not in ("NUMBA_ENABLE_CUDASIM", "PREFIXSUM_DEVICE")}
+                env = {
+                    key: value
+                    for key, value in os.environ.items()
+                    if key not in ("NUMBA_ENABLE_CUDASIM", "PREFIXSUM_DEVICE")
+                }
                 command = [sys.executable, "-m", "prefixsum", "ptx", "--keep", str(folder / "ptx")]
-                process = subprocess.Popen([sys.executable, str(KEEP_ANSWER), str(folder / "ptx_command.json"), *command], env=env)
+                process = subprocess.Popen(
+                    [sys.executable, str(KEEP_ANSWER), str(folder / "ptx_command.json"), *command], env=env
+                )
     yield
     if process is not None:
         process.wait()
@@ -162,13 +168,17 @@ class PtxWorker:
             for line in self.process.stdout:
                 if MARK in line:  # after whatever the compiler wrote to the file descriptor itself
                     answer = json.loads(line[line.index(MARK) + len(MARK):])
-                    return subprocess.CompletedProcess(["ptx_worker"], answer["returncode"], answer["stdout"], answer["stderr"])
+                    return subprocess.CompletedProcess(
+                        ["ptx_worker"], answer["returncode"], answer["stdout"], answer["stderr"]
+                    )
         finally:
             watchdog.cancel()
         returncode = self.process.wait()
         self._stop()
         self.stderr.seek(0)
-        raise RuntimeError(f"the PTX worker died (exit {returncode}, or killed after {timeout} s): " + self.stderr.read()[-3000:])
+        raise RuntimeError(
+            f"the PTX worker died (exit {returncode}, or killed after {timeout} s): " + self.stderr.read()[-3000:]
+        )
 
     def _stop(self):
         """Kill the worker: it holds nothing to save, and a clean exit of numba-cuda can take seconds."""

@@ -160,7 +160,8 @@ def test_an_assignment_to_numba_is_caught(source):
 
 
 def test_other_assignments_pass():
-    assert numba_assignments("from numba import cuda\nimport types\ntypes.x = 1\nout = cuda.device_array(3)\nout[0] = 1\n") == []
+    assert numba_assignments("from numba import cuda\nimport types\ntypes.x = 1\nout = cuda.device_array(3)\nout[0] = "
+                             "1\n") == []
 
 
 # Private numba names are read only behind the two doors (issue 46): an attribute numba does not

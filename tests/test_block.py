@@ -139,8 +139,13 @@ def test_block_solver_in_a_shrunk_shared_memory_budget(dtype, rng, monkeypatch):
 def test_hybrid_takes_the_warp_then_the_block_then_the_partition_whose_reduced_systems_take_the_block(rng, monkeypatch):
     calls = []
     for module, name in ((warp, "warp"), (block, "block"), (partition, "partition")):
-        monkeypatch.setattr(module, "run", lambda *args, real=module.run, name=name, **kwargs: calls.append((name, args[4].shape))
-                            or real(*args, **kwargs))
+        monkeypatch.setattr(
+            module,
+            "run",
+            lambda *args, real=module.run, name=name, **kwargs: (
+                calls.append((name, args[4].shape)) or real(*args, **kwargs)
+            ),
+        )
     largest = block.max_rows(np.float32)
     for n in (512, 513, largest, largest + 1):
         tridiag.solve(*(v.astype(np.float32) for v in dominant(rng, 2, n)), method="hybrid")

@@ -94,12 +94,16 @@ def test_the_package_and_the_notebooks_import_only_runtime_dependencies():
 
 def test_optional_gpu_baselines_are_imported_only_inside_try_blocks():
     paths = sorted((ROOT / "prefixsum").rglob("*.py")) + sorted((ROOT / "notebooks" / "sources").glob("*.py"))
-    unguarded = [(d, f) for d, where in third_party(paths).items() if d in OPTIONAL for f, guarded in where if not guarded]
+    unguarded = [
+        (d, f) for d, where in third_party(paths).items() if d in OPTIONAL for f, guarded in where if not guarded
+    ]
     assert not unguarded, f"optional modules imported outside a try block: {unguarded}"
 
 
 def test_the_notebook_build_needs_only_the_dev_extra():
     needed = set(third_party([ROOT / "notebooks" / "build.py"]))
     allowed = runtime() | {name_of(r) for r in PROJECT["optional-dependencies"]["dev"]}
-    assert needed - allowed == set(), f"notebooks/build.py imports {sorted(needed - allowed)}; add them to the dev extra"
+    assert needed - allowed == set(), (
+        f"notebooks/build.py imports {sorted(needed - allowed)}; add them to the dev extra"
+    )
     assert "jupytext" in needed

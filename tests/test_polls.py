@@ -105,6 +105,12 @@ def test_loops_that_read_nothing_new_stop_at_the_step_limit_with_a_verdict_that_
     calls, kind, _ = max(run.idle.values())
     assert calls > 500 and kind == "ballot_sync"
     result = check.scan(lambda x: (walks_below_zero[1, 32](np.zeros(32, np.int64)), x)[1], sizes=(1,), timeout=1.0)
-    assert result.diagnosis == "timeout" and "warp-level calls" in result.hint and "since its last memory access" in result.hint
-    spinning = check.scan(lambda x: (spins_on_the_input[1, 1](x, np.zeros(1, np.float32)), x)[1], sizes=(4,), timeout=1.0)
+    assert (
+        result.diagnosis == "timeout"
+        and "warp-level calls" in result.hint
+        and "since its last memory access" in result.hint
+    )
+    spinning = check.scan(
+        lambda x: (spins_on_the_input[1, 1](x, np.zeros(1, np.float32)), x)[1], sizes=(4,), timeout=1.0
+    )
     assert spinning.diagnosis == "timeout", str(spinning)

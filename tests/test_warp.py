@@ -1,5 +1,6 @@
-"""Warp scans (prefixsum.primitives.warp, run by prefixsum.classroom.lessons) alone, the race in Figure 1 of Lungu, Petroşanu and Pîrjan (2011), and the hierarchical scan's
-options; the generic suites (test_scan, test_ptx) cover "hierarchical" for every op and dtype."""
+"""Warp scans (prefixsum.primitives.warp, run by prefixsum.classroom.lessons) alone, the race in Figure 1 of Lungu,
+Petroşanu and Pîrjan (2011), and the hierarchical scan's options; the generic suites (test_scan, test_ptx) cover
+"hierarchical" for every op and dtype."""
 import itertools
 import textwrap
 

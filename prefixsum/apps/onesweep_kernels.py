@@ -26,8 +26,9 @@ TILE_BITS = 20
 """Bits of a tile's count of keys below a digit (at most 2^12 keys a tile) in the 64-bit word whose
 upper bits count the keys of all tiles below the digit (fewer than 2^43): one block scan adds both."""
 LOOKBACK_WINDOW = 1
-"""Tiles whose digit counts a thread asks for at once when it looks back (:func:`~prefixsum.primitives.tile_state.look_back_lane`):
-one, the fastest measured (``benchmarks/onesweep_tiles.csv``: windows of 2 and 4 took longer), as the predecessor has mostly published its prefix by the time it is read."""
+"""Tiles whose digit counts a thread asks for at once when it looks back
+(:func:`~prefixsum.primitives.tile_state.look_back_lane`): one, the fastest measured (``benchmarks/onesweep_tiles.csv``:
+windows of 2 and 4 took longer), as the predecessor has mostly published its prefix by the time it is read."""
 HISTOGRAM_ITEMS = 8
 """Keys per thread and step of the histogram pass."""
 HISTOGRAM_BLOCKS_PER_SM = 8
@@ -230,8 +231,8 @@ def digit_counter(block_size):
 
 @functools.lru_cache(maxsize=None)
 def digit_placer(counts, block_size, window):
-    """Device function ``place_digits(hist, digit_pass, status, values, tile, mine, total, tile_start, base, epoch, t)``:
-    step 3 of a digit pass, second half.
+    """Device function ``place_digits(hist, digit_pass, status, values, tile, mine, total, tile_start, base, epoch,
+    t)``: step 3 of a digit pass, second half.
 
     Where the tile's keys of each of thread ``t``'s digits go: ``tile_start[d]``, the keys of
     smaller digits in the tile, and ``base[d]``, the digit's start in the pass's output (the keys
@@ -265,8 +266,8 @@ def digit_placer(counts, block_size, window):
 
 @functools.lru_cache(maxsize=None)
 def key_scatterer(key_dtype, block_size, items):
-    """Device function ``scatter_keys(dst, exchange, keys, places, digits, tile_start, warp_counts, base, valid, warp, t, shift)``:
-    step 4 of a digit pass.
+    """Device function ``scatter_keys(dst, exchange, keys, places, digits, tile_start, warp_counts, base, valid, warp,
+    t, shift)``: step 4 of a digit pass.
 
     Every key goes to shared memory (``exchange``) at its place in the tile sorted by digit, then
     thread t writes elements t, t + block, ... of that to the output at ``base`` of their digit:
@@ -292,8 +293,8 @@ def key_scatterer(key_dtype, block_size, items):
 
 @functools.lru_cache(maxsize=None)
 def value_mover(key_dtype, value_dtype, block_size, items):
-    """Device function ``move_values(src_values, dst_values, exchange, exchange_values, places, digits, base, first, n, valid, t)``:
-    step 5 of a digit pass with values.
+    """Device function ``move_values(src_values, dst_values, exchange, exchange_values, places, digits, base, first, n,
+    valid, t)``: step 5 of a digit pass with values.
 
     The values, loaded in the arrangement the keys were, go through shared memory to the places
     their keys went (in the keys' buffer when they have the keys' width, after every key has left

@@ -300,7 +300,9 @@ def _record_here(fn, args, kwargs, timeout, steps=None, polls=None):
             result = fn(*args, **kwargs)
     except Exception as exc:  # the trace up to the failure is the point
         error = exc
-    trace = Trace(recorder.records, recorder.launches_recorded(), result, error, recorder.fences, recorder.idle_threads())
+    trace = Trace(
+        recorder.records, recorder.launches_recorded(), result, error, recorder.fences, recorder.idle_threads()
+    )
     trace.shapes = dict(recorder.shapes)
     trace.scalars = dict(enumerate(recorder.scalars))
     return trace

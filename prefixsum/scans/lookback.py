@@ -123,7 +123,8 @@ def check_options(block_size, items_per_thread):
     if block_size * items_per_thread > 2 * MAX_TILE:
         raise ValueError(
             f"block_size * items_per_thread = {block_size * items_per_thread} elements per tile, but a tile "
-            f"holds at most {2 * MAX_TILE} of a 4-byte type and {MAX_TILE} of an 8-byte one (it must fit shared memory)")
+            f"holds at most {2 * MAX_TILE} of a 4-byte type and {MAX_TILE} of an 8-byte one (it must fit shared memory)"
+        )
 
 
 def max_tile(dtype):
@@ -257,8 +258,13 @@ def argtypes(dtype):
     """Argument types of :func:`lookback_kernel`'s kernel, for compiling it to PTX."""
     if is_fields(dtype):
         arrays = tuple(array_type(d) for d in dtype)
-        return arrays + arrays + (types.Array(types.uint32, 1, "C"),) + (types.Array(types.uint64, 1, "C"),) * len(dtype) \
+        return (
+            arrays
+            + arrays
+            + (types.Array(types.uint32, 1, "C"),)
+            + (types.Array(types.uint64, 1, "C"),) * len(dtype)
             + (types.Array(types.uint32, 1, "C"), types.int64, types.int64, types.int64)
+        )
     return (array_type(dtype), array_type(dtype), types.Array(types.uint64, 1, "C"), types.Array(types.uint64, 1, "C"),
             types.Array(types.uint32, 1, "C"), types.int64, types.int64, types.int64)
 

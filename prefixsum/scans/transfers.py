@@ -8,39 +8,35 @@ caller waits. Here the array is cut into chunks (:func:`chunk_bytes`: about :dat
 of them, from :data:`MIN_CHUNK_BYTES` to :data:`CHUNK_BYTES` each) and the engines of the
 machine work at once, as in CUDA's "overlap of data transfer and kernel execution":
 
-* :data:`~prefixsum.core.overlap.STAGING_THREADS` host threads copy chunks k + 1, k + 2, ... into pinned staging slots at
-  once (numpy releases the GIL while it copies; one core alone does not keep up with PCIe),
+* :data:`~prefixsum.core.overlap.STAGING_THREADS` host threads copy chunks k + 1, k + 2, ... into pinned
+  staging slots at once (numpy releases the GIL while it copies; one core alone does not keep up with PCIe),
 * a copy engine moves chunk k to the device on one side stream, as soon as its slot is full,
 * the SMs scan chunk k on the call's stream (``stream=``; numba's default stream unless given), and
 * the other copy engine moves chunk k - 1 back on another side stream, straight into the
   result, which is page-locked memory kept between calls (:func:`prefixsum.core.workspace.pinned_result`),
   or, past what the thread may keep pinned, into a pinned slot from which the host copies it.
 
-Events order the four (:func:`prefixsum.core.workspace.side_stream`: the side streams never wait
-for the call's stream otherwise); on a GPU the copies and events go straight to the driver
-(:func:`prefixsum.core.overlap.copies`, :class:`prefixsum.core.numba_gpu.DriverCopies`: numba's copy of a slice costs tens of
-microseconds of checks, as long as a 1 MiB copy). The scan is one whose plan
-launches a range of tiles (:attr:`prefixsum.scans.registry.Prepared.chunks`, the look-back scan's,
-:mod:`.lookback`): each chunk is one launch over the chunk's tiles (``first`` = its first
-tile), with the tile states of one epoch for the whole call, so a chunk's first tiles find the
-carry of all chunks before in the look-back state of the previous chunk's last tile, which has
-published its prefix: the previous launch finished before this one started (one stream), so no
-extra kernel carries anything. A reverse scan takes the chunks from the end of the array, as
-its tiles do.
+Events order the four (:func:`prefixsum.core.workspace.side_stream`: the side streams never wait for the call's stream
+otherwise); on a GPU the copies and events go straight to the driver (:func:`prefixsum.core.overlap.copies`,
+:class:`prefixsum.core.numba_gpu.DriverCopies`: numba's copy of a slice costs tens of microseconds of checks, as long as
+a 1 MiB copy). The scan is one whose plan launches a range of tiles (:attr:`prefixsum.scans.registry.Prepared.chunks`,
+the look-back scan's, :mod:`.lookback`): each chunk is one launch over the chunk's tiles (``first`` = its first tile),
+with the tile states of one epoch for the whole call, so a chunk's first tiles find the carry of all chunks before in
+the look-back state of the previous chunk's last tile, which has published its prefix: the previous launch finished
+before this one started (one stream), so no extra kernel carries anything. A reverse scan takes the chunks from the end
+of the array, as its tiles do.
 
 A pinned slot is reused :data:`SLOTS` chunks later: the copy thread that fills it first waits
 for the event of its last copy to the device.
 
-**What limits it** (measured in ``benchmarks/transfers.csv`` and ``transfers_tune.csv``): the
-copy engines move data faster than the host fills pinned memory, and the SMs scan a chunk in
-far less time than it is copied; the host sets the pace, with its copies into pinned memory
-(all threads together) and its work per chunk: a small call cut into many small chunks took
-longer than the plain way, its work per chunk beyond its copies more than the few driver calls
-and the hand-over between threads should cost (not profiled further). Hence no chunks below
-:data:`MIN_BYTES`: there one pageable copy in (the driver's own staging) and one copy out
-straight into a kept pinned result beat torch's round trip. Registering the caller's array with the driver (``cuMemHostRegister``)
-instead of copying it was not tried: it pins every page of the caller's array on every call,
-and the array is not ours to keep registered.
+**What limits it** (measured in ``benchmarks/transfers.csv`` and ``transfers_tune.csv``): the copy engines move data
+faster than the host fills pinned memory, and the SMs scan a chunk in far less time than it is copied; the host sets the
+pace, with its copies into pinned memory (all threads together) and its work per chunk: a small call cut into many small
+chunks took longer than the plain way, its work per chunk beyond its copies more than the few driver calls and the
+hand-over between threads should cost (not profiled further). Hence no chunks below :data:`MIN_BYTES`: there one
+pageable copy in (the driver's own staging) and one copy out straight into a kept pinned result beat torch's round trip.
+Registering the caller's array with the driver (``cuMemHostRegister``) instead of copying it was not tried: it pins
+every page of the caller's array on every call, and the array is not ours to keep registered.
 """
 import concurrent.futures
 
