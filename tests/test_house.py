@@ -8,6 +8,8 @@ import ast
 import io
 import pathlib
 import re
+import subprocess
+import sys
 import tokenize
 
 import pytest
@@ -96,3 +98,10 @@ def test_a_planted_figure_is_caught(source, figure):
 ])
 def test_what_is_not_a_measurement_passes(source):
     assert measured_figures(source) == []
+
+
+def test_ruff_check_passes():
+    """pyproject.toml's lint rules hold on the package, the tests and the benchmarks (ruff: the test extra)."""
+    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "prefixsum", "tests", "benchmarks",
+                           "notebooks/build.py"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
