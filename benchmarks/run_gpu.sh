@@ -136,6 +136,10 @@ SHAPES
 # GPU, about a minute: which cuSPARSE routine JAX's tridiagonal_solve runs per shape (by kernel
 # name), and its kernels by CUPTI beside that routine's.
 stage_tridiag_jax() {
+  if [[ -n $quick_flag ]] && "$python" -c "import sys, prefixsum; sys.exit(not prefixsum.device_info()['simulator'])" 2>/dev/null; then
+    echo "quick: no JAX, CuPy or CUPTI on the simulator" > "$out/tridiag_jax.csv"
+    return
+  fi
   "$python" benchmarks/tridiag.py $quick_flag --jax-kernels --out "$out"
 }
 
