@@ -100,8 +100,10 @@ def banded(a, b, c, d):
 # would walk alone):
 
 # %%
-# The rows of method="pivoting" and cuSPARSE's pivoting solvers come from a run of their own on another GPU (chapter 09).
+# One run of benchmarks/tridiag.py on every method; the rows of a later run of its own
+# (--only-pivoting: the pivoting solver and its baselines, chapter 09) are left aside here.
 bench = [row for row in results.read("tridiag.csv") if "--only-pivoting" not in row["command"]]
+FULL_RUN = bench[0]["command"]
 print(f"{bench[0]['device']}, {bench[0]['date']}; every result correct: {all(row['correct'] for row in bench)}")
 for label, timing in sorted({(row["method"] if row["kind"] == "library" else row["kind"], row["timing"]) for row in bench}):
     print(f"  {label:<28} timing: {timing}")
@@ -115,7 +117,7 @@ def time_us(method, kind, dtype, batch, n):
     """median_us of the one matching row of tridiag.csv; NaN for Thomas on one system (not run)."""
     if method == "thomas" and batch == 1:
         return float("nan")
-    return results.value("tridiag.csv", "median_us", method=method, kind=kind, dtype=dtype, batch=batch, n=n)
+    return results.value("tridiag.csv", "median_us", command=FULL_RUN, method=method, kind=kind, dtype=dtype, batch=batch, n=n)
 
 
 def case_label(batch, n):

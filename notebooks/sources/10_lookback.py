@@ -35,7 +35,7 @@ from numba import cuda, float32
 
 from prefixsum.classroom.child import on_simulator  # on a GPU machine: runs a call in a simulating child
 from prefixsum.cli import results  # the committed benchmark CSVs (section 6)
-from prefixsum.scans import lookback
+from prefixsum.scans import lookback, tile_choice
 
 print(ps.device_info())
 
@@ -261,9 +261,10 @@ for size, dtypes in (("4-byte", ("float32", "int32")), ("8-byte", ("float64", "i
 # On this GPU, for 4-byte types the single pass is faster than `torch.cumsum` at every size,
 # reaches most of the bandwidth of torch's copy and beats a plain numba copy kernel (`copy`; the
 # ranges printed above); for 8-byte types it is faster too, by less, though each look-back step
-# is two atomics and a fence instead of one atomic. Its tiles, 128 threads × 32 elements, were
-# chosen from a table of eight shapes at $2^{24}$, $2^{26}$ and $2^{28}$
-# (`benchmarks/lookback_tiles.csv`, from another card of the same generation, with faster memory).
+# is two atomics and a fence instead of one atomic. In that run every length used one tile,
+# 128 threads × 32 elements, chosen from a table of eight shapes at $2^{24}$, $2^{26}$ and $2^{28}$
+# (`benchmarks/lookback_tiles.csv`, from another card of the same generation, with faster memory);
+# the package now takes its tile per element size and length (below).
 # At $2^{24}$ the kernel was once bound by its instructions, not by memory: a profile by Nsight
 # Compute (`benchmarks/lookback_ncu.py`) found about 3.5 times the instructions per cycle of
 # `torch.cumsum`'s kernel and
@@ -272,11 +273,44 @@ for size, dtypes in (("4-byte", ("float32", "int32")), ("8-byte", ("float64", "i
 # and the shared slot `j + j // 32` cost 64-bit shifts of its own. The tile's indices are now
 # unsigned, a part per thread plus a constant of the unrolled loop, which the compiler puts into
 # the address (`ps.primitives.block.staged_bases`): 3.4 times fewer instructions in the kernel
-# (`benchmarks/ptx_counts.py`), about the rate per cycle of `torch.cumsum`'s kernel. The other scans of the
-# workbook on the same plot (float32; measured in an earlier run with CUDA events,
-# `scan_throughput.csv`):
+# (`benchmarks/ptx_counts.py`), about the rate per cycle of `torch.cumsum`'s kernel.
+#
+# **Against CUB itself.** `torch.cumsum` is CUB's kernel as torch builds it (its own CUB version,
+# its own tuning), so beating it is not the same as beating CUB. NVIDIA ships CUB for Python users
+# as `cuda.compute` (package `cuda-cccl`): `benchmarks/cub_tuning.py` (stage `cub_tuning`) built
+# its `DeviceScan` inclusive sum once, kept its temporary storage, and timed its kernels from
+# CUPTI in the same process as five tile shapes of ours, from $2^{12}$ to $2^{28}$, every result
+# checked first. The package takes, for each element size and length, the shape that was
+# fastest there (`prefixsum.scans.tile_choice`, from `benchmarks/scan_tiles.csv`); CUB's time
+# over the time of the tile it takes (above 1: ours is faster), printed first below.
+#
+# On this GPU, ahead of CUB at every measured length: by 1.2 to 1.4 times at $2^{18}$ and below,
+# where there are few tiles (there the package's larger tiles keep the look-back's chain short),
+# and by a few percent only for 8-byte values from $2^{20}$ on, where both kernels are bound by
+# memory; $2^{22}$ is the closest call for both sizes. Only the H100 ran this comparison.
+# `docs/performance.md` holds the tables, the radix sort against CUB's `DeviceRadixSort` (where
+# CUB is still faster) and what Nsight Compute says bounds each kernel.
+# The whole-call comparison below is against `torch.cumsum`'s call.
+#
+# The other scans of the workbook on one plot with the look-back and torch's kernels, drawn after
+# the ratios (float32; measured in an earlier run with CUDA events, `scan_throughput.csv`):
 
 # %%
+cub = [row for row in results.read("cub_tuning.csv", part="scan") if row["variant"] == "CUB inclusive sum"]
+print(f"{cub[0]['device']}, CUB {cub[0]['cub']}, {cub[0]['date']}")
+
+
+def cub_over_ours(dtype, n):
+    block_size, items = tile_choice.fastest_shape(np.dtype(dtype).itemsize, n)
+    ours = results.value("cub_tuning.csv", "kernel_us", part="scan", dtype=dtype, n=n,
+                         variant=f"lookback:block_size={block_size},items_per_thread={items}")
+    return results.value("cub_tuning.csv", "kernel_us", part="scan", dtype=dtype, n=n, variant="CUB inclusive sum") / ours
+
+
+for dtype in ("float32", "float64"):
+    lengths = sorted({row["n"] for row in cub if row["dtype"] == dtype})
+    print(f"{dtype}: " + ", ".join(f"2^{n.bit_length() - 1} {cub_over_ours(dtype, n):.2f}x" for n in lengths))
+
 ours = results.read("lookback.csv", part="kernel", dtype="float32")
 shown = [r for r in ours if r["variant"] in ("lookback", "hierarchical", "torch.cumsum", "torch copy")]
 others = [r for r in results.read("scan_throughput.csv", dtype="float32", kind="ours")
