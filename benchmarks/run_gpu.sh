@@ -54,6 +54,11 @@ declare -A OUTPUTS=(
 )
 
 repo=$(pwd)
+# Whether this is a quick run on the simulator: a stage that needs a GPU's own tools (CUPTI, JAX)
+# then writes a note instead of its file.
+quick_on_simulator() {
+  [[ -n ${QUICK:-} ]] && "$python" -c "import sys, prefixsum; sys.exit(not prefixsum.device_info()['simulator'])" 2>/dev/null
+}
 out=${OUT:-benchmarks/out}
 python=${PYTHON:-python3}  # on the GPU machine, python3 is the interpreter that holds torch
 quick_flag=${QUICK:+--quick}
@@ -136,7 +141,7 @@ SHAPES
 # GPU, about a minute: which cuSPARSE routine JAX's tridiagonal_solve runs per shape (by kernel
 # name), and its kernels by CUPTI beside that routine's.
 stage_tridiag_jax() {
-  if [[ -n $quick_flag ]] && "$python" -c "import sys, prefixsum; sys.exit(not prefixsum.device_info()['simulator'])" 2>/dev/null; then
+  if quick_on_simulator; then
     echo "quick: no JAX, CuPy or CUPTI on the simulator" > "$out/tridiag_jax.csv"
     return
   fi
@@ -325,6 +330,10 @@ stage_transfers_tune() {
 # GPU, seconds: one ps.scan(numpy) of 2^24 float32 traced by CUPTI, copies and kernels with their
 # streams and times (chapter 09's timeline). Needs torch: no quick run on the simulator.
 stage_transfers_timeline() {
+  if quick_on_simulator; then
+    echo "quick: no CUPTI timeline on the simulator" > "$out/transfers_timeline.csv"
+    return
+  fi
   "$python" benchmarks/transfers.py --timeline --out "$out"
 }
 

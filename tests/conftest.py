@@ -47,6 +47,8 @@ HEAVY_MODULES = {
     "test_tridiag_stages",
     # a child process that simulates for a GPU process, per test
     "test_gpu_process",
+    # every attempt's verdict drawn as the grader draws it (through a helper of the module)
+    "test_attempts",
 }
 """Test modules of the ``heavy`` tier, whole: each test starts processes or builds notebooks."""
 HEAVY_CALLS = ("isolated_verdict(", "grade_notebook(")

@@ -63,7 +63,10 @@ def _finish(stream):
     streams.as_stream(stream).synchronize()
 
 
-@pytest.mark.parametrize("form", STREAMS)
+# Every public call on one stream form is about 13 s on the simulator: the default stream stays in the
+# developer loop, the other forms (the same calls, a stream converted otherwise) are slow.
+@pytest.mark.parametrize("form", [pytest.param(form, marks=() if form == "default" else pytest.mark.slow)
+                                  for form in STREAMS])
 def test_every_public_call_takes_a_stream_in_every_form(form, rng):
     stream = STREAMS[form]()
     n = 300
@@ -149,6 +152,7 @@ def test_the_plan_cache_is_bounded_and_drops_the_oldest():
     assert plans.kept(("unhashable", []), lambda: "made, not kept") == "made, not kept"
 
 
+@pytest.mark.slow  # every public call three times on numpy and device inputs: about 25 s on the simulator
 def test_a_one_line_call_reuses_its_plan_and_each_call_scans_its_own_input(rng):
     plans.PLANS.clear()
     inputs = [rng.integers(-50, 50, 500).astype(np.int64) for _ in range(3)]

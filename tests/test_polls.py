@@ -47,6 +47,7 @@ def table_scan(x):
     return out
 
 
+@pytest.mark.slow  # 1000 outputs of a naive scan, each re-reading its input: about 17 s on the simulator
 def test_the_naive_scan_passes_where_it_timed_out():
     result = check.scan(naive_scan, sizes=(1000,))
     assert result, str(result)  # was: timeout at n=1000, "block 5 polls x[638] 76 times"
@@ -57,6 +58,7 @@ def test_the_naive_scan_passes_every_default_size():
     assert check.scan(naive_scan)
 
 
+@pytest.mark.slow  # a table re-read by every thread at n = 1000: about 17 s on the simulator
 def test_a_kernel_re_reading_a_constant_table_passes():
     assert check.scan(table_scan, sizes=(1, 33, 1000))
 
