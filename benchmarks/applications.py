@@ -26,19 +26,16 @@ simulator; not installed: it comes with the ``bench`` extra). Writes ``applicati
 (CUB's version in column ``cub``).
 """
 import os
-import sys
-
-import prefixsum as ps  # noqa: F401  (first: it chooses the GPU or the simulator before numba.cuda loads)
 
 import numpy as np  # noqa: E402
+from compaction_rows import exit_skipping_teardown, run_compaction  # noqa: E402  (beside this script)
+from sort_rows import run_sorts  # noqa: E402
 
+import prefixsum as ps  # noqa: F401  (first: it chooses the GPU or the simulator before numba.cuda loads)
 from prefixsum import apps  # noqa: E402
 from prefixsum.cli.bench import QUICK_REPEATS, gpu_library, host_us, script_arguments  # noqa: E402
 from prefixsum.cli.metadata import run_metadata  # noqa: E402
 from prefixsum.cli.results import print_table, report_wrong, write_csv  # noqa: E402
-
-from compaction_rows import exit_skipping_teardown, run_compaction  # noqa: E402  (beside this script)
-from sort_rows import run_sorts  # noqa: E402
 
 REPEATS = 7  # whole calls of tens of milliseconds: a few repeats give a steady median
 SLOW_S = 1.0  # a call that takes longer than this (scipy on 2^22 points, cupyx's sparse solve) is timed once

@@ -30,14 +30,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import prefixsum as ps  # noqa: E402  (chooses the GPU or the simulator before numba.cuda loads)
+
+# isort: split
 import numpy as np  # noqa: E402
 from numba import cuda  # noqa: E402
 
+from prefixsum.classroom import mutants  # noqa: E402
+from prefixsum.classroom.mutants import BLOCK  # noqa: E402
 from prefixsum.cli.bench import default_out, require_gpu  # noqa: E402
 from prefixsum.cli.metadata import run_metadata  # noqa: E402
 from prefixsum.cli.results import print_table, write_csv  # noqa: E402
-from prefixsum.classroom import mutants  # noqa: E402
-from prefixsum.classroom.mutants import BLOCK  # noqa: E402
 
 
 def bounded(kernel, hand_off):

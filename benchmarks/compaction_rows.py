@@ -18,12 +18,11 @@ For every size and dtype, with half the flags set at random, inputs already on t
 import os
 import sys
 
+import cub_rows
 import numpy as np
 
 from prefixsum import apps
 from prefixsum.cli import cupti
-
-import cub_rows
 
 SIZES = (1 << 20, 1 << 22, 1 << 24, 1 << 26)
 QUICK_SIZES = (3000,)
@@ -90,7 +89,9 @@ def run_compaction(cuda, torch, cupy, quick, repeats, rng, add, timed):
                 if kernels:
                     print(f"    CUPTI: {kernels}")
         expected = np.flatnonzero(mask)
-        calls = [("prefixsum apps.compact_indices", lambda: apps.compact_indices(dmask), lambda got: got.copy_to_host())]
+        calls = [
+            ("prefixsum apps.compact_indices", lambda: apps.compact_indices(dmask), lambda got: got.copy_to_host())
+        ]
         if torch:
             calls.append(("torch nonzero", lambda: _waited_torch(torch, tmask.nonzero().squeeze(1)),
                           lambda got: got.cpu().numpy()))

@@ -10,19 +10,16 @@ Chose the default :data:`prefixsum.apps.selection.ITEMS_PER_THREAD` and ``BLOCK_
 ``compaction_tiles.csv``.
 """
 import os
-import sys
-
-import prefixsum as ps  # noqa: F401  (first: it chooses the GPU or the simulator before numba.cuda loads)
 
 import numpy as np  # noqa: E402
+from compaction_rows import cupti_device_us, exit_skipping_teardown  # noqa: E402  (beside this script)
 
+import prefixsum as ps  # noqa: F401  (first: it chooses the GPU or the simulator before numba.cuda loads)
 from prefixsum import apps  # noqa: E402
 from prefixsum.apps import selection  # noqa: E402
 from prefixsum.cli.bench import QUICK_REPEATS, gpu_library, host_us, kernel_us, script_arguments  # noqa: E402
 from prefixsum.cli.metadata import run_metadata  # noqa: E402
 from prefixsum.cli.results import report_wrong, write_csv  # noqa: E402
-
-from compaction_rows import cupti_device_us, exit_skipping_teardown  # noqa: E402  (beside this script)
 
 SHAPES = ((128, 8), (128, 16), (256, 8), (256, 16), (128, 24))
 SIZES = (1 << 20, 1 << 24, 1 << 26)

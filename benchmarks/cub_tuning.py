@@ -29,7 +29,11 @@ import sys
 
 import prefixsum as ps  # noqa: F401  (first: it chooses the GPU or the simulator before numba.cuda loads)
 
+# isort: split
+
+import cub_rows  # noqa: E402  (beside this script)
 import numpy as np  # noqa: E402
+from compaction_rows import exit_skipping_teardown  # noqa: E402
 from numba import cuda  # noqa: E402
 
 from prefixsum.apps import onesweep  # noqa: E402
@@ -37,9 +41,6 @@ from prefixsum.cli.bench import QUICK_REPEATS, kernel_us, kernel_us_each  # noqa
 from prefixsum.cli.metadata import run_metadata  # noqa: E402
 from prefixsum.cli.results import print_table, report_wrong, write_csv  # noqa: E402
 from prefixsum.scans.testing import expected_scan, poisoned, random_input, wrong_indices  # noqa: E402
-
-import cub_rows  # noqa: E402  (beside this script)
-from compaction_rows import exit_skipping_teardown  # noqa: E402
 
 REPEATS = 15
 SCAN_SIZES = tuple(1 << k for k in (12, 16, 18, 20, 22, 24, 26, 28))
@@ -100,7 +101,9 @@ def sorts(add, cases, variants, repeats, rng):
         label = key if value is None else f"{key}+{value}"
 
         def check(got_keys, got_values):
-            return bool(np.array_equal(got_keys, want_keys) and (values is None or np.array_equal(got_values, want_values)))
+            return bool(
+                np.array_equal(got_keys, want_keys) and (values is None or np.array_equal(got_values, want_values))
+            )
 
         launches, correct = {}, {}
         for name, options in variants.items():
@@ -109,14 +112,18 @@ def sorts(add, cases, variants, repeats, rng):
 
             got = launch()
             launches[f"onesweep {name}"] = launch
-            correct[f"onesweep {name}"] = check(got[0].copy_to_host(), None if values is None else got[1].copy_to_host())
+            correct[f"onesweep {name}"] = check(
+                got[0].copy_to_host(), None if values is None else got[1].copy_to_host()
+            )
         out_keys = cuda.device_array(n, keys.dtype)
         out_values = None if values is None else cuda.device_array(n, values.dtype)
         call = cub_rows.attempt("radix sort", lambda: cub_rows.radix_sort(dkeys, out_keys, dvalues, out_values))
         if call is not None:
             call()
             launches["CUB radix sort"] = call
-            correct["CUB radix sort"] = check(out_keys.copy_to_host(), None if values is None else out_values.copy_to_host())
+            correct["CUB radix sort"] = check(
+                out_keys.copy_to_host(), None if values is None else out_values.copy_to_host()
+            )
         for variant, measured in kernel_us_each(launches, repeats=repeats).items():
             add("sort", variant, label, n, measured.us, correct[variant])
 
@@ -194,8 +201,10 @@ def main(argv=None):
     parser.add_argument("--out", default=os.environ.get("OUT", "benchmarks/out"))
     parser.add_argument("--quick", action="store_true", help="tiny sizes, 2 repeats: tests the script (simulator too)")
     parser.add_argument("--profile", action="store_true", help="one call of each kernel, for Nsight Compute")
-    parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)} (default: all)")
-    parser.add_argument("--scan-dtype", action="append", choices=SCAN_DTYPES, help="the scan part's dtypes (default: both)")
+    parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)} (default: "
+                                                                 "all)")
+    parser.add_argument("--scan-dtype", action="append", choices=SCAN_DTYPES, help="the scan part's dtypes (default: "
+                                                                                   "both)")
     args = parser.parse_args(argv)
     parts = args.parts.split(",")
     if set(parts) - set(PARTS):
@@ -203,7 +212,9 @@ def main(argv=None):
     if args.profile:
         return profile()
     repeats = QUICK_REPEATS if args.quick else REPEATS
-    meta = run_metadata(("torch", "cub"), shlex.join(["python", "benchmarks/cub_tuning.py", *(sys.argv[1:] if argv is None else argv)]))
+    meta = run_metadata(
+        ("torch", "cub"), shlex.join(["python", "benchmarks/cub_tuning.py", *(sys.argv[1:] if argv is None else argv)])
+    )
     rows = []
 
     def add(part, variant, dtype, n, micros, correct):

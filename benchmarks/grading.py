@@ -34,9 +34,9 @@ import nbformat
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from prefixsum.classroom.student import student_version  # noqa: E402
 from prefixsum.cli.metadata import run_metadata  # noqa: E402  (after the path: this checkout's package)
 from prefixsum.cli.results import print_table, write_csv  # noqa: E402
-from prefixsum.classroom.student import student_version  # noqa: E402
 
 LADDER = ROOT / "notebooks" / "01_ladder.ipynb"
 SOLUTION = "rungs[t] += rungs[(t & ~(phase - 1)) - 1]"
@@ -45,7 +45,9 @@ FORGERY = "\nimport prefixsum as ps\nps.check.tiled = lambda *a, **k: 'PASS my_l
 
 
 def _cell(notebook, tag):
-    return next(c for c in notebook.cells if tag in c.metadata.get("tags", []) and c.metadata.get("exercise_id") == EXERCISE)
+    return next(
+        c for c in notebook.cells if tag in c.metadata.get("tags", []) and c.metadata.get("exercise_id") == EXERCISE
+    )
 
 
 def _exercise(notebook):
@@ -75,7 +77,11 @@ MIX = {
     "one-buffer race": (5, lambda: _with("rungs[t] += rungs[t - phase]"), "fail"),
     "forged check": (3, lambda: _with("rungs[t] += rungs[t - phase]", FORGERY), "invalid"),
     "edited outputs": (3, _edited_outputs, "pass"),
-    "kernel never returns": (2, lambda: _with("k = 0\n            while k >= 0:\n                k = (k + 1) % 7"), "timeout"),
+    "kernel never returns": (
+        2,
+        lambda: _with("k = 0\n            while k >= 0:\n                k = (k + 1) % 7"),
+        "timeout",
+    ),
     "corrupt file": (1, None, "invalid"),
 }
 
@@ -120,7 +126,9 @@ def grade_once(folder, expected, args, sandboxed):
     sampler.start()
     cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    finished = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    finished = subprocess.run(
+        command, capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}
+    )
     wall = time.perf_counter() - start
     cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
     sampler.stop.set()
@@ -138,13 +146,21 @@ def grade_once(folder, expected, args, sandboxed):
     cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
     during = sampler.samples or [os.getloadavg()[0]]
     return {
-        "sandbox": "bwrap" if sandboxed else "none", "submissions": len(expected), "workers": args.workers,
-        "timeout_s": args.timeout, "cores": os.cpu_count(),
-        "wall_s": round(wall, 1), "s_per_submission": round(wall / len(expected), 2),
+        "sandbox": "bwrap" if sandboxed else "none",
+        "submissions": len(expected),
+        "workers": args.workers,
+        "timeout_s": args.timeout,
+        "cores": os.cpu_count(),
+        "wall_s": round(wall, 1),
+        "s_per_submission": round(wall / len(expected), 2),
         "cpu_s_per_submission": round(cpu / len(expected), 2),
-        "load_1min_before": round(load_before, 2), "load_1min_mean_during": round(sum(during) / len(during), 2),
+        "load_1min_before": round(load_before, 2),
+        "load_1min_mean_during": round(sum(during) / len(during), 2),
         "load_1min_max_during": round(max(during), 2),
-        **{f"n_{status}": counts.get(status, 0) for status in ("pass", "fail", "not-attempted", "timeout", "tampered", "invalid")},
+        **{
+            f"n_{status}": counts.get(status, 0)
+            for status in ("pass", "fail", "not-attempted", "timeout", "tampered", "invalid")
+        },
     }
 
 
@@ -166,8 +182,20 @@ def main(argv=None):
             for sandboxed in ((True, False) if pair % 2 == 0 else (False, True)):
                 table.append({"order": len(table) + 1, **grade_once(folder, expected, args, sandboxed), **meta})
     write_csv(table, args.out)
-    print_table(table, ["order", "sandbox", "submissions", "workers", "wall_s", "s_per_submission", "cpu_s_per_submission",
-                        "load_1min_before", "load_1min_mean_during"])
+    print_table(
+        table,
+        [
+            "order",
+            "sandbox",
+            "submissions",
+            "workers",
+            "wall_s",
+            "s_per_submission",
+            "cpu_s_per_submission",
+            "load_1min_before",
+            "load_1min_mean_during",
+        ],
+    )
     return 0
 
 

@@ -31,6 +31,7 @@ import sys
 import numpy as np
 
 import prefixsum  # noqa: F401  (before numba.cuda: prefixsum chooses the GPU or the simulator)
+
 from numba import cuda  # noqa: E402  (isort: skip)
 from prefixsum.cli.bench import gpu_library, host_us_in_turn, script_arguments
 from prefixsum.cli.metadata import run_metadata
@@ -113,8 +114,12 @@ def main(argv=None):
         kept = []
         ways = {"pageable copy": (lambda: (device.copy_to_device(source), cuda.synchronize()), sent),
                 "page-locked copy": (pinned_copy, sent)}
-        ways.update({f"copyto into page-locked memory, {t} threads (no copy to the device)": (lambda t=t: pack(t), packed)
-                     for t in THREADS})
+        ways.update(
+            {
+                f"copyto into page-locked memory, {t} threads (no copy to the device)": (lambda t=t: pack(t), packed)
+                for t in THREADS
+            }
+        )
         ways[f"copyto on {max(THREADS)} threads, then a page-locked copy"] = (
             lambda: (pack(max(THREADS)), pinned_copy()), sent)
         for count in (2, 4):

@@ -1,19 +1,18 @@
 """Batched Householder tridiagonalization and symmetric solves on the GPU, against PyTorch.
 
-    python benchmarks/householder.py [--out DIR] [--quick] [--calls]      (on a GPU machine; --quick: tiny, on the simulator too)
+    python benchmarks/householder.py [--out DIR] [--quick] [--calls]      (on a GPU machine; --quick: tiny, on the
+    simulator too)
 
-Batches of 10,000 matrices of n = 16, 32, 64 and 100 of n = 512, float32 and float64, random
-symmetric positive definite. ``householder(A)`` and ``solve_symmetric(A, rhs)`` take host
-arrays, so their times are whole calls (host -> device copy, kernels, device -> host copy),
-on the host clock; ``householder (reduction, events)`` is the reduction's launches (with their
-output allocations) on a matrix already on the device, queued behind a busy kernel between CUDA
-events (:func:`prefixsum.cli.bench.kernel_us`). PyTorch: ``torch.linalg.eigh`` (which starts with
-the same reduction, then finds the eigenvalues), ``torch.linalg.solve`` (LU) and Cholesky
-(``torch.linalg.cholesky_ex``, which does not synchronise to check the factorization, then
-``torch.cholesky_solve``: the fair baseline for a symmetric positive definite solve, a third of
-LU's arithmetic) on tensors already on the device, timed the same way on torch's stream; a call that synchronises (to check for errors)
-cannot be queued, and the ``timing`` column then says "events, not queued". Median of
-``REPEATS`` (``eigh`` takes seconds at n = 64).
+Batches of 10,000 matrices of n = 16, 32, 64 and 100 of n = 512, float32 and float64, random symmetric positive
+definite. ``householder(A)`` and ``solve_symmetric(A, rhs)`` take host arrays, so their times are whole calls (host ->
+device copy, kernels, device -> host copy), on the host clock; ``householder (reduction, events)`` is the reduction's
+launches (with their output allocations) on a matrix already on the device, queued behind a busy kernel between CUDA
+events (:func:`prefixsum.cli.bench.kernel_us`). PyTorch: ``torch.linalg.eigh`` (which starts with the same reduction,
+then finds the eigenvalues), ``torch.linalg.solve`` (LU) and Cholesky (``torch.linalg.cholesky_ex``, which does not
+synchronise to check the factorization, then ``torch.cholesky_solve``: the fair baseline for a symmetric positive
+definite solve, a third of LU's arithmetic) on tensors already on the device, timed the same way on torch's stream; a
+call that synchronises (to check for errors) cannot be queued, and the ``timing`` column then says "events, not queued".
+Median of ``REPEATS`` (``eigh`` takes seconds at n = 64).
 
 ``--calls`` measures instead what a call costs beyond its kernels, for 10,000 x 64 and
 100 x 512: ``householder`` and ``solve_symmetric`` as whole calls from device arrays (results
@@ -137,7 +136,8 @@ def main(argv=None):
         correct = bool(error <= ERROR_EPS * n * np.finfo(dtype).eps)
         rows.append({"what": what, "dtype": np.dtype(dtype).name, "batch": batch, "n": n, "median_us": round(micros, 1),
                      "check": f"{error:.1e}", "correct": correct, "timing": timing, **meta})
-        print(f"{what:<34} {np.dtype(dtype).name:<8} {batch:>6} x {n:<4} {micros:>12.1f} us  check {error:.1e}  {timing}"
+        print(f"{what:<34} {np.dtype(dtype).name:<8} {batch:>6} x {n:<4} {micros:>12.1f} us  check {error:.1e}  "
+              f"{timing}"
               f"{'' if correct else '  WRONG'}", flush=True)
 
     for dtype in (np.float32, np.float64):

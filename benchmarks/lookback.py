@@ -35,15 +35,23 @@ import sys
 import numpy as np
 
 import prefixsum as ps  # before numba.cuda: prefixsum chooses the GPU or the simulator
+
 from numba import cuda  # noqa: E402  (isort: skip)
-from prefixsum.cli.bench import (REPEATS, QUICK_REPEATS, gpu_library, host_us_in_turn, kernel_us_each, library_stream,
-                                 script_arguments)
+import cub_rows  # noqa: E402  (beside this script)
+from compaction_rows import exit_skipping_teardown  # noqa: E402
+
+from prefixsum.cli.bench import (
+    QUICK_REPEATS,
+    REPEATS,
+    gpu_library,
+    host_us_in_turn,
+    kernel_us_each,
+    library_stream,
+    script_arguments,
+)
 from prefixsum.cli.metadata import run_metadata
 from prefixsum.cli.results import print_table, report_wrong, write_csv
 from prefixsum.scans.testing import expected_scan, poisoned, random_input, wrong_indices
-
-import cub_rows  # noqa: E402  (beside this script)
-from compaction_rows import exit_skipping_teardown  # noqa: E402
 
 KERNEL_SIZES = (1 << 16, 1 << 20, 1 << 24, 1 << 26, 1 << 28)
 KERNEL_DTYPES = ("float32", "int32", "float64", "int64")
@@ -195,7 +203,8 @@ def calls_on_numpy(table, torch, sizes, repeats, rng):
             calls["torch round trip"] = lambda: torch.cumsum(torch.from_numpy(x).cuda(), 0).cpu().numpy()
         correct = {variant: check(call()) for variant, call in calls.items()}
         for variant, micros in host_us_in_turn(calls, repeats=repeats).items():
-            table.add(variant, "call on numpy", dtype, n, micros, correct[variant], "host clock, calls in a shuffled order")
+            table.add(variant, "call on numpy", dtype, n, micros, correct[variant], "host clock, calls in a shuffled "
+                                                                                    "order")
 
 
 def main(argv=None):
@@ -203,7 +212,12 @@ def main(argv=None):
     repeats = QUICK_REPEATS if args.quick else REPEATS
     torch = gpu_library("torch")
     stream = library_stream(torch) if torch is not None else None
-    table = Table(run_metadata(("torch", "cub"), shlex.join(["python", "benchmarks/lookback.py", *(sys.argv[1:] if argv is None else argv)])))
+    table = Table(
+        run_metadata(
+            ("torch", "cub"),
+            shlex.join(["python", "benchmarks/lookback.py", *(sys.argv[1:] if argv is None else argv)]),
+        )
+    )
     rng = np.random.default_rng(15)
     kernels(table, torch, stream, QUICK_SIZES if args.quick else KERNEL_SIZES,
             ("float32", "float64") if args.quick else KERNEL_DTYPES, SCANS, repeats, rng, args.method,

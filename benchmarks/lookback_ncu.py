@@ -14,6 +14,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import prefixsum as ps  # noqa: E402  (chooses the GPU before numba.cuda loads)
+
+# isort: split
 import numpy as np  # noqa: E402
 from numba import cuda  # noqa: E402
 
@@ -26,9 +28,9 @@ def main(argv=None):
     parser.add_argument("--dtype", action="append", choices=("float32", "float64", "int32", "int64"))
     parser.add_argument("--variant", default="lookback", help="NAME or NAME:opt=value,...")
     options = parser.parse_args(argv)
-    import torch
+    from prefixsum.cli.bench import gpu_library, parse_variant
 
-    from prefixsum.cli.bench import parse_variant
+    torch = gpu_library("torch")  # None on the simulator: torch.cumsum's row is left out
 
     name, settings = parse_variant(options.variant)
     algorithm = ps.ALGORITHMS[name]
@@ -40,10 +42,13 @@ def main(argv=None):
         expected, allowed = expected_scan(x)
         source, out = cuda.to_device(x), cuda.device_array(x.size, dtype)
         algorithm.run(source, out, "add", True, False, **resolved)
-        t = torch.from_numpy(x).cuda()
-        y = torch.cumsum(t, 0, dtype=t.dtype)
-        torch.cuda.synchronize()
-        for label, result in ((options.variant, out.copy_to_host()), ("torch.cumsum", y.cpu().numpy())):
+        results = [(options.variant, out.copy_to_host())]
+        if torch is not None:
+            t = torch.from_numpy(x).cuda()
+            y = torch.cumsum(t, 0, dtype=t.dtype)
+            torch.cuda.synchronize()
+            results.append(("torch.cumsum", y.cpu().numpy()))
+        for label, result in results:
             bad = wrong_indices(result, expected, allowed).size
             wrong += bad > 0
             print(f"{label} {dtype.name} n=2^{options.log2}: {'correct' if not bad else f'{bad} WRONG'}", flush=True)

@@ -17,7 +17,8 @@ import sys
 
 import numpy as np
 
-import prefixsum as ps  # before numba.cuda: prefixsum chooses the GPU or the simulator
+import prefixsum as ps  # noqa: F401  before numba.cuda: prefixsum chooses the GPU or the simulator
+
 from numba import cuda  # noqa: E402  (isort: skip)
 from prefixsum.cli.bench import QUICK_REPEATS, REPEATS, gpu_library, kernel_us, library_stream, script_arguments
 from prefixsum.cli.metadata import run_metadata
@@ -52,11 +53,25 @@ def main(argv=None):
                 torch.cumsum(t, 0, out=y)
                 correct = wrong_indices(y.cpu().numpy(), expected, allowed).size == 0
                 for method in args.method:
-                    measured = kernel_us(lambda: torch.cumsum(t, 0, out=y), stream=stream, repeats=repeats, method=method)
+                    measured = kernel_us(
+                        lambda: torch.cumsum(t, 0, out=y), stream=stream, repeats=repeats, method=method
+                    )
                     cub[method] = measured.us
-                    rows.append({"variant": "torch.cumsum", "block_size": "", "items_per_thread": "", "dtype": dtype.name,
-                                 "n": n, "median_us": round(measured.us, 3), "vs_torch": 1.0, "correct": correct,
-                                 "method": method, "timing": measured.timing, **meta})
+                    rows.append(
+                        {
+                            "variant": "torch.cumsum",
+                            "block_size": "",
+                            "items_per_thread": "",
+                            "dtype": dtype.name,
+                            "n": n,
+                            "median_us": round(measured.us, 3),
+                            "vs_torch": 1.0,
+                            "correct": correct,
+                            "method": method,
+                            "timing": measured.timing,
+                            **meta,
+                        }
+                    )
                 del t, y
             for block_size, items in SHAPES:
                 if block_size * items > lookback.max_tile(dtype):

@@ -4,28 +4,25 @@
     ncu --section SpeedOfLight --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis \
         -k regex:digit_pass -c 2 python benchmarks/onesweep_tiles.py --profile
 
-For each variant (threads x keys per thread of a digit pass, the look-back's window: tiles
-whose digit counts a thread asks for at once, and a cap on registers per thread or none), uint32 and float32 keys at 2^22 and 2^24: the
-device time of a whole sort by CUPTI (:func:`compaction_rows.cupti_us`), the variants launched
-through numba's dispatcher (``onesweep.sort_device``'s options), the default also through the
-public call. Every result is checked first. ``--profile``: one sort of 2^24 uint32 keys with the
-default shape, after a first call that compiles, for Nsight Compute; ``--host-profile``: where the
-host time of a whole call goes (cProfile). Writes ``onesweep_tiles.csv``.
+For each variant (threads x keys per thread of a digit pass, the look-back's window: tiles whose digit counts a thread
+asks for at once, and a cap on registers per thread or none), uint32 and float32 keys at 2^22 and 2^24: the device time
+of a whole sort by CUPTI (:func:`compaction_rows.cupti_device_us`), the variants launched through numba's dispatcher
+(``onesweep.sort_device``'s options), the default also through the public call. Every result is checked first.
+``--profile``: one sort of 2^24 uint32 keys with the default shape, after a first call that compiles, for Nsight
+Compute; ``--host-profile``: where the host time of a whole call goes (cProfile). Writes ``onesweep_tiles.csv``.
 """
 import os
 import sys
 
-import prefixsum as ps  # noqa: F401  (first: it chooses the GPU or the simulator before numba.cuda loads)
-
 import numpy as np  # noqa: E402
+from compaction_rows import cupti_device_us, exit_skipping_teardown  # noqa: E402  (beside this script)
 
+import prefixsum as ps  # noqa: F401  (first: it chooses the GPU or the simulator before numba.cuda loads)
 from prefixsum import apps  # noqa: E402
 from prefixsum.apps import onesweep  # noqa: E402
 from prefixsum.cli.bench import QUICK_REPEATS, gpu_library, script_arguments  # noqa: E402
 from prefixsum.cli.metadata import run_metadata  # noqa: E402
 from prefixsum.cli.results import report_wrong, write_csv  # noqa: E402
-
-from compaction_rows import cupti_us, exit_skipping_teardown  # noqa: E402  (beside this script)
 
 VARIANTS = ((256, 16, 2, None), (256, 16, 4, None), (256, 12, 1, None), (256, 16, 1, 64), (256, 12, 1, 64))
 """(block_size, items_per_thread, window, registers: a cap on the registers per thread, or None)."""
@@ -89,7 +86,7 @@ def main(argv=None):
                                   dkeys, block_size=b, items_per_thread=i, window=w, registers=r)[0]))
             for method, (block, items, window, registers), call in calls:
                 ok = np.array_equal(call().copy_to_host(), expected)
-                device = cupti_us(torch, call, repeats)[0] if torch else float("nan")
+                device = cupti_device_us(call, repeats)[0] if torch else float("nan")
                 rows.append({"method": method, "block_size": block, "items_per_thread": items, "window": window,
                              "max_registers": registers or "", "dtype": dtype, "n": n, "cupti_us": round(device, 1),
                              "correct": ok, **meta})

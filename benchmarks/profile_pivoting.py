@@ -1,6 +1,7 @@
 """``method="pivoting"`` launched a few times per shape, for a profiler to watch (GPU only).
 
-    ncu --section SpeedOfLight --section Occupancy -k regex:"_rows|_pairs" python benchmarks/profile_pivoting.py 16384x64 1x1048576
+    ncu --section SpeedOfLight --section Occupancy -k regex:"_rows|_pairs" python benchmarks/profile_pivoting.py
+    16384x64 1x1048576
 
 Solves random indefinite float32 systems (a, b, c uniform in [-1, 1]) of each BATCHxN shape
 (float64 with ``--float64``) three times with :func:`prefixsum.tridiag.pivoting.run` (the first

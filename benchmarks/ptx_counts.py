@@ -32,6 +32,7 @@ def ptx_of(dtype, reverse):
     in the tile it takes for large arrays (2^28 elements)."""
     from prefixsum.core.numba_gpu import compiling_for  # prefixsum before numba.cuda: it picks the target
     from prefixsum.scans import lookback
+    # isort: split
 
     import numpy as np
     from numba import cuda

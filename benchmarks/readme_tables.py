@@ -31,14 +31,18 @@ def _both(name, variant, column, fmt, dtype="float32"):
 
 
 def kernel_table():
-    lines = [f"| n = 2^{SIZES[0]} (2^{SIZES[1]}), float32 | kernel time | GB/s | vs torch.cumsum |", "| --- | --- | --- | --- |"]
+    lines = [f"| n = 2^{SIZES[0]} (2^{SIZES[1]}), float32 | kernel time | GB/s | vs torch.cumsum |",
+             "| --- | --- | --- | --- |"]
+
+    def median_us(variant, k):
+        return results.value("scan_throughput.csv", "median_us", variant=variant, dtype="float32", n=2**k)
+
     for variant in SCANS + BASELINES:
         name = NAMES.get(variant, f"`{variant}`")
-        ratio = " (".join(
-            f"{results.value('scan_throughput.csv', 'median_us', variant='torch.cumsum', dtype='float32', n=2**k) / results.value('scan_throughput.csv', 'median_us', variant=variant, dtype='float32', n=2**k):.2f}x"
-            for k in SIZES) + ")"
+        ratio = " (".join(f"{median_us('torch.cumsum', k) / median_us(variant, k):.2f}x" for k in SIZES) + ")"
         lines.append(f"| {name} | {_both('scan_throughput.csv', variant, 'median_us', '{:.0f} us')} | "
-                     f"{_both('scan_throughput.csv', variant, 'gbps', '{:.0f}')} | {ratio if variant != 'torch.cumsum' else '1'} |")
+                     f"{_both('scan_throughput.csv', variant, 'gbps', '{:.0f}')} | "
+                     f"{ratio if variant != 'torch.cumsum' else '1'} |")
     return "\n".join(lines)
 
 
@@ -127,7 +131,8 @@ def lookback_table(name="lookback.csv"):
         return results.value(name, "median_us", variant=variant, part=part, dtype=dtype, n=n)
 
     timed_cub = bool(results.read(name, variant="CUB inclusive sum"))
-    lines = ["| kernel time, n = 2^24 / 2^26 / 2^28 | `lookback` (auto) | CUB (`cuda.compute`) | vs CUB | torch.cumsum | "
+    lines = ["| kernel time, n = 2^24 / 2^26 / 2^28 | `lookback` (auto) | CUB (`cuda.compute`) | vs CUB | torch.cumsum "
+             "| "
              "vs torch.cumsum | of torch `copy_` bandwidth | of numba copy bandwidth |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for dtype in ("float32", "int32", "float64", "int64"):
@@ -137,8 +142,11 @@ def lookback_table(name="lookback.csv"):
         cumsum = [us("torch.cumsum", dtype, n) for n in sizes]
         torch_copy = [us("torch copy", dtype, n) for n in sizes]
         copy = [us("copy", dtype, n) for n in sizes]
-        against_cub = (f"{' / '.join(f'{v:.0f}' for v in cub)} us | " + " / ".join(f"{c / o:.2f}x" for c, o in zip(cub, ours))
-                       if cub else "not timed in this run | -")
+        against_cub = (
+            f"{' / '.join(f'{v:.0f}' for v in cub)} us | " + " / ".join(f"{c / o:.2f}x" for c, o in zip(cub, ours))
+            if cub
+            else "not timed in this run | -"
+        )
         lines.append(
             f"| {dtype} | {' / '.join(f'{v:.0f}' for v in ours)} us | {against_cub} | "
             f"{' / '.join(f'{v:.0f}' for v in cumsum)} us | "
@@ -147,13 +155,23 @@ def lookback_table(name="lookback.csv"):
             + " / ".join(f"{c / o:.0%}" for c, o in zip(copy, ours)) + " |")
     calls = []
     for k in (10, 16, 20):
-        mine, theirs = us("ps.scan(auto)", "float32", 2**k, "call on device"), us("torch.cumsum", "float32", 2**k, "call on device")
-        cub = (f", CUB's call with its temporary storage kept "
-               f"{us('CUB call (temporary storage kept)', 'float32', 2**k, 'call on device'):.0f} us" if timed_cub else "")
+        mine, theirs = (
+            us("ps.scan(auto)", "float32", 2**k, "call on device"),
+            us("torch.cumsum", "float32", 2**k, "call on device"),
+        )
+        cub = (
+            f", CUB's call with its temporary storage kept "
+            f"{us('CUB call (temporary storage kept)', 'float32', 2**k, 'call on device'):.0f} us"
+            if timed_cub
+            else ""
+        )
         calls.append(f"{mine:.0f} us against {theirs:.0f} us{cub} at 2^{k} ({mine / theirs:.2f}x torch's)")
     numpy_calls = []
     for k in (20, 24):
-        mine, theirs = us("ps.scan(auto)", "float32", 2**k, "call on numpy"), us("torch round trip", "float32", 2**k, "call on numpy")
+        mine, theirs = (
+            us("ps.scan(auto)", "float32", 2**k, "call on numpy"),
+            us("torch round trip", "float32", 2**k, "call on numpy"),
+        )
         numpy_calls.append(f"{mine:.0f} us against {theirs:.0f} us at 2^{k} ({mine / theirs:.2f}x)")
     return ("\n".join(lines) + "\n\nWhole calls, float32, host clock: `ps.scan(device_array)` plus a synchronize takes "
             + ", ".join(calls) + " for `torch.cumsum` and a synchronize; `ps.scan(numpy_array)` takes "
@@ -208,7 +226,8 @@ def summary():
             for n in sorted({r["n"] for r in rows if r["part"] == part and r["dtype"] == dtype}):
                 same = [r for r in rows if r["part"] == part and r["dtype"] == dtype and r["n"] == n]
                 cub = next(r["kernel_us"] for r in same if r["variant"].startswith("CUB"))
-                ours = min(r["kernel_us"] for r in same if r["variant"].startswith(("lookback:", "onesweep rank by ballots")))
+                ours = min(r["kernel_us"] for r in same if r["variant"].startswith(("lookback:", "onesweep rank by "
+                                                                                                 "ballots")))
                 ratios.append(cub / ours)
         return f"{min(ratios):.2f}x to {max(ratios):.2f}x"
 

@@ -1,7 +1,7 @@
 """Every registered scan under compute-sanitizer: the third level of proof, on a GPU.
 
-    compute-sanitizer --tool memcheck python benchmarks/sanitize.py     (and racecheck, synccheck, initcheck)
-    python benchmarks/sanitize.py --quick                                (the same calls on the simulator, to test the script)
+    compute-sanitizer --tool memcheck python benchmarks/sanitize.py     (and racecheck, synccheck, initcheck) python
+    benchmarks/sanitize.py --quick                                (the same calls on the simulator, to test the script)
 
 Runs each algorithm of the registry for every operator on float32 and float64 (NaN-propagating
 max and min included), inclusive forward and exclusive reverse, at sizes of one tile, of several

@@ -19,6 +19,8 @@ import sys
 
 import prefixsum as ps  # first: it chooses the GPU or the simulator before numba.cuda loads
 
+# isort: split
+
 import numpy as np  # noqa: E402
 from numba import cuda  # noqa: E402
 
@@ -179,7 +181,8 @@ def applications(n, rng, wrong):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help=f"sizes {QUICK_SIZES}; runs on the simulator too")
-    parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)} (default: all)")
+    parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)} (default: "
+                                                                 "all)")
     args = parser.parse_args(argv)
     parts = args.parts.split(",")
     if set(parts) - set(PARTS):

@@ -1,8 +1,9 @@
 """The hybrid tridiagonal solver and the Householder kernels under compute-sanitizer, on a GPU.
 
     compute-sanitizer --tool memcheck python benchmarks/sanitize_tridiag.py     (and racecheck, synccheck, initcheck)
-    python benchmarks/sanitize_tridiag.py --quick                                (the same calls on the simulator, to test the script)
-    python benchmarks/sanitize_tridiag.py --only-hybrid                          (the hybrid's paths alone, no pivoting, Householder or numpy)
+    python benchmarks/sanitize_tridiag.py --quick                                (the same calls on the simulator, to
+    test the script) python benchmarks/sanitize_tridiag.py --only-hybrid                          (the hybrid's paths
+    alone, no pivoting, Householder or numpy)
 
 Runs ``hybrid.run`` (what ``tridiag.solve(method="hybrid")`` launches) into poisoned outputs on
 float32 and float64 systems of shapes that take every path (the warp solver up to 512 rows; the
@@ -41,8 +42,7 @@ import numpy as np
 
 import prefixsum as ps
 from prefixsum.core.poison import poison
-from prefixsum.tridiag import _common as tridiag_common
-from prefixsum.tridiag import block, hybrid, pivoting, transfers
+from prefixsum.tridiag import _common as tridiag_common, block, hybrid, pivoting, transfers
 
 hh = importlib.import_module("prefixsum.tridiag.householder")
 
@@ -60,7 +60,8 @@ BLOCK_SHAPES = ((3, 700), (2, 1024))
 NUMPY_SHAPES = ((37, 31), (300, 64), (8, 512), (3, 1024), (5, 1500))
 QUICK_NUMPY_SHAPES = ((5, 31), (3, 200))
 CHUNKED = {"MIN_BYTES": 0, "MIN_CHUNK_BYTES": 0, "CHUNK_BYTES": 1 << 40, "TARGET_CHUNKS": 3}
-""":mod:`prefixsum.tridiag.transfers`' settings for the numpy part: every batch in about three chunks (whole systems)."""
+""":mod:`prefixsum.tridiag.transfers`' settings for the numpy part: every batch in about three chunks (whole
+systems)."""
 MATRICES = ((5, 16), (2, 100))
 QUICK_MATRICES = ((3, 8), (1, 24))
 QUICK_SHARED_BYTES = 4096
@@ -110,7 +111,8 @@ def chunked_numpy(rng, dtype, shapes, wrong):
                 calls += 1
                 unchanged = all(np.array_equal(u, v) for u, v in zip(before, system))
                 if not res <= 64 * np.finfo(dtype).eps or not unchanged:
-                    wrong.append(f"numpy {method} {np.dtype(dtype).name} {batch} x {n} in chunks (pageable={pageable}): "
+                    wrong.append(f"numpy {method} {np.dtype(dtype).name} {batch} x {n} in chunks "
+                                 f"(pageable={pageable}): "
                                  f"residual {res:.2e}, inputs {'unchanged' if unchanged else 'MODIFIED'}")
     finally:
         for name, value in kept.items():
@@ -167,7 +169,8 @@ def pivoting_calls(rng, dtype, shapes, auto_shapes, wrong):
                 calls += 1
                 error = backward_error(*system, x.copy_to_host())
                 if info.copy_to_host().any() or not error <= 16 * n * eps:
-                    wrong.append(f"pivoting:pairs={rows},pair_pairs={pairs} {name} {batch} x {n}: backward error {error:.2e}")
+                    wrong.append(f"pivoting:pairs={rows},pair_pairs={pairs} {name} {batch} x {n}: backward error "
+                                 f"{error:.2e}")
     finally:
         pivoting.PAIR_PAIRS = kept
     for batch, n in auto_shapes:  # every other system indefinite: routed to the pivoting solver

@@ -16,7 +16,8 @@ result checked first:
 - the parts: each synchronize on an idle GPU, ``ps.scan(x)`` without one (host time alone: the
   GPU keeps up), ``lookback.run`` into a kept result, and ``torch.cumsum(t, 0)`` without one.
 
-Writes ``scan_calls.csv`` (variant, n, median_us, correct, the run's metadata) and
+Writes ``scan_calls.csv`` (variant, n, median_us, correct, the run's metadata; ``correct`` is empty
+where no result was checked: an idle synchronize, the pieces of a call) and
 ``scan_calls_profile.txt``: cProfile's 25 costliest functions over 2000 calls of
 ``ps.scan(x)`` + ``cuda.synchronize()`` at 2^16.
 """
@@ -29,13 +30,14 @@ import sys
 import numpy as np
 
 import prefixsum as ps  # before numba.cuda: prefixsum chooses the GPU or the simulator
-from numba import cuda  # noqa: E402  (isort: skip)
-from prefixsum.cli.bench import gpu_library, host_us, script_arguments
 
+from numba import cuda  # noqa: E402  (isort: skip)
 import cub_rows  # noqa: E402  (beside this script)
+
+from prefixsum.cli.bench import gpu_library, host_us, script_arguments
 from prefixsum.cli.metadata import run_metadata
 from prefixsum.cli.results import print_table, report_wrong, write_csv
-from prefixsum.scans.testing import expected_scan, random_input, wrong_indices
+from prefixsum.scans.testing import expected_scan, poisoned, random_input, wrong_indices
 
 SIZES = (1 << 10, 1 << 16, 1 << 20)
 QUICK_SIZES = (1000,)
@@ -54,11 +56,12 @@ def main(argv=None):
     rng = np.random.default_rng(10)
     rows = []
 
-    def add(variant, n, call, correct=True):
+    def add(variant, n, call, correct=None):
+        """A row of ``call``'s host time; ``correct``: the check of its result, None where none ran."""
         us = host_us(call, warmup=20, repeats=repeats)
         rows.append({"variant": variant, "dtype": "float32", "n": n, "median_us": round(us, 2), "correct": correct,
                      "timing": "host clock", **meta})
-        print(f"{variant:<46} n={n:<9} {us:>9.2f} us{'' if correct else '  WRONG'}", flush=True)
+        print(f"{variant:<46} n={n:<9} {us:>9.2f} us{'  WRONG' if correct is False else ''}", flush=True)
 
     sync = torch.cuda.synchronize if torch is not None else cuda.synchronize
     stream = cuda.default_stream()  # numba's stream synchronize: cuStreamSynchronize, no context lookup
@@ -82,7 +85,10 @@ def main(argv=None):
         kept = cuda.device_array(n, np.float32)
         lookback = ps.ALGORITHMS["lookback"]
         options = lookback.resolve_options({})
-        add("lookback.run alone (host)", n, lambda: lookback.run(source, kept, "add", True, False, **options))
+        kept.copy_to_device(poisoned(n, np.dtype("float32")))
+        lookback.run(source, kept, "add", True, False, **options)
+        correct = check(kept.copy_to_host())
+        add("lookback.run alone (host)", n, lambda: lookback.run(source, kept, "add", True, False, **options), correct)
         cuda.synchronize()
         target = cuda.device_array(n, np.float32)
         cub = cub_rows.attempt("inclusive sum", lambda: cub_rows.scan(source, target))
@@ -92,7 +98,7 @@ def main(argv=None):
             add("CUB call (temporary storage kept) + cuda.synchronize", n, lambda: (cub(), cuda.synchronize()), correct)
             add("CUB call (temporary storage kept) alone (host)", n, cub, correct)
             cuda.synchronize()
-        if args.parts:
+        if args.parts and not ps.device_info()["simulator"]:  # the direct launch's pieces exist on a GPU only
             parts(add, n, source, kept)
         if torch is not None:
             t = torch.from_numpy(x).cuda()

@@ -188,7 +188,8 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=3,
                         help="with --before: rounds of timing the other checkout, then this one")
     parser.add_argument("--out", default=default_out())
-    parser.add_argument("--quick", action="store_true", help=f"{QUICK_N} elements, a {QUICK_SIDE} x {QUICK_SIDE} transpose")
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_N} elements, a {QUICK_SIDE} x {QUICK_SIDE} "
+                                                             "transpose")
     parser.add_argument("--before", metavar="PATH", help="another checkout whose prefixsum.sim to time as well")
     parser.add_argument("--package", help=argparse.SUPPRESS)  # read before the imports, above
     parser.add_argument("--ours-only", metavar="NPZ", help=argparse.SUPPRESS)

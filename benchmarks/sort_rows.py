@@ -17,12 +17,11 @@ keys alone and keys with int32 values:
 Every result is checked against ``np.sort(kind="stable")`` and ``np.argsort(kind="stable")``
 before it is timed.
 """
+import cub_rows
 import numpy as np
+from compaction_rows import _waited, _waited_cupy, _waited_torch, cupti_device_us
 
 from prefixsum import apps
-
-import cub_rows
-from compaction_rows import _waited, _waited_cupy, _waited_torch, cupti_device_us
 
 SIZES = (1 << 20, 1 << 22, 1 << 24, 1 << 26)
 QUICK_SIZES = (3000,)
@@ -45,8 +44,13 @@ def _calls(cuda, torch, cupy, dkeys, dvalues, keys, values, with_values, readabl
     else:
         calls = [("onesweep", lambda: _waited(cuda, apps.radix_sort(dkeys)), lambda got: (got.copy_to_host(), None))]
         if readable:
-            calls.append(("radix_sort_one_bit (readable, 1 bit/pass)",
-                          lambda: _waited(cuda, apps.radix_sort_one_bit(dkeys)), lambda got: (got.copy_to_host(), None)))
+            calls.append(
+                (
+                    "radix_sort_one_bit (readable, 1 bit/pass)",
+                    lambda: _waited(cuda, apps.radix_sort_one_bit(dkeys)),
+                    lambda got: (got.copy_to_host(), None),
+                )
+            )
     if torch:
         try:
             tkeys = torch.from_numpy(keys).cuda()
@@ -82,9 +86,13 @@ def _calls(cuda, torch, cupy, dkeys, dvalues, keys, values, with_values, readabl
                 order = cupy.argsort(ckeys)
                 return _waited_cupy(cupy, (ckeys[order], cvalues[order]))
 
-            calls.append(("cupy.argsort + gathers", cupy_pairs, lambda got: (cupy.asnumpy(got[0]), cupy.asnumpy(got[1]))))
+            calls.append(
+                ("cupy.argsort + gathers", cupy_pairs, lambda got: (cupy.asnumpy(got[0]), cupy.asnumpy(got[1])))
+            )
         else:
-            calls.append(("cupy.sort", lambda: _waited_cupy(cupy, cupy.sort(ckeys)), lambda got: (cupy.asnumpy(got), None)))
+            calls.append(
+                ("cupy.sort", lambda: _waited_cupy(cupy, cupy.sort(ckeys)), lambda got: (cupy.asnumpy(got), None))
+            )
     return calls
 
 

@@ -1,4 +1,5 @@
-"""The experiments of Lungu, Petrosanu and Pirjan (2011) on today's GPU: Table 1, the dtype sweep (Figure 6), the operator sweep (Figure 7).
+"""The experiments of Lungu, Petrosanu and Pirjan (2011) on today's GPU: Table 1, the dtype sweep (Figure 6), the
+operator sweep (Figure 7).
 
     python benchmarks/table1.py [--out DIR] [--quick]      (on a GPU machine; --quick: tiny, on the simulator too)
 
@@ -53,7 +54,9 @@ def hierarchical_time(x, op, repeats):
     x_dev, out_dev = cuda.to_device(x), cuda.to_device(poisoned(len(x), x.dtype))
     algorithm.run(x_dev, out_dev, op, True, False, **algorithm.options)
     correct = mismatches(out_dev.copy_to_host(), x, op)[0].size == 0
-    return correct, kernel_us(lambda: algorithm.run(x_dev, out_dev, op, True, False, **algorithm.options), repeats=repeats)
+    return correct, kernel_us(
+        lambda: algorithm.run(x_dev, out_dev, op, True, False, **algorithm.options), repeats=repeats
+    )
 
 
 def torch_times(torch, stream, x, repeats):
@@ -86,24 +89,38 @@ def main(argv=None):
         x = random_input(n, "add", np.float32, rng)
         x_dev = cuda.to_device(x)
         correct, hierarchical = hierarchical_time(x, "add", repeats)
-        correct &= mismatches(np.cumsum(x), x)[0].size == 0 and mismatches(ps.scan(x_dev).copy_to_host(), x)[0].size == 0
+        correct &= (
+            mismatches(np.cumsum(x), x)[0].size == 0 and mismatches(ps.scan(x_dev).copy_to_host(), x)[0].size == 0
+        )
         cumsum = copy = None
         if torch:
             torch_correct, cumsum, copy = torch_times(torch, stream, x, repeats)
             correct &= torch_correct
-        row = {"test": test, "n": n, "paper_cpu_ms": cpu, "paper_gtx280_ms": gtx280, "paper_gtx480_ms": gtx480,
-               "numpy_cumsum_ms": round(host_us(lambda: np.cumsum(x), repeats=repeats) / 1e3, 6),
-               "hierarchical_kernel_ms": ms(hierarchical),
-               "ps_scan_call_ms": round(host_us(lambda: (ps.scan(x_dev), cuda.synchronize()), repeats=repeats) / 1e3, 6),
-               "torch_cumsum_ms": ms(cumsum), "torch_copy_ms": ms(copy), "correct": correct,
-               "kernels_queued": all(kernel.queued for kernel in (hierarchical, cumsum, copy) if kernel), **meta}
+        row = {
+            "test": test,
+            "n": n,
+            "paper_cpu_ms": cpu,
+            "paper_gtx280_ms": gtx280,
+            "paper_gtx480_ms": gtx480,
+            "numpy_cumsum_ms": round(host_us(lambda: np.cumsum(x), repeats=repeats) / 1e3, 6),
+            "hierarchical_kernel_ms": ms(hierarchical),
+            "ps_scan_call_ms": round(host_us(lambda: (ps.scan(x_dev), cuda.synchronize()), repeats=repeats) / 1e3, 6),
+            "torch_cumsum_ms": ms(cumsum),
+            "torch_copy_ms": ms(copy),
+            "correct": correct,
+            "kernels_queued": all(kernel.queued for kernel in (hierarchical, cumsum, copy) if kernel),
+            **meta,
+        }
         table.append(row)
         measured = " ".join(f"{k}={v}" for k, v in row.items() if k.endswith("_ms") or k == "correct")
         print(f"test {test:>2} n={n:<8} {measured}", flush=True)
     write_csv(table, os.path.join(args.out, "table1.csv"))
 
     sizes = sweep_sizes(paper)
-    sweeps = {"dtypes.csv": [("add", d) for d in ps.DTYPES], "operators.csv": [(op, np.dtype(np.float32)) for op in ps.OPS]}
+    sweeps = {
+        "dtypes.csv": [("add", d) for d in ps.DTYPES],
+        "operators.csv": [(op, np.dtype(np.float32)) for op in ps.OPS],
+    }
     sweep_rows = []
     for name, configs in sweeps.items():
         rows = []
@@ -112,12 +129,16 @@ def main(argv=None):
                 correct, kernel = hierarchical_time(random_input(n, op, dtype, rng), op, repeats)
                 rows.append({"op": op, "dtype": dtype.name, "n": n, "hierarchical_kernel_ms": ms(kernel),
                              "correct": correct, "timing": kernel.timing, **meta})
-                print(f"{name}: {op} {dtype.name} n={n} {ms(kernel)} ms  {kernel.timing}{'' if correct else '  WRONG'}", flush=True)
+                print(
+                    f"{name}: {op} {dtype.name} n={n} {ms(kernel)} ms  {kernel.timing}{'' if correct else '  WRONG'}",
+                    flush=True,
+                )
         write_csv(rows, os.path.join(args.out, name))
         sweep_rows += rows
     print_table([row for row in table if row["n"] in sizes],
                 ["test", "n", "paper_gtx480_ms", "numpy_cumsum_ms", "hierarchical_kernel_ms", "ps_scan_call_ms",
-                 "torch_cumsum_ms", "torch_copy_ms", "correct", "kernels_queued"], title="Table 1 (ms), every third size:")
+                 "torch_cumsum_ms", "torch_copy_ms", "correct", "kernels_queued"], title="Table 1 (ms), every third "
+                                                                                         "size:")
     return report_wrong(table + sweep_rows, str)
 
 

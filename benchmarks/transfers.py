@@ -47,6 +47,7 @@ import sys
 import tempfile
 import time
 
+import cub_rows  # noqa: E402  (beside this script)
 import numpy as np
 
 import prefixsum as ps  # before numba.cuda: prefixsum chooses the GPU or the simulator
@@ -55,10 +56,8 @@ from prefixsum.cli.metadata import run_metadata
 from prefixsum.cli.results import print_table, report_wrong, write_csv
 from prefixsum.core import overlap
 from prefixsum.scans import transfers
-from prefixsum.tridiag import transfers as tridiag_transfers
 from prefixsum.scans.testing import expected_scan, random_input, wrong_indices
-
-import cub_rows  # noqa: E402  (beside this script)
+from prefixsum.tridiag import transfers as tridiag_transfers
 
 SIZES = tuple(1 << k for k in range(20, 29, 2))
 DTYPES = ("float32", "int32")
@@ -138,7 +137,9 @@ def round_trips(torch, cupy):
     if cub is not None:
         calls[CUB_ROUND_TRIP] = cub
     if torch is not None:
-        calls["torch round trip"] = lambda x: torch.cumsum(torch.from_numpy(x).cuda(), 0, dtype=DTYPE[x.dtype.name](torch)).cpu().numpy()
+        calls["torch round trip"] = lambda x: (
+            torch.cumsum(torch.from_numpy(x).cuda(), 0, dtype=DTYPE[x.dtype.name](torch)).cpu().numpy()
+        )
     if cupy is not None:
         calls["cupy round trip"] = lambda x: cupy.asnumpy(cupy.cumsum(cupy.asarray(x), dtype=x.dtype))
     return calls
@@ -320,8 +321,10 @@ def timeline(torch, n, rng):
             events = json.load(handle)["traceEvents"]
     marks = [e for e in events if e.get("ph") == "X" and e.get("cat") == "user_annotation" and e["name"] == CALL]
     found = [e for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy")]
-    found += [{"name": HOST_COPY, "cat": "host", "ts": marks[0]["ts"] + (begin - origin) / 1e3, "dur": (end - begin) / 1e3}
-              for begin, end in spans]
+    found += [
+        {"name": HOST_COPY, "cat": "host", "ts": marks[0]["ts"] + (begin - origin) / 1e3, "dur": (end - begin) / 1e3}
+        for begin, end in spans
+    ]
     start = min(e["ts"] for e in found)
     method = "cupti trace (torch.profiler); host copies on perf_counter, placed by a record_function mark"
     rows = []
@@ -329,8 +332,16 @@ def timeline(torch, n, rng):
         name = e["name"]
         engine = ("host copy" if name == HOST_COPY else "copy in" if "HtoD" in name else
                   "copy out" if "DtoH" in name else "SMs (scan)" if e["cat"] == "kernel" else "other copy")
-        rows.append({"engine": engine, "name": name[:60], "stream": e.get("args", {}).get("stream", ""),
-                     "method": method, "start_us": round(e["ts"] - start, 2), "end_us": round(e["ts"] + e["dur"] - start, 2)})
+        rows.append(
+            {
+                "engine": engine,
+                "name": name[:60],
+                "stream": e.get("args", {}).get("stream", ""),
+                "method": method,
+                "start_us": round(e["ts"] - start, 2),
+                "end_us": round(e["ts"] + e["dur"] - start, 2),
+            }
+        )
     return rows
 
 

@@ -1,4 +1,5 @@
-"""Batched tridiagonal solves on the GPU: prefixsum's methods against cuSPARSE's five solvers, on dominant and indefinite systems.
+"""Batched tridiagonal solves on the GPU: prefixsum's methods against cuSPARSE's five solvers, on dominant and
+indefinite systems.
 
     python benchmarks/tridiag.py [--out DIR] [--quick] [--only-pivoting [--sweep] | --only-hybrid | --jax-kernels]
     (on a GPU machine; --quick: tiny, on the simulator too; --only-pivoting: the pivoting
@@ -15,19 +16,17 @@ residual, on indefinite ones its normwise backward error ``max |T x - d| / (max 
 ours is not; a library's wrong row is printed, not fatal).
 
 Ours, on dominant systems: PCR, CR, Thomas, the hybrid (with, in the full run, its
-:func:`~prefixsum.tridiag.hybrid.hybrid_shared` path alone at 2, 4 and 8 rows a thread, the block
-solver alone at each chunk length, the partition method at R = 4, 8 and 16 with the block solver's
-R for its reduced systems, and without the block solver), ``"pivoting"`` and ``"auto"`` (the
-hybrid with its dominance test, then the pivoting solver masked to the systems it routed: none
-here); on indefinite systems ``"pivoting"`` and ``"auto"`` (every system routed), with ``--sweep``
-the pivoting solver at each chunk length forced (``pivoting:one_thread``,
-``pivoting:pairs=R``, ``pivoting:pair_pairs=P``, which :func:`prefixsum.tridiag.pivoting.plan`
-was chosen from). Each as its kernels (``ours (kernels)``: the kernels' durations summed from
-CUPTI's trace, ``--method cupti``, the default, every variant and baseline of a case traced
-together, in turn, each timed call right after an untimed one of its own; or CUDA events around queued launches, ``--method events``:
-:func:`prefixsum.cli.bench.kernel_us`) and as a whole ``tridiag.solve`` call on device arrays, on
-the host clock (``ours (whole call)``); ``"auto"`` also from numpy arrays to a numpy array (``ours
-(whole call, numpy)``).
+:func:`~prefixsum.tridiag.hybrid.hybrid_shared` path alone at 2, 4 and 8 rows a thread, the block solver alone at each
+chunk length, the partition method at R = 4, 8 and 16 with the block solver's R for its reduced systems, and without the
+block solver), ``"pivoting"`` and ``"auto"`` (the hybrid with its dominance test, then the pivoting solver masked to the
+systems it routed: none here); on indefinite systems ``"pivoting"`` and ``"auto"`` (every system routed), with
+``--sweep`` the pivoting solver at each chunk length forced (``pivoting:one_thread``, ``pivoting:pairs=R``,
+``pivoting:pair_pairs=P``, which :func:`prefixsum.tridiag.pivoting.plan` was chosen from). Each as its kernels (``ours
+(kernels)``: the kernels' durations summed from CUPTI's trace, ``--method cupti``, the default, every variant and
+baseline of a case traced together, in turn, each timed call right after an untimed one of its own; or CUDA events
+around queued launches, ``--method events``: :func:`prefixsum.cli.bench.kernel_us`) and as a whole ``tridiag.solve``
+call on device arrays, on the host clock (``ours (whole call)``); ``"auto"`` also from numpy arrays to a numpy array
+(``ours (whole call, numpy)``).
 
 cuSPARSE (:mod:`tridiag_cusparse`, through CuPy, its device time measured the same way, in the
 same trace): ``gtsv2StridedBatch`` and ``gtsvInterleavedBatch`` with algo 0 (Thomas) on dominant
@@ -56,16 +55,24 @@ os.environ["JAX_ENABLE_X64"] = "1"  # read when jax is imported; without it JAX 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tridiag_cusparse, beside this script
 
 import numpy as np  # noqa: E402
+from tridiag_cusparse import BASELINES, against, cusparse_solver, cusparse_time, routines_for  # noqa: E402,F401
 
 from prefixsum import tridiag  # noqa: E402
-from prefixsum.tridiag import auto, block, hybrid, partition, pivoting, warp  # noqa: E402
 from prefixsum.cli import cupti  # noqa: E402
-from prefixsum.cli.bench import (QUICK_REPEATS, REPEATS, WARMUP, gpu_library, host_us,  # noqa: E402
-                                 kernel_us, queued_library, script_arguments)
+from prefixsum.cli.bench import (  # noqa: E402
+    QUICK_REPEATS,
+    REPEATS,
+    WARMUP,
+    gpu_library,
+    host_us,
+    kernel_us,
+    queued_library,
+    script_arguments,
+)
 from prefixsum.cli.metadata import run_metadata  # noqa: E402
 from prefixsum.cli.results import print_table, write_csv  # noqa: E402
 from prefixsum.core.device import simulating  # noqa: E402
-from tridiag_cusparse import BASELINES, against, cusparse_solver, cusparse_time, routines_for  # noqa: E402,F401
+from prefixsum.tridiag import auto, block, hybrid, partition, pivoting, warp  # noqa: E402
 
 CASES = ((512, 512), (4096, 256), (16384, 64), (1, 1 << 20), (100, 1000), (64, 8192), (7, 100000), (1000, 1000))
 THOMAS_MAX_ROWS = 1 << 16
@@ -94,7 +101,11 @@ ROUTINES = ("gtsv2StridedBatch", "gtsv2", "gtsvInterleavedBatch")
 def family_system(family, batch, n, dtype, rng):
     """``(a, b, c, d)`` of ``family`` (module docstring), ``a[:, 0]`` and ``c[:, -1]`` zero."""
     a, c = rng.uniform(-1, 1, (2, batch, n))
-    b = np.abs(a) + np.abs(c) + rng.uniform(0.5, 1.5, (batch, n)) if family == "dominant" else rng.uniform(-1, 1, (batch, n))
+    b = (
+        np.abs(a) + np.abs(c) + rng.uniform(0.5, 1.5, (batch, n))
+        if family == "dominant"
+        else rng.uniform(-1, 1, (batch, n))
+    )
     d = rng.normal(size=(batch, n))
     a[:, 0] = 0
     c[:, -1] = 0
@@ -220,7 +231,9 @@ def device_times(launches, how, repeats):
             launch()
         return {label: (float("nan"), "simulator") for label in launches}
     if how == "cupti":
-        return {label: (us, "cupti, kernels summed per call") for label, us in traced_together(launches, repeats).items()}
+        return {
+            label: (us, "cupti, kernels summed per call") for label, us in traced_together(launches, repeats).items()
+        }
     times = {}
     for label, launch in launches.items():
         measured = kernel_us(launch, repeats=repeats, method=how)
@@ -346,11 +359,15 @@ def main(argv=None):
             for family in ("dominant",) if args.only_hybrid else FAMILIES:
                 rows += case_rows(args, meta, cupy, jax, full, family, dtype, batch, n, repeats, rng)
     write_csv(rows, os.path.join(args.out, "tridiag.csv"))
-    print_table(against_cusparse(rows), ["measured_by", "dtype", "batch", "n", "hybrid_us", "cusparse_us", "vs cusparse"],
-                title="the hybrid's kernels against cuSPARSE gtsv2StridedBatch, dominant systems (time ratio, > 1: faster):")
+    print_table(
+        against_cusparse(rows),
+        ["measured_by", "dtype", "batch", "n", "hybrid_us", "cusparse_us", "vs cusparse"],
+        title="the hybrid's kernels against cuSPARSE gtsv2StridedBatch, dominant systems (time ratio, > 1: faster):",
+    )
     print_table(pivoting_against_cusparse(rows), ["method", "family", "measured_by", "dtype", "batch", "n", "us",
                                                   "routine", "cusparse_us", "vs cusparse"],
-                title="'pivoting' and 'auto' against cuSPARSE's pivoting solver for the shape (time ratio, > 1: faster):")
+                title="'pivoting' and 'auto' against cuSPARSE's pivoting solver for the shape (time ratio, > 1: "
+                      "faster):")
     wrong = [row for row in rows if not row["correct"]]
     for row in wrong:
         print(f"{'WRONG' if row['kind'] != 'library' else 'wrong (a baseline)'}: {row['method']} {row['kind']} "
@@ -416,7 +433,13 @@ def case_rows(args, meta, cupy, jax, full, family, dtype, batch, n, repeats, rng
             "host clock", x)
     if full and family == "dominant":
         x = tridiag.solve(a, b, c, d)
-        add("auto", "ours (whole call, numpy)", host_us(lambda: tridiag.solve(a, b, c, d), repeats=repeats), "host clock", x)
+        add(
+            "auto",
+            "ours (whole call, numpy)",
+            host_us(lambda: tridiag.solve(a, b, c, d), repeats=repeats),
+            "host clock",
+            x,
+        )
         if jax:
             micros, x = jax_time(jax, a, b, c, d, repeats)
             label = "jax tridiagonal_solve" + ("" if x.dtype == dtype else f" (computed in {x.dtype})")

@@ -13,6 +13,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import prefixsum  # noqa: E402,F401  (chooses the GPU before numba.cuda loads)
+
+# isort: split
 import numpy as np  # noqa: E402
 from numba import cuda  # noqa: E402
 

@@ -19,12 +19,14 @@ from pathlib import Path
 sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parent)]
 
 import prefixsum  # noqa: E402,F401  (chooses the GPU or the simulator before numba.cuda loads)
+
+# isort: split
 import numpy as np  # noqa: E402
 from numba import cuda  # noqa: E402
+from tridiag import RESIDUAL_EPS, cusparse_time, residual, system  # noqa: E402
 
 from prefixsum.cli.bench import kernel_us, queued_library, script_arguments  # noqa: E402
 from prefixsum.tridiag import hybrid, warp  # noqa: E402
-from tridiag import RESIDUAL_EPS, cusparse_time, residual, system  # noqa: E402
 
 CASES = ((512, 512), (4096, 256), (16384, 64), (100000, 16), (65536, 32), (8192, 512), (1000, 100), (8, 300))
 QUICK_CASES = ((5, 40),)

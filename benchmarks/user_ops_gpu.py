@@ -11,6 +11,8 @@ import sys
 
 import prefixsum as ps  # first: it chooses the GPU or the simulator before numba.cuda loads
 
+# isort: split
+
 import itertools  # noqa: E402
 
 import numpy as np  # noqa: E402

@@ -36,6 +36,9 @@ import sys
 
 import prefixsum as ps  # first: it chooses the GPU or the simulator before numba.cuda loads
 
+# isort: split
+
+import cub_rows  # noqa: E402  (beside this script)
 import numpy as np  # noqa: E402
 from numba import cuda, njit  # noqa: E402
 
@@ -44,8 +47,6 @@ from prefixsum.cli.bench import QUICK_REPEATS, gpu_library, host_us, script_argu
 from prefixsum.cli.metadata import run_metadata  # noqa: E402
 from prefixsum.cli.results import print_table, report_wrong, write_csv  # noqa: E402
 from prefixsum.scans.registry import lookup  # noqa: E402
-
-import cub_rows  # noqa: E402  (beside this script)
 
 REPEATS = 20
 SIZES = (1 << 20, 1 << 24)
@@ -81,7 +82,8 @@ def relative_error(got, want):
 
 def main(argv=None):
     args = script_arguments(argv, f"n = {QUICK_SIZES}; no CUPTI; runs on the simulator too", more=lambda p: (
-        p.add_argument("--builtin-only", action="store_true", help="only the built-in rows (the code before issue 30 has no more)"),
+        p.add_argument("--builtin-only", action="store_true", help="only the built-in rows (the code before issue 30 "
+                                                                   "has no more)"),
         p.add_argument("--tree", default="this", help="the code measured, for the rows' column tree "
                        "(this: the commit the CSV is committed with)")))
     torch = gpu_library("torch")
@@ -96,13 +98,17 @@ def main(argv=None):
         whole = host_us(lambda: (call(), cuda.synchronize()), repeats=repeats)
         rows.append({"task": task, "method": method, "dtype": dtype, "n": n, "device_us": round(device, 1),
                      "whole_us": round(whole, 1), "max_rel_error": f"{error:.1e}", "correct": bool(correct),
-                     "tree": args.tree, "timing": "device: CUPTI, kernels summed, median; whole: host clock, synchronised",
+                     "tree": args.tree, "timing": "device: CUPTI, kernels summed, median; whole: host clock, "
+                                                  "synchronised",
                      **meta})
         print(f"{task:<10} {method:<48} {dtype:<8} {n:>9} device {device:>9.1f} us  whole {whole:>9.1f} us"
               f"{'' if correct else '  WRONG'}", flush=True)
 
     device = (lambda a: torch.from_numpy(a).cuda()) if torch else cuda.to_device
-    to_host = (lambda t: t.cpu().numpy() if hasattr(t, "cpu") else t.copy_to_host())
+
+    def to_host(t):
+        return t.cpu().numpy() if hasattr(t, "cpu") else t.copy_to_host()
+
     rng = np.random.default_rng(30)
     try:
         for dtype in ("float32", "int32"):  # built-in operators: the speed before and after
@@ -176,7 +182,11 @@ def run_segmented(torch, device, to_host, quick, rng, add):
                 got = to_host(call())
                 if n <= 1 << 20:  # numpy segment by segment; at 2^24 the integer sums against the formulation below
                     want = segmented.reference(x, flags, op, inclusive=inclusive, reverse=reverse)
-                    ok = np.array_equal(got, want) if dtype == "int32" or op == "max" else np.allclose(got, want, atol=1e-4)
+                    ok = (
+                        np.array_equal(got, want)
+                        if dtype == "int32" or op == "max"
+                        else np.allclose(got, want, atol=1e-4)
+                    )
                 elif dtype == "int32" and op == "add" and not reverse:
                     ok = np.array_equal(got, sum_by_formulation(x, flags) - (0 if inclusive else x))
                 else:
@@ -204,7 +214,11 @@ def run_segmented(torch, device, to_host, quick, rng, add):
                     lambda: torch.cummax(dx, 0).values, True)
             heads = np.flatnonzero(flags)
             starts, ends = device(heads.astype(np.int64)), device(np.append(heads[1:], n).astype(np.int64))
-            totals = torch.empty(heads.size, dtype=dx.dtype, device=dx.device) if torch else cuda.device_array(heads.size, dtype)
+            totals = (
+                torch.empty(heads.size, dtype=dx.dtype, device=dx.device)
+                if torch
+                else cuda.device_array(heads.size, dtype)
+            )
             cub = cub_rows.attempt("segmented sum", lambda: cub_rows.segmented_sum(dx, totals, starts, ends))
             if cub is not None:
                 cub()

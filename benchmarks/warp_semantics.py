@@ -41,11 +41,13 @@ import warnings  # noqa: E402
 import numpy as np  # noqa: E402
 
 import prefixsum as ps  # noqa: E402  (chooses the device before numba.cuda is imported)
+
+# isort: split
 from numba import cuda  # noqa: E402
 
 from prefixsum.cli.metadata import run_metadata  # noqa: E402
-from prefixsum.scans.ops import numba_type  # noqa: E402
 from prefixsum.primitives.warp import carrier  # noqa: E402
+from prefixsum.scans.ops import numba_type  # noqa: E402
 
 THREADS = 64  # two warps per block: every case checks that warps do not mix
 PARTIAL = 40  # a block whose second warp has 8 lanes

@@ -26,14 +26,14 @@ from .classroom import sim  # noqa: E402
 if _SIMULATOR and os.environ.get("PREFIXSUM_SIMULATOR", "classroom") != "stock":
     sim.install()
 
-from . import scans  # noqa: E402
+from . import scans  # noqa: E402,F401  (re-exported: ps.scans)
+from .classroom import check, trace  # noqa: E402,F401  (re-exported: ps.check, ps.trace)
+from .classroom.hints import hint  # noqa: E402
 from .core.device import device_info, size_for_device  # noqa: E402
 from .scans import reference  # noqa: E402
 from .scans.api import ScanPlan, exclusive_scan, plan_scan, scan  # noqa: E402
 from .scans.ops import DTYPES, OPS, identity  # noqa: E402
 from .scans.registry import ALGORITHMS, Algorithm, register  # noqa: E402
-from .classroom import check, trace  # noqa: E402
-from .classroom.hints import hint  # noqa: E402
 
 __all__ = [
     "ALGORITHMS", "Algorithm", "DTYPES", "OPS", "ScanPlan", "device_info", "exclusive_scan", "hint", "identity",
@@ -49,9 +49,17 @@ if _SIMULATOR:
 # Submodules that notebooks use now and then are imported on first use (viz imports matplotlib,
 # which is slow): ``ps.viz.dataflow(...)`` works without ``import prefixsum.viz``.
 _ON_DEMAND = {
-    "basics": ".classroom.basics", "mutants": ".classroom.mutants", "mutation": ".classroom.mutation",
-    "student": ".classroom.student", "viz": ".classroom.viz", "tridiag": ".tridiag", "apps": ".apps", "bench": ".cli.bench",
-    "ptx": ".cli.ptx", "lessons": ".classroom.lessons", "primitives": ".primitives",
+    "basics": ".classroom.basics",
+    "mutants": ".classroom.mutants",
+    "mutation": ".classroom.mutation",
+    "student": ".classroom.student",
+    "viz": ".classroom.viz",
+    "tridiag": ".tridiag",
+    "apps": ".apps",
+    "bench": ".cli.bench",
+    "ptx": ".cli.ptx",
+    "lessons": ".classroom.lessons",
+    "primitives": ".primitives",
 }
 
 

@@ -3,8 +3,9 @@ levels of proof); PTX compilation (level 2) runs in one child process without th
 started once per session (``ptx_child``).
 
 Tiers (markers, declared in pyproject.toml): ``ptx`` is given here to every test that uses the
-compiler, ``slow`` by the tests themselves; ``python -m pytest -m "not slow and not ptx"`` is the
-developer loop.
+compiler, ``heavy`` here to the grader's product and whole-product runs (:func:`is_heavy`), ``slow``
+by the tests themselves; ``python -m pytest -m "not slow and not ptx and not heavy" -n auto tests``
+is the developer loop (README, "Develop").
 """
 import os
 
@@ -12,6 +13,7 @@ os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
 import contextlib  # noqa: E402
 import importlib  # noqa: E402
+import inspect  # noqa: E402
 import json  # noqa: E402
 import pathlib  # noqa: E402
 import subprocess  # noqa: E402
@@ -28,21 +30,55 @@ except ImportError:  # Windows
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from ptx_worker import MARK  # noqa: E402  (tests/ is on sys.path, as for notebook_taint)
 
 import prefixsum  # noqa: E402,F401
-
-from ptx_worker import MARK  # noqa: E402  (tests/ is on sys.path, as for notebook_taint)
 
 PTX_WORKER = pathlib.Path(__file__).resolve().parent / "ptx_worker.py"
 KEEP_ANSWER = pathlib.Path(__file__).resolve().parent / "keep_answer.py"
 
 
+HEAVY_MODULES = {
+    # the grader's own product: bubblewrap sandboxes, the judge's processes, batches, Dask
+    "test_grade", "test_grade_attacks", "test_grade_batch", "test_grade_judge", "test_sandbox", "test_renumbering",
+    # students' versions of every chapter built and executed, notebooks built with their kernels
+    "test_student", "test_device",
+    # benchmark stages run whole, quick, on the simulator
+    "test_tridiag_stages",
+    # a child process that simulates for a GPU process, per test
+    "test_gpu_process",
+    # every attempt's verdict drawn as the grader draws it (through a helper of the module)
+    "test_attempts",
+}
+"""Test modules of the ``heavy`` tier, whole: each test starts processes or builds notebooks."""
+HEAVY_CALLS = ("isolated_verdict(", "grade_notebook(")
+"""A test elsewhere that calls one of these (each runs the grader's sandboxed check of one cell in
+processes of its own) is ``heavy`` too: the named mistakes', loopholes' and attempts' verdicts."""
+
+
+def is_heavy(item):
+    """Whether ``item`` belongs to the ``heavy`` tier: its module is in :data:`HEAVY_MODULES`, or
+    its function's source calls one of :data:`HEAVY_CALLS`."""
+    if pathlib.Path(str(item.fspath)).stem in HEAVY_MODULES:
+        return True
+    function = getattr(item, "function", None)
+    try:
+        source = inspect.getsource(function) if function is not None else ""
+    except (OSError, TypeError):
+        source = ""
+    return any(call in source for call in HEAVY_CALLS)
+
+
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by marker
 def pytest_collection_modifyitems(items):
-    """Every test that needs the PTX compiler is a ``ptx`` test, so ``-m "not ptx"`` leaves out all of them."""
+    """Every test that needs the PTX compiler is a ``ptx`` test, so ``-m "not ptx"`` leaves out all
+    of them; every test of the grader's product and of whole-product runs is ``heavy``
+    (:func:`is_heavy`), so ``-m "not heavy"`` leaves those out."""
     for item in items:
         if {"ptx_compiler", "ptx_command"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.ptx)
+        if is_heavy(item):
+            item.add_marker(pytest.mark.heavy)
 
 
 @pytest.fixture
@@ -107,9 +143,15 @@ def _ptx_command_started(request, tmp_path_factory):
             started = folder / "ptx_command.started"
             if not started.exists():
                 started.touch()
-                env = {key: value for key, value in os.environ.items() if key not in ("NUMBA_ENABLE_CUDASIM", "PREFIXSUM_DEVICE")}
+                env = {
+                    key: value
+                    for key, value in os.environ.items()
+                    if key not in ("NUMBA_ENABLE_CUDASIM", "PREFIXSUM_DEVICE")
+                }
                 command = [sys.executable, "-m", "prefixsum", "ptx", "--keep", str(folder / "ptx")]
-                process = subprocess.Popen([sys.executable, str(KEEP_ANSWER), str(folder / "ptx_command.json"), *command], env=env)
+                process = subprocess.Popen(
+                    [sys.executable, str(KEEP_ANSWER), str(folder / "ptx_command.json"), *command], env=env
+                )
     yield
     if process is not None:
         process.wait()
@@ -163,13 +205,17 @@ class PtxWorker:
             for line in self.process.stdout:
                 if MARK in line:  # after whatever the compiler wrote to the file descriptor itself
                     answer = json.loads(line[line.index(MARK) + len(MARK):])
-                    return subprocess.CompletedProcess(["ptx_worker"], answer["returncode"], answer["stdout"], answer["stderr"])
+                    return subprocess.CompletedProcess(
+                        ["ptx_worker"], answer["returncode"], answer["stdout"], answer["stderr"]
+                    )
         finally:
             watchdog.cancel()
         returncode = self.process.wait()
         self._stop()
         self.stderr.seek(0)
-        raise RuntimeError(f"the PTX worker died (exit {returncode}, or killed after {timeout} s): " + self.stderr.read()[-3000:])
+        raise RuntimeError(
+            f"the PTX worker died (exit {returncode}, or killed after {timeout} s): " + self.stderr.read()[-3000:]
+        )
 
     def _stop(self):
         """Kill the worker: it holds nothing to save, and a clean exit of numba-cuda can take seconds."""

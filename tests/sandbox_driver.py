@@ -27,8 +27,13 @@ def _add_canary(payload):
 
 def main():
     request = json.load(sys.stdin)
-    answer = {"grader_uid": os.getuid(), "canary_added": bool(request["canary"]) and _add_canary(request["canary"]), "unavailable": None,
-              "unreachable": False, "runs": {}}
+    answer = {
+        "grader_uid": os.getuid(),
+        "canary_added": bool(request["canary"]) and _add_canary(request["canary"]),
+        "unavailable": None,
+        "unreachable": False,
+        "runs": {},
+    }
     try:
         sandbox.check_available()
     except sandbox.SandboxUnavailable as error:

@@ -68,18 +68,22 @@ SERIAL = """def my_partial_sums(x):
 ALIASES = {
     "assigned at the top": ("01.ladder-max", LADDER_MAX.format(top="import numba\nK = numba", body="K.cuda.utils.builtins.exec('1')"),
                             "numba may only be used as numba.<attribute>"),
-    "assigned in the kernel": ("01.ladder-max", LADDER_MAX.format(top="", body="C = cuda\n    C.utils.builtins.exec('1')"),
+    "assigned in the kernel": ("01.ladder-max", LADDER_MAX.format(top="", body="C = cuda\n    "
+                                                                               "C.utils.builtins.exec('1')"),
                                "cuda may only be used"),
     "numpy under another name": ("01.serial-scan", SERIAL.format(body="NP = np\n    x = NP.convolve(x, x)"), "np may only be used"),
-    "tuple unpacking": ("01.serial-scan", SERIAL.format(body="a, M = 1, np\n    x = M.convolve(x, x)"), "np may only be used"),
+    "tuple unpacking": ("01.serial-scan", SERIAL.format(body="a, M = 1, np\n    x = M.convolve(x, x)"), "np may only "
+                                                                                                        "be used"),
     "starred unpacking": ("01.serial-scan", SERIAL.format(body="*M, = [np]\n    x = M[0].convolve(x, x)"), "np may only be used"),
     "default argument": ("01.serial-scan", "def my_partial_sums(x, M=np):\n    return M.convolve(x, x)\n", "np may only be used"),
     "lambda default": ("01.serial-scan", SERIAL.format(body="f = lambda M=np: M.convolve(x, x)"), "np may only be used"),
-    "closure": ("01.serial-scan", SERIAL.format(body="M = np\n    def inner():\n        return M.convolve(x, x)\n    x = inner()"),
+    "closure": ("01.serial-scan", SERIAL.format(body="M = np\n    def inner():\n        return M.convolve(x, x)\n    x "
+                                                     "= inner()"),
                 "np may only be used"),
     "comprehension variable": ("01.serial-scan", SERIAL.format(body="x = [M.convolve(x, x) for M in (np,)][0]"), "np may only be used"),
     "walrus": ("01.serial-scan", SERIAL.format(body="x = (M := np).convolve(x, x)"), "np may only be used"),
-    "walrus in a comprehension": ("01.serial-scan", SERIAL.format(body="[(M := np) for _ in (1,)]\n    x = M.convolve(x, x)"),
+    "walrus in a comprehension": ("01.serial-scan", SERIAL.format(body="[(M := np) for _ in (1,)]\n    x = "
+                                                                       "M.convolve(x, x)"),
                                   "np may only be used"),
     "returned": ("01.serial-scan", "def numpy_module():\n    return np\n\n\ndef my_partial_sums(x):\n    return x\n",
                  "np may only be used"),
@@ -87,10 +91,12 @@ ALIASES = {
     "in a container": ("01.serial-scan", SERIAL.format(body="x = {0: np}[0].convolve(x, x)"), "np may only be used"),
     "f-string": ("01.serial-scan", SERIAL.format(body="s = f'{np}'"), "np may only be used"),
     "global": ("01.serial-scan", SERIAL.format(body="global K\n    K = np"), "global is not allowed"),
-    "nonlocal": ("01.serial-scan", "def my_partial_sums(x):\n    M = 1\n    def inner():\n        nonlocal M\n        M = 2\n"
+    "nonlocal": ("01.serial-scan", "def my_partial_sums(x):\n    M = 1\n    def inner():\n        nonlocal M\n        "
+                                   "M = 2\n"
                                    "    return x\n", "nonlocal is not allowed"),
     "a loop variable shadowing a module": ("01.serial-scan", SERIAL.format(body="for np in (1,):\n        pass"), "hiding the module np"),
-    "an except name shadowing a module": ("01.serial-scan", SERIAL.format(body="try:\n        pass\n    except ValueError as np:\n"
+    "an except name shadowing a module": ("01.serial-scan", SERIAL.format(body="try:\n        pass\n    except "
+                                                                               "ValueError as np:\n"
                                                                                "        pass"), "hiding the module np"),
     "a nested def shadowing a module": ("01.serial-scan", SERIAL.format(body="def np():\n        pass"), "hiding the module np"),
     "a namespace as a value": ("01.ladder-max", LADDER_MAX.format(top="", body="s = cuda.shared\n    s.array(4, int32)"),
@@ -103,7 +109,8 @@ ALIASES = {
     "a workbook path, then a function's internals": ("04.blelloch-carry", None, ".py_func is not among those"),
     "an alias from an earlier cell": ("01.ladder-max", LADDER_MAX.format(top="", body="K.cuda.utils.builtins.exec('1')"),
                                       "K.cuda.utils is not among the names"),
-    "a setup helper no exercise uses": ("10.publish", "@cuda.jit(device=True)\ndef my_publish(status, values, tile, flag, value):\n"
+    "a setup helper no exercise uses": ("10.publish", "@cuda.jit(device=True)\ndef my_publish(status, values, tile, "
+                                                      "flag, value):\n"
                                                       "    chained(0, 0)\n", "chained is a name of the chapter's setup"),
     "a check cell's name": ("07.pcr-step", "def f():\n    return residual_reference\n", "residual_reference is a name"),
     "getattr": ("01.serial-scan", SERIAL.format(body="x = getattr(np, 'cum' + 'sum')(x)"), "getattr"),
@@ -116,7 +123,8 @@ ALIASES = {
     "a generator's frame": ("01.serial-scan", SERIAL.format(body="g = (i for i in x)\n    g.gi_frame.f_globals"), ".gi_frame"),
     "str.format": ("01.serial-scan", SERIAL.format(body="'{0.__class__}'.format(x)"), ".format"),
     "an array's ctypes": ("01.serial-scan", SERIAL.format(body="x.ctypes.data_as"), ".ctypes"),
-    "a kernel's Python function": ("01.ladder-max", LADDER_MAX.format(top="", body="pass") + "\n\ndef f():\n    return my_max_tile.py_func\n",
+    "a kernel's Python function": ("01.ladder-max", LADDER_MAX.format(top="", body="pass") + "\n\ndef f():\n    return "
+                                                                                             "my_max_tile.py_func\n",
                                    ".py_func"),
     "IPython's shell": ("01.serial-scan", SERIAL.format(body="get_ipython()"), "get_ipython"),
     "the last output": ("01.serial-scan", SERIAL.format(body="x = _"), "the name _ is not allowed"),
@@ -131,7 +139,8 @@ ALIASES = {
 }
 def _carry(book, line):
     source = book["04"].exercise("04.blelloch-carry").source
-    return source.replace("    out = cuda.device_array(len(x), x.dtype)\n", f"    out = cuda.device_array(len(x), x.dtype)\n    {line}\n")
+    return source.replace("    out = cuda.device_array(len(x), x.dtype)\n", "    out = cuda.device_array(len(x), "
+                                                                            f"x.dtype)\n    {line}\n")
 
 
 @pytest.mark.parametrize("name", sorted(ALIASES))
@@ -177,24 +186,35 @@ def test_no_setup_binds_a_module_but_by_an_import(book, setups):
 
 
 HONEST = {
-    "locals named like a setup's values": ("11.compact", "@cuda.jit\ndef my_scatter(x, flags, places, out):\n    i = cuda.grid(1)\n"
-                                                         "    n = x.shape[0]\n    if i < n and flags[i]:\n        out[places[i]] = x[i]\n"),
-    "a throwaway and a closure": ("01.serial-scan", "def my_partial_sums(x):\n    s = np.zeros_like(x)\n    total = 0\n\n"
+    "locals named like a setup's values": ("11.compact", "@cuda.jit\ndef my_scatter(x, flags, places, out):\n    i = "
+                                                         "cuda.grid(1)\n"
+                                                         "    n = x.shape[0]\n    if i < n and flags[i]:\n        "
+                                                         "out[places[i]] = x[i]\n"),
+    "a throwaway and a closure": ("01.serial-scan", "def my_partial_sums(x):\n    s = np.zeros_like(x)\n    total = "
+                                                    "0\n\n"
                                                     "    def add(i):\n        return total + x[i]\n\n"
-                                                    "    for i, _ in enumerate(x):\n        total = add(i)\n        s[i] = total\n"
+                                                    "    for i, _ in enumerate(x):\n        total = add(i)\n        "
+                                                    "s[i] = total\n"
                                                     "    return s\n"),
-    "comprehensions, the walrus, unpacking": ("02.prefix-fold", "def prefix_fold(cells):\n    m = len(cells)\n    out = list(cells)\n"
-                                                                "    for i in range(1, m):\n        out[i] = (s := out[i - 1] + out[i])\n"
-                                                                "    a, b = [v for v in out], {k: v for k, v in enumerate(out)}\n"
+    "comprehensions, the walrus, unpacking": ("02.prefix-fold", "def prefix_fold(cells):\n    m = len(cells)\n    out "
+                                                                "= list(cells)\n"
+                                                                "    for i in range(1, m):\n        out[i] = (s := "
+                                                                "out[i - 1] + out[i])\n"
+                                                                "    a, b = [v for v in out], {k: v for k, v in "
+                                                                "enumerate(out)}\n"
                                                                 "    return [b[k] for k in range(m)] if a else out\n"),
-    "numba.cuda.jit through numba": ("01.ladder-max", "import numba\nfrom numba import int32\n\nBLOCK = 64\n\n\n@numba.cuda.jit\n"
+    "numba.cuda.jit through numba": ("01.ladder-max", "import numba\nfrom numba import int32\n\nBLOCK = "
+                                                      "64\n\n\n@numba.cuda.jit\n"
                                                       "def my_max_tile(x, out, totals, n):\n"
-                                                      "    rungs = numba.cuda.shared.array(BLOCK, int32)\n    t = numba.cuda.threadIdx.x\n"
+                                                      "    rungs = numba.cuda.shared.array(BLOCK, int32)\n    t = "
+                                                      "numba.cuda.threadIdx.x\n"
                                                       "    rungs[t] = x[t]\n"),
     "a helper of an earlier own cell": ("01.ladder-max", "from numba import cuda, int32\n\nBLOCK = 64\n\n\n@cuda.jit\n"
-                                                         "def my_max_tile(x, out, totals, n):\n    out[0] = bigger(x[0], x[1])\n"),
+                                                         "def my_max_tile(x, out, totals, n):\n    out[0] = "
+                                                         "bigger(x[0], x[1])\n"),
     "values' attributes": ("01.serial-scan", "def my_partial_sums(x):\n    s = np.zeros(x.shape, dtype=x.dtype)\n"
-                                             "    s[0] = x[0]\n    for i in range(1, x.size):\n        s[i] = s[i - 1] + x[i]\n"
+                                             "    s[0] = x[0]\n    for i in range(1, x.size):\n        s[i] = s[i - 1] "
+                                             "+ x[i]\n"
                                              "    return s.astype(x.dtype).reshape(x.shape)\n"),
 }
 
@@ -212,7 +232,8 @@ SCOPING = [
     "def f(a, b=c):\n    d = a\n    return [d for d in b] + [e for e in d if g]\n",
     "def f():\n    x = 1\n    def g(y=x):\n        return x + y + z\n    return g\n",
     "def f():\n    [(w := i) for i in range(3)]\n    return w, lambda q: q + w\n",
-    "def f(x):\n    try:\n        pass\n    except ValueError as e:\n        return e\n    for i, (j, k) in x:\n        del i\n",
+    "def f(x):\n    try:\n        pass\n    except ValueError as e:\n        return e\n    for i, (j, k) in x:\n       "
+    " del i\n",
     "def f():\n    global g\n    g = 1\n    def h():\n        nonlocal_name = g\n        return nonlocal_name\n",
     "def f():\n    v = 1\n    def g():\n        nonlocal v\n        v = 2\n    return {k: v for k in (lambda: v)()}\n",
     "x = [a for a in range(3) for b in range(a) if (c := b)]\ndef f(p=[q for q in r]):\n    return p, c, x\n",

@@ -76,7 +76,9 @@ def test_big_endian_input_is_scanned_in_native_byte_order():
             assert out.dtype == dtype and out.dtype.isnative, out.dtype
             np.testing.assert_array_equal(out, np.cumsum(big.astype(dtype), dtype=dtype))
         assert big.dtype.byteorder == ">" and big.tobytes() == before.tobytes()
-    np.testing.assert_array_equal(ps.scan(np.arange(5, dtype=">i4"), "max", inclusive=False), [np.iinfo(np.int32).min, 0, 1, 2, 3])
+    np.testing.assert_array_equal(
+        ps.scan(np.arange(5, dtype=">i4"), "max", inclusive=False), [np.iinfo(np.int32).min, 0, 1, 2, 3]
+    )
 
 
 def test_a_device_array_in_the_other_byte_order_is_refused_saying_so():
@@ -118,7 +120,8 @@ def test_invalid_option_value(bad):
 def test_unknown_option():
     refused(ValueError, r"unknown option 'L' for algorithm 'ladder'; allowed options: block_size",
             poison(np.float32), algorithm="ladder", L=3)
-    refused(ValueError, r"unknown option 'block' for algorithm 'hierarchical'; allowed options: block_size, items_per_thread",
+    refused(ValueError, r"unknown option 'block' for algorithm 'hierarchical'; allowed options: block_size, "
+                        r"items_per_thread",
             poison(np.float32), algorithm="hierarchical", block=3)
 
 
@@ -182,7 +185,11 @@ def test_a_good_input_is_never_modified(name):
 def test_the_tracer_sees_the_launches_of_a_good_scan():
     """So that :func:`refused`'s zero launches means something."""
     run = ps.trace.record(ps.scan, np.ones(40, np.float32), algorithm="ladder", block_size=32)
-    assert run.error is None and [launch.kernel for launch in run.launches] == ["ladder_tile", "ladder_tile", "carry_into_tile"]
+    assert run.error is None and [launch.kernel for launch in run.launches] == [
+        "ladder_tile",
+        "ladder_tile",
+        "carry_into_tile",
+    ]
 
 
 def test_a_long_simulation_is_announced_once_before_it_starts(monkeypatch):

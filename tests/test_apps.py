@@ -124,9 +124,15 @@ def test_segmented_scan_restarts_at_every_flag(op, n):
     x = rng.integers(-5, 6, n).astype(np.int64)
     flags = (rng.random(n) < 0.1).astype(np.int32)
     starts = np.flatnonzero(flags)
-    expected = np.concatenate([getattr(np, {"add": "cumsum", "mul": "cumprod"}.get(op, "")) (part)
-                               if op in ("add", "mul") else getattr(np, "maximum" if op == "max" else "minimum").accumulate(part)
-                               for part in np.split(x, starts) if part.size])
+    expected = np.concatenate(
+        [
+            getattr(np, {"add": "cumsum", "mul": "cumprod"}.get(op, ""))(part)
+            if op in ("add", "mul")
+            else getattr(np, "maximum" if op == "max" else "minimum").accumulate(part)
+            for part in np.split(x, starts)
+            if part.size
+        ]
+    )
     np.testing.assert_array_equal(apps.segmented_scan(x, flags, op), expected)
 
 
@@ -177,8 +183,9 @@ def test_the_checkers_of_chapter_11_pass_the_package_and_catch_a_wrong_order():
     assert wrong.diagnosis == "wrong-result" and "order" in wrong.hint
     split = ps.check.radix_pass(lambda keys, bit: apps.split_by_bit(cuda.to_device(keys), int(bit))[0], sizes=(1, 33))
     assert split, str(split)
-    unstable = ps.check.radix_pass(lambda keys, bit: np.sort(keys)[np.argsort((np.sort(keys) >> bit) & 1, kind="stable")],
-                                   sizes=(33,))
+    unstable = ps.check.radix_pass(
+        lambda keys, bit: np.sort(keys)[np.argsort((np.sort(keys) >> bit) & 1, kind="stable")], sizes=(33,)
+    )
     assert not unstable
 
 
@@ -195,10 +202,12 @@ def test_the_applications_kernels_compile_to_ptx(ptx_child):
         array = lambda t, ndim=1: types.Array(t, ndim, "C")
         kernels = [
             (compaction.to_flags, (array(types.boolean), array(types.int32))),
-            (compaction.scatter_kept, (array(types.float32), array(types.int32), array(types.int32), array(types.float32))),
+            (compaction.scatter_kept,
+             (array(types.float32), array(types.int32), array(types.int32), array(types.float32))),
             (radix.order_preserving, (array(types.uint64), types.uint64, types.uint64)),
             (radix.restore_keys, (array(types.uint32), types.uint32, types.uint32)),
-            (splines.evaluate_pieces, (array(types.float64), array(types.float64, 2), array(types.float64), array(types.float64))),
+            (splines.evaluate_pieces,
+             (array(types.float64), array(types.float64, 2), array(types.float64), array(types.float64))),
         ]
         for unsigned in (types.uint32, types.uint64):
             kernels.append((radix.zero_flags, (array(unsigned), unsigned, array(types.int32))))

@@ -1,6 +1,8 @@
-"""The layers of ARCHITECTURE.md: no module imports a layer above its own."""
+"""The layers of ARCHITECTURE.md: no module imports a layer above its own, and its table names every
+module of each layer and nothing that is gone."""
 import ast
 import pathlib
+import re
 
 import pytest
 
@@ -158,7 +160,8 @@ def test_an_assignment_to_numba_is_caught(source):
 
 
 def test_other_assignments_pass():
-    assert numba_assignments("from numba import cuda\nimport types\ntypes.x = 1\nout = cuda.device_array(3)\nout[0] = 1\n") == []
+    assert numba_assignments("from numba import cuda\nimport types\ntypes.x = 1\nout = cuda.device_array(3)\nout[0] = "
+                             "1\n") == []
 
 
 # Private numba names are read only behind the two doors (issue 46): an attribute numba does not
@@ -217,3 +220,62 @@ def test_the_allowed_private_reads_are_still_there():
 ])
 def test_a_private_numba_read_is_caught(source, name):
     assert name in private_numba_reads(source)
+
+
+# ARCHITECTURE.md's table names every module of its layer in backticks (``scheduler``, ``sim/``);
+# nothing it names in backticks is gone: each is a module or subpackage of the layer, or a name one
+# of the layer's modules defines.
+ARCHITECTURE = PACKAGE.parent / "ARCHITECTURE.md"
+LAYER_ROW = re.compile(r"^\| `(\w+)` \| [^|]* \| (.*) \|$", re.MULTILINE)
+NAMED = re.compile(r"`([A-Za-z_]\w*(?:/|/\w+\.py)?)`")
+
+
+def layer_rows(text):
+    """``{layer: what ARCHITECTURE.md's table says lives there}``."""
+    return dict(LAYER_ROW.findall(text))
+
+
+def layer_modules(layer):
+    """The modules (stems) and subpackages (``name/``) of ``prefixsum/<layer>``, at any depth."""
+    root = PACKAGE / layer
+    found = {p.stem for p in root.rglob("*.py") if p.name != "__init__.py"}
+    return found | {f"{p.name}/" for p in root.rglob("*") if p.is_dir() and (p / "__init__.py").exists()}
+
+
+def layer_identifiers(layer):
+    """Every identifier the code of ``prefixsum/<layer>`` defines, binds, reads or spells as a string
+    (a driver call looked up by name): what the table may name besides modules."""
+    names = set()
+    for path in (PACKAGE / layer).rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            for field in ("id", "attr", "arg", "name"):
+                if isinstance(getattr(node, field, None), str):
+                    names.add(getattr(node, field))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+                names.add(node.value)
+    return names
+
+
+def unlisted_and_stale(layer, row):
+    """The modules of ``layer`` that ``row`` does not name, and what it names that does not exist."""
+    named = set(NAMED.findall(row))
+    modules = layer_modules(layer)
+    unlisted = sorted(modules - {n.removesuffix(".py").rpartition("/")[2] or n for n in named} - named)
+    stale = sorted(n for n in named if n not in modules and n.removesuffix(".py").rpartition("/")[2] not in modules
+                   and n not in layer_identifiers(layer))
+    return unlisted, stale
+
+
+@pytest.mark.parametrize("layer", sorted(ALLOWED))
+def test_architecture_lists_every_module_of_the_layer_and_nothing_gone(layer):
+    rows = layer_rows(ARCHITECTURE.read_text())
+    assert layer in rows, f"ARCHITECTURE.md's table has no row for {layer}"
+    unlisted, stale = unlisted_and_stale(layer, rows[layer])
+    assert not unlisted, f"ARCHITECTURE.md does not name these modules of {layer}: {unlisted}"
+    assert not stale, f"ARCHITECTURE.md names in {layer} what does not exist there: {stale}"
+
+
+def test_a_missing_and_a_stale_module_are_caught():
+    unlisted, stale = unlisted_and_stale("core", "`arithmetic` (numpy as a GPU computes), `gone_module`, `as_input`")
+    assert "device" in unlisted and "arithmetic" not in unlisted
+    assert stale == ["gone_module"]

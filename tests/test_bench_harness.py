@@ -204,8 +204,14 @@ def test_every_stage_has_its_function_and_its_scripts_exist():
 
 
 def test_an_unknown_stage_is_refused_before_anything_runs(tmp_path):
-    run = subprocess.run(["bash", str(BENCHMARKS / "run_gpu.sh"), "scans", "nosuchstage"], cwd=ROOT,
-                         env={"PATH": "/usr/bin:/bin", "OUT": str(tmp_path)}, capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        ["bash", str(BENCHMARKS / "run_gpu.sh"), "scans", "nosuchstage"],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "OUT": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 2
     assert "unknown stage 'nosuchstage'" in run.stderr
     assert not any(tmp_path.iterdir())
@@ -259,7 +265,10 @@ def test_the_tridiag_and_householder_stages_produce_every_committed_case(monkeyp
     for variable in ("XLA_PYTHON_CLIENT_PREALLOCATE", "JAX_ENABLE_X64"):  # tridiag.py sets them for JAX
         monkeypatch.setenv(variable, "")
     script = _script("tridiag")
-    for name, expected in (("tridiag", script.CASES + script.PIVOTING_CASES), ("householder", _script("householder").CASES)):
+    for name, expected in (
+        ("tridiag", script.CASES + script.PIVOTING_CASES),
+        ("householder", _script("householder").CASES),
+    ):
         cases = {(int(row["batch"]), int(row["n"])) for row in _rows(f"{name}.csv")}
         assert cases == set(expected), name
     calls = {(int(row["batch"]), int(row["n"])) for row in _rows("householder_calls.csv")}
@@ -296,7 +305,9 @@ def test_cubs_version_is_read_from_the_headers_of_cuda_cccl(tmp_path, monkeypatc
     header.parent.mkdir(parents=True)
     header.write_text("#define CUB_VERSION 300600 // MMMmmmpp\n")
     monkeypatch.setattr(importlib.metadata, "version", lambda name: "1.2.1")
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name: types.SimpleNamespace(submodule_search_locations=[str(tmp_path)]))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name: types.SimpleNamespace(submodule_search_locations=[str(tmp_path)])
+    )
     assert metadata.cub_version() == "3.6.0 (cuda-cccl 1.2.1)"
     monkeypatch.undo()
 

@@ -8,12 +8,11 @@ os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from numba import cuda  # noqa: E402
+from test_tridiag import check, check_flagged, dominant, spd  # noqa: E402
 
 from prefixsum import tridiag  # noqa: E402
 from prefixsum.core.poison import poison  # noqa: E402
 from prefixsum.tridiag import _common, block, hybrid, partition, warp  # noqa: E402
-
-from test_tridiag import check, check_flagged, dominant, spd  # noqa: E402
 
 DTYPES = (np.float32, np.float64)
 
@@ -140,8 +139,13 @@ def test_block_solver_in_a_shrunk_shared_memory_budget(dtype, rng, monkeypatch):
 def test_hybrid_takes_the_warp_then_the_block_then_the_partition_whose_reduced_systems_take_the_block(rng, monkeypatch):
     calls = []
     for module, name in ((warp, "warp"), (block, "block"), (partition, "partition")):
-        monkeypatch.setattr(module, "run", lambda *args, real=module.run, name=name, **kwargs: calls.append((name, args[4].shape))
-                            or real(*args, **kwargs))
+        monkeypatch.setattr(
+            module,
+            "run",
+            lambda *args, real=module.run, name=name, **kwargs: (
+                calls.append((name, args[4].shape)) or real(*args, **kwargs)
+            ),
+        )
     largest = block.max_rows(np.float32)
     for n in (512, 513, largest, largest + 1):
         tridiag.solve(*(v.astype(np.float32) for v in dominant(rng, 2, n)), method="hybrid")

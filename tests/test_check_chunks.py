@@ -22,7 +22,12 @@ def chunks_kernel(partition):
             la, lb = cuda.local.array(ROWS, float64), cuda.local.array(ROWS, float64)
             lc, ld = cuda.local.array(ROWS, float64), cuda.local.array(ROWS, float64)
             for k in range(ROWS):
-                la[k], lb[k], lc[k], ld[k] = a[system, t * ROWS + k], b[system, t * ROWS + k], c[system, t * ROWS + k], d[system, t * ROWS + k]
+                la[k], lb[k], lc[k], ld[k] = (
+                    a[system, t * ROWS + k],
+                    b[system, t * ROWS + k],
+                    c[system, t * ROWS + k],
+                    d[system, t * ROWS + k],
+                )
             partition(la, lb, lc, ld)
             for k in range(ROWS):
                 a[system, t * ROWS + k], b[system, t * ROWS + k] = la[k], lb[k]
@@ -75,7 +80,10 @@ def exchange(keep_outside):
 def test_neighbours_pass_in_the_group_and_name_a_row_from_outside_it():
     assert check.neighbours(exchange(False)).passed
     result = check.neighbours(exchange(True))
-    assert result.diagnosis == "wrong-result" and "lane 0 (lane 0 of its group of 4, s = 1) got lane 0's a as a_up" in result.hint, str(result)
+    assert (
+        result.diagnosis == "wrong-result"
+        and "lane 0 (lane 0 of its group of 4, s = 1) got lane 0's a as a_up" in result.hint
+    ), str(result)
     with pytest.raises(ValueError, match="lanes a power of two"):
         check.neighbours(exchange(False), cases=((3, 1),))
 

@@ -121,8 +121,20 @@ def test_a_look_back_that_waits_for_a_prefix_stops_at_the_poll_limit_naming_the_
 
 def graded_rows(submissions, out, workers):
     """grades.csv's rows of one run of ``python -m prefixsum grade`` with ``workers`` workers."""
-    command = [sys.executable, "-m", "prefixsum", "grade", str(submissions), "--out", str(out), "--workers", str(workers),
-               "--quiet", "--instructor", str(NOTEBOOK)]
+    command = [
+        sys.executable,
+        "-m",
+        "prefixsum",
+        "grade",
+        str(submissions),
+        "--out",
+        str(out),
+        "--workers",
+        str(workers),
+        "--quiet",
+        "--instructor",
+        str(NOTEBOOK),
+    ]
     finished = subprocess.run(command, capture_output=True, text=True, cwd=out.parent)
     assert finished.returncode == 0, finished.stderr[-3000:]
     with open(out / "grades.csv", newline="") as handle:
@@ -135,12 +147,20 @@ def test_one_batch_gets_the_same_grades_with_one_worker_and_with_two(tmp_path):
     load and ``pass`` idle; now stopped by its poll limit) and a chained scan: the same grades.csv,
     row for row, with 1 and 2 workers. The other exercises are blank (``not-attempted``)."""
     exercise = {e.id: e for e in mutation.exercises([NOTEBOOK])}["10.lookback-loop"]
-    answers = {name: next(m for m in mistakes.MISTAKES if m.exercise == exercise.id and words in m.name).source(exercise.source)
-               for words, name in (("waits for a PREFIX", "waits_for_prefix"), ("a chained scan", "chained"))}
+    answers = {
+        name: next(m for m in mistakes.MISTAKES if m.exercise == exercise.id and words in m.name).source(
+            exercise.source
+        )
+        for words, name in (("waits for a PREFIX", "waits_for_prefix"), ("a chained scan", "chained"))
+    }
     submissions = tmp_path / "submissions"
     for name, source in answers.items():
         notebook = student.student_version(nbformat.read(NOTEBOOK, as_version=4), chapter=NOTEBOOK.stem)
-        next(c for c in notebook.cells if c.metadata.get("exercise_id") == exercise.id and "exercise" in c.metadata.get("tags", [])).source = source
+        next(
+            c
+            for c in notebook.cells
+            if c.metadata.get("exercise_id") == exercise.id and "exercise" in c.metadata.get("tags", [])
+        ).source = source
         (submissions / name).mkdir(parents=True)
         nbformat.write(notebook, submissions / name / NOTEBOOK.name)
     (tmp_path / "one").mkdir()

@@ -20,7 +20,9 @@ def _report(tmp_path, cases):
 
 
 def _run(path):
-    return subprocess.run([sys.executable, str(ROOT / ".ci" / "kernel_deaths.py"), str(path)], capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, str(ROOT / ".ci" / "kernel_deaths.py"), str(path)], capture_output=True, text=True
+    )
 
 
 def test_the_notebooks_whose_kernel_died_at_start_are_named_once_each(tmp_path):
@@ -56,8 +58,11 @@ def test_the_gpu_stage_runs_a_notebook_again_when_its_kernel_died(tmp_path, monk
     def fake_nbval(paths, workers, junit, simulator=False):
         runs.append(([pathlib.Path(p).name for p in paths], workers))
         first = len(runs) == 1
-        cases = ([("01_ladder.ipynb", 0, None), ("04_blelloch_large.ipynb", 0, DIED), ("04_blelloch_large.ipynb", 1, DIED)]
-                 if first else [("04_blelloch_large.ipynb", 0, None), ("04_blelloch_large.ipynb", 1, None)])
+        cases = (
+            [("01_ladder.ipynb", 0, None), ("04_blelloch_large.ipynb", 0, DIED), ("04_blelloch_large.ipynb", 1, DIED)]
+            if first
+            else [("04_blelloch_large.ipynb", 0, None), ("04_blelloch_large.ipynb", 1, None)]
+        )
         pathlib.Path(junit).write_text(_report(tmp_path, cases).read_text())
         return 1 if first else 0
 

@@ -120,7 +120,8 @@ def test_in_place_hillis_steele_is_a_tile_kernel():
 
 
 def test_unregistered_kernels_compile_to_ptx(ptx_child):
-    """The lab sheet's 256-element kernel, the racy kernel and the lessons' warp scans are not in the registry's PTX walk."""
+    """The lab sheet's 256-element kernel, the racy kernel and the lessons' warp scans are not in the registry's PTX
+    walk."""
     code = textwrap.dedent("""
         from numba import cuda
         from prefixsum.classroom import lessons

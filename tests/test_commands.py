@@ -22,8 +22,12 @@ README = (ROOT / "README.md").read_text()
 
 
 def python_m_prefixsum(*args, cwd=None, timeout=600):
-    child = subprocess.run([sys.executable, "-m", "prefixsum", *args], capture_output=True, text=True, cwd=cwd, timeout=timeout)
-    assert child.returncode == 0, f"python -m prefixsum {' '.join(args)} exited {child.returncode}:\n{child.stdout[-3000:]}{child.stderr[-3000:]}"
+    child = subprocess.run(
+        [sys.executable, "-m", "prefixsum", *args], capture_output=True, text=True, cwd=cwd, timeout=timeout
+    )
+    assert child.returncode == 0, (
+        f"python -m prefixsum {' '.join(args)} exited {child.returncode}:\n{child.stdout[-3000:]}{child.stderr[-3000:]}"
+    )
     return child.stdout
 
 

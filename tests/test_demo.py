@@ -18,7 +18,9 @@ def test_every_op_and_dtype_passes_in_order():
     assert status == 0
     rows = lines[1:-1]
     assert len(rows) == 4 * 6 and all(" PASS " in row for row in rows)
-    assert [row.split()[2:4] for row in rows[:7]] == [["add", d] for d in ("int32", "uint32", "int64", "uint64", "float32", "float64")] + [["mul", "int32"]]
+    assert [row.split()[2:4] for row in rows[:7]] == [
+        ["add", d] for d in ("int32", "uint32", "int64", "uint64", "float32", "float64")
+    ] + [["mul", "int32"]]
     assert lines[-1] == "all passed on simulator"
 
 

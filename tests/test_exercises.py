@@ -37,7 +37,9 @@ def solution_lines(exercise, shortest=12):
     Lines the chapter gives elsewhere (the loop header of a kernel given in another exercise,
     the original notebook's fold that the student mirrors) are not secret.
     """
-    given = "\n".join(c.source for c in student.student_version(nbformat.read(NOTEBOOKS_BY_NAME[exercise.notebook], 4)).cells)
+    given = "\n".join(
+        c.source for c in student.student_version(nbformat.read(NOTEBOOKS_BY_NAME[exercise.notebook], 4)).cells
+    )
     source = exercise.source
     span = source[source.index(student.BEGIN):source.index(student.END)].splitlines()[1:]
     return [line.strip() for line in span if len(line.strip()) >= shortest and line.strip() not in given]
@@ -144,15 +146,23 @@ def test_the_kill_rate_table_has_every_exercise_and_argues_every_equivalent_muta
     text = KILL_RATES.read_text()
     rows = re.findall(r"^\| (\d\d\.[a-z0-9-]+) \| (\d+) \| (\d+) \| (\d+) \| (\d+)% \| (.+) \|$", text, re.M)
     ids = [row[0] for row in rows]
-    assert len(ids) == len(set(ids)) and set(ids) == {e.id for e in EXERCISES}, sorted(set(ids) ^ {e.id for e in EXERCISES})
+    assert len(ids) == len(set(ids)) and set(ids) == {e.id for e in EXERCISES}, sorted(
+        set(ids) ^ {e.id for e in EXERCISES}
+    )
     argued = text[text.index("The equivalent ones"):text.index("## Named mistakes")]
     for exercise, made, equivalent, killed, rate, survivors in rows:
         made, equivalent, killed = int(made), int(equivalent), int(killed)
         left = 0 if survivors == "none" else len(survivors.split("; "))
         assert made == equivalent + killed + left and int(rate) == round(100 * killed / (made - equivalent)), exercise
-        assert not equivalent or f"**{exercise}**" in argued, f"{exercise}: its {equivalent} equivalent mutants are not argued"
-    named = set(re.findall(r"^\| (\d\d\.[a-z0-9-]+) \| ([^|]+?) \| (?!-)", text[text.index("## Named mistakes"):], re.M))
-    assert named == {(m.exercise, m.name) for m in mistakes.MISTAKES}, sorted(named ^ {(m.exercise, m.name) for m in mistakes.MISTAKES})
+        assert not equivalent or f"**{exercise}**" in argued, (
+            f"{exercise}: its {equivalent} equivalent mutants are not argued"
+        )
+    named = set(
+        re.findall(r"^\| (\d\d\.[a-z0-9-]+) \| ([^|]+?) \| (?!-)", text[text.index("## Named mistakes") :], re.M)
+    )
+    assert named == {(m.exercise, m.name) for m in mistakes.MISTAKES}, sorted(
+        named ^ {(m.exercise, m.name) for m in mistakes.MISTAKES}
+    )
 
 
 @pytest.mark.slow  # dozens of mutants of each exercise, each through its check on the simulator
@@ -209,8 +219,13 @@ def test_a_serial_solution_passes_the_numbers_but_not_the_budget():
 
 def test_each_budget_limit_is_enforced():
     small = dict(block_size=BLOCK, sizes=(100,))
-    assert "barriers in one launch" in check.tiled(ps.mutants.correct_tile, budget=check.Budget(barriers=6), **small).hint
-    assert "global-memory accesses" in check.tiled(ps.mutants.correct_tile, budget=check.Budget(traffic_per_element=1), **small).hint
+    assert (
+        "barriers in one launch" in check.tiled(ps.mutants.correct_tile, budget=check.Budget(barriers=6), **small).hint
+    )
+    assert (
+        "global-memory accesses"
+        in check.tiled(ps.mutants.correct_tile, budget=check.Budget(traffic_per_element=1), **small).hint
+    )
     hs = ps.scans.hillis_steele.hillis_steele_tile_kernel("add", np.float32, True, False, 64)
     assert check.tiled(hs, budget=check.Budget(bank_conflict_ways=1), **small).passed
     blelloch = ps.scans.blelloch.blelloch_tile_kernel("add", np.float32, True, False, 64, False)
@@ -230,7 +245,8 @@ def test_a_wrong_partner_index_is_not_diagnosed_as_a_missing_barrier():
 
 
 def test_a_loop_that_only_passes_barriers_is_stopped():
-    result = check.tiled(barrier_only_loop_tile, block_size=BLOCK, sizes=(1,), timeout=0.1)  # no accesses: the CPU-time runaway bound
+    # no accesses: the CPU-time runaway bound
+    result = check.tiled(barrier_only_loop_tile, block_size=BLOCK, sizes=(1,), timeout=0.1)
     assert result.diagnosis == "timeout", str(result)
 
 
@@ -241,7 +257,9 @@ def test_thorough_adds_sizes_and_time_limit_caps_the_timeout():
     assert seen == [1, 40]
     seen.clear()
     with check.thorough():
-        assert str(check.scan(record, sizes=(1, 40))) == "PASS <lambda>: 2 sizes from 1 to 40".replace("<lambda>", "scan")
+        assert str(check.scan(record, sizes=(1, 40))) == "PASS <lambda>: 2 sizes from 1 to 40".replace(
+            "<lambda>", "scan"
+        )
     assert seen == list(range(1, 41))
     with check.time_limit(0.5):
         result = check.function(lambda: [0 for _ in iter(int, 1)], lambda: [0], [()], name="endless")
@@ -249,7 +267,10 @@ def test_thorough_adds_sizes_and_time_limit_caps_the_timeout():
 
 
 def test_function_checks_host_code_case_by_case():
-    assert str(check.function(lambda n: n * n, lambda n: n ** 2, [(1,), (2,), (3,)], name="square")) == "PASS square: 3 cases"
+    assert (
+        str(check.function(lambda n: n * n, lambda n: n**2, [(1,), (2,), (3,)], name="square"))
+        == "PASS square: 3 cases"
+    )
     wrong = check.function(lambda n: [n, n], lambda n: [n, n + 1], [(1,), (2,)], name="pair")
     assert str(wrong) == "FAIL pair: wrong-result at case 0. (1,): expected [1, 2], got [1, 1]"
     with pytest.raises(ValueError, match="at least one"):
@@ -290,9 +311,18 @@ def test_function_with_a_budget_traces_kernels_and_rejects_serial_or_unwritten_r
     budget = check.Budget(accesses_per_step=3)
     assert str(check.function(_launching(_squares), np.square, cases, budget=budget, name="sq")) == "PASS sq: 3 cases"
     serial = check.function(_launching(_squares_by_one_thread), np.square, cases, budget=budget, name="sq")
-    assert not serial and serial.diagnosis == "over-budget" and "at case 1. thread 0 of block 0 made 99 memory accesses" in str(serial)
+    assert (
+        not serial
+        and serial.diagnosis == "over-budget"
+        and "at case 1. thread 0 of block 0 made 99 memory accesses" in str(serial)
+    )
     unwritten = check.function(_launching(_squares_but_the_last), np.square, cases, budget=budget, name="sq")
-    assert not unwritten and unwritten.diagnosis == "wrong-result" and "expected [0.119" in str(unwritten) and "got [nan]" in str(unwritten)
+    assert (
+        not unwritten
+        and unwritten.diagnosis == "wrong-result"
+        and "expected [0.119" in str(unwritten)
+        and "got [nan]" in str(unwritten)
+    )
     assert "at (32,)" in str(check.function(_launching(_squares_but_the_last), np.square, cases[1:], budget=budget))
     with pytest.raises(TypeError, match="Budget"):
         check.function(np.square, np.square, cases, budget=3)
@@ -329,7 +359,9 @@ def test_one_thread_solving_the_system_passes_the_numbers_but_not_the_pcr_budget
     assert check.tridiagonal(serial_solve, n_values=(1, 2, 33)).passed
     result = check.tridiagonal(serial_solve, n_values=(1, 2, 33), budget=budget)
     assert result.diagnosis == "over-budget" and result.size == 33, str(result)
-    pcr = lambda a, b, c, d: ps.tridiag.solve(a, b, c, d, method="pcr")
+    def pcr(a, b, c, d):
+        return ps.tridiag.solve(a, b, c, d, method="pcr")
+
     assert check.tridiagonal(pcr, n_values=(1, 2, 33), budget=budget).passed
     with pytest.raises(TypeError, match="budget must be a prefixsum.check.Budget"):
         check.tridiagonal(pcr, budget=20)

@@ -17,7 +17,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 CELLS = [
-    '''
+    """
     import math
     import numpy as np
     import prefixsum as ps
@@ -25,8 +25,8 @@ CELLS = [
     from prefixsum.primitives import warp as package_warp
 
     BLOCK = 64          # a module-level constant the kernels read
-    ''',
-    '''
+    """,
+    """
     @cuda.jit(device=True)
     def combine(a, b):
         return a + b
@@ -67,7 +67,7 @@ CELLS = [
     def shifted_kernel(x, out):
         i = cuda.threadIdx.x
         out[i] = x[i - 1]
-    ''',
+    """,
     '''
     def launcher(kernel):
         """A closure over the kernel, as chapter 01's checks build them."""
@@ -84,12 +84,16 @@ CELLS = [
     configured = ladder_kernel[1, BLOCK]   # a configured launch, passed as it is
 
     results = {
-        "closure": str(ps.check.scan(launcher(ladder_kernel), dtype=np.float32, sizes=(1, 2, 31, 33, 64), name="closure")),
-        "lambda": str(ps.check.scan(lambda x: launcher(ladder_kernel)(x), dtype=np.float32, sizes=(5, 32), name="lambda")),
+        "closure": str(ps.check.scan(launcher(ladder_kernel), dtype=np.float32, sizes=(1, 2, 31, 33, 64),
+                                     name="closure")),
+        "lambda": str(ps.check.scan(lambda x: launcher(ladder_kernel)(x), dtype=np.float32, sizes=(5, 32),
+                                    name="lambda")),
         "race": str(ps.check.scan(launcher(racy_kernel), dtype=np.float32, sizes=(64,), name="race")),
-        "configured": str(ps.check.scan(lambda x: configured(cuda.to_device(x), y := cuda.device_array_like(x)) or y.copy_to_host(),
+        "configured": str(ps.check.scan(lambda x: configured(cuda.to_device(x), y := cuda.device_array_like(x))
+                                        or y.copy_to_host(),
                                         dtype=np.float32, sizes=(7,), name="configured")),
-        "package kernel by name": str(ps.check.scan(lambda x: ps.scan(x, algorithm="ladder"), sizes=(100,), name="package")),
+        "package kernel by name": str(ps.check.scan(lambda x: ps.scan(x, algorithm="ladder"), sizes=(100,),
+                                                    name="package")),
         "shifted": str(ps.check.scan(launcher(shifted_kernel), dtype=np.float32, sizes=(5,), name="shifted")),
     }
     trace = ps.trace.record(launcher(ladder_kernel), np.arange(1, 9, dtype=np.float32))
@@ -101,7 +105,8 @@ CELLS = [
     import prefixsum.classroom.sim.settings as sim_settings
     from prefixsum.classroom import child
     with ps.sim.resident_blocks(48), ps.check.thorough():
-        results["carried"] = child.on_simulator(lambda: [sim_settings.settings.resident, check_module._mode["thorough"]])
+        results["carried"] = child.on_simulator(
+            lambda: [sim_settings.settings.resident, check_module._mode["thorough"]])
     # a device function whose code depends on the device (lookback's bit carrier, inside publish)
     from prefixsum.scans import lookback
     publish, peek = lookback.state_access(np.float32)

@@ -35,7 +35,9 @@ def instructor(path=LADDER):
 
 
 def cell(notebook, exercise_id, kind="exercise"):
-    return next(c for c in notebook.cells if c.metadata.get("exercise_id") == exercise_id and kind in c.metadata.get("tags", []))
+    return next(
+        c for c in notebook.cells if c.metadata.get("exercise_id") == exercise_id and kind in c.metadata.get("tags", [])
+    )
 
 
 def with_exercise(transform, path=LADDER, exercise_id="01.ladder-step"):
@@ -60,7 +62,9 @@ def reflector(body):
 
 def forged_outputs():
     notebook = ladder(SOLUTION)
-    cell(notebook, "01.ladder-step", "check").outputs = [nbformat.v4.new_output("stream", name="stdout", text="FAIL forged\n")]
+    cell(notebook, "01.ladder-step", "check").outputs = [
+        nbformat.v4.new_output("stream", name="stdout", text="FAIL forged\n")
+    ]
     return notebook
 
 
@@ -88,7 +92,8 @@ def stripped_metadata():
 
 def extra_cells():
     notebook = ladder("rungs[t] += rungs[t - phase]")
-    notebook.cells.insert(0, nbformat.v4.new_code_cell(f"import prefixsum as ps\nps.check.tiled = lambda *a, **k: {PASS_LINE!r}"))
+    notebook.cells.insert(0, nbformat.v4.new_code_cell("import prefixsum as ps\nps.check.tiled = lambda *a, **k: "
+                                                       f"{PASS_LINE!r}"))
     return notebook
 
 
@@ -102,21 +107,63 @@ def wrong(source):
 # version, so the chapter's other exercises are blank: not-attempted.
 CASES = {
     "solution": (lambda out: ladder(SOLUTION), "pass", 1, ""),
-    "blank": (lambda out: student_version(instructor(), chapter="01_ladder"), "not-attempted", 0, "NotImplementedError"),
+    "blank": (
+        lambda out: student_version(instructor(), chapter="01_ladder"),
+        "not-attempted",
+        0,
+        "NotImplementedError",
+    ),
     "off_by_one": (lambda out: ladder("rungs[t] += rungs[(t & ~(phase - 1))]"), "fail", 0, "FAIL my_ladder_tile"),
-    "kernel_never_returns": (lambda out: ladder("k = 0\n            while k >= 0:\n                k = (k + 1) % 7"), "timeout", 0, ""),
-    "raises_elsewhere": (lambda out: with_exercise(lambda s: s.replace("BLOCK = 64", "BLOCK = 64 // 0")), "error", 0, "ZeroDivisionError"),
-    "forged_check_function": (lambda out: with_exercise(lambda s: wrong(s) + f"\nimport prefixsum as ps\nps.check.tiled = lambda *a, **k: {PASS_LINE!r}\n"),
-                              "invalid", 0, "import of prefixsum"),
-    "forged_print": (lambda out: with_exercise(lambda s: wrong(s) + f"\n\ndef print(*args, **kw):\n    __builtins__.print({PASS_LINE!r})\n"),
-                     "invalid", 0, "print"),
-    "forged_numpy": (lambda out: with_exercise(lambda s: wrong(s) + "\nimport numpy\nnumpy.isnan = lambda x: x != x\n"), "invalid", 0, "constants"),
+    "kernel_never_returns": (
+        lambda out: ladder("k = 0\n            while k >= 0:\n                k = (k + 1) % 7"),
+        "timeout",
+        0,
+        "",
+    ),
+    "raises_elsewhere": (
+        lambda out: with_exercise(lambda s: s.replace("BLOCK = 64", "BLOCK = 64 // 0")),
+        "error",
+        0,
+        "ZeroDivisionError",
+    ),
+    "forged_check_function": (
+        lambda out: with_exercise(
+            lambda s: wrong(s) + f"\nimport prefixsum as ps\nps.check.tiled = lambda *a, **k: {PASS_LINE!r}\n"
+        ),
+        "invalid",
+        0,
+        "import of prefixsum",
+    ),
+    "forged_print": (
+        lambda out: with_exercise(
+            lambda s: wrong(s) + f"\n\ndef print(*args, **kw):\n    __builtins__.print({PASS_LINE!r})\n"
+        ),
+        "invalid",
+        0,
+        "print",
+    ),
+    "forged_numpy": (
+        lambda out: with_exercise(lambda s: wrong(s) + "\nimport numpy\nnumpy.isnan = lambda x: x != x\n"),
+        "invalid",
+        0,
+        "constants",
+    ),
     "kernel_prints_pass": (lambda out: ladder(f"print({PASS_LINE!r})"), "fail", 0, "FAIL"),
     "system_exit": (lambda out: ladder("raise SystemExit(0)"), "invalid", 0, "SystemExit"),
     "os_exit": (lambda out: with_exercise(lambda s: "import os\nos._exit(0)\n" + s), "invalid", 0, "import of os"),
-    "writes_grades": (lambda out: with_exercise(lambda s: s + f"\nopen({str(out / 'grades.csv')!r}, 'w').write('forged')\n"
-                                                               f"open({str(out / 'summary.csv')!r}, 'w').write('forged')\n"),
-                      "invalid", 0, "open"),
+    "writes_grades": (
+        lambda out: with_exercise(
+            lambda s: (
+                s + f"\nopen({str(out / 'grades.csv')!r}, "
+                "'w').write('forged')\n"
+                f"open({str(out / 'summary.csv')!r}, "
+                "'w').write('forged')\n"
+            )
+        ),
+        "invalid",
+        0,
+        "open",
+    ),
     "forged_outputs": (lambda out: forged_outputs(), "pass", 1, ""),
     "edited_check": (lambda out: edited_check(), "fail", 0, "FAIL my_ladder_tile"),
     "deleted_check": (lambda out: deleted_check(), "pass", 1, ""),
@@ -124,7 +171,12 @@ CASES = {
     "stripped_metadata": (lambda out: stripped_metadata(), "pass", 1, ""),
     "reflector": (lambda out: instructor(REFLECTOR), "pass", 1, ""),
     "host_loop": (lambda out: reflector("while True:\n    pass"), "timeout", 0, ""),
-    "memory_bomb": (lambda out: reflector("hog = []\nwhile True:\n    hog.append(np.zeros(1 << 28))"), "crashed", 0, "memory"),
+    "memory_bomb": (
+        lambda out: reflector("hog = []\nwhile True:\n    hog.append(np.zeros(1 << 28))"),
+        "crashed",
+        0,
+        "memory",
+    ),
 }
 # Files that are not a chapter's notebook: (file name, content, message)
 BROKEN = {
@@ -206,11 +258,16 @@ def test_reports_are_complete_and_unforged(graded):
     assert by_name["memory_bomb"]["crashed"] == "1"
     page = (out / "feedback" / "off_by_one.md").read_text()
     assert "**fail**" in page and "FAIL my\\_ladder\\_tile" in page and "rungs[(t & ~(phase - 1))]" in page
-    assert "## Not attempted" in page and "- 01\\.serial-scan" not in page and "- 01.serial-scan (01\\_ladder): 0 / 1" in page
+    assert (
+        "## Not attempted" in page
+        and "- 01\\.serial-scan" not in page
+        and "- 01.serial-scan (01\\_ladder): 0 / 1" in page
+    )
 
 
 def _failing_run_here(replacement):
-    """The traces of 01.ladder-step's check failing on the ladder with ``replacement``, run in this process as a notebook does."""
+    """The traces of 01.ladder-step's check failing on the ladder with ``replacement``, run in this process as a
+    notebook does."""
     from prefixsum.classroom import stepping
 
     def run(source, name, namespace):
@@ -354,7 +411,8 @@ def test_allowlist_refuses(code, found):
 @pytest.mark.parametrize("exercise_id, old, new, found", [
     ("11.compact", "return out", "return cuda.to_device(x[mask])", "index by a variable"),
     ("11.compact", "return out", "return cuda.to_device(x[np.nonzero(mask)])", "nonzero is not allowed"),
-    ("09.rank-two-update", "return A", "return cuda.to_device(A.copy_to_host() - np.outer(u[0], q[0]))", "outer is not allowed"),
+    ("09.rank-two-update", "return A", "return cuda.to_device(A.copy_to_host() - np.outer(u[0], q[0]))", "outer is not "
+                                                                                                         "allowed"),
     ("09.rank-two-update", "return A", "return cuda.to_device(A.copy_to_host() - u @ q)", "MatMult is not allowed"),
 ])
 def test_allowlist_refuses_the_library_call_that_does_the_exercise(exercise_id, old, new, found):
@@ -425,7 +483,9 @@ def test_a_submission_of_exactly_the_recorded_solutions_takes_their_verdicts(mon
 
     monkeypatch.setattr(runner, "_trusted", trusted)
     monkeypatch.setattr(runner, "_nbval", lambda chapter, sources, options: ({i: ("pass", "") for i in sources}, None))
-    monkeypatch.setattr(results, "check_verdict", lambda exercise, found, launches, sanitize: {"status": "pass", "message": ""})
+    monkeypatch.setattr(
+        results, "check_verdict", lambda exercise, found, launches, sanitize: {"status": "pass", "message": ""}
+    )
     commented = instructor()
     cell(commented, "01.ladder-step").source += "\n# mine\n"
     graded = [runner.grade_notebook("ann", LADDER.name, nbformat.writes(notebook).encode(), {chapter.name: chapter},
@@ -459,7 +519,10 @@ def test_combine_reports_only_evidence_of_forgery_as_tampering():
 def test_grade_on_a_dask_cluster_of_two_workers(tmp_path):
     distributed = pytest.importorskip("distributed")
     submissions = tmp_path / "submissions"
-    for name, notebook in (("solution", ladder(SOLUTION)), ("off_by_one", ladder("rungs[t] += rungs[(t & ~(phase - 1))]"))):
+    for name, notebook in (
+        ("solution", ladder(SOLUTION)),
+        ("off_by_one", ladder("rungs[t] += rungs[(t & ~(phase - 1))]")),
+    ):
         (submissions / name).mkdir(parents=True)
         nbformat.write(notebook, submissions / name / "01_ladder.ipynb")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
@@ -500,8 +563,23 @@ def test_every_chapter_passes_with_the_instructors_solutions_and_not_blank(tmp_p
 def test_grade_refuses_without_a_sandbox_unless_told(tmp_path):
     (tmp_path / "ann").mkdir()
     env = {**os.environ, "PATH": str(tmp_path), "PYTHONPATH": str(ROOT)}  # no bwrap on the PATH
-    finished = subprocess.run([sys.executable, "-m", "prefixsum", "grade", str(tmp_path / "ann"), "--out", str(tmp_path / "out"),
-                               "--instructor", str(LADDER), "--quiet"], capture_output=True, text=True, env=env)
+    finished = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "prefixsum",
+            "grade",
+            str(tmp_path / "ann"),
+            "--out",
+            str(tmp_path / "out"),
+            "--instructor",
+            str(LADDER),
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert finished.returncode == 2 and "--unsafe-no-sandbox" in finished.stderr, finished.stderr
     assert not (tmp_path / "out").exists()
     _, (row,) = batch._screen_file("ann", "", None, "the submission holds no file", {}, 16, "none")

@@ -29,12 +29,11 @@ import time
 
 import nbformat
 import pytest
-
+from attacks import files  # tests/ is on sys.path, as for notebook_taint
 from grader_users import AS_NOBODY, is_a_run_uid, nobody_cannot_run
+
 from prefixsum.classroom.grading import read_chapter, sandbox
 from prefixsum.classroom.student import student_version
-
-from attacks import files  # tests/ is on sys.path, as for notebook_taint
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -106,7 +105,9 @@ def build(folder):
         (students / f"malformed_{name}").mkdir()
         (students / f"malformed_{name}" / "01_ladder.ipynb").write_bytes(data)
     (students / "refused_lines").mkdir()  # under the batch's --max-size 2 (MiB)
-    (students / "refused_lines" / "01_ladder.ipynb").write_bytes(files.refused_lines(blank, "01.serial-scan", size=3 << 19))
+    (students / "refused_lines" / "01_ladder.ipynb").write_bytes(
+        files.refused_lines(blank, "01.serial-scan", size=3 << 19)
+    )
     for name in ODD_NAMES.values():
         (students / name).mkdir()
         nbformat.write(_notebook("01_ladder"), students / name / "01_ladder.ipynb")
@@ -229,13 +230,18 @@ def _run(folder, user):
                "--instructor", *(str(folder / "instructor" / f"{c}.ipynb") for c in CHAPTERS), "--chapters", *CHAPTERS,
                "--workers", "2", "--timeout", "30", "--memory", "3072", "--max-size", "2", "--quiet"]
     start = time.perf_counter()
-    finished = subprocess.run(command, capture_output=True, text=True, cwd="/", env={**os.environ, "PYTHONPATH": str(ROOT)})
+    finished = subprocess.run(
+        command, capture_output=True, text=True, cwd="/", env={**os.environ, "PYTHONPATH": str(ROOT)}
+    )
     seconds = time.perf_counter() - start
     time.sleep(2)  # a daemon that outlived the batch would now rewrite the grades
     after = {"instructor": _tree_hash(folder / "instructor"), "class": _tree_hash(students),
              "package": _tree_hash(package), "venv": _listing(venv)}
-    left = {pid: line for pid, line in _processes().items() if pid not in processes and (MARK in line or "uid=run" in line)
-            and not _held_by(pid, processes)}
+    left = {
+        pid: line
+        for pid, line in _processes().items()
+        if pid not in processes and (MARK in line or "uid=run" in line) and not _held_by(pid, processes)
+    }
     rows = []
     if (out / "grades.csv").exists():
         with open(out / "grades.csv", newline="") as handle:
@@ -276,7 +282,9 @@ def test_honest_answers_are_not_accused(batch, name):
     """A right answer that prints while it works, or computes a part with a kernel of its own, passes."""
     exercise_id, _, _, _ = attacks(ATTACKS / "honest")[name]
     rows = _rows(batch, name)
-    assert (rows[exercise_id]["status"], rows[exercise_id]["score"]) == ("pass", rows[exercise_id]["max_score"]), rows[exercise_id]
+    assert (rows[exercise_id]["status"], rows[exercise_id]["score"]) == ("pass", rows[exercise_id]["max_score"]), rows[
+        exercise_id
+    ]
     assert {r["status"] for e, r in rows.items() if e != exercise_id} <= {"not-attempted"}
 
 
@@ -299,7 +307,9 @@ def test_nothing_outlives_the_batch(batch):
     assert batch["left"] == {}
     # The machine may run other work (Jupyter kernels listen on loopback): what the attacks would
     # leave is a socket of a run's uid, or one on the listener attack's port (47123, hex B813).
-    assert {(address, uid) for address, uid in batch["new_listening"] if is_a_run_uid(uid) or address.endswith(":B813")} == set()
+    assert {
+        (address, uid) for address, uid in batch["new_listening"] if is_a_run_uid(uid) or address.endswith(":B813")
+    } == set()
     assert batch["new_temporary"] == set()
 
 
@@ -309,7 +319,9 @@ def test_nothing_outside_the_sandboxes_changed(batch):
     assert batch["after"]["venv"] - batch["before"]["venv"] == set()
     out = batch["out"]
     names = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
-    assert {"grades.csv", "summary.csv"} <= names and all(n.startswith("feedback/") for n in names - {"grades.csv", "summary.csv"})
+    assert {"grades.csv", "summary.csv"} <= names and all(
+        n.startswith("feedback/") for n in names - {"grades.csv", "summary.csv"}
+    )
     last = (out / "summary.csv").read_text().splitlines()[-1].split(",")
     assert last == ["# sha256 of grades.csv", hashlib.sha256((out / "grades.csv").read_bytes()).hexdigest()]
 
@@ -333,7 +345,9 @@ def test_odd_files_and_names_each_get_a_row(batch):
 
 def test_summary_counts_chapters_not_handed_in(batch):
     with open(batch["out"] / "summary.csv", newline="") as handle:
-        summary = {(r["submission"], r["chapter"]): r for r in csv.DictReader(handle) if not r["submission"].startswith("#")}
+        summary = {
+            (r["submission"], r["chapter"]): r for r in csv.DictReader(handle) if not r["submission"].startswith("#")
+        }
     assert summary[("ann", "01_ladder")]["score"] == summary[("ann", "01_ladder")]["max_score"] == "5"
     assert summary[("ann", "09_householder")]["score"] == "0"
     assert float(summary[("ann", "all")]["max_score"]) > 5

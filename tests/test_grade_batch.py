@@ -42,7 +42,8 @@ def _with_cell(cell):
 
 CODE = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": "x = 1"}
 MALFORMED = {
-    "exercise_id a list": (_with_cell({**CODE, "metadata": {"exercise_id": ["01.serial-scan"]}}), "exercise_id is of type list"),
+    "exercise_id a list": (_with_cell({**CODE, "metadata": {"exercise_id": ["01.serial-scan"]}}), "exercise_id is of "
+                                                                                                  "type list"),
     "source an int": (_with_cell({**CODE, "source": 5}), "source is of type int"),
     "tags an int": (_with_cell({**CODE, "metadata": {"tags": 5}}), "tags are of type int"),
     "tags of numbers": (_with_cell({**CODE, "metadata": {"tags": [1]}}), "not all text"),
@@ -67,7 +68,9 @@ def test_a_malformed_notebook_is_invalid_alone_and_named(ladder, tmp_path, name)
     (tmp_path / "ann" / "01_ladder.ipynb").write_bytes(LADDER.read_bytes())
     ann, eve = batch._screen_all(batch.collect([tmp_path]), ladder, 16)
     (row,) = eve.rows
-    assert eve.screened is None and row.status == "invalid" and word in row.message and "01_ladder.ipynb" in row.message, row
+    assert (
+        eve.screened is None and row.status == "invalid" and word in row.message and "01_ladder.ipynb" in row.message
+    ), row
     assert ann.screened is not None and ann.rows == []
 
 
@@ -84,7 +87,9 @@ def test_an_error_of_the_grader_on_one_file_ends_that_file_alone(ladder, tmp_pat
     assert (row.status, row.chapter, row.max_score) == ("crashed", "01_ladder", 5)
     assert "01_ladder.ipynb" in row.message and "MemoryError: the reader ran out" in row.message
     monkeypatch.setattr(batch, "screen", memory_error)
-    screened, (row,) = batch._screen_file("eve", "01_ladder.ipynb", tmp_path / "eve" / "01_ladder.ipynb", "", ladder, 16, "none")
+    screened, (row,) = batch._screen_file(
+        "eve", "01_ladder.ipynb", tmp_path / "eve" / "01_ladder.ipynb", "", ladder, 16, "none"
+    )
     assert screened is None and row.status == "crashed" and "could not read 01_ladder.ipynb" in row.message
 
 
@@ -122,7 +127,10 @@ def test_two_copies_of_a_chapter_are_graded_once_the_newest(ladder, tmp_path, mo
     chapter = ladder["01_ladder"]
 
     def full_marks(student, filename, data, chapters, signatures, options, screened):
-        return [runner.Row(student, filename, e.id, e.points, e.points, "pass", "", chapter=chapter.name) for e in chapter.exercises]
+        return [
+            runner.Row(student, filename, e.id, e.points, e.points, "pass", "", chapter=chapter.name)
+            for e in chapter.exercises
+        ]
 
     monkeypatch.setattr(batch, "grade_notebook", full_marks)
     monkeypatch.setattr(batch, "instructor_signatures", lambda *args: {})
@@ -161,8 +169,9 @@ def _pair(**changes):
 def _draw(pair, folder):
     """``report._pictures`` of ``pair`` in a thread of its own, for at most 30 s: ``(finished, pictures)``."""
     found = {}
-    worker = threading.Thread(target=lambda: found.update(report._pictures({("ann", "01.x"): pair}, "ann", folder, "ann")),
-                              daemon=True)
+    worker = threading.Thread(
+        target=lambda: found.update(report._pictures({("ann", "01.x"): pair}, "ann", folder, "ann")), daemon=True
+    )
     worker.start()
     worker.join(30)
     return not worker.is_alive(), found

@@ -46,7 +46,9 @@ def sandbox_output(chapter, source, exercise=EXERCISE):
 
 def verdicts(chapter, observed, exercise=EXERCISE):
     found = []
-    judge.judge({"chapter": json.loads(_inside(chapter)), "observed": observed, "ids": [exercise], "timeout": 30}, found.append)
+    judge.judge(
+        {"chapter": json.loads(_inside(chapter)), "observed": observed, "ids": [exercise], "timeout": 30}, found.append
+    )
     return {v["id"]: v for v in found}
 
 
@@ -79,7 +81,8 @@ def test_a_forged_report_earns_nothing(chapter):
     # Outputs that the sandbox could forge without the inputs' right answer: the judge compares them.
     forged = json.loads(json.dumps(honest))
     forged["observations"][2]["result"] = observations.encode_value(np.zeros(31, np.int32))
-    assert verdicts(chapter, json.dumps(forged))[EXERCISE]["message"].startswith("FAIL my_partial_sums: wrong-result at n=31")
+    assert verdicts(chapter, json.dumps(forged))[EXERCISE]["message"].startswith("FAIL my_partial_sums: wrong-result "
+                                                                                 "at n=31")
 
 
 def test_a_check_that_stops_on_what_only_the_trace_shows_is_replayed_run_for_run():
@@ -121,7 +124,10 @@ def test_errors_come_back_as_known_types_with_their_message():
     assert isinstance(error, IndexError) and str(error) == "index -1"
     mine = decoder.error({"type": "MyError", "like": "ValueError", "message": "mine"})
     assert isinstance(mine, ValueError) and type(mine).__name__ == "MyError"
-    for bad in ({"type": "X", "like": "SystemExit", "message": ""}, {"type": "a b", "like": "ValueError", "message": ""}):
+    for bad in (
+        {"type": "X", "like": "SystemExit", "message": ""},
+        {"type": "a b", "like": "ValueError", "message": ""},
+    ):
         with pytest.raises(observations.Malformed):
             decoder.error(bad)
 
@@ -136,7 +142,8 @@ def test_a_trace_survives_its_encoding():
 
 
 def test_the_graders_own_processes_are_bounded():
-    """The judge and the batch's process bound themselves (sandbox.limit_process): a bomb in what they read ends in MemoryError."""
+    """The judge and the batch's process bound themselves (sandbox.limit_process): a bomb in what they read ends in
+    MemoryError."""
     program = ("import resource, numpy as np\n"
                "from prefixsum.classroom.grading import sandbox\n"
                "sandbox.limit_process(address_space_mb=2048, open_files=64, cpu_s=30)\n"
@@ -146,7 +153,9 @@ def test_the_graders_own_processes_are_bounded():
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True,
                           env={**os.environ, "PYTHONPATH": str(LADDER.parents[1])})
     assert done.stdout.split() == ["2048", "64", "30", "MemoryError"]
-    assert "sandbox.limit_process(" in inspect.getsource(judge.main) and "limit_process(" in inspect.getsource(grade_command.main)
+    assert "sandbox.limit_process(" in inspect.getsource(judge.main) and "limit_process(" in inspect.getsource(
+        grade_command.main
+    )
     assert "sandbox.limit_process(" in inspect.getsource(judging._judge_child)
 
 
@@ -155,7 +164,9 @@ def test_the_judge_server_judges_each_request_in_a_fork_of_its_own(chapter):
     leaves the server to judge the next one; one that takes too long stops the server."""
     judges = judging.Judges({**os.environ, "PYTHONPATH": str(LADDER.parents[1])})
     observed = sandbox_output(chapter, chapter.exercise(EXERCISE).source)
-    request = json.dumps({"chapter": json.loads(_inside(chapter)), "observed": observed, "ids": [EXERCISE], "timeout": 30}).encode()
+    request = json.dumps(
+        {"chapter": json.loads(_inside(chapter)), "observed": observed, "ids": [EXERCISE], "timeout": 30}
+    ).encode()
     broken = judges.judge(b"[]", 120)
     assert broken[0] == 1 and "TypeError" in broken[2], broken
     returncode, stdout, _ = judges.judge(request, 120)

@@ -208,11 +208,28 @@ class Spy:
 # each case is as small as what it shows allows (n = 80 at 48 KiB took minutes of CPU). Where
 # the 48 KiB boundary lies is test_max_shared_n_is_the_largest_n_that_fits's.
 @pytest.mark.slow  # O(n^3) on the simulator even at these sizes
-@pytest.mark.parametrize("dtype, n, batch, shared_bytes, threads, launched", [
-    (np.float64, 40, 2, 4096, 32, 32),  # max_shared_n(float64) is 21 in 4 KiB; 2 columns a thread, the second round partly empty
-    (np.float32, 40, 3, 4096, 256, 64),  # max_shared_n(float32) is 31 in 4 KiB; n up to a power of two
-    (np.float64, 65, 1, 4096, 256, 128),  # one matrix: whole-block sums over 4 warps, 63 threads (two whole warps) without a column
-])
+@pytest.mark.parametrize(
+    "dtype, n, batch, shared_bytes, threads, launched",
+    [
+        (
+            np.float64,
+            40,
+            2,
+            4096,
+            32,
+            32,
+        ),  # max_shared_n(float64) is 21 in 4 KiB; 2 columns a thread, the second round partly empty
+        (np.float32, 40, 3, 4096, 256, 64),  # max_shared_n(float32) is 31 in 4 KiB; n up to a power of two
+        (
+            np.float64,
+            65,
+            1,
+            4096,
+            256,
+            128,
+        ),  # one matrix: whole-block sums over 4 warps, 63 threads (two whole warps) without a column
+    ],
+)
 def test_global_memory_path(dtype, n, batch, shared_bytes, threads, launched, rng, monkeypatch):
     monkeypatch.setattr(_common, "SHARED_BYTES", shared_bytes)
     monkeypatch.setattr(_common, "GLOBAL_THREADS", threads)
@@ -264,7 +281,8 @@ def test_solve_symmetric_one_system_and_the_global_path(rng, monkeypatch):
 
 def test_a_singular_t_is_a_lin_alg_error_naming_the_system():
     A = np.stack([np.eye(4), np.diag([1.0, 0.0, 2.0, 3.0]), np.zeros((4, 4))])
-    with pytest.raises(np.linalg.LinAlgError, match=r"method='(pivoting|routed)'.*system 1 of 3 \(2 failed in all\): the matrix is singular"):
+    with pytest.raises(np.linalg.LinAlgError, match=r"method='(pivoting|routed)'.*system 1 of 3 \(2 failed in all\): the matrix "
+                                                    r"is singular"):
         tridiag.solve_symmetric(A, np.ones((3, 4)))
 
 

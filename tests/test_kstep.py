@@ -31,7 +31,8 @@ def check(x, op, inclusive, reverse, L, one_block):
     bad = run.bad
     assert bad.size == 0, (
         f"L={L} one_block={one_block} n={len(x)} op={op} dtype={x.dtype} inclusive={inclusive} "
-        f"reverse={reverse}: {bad.size} wrong, first at {bad[0]}: got {run.result[bad[0]]!r}, expected {run.expected[bad[0]]!r}"
+        f"reverse={reverse}: {bad.size} wrong, first at {bad[0]}: got {run.result[bad[0]]!r}, expected "
+        f"{run.expected[bad[0]]!r}"
     )
     np.testing.assert_array_equal(run.input_after, x, err_msg="the input was modified")
 

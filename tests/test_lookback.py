@@ -13,16 +13,15 @@ import textwrap
 import numpy as np
 import pytest
 from numba import cuda, types
+from test_scan import run_and_check
 
 import prefixsum as ps
 from prefixsum import trace
+from prefixsum.core.launch import Launcher
 from prefixsum.primitives import tile_state
 from prefixsum.scans import lookback
-from prefixsum.core.launch import Launcher
 from prefixsum.scans.ops import host_ufunc
 from prefixsum.scans.testing import expected_scan, random_input, wrong_indices
-
-from test_scan import run_and_check
 
 TILE_TEST_BLOCK = 32
 
@@ -138,10 +137,14 @@ def test_states_are_reused_across_calls_and_cleared_when_the_epoch_wraps(rng):
     ps.scan(x, algorithm="lookback", block_size=32, items_per_thread=1)
     states = tile_state.kept_states(4)
     before = states.epoch
-    np.testing.assert_array_equal(ps.scan(x, algorithm="lookback", block_size=32, items_per_thread=1), np.cumsum(x, dtype=x.dtype))
+    np.testing.assert_array_equal(
+        ps.scan(x, algorithm="lookback", block_size=32, items_per_thread=1), np.cumsum(x, dtype=x.dtype)
+    )
     assert states.epoch == before + 1
     states.epoch = lookback.MAX_EPOCH - 1
-    np.testing.assert_array_equal(ps.scan(x, algorithm="lookback", block_size=32, items_per_thread=1), np.cumsum(x, dtype=x.dtype))
+    np.testing.assert_array_equal(
+        ps.scan(x, algorithm="lookback", block_size=32, items_per_thread=1), np.cumsum(x, dtype=x.dtype)
+    )
     assert states.epoch == 1
     assert not states.status.copy_to_host()[40:].any()  # a fresh array: the states of one call only
 
@@ -273,7 +276,9 @@ def test_the_table_holds_the_fastest_shape_of_the_run_that_measured_it():
     for row in table:
         same = [r for r in timed if np.dtype(r["dtype"]).itemsize == int(row["itemsize"]) and r["n"] == row["n"]]
         fastest = min(same, key=lambda r: float(r["kernel_us"]))
-        assert fastest["variant"] == f"lookback:block_size={row['block_size']},items_per_thread={row['items_per_thread']}"
+        assert (
+            fastest["variant"] == f"lookback:block_size={row['block_size']},items_per_thread={row['items_per_thread']}"
+        )
         assert float(fastest["kernel_us"]) == float(row["kernel_us"])
 
 

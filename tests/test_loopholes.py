@@ -70,14 +70,20 @@ def test_checks_take_no_constant_and_no_host_wrapper_from_the_cell(exercise):
     kernel is launched by the check itself: a check reads from the exercise cell only its
     functions and kernels, and of its host functions only those the student writes."""
     read = trusted._reads([exercise.check])
-    assert not read & _module_constants(exercise.source), f"the check reads the cell's {read & _module_constants(exercise.source)}"
+    assert not read & _module_constants(exercise.source), (
+        f"the check reads the cell's {read & _module_constants(exercise.source)}"
+    )
     given = {name for name, solved in _host_functions(exercise.source).items() if not solved}
     assert not read & given, f"the check calls the cell's given host code {read & given}, not the kernel"
 
 
 def test_the_table_lists_every_exercises_terms_and_every_named_mistake():
     """``notebooks/exercise_checks.md``: a row of terms per exercise, a row per named mistake and loophole."""
-    rows = [line.split(" | ") for line in (NOTEBOOKS / "exercise_checks.md").read_text().splitlines() if line.startswith("| ")]
+    rows = [
+        line.split(" | ")
+        for line in (NOTEBOOKS / "exercise_checks.md").read_text().splitlines()
+        if line.startswith("| ")
+    ]
     named = {(row[0][2:], row[1]) for row in rows if len(row) == 4}
     assert set(EXERCISES) <= {row[0][2:] for row in rows}
     assert {(m.exercise, m.name) for m in mistakes.MISTAKES + loopholes.LOOPHOLES} <= named
@@ -122,7 +128,9 @@ def test_a_naive_scan_one_thread_per_output_passes():
 
 
 def test_a_kernel_reading_a_constant_table_again_and_again_passes():
-    verdict = check.scan(_launched(weighted_scan_kernel, cuda.to_device(np.ones(4, np.int32))), dtype=np.int32, sizes=SHORT)
+    verdict = check.scan(
+        _launched(weighted_scan_kernel, cuda.to_device(np.ones(4, np.int32))), dtype=np.int32, sizes=SHORT
+    )
     assert verdict.passed, verdict
 
 
@@ -132,7 +140,11 @@ def test_a_kernel_reading_a_constant_table_again_and_again_passes():
 @pytest.mark.slow
 @pytest.mark.parametrize("kernel", ["naive", "table"])
 def test_slow_right_kernels_pass_at_the_default_sizes(kernel):
-    fn = _launched(naive_scan_kernel) if kernel == "naive" else _launched(weighted_scan_kernel, cuda.to_device(np.ones(4, np.int32)))
+    fn = (
+        _launched(naive_scan_kernel)
+        if kernel == "naive"
+        else _launched(weighted_scan_kernel, cuda.to_device(np.ones(4, np.int32)))
+    )
     verdict = check.scan(fn, dtype=np.int32, sizes=(1000,))
     assert verdict.passed, verdict
 
@@ -174,7 +186,8 @@ def _split_with(flag_kernel):
         flags = flags.copy_to_host()
         zeros_before = ps.exclusive_scan(flags)
         out = cuda.device_array(len(keys), keys.dtype)
-        split_scatter[max(1, -(-len(keys) // 64)), 64](cuda.to_device(keys), cuda.to_device(flags), cuda.to_device(zeros_before), out)
+        split_scatter[max(1, -(-len(keys) // 64)), 64](cuda.to_device(keys), cuda.to_device(flags),
+                                                         cuda.to_device(zeros_before), out)
         return out
     return split
 
@@ -227,7 +240,9 @@ def _sandbox(chapter, sources, record=False):
 
 def _judged(chapter, observed, exercise):
     found = []
-    judge.judge({"chapter": json.loads(_inside(chapter)), "observed": observed, "ids": [exercise], "timeout": 60}, found.append)
+    judge.judge(
+        {"chapter": json.loads(_inside(chapter)), "observed": observed, "ids": [exercise], "timeout": 60}, found.append
+    )
     return {v["id"]: v for v in found}[exercise]
 
 
@@ -275,9 +290,14 @@ def test_device_functions_are_compiled_to_ptx_like_kernels(ptx_compiler):
     results = {}
     for label, source in (("solution", solution), ("list", with_list)):
         request["sources"] = {WARP_RANK: source}
-        finished = subprocess.run([sys.executable, trusted.__file__, "ptx"], input=json.dumps(request), capture_output=True,
-                                  text=True, env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0",
-                                                  "PYTHONPATH": str(NOTEBOOKS.parent)}, timeout=300)
+        finished = subprocess.run(
+            [sys.executable, trusted.__file__, "ptx"],
+            input=json.dumps(request),
+            capture_output=True,
+            text=True,
+            env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0", "PYTHONPATH": str(NOTEBOOKS.parent)},
+            timeout=300,
+        )
         assert finished.returncode == 0, finished.stderr[-3000:]
         results[label] = json.loads(finished.stdout)
     assert results["solution"]["status"] == "ok", results["solution"]

@@ -13,8 +13,11 @@ import pytest
 
 from prefixsum.classroom import mistakes, mutation
 
-GRADED = sorted(p for p in pathlib.Path(__file__).resolve().parent.parent.joinpath("notebooks").glob("[0-9][0-9]_*.ipynb")
-                if p.name[:2] >= "01")
+GRADED = sorted(
+    p
+    for p in pathlib.Path(__file__).resolve().parent.parent.joinpath("notebooks").glob("[0-9][0-9]_*.ipynb")
+    if p.name[:2] >= "01"
+)
 EXERCISES = {e.id: e for e in mutation.exercises(GRADED)}
 
 

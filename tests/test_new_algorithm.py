@@ -70,6 +70,7 @@ def run_in(root, args, **env):
                           timeout=600)
 
 
+@pytest.mark.slow  # a copy of the package and the generic suite in a child process: about 25 s
 def test_a_dropped_in_module_registers_and_passes_the_generic_suite(copy_with_new_algorithm):
     root = copy_with_new_algorithm
     child = run_in(root, ["-c", "import prefixsum as ps; print(ps.__file__); print(list(ps.ALGORITHMS))"])

@@ -44,7 +44,14 @@ def measured_figures():
 def test_the_pattern_finds_measurements_and_not_shapes():
     text = ("folding 244 µs, 0.7 ms, 1632 GB/s, 1.17× torch, within 2x, on the H200; "
             "a 512 × 512 batch, 10,000 × 64, a 5 × 5 matrix, $2^{24}$, exercise 09.parallel-norm")
-    assert [m.group(0) for m in MEASURED.finditer(text)] == ["244 µs", "0.7 ms", "1632 GB/s", "1.17×", "2x", "on the H200"]
+    assert [m.group(0) for m in MEASURED.finditer(text)] == [
+        "244 µs",
+        "0.7 ms",
+        "1632 GB/s",
+        "1.17×",
+        "2x",
+        "on the H200",
+    ]
 
 
 def test_no_markdown_cell_states_a_measurement_that_no_cell_computed():

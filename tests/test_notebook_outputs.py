@@ -65,8 +65,15 @@ def test_a_tainted_print_in_a_checked_cell_is_reported_with_notebook_cell_and_li
     assert found[0].endswith("depends on ps.size_for_device at line 10")
 
 
-@pytest.mark.parametrize("marker", ['# %%\n# NBVAL_IGNORE_OUTPUT', '# %%\n# NBVAL_SKIP', '# %% tags=["nbval-ignore-output"]',
-                                    '# %% tags=["nbval-skip"]'])
+@pytest.mark.parametrize(
+    "marker",
+    [
+        "# %%\n# NBVAL_IGNORE_OUTPUT",
+        "# %%\n# NBVAL_SKIP",
+        '# %% tags=["nbval-ignore-output"]',
+        '# %% tags=["nbval-skip"]',
+    ],
+)
 def test_the_same_print_in_an_ignored_cell_is_not(marker):
     assert reported_lines(marker + '\nprint(f"n = {n}")\nn') == []
 

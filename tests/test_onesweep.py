@@ -134,7 +134,8 @@ def test_bad_input_is_refused_before_any_launch():
     _refused(TypeError, r"unsupported key dtype 'complex64'; allowed: int8, .* float64", keys.astype(np.complex64))
     _refused(TypeError, r"unsupported key dtype 'bool'", keys > 2)
     _refused(ValueError, r"keys and values must have one length; got 5 and 4", keys, np.arange(4))
-    _refused(TypeError, r"values of dtype 'complex128' \(16 bytes\) cannot be moved; allowed: any dtype of \(1, 2, 4, 8\)",
+    _refused(TypeError, r"values of dtype 'complex128' \(16 bytes\) cannot be moved; allowed: any dtype of \(1, 2, 4, "
+                        r"8\)",
              keys, keys.astype(np.complex128))
     _refused(ValueError, r"keys must be 1-D; got an array of shape \(1, 5\) \(ndim=2\)", keys[None])
     _refused(TypeError, r"unsupported key dtype 'object'", np.array([3, None, 2], dtype=object))

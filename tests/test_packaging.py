@@ -94,12 +94,59 @@ def test_the_package_and_the_notebooks_import_only_runtime_dependencies():
 
 def test_optional_gpu_baselines_are_imported_only_inside_try_blocks():
     paths = sorted((ROOT / "prefixsum").rglob("*.py")) + sorted((ROOT / "notebooks" / "sources").glob("*.py"))
-    unguarded = [(d, f) for d, where in third_party(paths).items() if d in OPTIONAL for f, guarded in where if not guarded]
+    unguarded = [
+        (d, f) for d, where in third_party(paths).items() if d in OPTIONAL for f, guarded in where if not guarded
+    ]
     assert not unguarded, f"optional modules imported outside a try block: {unguarded}"
 
 
 def test_the_notebook_build_needs_only_the_dev_extra():
     needed = set(third_party([ROOT / "notebooks" / "build.py"]))
     allowed = runtime() | {name_of(r) for r in PROJECT["optional-dependencies"]["dev"]}
-    assert needed - allowed == set(), f"notebooks/build.py imports {sorted(needed - allowed)}; add them to the dev extra"
+    assert needed - allowed == set(), (
+        f"notebooks/build.py imports {sorted(needed - allowed)}; add them to the dev extra"
+    )
     assert "jupytext" in needed
+
+
+UPPER_BOUND = re.compile(r"<(?!=)|<=|==|~=")
+
+
+def pinned_requirements(text):
+    """``(requirement, its reason or None)`` for every requirement of pyproject.toml's ``text`` with
+    an upper bound; the reason is an ``upper bound:`` comment on its line or in the comment lines
+    right above it."""
+    found, comments = [], []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            comments.append(stripped)
+            continue
+        requirement = re.match(r'"([^"]+)",?\s*(#.*)?$', stripped)
+        if requirement and UPPER_BOUND.search(requirement.group(1).split(";")[0]):
+            notes = " ".join(comments + [requirement.group(2) or ""])
+            reason = re.search(r"upper bound:\s*(.{20,})", notes)
+            found.append((requirement.group(1), reason.group(1).strip() if reason else None))
+        comments = []
+    return found
+
+
+def test_every_upper_pin_says_why():
+    """An upper bound stays only as long as its reason does (issue 46): each names what breaks above it."""
+    pinned = pinned_requirements((ROOT / "pyproject.toml").read_text())
+    assert {name_of(r) for r, _ in pinned} >= {"numba", "numba-cuda"}
+    assert not [r for r, reason in pinned if reason is None], "an upper pin without an 'upper bound:' comment"
+
+
+def test_a_pin_without_a_reason_is_caught():
+    text = '''dependencies = [
+    # upper bound: the private names of numba_sim.py were looked up on 0.68
+    "numba>=0.68,<0.69",
+    # a note that gives no reason
+    "scipy<2",
+    "numpy>=1.24",
+    "llvmlite==0.45",  # upper bound: numba 0.68 needs this llvmlite exactly
+]'''
+    assert pinned_requirements(text) == [
+        ("numba>=0.68,<0.69", "the private names of numba_sim.py were looked up on 0.68"), ("scipy<2", None),
+        ("llvmlite==0.45", "numba 0.68 needs this llvmlite exactly")]

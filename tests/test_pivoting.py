@@ -96,7 +96,9 @@ def test_systems_whose_first_pivots_are_zero_are_solved():
     n = 8
     a, b, c = np.ones(n), np.zeros(n), np.ones(n)
     d = np.arange(1.0, n + 1)
-    within_lapack(dense(a[None], b[None], c[None]), d[None], tridiag.solve(a, b, c, d, method="pivoting")[None], np.float64)
+    within_lapack(
+        dense(a[None], b[None], c[None]), d[None], tridiag.solve(a, b, c, d, method="pivoting")[None], np.float64
+    )
 
 
 def test_a_singular_system_is_a_lin_alg_error_naming_it():
@@ -161,5 +163,6 @@ def test_positive_definite_batches_keep_the_non_pivoting_hybrid(rng, monkeypatch
 
 def test_a_singular_matrix_is_a_lin_alg_error_naming_the_system():
     A = np.stack([np.eye(4), -np.eye(4), np.diag([1.0, 0.0, -2.0, 3.0])])
-    with pytest.raises(np.linalg.LinAlgError, match=r"method='(pivoting|routed)'.*system 2 of 3 \(1 failed in all\): the matrix is singular"):
+    with pytest.raises(np.linalg.LinAlgError, match=r"method='(pivoting|routed)'.*system 2 of 3 \(1 failed in all\): the matrix "
+                                                    r"is singular"):
         tridiag.solve_symmetric(A, np.ones((3, 4)))

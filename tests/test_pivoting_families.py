@@ -56,7 +56,9 @@ def within_lapack(a, b, c, d, x, info=None):
     for m in range(batch):
         expected, kappa = lapack_solution(a[m], b[m], c[m], d[m])
         if info is not None and info[m]:
-            assert expected is None or kappa * n * eps > 1e-3, f"system {m} reported ({info[m]}) but solvable, kappa {kappa:.2g}"
+            assert expected is None or kappa * n * eps > 1e-3, (
+                f"system {m} reported ({info[m]}) but solvable, kappa {kappa:.2g}"
+            )
             continue
         assert expected is not None, f"system {m}: LAPACK finds it singular, the solve does not say so"
         error = np.abs(x[m] - expected).sum() / np.abs(expected).sum()

@@ -17,11 +17,11 @@ os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from numba import cuda  # noqa: E402
+from test_pivoting_families import within_lapack  # noqa: E402
 
 from prefixsum.core.poison import poison  # noqa: E402
 from prefixsum.tridiag import chunked, pivoting  # noqa: E402
 from prefixsum.tridiag._common import NOT_FINITE, SINGULAR  # noqa: E402
-from test_pivoting_families import within_lapack  # noqa: E402
 
 DTYPES = (np.float32, np.float64)
 SHAPES = ((1, 1), (3, 2), (2, 3), (2, 31), (2, 33), (1, 100), (2, 129), (1, 300))

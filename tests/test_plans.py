@@ -63,7 +63,10 @@ def _finish(stream):
     streams.as_stream(stream).synchronize()
 
 
-@pytest.mark.parametrize("form", STREAMS)
+# Every public call on one stream form is about 13 s on the simulator: the default stream stays in the
+# developer loop, the other forms (the same calls, a stream converted otherwise) are slow.
+@pytest.mark.parametrize("form", [pytest.param(form, marks=() if form == "default" else pytest.mark.slow)
+                                  for form in STREAMS])
 def test_every_public_call_takes_a_stream_in_every_form(form, rng):
     stream = STREAMS[form]()
     n = 300
@@ -86,10 +89,14 @@ def test_every_public_call_takes_a_stream_in_every_form(form, rng):
     split, _ = apps.split_by_bit(cuda.to_device(keys.view(np.uint32)), 3, stream=stream)
     _finish(stream)
     bits = keys.view(np.uint32)
-    np.testing.assert_array_equal(split.copy_to_host(), np.concatenate([bits[(bits >> 3) & 1 == 0], bits[(bits >> 3) & 1 == 1]]))
+    np.testing.assert_array_equal(
+        split.copy_to_host(), np.concatenate([bits[(bits >> 3) & 1 == 0], bits[(bits >> 3) & 1 == 1]])
+    )
     got = apps.segmented_scan(dx, dflags, stream=stream)
     _finish(stream)
-    np.testing.assert_allclose(got.copy_to_host(), segmented.reference(x.astype(np.float64), flags), rtol=1e-5, atol=1e-3)
+    np.testing.assert_allclose(
+        got.copy_to_host(), segmented.reference(x.astype(np.float64), flags), rtol=1e-5, atol=1e-3
+    )
     a, b = np.full(n, 0.5), rng.normal(size=n)
     expected = np.zeros(n)
     for i in range(n):
@@ -145,6 +152,7 @@ def test_the_plan_cache_is_bounded_and_drops_the_oldest():
     assert plans.kept(("unhashable", []), lambda: "made, not kept") == "made, not kept"
 
 
+@pytest.mark.slow  # every public call three times on numpy and device inputs: about 25 s on the simulator
 def test_a_one_line_call_reuses_its_plan_and_each_call_scans_its_own_input(rng):
     plans.PLANS.clear()
     inputs = [rng.integers(-50, 50, 500).astype(np.int64) for _ in range(3)]
@@ -221,18 +229,34 @@ def test_out_is_written_and_returned(rng):
     np.testing.assert_allclose(rec_out.copy_to_host(), apps.linear_recurrence(a, x), atol=1e-12)
 
 
-@pytest.mark.parametrize("call, error, message", [
-    (lambda x, d: ps.scan(d, out=cuda.device_array(9, np.float64)), ValueError, r"out must have shape \(10,\); got \(9,\)"),
-    (lambda x, d: ps.scan(d, out=cuda.device_array(10, np.float32)), TypeError, "out must have dtype float64; got float32"),
-    (lambda x, d: ps.scan(d, out=np.empty(10)), TypeError, "out must be a device array for a device input; got ndarray"),
-    (lambda x, d: ps.scan(x, out=cuda.device_array(10)), TypeError, "out must be a numpy array for a numpy input"),
-    (lambda x, d: ps.scan(x, out=x), ValueError, "out shares memory with the input"),
-    (lambda x, d: ps.scan(d, out=d), ValueError, "out shares memory with the input"),
-    (lambda x, d: ps.scan(x, out=np.empty(20)[::2]), ValueError, "out must be a contiguous, writeable numpy array"),
-    (lambda x, d: apps.radix_sort(x, x, out=np.empty(10)), TypeError, r"out must be a pair \(keys, values\)"),
-    (lambda x, d: apps.radix_sort(x, out=np.empty(10, np.float32)), TypeError, "out must have dtype float64"),
-    (lambda x, d: apps.segmented_scan(x, x > 0, out=np.empty(3)), ValueError, r"out must have shape \(10,\)"),
-])
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (
+            lambda x, d: ps.scan(d, out=cuda.device_array(9, np.float64)),
+            ValueError,
+            r"out must have shape \(10,\); got "
+            r"\(9,\)",
+        ),
+        (
+            lambda x, d: ps.scan(d, out=cuda.device_array(10, np.float32)),
+            TypeError,
+            "out must have dtype float64; got float32",
+        ),
+        (
+            lambda x, d: ps.scan(d, out=np.empty(10)),
+            TypeError,
+            "out must be a device array for a device input; got ndarray",
+        ),
+        (lambda x, d: ps.scan(x, out=cuda.device_array(10)), TypeError, "out must be a numpy array for a numpy input"),
+        (lambda x, d: ps.scan(x, out=x), ValueError, "out shares memory with the input"),
+        (lambda x, d: ps.scan(d, out=d), ValueError, "out shares memory with the input"),
+        (lambda x, d: ps.scan(x, out=np.empty(20)[::2]), ValueError, "out must be a contiguous, writeable numpy array"),
+        (lambda x, d: apps.radix_sort(x, x, out=np.empty(10)), TypeError, r"out must be a pair \(keys, values\)"),
+        (lambda x, d: apps.radix_sort(x, out=np.empty(10, np.float32)), TypeError, "out must have dtype float64"),
+        (lambda x, d: apps.segmented_scan(x, x > 0, out=np.empty(3)), ValueError, r"out must have shape \(10,\)"),
+    ],
+)
 def test_a_wrong_out_is_refused_before_a_launch_and_the_input_kept(call, error, message):
     x = np.linspace(-1, 1, 10)
     before = x.copy()

@@ -47,6 +47,7 @@ def table_scan(x):
     return out
 
 
+@pytest.mark.slow  # 1000 outputs of a naive scan, each re-reading its input: about 17 s on the simulator
 def test_the_naive_scan_passes_where_it_timed_out():
     result = check.scan(naive_scan, sizes=(1000,))
     assert result, str(result)  # was: timeout at n=1000, "block 5 polls x[638] 76 times"
@@ -57,6 +58,7 @@ def test_the_naive_scan_passes_every_default_size():
     assert check.scan(naive_scan)
 
 
+@pytest.mark.slow  # a table re-read by every thread at n = 1000: about 17 s on the simulator
 def test_a_kernel_re_reading_a_constant_table_passes():
     assert check.scan(table_scan, sizes=(1, 33, 1000))
 
@@ -105,6 +107,12 @@ def test_loops_that_read_nothing_new_stop_at_the_step_limit_with_a_verdict_that_
     calls, kind, _ = max(run.idle.values())
     assert calls > 500 and kind == "ballot_sync"
     result = check.scan(lambda x: (walks_below_zero[1, 32](np.zeros(32, np.int64)), x)[1], sizes=(1,), timeout=1.0)
-    assert result.diagnosis == "timeout" and "warp-level calls" in result.hint and "since its last memory access" in result.hint
-    spinning = check.scan(lambda x: (spins_on_the_input[1, 1](x, np.zeros(1, np.float32)), x)[1], sizes=(4,), timeout=1.0)
+    assert (
+        result.diagnosis == "timeout"
+        and "warp-level calls" in result.hint
+        and "since its last memory access" in result.hint
+    )
+    spinning = check.scan(
+        lambda x: (spins_on_the_input[1, 1](x, np.zeros(1, np.float32)), x)[1], sizes=(4,), timeout=1.0
+    )
     assert spinning.diagnosis == "timeout", str(spinning)

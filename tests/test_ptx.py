@@ -41,7 +41,8 @@ def test_it_compiles_every_tridiagonal_kernel_for_sm75_and_sm90(ptx_command):
 def test_a_kernel_the_simulator_accepts_but_the_gpu_compiler_rejects_is_reported(ptx_child):
     # compile_all on the broken kernel beside one good one: the failure is reported, the good
     # kernel still compiles after it. (The registry is left as it was: the worker runs on.)
-    child = ptx_child(textwrap.dedent("""
+    child = ptx_child(
+        textwrap.dedent("""
         import io, sys
         from numba import cuda
         from prefixsum.cli import ptx
@@ -54,7 +55,8 @@ def test_a_kernel_the_simulator_accepts_but_the_gpu_compiler_rejects_is_reported
 
         broken = cuda.jit(python_only)
         good = ptx.kernels_to_compile()[0]
-        everything, ptx.kernels_to_compile = ptx.kernels_to_compile, lambda *args, **kwargs: [("broken", broken, tile_kernel_argtypes("float32")), good]
+        everything = ptx.kernels_to_compile
+        ptx.kernels_to_compile = lambda *args, **kwargs: [("broken", broken, tile_kernel_argtypes("float32")), good]
         try:
             report = io.StringIO()
             failures = ptx.compile_all(capabilities=((9, 0),), out=report)
@@ -62,13 +64,21 @@ def test_a_kernel_the_simulator_accepts_but_the_gpu_compiler_rejects_is_reported
             ptx.kernels_to_compile = everything
         print(report.getvalue())
         sys.exit(0 if [f[0] for f in failures] == ["broken"] and f"ok   sm_90 {good[0]}" in report.getvalue() else 1)
-    """))
+    """)
+    )
     assert child.returncode == 0, child.stdout[-3000:] + child.stderr[-3000:]
     assert "FAIL sm_90 broken:" in child.stdout
 
 
-IN_REGISTERS = ("warp_solve", "block_solve", "partition_reduce", "partition_substitute", "gtsv_tiled", *chunked.ROW_KERNELS,
-                *chunked.PAIR_KERNELS)
+IN_REGISTERS = (
+    "warp_solve",
+    "block_solve",
+    "partition_reduce",
+    "partition_substitute",
+    "gtsv_tiled",
+    *chunked.ROW_KERNELS,
+    *chunked.PAIR_KERNELS,
+)
 """Tridiagonal kernels that keep their rows in registers (or their chunks in shared memory): no local memory."""
 FLOAT64_ARITHMETIC = re.compile(r"\b(add|sub|mul|div|fma|neg|abs)(\.rn)?\.f64")
 LOCAL_MEMORY = re.compile(r"^\s*(ld|st)\.local|^\s*\.local", re.M)
@@ -96,7 +106,10 @@ def test_float32_tridiagonal_kernels_compute_in_float32_and_the_chunks_stay_in_r
     assert checked["partition_reduce", "float64"] and checked["pcr_shared", "float32"]
     for name in ("gtsv_tiled", "positive_definite"):
         assert checked[name, "float32"]
-    for names, pairs in ((chunked.ROW_KERNELS, pivoting.ALL_ROW_PAIRS), (chunked.PAIR_KERNELS, pivoting.ALL_PAIR_PAIRS)):
+    for names, pairs in (
+        (chunked.ROW_KERNELS, pivoting.ALL_ROW_PAIRS),
+        (chunked.PAIR_KERNELS, pivoting.ALL_PAIR_PAIRS),
+    ):
         for name in names:
             assert checked[name, "float32"] == checked[name, "float64"] == len(pairs)
 

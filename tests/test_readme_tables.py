@@ -26,7 +26,8 @@ def test_the_measured_block_matches_the_csvs(path, block):
 
 
 def test_the_readme_quotes_no_number_outside_its_generated_block():
-    """A measured figure (us, GB/s, a ratio, a percentage) belongs between the markers, where the test above checks it."""
+    """A measured figure (us, GB/s, a ratio, a percentage) belongs between the markers, where the test above checks
+    it."""
     readme = (ROOT / "README.md").read_text()
     outside = readme[:readme.index(SCRIPT.BEGIN)] + readme[readme.index(SCRIPT.END):]
     figures = re.findall(r"\b\d+(?:\.\d+)?\s*(?:us|ms|GB/s|x\b|%)", outside)

@@ -26,7 +26,8 @@ def test_every_old_id_leads_to_a_current_exercise_and_none_is_current_itself():
     assert set(renumbering.EXERCISES.values()) <= CURRENT
     assert not set(renumbering.EXERCISES) & CURRENT
     assert set(renumbering.CHAPTERS.values()) <= set(CHAPTERS)
-    assert not [name for name in CHAPTERS if name != renumbering.chapter_name(name)]  # no current name reads as an old one
+    # no current name reads as an old one
+    assert not [name for name in CHAPTERS if name != renumbering.chapter_name(name)]
 
 
 def old_notebook(old_name, current_name, stamped=True):
@@ -62,10 +63,13 @@ def routed(notebook, filename, monkeypatch):
 @pytest.mark.parametrize("old, now", sorted(renumbering.CHAPTERS.items()))
 def test_an_old_notebook_is_graded_as_the_exercises_it_now_holds(old, now, stamped, monkeypatch):
     notebook = old_notebook(old, now, stamped=stamped)
-    assert all(c.metadata["exercise_id"] in renumbering.EXERCISES for c in notebook.cells if "exercise_id" in c.metadata)
+    assert all(
+        c.metadata["exercise_id"] in renumbering.EXERCISES for c in notebook.cells if "exercise_id" in c.metadata
+    )
     name, sources = routed(notebook, f"{old}.ipynb", monkeypatch)
     assert name == now
-    assert sources == {e.id: e.blank for e in CHAPTERS[now].exercises}  # each the student's own cell, under its current id
+    # each the student's own cell, under its current id
+    assert sources == {e.id: e.blank for e in CHAPTERS[now].exercises}
 
 
 @pytest.mark.parametrize("old, now", sorted(renumbering.CHAPTERS.items()))
@@ -100,8 +104,14 @@ def test_an_old_notebook_passes_under_the_grader(tmp_path):
     notebook.metadata["prefixsum"] = {"chapter": "08_householder"}
     (tmp_path / "ann").mkdir()
     nbformat.write(notebook, tmp_path / "ann" / "08_householder.ipynb")
-    rows = grading.grade([tmp_path / "ann"], tmp_path / "out", instructor=[NOTEBOOKS / "09_householder.ipynb"], workers=2,
-                         options=runner.Options(timeout=120), progress=False)
+    rows = grading.grade(
+        [tmp_path / "ann"],
+        tmp_path / "out",
+        instructor=[NOTEBOOKS / "09_householder.ipynb"],
+        workers=2,
+        options=runner.Options(timeout=120),
+        progress=False,
+    )
     assert {(r.chapter, r.exercise, r.status) for r in rows} == {
         ("09_householder", e.id, "pass") for e in CHAPTERS["09_householder"].exercises}
 
@@ -112,7 +122,9 @@ def test_chapter_08s_own_exercises_are_not_taken_for_the_old_08(stamped, monkeyp
     mine = {e.id for e in CHAPTERS["08_tridiagonal_hybrid"].exercises}
     assert mine and all(i.startswith("08.") and renumbering.exercise_id(i) == i for i in mine)
     assert all(hints.hint(i, 1).startswith(f"Hint 1 of {len(hints.HINTS[i])} for {i}") for i in mine)
-    notebook = student_version(nbformat.read(NOTEBOOKS / "08_tridiagonal_hybrid.ipynb", 4), chapter="08_tridiagonal_hybrid")
+    notebook = student_version(
+        nbformat.read(NOTEBOOKS / "08_tridiagonal_hybrid.ipynb", 4), chapter="08_tridiagonal_hybrid"
+    )
     if not stamped:
         notebook.metadata.pop("prefixsum")
     name, sources = routed(notebook, "08_tridiagonal_hybrid-ann.ipynb", monkeypatch)

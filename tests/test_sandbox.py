@@ -21,8 +21,8 @@ import sys
 import tempfile
 
 import pytest
-
 from grader_users import AS_NOBODY, ROOT, is_a_run_uid, nobody_cannot_run
+
 from prefixsum.classroom.grading import sandbox, seccomp_filter, usage
 
 ATTACKS = pathlib.Path(__file__).resolve().parent / "attacks" / "sandbox"
@@ -51,7 +51,10 @@ def _runs():
             {"name": "self again", "argv": ["-c", _SELF], "memory_mb": 1024}]
     for name, (source, memory_mb) in attacks().items():
         if name == "user_keyring_left":
-            runs += [{"name": f"{name} {step}", "argv": ["-c", source, step], "memory_mb": memory_mb} for step in ("leave", "find")]
+            runs += [
+                {"name": f"{name} {step}", "argv": ["-c", source, step], "memory_mb": memory_mb}
+                for step in ("leave", "find")
+            ]
         else:
             runs.append({"name": name, "argv": ["-c", source], "memory_mb": memory_mb})
     return runs
@@ -69,8 +72,15 @@ def graded(request):
             pytest.skip(reason)
         prefix = AS_NOBODY
     sandbox.check_available()
-    finished = subprocess.run([*prefix, sys.executable, str(DRIVER)], input=json.dumps({"canary": CANARY, "runs": _runs()}),
-                              capture_output=True, text=True, cwd="/", env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=600)
+    finished = subprocess.run(
+        [*prefix, sys.executable, str(DRIVER)],
+        input=json.dumps({"canary": CANARY, "runs": _runs()}),
+        capture_output=True,
+        text=True,
+        cwd="/",
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=600,
+    )
     assert finished.returncode == 0, finished.stderr[-3000:]
     answer = json.loads(finished.stdout)
     if answer["unreachable"]:
@@ -116,7 +126,9 @@ def test_memory_that_no_process_maps_is_denied_or_counted(graded):
 def test_a_run_is_unprivileged_filtered_and_alone(graded):
     first, second = (json.loads(graded["runs"][n]["stdout"]) for n in ("self", "self again"))
     for seen in (first, second):
-        assert seen["uid"] != 0 and is_a_run_uid(seen["uid"]) and seen["seccomp"] == "2" and int(seen["caps"], 16) == 0, seen
+        assert (
+            seen["uid"] != 0 and is_a_run_uid(seen["uid"]) and seen["seccomp"] == "2" and int(seen["caps"], 16) == 0
+        ), seen
     if graded["grader_uid"] == 0:  # a uid of its own for each run
         assert first["uid"] != second["uid"] and {first["uid"], second["uid"]} <= set(sandbox.RUN_UIDS)
     else:  # nobody, in a user namespace of its own
@@ -211,7 +223,10 @@ def test_an_unknown_architecture_is_refused():
 
 
 def _header_numbers(path):
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^#define __NR_(\w+)\s+(\d+)\s*$", path.read_text(), re.MULTILINE)}
+    return {
+        m.group(1): int(m.group(2))
+        for m in re.finditer(r"^#define __NR_(\w+)\s+(\d+)\s*$", path.read_text(), re.MULTILINE)
+    }
 
 
 @pytest.mark.parametrize("machine, header", [("x86_64", "/usr/include/x86_64-linux-gnu/asm/unistd_64.h"),
@@ -278,7 +293,11 @@ def test_the_unprivileged_tests_skip_where_nobody_cannot_reach_python(tmp_path):
 def test_a_cgroup_is_made_where_memory_is_delegated(tmp_path):
     mount = tmp_path / "cgroup"
     (mount / "grader.slice" / "grader").mkdir(parents=True)
-    for folder, controllers in ((mount, "cpu memory pids"), (mount / "grader.slice", "cpu"), (mount / "grader.slice" / "grader", "")):
+    for folder, controllers in (
+        (mount, "cpu memory pids"),
+        (mount / "grader.slice", "cpu"),
+        (mount / "grader.slice" / "grader", ""),
+    ):
         (folder / "cgroup.subtree_control").write_text(controllers + "\n")
         (folder / "cgroup.procs").write_text("")
     assert usage.delegated_parent(mount, "/grader.slice/grader") == mount

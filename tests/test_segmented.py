@@ -129,7 +129,8 @@ def test_segmented_operators_compile_to_ptx(ptx_child):
         for inclusive in (True, False):  # each variant's operator; max for its NaN test, float32 for 4-byte fields
             for reverse in (False, True):
                 operator, _, scan_inclusive = segmented.operator("max", np.dtype("float32"), inclusive, reverse)
-                for kernel, argtypes in user_ops.kernels(operator, scan_inclusive, reverse, user_ops.choose("lookback")):
+                chosen = user_ops.choose("lookback")
+                for kernel, argtypes in user_ops.kernels(operator, scan_inclusive, reverse, chosen):
                     cuda.compile_ptx(kernel.py_func, argtypes, cc=(9, 0))
                     print("ok", inclusive, reverse)
     """

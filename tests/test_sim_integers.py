@@ -51,15 +51,20 @@ ARITHMETIC = [
     (lambda a, b: integers.lshift(a, b), (np.int32(1), 64), 0, np.int64),  # PTX clamps the count
     (lambda a, b: integers.rshift(a, b), (np.int32(-8), 70), -1, np.int64),
     (lambda a, b: integers.rshift(a, b), (np.uint32(UINT32_MAX), 31), 1, np.uint64),
-    (lambda a, b: integers.add(a, b), (np.int32(2 ** 31 - 1), np.int32(1)), 2 ** 31, np.int64),
-    (lambda a, b: integers.sub(a, b), (np.uint32(0), np.uint32(1)), 2 ** 64 - 1, np.uint64),
+    (lambda a, b: integers.add(a, b), (np.int32(2**31 - 1), np.int32(1)), 2**31, np.int64),
+    (lambda a, b: integers.sub(a, b), (np.uint32(0), np.uint32(1)), 2**64 - 1, np.uint64),
     (lambda a, b: integers.sub(a, b), (np.uint32(0), 1), -1, np.int64),  # a literal is an int64
     (lambda a, b: integers.and_(a, b), (np.int32(-1), np.uint32(0xF0)), 0xF0, np.int64),
     (lambda a, b: integers.or_(a, b), (np.uint64(1), 2), 3, np.int64),  # uint64 with int64: int64, not numpy's float64
     (lambda a, b: integers.floordiv(a, b), (np.int32(-7), 2), -4, np.int64),
-    (lambda a, _: integers.inverted(a), (np.uint32(0), None), UINT32_MAX, np.uint64),  # inverted in 32 bits, then widened
-    (lambda a, _: integers.negative(a), (np.uint32(1), None), 2 ** 64 - 1, np.uint64),
-    (lambda a, _: integers.cast(np.int32, a), (2 ** 31, None), INT32_MIN, np.int32),  # numpy raises OverflowError
+    (
+        lambda a, _: integers.inverted(a),
+        (np.uint32(0), None),
+        UINT32_MAX,
+        np.uint64,
+    ),  # inverted in 32 bits, then widened
+    (lambda a, _: integers.negative(a), (np.uint32(1), None), 2**64 - 1, np.uint64),
+    (lambda a, _: integers.cast(np.int32, a), (2**31, None), INT32_MIN, np.int32),  # numpy raises OverflowError
     (lambda a, _: integers.cast(np.uint32, a), (-1, None), UINT32_MAX, np.uint32),
     (lambda a, _: integers.cast(uint32, a), (np.int64(3 << 32 | 5), None), 5, np.uint32),
     (lambda a, b: integers.add(a, b), (1.5, np.int32(2)), 3.5, np.float64),  # not integers: as Python does

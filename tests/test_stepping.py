@@ -6,10 +6,10 @@ import math
 import numpy as np
 import pytest
 from numba import cuda, float32
+from shared_kernels import run_strided
 
 import prefixsum as ps
 from prefixsum.classroom import mutants, stepping, trace
-from shared_kernels import run_strided
 
 
 def one_tile(kernel, x, threads):
@@ -24,12 +24,27 @@ def runs():
     ladder_x = rng.integers(-9, 10, 30).astype(np.int32)
     return {
         "ladder": (trace.record(ps.scan, ladder_x, algorithm="ladder", block_size=32), ladder_x),
-        "ladder tiles": (trace.record(ps.scan, np.arange(1, 101, dtype=np.int32), algorithm="ladder", block_size=32), None),
-        "hillis-steele in place": (trace.record(one_tile, ps.lessons.hillis_steele_in_place_tile_kernel(
-            "add", np.int32, True, False, 32), np.ones(32, np.int32), 32), None),
-        "warp syncwarp": (trace.record(ps.lessons.warp_scan, np.arange(64, dtype=np.float32), "syncwarp", threads=64), None),
-        "uninitialized": (trace.record(mutants._ladder_scan_tiles, mutants.uninitialized_shared_tile,
-                                       np.ones(40, np.float32)), None),
+        "ladder tiles": (
+            trace.record(ps.scan, np.arange(1, 101, dtype=np.int32), algorithm="ladder", block_size=32),
+            None,
+        ),
+        "hillis-steele in place": (
+            trace.record(
+                one_tile,
+                ps.lessons.hillis_steele_in_place_tile_kernel("add", np.int32, True, False, 32),
+                np.ones(32, np.int32),
+                32,
+            ),
+            None,
+        ),
+        "warp syncwarp": (
+            trace.record(ps.lessons.warp_scan, np.arange(64, dtype=np.float32), "syncwarp", threads=64),
+            None,
+        ),
+        "uninitialized": (
+            trace.record(mutants._ladder_scan_tiles, mutants.uninitialized_shared_tile, np.ones(40, np.float32)),
+            None,
+        ),
     }
 
 

@@ -83,8 +83,18 @@ def assert_within_lapack(systems, dtype, backward_eps=None):
 
 
 @pytest.mark.parametrize("make", [dominant, positive_definite])
-@pytest.mark.parametrize("batch, n, dtype", [(1, 1, np.float32), (3, 2, np.float64), (4, 31, np.float32), (3, 33, np.float64),
-                                             (2, 257, np.float32), (1, 1024, np.float32), (1, 1024, np.float64)])
+@pytest.mark.parametrize(
+    "batch, n, dtype",
+    [
+        (1, 1, np.float32),
+        (3, 2, np.float64),
+        (4, 31, np.float32),
+        (3, 33, np.float64),
+        (2, 257, np.float32),
+        (1, 1024, np.float32),
+        (1, 1024, np.float64),
+    ],
+)
 def test_stone_solve_is_within_lapack_on_dominant_and_positive_definite_systems(make, dtype, batch, n):
     systems = tuple(v.astype(dtype) for v in make(np.random.default_rng(batch * 1000 + n), batch, n))
     assert_within_lapack(systems, dtype, backward_eps=8)

@@ -26,7 +26,9 @@ from prefixsum.cli import results
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted(ROOT.joinpath("notebooks").glob("[0-9][0-9]_*.ipynb"))
-WITH_EXERCISES = [p for p in NOTEBOOKS if any("exercise" in c.metadata.get("tags", []) for c in nbformat.read(p, 4).cells)]
+WITH_EXERCISES = [
+    p for p in NOTEBOOKS if any("exercise" in c.metadata.get("tags", []) for c in nbformat.read(p, 4).cells)
+]
 
 # a result's name where a chapter reads it: results.read("x.csv"), results.value("x.csv", ...), results.path(...)
 _QUOTED = re.compile(r"""results\.(?:read|value|path)\(\s*["']([^"']+)["']""")
@@ -64,7 +66,9 @@ def test_student_version_runs_where_it_was_written_and_reports_the_missing_exerc
     notebook = nbformat.read(written, 4)
     assert "### BEGIN SOLUTION" not in nbformat.writes(notebook)
     assert all(not c.get("outputs") for c in notebook.cells if c.cell_type == "code")
-    NotebookClient(notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    NotebookClient(
+        notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
     checks = [c for c in notebook.cells if "check" in c.metadata.get("tags", [])]
     assert bool(checks) == (path in WITH_EXERCISES)
     for cell in checks:  # a blank exercise is not attempted, not a failure with a NotImplementedError
@@ -182,6 +186,9 @@ def test_a_lead_in_to_a_left_out_cell_goes_with_it():
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_no_students_version_keeps_a_lead_in_without_its_cell(path):
     cells = student.student_version(nbformat.read(path, 4)).cells
-    orphans = [c.source.rstrip()[-80:] for c, after in zip(cells, cells[1:] + [None])
-               if c.cell_type == "markdown" and student.lead_in(c.source) and (after is None or after.cell_type != "code")]
+    orphans = [
+        c.source.rstrip()[-80:]
+        for c, after in zip(cells, cells[1:] + [None])
+        if c.cell_type == "markdown" and student.lead_in(c.source) and (after is None or after.cell_type != "code")
+    ]
     assert orphans == [], path.name

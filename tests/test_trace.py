@@ -2,10 +2,10 @@
 import numpy as np
 from numba import cuda, float32, float64
 from numba.cuda.simulator.kernel import FakeCUDAKernel
+from shared_kernels import run_strided
 
 import prefixsum as ps
 from prefixsum import trace
-from shared_kernels import run_strided
 
 
 def test_bank_conflicts_follow_the_stride():

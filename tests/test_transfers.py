@@ -114,7 +114,8 @@ def test_only_lookback_and_arrays_of_min_bytes_go_through_the_chunks(monkeypatch
 
 def test_the_chunk_launches_compile_to_ptx(ptx_child):
     """The kernel each chunk launches (a tile offset ``first``) compiles for sm_90, 4- and 8-byte types."""
-    child = ptx_child(textwrap.dedent("""
+    child = ptx_child(
+        textwrap.dedent("""
         import numpy as np
         from numba import cuda
         from prefixsum.core.numba_gpu import pretend_device
@@ -124,10 +125,12 @@ def test_the_chunk_launches_compile_to_ptx(ptx_child):
         for dtype in ("float32", "int32", "float64", "uint64"):
             dtype = np.dtype(dtype)
             for inclusive, reverse in ((True, False), (False, True)):
-                kernel = lookback.lookback_kernel("add", dtype, inclusive, reverse, 128, lookback.tile_items(dtype, 128, None))
+                items = lookback.tile_items(dtype, 128, None)
+                kernel = lookback.lookback_kernel("add", dtype, inclusive, reverse, 128, items)
                 ptx, _ = cuda.compile_ptx(kernel.py_func, lookback.argtypes(dtype), cc=(9, 0))
                 assert ".entry" in ptx and "_param_37" in ptx and "_param_38" not in ptx, dtype
-    """))
+    """)
+    )
     assert child.returncode == 0, child.stdout[-3000:] + child.stderr[-3000:]
 
 

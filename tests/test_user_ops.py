@@ -194,16 +194,19 @@ def test_hierarchical_spine_of_several_tiles_keeps_a_user_operator_in_order():
 
 def test_the_look_back_of_a_tuple_is_the_look_back_rewritten_field_by_field():
     import inspect
+
     from prefixsum.primitives import tile_state
     from prefixsum.scans import lookback
     operator = user_ops.operator_for(affine, (1.0, 0.0), [np.dtype("float64"), np.dtype("int32")], False)
     kernel = lookback.lookback_kernel(operator, operator.dtypes, True, False, 32, 2)
     source = inspect.getsource(kernel.py_func if hasattr(kernel, "py_func") else kernel.fn)
-    assert source.startswith("def scan(x__0, x__1, out__0, out__1, status, values__0, values__1, counter, n, epoch, first)")
+    assert source.startswith("def scan(x__0, x__1, out__0, out__1, status, values__0, values__1, counter, n, epoch, "
+                             "first)")
     assert "staged__1 = cuda.shared.array(size, T__1)" in source
     publish, _ = tile_state.state_access(operator.dtypes)
     source = inspect.getsource(publish.py_func if hasattr(publish, "py_func") else publish.fn)
-    assert source.index("values__1, 2 * tile") < source.index("cuda.threadfence()") < source.index("(status, tile, flag)")
+    assert source.index("values__1, 2 * tile") < source.index("cuda.threadfence()") < source.index("(status, tile, "
+                                                                                                   "flag)")
 
 
 def test_the_checker_passes_a_monoid_and_catches_a_non_associative_operator():
@@ -227,6 +230,7 @@ def test_the_tracer_counts_a_user_operator_and_finds_no_race():
 
 def test_a_classic_scan_of_tuples_is_its_readable_tile_kernel_rewritten_field_by_field():
     import inspect
+
     from prefixsum.scans import blelloch, hillis_steele, ladder
     operator = user_ops.operator_for(affine, (1.0, 0.0), [np.dtype("float64"), np.dtype("int32")], False)
 
@@ -277,7 +281,8 @@ def test_user_operator_kernels_compile_to_ptx(ptx_child):
         from prefixsum.core.numba_gpu import pretend_device
         pretend_device((9, 0))
         ops = [user_ops.operator_for(affine, (1.0, 0.0), [np.dtype("float64"), np.dtype("float32")], False),
-               user_ops.operator_for(four, (0, 0.0, -np.inf, 1), [np.dtype(t) for t in ("int32", "float64", "float32", "int64")], False)]
+               user_ops.operator_for(four, (0, 0.0, -np.inf, 1),
+                                     [np.dtype(t) for t in ("int32", "float64", "float32", "int64")], False)]
         for k, op in enumerate(ops):
             for algorithm in user_ops.carriers():
                 if algorithm.warp_level and k:  # the fast scans' tuples of 3 fields: tests/test_segmented.py

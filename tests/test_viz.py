@@ -18,7 +18,14 @@ def test_ladder_dataflow_has_one_arrow_per_read():
     ax = viz.dataflow(run, array="rungs")
     # 5 phases over 32 lanes, 16 working threads each reading two cells: 5 * 16 * 2
     assert arrows(ax) == 5 * 16 * 2
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["load", "phase 1", "phase 2", "phase 3", "phase 4", "phase 5"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        "load",
+        "phase 1",
+        "phase 2",
+        "phase 3",
+        "phase 4",
+        "phase 5",
+    ]
 
 
 def test_reads_before_a_barrier_feed_the_next_write():

@@ -1,18 +1,18 @@
-"""Warp scans (prefixsum.primitives.warp, run by prefixsum.classroom.lessons) alone, the race in Figure 1 of Lungu, Petroşanu and Pîrjan (2011), and the hierarchical scan's
-options; the generic suites (test_scan, test_ptx) cover "hierarchical" for every op and dtype."""
+"""Warp scans (prefixsum.primitives.warp, run by prefixsum.classroom.lessons) alone, the race in Figure 1 of Lungu,
+Petroşanu and Pîrjan (2011), and the hierarchical scan's options; the generic suites (test_scan, test_ptx) cover
+"hierarchical" for every op and dtype."""
 import itertools
 import textwrap
 
 import numpy as np
 import pytest
+from test_scan import run_and_check
 
 import prefixsum as ps
 from prefixsum import trace
 from prefixsum.classroom import lessons as warp
 from prefixsum.scans import hierarchical
 from prefixsum.scans.testing import random_input
-
-from test_scan import run_and_check
 
 # (threads per block, elements): one warp, a warp with lanes missing, a short end, a partial
 # last warp in every block.

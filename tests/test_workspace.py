@@ -41,7 +41,9 @@ def in_threads(count, work):
     return results
 
 
-@pytest.mark.parametrize("algorithm, dtype", [("lookback", "int32"), ("lookback", "float64"), ("hierarchical", "int64")])
+@pytest.mark.parametrize(
+    "algorithm, dtype", [("lookback", "int32"), ("lookback", "float64"), ("hierarchical", "int64")]
+)
 def test_two_threads_scanning_arrays_of_one_length_at_once_both_get_their_own_result(algorithm, dtype, rng):
     n = 2 * 32 * 5 + 7  # several tiles of 32 threads x 1 element, a partial last one
     inputs = [random_input(n, "add", dtype, rng) for _ in range(2)]

@@ -53,10 +53,32 @@ from ..core.workspace import one_call_at_a_time, scratch
 from ..primitives.tile_state import caller_states, state_bytes, states
 from ._arrays import back, device_copy
 from .onesweep_kernels import (  # noqa: F401  (the kernels and their steps, by the names chapter 11 and the tests read)
-    BLOCK_SIZE, HISTOGRAM_BLOCKS_PER_SM, HISTOGRAM_ITEMS, LOOKBACK_WINDOW, MAX_ITEMS_PER_THREAD, RANK, TILE_BITS,
-    TILE_BYTES, _array, ballot_digit_rank, clear, digit_counter, digit_pass_kernel, digit_placer, histogram_argtypes,
-    histogram_kernel, key_loader, key_ranker, key_scatterer, launchers, pass_argtypes, passes, tile_items, value_mover,
-    warp_digit_rank)
+    BLOCK_SIZE,
+    HISTOGRAM_BLOCKS_PER_SM,
+    HISTOGRAM_ITEMS,
+    LOOKBACK_WINDOW,
+    MAX_ITEMS_PER_THREAD,
+    RANK,
+    TILE_BITS,
+    TILE_BYTES,
+    _array,
+    ballot_digit_rank,
+    clear,
+    digit_counter,
+    digit_pass_kernel,
+    digit_placer,
+    histogram_argtypes,
+    histogram_kernel,
+    key_loader,
+    key_ranker,
+    key_scatterer,
+    launchers,
+    pass_argtypes,
+    passes,
+    tile_items,
+    value_mover,
+    warp_digit_rank,
+)
 from .ordered_keys import RADIX, RADIX_BITS, unsigned_of
 from .selection import count_dtype
 
@@ -132,7 +154,9 @@ def _passes(dtype, value_dtype, n, block_size=None, items_per_thread=None, rank=
     items = items_per_thread or tile_items(dtype, value_bits, block_size)
     clear_launch, histogram_launch, pass_launch = launchers(dtype, value_bits, counts)
     if custom:
-        kernel = digit_pass_kernel(dtype, value_bits, counts, block_size, items, rank, window or LOOKBACK_WINDOW, registers)
+        kernel = digit_pass_kernel(
+            dtype, value_bits, counts, block_size, items, rank, window or LOOKBACK_WINDOW, registers
+        )
 
         def pass_launch(grid, block, *args, stream=None):
             kernel[grid, block, launch_stream(stream)](*args)
@@ -217,7 +241,9 @@ class SortPlan(Plan):
             raise ValueError(f"this plan sorts {self.n} keys of {self.dtype.name}"
                              + ("" if self.value_dtype is None else f" with values of {self.value_dtype.name}")
                              + f"; got {got[2]} of {got[0].name}" + ("" if got[1] is None else f" with {got[1].name}"))
-        return self.run(keys, values, on_device, out, as_stream(stream), None if temp is None else self.check_temp(temp))
+        return self.run(
+            keys, values, on_device, out, as_stream(stream), None if temp is None else self.check_temp(temp)
+        )
 
     def run(self, keys, values, on_device, out, stream, temp):
         """Sort the checked ``keys`` and ``values`` (numpy or device, as ``on_device``) on ``stream``."""

@@ -26,16 +26,15 @@ TILE_BITS = 20
 """Bits of a tile's count of keys below a digit (at most 2^12 keys a tile) in the 64-bit word whose
 upper bits count the keys of all tiles below the digit (fewer than 2^43): one block scan adds both."""
 LOOKBACK_WINDOW = 1
-"""Tiles whose digit counts a thread asks for at once when it looks back (:func:`~prefixsum.primitives.tile_state.look_back_lane`):
-one, the fastest on the H100 (``benchmarks/onesweep_tiles.csv``: windows of 2 and 4 took 2% and 12%
-longer at 2^24), as the predecessor has mostly published its prefix by the time it is read."""
+"""Tiles whose digit counts a thread asks for at once when it looks back
+(:func:`~prefixsum.primitives.tile_state.look_back_lane`): one, the fastest measured (``benchmarks/onesweep_tiles.csv``:
+windows of 2 and 4 took longer), as the predecessor has mostly published its prefix by the time it is read."""
 HISTOGRAM_ITEMS = 8
 """Keys per thread and step of the histogram pass."""
 HISTOGRAM_BLOCKS_PER_SM = 8
 """Blocks of the histogram pass per multiprocessor: each walks many tiles and adds its counts to
-the global histograms once, so that few global atomics meet; 8 fill an H100's multiprocessor
-(Nsight Compute at 2^24, ``benchmarks/onesweep_profile.txt``: 88% of the threads resident, 52 us;
-a first run with 4 had 48% resident and took 66 us)."""
+the global histograms once, so that few global atomics meet; 8 fill a multiprocessor where 4
+left much of it idle and took longer (Nsight Compute, ``benchmarks/onesweep_profile.txt``)."""
 def passes(dtype):
     """Digit passes for keys of ``dtype``: one per byte."""
     return np.dtype(dtype).itemsize * 8 // RADIX_BITS
@@ -111,9 +110,9 @@ def ballot_digit_rank(digit, counts):
     the digit, as CUB's ``MatchAny`` finds them, and the count before shuffled as 32 bits: the
     sort's rank (:data:`RANK`).
 
-    ``match_any_sync`` is one instruction but a slow one: with it a digit pass took 197 us at
-    2^24 uint32 keys on an H100, with the ballots 161 us (Nsight Compute, ``benchmarks/cub_ncu.txt``),
-    though they issue more instructions; whole sorts 1.11-1.17x faster (``cub_tuning.csv``). The
+    ``match_any_sync`` is one instruction but a slow one: a digit pass took longer with it than
+    with the ballots (Nsight Compute, ``benchmarks/cub_ncu.txt``), though they issue more
+    instructions, and whole sorts were faster with the ballots (``cub_tuning.csv``). The
     lesson's :func:`warp_digit_rank` keeps the one call.
     """
     peers = np.uint32(0xFFFFFFFF)
@@ -133,9 +132,8 @@ def ballot_digit_rank(digit, counts):
 
 
 RANK = ballot_digit_rank
-"""The in-warp rank of the sort's digit passes: by ballots, faster than ``match_any_sync`` on an
-H100 (whole sorts of uint32 keys 1.11-1.14x at 2^20..2^26, uint64 keys 1.17x and uint32 keys with
-values 1.12x at 2^24; CUPTI, ``benchmarks/cub_tuning.csv``)."""
+"""The in-warp rank of the sort's digit passes: by ballots, faster than ``match_any_sync`` for
+whole sorts of uint32 and uint64 keys, with and without values (CUPTI, ``benchmarks/cub_tuning.csv``)."""
 
 
 def tile_items(key_dtype, value_dtype, block_size):
@@ -233,8 +231,8 @@ def digit_counter(block_size):
 
 @functools.lru_cache(maxsize=None)
 def digit_placer(counts, block_size, window):
-    """Device function ``place_digits(hist, digit_pass, status, values, tile, mine, total, tile_start, base, epoch, t)``:
-    step 3 of a digit pass, second half.
+    """Device function ``place_digits(hist, digit_pass, status, values, tile, mine, total, tile_start, base, epoch,
+    t)``: step 3 of a digit pass, second half.
 
     Where the tile's keys of each of thread ``t``'s digits go: ``tile_start[d]``, the keys of
     smaller digits in the tile, and ``base[d]``, the digit's start in the pass's output (the keys
@@ -268,8 +266,8 @@ def digit_placer(counts, block_size, window):
 
 @functools.lru_cache(maxsize=None)
 def key_scatterer(key_dtype, block_size, items):
-    """Device function ``scatter_keys(dst, exchange, keys, places, digits, tile_start, warp_counts, base, valid, warp, t, shift)``:
-    step 4 of a digit pass.
+    """Device function ``scatter_keys(dst, exchange, keys, places, digits, tile_start, warp_counts, base, valid, warp,
+    t, shift)``: step 4 of a digit pass.
 
     Every key goes to shared memory (``exchange``) at its place in the tile sorted by digit, then
     thread t writes elements t, t + block, ... of that to the output at ``base`` of their digit:
@@ -295,8 +293,8 @@ def key_scatterer(key_dtype, block_size, items):
 
 @functools.lru_cache(maxsize=None)
 def value_mover(key_dtype, value_dtype, block_size, items):
-    """Device function ``move_values(src_values, dst_values, exchange, exchange_values, places, digits, base, first, n, valid, t)``:
-    step 5 of a digit pass with values.
+    """Device function ``move_values(src_values, dst_values, exchange, exchange_values, places, digits, base, first, n,
+    valid, t)``: step 5 of a digit pass with values.
 
     The values, loaded in the arrangement the keys were, go through shared memory to the places
     their keys went (in the keys' buffer when they have the keys' width, after every key has left

@@ -174,7 +174,8 @@ def radix_sort_one_bit(keys, values=None, *, stream=None):
 
 def _check_key_dtype(dtype):
     if np.dtype(dtype) not in KEY_DTYPES:
-        raise TypeError(f"unsupported key dtype {np.dtype(dtype).name!r}; allowed: {', '.join(d.name for d in KEY_DTYPES)}")
+        raise TypeError(f"unsupported key dtype {np.dtype(dtype).name!r}; allowed: "
+                        f"{', '.join(d.name for d in KEY_DTYPES)}")
     return dtype
 
 

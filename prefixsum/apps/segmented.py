@@ -200,7 +200,8 @@ class SegmentedPlan(Plan):
 
 
 def _checked(x, flags):
-    """``((x, on_device), (flags, on_device))`` checked (:func:`prefixsum.core.inputs.as_input`): one kind, one length."""
+    """``((x, on_device), (flags, on_device))`` checked (:func:`prefixsum.core.inputs.as_input`): one kind, one
+    length."""
     x = as_input(x, "x", check=check_dtype)
     flags = as_input(flags, "flags", mask=True)
     if x[1] != flags[1]:

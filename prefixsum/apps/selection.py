@@ -10,11 +10,11 @@ Here one kernel does all three, tile by tile, with the look-back of the single-p
    tile's flags in the *striped* arrangement (step k: thread t reads element ``k * block + t``,
    so each load of a warp is one contiguous run), with the values of the kept elements.
 2. Ranks in the tile without a scan of n flags: in step k each warp takes a ballot of its 32
-   flags (:func:`~prefixsum.primitives.warp.warp_rank`). A kept element's rank among its warp's kept elements of step k is
-   the number of set bits of the ballot below its lane (``popc(ballot & lanemask_lt)``); the
-   ballot's ``popc`` is that warp's count in step k. Warp 0 scans the ``items * warps`` counts, in the tile's order
-   (step k of warp 0, of warp 1, ..., then step k + 1): each becomes the number of kept
-   elements of the tile before that warp's step.
+   flags (:func:`~prefixsum.primitives.warp.warp_rank`). A kept element's rank among its warp's kept
+   elements of step k is the number of set bits of the ballot below its lane (``popc(ballot &
+   lanemask_lt)``); the ballot's ``popc`` is that warp's count in step k. Warp 0 scans the
+   ``items * warps`` counts, in the tile's order (step k of warp 0, of warp 1, ..., then step
+   k + 1): each becomes the number of kept elements of the tile before that warp's step.
 3. Warp 0 hands the tile's count to the look-back (:func:`prefixsum.primitives.tile_state.look_back`
    with ``add`` on the count's integer type), which publishes it and returns the kept elements
    of all tiles before; the last tile writes the total to ``count``.
@@ -63,7 +63,8 @@ BLOCK_SIZE = 128
 ITEMS_PER_THREAD = 16
 """Elements per thread: tiles of 2048 elements, as the look-back scan of 4-byte types."""
 INT32_COUNT_LIMIT = (1 << 31) - 1
-"""Longest input whose counts the look-back carries as int32 (one 64-bit word per tile state); longer ones take int64."""
+"""Longest input whose counts the look-back carries as int32 (one 64-bit word per tile state); longer ones take
+int64."""
 CAPABILITIES = Capability.WARP_INTRINSICS | Capability.CALLER_TEMP
 """What the one-pass compaction can do and needs, as the registries' flags."""
 
@@ -290,7 +291,8 @@ def plan_compact(dtype, n, *, mask_dtype=np.bool_, sync=True):
 
 
 def plan_compact_indices(n, *, mask_dtype=np.bool_, sync=True):
-    """A plan of :func:`compact_indices` for a mask of ``n`` elements of ``mask_dtype``: ``plan(mask, *, stream=None, temp=None)``.
+    """A plan of :func:`compact_indices` for a mask of ``n`` elements of ``mask_dtype``: ``plan(mask, *, stream=None,
+    temp=None)``.
 
     Parameters as :func:`plan_compact`'s.
 

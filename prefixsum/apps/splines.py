@@ -21,11 +21,11 @@ pieces' integrals, where CuPy's ``PPoly.antiderivative`` runs one thread along t
 import numpy as np
 from numba import cuda
 
+from ..core.inputs import as_input
+from ..core.streams import as_stream, launch_stream
 from ..scans.api import exclusive_scan
 from ..tridiag import solve
 from ..tridiag.registry import fastest
-from ..core.inputs import as_input
-from ..core.streams import as_stream, launch_stream
 from ._arrays import back, device_copy, grid
 
 

@@ -33,7 +33,8 @@ RIGHT = (
     _attempt("11.warp-rank", "the lanes below the caller as np.int32(1 << lane) - 1", "PASS",
              ("cuda.popc(ballot & cuda.lanemask_lt())", "cuda.popc(ballot & (np.int32(1 << cuda.laneid) - 1))")),
     _attempt("11.digit-rank", "the peers kept as numba returns them, an int32", "PASS",
-             ("peers = np.uint32(cuda.match_any_sync(0xFFFFFFFF, digit))", "peers = cuda.match_any_sync(0xFFFFFFFF, digit)")),
+             ("peers = np.uint32(cuda.match_any_sync(0xFFFFFFFF, digit))", "peers = cuda.match_any_sync(0xFFFFFFFF, "
+                                                                           "digit)")),
     _attempt("10.publish", "the flag shifted without a cast: (flag << 32) | to_bits(value)", "PASS",
              (_PACKED, "(flag << 32) | to_bits(value)")),
     _attempt("10.publish", "the flag as an int32 shifted by 32 (numba shifts it in 64 bits)", "PASS",

@@ -143,9 +143,9 @@ def verdict(run, x, *, stock=False):
     """Run the inclusive sum scan ``run(x)`` on the simulator: "right", "wrong from index k", or
     the name of the error it raised.
 
-    ``x`` holds small integers (as floats), whose every partial sum is exact, so that any
-    difference from ``numpy.cumsum`` is a wrong element; fresh device arrays are poisoned, as
-    the checker poisons them. ``stock=True`` uses numba's stock simulator. On a GPU machine the run happens in a child process that simulates.
+    ``x`` holds small integers (as floats), whose every partial sum is exact, so that any difference from
+    ``numpy.cumsum`` is a wrong element; fresh device arrays are poisoned, as the checker poisons them. ``stock=True``
+    uses numba's stock simulator. On a GPU machine the run happens in a child process that simulates.
     """
     return _child.on_simulator(_verdict_here, run, x, stock)
 

@@ -36,8 +36,7 @@ from multiprocessing import connection
 
 import cloudpickle
 
-from ..core import device as _device
-from ..core import numba_gpu
+from ..core import device as _device, numba_gpu
 from ..core.device import simulating
 from .sim.settings import settings as _sim_settings
 
@@ -283,7 +282,8 @@ def _to_device(array):
 
 
 def serve(requests, replies):
-    """The worker's loop on two pipes: run each call sent, answer with its result or its exception and what it printed."""
+    """The worker's loop on two pipes: run each call sent, answer with its result or its exception and what it
+    printed."""
     requests = connection.Connection(requests, writable=False)
     replies = connection.Connection(replies, readable=False)
     # an interrupt of the notebook (or of its process group, as Jupyter sends one) is the caller's

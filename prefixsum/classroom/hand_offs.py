@@ -69,7 +69,8 @@ def describe(word, published):
 
 
 def _states(run):
-    """The records of the states array, ``(launch, [(position, record)])`` of the last launch that has them; None if none."""
+    """The records of the states array, ``(launch, [(position, record)])`` of the last launch that has them; None if
+    none."""
     found = [(p, r) for p, r in enumerate(run.records) if r.array == STATES and r.space == "global"]
     if not found:
         return None
@@ -193,7 +194,8 @@ def _words(found):
         if high in (AGGREGATE, PREFIX) and p >= 2 and any((b.word >> 32) == PREFIX for b in _publishes(found)):
             return (f"{shown}: its flag is the bare {('AGGREGATE', 'PREFIX')[high]} ({high}), without the epoch: this "
                     f"call's flags are 2 * epoch + AGGREGATE = {p} and 2 * epoch + PREFIX = {p + 1}, and a flag below "
-                    f"2 * epoch is a state an earlier call left behind. Publish 2 * epoch + kind and compare flags with "
+                    "2 * epoch is a state an earlier call left behind. Publish 2 * epoch + kind and compare flags "
+                    "with "
                     "it, so that no call takes another call's states for its own.")
         if high == 0:
             return (f"{shown}: its high half, where the flag goes, is 0 although the value's bits are there: the flag "
@@ -229,7 +231,8 @@ def _first_state(found):
         seen.add(a.index)
         if a.index > 0 and a.word >> 32 == p + PREFIX:
             return (f"tile {a.index} published its first state as a PREFIX: status[{a.index}] = {describe(a.word, p)} "
-                    f"(line {a.line}), its own aggregate, before it had looked back. A later tile stops at a PREFIX and "
+                    f"(line {a.line}), its own aggregate, before it had looked back. A later tile stops at a PREFIX "
+                    "and "
                     "adds nothing before it, so the tiles before this one are lost. A tile's first state is its "
                     "AGGREGATE (only tile 0's aggregate is a prefix); the PREFIX comes at the end, aggregate plus "
                     "everything before.")
@@ -292,14 +295,16 @@ def _chained_by_block_index(run):
             continue
         if r.index != tile - 1 and r.index == r.block - 1 and tile != r.block:
             return (f"block {r.block} drew tile {tile} from the counter but read {r.array}[{r.index}] (line {r.line}), "
-                    f"the state of tile blockIdx.x - 1 = {r.block - 1}, not of tile {tile - 1}, the one before its own. "
+                    f"the state of tile blockIdx.x - 1 = {r.block - 1}, not of tile {tile - 1}, the one before its "
+                    "own. "
                     "Blocks draw tile ids in the order they start, which is not blockIdx order: every index of the "
                     "hand-off is the drawn tile's, b - 1 and b.")
     return None
 
 
 def negative_index_verdict(run, text):
-    """The hint for a negative index of a chained scan's hand-off (``flags[-1]``) that ``blockIdx.x`` caused, else None."""
+    """The hint for a negative index of a chained scan's hand-off (``flags[-1]``) that ``blockIdx.x`` caused, else
+    None."""
     if "flags[-1]" not in text and "prefixes[-1]" not in text:
         return None
     drawn = {}

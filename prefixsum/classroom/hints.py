@@ -158,7 +158,8 @@ HINTS = {
     ),
     "09.rank-two-update": (
         "Entry (k, j) of q u^T is q_k u_j; of u q^T, u_k q_j.",
-        "Thread j walks down its column, k = 0 .. n - 1; u_j and q_j are the same for the whole column: read them once.",
+        "Thread j walks down its column, k = 0 .. n - 1; u_j and q_j are the same for the whole column: "
+        "read them once.",
         "Threads j >= n have no column: guard them, or they write past the matrix.",
     ),
     "09.parallel-norm": (
@@ -205,9 +206,12 @@ HINTS = {
         "cuda.ballot_sync, cuda.lanemask_lt and cuda.popc (the number of set bits) are all you need.",
     ),
     "11.digit-rank": (
-        "The keys before the caller with its digit are those ranked in earlier steps (counts[digit]) and its peers on lower lanes.",
-        "One warp-level match gives every lane the mask of the lanes holding the same digit: a bit count below its lane is its place among them.",
-        "Let one lane of the peers read counts[digit] and add their number; the others learn the old count by a shuffle from that lane, and a syncwarp makes the new count visible to the next step.",
+        "The keys before the caller with its digit are those ranked in earlier steps (counts[digit]) and its peers on "
+        "lower lanes.",
+        "One warp-level match gives every lane the mask of the lanes holding the same digit: a bit count below its "
+        "lane is its place among them.",
+        "Let one lane of the peers read counts[digit] and add their number; the others learn the old count by a "
+        "shuffle from that lane, and a syncwarp makes the new count visible to the next step.",
     ),
     "11.radix-pass": (
         "A stable split puts every key whose bit is 0 first, in their old order, then the keys whose bit is 1.",

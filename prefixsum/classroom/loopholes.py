@@ -27,23 +27,30 @@ def _m(exercise, name, verdict, *edits, avoid=()):
 
 
 _SERIAL = "    s[0] = x[0]\n    for i in range(1, len(x)):\n        s[i] = s[i - 1] + x[i]\n"
-_SUFFIX_PHASES = ("    phase = BLOCK >> 1\n    while phase > 0:\n        folded = cells[t]\n        if t + phase < BLOCK:\n"
+_SUFFIX_PHASES = ("    phase = BLOCK >> 1\n    while phase > 0:\n        folded = cells[t]\n        if t + phase < "
+                  "BLOCK:\n"
                   "            folded += cells[t + phase]\n        cuda.syncthreads()\n        cells[t] = folded\n"
                   "        cuda.syncthreads()\n        phase >>= 1\n")
 _EMPTY_LOOP = "    for i in range(len(x)):\n        pass\n"
 _LADDER_BODY = "        if t & phase:\n            rungs[t] += rungs[(t & ~(phase - 1)) - 1]\n"
 _MAX_LADDER = ("    phase = 1\n    while phase < BLOCK:\n        if t & phase:\n"
-               "            rungs[t] = max(rungs[t], rungs[(t & ~(phase - 1)) - 1])\n        cuda.syncthreads()\n        phase <<= 1\n")
-_FOLD_BODY = ("        folded = cells[t]\n        if t >= phase:\n            folded += cells[t - phase]\n        cuda.syncthreads()\n"
+               "            rungs[t] = max(rungs[t], rungs[(t & ~(phase - 1)) - 1])\n        cuda.syncthreads()\n      "
+               "  phase <<= 1\n")
+_FOLD_BODY = ("        folded = cells[t]\n        if t >= phase:\n            folded += cells[t - phase]\n        "
+              "cuda.syncthreads()\n"
               "        cells[t] = folded\n        cuda.syncthreads()\n")
 _UPSWEEP = ("    active = THREADS\n    while active > 0:\n        cuda.syncthreads()\n        if t < active:\n"
-            "            tree[offset * (2 * t + 2) - 1] += tree[offset * (2 * t + 1) - 1]\n        offset *= 2\n        active //= 2\n")
+            "            tree[offset * (2 * t + 2) - 1] += tree[offset * (2 * t + 1) - 1]\n        offset *= 2\n       "
+            " active //= 2\n")
 _RANK_TWO_BODY = ("    if j < n:\n        uj, qj = u[m, j], q[m, j]\n        for k in range(n):\n"
                   "            A[m, k, j] -= q[m, k] * uj + u[m, k] * qj\n")
-_RANK_TWO_HOST = ("    A = cuda.to_device(A)\n    my_update[A.shape[0], THREADS](A, cuda.to_device(u), cuda.to_device(q))\n    return A")
+_RANK_TWO_HOST = ("    A = cuda.to_device(A)\n    my_update[A.shape[0], THREADS](A, cuda.to_device(u), "
+                  "cuda.to_device(q))\n    return A")
 _NORM_BODY = ("    half = NORM_THREADS // 2\n    while half > 0:\n        cuda.syncthreads()\n        if t < half:\n"
-              "            partials[t] += partials[t + half]\n        half //= 2\n    if t == 0:\n        h[b] = partials[0]\n")
-_NORM_HOST = ("    h = cuda.device_array(X.shape[0], X.dtype)\n    my_squared_norms[X.shape[0], NORM_THREADS](cuda.to_device(X), h)\n"
+              "            partials[t] += partials[t + half]\n        half //= 2\n    if t == 0:\n        h[b] = "
+              "partials[0]\n")
+_NORM_HOST = ("    h = cuda.device_array(X.shape[0], X.dtype)\n    my_squared_norms[X.shape[0], "
+              "NORM_THREADS](cuda.to_device(X), h)\n"
               "    return h")
 _SCATTER_BODY = "    if i < x.shape[0] and flags[i]:\n        out[places[i]] = x[i]\n"
 _COMPACT_RETURN = "                                                       cuda.to_device(places), out)\n    return out"
@@ -59,7 +66,8 @@ LOOPHOLES = (
        (_MAX_LADDER, "    cuda.syncthreads()\n")),
     _m("02.folding-phase", "BLOCK = 1 and no fold", "tiles of 64 elements", ("BLOCK = 64", "BLOCK = 1"), (_FOLD_BODY, "        pass\n")),
     _m("03.hs-step", "BLOCK = 1 and no step", "tiles of 64 elements", ("BLOCK = 64", "BLOCK = 1"),
-       ("        if t >= stride:\n            cells[(1 - src) * BLOCK + t] = cells[src * BLOCK + t] + cells[src * BLOCK + t - stride]\n"
+       ("        if t >= stride:\n            cells[(1 - src) * BLOCK + t] = cells[src * BLOCK + t] + cells[src * "
+        "BLOCK + t - stride]\n"
         "        else:\n            cells[(1 - src) * BLOCK + t] = cells[src * BLOCK + t]\n", "        pass\n")),
     _m("03.hs-two-barriers", "BLOCK = 1 and no steps", "tiles of 64 elements", ("BLOCK = 64", "BLOCK = 1")),
     _m("03.blelloch-down-sweep", "BLOCK = 1, LEVELS = 0 and no down-sweep", "tiles of 64 elements", ("BLOCK = 64", "BLOCK = 1"),
@@ -74,7 +82,8 @@ LOOPHOLES = (
        ("    if warp > 0:\n        value += warp_totals[warp - 1]\n", "")),
     _m("10.lookback-loop", "a wait for the PREFIX, with LOOK_BACK_POLLS raised in the cell", "poll-limit",
        ("            while flag < published:\n", "            while flag != published + PREFIX:\n"),
-       ("@cuda.jit(device=True)\ndef my_look_back", "LOOK_BACK_POLLS = 1000000\n\n\n@cuda.jit(device=True)\ndef my_look_back")),
+       ("@cuda.jit(device=True)\ndef my_look_back", "LOOK_BACK_POLLS = 1000000\n\n\n@cuda.jit(device=True)\ndef "
+                                                    "my_look_back")),
     # Host work standing in for the kernel.
     _m("01.serial-scan", "np.dot with a triangular matrix and an empty loop", "over-budget",
        (_SERIAL, "    s[:] = np.tri(len(x), dtype=x.dtype) @ x\n" + _EMPTY_LOOP)),
@@ -84,7 +93,8 @@ LOOPHOLES = (
        (_SERIAL, "    s[:] = np.cumsum(x)\n" + _EMPTY_LOOP)),
     _m("02.suffix-fold", "the suffix sums on the host, one launch of the kernel", "wrong-result",
        ("    my_suffix_fold[1, BLOCK](cuda.to_device(x), out, len(x))\n    return out",
-        "    my_suffix_fold[1, BLOCK](cuda.to_device(x), out, 0)\n    return cuda.to_device(np.cumsum(x[::-1])[::-1].astype(x.dtype))"),
+        "    my_suffix_fold[1, BLOCK](cuda.to_device(x), out, 0)\n    return "
+        "cuda.to_device(np.cumsum(x[::-1])[::-1].astype(x.dtype))"),
        ("    cells[t] = x[t] if t < n else float32(0)\n    cuda.syncthreads()\n", "    cells[t] = float32(0)\n"),
        (_SUFFIX_PHASES, "")),
     _m("09.rank-two-update", "host numpy and one launch of an empty kernel", "not computed by the kernels launched",
@@ -101,13 +111,15 @@ LOOPHOLES = (
                          "    return np.array([v for v, kept in zip(x, mask) if kept], dtype=x.dtype)")),
     _m("11.radix-pass", "host numpy and one launch of an empty kernel", "unwritten-output",
        (_SPLIT_BODY, "        pass\n"),
-       (_SPLIT_RETURN, "                                                                cuda.to_device(zeros_before), out)\n"
+       (_SPLIT_RETURN, "                                                                cuda.to_device(zeros_before), "
+                       "out)\n"
                        "    zero = ((keys >> bit) & 1) == 0\n    return np.concatenate([keys[zero], keys[~zero]])")),
     # Sizes and shapes that expose the mistake.
     _m("01.ladder-max", "padding with INT32_MIN + 1", "got it at line 13", ("int32(INT32_MIN)", "int32(INT32_MIN + 1)")),
     _m("11.warp-rank", "lane = cuda.threadIdx.x, without % 32", "FAIL",
        (_WARP_RANK, "    lane = cuda.threadIdx.x\n"
-                    "    return cuda.popc(ballot & ((np.uint32(1) << np.uint32(lane)) - np.uint32(1))), cuda.popc(ballot)\n")),
+                    "    return cuda.popc(ballot & ((np.uint32(1) << np.uint32(lane)) - np.uint32(1))), "
+                    "cuda.popc(ballot)\n")),
     _m("11.digit-rank", "the leader found by cuda.threadIdx.x, without % 32", "FAIL",
        ("    if cuda.laneid == leader:\n", "    if cuda.threadIdx.x == leader:\n")),
 )
@@ -120,18 +132,23 @@ SLOW_RIGHT = (
     _m("01.ladder-max", "the identity written as np.iinfo(np.int32).min", "PASS",
        ("int32(INT32_MIN)", "np.iinfo(np.int32).min")),
     _m("09.rank-two-update", "each thread re-reads u[m, j] and q[m, j] for every k", "PASS",
-       ("            A[m, k, j] -= q[m, k] * uj + u[m, k] * qj\n", "            A[m, k, j] -= q[m, k] * u[m, j] + u[m, k] * q[m, j]\n")),
+       ("            A[m, k, j] -= q[m, k] * uj + u[m, k] * qj\n", "            A[m, k, j] -= q[m, k] * u[m, j] + u[m, "
+                                                                   "k] * q[m, j]\n")),
     _m("11.compact", "flags read once into a register", "PASS",
-       (_SCATTER_BODY, "    if i < x.shape[0]:\n        kept = flags[i]\n        if kept:\n            out[places[i]] = x[i]\n")),
+       (_SCATTER_BODY, "    if i < x.shape[0]:\n        kept = flags[i]\n        if kept:\n            out[places[i]] "
+                       "= x[i]\n")),
     _m("11.radix-pass", "the flags computed by a helper kernel of the student's own", "PASS",
-       ("def my_split(keys, bit):\n", "@cuda.jit\ndef my_flags(keys, bit, flags):\n    i = cuda.grid(1)\n    if i < keys.shape[0]:\n"
-                                      "        flags[i] = 1 if (keys[i] >> bit) & 1 == 0 else 0\n\n\ndef my_split(keys, bit):\n"),
+       ("def my_split(keys, bit):\n", "@cuda.jit\ndef my_flags(keys, bit, flags):\n    i = cuda.grid(1)\n    if i < "
+                                      "keys.shape[0]:\n"
+                                      "        flags[i] = 1 if (keys[i] >> bit) & 1 == 0 else 0\n\n\ndef "
+                                      "my_split(keys, bit):\n"),
        (_SPLIT_HOST, "    flags_on_device = cuda.device_array(len(keys), np.int32)\n"
                      "    my_flags[max(1, -(-len(keys) // 128)), 128](cuda.to_device(keys), bit, flags_on_device)\n"
                      "    flags = flags_on_device.copy_to_host()\n    zeros_before = ps.exclusive_scan(flags)\n")),
     _m("11.warp-rank", "lane = cuda.threadIdx.x % 32", "PASS",
        (_WARP_RANK, "    lane = cuda.threadIdx.x % 32\n"
-                    "    return cuda.popc(ballot & ((np.uint32(1) << np.uint32(lane)) - np.uint32(1))), cuda.popc(ballot)\n")),
+                    "    return cuda.popc(ballot & ((np.uint32(1) << np.uint32(lane)) - np.uint32(1))), "
+                    "cuda.popc(ballot)\n")),
     _m("11.digit-rank", "the leader found by cuda.threadIdx.x % 32", "PASS",
        ("    if cuda.laneid == leader:\n", "    if cuda.threadIdx.x % 32 == leader:\n")),
 )

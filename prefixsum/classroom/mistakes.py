@@ -75,7 +75,8 @@ _HS_TWO = ("        value = cells[t]\n        if t >= stride:\n            value
            "        cuda.syncthreads()\n        cells[t] = value\n        cuda.syncthreads()\n")
 _PREFIX_PARTNER = "        if t >= phase:\n            folded += cells[t - phase]\n"
 _SUFFIX_PARTNER = "        if t + phase < BLOCK:\n            folded += cells[t + phase]\n"
-_DOWN = ("            parent = tree[t]\n            tree[t] += tree[t - (1 << d)]\n            tree[t - (1 << d)] = parent\n")
+_DOWN = ("            parent = tree[t]\n            tree[t] += tree[t - (1 << d)]\n            tree[t - (1 << d)] = "
+         "parent\n")
 _LOOK_BACK_BODY_START = "    lane = cuda.laneid\n    published = np.uint32(2 * epoch)\n"
 
 MISTAKES = (
@@ -84,10 +85,12 @@ MISTAKES = (
     _m("01.serial-scan", "the exclusive scan", "This is the exclusive scan",
        ("s[0] = x[0]", "s[0] = 0"), ("s[i - 1] + x[i]", "s[i - 1] + x[i - 1]"), avoid=("phase",)),
     _m("01.serial-scan", "s[0] never set", "wrong-result at n=1", ("    s[0] = x[0]\n", "")),
-    _m("01.ladder-step", "partner without its - 1", "same step", ("rungs[(t & ~(phase - 1)) - 1]", "rungs[t & ~(phase - 1)]")),
+    _m("01.ladder-step", "partner without its - 1", "same step", ("rungs[(t & ~(phase - 1)) - 1]", "rungs[t & ~(phase "
+                                                                                                   "- 1)]")),
     _m("01.ladder-step", "Hillis-Steele's partner t - phase", "wrong-result", ("rungs[(t & ~(phase - 1)) - 1]", "rungs[t - phase]"),
        avoid=("Powers of two",)),
-    _m("01.ladder-step", "every lane adds", "out-of-bounds", (_LADDER_IF, "        rungs[t] += rungs[(t & ~(phase - 1)) - 1]\n")),
+    _m("01.ladder-step", "every lane adds", "out-of-bounds", (_LADDER_IF, "        rungs[t] += rungs[(t & ~(phase - "
+                                                                          "1)) - 1]\n")),
     *_each_instead_of("01.ladder-max", "int32(INT32_MIN)", ("padding with 0", "wrong-identity", "int32(0)"),
                       ("padding with INT32_MAX", "wrong-identity", "int32(2147483647)")),
     _m("01.ladder-max", "a sum instead of max", "wrong-result",
@@ -102,15 +105,18 @@ MISTAKES = (
     _m("02.prefix-fold", "first stride m // 2, not a power of two", "wrong-result",
        ("    phase = 1\n    while 2 * phase < m:\n        phase *= 2\n", "    phase = max(1, m // 2)\n")),
     _m("02.folding-phase", "in place, one barrier", "race",
-       ("        folded = cells[t]\n        if t >= phase:\n            folded += cells[t - phase]\n        cuda.syncthreads()\n"
+       ("        folded = cells[t]\n        if t >= phase:\n            folded += cells[t - phase]\n        "
+        "cuda.syncthreads()\n"
         "        cells[t] = folded\n", "        if t >= phase:\n            cells[t] += cells[t - phase]\n")),
     _m("02.folding-phase", "no barrier between read and store", "race",
-       ("            folded += cells[t - phase]\n        cuda.syncthreads()\n", "            folded += cells[t - phase]\n")),
+       ("            folded += cells[t - phase]\n        cuda.syncthreads()\n", "            folded += cells[t - "
+                                                                                "phase]\n")),
     _m("02.folding-phase", "the suffix's partner t + phase", "wrong-result", (_PREFIX_PARTNER, _SUFFIX_PARTNER)),
     _m("02.suffix-fold", "the prefix's partner t - phase", "wrong-result", (_SUFFIX_PARTNER, _PREFIX_PARTNER)),
     _m("02.suffix-fold", "no barrier after the store", "after the store",
        ("        cells[t] = folded\n        cuda.syncthreads()\n", "        cells[t] = folded\n")),
-    _m("02.suffix-fold", "no bound on the partner", "out-of-bounds", ("        if t + phase < BLOCK:\n            folded", "        folded")),
+    _m("02.suffix-fold", "no bound on the partner", "out-of-bounds", ("        if t + phase < BLOCK:\n            "
+                                                                      "folded", "        folded")),
     # 03: Hillis-Steele and Blelloch
     _m("03.hs-numpy", "changes its input", "modified-input",
        ("    new = cells.copy()\n    new[stride:] = cells[stride:] + cells[:-stride]\n    return new\n",
@@ -130,7 +136,8 @@ MISTAKES = (
     _m("03.hs-two-barriers", "no barrier after the store", "missing after the store",
        (_HS_TWO, _HS_TWO[:-len("        cuda.syncthreads()\n")]), avoid=("cannot help",)),
     _m("03.hs-two-barriers", "no barrier between read and store", "read into a register",
-       ("            value += cells[t - stride]\n        cuda.syncthreads()\n", "            value += cells[t - stride]\n")),
+       ("            value += cells[t - stride]\n        cuda.syncthreads()\n", "            value += cells[t - "
+                                                                                "stride]\n")),
     _m("03.hs-two-barriers", "in place with one barrier", "race",
        (_HS_TWO, "        if t >= stride:\n            cells[t] += cells[t - stride]\n        cuda.syncthreads()\n")),
     _m("03.blelloch-down-sweep", "no swap: the left child keeps its value", "wrong-result",
@@ -140,14 +147,17 @@ MISTAKES = (
     _m("03.blelloch-down-sweep", "off-by-one partner", "check the partner's formula",
        (_DOWN, _DOWN.replace("tree[t - (1 << d)]", "tree[t - (1 << d) - 1]"))),
     # 04: Blelloch for large inputs
-    _m("04.packed-upsweep", "offset not doubled", "index computed below 0", ("        offset *= 2\n", "        offset += 1\n")),
+    _m("04.packed-upsweep", "offset not doubled", "index computed below 0", ("        offset *= 2\n", "        offset "
+                                                                                                      "+= 1\n")),
     _m("04.packed-upsweep", "the barrier inside the if", "barrier-divergence",
        ("        cuda.syncthreads()\n        if t < active:\n            tree[offset * (2 * t + 2) - 1]",
         "        if t < active:\n            cuda.syncthreads()\n            tree[offset * (2 * t + 2) - 1]")),
     _m("04.packed-upsweep", "thread 0 sums the tile serially", "over-budget",
        ("    active = THREADS\n    while active > 0:\n        cuda.syncthreads()\n        if t < active:\n"
-        "            tree[offset * (2 * t + 2) - 1] += tree[offset * (2 * t + 1) - 1]\n        offset *= 2\n        active //= 2\n",
-        "    cuda.syncthreads()\n    if t == 0:\n        for k in range(1, TILE):\n            tree[TILE - 1] += tree[k - 1]\n"
+        "            tree[offset * (2 * t + 2) - 1] += tree[offset * (2 * t + 1) - 1]\n        offset *= 2\n        "
+        "active //= 2\n",
+        "    cuda.syncthreads()\n    if t == 0:\n        for k in range(1, TILE):\n            tree[TILE - 1] += "
+        "tree[k - 1]\n"
         "    offset = TILE\n")),
     _m("04.blelloch-carry", "carries into its own tile", "wrong-result",
        ("start = (cuda.blockIdx.x + 1) * TILE", "start = cuda.blockIdx.x * TILE")),
@@ -185,13 +195,16 @@ MISTAKES = (
     _m("06.exclusive-warp-scan", "lane 0 not set to 0", "identity", ("    if lane == 0:\n        value = float32(0)\n", "")),
     _m("06.exclusive-warp-scan", "shifted by two", "wrong-result", ("value = cuda.shfl_up_sync(FULL_MASK, value, 1)", "value = cuda.shfl_up_sync(FULL_MASK, value, 2)")),
     _m("06.block-combine", "adds its own warp's total", "wrong-result", ("value += warp_totals[warp - 1]", "value += warp_totals[warp]")),
-    _m("06.block-combine", "warp 0 adds too", "out-of-bounds", ("    if warp > 0:\n        value", "    if True:\n        value")),
+    _m("06.block-combine", "warp 0 adds too", "out-of-bounds", ("    if warp > 0:\n        value", "    if True:\n     "
+                                                                                                   "   value")),
     _m("06.block-combine", "adds only the previous warp's own total", "wrong-result",
        ("    if warp > 0:\n        value += warp_totals[warp - 1]\n",
-        "    if warp > 0:\n        value += warp_totals[warp - 1] - (warp_totals[warp - 2] if warp > 1 else float32(0))\n")),
+        "    if warp > 0:\n        value += warp_totals[warp - 1] - (warp_totals[warp - 2] if warp > 1 else "
+        "float32(0))\n")),
     # 07: tridiagonal systems
     _m("07.residual", "c's term in the last row", "out-of-bounds", ("        if i < n - 1:\n            row", "        if True:\n            row")),
-    _m("07.residual", "a and c swapped", "wrong-result", ("a[system, i] * x[system, i - 1]", "c[system, i] * x[system, i - 1]"),
+    _m("07.residual", "a and c swapped", "wrong-result", ("a[system, i] * x[system, i - 1]", "c[system, i] * x[system, "
+                                                                                             "i - 1]"),
        ("c[system, i] * x[system, i + 1]", "a[system, i] * x[system, i + 1]")),
     _m("07.residual", "no bound on the batch", "out-of-bounds", ("if system < batch and i < n:", "if i < n:")),
     _m("07.pcr-step", "neighbours one row away at every step", "wrong-result",
@@ -221,10 +234,13 @@ MISTAKES = (
     _m("08.lane-exchange", "d kept from outside the group", "as d_up, from outside its group",
        ("a_up, c_up, d_up = 0.0, 0.0, 0.0", "a_up, c_up = 0.0, 0.0"), ("a_down, c_down, d_down = 0.0, 0.0, 0.0", "a_down, c_down = 0.0, 0.0")),
     _m("08.interface-system", "first and last rows swapped in the reduced system", "The reduced system is wrong",
-       ("rd[system, 2 * t] = la[0], 1.0, lc[0], ld[0]", "rd[system, 2 * t] = la[ROWS - 1], 1.0, lc[ROWS - 1], ld[ROWS - 1]"),
+       ("rd[system, 2 * t] = la[0], 1.0, lc[0], ld[0]", "rd[system, 2 * t] = la[ROWS - 1], 1.0, lc[ROWS - 1], ld[ROWS "
+                                                        "- 1]"),
        ("= la[ROWS - 1], 1.0\n", "= la[0], 1.0\n"), ("= lc[ROWS - 1], ld[ROWS - 1]\n", "= lc[0], ld[0]\n")),
-    _m("08.interface-system", "b of the reduced rows never written", "a cell of the reduced system that was never written",
-       ("rb[system, 2 * t], rc[system, 2 * t], rd[system, 2 * t] = la[0], 1.0, lc[0]", "rc[system, 2 * t], rd[system, 2 * t] = la[0], lc[0]"),
+    _m("08.interface-system", "b of the reduced rows never written", "a cell of the reduced system that was never "
+                                                                     "written",
+       ("rb[system, 2 * t], rc[system, 2 * t], rd[system, 2 * t] = la[0], 1.0, lc[0]", "rc[system, 2 * t], rd[system, "
+                                                                                       "2 * t] = la[0], lc[0]"),
        ("ra[system, 2 * t + 1], rb[system, 2 * t + 1] = la[ROWS - 1], 1.0", "ra[system, 2 * t + 1] = la[ROWS - 1]")),
     _m("08.interface-system", "x_first and x_last swapped in the interior", "the first and the last, in that order",
        ("ld[k] - la[k] * first - lc[k] * last", "ld[k] - la[k] * last - lc[k] * first")),
@@ -232,9 +248,11 @@ MISTAKES = (
        ("                if k == 0:\n                    x[system, t * ROWS] = first\n"
         "                elif k == ROWS - 1:\n                    x[system, t * ROWS + k] = last\n"
         "                else:\n                    x[system, t * ROWS + k] = ld[k] - la[k] * first - lc[k] * last\n",
-        "                if 0 < k < ROWS - 1:\n                    x[system, t * ROWS + k] = ld[k] - la[k] * first - lc[k] * last\n")),
+        "                if 0 < k < ROWS - 1:\n                    x[system, t * ROWS + k] = ld[k] - la[k] * first - "
+        "lc[k] * last\n")),
     _m("08.interface-system", "no bound on the rows past n", "out-of-bounds", ("            if t * ROWS + k < n:\n", "            if True:\n")),
-    _m("08.chunk-partition", "the sweep down only divides", "interior row 2 of chunk 0 still couples x_1 (the row above)",
+    _m("08.chunk-partition", "the sweep down only divides", "interior row 2 of chunk 0 still couples x_1 (the row "
+                                                            "above)",
        ("pivot = lb[k] - la[k] * lc[k - 1]", "pivot = lb[k]"), ("(ld[k] - la[k] * ld[k - 1]) / pivot", "ld[k] / pivot"),
        ("la[k] = -la[k] * la[k - 1] / pivot", "la[k] = la[k] / pivot")),
     _m("08.chunk-partition", "no sweep back up", "interior row 1 of chunk 0 still couples x_2 (the row below)",
@@ -244,10 +262,12 @@ MISTAKES = (
         "    lc[0] = -lc[0] * lc[1] / pivot\n", "")),
     _m("08.chunk-partition", "b left as it was", "not 1", ("lb[k] = 1.0\n", "lb[k] = lb[k]\n"),
        ("ld[k] / lb[k], 1.0", "ld[k] / lb[k], lb[k]")),
-    _m("08.chunk-partition", "the pivot without the row above", "interior row 2 of chunk 0 does not hold for the solution",
+    _m("08.chunk-partition", "the pivot without the row above", "interior row 2 of chunk 0 does not hold for the "
+                                                                "solution",
        ("pivot = lb[k] - la[k] * lc[k - 1]", "pivot = lb[k]")),
     # 09: Householder
-    _m("09.householder-reflector", "no scaling", "is not", ("    y = y / np.abs(y).sum()  # u and H of y / s give the P of y, and |y / s|^2 is near 1\n", "")),
+    _m("09.householder-reflector", "no scaling", "is not", ("    y = y / np.abs(y).sum()  # u and H of y / s give the "
+                                                            "P of y, and |y / s|^2 is near 1\n", "")),
     *_each_instead_of("09.householder-reflector", "g = -math.sqrt(h) if f >= 0 else math.sqrt(h)",
                       ("the wrong sign of g", "wrong sign", "g = math.sqrt(h) if f >= 0 else -math.sqrt(h)"),
                       ("np.sign(0) is 0", "np.sign(0)", "g = -np.sign(f) * math.sqrt(h)")),
@@ -260,7 +280,8 @@ MISTAKES = (
     _m("09.parallel-norm", "thread 0 adds them all", "over-budget",
        ("    half = NORM_THREADS // 2\n    while half > 0:\n        cuda.syncthreads()\n        if t < half:\n"
         "            partials[t] += partials[t + half]\n        half //= 2\n",
-        "    cuda.syncthreads()\n    if t == 0:\n        for k in range(1, NORM_THREADS):\n            partials[0] += partials[k]\n")),
+        "    cuda.syncthreads()\n    if t == 0:\n        for k in range(1, NORM_THREADS):\n            partials[0] += "
+        "partials[k]\n")),
     # 10: blocks that talk
     _m("10.chained-handoff", "the flag polled with a plain load", "polls it with plain loads (line 6)",
        ("while cuda.atomic.add(flags, b - 1, 0) == 0:", "while flags[b - 1] == 0:")),
@@ -272,20 +293,26 @@ MISTAKES = (
        ("flags, b - 1, 0", "flags, cuda.blockIdx.x - 1, 0"), ("before = prefixes[b - 1]", "before = prefixes[cuda.blockIdx.x - 1]"), avoid=("Powers of two",)),
     _m("10.lookback-loop", "a chained scan, no AGGREGATE", "before it published",
        (_LOOK_BACK_BODY_START, _LOOK_BACK_BODY_START + "    if True:\n        exclusive = np.float32(0)\n"
-        "        if lane == 0:\n            if tile > 0:\n                flag, value = peek(status, values, tile - 1)\n"
-        "                while flag != published + PREFIX:\n                    flag, value = peek(status, values, tile - 1)\n"
-        "                exclusive = value\n            publish(status, values, tile, published + PREFIX, exclusive + aggregate)\n"
+        "        if lane == 0:\n            if tile > 0:\n                flag, value = peek(status, values, tile - "
+        "1)\n"
+        "                while flag != published + PREFIX:\n                    flag, value = peek(status, values, "
+        "tile - 1)\n"
+        "                exclusive = value\n            publish(status, values, tile, published + PREFIX, exclusive + "
+        "aggregate)\n"
         "        return cuda.shfl_sync(FULL_MASK, exclusive, 0)\n")),
     _m("10.lookback-loop", "one lane walks back tile by tile", "serial walk",
        (_LOOK_BACK_BODY_START, _LOOK_BACK_BODY_START + "    if True:\n        exclusive = np.float32(0)\n"
-        "        if lane == 0:\n            publish(status, values, tile, published + (PREFIX if tile == 0 else AGGREGATE), aggregate)\n"
+        "        if lane == 0:\n            publish(status, values, tile, published + (PREFIX if tile == 0 else "
+        "AGGREGATE), aggregate)\n"
         "            p = tile - 1\n            while p >= 0:\n                flag, value = peek(status, values, p)\n"
         "                while flag < published:\n                    flag, value = peek(status, values, p)\n"
-        "                exclusive += value\n                if flag == published + PREFIX:\n                    break\n"
+        "                exclusive += value\n                if flag == published + PREFIX:\n                    "
+        "break\n"
         "                p -= 1\n            if tile > 0:\n"
         "                publish(status, values, tile, published + PREFIX, exclusive + aggregate)\n"
         "        return cuda.shfl_sync(FULL_MASK, exclusive, 0)\n")),
-    _m("10.lookback-loop", "every lane waits for a PREFIX, not any state of this call", "an AGGREGATE as well as a PREFIX",
+    _m("10.lookback-loop", "every lane waits for a PREFIX, not any state of this call", "an AGGREGATE as well as a "
+                                                                                        "PREFIX",
        ("            while flag < published:\n", "            while flag != published + PREFIX:\n")),
     _m("10.lookback-loop", "the inclusive prefix never published", "published its state only once",
        ("    if lane == 0 and tile > 0:\n        publish(", "    if lane == 0 and tile < 0:\n        publish(")),
@@ -295,14 +322,17 @@ MISTAKES = (
        ("    cuda.atomic.exch(status, tile, (np.uint64(flag) << np.uint64(32)) | np.uint64(to_bits(value)))\n",
         "    status[tile] = (np.uint64(flag) << np.uint64(32)) | np.uint64(to_bits(value))\n"), avoid=("give each block its own cells",)),
     _m("10.publish", "the flag in the low half", "FAIL",
-       ("(np.uint64(flag) << np.uint64(32)) | np.uint64(to_bits(value))", "(np.uint64(to_bits(value)) << np.uint64(32)) | np.uint64(flag)")),
+       ("(np.uint64(flag) << np.uint64(32)) | np.uint64(to_bits(value))", "(np.uint64(to_bits(value)) << "
+                                                                          "np.uint64(32)) | np.uint64(flag)")),
     _m("10.publish", "an atomic or onto the old state", "FAIL",
        ("cuda.atomic.exch(status, tile, ", "cuda.atomic.or_(status, tile, ")),
     # 11: applications
     *_each_instead_of("11.argmax-operator", "q if q[0] > p[0] or (q[0] == p[0] and q[1] < p[1]) else p",
-                      ("the later index on a tie", "wrong-result", "q if q[0] > p[0] or (q[0] == p[0] and q[1] > p[1]) else p"),
+                      ("the later index on a tie", "wrong-result", "q if q[0] > p[0] or (q[0] == p[0] and q[1] > p[1]) "
+                                                                   "else p"),
                       ("the larger value with the earlier index", "FAIL", "(max(p[0], q[0]), p[1])"),
-                      ("the smaller value", "wrong-identity", "q if q[0] < p[0] or (q[0] == p[0] and q[1] < p[1]) else p")),
+                      ("the smaller value", "wrong-identity", "q if q[0] < p[0] or (q[0] == p[0] and q[1] < p[1]) else "
+                                                              "p")),
     _m("11.argmax-operator", "the index -1 in the identity: an array of -inf gets index -1", "wrong-result",
        ("ARGMAX_IDENTITY = (-np.inf, np.iinfo(np.int64).max)", "ARGMAX_IDENTITY = (-np.inf, -1)")),
     _m("11.argmax-operator", "NaN never selected", "wrong-result",
@@ -312,20 +342,23 @@ MISTAKES = (
                       ("every element stored", "FAIL", "if i < x.shape[0]:")),
     _m("11.compact", "kept elements stay at i", "FAIL", ("out[places[i]] = x[i]", "out[i] = x[i]")),
     *_each_instead_of("11.warp-rank", "cuda.popc(ballot & cuda.lanemask_lt())",
-                      ("the lanes up to and including the caller", "FAIL", "cuda.popc(ballot & ((cuda.lanemask_lt() << 1) | 1))"),
+                      ("the lanes up to and including the caller", "FAIL", "cuda.popc(ballot & ((cuda.lanemask_lt() << "
+                                                                           "1) | 1))"),
                       ("the kept lanes above the caller", "FAIL", "cuda.popc(ballot & ~cuda.lanemask_lt())")),
     _m("11.warp-rank", "every lane counted, not the kept ones", "FAIL",
        ("cuda.popc(ballot & cuda.lanemask_lt()), cuda.popc(ballot)", "cuda.popc(cuda.lanemask_lt()), 32")),
     *_each_instead_of("11.digit-rank", "cuda.popc(peers & cuda.lanemask_lt())",
                       ("every lane below counted, whatever its digit", "FAIL", "cuda.popc(cuda.lanemask_lt())"),
-                      ("peers above the caller counted", "FAIL", "cuda.popc(peers) - 1 - cuda.popc(peers & cuda.lanemask_lt())")),
+                      ("peers above the caller counted", "FAIL", "cuda.popc(peers) - 1 - cuda.popc(peers & "
+                                                                 "cuda.lanemask_lt())")),
     _m("11.digit-rank", "the keys of earlier steps forgotten", "FAIL",
        ("    return before + cuda.popc(peers & cuda.lanemask_lt())", "    return cuda.popc(peers & cuda.lanemask_lt())")),
     _m("11.digit-rank", "the count never updated", "FAIL",
        ("        counts[digit] = before + cuda.popc(peers)\n", "")),
     _m("11.radix-pass", "ones placed by their rank among the ones", "Both write it",
        ("zeros + i - zeros_before[i]", "i - zeros_before[i]"), avoid=("reading what",)),
-    _m("11.radix-pass", "an inclusive scan", "FAIL", ("zeros_before = ps.exclusive_scan(flags)", "zeros_before = ps.scan(flags)")),
+    _m("11.radix-pass", "an inclusive scan", "FAIL", ("zeros_before = ps.exclusive_scan(flags)", "zeros_before = "
+                                                                                                 "ps.scan(flags)")),
     _m("11.radix-pass", "ones first", "wrong-result", ("((keys >> bit) & 1) == 0", "((keys >> bit) & 1) == 1")),
 )
 

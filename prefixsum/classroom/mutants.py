@@ -23,8 +23,7 @@ import numpy as np
 from numba import cuda, float32, int32
 
 from ..primitives import fields
-from . import child as _child
-from . import lessons, mistakes
+from . import child as _child, lessons, mistakes
 
 BLOCK = 64
 
@@ -117,29 +116,39 @@ _STORE = "        out[i] = rungs[t]\n"
 
 missing_barrier_tile = _ladder_mutant(
     "missing_barrier_tile",
-    (_STEP_END, "        phase <<= 1  # no barrier: the next phase reads cells this one is still writing\n    cuda.syncthreads()\n"))
+    (_STEP_END, "        phase <<= 1  # no barrier: the next phase reads cells this one is still writing\n    "
+                "cuda.syncthreads()\n"))
 off_by_one_bound_tile = _ladder_mutant(
-    "off_by_one_bound_tile", ("x[i] if i < n else", "x[i] if i <= n else"), ("float32(0)\n", "float32(0)  # <= reads one past the end\n"))
+    "off_by_one_bound_tile", ("x[i] if i < n else", "x[i] if i <= n else"), ("float32(0)\n", "float32(0)  # <= reads "
+                                                                                             "one past the end\n"))
 uninitialized_shared_tile = _ladder_mutant(
     "uninitialized_shared_tile",
-    ("    rungs[t] = x[i] if i < n else float32(0)\n", "    if i < n:  # lanes past n are left as whatever shared memory held\n        rungs[t] = x[i]\n"))
+    ("    rungs[t] = x[i] if i < n else float32(0)\n", "    if i < n:  # lanes past n are left as whatever shared "
+                                                       "memory held\n        rungs[t] = x[i]\n"))
 barrier_in_branch_tile = _ladder_mutant(
     "barrier_in_branch_tile",
-    (_STEP_END, "            cuda.syncthreads()  # only the threads that worked wait here\n        phase <<= 1\n    cuda.syncthreads()\n"))
+    (_STEP_END, "            cuda.syncthreads()  # only the threads that worked wait here\n        phase <<= 1\n    "
+                "cuda.syncthreads()\n"))
 # A wrong answer seen in class, for the stepper: each element adds the first cell of its own run,
 # not the last cell of the run before.
 wrong_partner_ladder = variant(
-    ladder_in_shared, "wrong_partner_ladder", ("rungs[(t & ~(phase - 1)) - 1]", "rungs[t & ~(phase - 1)]  # the first cell of its own run"),
+    ladder_in_shared, "wrong_partner_ladder", ("rungs[(t & ~(phase - 1)) - 1]", "rungs[t & ~(phase - 1)]  # the first "
+                                                                                "cell of its own run"),
     device=True)
 wrong_partner_tile = variant(correct_tile, "wrong_partner_tile", namespace={"ladder_in_shared": wrong_partner_ladder})
 negative_index_tile = variant(
-    correct_tile, "negative_index_tile", (_STORE, "        out[i] = rungs[t - 1]  # exclusive by shifting, but lane 0 reads rungs[-1]\n"))
-write_past_n_tile = variant(correct_tile, "write_past_n_tile", ("    if i < n:\n" + _STORE, "    out[i] = rungs[t]  # the last tile writes past n\n"))
+    correct_tile, "negative_index_tile", (_STORE, "        out[i] = rungs[t - 1]  # exclusive by shifting, but lane 0 "
+                                                  "reads rungs[-1]\n"))
+write_past_n_tile = variant(correct_tile, "write_past_n_tile", ("    if i < n:\n" + _STORE, "    out[i] = rungs[t]  # "
+                                                                                            "the last tile writes past "
+                                                                                            "n\n"))
 unwritten_last_element_tile = variant(
-    correct_tile, "unwritten_last_element_tile", ("    if i < n:\n", "    if i < n - 1:  # off by one: the last element is never stored\n"))
+    correct_tile, "unwritten_last_element_tile", ("    if i < n:\n", "    if i < n - 1:  # off by one: the last "
+                                                                     "element is never stored\n"))
 shared_total_tile = variant(
     correct_tile, "shared_total_tile",
-    ("        totals[cuda.blockIdx.x]", "        totals[0] = rungs[t]  # every block writes the same cell\n        totals[cuda.blockIdx.x]"))
+    ("        totals[cuda.blockIdx.x]", "        totals[0] = rungs[t]  # every block writes the same cell\n        "
+                                        "totals[cuda.blockIdx.x]"))
 exclusive_wrong_identity_tile = variant(
     correct_tile, "exclusive_wrong_identity_tile",
     (_STORE, "        out[i] = rungs[t - 1] if t > 0 else float32(1)  # the identity of add is 0, not 1\n"))
@@ -221,9 +230,11 @@ def chained_without_flags_tile(x, out, prefixes, flags, counter, n):
         out[i] = rungs[t] + before
 
 
-_RELEASE = "    cuda.threadfence()  # the prefix reaches memory before the flag does\n    cuda.atomic.add(flags, b, 1)  # release\n"
+_RELEASE = ("    cuda.threadfence()  # the prefix reaches memory before the flag does\n"
+            "    cuda.atomic.add(flags, b, 1)  # release\n")
 hand_off_without_fence = variant(
-    hand_off, "hand_off_without_fence", (_RELEASE, "    cuda.atomic.add(flags, b, 1)  # no threadfence: the flag may arrive before the prefix\n"),
+    hand_off, "hand_off_without_fence", (_RELEASE, "    cuda.atomic.add(flags, b, 1)  # no threadfence: the flag may "
+                                                   "arrive before the prefix\n"),
     device=True)
 hand_off_plain_poll = variant(
     hand_off, "hand_off_plain_poll",
@@ -281,25 +292,61 @@ def _chained(kernel):
 MUTANTS = (
     Mutant("missing_barrier", "no barrier between phases", "race", _tiles(missing_barrier_tile)),
     Mutant("off_by_one_bound", "loads x[i] for i <= n", "out-of-bounds", _tiles(off_by_one_bound_tile)),
-    Mutant("negative_index", "exclusive shift reads rungs[t - 1] at t = 0", "out-of-bounds", _tiles(negative_index_tile), inclusive=False),
-    Mutant("uninitialized_shared", "lanes past n not filled with the identity", "uninitialized-read", _tiles(uninitialized_shared_tile)),
+    Mutant(
+        "negative_index",
+        "exclusive shift reads rungs[t - 1] at t = 0",
+        "out-of-bounds",
+        _tiles(negative_index_tile),
+        inclusive=False,
+    ),
+    Mutant(
+        "uninitialized_shared",
+        "lanes past n not filled with the identity",
+        "uninitialized-read",
+        _tiles(uninitialized_shared_tile),
+    ),
     Mutant("hillis_steele_in_place", "Hillis-Steele in one buffer", "race", _tiles(hillis_steele_in_place_tile)),
     Mutant("missing_carry", "tile totals never carried", "wrong-result", _tiles(correct_tile, carry=False)),
-    Mutant("wrong_exclusive_identity", "exclusive scan starts from 1", "wrong-result", _tiles(exclusive_wrong_identity_tile), inclusive=False),
+    Mutant(
+        "wrong_exclusive_identity",
+        "exclusive scan starts from 1",
+        "wrong-result",
+        _tiles(exclusive_wrong_identity_tile),
+        inclusive=False,
+    ),
     Mutant("barrier_in_branch", "syncthreads inside the if", "barrier-divergence", _tiles(barrier_in_branch_tile)),
     Mutant("write_past_n", "stores out[i] without i < n", "out-of-bounds", _tiles(write_past_n_tile)),
-    Mutant("powers_of_two_only", "stride loop bounded by the tile length", "wrong-result", _tiles(folding_power_of_two_tile)),
+    Mutant(
+        "powers_of_two_only",
+        "stride loop bounded by the tile length",
+        "wrong-result",
+        _tiles(folding_power_of_two_tile),
+    ),
     Mutant("one_block_only", "launches a single block", "unwritten-output", _tiles(correct_tile, grid=1, carry=False)),
     Mutant("unwritten_last_element", "stores only i < n - 1", "unwritten-output", _tiles(unwritten_last_element_tile)),
     Mutant("blocks_share_a_total", "every block writes totals[0]", "race", _tiles(shared_total_tile)),
-    Mutant("chained_without_flags", "reads the tile before's last output with no flag", "race-between-blocks",
-           _chained(chained_without_flags_tile)),
-    Mutant("chained_without_fence", "raises the flag with no fence after the prefix", "stale-read",
-           _chained(chained_without_fence_tile)),
-    Mutant("chained_waits_for_later_block", "tiles numbered from the last block", "deadlock",
-           _chained(chained_waits_for_later_block_tile), hangs_stock=True),
-    Mutant("chained_plain_poll", "polls the flag with a plain load", "plain-load-poll",
-           _chained(chained_plain_poll_tile)),
+    Mutant(
+        "chained_without_flags",
+        "reads the tile before's last output with no flag",
+        "race-between-blocks",
+        _chained(chained_without_flags_tile),
+    ),
+    Mutant(
+        "chained_without_fence",
+        "raises the flag with no fence after the prefix",
+        "stale-read",
+        _chained(chained_without_fence_tile),
+    ),
+    Mutant(
+        "chained_waits_for_later_block",
+        "tiles numbered from the last block",
+        "deadlock",
+        _chained(chained_waits_for_later_block_tile),
+        hangs_stock=True,
+    ),
+    Mutant(
+        "chained_plain_poll", "polls the flag with a plain load", "plain-load-poll", _chained(chained_plain_poll_tile)
+    ),
 )
 
 CORRECT = Mutant("ladder_tiles", "none", "pass", _tiles(correct_tile))

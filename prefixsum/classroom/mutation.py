@@ -132,7 +132,11 @@ def _changes(node):
                     new = copy.deepcopy(node)
                     setattr(new.slice, bound, ast.BinOp(getattr(node.slice, bound), op, ast.Constant(1)))
                     yield "index", new
-    elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and ast.unparse(node.value.func).endswith("syncthreads"):
+    elif (
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Call)
+        and ast.unparse(node.value.func).endswith("syncthreads")
+    ):
         yield "barrier", ast.Pass()
     elif isinstance(node, ast.If):
         new = copy.deepcopy(node)
@@ -341,7 +345,9 @@ def kill_rate(exercise, *, sample=None, timeout=5.0, wall=300.0, check_seconds=N
         if not _passes(exercise, mutant.source, thorough=False, timeout=timeout, wall=wall, runaway=runaway):
             killed += 1
             continue
-        changes_output = not _passes(exercise, mutant.source, thorough=True, timeout=timeout, wall=wall, runaway=runaway)
+        changes_output = not _passes(
+            exercise, mutant.source, thorough=True, timeout=timeout, wall=wall, runaway=runaway
+        )
         (survivors if changes_output else equivalent).append(mutant.description)
     return Report(exercise.id, len(every), killed, equivalent, survivors)
 
@@ -353,7 +359,8 @@ def blank_fails(exercise):
 
 def table(reports):
     """A markdown table of :class:`Report` s: mutants, equivalent, killed, kill rate, survivors."""
-    lines = ["| exercise | mutants | equivalent | killed | kill rate | survivors |", "| --- | ---: | ---: | ---: | ---: | --- |"]
+    lines = ["| exercise | mutants | equivalent | killed | kill rate | survivors |", "| --- | ---: | ---: | ---: | "
+                                                                                     "---: | --- |"]
     for r in reports:
         lines.append(f"| {r.exercise} | {r.mutants} | {len(r.equivalent)} | {r.killed} | {r.rate:.0%} | "
                      f"{'; '.join(r.survivors) or 'none'} |")
@@ -365,8 +372,20 @@ def main(paths):
     print(table(kill_rate(exercise) for exercise in exercises(paths)))
 
 
-__all__ = ["Exercise", "Mutant", "Report", "blank_fails", "exercises", "isolated_verdict", "kill_rate", "main", "mutants",
-           "set_up", "table", "verdict"]
+__all__ = [
+    "Exercise",
+    "Mutant",
+    "Report",
+    "blank_fails",
+    "exercises",
+    "isolated_verdict",
+    "kill_rate",
+    "main",
+    "mutants",
+    "set_up",
+    "table",
+    "verdict",
+]
 
 if __name__ == "__main__":
     import sys

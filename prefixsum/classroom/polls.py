@@ -67,7 +67,8 @@ class Polls:
             _, block, thread, array, index = cell
             raise PollLimitError(
                 f"block {block} thread {thread} of kernel '{kernel}' polled {array}[{index}] (line {access.line}) "
-                f"{polls} times, finding {shown(access.value)} each time: past the limit of {self.limit} polls of one wait")
+                f"{polls} times, finding {shown(access.value)} each time: past the limit of {self.limit} polls of one "
+                "wait")
         return POLL
 
 

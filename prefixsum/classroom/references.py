@@ -14,15 +14,14 @@ import numpy as np
 from ..scans.api import scan
 from ..scans.registry import ALGORITHMS
 from ..scans.testing import mismatches, random_input
-from . import stepping
-from . import trace as tracing
+from . import stepping, trace as tracing
 
 
 def likeness(student, reference):
-    """How alike the two runs' accesses are, step by step (:func:`prefixsum.classroom.stepping.aligned`), from 0 to 1: the mean over
-    the steps of the longer run of the overlap (intersection over union) of the cells each pair of steps
-    wrote, and of the cells they read (a step beside nothing adds 0). Two runs of one algorithm access
-    alike even where a mistake changed values."""
+    """How alike the two runs' accesses are, step by step (:func:`prefixsum.classroom.stepping.aligned`), from 0 to 1:
+    the mean over the steps of the longer run of the overlap (intersection over union) of the cells each pair of steps
+    wrote, and of the cells they read (a step beside nothing adds 0). Two runs of one algorithm access alike even where
+    a mistake changed values."""
     mine, others = stepping.comparable(student), stepping.comparable(reference)
 
     def overlap(a, b):
@@ -63,7 +62,8 @@ def closest(student, x, failure, given):
                 continue
             differing = stepping.differences(mine, theirs)
             first = next((k for k, cells in enumerate(differing) if cells), len(differing))
-            agreement = (round(likeness(mine, theirs), 6), first)  # the same accesses step by step, then the same values
+            # the same accesses step by step, then the same values
+            agreement = (round(likeness(mine, theirs), 6), first)
             if best_agreement is None or agreement > best_agreement:
                 best, best_agreement = run, agreement
     if best is None:

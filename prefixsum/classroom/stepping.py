@@ -26,7 +26,6 @@ import linecache
 import math
 from typing import NamedTuple
 
-
 from ..core.hardware import WARP_SIZE
 
 GRANULARITIES = ("phase", "warp", "thread")
@@ -452,15 +451,13 @@ def forget_failure():
 def last_failure(algorithm=None, **options):
     """``(student trace, reference trace)`` of the last failing check that kept its run.
 
-    The reference is ``prefixsum.scan`` on the same input: with ``algorithm`` (and ``options``)
-    if given, else the exercise's own algorithm (with the ``options`` it takes), found as the registered scan whose run agrees
-    most alike the student's, step by step (:func:`prefixsum.classroom.references.likeness`: the
-    cells each step reads and writes; then the latest first difference), each run with the student's
-    block size where it takes one: a Hillis-Steele tile beside Hillis-Steele, a look-back beside
-    the look-back. A check that failed on more than :data:`FAILING_SIZES` elements is stepped
-    through on the smallest input up to that size on which the checked function fails too.
-    Both traces come without their results and errors, so that they can travel from the
-    simulating worker.
+    The reference is ``prefixsum.scan`` on the same input: with ``algorithm`` (and ``options``) if given, else the
+    exercise's own algorithm (with the ``options`` it takes), found as the registered scan whose run agrees most alike
+    the student's, step by step (:func:`prefixsum.classroom.references.likeness`: the cells each step reads and writes;
+    then the latest first difference), each run with the student's block size where it takes one: a Hillis-Steele tile
+    beside Hillis-Steele, a look-back beside the look-back. A check that failed on more than :data:`FAILING_SIZES`
+    elements is stepped through on the smallest input up to that size on which the checked function fails too. Both
+    traces come without their results and errors, so that they can travel from the simulating worker.
 
     Raises
     ------
@@ -470,8 +467,7 @@ def last_failure(algorithm=None, **options):
     """
     if not _last:
         raise LookupError("no failing check has kept a run to step through in this session: run the check first")
-    from . import references
-    from . import trace as tracing
+    from . import references, trace as tracing
 
     student, x = references.small_failure(_last)
     if algorithm is not None:
@@ -481,6 +477,6 @@ def last_failure(algorithm=None, **options):
     return tuple(tracing.Trace(run.records, run.launches, fences=run.fences) for run in (student, reference))
 
 
-__all__ = ["Arrow", "BrokenTrace", "GRANULARITIES", "MAX_CELLS", "Model", "PICTURE_RECORDS", "Slot", "Step", "Tile", "aligned",
-           "comparable", "differences", "failure_hint", "first_difference", "forget_failure", "initial_values", "last_failure",
-           "model", "no_source", "same", "timeline"]
+__all__ = ["Arrow", "BrokenTrace", "GRANULARITIES", "MAX_CELLS", "Model", "PICTURE_RECORDS", "Slot", "Step", "Tile",
+           "aligned", "comparable", "differences", "failure_hint", "first_difference", "forget_failure",
+           "initial_values", "last_failure", "model", "no_source", "same", "timeline"]

@@ -6,12 +6,11 @@ student's version replaces that span with ``raise NotImplementedError(...)`` at 
 indentation, saying what to write (the cell's ``todo`` metadata), and clears every output, so
 the notebook opens clean and every check cell reports the missing exercise instead of a result.
 
-The cells keep their metadata (``exercise_id``, ``todo``, ``points``), and the notebook's own
-metadata gets ``prefixsum: {chapter: "01_ladder", exercises: ["01.ladder-step", ...]}`` (the
-instructor's file name and the exercise ids in order), by which ``python -m prefixsum grade``
-matches a submission to its instructor's notebook. Cells tagged ``instructor`` (the package's own solution, shown for comparison after an
-exercise's check) are left out of the student's version, and so is the sentence that led in to
-them (a markdown cell ending with ':' right before one).
+The cells keep their metadata (``exercise_id``, ``todo``, ``points``), and the notebook's own metadata gets ``prefixsum:
+{chapter: "01_ladder", exercises: ["01.ladder-step", ...]}`` (the instructor's file name and the exercise ids in order),
+by which ``python -m prefixsum grade`` matches a submission to its instructor's notebook. Cells tagged ``instructor``
+(the package's own solution, shown for comparison after an exercise's check) are left out of the student's version, and
+so is the sentence that led in to them (a markdown cell ending with ':' right before one).
 """
 import pathlib
 import re
@@ -32,7 +31,8 @@ def strip_solutions(source, todo):
 
 
 def student_version(notebook, chapter=None):
-    """Return a new notebook: solutions stripped from ``exercise`` cells, ``instructor`` cells left out, outputs cleared.
+    """Return a new notebook: solutions stripped from ``exercise`` cells, ``instructor`` cells left out, outputs
+    cleared.
 
     Parameters
     ----------

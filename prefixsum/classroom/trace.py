@@ -46,12 +46,11 @@ import threading
 import time
 from typing import NamedTuple
 
-
 from ..core.hardware import WARP_SIZE
-from . import block_order
-from . import child as _child
+from . import block_order, child as _child
 from .recorder import Recorder
 from .records import FenceRecord, Launch, Record
+
 
 class Race(NamedTuple):
     """Conflicting accesses to one address with no barrier between them."""
@@ -301,7 +300,9 @@ def _record_here(fn, args, kwargs, timeout, steps=None, polls=None):
             result = fn(*args, **kwargs)
     except Exception as exc:  # the trace up to the failure is the point
         error = exc
-    trace = Trace(recorder.records, recorder.launches_recorded(), result, error, recorder.fences, recorder.idle_threads())
+    trace = Trace(
+        recorder.records, recorder.launches_recorded(), result, error, recorder.fences, recorder.idle_threads()
+    )
     trace.shapes = dict(recorder.shapes)
     trace.scalars = dict(enumerate(recorder.scalars))
     return trace

@@ -37,6 +37,7 @@ import numpy as np
 from numba import cuda
 
 import prefixsum as ps
+
 from ..core.device import simulating
 from ..scans.testing import expected_scan, poisoned, random_input, wrong_indices
 from . import cupti
@@ -260,7 +261,7 @@ def library_stream(module):
     One busy kernel and one kind of event for numba, torch and cupy alike: the numba stream wraps
     the library's own current stream handle (0, the legacy default stream that numba uses too,
     unless the library was told otherwise), so the busy kernel and the events are ordered with
-    the library's kernels by construction. The check proves it on the GPU: after a 20 ms busy
+    the library's kernels by construction. The check proves it on the GPU: after a long busy
     kernel on the returned stream, the library's own synchronisation of its stream must wait.
     """
     if module.__name__ == "torch":
@@ -305,7 +306,7 @@ def host_us_in_turn(calls, *, warmup=1, repeats=REPEATS, seed=0):
 
     Each round takes the calls in an order of its own, shuffled by ``random.Random(seed)``, so
     that every call follows each of the others about as often: a call runs slower after some
-    others (``tridiag.solve`` by 3-8 % after torch's round trip), and an order rotated round by
+    others (``tridiag.solve`` after torch's round trip), and an order rotated round by
     round still put the same call before it in every round but the ones it began.
     """
     times = {name: [] for name in calls}
@@ -407,11 +408,11 @@ def run(sizes, dtypes, variants, *, repeats=REPEATS, command=None, methods=("cup
                 return wrong_indices(result, expected, allowed).size == 0
 
             def add_row(variant, kind, micros, correct, timing, method="host clock"):
-                table.append({"variant": variant, "kind": kind, "dtype": dtype.name, "n": n, "median_us": round(micros, 3),
-                              "gbps": round(bytes_moved / micros / 1e3, 2), "correct": correct, "method": method,
-                              "timing": timing, **meta})
-                print(f"{variant:<34} {dtype.name:<8} n={n:<10} {micros:>10.1f} us {bytes_moved / micros / 1e3:>8.1f} GB/s  "
-                      f"{timing}{'' if correct else '  WRONG'}", flush=True)
+                table.append({"variant": variant, "kind": kind, "dtype": dtype.name, "n": n,
+                              "median_us": round(micros, 3), "gbps": round(bytes_moved / micros / 1e3, 2),
+                              "correct": correct, "method": method, "timing": timing, **meta})
+                print(f"{variant:<34} {dtype.name:<8} n={n:<10} {micros:>10.1f} us "
+                      f"{bytes_moved / micros / 1e3:>8.1f} GB/s  {timing}{'' if correct else '  WRONG'}", flush=True)
 
             def add_kernel_row(variant, kind, correct, measured):
                 add_row(variant, kind, measured.us, correct, measured.timing, measured.method)
@@ -467,9 +468,11 @@ def parser():
     command.add_argument("--min-log2", type=int, default=10)
     command.add_argument("--max-log2", type=int, default=26)
     command.add_argument("--dtype", action="append", help="float32 and int32 by default (repeatable)")
-    command.add_argument("--variant", action="append", help="NAME or NAME:opt=value,... (default: every registered algorithm)")
+    command.add_argument("--variant", action="append", help="NAME or NAME:opt=value,... (default: every registered "
+                                                            "algorithm)")
     command.add_argument("--repeats", type=int, default=REPEATS)
-    command.add_argument("--csv", default=None, help="the output (default: scan_throughput.csv in $OUT, else in benchmarks/out)")
+    command.add_argument("--csv", default=None, help="the output (default: scan_throughput.csv in $OUT, else in "
+                                                     "benchmarks/out)")
     command.add_argument("--quick", action="store_true",
                          help=f"sizes {', '.join(map(str, QUICK_SIZES))} and {QUICK_REPEATS} repeats; "
                               "runs on the simulator too (tests the script)")
@@ -483,8 +486,10 @@ def main(argv=None):
     require_gpu(args.quick)
     variants = args.variant or list(ps.ALGORITHMS)
     sizes = list(QUICK_SIZES) if args.quick else [1 << k for k in range(args.min_log2, args.max_log2 + 1)]
-    rows = run(sizes, args.dtype or ["float32", "int32"], variants, repeats=QUICK_REPEATS if args.quick else args.repeats,
-               command=shlex.join(["python", "-m", "prefixsum", "bench", *argv]), methods=check_methods(args.method or ["cupti"]))
+    rows = run(sizes, args.dtype or ["float32", "int32"], variants,
+               repeats=QUICK_REPEATS if args.quick else args.repeats,
+               command=shlex.join(["python", "-m", "prefixsum", "bench", *argv]),
+               methods=check_methods(args.method or ["cupti"]))
     write_csv(rows, args.csv or os.path.join(default_out(), "scan_throughput.csv"))
     print_table(summary(rows), ["variant", "dtype", "n", "median_us", "gbps", "vs torch.cumsum", "correct", "method"],
                 title="the largest n of each dtype (median us; GB/s = 2 n x itemsize / time):")

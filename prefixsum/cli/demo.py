@@ -12,6 +12,7 @@ import os
 import numpy as np
 
 import prefixsum as ps
+
 from ..scans.testing import random_input, run_poisoned
 
 GPU_WORKERS = 8
@@ -28,7 +29,8 @@ def check_one(algorithm, n, op, dtype, rng, inclusive=True, reverse=False):
 
 
 def check_rows(rows, n):
-    """:func:`check_one` for each ``(row number, name, op, dtype)``; returns ``[(row number, passed, seconds, detail)]``."""
+    """:func:`check_one` for each ``(row number, name, op, dtype)``; returns ``[(row number, passed, seconds,
+    detail)]``."""
     simulator = ps.device_info()["simulator"]
     results = []
     for number, name, op, dtype in rows:
@@ -46,7 +48,14 @@ def check_rows(rows, n):
 def _workers(simulator, rows):
     if simulator:
         return 1
-    return max(1, min(GPU_WORKERS, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, len(rows)))
+    return max(
+        1,
+        min(
+            GPU_WORKERS,
+            len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
+            len(rows),
+        ),
+    )
 
 
 def main(n=None, algorithms=None, out=print, workers=None):
@@ -58,7 +67,10 @@ def main(n=None, algorithms=None, out=print, workers=None):
     info = ps.device_info()
     n = n or ps.size_for_device(simulator=1000, gpu=1 << 22)
     names = algorithms or list(ps.ALGORITHMS)
-    rows = [(number, name, op, dtype) for number, (name, op, dtype) in enumerate(itertools.product(names, ps.OPS, ps.DTYPES))]
+    rows = [
+        (number, name, op, dtype)
+        for number, (name, op, dtype) in enumerate(itertools.product(names, ps.OPS, ps.DTYPES))
+    ]
     device = "simulator" if info["simulator"] else info["name"]
     workers = workers or _workers(info["simulator"], rows)
     if workers == 1:

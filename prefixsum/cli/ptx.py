@@ -22,7 +22,9 @@ def _configurations(ops, dtypes):
     """(op, dtype, inclusive, reverse) covering every op, every dtype and every direction."""
     configs = {(op, dtypes[k % len(dtypes)], True, False) for k, op in enumerate(ops)}
     configs |= {("add", dtype, True, False) for dtype in dtypes}
-    configs |= {("max", "float32", inclusive, reverse) for inclusive, reverse in itertools.product((True, False), repeat=2)}
+    configs |= {
+        ("max", "float32", inclusive, reverse) for inclusive, reverse in itertools.product((True, False), repeat=2)
+    }
     return sorted(configs, key=str)
 
 
@@ -39,7 +41,9 @@ def kernels_to_compile(algorithms=None):
             continue
         for op, dtype, inclusive, reverse in _configurations(ps.OPS, [d.name for d in ps.DTYPES]):
             for kernel, argtypes in algorithm.kernels(op, dtype, inclusive, reverse, **algorithm.options):
-                label = f"{algorithm.name}:{kernel.py_func.__name__}[{op},{dtype},inclusive={inclusive},reverse={reverse}]"
+                label = (
+                    f"{algorithm.name}:{kernel.py_func.__name__}[{op},{dtype},inclusive={inclusive},reverse={reverse}]"
+                )
                 seen.setdefault((id(kernel), argtypes), (label, kernel, argtypes))
     try:
         from prefixsum import tridiag
@@ -123,7 +127,9 @@ def compiles_in_child(kernel, signature, cc=(9, 0)):
         return True, "ok"
     text = re.sub(r"\x1b\[[0-9;]*m", "", child.stderr)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    first = next((k for k, line in enumerate(lines) if "Error:" in line and not line.startswith("File")), len(lines) - 1)
+    first = next(
+        (k for k, line in enumerate(lines) if "Error:" in line and not line.startswith("File")), len(lines) - 1
+    )
     return False, " ".join(lines[first:first + 2])
 
 

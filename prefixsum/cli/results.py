@@ -40,8 +40,11 @@ def print_table(rows, columns, title=None):
 
 
 def report_wrong(rows, describe):
-    """Print ``WRONG: describe(row)`` for each row whose ``correct`` is False; the script's exit status."""
-    wrong = [row for row in rows if not row["correct"]]
+    """Print ``WRONG: describe(row)`` for each row whose ``correct`` is False; the script's exit status.
+
+    A row whose ``correct`` is None or empty had no check (an idle synchronize, a piece of a call):
+    it is neither right nor wrong."""
+    wrong = [row for row in rows if row["correct"] is not None and row["correct"] != "" and not row["correct"]]
     for row in wrong:
         print(f"WRONG: {describe(row)}")
     return 1 if wrong else 0

@@ -27,8 +27,8 @@ def result_array(shape, dtype, stream=None):
     (:attr:`~prefixsum.core.streams.Stream.key`; None: numba's default stream).
 
     numba allocates every device array with ``cuMemAlloc`` and frees it with ``cuMemFree``
-    (which waits for the GPU), 45 to 100 microseconds a call on the H100 machine: more than a
-    scan of a million elements. Here the memory of a result the caller has dropped is kept and
+    (which waits for the GPU), which on a GPU machine costs more than a scan of a million elements
+    (``benchmarks/scan_calls.py`` times whole calls). Here the memory of a result the caller has dropped is kept and
     handed out again for the next result of the same size on the same stream, as PyTorch's
     caching allocator does: :func:`prefixsum.core.workspace.result_memory`, whose policy (per
     thread and stream) makes the reuse safe. The maker of each layout is a plan of
@@ -59,7 +59,7 @@ def copy_to_host(device, host):
     ``device.copy_to_host(host)`` does but without its checks.
 
     For buffers the package made itself, on every call of a solver: numba's checks of the two
-    arrays cost about 15 microseconds of host time, more than the copy of a few flags. The copy
+    arrays cost more host time than the copy of a few flags. The copy
     waits for the work queued before it, as any copy on the default stream does.
     """
     if simulating():

@@ -127,7 +127,8 @@ def device_specific(factory):
 
 
 def recipe(function):
-    """``(module, qualname, args, kwargs, index)`` of the :func:`device_specific` call that made ``function``, or None."""
+    """``(module, qualname, args, kwargs, index)`` of the :func:`device_specific` call that made ``function``, or
+    None."""
     kept = _RECIPES.get(id(function))
     return kept[1] if kept is not None and kept[0] is function else None
 

@@ -1,9 +1,9 @@
 """Launching a kernel with less Python per call than numba's dispatcher.
 
 ``kernel[grid, block](*args)`` types every argument, looks up the compiled overload for those
-types, builds a launch configuration and marshals every argument through generic code: about
-30 microseconds of host time per launch on the H100 machine, more than the GPU takes to scan a
-million elements; numba-cuda's own last step, ``cuda.core.launch``, takes 7 of them. A
+types, builds a launch configuration and marshals every argument through generic code: more host time
+per launch than the GPU takes to scan a million elements (``benchmarks/scan_calls.py`` times
+whole calls), of which numba-cuda's own last step, ``cuda.core.launch``, is a good part. A
 :class:`Launcher` is made for one kernel and one fixed list of argument types (C-contiguous
 arrays and integers); it compiles that overload once and keeps the kernel's handle, numba's
 default stream (where a launch goes unless it names another stream) and, per host thread, a parameter block

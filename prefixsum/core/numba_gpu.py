@@ -91,13 +91,12 @@ _driver_launch = []
 def driver_launch():
     """The driver library's own ``cuLaunchKernel``, called through ctypes.
 
-    cuda-python's binding builds a ``CUresult`` enum member in Python on every call, about 7 us
-    of a 20 us scan call; the C function through ctypes costs about 1 us, and less than half of
-    that without ``argtypes`` (ctypes then converts nothing through Python): the caller passes
-    the three handles (function, stream, parameter block) as ``ctypes.c_void_p`` and the seven
-    dimensions and the shared bytes as Python ints, which ctypes passes as C ints (each below
-    2^31, as CUDA's limits are). The library is the one cuda-python and numba have loaded
-    already. Raises ImportError where it cannot be loaded.
+    cuda-python's binding builds a ``CUresult`` enum member in Python on every call, a large part of a whole scan call's
+    host time (``benchmarks/scan_calls.py`` times whole calls); the C function through ctypes costs a small part of
+    that, and less without ``argtypes`` (ctypes then converts nothing through Python): the caller passes the three
+    handles (function, stream, parameter block) as ``ctypes.c_void_p`` and the seven dimensions and the shared bytes as
+    Python ints, which ctypes passes as C ints (each below 2^31, as CUDA's limits are). The library is the one
+    cuda-python and numba have loaded already. Raises ImportError where it cannot be loaded.
     """
     if not _driver_launch:
         name = "nvcuda.dll" if sys.platform == "win32" else "libcuda.so.1"
@@ -552,7 +551,8 @@ class DriverCopies:
                                                     host.nbytes, stream.handle), "cuMemcpyHtoDAsync")
 
     def copy_out(self, host, device, offset, stream):
-        """Copy ``host.nbytes`` from ``offset`` bytes into the device array ``device`` into ``host``, queued on ``stream``."""
+        """Copy ``host.nbytes`` from ``offset`` bytes into the device array ``device`` into ``host``, queued on
+        ``stream``."""
         self._check(self._binding.cuMemcpyDtoHAsync(host.ctypes.data, device.device_ctypes_pointer.value + offset,
                                                     host.nbytes, stream.handle), "cuMemcpyDtoHAsync")
 

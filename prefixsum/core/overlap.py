@@ -80,15 +80,14 @@ def send_packed(device, offset, planes, stream):
 
     A copy from pageable memory runs at the speed of the driver's staging on the calling thread,
     one from page-locked memory at the copy engine's, and numpy fills page-locked memory on
-    several threads at once (``benchmarks/host_copies.csv``, H100 machine, 64 MiB: 8.8 ms
-    pageable, 1.5 ms page-locked, 2.6 ms to pack on 8 threads, 4.1 ms for this function; the
-    H200's alike). So the planes are cut into pieces of up to :data:`PACK_PIECE_BYTES` (whole
+    several threads at once (``benchmarks/host_copies.csv`` holds the times of each way, on
+    both machines measured). So the planes are cut into pieces of up to :data:`PACK_PIECE_BYTES` (whole
     rows, or pieces of one row where a row is longer; :func:`_pieces`), each packed by all the
     copy threads into a slot of this thread's page-locked ring (:func:`_pack`), then sent.
     Doing two of these things at once did not pay on either machine, the host's memory being
-    the bound: 2 pieces of 8 MiB, the second packed while the first is sent, took 2.0 ms against
-    1.4 for one piece of 16 MiB; half of the 16 MiB sent pageable by the calling thread while the
-    threads pack the other half, 1.5 ms. So the pieces are large, and serve to bound the
+    the bound: 2 pieces of 8 MiB, the second packed while the first is sent, took longer than one
+    piece of 16 MiB, and so did half of the 16 MiB sent pageable by the calling thread while the
+    threads pack the other half (``benchmarks/host_copies.csv``). So the pieces are large, and serve to bound the
     page-locked memory.
 
     ``planes``: 2-D arrays of one shape and of ``device``'s dtype, any strides; plane p lands at

@@ -170,7 +170,8 @@ class Registry(Mapping):
             return self.lookup(name, needs)
         able = [e for e in self.able(needs) if not isinstance(n, int) or n >= e.auto_min_n]
         if not able:
-            raise ValueError(f"no {self.kind} here can {' and '.join(words for f, words in WORDS.items() if f in needs)}")
+            raise ValueError(f"no {self.kind} here can "
+                             f"{' and '.join(words for f, words in WORDS.items() if f in needs)}")
         times = self.measured(tuple(e.name for e in able), n, dtype)
         if times:
             return min((e for e in able if e.name in times), key=lambda e: (times[e.name], -e.auto_rank))

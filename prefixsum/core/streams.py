@@ -26,6 +26,7 @@ from . import numba_gpu
 from .device import simulating
 from .plans import kept
 
+
 class Stream:
     """A stream as the package's launches and copies take it.
 

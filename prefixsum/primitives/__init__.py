@@ -1,7 +1,7 @@
 """Device primitives below the algorithms, as CUB keeps BlockLoad / BlockScan / BlockStore below its agents.
 
-Device functions only (and the storage of the look-back's states), no kernels of their own and no registry: the scans (:mod:`prefixsum.scans`)
-and the tridiagonal solvers (:mod:`prefixsum.tridiag`) build their kernels from them.
+Device functions only (and the storage of the look-back's states), no kernels of their own and no registry: the scans
+(:mod:`prefixsum.scans`) and the tridiagonal solvers (:mod:`prefixsum.tridiag`) build their kernels from them.
 
 * :mod:`.ops`: the operators and element types, their identities, an operator as a device function;
 * :mod:`.warp`: ``FULL_MASK``, a warp's scan and reduction (shuffles, or ``syncwarp`` on shared memory),

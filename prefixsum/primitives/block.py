@@ -10,9 +10,9 @@ under the scans (and :func:`block_sum` under the Householder reduction); none is
   own run from there (the transpose through shared memory), and the results go out the same way.
   The shared index skips one slot every 32 (``j + j // 32``, :func:`staged_size`), so that the 32
   lanes of a warp reading runs of 2, 4, 8 or 16 words hit 32 different banks.
-* :func:`block_scan` (Figure 2 of Lungu, Petroşanu and Pîrjan 2011, over shuffles, with the barrier it lacks) and :func:`block_reduce`: every warp
-  scans or reduces with :mod:`.warp`'s shuffles, lane 31 (or 0) writes the warp's total to
-  shared memory, warp 0 combines those totals.
+* :func:`block_scan` (Figure 2 of Lungu, Petroşanu and Pîrjan 2011, over shuffles, with the barrier
+  it lacks) and :func:`block_reduce`: every warp scans or reduces with :mod:`.warp`'s shuffles,
+  lane 31 (or 0) writes the warp's total to shared memory, warp 0 combines those totals.
 * :func:`block_sum`: a float sum over a block of any power-of-two size known only at run time,
   returned to every thread, by a tree in a shared scratch array (no shuffles, no operator).
 * :func:`position`: where logical element i of a forward or reverse (suffix) scan lives;
@@ -53,14 +53,15 @@ def index_type():
     numba guards every signed index against a negative value (``x[-1]`` is the last element): a
     shift, an ``and`` and an add in 64 bits on every access. An unsigned index needs no guard.
     The simulator's memory refuses a negative index itself, and a Python int costs it less than a
-    numpy scalar (about 100 ns an operation on those: a fifth of a whole-tile scan's time).
+    numpy scalar (a large part of a whole-tile scan's time: ``benchmarks/sim_speed.py``).
     """
     return int if simulating() else np.uint64
 
 
 @functools.lru_cache(maxsize=None)
 def unsigned_position(reverse):
-    """Device function ``at(i, n)``: :func:`position`'s index of logical element ``i`` (``0 <= i < n``), unsigned (:func:`index_type`)."""
+    """Device function ``at(i, n)``: :func:`position`'s index of logical element ``i`` (``0 <= i < n``), unsigned
+    (:func:`index_type`)."""
     unsigned = index_type()
     if reverse:
         return cuda.jit(device=True)(lambda i, n: unsigned(n - 1 - i))

@@ -1,16 +1,14 @@
 """Chunks of tridiagonal rows: a thread's ``rows`` consecutive rows, in shared memory and registers.
 
-The warp solver and the partition method of :mod:`prefixsum.tridiag` give each thread a chunk
-of ``rows`` rows (a power of two) of a system laid out as four coefficient arrays ``a, b, c,
-d``. :func:`chunk_loaders` copies a block's chunks (from any chunk: the partitioned pivoting
-solver's blocks overlap) into shared memory coalesced (neighbouring
-threads read neighbouring rows) and each thread's chunk from there into its registers; the
-shared buffers skip a slot every ``rows`` rows, so that the threads reading their own chunks
-hit different banks; :func:`chunk_storer` writes the solution back from there the same way.
-:func:`chunk_partition` is the partition step on a chunk in registers, and
-:func:`chunk_solution` a chunk's unknowns from its two ends, :func:`chunk_test` a test on every row of a chunk; :func:`pcr_row` and
-:func:`pcr_lanes` solve the reduced system of the chunks' ends (Laszlo, Giles and Appleyard
-2016): an odd-even step, then PCR, by shuffles within a warp.
+The warp solver and the partition method of :mod:`prefixsum.tridiag` give each thread a chunk of ``rows`` rows (a power
+of two) of a system laid out as four coefficient arrays ``a, b, c, d``. :func:`chunk_loaders` copies a block's chunks
+(from any chunk: the partitioned pivoting solver's blocks overlap) into shared memory coalesced (neighbouring threads
+read neighbouring rows) and each thread's chunk from there into its registers; the shared buffers skip a slot every
+``rows`` rows, so that the threads reading their own chunks hit different banks; :func:`chunk_storer` writes the
+solution back from there the same way. :func:`chunk_partition` is the partition step on a chunk in registers, and
+:func:`chunk_solution` a chunk's unknowns from its two ends, :func:`chunk_test` a test on every row of a chunk;
+:func:`pcr_row` and :func:`pcr_lanes` solve the reduced system of the chunks' ends (Laszlo, Giles and Appleyard 2016):
+an odd-even step, then PCR, by shuffles within a warp.
 """
 import functools
 

@@ -22,16 +22,13 @@ all build on it.
   or an epoch; :func:`caller_states`: the same in temporary storage the caller owns (``temp=`` of
   a plan), zeroed at the start of each call, :func:`state_bytes` of it.
 
-**How a word is read and written.** A packed word of the scan's warp-wide look-back by atomics
-(an exchange, an ``or`` of 0): on an H100 the 4-byte scans took 21-28% longer at 2^24..2^28
-with relaxed loads polling in their place (``benchmarks/cub_tuning.csv``, the rows marked as
-reverted), loads that hit the L2 cache as fast as it answers while the scan's data streams
-through it. A pair, and the
-packed words of the onesweep sort's per-thread look-back, by :func:`word_access`: on a GPU,
-relaxed loads and stores at gpu scope (``ld.relaxed.gpu``, ``st.relaxed.gpu``; a pair as one
-16-byte access), each reading or writing the whole word in the L2 cache, as an atomic would,
-without an atomic's read-modify-write. On the simulator, with its atomics: a word by one, a pair as a flag, value,
-flag sequence that reads what one indivisible 16-byte access would.
+**How a word is read and written.** A packed word of the scan's warp-wide look-back by atomics (an exchange, an ``or``
+of 0): the 4-byte scans took longer with relaxed loads polling in their place (``benchmarks/cub_tuning.csv``, the rows
+marked as reverted), loads that hit the L2 cache as fast as it answers while the scan's data streams through it. A pair,
+and the packed words of the onesweep sort's per-thread look-back, by :func:`word_access`: on a GPU, relaxed loads and
+stores at gpu scope (``ld.relaxed.gpu``, ``st.relaxed.gpu``; a pair as one 16-byte access), each reading or writing the
+whole word in the L2 cache, as an atomic would, without an atomic's read-modify-write. On the simulator, with its
+atomics: a word by one, a pair as a flag, value, flag sequence that reads what one indivisible 16-byte access would.
 
 An element of several fields (a user operator's tuple, :mod:`prefixsum.primitives.fields`)
 takes the two-word protocol: a flag word, and per field its own array of value slots, each
@@ -197,7 +194,8 @@ def _bits(dtype):
 
 @functools.lru_cache(maxsize=None)
 def state_access(dtype, relaxed=False):
-    """Device functions ``publish(status, values, tile, flag, value)`` and ``peek(status, values, tile) -> (flag, value)``.
+    """Device functions ``publish(status, values, tile, flag, value)`` and
+    ``peek(status, values, tile) -> (flag, value)``.
 
     Packed (4-byte types): ``status`` is uint64, flag in the high half, value bits in the low
     half, one word each way: by an atomic exchange and an atomic ``or`` of 0, or with
@@ -289,7 +287,8 @@ def look_back(op, dtype, publish=None):
 
 @functools.lru_cache(maxsize=None)
 def look_back_lane(op, dtype, window=1):
-    """Device function ``look_back_lane(status, values, tile, stride, slot, aggregate, epoch) -> exclusive``, for one thread.
+    """Device function ``look_back_lane(status, values, tile, stride, slot, aggregate, epoch) -> exclusive``, for one
+    thread.
 
     The look-back of :func:`look_back` for many quantities per tile at once, one thread each, as
     CUB's onesweep radix sort carries a count per digit: the state of quantity ``slot`` of tile
@@ -300,9 +299,9 @@ def look_back_lane(op, dtype, window=1):
     prefix and returns everything before the tile. The states, flags and epochs are
     :func:`state_access`'s, a packed word read and written relaxed: each thread polls its own
     quantity's word, and the warp's 32 loads of neighbouring words are one coalesced load, where
-    32 atomics are 32 operations in the L2 cache (a digit pass took 197 us at 2^24 on an H100
-    with these and a 32-bit shuffle of the rank, ``benchmarks/cub_ncu.txt``; 258 us in an
-    earlier run with atomics and a 64-bit shuffle, ``onesweep_profile.txt``).
+    32 atomics are 32 operations in the L2 cache (a digit pass with these and a 32-bit shuffle of
+    the rank, ``benchmarks/cub_ncu.txt``, against an earlier run with atomics and a 64-bit
+    shuffle, ``onesweep_profile.txt``).
     """
     combine = device_op(op, dtype)
     neutral = identity(op, dtype)

@@ -1,9 +1,9 @@
 """Warp primitives: a warp's scan and reduction, in registers or in shared memory.
 
-A warp is 32 consecutive threads of a block that the GPU schedules together. Figure 1 of
-Lungu, Petroşanu and Pîrjan (2011) scans the 32 values of a warp in 5 steps (d = 1, 2, 4, 8, 16: lane l combines the value
-of lane l - d into its own). Since Volta (compute capability 7.0) the lanes of a warp are
-scheduled independently, so the steps need the warp's own synchronisation:
+A warp is 32 consecutive threads of a block that the GPU schedules together. Figure 1 of Lungu, Petroşanu and Pîrjan
+(2011) scans the 32 values of a warp in 5 steps (d = 1, 2, 4, 8, 16: lane l combines the value of lane l - d into its
+own). Since Volta (compute capability 7.0) the lanes of a warp are scheduled independently, so the steps need the warp's
+own synchronisation:
 
 :func:`scan_syncwarp`
     The steps on shared memory, with ``cuda.syncwarp`` between the read of the neighbour's slot
@@ -12,12 +12,12 @@ scheduled independently, so the steps need the warp's own synchronisation:
     No shared memory: ``cuda.shfl_up_sync`` hands each lane the register of lane l - d. The
     fastest, and the one the block scan (:mod:`.block`) builds on.
 
-and :func:`reduce_shfl`, a butterfly reduction (``shfl_xor_sync``) that leaves the warp's total
-in every lane, and :func:`warp_rank`, a lane's rank among its warp's lanes that keep something
-(one ballot: the one-pass compaction's, and the sort's count of kept keys). Each factory returns a ``cuda.jit(device=True)`` function for one operator and
-dtype (cached), to be called from a kernel. Work per warp: 5 steps, at most 31 + 30 + 28 + 24 + 16
-= 129 combines. (Figure 1 as the paper writes it, on ``volatile`` memory and racy since Volta, is
-a lesson: :func:`prefixsum.classroom.lessons.scan_volatile`.)
+and :func:`reduce_shfl`, a butterfly reduction (``shfl_xor_sync``) that leaves the warp's total in every lane, and
+:func:`warp_rank`, a lane's rank among its warp's lanes that keep something (one ballot: the one-pass compaction's, and
+the sort's count of kept keys). Each factory returns a ``cuda.jit(device=True)`` function for one operator and dtype
+(cached), to be called from a kernel. Work per warp: 5 steps, at most 31 + 30 + 28 + 24 + 16 = 129 combines. (Figure 1
+as the paper writes it, on ``volatile`` memory and racy since Volta, is a lesson:
+:func:`prefixsum.classroom.lessons.scan_volatile`.)
 
 numba's shuffles move int32, int64, float32 and float64 only; uint32 and uint64 values travel as
 the signed integer of their width (same bits) and are converted back (:func:`carrier`).

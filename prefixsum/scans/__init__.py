@@ -14,7 +14,11 @@ import importlib
 import pkgutil
 
 from . import api, ops, reference, registry, testing, tile_state, tiles, user_ops, warp  # noqa: F401
+
+# The order of registration is the chapters' order (ps.ALGORITHMS, the demo, the tables): not sorted.
+# isort: off
 from . import ladder, folding, hillis_steele, blelloch, kstep, hierarchical, lookback  # noqa: F401  (register themselves)
+# isort: on
 
 for _module in pkgutil.iter_modules(__path__):
     if not _module.name.startswith("_"):

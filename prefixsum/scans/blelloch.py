@@ -32,10 +32,10 @@ import functools
 import numpy as np
 from numba import cuda
 
+from ..core.registry import Capability
 from ..primitives.fields import device_function, kernel
 from .ops import device_op, identity, numba_type
 from .registry import check_block_size
-from ..core.registry import Capability
 from .tiles import position, register_tiled
 
 SEED_LENGTH = 256

@@ -238,7 +238,8 @@ ALGORITHM = register(Algorithm(
     kernels=kernels,
     options={"block_size": 256, "items_per_thread": 8},
     check_options=check_options,
-    summary=("Lungu, Petrosanu, Pirjan 2011: 8 elements per thread in registers, warp scans by shuffle, block scan of warp totals, "
+    summary=("Lungu, Petrosanu, Pirjan 2011: 8 elements per thread in registers, warp scans by shuffle, block scan of "
+             "warp totals, "
              "reduce-then-scan across tiles (3n transfers); work ~3n combines plus O(log) warp steps per thread, "
              "depth O(log n)"),
     source="Lungu, Petrosanu, Pirjan 2011 (Figures 1 and 2, 8 elements per thread)",

@@ -19,9 +19,9 @@ import functools
 from numba import cuda
 
 from ..core.moved import moved
+from ..core.registry import Capability
 from ..primitives.fields import kernel
 from .ops import device_op, identity, numba_type
-from ..core.registry import Capability
 from .tiles import lane_result, position, register_tiled
 
 

@@ -374,7 +374,9 @@ ALGORITHM = register(Algorithm(
     kernels=kernels,
     options={"L": 32, "one_block": "auto"},
     check_options=check_options,
-    summary="the L-ary scheme of the partial-sum lecture notes (reconstructed): reduce by L, correct back down; 2s*+3 steps, work O(n), depth O(L log_L n)",
-    source="lecture notes 'Calculation of partial sums in parallel' (an online book on GPU programming); formulas reconstructed",
+    summary="the L-ary scheme of the partial-sum lecture notes (reconstructed): reduce by L, correct back down; 2s*+3 "
+            "steps, work O(n), depth O(L log_L n)",
+    source="lecture notes 'Calculation of partial sums in parallel' (an online book on GPU programming); formulas "
+           "reconstructed",
     simulator_us_per_element=(45, 180),
 ))

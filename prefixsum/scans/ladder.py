@@ -13,9 +13,9 @@ import functools
 
 from numba import cuda
 
+from ..core.registry import Capability
 from ..primitives.fields import kernel
 from .ops import device_op, identity, numba_type
-from ..core.registry import Capability
 from .tiles import lane_result, position, register_tiled
 
 
@@ -51,7 +51,8 @@ def ladder_tile_kernel(op, dtype, inclusive, reverse, block_size):
 ALGORITHM = register_tiled(
     "ladder", ladder_tile_kernel,
     options={"block_size": 256},
-    summary="the partial-sum notebook's ladder: phase p adds the last element of the preceding aligned run; work n/2 log n, depth log n",
+    summary="the partial-sum notebook's ladder: phase p adds the last element of the preceding aligned run; work n/2 "
+            "log n, depth log n",
     source="a Python notebook of partial-sum experiments (partial_sum_ladder)",
     simulator_us_per_element=(80, 4000),
     auto_rank=1,

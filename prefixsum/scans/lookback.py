@@ -75,12 +75,25 @@ from ..core.plans import kept
 from ..core.registry import Capability
 from ..primitives.block import MAX_TILE, block_scan, staged_size, tile_loader, tile_writer
 from ..primitives.fields import element_bytes, is_fields, kernel
+from ..primitives.tile_state import (  # noqa: F401
+    AGGREGATE,
+    MAX_EPOCH,
+    PREFIX,
+    bit_carrier,
+    caller_states,
+    draw_tile,
+    kept_states,
+    look_back,
+    packed,
+    paired,
+    state_access,
+    state_arrays,
+    state_bytes,
+    states,
+)
+from . import tile_choice
 from .ops import check_dtype, device_op, numba_type
 from .registry import Algorithm, Chunks, Prepared, check_block_size, register
-from ..primitives.tile_state import (AGGREGATE, MAX_EPOCH, PREFIX, bit_carrier, caller_states,  # noqa: F401
-                                     draw_tile, kept_states, look_back, packed, paired, state_access, state_arrays,
-                                     state_bytes, states)
-from . import tile_choice
 from .tile_choice import fastest_shape
 from .tiles import array_type
 
@@ -110,7 +123,8 @@ def check_options(block_size, items_per_thread):
     if block_size * items_per_thread > 2 * MAX_TILE:
         raise ValueError(
             f"block_size * items_per_thread = {block_size * items_per_thread} elements per tile, but a tile "
-            f"holds at most {2 * MAX_TILE} of a 4-byte type and {MAX_TILE} of an 8-byte one (it must fit shared memory)")
+            f"holds at most {2 * MAX_TILE} of a 4-byte type and {MAX_TILE} of an 8-byte one (it must fit shared memory)"
+        )
 
 
 def max_tile(dtype):
@@ -244,8 +258,13 @@ def argtypes(dtype):
     """Argument types of :func:`lookback_kernel`'s kernel, for compiling it to PTX."""
     if is_fields(dtype):
         arrays = tuple(array_type(d) for d in dtype)
-        return arrays + arrays + (types.Array(types.uint32, 1, "C"),) + (types.Array(types.uint64, 1, "C"),) * len(dtype) \
+        return (
+            arrays
+            + arrays
+            + (types.Array(types.uint32, 1, "C"),)
+            + (types.Array(types.uint64, 1, "C"),) * len(dtype)
             + (types.Array(types.uint32, 1, "C"), types.int64, types.int64, types.int64)
+        )
     return (array_type(dtype), array_type(dtype), types.Array(types.uint64, 1, "C"), types.Array(types.uint64, 1, "C"),
             types.Array(types.uint32, 1, "C"), types.int64, types.int64, types.int64)
 

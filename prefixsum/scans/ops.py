@@ -5,5 +5,13 @@ and device algorithms, because the block and warp primitives are built per opera
 scans, the checker and the notebooks import them from here as before.
 """
 from ..primitives.ops import (  # noqa: F401
-    DTYPES, OPS, check_dtype, check_op, device_op, host_ufunc, identity, native, numba_type,
+    DTYPES,
+    OPS,
+    check_dtype,
+    check_op,
+    device_op,
+    host_ufunc,
+    identity,
+    native,
+    numba_type,
 )

@@ -1,46 +1,42 @@
 """A scan of a numpy array whose copies overlap the scan: chunks through pinned memory on two streams.
 
 ``ps.scan(numpy_array)`` must copy the array to the GPU and the result back. Done one after
-the other (copy in, scan, copy out), a GPU that scans 2^24 elements in 60 microseconds spends
-milliseconds waiting for PCIe, and copies from pageable numpy memory are slower still: the
+the other (copy in, scan, copy out), a GPU that scans 2^24 elements in far less time than the copies
+take spends most of the call waiting for PCIe, and copies from pageable numpy memory are slower still: the
 driver stages them through its own pinned buffer, one piece at a time, on one core, while the
 caller waits. Here the array is cut into chunks (:func:`chunk_bytes`: about :data:`TARGET_CHUNKS`
 of them, from :data:`MIN_CHUNK_BYTES` to :data:`CHUNK_BYTES` each) and the engines of the
 machine work at once, as in CUDA's "overlap of data transfer and kernel execution":
 
-* :data:`~prefixsum.core.overlap.STAGING_THREADS` host threads copy chunks k + 1, k + 2, ... into pinned staging slots at
-  once (numpy releases the GIL while it copies; one core alone does not keep up with PCIe),
+* :data:`~prefixsum.core.overlap.STAGING_THREADS` host threads copy chunks k + 1, k + 2, ... into pinned
+  staging slots at once (numpy releases the GIL while it copies; one core alone does not keep up with PCIe),
 * a copy engine moves chunk k to the device on one side stream, as soon as its slot is full,
 * the SMs scan chunk k on the call's stream (``stream=``; numba's default stream unless given), and
 * the other copy engine moves chunk k - 1 back on another side stream, straight into the
   result, which is page-locked memory kept between calls (:func:`prefixsum.core.workspace.pinned_result`),
   or, past what the thread may keep pinned, into a pinned slot from which the host copies it.
 
-Events order the four (:func:`prefixsum.core.workspace.side_stream`: the side streams never wait
-for the call's stream otherwise); on a GPU the copies and events go straight to the driver
-(:func:`prefixsum.core.overlap.copies`, :class:`prefixsum.core.numba_gpu.DriverCopies`: numba's copy of a slice costs tens of
-microseconds of checks, as long as a 1 MiB copy). The scan is one whose plan
-launches a range of tiles (:attr:`prefixsum.scans.registry.Prepared.chunks`, the look-back scan's,
-:mod:`.lookback`): each chunk is one launch over the chunk's tiles (``first`` = its first
-tile), with the tile states of one epoch for the whole call, so a chunk's first tiles find the
-carry of all chunks before in the look-back state of the previous chunk's last tile, which has
-published its prefix: the previous launch finished before this one started (one stream), so no
-extra kernel carries anything. A reverse scan takes the chunks from the end of the array, as
-its tiles do.
+Events order the four (:func:`prefixsum.core.workspace.side_stream`: the side streams never wait for the call's stream
+otherwise); on a GPU the copies and events go straight to the driver (:func:`prefixsum.core.overlap.copies`,
+:class:`prefixsum.core.numba_gpu.DriverCopies`: numba's copy of a slice costs tens of microseconds of checks, as long as
+a 1 MiB copy). The scan is one whose plan launches a range of tiles (:attr:`prefixsum.scans.registry.Prepared.chunks`,
+the look-back scan's, :mod:`.lookback`): each chunk is one launch over the chunk's tiles (``first`` = its first tile),
+with the tile states of one epoch for the whole call, so a chunk's first tiles find the carry of all chunks before in
+the look-back state of the previous chunk's last tile, which has published its prefix: the previous launch finished
+before this one started (one stream), so no extra kernel carries anything. A reverse scan takes the chunks from the end
+of the array, as its tiles do.
 
 A pinned slot is reused :data:`SLOTS` chunks later: the copy thread that fills it first waits
 for the event of its last copy to the device.
 
-**What limits it** (H100 machine, ``benchmarks/transfers.csv`` and ``transfers_tune.csv``): the
-copy engines move 35-55 GB/s each way and the SMs scan a chunk in microseconds; the host sets
-the pace, with its copies into pinned memory (12-30 GB/s on that machine, all threads together)
-and its work per chunk: a 4 MiB call cut into 8 chunks of 512 KiB took 0.95-1.5 ms against
-0.62-0.66 ms the plain way, 40-110 us per chunk beyond its copies, more than the few driver calls
-and the hand-over between threads should cost (not profiled further). Hence no chunks below :data:`MIN_BYTES`: there one pageable copy in (the driver's own
-staging) and one copy out straight into a kept pinned result take 0.5-0.66 ms at 4 MiB, 0.65x
-torch's round trip. Registering the caller's array with the driver (``cuMemHostRegister``)
-instead of copying it was not tried: it pins every page of the caller's array on every call,
-and the array is not ours to keep registered.
+**What limits it** (measured in ``benchmarks/transfers.csv`` and ``transfers_tune.csv``): the copy engines move data
+faster than the host fills pinned memory, and the SMs scan a chunk in far less time than it is copied; the host sets the
+pace, with its copies into pinned memory (all threads together) and its work per chunk: a small call cut into many small
+chunks took longer than the plain way, its work per chunk beyond its copies more than the few driver calls and the
+hand-over between threads should cost (not profiled further). Hence no chunks below :data:`MIN_BYTES`: there one
+pageable copy in (the driver's own staging) and one copy out straight into a kept pinned result beat torch's round trip.
+Registering the caller's array with the driver (``cuMemHostRegister``) instead of copying it was not tried: it pins
+every page of the caller's array on every call, and the array is not ours to keep registered.
 """
 import concurrent.futures
 
@@ -65,8 +61,8 @@ SLOTS = 4
 copies chunk k - 1 out of its slot after chunk k's copy into the next one is queued)."""
 MIN_BYTES = 8 << 20
 """Arrays of fewer bytes go the plain way (one pageable copy in, one launch, one copy out into
-kept pinned memory): at 4 MiB it took 0.62 ms against 0.87-0.93 ms through 1 MiB chunks and
-0.80 ms for torch's round trip; at 8 MiB, 1.15 ms against 1.0 ms (``transfers_tune.csv``, H100)."""
+kept pinned memory): below 8 MiB the plain way beat 1 MiB chunks and torch's round trip, at
+8 MiB the chunks won (``benchmarks/transfers_tune.csv``)."""
 PINNED_RESULT_BYTES = 1 << 20
 """A numpy call's result of this many bytes or more is page-locked memory (:func:`to_host`):
 below, the copy is short and a page-locked block per size would not pay for itself."""

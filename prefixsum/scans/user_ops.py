@@ -26,6 +26,7 @@ from ..primitives.fields import Operator  # noqa: F401  (what a plan's operator 
 from .ops import check_dtype
 from .registry import ALGORITHMS, lookup
 
+
 def carriers():
     """The registered algorithms that carry a user operator, in registration order."""
     return [a for a in ALGORITHMS.values() if a.fields]
@@ -110,12 +111,17 @@ def _check_result_shape(operator):
     fn = python_function(operator.op)
     try:
         with quiet_arithmetic():
-            result = fn(operator.identity[0], operator.identity[0]) if operator.bare else fn(operator.identity, operator.identity)
+            result = (
+                fn(operator.identity[0], operator.identity[0])
+                if operator.bare
+                else fn(operator.identity, operator.identity)
+            )
     except Exception:  # noqa: BLE001  (GPU-only code: the compiler reports it)
         return
     if operator.bare:
         if isinstance(result, tuple):
-            raise ValueError(f"op takes and returns scalars when x is one array; op(identity, identity) returned {result!r}")
+            raise ValueError("op takes and returns scalars when x is one array; op(identity, identity) returned "
+                             f"{result!r}")
     elif not isinstance(result, tuple) or len(result) != operator.arity:
         raise ValueError(f"op must return a tuple of {operator.arity} values, one per array of x; "
                          f"op(identity, identity) returned {result!r}")

@@ -28,7 +28,8 @@ def malformed(notebook):
 
 
 def refused_lines(notebook, exercise_id, lines=150, size=4 << 20):
-    """``notebook`` with the cell of ``exercise_id`` made ``lines`` refused statements and padding, ``size`` bytes in all."""
+    """``notebook`` with the cell of ``exercise_id`` made ``lines`` refused statements and padding, ``size`` bytes in
+    all."""
     broken = copy.deepcopy(notebook)
     cell = next(c for c in broken["cells"] if c.get("metadata", {}).get("exercise_id") == exercise_id)
     head = "x = len([1])\n" * lines

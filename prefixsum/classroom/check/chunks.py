@@ -45,7 +45,9 @@ def _judge_chunk(rewritten, x, t, rows, tolerance):
     padded = np.concatenate([[0.0], x, [0.0]])  # padded[i + 1] is x_i; x_-1 and x_n are 0
 
     def holds(i, left, right):
-        return _row_error((a[i], b[i], c[i], d[i]), (padded[left + 1], padded[i + 1], padded[right + 1]), 1.0) <= tolerance
+        return (
+            _row_error((a[i], b[i], c[i], d[i]), (padded[left + 1], padded[i + 1], padded[right + 1]), 1.0) <= tolerance
+        )
 
     for i in range(first, last + 1):
         if b[i] != 1:
@@ -66,7 +68,8 @@ def _judge_chunk(rewritten, x, t, rows, tolerance):
                    "pivot is what is left on the diagonal after it.")
     if not holds(last, first, last + 1):
         if holds(last, last - 1, last + 1):
-            return last, (f"the last row of chunk {t} still couples x_{rows - 2}: the sweep down must reach the last row.")
+            return last, (f"the last row of chunk {t} still couples x_{rows - 2}: the sweep down must reach the last "
+                          "row.")
         return last, (f"the last row of chunk {t} does not hold for the solution when it couples x_first, x_last and "
                       "the next chunk's first unknown.")
     if not holds(first, first - 1, last):
@@ -134,8 +137,11 @@ def partition(fn, *, rows=4, chunks=(1, 2, 3, 8), batch=3, timeout=20.0, name=No
         result = run.result
         if not (isinstance(result, (tuple, list)) and len(result) == 4):
             return CheckResult(False, "exception", name, sizes, n, None,
-                               f"the function must return the four arrays (a, b, c, d); it returned {type(result).__name__}")
-        rewritten = [np.asarray(v.copy_to_host() if hasattr(v, "copy_to_host") else v, dtype=np.float64) for v in result]
+                               "the function must return the four arrays (a, b, c, d); it returned "
+                               f"{type(result).__name__}")
+        rewritten = [
+            np.asarray(v.copy_to_host() if hasattr(v, "copy_to_host") else v, dtype=np.float64) for v in result
+        ]
         if any(v.shape != (batch, n) for v in rewritten):
             return CheckResult(False, "exception", name, sizes, n, None,
                                f"each returned array must have shape {(batch, n)}; got {[v.shape for v in rewritten]}")
@@ -182,7 +188,8 @@ def _judge_neighbours(got, expected, lanes, s):
     swapped = np.argwhere((got != expected) & (got == other_way) & (other_way != 0))
     if swapped.size:
         k, lane = map(int, swapped[0])
-        return (f"lane {lane} (lane {lane % lanes} of its group of {lanes}, s = {s}) got lane {int(got[k, lane] % _CODE)}'s "
+        return (f"lane {lane} (lane {lane % lanes} of its group of {lanes}, s = {s}) got lane "
+                f"{int(got[k, lane] % _CODE)}'s "
                 f"{'acd'[k % 3]} as {_COEFFICIENTS[k]}: up and down are swapped. The row s lanes up is lane - s's "
                 "(shfl_up_sync), the row s lanes down lane + s's (shfl_down_sync).")
     for lane in range(got.shape[1]):
@@ -191,7 +198,11 @@ def _judge_neighbours(got, expected, lanes, s):
             if want == have:
                 continue
             where = f"lane {lane} (lane {lane % lanes} of its group of {lanes}, s = {s})"
-            source = f"lane {int(have % _CODE)}'s {'acd'[k % 3]}" if have >= _CODE and int(have // _CODE) == k % 3 + 1 else repr(float(have))
+            source = (
+                f"lane {int(have % _CODE)}'s {'acd'[k % 3]}"
+                if have >= _CODE and int(have // _CODE) == k % 3 + 1
+                else repr(float(have))
+            )
             if want == 0:
                 return (f"{where} got {source} as {label}, from outside its group: a neighbour before the group's "
                         "first lane or past its last is the identity row (0, 0, 0), all three values.")

@@ -36,7 +36,8 @@ def _hint_for_error(error, run=None):
         return "barrier-divergence", _warp_divergence_hint(str(error))
     if isinstance(error, sim.BarrierDivergenceError):
         return "barrier-divergence", ("Not every thread reached the same cuda.syncthreads(): "
-                                      "a barrier inside an if, or threads returning early. Move the barrier out of the branch.")
+                                      "a barrier inside an if, or threads returning early. Move the barrier out of the "
+                                      "branch.")
     if isinstance(error, IndexError):
         at = re.findall(r"\n\s+at [^\n]*:(\d+) in \w+", str(error))
         text += f" (line {at[-1]})" if at else ""
@@ -101,14 +102,16 @@ _LAST_ACCESSES = 4000
 
 
 def _idle(run):
-    """The thread of a stopped run that went round a loop of barriers or warp-level calls without a memory access, or None."""
+    """The thread of a stopped run that went round a loop of barriers or warp-level calls without a memory access, or
+    None."""
     spinning = [(key, calls) for key, calls in run.idle.items() if calls[0] > _IDLE_CALLS]
     if not spinning:
         return None
     (_, block, thread), (calls, kind, line) = max(spinning, key=lambda item: item[1][0])
     return (f"thread {thread} of block {block} made {calls} barriers and warp-level calls ({kind} at line {line}) "
             "since its last memory access: a loop that reads and writes nothing goes on as long as its bound does "
-            "not move. Does every loop advance (phase <<= 1, stride *= 2, end -= 32), and can its condition become false?")
+            "not move. Does every loop advance (phase <<= 1, stride *= 2, end -= 32), and can its condition become "
+            "false?")
 
 
 def _polled(run):
@@ -138,9 +141,15 @@ def _polled(run):
         if index == own:
             continue  # its own state, not a wait
         tile = f" (tile {own})" if own > index else ""
-        value = next(_plain(r.value) for r in reversed(last) if (r.launch, r.block, r.array, r.index) == (launch, block, array, index))
-        return (f"block {block}{tile} polls {array}[{index}] (line {line}), {count} times in its last accesses, finding "
-                f"{polls.shown(value)} each time, and the state it waits for never comes. Is it published on every path "
+        value = next(
+            _plain(r.value)
+            for r in reversed(last)
+            if (r.launch, r.block, r.array, r.index) == (launch, block, array, index)
+        )
+        return (f"block {block}{tile} polls {array}[{index}] (line {line}), {count} times in its last accesses, "
+                "finding "
+                f"{polls.shown(value)} each time, and the state it waits for never comes. Is it published on every "
+                "path "
                 "(an AGGREGATE first, the PREFIX at the end, by every tile), and by a block that is running? Blocks "
                 "start in blockIdx order: wait only for tiles taken earlier, from an atomic counter.")
     return None
@@ -302,7 +311,8 @@ def _read_after_own_store(run, race):
 
 
 def _spans_several_steps(run, race):
-    """Whether a thread of ``race``'s block ran a racing source line more often than another thread, in the race's phase.
+    """Whether a thread of ``race``'s block ran a racing source line more often than another thread, in the race's
+    phase.
 
     Then loop iterations ran without a barrier between them: the barrier between steps is
     missing (the ladder without its barrier: ``a[t] += a[p]`` twice in one phase).
@@ -346,7 +356,8 @@ _BLOCK_RACES = {
     "both-write": ("race", "{cell} in kernel '{kernel}': blocks {first} and {second} both write it. No barrier "
                            "orders blocks: give each block its own cells."),
     "plain-store": ("race", "{cell} in kernel '{kernel}': a plain store (line {line}) writes it while another block "
-                            "reads it with an atomic (an atomic read is not a write). A plain store of a 64-bit state may "
+                            "reads it with an atomic (an atomic read is not a write). A plain store of a 64-bit state "
+                            "may "
                             "be seen half written, and stays in the writer's cache: publish it with one atomic, "
                             "cuda.atomic.exch, so that every SM sees all of the new state or none of it."),
     "plain-poll": ("plain-load-poll", "{cell} in kernel '{kernel}': block {second} polls it with plain loads (line "
@@ -404,7 +415,8 @@ def band_hint(run):
     block, thread = min(threads)
     lines = sorted({r.line for r in run.records if (r.launch, r.array, r.phase, r.block, r.thread) ==
                     (launch, array, phase, block, thread)})
-    return (f"The rows that one thread solves alone (thread {thread} of block {block}, lines {lines[0]} to {lines[-1]}) "
+    return (f"The rows that one thread solves alone (thread {thread} of block {block}, lines {lines[0]} to "
+            f"{lines[-1]}) "
             f"never read their {', '.join(_BANDS[k] for k in missing)} ({array}[..., {missing[0]}, ...] along its axis "
             "of coefficients): the sweep down must eliminate each row's lower band a_j x_(j - step) with the row "
             "above, pivot = b_j - a_j c'_(j - step) and d'_j = (d_j - a_j d'_(j - step)) / pivot, and the sweep up "

@@ -6,7 +6,7 @@ import numpy as np
 from .. import child as _child, trace as tracing
 from . import observed
 from .diagnosis import _trace_diagnosis
-from .mode import DEFAULT_SIZES, _SEED, limits
+from .mode import _SEED, DEFAULT_SIZES, limits
 from .results import Budget, CheckResult, _FunctionResult, _is_poison, _name, with_poisoned_allocations
 
 
@@ -70,14 +70,24 @@ def function(fn, reference, cases, *, name=None, timeout=20.0, budget=None):
             return fail(diagnosis="modified-input", hint=f"{_describe(case)}: {changed}")
         got = np.asarray(got.copy_to_host() if hasattr(got, "copy_to_host") else got)
         if got.shape != expected.shape:
-            return fail(diagnosis="wrong-result", hint=f"{_describe(case)}: expected shape {expected.shape}, got {got.shape}")
+            return fail(diagnosis="wrong-result", hint=f"{_describe(case)}: expected shape {expected.shape}, got "
+                                                       f"{got.shape}")
         same = (np.allclose(got, expected, rtol=1e-6, atol=0) if expected.dtype.kind in "fc"
                 else np.array_equal(got, expected))
         if not same:
             if expected.size <= 8:
-                return fail(diagnosis="wrong-result", hint=f"{_describe(case)}: expected {expected.tolist()}, got {got.tolist()}")
-            first = np.unravel_index(int(np.flatnonzero(~np.isclose(got, expected, rtol=1e-6, atol=0) if expected.dtype.kind in "fc"
-                                                         else got != expected)[0]), expected.shape)
+                return fail(diagnosis="wrong-result", hint=f"{_describe(case)}: expected {expected.tolist()}, got "
+                                                           f"{got.tolist()}")
+            first = np.unravel_index(
+                int(
+                    np.flatnonzero(
+                        ~np.isclose(got, expected, rtol=1e-6, atol=0)
+                        if expected.dtype.kind in "fc"
+                        else got != expected
+                    )[0]
+                ),
+                expected.shape,
+            )
             return fail(diagnosis="wrong-result", hint=f"{_describe(case)}: at {tuple(map(int, first))} expected "
                                                         f"{expected[first]!r}, got {got[first]!r}")
         if budget is not None:
@@ -89,7 +99,9 @@ def function(fn, reference, cases, *, name=None, timeout=20.0, budget=None):
 
 def _describe(case):
     """``case`` for a hint: small values as they are, arrays of more than 8 elements by shape and dtype."""
-    shown = [f"array of shape {v.shape}, {v.dtype}" if isinstance(v, np.ndarray) and v.size > 8 else repr(v) for v in case]
+    shown = [
+        f"array of shape {v.shape}, {v.dtype}" if isinstance(v, np.ndarray) and v.size > 8 else repr(v) for v in case
+    ]
     return f"({', '.join(shown)}{',' if len(shown) == 1 else ''})"
 
 
@@ -100,7 +112,8 @@ def _changed_argument(given, case):
                 and not np.array_equal(got, original, equal_nan=original.dtype.kind in "fc"):
             first = tuple(int(i) for i in np.argwhere(got != original)[0])
             return (f"the function changed its argument {k}: at {first[0] if len(first) == 1 else first} it was "
-                    f"{original[first].item()}, is now {got[first].item()}. Leave the arguments as they are (the caller still "
+                    f"{original[first].item()}, is now {got[first].item()}. Leave the arguments as they are (the "
+                    "caller still "
                     "needs them) and build the result in a new array.")
     return None
 
@@ -134,7 +147,8 @@ def _check_cases(fn, cases, name, timeout, wrong_hint, budget=None):
             return CheckResult(False, undone[0], name, tuple(sizes), n, undone[1], undone[2])
         if result.shape != expected.shape:
             return CheckResult(False, "wrong-result", name, tuple(sizes), n, None,
-                               f"the result has {result.shape[0] if result.ndim else 0} elements, not {expected.shape[0]}.")
+                               f"the result has {result.shape[0] if result.ndim else 0} elements, not "
+                               f"{expected.shape[0]}.")
         unwritten = np.flatnonzero(_is_poison(result))
         if unwritten.size:
             return CheckResult(False, "unwritten-output", name, tuple(sizes), n, int(unwritten[0]),
@@ -164,7 +178,8 @@ def compaction(fn, *, sizes=DEFAULT_SIZES, timeout=20.0, name=None, budget=None)
             yield n, (x, mask), x[mask]
 
     return _check_cases(fn, cases(), _name(fn, name, "compaction"), timeout,
-                        "The kept elements must keep their order: element i goes to the number of kept elements before it.",
+                        "The kept elements must keep their order: element i goes to the number of kept elements before "
+                        "it.",
                         budget)
 
 
@@ -181,8 +196,14 @@ def radix_pass(fn, *, bit=3, sizes=DEFAULT_SIZES, timeout=20.0, name=None, budge
             zero = (keys >> bit) & 1 == 0
             yield n, (keys, np.uint32(bit)), np.concatenate([keys[zero], keys[~zero]])
 
-    return _check_cases(fn, cases(), _name(fn, name, "radix pass"), timeout,
-                        "Zeros go to their exclusive-scan place; a one goes to (all zeros) + i - (zeros before i).", budget)
+    return _check_cases(
+        fn,
+        cases(),
+        _name(fn, name, "radix pass"),
+        timeout,
+        "Zeros go to their exclusive-scan place; a one goes to (all zeros) + i - (zeros before i).",
+        budget,
+    )
 
 
 STABLE_SORT_SIZES = (1, 31, 33, 100)

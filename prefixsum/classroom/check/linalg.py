@@ -1,4 +1,5 @@
-"""Linear-algebra checks: a Householder reflector (:func:`reflector`), a batched tridiagonal solver (:func:`tridiagonal`)."""
+"""Linear-algebra checks: a Householder reflector (:func:`reflector`), a batched tridiagonal solver
+(:func:`tridiagonal`)."""
 import numpy as np
 
 from .. import child as _child
@@ -6,7 +7,6 @@ from . import observed
 from .diagnosis import _trace_diagnosis, band_hint, written_nan
 from .mode import _SEED, limits
 from .results import Budget, CheckResult, with_poisoned_allocations
-
 
 _REFLECTOR_CASES = ("a random x", "a random x with x[-1] > 0", "a random x with x[-1] < 0",
                     "x close to +e (x[-1] > 0, the rest tiny)", "x close to -e (x[-1] < 0, the rest tiny)",
@@ -81,11 +81,10 @@ def _judge_reflector(x, returned, dtype, magnitude=1.0):
 def reflector(fn, *, sizes=(2, 3, 5, 8), dtype=np.float64, name=None, magnitude=1.0):
     """Check ``fn``, a student's Householder reflector, against numpy.
 
-    ``fn(x)`` takes a vector ``x`` of length ``n >= 2`` and returns ``(u, H)`` with
-    ``P = I - u u^T / H`` orthogonal and ``P x = g e``, ``e`` the last unit vector and
-    ``g = -sign(f) |x|``, ``f = x[-1]`` (``tred2``, as the handwritten notes on tridiagonal solvers write it): ``h = |x|^2``,
-    ``g = -sign(f) sqrt(h)``, ``u = x - g e``, ``H = h - f g``. At ``f = 0`` either sign of
-    ``g`` is accepted.
+    ``fn(x)`` takes a vector ``x`` of length ``n >= 2`` and returns ``(u, H)`` with ``P = I - u u^T / H`` orthogonal and
+    ``P x = g e``, ``e`` the last unit vector and ``g = -sign(f) |x|``, ``f = x[-1]`` (``tred2``, as the handwritten
+    notes on tridiagonal solvers write it): ``h = |x|^2``, ``g = -sign(f) sqrt(h)``, ``u = x - g e``, ``H = h - f g``.
+    At ``f = 0`` either sign of ``g`` is accepted.
 
     For every size, ``fn`` runs on six vectors (:data:`_REFLECTOR_CASES`): random ones, with
     either sign of ``f``, and nearly parallel to ``e``, where the wrong sign of ``g`` cancels.
@@ -206,8 +205,11 @@ def _chunk_hint(n, bad_rows, chunk):
     if len(ends) == len(bad_rows) and n > chunk:
         return ("Only chunk ends are wrong: the reduced system holds chunk t's first row as row 2t and its last as "
                 "row 2t + 1, each with b = 1, and its solution gives the ends back in the same order.")
-    return ("The reduced system is wrong: chunk t's first row (coupling the previous chunk's last x and its own last x) "
-            "is row 2t, its last row (coupling its own first x and the next chunk's first) row 2t + 1, both with b = 1.")
+    return (
+        "The reduced system is wrong: chunk t's first row (coupling the previous chunk's last x and its own last "
+        "x) "
+        "is row 2t, its last row (coupling its own first x and the next chunk's first) row 2t + 1, both with b = 1."
+    )
 
 
 def _tridiagonal_hint(n, bad_rows, passed_sizes, chunk=None):

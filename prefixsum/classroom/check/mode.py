@@ -4,9 +4,28 @@ import contextlib
 from .. import child as _child
 
 DEFAULT_SIZES = (1, 2, 31, 32, 33, 100, 255, 256, 257, 1000, 2049)
-DIAGNOSES = ("pass", "not-associative", "wrong-identity", "wrong-result", "unwritten-output", "race", "out-of-bounds",
-             "uninitialized-read", "barrier-divergence", "exception", "timeout", "race-between-blocks", "stale-read",
-             "plain-load-poll", "deadlock", "poll-limit", "over-budget", "modified-input", "library-call", "not-attempted")
+DIAGNOSES = (
+    "pass",
+    "not-associative",
+    "wrong-identity",
+    "wrong-result",
+    "unwritten-output",
+    "race",
+    "out-of-bounds",
+    "uninitialized-read",
+    "barrier-divergence",
+    "exception",
+    "timeout",
+    "race-between-blocks",
+    "stale-read",
+    "plain-load-poll",
+    "deadlock",
+    "poll-limit",
+    "over-budget",
+    "modified-input",
+    "library-call",
+    "not-attempted",
+)
 _SEED = 20261121
 # Sizes that :func:`thorough` adds to a check's own (those up to its largest size).
 _THOROUGH_SIZES = (3, 5, 7, 16, 17, 63, 64, 65, 127, 128, 129, 511, 512, 513, 1023, 1024, 1025)

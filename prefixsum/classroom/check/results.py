@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import sim
 from ...core.arithmetic import quiet_arithmetic
 from ...core.hardware import WARP_SIZE
 from ...core.poison import poison, poison_value
+from .. import sim
 
 
 @dataclass(frozen=True)
@@ -91,14 +91,18 @@ class Budget:
         if not self.device_work:
             return None
         launches = self.budgeted(run)
-        return _device_work(run, launches, [r for r in run.records if r.launch in launches], inputs, result, self.kernels)
+        return _device_work(
+            run, launches, [r for r in run.records if r.launch in launches], inputs, result, self.kernels
+        )
 
     def overspent(self, run, n):
         """``(index, hint)`` for the first limit ``run`` (a :class:`prefixsum.trace.Trace`) exceeds, else None."""
         launches = self.budgeted(run)
         records = [r for r in run.records if r.launch in launches]
         if self.barriers is not None:
-            passed = max((phase for (launch, _, _), phase in run.barriers_passed().items() if launch in launches), default=0)
+            passed = max(
+                (phase for (launch, _, _), phase in run.barriers_passed().items() if launch in launches), default=0
+            )
             if passed > self.barriers:
                 return None, (f"a thread passed {passed} barriers in one launch; the algorithm needs at most "
                               f"{self.barriers}. Is the loop bound right (log2 of the tile, not the tile)?")
@@ -109,7 +113,8 @@ class Budget:
                 if most > self.accesses_per_step:
                     return None, (f"thread {thread} of block {block} made {most} memory accesses between two barriers "
                                   f"(step {phase}); the parallel algorithm makes at most {self.accesses_per_step}. "
-                                  "Share the work: every thread does a few operations per step, a barrier between steps.")
+                                  "Share the work: every thread does a few operations per step, a barrier between "
+                                  "steps.")
         if self.traffic_per_element is not None:
             traffic = sum(1 for r in records if r.space == "global")
             blocks = len({(r.launch, r.block) for r in records})
@@ -125,7 +130,8 @@ class Budget:
             worst = [c for c in run.bank_conflicts() if c["launch"] in launches and c["ways"] > self.bank_conflict_ways]
             if worst:
                 c = max(worst, key=lambda c: c["ways"])
-                return None, (f"a warp's access to {c['array']} (source line {c['line']}) needs {c['ways']} passes of the "
+                return None, (f"a warp's access to {c['array']} (source line {c['line']}) needs {c['ways']} passes of "
+                              "the "
                               f"shared-memory banks; at most {self.bank_conflict_ways} allowed. Pad the index so that "
                               "the threads of a warp hit different banks.")
         return None
@@ -141,13 +147,21 @@ def _in_package(file):
 
 def _kernel_names(run, launches, kernels):
     """How a hint names the budgeted kernels: the named ones, else those that ran."""
-    return " or ".join(kernels) if kernels else " or ".join(sorted({l.kernel for l in run.launches if l.number in launches}))
+    return (
+        " or ".join(kernels)
+        if kernels
+        else " or ".join(sorted({launch.kernel for launch in run.launches if launch.number in launches}))
+    )
 
 
 def _same_values(values, expected):
     """Whether the traced ``values`` (Python numbers) are ``expected``'s elements, compared in its dtype."""
     try:
-        got = np.array(values, dtype=expected.dtype) if expected.dtype.kind != "f" else np.array(values, np.float64).astype(expected.dtype)
+        got = (
+            np.array(values, dtype=expected.dtype)
+            if expected.dtype.kind != "f"
+            else np.array(values, np.float64).astype(expected.dtype)
+        )
     except (OverflowError, TypeError, ValueError):
         return np.zeros(len(values), bool)
     same = got == expected
@@ -179,7 +193,8 @@ def _device_work(run, launches, records, inputs, result, kernels):
             how = (f"no thread of {named} stored anything to global memory" if best is None else
                    f"the threads of {named} stored {written} of its {expected.size} elements, not element {first}")
             return "unwritten-output", first, (
-                f"The result was not computed by the kernels launched: {how} (the check compares every element of the result "
+                f"The result was not computed by the kernels launched: {how} (the check compares every element of the "
+                "result "
                 "with the last store to it by a thread of the exercise's kernels). Host code cannot stand in "
                 "for the kernel: the kernel must write every element of the result.")
     if len(inputs):
@@ -194,7 +209,8 @@ def _device_work(run, launches, records, inputs, result, kernels):
             same = _same_values([cells[k] for k in indices], source[indices]) if indices else np.zeros(0, bool)
             best = max(best, int(same.sum()))
         if best < source.size:
-            return "over-budget", None, (f"The threads of {named} read {best} of the input's {source.size} elements: the "
+            return "over-budget", None, (f"The threads of {named} read {best} of the input's {source.size} elements: "
+                                         "the "
                                          "kernel must read its input and compute the result from it, not be handed "
                                          "the answer.")
     return None
@@ -232,7 +248,8 @@ def _look_back_order(states, array):
         for thread, indices in sorted(walked.items()):
             seen = sorted(indices)
             if any(b - a < WARP_SIZE for a, b in zip(seen, seen[1:])):
-                return (f"thread {thread} of tile {tile} read the states of tiles {', '.join(map(str, seen[-4:][::-1]))}"
+                return (f"thread {thread} of tile {tile} read the states of tiles "
+                        f"{', '.join(map(str, seen[-4:][::-1]))}"
                         f"{', ...' if len(seen) > 4 else ''} one after another: a serial walk. Look back {WARP_SIZE} "
                         f"predecessors at a time, lane l reading tile end - {WARP_SIZE} + l, and move the window back "
                         "only when no lane saw a PREFIX.")

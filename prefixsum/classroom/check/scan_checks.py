@@ -3,13 +3,13 @@ import dataclasses
 
 import numpy as np
 
-from .. import child as _child, stepping
-from ...scans.ops import check_dtype, check_op, identity as identity_of
 from ...scans import user_ops
+from ...scans.ops import check_dtype, check_op, identity as identity_of
 from ...scans.testing import expected_scan, mismatches, random_input, wrong_indices
+from .. import child as _child, stepping
 from . import counting, observed
 from .diagnosis import _hint_for_error, _trace_diagnosis, wrong_result_hint
-from .mode import DEFAULT_SIZES, _SEED, _sizes_and_seed, limits
+from .mode import _SEED, DEFAULT_SIZES, _sizes_and_seed, limits
 from .results import Budget, CheckResult, _is_poison, with_poisoned_allocations
 
 
@@ -24,11 +24,20 @@ def _diagnose(run, x, op, inclusive, reverse):
     if hasattr(result, "copy_to_host"):
         result = result.copy_to_host()
     if result is None or np.shape(result) != x.shape:
-        return "exception", None, f"the function must return the scan of x, of shape {x.shape}; it returned {type(result).__name__} {np.shape(result)}"
+        return (
+            "exception",
+            None,
+            f"the function must return the scan of x, of shape {x.shape}; it returned {type(result).__name__} "
+            f"{np.shape(result)}",
+        )
     result = np.asarray(result)
     unwritten = np.flatnonzero(_is_poison(result))
     if unwritten.size:
-        return "unwritten-output", int(unwritten[0]), "This element was never written: check the bound of the store and the last lanes and blocks."
+        return (
+            "unwritten-output",
+            int(unwritten[0]),
+            "This element was never written: check the bound of the store and the last lanes and blocks.",
+        )
     result = result.astype(x.dtype, copy=False)
     bad, expected = mismatches(result, x, op, inclusive=inclusive, reverse=reverse)
     if bad.size:
@@ -83,7 +92,12 @@ def _wrong_result_hint(index, n, passed_sizes, exclusive, shown=""):
     shown = f" {shown}" if shown else ""
     if index == 0 and exclusive:
         return "Element 0 of an exclusive scan is the identity of the operator." + shown
-    if passed_sizes and index >= 32 and index & (index - 1) == 0 and index >= max(s for s in passed_sizes if s <= index) // 2:
+    if (
+        passed_sizes
+        and index >= 32
+        and index & (index - 1) == 0
+        and index >= max(s for s in passed_sizes if s <= index) // 2
+    ):
         return (f"Right below index {index}, wrong from it on: index {index} starts a new block. "
                 "Is the carry (the total of the blocks before) missing?" + shown)
     if n & (n - 1) and any(s >= 128 and s & (s - 1) == 0 for s in passed_sizes):
@@ -114,7 +128,9 @@ def _same(u, v, dtypes):
         if dt.kind != "f":
             if a != b:
                 return False
-        elif not abs(float(a) - float(b)) <= (1e-3 if dt.itemsize == 4 else 1e-6) * max(1.0, abs(float(a)), abs(float(b))):
+        elif not abs(float(a) - float(b)) <= (1e-3 if dt.itemsize == 4 else 1e-6) * max(
+            1.0, abs(float(a)), abs(float(b))
+        ):
             return False
     return True
 
@@ -195,10 +211,18 @@ def _diagnose_user(run, x, op, identity, inclusive, reverse):
     results = [r.copy_to_host() if hasattr(r, "copy_to_host") else r for r in results]
     fields = x if isinstance(x, tuple) else (x,)
     if len(results) != len(fields) or any(np.shape(r) != f.shape for r, f in zip(results, fields)):
-        return "exception", None, f"the function must return the scan of x: {len(fields)} arrays of shape {fields[0].shape}"
+        return (
+            "exception",
+            None,
+            f"the function must return the scan of x: {len(fields)} arrays of shape {fields[0].shape}",
+        )
     unwritten = np.flatnonzero(np.any([_is_poison(np.asarray(r)) for r in results], axis=0))
     if unwritten.size:
-        return "unwritten-output", int(unwritten[0]), "This element was never written: check the bound of the store and the last lanes and blocks."
+        return (
+            "unwritten-output",
+            int(unwritten[0]),
+            "This element was never written: check the bound of the store and the last lanes and blocks.",
+        )
     expected = user_ops.reference(user_ops.float64_copy(x), op, identity=identity, inclusive=inclusive, reverse=reverse)
     got = tuple(np.asarray(r) for r in results)
     bad = user_ops.wrong_indices(got if isinstance(x, tuple) else got[0], expected, reverse=reverse)
@@ -270,7 +294,11 @@ def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes
     additions = budget is not None and budget.additions_per_element is not None
     if additions and (user or op != "add"):
         raise ValueError("Budget.additions_per_element counts additions: it needs op='add' on one dtype")
-    tally = counting.new_tally() if additions or (budget is not None and budget.host_lines_per_element is not None) else None
+    tally = (
+        counting.new_tally()
+        if additions or (budget is not None and budget.host_lines_per_element is not None)
+        else None
+    )
     call = fn if tally is None else counting.counting(fn, tally, additions=additions)
     passed_sizes = []
     for n in sizes:
@@ -337,8 +365,16 @@ def tiled(tile_kernel, *, block_size, threads=None, op="add", dtype=np.float32, 
         source = cuda.to_device(x)
         out = cuda.device_array(len(x), x.dtype)
 
-        scan_tiles(source, out, tile_kernel, tile=block_size, threads=threads or block_size, op=op, reverse=False,
-                   scan_totals=lambda totals, carries: totals_scan.run(totals, carries, op, True, False, block_size=256))
+        scan_tiles(
+            source,
+            out,
+            tile_kernel,
+            tile=block_size,
+            threads=threads or block_size,
+            op=op,
+            reverse=False,
+            scan_totals=lambda totals, carries: totals_scan.run(totals, carries, op, True, False, block_size=256),
+        )
         return out
 
     name = getattr(getattr(tile_kernel, "py_func", tile_kernel), "__name__", "tile kernel")
@@ -349,7 +385,8 @@ def tiled(tile_kernel, *, block_size, threads=None, op="add", dtype=np.float32, 
     if not verdict:
         if verdict.diagnosis == "out-of-bounds":  # a tile or a shared array of another size than the check's
             return dataclasses.replace(verdict, hint=f"{verdict.hint} The check runs tiles of {block_size} elements on "
-                                                     f"{threads or block_size} threads, whatever the cell's constants say.")
+                                                     f"{threads or block_size} threads, whatever the cell's constants "
+                                                     "say.")
         return verdict
     return _padding_verdict(tile_kernel, block_size, threads or block_size, op, check_dtype(dtype), verdict,
                             kw.get("timeout", 20.0))
@@ -371,7 +408,10 @@ def _padding_probes(n, op, dtype, rng):
         return [np.full(n, -np.inf if least else np.inf, dtype), np.full(n, -end if least else end, dtype)]
     info = np.iinfo(dtype)
     near = rng.integers(1, 100, size=n)
-    return [np.full(n, info.min if least else info.max, dtype), (info.min + near if least else info.max - near).astype(dtype)]
+    return [
+        np.full(n, info.min if least else info.max, dtype),
+        (info.min + near if least else info.max - near).astype(dtype),
+    ]
 
 
 def _padding_store(run, kernel, n, block_size, op, value):
@@ -423,7 +463,12 @@ def _padding_verdict(tile_kernel, block_size, threads, op, dtype, verdict, timeo
 def _host_work(name, budget, tally, n):
     """``(diagnosis, index, hint)`` when the host function's own work (``tally``, :mod:`.counting`) is
     not the loop the exercise asks for; else None."""
-    lines, most, line, total = tally[counting.LINES], tally[counting.MOST], tally[counting.LINE], tally[counting.ADDITIONS]
+    lines, most, line, total = (
+        tally[counting.LINES],
+        tally[counting.MOST],
+        tally[counting.LINE],
+        tally[counting.ADDITIONS],
+    )
     if budget.host_lines_per_element is not None and lines < budget.host_lines_per_element * n:
         return "library-call", None, (
             f"{name} ran {lines} lines of its own code for {n} elements: the exercise asks for the loop "
@@ -450,6 +495,7 @@ def _changed_input(given, x):
                                    if got.dtype.kind == "f" else got == original))
         if changed.size:
             i = int(changed[0])
-            return i, (f"the function changed its input: x[{i}] was {original[i].item()}, is now {got[i].item()}. Leave x as it "
+            return i, (f"the function changed its input: x[{i}] was {original[i].item()}, is now {got[i].item()}. "
+                       "Leave x as it "
                        "is (the caller still needs it) and build the result in a new array.")
     return None

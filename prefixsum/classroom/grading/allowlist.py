@@ -56,8 +56,16 @@ import ast
 
 from .bindings import ChapterNames, chain, chapter_names, merge, parsed, targets, top_level_kinds
 from .scopes import Resolution
-from .whitelist import (ALLOWED_MODULES, BUILTIN_NAMES, EXERCISE_FORBIDS, IPYTHON_NAMES, MAX_SOURCE, NAMES, SAFE_BUILTINS,
-                        VALUE_ATTRIBUTES)
+from .whitelist import (
+    ALLOWED_MODULES,
+    BUILTIN_NAMES,
+    EXERCISE_FORBIDS,
+    IPYTHON_NAMES,
+    MAX_SOURCE,
+    NAMES,
+    SAFE_BUILTINS,
+    VALUE_ATTRIBUTES,
+)
 
 _FORBIDDEN_NODES = tuple(getattr(ast, name) for name in (
     "Global", "Nonlocal", "ClassDef", "AsyncFunctionDef", "Await", "Yield", "YieldFrom", "AsyncFor", "AsyncWith",
@@ -78,7 +86,8 @@ def _import_problem(node):
     allowed = NAMES.get(node.module) if not node.level else None
     bad = [a.name for a in node.names if allowed is None or a.name not in allowed]
     if bad:
-        return (f"from {'.' * node.level}{node.module or ''} import {', '.join(bad)}: an exercise may import only the names "
+        return (f"from {'.' * node.level}{node.module or ''} import {', '.join(bad)}: an exercise may import only the "
+                "names "
                 f"listed for {', '.join(sorted(NAMES))} (prefixsum.classroom.grading.allowlist.NAMES)")
     return None
 
@@ -146,7 +155,9 @@ def _literal(node):
 class _Cell:
     """The walk of one submitted cell: its top-level statements, then every name and attribute path in it."""
 
-    def __init__(self, source, tree, chapter, instructor_source, earlier_sources, earlier_submitted, exercise_id, check_sources):
+    def __init__(
+        self, source, tree, chapter, instructor_source, earlier_sources, earlier_submitted, exercise_id, check_sources
+    ):
         self.tree, self.exercise_id, self.lines = tree, exercise_id, _source_lines(source)
         self.setup, _, exposed, self.paths = chapter
         self.longest = max((path.count(".") + 1 for path in self.paths), default=0)
@@ -162,7 +173,9 @@ class _Cell:
         for kinds in (self.setup, exposed, self.earlier):
             for name, kind in kinds.items():
                 merge(self.env, name, kind)
-        self.statements = [node for node in tree.body if isinstance(node, ast.FunctionDef) or ast.dump(node) not in self.trusted]
+        self.statements = [
+            node for node in tree.body if isinstance(node, ast.FunctionDef) or ast.dump(node) not in self.trusted
+        ]
         for node in tree.body:
             for name, kind in targets(node):
                 merge(self.env, name, kind)
@@ -191,21 +204,29 @@ class _Cell:
             if refused:
                 found.append((line, refused))
         elif isinstance(node, ast.Assign):
-            if not all(isinstance(t, ast.Name) or isinstance(t, (ast.Tuple, ast.List)) and all(isinstance(e, ast.Name) for e in t.elts)
-                       for t in node.targets) or not self._constant(node.value):
+            if not all(
+                isinstance(t, ast.Name)
+                or isinstance(t, (ast.Tuple, ast.List))
+                and all(isinstance(e, ast.Name) for e in t.elts)
+                for t in node.targets
+            ) or not self._constant(node.value):
                 found.append((line, f"{self._quote(node)}: only constants may be assigned at the top of an exercise "
                                     "(numbers, strings, tuples and arithmetic of them)"))
-        elif not isinstance(node, ast.FunctionDef) and not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
+        elif not isinstance(node, ast.FunctionDef) and not (
+            isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        ):
             found.append((line, f"{self._quote(node)} is not allowed at the top of an exercise: only imports of "
                                 "numba, numpy and math, constants and function definitions"))
         hidden = []
         for name, kind in targets(node):
             if name.startswith("_"):
-                found.append((line, f"the name {name} is not allowed in an exercise (names beginning with _ are Python's)"))
+                found.append((line, f"the name {name} is not allowed in an exercise (names beginning with _ are "
+                                    "Python's)"))
             elif self._rebinds(name, kind):
                 hidden.append(name)
         if hidden:
-            found.append((line, f"the cell rebinds {', '.join(sorted(hidden))}, which the setup cells, an earlier exercise "
+            found.append((line, f"the cell rebinds {', '.join(sorted(hidden))}, which the setup cells, an earlier "
+                                "exercise "
                                 "or Python define"))
 
     def _rebinds(self, name, kind):
@@ -288,19 +309,28 @@ class _Cell:
             if name not in SAFE_BUILTINS and (name.startswith("_") or name in BUILTIN_NAMES or name in IPYTHON_NAMES):
                 found.append((line, f"the name {name} is not allowed in an exercise"))
         elif kind[0] == "hidden":
-            found.append((line, f"{name} is a name of the chapter's setup or checks that no exercise of the chapter uses"))
+            found.append((line, f"{name} is a name of the chapter's setup or checks that no exercise of the chapter "
+                                "uses"))
         elif kind[0] in ("module", "workbook") and not (isinstance(parent, ast.Attribute) and parent.value is node):
             if kind[0] == "workbook" and name in self.paths:
                 return
-            found.append((line, f"{name} may only be used as {name}.<attribute>, as the instructor's cell does" if kind[0] == "workbook"
-                          else f"{name} may only be used as {name}.<attribute>: a module is not a value an exercise may "
-                               "bind, pass or return"))
+            found.append(
+                (
+                    line,
+                    f"{name} may only be used as {name}.<attribute>, as the instructor's cell does"
+                    if kind[0] == "workbook"
+                    else f"{name} may only be used as {name}.<attribute>: a module is not a value an exercise "
+                    "may "
+                    "bind, pass or return",
+                )
+            )
 
     def _local_binding(self, name, line, found):
         if name.startswith("_") and name != "_":
             found.append((line, f"the name {name} is not allowed in an exercise (names beginning with _ are Python's)"))
         elif self.env.get(name, ("",))[0] in ("module", "workbook"):
-            found.append((line, f"{name} is bound here, hiding the module {name}: an exercise does not rebind a module's name"))
+            found.append((line, f"{name} is bound here, hiding the module {name}: an exercise does not rebind a "
+                                "module's name"))
 
     def _path(self, node, found):
         """Check a maximal attribute path: a module's by :data:`NAMES`, a workbook module's by the
@@ -314,7 +344,8 @@ class _Cell:
             where, spelled = kind[1], root.id
             while rest and where in NAMES:
                 if rest[0] not in NAMES[where]:
-                    found.append((node.lineno, f"{spelled}.{rest[0]} is not among the names an exercise may use from {where} "
+                    found.append((node.lineno, f"{spelled}.{rest[0]} is not among the names an exercise may use from "
+                                               f"{where} "
                                                "(prefixsum.classroom.grading.allowlist.NAMES)"))
                     return
                 spelled, where, rest = f"{spelled}.{rest[0]}", f"{where}.{rest[0]}", rest[1:]
@@ -323,14 +354,19 @@ class _Cell:
                 return
         elif kind is not None and kind[0] == "workbook":
             spelled = [root.id, *parts]
-            reach = next((k for k in range(min(len(spelled), self.longest), 0, -1) if ".".join(spelled[:k]) in self.paths), 0)
+            reach = next(
+                (k for k in range(min(len(spelled), self.longest), 0, -1) if ".".join(spelled[:k]) in self.paths), 0
+            )
             if not reach:
-                found.append((node.lineno, f"{'.'.join(spelled)} is not used by the exercise as the instructor wrote it"))
+                found.append(
+                    (node.lineno, f"{'.'.join(spelled)} is not used by the exercise as the instructor wrote it")
+                )
                 return
             rest = spelled[reach:]
         for attribute in rest:
             if attribute not in VALUE_ATTRIBUTES and not attribute.startswith("_"):
-                found.append((node.lineno, f"the attribute .{attribute} is not among those an exercise may read of a value "
+                found.append((node.lineno, f"the attribute .{attribute} is not among those an exercise may read of a "
+                                           "value "
                                            "(prefixsum.classroom.grading.allowlist.VALUE_ATTRIBUTES)"))
 
     def _spelled(self, node):
@@ -353,7 +389,9 @@ class _Cell:
         names, operators, why = EXERCISE_FORBIDS.get(self.exercise_id, ((), (), ""))
         if not names:
             return []
-        kernels = [n for n in self.tree.body if isinstance(n, ast.FunctionDef) and any(map(self._is_jit, n.decorator_list))]
+        kernels = [
+            n for n in self.tree.body if isinstance(n, ast.FunctionDef) and any(map(self._is_jit, n.decorator_list))
+        ]
         in_kernels = {id(child) for kernel in kernels for child in ast.walk(kernel)}
         launched = {kernel.name for kernel in kernels}  # kernel[blocks, threads]: a launch, not an index
         found = []
@@ -362,11 +400,13 @@ class _Cell:
             if used in names:
                 found.append((node.lineno, f"{used} is not allowed in {self.exercise_id}: {why}"))
             elif isinstance(node, ast.BinOp) and type(node.op) in operators:
-                found.append((node.lineno, f"the operator {type(node.op).__name__} is not allowed in {self.exercise_id}: {why}"))
+                found.append((node.lineno, f"the operator {type(node.op).__name__} is not allowed in "
+                                           f"{self.exercise_id}: {why}"))
             elif ("index" in operators and isinstance(node, ast.Subscript) and id(node) not in in_kernels
                   and not (isinstance(node.value, ast.Name) and node.value.id in launched)
                   and not all(map(_literal, _index_parts(node.slice)))):
-                found.append((node.lineno, f"an index by a variable outside a kernel is not allowed in {self.exercise_id}: {why}"))
+                found.append((node.lineno, "an index by a variable outside a kernel is not allowed in "
+                                           f"{self.exercise_id}: {why}"))
         return found
 
 
@@ -378,5 +418,15 @@ def _index_parts(index):
     return [index]
 
 
-__all__ = ["ALLOWED_MODULES", "ChapterNames", "EXERCISE_FORBIDS", "MAX_SOURCE", "NAMES", "SAFE_BUILTINS", "VALUE_ATTRIBUTES",
-           "chapter_names", "check", "top_level_kinds"]
+__all__ = [
+    "ALLOWED_MODULES",
+    "ChapterNames",
+    "EXERCISE_FORBIDS",
+    "MAX_SOURCE",
+    "NAMES",
+    "SAFE_BUILTINS",
+    "VALUE_ATTRIBUTES",
+    "chapter_names",
+    "check",
+    "top_level_kinds",
+]

@@ -7,11 +7,13 @@ import sys
 import time
 
 from . import report, sandbox
-from .chapters import InvalidSubmission, read_chapter
 from .cells import first_line
+from .chapters import InvalidSubmission, read_chapter
 from .runner import Options, Row, close_judges, grade_notebook, instructor_signatures, screen
 
 WORKBOOK_NOTEBOOKS = pathlib.Path(__file__).resolve().parents[3] / "notebooks"
+DEFAULT_OPTIONS = Options()
+"""The options of :func:`grade` unless given (frozen: one instance serves every call)."""
 
 
 def default_instructor_notebooks():
@@ -54,7 +56,8 @@ def collect(paths):
                 for entry in entries:
                     if entry.is_symlink() or not entry.is_dir():
                         found.append((printable(entry.name), "", None, "not a submission folder: "
-                                      + ("a symlink, refused, not followed" if entry.is_symlink() else "a file beside the folders")))
+                                      + ("a symlink, refused, not followed" if entry.is_symlink() else "a file beside "
+                                                                                                       "the folders")))
                     else:
                         found.extend(_student(printable(entry.name), entry))
     return found
@@ -66,12 +69,24 @@ def _student(name, folder):
         here = pathlib.Path(top)
         for child in sorted(folders):
             if child.startswith(".") or (here / child).is_symlink():
-                entries.append((here / child, "hidden folder, not graded" if child.startswith(".") else "a symlink: refused, not followed"))
+                entries.append(
+                    (
+                        here / child,
+                        "hidden folder, not graded" if child.startswith(".") else "a symlink: refused, not followed",
+                    )
+                )
         folders[:] = sorted(f for f in folders if not f.startswith(".") and not (here / f).is_symlink())
         for child in sorted(files):
             path = here / child
-            problem = ("a symlink: refused, not followed" if path.is_symlink() else "hidden file, not graded" if child.startswith(".")
-                       else "" if path.is_file() else "not a regular file")
+            problem = (
+                "a symlink: refused, not followed"
+                if path.is_symlink()
+                else "hidden file, not graded"
+                if child.startswith(".")
+                else ""
+                if path.is_file()
+                else "not a regular file"
+            )
             entries.append((path, problem))
     entries.sort(key=lambda entry: str(entry[0]))
     return [(name, printable(path.relative_to(folder).as_posix()), None if problem else path, problem)
@@ -99,7 +114,13 @@ class _Entry:
     __slots__ = ("student", "filename", "screened", "rows", "modified")
 
     def __init__(self, student, filename, screened, rows, modified):
-        self.student, self.filename, self.screened, self.rows, self.modified = student, filename, screened, rows, modified
+        self.student, self.filename, self.screened, self.rows, self.modified = (
+            student,
+            filename,
+            screened,
+            rows,
+            modified,
+        )
 
 
 def _screen_file(student, filename, path, problem, chapters, max_notebook_mb, where):
@@ -115,7 +136,8 @@ def _screen_file(student, filename, path, problem, chapters, max_notebook_mb, wh
     except InvalidSubmission as error:
         return None, [Row(student, filename, "", 0, 0, "invalid", str(error), sandbox=where)]
     except Exception as error:  # noqa: BLE001  (MemoryError, RecursionError, anything a file makes the reader meet)
-        return None, [Row(student, filename, "", 0, 0, "crashed", f"the grader could not read {filename}: {first_line(error)}",
+        return None, [Row(student, filename, "", 0, 0, "crashed", f"the grader could not read {filename}: "
+                                                                  f"{first_line(error)}",
                           sandbox=where)]
 
 
@@ -146,12 +168,18 @@ def _keep_newest(entries, where):
         if len(found) < 2:
             continue
         recorded = all(e.screened.recorded is not None for e in found)
-        newest = max(found, key=(lambda e: (e.screened.recorded, e.filename)) if recorded else (lambda e: (e.modified or 0, e.filename)))
+        newest = max(
+            found,
+            key=(lambda e: (e.screened.recorded, e.filename))
+            if recorded
+            else (lambda e: (e.modified or 0, e.filename)),
+        )
         how = "by the time its cells record having run" if recorded else "by the file's modification time"
         for entry in found:
             if entry is not newest:
                 entry.rows = [Row(student, entry.filename, "", 0, 0, "invalid",
-                                  f"not graded: {newest.filename} is a newer copy of chapter {chapter} in this submission "
+                                  f"not graded: {newest.filename} is a newer copy of chapter {chapter} in this "
+                                  "submission "
                                   f"({how}), and a chapter is graded once", chapter=chapter, sandbox=where)]
                 entry.screened = None
 
@@ -199,7 +227,7 @@ class Progress:
         self.stream.flush()
 
 
-def grade(submissions, out, *, instructor=None, workers=None, options=Options(), scheduler=None, progress=True,
+def grade(submissions, out, *, instructor=None, workers=None, options=DEFAULT_OPTIONS, scheduler=None, progress=True,
           chapters_named=None, max_notebook_mb=16):
     """Grade ``submissions`` against the instructor's notebooks; write the reports into ``out``.
 
@@ -250,7 +278,8 @@ def grade(submissions, out, *, instructor=None, workers=None, options=Options(),
         raise ValueError(f"none of the instructor notebooks has an exercise: {[str(p) for p in notebooks]}")
     unknown = sorted(set(chapters_named or ()) - set(chapters))
     if unknown:
-        raise ValueError(f"--chapters names {', '.join(unknown)}, which no instructor notebook holds; known: {', '.join(sorted(chapters))}")
+        raise ValueError(f"--chapters names {', '.join(unknown)}, which no instructor notebook holds; known: "
+                         f"{', '.join(sorted(chapters))}")
     jobs = collect(submissions)
     try:
         rows = _grade_jobs(jobs, chapters, workers, options, scheduler, progress, max_notebook_mb)
@@ -280,7 +309,9 @@ def _grade_jobs(jobs, chapters, workers, options, scheduler, progress, max_noteb
         _on_dask(scheduler, payloads, chapters, signatures, options, results, bar)
     else:
         with concurrent.futures.ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
-            futures = {pool.submit(_grade_file, *payload, chapters, signatures, options): k for k, payload in payloads.items()}
+            futures = {
+                pool.submit(_grade_file, *payload, chapters, signatures, options): k for k, payload in payloads.items()
+            }
             for future in concurrent.futures.as_completed(futures):
                 k = futures[future]
                 results[k] = future.result()
@@ -296,7 +327,10 @@ def _on_dask(scheduler, payloads, chapters, signatures, options, results, bar):
         raise RuntimeError("--scheduler needs Dask distributed: pip install 'dask[distributed]'") from error
     client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
     try:
-        futures = {k: client.submit(_grade_file, *payload, chapters, signatures, options, pure=False) for k, payload in payloads.items()}
+        futures = {
+            k: client.submit(_grade_file, *payload, chapters, signatures, options, pure=False)
+            for k, payload in payloads.items()
+        }
         index = {future.key: k for k, future in futures.items()}
         for future in as_completed(list(futures.values())):
             k = index[future.key]

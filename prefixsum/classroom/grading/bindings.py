@@ -32,10 +32,17 @@ def _kind_of(path):
 def _import_kinds(node):
     """``[(bound name, kind)]`` of an import statement."""
     if isinstance(node, ast.Import):
-        return [(alias.asname or alias.name.split(".")[0], _kind_of(alias.name if alias.asname else alias.name.split(".")[0]))
-                for alias in node.names]
+        return [
+            (
+                alias.asname or alias.name.split(".")[0],
+                _kind_of(alias.name if alias.asname else alias.name.split(".")[0]),
+            )
+            for alias in node.names
+        ]
     module = "." * node.level + (node.module or "")
-    return [(alias.asname or alias.name, _kind_of(f"{module}.{alias.name}")) for alias in node.names if alias.name != "*"]
+    return [
+        (alias.asname or alias.name, _kind_of(f"{module}.{alias.name}")) for alias in node.names if alias.name != "*"
+    ]
 
 
 def targets(statement):
@@ -126,8 +133,12 @@ def chapter_names(setup_sources, chapter_sources):
         resolution = Resolution(tree)
         parents = _parents(tree)
         for node in ast.walk(tree):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and roots.get(node.id, ("",))[0] == "workbook" \
-                    and resolution.resolve(node) is None:
+            if (
+                isinstance(node, ast.Name)
+                and isinstance(node.ctx, ast.Load)
+                and roots.get(node.id, ("",))[0] == "workbook"
+                and resolution.resolve(node) is None
+            ):
                 top = node
                 while isinstance(parents.get(id(top)), ast.Attribute):
                     top = parents[id(top)]

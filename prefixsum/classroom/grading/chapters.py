@@ -79,7 +79,11 @@ class Chapter:
 
 def _text_output(cell):
     """The stdout that a check cell stored (what nbval compares; checks print, they draw nothing)."""
-    return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream" and o.get("name") == "stdout")
+    return "".join(
+        o.get("text", "")
+        for o in cell.get("outputs", [])
+        if o.get("output_type") == "stream" and o.get("name") == "stdout"
+    )
 
 
 def read_chapter(path):
@@ -115,7 +119,8 @@ def read_chapter(path):
         elif CHECK in tags:
             exercise_id = meta.get("exercise_id")
             if exercise_id not in exercises:
-                raise ValueError(f"{where}: a check cell needs the exercise_id of an exercise above it; got {exercise_id!r}"
+                raise ValueError(f"{where}: a check cell needs the exercise_id of an exercise above it; got "
+                                 f"{exercise_id!r}"
                                  f" (exercises so far: {sorted(exercises)})")
             checks[exercise_id].append((cell.source, _text_output(cell)))
     for exercise_id, found in checks.items():
@@ -144,7 +149,9 @@ def read_submission(data, filename):
         raw = json.loads(text)
         notebook = nbformat.v4.to_notebook_json(raw) if raw.get("nbformat") == 4 else nbformat.reads(text, as_version=4)
     except Exception as error:  # noqa: BLE001  (any parse failure is the same verdict for the teacher)
-        raise InvalidSubmission(f"{filename} is not a readable notebook: {type(error).__name__}: {str(error)[:200]}") from None
+        raise InvalidSubmission(
+            f"{filename} is not a readable notebook: {type(error).__name__}: {str(error)[:200]}"
+        ) from None
     problem = _shape_problem(notebook)
     if problem:
         raise InvalidSubmission(f"{filename} is not a notebook the grader can read: {problem}")
@@ -159,7 +166,9 @@ def _shape_problem(notebook):
     """What in ``notebook`` (as nbformat read it, which keeps malformed fields) is not what grading reads, or ``""``."""
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
         return "it has no list of cells"
-    if not isinstance(notebook.get("metadata", {}), dict) or not isinstance(notebook.get("metadata", {}).get("prefixsum", {}), dict):
+    if not isinstance(notebook.get("metadata", {}), dict) or not isinstance(
+        notebook.get("metadata", {}).get("prefixsum", {}), dict
+    ):
         return "its metadata is not an object"
     for number, cell in enumerate(notebook["cells"]):
         where = f"cell {number}"
@@ -170,7 +179,8 @@ def _shape_problem(notebook):
             return f"{where}: its metadata is not an object"
         tags = metadata.get("tags", [])
         if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
-            return f"{where}: its tags are {'of type ' + type(tags).__name__ if not isinstance(tags, list) else 'not all text'}, not a list of text"
+            what = "not all text" if isinstance(tags, list) else f"of type {type(tags).__name__}"
+            return f"{where}: its tags are {what}, not a list of text"
         if "exercise_id" in metadata and not isinstance(metadata["exercise_id"], str):
             return f"{where}: its exercise_id is of type {type(metadata['exercise_id']).__name__}, not text"
         if cell["cell_type"] == "code" and not isinstance(cell.get("source"), str):
@@ -204,7 +214,8 @@ def chapter_of(notebook, filename, chapters):
     if isinstance(named, str):
         if named in chapters:
             return chapters[named]
-        raise InvalidSubmission(f"the notebook is chapter {named}, which is not among the instructor's notebooks ({known})")
+        raise InvalidSubmission(f"the notebook is chapter {named}, which is not among the instructor's notebooks "
+                                f"({known})")
     ids = {cell.metadata.get("exercise_id") for cell in notebook.cells} - {None}
     for chapter in chapters.values():
         if ids & {e.id for e in chapter.exercises}:
@@ -228,7 +239,9 @@ def submitted_sources(notebook, chapter):
     by_id = {}
     for cell in code:
         by_id.setdefault(cell.metadata.get("exercise_id"), cell.source)
-    tagged = [cell.source for cell in code if EXERCISE in cell.metadata.get("tags", []) and "exercise_id" not in cell.metadata]
+    tagged = [
+        cell.source for cell in code if EXERCISE in cell.metadata.get("tags", []) and "exercise_id" not in cell.metadata
+    ]
     found = {}
     for k, exercise in enumerate(chapter.exercises):
         if exercise.id in by_id:
@@ -260,7 +273,11 @@ def unsolved(source, exercise):
     for node in ast.walk(tree):
         if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
             func, first = node.exc.func, node.exc.args[0]
-            if getattr(func, "id", None) == "NotImplementedError" and isinstance(first, ast.Constant) and first.value == exercise.unsolved_message:
+            if (
+                getattr(func, "id", None) == "NotImplementedError"
+                and isinstance(first, ast.Constant)
+                and first.value == exercise.unsolved_message
+            ):
                 return True
     return False
 

@@ -40,7 +40,9 @@ def _entries(text, ids, record):
     for entry in results.json_lines(text, MAX_LINE):
         if not isinstance(entry, dict) or entry.get("id") not in ids or entry["id"] in found:
             continue
-        allowed = {"id", "status", "stage", "error", "names", "observations", "launches"} | ({"signatures"} if record else set())
+        allowed = {"id", "status", "stage", "error", "names", "observations", "launches"} | (
+            {"signatures"} if record else set()
+        )
         if set(entry) - allowed or entry.get("status") not in ("ran", "error", "timeout") \
                 or entry.get("stage", "check") not in ("exercise", "check") or type(entry.get("launches")) is not int \
                 or type(entry.get("observations", [])) is not list \
@@ -62,11 +64,20 @@ def verdict(exercise, entry, setup, timeout, decoder):
 
     stage = entry.get("stage", "check")
     if entry["status"] == "timeout":
-        return {"status": "timeout", "message": f"loading the exercise took more than {timeout:g} s" if stage == "exercise"
-                else f"the check ran for more than {timeout:g} s", "lines": []}
+        return {
+            "status": "timeout",
+            "message": f"loading the exercise took more than {timeout:g} s"
+            if stage == "exercise"
+            else f"the check ran for more than {timeout:g} s",
+            "lines": [],
+        }
     if entry["status"] == "error":
         error = cells.first_line(decoder.error(entry.get("error")))
-        return {"status": "error", "message": error if stage == "exercise" else f"the check failed: {error}", "lines": []}
+        return {
+            "status": "error",
+            "message": error if stage == "exercise" else f"the check failed: {error}",
+            "lines": [],
+        }
     names = observations.stand_ins(entry.get("names", {}), decoder)
     replayer = observations.Replayer([decoder.observation(o) for o in entry.get("observations", [])])
     printed, verdicts = [], []
@@ -83,7 +94,8 @@ def verdict(exercise, entry, setup, timeout, decoder):
             try:
                 exec(cells.compiled(check, f"<check {exercise['id']}>"), scope)  # noqa: S102  (the instructor's check)
             except observations.Unreplayable as error:
-                return {"status": "tampered", "message": f"the sandbox's observations do not answer the grader's check: {error}",
+                return {"status": "tampered", "message": "the sandbox's observations do not answer the grader's "
+                                                         f"check: {error}",
                         "lines": printed}
             except Exception as error:  # noqa: BLE001  (a constant of the student's the check cannot use, say)
                 return {"status": "error", "message": f"the check failed: {cells.first_line(error)}", "lines": printed}
@@ -125,7 +137,11 @@ def judge(request, emit):
         try:
             found = verdict(exercise, entry, setup, request["timeout"], observations.Decoder())
         except observations.Malformed as error:
-            found = {"status": "crashed", "message": f"the sandbox's report does not follow the schema: {error}", "lines": []}
+            found = {
+                "status": "crashed",
+                "message": f"the sandbox's report does not follow the schema: {error}",
+                "lines": [],
+            }
         found.update(id=exercise["id"], launches=entry["launches"])
         if record:
             found["signatures"] = entry["signatures"]

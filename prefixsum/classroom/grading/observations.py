@@ -31,7 +31,8 @@ import numpy as np
 
 from .. import sim, trace as tracing
 
-DTYPES = frozenset("bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 float32 float64 complex64 complex128".split())
+DTYPES = frozenset("bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 float32 float64 complex64 "
+                   "complex128".split())
 MAX_DEPTH = 16
 MAX_ITEMS = 1 << 16
 MAX_TEXT = 4096
@@ -42,9 +43,9 @@ MAX_BYTES = 256 << 20
 """Bytes that one submission's observations may inflate to, arrays and traces together."""
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}\Z")
 # The exception types an error may come back as; any other name becomes a subclass of the nearest of these.
-_KNOWN_ERRORS = {cls.__name__: cls for cls in (sim.NegativeIndexError, sim.WarpDivergenceError, sim.BarrierDivergenceError,
-                                               sim.DeadlockError, sim.LaunchError, sim.KernelError,
-                                               sim.PollLimitError)}
+_KNOWN_ERRORS = {cls.__name__: cls for cls in (sim.NegativeIndexError, sim.WarpDivergenceError,
+                                               sim.BarrierDivergenceError, sim.DeadlockError, sim.LaunchError,
+                                               sim.KernelError, sim.PollLimitError)}
 _KNOWN_ERRORS.update({name: cls for name, cls in vars(builtins).items()
                       if isinstance(cls, type) and issubclass(cls, Exception) and name not in _KNOWN_ERRORS})
 # Record's fields by column: integers, flags, strings (a table of each column's distinct values), and the value.
@@ -93,7 +94,8 @@ def encode_value(value, depth=0):
 
 
 def _digest(value, into):
-    """Feed ``value`` (arguments of a run) to the hash ``into``: arrays by dtype, shape and bytes; callables by kind only."""
+    """Feed ``value`` (arguments of a run) to the hash ``into``: arrays by dtype, shape and bytes; callables by kind
+    only."""
     if hasattr(value, "copy_to_host") and not isinstance(value, np.ndarray):
         value = value.copy_to_host()
     if isinstance(value, np.ndarray):
@@ -165,7 +167,8 @@ def encode_trace(run):
             kinds.append(0), floats.append(0.0), ints.append(0)
     out["value"] = [_pack(np.array(kinds, np.uint8).tobytes()), _pack(np.array(floats, np.float64).tobytes()),
                     _pack(np.array(ints, np.int64).tobytes())]
-    out["launches"] = [[launch.kernel[:200], list(launch.grid), list(launch.block), launch.combines] for launch in run.launches]
+    out["launches"] = [[launch.kernel[:200], list(launch.grid), list(launch.block), launch.combines]
+                       for launch in run.launches]
     out["fences"] = [[getattr(f, name) for name in _FENCE] for f in run.fences]
     return out
 
@@ -230,8 +233,9 @@ class Decoder:
         """The exception :func:`encode_error` encoded: a known type, or a subclass of the nearest one by its name."""
         if data is None:
             return None
-        if type(data) is not dict or set(data) != {"type", "like", "message"} or not all(type(v) is str for v in data.values()) \
-                or not _NAME.match(data["type"]) or data["like"] not in _KNOWN_ERRORS or len(data["message"]) > MAX_TEXT:
+        if type(data) is not dict or set(data) != {"type", "like", "message"} \
+                or not all(type(v) is str for v in data.values()) or not _NAME.match(data["type"]) \
+                or data["like"] not in _KNOWN_ERRORS or len(data["message"]) > MAX_TEXT:
             raise Malformed("an error is {type, like, message}")
         base = _KNOWN_ERRORS[data["like"]]
         cls = _KNOWN_ERRORS.get(data["type"]) or type(data["type"], (base,), {"__module__": "submission"})
@@ -242,7 +246,8 @@ class Decoder:
     def trace(self, data):
         """The :class:`prefixsum.classroom.trace.Trace` :func:`encode_trace` encoded (without result and error)."""
         keys = {"n", "launches", "fences", "value", *_INTS, *_FLAGS, *_STRINGS}
-        if type(data) is not dict or set(data) != keys or type(data["n"]) is not int or not 0 <= data["n"] <= self.records_left:
+        if type(data) is not dict or set(data) != keys or type(data["n"]) is not int \
+                or not 0 <= data["n"] <= self.records_left:
             raise Malformed(f"a trace has the columns of a Record, and at most {MAX_RECORDS} records in all")
         n = data["n"]
         self.records_left -= n
@@ -285,7 +290,8 @@ class Decoder:
 
     @staticmethod
     def _rows(rows, width):
-        if type(rows) is not list or len(rows) > MAX_ITEMS or not all(type(r) is list and len(r) == width for r in rows):
+        if type(rows) is not list or len(rows) > MAX_ITEMS \
+                or not all(type(r) is list and len(r) == width for r in rows):
             raise Malformed(f"rows of {width}")
         return rows
 
@@ -303,7 +309,8 @@ class Decoder:
                 raise Malformed("after's keys are argument positions")
             after[int(key)] = self.value(value)
         counter = data.get("counter")
-        if counter is not None and not (type(counter) is list and len(counter) <= MAX_COUNTS and all(type(c) is int for c in counter)):
+        if counter is not None and not (type(counter) is list and len(counter) <= MAX_COUNTS
+                                        and all(type(c) is int for c in counter)):
             raise Malformed(f"a counter is a list of at most {MAX_COUNTS} integers")
         found = {"kind": kind, "inputs": data["inputs"], "result": self.value(data["result"]),
                  "error": self.error(data["error"]), "after": after, "counter": counter}
@@ -334,7 +341,8 @@ class Recorder:
         finally:
             self._inside -= 1
         entry.update(result=encode_value(result), error=encode_error(error), **extra,
-                     after={str(k): encode_value(a) for k, (a, b) in enumerate(zip(arrays, before)) if a.tobytes() != b})
+                     after={str(k): encode_value(a) for k, (a, b) in enumerate(zip(arrays, before))
+                            if a.tobytes() != b})
         self.observations.append(entry)
         try:
             # Through JSON, as the judge reads it: the decoded observation is the judge's, bit for bit.
@@ -346,7 +354,8 @@ class Recorder:
         """A traced run (:func:`prefixsum.classroom.check.observed.record`), handed back as the judge decodes it."""
         def run():
             trace = tracing.record(fn, *args, **kwargs)
-            return trace.result, trace.error, {"trace": encode_trace(trace), "counter": list(counter) if counter else None}
+            observed = {"trace": encode_trace(trace), "counter": list(counter) if counter else None}
+            return trace.result, trace.error, observed
 
         return self._observe("record", args, kwargs, run, counter)
 
@@ -400,7 +409,8 @@ def describe(value):
 
 
 class StandIn:
-    """A student's function or kernel in the grader's replay: its name and kind; a host call takes the next observation."""
+    """A student's function or kernel in the grader's replay: its name and kind; a host call takes the next
+    observation."""
 
     def __init__(self, name, device):
         self.__name__ = self.__qualname__ = name
@@ -437,7 +447,8 @@ def stand_ins(names, decoder):
         if not _NAME.match(name) or type(entry) is not dict or len(entry) != 1:
             raise Malformed("a name is {callable: [name, device]} or {value: ...}")
         if "callable" in entry:
-            label, device = entry["callable"] if type(entry["callable"]) is list and len(entry["callable"]) == 2 else (None, None)
+            pair = type(entry["callable"]) is list and len(entry["callable"]) == 2
+            label, device = entry["callable"] if pair else (None, None)
             if type(label) is not str or len(label) > 100 or type(device) is not bool:
                 raise Malformed("a callable is [name, device]")
             found[name] = StandIn(label, device)
@@ -486,7 +497,8 @@ class Replayer:
         entry = self.observations[self.used]
         self.used += 1
         if entry["kind"] != kind or entry["inputs"] != fingerprint(args, kwargs):
-            raise Unreplayable(f"the sandbox reported run {self.used} (a {entry['kind']}) on other inputs than the grader's {kind}")
+            raise Unreplayable(f"the sandbox reported run {self.used} (a {entry['kind']}) on other inputs than the "
+                               f"grader's {kind}")
         return answer(entry, args, counter)
 
     def record(self, fn, args, kwargs, counter):
@@ -496,5 +508,5 @@ class Replayer:
         return self._next("call", args, kwargs)
 
 
-__all__ = ["DTYPES", "Decoder", "Malformed", "Observed", "Recorder", "Replayer", "StandIn", "Unreplayable", "answer", "describe",
-           "encode_error", "encode_trace", "encode_value", "fingerprint", "stand_ins"]
+__all__ = ["DTYPES", "Decoder", "Malformed", "Observed", "Recorder", "Replayer", "StandIn", "Unreplayable", "answer",
+           "describe", "encode_error", "encode_trace", "encode_value", "fingerprint", "stand_ins"]

@@ -57,8 +57,25 @@ def _write_atomically(path, text):
 
 
 def grades_text(rows):
-    return _csv([GRADE_COLUMNS, *([r.submission, r.chapter, r.notebook, r.exercise, _number(r.score), _number(r.max_score),
-                                   r.status, r.message, r.sandbox] for r in rows)])
+    return _csv(
+        [
+            GRADE_COLUMNS,
+            *(
+                [
+                    r.submission,
+                    r.chapter,
+                    r.notebook,
+                    r.exercise,
+                    _number(r.score),
+                    _number(r.max_score),
+                    r.status,
+                    r.message,
+                    r.sandbox,
+                ]
+                for r in rows
+            ),
+        ]
+    )
 
 
 def summarize(rows, owed=None):
@@ -85,7 +102,9 @@ def summarize(rows, owed=None):
         for (who, chapter), entry in list(summary.items()):
             if who == student and chapter != "all":
                 for key in ("score", "max_score", *STATUSES):
-                    summary.setdefault((student, "all"), {"score": 0, "max_score": 0, **{s: 0 for s in STATUSES}})[key] += entry[key]
+                    summary.setdefault((student, "all"), {"score": 0, "max_score": 0, **{s: 0 for s in STATUSES}})[
+                        key
+                    ] += entry[key]
     order = {student: k for k, student in enumerate(students)}
     return dict(sorted(summary.items(), key=lambda item: (order[item[0][0]], item[0][1] == "all", item[0][1])))
 
@@ -166,7 +185,9 @@ def write_all(rows, out, owed=None, runs=None):
         pages.append(page)
     grades = grades_text(rows)
     _write_atomically(out / "grades.csv", grades)
-    _write_atomically(out / "summary.csv", summary_text(rows, grades.encode("utf-8", "backslashreplace").decode(), owed))
+    _write_atomically(
+        out / "summary.csv", summary_text(rows, grades.encode("utf-8", "backslashreplace").decode(), owed)
+    )
     return [out / "grades.csv", out / "summary.csv", *pages]
 
 

@@ -17,8 +17,13 @@ _MAX_LINE = 16 << 20
 _MAX_TEXT = 64 << 10
 # mode: {field: (type, allowed values or None)}; "id" is checked against the requested ids.
 SCHEMAS = {
-    "check": {"id": (str, None), "status": (str, ("ran", "error", "timeout", "tampered", "crashed")), "message": (str, None),
-              "lines": (list, None), "launches": (int, None)},
+    "check": {
+        "id": (str, None),
+        "status": (str, ("ran", "error", "timeout", "tampered", "crashed")),
+        "message": (str, None),
+        "lines": (list, None),
+        "launches": (int, None),
+    },
     "ptx": {"id": (str, None), "status": (str, ("ok", "rejected", "error")), "message": (str, None)},
     "nbval": {"id": (str, ("nbval",)), "returncode": (int, None), "junit": (str, None)},
 }
@@ -51,8 +56,10 @@ def _valid(entry, mode, ids):
 
 def valid_signatures(value):
     """Whether ``value`` is ``{kernel name: [signature, ...]}`` with strings of bounded length."""
-    return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, list)
-                                           and all(isinstance(s, str) and len(s) < 1000 for s in v) for k, v in value.items())
+    return isinstance(value, dict) and all(
+        isinstance(k, str) and isinstance(v, list) and all(isinstance(s, str) and len(s) < 1000 for s in v)
+        for k, v in value.items()
+    )
 
 
 def json_lines(text, max_line=_MAX_LINE):
@@ -99,6 +106,7 @@ def check_verdict(exercise, entry, launches_needed, sanitize_config):
     if sanitize(printed, sanitize_config) != sanitize(expected, sanitize_config):
         return {"status": "fail", "message": entry.get("message") or f"the check printed {printed.strip()!r}"}
     if launches_needed and entry["launches"] == 0:
-        return {"status": "fail", "rule": True, "message": "the check's results came without a launch of the exercise's "
+        return {"status": "fail", "rule": True, "message": "the check's results came without a launch of the "
+                                                           "exercise's "
                                                            "kernel: the exercise is to compute them with that kernel"}
     return {"status": "pass", "message": ""}

@@ -30,11 +30,19 @@ from typing import NamedTuple
 import nbformat
 
 from ...core.device import device_environment
-from . import allowlist, judging, observations, results, sandbox
-from .chapters import (EXERCISE, InvalidSubmission, assemble, chapter_of, read_submission, recorded_time, submitted_sources,
-                       unsolved)
 from .. import stepping
 from ..renumbering import renumbered
+from . import allowlist, judging, observations, results, sandbox
+from .chapters import (
+    EXERCISE,
+    InvalidSubmission,
+    assemble,
+    chapter_of,
+    read_submission,
+    recorded_time,
+    submitted_sources,
+    unsolved,
+)
 
 STATUSES = ("pass", "fail", "not-attempted", "error", "timeout", "crashed", "tampered", "invalid")
 _STARTUP_S = 90  # a fresh Python with numba, a Jupyter kernel, prefixsum: seconds before any exercise runs
@@ -87,8 +95,10 @@ def _inside(chapter):
 
 def _sandboxed(mode, request, wall, options):
     """Run ``trusted.py mode`` in a sandbox with ``request`` on stdin; ``(stdout, Finished)``."""
-    env = sandbox.environment(device_environment(mode != "ptx", "the grader runs every submission on the classroom simulator"
-                                                 if mode != "ptx" else "the grader compiles the submitted kernels to PTX"))
+    env = sandbox.environment(device_environment(mode != "ptx", "the grader runs every submission on the classroom "
+                                                                "simulator"
+                                                 if mode != "ptx" else "the grader compiles the submitted kernels to "
+                                                                       "PTX"))
     finished = sandbox.run([sys.executable, _TRUSTED, mode], limits=options.limits, timeout=wall, env=env,
                            stdin=json.dumps(request).encode(), isolated=options.isolated)
     return finished.stdout, finished
@@ -100,7 +110,12 @@ def _trusted(mode, chapter, sources, options, signatures=None):
     In the ``check`` and ``record`` modes the sandbox returns observations only, and the entries
     are the verdicts that :func:`_judge` draws from them outside.
     """
-    request = {"chapter": _inside(chapter), "sources": sources, "timeout": options.timeout, "signatures": signatures or {}}
+    request = {
+        "chapter": _inside(chapter),
+        "sources": sources,
+        "timeout": options.timeout,
+        "signatures": signatures or {},
+    }
     wall = _STARTUP_S + options.timeout * 2 * (len(sources) + 1)
     stdout, finished = _sandboxed(mode, request, wall, options)
     if mode == "ptx":
@@ -112,19 +127,29 @@ def _trusted(mode, chapter, sources, options, signatures=None):
 
 
 def _judge(chapter, observed, ids, options, record=False):
-    """The verdicts of :mod:`.judge` (a process of the grader that never runs student code) on a sandbox's ``observed`` output.
+    """The verdicts of :mod:`.judge` (a process of the grader that never runs student code) on a sandbox's ``observed``
+    output.
 
     Returns ``({id: entry}, problem)``: entries schema-checked, and the end of the judge's
     stderr when it failed (then entries are missing, and the exercises read as ended early).
     """
-    request = {"chapter": json.loads(_inside(chapter)), "observed": observed, "ids": sorted(ids), "timeout": options.timeout,
-               "record": record}
+    request = {
+        "chapter": json.loads(_inside(chapter)),
+        "observed": observed,
+        "ids": sorted(ids),
+        "timeout": options.timeout,
+        "record": record,
+    }
     with _JUDGES_LOCK:
         global _JUDGES
         if _JUDGES is None:
-            _JUDGES = judging.Judges({**os.environ, **device_environment(True, "the grader's judge replays the checks on the "
-                                                                             "classroom simulator"),
-                                      "PYTHONPATH": os.pathsep.join(filter(None, [str(_PACKAGE_ROOT), os.environ.get("PYTHONPATH")]))})
+            _JUDGES = judging.Judges(
+                {
+                    **os.environ,
+                    **device_environment(True, "the grader's judge replays the checks on the classroom simulator"),
+                    "PYTHONPATH": os.pathsep.join(filter(None, [str(_PACKAGE_ROOT), os.environ.get("PYTHONPATH")])),
+                }
+            )
     returncode, stdout, stderr = _JUDGES.judge(json.dumps(request).encode(), _JUDGE_WALL_S)
     if returncode is None:
         return {}, stderr
@@ -232,7 +257,11 @@ def _nbval(chapter, sources, options):
 
 
 def _last_error_line(text):
-    lines = [line.strip() for line in text.splitlines() if re.match(r"\s*[A-Za-z_.]*(Error|Exception|Exit|Interrupt)\b", line)]
+    lines = [
+        line.strip()
+        for line in text.splitlines()
+        if re.match(r"\s*[A-Za-z_.]*(Error|Exception|Exit|Interrupt)\b", line)
+    ]
     return lines[-1][:300] if lines else ""
 
 
@@ -262,7 +291,8 @@ def combine(exercise, source, problems, ptx, trusted, nbval):
     refused = "; ".join(problems) or (ptx.get("message") if ptx.get("status") == "rejected" else "")
     if refused:
         return "invalid", f"the grader refuses the exercise's code: {refused}"
-    trusted_status, message = trusted.get("status", "crashed"), trusted.get("message", "the grader's own check gave no result")
+    trusted_status, message = trusted.get("status", "crashed"), trusted.get("message", "the grader's own check gave no "
+                                                                                       "result")
     if "MemoryError" in f"{message} {nbval_text}" or "over its memory limit" in f"{message} {nbval_text}":
         return "crashed", "ran out of memory (a submission's processes together may hold --memory MiB)"
     for status in ("timeout", "crashed"):
@@ -278,10 +308,15 @@ def combine(exercise, source, problems, ptx, trusted, nbval):
         return "pass", ptx.get("message", "") if ptx.get("status") == "ok" else ""
     if trusted_status != "pass":
         if nbval_status == "pass":
-            return "tampered", ("nbval's run of the check in the notebook printed the stored verdict, but the grader's own "
+            return "tampered", ("nbval's run of the check in the notebook printed the stored verdict, but the grader's "
+                                "own "
                                 f"check of the same code found: {message}")
         return "fail", message
-    return "fail", f"the grader's own check passes, but nbval's run of the check in the notebook did not: {nbval_text or 'no verdict'}"
+    return (
+        "fail",
+        "the grader's own check passes, but nbval's run of the check in the notebook did not: "
+        f"{nbval_text or 'no verdict'}",
+    )
 
 
 class Screened(NamedTuple):
@@ -289,7 +324,8 @@ class Screened(NamedTuple):
 
     chapter: object
     sources: dict
-    """``{exercise id: the submitted cell or None}`` (a cell over the allow-list's size bound cut short, for the feedback)."""
+    """``{exercise id: the submitted cell or None}`` (a cell over the allow-list's size bound cut short, for the
+    feedback)."""
     problems: dict
     """``{exercise id: the allow-list's refusals}``."""
     accepted: dict
@@ -320,16 +356,35 @@ def screen(data, filename, chapters):
     earlier, submitted, problems = [], [], {}
     for exercise in chapter.exercises:
         source = sources[exercise.id]
-        problems[exercise.id] = [] if source is None else allowlist.check(
-            source, instructor_source=exercise.source, setup_sources=chapter.setup, earlier_sources=earlier,
-            exercise_id=exercise.id, chapter_sources=everything, earlier_submitted=tuple(submitted), check_sources=checks)
+        problems[exercise.id] = (
+            []
+            if source is None
+            else allowlist.check(
+                source,
+                instructor_source=exercise.source,
+                setup_sources=chapter.setup,
+                earlier_sources=earlier,
+                exercise_id=exercise.id,
+                chapter_sources=everything,
+                earlier_submitted=tuple(submitted),
+                check_sources=checks,
+            )
+        )
         earlier.append(exercise.source)
         if source is not None and len(source) <= allowlist.MAX_SOURCE:
             submitted.append(source)
-    attempted = {e.id: sources[e.id] for e in chapter.exercises if sources[e.id] is not None and not unsolved(sources[e.id], e)}
-    shown = {i: s if s is None or len(s) <= allowlist.MAX_SOURCE else
-             f"{s[:4096]}\n# ... the grader shows the first 4,096 of the cell's {len(s):,} characters" for i, s in sources.items()}
-    return Screened(chapter, shown, problems, {i: s for i, s in attempted.items() if not problems[i]}, recorded_time(notebook))
+    attempted = {
+        e.id: sources[e.id] for e in chapter.exercises if sources[e.id] is not None and not unsolved(sources[e.id], e)
+    }
+    shown = {
+        i: s
+        if s is None or len(s) <= allowlist.MAX_SOURCE
+        else f"{s[:4096]}\n# ... the grader shows the first 4,096 of the cell's {len(s):,} characters"
+        for i, s in sources.items()
+    }
+    return Screened(
+        chapter, shown, problems, {i: s for i, s in attempted.items() if not problems[i]}, recorded_time(notebook)
+    )
 
 
 def grade_notebook(student, filename, data, chapters, signatures, options=Options(), screened=None):
@@ -377,7 +432,9 @@ def grade_notebook(student, filename, data, chapters, signatures, options=Option
         found, finished = _trusted("check", chapter, checkable, options)
     for i in checkable:
         if i in found:
-            trusted[i] = results.check_verdict(chapter.exercise(i), found[i], recorded[i]["launches"] > 0, chapter.sanitize)
+            trusted[i] = results.check_verdict(
+                chapter.exercise(i), found[i], recorded[i]["launches"] > 0, chapter.sanitize
+            )
             trusted[i]["traces"] = _stepper_traces(found[i])
         else:
             ended = "timeout" if finished.timed_out or finished.over == "cpu" else "crashed"

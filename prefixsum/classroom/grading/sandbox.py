@@ -58,7 +58,8 @@ def _sibling(name):
     """A module of this folder: imported from the package, or loaded by its path when this file runs as the launcher."""
     if __package__:
         return importlib.import_module(f".{name}", __package__)
-    spec = importlib.util.spec_from_file_location(f"prefixsum_sandbox_{name}", pathlib.Path(__file__).with_name(f"{name}.py"))
+    path = pathlib.Path(__file__).with_name(f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"prefixsum_sandbox_{name}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -83,7 +84,8 @@ class SandboxUnavailable(RuntimeError):
 
 
 class Unreachable(SandboxUnavailable):
-    """The grader's user, or the runs' uid, cannot reach a folder the sandbox shows (Python, its environment, the package)."""
+    """The grader's user, or the runs' uid, cannot reach a folder the sandbox shows (Python, its environment, the
+    package)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,7 +95,8 @@ class Limits:
     cpu_s: int = 600
     """CPU seconds of the run (all its processes), and of each process (RLIMIT_CPU)."""
     memory_mb: int = 4096
-    """Memory of the run's processes together, MiB, as the kernel counts it (:mod:`.usage`); also each one's address space (RLIMIT_AS)."""
+    """Memory of the run's processes together, MiB, as the kernel counts it (:mod:`.usage`); also each one's address
+    space (RLIMIT_AS)."""
     file_mb: int = 64
     """Largest file a process may write, MiB (RLIMIT_FSIZE)."""
     processes: int = 256
@@ -137,7 +140,8 @@ def _package_folder():
 
 def _python_folders():
     """``{folder: what it is}`` that Python needs, read-only: the interpreter's installation and the environment."""
-    folders = {pathlib.Path(sys.base_prefix): "Python's installation", pathlib.Path(sys.prefix): "the Python environment",
+    folders = {pathlib.Path(sys.base_prefix): "Python's installation",
+               pathlib.Path(sys.prefix): "the Python environment",
                # A Python that cannot read its own installation (a pyenv under /root, run as another
                # user) falls back to another one's; its executable still names the real one.
                pathlib.Path(os.path.realpath(sys.executable)).parent.parent: "Python's installation"}
@@ -170,7 +174,8 @@ def check_reachable():
     for folder, what in sorted(wanted.items()):
         blocker = _blocking(folder)
         if blocker is not None:
-            raise Unreachable(f"the grader runs as uid {uid}, which cannot reach {folder} ({what}): {blocker} is not open "
+            raise Unreachable(f"the grader runs as uid {uid}, which cannot reach {folder} ({what}): {blocker} is not "
+                              "open "
                               f"to it. {advice}")
         try:
             mode = folder.stat().st_mode
@@ -235,7 +240,8 @@ def sandbox_prefix(limits, *, uid, root, disable_userns):
              "--perms", "0644", "--ro-bind-data", _data(group), "/etc/group"]
     # The private /tmp first: a virtual environment may live under the host's /tmp (CI's does), and
     # a bind made before the tmpfs would be hidden by it.
-    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp",
+    args += ["--proc", "/proc", "--dev", "/dev",
+             "--perms", "1777", "--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp",
              "--perms", "1777", "--size", str(64 << 20), "--tmpfs", "/dev/shm"]
     for hidden in _HIDDEN:
         if os.path.exists(hidden):
@@ -248,8 +254,8 @@ def sandbox_prefix(limits, *, uid, root, disable_userns):
     if root:
         return args + ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs",
                        "--bounding-set=-all", "--inh-caps=-all", "--"]
-    return args + ["--unshare-user", *(["--disable-userns"] if disable_userns else []), "--uid", str(uid), "--gid", str(uid),
-                   "--cap-drop", "ALL", "--"]
+    return args + ["--unshare-user", *(["--disable-userns"] if disable_userns else []),
+                   "--uid", str(uid), "--gid", str(uid), "--cap-drop", "ALL", "--"]
 
 
 # Run inside by check_available: what the sandbox must show a process (no root, the filter on).
@@ -274,7 +280,8 @@ def check_available():
         seen = None
     if finished.returncode != 0 or not seen:
         raise SandboxUnavailable(f"bwrap could not make a sandbox here, or Python could not start in it (are user "
-                                 f"namespaces enabled?): exit {finished.returncode}: {finished.stderr.strip()[-300:]}; {_UNSAFE}")
+                                 f"namespaces enabled?): exit {finished.returncode}: {finished.stderr.strip()[-300:]}; "
+                                 f"{_UNSAFE}")
     if seen["uid"] == 0 or seen["seccomp"] != "2" or seen["no_new_privs"] != "1":
         raise SandboxUnavailable(f"the sandbox does not hold here (uid {seen['uid']}, seccomp mode {seen['seccomp']}, "
                                  f"no_new_privs {seen['no_new_privs']}); {_UNSAFE}")
@@ -407,7 +414,8 @@ def _supervise(wrapped, limits, timeout, env, stdin, isolated, cwd, cgroup):
     err.join()
     if not over and cgroup and cgroup.killed_for_memory():
         over = "memory"
-    return Finished(child.returncode, timed_out, out.kept.decode("utf-8", "replace"), err.kept.decode("utf-8", "replace"), over)
+    return Finished(child.returncode, timed_out, out.kept.decode("utf-8", "replace"),
+                    err.kept.decode("utf-8", "replace"), over)
 
 
 def limit_process(*, address_space_mb, open_files, cpu_s=None):
@@ -447,7 +455,8 @@ def _new_session_keyring():
 
     libc = ctypes.CDLL(None, use_errno=True)
     number = seccomp_filter.SYSCALLS["keyctl"][("x86_64", "aarch64").index(seccomp_filter.architecture())]
-    if libc.syscall(number, _KEYCTL_JOIN_SESSION_KEYRING, None) < 0 and ctypes.get_errno() not in (errno.ENOSYS, errno.EPERM):
+    joined = libc.syscall(number, _KEYCTL_JOIN_SESSION_KEYRING, None) >= 0
+    if not joined and ctypes.get_errno() not in (errno.ENOSYS, errno.EPERM):
         raise OSError(ctypes.get_errno(), f"no new session keyring for the run: {os.strerror(ctypes.get_errno())}")
 
 

@@ -95,7 +95,8 @@ def architecture(machine=None):
     machine = machine or platform.machine()
     name = {"amd64": "x86_64", "arm64": "aarch64"}.get(machine.lower(), machine.lower())
     if name not in _AUDIT_ARCH:
-        raise UnknownArchitecture(f"no seccomp filter for the architecture {machine!r} (only {', '.join(_AUDIT_ARCH)}): "
+        raise UnknownArchitecture(f"no seccomp filter for the architecture {machine!r} (only "
+                                  f"{', '.join(_AUDIT_ARCH)}): "
                                   "grading refuses to run without one")
     return name
 

@@ -193,7 +193,12 @@ def _kernels(source, device=False):
 def _jit_decorator(decorator):
     """Whether a decorator is ``cuda.jit`` (or a call of it): a plain function's decorators are not kernels."""
     target = decorator.func if isinstance(decorator, ast.Call) else decorator
-    return isinstance(target, ast.Attribute) and target.attr == "jit" or isinstance(target, ast.Name) and target.id == "jit"
+    return (
+        isinstance(target, ast.Attribute)
+        and target.attr == "jit"
+        or isinstance(target, ast.Name)
+        and target.id == "jit"
+    )
 
 
 def _type_spelling(value):
@@ -307,7 +312,8 @@ def _compile_problem(kind, name, error):
                  "cannot hold: a list, dict or set lives in the host's memory. Make it a tuple, or a numpy array "
                  "passed to the kernel")
     else:
-        informative = [l.strip() for l in text.splitlines() if l.strip() and not l.startswith(("Failed in", "During:"))]
+        informative = [line.strip() for line in text.splitlines()
+                       if line.strip() and not line.startswith(("Failed in", "During:"))]
         cause = re.sub(r" at 0x[0-9a-f]+", "", informative[0] if informative else "")
     return f"{kind} {name} does not compile for a GPU{where}: {type(error).__name__}: {cause}"
 
@@ -332,8 +338,10 @@ def _ptx(request, emit):
         try:
             exec(cells.compiled(source, f"<exercise {exercise['id']}>"), namespace)  # noqa: S102  (accepted by the allow-list)
             for name in _kernels(source):
-                if name not in signatures:  # a helper kernel of the student's own: no launch of the instructor's gives its types
-                    notes.append(f"kernel {name} is the submission's own (the instructor's solution does not launch it): "
+                # a helper kernel of the student's own: no launch of the instructor's gives its types
+                if name not in signatures:
+                    notes.append(f"kernel {name} is the submission's own (the instructor's solution does not launch "
+                                 "it): "
                                  "it ran on the simulator, and was not compiled to PTX")
                 for signature in signatures.get(name, ()):
                     try:
@@ -352,7 +360,9 @@ def _ptx(request, emit):
         except Exception as error:  # noqa: BLE001  (the student's error: the check's run reports it too)
             emit({"id": exercise["id"], "status": "error", "message": cells.first_line(error)})
             continue
-        emit({"id": exercise["id"], "status": "rejected" if problems else "ok", "message": "; ".join(problems or notes)})
+        emit(
+            {"id": exercise["id"], "status": "rejected" if problems else "ok", "message": "; ".join(problems or notes)}
+        )
 
 
 # pytest, as ``python -m pytest`` starts it, with jsonschema's optional IRI format checker left
@@ -368,9 +378,23 @@ def _nbval(request, emit):
     """Run nbval on the request's notebook in a folder of the sandbox's /tmp; emit its junit XML."""
     folder = pathlib.Path(tempfile.mkdtemp(prefix="nbval-"))
     (folder / "graded.ipynb").write_text(request["notebook"])
-    command = [sys.executable, "-c", _PYTEST_WITHOUT_IRI_GRAMMARS, "-p", "nbval", "-p", "no:cacheprovider", "-o", "addopts=", "-q", "--nbval",
-               str(folder / "graded.ipynb"), f"--nbval-cell-timeout={request['timeout']:g}", f"--junitxml={folder / 'junit.xml'}",
-               f"--rootdir={folder}"]
+    command = [
+        sys.executable,
+        "-c",
+        _PYTEST_WITHOUT_IRI_GRAMMARS,
+        "-p",
+        "nbval",
+        "-p",
+        "no:cacheprovider",
+        "-o",
+        "addopts=",
+        "-q",
+        "--nbval",
+        str(folder / "graded.ipynb"),
+        f"--nbval-cell-timeout={request['timeout']:g}",
+        f"--junitxml={folder / 'junit.xml'}",
+        f"--rootdir={folder}",
+    ]
     if request["sanitize"]:
         (folder / "sanitize.cfg").write_text(request["sanitize"])
         command.append(f"--nbval-sanitize-with={folder / 'sanitize.cfg'}")

@@ -63,8 +63,13 @@ def tree(root):
         pids.append(pid)
         todo.extend(children.get(pid, ()))
     fields = [table[p] for p in pids]
-    return Tree(pids, children.get(root, []) if pids else [], sum(int(f[21]) for f in fields) * _PAGE,
-                sum(int(f[17]) for f in fields), sum(int(f[11]) + int(f[12]) + int(f[13]) + int(f[14]) for f in fields) / _TICK)
+    return Tree(
+        pids,
+        children.get(root, []) if pids else [],
+        sum(int(f[21]) for f in fields) * _PAGE,
+        sum(int(f[17]) for f in fields),
+        sum(int(f[11]) + int(f[12]) + int(f[13]) + int(f[14]) for f in fields) / _TICK,
+    )
 
 
 def uid_threads(uid):
@@ -93,7 +98,8 @@ def _host_devices():
 
 
 def tmpfs_bytes(pid):
-    """Bytes held by the private ``/tmp`` and ``/dev/shm`` that process ``pid`` sees (0 where it sees the grader's own)."""
+    """Bytes held by the private ``/tmp`` and ``/dev/shm`` that process ``pid`` sees (0 where it sees the grader's
+    own)."""
     total, host = 0, _host_devices()
     for folder in _TMPFS:
         path = f"/proc/{pid}/root/{folder}"
@@ -206,7 +212,9 @@ class Cgroup:
     def killed_for_memory(self):
         """Whether the kernel killed a process of the run for passing ``memory.max``."""
         try:
-            events = dict(line.split() for line in (self.path / "memory.events").read_text().splitlines() if line.strip())
+            events = dict(
+                line.split() for line in (self.path / "memory.events").read_text().splitlines() if line.strip()
+            )
         except (OSError, ValueError):
             return False
         return int(events.get("oom_kill", 0)) > 0 or int(events.get("oom_group_kill", 0)) > 0

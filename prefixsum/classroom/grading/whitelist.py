@@ -11,13 +11,55 @@ import math
 MAX_SOURCE = 1 << 18
 """Characters an exercise's cell may hold (an honest one holds a few thousand): the parse is bounded with it."""
 ALLOWED_MODULES = ("numba", "numpy", "math")
-_CUDA = frozenset({
-    "jit", "grid", "gridsize", "threadIdx", "blockIdx", "blockDim", "gridDim", "warpsize", "laneid", "syncthreads",
-    "syncthreads_count", "syncthreads_and", "syncthreads_or", "syncwarp", "shared", "local", "const", "atomic",
-    "threadfence", "threadfence_block", "threadfence_system", "shfl_sync", "shfl_up_sync", "shfl_down_sync",
-    "shfl_xor_sync", "ballot_sync", "all_sync", "any_sync", "eq_sync", "match_any_sync", "match_all_sync", "activemask",
-    "lanemask_lt", "popc", "clz", "ffs", "brev", "fma", "cbrt", "selp", "to_device", "device_array", "device_array_like",
-    "pinned_array", "synchronize"})
+_CUDA = frozenset(
+    {
+        "jit",
+        "grid",
+        "gridsize",
+        "threadIdx",
+        "blockIdx",
+        "blockDim",
+        "gridDim",
+        "warpsize",
+        "laneid",
+        "syncthreads",
+        "syncthreads_count",
+        "syncthreads_and",
+        "syncthreads_or",
+        "syncwarp",
+        "shared",
+        "local",
+        "const",
+        "atomic",
+        "threadfence",
+        "threadfence_block",
+        "threadfence_system",
+        "shfl_sync",
+        "shfl_up_sync",
+        "shfl_down_sync",
+        "shfl_xor_sync",
+        "ballot_sync",
+        "all_sync",
+        "any_sync",
+        "eq_sync",
+        "match_any_sync",
+        "match_all_sync",
+        "activemask",
+        "lanemask_lt",
+        "popc",
+        "clz",
+        "ffs",
+        "brev",
+        "fma",
+        "cbrt",
+        "selp",
+        "to_device",
+        "device_array",
+        "device_array_like",
+        "pinned_array",
+        "synchronize",
+    }
+)
 _SCALARS = frozenset({"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
                       "uint64", "boolean", "void"})
 _NUMPY = _SCALARS - {"boolean", "void"} | frozenset({
@@ -61,13 +103,22 @@ VALUE_ATTRIBUTES = frozenset({
 })
 """The attributes an exercise may read of a value (anything that is not a module or a namespace)."""
 EXERCISE_FORBIDS = {
-    "01.serial-scan": ({"cumsum", "cumulative_sum", "accumulate", "cumprod"}, set(),
-                       "the exercise is the loop itself: np.cumsum and ufunc.accumulate do the scan for you"),
-    "09.rank-two-update": ({"outer", "einsum", "matmul", "dot", "tensordot", "inner", "kron"}, {ast.MatMult},
-                           "the update is the kernel's work: a numpy expression on the host does it without the kernel"),
-    "11.compact": ({"nonzero", "flatnonzero", "where", "compress", "extract", "argwhere", "take", "put", "place", "putmask"},
-                   {"index"}, "the compaction is the kernel's scatter: a boolean or array index, or np.nonzero, "
-                              "compacts on the host without it (index only with constants outside a kernel)"),
+    "01.serial-scan": (
+        {"cumsum", "cumulative_sum", "accumulate", "cumprod"},
+        set(),
+        "the exercise is the loop itself: np.cumsum and ufunc.accumulate do the scan for you",
+    ),
+    "09.rank-two-update": (
+        {"outer", "einsum", "matmul", "dot", "tensordot", "inner", "kron"},
+        {ast.MatMult},
+        "the update is the kernel's work: a numpy expression on the host does it without the kernel",
+    ),
+    "11.compact": (
+        {"nonzero", "flatnonzero", "where", "compress", "extract", "argwhere", "take", "put", "place", "putmask"},
+        {"index"},
+        "the compaction is the kernel's scatter: a boolean or array index, or np.nonzero, "
+        "compacts on the host without it (index only with constants outside a kernel)",
+    ),
 }
 """``{exercise id: (attribute or function names, operators or "index", why)}``: what does an
 exercise's work for it. ``"index"`` forbids a subscript by anything but a constant outside kernels."""

@@ -35,16 +35,35 @@ Every rule names the kernel, the block and the thread that broke it. Where each 
 """
 from ...core.poison import POISON_BYTE, poison_value
 from .errors import (
-    BarrierDivergenceError, DeadlockError, KernelError, LaunchError, NegativeIndexError, PollLimitError, SimError,
+    BarrierDivergenceError,
+    DeadlockError,
+    KernelError,
+    LaunchError,
+    NegativeIndexError,
+    PollLimitError,
+    SimError,
     WarpDivergenceError,
 )
 from .hooks import (
-    Access, Fence, LaunchInfo, Wait, access_hook, allocation_hook, call_hook, fence_hook, launch_hook, wait_hook,
+    Access,
+    Fence,
+    LaunchInfo,
+    Wait,
+    access_hook,
+    allocation_hook,
+    call_hook,
+    fence_hook,
+    launch_hook,
+    wait_hook,
 )
 from .numba_patches import install, is_enabled
 from .scheduler import in_launch
 from .settings import (
-    DEFAULT_RESIDENT_BLOCKS, DEFAULT_SEED, allow_negative_indices, block_order_seed, enabled,
+    DEFAULT_RESIDENT_BLOCKS,
+    DEFAULT_SEED,
+    allow_negative_indices,
+    block_order_seed,
+    enabled,
     resident_blocks,
 )
 

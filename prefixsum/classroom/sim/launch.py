@@ -14,13 +14,17 @@ configurations at the same moment may swap them.)
 import numpy as np
 
 from ...core.hardware import (
-    MAX_BLOCK_DIM, MAX_GRID_DIM, MAX_SHARED_BYTES_PER_BLOCK, MAX_THREADS_PER_BLOCK,
+    MAX_BLOCK_DIM,
+    MAX_GRID_DIM,
+    MAX_SHARED_BYTES_PER_BLOCK,
+    MAX_THREADS_PER_BLOCK,
 )
 from ...core.workspace import simulator_turn
 from . import hooks, numba_sim
 from .errors import LaunchError, launch_refused
 from .hooks import LaunchInfo
 from .scheduler import Launch
+
 
 def run(kernel, args):
     """Launch ``kernel`` (configured with its grid and block) on ``args`` in the simulator.

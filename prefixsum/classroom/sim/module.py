@@ -1,22 +1,20 @@
 """The ``cuda`` module as simulated threads see it.
 
-numba's simulator runs kernel code as Python: ``cuda.threadIdx`` and ``cuda.syncthreads()`` in
-a kernel look up the global ``cuda`` of the kernel's module. During a launch that global is
-:class:`Module` (numba's own swap, :func:`.numba_sim.swapped_for_launch`): thread and block indices set by the scheduler, barriers and warp-level calls
-that wait in the scheduler (:mod:`.scheduler`, :mod:`.warp`), checked and poisoned memory
-(:mod:`.memory`, :mod:`.allocation`), fences that publish a block's stores to the other
-blocks (:mod:`.memory`), ``popc``, ``clz``, ``ffs`` and ``brev`` over the operand's own width
-(:mod:`.integers`). ``cuda.cg.this_grid().sync()`` in a grid of more than one block raises
-NotImplementedError (the simulator does not model a cooperative launch).
+numba's simulator runs kernel code as Python: ``cuda.threadIdx`` and ``cuda.syncthreads()`` in a kernel look up the
+global ``cuda`` of the kernel's module. During a launch that global is :class:`Module` (numba's own swap,
+:func:`.numba_sim.swapped_for_launch`): thread and block indices set by the scheduler, barriers and warp-level calls
+that wait in the scheduler (:mod:`.scheduler`, :mod:`.warp`), checked and poisoned memory (:mod:`.memory`,
+:mod:`.allocation`), fences that publish a block's stores to the other blocks (:mod:`.memory`), ``popc``, ``clz``,
+``ffs`` and ``brev`` over the operand's own width (:mod:`.integers`). ``cuda.cg.this_grid().sync()`` in a grid of more
+than one block raises NotImplementedError (the simulator does not model a cooperative launch).
 """
 import sys
 
 import numpy as np
 
 from ...core.hardware import WARP_SIZE
-from . import numba_sim
+from . import integers, numba_sim
 from .allocation import Local
-from . import integers
 from .errors import WarpDivergenceError
 from .memory import Atomic
 from .warp import integer_operand, match_key, predicate_operand, shuffle_operand

@@ -14,8 +14,7 @@ import os
 import sys
 
 from numba import cuda
-from numba.cuda.simulator import kernel as _kernel
-from numba.cuda.simulator import kernelapi as _kernelapi
+from numba.cuda.simulator import kernel as _kernel, kernelapi as _kernelapi
 from numba.cuda.simulator.cudadrv.devicearray import FakeShape
 
 FakeCUDAModule = _kernelapi.FakeCUDAModule

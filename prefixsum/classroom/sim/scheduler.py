@@ -1,13 +1,12 @@
 """How a launch runs: a few blocks resident at once, their threads as greenlets, taking turns.
 
-**The device model.** A launch has at most ``resident_blocks()`` blocks resident at once (4
-unless set: :mod:`.settings`), like the few blocks that fit on a GPU's SMs at a time. Blocks are
-dispatched in CUDA's linear order (x fastest), as a GPU dispatches them: first as many as fit,
-then one more each time a resident block retires (all its threads returned). The resident blocks
-take turns in an order that is *not* blockIdx order: each round, a random permutation of them,
-each for 1 to :data:`PHASES_PER_TURN` barrier phases, all drawn from a generator seeded with
-``block_order_seed()`` (0 unless set), so that a run gives the same results, the same errors
-and the same messages every time, and another seed gives another interleaving. Every error of a launch of several blocks ends with the seed. With
+**The device model.** A launch has at most ``resident_blocks()`` blocks resident at once (4 unless set:
+:mod:`.settings`), like the few blocks that fit on a GPU's SMs at a time. Blocks are dispatched in CUDA's linear order
+(x fastest), as a GPU dispatches them: first as many as fit, then one more each time a resident block retires (all its
+threads returned). The resident blocks take turns in an order that is *not* blockIdx order: each round, a random
+permutation of them, each for 1 to :data:`PHASES_PER_TURN` barrier phases, all drawn from a generator seeded with
+``block_order_seed()`` (0 unless set), so that a run gives the same results, the same errors and the same messages every
+time, and another seed gives another interleaving. Every error of a launch of several blocks ends with the seed. With
 ``resident_blocks(1)`` the blocks run one after another, as in numba's stock simulator.
 
 **A block's turn.** Each thread of a block is a greenlet on the launching OS thread. In each
@@ -42,14 +41,20 @@ import threading
 import greenlet
 
 from ...core.arithmetic import quiet_arithmetic
+from . import numba_sim
 from .allocation import Shared
 from .errors import (
-    PACKAGE_DIR, BarrierDivergenceError, DeadlockError, SimError, barrier_divergence,
-    block_order, deadlock, in_thread,
+    PACKAGE_DIR,
+    BarrierDivergenceError,
+    DeadlockError,
+    SimError,
+    barrier_divergence,
+    block_order,
+    deadlock,
+    in_thread,
 )
 from .hooks import Fence, Wait
 from .memory import Array, global_arrays, traced_arrays
-from . import numba_sim
 from .module import Module
 from .numba_typing import numba_typed
 from .settings import settings
@@ -239,7 +244,8 @@ class Launch:
                 t.greenlet.switch(*t.resume)
             except Exception as exc:
                 self._abort()
-                raise in_thread(exc, self.name, block.index, t.index, self.note)
+                # in_thread sets its own cause and hides the context: the student sees one error, not two
+                raise in_thread(exc, self.name, block.index, t.index, self.note)  # noqa: B904
             except BaseException:
                 self._abort()
                 raise

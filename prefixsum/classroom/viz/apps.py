@@ -31,7 +31,9 @@ def _frame(ax, width, height, title):
         ax.set_title(title, fontsize=10)
 
 
-def compaction(x, mask, *, ax=None, title="compaction: an exclusive scan of the flags gives each kept element its place"):
+def compaction(
+    x, mask, *, ax=None, title="compaction: an exclusive scan of the flags gives each kept element its place"
+):
     """Input cells (kept ones coloured), the flags, their exclusive scan, the output; a line per move.
 
     Parameters
@@ -65,7 +67,9 @@ def radix_pass(keys, bit, *, bits=4, ax=None, title=None):
     colour = [_ONE if f else _ZERO for f in flags]
     _cells(ax, 2, [format(k, f"0{bits}b") for k in keys], colour, title="keys")
     after = zeros + ones
-    _cells(ax, 0, [format(keys[i], f"0{bits}b") for i in after], [colour[i] for i in after], title=f"split by bit {bit}")
+    _cells(
+        ax, 0, [format(keys[i], f"0{bits}b") for i in after], [colour[i] for i in after], title=f"split by bit {bit}"
+    )
     _moves(ax, range(len(keys)), [target[i] for i in range(len(keys))], 2, 0)
     _frame(ax, len(keys), 2.6, title or f"one radix-sort pass: stable split by bit {bit}")
     return ax

@@ -69,16 +69,34 @@ def svg(step, *, differing=frozenset(), max_cells=64, max_rows=12, max_arrows=40
         read, written = step.read.get(slot, ()), step.written.get(slot, ())
         for i, value in enumerate(step.values[slot][:max_cells]):
             cell = (slot, i)
-            fill = ("#f4a6a6" if cell in step.races else "#ffcc80" if cell in step.uninitialized
-                    else "#fff3b0" if i in written else "#d6ecff" if i in read else "#f2f2f2" if value is None else "white")
+            fill = (
+                "#f4a6a6"
+                if cell in step.races
+                else "#ffcc80"
+                if cell in step.uninitialized
+                else "#fff3b0"
+                if i in written
+                else "#d6ecff"
+                if i in read
+                else "#f2f2f2"
+                if value is None
+                else "white"
+            )
             stroke = ("#d00000" if cell in differing else "#7b1fa2" if cell in step.conflicts
                       else "#222" if i in written else "#999")
             wide = 3 if cell in differing or cell in step.conflicts else 1.5 if i in written else 0.7
             x = LEFT + i * CELL
             access = step.accesses.get(cell)
-            tip = f"{slot.array}[{i}] = {_text(value)}" + ("" if access is None else (
-                f", {'written' if access[2] else 'read'} by thread {access[1]} of block {access[0]} at line {access[3]}"))
-            parts.append(f'<g class="ps-cell" data-array="{html.escape(slot.array)}" data-owner="{",".join(map(str, slot.owner))}" '
+            tip = f"{slot.array}[{i}] = {_text(value)}" + (
+                ""
+                if access is None
+                else (
+                    f", {'written' if access[2] else 'read'} by thread {access[1]} of block {access[0]} at line "
+                    f"{access[3]}"
+                )
+            )
+            parts.append(f'<g class="ps-cell" data-array="{html.escape(slot.array)}" '
+                         f'data-owner="{",".join(map(str, slot.owner))}" '
                          f'data-index="{i}" data-value="{html.escape(_text(value))}"><title>{html.escape(tip)}</title>'
                          f'<rect x="{x}" y="{y}" width="{CELL - 2}" height="{HEIGHT}" fill="{fill}" stroke="{stroke}" '
                          f'stroke-width="{wide}"/><text x="{x + CELL / 2 - 1}" y="{y + 15}" text-anchor="middle">'
@@ -115,7 +133,9 @@ def threads_svg(step, block_size, max_threads=512):
         active = (block, thread) in step.active
         y = (block * rows_per_block + thread // per_row) * 9 + block * 3
         kind, fill = ("ps-thread ps-active", _colour(thread)) if active else ("ps-thread", "#e0e0e0")
-        squares.append(f'<rect class="{kind}" x="{(thread % per_row) * 9}" y="{y}" width="8" height="8" fill="{fill}"/>')
+        squares.append(
+            f'<rect class="{kind}" x="{(thread % per_row) * 9}" y="{y}" width="8" height="8" fill="{fill}"/>'
+        )
     height = ((shown + block_size - 1) // block_size) * (rows_per_block * 9 + 3)
     return f'<svg xmlns="http://www.w3.org/2000/svg" width="{per_row * 9}" height="{height}">{"".join(squares)}</svg>'
 
@@ -173,7 +193,8 @@ def draw_step(step, ax, *, differing=frozenset(), slots=None, title=None, first=
 
 
 def _cells_figure(rows):
-    """A figure with one axes per row of ``rows`` (how many arrays each shows), sized for :data:`PICTURE_CELLS` cells."""
+    """A figure with one axes per row of ``rows`` (how many arrays each shows), sized for :data:`PICTURE_CELLS`
+    cells."""
     figure, axes = plt.subplots(len(rows), 1, figsize=(3 + 0.36 * PICTURE_CELLS, sum(0.5 + 0.45 * n for n in rows)),
                                 squeeze=False)
     return figure, axes[:, 0]
@@ -199,7 +220,9 @@ class Stepper:
         left = svg(step, differing=frozenset(self.differences[k]) if self.differences else frozenset(),
                    max_cells=self.max_cells)
         if self.reference is None:
-            return f'<div class="ps-board" style="overflow-x:auto">{left}</div><div>{threads_svg(step, block_size)}</div>'
+            return (
+                f'<div class="ps-board" style="overflow-x:auto">{left}</div><div>{threads_svg(step, block_size)}</div>'
+            )
         beside = self.beside[k]
         right = ("no step of the reference stands beside this one" if beside is None
                  else svg(self.reference[beside], max_cells=self.max_cells))
@@ -371,8 +394,12 @@ def step(trace, reference=None, *, by="phase", arrays=None, fallback=None, max_c
         if reference is not None:
             raise ValueError("by='time' shows one run; compare two runs by phase, warp or thread")
         return TimelineStepper(trace, flags, fallback)
-    return Stepper(stepping.model(trace, by, arrays), None if reference is None else stepping.model(reference, by, arrays),
-                   fallback=fallback, max_cells=max_cells)
+    return Stepper(
+        stepping.model(trace, by, arrays),
+        None if reference is None else stepping.model(reference, by, arrays),
+        fallback=fallback,
+        max_cells=max_cells,
+    )
 
 
 def step_failure(algorithm=None, *, by="phase", **options):
@@ -402,9 +429,12 @@ def _difference_figure(student, reference, k):
 
 
 def difference_caption(student, reference, k):
-    """What :func:`difference_png` draws for step ``k`` of two :class:`prefixsum.classroom.stepping.Model` s, in words."""
+    """What :func:`difference_png` draws for step ``k`` of two :class:`prefixsum.classroom.stepping.Model` s, in
+    words."""
     cells = stepping.differences(student, reference)[k]
-    shown = sorted({f"{slot.array}[{i}]" for slot, i in cells}, key=lambda t: (t.split("[")[0], int(t.split("[")[1][:-1])))
+    shown = sorted(
+        {f"{slot.array}[{i}]" for slot, i in cells}, key=lambda t: (t.split("[")[0], int(t.split("[")[1][:-1]))
+    )
     mine = student[min(k, len(student) - 1)]
     return f"first difference at step {k} ({mine.label}): {', '.join(shown[:8])}{', ...' if len(shown) > 8 else ''}"
 
@@ -424,6 +454,8 @@ def difference_png(student_trace, reference_trace, path, *, by="phase"):
         return None
     figure = _difference_figure(student, reference, k)
     # The step it shows, as text in the PNG (its Description): a reader or a test need not read pixels.
-    figure.savefig(path, dpi=80, bbox_inches="tight", metadata={"Description": difference_caption(student, reference, k)})
+    figure.savefig(
+        path, dpi=80, bbox_inches="tight", metadata={"Description": difference_caption(student, reference, k)}
+    )
     plt.close(figure)
     return path

@@ -8,7 +8,9 @@ libc = ctypes.CDLL(None, use_errno=True)
 ADD_KEY, KEYCTL = {"x86_64": (248, 250), "aarch64": (217, 219)}[os.uname().machine]
 KEYCTL_SEARCH, KEY_SPEC_USER_KEYRING = 10, -4
 if sys.argv[1] == "leave":
-    key = libc.syscall(ADD_KEY, b"user", b"prefixsum-left-behind", b"a note for the next run", 23, KEY_SPEC_USER_KEYRING)
+    key = libc.syscall(
+        ADD_KEY, b"user", b"prefixsum-left-behind", b"a note for the next run", 23, KEY_SPEC_USER_KEYRING
+    )
     if key > 0:
         print("BREACHED: a key was left in the user keyring")
     print("add_key:", os.strerror(ctypes.get_errno()))
