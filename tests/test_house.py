@@ -31,13 +31,6 @@ GPU = re.compile(r"\b(?:[AHBLV]\d{2,3}|RTX|GeForce|Tesla)\b")
 
 ALLOWED = {}
 """``path: figures`` that may stay, each with its reason: none."""
-AWAITING_TRIDIAG = {
-    "prefixsum/tridiag/_common.py", "prefixsum/tridiag/block.py", "prefixsum/tridiag/hybrid.py",
-    "prefixsum/tridiag/partition.py", "prefixsum/tridiag/pivoting.py", "prefixsum/tridiag/transfers.py",
-    "prefixsum/tridiag/warp.py",
-}
-"""Modules whose figures another branch (the tridiagonal plan layer) is rewriting at the same time;
-each must still hold a figure (the list only shrinks) and goes once its figures are gone."""
 
 
 def prose(source):
@@ -67,16 +60,11 @@ def modules():
     return sorted(path.relative_to(ROOT).as_posix() for path in PACKAGE.rglob("*.py"))
 
 
-@pytest.mark.parametrize("path", [p for p in modules() if p not in AWAITING_TRIDIAG])
+@pytest.mark.parametrize("path", modules())
 def test_no_measured_figure_in_the_package_prose(path):
     figures = [f for f in measured_figures((ROOT / path).read_text()) if f[1] not in ALLOWED.get(path, ())]
     assert not figures, (f"{path} states measured figures {figures}: name the CSV or benchmark that "
                          "holds them instead")
-
-
-@pytest.mark.parametrize("path", sorted(AWAITING_TRIDIAG))
-def test_the_modules_awaiting_their_rewrite_still_hold_figures(path):
-    assert measured_figures((ROOT / path).read_text()), f"{path} holds no figure now: take it off AWAITING_TRIDIAG"
 
 
 @pytest.mark.parametrize("source, figure", [

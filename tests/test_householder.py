@@ -281,8 +281,8 @@ def test_solve_symmetric_one_system_and_the_global_path(rng, monkeypatch):
 
 def test_a_singular_t_is_a_lin_alg_error_naming_the_system():
     A = np.stack([np.eye(4), np.diag([1.0, 0.0, 2.0, 3.0]), np.zeros((4, 4))])
-    with pytest.raises(np.linalg.LinAlgError, match=r"method='(pivoting|routed)'.*system 1 of 3 \(2 failed in all\): the matrix "
-                                                    r"is singular"):
+    with pytest.raises(np.linalg.LinAlgError, match=r"method='(pivoting|routed)'.*system 1 of 3 \(2 failed in all\): "
+                                                    r"the matrix is singular"):
         tridiag.solve_symmetric(A, np.ones((3, 4)))
 
 

@@ -18,8 +18,8 @@ import scipy.linalg  # noqa: E402
 from numba import cuda  # noqa: E402
 
 from prefixsum import tridiag  # noqa: E402
-from prefixsum.core.registry import Capability  # noqa: E402
 from prefixsum.core.poison import poison  # noqa: E402
+from prefixsum.core.registry import Capability  # noqa: E402
 from prefixsum.tridiag import pivoting  # noqa: E402
 
 hh = importlib.import_module("prefixsum.tridiag.householder")  # the package's householder is the function
@@ -163,6 +163,6 @@ def test_positive_definite_batches_keep_the_non_pivoting_hybrid(rng, monkeypatch
 
 def test_a_singular_matrix_is_a_lin_alg_error_naming_the_system():
     A = np.stack([np.eye(4), -np.eye(4), np.diag([1.0, 0.0, -2.0, 3.0])])
-    with pytest.raises(np.linalg.LinAlgError, match=r"method='(pivoting|routed)'.*system 2 of 3 \(1 failed in all\): the matrix "
-                                                    r"is singular"):
+    with pytest.raises(np.linalg.LinAlgError, match=r"method='(pivoting|routed)'.*system 2 of 3 \(1 failed in all\): "
+                                                    r"the matrix is singular"):
         tridiag.solve_symmetric(A, np.ones((3, 4)))

@@ -26,7 +26,8 @@ DTYPES = (np.float32, np.float64)
 # (n, batch): one element, tiny, the notes' 7 and 11, around a warp, not powers of two, several
 # blocks of small systems (7 x 37: 36 systems per block, then 1; 5 x 300: 6 blocks), one system
 # per block with several rows per thread (257; 1000, which float64 PCR first splits in global memory).
-SIZES = ((1, 3), (2, 5), (3, 4), (5, 300), (7, 37), (11, 9), (31, 2), (32, 3), (33, 2), (64, 2), (100, 2), (257, 1), (1000, 1))
+SIZES = ((1, 3), (2, 5), (3, 4), (5, 300), (7, 37), (11, 9), (31, 2), (32, 3), (33, 2), (64, 2), (100, 2), (257, 1),
+         (1000, 1))
 
 
 def dominant(rng, batch, n):
@@ -77,7 +78,8 @@ def check(x, system, dtype):
 
 def within(values, bounds, what):
     bad = [tuple(map(int, k)) for k in np.argwhere(~(values <= bounds))]
-    assert not bad, f"{len(bad)} elements too far off; the first, (system, row) = {bad[0]}, has {what} {values[bad[0]]:.3g}"
+    assert not bad, (f"{len(bad)} elements too far off; the first, (system, row) = {bad[0]}, "
+                     f"has {what} {values[bad[0]]:.3g}")
 
 
 def solve(system, dtype, method):
@@ -139,7 +141,8 @@ def test_global_memory_path_when_a_system_does_not_fit_a_block(blocks, batch, dt
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("n, batch", ((40, 3), (300, 1), pytest.param(1000, 2, marks=pytest.mark.slow)))  # three launches: 5-17 s
+# 1000 rows take three launches: the slow tier.
+@pytest.mark.parametrize("n, batch", ((40, 3), (300, 1), pytest.param(1000, 2, marks=pytest.mark.slow)))
 def test_hybrid_windows_split_systems_that_do_not_fit_a_block(n, batch, dtype, rng, monkeypatch):
     # 1 KiB: 16 (float64) or 32 (float32) slots a block; the windows take one to three launches,
     # the later ones several neighbouring subsystems wide.
@@ -293,7 +296,8 @@ def partition_solve(system, monkeypatch, warp_rows=None):
         monkeypatch.setattr(hybrid, "WARP_ROWS", warp_rows)
         monkeypatch.setattr(partition, "MAX_ROWS", warp_rows)
     levels, level = [], partition.run
-    monkeypatch.setattr(partition, "run", lambda *args, **kwargs: levels.append(args[3].shape) or level(*args, **kwargs))
+    monkeypatch.setattr(partition, "run",
+                        lambda *args, **kwargs: levels.append(args[3].shape) or level(*args, **kwargs))
     device = [cuda.to_device(v) for v in system]
     x = cuda.to_device(poison(np.empty(system[3].shape, system[3].dtype)))
     info = cuda.to_device(np.zeros(system[3].shape[0], np.int32))
@@ -332,7 +336,8 @@ def test_partition_recurses_until_a_warp_takes_the_reduced_system(dtype, rng, mo
 def test_partition_rows_per_thread_leaves_a_block_in_one_level_where_it_can():
     # A block holds 2048 rows in float32 and 1024 in float64: the least R in (8, 16) whose level
     # leaves that many, else 16 in float32 and 8 in float64.
-    assert [partition.rows_per_thread(np.float32, n) for n in (8192, 8193, 16384, 16385, 1 << 20)] == [8, 16, 16, 16, 16]
+    lengths = (8192, 8193, 16384, 16385, 1 << 20)
+    assert [partition.rows_per_thread(np.float32, n) for n in lengths] == [8, 16, 16, 16, 16]
     assert [partition.rows_per_thread(np.float64, n) for n in (4096, 4097, 8192, 8193, 1 << 20)] == [8, 16, 16, 8, 8]
 
 
@@ -376,9 +381,11 @@ def test_device_arrays_are_used_in_place_and_host_arrays_cross_once_each_way(rng
     array_type = type(device[0])
     for name in ("copy_to_device", "copy_to_host"):
         original = getattr(array_type, name)
-        monkeypatch.setattr(array_type, name, lambda self, *args, _f=original, _n=name, **kw: copies.append((_n, self.shape)) or _f(self, *args, **kw))
+        monkeypatch.setattr(array_type, name, lambda self, *args, _f=original, _n=name, **kw:
+                            copies.append((_n, self.shape)) or _f(self, *args, **kw))
     to_device = cuda.to_device
-    monkeypatch.setattr(cuda, "to_device", lambda v, *args, **kw: copies.append(("to_device", np.shape(v))) or to_device(v, *args, **kw))
+    monkeypatch.setattr(cuda, "to_device",
+                        lambda v, *args, **kw: copies.append(("to_device", np.shape(v))) or to_device(v, *args, **kw))
     x = tridiag.solve(*device, method="hybrid")
     # Device arrays: nothing crosses but the failure flags, 4 bytes a system.
     assert copies == [("copy_to_host", (3,))] and cuda.devicearray.is_cuda_ndarray(x)

@@ -12,6 +12,8 @@ import textwrap
 import numpy as np
 import pytest
 from numba import cuda
+from test_plans import STREAMS, _finish
+from test_tridiag import check, dominant
 
 import prefixsum as ps
 from prefixsum import apps, tridiag
@@ -20,8 +22,6 @@ from prefixsum.core.arrays import is_device_array
 from prefixsum.core.poison import poison
 from prefixsum.core.registry import Capability
 from prefixsum.tridiag import registry
-from test_plans import STREAMS, _finish
-from test_tridiag import check, dominant
 
 PACKAGE = pathlib.Path(ps.__file__).resolve().parent
 
@@ -69,8 +69,8 @@ def test_a_plan_refuses_what_it_was_not_made_for():
     with pytest.raises(ValueError, match="unknown method 'gauss'; allowed: auto, pcr"):
         tridiag.plan_solve(np.float64, 5, method="gauss")
     plan = tridiag.plan_solve(np.float64, (2, 5))
-    with pytest.raises(ValueError, match=r"this plan solves systems of shape \(2, 5\) in float64; got shape \(2, 6\) in "
-                                         r"float64"):
+    with pytest.raises(ValueError, match=r"this plan solves systems of shape \(2, 5\) in float64; "
+                                         r"got shape \(2, 6\) in float64"):
         plan(*np.ones((4, 2, 6)))
     with pytest.raises(ValueError, match=r"got shape \(2, 5\) in float32"):
         plan(*np.ones((4, 2, 5), np.float32))
@@ -157,8 +157,8 @@ def test_every_public_tridiagonal_call_takes_a_stream_in_every_form(form, rng):
     np.testing.assert_allclose(apps.stone_solve(*system, stream=stream), expected, rtol=1e-10)
     A = spd(rng, 2, 5)
     rhs = rng.normal(size=(2, 5))
-    np.testing.assert_allclose(tridiag.solve_symmetric(A, rhs, stream=stream), np.linalg.solve(A, rhs[..., None])[..., 0],
-                               rtol=1e-9)
+    expected = np.linalg.solve(A, rhs[..., None])[..., 0]
+    np.testing.assert_allclose(tridiag.solve_symmetric(A, rhs, stream=stream), expected, rtol=1e-9)
     d, e, Q = tridiag.householder(A, stream=stream)
     T = np.stack([np.diag(dk) + np.diag(ek, 1) + np.diag(ek, -1) for dk, ek in zip(d, e)])
     np.testing.assert_allclose(Q.transpose(0, 2, 1) @ A @ Q, T, atol=1e-9)

@@ -13,12 +13,12 @@ import dataclasses  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from test_tridiag import check, dominant  # noqa: E402
 
 from prefixsum import tridiag  # noqa: E402
 from prefixsum.core import overlap, plans  # noqa: E402
 from prefixsum.core.poison import poison  # noqa: E402
 from prefixsum.tridiag import api, transfers  # noqa: E402
-from test_tridiag import check, dominant  # noqa: E402
 
 
 @pytest.fixture

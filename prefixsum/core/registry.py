@@ -1,4 +1,5 @@
-"""One registry shape for every family of methods: the scans' algorithms, the tridiagonal solvers, the applications' methods.
+"""One registry shape for every family of methods: the scans' algorithms, the tridiagonal solvers, the
+applications' methods.
 
 A family keeps its methods in a :class:`Registry`: a read-only mapping name -> entry in the
 order of registration, to which each method's own module adds itself (so that a new method is

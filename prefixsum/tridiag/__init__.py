@@ -27,8 +27,8 @@ transfers, outcomes) in :mod:`.api`. :func:`householder` and :func:`solve_symmet
 symmetric matrix to tridiagonal form and solve with it.
 """
 # The methods' modules first, in the order they register in METHODS (:mod:`.registry`).
-from . import pcr, cr, thomas, hybrid, pivoting, auto  # noqa: I001
-from . import block, chunked, partition, warp
+from . import pcr, cr, thomas, hybrid, pivoting, auto  # noqa: I001, F401  (registered by their import)
+from . import block, chunked, partition, warp  # noqa: F401  (likewise)
 from . import householder as _householder  # the module: the name householder is the function
 from ._common import NOT_FINITE, SINGULAR, ZERO_PIVOT
 from .api import REASONS, SOLVED, Solution, SolvePlan, check_systems, choose, plan_solve, solve, solve_ex

@@ -146,8 +146,8 @@ def shared_launch(launcher, arrays, x, info, stride, buffers, stream=None):
 @functools.lru_cache(maxsize=None)
 def launchers(kernels, dtype):
     """``{kernel: Launcher}`` for every kernel that a method's ``kernels(dtype)`` yields, made once
-    per method and dtype: every launch of every method skips numba's dispatcher, whose 30 us of
-    host time a launch would otherwise be most of a batch's whole call."""
+    per method and dtype: every launch of every method skips numba's dispatcher, whose host time
+    (``benchmarks/tridiag_call_profile.py``) would otherwise be most of a batch's whole call."""
     return {kernel: Launcher(kernel, argtypes) for kernel, argtypes in kernels(dtype)}
 
 
@@ -159,7 +159,7 @@ def no_route():
 def work_rows(batch, n, dtype, stream=None):
     """Two (4, batch, n) work arrays for global steps, each with its rows ``(a, b, c, d)`` as
     (batch, n) views: made once per thread, stream and shape (:func:`prefixsum.core.workspace.reused`),
-    views included, since slicing a numba device array costs about 10 us of host time."""
+    views included, since slicing a numba device array costs host time of the order of a launch."""
     def make():
         work = [cuda.device_array((4, batch, n), dtype) for _ in range(2)]
         return [(out, (out[A], out[B], out[C], out[D])) for out in work]

@@ -22,9 +22,8 @@ from ..core.plans import PLANS, Plan, carve, carved_bytes, check_out, one_line_c
 from ..core.registry import Capability
 from ..core.streams import as_stream
 from ..core.workspace import one_call_at_a_time, reused
-from . import condition, transfers
+from . import condition, registry, transfers
 from ._common import NOT_FINITE, SINGULAR, ZERO_PIVOT
-from . import registry
 from .registry import DTYPES, METHODS
 
 _NAMES = "abcd"

@@ -28,8 +28,8 @@ Guarantee: a backward-stable x for every nonsingular system, float32 or float64,
 the hybrid's on dominant systems, :mod:`.pivoting`'s (Gaussian elimination with partial pivoting)
 on the others; ``SINGULAR`` for a singular one, with x NaN.
 """
-from numba import cuda
 import numpy as np
+from numba import cuda
 
 from ..core.registry import Capability
 from . import hybrid, pivoting

@@ -40,10 +40,9 @@ Against a level of :mod:`.partition` (which this replaces for ``512 < n <=`` :fu
 one launch instead of three (a reduce, a warp solve of the reduced systems, a substitute), the
 bands read once instead of twice, no reduced system through global memory, and one block per
 system keeps a batch of 100 systems on 100 SMs instead of 98 blocks of 128 threads three times.
-On the H100 (``benchmarks/tridiag.py --only-hybrid``, CUPTI, kernels summed per call): 100 x 1000
-took 6.4 us in float32 and 7.5 in float64 against 18.5 and 18.6 by a partition level and a warp
-solve, and cuSPARSE's ``gtsv2StridedBatch`` 14.6 and 17.2; 1000 x 1000 16.2 and 27.5 against 34.8
-and 54.3, cuSPARSE 49.1 and 86.7.
+``benchmarks/tridiag.csv`` (``tridiag.py --only-hybrid``, CUPTI, kernels summed per call) holds
+what that buys: on 100 x 1000 and 1000 x 1000, in both dtypes, the block solver takes less kernel
+time than a partition level with a warp solve, and than cuSPARSE's ``gtsv2StridedBatch``.
 Per system: ``R + 1`` divisions and about ``12 R`` multiplications and additions per lane, plus
 ``1 + log2 G`` divisions for the reduced system, and ``5 + log2 W`` barriers.
 
@@ -69,12 +68,10 @@ three coefficients reuse the coefficient buffers, ``R + 1`` slots a lane)."""
 TARGET_ROWS = {4: (4, 16), 8: (8, 8)}
 """``R`` by item size that :func:`plan` starts from, for a batch of fewer than :data:`LARGE`
 rows in all and for a larger one; a longer chunk where ``n`` needs one (more lanes than the
-shared memory holds). On the H100 (``benchmarks/tridiag.py``, CUPTI, ``block:rows=R``): float32
-100 x 1000 took 6.3 us at R = 4, 7.1 at 8 and 10.8 at 16 (a batch under the SM count: more
-lanes, shorter sweeps), 1000 x 1000 24.9, 19.0 and 16.2 (a full GPU: less work per row); the
-reduced systems of 64 x 8192 (64 x 2048) 25.2 at R = 8 against 28.3 at 16. float64 100 x 1000
-took 7.5 us at R = 8 against 10.9 at 16, 1000 x 1000 27.2 against 36.2 (R = 4 holds at most 512
-rows in float64)."""
+shared memory holds). ``benchmarks/tridiag.csv`` (CUPTI, the rows ``block:rows=R``) holds why:
+a batch under the SM count is fastest at short chunks (more lanes, shorter sweeps), a batch that
+fills the GPU at long ones (less work per row); float64 at R = 8 (R = 4 holds at most 512 rows
+in float64)."""
 LARGE = 1 << 19
 """Rows (all systems together) from which a batch is large for :data:`TARGET_ROWS`."""
 ENDS = 6

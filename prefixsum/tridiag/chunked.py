@@ -38,8 +38,20 @@ from ..primitives.chunk import chunk_loaders, chunk_storer
 from ._common import NOT_FINITE, SINGULAR
 from .elimination import ends, reduced_pair
 from .slots import (
-    FIELDS, back_over_pairs, back_over_rows, back_with_spike, chunk_pass, keep_nothing, keep_over_pairs, keep_over_rows,
-    keep_with_spike, pair_at, pair_loader, put_pair, row_pair, write_pair,
+    FIELDS,
+    back_over_pairs,
+    back_over_rows,
+    back_with_spike,
+    chunk_pass,
+    keep_nothing,
+    keep_over_pairs,
+    keep_over_rows,
+    keep_with_spike,
+    pair_at,
+    pair_loader,
+    put_pair,
+    row_pair,
+    write_pair,
 )
 
 

@@ -25,7 +25,21 @@ from numba import cuda, types
 
 from ..core.registry import Capability
 from ._common import (
-    A, B, C, D, ZERO_PIVOT, fail, launchers, load, locate, max_rows, put, reduce_row, shared_launch, slot, store,
+    ZERO_PIVOT,
+    A,
+    B,
+    C,
+    D,
+    fail,
+    launchers,
+    load,
+    locate,
+    max_rows,
+    put,
+    reduce_row,
+    shared_launch,
+    slot,
+    store,
 )
 from .pcr import split
 from .registry import Method, register

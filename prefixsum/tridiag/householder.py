@@ -24,12 +24,29 @@ from ..core.streams import as_stream, launch_stream
 from ..core.workspace import one_call_at_a_time
 from . import _common, pivoting
 from .api import check_solution_out, solve
-from .registry import DTYPES, fastest
 from .householder_kernels import (  # noqa: F401  (the device functions chapter 09 reads through this module)
-    CHECK_THREADS, accumulate, block_sum, check_matrices, correct, correct_parallel, kernels, load, multiply,
-    off_diagonal, owns, project, reduce_rows, reflector, reflector_parallel, slot_stride, tridiagonalize,
-    tridiagonalize_global, tridiagonalize_shared, update,
+    CHECK_THREADS,
+    accumulate,
+    block_sum,
+    check_matrices,
+    correct,
+    correct_parallel,
+    kernels,
+    load,
+    multiply,
+    off_diagonal,
+    owns,
+    project,
+    reduce_rows,
+    reflector,
+    reflector_parallel,
+    slot_stride,
+    tridiagonalize,
+    tridiagonalize_global,
+    tridiagonalize_shared,
+    update,
 )
+from .registry import DTYPES, fastest
 
 SYMMETRY_TOLERANCE = 100
 """A is symmetric when ``|A - A^T| <= SYMMETRY_TOLERANCE * eps(dtype) * max|A|`` elementwise."""

@@ -36,9 +36,24 @@ from numba import cuda, types
 from ..core.registry import Capability
 from . import block, partition, warp
 from ._common import (
-    A, B, C, D, MAX_THREADS, ZERO_PIVOT, fail, launchers, load, load_row, locate, max_rows, put, slot, store, work_rows,
+    MAX_THREADS,
+    ZERO_PIVOT,
+    A,
+    B,
+    C,
+    D,
+    fail,
+    launchers,
+    load,
+    load_row,
+    locate,
+    max_rows,
+    put,
+    reduce_row,  # noqa: F401  (chapter 07's exercise calls hybrid.reduce_row)
+    slot,
+    store,
+    work_rows,
 )
-from ._common import reduce_row  # noqa: F401  (chapter 07's exercise calls hybrid.reduce_row)
 from .pcr import eliminate
 from .registry import Method, register
 
@@ -48,21 +63,19 @@ SPLIT_ROWS = 64
 """Large systems are split until the pieces have at most this many rows: small enough that a
 block takes many neighbouring pieces, so that its loads are coalesced."""
 WARP_ROWS = warp.MAX_ROWS
-"""Systems of at most this many rows go to :func:`.warp.run` (0: none do): all it takes. On the
-H100 its kernel was 2.1 to 4.5 times faster than :func:`hybrid_shared` on every batch that
-``benchmarks/tridiag_warp.py`` times (n from 16 to 512, 8 to 100,000 systems, both dtypes)."""
+"""Systems of at most this many rows go to :func:`.warp.run` (0: none do): all it takes. Its
+kernel is faster than :func:`hybrid_shared` on every batch that ``benchmarks/tridiag_warp.py``
+times (n from 16 to 512, 8 to 100,000 systems, both dtypes)."""
 PARTITION = True
 """Whether :func:`run` takes systems longer than :data:`WARP_ROWS` to the block solver and the
 partition method (tests and the benchmark turn it off to reach :func:`run_shared`)."""
 BLOCK_ROWS = None
 """Systems longer than :data:`WARP_ROWS` and of at most this many rows go to :func:`.block.run`
 (None: as many as a block holds, :func:`.block.max_rows`; 0: none, every such system to a level
-of the partition method; tests and the benchmark set it). On the H100 (issue 29, CUPTI) the
-block solver, alone or under a partition level, took less kernel time than the levels down to
-the warp solver on every shape measured: 100 x 1000 6.4 us against 18.5 in float32 (7.5 against
-18.6 in float64), 1000 x 1000 16.2 against 34.8 (27.5 against 54.3), 64 x 8192 25.2 against 37.0
-(29.3 against 40.0), 7 x 100000 50.4 against 62.0 (66.5 against 76.4), 1 x 2^20 71.7 against
-80.4 (106.7 against 114.7); cuSPARSE's ``gtsv2StridedBatch`` took 1.15 to 3.15 times as long."""
+of the partition method; tests and the benchmark set it). In ``benchmarks/tridiag.csv`` (CUPTI)
+the block solver, alone or under a partition level, took less kernel time than the levels down to
+the warp solver on every shape measured, in both dtypes, and less than cuSPARSE's
+``gtsv2StridedBatch``."""
 THOMAS_ROWS = 4
 """Rows per thread that the plan aims for in the Thomas part: more means fewer PCR steps but a
 longer sequential sweep and fewer threads."""

@@ -11,7 +11,8 @@ no chunk spans two systems, and nothing is copied. (Issue 29: 100 systems of 100
 on the H200.)
 
 1. :func:`partition_reduce`: each thread loads its chunk (coalesced, through shared memory, as
-   :mod:`.warp` does) and runs the partition step in registers (:func:`prefixsum.primitives.chunk.chunk_partition`), which
+   :mod:`.warp` does) and runs the partition step in registers
+   (:func:`prefixsum.primitives.chunk.chunk_partition`), which
    leaves every interior row as ``x_k = d_k - a_k x_first - c_k x_last`` and the chunk's first
    and last rows coupling only the ends of neighbouring chunks. Those two rows of every chunk,
    in order, are a tridiagonal system of ``2 n / R`` rows with unit diagonal: the *reduced
@@ -38,26 +39,21 @@ import numpy as np
 from numba import cuda, types
 
 from ..core.hardware import WARP_SIZE
+from ..primitives.chunk import chunk_kernel_parts, chunk_test
 from . import _common, block
 from ._common import ZERO_PIVOT, dominant_row, fail, launchers, no_route, reused, store
-from ..primitives.chunk import chunk_kernel_parts, chunk_test
 from .warp import MAX_ROWS
 
 ROWS_PER_THREAD = {4: 16, 8: 8}
 """``R`` by item size for a level that no chunk length in :data:`ONE_LEVEL_ROWS` brings down to a
-block's worth (:func:`.block.max_rows`). On the H200 (issue 29, CUPTI, every level at one R, when
-the levels went down to the warp solver), float64 was fastest at R = 8 on every shape (1 x 2^20:
-105 us against 116 at R = 16; 64 x 8192: 38 against 44; 1000 x 1000: 47 against 60), float32 at
-R = 16 on the largest (1 x 2^20: 84 against 90; 1000 x 1000: 33 against 35). On the H100 with the
-block solver under the levels (``benchmarks/tridiag.py``, CUPTI): 1 x 2^20 took 106.6 us in
-float64 at R = 8 against 123.8 at 16, 72.7 in float32 at R = 16 against 83.9 at 8; 7 x 100000
-in float32 50.4 at R = 16 against 56.0 at 8. Device time is the measure: R = 8 takes more
-levels (a level divides n by R / 2), each two launches of host time in a whole call."""
+block's worth (:func:`.block.max_rows`). ``benchmarks/tridiag.csv`` (CUPTI, every level at one
+R; the H100's and the H200's runs) holds why: float64 is fastest at R = 8 on every shape, float32
+at R = 16 on the largest. Device time is the measure: R = 8 takes more levels (a level divides n
+by R / 2), each two launches of host time in a whole call."""
 ONE_LEVEL_ROWS = (8, 16)
 """The chunk lengths that :func:`rows_per_thread` tries first, shortest first: the least whose
-level leaves a block's worth of rows takes the system in one level and a block solve. On the
-H100 (CUPTI): 64 x 8192 in float32 took 25.2 us at R = 8 (2048 reduced rows, one block) against
-28.0 at 16; in float64 29.3 at R = 16 (1024 rows, one block) against 39.1 at 8 (two levels)."""
+level leaves a block's worth of rows takes the system in one level and a block solve: one level
+and a block beat two levels on the shapes where both apply (``benchmarks/tridiag.csv``, CUPTI)."""
 THREADS = 128
 
 

@@ -33,8 +33,23 @@ from numba import cuda, types
 
 from ..core.registry import Capability
 from ._common import (
-    A, B, C, D, GLOBAL_THREADS, ZERO_PIVOT, fail, launchers, load, locate, max_rows, put, reduce_row, shared_launch, slot,
-    store, work_rows,
+    GLOBAL_THREADS,
+    ZERO_PIVOT,
+    A,
+    B,
+    C,
+    D,
+    fail,
+    launchers,
+    load,
+    locate,
+    max_rows,
+    put,
+    reduce_row,
+    shared_launch,
+    slot,
+    store,
+    work_rows,
 )
 from .registry import Method, register
 

@@ -156,7 +156,8 @@ def tiled_kernel(rows):
             # dependent wait per row (a fixed trip count, so that the loop can be unrolled).
             for k in range(rows):
                 if ok and start + k < n - 1:
-                    sa[base + k], sb[base + k], sc[base + k] = u[0, start + k, system], u[1, start + k, system], u[2, start + k, system]
+                    row = start + k
+                    sa[base + k], sb[base + k], sc[base + k] = u[0, row, system], u[1, row, system], u[2, row, system]
             for k in range(here - 1, -1, -1):
                 i = start + k
                 xi = nan  # a failed system's x is all NaN, never memory left unwritten
@@ -243,33 +244,14 @@ def plan(batch, n, dtype, pairs=None):
     :data:`LEVEL_ROW_PAIRS` where a block does not hold a system. ``pairs`` overrides the choice
     (0: always one thread).
 
-    From the sweep of ``benchmarks/tridiag.csv`` (an H100, 2026-12-06, ``tridiag.py --only-pivoting
-    --sweep``, CUPTI kernel time, random indefinite systems, us, float32 / float64; ``R`` forced
-    with the reduced systems' chunks at 4 pairs, ``P`` forced with the system's chunks at that
-    run's defaults, R = 8 in float32 and 4 in float64):
-
-    ===========  ===========  ===========  ===========  ===========  ============  ==================
-    batch x n    R = 2        R = 4        R = 8        R = 16       P = 8         cuSPARSE
-    ===========  ===========  ===========  ===========  ===========  ============  ==================
-    512 x 512    44.7 / 53.0  28.0 / 31.1  22.3 / 24.3  26.6 / 28.8                193 / 235 (LU)
-    4096 x 256   138 / 175    70.7 / 94.5  35.4 / 60.9  29.8 / 72.0                105 / 182 (LU)
-    16384 x 64   75.3 / 95.6  34.3 / 46.5  25.3 / 46.6  26.9 / 67.7                24.6 / 53.5 (LU)
-    1000 x 1000  72.3 / 134   109 / 116    54.2 / 110   40.2 / 87.1                414 / 707 (LU)
-    100 x 1000   35.2 / 38.4  42.7 / 49.6  31.1 / 34.4  31.1 / 34.0                380 / 429 (LU)
-    64 x 8192    74.2 / 67.5  53.7 / 61.2  68.1 / 52.5  58.7 / 65.0  50.5 / 52.7   3049 / 3797 (LU)
-    1 x 2^16     59.8 / 64.9  72.1 / 57.0  59.9 / 65.9  84.3 / 69.9  59.6 / 55.7   71.8 / 73.2 (gtsv2)
-    1 x 2^20     109 / 134    113 / 119    93.2 / 137   108 / 163    83.9 / 120    112 / 196 (gtsv2)
-    7 x 100000   90.8 / 92.3  74.7 / 82.0  81.3 / 78.8  76.5 / 91.7  66.8 / 77.3   1822 / 2114 (gtsv2)
-    ===========  ===========  ===========  ===========  ===========  ============  ==================
-
-    Hence R = 8 for systems a block holds, in float64 too (24.3 us against 31.1 at 512 x 512,
-    34.4 against 49.6 at 100 x 1000), R = 4 in float64 where levels follow (57.0 against 65.9 at
-    1 x 2^16, 119 against 137 at 1 x 2^20), and :data:`PAIR_PAIRS` 8 (1 x 2^20 float32: 83.9
-    against 93.2 at 4; 7 x 100000: 66.8 against 81.3). Every shape beats cuSPARSE's pivoting
-    solver for it, by 1.2 to 72 times, but 16384 x 64 in float32, where the best chunk took
-    25.3 us against the interleaved LU's 24.6 (and its QR's 31.3). The rows named ``pivoting``
-    in that run were measured at its defaults, and first in each round of its trace, with a cold
-    L2 cache (``benchmarks/README.md``).
+    From the sweep of ``benchmarks/tridiag.csv`` (``tridiag.py --only-pivoting --sweep``, CUPTI
+    kernel time, random indefinite systems; ``R`` forced with the reduced systems' chunks at 4
+    pairs, ``P`` forced with the system's chunks at that run's defaults): R = 8 for systems a
+    block holds, in float64 too; R = 4 in float64 where levels follow; :data:`PAIR_PAIRS` 8. The
+    same rows set cuSPARSE's pivoting solvers (the interleaved LU, its QR, ``gtsv2``) beside each
+    shape: ``docs/performance.md`` says where the chunks win and where they do not. The rows named
+    ``pivoting`` in that run were measured at its defaults, and first in each round of its trace,
+    with a cold L2 cache (``benchmarks/README.md``).
     """
     if pairs and pairs not in ALL_ROW_PAIRS:
         raise ValueError(f"pairs={pairs}: the chunks have kernels for {', '.join(map(str, ALL_ROW_PAIRS))} pairs")
@@ -379,7 +361,8 @@ def kernels(dtype):
     """Every kernel of this module and of :mod:`.chunked` for ``dtype``, with numba argument types."""
     t = types.float32 if np.dtype(dtype) == np.float32 else types.float64
     matrix, flags = t[:, ::1], types.int32[::1]
-    yield tiled_kernel(TILE_BYTES // np.dtype(dtype).itemsize), (matrix,) * 5 + (flags, t[:, :, ::1], flags, types.int64)
+    tiled = tiled_kernel(TILE_BYTES // np.dtype(dtype).itemsize)
+    yield tiled, (matrix,) * 5 + (flags, t[:, :, ::1], flags, types.int64)
     yield from chunked.kernels(dtype, ALL_ROW_PAIRS, ALL_PAIR_PAIRS)
     yield positive_definite, (matrix, matrix, flags)
 

@@ -68,7 +68,8 @@ def keep_with_spike(buf, slots, base, j, first, second):
     s = base + j
     buf[s], buf[slots + s], buf[2 * slots + s], buf[3 * slots + s], buf[4 * slots + s] = (
         first[0], first[1], first[2], first[4], first[5])
-    buf[5 * slots + s], buf[6 * slots + s], buf[7 * slots + s], buf[8 * slots + s] = second[0], second[1], second[3], second[4]
+    buf[5 * slots + s], buf[6 * slots + s] = second[0], second[1]
+    buf[7 * slots + s], buf[8 * slots + s] = second[3], second[4]
 
 
 @functools.lru_cache(maxsize=None)

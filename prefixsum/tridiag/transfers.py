@@ -33,13 +33,11 @@ from ..core.workspace import pinned_result, reused, side_stream
 
 MIN_BYTES = 64 << 20
 """Batches with fewer bytes of inputs (a, b, c, d together) go the plain way (the inputs sent by
-:func:`send`, the solve, one copy out into a kept pinned result). In ``benchmarks/transfers_tridiag.csv``
-(H100 machine, the variants of a shape timed in turn; times as fractions of torch's round trip)
-2 chunks lost to the plain way at every batch below 64 MiB (4096 x 256 float32: 1.05 packed and
-0.83 pageable against 0.77, 16384 x 64 float64: 0.72 against 0.60), and at 64 and 128 MiB
-(16384 x 256) came within 5 % of it (float32 0.47 against 0.47, float64 0.42 against 0.40); the
-H200's (``benchmarks/h200/``) alike. The host's packing sets the pace; chunks hide only the copy out, a
-fifth of the bytes, for host work per chunk."""
+:func:`send`, the solve, one copy out into a kept pinned result). In
+``benchmarks/transfers_tridiag.csv`` (the variants of a shape timed in turn, as fractions of
+torch's round trip, H100 and H200) 2 chunks lost to the plain way at every batch below 64 MiB and
+only came near it at 64 and 128 MiB. The host's packing sets the pace; chunks hide only the copy
+out, a fifth of the bytes, for host work per chunk."""
 CHUNK_BYTES = 64 << 20
 """Most bytes of inputs per chunk (a whole number of systems, at least one): batches of up to
 128 MiB go in :data:`TARGET_CHUNKS` chunks."""
@@ -54,15 +52,13 @@ PACKED_FROM_BYTES = 32 << 20
 """Batches with at least this many bytes of inputs are packed into page-locked memory on the copy
 threads, then sent (:func:`send`); smaller ones of C-contiguous arrays are copied straight from
 the caller's arrays (pageable: the driver stages them through its own pinned buffer on the
-calling thread, at 8-11 GB/s). In ``transfers_tridiag.csv`` (H100 machine, fractions of torch's
-round trip) packing won from 32 MiB on (4096 x 256 float64: 0.71 against 0.80 pageable, 1 x 2^20
-float64: 0.58 against 0.86, 16384 x 256 float32: 0.47 against 0.86), tied or lost at 16 MiB
-(4096 x 256 float32: 0.81 against 0.76, 64 x 8192 float64: 0.82 against 0.80, 1 x 2^20 float32:
-0.91 against 0.80) and lost below (512 x 512 float32: 1.17 against 0.66); the H200's alike. On a few MiB the threads' start and the copy
-engine's wait for the whole piece cost more than the driver's staging (``host_copies.csv``)."""
+calling thread). ``transfers_tridiag.csv`` (fractions of torch's round trip, H100 and H200) holds
+where packing wins: from 32 MiB of planes on; at 16 MiB it ties or loses, below it loses: on a few
+MiB the threads' start and the copy engine's wait for the whole piece cost more than the driver's
+staging (``host_copies.csv``)."""
 KEPT_BYTES = 64 << 20
 """Device buffers and chunk views of up to this many bytes of inputs are kept for the next call
-of the same shape (making the views costs about 10 us of host time each); larger ones are made
+of the same shape (making the views costs host time, ``benchmarks/tridiag_call_profile.py``); larger ones are made
 for the call."""
 
 
@@ -142,7 +138,8 @@ def send(device, offset, planes, stream, packed):
     C-contiguous device array ``device`` from ``offset`` bytes on, one plane after the other.
 
     ``packed`` (or a plane that is not C-contiguous): through page-locked memory, packed by the
-    copy threads (:func:`prefixsum.core.overlap.send_packed`); else one pageable copy per plane. Returns once the planes' bytes are the driver's: the caller's arrays may change.
+    copy threads (:func:`prefixsum.core.overlap.send_packed`); else one pageable copy per plane.
+    Returns once the planes' bytes are the driver's: the caller's arrays may change.
     """
     if packed or not all(v.flags.c_contiguous for v in planes):
         overlap.send_packed(device, offset, planes, stream)

@@ -28,7 +28,8 @@ solves one system; lane ``t`` owns the ``R`` consecutive rows ``t R, ..., t R + 
    That is a tridiagonal *reduced system* of ``2 G`` rows, two per lane: about ``10 R``
    multiplications and additions and ``R + 1`` divisions per thread, sequential but in registers.
 3. **Reduced system across the lanes** (:func:`reduced`, on
-   :func:`prefixsum.primitives.chunk.pcr_row` and :func:`~prefixsum.primitives.chunk.pcr_lanes`): one odd-even (cyclic reduction)
+   :func:`prefixsum.primitives.chunk.pcr_row` and :func:`~prefixsum.primitives.chunk.pcr_lanes`): one
+   odd-even (cyclic reduction)
    step eliminates the chunks' first unknowns (each lane needs only lane ``t + 1``'s first row,
    one ``shfl_down_sync``), leaving ``G`` rows of last unknowns, one per lane; PCR solves these
    in ``log2 G`` steps, each fetching the rows ``s`` lanes up and down with
@@ -67,18 +68,18 @@ from numba import cuda, types
 from ..core.hardware import WARP_SIZE
 from ..primitives.chunk import chunk_partition, chunk_solution, chunk_storer, pcr_lanes, pcr_row
 from ..primitives.warp import FULL_MASK
-from ._common import ZERO_PIVOT, dominant_row, fail, launchers, no_route, store
 from . import _common
+from ._common import ZERO_PIVOT, dominant_row, fail, launchers, no_route, store
 
 ROWS_PER_THREAD = (2, 4, 8, 16)
 """The chunk lengths ``R`` with a kernel each."""
 TARGET_BYTES = 32
 """:func:`plan` aims for ``R`` rows of ``TARGET_BYTES`` per coefficient (8 in float32, 4 in
 float64) where ``n`` leaves a choice (at least ``n / 32`` rows are needed). More rows per thread
-mean fewer PCR steps and fewer threads per system but a longer sweep and more registers. On the
-H100 (``benchmarks/tridiag_warp.py``: every R that fits, batches of 16 to 256 rows) R = 8 was the
-fastest in float32 or within 7% of R = 16, which lost 5-28% at 16, 32 and 100 rows; in float64
-R = 4 was the fastest everywhere (R = 8 lost up to 10%, R = 16 up to 35%)."""
+mean fewer PCR steps and fewer threads per system but a longer sweep and more registers.
+``benchmarks/tridiag_warp.py`` (every R that fits, batches of 16 to 256 rows) shows why: R = 8
+is the fastest in float32 or near R = 16, which loses at short systems; in float64 R = 4 is the
+fastest everywhere."""
 MAX_ROWS = WARP_SIZE * max(ROWS_PER_THREAD)
 """The largest ``n`` one warp holds: 512."""
 THREADS = 128
@@ -141,7 +142,7 @@ def _make(rows):
         count = min(per_block, batch - first) * n
         step_s, step_i = threads // n, threads % n
         s, i = tid // n, tid % n
-        for j in range(tid, count, threads):
+        for _ in range(tid, count, threads):
             k = s * span + i + (i >> shift)
             # a of row 0 and c of row n - 1 lie outside the matrix: ignored, whatever they hold,
             # and never read (they may never have been written: compute-sanitizer's initcheck).
