@@ -333,8 +333,6 @@ MISTAKES = (
                       ("the larger value with the earlier index", "FAIL", "(max(p[0], q[0]), p[1])"),
                       ("the smaller value", "wrong-identity", "q if q[0] < p[0] or (q[0] == p[0] and q[1] < p[1]) else "
                                                               "p")),
-    _m("11.argmax-operator", "the index -1 in the identity: an array of -inf gets index -1", "wrong-result",
-       ("ARGMAX_IDENTITY = (-np.inf, np.iinfo(np.int64).max)", "ARGMAX_IDENTITY = (-np.inf, -1)")),
     _m("11.argmax-operator", "NaN never selected", "wrong-result",
        ("    if p[0] != p[0] or q[0] != q[0]:  # a NaN: the first NaN wins, as in np.argmax\n"
         "        if q[0] == q[0] or (p[0] != p[0] and p[1] < q[1]):\n            return p\n        return q\n", "")),

@@ -121,6 +121,10 @@ def _stepper():
         student, reference = stepping.last_failure()
     except LookupError:
         return {}
+    except stepping.BrokenTrace:
+        # A trace the stepper cannot draw (a barrier phase with no access: a kernel that only
+        # prints, or a trace forged in the sandbox): the verdict stands, without the picture.
+        return {}
     return {"stepper": [observations.encode_trace(student), observations.encode_trace(reference)]}
 
 

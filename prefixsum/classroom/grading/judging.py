@@ -14,6 +14,7 @@ child's exit status and the end of its stderr), then the child's stdout (the ver
 import json
 import os
 import select
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -96,13 +97,18 @@ class Judges:
     """One judge server per thread of the grader, started on first use with ``env``."""
 
     def __init__(self, env):
-        self.env = env
+        # The judges run the chapters' setup cells, which import matplotlib: its cache goes in a
+        # folder of the batch's, removed by close(), not in a matplotlib-* folder of /tmp that
+        # outlives the batch (the grader's user may have no writable home).
+        self._home = tempfile.mkdtemp(prefix="prefixsum-judges-")
+        self.env = {**env, "MPLCONFIGDIR": self._home}
         self._local = threading.local()
         self._started, self._lock = [], threading.Lock()
 
     def _server(self):
         server = getattr(self._local, "server", None)
         if server is None or server.poll() is not None:
+            os.makedirs(self._home, exist_ok=True)  # again after a close(), for the next batch
             server = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=subprocess.DEVNULL, env=self.env, start_new_session=True)
             self._local.server = server
@@ -121,6 +127,7 @@ class Judges:
                 pass
             server.stdout.close()
             server.wait()
+        shutil.rmtree(self._home, ignore_errors=True)
 
     def _stop(self, server):
         try:

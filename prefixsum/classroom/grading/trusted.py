@@ -209,9 +209,10 @@ def _type_spelling(value):
 
     if isinstance(value, tuple):
         return f"Tuple(({', '.join(_type_spelling(v) for v in value)},))"
-    from prefixsum.classroom.sim import numba_sim
+    from prefixsum.classroom.sim import memory, numba_sim
 
-    array = numba_sim.host_array(value)
+    # The classroom's own arrays (shared, local, traced) hand over the numpy array they wrap.
+    array = np.asarray(value) if isinstance(value, memory.Array) else numba_sim.host_array(value)
     array = value if array is None else array
     if isinstance(array, np.ndarray):
         return _spell(array)

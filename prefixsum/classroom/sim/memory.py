@@ -172,7 +172,11 @@ class Array:
         try:
             value = getattr(self._ary, attr)
         except AttributeError:
-            return self[attr]  # record field as attribute, as numba's simulator allows
+            if attr in (self._ary.dtype.names or ()):
+                return self[attr]  # record field as attribute, as numba's simulator allows
+            # Anything else is missing, as getattr(x, name, default) expects (numba's typeof asks
+            # for _numba_type_): indexing by the name would raise IndexError instead.
+            raise AttributeError(f"{self._describe()} has no attribute {attr!r}") from None
         if value.__class__ is np.ndarray:
             return self._wrap_view(value)
         if callable(value):
