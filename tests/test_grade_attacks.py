@@ -183,16 +183,25 @@ def _parent(pid):
 
 
 def _held_by(pid, earlier):
-    """Whether ``pid`` descends from a process of ``earlier`` other than init: a sandbox of another
-    test, whose grader ran before this batch began (CI runs two test workers). What outlives a
-    batch has lost its parents and hangs from init (or from a process made after the batch began)."""
+    """Whether ``pid`` descends from a live process other than init that is not a run's: a sandbox
+    of another test, whose grader ran before this batch began or began during it (CI runs two test
+    workers), hangs from that grader or from its test. What outlives a batch has lost its parents
+    and hangs from init, through nothing but processes of a run's uid (a daemon and what it forked)."""
     seen = set()
     while pid > 1 and pid not in seen:
         seen.add(pid)
         pid = _parent(pid)
-        if pid > 1 and pid in earlier:
+        if pid > 1 and (pid in earlier or not _of_a_run(pid)):
             return True
     return False
+
+
+def _of_a_run(pid):
+    """Whether ``pid`` has a run's uid (True once it has gone: it holds nothing)."""
+    try:
+        return is_a_run_uid(os.stat(f"/proc/{pid}").st_uid)
+    except OSError:
+        return True
 
 
 @pytest.fixture(scope="module", params=["root", "unprivileged"])
