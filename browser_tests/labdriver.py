@@ -326,10 +326,17 @@ def expected_student_exception(text):
     return "NotImplementedError" in text and "Exercise:" in text
 
 
+def reports_missing_exercise(text):
+    """Whether a check's output says, in the checker's words, that its exercise was left as given:
+    NOT ATTEMPTED with the exercise quoted, and no FAIL (as tests/test_student.py expects)."""
+    return "NOT ATTEMPTED" in text and "FAIL" not in text and "Exercise:" in text
+
+
 def problems(name, expected, page, student=False):
     """Every way ``page`` (a ``read_page`` snapshot after Run All) differs from ``expected`` (the
     instructor's ``expectations``), one sentence each, naming notebook and cell. A student
-    version may show the exercises' NotImplementedError, and its checks must report it."""
+    version may show the exercises' NotImplementedError, and its checks must report the exercise
+    as not attempted."""
     def where(i):
         cell = page[i] if i < len(page) else expected[i]
         line = (cell.get("first_line") or expected[i]["first_line"]).strip()
@@ -355,9 +362,9 @@ def problems(name, expected, page, student=False):
             found.append(f"{where(i)}: should show {want['steppers']} stepper(s), the page shows {cell.get('steppers', 0)}")
         if "check" in want["tags"]:
             if student:
-                if not ("FAIL" in text and expected_student_exception(text)):
+                if not reports_missing_exercise(text):
                     found.append(f"{where(i)}: a student's check should report the missing exercise "
-                                 f"(FAIL ... NotImplementedError: Exercise: ...), shows {text.strip()[:300]!r}")
+                                 f"(NOT ATTEMPTED ... Exercise: ...), shows {text.strip()[:300]!r}")
             else:
                 passes = sum(line.startswith("PASS") for line in text.splitlines())
                 if passes < max(want["passes"], 1):
