@@ -125,13 +125,24 @@ def _check_one(exercise, source, namespace, setup, timeout, devices=None):
     return result
 
 
+def _host_array(value):
+    """The numpy array ``value`` is or wraps (a simulated device array, or one of the classroom's own
+    shared, local and traced arrays), else None."""
+    import numpy as np
+
+    from prefixsum.classroom.sim import memory, numba_sim
+
+    if isinstance(value, np.ndarray):
+        return value
+    return np.asarray(value) if isinstance(value, memory.Array) else numba_sim.host_array(value)
+
+
 def _spell(value):
     """A launch argument's type as numba's signature strings spell it (``float32[::1]``)."""
-    import numpy as np
     from numba import typeof
 
-    array = value if isinstance(value, np.ndarray) else getattr(value, "_ary", None)
-    if isinstance(array, np.ndarray):
+    array = _host_array(value)
+    if array is not None:
         kind = typeof(array)
         dims = [":"] * kind.ndim
         if kind.layout == "C" and dims:
@@ -204,18 +215,12 @@ def _jit_decorator(decorator):
 def _type_spelling(value):
     """A device function's argument as numba's signature strings spell its type (``float32[::1]``,
     ``Tuple((float64, int64))``): the simulator's arrays by the numpy array they hold."""
-    import numpy as np
     from numba import typeof, types
 
     if isinstance(value, tuple):
         return f"Tuple(({', '.join(_type_spelling(v) for v in value)},))"
-    from prefixsum.classroom.sim import memory, numba_sim
-
-    # The classroom's own arrays (shared, local, traced) hand over the numpy array they wrap.
-    array = np.asarray(value) if isinstance(value, memory.Array) else numba_sim.host_array(value)
-    array = value if array is None else array
-    if isinstance(array, np.ndarray):
-        return _spell(array)
+    if _host_array(value) is not None:
+        return _spell(value)
     kind = typeof(value)
     return "boolean" if kind == types.boolean else str(kind)
 
