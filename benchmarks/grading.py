@@ -15,6 +15,7 @@ alike. ``cpu_s_per_submission`` counts the processes the grader waits for: insid
 namespace they are reaped there, so that column does not compare the two arms.
 
     python benchmarks/grading.py [--timeout 20] [--repeat 1] [--scale 1] [--out benchmarks/grading.csv]
+    python benchmarks/grading.py --quick     one right answer, one wrong, one corrupt file: tests the script
 """
 import argparse
 import collections
@@ -86,11 +87,18 @@ MIX = {
 }
 
 
-def build(folder, scale=1.0):
-    """Write the 40 submissions (``scale`` times each kind's count, at least one), one folder each;
-    return ``{submission: expected status}``."""
+QUICK_KINDS = ("solution", "off by one", "corrupt file")
+"""The kinds ``--quick`` grades, one submission each: a pass, a fail and an invalid file, the three
+ways a row is made (the sandbox's verdict, the judge's, the screening's)."""
+
+
+def build(folder, scale=1.0, kinds=tuple(MIX)):
+    """Write the 40 submissions (``scale`` times each kind's count, at least one; of ``kinds`` only),
+    one folder each; return ``{submission: expected status}``."""
     expected = {}
     for kind, (count, make, status) in MIX.items():
+        if kind not in kinds:
+            continue
         for k in range(max(1, round(count * scale))):
             name = f"{kind.replace(' ', '_')}_{k:02d}"
             (folder / name).mkdir(parents=True)
@@ -171,13 +179,15 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=1, help="pairs of runs, in ABBA order (default 1)")
     parser.add_argument("--scale", type=float, default=1.0,
                         help="each kind of submission this many times its count (default 1: 40 submissions)")
+    parser.add_argument("--quick", action="store_true", help=f"one submission of each of {', '.join(QUICK_KINDS)}")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "grading.csv"))
     args = parser.parse_args(argv)
     meta = run_metadata()
     table = []
     with tempfile.TemporaryDirectory(prefix="prefixsum-grading-bench-") as tmp:
         folder = pathlib.Path(tmp)
-        expected = build(folder / "submissions", args.scale)
+        kinds = QUICK_KINDS if args.quick else tuple(MIX)
+        expected = build(folder / "submissions", 0 if args.quick else args.scale, kinds)
         for pair in range(args.repeat):
             for sandboxed in ((True, False) if pair % 2 == 0 else (False, True)):
                 table.append({"order": len(table) + 1, **grade_once(folder, expected, args, sandboxed), **meta})

@@ -379,9 +379,9 @@ stage_sanitize_block() {
 
 # CPU only (no GPU used), about 8 minutes on two cores: the grader on 40 mixed submissions of
 # chapter 01 with --workers 2 (benchmarks/grading.py; it records the machine's load beside the times);
-# quick: one submission of each kind.
+# quick: a right answer, a wrong one and a corrupt file.
 stage_grading() {
-  "$python" benchmarks/grading.py ${quick_flag:+--scale 0.01} --out "$out/grading.csv"
+  "$python" benchmarks/grading.py $quick_flag --out "$out/grading.csv"
 }
 
 # CPU only (no GPU used), about a minute on two cores: prefixsum's simulator against numba's.
