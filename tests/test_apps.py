@@ -48,7 +48,7 @@ def _keys(n, dtype, rng):
     return keys
 
 
-@pytest.mark.parametrize("n", (1, 2, 100))  # up to 64 scans per sort: small sizes keep the simulator quick
+@pytest.mark.parametrize("n", (1, 2, pytest.param(100, marks=pytest.mark.slow)))  # up to 64 scans per sort
 @pytest.mark.parametrize("dtype", ["int32", "uint32", "int64", "uint64", "float32", "float64"])
 def test_the_one_bit_radix_sort_is_a_stable_sort(n, dtype):
     rng = np.random.default_rng(n)

@@ -250,6 +250,7 @@ def test_a_loop_that_only_passes_barriers_is_stopped():
     assert result.diagnosis == "timeout", str(result)
 
 
+@pytest.mark.slow  # the thorough check of a solution: seconds on the simulator
 def test_thorough_adds_sizes_and_time_limit_caps_the_timeout():
     seen = []
     record = lambda x: seen.append(len(x)) or np.cumsum(x)  # noqa: E731

@@ -151,7 +151,9 @@ def test_one_matrix_gives_unbatched_results_equal_to_a_batch_of_one(dtype):
         np.testing.assert_array_equal(single, batched[0])
 
 
-@pytest.mark.parametrize("n, batch", ((5, 60), (1, 300), (2, 200)))
+@pytest.mark.parametrize(
+    "n, batch", ((5, 60), *(pytest.param(*case, marks=pytest.mark.slow) for case in ((1, 300), (2, 200))))
+)
 def test_many_small_matrices_share_blocks_with_a_partly_empty_last_block(n, batch, rng):
     # 5 x 60: 51 matrices in the first block, 9 in the second; 1 x 300: 256 and 44.
     A = random_symmetric(rng, batch, n, np.float64)

@@ -35,7 +35,8 @@ def _rotate(seq, key):
 
 
 @pytest.mark.parametrize("name", ALGORITHMS)
-@pytest.mark.parametrize("n", SIZES)
+# The largest size (many tiles of every algorithm) is in the slow tier: CI runs it, the developer loop not.
+@pytest.mark.parametrize("n", [pytest.param(n, marks=pytest.mark.slow) if n > 1000 else n for n in SIZES])
 def test_sizes(name, n, rng):
     """Every size, each direction; op and dtype rotate over the sizes so all appear."""
     for k, (inclusive, reverse) in enumerate(DIRECTIONS):
