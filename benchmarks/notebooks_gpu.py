@@ -50,6 +50,15 @@ def run_nbval(paths, workers, junit, simulator=False):
     return subprocess.run(command, cwd=ROOT, env=env).returncode
 
 
+def device_is_the_simulator():
+    """Whether the notebooks, run as :func:`run_nbval` runs them for the device, land on the
+    simulator (no usable GPU here): the simulator's run would then repeat that one."""
+    env = {key: value for key, value in os.environ.items() if key not in ("NUMBA_ENABLE_CUDASIM", "PREFIXSUM_DEVICE")}
+    probe = "import prefixsum; print(prefixsum.device_info()['simulator'])"
+    found = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True)
+    return found.stdout.strip().splitlines()[-1:] == ["True"]
+
+
 def nbval_run(paths, workers, junit, simulator=False):
     """:func:`run_nbval`, then, as CI does (``.ci/kernel_deaths.py``), the notebooks whose only
     failures are a Jupyter kernel that died at start run again, alone (no cell of theirs ran).
@@ -154,8 +163,12 @@ def main(argv=None):
         start = time.perf_counter()
         status, cells, rerun = nbval_run(paths, args.workers, junit)
         seconds["device"] = time.perf_counter() - start
+        on_simulator = device_is_the_simulator()
         start = time.perf_counter()
-        simulator_status, simulated_cells, simulator_rerun = nbval_run(paths, args.workers, junit, simulator=True)
+        if on_simulator:  # the device's run was the simulator's
+            simulator_status, simulated_cells, simulator_rerun = status, cells, rerun
+        else:
+            simulator_status, simulated_cells, simulator_rerun = nbval_run(paths, args.workers, junit, simulator=True)
         seconds["simulator"] = time.perf_counter() - start
         simulated = {name: (time_, outcome) for name, time_, outcome, _ in simulated_cells}
     students = students_versions([p for p in paths if not p.name.startswith("00_")], args.workers)
@@ -172,14 +185,19 @@ def main(argv=None):
     lines += [f"  FAILED {name}: {message}" for name, _, outcome, message in cells if outcome in ("failed", "error")]
     lines += [f"  run again, alone, its Jupyter kernel having died at start: {name}" for name in rerun]
     simulator_failed = sum(outcome in ("failed", "error") for _, outcome in simulated.values())
-    lines.append(f"the same notebooks on the simulator, same host: {len(simulated)} cells in "
-                 f"{seconds['simulator']:.0f} s, {simulator_failed} failed (pytest exit status {simulator_status})"
-                 + "".join(f"; {name} run again, its kernel having died at start" for name in simulator_rerun))
-    lines.append("the 10 slowest cells on this device, beside the same cell on the simulator (same host):")
+    if on_simulator:
+        lines.append("the same notebooks on the simulator: the run above (this host has no usable GPU)")
+    else:
+        lines.append(f"the same notebooks on the simulator, same host: {len(simulated)} cells in "
+                     f"{seconds['simulator']:.0f} s, {simulator_failed} failed (pytest exit status {simulator_status})"
+                     + "".join(f"; {name} run again, its kernel having died at start" for name in simulator_rerun))
+    lines.append("the 10 slowest cells" + ("" if on_simulator else " on this device, beside the same cell on the "
+                                                                "simulator (same host)") + ":")
     for name, time_, _, _ in sorted(cells, key=lambda c: -c[1])[:10]:
         there = simulated.get(name, (float("nan"), ""))[0]
-        lines.append(f"  {time_:7.1f} s  simulator {there:7.1f} s  ({time_ / there if there else float('nan'):.2f}x)  "
-                     f"{name}")
+        ratio = time_ / there if there else float("nan")
+        beside = "" if on_simulator else f"  simulator {there:7.1f} s  ({ratio:.2f}x)"
+        lines.append(f"  {time_:7.1f} s{beside}  {name}")
     lines.append("students' versions (python -m prefixsum student), executed on this device:")
     lines += [f"  {line}" for line, _ in students]
     passed = (status == 0 and counts["failed"] + counts["error"] == 0 and simulator_status == 0
