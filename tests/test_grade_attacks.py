@@ -11,6 +11,10 @@ prints, a helper kernel of the student's own), whole files that once stopped the
 (``attacks/files.py``: malformed notebooks, megabytes of refused lines) and an older second copy of a
 chapter, which is graded once.
 
+As root the whole class is graded twice: as root, and as nobody. The second batch grades the attacks
+that run in the sandbox (``# hole``), every honest classmate and answer and every odd file: an attack
+the allow-list refuses or a check fails is judged by code that does not ask who runs the grader.
+
 After the batch: no attacker earned a pass, every honest classmate kept full marks, no process
 of the batch is left and nothing new listens, and nothing outside the sandboxes changed (the
 instructor's notebooks, the classmates' folders, the environment, the package, ``--out`` but
@@ -30,6 +34,7 @@ import time
 import nbformat
 import pytest
 from attacks import files  # tests/ is on sys.path, as for notebook_taint
+from attacks.hole import let_through
 from grader_users import AS_NOBODY, is_a_run_uid, nobody_cannot_run
 
 from prefixsum.classroom.grading import read_chapter, sandbox
@@ -43,8 +48,12 @@ HONEST = ("ann", "bob")
 ODD_NAMES = {"not_utf8": os.fsdecode(b"student_\xff"), "formula": '=HYPERLINK("evil.example","x")',
              "newline": "eve\n# Injected heading", "dot_folder": ".hidden_student"}
 MARK = "prefixsum-attack"
-# Two whole batches (as root and as nobody), about 100 s each: CI runs them, the developer loop not.
+# Two batches (as root, 50 submissions, and as nobody, 29: 97 s and about half as long on an idle
+# 2-core machine with a 30 s limit): CI runs them, the developer loop not.
 pytestmark = pytest.mark.slow
+# The batches' time limit of one exercise: an honest exercise here takes at most 4 s on an idle
+# machine, and the attacks that sleep or spin until stopped cost the limit in each of their runs.
+TIMEOUT_S = 15
 
 
 def attacks(folder=ATTACKS):
@@ -71,8 +80,11 @@ def _notebook(chapter, replace=None):
     return notebook
 
 
-def build(folder):
-    """The instructor's notebooks and the class under ``folder``; every path readable by anyone."""
+def build(folder, everyone=True):
+    """The instructor's notebooks and the class under ``folder``; every path readable by anyone.
+
+    ``everyone=False``: of the attacks only those that run in the sandbox (marked ``# hole``).
+    """
     (folder / "instructor").mkdir()
     for chapter in CHAPTERS:
         shutil.copy(NOTEBOOKS / f"{chapter}.ipynb", folder / "instructor")
@@ -96,7 +108,10 @@ def build(folder):
         cell.metadata.pop("execution", None)
     nbformat.write(copy, older)
     os.utime(older, (time.time() - 86400, time.time() - 86400))
-    for name, (exercise_id, _, _, source) in {**attacks(), **attacks(ATTACKS / "honest")}.items():
+    honest = attacks(ATTACKS / "honest")
+    for name, (exercise_id, _, _, source) in {**attacks(), **honest}.items():
+        if not (everyone or let_through(source) or name in honest):
+            continue
         (students / name).mkdir()
         chapter = _chapter_of(exercise_id)
         nbformat.write(_notebook(chapter, {exercise_id: source}), students / name / f"{chapter}.ipynb")
@@ -217,15 +232,16 @@ def batch(request):
 
 
 def _run(folder, user):
-    prefix = []
+    prefix, everyone = [], True
     if user == "unprivileged":
-        if os.getuid() == 0:
+        if os.getuid() == 0:  # the root batch grades the whole class
+            everyone = False
             reason = nobody_cannot_run()
             if reason:
                 pytest.skip(reason)
             prefix = AS_NOBODY
     folder.chmod(0o755)
-    students = build(folder)
+    students = build(folder, everyone)
     out = folder / "out"
     out.mkdir()
     if prefix:
@@ -237,7 +253,7 @@ def _run(folder, user):
     temporary = _temporary()
     command = [*prefix, sys.executable, str(ATTACKS / "grade_with_hole.py"), str(students), "--out", str(out),
                "--instructor", *(str(folder / "instructor" / f"{c}.ipynb") for c in CHAPTERS), "--chapters", *CHAPTERS,
-               "--workers", "2", "--timeout", "30", "--memory", "3072", "--max-size", "2", "--quiet"]
+               "--workers", "2", "--timeout", str(TIMEOUT_S), "--memory", "3072", "--max-size", "2", "--quiet"]
     start = time.perf_counter()
     finished = subprocess.run(
         command, capture_output=True, text=True, cwd="/", env={**os.environ, "PYTHONPATH": str(ROOT)}
@@ -258,7 +274,7 @@ def _run(folder, user):
     print(f"\nthe attack batch as {user}: {seconds:.0f} s, {len({r['submission'] for r in rows})} submissions")
     return {"finished": finished, "out": out, "rows": rows, "before": before, "after": after, "left": left,
             "new_listening": _listening() - listening, "new_temporary": _temporary() - temporary,
-            "seconds": seconds}
+            "seconds": seconds, "everyone": everyone}
 
 
 def _rows(batch, submission):
@@ -271,7 +287,9 @@ def test_the_batch_ends_well(batch):
 
 @pytest.mark.parametrize("name", sorted(attacks()))
 def test_attack_earns_nothing(batch, name):
-    exercise_id, statuses, word, _ = attacks()[name]
+    exercise_id, statuses, word, source = attacks()[name]
+    if not (batch["everyone"] or let_through(source)):
+        pytest.skip("refused by the allow-list or failed by a check: graded in the root batch")
     rows = _rows(batch, name)
     assert {r["status"] for e, r in rows.items() if e != exercise_id} <= {"not-attempted"}, rows
     row = rows[exercise_id]

@@ -7,6 +7,8 @@ looks for what they could reach.
 """
 import sys
 
+from hole import let_through  # beside this script, its folder first on sys.path
+
 from prefixsum.classroom.grading import allowlist, runner
 from prefixsum.cli.main import main
 
@@ -14,7 +16,7 @@ _check = allowlist.check
 
 
 def _with_hole(source, **kwargs):
-    return [] if "\n# hole\n" in f"\n{source}" else _check(source, **kwargs)
+    return [] if let_through(source) else _check(source, **kwargs)
 
 
 runner.allowlist.check = _with_hole
