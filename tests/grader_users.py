@@ -12,14 +12,14 @@ import shutil
 import subprocess
 import sys
 
-from prefixsum.classroom.grading import sandbox
+from prefixsum.grading import sandbox
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 AS_NOBODY = ["setpriv", f"--reuid={sandbox.NOBODY}", f"--regid={sandbox.NOBODY}", "--clear-groups"]
 _WHAT_TO_DO = ("To run them: run the tests as a user other than root, or let nobody traverse the folders on the "
                "way to Python, its environment and the checkout (chmod o+x on each, as .ci/run does)")
 # As nobody: the grader's own check of what its sandboxes need (sandbox.check_reachable).
-_PROBE = ("import sys\nfrom prefixsum.classroom.grading import sandbox\ntry:\n    sandbox.check_reachable()\n"
+_PROBE = ("import sys\nfrom prefixsum.grading import sandbox\ntry:\n    sandbox.check_reachable()\n"
           "except sandbox.Unreachable as error:\n    print(error)\n    sys.exit(3)\n")
 
 

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 from numba import cuda
 
-from prefixsum.classroom.grading import allowlist, cells, chapters, scopes, whitelist
+from prefixsum.classroom import cells
+from prefixsum.grading import allowlist, chapters, scopes, whitelist
 
 NOTEBOOKS = pathlib.Path(__file__).resolve().parent.parent / "notebooks"
 

@@ -19,9 +19,9 @@ import pytest
 from numba import cuda
 
 import prefixsum as ps
-from prefixsum.classroom import grading
-from prefixsum.classroom.grading import allowlist, batch, chapters, report, results, runner
+from prefixsum import grading
 from prefixsum.classroom.student import student_version
+from prefixsum.grading import allowlist, batch, chapters, report, results, runner
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"

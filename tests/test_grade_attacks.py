@@ -37,8 +37,8 @@ from attacks import files  # tests/ is on sys.path, as for notebook_taint
 from attacks.hole import let_through
 from grader_users import AS_NOBODY, is_a_run_uid, nobody_cannot_run
 
-from prefixsum.classroom.grading import read_chapter, sandbox
 from prefixsum.classroom.student import student_version
+from prefixsum.grading import read_chapter, sandbox
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"

@@ -21,7 +21,7 @@ from numba import cuda
 
 import prefixsum as ps
 from prefixsum.classroom import stepping
-from prefixsum.classroom.grading import batch, chapters, report, runner
+from prefixsum.grading import batch, chapters, report, runner
 
 NOTEBOOKS = pathlib.Path(__file__).resolve().parent.parent / "notebooks"
 LADDER = NOTEBOOKS / "01_ladder.ipynb"

@@ -1,7 +1,7 @@
 """Verdicts computed outside the sandbox: the sandbox returns observations, the judge replays the checks.
 
 Fast: chapter 01's host exercise (01.serial-scan), a small traced run and a look-back's two calls, in this process.
-:mod:`prefixsum.classroom.grading.trusted`'s ``check`` mode runs here as it does in a sandbox,
+:mod:`prefixsum.grading.trusted`'s ``check`` mode runs here as it does in a sandbox,
 and the judge draws the verdicts from its output; a forged or malformed report earns nothing.
 """
 import base64
@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 from prefixsum.classroom import mistakes, trace as tracing
-from prefixsum.classroom.grading import judge, judging, observations, read_chapter, trusted
-from prefixsum.classroom.grading.runner import _inside
 from prefixsum.cli import grade as grade_command
+from prefixsum.grading import judge, judging, observations, read_chapter, trusted
+from prefixsum.grading.runner import _inside
 from prefixsum.scans.api import scan
 
 LADDER = pathlib.Path(__file__).resolve().parent.parent / "notebooks" / "01_ladder.ipynb"
@@ -145,7 +145,7 @@ def test_the_graders_own_processes_are_bounded():
     """The judge and the batch's process bound themselves (sandbox.limit_process): a bomb in what they read ends in
     MemoryError."""
     program = ("import resource, numpy as np\n"
-               "from prefixsum.classroom.grading import sandbox\n"
+               "from prefixsum.grading import sandbox\n"
                "sandbox.limit_process(address_space_mb=2048, open_files=64, cpu_s=30)\n"
                "print(resource.getrlimit(resource.RLIMIT_AS)[0] >> 20, resource.getrlimit(resource.RLIMIT_NOFILE)[0],"
                " resource.getrlimit(resource.RLIMIT_CPU)[0])\n"
@@ -183,8 +183,8 @@ def test_the_recheck_and_the_judge_start_without_nbformat():
     batch: nbformat brings jsonschema, whose optional IRI checker compiles its grammars at import
     (over a second of every sandboxed run)."""
     program = ("import sys\n"
-               "import prefixsum.classroom.grading.observations, prefixsum.classroom.grading.judge, "
-               "prefixsum.classroom.grading.results\n"
+               "import prefixsum.grading.observations, prefixsum.grading.judge, "
+               "prefixsum.grading.results\n"
                "print(sorted(m for m in ('nbformat', 'jsonschema') if m in sys.modules))\n")
     finished = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
                               env={**os.environ, "NUMBA_ENABLE_CUDASIM": "1"})

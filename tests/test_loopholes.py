@@ -24,8 +24,8 @@ from numba import cuda
 
 from prefixsum.classroom import check, loopholes, mistakes, mutation
 from prefixsum.classroom.check import counting
-from prefixsum.classroom.grading import judge, read_chapter, trusted
-from prefixsum.classroom.grading.runner import _inside
+from prefixsum.grading import judge, read_chapter, trusted
+from prefixsum.grading.runner import _inside
 
 NOTEBOOKS = pathlib.Path(__file__).resolve().parent.parent / "notebooks"
 GRADED = sorted(p for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb") if p.name[:2] >= "01")

@@ -11,9 +11,10 @@ import pathlib
 import nbformat
 import pytest
 
-from prefixsum.classroom import grading, hints, renumbering
-from prefixsum.classroom.grading import chapters, runner
+from prefixsum import grading
+from prefixsum.classroom import hints, renumbering
 from prefixsum.classroom.student import student_version
+from prefixsum.grading import chapters, runner
 
 NOTEBOOKS = pathlib.Path(__file__).resolve().parent.parent / "notebooks"
 PATHS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))

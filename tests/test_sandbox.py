@@ -1,4 +1,4 @@
-"""The grader's sandbox alone (prefixsum.classroom.grading.sandbox), as root and as nobody.
+"""The grader's sandbox alone (prefixsum.grading.sandbox), as root and as nobody.
 
 Issue 43's attacks on the sandbox itself, each a program of tests/attacks/sandbox/ that prints
 ``BREACHED`` when it gets through: the grader's session keyring, a key left in a user keyring for
@@ -23,7 +23,7 @@ import tempfile
 import pytest
 from grader_users import AS_NOBODY, ROOT, is_a_run_uid, nobody_cannot_run
 
-from prefixsum.classroom.grading import sandbox, seccomp_filter, usage
+from prefixsum.grading import sandbox, seccomp_filter, usage
 
 ATTACKS = pathlib.Path(__file__).resolve().parent / "attacks" / "sandbox"
 DRIVER = pathlib.Path(__file__).resolve().parent / "sandbox_driver.py"

@@ -8,8 +8,8 @@ import pytest
 
 import prefixsum as ps
 from prefixsum.classroom import mutants, stepping, trace
-from prefixsum.classroom.grading import report
-from prefixsum.classroom.grading.runner import Row
+from prefixsum.grading import report
+from prefixsum.grading.runner import Row
 
 CELL = re.compile(r'data-array="(\w+)" data-owner="([\d,]*)" data-index="(\d+)" data-value="([^"]*)"')
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import nbformat
 
 from . import check
-from .grading.cells import compiled
+from .cells import compiled
 from .student import BEGIN, END, strip_solutions
 
 _BINARY = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Add, ast.Div: ast.Mult, ast.FloorDiv: ast.Mult,

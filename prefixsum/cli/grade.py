@@ -1,4 +1,4 @@
-"""``python -m prefixsum grade``: the command-line glue of :mod:`prefixsum.classroom.grading`."""
+"""``python -m prefixsum grade``: the command-line glue of :mod:`prefixsum.grading`."""
 import os
 import sys
 
@@ -53,7 +53,7 @@ def main(args):
         raise SystemExit(f"--workers must be at least 1; got {args.workers}")
     if args.timeout <= 0:
         raise SystemExit(f"--timeout must be positive; got {args.timeout}")
-    from ..classroom import grading  # here, not at the top: the other commands need no notebook reader
+    from .. import grading  # here, not at the top: the other commands need no notebook reader
 
     if args.max_size < 1:
         raise SystemExit(f"--max-size must be at least 1 (MB); got {args.max_size}")

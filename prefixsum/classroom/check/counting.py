@@ -10,7 +10,7 @@ numbers, which count every arithmetic operation made on them, by the student's l
 library the student calls, and compute as the input's dtype does (an int32 sum wraps).
 
 A :func:`counting` run fills a *tally*, a list of :data:`TALLY` integers that travels with the
-grader's observation of the run (:mod:`prefixsum.classroom.grading.observations`).
+grader's observation of the run (:mod:`prefixsum.grading.observations`).
 """
 import operator
 import sys

@@ -3,7 +3,7 @@
 A check runs the student's code in two ways: a traced run (:func:`record`, a kernel launch and
 the host code around it) and plain host calls of the student's function (made through the
 object the check was given). In a notebook both simply run. The grader splits them
-(:mod:`prefixsum.classroom.grading.observations`):
+(:mod:`prefixsum.grading.observations`):
 
 * in its sandbox an *observer* runs each traced run and host call and keeps what came out (the
   outputs, the trace, the arguments afterwards, the error), and nothing else of the check

@@ -29,9 +29,9 @@ from typing import NamedTuple
 
 import nbformat
 
-from ...core.device import device_environment
-from .. import stepping
-from ..renumbering import renumbered
+from ..classroom import stepping
+from ..classroom.renumbering import renumbered
+from ..core.device import device_environment
 from . import allowlist, judging, observations, results, sandbox
 from .chapters import (
     EXERCISE,
@@ -47,7 +47,7 @@ from .chapters import (
 STATUSES = ("pass", "fail", "not-attempted", "error", "timeout", "crashed", "tampered", "invalid")
 _STARTUP_S = 90  # a fresh Python with numba, a Jupyter kernel, prefixsum: seconds before any exercise runs
 _TRUSTED = str(pathlib.Path(__file__).with_name("trusted.py"))
-_PACKAGE_ROOT = pathlib.Path(__file__).resolve().parents[3]  # the folder holding prefixsum/, for the judge's import
+_PACKAGE_ROOT = pathlib.Path(__file__).resolve().parents[2]  # the folder holding prefixsum/, for the judge's import
 # The judge runs no student code: its CPU limit (judge.CPU_S) stops a runaway, and the wall clock only a
 # stuck process, far above its time on a machine as loaded as a 2-core one under 20 processes.
 _JUDGE_WALL_S = 1800

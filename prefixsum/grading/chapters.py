@@ -23,8 +23,8 @@ import re
 
 import nbformat
 
-from ..renumbering import chapter_name
-from ..student import strip_solutions
+from ..classroom.renumbering import chapter_name
+from ..classroom.student import strip_solutions
 from .whitelist import MAX_SOURCE
 
 SETUP, EXERCISE, CHECK = "setup", "exercise", "check"

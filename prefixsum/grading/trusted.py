@@ -67,7 +67,7 @@ def _load(path, name):
     return module
 
 
-cells = _load(pathlib.Path(__file__).with_name("cells.py"), "prefixsum_grading_cells")
+cells = _load(pathlib.Path(__file__).parents[1] / "classroom" / "cells.py", "prefixsum_grading_cells")
 
 
 def _reads(checks):
@@ -95,7 +95,7 @@ def _check_one(exercise, source, namespace, setup, timeout, devices=None):
     defines are noted there while the checks run: the signatures to compile it with.
     """
     from prefixsum.classroom.check import observed
-    from prefixsum.classroom.grading import observations
+    from prefixsum.grading import observations
 
     try:
         with _time_limit(timeout):
@@ -330,7 +330,7 @@ def _ptx(request, emit):
     cc = (7, 5)
     # Device functions ask the current device for its capability; there is none here. The door
     # to numba's internals is loaded by its path: this mode imports nothing of the package.
-    _load(pathlib.Path(__file__).parents[2] / "core" / "numba_gpu.py", "numba_gpu").pretend_device(cc)
+    _load(pathlib.Path(__file__).parents[1] / "core" / "numba_gpu.py", "numba_gpu").pretend_device(cc)
     chapter = json.loads(request["chapter"])
     namespace = {"__name__": "__grading__"}
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):

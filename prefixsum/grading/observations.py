@@ -29,8 +29,8 @@ import zlib
 
 import numpy as np
 
-from ...core.plans import PLANS
-from .. import sim, trace as tracing
+from ..classroom import sim, trace as tracing
+from ..core.plans import PLANS
 
 DTYPES = frozenset("bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 float32 float64 complex64 "
                    "complex128".split())
@@ -421,7 +421,7 @@ class StandIn:
         self.targetoptions = {"device": device}
 
     def __call__(self, *args, **kwargs):
-        from ..check import observed
+        from ..classroom.check import observed
 
         replayer = observed.current()
         if not isinstance(replayer, Replayer):

@@ -2,7 +2,7 @@
 
 A fresh Python for every verdict spent seconds importing numba and the package before it read a
 byte. :class:`Judges` keeps, for each thread of the grader, one server (``python -m
-prefixsum.classroom.grading.judging``) that has imported :mod:`.judge` and does nothing else:
+prefixsum.grading.judging``) that has imported :mod:`.judge` and does nothing else:
 for each request it forks a child, which bounds itself (:func:`.sandbox.limit_process`, as
 :func:`.judge.main` does), parses the request, judges and exits. The server never parses what it
 relays, so a hostile report can at worst end its own child; the next request gets a fresh fork.
@@ -178,8 +178,8 @@ class Judges:
 
 def main():
     # What every verdict imports, imported once here, before the forks.
-    from .. import stepping  # noqa: F401
-    from ..check import observed  # noqa: F401
+    from ..classroom import stepping  # noqa: F401
+    from ..classroom.check import observed  # noqa: F401
 
     sandbox.limit_process(address_space_mb=judge.ADDRESS_SPACE_MB, open_files=judge.OPEN_FILES)
     serve(sys.stdin.buffer, sys.stdout.buffer)

@@ -135,7 +135,7 @@ def bwrap_version():
 
 
 def _package_folder():
-    return pathlib.Path(__file__).resolve().parents[2]
+    return pathlib.Path(__file__).resolve().parents[1]
 
 
 def _python_folders():

@@ -6,12 +6,12 @@ import stat
 import sys
 import time
 
+from ..classroom.cells import first_line
 from . import report, sandbox
-from .cells import first_line
 from .chapters import InvalidSubmission, read_chapter
 from .runner import Options, Row, close_judges, grade_notebook, instructor_signatures, screen
 
-WORKBOOK_NOTEBOOKS = pathlib.Path(__file__).resolve().parents[3] / "notebooks"
+WORKBOOK_NOTEBOOKS = pathlib.Path(__file__).resolve().parents[2] / "notebooks"
 DEFAULT_OPTIONS = Options()
 """The options of :func:`grade` unless given (frozen: one instance serves every call)."""
 

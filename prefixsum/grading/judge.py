@@ -10,7 +10,7 @@ computed here, on inputs that the checks draw here. It runs on the classroom sim
 reference trace of the feedback's picture needs it) and bounds its address space, CPU time and
 open files (:func:`.sandbox.limit_process`) before it reads anything. On its own::
 
-    python -m prefixsum.classroom.grading.judge < REQUEST.json > VERDICTS.jsonl
+    python -m prefixsum.grading.judge < REQUEST.json > VERDICTS.jsonl
 
 The request: ``{"chapter": {"setup": [...], "exercises": [{"id", "checks"}]}, "observed": the
 sandbox's stdout, "ids": [...], "timeout": seconds}``. Each verdict is one JSON line:
@@ -23,7 +23,8 @@ import io
 import json
 import sys
 
-from . import cells, observations, results, sandbox
+from ..classroom import cells
+from . import observations, results, sandbox
 
 MAX_REQUEST = 160 << 20
 """Bytes of a request read at most (the sandbox's output is bounded below this, :class:`.sandbox.Limits`)."""
@@ -59,8 +60,8 @@ def verdict(exercise, entry, setup, timeout, decoder):
     ``timeout`` (also a check whose verdict is a timeout), or ``tampered`` when the
     observations do not answer the grader's checks.
     """
-    from .. import stepping
-    from ..check import observed
+    from ..classroom import stepping
+    from ..classroom.check import observed
 
     stage = entry.get("stage", "check")
     if entry["status"] == "timeout":
@@ -115,7 +116,7 @@ def _stepper():
     The student's trace is the replayed observation of the failing run; the reference is the
     package's scan traced here, on the same input.
     """
-    from .. import stepping
+    from ..classroom import stepping
 
     try:
         student, reference = stepping.last_failure()

@@ -88,7 +88,7 @@ def _import_problem(node):
     if bad:
         return (f"from {'.' * node.level}{node.module or ''} import {', '.join(bad)}: an exercise may import only the "
                 "names "
-                f"listed for {', '.join(sorted(NAMES))} (prefixsum.classroom.grading.allowlist.NAMES)")
+                f"listed for {', '.join(sorted(NAMES))} (prefixsum.grading.allowlist.NAMES)")
     return None
 
 
@@ -346,7 +346,7 @@ class _Cell:
                 if rest[0] not in NAMES[where]:
                     found.append((node.lineno, f"{spelled}.{rest[0]} is not among the names an exercise may use from "
                                                f"{where} "
-                                               "(prefixsum.classroom.grading.allowlist.NAMES)"))
+                                               "(prefixsum.grading.allowlist.NAMES)"))
                     return
                 spelled, where, rest = f"{spelled}.{rest[0]}", f"{where}.{rest[0]}", rest[1:]
             if where in NAMES:
@@ -367,7 +367,7 @@ class _Cell:
             if attribute not in VALUE_ATTRIBUTES and not attribute.startswith("_"):
                 found.append((node.lineno, f"the attribute .{attribute} is not among those an exercise may read of a "
                                            "value "
-                                           "(prefixsum.classroom.grading.allowlist.VALUE_ATTRIBUTES)"))
+                                           "(prefixsum.grading.allowlist.VALUE_ATTRIBUTES)"))
 
     def _spelled(self, node):
         """The dotted path that a name or attribute path reaches (``numba.cuda.jit``), or None."""
