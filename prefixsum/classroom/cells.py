@@ -1,9 +1,10 @@
-"""The instructor's cells as the grader runs them, in the sandbox and in the judge alike.
+"""The instructor's cells as the grader runs them, in the sandbox and in the judge alike, and as
+mutation testing runs them.
 
-:mod:`.trusted` (run by its path inside the sandbox, where it loads this file by its path too)
-and :mod:`.judge` run the chapter's setup cells and the check cells the same way. This module
-imports nothing of the package and holds no cell: the cells come with each request, and no
-request to the sandbox holds a solution.
+:mod:`prefixsum.grading.trusted` (run by its path inside the sandbox, where it loads this file by
+its path too), :mod:`prefixsum.grading.judge` and :mod:`.mutation` run the chapter's setup cells
+and the check cells the same way. This module imports nothing of the package and holds no cell:
+the cells come with each request, and no request to the sandbox holds a solution.
 """
 import contextlib
 import io

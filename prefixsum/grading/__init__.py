@@ -1,5 +1,8 @@
 """Grade students' notebooks: ``python -m prefixsum grade`` (docs/teaching.md).
 
+The grader's own product, apart from the students' tools: it uses :mod:`prefixsum.classroom`
+(the checker, the simulator, the stepper, the students' versions), which never imports it.
+
 * :mod:`.chapters`: the exercise metadata of the instructor's notebooks, matching a submission
   to its chapter, and the notebook that is graded (assembled from the instructor's cells and the
   submission's exercise cells);

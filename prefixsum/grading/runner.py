@@ -406,7 +406,7 @@ def grade_notebook(student, filename, data, chapters, signatures, options=Option
     screened : Screened, optional
         :func:`screen` of ``data``, where the batch has it already (``data`` is then not read).
 
-    A notebook of an earlier numbering (:mod:`..renumbering`) is graded by the current names.
+    A notebook of an earlier numbering (:mod:`prefixsum.classroom.renumbering`) is graded by the current names.
     """
     where = "bwrap" if options.isolated else "none"
     if options.isolated:
