@@ -4,7 +4,10 @@ promises, and the README's Python sample runs.
 Where another test file already runs a command as typed, this one does not run it again:
 ``python -m prefixsum ptx`` is tests/test_ptx.py's (``ptx_command``, once per session),
 ``python -m prefixsum demo -n 100 --algorithm folding`` tests/test_demo.py's and
-``python -m prefixsum grade --help`` tests/test_grade.py's.
+``python -m prefixsum grade --help`` tests/test_grade.py's. ``python -m prefixsum`` itself, every
+registered scan, op and dtype at n = 1000, is the README's first command, typed before the tests,
+and CI's first stage (.ci/run), outside the checkout: it exits 1 when a row fails
+(tests/test_demo.py), which stops CI.
 """
 import argparse
 import pathlib
@@ -21,9 +24,9 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
 
 
-def python_m_prefixsum(*args, cwd=None, timeout=600):
+def python_m_prefixsum(*args, timeout=600):
     child = subprocess.run(
-        [sys.executable, "-m", "prefixsum", *args], capture_output=True, text=True, cwd=cwd, timeout=timeout
+        [sys.executable, "-m", "prefixsum", *args], capture_output=True, text=True, timeout=timeout
     )
     assert child.returncode == 0, (
         f"python -m prefixsum {' '.join(args)} exited {child.returncode}:\n{child.stdout[-3000:]}{child.stderr[-3000:]}"
@@ -37,13 +40,6 @@ def test_the_readme_documents_every_command_and_no_other():
     parser = cli._parser()
     commands = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
     assert documented == {""} | set(commands.choices), "the README's table of commands against python -m prefixsum's"
-
-
-@pytest.mark.slow  # every registered scan, op and dtype at n = 1000 on the simulator: CI's first command
-def test_python_m_prefixsum_checks_every_scan_and_passes(tmp_path):
-    out = python_m_prefixsum(cwd=tmp_path)  # outside the checkout, as the README's quick start runs it
-    assert out.rstrip().endswith("all passed on simulator")
-    assert " FAIL " not in out
 
 
 @pytest.mark.slow  # every scan timed at a few tiny sizes: the script's whole path on the simulator
