@@ -139,6 +139,19 @@ def test_mutants_cover_the_issues_kinds_of_mistake():
     assert all("### BEGIN" not in m.source for m in mutation.mutants(source))
 
 
+def test_mutants_that_make_one_program_are_judged_once(monkeypatch):
+    """An index moved by one (``s[0 - 1]``) and its constant moved by one (``s[-1]``) are two mutants,
+    each counted, of one program, whose check runs once."""
+    source = "def first(s):\n    ### BEGIN SOLUTION\n    return s[0]\n    ### END SOLUTION\n"
+    judged = []
+    monkeypatch.setattr(mutation, "_passes", lambda exercise, source, **limits: judged.append(source) or False)
+    report = mutation.kill_rate(mutation.Exercise("01.first", "01_x.ipynb", source, "", ""), check_seconds=0.0)
+    assert len(mutation.mutants(source)) == report.mutants == report.killed == 4
+    assert sorted(line.strip() for text in judged for line in text.splitlines() if "return" in line) == [
+        "return s[0 + 1]", "return s[0 - 1]"
+    ]
+
+
 def test_the_kill_rate_table_has_every_exercise_and_argues_every_equivalent_mutant():
     """notebooks/exercise_kill_rates.md: a row per exercise (``python -m prefixsum.classroom.mutation``'s
     table) whose numbers add up, every exercise with equivalent mutants argued below the table, and

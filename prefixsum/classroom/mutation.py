@@ -17,7 +17,9 @@ An exercise is a code cell tagged ``exercise`` (metadata ``exercise_id``, ``todo
 killed. A mutant it passes is run again under :func:`prefixsum.check.thorough` (more sizes,
 other inputs): if that fails, the mutant changes an output and survived the real check (a
 *survivor*, to be argued in the exercise's ``survivors`` metadata); if it passes too, the
-mutant is taken as equivalent to the solution and does not count.
+mutant is taken as equivalent to the solution and does not count. Mutants that make one program
+(an index moved by one, ``s[0 - 1]``, and its constant moved by one, ``s[-1]``) are each counted,
+from one run of the check.
 
 The cells run as the grader runs them: the notebook's ``setup`` cells before the exercise (its
 imports and the helpers it gives), then the exercise, then its check.
@@ -29,6 +31,7 @@ import contextlib
 import copy
 import io
 import multiprocessing
+import operator
 import pathlib
 import random
 import resource
@@ -168,6 +171,34 @@ def _replace(tree, target, replacement):
                 setattr(parent, name, [replacement if item is old else item for item in value])
                 return new_tree
     raise AssertionError("the node to replace is not in the tree")
+
+
+class _FoldedConstants(ast.NodeTransformer):
+    """Integer arithmetic on constants replaced by its value (``s[0 - 1]`` by ``s[-1]``)."""
+
+    _FOLD = {ast.Add: operator.add, ast.Sub: operator.sub}
+
+    @staticmethod
+    def _integer(node):
+        return isinstance(node, ast.Constant) and type(node.value) is int
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        if type(node.op) in self._FOLD and self._integer(node.left) and self._integer(node.right):
+            return ast.Constant(self._FOLD[type(node.op)](node.left.value, node.right.value))
+        return node
+
+    def visit_UnaryOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, ast.USub) and self._integer(node.operand):
+            return ast.Constant(-node.operand.value)
+        return node
+
+
+def _program(source):
+    """``source`` with its constant integer arithmetic folded: two mutants of one program (an index
+    moved by one, ``s[0 - 1]``, and its constant moved by one, ``s[-1]``) give the same text."""
+    return ast.unparse(_FoldedConstants().visit(ast.parse(source)))
 
 
 def mutants(source):
@@ -341,15 +372,25 @@ def kill_rate(exercise, *, sample=None, timeout=5.0, wall=300.0, check_seconds=N
         every = [m for k, m in enumerate(every) if k in chosen]
     runaway = _runaway(exercise, timeout, wall, check_seconds)
     killed, equivalent, survivors = 0, [], []
+    outcomes = {}  # by _program: mutants that make one program (s[0 - 1], s[-1]) are judged once
     for mutant in every:
-        if not _passes(exercise, mutant.source, thorough=False, timeout=timeout, wall=wall, runaway=runaway):
+        program = _program(mutant.source)
+        if program not in outcomes:
+            outcomes[program] = _outcome(exercise, mutant.source, timeout=timeout, wall=wall, runaway=runaway)
+        if outcomes[program] == "killed":
             killed += 1
-            continue
-        changes_output = not _passes(
-            exercise, mutant.source, thorough=True, timeout=timeout, wall=wall, runaway=runaway
-        )
-        (survivors if changes_output else equivalent).append(mutant.description)
+        else:
+            (survivors if outcomes[program] == "survivor" else equivalent).append(mutant.description)
     return Report(exercise.id, len(every), killed, equivalent, survivors)
+
+
+def _outcome(exercise, source, *, timeout, wall, runaway):
+    """``"killed"`` (the check fails ``source``), ``"survivor"`` (only the thorough check does) or ``"equivalent"``."""
+    if not _passes(exercise, source, thorough=False, timeout=timeout, wall=wall, runaway=runaway):
+        return "killed"
+    if not _passes(exercise, source, thorough=True, timeout=timeout, wall=wall, runaway=runaway):
+        return "survivor"
+    return "equivalent"
 
 
 def blank_fails(exercise):
