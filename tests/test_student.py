@@ -3,7 +3,9 @@
 Every chapter is turned into its student version and executed top to bottom on the simulator, in
 the folder it was written to, outside the checkout: no cell may fail, every check cell must
 report the exercise not attempted, the simulator's notice is no error, and no cell prints an
-exercise's answer.
+exercise's answer. A chapter whose students' version is its instructor's code cell for cell (00)
+is not run again: CI's nbval stage runs that code; of it, the results it reads are looked up
+from outside the checkout.
 """
 import ast
 import difflib
