@@ -48,7 +48,12 @@ REPEATS = 25
 METHODS = ("cupti", "events")
 """Ways to measure device time: CUPTI's kernel durations (:mod:`.cupti`), CUDA events (:func:`kernel_us`)."""
 WARMUP = 3
-QUICK_REPEATS = 2
+QUICK_REPEATS = 1 if simulating() else 2
+"""Timed calls per thing of a ``--quick`` run: two on a GPU; one on the simulator, whose times mean
+nothing (a quick run there tests the script, and one call takes each of its paths)."""
+HOST_WARMUP = 0 if simulating() else 1
+"""Untimed calls before :func:`host_us` samples by default: one on a GPU (compiling, first
+allocations); none on the simulator, which compiles no kernel and whose times mean nothing."""
 QUICK_SIZES = (1 << 10, 1 << 12)  # one tile, and several (past kstep's one-block path too)
 LIBRARIES = ("torch", "cupy")
 
@@ -294,12 +299,12 @@ def queued_library(name):
         return None, None
 
 
-def host_us(call, *, warmup=1, repeats=REPEATS):
+def host_us(call, *, warmup=HOST_WARMUP, repeats=REPEATS):
     """Median microseconds of a whole ``call()`` on the host clock (it must synchronise itself)."""
     return host_us_in_turn({None: call}, warmup=warmup, repeats=repeats)[None]
 
 
-def host_us_in_turn(calls, *, warmup=1, repeats=REPEATS, seed=0):
+def host_us_in_turn(calls, *, warmup=HOST_WARMUP, repeats=REPEATS, seed=0):
     """Median microseconds of each whole call of the dict ``calls`` (name -> function that
     synchronises itself) on the host clock, the calls taken in turn, one of each per round, so
     that a drift of the machine's speed during the run touches every call alike.
