@@ -248,11 +248,15 @@ def kernel_us(launch, *, stream=None, warmup=WARMUP, repeats=REPEATS, method="ev
     return KernelTime(statistics.median(samples), queued)
 
 
-def kernel_us_each(launches, *, repeats=REPEATS, method="cupti", stream=None, copies=()):
+def kernel_us_each(launches, *, repeats=REPEATS, method="cupti", stream=None, copies=(), ran=False):
     """``{name: KernelTime}`` of each launch of the dict ``launches`` (name -> launch): by CUPTI in
     one profiler session (:func:`prefixsum.cli.cupti.cupti_us_each`), or by :func:`kernel_us`
     one launch after another (``stream``: a launch's stream for the events, by name, else numba's
-    default; ``copies``: the launches whose device copies count). NaN on the simulator."""
+    default; ``copies``: the launches whose device copies count). NaN on the simulator, where each
+    launch runs once, unless ``ran``: every launch has just run (for its check), and none runs
+    again for a time the simulator does not keep."""
+    if simulating() and ran:
+        return {name: KernelTime(float("nan"), False, method) for name in launches}
     if simulating() or method != "cupti":
         return {name: kernel_us(launch, stream=(stream or {}).get(name), repeats=repeats, method=method,
                                 copies=name in copies) for name, launch in launches.items()}
