@@ -33,7 +33,7 @@ from sort_rows import run_sorts  # noqa: E402
 
 import prefixsum as ps  # noqa: F401  (first: it chooses the GPU or the simulator before numba.cuda loads)
 from prefixsum import apps  # noqa: E402
-from prefixsum.cli.bench import QUICK_REPEATS, gpu_library, host_us, script_arguments  # noqa: E402
+from prefixsum.cli.bench import HOST_WARMUP, QUICK_REPEATS, gpu_library, host_us, script_arguments  # noqa: E402
 from prefixsum.cli.metadata import run_metadata  # noqa: E402
 from prefixsum.cli.results import print_table, report_wrong, write_csv  # noqa: E402
 
@@ -44,13 +44,14 @@ QUICK_SIZES = {"knots": 200, "points": 500}
 
 
 def timed(call, repeats):
-    """:func:`host_us` of ``call``, or the first call's time alone when that took over :data:`SLOW_S`."""
+    """:func:`host_us` of ``call``, or the first call's time alone when that took over :data:`SLOW_S`
+    or when it is all :func:`host_us` would do (one call, no warm-up: a quick run on the simulator)."""
     first = host_us(call, warmup=0, repeats=1)
-    return first if first > SLOW_S * 1e6 else host_us(call, repeats=repeats)
+    return first if first > SLOW_S * 1e6 or (repeats, HOST_WARMUP) == (1, 0) else host_us(call, repeats=repeats)
 
 
 def main(argv=None):
-    args = script_arguments(argv, f"sizes {QUICK_SIZES}, two repeats; runs on the simulator too")
+    args = script_arguments(argv, f"sizes {QUICK_SIZES}, {QUICK_REPEATS} repeats; runs on the simulator too")
     from numba import cuda
 
     repeats = QUICK_REPEATS if args.quick else REPEATS

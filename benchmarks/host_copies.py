@@ -33,7 +33,7 @@ import numpy as np
 import prefixsum  # noqa: F401  (before numba.cuda: prefixsum chooses the GPU or the simulator)
 
 from numba import cuda  # noqa: E402  (isort: skip)
-from prefixsum.cli.bench import gpu_library, host_us_in_turn, script_arguments
+from prefixsum.cli.bench import QUICK_REPEATS, gpu_library, host_us_in_turn, script_arguments
 from prefixsum.cli.metadata import run_metadata
 from prefixsum.cli.results import print_table, report_wrong, write_csv
 from prefixsum.core import overlap
@@ -142,7 +142,7 @@ def main(argv=None):
             correct[way] = check()
         pinned[:] = source  # the page-locked copy's source; the other ways overwrite it with the same
         for way, us in host_us_in_turn({way: call for way, (call, _) in ways.items()},
-                                       repeats=2 if args.quick else REPEATS).items():
+                                       repeats=QUICK_REPEATS if args.quick else REPEATS).items():
             rows.append({"size_mib": mib, "way": way, "median_us": round(us, 1), "gbps": round(n * 4 / us / 1e3, 2),
                          "correct": correct[way], "timing": "host clock, ways in a shuffled order", **meta})
             print(f"{mib:>6} MiB  {way:<66} {us:>9.1f} us{'' if correct[way] else '  WRONG'}", flush=True)

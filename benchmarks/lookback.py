@@ -141,7 +141,7 @@ def kernels(table, torch, stream, sizes, dtypes, scans, repeats, rng, methods, e
             for method in methods:
                 timed = {v: launch for v, launch in launches.items() if method == "cupti" or not v.startswith("CUB")}
                 for variant, measured in kernel_us_each(timed, repeats=repeats, method=method, stream=streams,
-                                                        copies=("torch copy",)).items():
+                                                        copies=("torch copy",), ran=True).items():
                     table.add(variant, "kernel", dtype, n, measured.us, correct[variant], measured.timing, method)
 
 
@@ -167,7 +167,7 @@ def calls_on_device(table, torch, stream, sizes, repeats, rng, methods, kernel_s
             runs[name]()
             kernel_correct[name] = check(out.copy_to_host())
         for method in methods if n not in kernel_sizes else ():
-            for name, measured in kernel_us_each(runs, repeats=repeats, method=method).items():
+            for name, measured in kernel_us_each(runs, repeats=repeats, method=method, ran=True).items():
                 table.add(name, "kernel", dtype, n, measured.us, kernel_correct[name], measured.timing, method)
         correct["ps.scan(auto)"] = check(ps.scan(source).copy_to_host())
         calls["ps.scan(auto)"] = lambda: (ps.scan(source), cuda.synchronize())

@@ -12,6 +12,7 @@ items_per_thread, dtype, n, median_us, vs_torch: torch.cumsum's time over the sh
 timing, the run's metadata) and prints, per element size, the shape whose worst ratio over the
 sizes is best: the candidate for :data:`prefixsum.scans.lookback.TILE_SHAPES`.
 """
+import functools
 import shlex
 import sys
 
@@ -76,12 +77,12 @@ def main(argv=None):
             for block_size, items in SHAPES:
                 if block_size * items > lookback.max_tile(dtype):
                     continue
+                launch = functools.partial(lookback.run, source, out, "add", True, False, block_size, items)
                 out.copy_to_device(poisoned(n, dtype))
-                lookback.run(source, out, "add", True, False, block_size, items)
+                launch()
                 correct = wrong_indices(out.copy_to_host(), expected, allowed).size == 0
                 for method in args.method:
-                    measured = kernel_us(lambda: lookback.run(source, out, "add", True, False, block_size, items),
-                                         repeats=repeats, method=method)
+                    measured = kernel_us(launch, repeats=repeats, method=method, ran=True)
                     ratio = cub.get(method, float("nan")) / measured.us
                     rows.append({"variant": "lookback", "block_size": block_size, "items_per_thread": items,
                                  "dtype": dtype.name, "n": n, "median_us": round(measured.us, 3),

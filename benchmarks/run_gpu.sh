@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every measurement of the workbook, run from the repo root (benchmarks/README.md lists the stages):
 #   bash benchmarks/run_gpu.sh [STAGE...]      no STAGE: all of them, in the order of STAGES below
-#   QUICK=1 bash benchmarks/run_gpu.sh ...     tiny sizes, 2 repeats: tests the scripts (the simulator will do)
+#   QUICK=1 bash benchmarks/run_gpu.sh ...     tiny sizes, 2 repeats (1 on the simulator): tests the scripts
 # Results go to $OUT (or benchmarks/out/); copy them into benchmarks/ to commit them. A stage that
 # fails (a wrong result, a missing output) is reported and the next one runs; the exit status is
 # then 1. Each GPU stage fits well within the GPU machine's 10 minutes a command (generous

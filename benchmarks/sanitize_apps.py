@@ -1,7 +1,8 @@
 """User operators and chapter 11's applications under compute-sanitizer, on a GPU.
 
     compute-sanitizer --tool memcheck python benchmarks/sanitize_apps.py     (and racecheck, synccheck, initcheck)
-    python benchmarks/sanitize_apps.py --quick                                (smaller, on the simulator too)
+    python benchmarks/sanitize_apps.py --quick                                (smaller, on the simulator too;
+                                                                              the sorts once, not in each part)
 
 Runs every algorithm that carries a user operator (an affine map on a pair of float64 arrays,
 forward and reverse, inclusive and exclusive; ``lookback`` and ``hierarchical`` from their one
@@ -132,8 +133,9 @@ def sorts_alone(n, rng, wrong):
     return calls
 
 
-def applications(n, rng, wrong):
-    """Compaction, radix sort, a linear recurrence, the tridiagonal scan and a spline; returns the calls made."""
+def applications(n, rng, wrong, with_sorts=True):
+    """Compaction, radix sort (:func:`sorts`; not with ``with_sorts`` False), a linear recurrence,
+    the tridiagonal scan and a spline; returns the calls made."""
     a, b = rng.uniform(0.5, 1.0, n), rng.normal(size=n)
     calls = 0
     x = rng.normal(size=n).astype(np.float32)
@@ -150,7 +152,8 @@ def applications(n, rng, wrong):
     if not np.array_equal(kept.copy_to_host(), x64[mask]):
         wrong.append(f"compact sync=False float64 n={n}")
     calls += 3
-    calls += sorts(n, rng, wrong)
+    if with_sorts:
+        calls += sorts(n, rng, wrong)
     rec = apps.linear_recurrence(a, b)
     want = np.empty(n)
     state = 0.0
@@ -192,7 +195,11 @@ def main(argv=None):
         raise SystemExit("sanitize_apps.py needs a CUDA GPU (compute-sanitizer); --quick runs it on the simulator")
     rng = np.random.default_rng(17)
     wrong, calls = [], 0
-    runs = {"user_ops": user_operators, "segmented": segmented_scans, "apps": applications, "sort": sorts_alone}
+    # A quick run with the part "sort" takes sorts() there alone: once takes its paths, and it is
+    # half the run on the simulator.
+    with_sorts = not (args.quick and "sort" in parts)
+    runs = {"user_ops": user_operators, "segmented": segmented_scans, "sort": sorts_alone,
+            "apps": lambda n, rng, wrong: applications(n, rng, wrong, with_sorts)}
     for n in QUICK_SIZES if args.quick else SIZES:
         for part in parts:
             calls += runs[part](n, rng, wrong)

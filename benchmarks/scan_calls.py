@@ -34,7 +34,7 @@ import prefixsum as ps  # before numba.cuda: prefixsum chooses the GPU or the si
 from numba import cuda  # noqa: E402  (isort: skip)
 import cub_rows  # noqa: E402  (beside this script)
 
-from prefixsum.cli.bench import gpu_library, host_us, script_arguments
+from prefixsum.cli.bench import HOST_WARMUP, QUICK_REPEATS, gpu_library, host_us, script_arguments
 from prefixsum.cli.metadata import run_metadata
 from prefixsum.cli.results import print_table, report_wrong, write_csv
 from prefixsum.scans.testing import expected_scan, poisoned, random_input, wrong_indices
@@ -42,6 +42,7 @@ from prefixsum.scans.testing import expected_scan, poisoned, random_input, wrong
 SIZES = (1 << 10, 1 << 16, 1 << 20)
 QUICK_SIZES = (1000,)
 CALLS = 200
+WARMUP_CALLS = 20
 PROFILED = 2000
 
 
@@ -52,13 +53,13 @@ def main(argv=None):
     torch = gpu_library("torch")
     meta = run_metadata(("torch", "cub"), shlex.join(["python", "benchmarks/scan_calls.py",
                                                 *(sys.argv[1:] if argv is None else argv)]))
-    repeats = 3 if args.quick else CALLS
+    repeats, warmup = (QUICK_REPEATS, HOST_WARMUP) if args.quick else (CALLS, WARMUP_CALLS)
     rng = np.random.default_rng(10)
     rows = []
 
     def add(variant, n, call, correct=None):
         """A row of ``call``'s host time; ``correct``: the check of its result, None where none ran."""
-        us = host_us(call, warmup=20, repeats=repeats)
+        us = host_us(call, warmup=warmup, repeats=repeats)
         rows.append({"variant": variant, "dtype": "float32", "n": n, "median_us": round(us, 2), "correct": correct,
                      "timing": "host clock", **meta})
         print(f"{variant:<46} n={n:<9} {us:>9.2f} us{'  WRONG' if correct is False else ''}", flush=True)

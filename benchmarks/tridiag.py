@@ -225,10 +225,9 @@ def configured(rows_per_thread, chunk_rows, block_rows, dtype):
 def device_times(launches, how, repeats):
     """``{label: (microseconds, timing)}`` of each launch's GPU work: by CUPTI every launch traced
     in turn in one trace (:func:`traced_together`), or by :func:`prefixsum.cli.bench.kernel_us`
-    with CUDA events, one after the other. On the simulator each runs once and NaN comes back."""
+    with CUDA events, one after the other. On the simulator NaN comes back, nothing launched: the
+    simulator times nothing, and :func:`case_rows` has run each launch once for its result."""
     if simulating():
-        for launch in launches.values():
-            launch()
         return {label: (float("nan"), "simulator") for label in launches}
     if how == "cupti":
         return {
@@ -327,7 +326,7 @@ def jax_kernels(args, meta, cases):
 
 
 def main(argv=None):
-    args = script_arguments(argv, f"cases {QUICK_CASES}, two repeats; runs on the simulator too",
+    args = script_arguments(argv, f"cases {QUICK_CASES}, {QUICK_REPEATS} repeats; runs on the simulator too",
                             lambda parser: (
                                 parser.add_argument("--case", action="append", help="BATCHxN (repeatable; "
                                                     "default: every case of CASES)"),

@@ -164,6 +164,19 @@ def test_calls_in_turn_take_every_order_so_that_no_call_always_follows_the_same_
     assert log == first
 
 
+def test_on_the_simulator_a_launch_that_just_ran_is_not_launched_again_for_a_time(monkeypatch):
+    """A quick run on the simulator tests the script: one call of each timed thing, none for a
+    kernel that ran for its check (``ran=True``), whose time the simulator would not keep."""
+    monkeypatch.setattr(bench, "simulating", lambda: True)
+    launched = []
+    assert np.isnan(bench.kernel_us(lambda: launched.append("timed")).us)
+    assert np.isnan(bench.kernel_us(lambda: launched.append("ran"), ran=True).us)
+    assert np.isnan(bench.kernel_us_each({"ran": lambda: launched.append("ran")}, ran=True)["ran"].us)
+    assert launched == ["timed"]
+    if ps.device_info()["simulator"]:
+        assert (bench.QUICK_REPEATS, bench.HOST_WARMUP) == (1, 0)
+
+
 def test_the_busy_kernel_compiles_for_a_gpu(ptx_compiler):
     from prefixsum import ptx
 

@@ -48,7 +48,9 @@ REPEATS = 25
 METHODS = ("cupti", "events")
 """Ways to measure device time: CUPTI's kernel durations (:mod:`.cupti`), CUDA events (:func:`kernel_us`)."""
 WARMUP = 3
-QUICK_REPEATS = 2
+# The simulator's times mean nothing (a quick run there tests the script): one call, no warm-up.
+QUICK_REPEATS = 1 if simulating() else 2
+HOST_WARMUP = 0 if simulating() else 1  # untimed calls before host_us samples
 QUICK_SIZES = (1 << 10, 1 << 12)  # one tile, and several (past kstep's one-block path too)
 LIBRARIES = ("torch", "cupy")
 
@@ -177,7 +179,7 @@ def check_methods(methods):
     return list(dict.fromkeys(methods))
 
 
-def kernel_us(launch, *, stream=None, warmup=WARMUP, repeats=REPEATS, method="events", copies=False):
+def kernel_us(launch, *, stream=None, warmup=WARMUP, repeats=REPEATS, method="events", copies=False, ran=False):
     """Median microseconds of the GPU work that ``launch()`` queues, without the host's launch time.
 
     ``method="cupti"`` sums the durations of the call's kernels in torch.profiler's trace instead
@@ -200,14 +202,17 @@ def kernel_us(launch, *, stream=None, warmup=WARMUP, repeats=REPEATS, method="ev
     stream : numba stream, optional
         The stream ``launch`` uses: numba's default stream (the default), or
         :func:`library_stream` for torch or cupy.
+    ran : bool, optional
+        ``launch`` has just run (for its check): on the simulator it does not run again.
 
     Returns
     -------
     KernelTime
-        NaN on the simulator, which records no time (``launch`` still runs once, to test the code).
+        NaN on the simulator, which records no time (``launch`` runs once, to test the code, unless ``ran``).
     """
     if simulating():
-        launch()
+        if not ran:
+            launch()
         return KernelTime(float("nan"), False, method)
     if method == "cupti":
         return KernelTime(cupti.cupti_us(launch, warmup=warmup, repeats=repeats, copies=copies), True, method)
@@ -243,14 +248,15 @@ def kernel_us(launch, *, stream=None, warmup=WARMUP, repeats=REPEATS, method="ev
     return KernelTime(statistics.median(samples), queued)
 
 
-def kernel_us_each(launches, *, repeats=REPEATS, method="cupti", stream=None, copies=()):
+def kernel_us_each(launches, *, repeats=REPEATS, method="cupti", stream=None, copies=(), ran=False):
     """``{name: KernelTime}`` of each launch of the dict ``launches`` (name -> launch): by CUPTI in
     one profiler session (:func:`prefixsum.cli.cupti.cupti_us_each`), or by :func:`kernel_us`
     one launch after another (``stream``: a launch's stream for the events, by name, else numba's
-    default; ``copies``: the launches whose device copies count). NaN on the simulator."""
+    default; ``copies``: the launches whose device copies count; ``ran``: as :func:`kernel_us`'s).
+    NaN on the simulator."""
     if simulating() or method != "cupti":
         return {name: kernel_us(launch, stream=(stream or {}).get(name), repeats=repeats, method=method,
-                                copies=name in copies) for name, launch in launches.items()}
+                                copies=name in copies, ran=ran) for name, launch in launches.items()}
     found = cupti.cupti_us_each(launches, warmup=WARMUP, repeats=repeats, copies=copies)
     return {name: KernelTime(us, True, method) for name, us in found.items()}
 
@@ -294,12 +300,12 @@ def queued_library(name):
         return None, None
 
 
-def host_us(call, *, warmup=1, repeats=REPEATS):
+def host_us(call, *, warmup=HOST_WARMUP, repeats=REPEATS):
     """Median microseconds of a whole ``call()`` on the host clock (it must synchronise itself)."""
     return host_us_in_turn({None: call}, warmup=warmup, repeats=repeats)[None]
 
 
-def host_us_in_turn(calls, *, warmup=1, repeats=REPEATS, seed=0):
+def host_us_in_turn(calls, *, warmup=HOST_WARMUP, repeats=REPEATS, seed=0):
     """Median microseconds of each whole call of the dict ``calls`` (name -> function that
     synchronises itself) on the host clock, the calls taken in turn, one of each per round, so
     that a drift of the machine's speed during the run touches every call alike.
@@ -330,12 +336,8 @@ def parse_variant(text):
     options = {}
     for item in filter(None, rest.split(",")):
         key, _, value = item.partition("=")
-        if value.lstrip("-").isdigit():
-            options[key] = int(value)
-        elif value in ("True", "False"):
-            options[key] = value == "True"
-        else:
-            options[key] = value
+        options[key] = (int(value) if value.lstrip("-").isdigit()
+                        else value == "True" if value in ("True", "False") else value)
     return name, options
 
 
@@ -419,22 +421,20 @@ def run(sizes, dtypes, variants, *, repeats=REPEATS, command=None, methods=("cup
 
             blocks = -(-n // 256)
             out.copy_to_device(poisoned(n, dtype))
-            _copy[blocks, 256](source, out)
+            copy = functools.partial(_copy[blocks, 256], source, out)
+            copy()
             copied = bool(np.array_equal(out.copy_to_host(), x))
             for method in methods:
-                add_kernel_row("copy", "baseline", copied,
-                               kernel_us(lambda: _copy[blocks, 256](source, out), repeats=repeats, method=method))
+                add_kernel_row("copy", "baseline", copied, kernel_us(copy, repeats=repeats, method=method, ran=True))
             for variant in variants:
                 name, options = parse_variant(variant)
-                algorithm = ps.ALGORITHMS[name]
-                resolved = algorithm.resolve_options(options)
+                scan = functools.partial(ps.ALGORITHMS[name].run, source, out, "add", True, False,
+                                         **ps.ALGORITHMS[name].resolve_options(options))
                 out.copy_to_device(poisoned(n, dtype))
-                algorithm.run(source, out, "add", True, False, **resolved)
+                scan()
                 correct = check(out.copy_to_host())
                 for method in methods:
-                    add_kernel_row(variant, "ours", correct,
-                                   kernel_us(lambda: algorithm.run(source, out, "add", True, False, **resolved),
-                                             repeats=repeats, method=method))
+                    add_kernel_row(variant, "ours", correct, kernel_us(scan, repeats=repeats, method=method, ran=True))
             for rows, module, stream in baselines:
                 for method in methods:
                     for variant, correct, measured in rows(module, stream, x, check, repeats, method):
