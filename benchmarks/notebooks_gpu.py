@@ -46,23 +46,21 @@ def run_nbval(paths, workers, junit, simulator=False):
                "--nbval-cell-timeout=300", "--nbval-kernel-startup-timeout=300", *[str(p) for p in paths]]
     if workers > 1:
         command[3:3] = ["-n", str(workers), "--dist", "loadfile"]
-    env = {**device_environment(), "PYTHONUNBUFFERED": "1"}
+    from prefixsum.core.device import undecided_environment  # the notebooks choose the device themselves
+
+    env = {**undecided_environment(), "PYTHONUNBUFFERED": "1"}
     if simulator:
         env["NUMBA_ENABLE_CUDASIM"] = "1"
     return subprocess.run(command, cwd=ROOT, env=env).returncode
 
 
-def device_environment():
-    """This process's environment without the variables that choose a device: the notebooks
-    choose it themselves."""
-    return {key: value for key, value in os.environ.items() if key not in ("NUMBA_ENABLE_CUDASIM", "PREFIXSUM_DEVICE")}
-
-
 def device_is_the_simulator():
     """Whether the notebooks, run as :func:`run_nbval` runs them for the device, land on the
     simulator (no usable GPU here): the simulator's run would then repeat that one."""
+    from prefixsum.core.device import undecided_environment
+
     probe = "import prefixsum; print(prefixsum.device_info()['simulator'])"
-    found = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=device_environment(), capture_output=True,
+    found = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=undecided_environment(), capture_output=True,
                            text=True)
     return found.stdout.strip().splitlines()[-1:] == ["True"]
 

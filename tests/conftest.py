@@ -33,6 +33,7 @@ import pytest  # noqa: E402
 from ptx_worker import MARK  # noqa: E402  (tests/ is on sys.path, as for notebook_taint)
 
 import prefixsum  # noqa: E402,F401
+from prefixsum.core.device import undecided_environment  # noqa: E402
 
 PTX_WORKER = pathlib.Path(__file__).resolve().parent / "ptx_worker.py"
 KEEP_ANSWER = pathlib.Path(__file__).resolve().parent / "keep_answer.py"
@@ -143,11 +144,7 @@ def _ptx_command_started(request, tmp_path_factory):
             started = folder / "ptx_command.started"
             if not started.exists():
                 started.touch()
-                env = {
-                    key: value
-                    for key, value in os.environ.items()
-                    if key not in ("NUMBA_ENABLE_CUDASIM", "PREFIXSUM_DEVICE")
-                }
+                env = undecided_environment()
                 command = [sys.executable, "-m", "prefixsum", "ptx", "--keep", str(folder / "ptx")]
                 process = subprocess.Popen(
                     [sys.executable, str(KEEP_ANSWER), str(folder / "ptx_command.json"), *command], env=env

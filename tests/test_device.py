@@ -3,10 +3,11 @@
 The package sets NUMBA_ENABLE_CUDASIM itself when the user did not; child processes inherit it
 and must report the parent's reason, not "set by the user".
 """
-import os
 import pathlib
 import subprocess
 import sys
+
+from prefixsum.core.device import undecided_environment
 
 ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
 REPORT = "import prefixsum as ps; print(ps.device_info()['simulator'], ps.device_info()['reason'], sep='|')"
@@ -20,7 +21,7 @@ PARENT_AND_CHILD = (
 
 def run(code, **env):
     """Run ``code`` in a fresh interpreter whose environment has neither variable unless given."""
-    base = {k: v for k, v in os.environ.items() if k not in ("NUMBA_ENABLE_CUDASIM", "PREFIXSUM_DEVICE")}
+    base = undecided_environment()
     child = subprocess.run([sys.executable, "-c", code], env={**base, "PYTHONPATH": ROOT, **env},
                            capture_output=True, text=True, timeout=300)
     assert child.returncode == 0, child.stderr[-3000:]

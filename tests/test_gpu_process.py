@@ -14,6 +14,8 @@ import textwrap
 
 import pytest
 
+from prefixsum.core.device import undecided_environment
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 CELLS = [
@@ -138,8 +140,7 @@ print(json.dumps({"results": namespace["results"], "simulating": child.simulatin
 
 
 def run_cells(simulator):
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1" if simulator else "0", "PYTHONPATH": ROOT}
-    env.pop("PREFIXSUM_DEVICE", None)
+    env = {**undecided_environment(), "NUMBA_ENABLE_CUDASIM": "1" if simulator else "0", "PYTHONPATH": ROOT}
     child = subprocess.run([sys.executable, "-c", PROGRAM, json.dumps(CELLS)], env=env, capture_output=True,
                            text=True, timeout=600, cwd=ROOT)
     assert child.returncode == 0, child.stdout[-3000:] + child.stderr[-3000:]

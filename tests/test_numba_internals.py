@@ -10,10 +10,11 @@ or numba-cuda, this test is the first to run (CONTRIBUTING.md, "A new numba or n
 """
 import ast
 import json
-import os
 import pathlib
 import subprocess
 import sys
+
+from prefixsum.core.device import undecided_environment
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -96,8 +97,7 @@ print(json.dumps({"missing": missing, "kinds": sorted(instances)}))
 
 
 def look_up(tables, simulator):
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1" if simulator else "0", "PYTHONPATH": str(ROOT)}
-    env.pop("PREFIXSUM_DEVICE", None)
+    env = {**undecided_environment(), "NUMBA_ENABLE_CUDASIM": "1" if simulator else "0", "PYTHONPATH": str(ROOT)}
     child = subprocess.run([sys.executable, "-c", LOOKUP, json.dumps(tables), json.dumps(INSTANCE_ATTRIBUTES)],
                            env=env, capture_output=True, text=True, timeout=300)
     assert child.returncode == 0, child.stderr[-3000:]

@@ -78,6 +78,13 @@ def device_environment(simulator, reason):
     return {_ENV: value, _MARK: f"{_KINDS[value]}: {reason}"}
 
 
+def undecided_environment():
+    """This process's environment without the variables that choose a device, for a child that
+    makes the choice itself (a notebook's kernel, a fresh interpreter): the package's own choice,
+    set in this process at import, would otherwise reach it as the user's."""
+    return {key: value for key, value in os.environ.items() if key not in (_ENV, _MARK)}
+
+
 def _handed_down_reason(value):
     """The reason a parent gave with :func:`hand_down` for ``NUMBA_ENABLE_CUDASIM=value``, or None."""
     kind, separator, reason = os.environ.get(_MARK, "").partition(": ")
