@@ -48,9 +48,17 @@ def parse_variant(text):
     options = {}
     for item in filter(None, rest.split(",")):
         key, _, value = item.partition("=")
-        options[key] = (int(value) if value.lstrip("-").isdigit()
-                        else value == "True" if value in ("True", "False") else value)
+        options[key] = _option_value(value)
     return name, options
+
+
+def _option_value(text):
+    """An option's value as the algorithm takes it: an int, a bool, or the text itself ("auto")."""
+    if text.lstrip("-").isdigit():
+        return int(text)
+    if text in ("True", "False"):
+        return text == "True"
+    return text
 
 
 @cuda.jit
