@@ -173,18 +173,6 @@ def test_other_assignments_pass():
 PRIVATE_NUMBA_NAMES = {"_device", "fn", "dynshared_size", "targetoptions", "gpu_data", "devicearray", "cudadrv",
                        "_prepare_args", "_codelibrary", "_kernel_context", "_push_kernel_context", "_debug",
                        "device_ctypes_pointer", "_cuda_memsize_", "_dummy"}
-# Issue 46: these classroom modules move behind the door after the classroom branches merge; the
-# lead empties this list then. Each entry: the module and the private names it reads today.
-PRIVATE_READS_ALLOWED = {
-    "prefixsum.classroom.child": {"targetoptions"},
-    "prefixsum.grading.observations": {"_device", "targetoptions"},
-    "prefixsum.classroom.sim.launch": {"dynshared_size", "fn"},
-    "prefixsum.classroom.sim.module": {"dynshared_size"},
-    "prefixsum.classroom.sim.numba_patches": {"fn"},
-    "prefixsum.classroom.sim.scheduler": {"dynshared_size", "fn"},
-}
-
-
 def private_numba_reads(source):
     """``{name: [line, ...]}``: where ``source`` reads an attribute of :data:`PRIVATE_NUMBA_NAMES`
     or passes a ``gpu_data=`` keyword."""
@@ -202,17 +190,9 @@ def test_private_numba_names_are_read_only_behind_the_doors(path):
     name = module_name(path)
     if name in NUMBA_DOORS:
         return
-    reads = {attr: lines for attr, lines in private_numba_reads(path.read_text()).items()
-             if attr not in PRIVATE_READS_ALLOWED.get(name, set())}
+    reads = private_numba_reads(path.read_text())
     assert not reads, (f"{name} reads numba's private names {reads} (name: lines); only {' and '.join(NUMBA_DOORS)} "
                        "may: add what it needs there")
-
-
-def test_the_allowed_private_reads_are_still_there():
-    """An entry of the allow-list that its module no longer needs goes (the list only shrinks)."""
-    for name, allowed in PRIVATE_READS_ALLOWED.items():
-        path = PACKAGE.parent.joinpath(*name.split(".")).with_suffix(".py")
-        assert allowed <= set(private_numba_reads(path.read_text())), f"{name}: drop what it no longer reads"
 
 
 @pytest.mark.parametrize("source, name", [

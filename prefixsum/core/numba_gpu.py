@@ -344,6 +344,25 @@ def python_function(op):
     return None
 
 
+def is_device_function(op):
+    """Whether ``op`` is a numba CUDA device function (``cuda.jit(device=True)``), on a GPU or on the
+    simulator, or an object made to pass for one (:func:`pass_for_device_function`)."""
+    return bool(getattr(op, "targetoptions", {}).get("device") or getattr(op, "_device", False))
+
+
+def pass_for_device_function(stand_in, device):
+    """Make ``stand_in`` answer :func:`is_device_function` as a numba function compiled with
+    ``device=device`` would (the grader's replay puts such objects where a student's function was)."""
+    stand_in._device = device
+    stand_in.targetoptions = {"device": device}
+
+
+def jit_options(kernel):
+    """The ``cuda.jit`` options (``device``, ``fastmath``, ``debug``) a GPU dispatcher was made with, those set."""
+    return {name: kernel.targetoptions[name] for name in ("device", "fastmath", "debug")
+            if kernel.targetoptions.get(name) is not None}
+
+
 def stream_pointer(stream):
     """The driver handle of numba's ``stream`` as a ``ctypes.c_void_p`` (what :func:`driver_launch` takes):
     its ``__cuda_stream__`` (CUDA's stream protocol), as numba-cuda's streams give it."""
