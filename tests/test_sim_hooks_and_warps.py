@@ -19,11 +19,8 @@ HERE = os.path.abspath(__file__)
 WHERE = re.compile(r"block \(\d+, \d+, \d+\) thread \(\d+, \d+, \d+\)")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def installed():
-    assert sim.install()
-    with sim.enabled(True), sim.allow_negative_indices(False):
-        yield
+# Every test runs on the classroom simulator, strict (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("strict_simulator")
 
 
 # The access hook.
