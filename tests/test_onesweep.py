@@ -6,10 +6,7 @@ one and a few tiles, and the many-tile test 1-byte keys (one pass). The default 
 is run on one size across its boundary.
 """
 import collections
-import os
 import re
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -148,8 +145,7 @@ def test_the_one_bit_sort_is_kept_as_the_readable_version(rng):
     np.testing.assert_array_equal(got, np.sort(keys, kind="stable"))
 
 
-@pytest.mark.usefixtures("ptx_compiler")
-def test_the_onesweep_kernels_compile_to_ptx():
+def test_the_onesweep_kernels_compile_to_ptx(ptx_child):
     code = """
         import numpy as np
         from numba import cuda
@@ -182,8 +178,6 @@ def test_the_onesweep_kernels_compile_to_ptx():
         ptx, _ = cuda.compile_ptx(onesweep.clear.py_func, (onesweep._array(np.int32),), cc=(9, 0))
         print("ok clear")
     """
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
-    child = subprocess.run([sys.executable, "-W", "ignore", "-c", textwrap.dedent(code)], env=env,
-                           capture_output=True, text=True, timeout=600)
+    child = ptx_child(textwrap.dedent(code))  # the session's PTX worker: no process and imports of its own
     assert child.returncode == 0, child.stderr[-3000:]
     assert child.stdout.count("ok") == 5
