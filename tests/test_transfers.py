@@ -113,7 +113,9 @@ def test_only_lookback_and_arrays_of_min_bytes_go_through_the_chunks(monkeypatch
 
 
 def test_the_chunk_launches_compile_to_ptx(ptx_child):
-    """The kernel each chunk launches (a tile offset ``first``) compiles for sm_90, 4- and 8-byte types."""
+    """The kernel each chunk launches (a tile offset ``first``) compiles for sm_90, 4- and 8-byte types,
+    each in both directions; each dtype in one of them (the direction is a constant of the kernel,
+    not a parameter, and ``python -m prefixsum ptx`` compiles every dtype's inclusive forward scan)."""
     child = ptx_child(
         textwrap.dedent("""
         import numpy as np
@@ -122,16 +124,19 @@ def test_the_chunk_launches_compile_to_ptx(ptx_child):
         from prefixsum.scans import lookback
 
         pretend_device((9, 0))
-        for dtype in ("float32", "int32", "float64", "uint64"):
+        forward, backward = (True, False), (False, True)  # (inclusive, reverse)
+        for dtype, (inclusive, reverse) in (("float32", forward), ("int32", backward), ("float64", backward),
+                                            ("uint64", forward)):
             dtype = np.dtype(dtype)
-            for inclusive, reverse in ((True, False), (False, True)):
-                items = lookback.tile_items(dtype, 128, None)
-                kernel = lookback.lookback_kernel("add", dtype, inclusive, reverse, 128, items)
-                ptx, _ = cuda.compile_ptx(kernel.py_func, lookback.argtypes(dtype), cc=(9, 0))
-                assert ".entry" in ptx and "_param_37" in ptx and "_param_38" not in ptx, dtype
+            items = lookback.tile_items(dtype, 128, None)
+            kernel = lookback.lookback_kernel("add", dtype, inclusive, reverse, 128, items)
+            ptx, _ = cuda.compile_ptx(kernel.py_func, lookback.argtypes(dtype), cc=(9, 0))
+            assert ".entry" in ptx and "_param_37" in ptx and "_param_38" not in ptx, dtype
+            print("ok", dtype)
     """)
     )
     assert child.returncode == 0, child.stdout[-3000:] + child.stderr[-3000:]
+    assert child.stdout.count("ok ") == 4
 
 
 def test_past_the_pinned_budget_results_come_through_the_slots(chunked, monkeypatch, rng):
