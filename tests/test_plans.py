@@ -85,7 +85,9 @@ def test_every_public_call_takes_a_stream_in_every_form(form, rng):
     np.testing.assert_array_equal(apps.compact_indices(dkeep, stream=stream).copy_to_host(), np.flatnonzero(keep))
     np.testing.assert_array_equal(apps.compact_by_scan(x, keep, stream=stream), x[keep])
     np.testing.assert_array_equal(apps.radix_sort(keys, stream=stream), np.sort(keys))
-    np.testing.assert_array_equal(apps.radix_sort_one_bit(keys, stream=stream), np.sort(keys))
+    # keys of 10 bits: a pass for each bit where keys differ, 10 instead of the 32 of mixed signs, each
+    # pass the same launches (the signs' handling: test_apps.py's one-bit sorts)
+    np.testing.assert_array_equal(apps.radix_sort_one_bit(keys % 1024, stream=stream), np.sort(keys % 1024))
     split, _ = apps.split_by_bit(cuda.to_device(keys.view(np.uint32)), 3, stream=stream)
     _finish(stream)
     bits = keys.view(np.uint32)
