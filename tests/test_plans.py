@@ -162,7 +162,7 @@ def test_a_one_line_call_reuses_its_plan_and_each_call_scans_its_own_input(rng):
         np.testing.assert_array_equal(ps.scan(x, "max"), np.maximum.accumulate(x))
         np.testing.assert_array_equal(ps.scan(cuda.to_device(x), "max").copy_to_host(), np.maximum.accumulate(x))
     assert len(plans.PLANS) == 1  # one plan: numpy and device calls of one dtype and length share it
-    for x in inputs:
+    for x in inputs[:2]:  # two calls of one plan, each sorting its own input (8 onesweep passes each)
         np.testing.assert_array_equal(apps.radix_sort(x), np.sort(x))
     assert len(plans.PLANS) == 2
 
