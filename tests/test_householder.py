@@ -152,12 +152,21 @@ def test_one_matrix_gives_unbatched_results_equal_to_a_batch_of_one(dtype):
 
 
 @pytest.mark.parametrize(
-    "n, batch", ((5, 60), *(pytest.param(*case, marks=pytest.mark.slow) for case in ((1, 300), (2, 200))))
+    "n, batch, target_rows",
+    ((5, 60, 256), *(pytest.param(*case, marks=pytest.mark.slow) for case in ((1, 40, 32), (2, 25, 32)))),
 )
-def test_many_small_matrices_share_blocks_with_a_partly_empty_last_block(n, batch, rng):
-    # 5 x 60: 51 matrices in the first block, 9 in the second; 1 x 300: 256 and 44.
+def test_many_small_matrices_share_blocks_with_a_partly_empty_last_block(n, batch, target_rows, rng, monkeypatch):
+    # 5 x 60: 51 matrices in the first block, 9 in the second, as the package runs them. 1 x 40 and
+    # 2 x 25 with blocks of 32 slots: 32 and 8 matrices, 16 and 9; the same slots and the same partly
+    # empty last block as 1 x 300 (256 and 44) at 256 slots, for an eighth of the simulated threads.
+    monkeypatch.setattr(_common, "TARGET_ROWS", target_rows)
+    spy = Spy(hh.tridiagonalize_shared)
+    monkeypatch.setattr(hh, "tridiagonalize_shared", spy)
     A = random_symmetric(rng, batch, n, np.float64)
     check_reduction(A, *reduce(A), np.float64)
+    per_block = target_rows // n
+    assert [launch[:2] for launch in spy.launches] == [(-(-batch // per_block), per_block * n)]
+    assert 0 < batch % per_block
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
