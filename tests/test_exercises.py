@@ -42,7 +42,10 @@ def cells_digest(exercise):
 # the thorough run that would show it again costs seconds: ``{exercise: (cells_digest when argued,
 # descriptions)}``. Each still runs the check (were it killed, the argument no longer holds); once
 # the setup or exercise cell changes, the digest no longer matches and the thorough check judges
-# them again, as it judges every other mutant that passes the check.
+# them again, as it judges every other mutant that passes the check. The package's code that the
+# cells call (10.lookback-loop's lookback.state_access) is not in the digest: a change there that
+# made an argued mutant change an output shows here only if the check kills it, and in
+# ``python -m prefixsum.classroom.mutation``'s table, which judges every mutant thoroughly.
 ARGUED_EQUIVALENT = {
     "04.packed-upsweep": ("1676b0c7d749ce9b", ("line 8:4 barrier: cuda.syncthreads() -> (removed)",)),
     "04.conflict-free": ("5749a9a4c0024528", ("line 1:21 constant: 5 -> 6",)),
