@@ -17,7 +17,10 @@ An exercise is a code cell tagged ``exercise`` (metadata ``exercise_id``, ``todo
 killed. A mutant it passes is run again under :func:`prefixsum.check.thorough` (more sizes,
 other inputs): if that fails, the mutant changes an output and survived the real check (a
 *survivor*, to be argued in the exercise's ``survivors`` metadata); if it passes too, the
-mutant is taken as equivalent to the solution and does not count. Mutants that make one program
+mutant is taken as equivalent to the solution and does not count. A mutant the caller names as
+argued equivalent (``argued``: an argument for this very cell and its setup) runs the check
+alone: failing it is a change (the mutant is killed), passing it leaves it equivalent, as argued,
+without the thorough run. Mutants that make one program
 (an index moved by one, ``s[0 - 1]``, and its constant moved by one, ``s[-1]``) are each counted,
 from one run of the check.
 
@@ -350,7 +353,7 @@ RUNAWAY_FACTOR = 4
 MIN_RUNAWAY = 1.0
 
 
-def kill_rate(exercise, *, sample=None, timeout=5.0, wall=300.0, check_seconds=None):
+def kill_rate(exercise, *, sample=None, timeout=5.0, wall=300.0, check_seconds=None, argued=()):
     """Run ``exercise``'s check on its mutants (a deterministic ``sample`` of them if given).
 
     Each verdict runs in a forked child process (see :func:`_passes`): ``timeout`` seconds per
@@ -358,7 +361,10 @@ def kill_rate(exercise, *, sample=None, timeout=5.0, wall=300.0, check_seconds=N
     student sees the cell fail or hang, not PASS. ``check_seconds``: the CPU time of the
     solution's whole check where the caller has just measured it (:func:`verdict` under
     ``time.process_time``), which sets the bound on a mutant that spins; by default the solution's
-    check is run once more, in a child, to measure it.
+    check is run once more, in a child, to measure it. ``argued``: descriptions of mutants argued
+    equivalent to this solution, with these setup cells; each runs the check alone, not the
+    thorough check after it (the thorough run only tells an equivalent mutant from a survivor,
+    which the argument has done): a mutant of one program with an argued one is argued too.
 
     Returns
     -------
@@ -372,11 +378,14 @@ def kill_rate(exercise, *, sample=None, timeout=5.0, wall=300.0, check_seconds=N
         every = [m for k, m in enumerate(every) if k in chosen]
     runaway = _runaway(exercise, timeout, wall, check_seconds)
     killed, equivalent, survivors = 0, [], []
+    programs = {mutant.description: _program(mutant.source) for mutant in every}
+    argued_programs = {programs[description] for description in argued if description in programs}
     outcomes = {}  # by _program: mutants that make one program (s[0 - 1], s[-1]) are judged once
     for mutant in every:
-        program = _program(mutant.source)
+        program = programs[mutant.description]
         if program not in outcomes:
-            outcomes[program] = _outcome(exercise, mutant.source, timeout=timeout, wall=wall, runaway=runaway)
+            outcomes[program] = _outcome(exercise, mutant.source, timeout=timeout, wall=wall, runaway=runaway,
+                                         argued=program in argued_programs)
         if outcomes[program] == "killed":
             killed += 1
         else:
@@ -384,10 +393,13 @@ def kill_rate(exercise, *, sample=None, timeout=5.0, wall=300.0, check_seconds=N
     return Report(exercise.id, len(every), killed, equivalent, survivors)
 
 
-def _outcome(exercise, source, *, timeout, wall, runaway):
-    """``"killed"`` (the check fails ``source``), ``"survivor"`` (only the thorough check does) or ``"equivalent"``."""
+def _outcome(exercise, source, *, timeout, wall, runaway, argued=False):
+    """``"killed"`` (the check fails ``source``), ``"survivor"`` (only the thorough check does) or
+    ``"equivalent"`` (the thorough check passes it too, or it is ``argued`` equivalent)."""
     if not _passes(exercise, source, thorough=False, timeout=timeout, wall=wall, runaway=runaway):
         return "killed"
+    if argued:
+        return "equivalent"
     if not _passes(exercise, source, thorough=True, timeout=timeout, wall=wall, runaway=runaway):
         return "survivor"
     return "equivalent"
