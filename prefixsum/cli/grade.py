@@ -16,10 +16,12 @@ def add_parser(commands):
                     "re-checked by the grader itself, on the classroom simulator, each submission in fresh "
                     "processes under time and resource limits. Exits 0 when every submission was graded, "
                     "whatever the students scored.")
-    grade.add_argument("submissions", nargs="+", metavar="SUBMISSION",
+    grade.add_argument("submissions", nargs="*", metavar="SUBMISSION",
                        help="a notebook, or a folder: a folder of files is one student's submission (named after "
-                            "the folder), a folder of folders one submission per sub-folder")
-    grade.add_argument("--out", required=True, metavar="DIR", help="folder for grades.csv, summary.csv and feedback/")
+                            "the folder), a folder of folders one submission per sub-folder (none: with --record, "
+                            "only record)")
+    grade.add_argument("--out", metavar="DIR", help="folder for grades.csv, summary.csv and feedback/ (needed with "
+                                                    "submissions)")
     grade.add_argument("--instructor", nargs="+", metavar="PATH",
                        help="the instructor's notebooks, with solutions and exercise metadata (default: the workbook's "
                             "notebooks/NN_*.ipynb); a submission is matched to one by the metadata that "
@@ -43,6 +45,15 @@ def add_parser(commands):
     grade.add_argument("--scheduler", metavar="ADDRESS",
                        help="grade on the workers of a Dask distributed scheduler (tcp://host:8786) instead of "
                             "local processes; the workers need this package and dask[distributed]")
+    recordings = grade.add_mutually_exclusive_group()
+    recordings.add_argument("--record", metavar="FILE",
+                            help="check and record the instructor's solutions (every chapter, or those of --chapters) "
+                                 "and write the recording to FILE (JSON), for later batches' --recording; then grade "
+                                 "the submissions, if any, with it")
+    recordings.add_argument("--recording", metavar="FILE",
+                            help="use a recording of --record instead of recording again the chapters it holds; it "
+                                 "is refused unless made with the same instructor notebooks, --timeout, --memory, "
+                                 "sandbox and package version")
     grade.add_argument("--quiet", action="store_true", help="no progress bar")
     return grade
 
@@ -53,6 +64,10 @@ def main(args):
         raise SystemExit(f"--workers must be at least 1; got {args.workers}")
     if args.timeout <= 0:
         raise SystemExit(f"--timeout must be positive; got {args.timeout}")
+    if not args.submissions and not args.record:
+        raise SystemExit("grade: name at least one SUBMISSION (or only record, with --record FILE)")
+    if args.submissions and not args.out:
+        raise SystemExit("grade: --out DIR is needed to grade submissions")
     from .. import grading  # here, not at the top: the other commands need no notebook reader
 
     if args.max_size < 1:
@@ -64,9 +79,12 @@ def main(args):
     grading.limit_process(address_space_mb=GRADER_ADDRESS_SPACE_MB + 256 * workers, open_files=GRADER_OPEN_FILES)
     options = grading.Options(timeout=args.timeout, limits=limits, isolated=not args.unsafe_no_sandbox)
     try:
+        recording = _recording(args, grading, options)
+        if not args.submissions:
+            return 0
         rows = grading.grade(args.submissions, args.out, instructor=args.instructor, workers=args.workers,
                              options=options, scheduler=args.scheduler, progress=not args.quiet,
-                             chapters_named=args.chapters, max_notebook_mb=args.max_size)
+                             chapters_named=args.chapters, max_notebook_mb=args.max_size, recording=recording)
     except grading.SandboxUnavailable as error:
         # The error says what to do: install bubblewrap, open a folder, or --unsafe-no-sandbox.
         print(f"grade: no sandbox can be made here, so nothing was graded: {error}", file=sys.stderr)
@@ -77,3 +95,16 @@ def main(args):
     students = {r.submission for r in rows}
     print(f"graded {len(students)} submissions, {len(rows)} rows: {args.out}/grades.csv, summary.csv, feedback/")
     return 0
+
+
+def _recording(args, grading, options):
+    """The recording that ``--record`` makes and writes, or ``--recording`` reads; None without either."""
+    if args.recording:
+        return grading.Recording.read(args.recording)
+    if not args.record:
+        return None
+    recording = grading.record(args.instructor, options, args.chapters, args.workers)
+    recording.write(args.record)
+    exercises = sum(len(chapter["exercises"]) for chapter in recording.chapters.values())
+    print(f"recorded {len(recording.chapters)} chapters, {exercises} exercises: {args.record}")
+    return recording
