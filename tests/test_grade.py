@@ -188,7 +188,23 @@ BROKEN = {
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def ladder_recording(tmp_path_factory):
+    """``python -m prefixsum grade --record FILE`` of chapters 01 and 09 with the batch's options, as
+    a teacher records once for several batches: the graded class and the Dask cluster use it
+    (``--recording``), so that neither checks the instructor's solutions again.
+    tests/test_grade_recording.py tests the recording itself, and
+    test_every_chapter_passes_with_the_instructors_solutions_and_not_blank a batch that records its own."""
+    path = tmp_path_factory.mktemp("recording") / "recording.json"
+    command = [sys.executable, "-m", "prefixsum", "grade", "--record", str(path), "--timeout", "12", "--memory", "3072",
+               "--workers", "2", "--quiet", "--instructor", str(LADDER), str(REFLECTOR)]
+    finished = subprocess.run(command, capture_output=True, text=True)
+    assert finished.returncode == 0 and f"recorded 2 chapters, 6 exercises: {path}" in finished.stdout, (
+        finished.stderr[-3000:])
+    return path
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory, ladder_recording):
     folder = tmp_path_factory.mktemp("class")
     out = folder / "out"
     out.mkdir()  # so that the submissions that write into it find it
@@ -203,7 +219,8 @@ def graded(tmp_path_factory):
             data = nbformat.writes(student_version(instructor(NOTEBOOKS / filename), chapter="02_folding")).encode()
         (submissions / name / filename).write_bytes(data)
     command = [sys.executable, "-m", "prefixsum", "grade", str(submissions), "--out", str(out), "--workers", "2",
-               "--timeout", "12", "--memory", "3072", "--quiet", "--instructor", str(LADDER), str(REFLECTOR)]
+               "--timeout", "12", "--memory", "3072", "--quiet", "--instructor", str(LADDER), str(REFLECTOR),
+               "--recording", str(ladder_recording)]
     finished = subprocess.run(command, capture_output=True, text=True, cwd=folder)
     assert finished.returncode == 0, finished.stderr[-3000:]
     with open(out / "grades.csv") as handle:
@@ -516,8 +533,9 @@ def test_combine_reports_only_evidence_of_forgery_as_tampering():
 
 
 @pytest.mark.slow  # a local Dask cluster of two processes, grading a chapter
-def test_grade_on_a_dask_cluster_of_two_workers(tmp_path):
+def test_grade_on_a_dask_cluster_of_two_workers(tmp_path, ladder_recording):
     distributed = pytest.importorskip("distributed")
+    recording = grading.Recording.read(ladder_recording)  # its options: a recording serves only those
     submissions = tmp_path / "submissions"
     for name, notebook in (
         ("solution", ladder(SOLUTION)),
@@ -527,7 +545,7 @@ def test_grade_on_a_dask_cluster_of_two_workers(tmp_path):
         nbformat.write(notebook, submissions / name / "01_ladder.ipynb")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         rows = grading.grade([submissions], tmp_path / "out", instructor=[LADDER], scheduler=cluster.scheduler_address,
-                             options=runner.Options(timeout=30), progress=False)
+                             options=recording.options, progress=False, recording=recording)
     ladder_rows = {r.submission: r for r in rows if r.exercise == "01.ladder-step"}
     assert {(s, r.status, r.score == r.max_score > 0) for s, r in ladder_rows.items()} == {
         ("solution", "pass", True), ("off_by_one", "fail", False)}
@@ -538,7 +556,8 @@ def test_grade_on_a_dask_cluster_of_two_workers(tmp_path):
 
 def test_grade_help_explains_every_option():
     finished = subprocess.run([sys.executable, "-m", "prefixsum", "grade", "--help"], capture_output=True, text=True)
-    for option in ("--out", "--instructor", "--workers", "--timeout", "--scheduler", "--memory"):
+    for option in ("--out", "--instructor", "--workers", "--timeout", "--scheduler", "--memory", "--record ",
+                   "--recording"):
         assert option in finished.stdout
 
 
@@ -558,6 +577,18 @@ def test_every_chapter_passes_with_the_instructors_solutions_and_not_blank(tmp_p
     every = {e.id for p in paths for e in chapters.read_chapter(p).exercises}
     assert {(r.exercise, r.status) for r in rows if r.submission != "blank"} == {(e, "pass") for e in every}
     assert {(r.exercise, r.status) for r in rows if r.submission == "blank"} == {(e, "not-attempted") for e in every}
+
+
+def test_grade_refuses_a_malformed_recording_and_a_command_with_nothing_to_do(tmp_path):
+    (tmp_path / "recording.json").write_text('{"format": "prefixsum-grading-recording", "version": 1}')
+    command = [sys.executable, "-m", "prefixsum", "grade", "--instructor", str(LADDER), "--quiet"]
+    finished = subprocess.run([*command, str(tmp_path), "--out", str(tmp_path / "out"), "--recording",
+                               str(tmp_path / "recording.json")], capture_output=True, text=True)
+    assert finished.returncode == 2 and f"grade: the recording {tmp_path / 'recording.json'}: a recording holds " \
+                                       "exactly" in finished.stderr, finished.stderr
+    assert not (tmp_path / "out").exists()
+    finished = subprocess.run(command, capture_output=True, text=True)
+    assert finished.returncode != 0 and "name at least one SUBMISSION (or only record" in finished.stderr
 
 
 def test_grade_refuses_without_a_sandbox_unless_told(tmp_path):
