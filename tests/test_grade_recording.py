@@ -78,6 +78,10 @@ def test_a_recording_is_refused_with_other_options_material_or_version(known):
                                                "exercises": {**_entries(ladder), "01.other": _entries(ladder)[
                                                    first.id]}}})
     assert "records exercises it does not have (01.other)" in _refusal(forged, known)
+    edited = _entries(ladder)
+    edited[first.id] = {**edited[first.id], "source": "out[:] = 0"}
+    forged = Recording(OPTIONS, {ladder.name: {"material": material_hash(ladder), "exercises": edited}})
+    assert f"holds sources other than the solutions of {first.id}" in _refusal(forged, known)
 
 
 def _edited(recording, edit):

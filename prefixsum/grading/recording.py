@@ -213,10 +213,17 @@ class Recording:
                 raise RecordingError(f"the recording's chapter {name} was made from other instructor material (its "
                                      "setup cells, solutions, checks, stored outputs or sanitize rules differ from "
                                      f"those of the notebook given now): {again}")
-            unknown = set(self.chapters[name]["exercises"]) - {e.id for e in chapters[name].exercises}
+            solutions = {e.id: e.source for e in chapters[name].exercises}
+            unknown = set(self.chapters[name]["exercises"]) - set(solutions)
             if unknown:
                 raise RecordingError(f"the recording's chapter {name} records exercises it does not have "
                                      f"({', '.join(sorted(unknown))}): {again}")
+            # A submission of exactly the recorded sources takes the recorded verdicts: they must be the solutions.
+            edited = sorted(i for i, entry in self.chapters[name]["exercises"].items()
+                            if entry["source"] != solutions[i])
+            if edited:
+                raise RecordingError(f"the recording's chapter {name} holds sources other than the solutions of "
+                                     f"{', '.join(edited)}: {again}")
 
     def exercises(self, name):
         """The record of chapter ``name`` (:func:`.runner.instructor_signatures` of the exercises it
