@@ -26,9 +26,9 @@ import json
 import os
 import pathlib
 import re
+import sys
 import tempfile
 
-from .. import __version__
 from . import results, sandbox
 from .runner import Options
 
@@ -37,6 +37,12 @@ FORMAT_VERSION = 1
 MAX_BYTES = 64 << 20
 """The largest recording read (a whole workbook's is some hundreds of KiB)."""
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def package_version():
+    """The version of the prefixsum that runs: read from its top package, which Python loaded before
+    this module (a layer imports no facade, ARCHITECTURE.md)."""
+    return sys.modules[__name__.partition(".")[0]].__version__
 
 
 class RecordingError(ValueError):
@@ -122,7 +128,7 @@ class Recording:
     options: Options
     chapters: dict
     """``{chapter name: {"material": material_hash(chapter), "exercises": instructor_signatures(chapter)}}``."""
-    package: str = __version__
+    package: str = dataclasses.field(default_factory=package_version)
 
     def to_json(self):
         """The recording as JSON text (:class:`Recording`'s docstring shows the form)."""
@@ -199,8 +205,9 @@ class Recording:
             Naming what differs (the option, or the chapter), and saying to record again.
         """
         again = "record again with 'python -m prefixsum grade --record FILE'"
-        if self.package != __version__:
-            raise RecordingError(f"the recording was made by prefixsum {self.package}, this is {__version__}: {again}")
+        if self.package != package_version():
+            raise RecordingError(f"the recording was made by prefixsum {self.package}, this is {package_version()}: "
+                                 f"{again}")
         made, now = options_dict(self.options), options_dict(options)
         differ = [f"{key} {made[key]!r} (now {now[key]!r})" for key in now if key != "limits" and made[key] != now[key]]
         differ += [f"limits.{key} {made['limits'][key]!r} (now {value!r})" for key, value in now["limits"].items()
