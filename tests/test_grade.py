@@ -579,7 +579,7 @@ def test_every_chapter_passes_with_the_instructors_solutions_and_not_blank(tmp_p
     assert {(r.exercise, r.status) for r in rows if r.submission == "blank"} == {(e, "not-attempted") for e in every}
 
 
-def test_grade_refuses_a_malformed_recording_and_a_command_with_nothing_to_do(tmp_path):
+def test_grade_refuses_a_malformed_recording_a_command_with_nothing_to_do_and_an_unwritable_record(tmp_path):
     (tmp_path / "recording.json").write_text('{"format": "prefixsum-grading-recording", "version": 1}')
     command = [sys.executable, "-m", "prefixsum", "grade", "--instructor", str(LADDER), "--quiet"]
     finished = subprocess.run([*command, str(tmp_path), "--out", str(tmp_path / "out"), "--recording",
@@ -589,6 +589,9 @@ def test_grade_refuses_a_malformed_recording_and_a_command_with_nothing_to_do(tm
     assert not (tmp_path / "out").exists()
     finished = subprocess.run(command, capture_output=True, text=True)
     assert finished.returncode != 0 and "name at least one SUBMISSION (or only record" in finished.stderr
+    finished = subprocess.run([*command, "--record", str(tmp_path / "missing" / "recording.json")],
+                              capture_output=True, text=True)
+    assert finished.returncode == 2 and f"cannot write into {tmp_path / 'missing'}" in finished.stderr
 
 
 def test_grade_refuses_without_a_sandbox_unless_told(tmp_path):

@@ -103,6 +103,9 @@ def _recording(args, grading, options):
         return grading.Recording.read(args.recording)
     if not args.record:
         return None
+    folder = os.path.dirname(os.path.abspath(args.record))
+    if not os.access(folder, os.W_OK | os.X_OK):  # before minutes of recording, not after
+        raise ValueError(f"--record {args.record}: cannot write into {folder}")
     recording = grading.record(args.instructor, options, args.chapters, args.workers)
     recording.write(args.record)
     exercises = sum(len(chapter["exercises"]) for chapter in recording.chapters.values())
