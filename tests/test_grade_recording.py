@@ -146,8 +146,9 @@ def _submit(folder, student, path):
 
 
 def _batch(tmp_path, monkeypatch, known, recording):
-    """``(recorded, given)`` of a batch of ann (chapter 01's solutions) and bob (09's) with ``recording``:
-    the chapters and ids the batch recorded itself, and the records each file was graded with."""
+    """``(recorded, given, written)`` of a batch of ann (chapter 01's solutions) and bob (09's) with
+    ``recording``: the chapters and ids the batch recorded itself, the records each file was graded
+    with, and the recording it wrote (``record_to``)."""
     (tmp_path / "class").mkdir()
     for student, path in (("ann", LADDER), ("bob", REFLECTOR)):
         _submit(tmp_path / "class", student, path)
@@ -163,16 +164,18 @@ def _batch(tmp_path, monkeypatch, known, recording):
 
     monkeypatch.setattr(batch, "instructor_signatures", instructor_signatures)
     monkeypatch.setattr(batch, "grade_notebook", grade_notebook)
-    batch._grade_jobs(batch.collect([tmp_path / "class"]), known, 1, OPTIONS, None, False, 16, recording)
-    return recorded, given
+    batch._grade_jobs(batch.collect([tmp_path / "class"]), known, 1, OPTIONS, None, False, 16, recording,
+                      tmp_path / "written.json")
+    return recorded, given, Recording.read(tmp_path / "written.json")
 
 
-def test_a_batch_records_only_the_chapters_its_recording_lacks(known, tmp_path, monkeypatch):
+def test_a_batch_records_only_the_chapters_its_recording_lacks_and_writes_them_all(known, tmp_path, monkeypatch):
     ladder, reflector = known["01_ladder"], known["09_householder"]
     recording = _recording(ladder)
-    recorded, given = _batch(tmp_path, monkeypatch, known, recording)
+    recorded, given, written = _batch(tmp_path, monkeypatch, known, recording)
     assert recorded == [("09_householder", {e.id for e in reflector.exercises})]
     assert given == {"ann": recording.exercises("01_ladder"), "bob": _entries(reflector)}
+    assert written == Recording(OPTIONS, {**recording.chapters, **_recording(reflector).chapters})
 
 
 def test_a_chapter_recorded_without_an_exercise_a_batch_needs_is_recorded_again(known, tmp_path, monkeypatch):
@@ -183,9 +186,10 @@ def test_a_chapter_recorded_without_an_exercise_a_batch_needs_is_recorded_again(
     recording = Recording(OPTIONS, {
         ladder.name: {"material": material_hash(ladder), "exercises": _entries(ladder, {"01.ladder-step"})},
         reflector.name: {"material": material_hash(reflector), "exercises": _entries(reflector)}})
-    recorded, given = _batch(tmp_path, monkeypatch, known, recording)
+    recorded, given, written = _batch(tmp_path, monkeypatch, known, recording)
     assert recorded == [("01_ladder", everything)]
     assert set(given["ann"]) == everything and given["bob"] == recording.exercises("09_householder")
+    assert set(written.exercises("01_ladder")) == everything
 
 
 def test_grade_refuses_a_recording_of_other_options_before_anything_runs(known, tmp_path):

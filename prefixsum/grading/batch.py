@@ -304,7 +304,7 @@ def record(instructor=None, options=DEFAULT_OPTIONS, chapters=None, workers=None
 
 
 def grade(submissions, out, *, instructor=None, workers=None, options=DEFAULT_OPTIONS, scheduler=None, progress=True,
-          chapters_named=None, max_notebook_mb=16, recording=None):
+          chapters_named=None, max_notebook_mb=16, recording=None, record_to=None):
     """Grade ``submissions`` against the instructor's notebooks; write the reports into ``out``.
 
     Parameters
@@ -333,6 +333,11 @@ def grade(submissions, out, *, instructor=None, workers=None, options=DEFAULT_OP
         The instructor's solutions recorded before (:func:`record`, ``--recording FILE``): a
         chapter it records with every exercise that some submission has the grader run is not
         recorded again; any other chapter is recorded as without one (those exercises only).
+    record_to : path, optional
+        Where to write the recording this batch grades with (``--record FILE`` with submissions),
+        before it grades: ``recording``'s chapters and those it recorded itself, the exercises its
+        submissions needed. A later batch (``recording=Recording.read(record_to)``) then records
+        only what this one did not need.
 
     Returns
     -------
@@ -354,7 +359,8 @@ def grade(submissions, out, *, instructor=None, workers=None, options=DEFAULT_OP
         recording.check(chapters, options)
     jobs = collect(submissions)
     try:
-        rows = _grade_jobs(jobs, chapters, workers, options, scheduler, progress, max_notebook_mb, recording)
+        rows = _grade_jobs(jobs, chapters, workers, options, scheduler, progress, max_notebook_mb, recording,
+                           record_to)
     finally:
         close_judges()
     runs = {(row.submission, row.exercise): row.traces for row in rows if row.traces}
@@ -362,9 +368,10 @@ def grade(submissions, out, *, instructor=None, workers=None, options=DEFAULT_OP
     return rows
 
 
-def _grade_jobs(jobs, chapters, workers, options, scheduler, progress, max_notebook_mb, recording=None):
+def _grade_jobs(jobs, chapters, workers, options, scheduler, progress, max_notebook_mb, recording=None,
+                record_to=None):
     """Every row of ``jobs`` (:func:`collect`): each file screened once, the instructor's solutions
-    they need recorded (where ``recording`` lacks their chapter), then each file graded."""
+    they need recorded (where ``recording`` lacks them; all written to ``record_to``), then each file graded."""
     entries = _screen_all(jobs, chapters, max_notebook_mb, "bwrap" if options.isolated else "none")
     needed = _needed(entries)
     signatures = {}
@@ -374,6 +381,9 @@ def _grade_jobs(jobs, chapters, workers, options, scheduler, progress, max_noteb
             signatures[name] = found
     missing = {name: needed.get(name, set()) for name in chapters if name not in signatures}
     signatures.update(_record_chapters({name: chapters[name] for name in missing}, options, workers, missing))
+    if record_to is not None:
+        Recording(options, {name: {"material": material_hash(chapters[name]), "exercises": found}
+                            for name, found in sorted(signatures.items()) if found}).write(record_to)
     bar = Progress(len(entries), enabled=progress)
     results = [entry.rows for entry in entries]
     graded = [k for k, entry in enumerate(entries) if entry.screened is not None]

@@ -4,9 +4,10 @@ Before it grades anything, a batch checks the instructor's solutions in a sandbo
 what grading needs of them (:func:`.runner.instructor_signatures`): the signatures to compile
 each kernel with, whether an exercise's cell launches a kernel, and the check's verdict, which a
 submission of exactly those cells gets again. :func:`.batch.record` makes that record for whole
-chapters and :class:`Recording` holds it, so that a class graded in several batches (late
-submissions, a re-grade) pays for it once: ``python -m prefixsum grade --record FILE``, then
-``--recording FILE``.
+chapters (``python -m prefixsum grade --record FILE``), a batch writes the one it grades with
+(``grade(..., record_to=FILE)``, ``--record FILE`` with submissions), and :class:`Recording`
+holds it, so that a class graded in several batches (late submissions, a re-grade) pays for it
+once: ``--recording FILE``.
 
 A recording is valid only with what it was made with, and says so itself: each chapter's
 *material* (:func:`material_hash`: the setup cells, every exercise's id, solution and checks with
