@@ -188,23 +188,30 @@ BROKEN = {
 
 
 @pytest.fixture(scope="module")
-def ladder_recording(tmp_path_factory):
-    """``python -m prefixsum grade --record FILE`` of chapters 01 and 09 with the batch's options, as
-    a teacher records once for several batches: the graded class and the Dask cluster use it
-    (``--recording``), so that neither checks the instructor's solutions again.
-    tests/test_grade_recording.py tests the recording itself, and
-    test_every_chapter_passes_with_the_instructors_solutions_and_not_blank a batch that records its own."""
-    path = tmp_path_factory.mktemp("recording") / "recording.json"
+def reflector_recording(tmp_path_factory):
+    """``python -m prefixsum grade --record FILE`` of chapter 09 alone, with the class's options: a
+    teacher's recording made before any batch. The graded class reads it (``--recording``) and
+    records chapter 01 itself, which it lacks."""
+    path = tmp_path_factory.mktemp("recording") / "09.json"
     command = [sys.executable, "-m", "prefixsum", "grade", "--record", str(path), "--timeout", "12", "--memory", "3072",
-               "--workers", "2", "--quiet", "--instructor", str(LADDER), str(REFLECTOR)]
+               "--quiet", "--instructor", str(REFLECTOR)]
     finished = subprocess.run(command, capture_output=True, text=True)
-    assert finished.returncode == 0 and f"recorded 2 chapters, 6 exercises: {path}" in finished.stdout, (
+    assert finished.returncode == 0 and f"recorded 1 chapters, 3 exercises: {path}" in finished.stdout, (
         finished.stderr[-3000:])
     return path
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory, ladder_recording):
+def class_recording():
+    """The recording that the graded class writes (``--record`` with submissions), which the Dask
+    cluster's batch reads: ``{"path": path}``, empty until the class was graded in this process (the
+    cluster's batch then records its own). test_every_chapter_passes_with_the_instructors_solutions_and_not_blank
+    is a batch that records everything itself; tests/test_grade_recording.py tests the recording."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory, reflector_recording, class_recording):
     folder = tmp_path_factory.mktemp("class")
     out = folder / "out"
     out.mkdir()  # so that the submissions that write into it find it
@@ -220,9 +227,10 @@ def graded(tmp_path_factory, ladder_recording):
         (submissions / name / filename).write_bytes(data)
     command = [sys.executable, "-m", "prefixsum", "grade", str(submissions), "--out", str(out), "--workers", "2",
                "--timeout", "12", "--memory", "3072", "--quiet", "--instructor", str(LADDER), str(REFLECTOR),
-               "--recording", str(ladder_recording)]
+               "--recording", str(reflector_recording), "--record", str(folder / "recording.json")]
     finished = subprocess.run(command, capture_output=True, text=True, cwd=folder)
     assert finished.returncode == 0, finished.stderr[-3000:]
+    class_recording["path"] = folder / "recording.json"
     with open(out / "grades.csv") as handle:
         rows = list(csv.DictReader(handle))
     with open(out / "summary.csv") as handle:
@@ -231,6 +239,16 @@ def graded(tmp_path_factory, ladder_recording):
     for row in rows:
         by_submission.setdefault(row["submission"], {})[row["exercise"]] = row
     return out, by_submission, summary
+
+
+@pytest.mark.slow  # the graded fixture
+def test_the_class_records_only_the_chapter_its_recording_lacks(graded, reflector_recording, class_recording):
+    """The class's batch took chapter 09 from the teacher's recording, whole, and recorded of chapter 01
+    the exercises its submissions need; it wrote both (``--record``)."""
+    given, written = (grading.Recording.read(path) for path in (reflector_recording, class_recording["path"]))
+    assert written.chapters["09_householder"] == given.chapters["09_householder"]
+    assert set(written.chapters) == {"01_ladder", "09_householder"} and written.options == given.options
+    assert "01.ladder-step" in written.exercises("01_ladder")
 
 
 def target(name):
@@ -533,9 +551,10 @@ def test_combine_reports_only_evidence_of_forgery_as_tampering():
 
 
 @pytest.mark.slow  # a local Dask cluster of two processes, grading a chapter
-def test_grade_on_a_dask_cluster_of_two_workers(tmp_path, ladder_recording):
+def test_grade_on_a_dask_cluster_of_two_workers(tmp_path, class_recording):
     distributed = pytest.importorskip("distributed")
-    recording = grading.Recording.read(ladder_recording)  # its options: a recording serves only those
+    recording = grading.Recording.read(class_recording["path"]) if class_recording else None
+    options = recording.options if recording else runner.Options(timeout=30)  # a recording serves only its own
     submissions = tmp_path / "submissions"
     for name, notebook in (
         ("solution", ladder(SOLUTION)),
@@ -545,7 +564,7 @@ def test_grade_on_a_dask_cluster_of_two_workers(tmp_path, ladder_recording):
         nbformat.write(notebook, submissions / name / "01_ladder.ipynb")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         rows = grading.grade([submissions], tmp_path / "out", instructor=[LADDER], scheduler=cluster.scheduler_address,
-                             options=recording.options, progress=False, recording=recording)
+                             options=options, progress=False, recording=recording)
     ladder_rows = {r.submission: r for r in rows if r.exercise == "01.ladder-step"}
     assert {(s, r.status, r.score == r.max_score > 0) for s, r in ladder_rows.items()} == {
         ("solution", "pass", True), ("off_by_one", "fail", False)}
