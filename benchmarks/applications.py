@@ -2,7 +2,7 @@
 
     python benchmarks/applications.py [--out DIR] [--quick]   (on a GPU machine; --quick: tiny, on the simulator too)
 
-Whole calls on the host clock, synchronised (:func:`prefixsum.cli.bench.host_us`), inputs already
+Whole calls on the host clock, synchronised (:func:`prefixsum.cli.timing.host_us`), inputs already
 on the device (numba, torch or CuPy arrays; numpy for scipy), median of a few repeats (a call
 that takes over a second, such as scipy's evaluation at 2^22 points, is timed once):
 
@@ -33,9 +33,9 @@ from sort_rows import run_sorts  # noqa: E402
 
 import prefixsum as ps  # noqa: F401  (first: it chooses the GPU or the simulator before numba.cuda loads)
 from prefixsum import apps  # noqa: E402
-from prefixsum.cli.bench import HOST_WARMUP, QUICK_REPEATS, gpu_library, host_us, script_arguments  # noqa: E402
 from prefixsum.cli.metadata import run_metadata  # noqa: E402
 from prefixsum.cli.results import print_table, report_wrong, write_csv  # noqa: E402
+from prefixsum.cli.timing import HOST_WARMUP, QUICK_REPEATS, gpu_library, host_us, script_arguments  # noqa: E402
 
 REPEATS = 7  # whole calls of tens of milliseconds: a few repeats give a steady median
 SLOW_S = 1.0  # a call that takes longer than this (scipy on 2^22 points, cupyx's sparse solve) is timed once

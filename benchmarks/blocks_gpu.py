@@ -37,9 +37,9 @@ from numba import cuda  # noqa: E402
 
 from prefixsum.classroom import mutants  # noqa: E402
 from prefixsum.classroom.mutants import BLOCK  # noqa: E402
-from prefixsum.cli.bench import default_out, require_gpu  # noqa: E402
 from prefixsum.cli.metadata import run_metadata  # noqa: E402
 from prefixsum.cli.results import print_table, write_csv  # noqa: E402
+from prefixsum.cli.timing import default_out, require_gpu  # noqa: E402
 
 
 def bounded(kernel, hand_off):

@@ -4,7 +4,7 @@
 
 For each tile shape (threads x elements per thread), size and dtype, half the flags set: the
 kernel alone (``sync=False`` calls queued behind a busy kernel, CUDA events:
-:func:`prefixsum.cli.bench.kernel_us`) and the whole ``sync=True`` call on the host clock; torch's
+:func:`prefixsum.cli.timing.kernel_us`) and the whole ``sync=True`` call on the host clock; torch's
 ``x[mask]`` whole, and both by CUPTI (:func:`compaction_rows.cupti_device_us`) at the default shape.
 Chose the default :data:`prefixsum.apps.selection.ITEMS_PER_THREAD` and ``BLOCK_SIZE``. Writes
 ``compaction_tiles.csv``.
@@ -17,9 +17,9 @@ from compaction_rows import cupti_device_us, exit_skipping_teardown  # noqa: E40
 import prefixsum as ps  # noqa: F401  (first: it chooses the GPU or the simulator before numba.cuda loads)
 from prefixsum import apps  # noqa: E402
 from prefixsum.apps import selection  # noqa: E402
-from prefixsum.cli.bench import QUICK_REPEATS, gpu_library, host_us, kernel_us, script_arguments  # noqa: E402
 from prefixsum.cli.metadata import run_metadata  # noqa: E402
 from prefixsum.cli.results import report_wrong, write_csv  # noqa: E402
+from prefixsum.cli.timing import QUICK_REPEATS, gpu_library, host_us, kernel_us, script_arguments  # noqa: E402
 
 SHAPES = ((128, 8), (128, 16), (256, 8), (256, 16), (128, 24))
 SIZES = (1 << 20, 1 << 24, 1 << 26)

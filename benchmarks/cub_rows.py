@@ -46,7 +46,7 @@ def load():
 def attempt(what, build):
     """``build()`` (a ``call`` of this module), or None with a line saying why: where ``cuda.compute``
     cannot run, or this build fails, CUB's row is left out and the run goes on (an optional
-    baseline never stops a benchmark, as :func:`prefixsum.cli.bench.gpu_library` has it)."""
+    baseline never stops a benchmark, as :func:`prefixsum.cli.timing.gpu_library` has it)."""
     if load() is None:
         return None
     try:

@@ -15,7 +15,7 @@ Two parts, every result checked before it is timed:
 
 A third part, ``other``, checks and times CUB's exclusive sum, select and segmented sum once
 (the other builders of :mod:`cub_rows`). The launches of one size and dtype are traced in one
-profiler session (:func:`prefixsum.cli.bench.kernel_us_each`). Writes ``cub_tuning.csv``
+profiler session (:func:`prefixsum.cli.timing.kernel_us_each`). Writes ``cub_tuning.csv``
 (part, variant, dtype, n, kernel_us, correct and the run's metadata) and, when the scan part
 ran, ``scan_tiles.csv`` (per element size and n, the fastest shape and its time). With
 ``--profile``: one launch of each kernel Nsight Compute is asked to look at (stage
@@ -37,9 +37,9 @@ from compaction_rows import exit_skipping_teardown  # noqa: E402
 from numba import cuda  # noqa: E402
 
 from prefixsum.apps import onesweep  # noqa: E402
-from prefixsum.cli.bench import QUICK_REPEATS, kernel_us, kernel_us_each  # noqa: E402
 from prefixsum.cli.metadata import run_metadata  # noqa: E402
 from prefixsum.cli.results import print_table, report_wrong, write_csv  # noqa: E402
+from prefixsum.cli.timing import QUICK_REPEATS, kernel_us, kernel_us_each  # noqa: E402
 from prefixsum.scans.testing import expected_scan, poisoned, random_input, wrong_indices  # noqa: E402
 
 REPEATS = 15

@@ -33,9 +33,9 @@ import numpy as np
 import prefixsum  # noqa: F401  (before numba.cuda: prefixsum chooses the GPU or the simulator)
 
 from numba import cuda  # noqa: E402  (isort: skip)
-from prefixsum.cli.bench import QUICK_REPEATS, gpu_library, host_us_in_turn, script_arguments
 from prefixsum.cli.metadata import run_metadata
 from prefixsum.cli.results import print_table, report_wrong, write_csv
+from prefixsum.cli.timing import QUICK_REPEATS, gpu_library, host_us_in_turn, script_arguments
 from prefixsum.core import overlap
 
 SIZES_MIB = (4, 16, 64)

@@ -7,7 +7,7 @@ Batches of 10,000 matrices of n = 16, 32, 64 and 100 of n = 512, float32 and flo
 definite. ``householder(A)`` and ``solve_symmetric(A, rhs)`` take host arrays, so their times are whole calls (host ->
 device copy, kernels, device -> host copy), on the host clock; ``householder (reduction, events)`` is the reduction's
 launches (with their output allocations) on a matrix already on the device, queued behind a busy kernel between CUDA
-events (:func:`prefixsum.cli.bench.kernel_us`). PyTorch: ``torch.linalg.eigh`` (which starts with the same reduction,
+events (:func:`prefixsum.cli.timing.kernel_us`). PyTorch: ``torch.linalg.eigh`` (which starts with the same reduction,
 then finds the eigenvalues), ``torch.linalg.solve`` (LU) and Cholesky (``torch.linalg.cholesky_ex``, which does not
 synchronise to check the factorization, then ``torch.cholesky_solve``: the fair baseline for a symmetric positive
 definite solve, a third of LU's arithmetic) on tensors already on the device, timed the same way on torch's stream; a
@@ -28,9 +28,9 @@ import sys
 import numpy as np
 
 from prefixsum import tridiag
-from prefixsum.cli.bench import QUICK_REPEATS, host_us, kernel_us, queued_library, script_arguments
 from prefixsum.cli.metadata import run_metadata
 from prefixsum.cli.results import print_table, report_wrong, write_csv
+from prefixsum.cli.timing import QUICK_REPEATS, host_us, kernel_us, queued_library, script_arguments
 
 # The module: prefixsum.tridiag's name householder is the function.
 reduction = importlib.import_module("prefixsum.tridiag.householder")._tridiagonalize

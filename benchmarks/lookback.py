@@ -3,7 +3,7 @@
     python benchmarks/lookback.py [--out DIR]       on a GPU (run_gpu.sh stage "lookback")
     python benchmarks/lookback.py --quick           tiny sizes on the simulator, to test the script
 
-Three parts, all in one run, every result checked before it is timed (prefixsum.cli.bench):
+Three parts, all in one run, every result checked before it is timed (prefixsum.cli.timing):
 
 - ``kernel``: kernel time at n = 2^16, 2^20, 2^24, 2^26, 2^28 for float32, int32, float64 and
   int64: "lookback" (its tile chosen per element size and length, as ``"auto"`` runs it),
@@ -12,7 +12,7 @@ Three parts, all in one run, every result checked before it is timed (prefixsum.
   kernel and torch's ``copy_``; "hierarchical" for float32; and the exclusive scans, ours and
   CUB's ``ExclusiveSum``, at 2^20 and 2^24;
 - ``call on device``: whole calls on the host clock, synchronised, float32, n = 2^10, 2^16,
-  2^20, the calls of a size in turn (:func:`prefixsum.cli.bench.host_us_in_turn`):
+  2^20, the calls of a size in turn (:func:`prefixsum.cli.timing.host_us_in_turn`):
   ``ps.scan(device_array)`` with "lookback", "hierarchical" and "auto", CUB's call through
   ``cuda.compute`` with its temporary storage kept (the twin of our kept workspace),
   ``torch.cumsum(t, 0, out=y)`` and ``torch.cumsum(t, 0)``; and the kernel times of the two
@@ -40,7 +40,9 @@ from numba import cuda  # noqa: E402  (isort: skip)
 import cub_rows  # noqa: E402  (beside this script)
 from compaction_rows import exit_skipping_teardown  # noqa: E402
 
-from prefixsum.cli.bench import (
+from prefixsum.cli.metadata import run_metadata
+from prefixsum.cli.results import print_table, report_wrong, write_csv
+from prefixsum.cli.timing import (
     QUICK_REPEATS,
     REPEATS,
     gpu_library,
@@ -49,8 +51,6 @@ from prefixsum.cli.bench import (
     library_stream,
     script_arguments,
 )
-from prefixsum.cli.metadata import run_metadata
-from prefixsum.cli.results import print_table, report_wrong, write_csv
 from prefixsum.scans.testing import expected_scan, poisoned, random_input, wrong_indices
 
 KERNEL_SIZES = (1 << 16, 1 << 20, 1 << 24, 1 << 26, 1 << 28)
@@ -97,7 +97,7 @@ def kernels(table, torch, stream, sizes, dtypes, scans, repeats, rng, methods, e
     """Kernel times of the scans, CUB's, the copy, torch.cumsum and torch's copy_ at each size and
     dtype, by each of ``methods`` (CUB's by CUPTI); the exclusive scans at ``exclusive_sizes``.
     Every launch is checked first; by CUPTI the launches of a size and dtype are traced together
-    (:func:`prefixsum.cli.bench.kernel_us_each`)."""
+    (:func:`prefixsum.cli.timing.kernel_us_each`)."""
     for dtype in map(np.dtype, dtypes):
         for n in sizes:
             x = random_input(n, "add", dtype, rng)

@@ -28,7 +28,8 @@ def main(argv=None):
     parser.add_argument("--dtype", action="append", choices=("float32", "float64", "int32", "int64"))
     parser.add_argument("--variant", default="lookback", help="NAME or NAME:opt=value,...")
     options = parser.parse_args(argv)
-    from prefixsum.cli.bench import gpu_library, parse_variant
+    from prefixsum.cli.bench import parse_variant
+    from prefixsum.cli.timing import gpu_library
 
     torch = gpu_library("torch")  # None on the simulator: torch.cumsum's row is left out
 

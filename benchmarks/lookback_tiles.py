@@ -21,9 +21,9 @@ import numpy as np
 import prefixsum as ps  # noqa: F401  before numba.cuda: prefixsum chooses the GPU or the simulator
 
 from numba import cuda  # noqa: E402  (isort: skip)
-from prefixsum.cli.bench import QUICK_REPEATS, REPEATS, gpu_library, kernel_us, library_stream, script_arguments
 from prefixsum.cli.metadata import run_metadata
 from prefixsum.cli.results import print_table, report_wrong, write_csv
+from prefixsum.cli.timing import QUICK_REPEATS, REPEATS, gpu_library, kernel_us, library_stream, script_arguments
 from prefixsum.scans import lookback
 from prefixsum.scans.testing import expected_scan, poisoned, random_input, wrong_indices
 

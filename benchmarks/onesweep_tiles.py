@@ -20,9 +20,9 @@ from compaction_rows import cupti_device_us, exit_skipping_teardown  # noqa: E40
 import prefixsum as ps  # noqa: F401  (first: it chooses the GPU or the simulator before numba.cuda loads)
 from prefixsum import apps  # noqa: E402
 from prefixsum.apps import onesweep  # noqa: E402
-from prefixsum.cli.bench import QUICK_REPEATS, gpu_library, script_arguments  # noqa: E402
 from prefixsum.cli.metadata import run_metadata  # noqa: E402
 from prefixsum.cli.results import report_wrong, write_csv  # noqa: E402
+from prefixsum.cli.timing import QUICK_REPEATS, gpu_library, script_arguments  # noqa: E402
 
 VARIANTS = ((256, 16, 2, None), (256, 16, 4, None), (256, 12, 1, None), (256, 16, 1, 64), (256, 12, 1, 64))
 """(block_size, items_per_thread, window, registers: a cap on the registers per thread, or None)."""

@@ -34,9 +34,9 @@ import prefixsum as ps  # before numba.cuda: prefixsum chooses the GPU or the si
 from numba import cuda  # noqa: E402  (isort: skip)
 import cub_rows  # noqa: E402  (beside this script)
 
-from prefixsum.cli.bench import HOST_WARMUP, QUICK_REPEATS, gpu_library, host_us, script_arguments
 from prefixsum.cli.metadata import run_metadata
 from prefixsum.cli.results import print_table, report_wrong, write_csv
+from prefixsum.cli.timing import HOST_WARMUP, QUICK_REPEATS, gpu_library, host_us, script_arguments
 from prefixsum.scans.testing import expected_scan, poisoned, random_input, wrong_indices
 
 SIZES = (1 << 10, 1 << 16, 1 << 20)

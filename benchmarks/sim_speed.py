@@ -9,7 +9,7 @@ device model: ``resident_blocks`` blocks at once). The results must agree; the t
 ``--repeat`` runs a round for the fast runs, one run of each stock variant; wall clock, and for
 the two prefixsum.sim the process's CPU time too, which a busy shared machine disturbs less:
 ``now_vs_before_cpu`` compares those) are written to ``sim_speed.csv`` under ``--out`` (with
-:func:`prefixsum.cli.bench.run_metadata`: the CPU is what it measures) and printed as a table.
+:func:`prefixsum.cli.timing.run_metadata`: the CPU is what it measures) and printed as a table.
 
 Run: ``python benchmarks/sim_speed.py [--out DIR] [--quick] [--before PATH]`` on any machine:
 CPU only, the GPU is not used (about a minute on two cores, mostly the stock runs; ``--quick``:
@@ -33,9 +33,9 @@ import numpy as np  # noqa: E402
 from numba import cuda, float32  # noqa: E402
 
 from prefixsum import sim  # noqa: E402
-from prefixsum.cli.bench import default_out  # noqa: E402
 from prefixsum.cli.metadata import run_metadata  # noqa: E402
 from prefixsum.cli.results import print_table, write_csv  # noqa: E402
+from prefixsum.cli.timing import default_out  # noqa: E402
 
 TPB = 256
 N = 4096

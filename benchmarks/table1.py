@@ -7,9 +7,9 @@ Table 1 (float32, the paper's 22 sizes from 35 to 8,388,600): numpy.cumsum on th
 CPU (host clock), the "hierarchical" scan's kernel time and a whole ``prefixsum.scan`` call on a
 device array (host clock), torch.cumsum and a device copy (torch ``copy_``), beside the paper's
 CPU, GTX 280 and GTX 480 figures (averages of 10,000 runs, in ms). Kernel times are CUDA events
-around the launches queued behind a busy kernel (:func:`prefixsum.cli.bench.kernel_us`; the
+around the launches queued behind a busy kernel (:func:`prefixsum.cli.timing.kernel_us`; the
 ``kernels_queued`` and ``timing`` columns say whether they were), median of
-:data:`prefixsum.cli.bench.REPEATS`. Figures 6 and 7: the kernel time for each dtype (add) and each
+:data:`prefixsum.cli.timing.REPEATS`. Figures 6 and 7: the kernel time for each dtype (add) and each
 operator (float32), at every third size of Table 1. Every result is checked before it is timed
 (``correct``); the script exits with 1 if any was wrong. Writes table1.csv, dtypes.csv and
 operators.csv.
@@ -20,9 +20,9 @@ import sys
 import numpy as np
 
 import prefixsum as ps
-from prefixsum.cli.bench import QUICK_REPEATS, REPEATS, host_us, kernel_us, queued_library, script_arguments
 from prefixsum.cli.metadata import run_metadata
 from prefixsum.cli.results import print_table, report_wrong, write_csv
+from prefixsum.cli.timing import QUICK_REPEATS, REPEATS, host_us, kernel_us, queued_library, script_arguments
 from prefixsum.scans.testing import mismatches, poisoned, random_input
 
 # test no., n, CPU (i7-2600K), GTX 280, GTX 480: milliseconds, from the paper's Table 1
@@ -71,7 +71,7 @@ def torch_times(torch, stream, x, repeats):
 
 
 def ms(kernel):
-    """A :class:`~prefixsum.cli.bench.KernelTime` in milliseconds for the CSV; NaN where none was measured."""
+    """A :class:`~prefixsum.cli.timing.KernelTime` in milliseconds for the CSV; NaN where none was measured."""
     return round(kernel.us / 1e3, 6) if kernel else float("nan")
 
 

@@ -51,9 +51,9 @@ import cub_rows  # noqa: E402  (beside this script)
 import numpy as np
 
 import prefixsum as ps  # before numba.cuda: prefixsum chooses the GPU or the simulator
-from prefixsum.cli.bench import QUICK_REPEATS, REPEATS, gpu_library, host_us, host_us_in_turn, script_arguments
 from prefixsum.cli.metadata import run_metadata
 from prefixsum.cli.results import print_table, report_wrong, write_csv
+from prefixsum.cli.timing import QUICK_REPEATS, REPEATS, gpu_library, host_us, host_us_in_turn, script_arguments
 from prefixsum.core import overlap
 from prefixsum.scans import transfers
 from prefixsum.scans.testing import expected_scan, random_input, wrong_indices
@@ -264,7 +264,7 @@ def tridiag_calls(torch, cupy):
 
 def measure_tridiag(calls, cases, quick, meta, rng):
     """Rows of every call at every (batch, n) and dtype, each result's residual checked first, the
-    calls of a shape timed in turn (:func:`prefixsum.cli.bench.host_us_in_turn`)."""
+    calls of a shape timed in turn (:func:`prefixsum.cli.timing.host_us_in_turn`)."""
     from tridiag import RESIDUAL_EPS, residual, system
 
     rows = []

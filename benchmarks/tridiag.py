@@ -24,7 +24,7 @@ systems it routed: none here); on indefinite systems ``"pivoting"`` and ``"auto"
 ``pivoting:pair_pairs=P``, which :func:`prefixsum.tridiag.pivoting.plan` was chosen from). Each as its kernels (``ours
 (kernels)``: the kernels' durations summed from CUPTI's trace, ``--method cupti``, the default, every variant and
 baseline of a case traced together, in turn, each timed call right after an untimed one of its own; or CUDA events
-around queued launches, ``--method events``: :func:`prefixsum.cli.bench.kernel_us`) and as a whole ``tridiag.solve``
+around queued launches, ``--method events``: :func:`prefixsum.cli.timing.kernel_us`) and as a whole ``tridiag.solve``
 call on device arrays, on the host clock (``ours (whole call)``); ``"auto"`` also from numpy arrays to a numpy array
 (``ours (whole call, numpy)``).
 
@@ -38,7 +38,7 @@ x64 on (a "float64" row whose result came back in float32 says so in its method 
 ``--only-pivoting`` (the pivoting comparison: how the committed rows of the pivoting solver were
 measured) runs :data:`PIVOTING_CASES`: on dominant systems the hybrid, ``"pivoting"`` and
 ``"auto"`` and every cuSPARSE solver, on indefinite ones ``"pivoting"`` and ``"auto"`` and
-cuSPARSE's pivoting solvers. Median of :data:`prefixsum.cli.bench.REPEATS`; the ``timing`` column
+cuSPARSE's pivoting solvers. Median of :data:`prefixsum.cli.timing.REPEATS`; the ``timing`` column
 says how each row was measured. Writes ``tridiag.csv``; prints, last, the hybrid against
 ``gtsv2StridedBatch`` and ``"pivoting"`` and ``"auto"`` against the pivoting solver the issue names
 for each shape (:func:`tridiag_cusparse.against`).
@@ -59,7 +59,9 @@ from tridiag_cusparse import BASELINES, against, cusparse_solver, cusparse_time,
 
 from prefixsum import tridiag  # noqa: E402
 from prefixsum.cli import cupti  # noqa: E402
-from prefixsum.cli.bench import (  # noqa: E402
+from prefixsum.cli.metadata import run_metadata  # noqa: E402
+from prefixsum.cli.results import print_table, write_csv  # noqa: E402
+from prefixsum.cli.timing import (  # noqa: E402
     QUICK_REPEATS,
     REPEATS,
     WARMUP,
@@ -69,8 +71,6 @@ from prefixsum.cli.bench import (  # noqa: E402
     queued_library,
     script_arguments,
 )
-from prefixsum.cli.metadata import run_metadata  # noqa: E402
-from prefixsum.cli.results import print_table, write_csv  # noqa: E402
 from prefixsum.core.device import simulating  # noqa: E402
 from prefixsum.tridiag import auto, block, hybrid, partition, pivoting, warp  # noqa: E402
 
@@ -224,7 +224,7 @@ def configured(rows_per_thread, chunk_rows, block_rows, dtype):
 
 def device_times(launches, how, repeats):
     """``{label: (microseconds, timing)}`` of each launch's GPU work: by CUPTI every launch traced
-    in turn in one trace (:func:`traced_together`), or by :func:`prefixsum.cli.bench.kernel_us`
+    in turn in one trace (:func:`traced_together`), or by :func:`prefixsum.cli.timing.kernel_us`
     with CUDA events, one after the other. On the simulator NaN comes back, nothing launched: the
     simulator times nothing, and :func:`case_rows` has run each launch once for its result."""
     if simulating():

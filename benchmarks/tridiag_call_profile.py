@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 from numba import cuda  # noqa: E402
 
 from prefixsum import tridiag  # noqa: E402
-from prefixsum.cli.bench import require_gpu  # noqa: E402
+from prefixsum.cli.timing import require_gpu  # noqa: E402
 
 
 def systems(batch, n, dtype, rng):

@@ -94,7 +94,7 @@ def cusparse_time(cupy, stream, a, b, c, d, repeats, method, routine="gtsv2Strid
     """``(device microseconds, timing, x)`` of one routine (benchmarks/tridiag_warp.py's baseline):
     ``cupti`` leaves the restoring copies out by itself, ``events`` times them alone and
     subtracts them."""
-    from prefixsum.cli.bench import kernel_us
+    from prefixsum.cli.timing import kernel_us
 
     launch, refill, solution = cusparse_solver(cupy, a, b, c, d, routine, algo)
     launch()

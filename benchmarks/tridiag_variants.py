@@ -21,7 +21,7 @@ import prefixsum  # noqa: E402,F401  (chooses the GPU or the simulator before nu
 import numpy as np  # noqa: E402
 from numba import cuda  # noqa: E402
 
-from prefixsum.cli.bench import kernel_us, require_gpu, script_arguments  # noqa: E402
+from prefixsum.cli.timing import kernel_us, require_gpu, script_arguments  # noqa: E402
 from prefixsum.tridiag import hybrid  # noqa: E402
 
 VARIANTS = {"as shipped": {}, "fastmath": {"fastmath": True}, "max_registers=40": {"max_registers": 40},

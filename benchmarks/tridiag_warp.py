@@ -5,7 +5,7 @@ float32 and float64: :func:`prefixsum.tridiag.hybrid.run` (the warp solver, at t
 :func:`prefixsum.tridiag.warp.plan` picks), :func:`~prefixsum.tridiag.warp.run` at every other R
 that fits, :func:`~prefixsum.tridiag.hybrid.run_shared` (the hybrid's path before the warp
 solver) and cuSPARSE's ``gtsv2StridedBatch`` through CuPy, each queued behind a busy kernel and
-timed by CUDA events (:func:`prefixsum.cli.bench.kernel_us`, median of 25), each result's
+timed by CUDA events (:func:`prefixsum.cli.timing.kernel_us`, median of 25), each result's
 relative residual checked first (``WRONG`` if above 64 eps or a failure flag is set). Then the
 registers per thread of each kernel. A probe, not a committed result: one of its runs on the H100
 is quoted in the changelog that README.md held before issue 32 (its git history).
@@ -25,7 +25,7 @@ import numpy as np  # noqa: E402
 from numba import cuda  # noqa: E402
 from tridiag import RESIDUAL_EPS, cusparse_time, residual, system  # noqa: E402
 
-from prefixsum.cli.bench import kernel_us, queued_library, script_arguments  # noqa: E402
+from prefixsum.cli.timing import kernel_us, queued_library, script_arguments  # noqa: E402
 from prefixsum.tridiag import hybrid, warp  # noqa: E402
 
 CASES = ((512, 512), (4096, 256), (16384, 64), (100000, 16), (65536, 32), (8192, 512), (1000, 100), (8, 300))

@@ -18,8 +18,8 @@ import itertools  # noqa: E402
 import numpy as np  # noqa: E402
 from numba import cuda  # noqa: E402
 
-from prefixsum.cli.bench import gpu_library, script_arguments  # noqa: E402
 from prefixsum.cli.metadata import run_metadata  # noqa: E402
+from prefixsum.cli.timing import gpu_library, script_arguments  # noqa: E402
 from prefixsum.scans import user_ops  # noqa: E402
 
 

@@ -4,7 +4,7 @@
 
 Inputs on the device as torch tensors (``ps.scan`` and ``apps.segmented_scan`` take them);
 device time by CUPTI (:func:`prefixsum.cli.cupti.cupti_us`: every kernel of a call summed,
-median of the calls), whole calls on the host clock, synchronised (:func:`prefixsum.cli.bench.host_us`):
+median of the calls), whole calls on the host clock, synchronised (:func:`prefixsum.cli.timing.host_us`):
 
 * ``builtin``: ``ps.scan`` with the built-in add on 2^24 float32 and int32 (``lookback``) against
   CUB's ``DeviceScan::InclusiveSum`` (``cuda.compute``, temporary storage kept, :mod:`cub_rows`)
@@ -43,9 +43,9 @@ import numpy as np  # noqa: E402
 from numba import cuda, njit  # noqa: E402
 
 from prefixsum.cli import cupti  # noqa: E402
-from prefixsum.cli.bench import QUICK_REPEATS, gpu_library, host_us, script_arguments  # noqa: E402
 from prefixsum.cli.metadata import run_metadata  # noqa: E402
 from prefixsum.cli.results import print_table, report_wrong, write_csv  # noqa: E402
+from prefixsum.cli.timing import QUICK_REPEATS, gpu_library, host_us, script_arguments  # noqa: E402
 from prefixsum.scans.registry import lookup  # noqa: E402
 
 REPEATS = 20

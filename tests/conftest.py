@@ -82,6 +82,16 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.heavy)
 
 
+@pytest.fixture(scope="module")
+def strict_simulator():
+    """The classroom simulator installed and on, negative indices refused, for a module's tests."""
+    from prefixsum import sim
+
+    assert sim.install()
+    with sim.enabled(True), sim.allow_negative_indices(False):
+        yield
+
+
 @pytest.fixture
 def rng(request):
     """A generator seeded from the test's name: different per test, the same on every run."""

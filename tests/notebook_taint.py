@@ -39,7 +39,8 @@ SOURCES = (
     "time.process_time", "timeit", "datetime.datetime.now", "datetime.datetime.today", "datetime.date.today",
     "numba.cuda.get_current_device", "numba.cuda.current_context", "numba.cuda.gpus", "numba.cuda.detect",
     "numba.cuda.is_available", "numba.cuda.list_devices", "numba.cuda.event", "numba.cuda.event_elapsed_time",
-    "torch.cuda", "cupy.cuda", "prefixsum.cli.bench", "platform", "os.cpu_count", "socket.gethostname",
+    "torch.cuda", "cupy.cuda", "prefixsum.cli.bench", "prefixsum.cli.timing", "platform", "os.cpu_count",
+    "socket.gethostname",
 )
 # The package's device queries, wherever it exports them from.
 PACKAGE_SOURCES = {"size_for_device", "device_info", "simulating", "classroom_simulator"}

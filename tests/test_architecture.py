@@ -111,6 +111,11 @@ def test_downward_imports_pass():
 NUMBA_DOORS = ("prefixsum.core.numba_gpu", "prefixsum.classroom.sim.numba_sim")
 
 
+def behind_a_door(name):
+    """Whether module ``name`` is a door or a module of one (``numba_gpu`` is a package)."""
+    return any(name == door or name.startswith(door + ".") for door in NUMBA_DOORS)
+
+
 def numba_assignments(source):
     """Lines where ``source`` assigns an attribute of something imported from numba (``x.y = ...``,
     ``x.y += ...``, ``setattr(x, ...)``, ``del x.y``), ``x`` bound by an ``import numba...`` or
@@ -144,7 +149,7 @@ def numba_assignments(source):
 
 @pytest.mark.parametrize("path", MODULES, ids=module_name)
 def test_only_the_doors_assign_to_numba(path):
-    if module_name(path) in NUMBA_DOORS:
+    if behind_a_door(module_name(path)):
         return
     lines = numba_assignments(path.read_text())
     assert not lines, (f"{module_name(path)} assigns to numba's attributes at lines {lines}: only "
@@ -173,18 +178,6 @@ def test_other_assignments_pass():
 PRIVATE_NUMBA_NAMES = {"_device", "fn", "dynshared_size", "targetoptions", "gpu_data", "devicearray", "cudadrv",
                        "_prepare_args", "_codelibrary", "_kernel_context", "_push_kernel_context", "_debug",
                        "device_ctypes_pointer", "_cuda_memsize_", "_dummy"}
-# Issue 46: these classroom modules move behind the door after the classroom branches merge; the
-# lead empties this list then. Each entry: the module and the private names it reads today.
-PRIVATE_READS_ALLOWED = {
-    "prefixsum.classroom.child": {"targetoptions"},
-    "prefixsum.grading.observations": {"_device", "targetoptions"},
-    "prefixsum.classroom.sim.launch": {"dynshared_size", "fn"},
-    "prefixsum.classroom.sim.module": {"dynshared_size"},
-    "prefixsum.classroom.sim.numba_patches": {"fn"},
-    "prefixsum.classroom.sim.scheduler": {"dynshared_size", "fn"},
-}
-
-
 def private_numba_reads(source):
     """``{name: [line, ...]}``: where ``source`` reads an attribute of :data:`PRIVATE_NUMBA_NAMES`
     or passes a ``gpu_data=`` keyword."""
@@ -200,19 +193,11 @@ def private_numba_reads(source):
 @pytest.mark.parametrize("path", MODULES, ids=module_name)
 def test_private_numba_names_are_read_only_behind_the_doors(path):
     name = module_name(path)
-    if name in NUMBA_DOORS:
+    if behind_a_door(name):
         return
-    reads = {attr: lines for attr, lines in private_numba_reads(path.read_text()).items()
-             if attr not in PRIVATE_READS_ALLOWED.get(name, set())}
+    reads = private_numba_reads(path.read_text())
     assert not reads, (f"{name} reads numba's private names {reads} (name: lines); only {' and '.join(NUMBA_DOORS)} "
                        "may: add what it needs there")
-
-
-def test_the_allowed_private_reads_are_still_there():
-    """An entry of the allow-list that its module no longer needs goes (the list only shrinks)."""
-    for name, allowed in PRIVATE_READS_ALLOWED.items():
-        path = PACKAGE.parent.joinpath(*name.split(".")).with_suffix(".py")
-        assert allowed <= set(private_numba_reads(path.read_text())), f"{name}: drop what it no longer reads"
 
 
 @pytest.mark.parametrize("source, name", [

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import prefixsum as ps
-from prefixsum.cli import bench, metadata
+from prefixsum.cli import bench, metadata, timing
 from prefixsum.core.poison import poison_value
 from prefixsum.scans.testing import expected_scan, mismatches, random_input, wrong_indices
 
@@ -107,9 +107,9 @@ class _ModelGPU:
 
 def _on_model(monkeypatch):
     gpu = _ModelGPU()
-    monkeypatch.setattr(bench, "simulating", lambda: False)
-    monkeypatch.setattr(bench, "_busy", lambda us, stream: gpu.queue(us / 1e6))
-    monkeypatch.setattr(bench, "cuda", types.SimpleNamespace(
+    monkeypatch.setattr(timing, "simulating", lambda: False)
+    monkeypatch.setattr(timing, "_busy", lambda us, stream: gpu.queue(us / 1e6))
+    monkeypatch.setattr(timing, "cuda", types.SimpleNamespace(
         default_stream=lambda: 0, synchronize=gpu.wait, event=gpu.event, defer_cleanup=contextlib.nullcontext))
     return gpu
 
@@ -121,7 +121,7 @@ def test_kernel_us_hides_the_host_time_of_the_launches(monkeypatch):
         time.sleep(1e-3)
         gpu.queue(100e-6)
 
-    measured = bench.kernel_us(launch, repeats=5)
+    measured = timing.kernel_us(launch, repeats=5)
     assert measured.queued
     assert measured.us == pytest.approx(100, abs=5)
 
@@ -134,7 +134,7 @@ def test_kernel_us_times_a_launch_that_synchronises_without_queueing_and_says_so
         time.sleep(1e-3)
         gpu.queue(100e-6)
 
-    measured = bench.kernel_us(launch, repeats=5)
+    measured = timing.kernel_us(launch, repeats=5)
     assert not measured.queued
     assert measured.us > 1000
 
@@ -144,7 +144,7 @@ def test_calls_in_turn_take_every_order_so_that_no_call_always_follows_the_same_
     shuffled order each of the others follows it in some rounds, not in all, and each is timed
     ``repeats`` times; the same seed gives the same orders."""
     clock, log = [0.0], []
-    monkeypatch.setattr(bench.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: clock[0])
 
     def call(name):
         def run():
@@ -152,7 +152,7 @@ def test_calls_in_turn_take_every_order_so_that_no_call_always_follows_the_same_
             log.append(name)
         return run
     names = ["slow", "a", "b", "c"]
-    times = bench.host_us_in_turn({name: call(name) for name in names}, warmup=0, repeats=40)
+    times = timing.host_us_in_turn({name: call(name) for name in names}, warmup=0, repeats=40)
     rounds = [log[k:k + 4] for k in range(0, len(log), 4)]
     assert len(rounds) == 40 and all(sorted(r) == sorted(names) for r in rounds)
     after_slow = {name: sum(1 for x, y in zip(log, log[1:]) if x == "slow" and y == name) for name in names[1:]}
@@ -160,27 +160,27 @@ def test_calls_in_turn_take_every_order_so_that_no_call_always_follows_the_same_
     assert all(times[name] == pytest.approx(100) for name in names)  # the median of each: not after "slow"
     first = list(log)
     log.clear()
-    bench.host_us_in_turn({name: call(name) for name in names}, warmup=0, repeats=40)
+    timing.host_us_in_turn({name: call(name) for name in names}, warmup=0, repeats=40)
     assert log == first
 
 
 def test_on_the_simulator_a_launch_that_just_ran_is_not_launched_again_for_a_time(monkeypatch):
     """A quick run on the simulator tests the script: one call of each timed thing, none for a
     kernel that ran for its check (``ran=True``), whose time the simulator would not keep."""
-    monkeypatch.setattr(bench, "simulating", lambda: True)
+    monkeypatch.setattr(timing, "simulating", lambda: True)
     launched = []
-    assert np.isnan(bench.kernel_us(lambda: launched.append("timed")).us)
-    assert np.isnan(bench.kernel_us(lambda: launched.append("ran"), ran=True).us)
-    assert np.isnan(bench.kernel_us_each({"ran": lambda: launched.append("ran")}, ran=True)["ran"].us)
+    assert np.isnan(timing.kernel_us(lambda: launched.append("timed")).us)
+    assert np.isnan(timing.kernel_us(lambda: launched.append("ran"), ran=True).us)
+    assert np.isnan(timing.kernel_us_each({"ran": lambda: launched.append("ran")}, ran=True)["ran"].us)
     assert launched == ["timed"]
     if ps.device_info()["simulator"]:
-        assert (bench.QUICK_REPEATS, bench.HOST_WARMUP) == (1, 0)
+        assert (timing.QUICK_REPEATS, timing.HOST_WARMUP) == (1, 0)
 
 
 def test_the_busy_kernel_compiles_for_a_gpu(ptx_compiler):
     from prefixsum import ptx
 
-    assert ptx.compiles_in_child(bench._spin, "void(int64)") == (True, "ok")
+    assert ptx.compiles_in_child(timing._spin, "void(int64)") == (True, "ok")
 
 
 # run_gpu.sh
@@ -332,7 +332,7 @@ def test_cubs_version_is_read_from_the_headers_of_cuda_cccl(tmp_path, monkeypatc
 
 
 def test_kernel_us_each_times_nothing_on_the_simulator_but_runs_every_launch():
-    from prefixsum.cli.bench import kernel_us_each
+    from prefixsum.cli.timing import kernel_us_each
 
     ran = []
     found = kernel_us_each({"a": lambda: ran.append("a"), "b": lambda: ran.append("b")}, repeats=3)

@@ -4,7 +4,7 @@ import types
 
 import pytest
 
-from prefixsum.cli import bench, cupti
+from prefixsum.cli import cupti, timing
 
 MARK = "_ZN6cudapy8prefixsum3cli5cupti13call_boundaryB2v1E"
 
@@ -47,16 +47,16 @@ def test_only_cuda_events_count():
 
 
 def test_kernel_us_reports_the_method_in_its_timing(monkeypatch):
-    monkeypatch.setattr(bench, "simulating", lambda: False)
-    monkeypatch.setattr(bench.cupti, "cupti_us", lambda launch, warmup, repeats, copies: 12.5)
-    measured = bench.kernel_us(lambda: None, method="cupti")
+    monkeypatch.setattr(timing, "simulating", lambda: False)
+    monkeypatch.setattr(timing.cupti, "cupti_us", lambda launch, warmup, repeats, copies: 12.5)
+    measured = timing.kernel_us(lambda: None, method="cupti")
     assert (measured.us, measured.method, measured.timing) == (12.5, "cupti", "cupti, kernels summed per call")
 
 
 def test_methods_are_checked():
-    assert bench.check_methods(["cupti", "events", "cupti"]) == ["cupti", "events"]
+    assert timing.check_methods(["cupti", "events", "cupti"]) == ["cupti", "events"]
     with pytest.raises(ValueError, match="'clock'.*cupti, events"):
-        bench.check_methods(["clock"])
+        timing.check_methods(["clock"])
 
 
 def test_the_marker_kernel_compiles_for_a_gpu(ptx_compiler):

@@ -4,7 +4,7 @@ numba compiles integer operators in 64 bits (signed if either operand is), shift
 operand's signedness, casts to a narrower type by keeping the low bits, and PTX counts bits in
 the operand's own width (``popc.b32`` of the ballot of 32 lanes, an int32 -1, is 32). The
 expected values below are PTX's and numba's rules written out; the last tests compare the
-simulator with ``benchmarks/warp_semantics.py``'s model of them and with every case of the
+simulator with ``benchmarks/warp_integers.py``'s model of them and with every case of the
 recorded GPU run, ``benchmarks/warp_semantics_gpu.json``.
 """
 import importlib
@@ -155,7 +155,7 @@ def test_the_benchmarks_integer_kernels_compile_for_a_gpu(ptx_child):
     child = ptx_child(f"""
 import sys
 sys.path.insert(0, {str(ROOT / "benchmarks")!r})
-import warp_semantics as w
+import warp_integers as w
 from numba import cuda, types
 from prefixsum.core.numba_gpu import pretend_device
 pretend_device((9, 0))

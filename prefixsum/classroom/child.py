@@ -260,9 +260,7 @@ def _reduce_kernel(kernel):
             found = getattr(found, part, None)
         if found is kernel:
             return _device.import_attribute, (function.__module__, function.__qualname__)
-    options = {name: kernel.targetoptions[name] for name in ("device", "fastmath", "debug")
-               if kernel.targetoptions.get(name) is not None}
-    return _jit, (function, options)
+    return _jit, (function, numba_gpu.jit_options(kernel))
 
 
 def _jit(function, options):

@@ -1,7 +1,7 @@
 """Device time of whole calls from CUPTI, through ``torch.profiler``: the benchmarks' second method.
 
 CUDA events around a call time the stream between two points: the kernels, and any gap the GPU
-spends waiting for the host between them (:func:`prefixsum.cli.bench.kernel_us` hides those gaps
+spends waiting for the host between them (:func:`prefixsum.cli.timing.kernel_us` hides those gaps
 behind a busy kernel, but only for launches on one stream). CUPTI, the profiling interface under
 ``torch.profiler``, records the start and end of every kernel of the process, whoever launched
 it (numba, cuda.core, CUB behind torch, cuSPARSE behind CuPy, XLA behind JAX): summing the

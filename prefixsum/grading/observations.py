@@ -30,6 +30,7 @@ import zlib
 import numpy as np
 
 from ..classroom import sim, trace as tracing
+from ..core import numba_gpu
 from ..core.plans import PLANS
 
 DTYPES = frozenset("bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 float32 float64 complex64 "
@@ -406,8 +407,7 @@ class Observed:
 def describe(value):
     """A student's name as the grader's replay gets it: a callable's name and kind, or the value itself."""
     if callable(value) and not isinstance(value, type):
-        device = bool(getattr(value, "_device", False) or getattr(value, "targetoptions", {}).get("device", False))
-        return {"callable": [str(getattr(value, "__name__", "function"))[:100], device]}
+        return {"callable": [str(getattr(value, "__name__", "function"))[:100], numba_gpu.is_device_function(value)]}
     return {"value": encode_value(value)}
 
 
@@ -417,8 +417,7 @@ class StandIn:
 
     def __init__(self, name, device):
         self.__name__ = self.__qualname__ = name
-        self._device = device
-        self.targetoptions = {"device": device}
+        numba_gpu.pass_for_device_function(self, device)
 
     def __call__(self, *args, **kwargs):
         from ..classroom.check import observed

@@ -61,8 +61,11 @@ def _time_limit(seconds):
 
 def _load(path, name):
     """The module at ``path`` (a file of the package, loaded by its path: this script imports no package)."""
-    spec = importlib.util.spec_from_file_location(name, path)
+    package = path.name == "__init__.py"  # a package (numba_gpu) finds its own modules, relative to it
+    spec = importlib.util.spec_from_file_location(name, path,
+                                                  submodule_search_locations=[str(path.parent)] if package else None)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
 
@@ -330,7 +333,7 @@ def _ptx(request, emit):
     cc = (7, 5)
     # Device functions ask the current device for its capability; there is none here. The door
     # to numba's internals is loaded by its path: this mode imports nothing of the package.
-    _load(pathlib.Path(__file__).parents[1] / "core" / "numba_gpu.py", "numba_gpu").pretend_device(cc)
+    _load(pathlib.Path(__file__).parents[1] / "core" / "numba_gpu" / "__init__.py", "numba_gpu").pretend_device(cc)
     chapter = json.loads(request["chapter"])
     namespace = {"__name__": "__grading__"}
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):

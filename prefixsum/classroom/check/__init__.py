@@ -33,18 +33,20 @@ A user operator (a ``cuda.jit(device=True)`` function, see :mod:`prefixsum.scans
 first checked on its own by :func:`operator`: ``not-associative`` or ``wrong-identity`` before
 any kernel runs, since no scan can be right with such an operator.
 
-The checker is a package of one concern per module: :mod:`.mode` (sizes, seeds, ``thorough`` and ``time_limit``),
-:mod:`.results` (verdicts and budgets), :mod:`.diagnosis` (what a trace shows), :mod:`.scan_checks` (scans, operators,
-tile kernels), :mod:`.linalg` (reflectors and tridiagonal solvers, and the random systems they are checked on),
-:mod:`.chunks` (the warp solver's exchange of rows and the partition method's step) and :mod:`.host` (functions checked
-case by case, compaction, radix pass, stable sort).
+The checker is a package of one concern per module: :mod:`.mode` (sizes, seeds, ``thorough``
+and ``time_limit``), :mod:`.results` (verdicts and budgets), :mod:`.diagnosis` (what a trace
+shows), :mod:`.scan_checks` (scans and tile kernels), :mod:`.operators` (user operators),
+:mod:`.linalg` (reflectors and tridiagonal solvers, and the random systems they are checked on),
+:mod:`.chunks` (the warp solver's exchange of rows and the partition method's step) and
+:mod:`.host` (functions checked case by case, compaction, radix pass, stable sort).
 """
 from .chunks import neighbours, partition
 from .host import compaction, function, radix_pass, stable_sort
 from .linalg import dominant_systems, reflector, tridiagonal
 from .mode import DEFAULT_SIZES, DIAGNOSES, thorough, time_limit
+from .operators import operator
 from .results import Budget, CheckResult, with_poisoned_allocations
-from .scan_checks import operator, scan, tiled
+from .scan_checks import scan, tiled
 
 __all__ = [
     "Budget",

@@ -40,14 +40,15 @@ def _run(kernel, args):
     grid_dim, block_dim = numba_sim.normalize_kernel_dimensions(
         kernel.grid_dim, kernel.block_dim
     )
+    function, shared_bytes = numba_sim.kernel_function(kernel), numba_sim.dynamic_shared_bytes(kernel)
     hooks.launches(LaunchInfo(
-        kernel.fn.__name__, kernel.fn, tuple(grid_dim), tuple(block_dim), kernel.dynshared_size, tuple(args)
+        function.__name__, function, tuple(grid_dim), tuple(block_dim), shared_bytes, tuple(args)
     ))
     _check_configuration(kernel, grid_dim, block_dim)
     launch = Launch(kernel, grid_dim, block_dim, hooks.accesses.callbacks, hooks.calls.callbacks,
                     hooks.fences.callbacks, hooks.waits.callbacks)
     write_back = []
-    code = kernel.fn.__code__
+    code = function.__code__
     names = code.co_varnames[: code.co_argcount]
     kernel_args = [
         _argument(kernel, arg, names[i] if i < len(names) else f"arg{i}", launch.global_class,
@@ -95,10 +96,11 @@ def _check_configuration(kernel, grid_dim, block_dim):
         problems.append(
             f"gridDim is limited to x <= 2**{x.bit_length()} - 1, y <= {y}, z <= {z}"
         )
-    if kernel.dynshared_size > MAX_SHARED_BYTES_PER_BLOCK:
+    shared_bytes = numba_sim.dynamic_shared_bytes(kernel)
+    if shared_bytes > MAX_SHARED_BYTES_PER_BLOCK:
         problems.append(
-            f"{kernel.dynshared_size} bytes of dynamic shared memory, but a block has at most "
+            f"{shared_bytes} bytes of dynamic shared memory, but a block has at most "
             f"{MAX_SHARED_BYTES_PER_BLOCK}"
         )
     if problems:
-        raise LaunchError(launch_refused(kernel.fn.__name__, grid_dim, block_dim, problems))
+        raise LaunchError(launch_refused(numba_sim.kernel_function(kernel).__name__, grid_dim, block_dim, problems))

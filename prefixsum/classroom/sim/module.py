@@ -37,7 +37,7 @@ class Module(numba_sim.FakeCUDAModule):
     blockIdx = None
 
     def __init__(self, launch, array_class):
-        super().__init__(launch.grid_dim, launch.block_dim, launch.kernel.dynshared_size)
+        super().__init__(launch.grid_dim, launch.block_dim, numba_sim.dynamic_shared_bytes(launch.kernel))
         self._launch = launch
         self._shared = None  # the shared memory of the block whose turn it is
         self._local = Local(array_class)

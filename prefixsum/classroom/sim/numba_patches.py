@@ -59,7 +59,7 @@ def _call(kernel, *args):
     """
     running = running_launch()
     if running is not None:
-        return running.call(kernel.fn, args)
+        return running.call(numba_sim.kernel_function(kernel), args)
     if settings.enabled and not numba_sim.is_device_function(kernel):
         with simulator_turn():
             if numba_sim.kernel_context() is None:

@@ -60,6 +60,16 @@ def is_device_function(kernel):
     return kernel._device
 
 
+def kernel_function(kernel):
+    """The Python function a simulated kernel or device function runs (numba's ``fn``)."""
+    return kernel.fn
+
+
+def dynamic_shared_bytes(kernel):
+    """The dynamic shared memory a configured simulated launch asks for, in bytes (numba's ``dynshared_size``)."""
+    return kernel.dynshared_size
+
+
 def kernel_context():
     """numba's current simulated ``cuda`` module: None unless a simulated kernel is running."""
     return _kernel._kernel_context

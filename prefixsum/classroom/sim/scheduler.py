@@ -133,8 +133,9 @@ class Launch:
 
     def __init__(self, kernel, grid_dim, block_dim, access_hooks, call_hooks, fence_hooks=(), wait_hooks=()):
         self.kernel = kernel
-        self.function = numba_typed(kernel.fn)  # what its threads run: numba's integer typing
-        self.name = kernel.fn.__name__
+        function = numba_sim.kernel_function(kernel)
+        self.function = numba_typed(function)  # what its threads run: numba's integer typing
+        self.name = function.__name__
         self.grid_dim = grid_dim
         self.block_dim = block_dim
         self.array_class = traced_arrays(self, access_hooks) if access_hooks else Array
@@ -227,7 +228,7 @@ class Launch:
         for t in threads:
             t.greenlet.gr_context = context.copy()
             t.resume = args
-        shared = Shared(self.array_class, self.kernel.dynshared_size)
+        shared = Shared(self.array_class, numba_sim.dynamic_shared_bytes(self.kernel))
         return Block(index, threads, shared, Rendezvous(self.name, index, threads))
 
     def _turn(self, block):
