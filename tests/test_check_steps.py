@@ -119,8 +119,9 @@ def test_a_look_back_that_waits_for_a_prefix_stops_at_the_poll_limit_naming_the_
     assert "an AGGREGATE as well as a PREFIX" in result.hint
 
 
-def graded_rows(submissions, out, workers):
-    """grades.csv's rows of one run of ``python -m prefixsum grade`` with ``workers`` workers."""
+def graded_rows(submissions, out, workers, *recording):
+    """grades.csv's rows of one run of ``python -m prefixsum grade`` with ``workers`` workers (and
+    ``recording``: ``--record FILE`` or ``--recording FILE``)."""
     command = [
         sys.executable,
         "-m",
@@ -134,6 +135,7 @@ def graded_rows(submissions, out, workers):
         "--quiet",
         "--instructor",
         str(NOTEBOOK),
+        *recording,
     ]
     finished = subprocess.run(command, capture_output=True, text=True, cwd=out.parent)
     assert finished.returncode == 0, finished.stderr[-3000:]
@@ -165,7 +167,11 @@ def test_one_batch_gets_the_same_grades_with_one_worker_and_with_two(tmp_path):
         nbformat.write(notebook, submissions / name / NOTEBOOK.name)
     (tmp_path / "one").mkdir()
     (tmp_path / "two").mkdir()
-    one, two = graded_rows(submissions, tmp_path / "one", 1), graded_rows(submissions, tmp_path / "two", 2)
+    # The instructor's solutions are recorded once, by the first batch (--record), for both: the
+    # batches differ in how their submissions are graded, which this compares.
+    recording = str(tmp_path / "recording.json")
+    one = graded_rows(submissions, tmp_path / "one", 1, "--record", recording)
+    two = graded_rows(submissions, tmp_path / "two", 2, "--recording", recording)
     assert one == two
     status = {dict(row)["submission"]: dict(row)["status"] for row in one if dict(row)["exercise"] == exercise.id}
     assert status == {"waits_for_prefix": "timeout", "chained": "fail"}, one

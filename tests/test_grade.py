@@ -188,7 +188,30 @@ BROKEN = {
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def reflector_recording(tmp_path_factory):
+    """``python -m prefixsum grade --record FILE`` of chapter 09 alone, with the class's options: a
+    teacher's recording made before any batch. The graded class reads it (``--recording``) and
+    records chapter 01 itself, which it lacks."""
+    path = tmp_path_factory.mktemp("recording") / "09.json"
+    command = [sys.executable, "-m", "prefixsum", "grade", "--record", str(path), "--timeout", "12", "--memory", "3072",
+               "--quiet", "--instructor", str(REFLECTOR)]
+    finished = subprocess.run(command, capture_output=True, text=True)
+    assert finished.returncode == 0 and f"recorded 1 chapters, 3 exercises: {path}" in finished.stdout, (
+        finished.stderr[-3000:])
+    return path
+
+
+@pytest.fixture(scope="module")
+def class_recording():
+    """The recording that the graded class writes (``--record`` with submissions), which the Dask
+    cluster's batch reads: ``{"path": path}``, empty until the class was graded in this process (the
+    cluster's batch then records its own). test_every_chapter_passes_with_the_instructors_solutions_and_not_blank
+    is a batch that records everything itself; tests/test_grade_recording.py tests the recording."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory, reflector_recording, class_recording):
     folder = tmp_path_factory.mktemp("class")
     out = folder / "out"
     out.mkdir()  # so that the submissions that write into it find it
@@ -203,9 +226,11 @@ def graded(tmp_path_factory):
             data = nbformat.writes(student_version(instructor(NOTEBOOKS / filename), chapter="02_folding")).encode()
         (submissions / name / filename).write_bytes(data)
     command = [sys.executable, "-m", "prefixsum", "grade", str(submissions), "--out", str(out), "--workers", "2",
-               "--timeout", "12", "--memory", "3072", "--quiet", "--instructor", str(LADDER), str(REFLECTOR)]
+               "--timeout", "12", "--memory", "3072", "--quiet", "--instructor", str(LADDER), str(REFLECTOR),
+               "--recording", str(reflector_recording), "--record", str(folder / "recording.json")]
     finished = subprocess.run(command, capture_output=True, text=True, cwd=folder)
     assert finished.returncode == 0, finished.stderr[-3000:]
+    class_recording["path"] = folder / "recording.json"
     with open(out / "grades.csv") as handle:
         rows = list(csv.DictReader(handle))
     with open(out / "summary.csv") as handle:
@@ -214,6 +239,16 @@ def graded(tmp_path_factory):
     for row in rows:
         by_submission.setdefault(row["submission"], {})[row["exercise"]] = row
     return out, by_submission, summary
+
+
+@pytest.mark.slow  # the graded fixture
+def test_the_class_records_only_the_chapter_its_recording_lacks(graded, reflector_recording, class_recording):
+    """The class's batch took chapter 09 from the teacher's recording, whole, and recorded of chapter 01
+    the exercises its submissions need; it wrote both (``--record``)."""
+    given, written = (grading.Recording.read(path) for path in (reflector_recording, class_recording["path"]))
+    assert written.chapters["09_householder"] == given.chapters["09_householder"]
+    assert set(written.chapters) == {"01_ladder", "09_householder"} and written.options == given.options
+    assert "01.ladder-step" in written.exercises("01_ladder")
 
 
 def target(name):
@@ -516,8 +551,10 @@ def test_combine_reports_only_evidence_of_forgery_as_tampering():
 
 
 @pytest.mark.slow  # a local Dask cluster of two processes, grading a chapter
-def test_grade_on_a_dask_cluster_of_two_workers(tmp_path):
+def test_grade_on_a_dask_cluster_of_two_workers(tmp_path, class_recording):
     distributed = pytest.importorskip("distributed")
+    recording = grading.Recording.read(class_recording["path"]) if class_recording else None
+    options = recording.options if recording else runner.Options(timeout=30)  # a recording serves only its own
     submissions = tmp_path / "submissions"
     for name, notebook in (
         ("solution", ladder(SOLUTION)),
@@ -527,7 +564,7 @@ def test_grade_on_a_dask_cluster_of_two_workers(tmp_path):
         nbformat.write(notebook, submissions / name / "01_ladder.ipynb")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         rows = grading.grade([submissions], tmp_path / "out", instructor=[LADDER], scheduler=cluster.scheduler_address,
-                             options=runner.Options(timeout=30), progress=False)
+                             options=options, progress=False, recording=recording)
     ladder_rows = {r.submission: r for r in rows if r.exercise == "01.ladder-step"}
     assert {(s, r.status, r.score == r.max_score > 0) for s, r in ladder_rows.items()} == {
         ("solution", "pass", True), ("off_by_one", "fail", False)}
@@ -538,7 +575,8 @@ def test_grade_on_a_dask_cluster_of_two_workers(tmp_path):
 
 def test_grade_help_explains_every_option():
     finished = subprocess.run([sys.executable, "-m", "prefixsum", "grade", "--help"], capture_output=True, text=True)
-    for option in ("--out", "--instructor", "--workers", "--timeout", "--scheduler", "--memory"):
+    for option in ("--out", "--instructor", "--workers", "--timeout", "--scheduler", "--memory", "--record ",
+                   "--recording"):
         assert option in finished.stdout
 
 
@@ -558,6 +596,21 @@ def test_every_chapter_passes_with_the_instructors_solutions_and_not_blank(tmp_p
     every = {e.id for p in paths for e in chapters.read_chapter(p).exercises}
     assert {(r.exercise, r.status) for r in rows if r.submission != "blank"} == {(e, "pass") for e in every}
     assert {(r.exercise, r.status) for r in rows if r.submission == "blank"} == {(e, "not-attempted") for e in every}
+
+
+def test_grade_refuses_a_malformed_recording_a_command_with_nothing_to_do_and_an_unwritable_record(tmp_path):
+    (tmp_path / "recording.json").write_text('{"format": "prefixsum-grading-recording", "version": 1}')
+    command = [sys.executable, "-m", "prefixsum", "grade", "--instructor", str(LADDER), "--quiet"]
+    finished = subprocess.run([*command, str(tmp_path), "--out", str(tmp_path / "out"), "--recording",
+                               str(tmp_path / "recording.json")], capture_output=True, text=True)
+    assert finished.returncode == 2 and f"grade: the recording {tmp_path / 'recording.json'}: a recording holds " \
+                                       "exactly" in finished.stderr, finished.stderr
+    assert not (tmp_path / "out").exists()
+    finished = subprocess.run(command, capture_output=True, text=True)
+    assert finished.returncode != 0 and "name at least one SUBMISSION (or only record" in finished.stderr
+    finished = subprocess.run([*command, "--record", str(tmp_path / "missing" / "recording.json")],
+                              capture_output=True, text=True)
+    assert finished.returncode == 2 and f"cannot write into {tmp_path / 'missing'}" in finished.stderr
 
 
 def test_grade_refuses_without_a_sandbox_unless_told(tmp_path):

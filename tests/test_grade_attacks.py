@@ -14,6 +14,8 @@ chapter, which is graded once.
 As root the whole class is graded twice: as root, and as nobody. The second batch grades the attacks
 that run in the sandbox (``# hole``), every honest classmate and answer and every odd file: an attack
 the allow-list refuses or a check fails is judged by code that does not ask who runs the grader.
+The root batch records the instructor's solutions itself and writes the recording (``--record``);
+the batch as nobody reads it (``--recording``), as a teacher grading late submissions would.
 
 After the batch: no attacker earned a pass, every honest classmate kept full marks, no process
 of the batch is left and nothing new listens, and nothing outside the sandboxes changed (the
@@ -219,19 +221,27 @@ def _of_a_run(pid):
         return True
 
 
+@pytest.fixture(scope="module")
+def recording():
+    """The root batch's recording of the instructor's solutions (``--record``), which the batch as
+    nobody, made with the same notebooks and options, reads (``--recording``): ``{"text": JSON}``,
+    empty until the root batch ran in this process (else the batch as nobody records its own)."""
+    return {}
+
+
 @pytest.fixture(scope="module", params=["root", "unprivileged"])
-def batch(request):
+def batch(request, recording):
     if os.getuid() != 0 and request.param == "root":
         pytest.skip("the root run needs root (CI runs as root)")
     sandbox.check_available()
     folder = pathlib.Path(tempfile.mkdtemp(prefix="psattack-"))
     try:
-        yield _run(folder, request.param)
+        yield _run(folder, request.param, recording)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _run(folder, user):
+def _run(folder, user, recording):
     prefix, everyone = [], True
     if user == "unprivileged":
         if os.getuid() == 0:  # the root batch grades the whole class
@@ -246,6 +256,13 @@ def _run(folder, user):
     out.mkdir()
     if prefix:
         os.chown(out, sandbox.NOBODY, sandbox.NOBODY)
+    recorded = folder / "recording.json"  # beside the class, readable by nobody (the folder is 0755)
+    if "text" in recording:
+        recorded.write_text(recording["text"])
+        recorded.chmod(0o644)
+        reuse = ["--recording", str(recorded)]
+    else:
+        reuse = [] if prefix else ["--record", str(recorded)]  # nobody may not write into the folder
     venv, package = pathlib.Path(sys.prefix), ROOT / "prefixsum"
     before = {"instructor": _tree_hash(folder / "instructor"), "class": _tree_hash(students),
               "package": _tree_hash(package), "venv": _listing(venv)}
@@ -253,7 +270,7 @@ def _run(folder, user):
     temporary = _temporary()
     command = [*prefix, sys.executable, str(ATTACKS / "grade_with_hole.py"), str(students), "--out", str(out),
                "--instructor", *(str(folder / "instructor" / f"{c}.ipynb") for c in CHAPTERS), "--chapters", *CHAPTERS,
-               "--workers", "2", "--timeout", str(TIMEOUT_S), "--memory", "3072", "--max-size", "2", "--quiet"]
+               "--workers", "2", "--timeout", str(TIMEOUT_S), "--memory", "3072", "--max-size", "2", "--quiet", *reuse]
     start = time.perf_counter()
     finished = subprocess.run(
         command, capture_output=True, text=True, cwd="/", env={**os.environ, "PYTHONPATH": str(ROOT)}
@@ -267,6 +284,8 @@ def _run(folder, user):
         for pid, line in _processes().items()
         if pid not in processes and (MARK in line or "uid=run" in line) and not _held_by(pid, processes)
     }
+    if reuse[:1] == ["--record"] and recorded.exists():
+        recording["text"] = recorded.read_text()
     rows = []
     if (out / "grades.csv").exists():
         with open(out / "grades.csv", newline="") as handle:

@@ -19,7 +19,9 @@ The grader's own product, apart from the students' tools: it uses :mod:`prefixsu
   with the stored output;
 * :mod:`.runner`: one notebook, nbval and the re-check, and the status of each exercise;
 * :mod:`.report`: grades.csv, summary.csv, feedback pages;
-* :mod:`.batch`: a whole class in parallel, or on a Dask cluster.
+* :mod:`.batch`: a whole class in parallel, or on a Dask cluster;
+* :mod:`.recording`: the instructor's solutions recorded once for several batches (``--record``,
+  ``--recording``), its JSON read strictly and refused where the notebooks or options differ.
 """
 import importlib
 
@@ -27,7 +29,8 @@ import importlib
 # import .observations and .results through this package, and must not pay for what grading a
 # batch needs (nbformat imports jsonschema, whose optional IRI checker compiles some 35 Earley
 # grammars at import: over a second per process, jsonschema issue #1428).
-_WHERE = {"collect": "batch", "default_instructor_notebooks": "batch", "grade": "batch",
+_WHERE = {"collect": "batch", "default_instructor_notebooks": "batch", "grade": "batch", "record": "batch",
+          "Recording": "recording", "RecordingError": "recording",
           "Chapter": "chapters", "Exercise": "chapters", "InvalidSubmission": "chapters", "read_chapter": "chapters",
           "STATUSES": "runner", "Options": "runner", "Row": "runner", "grade_notebook": "runner",
           "Limits": "sandbox", "SandboxUnavailable": "sandbox", "limit_process": "sandbox"}

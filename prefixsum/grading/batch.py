@@ -9,6 +9,7 @@ import time
 from ..classroom.cells import first_line
 from . import report, sandbox
 from .chapters import InvalidSubmission, read_chapter
+from .recording import Recording, material_hash
 from .runner import Options, Row, close_judges, grade_notebook, instructor_signatures, screen
 
 WORKBOOK_NOTEBOOKS = pathlib.Path(__file__).resolve().parents[2] / "notebooks"
@@ -227,8 +228,83 @@ class Progress:
         self.stream.flush()
 
 
+def instructor_chapters(instructor=None, chapters_named=None):
+    """``{name: Chapter}`` of the instructor's notebooks that hold an exercise (``instructor``, default
+    :func:`default_instructor_notebooks`); ``chapters_named`` must be among them.
+
+    Raises
+    ------
+    ValueError
+        When there is no such notebook, or ``chapters_named`` names a chapter none holds.
+    """
+    notebooks = list(instructor) if instructor else default_instructor_notebooks()
+    if not notebooks:
+        raise ValueError(f"no instructor notebooks in {WORKBOOK_NOTEBOOKS} or ./notebooks: name them with --instructor")
+    chapters = {}
+    for path in notebooks:
+        chapter = read_chapter(path)
+        if chapter.exercises:
+            chapters[chapter.name] = chapter
+    if not chapters:
+        raise ValueError(f"none of the instructor notebooks has an exercise: {[str(p) for p in notebooks]}")
+    unknown = sorted(set(chapters_named or ()) - set(chapters))
+    if unknown:
+        raise ValueError(f"--chapters names {', '.join(unknown)}, which no instructor notebook holds; known: "
+                         f"{', '.join(sorted(chapters))}")
+    return chapters
+
+
+def _record_chapters(chapters, options, workers, ids=None):
+    """``{name: instructor_signatures(chapter, options, ids[name])}`` of ``chapters``, ``workers`` at once
+    (``ids`` None: every exercise)."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
+        recorded = {name: pool.submit(instructor_signatures, chapter, options, None if ids is None else ids[name])
+                    for name, chapter in chapters.items()}
+        return {name: future.result() for name, future in recorded.items()}
+
+
+def record(instructor=None, options=DEFAULT_OPTIONS, chapters=None, workers=None):
+    """Check the instructor's solutions and record them once, for several batches (``grade --record FILE``).
+
+    Parameters
+    ----------
+    instructor : sequence of path, optional
+        The instructor's notebooks (default: the workbook's own).
+    options : Options
+        The options of the batches that will use it: a recording serves only those
+        (:meth:`.Recording.check`).
+    chapters : sequence of str, optional
+        The chapters to record (default: every chapter of ``instructor`` with an exercise).
+    workers : int, optional
+        Chapters recorded at once (default: the number of cores).
+
+    Returns
+    -------
+    Recording
+        Every exercise of each chapter, checked together as a submission's cells run; pass it to
+        :func:`grade` (``recording=``), or write it (:meth:`.Recording.write`).
+
+    Raises
+    ------
+    RuntimeError
+        When an instructor's solution fails its own check (:func:`.runner.instructor_signatures`).
+    sandbox.SandboxUnavailable
+        When ``options.isolated`` and no sandbox can be made here.
+    """
+    if options.isolated:
+        sandbox.check_available()
+    known = instructor_chapters(instructor, chapters)
+    chosen = {name: known[name] for name in chapters} if chapters else known
+    try:
+        recorded = _record_chapters(chosen, options, workers)
+    finally:
+        close_judges()
+    return Recording(options, {name: {"material": material_hash(chosen[name]), "exercises": recorded[name]}
+                               for name in sorted(chosen)})
+
+
 def grade(submissions, out, *, instructor=None, workers=None, options=DEFAULT_OPTIONS, scheduler=None, progress=True,
-          chapters_named=None, max_notebook_mb=16):
+          chapters_named=None, max_notebook_mb=16, recording=None, record_to=None):
     """Grade ``submissions`` against the instructor's notebooks; write the reports into ``out``.
 
     Parameters
@@ -253,6 +329,15 @@ def grade(submissions, out, *, instructor=None, workers=None, options=DEFAULT_OP
         handed in against its full maximum.
     max_notebook_mb : int
         A submitted file larger than this is not read (its row says so).
+    recording : Recording, optional
+        The instructor's solutions recorded before (:func:`record`, ``--recording FILE``): a
+        chapter it records with every exercise that some submission has the grader run is not
+        recorded again; any other chapter is recorded as without one (those exercises only).
+    record_to : path, optional
+        Where to write the recording this batch grades with (``--record FILE`` with submissions),
+        before it grades: ``recording``'s chapters and those it recorded itself, the exercises its
+        submissions needed. A later batch (``recording=Recording.read(record_to)``) then records
+        only what this one did not need.
 
     Returns
     -------
@@ -263,26 +348,19 @@ def grade(submissions, out, *, instructor=None, workers=None, options=DEFAULT_OP
     ------
     sandbox.SandboxUnavailable
         When ``options.isolated`` and no sandbox can be made here.
+    RecordingError
+        When ``recording`` was made with other options, another version of this package, or
+        other material of a chapter given now (:meth:`.Recording.check`).
     """
     if options.isolated:
         sandbox.check_available()
-    notebooks = list(instructor) if instructor else default_instructor_notebooks()
-    if not notebooks:
-        raise ValueError(f"no instructor notebooks in {WORKBOOK_NOTEBOOKS} or ./notebooks: name them with --instructor")
-    chapters = {}
-    for path in notebooks:
-        chapter = read_chapter(path)
-        if chapter.exercises:
-            chapters[chapter.name] = chapter
-    if not chapters:
-        raise ValueError(f"none of the instructor notebooks has an exercise: {[str(p) for p in notebooks]}")
-    unknown = sorted(set(chapters_named or ()) - set(chapters))
-    if unknown:
-        raise ValueError(f"--chapters names {', '.join(unknown)}, which no instructor notebook holds; known: "
-                         f"{', '.join(sorted(chapters))}")
+    chapters = instructor_chapters(instructor, chapters_named)
+    if recording is not None:
+        recording.check(chapters, options)
     jobs = collect(submissions)
     try:
-        rows = _grade_jobs(jobs, chapters, workers, options, scheduler, progress, max_notebook_mb)
+        rows = _grade_jobs(jobs, chapters, workers, options, scheduler, progress, max_notebook_mb, recording,
+                           record_to)
     finally:
         close_judges()
     runs = {(row.submission, row.exercise): row.traces for row in rows if row.traces}
@@ -290,15 +368,22 @@ def grade(submissions, out, *, instructor=None, workers=None, options=DEFAULT_OP
     return rows
 
 
-def _grade_jobs(jobs, chapters, workers, options, scheduler, progress, max_notebook_mb):
+def _grade_jobs(jobs, chapters, workers, options, scheduler, progress, max_notebook_mb, recording=None,
+                record_to=None):
     """Every row of ``jobs`` (:func:`collect`): each file screened once, the instructor's solutions
-    they need recorded, then each file graded."""
+    they need recorded (where ``recording`` lacks them; all written to ``record_to``), then each file graded."""
     entries = _screen_all(jobs, chapters, max_notebook_mb, "bwrap" if options.isolated else "none")
     needed = _needed(entries)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
-        recorded = {name: pool.submit(instructor_signatures, chapter, options, needed.get(name, set()))
-                    for name, chapter in chapters.items()}
-        signatures = {name: future.result() for name, future in recorded.items()}
+    signatures = {}
+    for name in chapters if recording is not None else ():
+        found = recording.exercises(name)
+        if found is not None and needed.get(name, set()) <= set(found):
+            signatures[name] = found
+    missing = {name: needed.get(name, set()) for name in chapters if name not in signatures}
+    signatures.update(_record_chapters({name: chapters[name] for name in missing}, options, workers, missing))
+    if record_to is not None:
+        Recording(options, {name: {"material": material_hash(chapters[name]), "exercises": found}
+                            for name, found in sorted(signatures.items()) if found}).write(record_to)
     bar = Progress(len(entries), enabled=progress)
     results = [entry.rows for entry in entries]
     graded = [k for k, entry in enumerate(entries) if entry.screened is not None]

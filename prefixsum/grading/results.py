@@ -32,11 +32,13 @@ SCHEMAS["record"] = {**SCHEMAS["check"], "signatures": (dict, None)}
 _OPTIONAL = {"message", "lines", "stepper"}
 
 
-def _no_constant(name):
+def not_json(name):
+    """``json.loads``'s ``parse_constant``: NaN and Infinity are not JSON."""
     raise ValueError(f"{name} is not JSON")
 
 
-def _valid(entry, mode, ids):
+def valid_entry(entry, mode, ids):
+    """Whether ``entry`` matches ``SCHEMAS[mode]``, its id among ``ids``, its texts of bounded length."""
     schema = SCHEMAS[mode]
     if not isinstance(entry, dict) or set(entry) - set(schema) or set(schema) - _OPTIONAL - set(entry):
         return False
@@ -69,7 +71,7 @@ def json_lines(text, max_line=_MAX_LINE):
         if len(line) > max_line:
             continue
         try:
-            yield json.loads(line, parse_constant=_no_constant)
+            yield json.loads(line, parse_constant=not_json)
         except (ValueError, RecursionError):
             continue
 
@@ -78,7 +80,7 @@ def parse(text, mode, ids=()):
     """``{id: entry}`` from a sandbox's stdout: the lines that match ``SCHEMAS[mode]``, first one per id."""
     found = {}
     for entry in json_lines(text):
-        if _valid(entry, mode, ids):
+        if valid_entry(entry, mode, ids):
             found.setdefault(entry["id"], entry)
     return found
 
