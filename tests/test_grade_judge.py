@@ -20,7 +20,7 @@ import pytest
 
 from prefixsum.classroom import mistakes, trace as tracing
 from prefixsum.cli import grade as grade_command
-from prefixsum.grading import judge, judging, observations, read_chapter, trusted
+from prefixsum.grading import encoding, judge, judging, read_chapter, trusted
 from prefixsum.grading.runner import _inside
 from prefixsum.scans.api import scan
 
@@ -80,7 +80,7 @@ def test_a_forged_report_earns_nothing(chapter):
     assert found["status"] == "tampered" and "other inputs" in found["message"]
     # Outputs that the sandbox could forge without the inputs' right answer: the judge compares them.
     forged = json.loads(json.dumps(honest))
-    forged["observations"][2]["result"] = observations.encode_value(np.zeros(31, np.int32))
+    forged["observations"][2]["result"] = encoding.encode_value(np.zeros(31, np.int32))
     assert verdicts(chapter, json.dumps(forged))[EXERCISE]["message"].startswith("FAIL my_partial_sums: wrong-result "
                                                                                  "at n=31")
 
@@ -114,12 +114,12 @@ def _packed(data):
     {"x": 1}, {"i": 1, "f": "0x1p0"}, {"f": "nan?"}, {"o": "not a name"}, [1, 2], "text",
 ])
 def test_observed_values_are_read_strictly(value):
-    with pytest.raises(observations.Malformed):
-        observations.Decoder().value(value)
+    with pytest.raises(encoding.Malformed):
+        encoding.Decoder().value(value)
 
 
 def test_errors_come_back_as_known_types_with_their_message():
-    decoder = observations.Decoder()
+    decoder = encoding.Decoder()
     error = decoder.error({"type": "NegativeIndexError", "like": "NegativeIndexError", "message": "index -1"})
     assert isinstance(error, IndexError) and str(error) == "index -1"
     mine = decoder.error({"type": "MyError", "like": "ValueError", "message": "mine"})
@@ -128,13 +128,13 @@ def test_errors_come_back_as_known_types_with_their_message():
         {"type": "X", "like": "SystemExit", "message": ""},
         {"type": "a b", "like": "ValueError", "message": ""},
     ):
-        with pytest.raises(observations.Malformed):
+        with pytest.raises(encoding.Malformed):
             decoder.error(bad)
 
 
 def test_a_trace_survives_its_encoding():
     run = tracing.record(scan, np.arange(40, dtype=np.float32), algorithm="ladder")
-    back = observations.Decoder().trace(json.loads(json.dumps(observations.encode_trace(run))))
+    back = encoding.Decoder().trace(json.loads(json.dumps(encoding.encode_trace(run))))
     assert back.launches == run.launches and back.fences == run.fences
     assert [r._replace(value=None) for r in back.records] == [r._replace(value=None) for r in run.records]
     assert [float(r.value) for r in back.records] == [float(r.value) for r in run.records]

@@ -26,7 +26,7 @@ The grader's own product, apart from the students' tools: it uses :mod:`prefixsu
 import importlib
 
 # The names below load their module on first use (PEP 562): the sandbox's re-check and the judge
-# import .observations and .results through this package, and must not pay for what grading a
+# import .observations, .encoding and .results through this package, and must not pay for what grading a
 # batch needs (nbformat imports jsonschema, whose optional IRI checker compiles some 35 Earley
 # grammars at import: over a second per process, jsonschema issue #1428).
 _WHERE = {"collect": "batch", "default_instructor_notebooks": "batch", "grade": "batch", "record": "batch",

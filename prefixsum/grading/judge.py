@@ -24,7 +24,7 @@ import json
 import sys
 
 from ..classroom import cells
-from . import observations, results, sandbox
+from . import encoding, observations, results, sandbox
 
 MAX_REQUEST = 160 << 20
 """Bytes of a request read at most (the sandbox's output is bounded below this, :class:`.sandbox.Limits`)."""
@@ -126,7 +126,7 @@ def _stepper():
         # A trace the stepper cannot draw (a barrier phase with no access: a kernel that only
         # prints, or a trace forged in the sandbox): the verdict stands, without the picture.
         return {}
-    return {"stepper": [observations.encode_trace(student), observations.encode_trace(reference)]}
+    return {"stepper": [encoding.encode_trace(student), encoding.encode_trace(reference)]}
 
 
 def judge(request, emit):
@@ -140,8 +140,8 @@ def judge(request, emit):
         if entry is None:
             continue
         try:
-            found = verdict(exercise, entry, setup, request["timeout"], observations.Decoder())
-        except observations.Malformed as error:
+            found = verdict(exercise, entry, setup, request["timeout"], encoding.Decoder())
+        except encoding.Malformed as error:
             found = {
                 "status": "crashed",
                 "message": f"the sandbox's report does not follow the schema: {error}",

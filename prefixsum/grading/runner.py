@@ -32,7 +32,7 @@ import nbformat
 from ..classroom import stepping
 from ..classroom.renumbering import renumbered
 from ..core.device import device_environment
-from . import allowlist, judging, observations, results, sandbox
+from . import allowlist, encoding, judging, results, sandbox
 from .chapters import (
     EXERCISE,
     InvalidSubmission,
@@ -464,7 +464,7 @@ def _stepper_traces(entry):
         return None
     try:
         # A picture is drawn of a small failing run (at most 64 elements): a larger trace is kept by no row.
-        decoder = observations.Decoder(records=stepping.PICTURE_RECORDS)
+        decoder = encoding.Decoder(records=stepping.PICTURE_RECORDS)
         return tuple(decoder.trace(t) for t in pair)
-    except observations.Malformed:
+    except encoding.Malformed:
         return None

@@ -98,7 +98,7 @@ def _check_one(exercise, source, namespace, setup, timeout, devices=None):
     defines are noted there while the checks run: the signatures to compile it with.
     """
     from prefixsum.classroom.check import observed
-    from prefixsum.grading import observations
+    from prefixsum.grading import encoding, observations
 
     try:
         with _time_limit(timeout):
@@ -106,7 +106,7 @@ def _check_one(exercise, source, namespace, setup, timeout, devices=None):
     except _OutOfTime:
         return {"status": "timeout", "stage": "exercise"}
     except Exception as error:  # noqa: BLE001  (the student's error is the result)
-        return {"status": "error", "stage": "exercise", "error": observations.encode_error(error)}
+        return {"status": "error", "stage": "exercise", "error": encoding.encode_error(error)}
     recorder = observations.Recorder()
     # Setup names stay the instructor's: a submission that redefines ps or np does not change the check.
     mine = {n: namespace[n] for n in sorted(_reads(exercise["checks"])) if n in namespace and n not in setup}
@@ -123,7 +123,7 @@ def _check_one(exercise, source, namespace, setup, timeout, devices=None):
                 result.update(status="timeout", stage="check")
                 break
             except (Exception, observations.Unreplayable) as error:  # noqa: BLE001  (a run the judge could not replay either)
-                result.update(status="error", stage="check", error=observations.encode_error(error))
+                result.update(status="error", stage="check", error=encoding.encode_error(error))
                 break
     return result
 
