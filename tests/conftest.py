@@ -41,7 +41,8 @@ KEEP_ANSWER = pathlib.Path(__file__).resolve().parent / "keep_answer.py"
 
 HEAVY_MODULES = {
     # the grader's own product: bubblewrap sandboxes, the judge's processes, batches, Dask
-    "test_grade", "test_grade_attacks", "test_grade_batch", "test_grade_judge", "test_sandbox", "test_renumbering",
+    "test_grade", "test_grade_attacks", "test_grade_batch", "test_grade_judge", "test_grade_pieces", "test_sandbox",
+    "test_renumbering",
     # students' versions of every chapter built and executed, notebooks built with their kernels
     "test_student", "test_device",
     # benchmark stages run whole, quick, on the simulator
