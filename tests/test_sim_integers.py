@@ -63,7 +63,8 @@ ARITHMETIC = [
         UINT32_MAX,
         np.uint64,
     ),  # inverted in 32 bits, then widened
-    (lambda a, _: integers.negative(a), (np.uint32(1), None), 2**64 - 1, np.uint64),
+    (lambda a, _: integers.negative(a), (np.uint32(1), None), UINT32_MAX, np.uint64),  # negated in 32 bits (an H100)
+    (lambda a, _: integers.negative(a), (np.int32(INT32_MIN), None), INT32_MIN, np.int64),  # then sign-extended
     (lambda a, _: integers.cast(np.int32, a), (2**31, None), INT32_MIN, np.int32),  # numpy raises OverflowError
     (lambda a, _: integers.cast(np.uint32, a), (-1, None), UINT32_MAX, np.uint32),
     (lambda a, _: integers.cast(uint32, a), (np.int64(3 << 32 | 5), None), 5, np.uint32),

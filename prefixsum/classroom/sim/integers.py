@@ -10,7 +10,8 @@ it emits: ``shl.b64`` for a shift of an int32):
 * ``<< >>`` compute in 64 bits with the signedness of the left operand; PTX clamps the count, so
   a count of 64 or more (or negative, as unsigned) gives 0, or the sign for ``>>`` of a signed
   value;
-* ``-x`` and ``~x`` give a 64-bit result of ``x``'s signedness (``~`` inverts before widening);
+* ``-x`` and ``~x`` give a 64-bit result of ``x``'s signedness, computed in ``x``'s own width
+  first (numba negates and inverts before it widens: ``-uint32(1)`` is 2**32 - 1);
 * a cast to a narrower type (``np.int32(v)``, ``uint32(v)``) keeps the low bits, never raises;
 * ``cuda.popc``, ``cuda.clz``, ``cuda.ffs`` and ``cuda.brev`` count and reverse the bits of the
   operand's own width, two's complement: ``popc`` of an int32 -1 (the ballot of 32 lanes) is 32,
@@ -109,9 +110,10 @@ ilshift, irshift = _shift(operator.lshift, operator.ilshift), _shift(operator.rs
 
 
 def negative(a):
-    """``-a``: a numpy integer widened to 64 bits of its signedness first."""
+    """``-a``: a numpy integer negated in its own width, then widened to 64 bits of its signedness
+    (numba negates before it widens: ``-uint32(1)`` is 2**32 - 1, ``-int32(-2**31)`` is -2**31)."""
     if type(a) in _INTEGER_SCALARS:
-        return _in64(-int(a), _signed(a))
+        return _in64(_in_width(-int(a), a), _signed(a))
     return -a
 
 
