@@ -37,6 +37,7 @@ from prefixsum.core.device import undecided_environment  # noqa: E402
 
 PTX_WORKER = pathlib.Path(__file__).resolve().parent / "ptx_worker.py"
 KEEP_ANSWER = pathlib.Path(__file__).resolve().parent / "keep_answer.py"
+NOTEBOOKS = pathlib.Path(__file__).resolve().parent.parent / "notebooks"
 
 
 HEAVY_MODULES = {
@@ -91,6 +92,27 @@ def strict_simulator():
     assert sim.install()
     with sim.enabled(True), sim.allow_negative_indices(False):
         yield
+
+
+@pytest.fixture(scope="module")
+def book():
+    """``{chapter number: Chapter}`` of every instructor's notebook with exercises (the allow-list's tests)."""
+    from prefixsum.grading import chapters
+
+    found = {}
+    for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
+        chapter = chapters.read_chapter(path)
+        if chapter.exercises:
+            found[path.stem[:2]] = chapter
+    return found
+
+
+@pytest.fixture(scope="module")
+def setups(book):
+    """``{chapter number: the namespace its setup cells leave}`` (each chapter's setup run once, on the simulator)."""
+    from prefixsum.classroom import cells
+
+    return {number: cells.run_setup({"setup": list(chapter.setup)}) for number, chapter in book.items()}
 
 
 @pytest.fixture

@@ -22,6 +22,8 @@ def _attempt(exercise, name, verdict, *edits, avoid=()):
     return Mistake(exercise, name, tuple(edits), verdict, tuple(avoid))
 
 
+# A student's code as typed, one attempt a row: the formatter would spread each row over a dozen lines.
+# fmt: off
 _LOOK_PUBLISH = "publish(status, values, tile, published + (PREFIX if tile == 0 else AGGREGATE), aggregate)"
 _WAIT = "            while flag < published:\n                flag, value = peek(status, values, p)\n"
 _PACKED = "(np.uint64(flag) << np.uint64(32)) | np.uint64(to_bits(value))"
@@ -79,6 +81,7 @@ WRONG = (
              avoid=("Guard every access with i < n",)),
 )
 """Mistakes: each must fail its check with the words of its ``verdict`` and none of ``avoid``."""
+# fmt: on
 
 SECONDS = 60
 """The longest a check cell may run on one of :data:`WRONG` (on one core of an idle machine)."""

@@ -26,6 +26,9 @@ def _m(exercise, name, verdict, *edits, avoid=()):
     return Mistake(exercise, name, tuple(edits), verdict, tuple(avoid))
 
 
+# A student's code as typed, one loophole or slow right answer a row: the formatter would spread
+# each row over a dozen lines.
+# fmt: off
 _SERIAL = "    s[0] = x[0]\n    for i in range(1, len(x)):\n        s[i] = s[i - 1] + x[i]\n"
 _SUFFIX_PHASES = ("    phase = BLOCK >> 1\n    while phase > 0:\n        folded = cells[t]\n        if t + phase < "
                   "BLOCK:\n"
@@ -152,6 +155,7 @@ SLOW_RIGHT = (
     _m("11.digit-rank", "the leader found by cuda.threadIdx.x % 32", "PASS",
        ("    if cuda.laneid == leader:\n", "    if cuda.threadIdx.x % 32 == leader:\n")),
 )
+# fmt: on
 
 # What finds each diagnosis, for the table of what kills each mistake.
 _FOUND_BY = {

@@ -69,6 +69,8 @@ def _each_instead_of(exercise, old, *rows):
     return tuple(_m(exercise, name, verdict, (old, new), avoid=avoid[0] if avoid else ()) for name, verdict, new, *avoid in rows)
 
 
+# A student's code as typed, one mistake a row (with its verdict): the formatter would spread each row over a dozen lines.
+# fmt: off
 _SERIAL = ("    s[0] = x[0]\n    for i in range(1, len(x)):\n        s[i] = s[i - 1] + x[i]\n")
 _LADDER_IF = "        if t & phase:\n            rungs[t] += rungs[(t & ~(phase - 1)) - 1]\n"
 _HS_TWO = ("        value = cells[t]\n        if t >= stride:\n            value += cells[t - stride]\n"
@@ -372,6 +374,7 @@ ALTERNATIVES = (
         "    cuda.atomic.exch(status, tile, np.uint64(to_bits(value)))\n"
         "    cuda.atomic.or_(status, tile, np.uint64(flag) << np.uint64(32))\n")),
 )
+# fmt: on
 
 
 def for_exercise(exercise_id):
