@@ -226,7 +226,7 @@ def with_settings(**values):
 
 def cusparse_round_trip(torch, cupy):
     """torch's round trip through cuSPARSE's gtsv2StridedBatch, as a function of a, b, c, d."""
-    from tridiag import cusparse_routine
+    from tridiag_cusparse import cusparse_routine
 
     routines, buffers = {}, {}
 
@@ -265,7 +265,7 @@ def tridiag_calls(torch, cupy):
 def measure_tridiag(calls, cases, quick, meta, rng):
     """Rows of every call at every (batch, n) and dtype, each result's residual checked first, the
     calls of a shape timed in turn (:func:`prefixsum.cli.timing.host_us_in_turn`)."""
-    from tridiag import RESIDUAL_EPS, residual, system
+    from tridiag_systems import RESIDUAL_EPS, residual, system
 
     rows = []
     for dtype in map(np.dtype, ("float32", "float64")):

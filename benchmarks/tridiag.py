@@ -7,12 +7,12 @@ indefinite systems.
     --only-hybrid: the hybrid's rows and cuSPARSE's gtsv2StridedBatch alone; --jax-kernels: which
     cuSPARSE routine JAX runs per case, by kernel name, and its kernels by CUPTI, in tridiag_jax.csv)
 
-Two families of systems (the ``family`` column): ``dominant`` (``|b| = |a| + |c| + u``, u
-uniform in [0.5, 1.5]: every method is right) and ``indefinite`` (a, b and c uniform in [-1, 1]:
-only the pivoting solvers are). Cases (batch x n): :data:`CASES` (``--case BATCHxN`` picks some),
+Two families of systems (the ``family`` column; :mod:`tridiag_systems` makes them and checks the results):
+``dominant`` (``|b| = |a| + |c| + u``, u uniform in [0.5, 1.5]: every method is right) and ``indefinite`` (a, b and c
+uniform in [-1, 1]: only the pivoting solvers are). Cases (batch x n): :data:`CASES` (``--case BATCHxN`` picks some),
 float32 and float64. Every result is checked: on dominant systems its relative
 residual, on indefinite ones its normwise backward error ``max |T x - d| / (max |T| max |x| + max
-|d|)``, must be at most :data:`RESIDUAL_EPS` x eps (``correct``; the script exits with 1 if one of
+|d|)``, must be at most :data:`tridiag_systems.RESIDUAL_EPS` x eps (``correct``; the script exits with 1 if one of
 ours is not; a library's wrong row is printed, not fatal).
 
 Ours, on dominant systems: PCR, CR, Thomas, the hybrid (with, in the full run, its
@@ -32,8 +32,9 @@ cuSPARSE (:mod:`tridiag_cusparse`, through CuPy, its device time measured the sa
 same trace): ``gtsv2StridedBatch`` and ``gtsvInterleavedBatch`` with algo 0 (Thomas) on dominant
 systems; ``gtsvInterleavedBatch`` with algo 1 (LU, partial pivoting) and 2 (QR) and ``gtsv2``
 (SPIKE with diagonal pivoting, a call per system, up to 64 systems) on both families. JAX's
-``jax.lax.linalg.tridiagonal_solve`` (cuSPARSE inside) as a whole call on dominant systems, with
-x64 on (a "float64" row whose result came back in float32 says so in its method name).
+``jax.lax.linalg.tridiagonal_solve`` (cuSPARSE inside; :mod:`tridiag_jax`, which also runs ``--jax-kernels``) as a
+whole call on dominant systems, with x64 on (a "float64" row whose result came back in float32 says so in its method
+name).
 
 ``--only-pivoting`` (the pivoting comparison: how the committed rows of the pivoting solver were
 measured) runs :data:`PIVOTING_CASES`: on dominant systems the hybrid, ``"pivoting"`` and
@@ -52,10 +53,18 @@ from pathlib import Path
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 os.environ["JAX_ENABLE_X64"] = "1"  # read when jax is imported; without it JAX computes "float64" in float32
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tridiag_cusparse, beside this script
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tridiag_cusparse and the others, beside this script
 
 import numpy as np  # noqa: E402
-from tridiag_cusparse import BASELINES, against, cusparse_solver, cusparse_time, routines_for  # noqa: E402,F401
+from tridiag_cusparse import (  # noqa: E402
+    BASELINES,
+    against_cusparse,
+    cusparse_solver,
+    pivoting_against_cusparse,
+    routines_for,
+)
+from tridiag_jax import jax_kernels, jax_time  # noqa: E402
+from tridiag_systems import FAMILIES, RESIDUAL_EPS, backward_error, family_system, residual  # noqa: E402
 
 from prefixsum import tridiag  # noqa: E402
 from prefixsum.cli import cupti  # noqa: E402
@@ -80,13 +89,9 @@ THOMAS_MAX_ROWS = 1 << 16
 ONE_THREAD_MAX_ROWS = 8192
 """Longer systems skip ``pivoting:one_thread`` in the sweep, for the same reason."""
 QUICK_CASES = ((4, 32), (1, 2048))  # a batch in shared memory; one system with global PCR steps (and levels)
-RESIDUAL_EPS = 64
-"""The most a right result's relative residual (dominant) or backward error (indefinite) may be, in eps:
-the residuals seen are about one eps; a wrong solve is off by far more."""
 PIVOTING_CASES = ((512, 512), (4096, 256), (16384, 64), (1000, 1000), (100, 1000), (64, 8192), (1, 1 << 16),
                   (1, 1 << 20), (7, 100000))
 """The shapes of issue 44: batches against cuSPARSE's interleaved LU and QR, long systems against gtsv2."""
-FAMILIES = ("dominant", "indefinite")
 THOMAS_ROWS = hybrid.THOMAS_ROWS
 PARTITION_ROWS = dict(partition.ROWS_PER_THREAD), partition.ONE_LEVEL_ROWS
 BLOCK_ROWS = dict(block.TARGET_ROWS)
@@ -94,47 +99,6 @@ RETIRED = {"auto (hybrid)": "2026-11-27: 'auto' named by the method it took then
            "pivoting:pairs=2": "2026-12-06: the pivoting solver's chunks of 2 pairs, slower but at one shape",
            "pivoting:pair_pairs=2": "2026-12-06: its reduced systems' chunks of 2 pairs, slower everywhere"}
 """Labels of the committed ``tridiag.csv`` that this script no longer writes, and why."""
-ROUTINES = ("gtsv2StridedBatch", "gtsv2", "gtsvInterleavedBatch")
-"""The routines ``--jax-kernels`` looks for among JAX's kernels."""
-
-
-def family_system(family, batch, n, dtype, rng):
-    """``(a, b, c, d)`` of ``family`` (module docstring), ``a[:, 0]`` and ``c[:, -1]`` zero."""
-    a, c = rng.uniform(-1, 1, (2, batch, n))
-    b = (
-        np.abs(a) + np.abs(c) + rng.uniform(0.5, 1.5, (batch, n))
-        if family == "dominant"
-        else rng.uniform(-1, 1, (batch, n))
-    )
-    d = rng.normal(size=(batch, n))
-    a[:, 0] = 0
-    c[:, -1] = 0
-    return tuple(v.astype(dtype) for v in (a, b, c, d))
-
-
-def system(batch, n, dtype, rng):
-    """Dominant systems (benchmarks/tridiag_warp.py's)."""
-    return family_system("dominant", batch, n, dtype, rng)
-
-
-def residual(a, b, c, d, x):
-    """``||T x - d|| / ||d||`` (2-norms) in float64."""
-    x = x.astype(np.float64)
-    r = b * x - d
-    r[:, 1:] += a[:, 1:] * x[:, :-1]
-    r[:, :-1] += c[:, :-1] * x[:, 1:]
-    return float(np.linalg.norm(r) / np.linalg.norm(d))
-
-
-def backward_error(a, b, c, d, x):
-    """``max |T x - d| / (max |T| max |x| + max |d|)`` in float64 (row sums for ``|T|``): small for a
-    backward-stable solve whatever T's condition; NaN for a NaN in x."""
-    a, b, c, d, x = (v.astype(np.float64) for v in (a, b, c, d, x))
-    r = b * x - d
-    r[:, 1:] += a[:, 1:] * x[:, :-1]
-    r[:, :-1] += c[:, :-1] * x[:, 1:]
-    scale = np.max(np.abs(a) + np.abs(b) + np.abs(c)) * np.max(np.abs(x)) + np.max(np.abs(d))
-    return float(np.max(np.abs(r)) / scale)
 
 
 KERNEL_METHODS = (*(name for name in tridiag.METHODS if name != auto.METHOD.name), "auto")
@@ -270,61 +234,6 @@ def traced_together(launches, repeats):
     return {label: statistics.median(calls[2 * k + 1::2 * count]) for k, label in enumerate(launches)}
 
 
-def jax_time(jax, a, b, c, d, repeats):
-    """``(whole-call microseconds, x)`` of JAX's jitted ``tridiagonal_solve`` (cuSPARSE inside);
-    ``x`` in the dtype JAX computed in."""
-    import jax.numpy as jnp
-
-    args = [jnp.asarray(v) for v in (a, b, c)] + [jnp.asarray(d)[..., None]]
-    solve = jax.jit(jax.lax.linalg.tridiagonal_solve)
-    result = np.asarray(solve(*args).block_until_ready())[..., 0]
-    return host_us(lambda: solve(*args).block_until_ready(), repeats=repeats), result
-
-
-def jax_kernels(args, meta, cases):
-    """``--jax-kernels``: for every case, which cuSPARSE routine JAX's ``tridiagonal_solve`` runs
-    (the routine of :data:`ROUTINES` whose kernels, by name, are among JAX's), JAX's kernel time
-    by CUPTI beside that routine's, and JAX's whole call. Writes ``tridiag_jax.csv``."""
-    from prefixsum.cli import cupti
-
-    cupy, _ = queued_library("cupy")
-    jax = gpu_library("jax")
-    if cupy is None or jax is None or not cupti.available():
-        print("--jax-kernels needs a GPU with cupy, jax and torch (for CUPTI)")
-        return 1
-    import jax.numpy as jnp
-
-    rng = np.random.default_rng(3)
-    solve = jax.jit(jax.lax.linalg.tridiagonal_solve)
-    rows = []
-    for dtype in (np.float32, np.float64):
-        for batch, n in cases:
-            a, b, c, d = system(batch, n, dtype, rng)
-            operands = [jnp.asarray(v) for v in (a, b, c)] + [jnp.asarray(d)[..., None]]
-
-            def call():
-                solve(*operands).block_until_ready()
-
-            names = cupti.kernel_names(call)
-            launches = {routine: cusparse_solver(cupy, a, b, c, d, routine)[0] for routine in ROUTINES}
-            found = {routine: cupti.kernel_names(launch) for routine, launch in launches.items()}
-            matched = [routine for routine, own in found.items() if own and set(own) <= set(names)]
-            routine = max(matched, key=lambda r: len(found[r]), default="")
-            x = np.asarray(solve(*operands))[..., 0]
-            jax_us = kernel_us(call, repeats=REPEATS, method="cupti").us
-            library_us = kernel_us(launches[routine], repeats=REPEATS, method="cupti").us if routine else float("nan")
-            rows.append({"dtype": np.dtype(dtype).name, "batch": batch, "n": n, "jax_computed_in": x.dtype.name,
-                         "cusparse_routine": routine or "none of " + "/".join(ROUTINES),
-                         "jax_kernels_us": round(jax_us, 2), "routine_kernels_us": round(library_us, 2),
-                         "jax_whole_call_us": round(host_us(call, repeats=REPEATS), 2),
-                         "relative_residual": f"{residual(a, b, c, d, x):.2e}",
-                         "jax_kernel_names": " | ".join(name[:60] for name in names), **meta})
-            print({k: rows[-1][k] for k in ("dtype", "batch", "n", "cusparse_routine", "jax_kernels_us",
-                                            "routine_kernels_us", "jax_whole_call_us")}, flush=True)
-    write_csv(rows, os.path.join(args.out, "tridiag_jax.csv"))
-    return 0
-
-
 def main(argv=None):
     args = script_arguments(argv, f"cases {QUICK_CASES}, {QUICK_REPEATS} repeats; runs on the simulator too",
                             lambda parser: (
@@ -444,37 +353,6 @@ def case_rows(args, meta, cupy, jax, full, family, dtype, batch, n, repeats, rng
             label = "jax tridiagonal_solve" + ("" if x.dtype == dtype else f" (computed in {x.dtype})")
             add(label, "library", micros, "host clock", x)
     return rows
-
-
-def against_cusparse(rows):
-    """Per method of measuring, dtype and case: the hybrid's kernel time, cuSPARSE's
-    ``gtsv2StridedBatch``'s, and cuSPARSE's over the hybrid's (dominant systems)."""
-    times = {(r["method"], r["family"], r["measured_by"], r["dtype"], r["batch"], r["n"]): r["median_us"] for r in rows}
-    found = []
-    for (method, family, how, dtype, batch, n), us in times.items():
-        library = times.get(("cusparse gtsv2StridedBatch", family, how, dtype, batch, n))
-        if method == "hybrid" and how != "host clock" and library:
-            found.append({"measured_by": how, "dtype": dtype, "batch": batch, "n": n, "hybrid_us": us,
-                          "cusparse_us": library, "vs cusparse": round(library / us, 3)})
-    return found
-
-
-def pivoting_against_cusparse(rows):
-    """Per kernel row of ``pivoting`` (and its forced paths) and ``auto``: its time, that of each
-    pivoting routine the issue names for the shape (:func:`tridiag_cusparse.against`), measured
-    the same way on the same family, and the routine's over ours."""
-    times = {(r["method"], r["family"], r["measured_by"], r["dtype"], r["batch"], r["n"]): r["median_us"] for r in rows}
-    found = []
-    for (method, family, how, dtype, batch, n), us in times.items():
-        if not method.startswith(("pivoting", "auto")) or how == "host clock":
-            continue
-        for routine in against(batch, n):
-            library = times.get((routine, family, how, dtype, batch, n))
-            if library:
-                found.append({"method": method, "family": family, "measured_by": how, "dtype": dtype, "batch": batch,
-                              "n": n, "us": us, "routine": routine.replace("cusparse ", ""), "cusparse_us": library,
-                              "vs cusparse": round(library / us, 3)})
-    return found
 
 
 if __name__ == "__main__":

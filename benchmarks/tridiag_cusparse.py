@@ -11,6 +11,10 @@ Five baselines (:data:`BASELINES`), each a ``(routine, algo)`` of ``cupy_backend
 
 The interleaved routines overwrite their bands and the others their right-hand side: each
 launch restores them first (device copies, which CUPTI's kernel time leaves out).
+
+Last, the comparisons benchmarks/tridiag.py prints from its rows: the hybrid against ``gtsv2StridedBatch``
+(:func:`against_cusparse`) and the pivoting solver against the routines the issue names for the shape
+(:func:`pivoting_against_cusparse`).
 """
 import numpy as np
 
@@ -103,3 +107,34 @@ def cusparse_time(cupy, stream, a, b, c, d, repeats, method, routine="gtsv2Strid
     if method == "cupti":
         return solve_and_refill.us, solve_and_refill.timing, result
     return solve_and_refill.us - kernel_us(refill, stream=stream, repeats=repeats).us, solve_and_refill.timing, result
+
+
+def against_cusparse(rows):
+    """Per method of measuring, dtype and case: the hybrid's kernel time, cuSPARSE's
+    ``gtsv2StridedBatch``'s, and cuSPARSE's over the hybrid's (dominant systems)."""
+    times = {(r["method"], r["family"], r["measured_by"], r["dtype"], r["batch"], r["n"]): r["median_us"] for r in rows}
+    found = []
+    for (method, family, how, dtype, batch, n), us in times.items():
+        library = times.get(("cusparse gtsv2StridedBatch", family, how, dtype, batch, n))
+        if method == "hybrid" and how != "host clock" and library:
+            found.append({"measured_by": how, "dtype": dtype, "batch": batch, "n": n, "hybrid_us": us,
+                          "cusparse_us": library, "vs cusparse": round(library / us, 3)})
+    return found
+
+
+def pivoting_against_cusparse(rows):
+    """Per kernel row of ``pivoting`` (and its forced paths) and ``auto``: its time, that of each
+    pivoting routine the issue names for the shape (:func:`against`), measured
+    the same way on the same family, and the routine's over ours."""
+    times = {(r["method"], r["family"], r["measured_by"], r["dtype"], r["batch"], r["n"]): r["median_us"] for r in rows}
+    found = []
+    for (method, family, how, dtype, batch, n), us in times.items():
+        if not method.startswith(("pivoting", "auto")) or how == "host clock":
+            continue
+        for routine in against(batch, n):
+            library = times.get((routine, family, how, dtype, batch, n))
+            if library:
+                found.append({"method": method, "family": family, "measured_by": how, "dtype": dtype, "batch": batch,
+                              "n": n, "us": us, "routine": routine.replace("cusparse ", ""), "cusparse_us": library,
+                              "vs cusparse": round(library / us, 3)})
+    return found

@@ -23,7 +23,8 @@ import prefixsum  # noqa: E402,F401  (chooses the GPU or the simulator before nu
 # isort: split
 import numpy as np  # noqa: E402
 from numba import cuda  # noqa: E402
-from tridiag import RESIDUAL_EPS, cusparse_time, residual, system  # noqa: E402
+from tridiag_cusparse import cusparse_time  # noqa: E402
+from tridiag_systems import RESIDUAL_EPS, residual, system  # noqa: E402
 
 from prefixsum.cli.timing import kernel_us, queued_library, script_arguments  # noqa: E402
 from prefixsum.tridiag import hybrid, warp  # noqa: E402

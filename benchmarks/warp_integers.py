@@ -123,13 +123,14 @@ def bit_model(op, dtype, value):
 def arithmetic_model(op, x, s, p, q):
     """``(value as int64, defined)`` of one column of :func:`integer_arithmetic`: numba computes
     integer operators in 64 bits (signed if either operand is), shifts with the left operand's
-    signedness, but ``~`` and unary ``-`` in the operand's own width (``-uint32`` wraps to a uint32); LLVM leaves a shift by 64 or more undefined; a cast keeps the low bits."""
+    signedness, but ``~`` and unary ``-`` in the operand's own width (``-uint32`` wraps to a uint32);
+    LLVM leaves a shift by 64 or more undefined; a cast keeps the low bits."""
     int32 = lambda v: _bits(v, 32) - (1 << 32) if _bits(v, 32) >> 31 else _bits(v, 32)  # noqa: E731
     shifts = {0: lambda: x << s, 1: lambda: x >> s, 2: lambda: p << s, 3: lambda: p >> s}
     if op in shifts:
         return (_signed64(shifts[op]()), True) if s < 64 else (0, False)
-    return _signed64({4: x + x, 5: p - q, 6: x * x, 7: int32(x + x), 8: _bits(x, 32), 9: _bits(~p, 32), 10: _bits(-p, 32),
-                      11: (p << 32) | q, 12: x << 32, 13: p >> 31, 14: int32(x << 31)}[op]), True
+    return _signed64({4: x + x, 5: p - q, 6: x * x, 7: int32(x + x), 8: _bits(x, 32), 9: _bits(~p, 32),
+                      10: _bits(-p, 32), 11: (p << 32) | q, 12: x << 32, 13: p >> 31, 14: int32(x << 31)}[op]), True
 
 
 def vote_bits_model(pattern, values):

@@ -13,11 +13,11 @@ int32 -1), shifts by 0 to 64 and the overflow of int32 and uint32 as numba types
 bits, signed if either operand is), and casts that keep the low bits.
 
 Every result is also checked against a model of PTX's ``shfl.sync`` and ``vote.sync`` written
-here in plain Python; each output records which lanes' results are *defined*. A lane that reads
-a source lane outside the mask gets an undefined value on a GPU (the simulator returns poison),
-so those lanes are excluded from every comparison. ``activemask()`` depends on how the hardware
-happens to converge the lanes: its cases are marked ``convergence`` and compared for
-information only.
+in plain Python (``warp_model.py``, with the cases' inputs); each output records which lanes'
+results are *defined*. A lane that reads a source lane outside the mask gets an undefined value
+on a GPU (the simulator returns poison), so those lanes are excluded from every comparison.
+``activemask()`` depends on how the hardware happens to converge the lanes: its cases are marked
+``convergence`` and compared for information only.
 
 Usage::
 
@@ -45,6 +45,7 @@ import prefixsum as ps  # noqa: E402  (chooses the device before numba.cuda is i
 # isort: split
 from numba import cuda  # noqa: E402
 from warp_integers import integer_results  # noqa: E402  (benchmarks/, beside this script)
+from warp_model import MASKS, lane_values, match_model, shuffle_model, vote_model, warp_masks  # noqa: E402
 
 from prefixsum.cli.metadata import run_metadata  # noqa: E402
 from prefixsum.primitives.warp import carrier  # noqa: E402
@@ -56,7 +57,6 @@ SHUFFLES = ("shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync")
 VOTES = ("ballot_sync", "all_sync", "any_sync", "eq_sync")
 SHUFFLE_DTYPES = ("int32", "uint32", "int64", "uint64", "float32", "float64")
 MATCH_DTYPES = ("int32", "int64", "float32", "float64")
-MASKS = {"full": 0xFFFFFFFF, "low16": 0x0000FFFF, "odd": 0xAAAAAAAA, "mixed": 0x0F0F00FF, "one": 0x00000010}
 PARTIAL_MASKS = ("low16", "odd", "mixed", "one")
 # The operands that also run with every partial mask.
 WITH_PARTIAL_MASKS = ("src=0", "src=31-lane", "src=lane+1 mod 32", "delta=1", "delta=2", "delta=16",
@@ -169,87 +169,6 @@ def lane_masks(out):
     if lane % 2 == 1:
         out[t, 2] = cuda.activemask()
     out[t, 3] = cuda.lanemask_lt()
-
-
-# Inputs and the model.
-
-def lane_values(dtype, threads):
-    """Distinct values per lane, with both 32-bit halves busy for 64-bit types, sign bits set."""
-    lane = np.arange(threads, dtype=np.int64)
-    dt = np.dtype(dtype)
-    if dt.kind == "f":
-        fraction = 2.0 ** -40 if dt.itemsize == 8 else 2.0 ** -10
-        return (lane * 1.25 - 20.0 + lane * fraction).astype(dt)
-    if dt.itemsize == 4:
-        bits = (lane * 0x01000193 + 0xF0001234) & 0xFFFFFFFF
-        return bits.astype(np.uint32).view(dt)
-    bits = (lane.astype(np.uint64) * np.uint64(0x0000010000000193)) + np.uint64(0xF000000012345678)
-    return bits.view(dt)
-
-
-def warp_masks(pattern, threads):
-    """Per thread: the mask of its warp, restricted to the lanes the warp has."""
-    masks = np.zeros(threads, np.int64)
-    for first in range(0, threads, 32):
-        lanes = min(32, threads - first)
-        masks[first:first + lanes] = MASKS[pattern] & ((1 << lanes) - 1)
-    return masks
-
-
-def shuffle_model(mode, values, masks, operands, seg):
-    """Expected results and definedness, from PTX's shfl.sync pseudo-code with numba's clamps."""
-    threads = len(values)
-    expected, defined = values.copy(), np.ones(threads, bool)
-    for t in range(threads):
-        lane, first, mask = t & 31, t - (t & 31), int(masks[t])
-        if not mask >> lane & 1:
-            continue
-        b = int(operands[t]) & 31
-        j = {"shfl_sync": b, "shfl_up_sync": lane - b, "shfl_down_sync": lane + b, "shfl_xor_sync": lane ^ b}
-        j = j[mode]
-        in_range = {"shfl_up_sync": j >= 0, "shfl_down_sync": j <= 31}.get(mode, True)
-        raw = int(operands[t])
-        guarded = seg < 32 and ((mode == "shfl_up_sync" and lane % seg < raw)
-                                or (mode == "shfl_down_sync" and lane % seg + raw >= seg))
-        if guarded or not in_range:
-            continue  # own value
-        if mask >> j & 1 and first + j < threads:
-            expected[t] = values[first + j]
-        else:
-            defined[t] = False
-    return expected, defined
-
-
-def vote_model(mode, masks, predicates):
-    threads = len(masks)
-    expected = np.full(threads, -7, np.int64)
-    for t in range(threads):
-        lane, first, mask = t & 31, t - (t & 31), int(masks[t])
-        if not mask >> lane & 1:
-            continue
-        members = [first + j for j in range(32) if mask >> j & 1]
-        bits = [bool(predicates[m]) for m in members]
-        if mode == "ballot_sync":
-            ballot = sum(1 << (m - first) for m, p in zip(members, bits) if p)
-            expected[t] = ballot - (1 << 32) if ballot >> 31 else ballot  # numba returns an int32
-        else:
-            expected[t] = {"all_sync": all(bits), "any_sync": any(bits), "eq_sync": len(set(bits)) == 1}[mode]
-    return expected
-
-
-def match_model(values, masks):
-    threads = len(values)
-    expected = np.full((threads, 3), -7, np.int64)
-    for t in range(threads):
-        lane, first, mask = t & 31, t - (t & 31), int(masks[t])
-        if not mask >> lane & 1:
-            continue
-        members = [first + j for j in range(32) if mask >> j & 1]
-        same = sum(1 << (m - first) for m in members if values[m].tobytes() == values[t].tobytes())
-        everyone = len({values[m].tobytes() for m in members}) == 1
-        signed = lambda bits: bits - (1 << 32) if bits >> 31 else bits  # noqa: E731
-        expected[t] = (signed(same), signed(same) if everyone else 0, int(everyone))
-    return expected
 
 
 # The cases.

@@ -379,7 +379,7 @@ def test_operands_numba_rejects_are_rejected():
 
 
 def test_warp_semantics_benchmark_matches_its_ptx_model(tmp_path, capsys):
-    """benchmarks/warp_semantics.py: the simulator agrees with the PTX model written there, and
+    """benchmarks/warp_semantics.py: the simulator agrees with the PTX model (warp_model.py), and
     --compare spots a changed defined result (the GPU run is compared the same way)."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "benchmarks"))
     try:
