@@ -37,15 +37,15 @@ def steps(arrays, calls):
     from prefixsum.core.arrays import copy_to_host, result_array
     from prefixsum.core.plans import PLANS
     from prefixsum.core.streams import default_stream
-    from prefixsum.tridiag import api, hybrid
+    from prefixsum.tridiag import api, checks, hybrid
 
-    checked, _ = api.check_systems(*arrays)
+    checked, _ = checks.check_systems(*arrays)
     batch, n = checked[3].shape
     x = result_array((batch, n), checked[3].dtype)
     info, flags = api._flags(batch, default_stream())
     key = ("tridiag.solve", x.dtype, (batch, n), "auto", api.METHODS.version)
     parts = {
-        "check": lambda: api.check_systems(*arrays),
+        "check": lambda: checks.check_systems(*arrays),
         "result_array": lambda: result_array((batch, n), checked[3].dtype),
         "flags": lambda: api._flags(batch, default_stream()),
         "plan lookup": lambda: PLANS.get(key),

@@ -63,7 +63,7 @@ from ..core.arrays import result_array
 from ..core.streams import as_stream, launch_stream
 from ..primitives.ops import numba_type
 from ..scans.api import scan
-from ..tridiag.api import check_solution_out, check_systems
+from ..tridiag.checks import check_solution_out, check_systems
 from ._arrays import grid
 
 SEGMENT_IDENTITY = (0.0, 1.0, 0.0)

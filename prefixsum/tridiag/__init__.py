@@ -22,16 +22,17 @@ LAPACK's one-thread step in :mod:`.lu`), and the methods that do not pivot, safe
 dominant or symmetric positive definite systems only: :mod:`.hybrid` (PCR steps, then Thomas;
 systems of up to 512 rows go to :mod:`.warp`, a partition step per thread in registers and PCR
 across a warp by shuffles, up to a block's worth to :mod:`.block`, the same across a block, longer
-ones to :mod:`.partition`), :mod:`.pcr`, :mod:`.cr`, :mod:`.thomas`; the host side (checks,
-transfers, outcomes) in :mod:`.api`. :func:`householder` and :func:`solve_symmetric` reduce a
-symmetric matrix to tridiagonal form and solve with it.
+ones to :mod:`.partition`), :mod:`.pcr`, :mod:`.cr`, :mod:`.thomas`; the host side (transfers,
+outcomes) in :mod:`.api`, the checks of its arguments in :mod:`.checks`. :func:`householder` and
+:func:`solve_symmetric` reduce a symmetric matrix to tridiagonal form and solve with it.
 """
 # The methods' modules first, in the order they register in METHODS (:mod:`.registry`).
 from . import pcr, cr, thomas, hybrid, pivoting, auto  # noqa: I001, F401  (registered by their import)
 from . import block, chunked, partition, warp  # noqa: F401  (likewise)
 from . import householder as _householder  # the module: the name householder is the function
 from ._common import NOT_FINITE, SINGULAR, ZERO_PIVOT
-from .api import REASONS, SOLVED, Solution, SolvePlan, check_systems, choose, plan_solve, solve, solve_ex
+from .api import REASONS, SOLVED, Solution, SolvePlan, choose, plan_solve, solve, solve_ex
+from .checks import check_systems
 from .householder import householder, solve_symmetric
 from .registry import DTYPES, METHODS, Method
 

@@ -1,8 +1,8 @@
-"""The host side of :func:`solve`, :func:`solve_ex` and their plans (:func:`plan_solve`): checks,
-transfers, a method's launch, every system's outcome.
+"""The host side of :func:`solve`, :func:`solve_ex` and their plans (:func:`plan_solve`): checks
+(:mod:`.checks`), transfers, a method's launch, every system's outcome.
 
 A call is a plan and its launch (:mod:`prefixsum.core.plans`): :func:`solve` checks the arrays
-(:func:`check_systems`, on :func:`prefixsum.core.inputs.as_input`), finds the :class:`SolvePlan`
+(:func:`.checks.check_systems`, on :func:`prefixsum.core.inputs.as_input`), finds the :class:`SolvePlan`
 for their dtype and shape and the method in the package's one plan cache
 (:data:`prefixsum.core.plans.PLANS`), making it the first time (the registry's choice,
 :mod:`.registry`), and calls it. On a GPU, four numba device arrays alike are looked up first,
@@ -17,16 +17,15 @@ from numba import cuda
 from ..core import numba_gpu
 from ..core.arrays import copy_to_host, result_array
 from ..core.device import simulating
-from ..core.inputs import as_input
-from ..core.plans import PLANS, Plan, carve, carved_bytes, check_out, one_line_call
+from ..core.plans import PLANS, Plan, carve, carved_bytes, one_line_call
 from ..core.registry import Capability
 from ..core.streams import as_stream
 from ..core.workspace import one_call_at_a_time, reused
 from . import condition, registry, transfers
 from ._common import NOT_FINITE, SINGULAR, ZERO_PIVOT
-from .registry import DTYPES, METHODS
+from .checks import check_plan_shape, check_solution_out, check_systems
+from .registry import METHODS
 
-_NAMES = "abcd"
 STAGED_BYTES = 64 << 20  # the largest device buffers kept for host inputs (:func:`_staged`)
 # numba's device array on a GPU (None on the simulator): the fast path of :func:`solve` checks its type first.
 _NUMBA_DEVICE_ARRAY = numba_gpu.numba_array_type()
@@ -262,16 +261,7 @@ class SolvePlan(Plan):
     """
 
     def __init__(self, dtype, shape, *, method="auto"):
-        dtype = np.dtype(dtype)
-        if dtype not in DTYPES:
-            raise TypeError(f"unsupported dtype {dtype.name!r}; the allowed dtypes are float32 and float64")
-        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-        if len(shape) not in (1, 2) or not all(isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k >= 0
-                                               for k in shape):
-            raise ValueError(f"shape must be n, (n,) or (batch, n) of integers >= 0; got {shape!r}")
-        shape = tuple(map(int, shape))
-        if shape[-1] < 1:
-            raise ValueError(f"the systems need n >= 1 unknowns; got shape {shape}")
+        dtype, shape = check_plan_shape(dtype, shape)
         self.dtype, self.shape = dtype, shape
         self.batch, self.n = (1, shape[0]) if len(shape) == 1 else shape
         self.method = registry.choose(method, self.batch, self.n, dtype)
@@ -427,43 +417,6 @@ def _staged(arrays, batch, n, dtype, stream):
     device, rows, x = reused(("staged", batch, n, dtype), make, stream) if kept else make()
     transfers.send(device, 0, [v.reshape(batch, n) for v in arrays], stream.numba, transfers.packs(batch, n, dtype))
     return rows, x
-
-
-def _check_dtype(dtype, name):
-    if dtype not in DTYPES:
-        raise TypeError(f"{name}: unsupported dtype {dtype.name!r}; the allowed dtypes are float32 and float64")
-    return dtype
-
-
-_DTYPE_CHECKS = {name: (lambda dtype, name=name: _check_dtype(dtype, name)) for name in _NAMES}
-
-
-def check_systems(a, b, c, d):
-    """``(arrays, on_device)``: the four arrays checked (:func:`prefixsum.core.inputs.as_input`,
-    one wording for every call; device arrays as numba's) and which are on the device, or an error
-    naming the value: a dtype other than float32 or float64 or mixed dtypes (TypeError), ndim
-    other than 1 or 2, a non-contiguous device array, different shapes or n = 0 (ValueError)."""
-    checked = [as_input(v, name, check=_DTYPE_CHECKS[name], ndim=(1, 2)) for v, name in zip((a, b, c, d), _NAMES)]
-    arrays = [array for array, _ in checked]
-    on_device = [dev for _, dev in checked]
-    dtype, shape = arrays[3].dtype, tuple(arrays[3].shape)
-    if any(v.dtype != dtype for v in arrays):
-        raise TypeError(f"a, b, c, d must have one dtype; got {', '.join(np.dtype(v.dtype).name for v in arrays)}")
-    if any(tuple(v.shape) != shape for v in arrays):
-        raise ValueError(f"a, b, c, d must have one shape; got {', '.join(str(tuple(v.shape)) for v in arrays)}")
-    if shape[-1] < 1:
-        raise ValueError(f"the systems need n >= 1 unknowns; got shape {shape}")
-    return arrays, on_device
-
-
-def check_solution_out(out, arrays, on_device, shape, dtype):
-    """``out`` checked as x (:func:`prefixsum.core.plans.check_out`): ``d``'s kind, shape and
-    dtype, contiguous, sharing no memory with an input of its kind."""
-    out = check_out(out, shape, dtype, on_device[3], arrays[3])
-    for v, dev in zip(arrays[:3], on_device[:3]):
-        if dev == on_device[3]:
-            check_out(out, shape, dtype, dev, v)
-    return out
 
 
 def _as_matrix(v, batch, n, on_device, stream):
