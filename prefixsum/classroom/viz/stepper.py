@@ -23,7 +23,7 @@ import os
 
 import matplotlib.pyplot as plt
 
-from .. import stepping
+from .. import lookback_timeline, references, stepping
 from .traces import WARP_COLOURS
 
 CELL, HEIGHT, GAP, LEFT = 34, 22, 36, 190
@@ -293,7 +293,7 @@ class TimelineStepper(Stepper):
     """A decoupled look-back on a time axis: a tile per row, a step per publication of a tile's state."""
 
     def __init__(self, trace, array, fallback=None):
-        self.tiles = stepping.timeline(trace, array)
+        self.tiles = lookback_timeline.timeline(trace, array)
         self.times = sorted(p for tile in self.tiles for p in tile.published)
         self.end = max(tile.end for tile in self.tiles) + 1
         self.kernel = trace.kernel(trace.records[0].launch)
@@ -405,12 +405,12 @@ def step(trace, reference=None, *, by="phase", arrays=None, fallback=None, max_c
 def step_failure(algorithm=None, *, by="phase", **options):
     """The stepper on the last failing check's run beside ``prefixsum.scan`` on the same input: with
     ``algorithm`` if given, else the registered scan that agrees longest with the student's run, the
-    exercise's own (:func:`prefixsum.classroom.stepping.last_failure`; a check that failed on more
+    exercise's own (:func:`prefixsum.classroom.references.last_failure`; a check that failed on more
     than 64 elements is stepped through on a smaller input that fails too, or says why not)."""
     from ..child import on_simulator, simulating
 
-    student, reference = stepping.last_failure(algorithm, **options) if simulating() else \
-        on_simulator(stepping.last_failure, algorithm, **options)
+    student, reference = references.last_failure(algorithm, **options) if simulating() else \
+        on_simulator(references.last_failure, algorithm, **options)
     return step(student, reference, by=by)
 
 
