@@ -292,7 +292,7 @@ def test_a_failing_ladder_shows_its_first_differing_phase_in_the_feedback(graded
     from PIL import Image
 
     from prefixsum.classroom import stepping
-    from prefixsum.classroom.viz.stepper import difference_caption
+    from prefixsum.classroom.viz.step_pictures import difference_caption
 
     out = graded[0]
     picture = "off_by_one_01.ladder-step.png"
