@@ -270,7 +270,7 @@ def test_reports_are_complete_and_unforged(graded):
 def _failing_run_here(replacement):
     """The traces of 01.ladder-step's check failing on the ladder with ``replacement``, run in this process as a
     notebook does."""
-    from prefixsum.classroom import stepping
+    from prefixsum.classroom import references
 
     def run(source, name, namespace):
         linecache.cache[name] = (len(source), None, source.splitlines(True), name)  # as IPython keeps a cell's source
@@ -282,9 +282,9 @@ def _failing_run_here(replacement):
     for k, source in enumerate(chapter.setup):
         run(source, f"<setup {k}>", namespace)
     run(exercise.source.replace(SOLUTION, replacement), "<the mistake>", namespace)
-    stepping.forget_failure()
+    references.forget_failure()
     run(exercise.checks[0][0], "<check>", {**namespace, "print": lambda *values: None})
-    return stepping.last_failure()
+    return references.last_failure()
 
 
 @pytest.mark.slow  # the graded fixture: the grader's whole run (nbval kernels, sandboxes, PTX) on every case
@@ -292,7 +292,7 @@ def test_a_failing_ladder_shows_its_first_differing_phase_in_the_feedback(graded
     from PIL import Image
 
     from prefixsum.classroom import stepping
-    from prefixsum.classroom.viz.stepper import difference_caption
+    from prefixsum.classroom.viz.step_pictures import difference_caption
 
     out = graded[0]
     picture = "off_by_one_01.ladder-step.png"

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import prefixsum as ps
-from prefixsum.classroom import mutants, stepping, trace
+from prefixsum.classroom import lookback_timeline, mutants, stepping, trace
 from prefixsum.grading import report
 from prefixsum.grading.runner import Row
 
@@ -83,7 +83,7 @@ def test_the_look_back_steps_by_publication():
         run = trace.record(ps.scan, np.ones(32 * 12, dtype=np.float32), algorithm="lookback", block_size=32,
                            items_per_thread=1)
     stepper = ps.viz.step(run, by="time")
-    tiles = stepping.timeline(run)
+    tiles = lookback_timeline.timeline(run)
     assert stepper._count() == sum(len(t.published) for t in tiles)
     last = stepper._board(stepper._count() - 1)
     assert re.findall(r'data-tile="(\d+)" data-published="(\d+)"', last) == [

@@ -1,5 +1,6 @@
 """The stepper's model (prefixsum.classroom.stepping): every step's state is a replay of the trace,
-a broken trace is refused, the marks and the comparison find what the trace shows."""
+a broken trace is refused, the marks and the comparison find what the trace shows; a look-back's
+timeline (lookback_timeline), and the failing run kept beside its reference (references)."""
 import collections
 import math
 
@@ -9,7 +10,7 @@ from numba import cuda, float32
 from shared_kernels import run_strided
 
 import prefixsum as ps
-from prefixsum.classroom import mutants, stepping, trace
+from prefixsum.classroom import lookback_timeline, mutants, references, stepping, trace
 
 
 def one_tile(kernel, x, threads):
@@ -172,7 +173,7 @@ def test_the_look_back_timeline_shows_publications_and_waits():
     x = np.ones(32 * 12, dtype=np.float32)
     with ps.sim.resident_blocks(8):
         run = trace.record(ps.scan, x, algorithm="lookback", block_size=32, items_per_thread=1)
-    tiles = stepping.timeline(run)
+    tiles = lookback_timeline.timeline(run)
     assert [t.tile for t in tiles] == list(range(12))
     assert len(tiles[0].published) >= 1 and all(len(t.published) == 2 for t in tiles[1:])
     for tile in tiles:
@@ -181,7 +182,7 @@ def test_the_look_back_timeline_shows_publications_and_waits():
         assert all(run.records[p].block == run.records[tile.published[0]].block for p, _ in tile.reads)
     assert any(t.waited_for for t in tiles)
     with pytest.raises(ValueError, match="no global array called 'flags'"):
-        stepping.timeline(run, "flags")
+        lookback_timeline.timeline(run, "flags")
 
 
 BLOCK = 64
@@ -243,7 +244,7 @@ def test_steps_are_aligned_by_writes_so_one_buffer_meets_two_buffers_step_for_st
 def test_a_failing_tile_is_stepped_beside_its_own_algorithm_not_the_ladder():
     verdict = ps.check.tiled(hs_reading_the_wrong_buffer_tile, block_size=BLOCK)
     assert not verdict
-    student, reference = stepping.last_failure()
+    student, reference = references.last_failure()
     assert [launch.kernel for launch in reference.launches] == ["hillis_steele_tile"]
     first = stepping.first_difference(stepping.model(student), stepping.model(reference))
     assert first is not None and first < len(stepping.model(student)) - 2  # in the steps, not at the store of out
@@ -257,8 +258,8 @@ def test_a_check_that_failed_on_many_elements_is_stepped_on_a_small_input_or_say
         return result
 
     assert not ps.check.scan(wrong_from_40, dtype=np.int32, sizes=(100,))
-    student, reference = stepping.last_failure()
+    student, reference = references.last_failure()
     assert len({r.index for r in student.records if r.array == "out"}) == 40
     assert not ps.check.scan(lambda x: ps.scan(x, algorithm="ladder") + (len(x) > 64), dtype=np.int32, sizes=(100,))
     with pytest.raises(LookupError, match="failed at n = 100, and no input of 64 elements or fewer fails"):
-        stepping.last_failure()
+        references.last_failure()

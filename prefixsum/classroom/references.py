@@ -1,10 +1,11 @@
-"""The run a failing check's run is stepped beside: the exercise's own algorithm, on a small input.
+"""The failing run a check keeps for the stepper, and the run it is stepped beside.
 
-:func:`prefixsum.classroom.stepping.last_failure` asks here for the reference: the registered
-scan whose steps access the same cells as the student's (:func:`likeness`, :func:`closest`),
-each tried with the student's block size and its switches on and off; and, when the check failed
-on more elements than the stepper draws, for the smallest input on which the checked function
-fails too (:func:`small_failure`).
+A failing check hands its run to :func:`failure_hint`, which keeps it (and offers the stepper
+in the hint when the run is small); :func:`last_failure` returns it beside its reference: the
+registered scan whose steps access the same cells as the student's (:func:`likeness`,
+:func:`closest`), each tried with the student's block size and its switches on and off; and,
+when the check failed on more elements than the stepper draws, the smallest input on which the
+checked function fails too (:func:`small_failure`).
 """
 import itertools
 import math
@@ -15,6 +16,62 @@ from ..scans.api import scan
 from ..scans.registry import ALGORITHMS
 from ..scans.testing import mismatches, random_input
 from . import stepping, trace as tracing
+
+FAILING_SIZES = 64
+"""A failing check on at most this many elements offers the stepper in its hint."""
+STEPPABLE = ("wrong-result", "unwritten-output", "race", "uninitialized-read", "stale-read", "race-between-blocks")
+"""The checker's diagnoses that stepping through the run shows."""
+
+
+def failure_hint(diagnosis, run, x, op, inclusive, reverse, fn=None):
+    """The stepper's line in a failing check's hint: for a diagnosis of the data flow
+    (:data:`STEPPABLE`) on at most :data:`FAILING_SIZES` elements, with one of the package's operators.
+
+    Keeps the failing run, its input and the checked function ``fn`` (in the process that
+    checked: the simulating worker on a GPU machine), for :func:`last_failure`, at any size: a
+    failure on more elements is stepped through on a smaller input that fails too.
+    """
+    n = len(x[0]) if isinstance(x, tuple) else len(x)
+    if diagnosis not in STEPPABLE or not isinstance(op, str) or not run.records:
+        return ""
+    _last.clear()
+    _last.update(run=run, x=x, op=op, inclusive=inclusive, reverse=reverse, fn=fn)
+    return " Step through it beside the package's scan: ps.viz.step_failure()" if n <= FAILING_SIZES else ""
+
+
+_last = {}
+
+
+def forget_failure():
+    """Forget the failing run that :func:`failure_hint` kept (the grader's judge, between exercises)."""
+    _last.clear()
+
+
+def last_failure(algorithm=None, **options):
+    """``(student trace, reference trace)`` of the last failing check that kept its run.
+
+    The reference is ``prefixsum.scan`` on the same input: with ``algorithm`` (and ``options``) if given, else the
+    exercise's own algorithm (with the ``options`` it takes), found as the registered scan whose run agrees most alike
+    the student's, step by step (:func:`likeness`: the cells each step reads and writes; then the latest first
+    difference), each run with the student's block size where it takes one: a Hillis-Steele tile beside
+    Hillis-Steele, a look-back beside the look-back. A check that failed on more than :data:`FAILING_SIZES`
+    elements is stepped through on the smallest input up to that size on which the checked function fails too. Both
+    traces come without their results and errors, so that they can travel from the simulating worker.
+
+    Raises
+    ------
+    LookupError
+        No failing check kept a run, or it failed only on more than :data:`FAILING_SIZES`
+        elements (the message says so, and what to do instead).
+    """
+    if not _last:
+        raise LookupError("no failing check has kept a run to step through in this session: run the check first")
+    student, x = small_failure(_last)
+    if algorithm is not None:
+        reference = reference_run(x, _last, algorithm, options)
+    else:
+        reference = closest(student, x, _last, options)
+    return tuple(tracing.Trace(run.records, run.launches, fences=run.fences) for run in (student, reference))
 
 
 def likeness(student, reference):
@@ -101,11 +158,11 @@ def small_failure(failure):
     """``(run, x)``: the kept ``failure``'s run if it is small enough to step through, else a small one that fails."""
     run, x = failure["run"], failure["x"]
     n = len(x)
-    if n <= stepping.FAILING_SIZES:
+    if n <= FAILING_SIZES:
         return run, x
     fn = failure.get("fn")
     if fn is not None:
-        for m in range(1, stepping.FAILING_SIZES + 1):
+        for m in range(1, FAILING_SIZES + 1):
             small = random_input(m, failure["op"], x.dtype, np.random.default_rng(m))
             attempt = tracing.record(fn, small.copy())
             result = attempt.result.copy_to_host() if hasattr(attempt.result, "copy_to_host") else attempt.result
@@ -114,7 +171,7 @@ def small_failure(failure):
                            reverse=failure["reverse"])[0].size > 0
             if wrong and attempt.records:
                 return attempt, small
-    most = stepping.FAILING_SIZES
+    most = FAILING_SIZES
     raise LookupError(
         f"the last check failed at n = {n}, and no input of {most} elements or fewer fails the same way: the stepper "
         f"draws at most {most} cells a row, so there is nothing small to step through. Trace the failing size "
@@ -122,4 +179,5 @@ def small_failure(failure):
         "wrong: ps.viz.lookbacks(run) for a look-back, ps.viz.dataflow(run, array) for a tile.")
 
 
-__all__ = ["closest", "likeness", "reference_run", "small_failure"]
+__all__ = ["FAILING_SIZES", "STEPPABLE", "closest", "failure_hint", "forget_failure", "last_failure", "likeness",
+           "reference_run", "small_failure"]

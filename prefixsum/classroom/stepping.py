@@ -8,8 +8,9 @@ each block's shared arrays, each thread's local arrays: registers the tracer see
 read and written in it, an arrow from each read to the write it may feed, the threads that
 were active, the source lines of its accesses, and the races, uninitialized reads and bank
 conflicts in it. :func:`differences` compares a student's model with a reference's step by step, the
-steps aligned launch by launch and writing step by writing step (:func:`aligned`);
-:func:`timeline` turns a decoupled look-back into publications and waits, a tile per row.
+steps aligned launch by launch and writing step by writing step (:func:`aligned`). A decoupled
+look-back on a time axis is :mod:`prefixsum.classroom.lookback_timeline`'s; the failing run a
+check keeps for the stepper, and the run it is stepped beside, are :mod:`prefixsum.classroom.references`'.
 
 **The replay.** The tracer records the value of every access. A cell's value before the launch
 is the value of a read that came before any write of the launch to it (unknown, ``None``, if it
@@ -29,16 +30,13 @@ from typing import NamedTuple
 from ..core.hardware import WARP_SIZE
 
 GRANULARITIES = ("phase", "warp", "thread")
-FAILING_SIZES = 64
-"""A failing check on at most this many elements offers the stepper in its hint."""
-STEPPABLE = ("wrong-result", "unwritten-output", "race", "uninitialized-read", "stale-read", "race-between-blocks")
-"""The checker's diagnoses that stepping through the run shows."""
 MAX_CELLS = 1 << 22
 """Values a model holds at most, its steps' states together: a run larger than that (a kernel's
 huge local array, say) is refused (:class:`BrokenTrace`) before anything is allocated."""
 PICTURE_RECORDS = 200_000
 """Memory accesses of a failing run and its reference together that the grader keeps for a feedback
-picture (a check failing on at most :data:`FAILING_SIZES` elements makes a few thousand)."""
+picture (a check failing on at most :data:`prefixsum.classroom.references.FAILING_SIZES` elements
+makes a few thousand)."""
 
 
 class BrokenTrace(ValueError):
@@ -373,110 +371,5 @@ def first_difference(student, reference):
     return next((k for k, cells in enumerate(differences(student, reference)) if cells), None)
 
 
-class Tile(NamedTuple):
-    """One block of a decoupled look-back, as :func:`timeline` reads it."""
-
-    tile: int
-    start: int
-    """Position in the trace of the block's first access."""
-    end: int
-    published: tuple
-    """Positions of its writes to its own state, in order (the aggregate, then the inclusive prefix)."""
-    reads: tuple
-    """``(position, tile)`` of each read of a predecessor's state."""
-    waited_for: tuple
-    """The predecessors whose state it read more than once: it polled, waiting for them."""
-
-
-def timeline(trace, array="status", launch=None):
-    """A look-back as a time axis: for each tile, when it published and whose state it read.
-
-    Time is the position in the trace (the simulator runs a few blocks at once, in turns). A
-    block's own tile is the highest state it wrote; the states below it that it read are its
-    predecessors.
-
-    Returns
-    -------
-    list of Tile
-        By tile.
-    """
-    records = [(p, r) for p, r in enumerate(trace.records)
-               if r.array == array and r.space == "global" and (launch is None or r.launch == launch)]
-    if not records:
-        raise ValueError(f"the trace has no global array called {array!r}; arrays: "
-                         f"{sorted({r.array for r in trace.records})}")
-    launch = records[0][1].launch if launch is None else launch
-    span, mine = collections.defaultdict(list), collections.defaultdict(list)
-    for p, r in enumerate(trace.records):
-        if r.launch == launch:
-            span[r.block].append(p)
-    for p, r in records:
-        if r.launch == launch:
-            mine[r.block].append((p, r))
-    tiles = []
-    for block, accesses in mine.items():
-        tile = max(r.index for _, r in accesses)  # atomics count as writes: a poll is one too
-        reads = tuple((p, r.index) for p, r in accesses if r.index < tile)
-        counts = collections.Counter(t for _, t in reads)
-        tiles.append(Tile(tile, min(span[block]), max(span[block]),
-                          tuple(p for p, r in accesses if r.write and r.index == tile), reads,
-                          tuple(sorted(t for t, c in counts.items() if c > 1))))
-    return sorted(tiles)
-
-
-def failure_hint(diagnosis, run, x, op, inclusive, reverse, fn=None):
-    """The stepper's line in a failing check's hint: for a diagnosis of the data flow
-    (:data:`STEPPABLE`) on at most :data:`FAILING_SIZES` elements, with one of the package's operators.
-
-    Keeps the failing run, its input and the checked function ``fn`` (in the process that
-    checked: the simulating worker on a GPU machine), for :func:`last_failure`, at any size: a
-    failure on more elements is stepped through on a smaller input that fails too.
-    """
-    n = len(x[0]) if isinstance(x, tuple) else len(x)
-    if diagnosis not in STEPPABLE or not isinstance(op, str) or not run.records:
-        return ""
-    _last.clear()
-    _last.update(run=run, x=x, op=op, inclusive=inclusive, reverse=reverse, fn=fn)
-    return " Step through it beside the package's scan: ps.viz.step_failure()" if n <= FAILING_SIZES else ""
-
-
-_last = {}
-
-
-def forget_failure():
-    """Forget the failing run that :func:`failure_hint` kept (the grader's judge, between exercises)."""
-    _last.clear()
-
-
-def last_failure(algorithm=None, **options):
-    """``(student trace, reference trace)`` of the last failing check that kept its run.
-
-    The reference is ``prefixsum.scan`` on the same input: with ``algorithm`` (and ``options``) if given, else the
-    exercise's own algorithm (with the ``options`` it takes), found as the registered scan whose run agrees most alike
-    the student's, step by step (:func:`prefixsum.classroom.references.likeness`: the cells each step reads and writes;
-    then the latest first difference), each run with the student's block size where it takes one: a Hillis-Steele tile
-    beside Hillis-Steele, a look-back beside the look-back. A check that failed on more than :data:`FAILING_SIZES`
-    elements is stepped through on the smallest input up to that size on which the checked function fails too. Both
-    traces come without their results and errors, so that they can travel from the simulating worker.
-
-    Raises
-    ------
-    LookupError
-        No failing check kept a run, or it failed only on more than :data:`FAILING_SIZES`
-        elements (the message says so, and what to do instead).
-    """
-    if not _last:
-        raise LookupError("no failing check has kept a run to step through in this session: run the check first")
-    from . import references, trace as tracing
-
-    student, x = references.small_failure(_last)
-    if algorithm is not None:
-        reference = references.reference_run(x, _last, algorithm, options)
-    else:
-        reference = references.closest(student, x, _last, options)
-    return tuple(tracing.Trace(run.records, run.launches, fences=run.fences) for run in (student, reference))
-
-
-__all__ = ["Arrow", "BrokenTrace", "GRANULARITIES", "MAX_CELLS", "Model", "PICTURE_RECORDS", "Slot", "Step", "Tile",
-           "aligned", "comparable", "differences", "failure_hint", "first_difference", "forget_failure",
-           "initial_values", "last_failure", "model", "no_source", "same", "timeline"]
+__all__ = ["Arrow", "BrokenTrace", "GRANULARITIES", "MAX_CELLS", "Model", "PICTURE_RECORDS", "Slot", "Step",
+           "aligned", "comparable", "differences", "first_difference", "initial_values", "model", "no_source", "same"]

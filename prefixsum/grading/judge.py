@@ -60,7 +60,7 @@ def verdict(exercise, entry, setup, timeout, decoder):
     ``timeout`` (also a check whose verdict is a timeout), or ``tampered`` when the
     observations do not answer the grader's checks.
     """
-    from ..classroom import stepping
+    from ..classroom import references
     from ..classroom.check import observed
 
     stage = entry.get("stage", "check")
@@ -82,7 +82,7 @@ def verdict(exercise, entry, setup, timeout, decoder):
     names = observations.stand_ins(entry.get("names", {}), decoder)
     replayer = observations.Replayer([decoder.observation(o) for o in entry.get("observations", [])])
     printed, verdicts = [], []
-    stepping.forget_failure()
+    references.forget_failure()
 
     def record(*values, **_):
         verdicts.extend(v for v in values if hasattr(v, "passed") and hasattr(v, "diagnosis"))
@@ -116,10 +116,10 @@ def _stepper():
     The student's trace is the replayed observation of the failing run; the reference is the
     package's scan traced here, on the same input.
     """
-    from ..classroom import stepping
+    from ..classroom import references, stepping
 
     try:
-        student, reference = stepping.last_failure()
+        student, reference = references.last_failure()
     except LookupError:
         return {}
     except stepping.BrokenTrace:

@@ -178,7 +178,7 @@ class Judges:
 
 def main():
     # What every verdict imports, imported once here, before the forks.
-    from ..classroom import stepping  # noqa: F401
+    from ..classroom import references, stepping  # noqa: F401
     from ..classroom.check import observed  # noqa: F401
 
     sandbox.limit_process(address_space_mb=judge.ADDRESS_SPACE_MB, open_files=judge.OPEN_FILES)

@@ -196,8 +196,9 @@ def _pictures(runs, submission, folder, name):
     pictures = {}
     for (who, exercise), (student, reference) in runs.items():
         if who == submission:
+            # matplotlib, only where there is a picture to draw
             from ..classroom import stepping
-            from ..classroom.viz.stepper import difference_png  # matplotlib, only where there is a picture to draw
+            from ..classroom.viz.step_pictures import difference_png
 
             path = folder / f"{name}_{safe_name(exercise)}.png"
             try:

@@ -7,7 +7,7 @@ import numpy as np
 from ...scans import user_ops
 from ...scans.ops import check_dtype, check_op, identity as identity_of
 from ...scans.testing import expected_scan, mismatches, random_input, wrong_indices
-from .. import child as _child, stepping
+from .. import child as _child, references
 from . import counting, observed
 from .diagnosis import _hint_for_error, _trace_diagnosis, wrong_result_hint
 from .mode import _SEED, DEFAULT_SIZES, _sizes_and_seed, limits
@@ -212,8 +212,8 @@ def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes
                 diagnosis, (index, hint) = "over-budget", overspent
         if diagnosis != "pass":
             # The stepper's call (issue 31); the grader's replayer runs no student code, so it keeps no function.
-            hint += stepping.failure_hint(diagnosis, run, x, op, inclusive, reverse,
-                                          fn=fn if observed.current() is None else None)
+            hint += references.failure_hint(diagnosis, run, x, op, inclusive, reverse,
+                                            fn=fn if observed.current() is None else None)
             return CheckResult(False, diagnosis, name, shown, n, index, hint)
         passed_sizes.append(n)
     return CheckResult(True, "pass", name, shown)

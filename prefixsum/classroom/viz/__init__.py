@@ -20,7 +20,8 @@ Every function returns the matplotlib Axes (or Figure) it drew on, so a notebook
 from .apps import compaction, curves, radix_pass
 from .matrices import reflection, sparsity
 from .plots import shuffles, taxonomy, throughput
-from .stepper import difference_png, step, step_failure
+from .step_pictures import difference_png
+from .stepper import step, step_failure
 from .traces import WARP_COLOURS, bank_conflicts, dataflow, launches, lookbacks, steps
 
 __all__ = ["WARP_COLOURS", "bank_conflicts", "compaction", "curves", "dataflow", "launches", "lookbacks", "radix_pass",

@@ -11,19 +11,18 @@ there is no JavaScript of ours to ship (anywidget would bring a module of our ow
 ipywidgets with it anyway).
 
 Where there is no widget front end (a stored notebook, nbval, GitHub), the stepper shows its
-static fallback: a PNG (the chapter's usual picture, or the selected step drawn by matplotlib)
-and one deterministic text line. :func:`difference_png` draws a comparison's first differing
-step for the grader's feedback.
+static fallback: a PNG (the chapter's usual picture, or the selected step drawn by matplotlib,
+:mod:`prefixsum.classroom.viz.step_pictures`) and one deterministic text line. That module also
+draws a comparison's first differing step for the grader's feedback (``difference_png``).
 """
-import base64
 import html
-import io
 import math
 import os
 
 import matplotlib.pyplot as plt
 
-from .. import stepping
+from .. import lookback_timeline, references, stepping
+from .step_pictures import cell_text, cells_figure, difference_figure, draw_step, fallback_png, figure_png, shown_slots
 from .traces import WARP_COLOURS
 
 CELL, HEIGHT, GAP, LEFT = 34, 22, 36, 190
@@ -34,20 +33,6 @@ def _colour(thread):
     return f"#{int(r * 255):02x}{int(g * 255):02x}{int(b * 255):02x}"
 
 
-def _text(value):
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
-
-
-def _slots(step, max_rows):
-    """The first ``max_rows`` arrays of the step's launch, in the order the run first touched them
-    (the input, the shared array it is loaded into, the output: the data flows downwards)."""
-    return list(step.values)[:max_rows]
-
-
 def svg(step, *, differing=frozenset(), max_cells=64, max_rows=12, max_arrows=400):
     """The SVG of one :class:`~prefixsum.classroom.stepping.Step`; ``differing`` cells outlined red.
 
@@ -55,7 +40,7 @@ def svg(step, *, differing=frozenset(), max_cells=64, max_rows=12, max_arrows=40
     ``data-value`` (the browser test reads them), and a tooltip naming the thread and source line
     of its last access in the step.
     """
-    slots = _slots(step, max_rows)
+    slots = shown_slots(step, max_rows)
     row = {slot: i for i, slot in enumerate(slots)}
     width = LEFT + CELL * min(max_cells, max((len(step.values[s]) for s in slots), default=1)) + 10
     height = 24 + len(slots) * (HEIGHT + GAP)
@@ -87,7 +72,7 @@ def svg(step, *, differing=frozenset(), max_cells=64, max_rows=12, max_arrows=40
             wide = 3 if cell in differing or cell in step.conflicts else 1.5 if i in written else 0.7
             x = LEFT + i * CELL
             access = step.accesses.get(cell)
-            tip = f"{slot.array}[{i}] = {_text(value)}" + (
+            tip = f"{slot.array}[{i}] = {cell_text(value)}" + (
                 ""
                 if access is None
                 else (
@@ -97,10 +82,11 @@ def svg(step, *, differing=frozenset(), max_cells=64, max_rows=12, max_arrows=40
             )
             parts.append(f'<g class="ps-cell" data-array="{html.escape(slot.array)}" '
                          f'data-owner="{",".join(map(str, slot.owner))}" '
-                         f'data-index="{i}" data-value="{html.escape(_text(value))}"><title>{html.escape(tip)}</title>'
+                         f'data-index="{i}" data-value="{html.escape(cell_text(value))}">'
+                         f'<title>{html.escape(tip)}</title>'
                          f'<rect x="{x}" y="{y}" width="{CELL - 2}" height="{HEIGHT}" fill="{fill}" stroke="{stroke}" '
                          f'stroke-width="{wide}"/><text x="{x + CELL / 2 - 1}" y="{y + 15}" text-anchor="middle">'
-                         f'{html.escape(_text(value))}</text></g>')
+                         f'{html.escape(cell_text(value))}</text></g>')
     for arrow in step.arrows[:max_arrows]:
         (source, i), (target, j) = arrow.source, arrow.target
         if source not in row or target not in row or i >= max_cells or j >= max_cells:
@@ -151,55 +137,6 @@ def describe(step):
             f'threads active. {"; ".join(m for m in marks if m)}</div>{lines}')
 
 
-def _figure_png(figure):
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=80, bbox_inches="tight")
-    plt.close(figure)
-    return base64.b64encode(buffer.getvalue()).decode()
-
-
-def _fallback(figure):
-    """The given fallback picture (a Figure or Axes) as base64 PNG, its figure closed at once so
-    that the notebook does not show it beside the stepper; None if none was given."""
-    return None if figure is None else _figure_png(getattr(figure, "figure", figure))
-
-
-PICTURE_CELLS = 32
-
-
-def draw_step(step, ax, *, differing=frozenset(), slots=None, title=None, first=0):
-    """Draw a step's arrays as rows of cells on a matplotlib ``ax``, :data:`PICTURE_CELLS` of
-    them from index ``first``, red where ``differing``."""
-    slots = slots or _slots(step, 12)
-    stop = first + PICTURE_CELLS
-    for r, slot in enumerate(slots):
-        for i, value in enumerate(step.values.get(slot, [])[first:stop], start=first):
-            bad, cell = (slot, i) in differing, (slot, i)
-            fill = ("#f4a6a6" if bad or cell in step.races else "#ffcc80" if cell in step.uninitialized
-                    else "#fff3b0" if i in step.written.get(slot, ()) else "white")
-            ax.add_patch(plt.Rectangle((i, -r - 0.9), 0.95, 0.8, facecolor=fill, edgecolor="#d00000" if bad else "0.5",
-                                       linewidth=2 if bad else 0.8))
-            text = f"{value:.3g}" if isinstance(value, float) else _text(value)
-            ax.text(i + 0.47, -r - 0.5, text, ha="center", va="center", fontsize=7)
-        ax.text(first - 0.3, -r - 0.5, slot.label, ha="right", va="center", fontsize=8)
-    width = max((min(stop, len(step.values.get(s, []))) for s in slots), default=first + 1)
-    ax.set_xlim(first - 0.2, width + 0.2)
-    ax.set_ylim(-len(slots) - 0.2, 0.2)
-    ax.axis("off")
-    key = "yellow: written in this step" + (", red: raced on" if step.races else "") + (
-        ", orange: read uninitialized" if step.uninitialized else "") + (", outlined: differs" if differing else "")
-    ax.set_title(f"{title or step.label} ({key})", fontsize=9, loc="left")
-    return ax
-
-
-def _cells_figure(rows):
-    """A figure with one axes per row of ``rows`` (how many arrays each shows), sized for :data:`PICTURE_CELLS`
-    cells."""
-    figure, axes = plt.subplots(len(rows), 1, figsize=(3 + 0.36 * PICTURE_CELLS, sum(0.5 + 0.45 * n for n in rows)),
-                                squeeze=False)
-    return figure, axes[:, 0]
-
-
 class Stepper:
     """The stepper of one run (or of a student's run beside a reference): a widget with a static fallback."""
 
@@ -212,7 +149,7 @@ class Stepper:
         marked = next((k for k, s in enumerate(model) if s.races or s.uninitialized), 0)
         self.start = min(first, len(model) - 1) if first is not None else marked  # where to look first
         self._box = None
-        self._png = _fallback(fallback)
+        self._png = fallback_png(fallback)
 
     def _board(self, k):
         step = self.model[k]
@@ -276,11 +213,11 @@ class Stepper:
         if self._png is not None:
             return self._png
         if self.reference is not None and self.first_difference is not None:
-            return _figure_png(_difference_figure(self.model, self.reference, self.first_difference))
+            return figure_png(difference_figure(self.model, self.reference, self.first_difference))
         step = self.model[self.start]
-        figure, (ax,) = _cells_figure([min(12, len(step.values))])
+        figure, (ax,) = cells_figure([min(12, len(step.values))])
         draw_step(step, ax)
-        return _figure_png(figure)
+        return figure_png(figure)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         bundle = dict(self.widget()._repr_mimebundle_())
@@ -293,12 +230,12 @@ class TimelineStepper(Stepper):
     """A decoupled look-back on a time axis: a tile per row, a step per publication of a tile's state."""
 
     def __init__(self, trace, array, fallback=None):
-        self.tiles = stepping.timeline(trace, array)
+        self.tiles = lookback_timeline.timeline(trace, array)
         self.times = sorted(p for tile in self.tiles for p in tile.published)
         self.end = max(tile.end for tile in self.tiles) + 1
         self.kernel = trace.kernel(trace.records[0].launch)
         self.start, self.reference, self._box = 0, None, None
-        self._png = _fallback(fallback)
+        self._png = fallback_png(fallback)
 
     def _count(self):
         return len(self.times)
@@ -357,7 +294,7 @@ class TimelineStepper(Stepper):
         ax.invert_yaxis()
         ax.set_xlabel("time (position in the trace)")
         ax.set_ylabel("tile")
-        return _figure_png(figure)
+        return figure_png(figure)
 
 
 def step(trace, reference=None, *, by="phase", arrays=None, fallback=None, max_cells=64, flags="status"):
@@ -405,57 +342,10 @@ def step(trace, reference=None, *, by="phase", arrays=None, fallback=None, max_c
 def step_failure(algorithm=None, *, by="phase", **options):
     """The stepper on the last failing check's run beside ``prefixsum.scan`` on the same input: with
     ``algorithm`` if given, else the registered scan that agrees longest with the student's run, the
-    exercise's own (:func:`prefixsum.classroom.stepping.last_failure`; a check that failed on more
+    exercise's own (:func:`prefixsum.classroom.references.last_failure`; a check that failed on more
     than 64 elements is stepped through on a smaller input that fails too, or says why not)."""
     from ..child import on_simulator, simulating
 
-    student, reference = stepping.last_failure(algorithm, **options) if simulating() else \
-        on_simulator(stepping.last_failure, algorithm, **options)
+    student, reference = references.last_failure(algorithm, **options) if simulating() else \
+        on_simulator(references.last_failure, algorithm, **options)
     return step(student, reference, by=by)
-
-
-def _difference_figure(student, reference, k):
-    cells = stepping.differences(student, reference)[k]
-    slots = sorted({slot for slot, _ in cells}, key=lambda s: (s.space, s.owner, s.array))[:4] or _slots(student[k], 4)
-    beside = stepping.aligned(student, reference)[k]
-    mine, theirs = student[k], reference[beside if beside is not None else len(reference) - 1]
-    by_name = {(s.launch, s.space, s.array, s.owner): s for s in theirs.values}
-    first = max(0, min((i for _, i in cells), default=0) - 4)  # the first difference, and a few cells before it
-    figure, axes = _cells_figure([len(slots)] * 2)
-    draw_step(mine, axes[0], differing=frozenset(cells), slots=slots, title=f"yours: {mine.label}", first=first)
-    draw_step(theirs, axes[1], slots=[by_name.get((s.launch, s.space, s.array, s.owner), s) for s in slots],
-              title=f"reference: {theirs.label}", first=first)
-    return figure
-
-
-def difference_caption(student, reference, k):
-    """What :func:`difference_png` draws for step ``k`` of two :class:`prefixsum.classroom.stepping.Model` s, in
-    words."""
-    cells = stepping.differences(student, reference)[k]
-    shown = sorted(
-        {f"{slot.array}[{i}]" for slot, i in cells}, key=lambda t: (t.split("[")[0], int(t.split("[")[1][:-1]))
-    )
-    mine = student[min(k, len(student) - 1)]
-    return f"first difference at step {k} ({mine.label}): {', '.join(shown[:8])}{', ...' if len(shown) > 8 else ''}"
-
-
-def difference_png(student_trace, reference_trace, path, *, by="phase"):
-    """Draw the first step where ``student_trace`` leaves ``reference_trace`` to a PNG at ``path``.
-
-    Returns
-    -------
-    pathlib.Path or None
-        ``path``, or None when the two runs never differ (nothing is written).
-    """
-    # The traces come from the grader's sandbox and judge: their file names are never opened.
-    student, reference = (stepping.model(t, by, source=stepping.no_source) for t in (student_trace, reference_trace))
-    k = stepping.first_difference(student, reference)
-    if k is None:
-        return None
-    figure = _difference_figure(student, reference, k)
-    # The step it shows, as text in the PNG (its Description): a reader or a test need not read pixels.
-    figure.savefig(
-        path, dpi=80, bbox_inches="tight", metadata={"Description": difference_caption(student, reference, k)}
-    )
-    plt.close(figure)
-    return path
