@@ -18,9 +18,12 @@ was written first); the state after step ``k`` applies, in trace order, every wr
 up to ``k``. The steps of a launch are ordered by their key ((phase), (phase, block, warp) or
 (phase, block, thread)), which the barriers make a valid order of the writes within a block.
 
-**A broken trace is refused** (:class:`BrokenTrace`): a phase of a launch with no access at all
-between two that have some, or a read that got a value the replay does not hold there (writes
-are missing). Stale reads (another block's store not yet published) are exempt.
+A phase with no access between two that have some (two barriers in a row, or only arithmetic on
+scalars between them) is a step of its own, with nothing read or written and nobody active, so
+that the phases of a launch are numbered as its barriers count them.
+
+**A broken trace is refused** (:class:`BrokenTrace`): a read that got a value the replay does not
+hold there (writes are missing). Stale reads (another block's store not yet published) are exempt.
 """
 import collections
 import linecache
@@ -40,7 +43,7 @@ makes a few thousand)."""
 
 
 class BrokenTrace(ValueError):
-    """A trace the stepper cannot replay: a phase is missing, or a read contradicts the writes."""
+    """A trace the stepper cannot replay: a read contradicts the writes, or it is empty or too large."""
 
 
 class Slot(NamedTuple):
@@ -106,8 +109,14 @@ def _key(r, by):
     return (r.launch, r.phase, r.block, unit)
 
 
-def _label(trace, key, by):
+_NOBODY = -1
+"""The block and thread (or warp) of an empty phase's step when stepping finer than by phase."""
+
+
+def _label(trace, key, by, empty=False):
     text = f"launch {key[0]} ({trace.kernel(key[0])}), phase {key[1]}"
+    if empty:
+        return text + ": no access (nothing between two barriers but work on scalars)"
     if by != "phase":
         text += f", block {key[2]}, {by} {key[3]}"
     return text
@@ -129,16 +138,14 @@ def same(u, v):
     return u == v
 
 
-def _launch_phases(trace):
-    """Raise :class:`BrokenTrace` if a launch skips a phase: one with no access between two with some."""
+def _empty_phases(trace, by):
+    """The keys of the steps of phases with no access between two phases of their launch that have some."""
     phases = collections.defaultdict(set)
     for r in trace.records:
         phases[r.launch].add(r.phase)
-    for launch, seen in sorted(phases.items()):
-        missing = sorted(set(range(min(seen), max(seen) + 1)) - seen)
-        if missing:
-            raise BrokenTrace(f"launch {launch} ({trace.kernel(launch)}) has no access in phase "
-                              f"{missing[0]}, between phases {min(seen)} and {max(seen)}: a phase is missing")
+    nobody = () if by == "phase" else (_NOBODY, _NOBODY)
+    return [(launch, phase, *nobody) for launch, seen in sorted(phases.items())
+            for phase in sorted(set(range(min(seen), max(seen) + 1)) - seen)]
 
 
 def initial_values(trace):
@@ -218,7 +225,6 @@ class Model:
         if not trace.records:
             raise BrokenTrace(f"{trace!r} recorded no accesses: nothing to step through"
                               + (f" (the run raised {trace.error!r})" if trace.error else ""))
-        _launch_phases(trace)
         initial = initial_values(trace)
         if arrays is not None:
             unknown = set(arrays) - {r.array for r in trace.records}
@@ -236,6 +242,8 @@ class Model:
         grouped = collections.defaultdict(list)
         for position, r in shown:
             grouped[_key(r, by)].append((position, r))
+        for key in _empty_phases(trace, by):
+            grouped[key] = []
         steps = collections.Counter(key[0] for key in grouped)
         held = sum(size * steps[slot.launch] for slot, size in self.sizes.items())
         if held > max_cells:
@@ -273,9 +281,10 @@ class Model:
                     stamp[(slot, r.index)] = position
             launch = trace.launches[key[0]]
             threads = math.prod(launch.grid) * math.prod(launch.block)
-            self.steps.append(Step(key, _label(trace, key, self.by), {s: list(v) for s, v in state.items()},
-                                   dict(read), dict(written), tuple(dict.fromkeys(arrows)), frozenset(active),
-                                   threads, tuple((f, n, self.source(f, n)) for f, n in lines), accesses,
+            label = _label(trace, key, self.by, empty=not grouped[key])
+            self.steps.append(Step(key, label, {s: list(v) for s, v in state.items()}, dict(read), dict(written),
+                                   tuple(dict.fromkeys(arrows)), frozenset(active), threads,
+                                   tuple((f, n, self.source(f, n)) for f, n in lines), accesses,
                                    frozenset(flagged["race"]), frozenset(flagged["uninitialized"]),
                                    frozenset(flagged["conflict"])))
 

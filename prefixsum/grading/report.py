@@ -204,9 +204,8 @@ def _pictures(runs, submission, folder, name):
             try:
                 drawn = difference_png(student, reference, path)
             except stepping.BrokenTrace:
-                # A run the stepper cannot replay phase by phase (a student's kernel may pass two
-                # barriers with no access between them), or one too large to draw, gets its verdict
-                # without a picture.
+                # A run the stepper cannot replay (a read the writes before it do not explain), or
+                # one too large to draw, gets its verdict without a picture.
                 drawn = None
             except Exception:  # noqa: BLE001  (a picture is an extra: whatever it meets, the grades are written)
                 path.unlink(missing_ok=True)
