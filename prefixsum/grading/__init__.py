@@ -9,7 +9,9 @@ The grader's own product, apart from the students' tools: it uses :mod:`prefixsu
 * :mod:`.allowlist`: what a submitted exercise may name and contain, decided by parsing it before
   anything runs it (its tables in :mod:`.whitelist`, Python's name resolution in :mod:`.scopes`,
   what a chapter's cells bind in :mod:`.bindings`);
-* :mod:`.sandbox`: the bubblewrap sandbox and the supervisor of every run's limits;
+* :mod:`.sandbox`: the bubblewrap sandbox and the supervisor of every run's limits (:mod:`.limits`);
+* :mod:`.bwrap_command`: the sandbox's command line, and whether one can be made here;
+* :mod:`.launcher`: the launcher of each run (its rlimits, its keyring), which execs bwrap;
 * :mod:`.seccomp_filter`: the system calls a sandboxed run may not make;
 * :mod:`.usage`: what a run uses (memory as the kernel counts it, threads, CPU);
 * :mod:`.trusted`: what runs inside a sandbox: the re-check, the PTX compile, nbval;
@@ -33,7 +35,7 @@ _WHERE = {"collect": "batch", "default_instructor_notebooks": "batch", "grade": 
           "Recording": "recording", "RecordingError": "recording",
           "Chapter": "chapters", "Exercise": "chapters", "InvalidSubmission": "chapters", "read_chapter": "chapters",
           "STATUSES": "runner", "Options": "runner", "Row": "runner", "grade_notebook": "runner",
-          "Limits": "sandbox", "SandboxUnavailable": "sandbox", "limit_process": "sandbox"}
+          "Limits": "limits", "SandboxUnavailable": "bwrap_command", "limit_process": "limits"}
 
 __all__ = sorted(_WHERE)
 

@@ -43,6 +43,7 @@ from .chapters import (
     submitted_sources,
     unsolved,
 )
+from .limits import Limits
 
 STATUSES = ("pass", "fail", "not-attempted", "error", "timeout", "crashed", "tampered", "invalid")
 _STARTUP_S = 90  # a fresh Python with numba, a Jupyter kernel, prefixsum: seconds before any exercise runs
@@ -60,7 +61,7 @@ class Options:
     """How to grade: the time limit of one exercise, the limits of each run, and the sandbox."""
 
     timeout: float = 60.0
-    limits: sandbox.Limits = sandbox.Limits()
+    limits: Limits = Limits()
     isolated: bool = True
     """False only with ``--unsafe-no-sandbox``: the runs get limits but no namespaces."""
 
