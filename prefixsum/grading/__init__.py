@@ -19,7 +19,8 @@ The grader's own product, apart from the students' tools: it uses :mod:`prefixsu
 * :mod:`.judge`: the grader's process that replays the checks on those observations: the verdicts;
 * :mod:`.results`: the sandboxes' and the judge's JSON read with a strict schema, the comparison
   with the stored output;
-* :mod:`.runner`: one notebook, nbval and the re-check, and the status of each exercise;
+* :mod:`.runner`: one notebook, nbval and the re-check;
+* :mod:`.statuses`: the status of each exercise, from nbval's report and every step's verdict;
 * :mod:`.report`: grades.csv, summary.csv, feedback pages;
 * :mod:`.batch`: a whole class in parallel, or on a Dask cluster;
 * :mod:`.recording`: the instructor's solutions recorded once for several batches (``--record``,
@@ -34,7 +35,7 @@ import importlib
 _WHERE = {"collect": "batch", "default_instructor_notebooks": "batch", "grade": "batch", "record": "batch",
           "Recording": "recording", "RecordingError": "recording",
           "Chapter": "chapters", "Exercise": "chapters", "InvalidSubmission": "chapters", "read_chapter": "chapters",
-          "STATUSES": "runner", "Options": "runner", "Row": "runner", "grade_notebook": "runner",
+          "STATUSES": "statuses", "Options": "runner", "Row": "runner", "grade_notebook": "runner",
           "Limits": "limits", "SandboxUnavailable": "bwrap_command", "limit_process": "limits"}
 
 __all__ = sorted(_WHERE)
