@@ -18,7 +18,7 @@ import pytest
 from numba import cuda
 
 from prefixsum.classroom import cells
-from prefixsum.grading import allowlist, chapters, scopes, whitelist
+from prefixsum.grading import allowlist, cell_walk, chapters, scopes, whitelist
 
 NOTEBOOKS = pathlib.Path(__file__).resolve().parent.parent / "notebooks"
 
@@ -410,8 +410,8 @@ def test_the_check_is_linear_in_the_cell(book, monkeypatch):
     """The source is split once per check whatever the number of refused lines, and every node is
     visited a bounded number of times: the work per node stays the same from 10 to 2,000 refusals."""
     splits, visits = [], []
-    split, children = allowlist._source_lines, ast.iter_child_nodes
-    monkeypatch.setattr(allowlist, "_source_lines", lambda source: splits.append(1) or split(source))
+    split, children = cell_walk._source_lines, ast.iter_child_nodes
+    monkeypatch.setattr(cell_walk, "_source_lines", lambda source: splits.append(1) or split(source))
     monkeypatch.setattr(ast, "iter_child_nodes", lambda node: visits.append(1) or children(node))
     per_node = []
     for lines in (10, 200, 2000):

@@ -7,8 +7,8 @@ The grader's own product, apart from the students' tools: it uses :mod:`prefixsu
   to its chapter, and the notebook that is graded (assembled from the instructor's cells and the
   submission's exercise cells);
 * :mod:`.allowlist`: what a submitted exercise may name and contain, decided by parsing it before
-  anything runs it (its tables in :mod:`.whitelist`, Python's name resolution in :mod:`.scopes`,
-  what a chapter's cells bind in :mod:`.bindings`);
+  anything runs it (its walk of a cell in :mod:`.cell_walk`, its tables in :mod:`.whitelist`,
+  Python's name resolution in :mod:`.scopes`, what a chapter's cells bind in :mod:`.bindings`);
 * :mod:`.sandbox`: the bubblewrap sandbox and the supervisor of every run's limits (:mod:`.limits`);
 * :mod:`.bwrap_command`: the sandbox's command line, and whether one can be made here;
 * :mod:`.launcher`: the launcher of each run (its rlimits, its keyring), which execs bwrap;
