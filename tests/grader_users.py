@@ -12,15 +12,15 @@ import shutil
 import subprocess
 import sys
 
-from prefixsum.grading import sandbox
+from prefixsum.grading import bwrap_command
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-AS_NOBODY = ["setpriv", f"--reuid={sandbox.NOBODY}", f"--regid={sandbox.NOBODY}", "--clear-groups"]
+AS_NOBODY = ["setpriv", f"--reuid={bwrap_command.NOBODY}", f"--regid={bwrap_command.NOBODY}", "--clear-groups"]
 _WHAT_TO_DO = ("To run them: run the tests as a user other than root, or let nobody traverse the folders on the "
                "way to Python, its environment and the checkout (chmod o+x on each, as .ci/run does)")
-# As nobody: the grader's own check of what its sandboxes need (sandbox.check_reachable).
-_PROBE = ("import sys\nfrom prefixsum.grading import sandbox\ntry:\n    sandbox.check_reachable()\n"
-          "except sandbox.Unreachable as error:\n    print(error)\n    sys.exit(3)\n")
+# As nobody: the grader's own check of what its sandboxes need (bwrap_command.check_reachable).
+_PROBE = ("import sys\nfrom prefixsum.grading import bwrap_command\ntry:\n    bwrap_command.check_reachable()\n"
+          "except bwrap_command.Unreachable as error:\n    print(error)\n    sys.exit(3)\n")
 
 
 def nobody_cannot_run(python=sys.executable):
@@ -39,4 +39,4 @@ def nobody_cannot_run(python=sys.executable):
 
 def is_a_run_uid(uid):
     """Whether ``uid`` is one a sandboxed run has (nobody, or a per-run uid when the grader is root)."""
-    return uid == sandbox.NOBODY or uid in sandbox.RUN_UIDS
+    return uid == bwrap_command.NOBODY or uid in bwrap_command.RUN_UIDS

@@ -12,7 +12,8 @@ import json
 import os
 import sys
 
-from prefixsum.grading import sandbox
+from prefixsum.grading import bwrap_command, sandbox
+from prefixsum.grading.limits import Limits
 
 _ADD_KEY = {"x86_64": 248, "aarch64": 217}.get(os.uname().machine)
 _KEY_SPEC_SESSION_KEYRING = -3
@@ -36,12 +37,12 @@ def main():
     }
     try:
         sandbox.check_available()
-    except sandbox.SandboxUnavailable as error:
-        answer.update(unavailable=str(error), unreachable=isinstance(error, sandbox.Unreachable))
+    except bwrap_command.SandboxUnavailable as error:
+        answer.update(unavailable=str(error), unreachable=isinstance(error, bwrap_command.Unreachable))
         print(json.dumps(answer))
         return
     for run in request["runs"]:
-        limits = sandbox.Limits(memory_mb=run["memory_mb"])
+        limits = Limits(memory_mb=run["memory_mb"])
         finished = sandbox.run([sys.executable, *run["argv"]], limits=limits, timeout=60, env=sandbox.environment({}))
         answer["runs"][run["name"]] = dataclasses.asdict(finished)
     print(json.dumps(answer))

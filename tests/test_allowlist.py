@@ -6,16 +6,13 @@ Fast: parsing only, plus one walk of the attribute graph from every name a submi
 """
 import ast
 import collections
-import pathlib
 import symtable
 import time
 import types
 
 import pytest
 
-from prefixsum.grading import allowlist, scopes
-
-NOTEBOOKS = pathlib.Path(__file__).resolve().parent.parent / "notebooks"
+from prefixsum.grading import allowlist, cell_walk, scopes
 
 
 def refusals(book, exercise_id, source, earlier_submitted=()):
@@ -258,8 +255,8 @@ def test_the_check_is_linear_in_the_cell(book, monkeypatch):
     """The source is split once per check whatever the number of refused lines, and every node is
     visited a bounded number of times: the work per node stays the same from 10 to 2,000 refusals."""
     splits, visits = [], []
-    split, children = allowlist._source_lines, ast.iter_child_nodes
-    monkeypatch.setattr(allowlist, "_source_lines", lambda source: splits.append(1) or split(source))
+    split, children = cell_walk._source_lines, ast.iter_child_nodes
+    monkeypatch.setattr(cell_walk, "_source_lines", lambda source: splits.append(1) or split(source))
     monkeypatch.setattr(ast, "iter_child_nodes", lambda node: visits.append(1) or children(node))
     per_node = []
     for lines in (10, 200, 2000):

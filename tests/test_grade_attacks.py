@@ -40,7 +40,7 @@ from attacks.hole import let_through
 from grader_users import AS_NOBODY, is_a_run_uid, nobody_cannot_run
 
 from prefixsum.classroom.student import student_version
-from prefixsum.grading import read_chapter, sandbox
+from prefixsum.grading import bwrap_command, read_chapter, sandbox
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -255,7 +255,7 @@ def _run(folder, user, recording):
     out = folder / "out"
     out.mkdir()
     if prefix:
-        os.chown(out, sandbox.NOBODY, sandbox.NOBODY)
+        os.chown(out, bwrap_command.NOBODY, bwrap_command.NOBODY)
     recorded = folder / "recording.json"  # beside the class, readable by nobody (the folder is 0755)
     if "text" in recording:
         recorded.write_text(recording["text"])

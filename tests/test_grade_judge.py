@@ -142,21 +142,21 @@ def test_a_trace_survives_its_encoding():
 
 
 def test_the_graders_own_processes_are_bounded():
-    """The judge and the batch's process bound themselves (sandbox.limit_process): a bomb in what they read ends in
+    """The judge and the batch's process bound themselves (limits.limit_process): a bomb in what they read ends in
     MemoryError."""
     program = ("import resource, numpy as np\n"
-               "from prefixsum.grading import sandbox\n"
-               "sandbox.limit_process(address_space_mb=2048, open_files=64, cpu_s=30)\n"
+               "from prefixsum.grading import limits\n"
+               "limits.limit_process(address_space_mb=2048, open_files=64, cpu_s=30)\n"
                "print(resource.getrlimit(resource.RLIMIT_AS)[0] >> 20, resource.getrlimit(resource.RLIMIT_NOFILE)[0],"
                " resource.getrlimit(resource.RLIMIT_CPU)[0])\n"
                "try:\n    np.ones(3 << 30, np.uint8)\nexcept MemoryError:\n    print('MemoryError')\n")
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True,
                           env={**os.environ, "PYTHONPATH": str(LADDER.parents[1])})
     assert done.stdout.split() == ["2048", "64", "30", "MemoryError"]
-    assert "sandbox.limit_process(" in inspect.getsource(judge.main) and "limit_process(" in inspect.getsource(
+    assert "limits.limit_process(" in inspect.getsource(judge.main) and "limit_process(" in inspect.getsource(
         grade_command.main
     )
-    assert "sandbox.limit_process(" in inspect.getsource(judging._judge_child)
+    assert "limits.limit_process(" in inspect.getsource(judging._judge_child)
 
 
 def test_the_judge_server_judges_each_request_in_a_fork_of_its_own(chapter):

@@ -27,7 +27,7 @@ from grading_notebooks import (
 
 from prefixsum import grading
 from prefixsum.classroom.student import student_version
-from prefixsum.grading import allowlist, batch, chapters, report, results, runner
+from prefixsum.grading import allowlist, batch, chapters, report, results, runner, statuses
 
 
 def test_instructor_metadata_errors_are_named(tmp_path):
@@ -198,16 +198,16 @@ def test_combine_reports_only_evidence_of_forgery_as_tampering():
     exercise = chapters.read_chapter(LADDER).exercises[0]
     passed, failed = {"status": "pass"}, {"status": "fail", "message": "FAIL x"}
     rejected = {"status": "rejected", "message": "kernel k does not compile for a GPU"}
-    assert runner.combine(exercise, exercise.source, [], {}, passed, ("pass", "")) == ("pass", "")
-    status, message = runner.combine(exercise, exercise.source, [], {}, failed, ("pass", ""))
+    assert statuses.combine(exercise, exercise.source, [], {}, passed, ("pass", "")) == ("pass", "")
+    status, message = statuses.combine(exercise, exercise.source, [], {}, failed, ("pass", ""))
     assert status == "tampered" and "printed the stored verdict" in message and "FAIL x" in message
-    assert runner.combine(exercise, exercise.source, [], {}, passed, ("fail", "printed")) == (
+    assert statuses.combine(exercise, exercise.source, [], {}, passed, ("fail", "printed")) == (
         "fail", "the grader's own check passes, but nbval's run of the check in the notebook did not: printed")
-    assert runner.combine(exercise, exercise.source, [], {}, failed, ("fail", ""))[0] == "fail"
-    assert runner.combine(exercise, exercise.source, [], rejected, {}, ("fail", ""))[0] == "invalid"
-    assert runner.combine(exercise, exercise.source, [], rejected, passed, ("pass", ""))[0] == "invalid"
+    assert statuses.combine(exercise, exercise.source, [], {}, failed, ("fail", ""))[0] == "fail"
+    assert statuses.combine(exercise, exercise.source, [], rejected, {}, ("fail", ""))[0] == "invalid"
+    assert statuses.combine(exercise, exercise.source, [], rejected, passed, ("pass", ""))[0] == "invalid"
     note = {"status": "ok", "message": "kernel my_flags is the submission's own"}
-    assert runner.combine(exercise, exercise.source, [], note, passed, ("pass", "")) == ("pass", note["message"])
+    assert statuses.combine(exercise, exercise.source, [], note, passed, ("pass", "")) == ("pass", note["message"])
 
 
 def test_grade_help_explains_every_option():

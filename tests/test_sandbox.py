@@ -1,4 +1,4 @@
-"""The grader's sandbox alone (prefixsum.grading.sandbox), as root and as nobody.
+"""The grader's sandbox alone (prefixsum.grading.sandbox, its command line and launcher), as root and as nobody.
 
 Issue 43's attacks on the sandbox itself, each a program of tests/attacks/sandbox/ that prints
 ``BREACHED`` when it gets through: the grader's session keyring, a key left in a user keyring for
@@ -23,7 +23,7 @@ import tempfile
 import pytest
 from grader_users import AS_NOBODY, ROOT, is_a_run_uid, nobody_cannot_run
 
-from prefixsum.grading import sandbox, seccomp_filter, usage
+from prefixsum.grading import bwrap_command, launcher, sandbox, seccomp_filter, usage
 
 ATTACKS = pathlib.Path(__file__).resolve().parent / "attacks" / "sandbox"
 DRIVER = pathlib.Path(__file__).resolve().parent / "sandbox_driver.py"
@@ -130,9 +130,9 @@ def test_a_run_is_unprivileged_filtered_and_alone(graded):
             seen["uid"] != 0 and is_a_run_uid(seen["uid"]) and seen["seccomp"] == "2" and int(seen["caps"], 16) == 0
         ), seen
     if graded["grader_uid"] == 0:  # a uid of its own for each run
-        assert first["uid"] != second["uid"] and {first["uid"], second["uid"]} <= set(sandbox.RUN_UIDS)
+        assert first["uid"] != second["uid"] and {first["uid"], second["uid"]} <= set(bwrap_command.RUN_UIDS)
     else:  # nobody, in a user namespace of its own
-        assert first["uid"] == second["uid"] == sandbox.NOBODY
+        assert first["uid"] == second["uid"] == bwrap_command.NOBODY
 
 
 def test_the_launcher_joins_a_new_session_keyring():
@@ -146,7 +146,7 @@ def test_the_launcher_joins_a_new_session_keyring():
     child = os.fork()
     if child == 0:
         os.close(read)
-        sandbox._new_session_keyring()
+        launcher._new_session_keyring()
         os.write(write, str(libc.syscall(keyctl, get_id, session, 0)).encode())
         os._exit(0)
     os.close(write)
@@ -246,9 +246,9 @@ def test_a_folder_a_run_cannot_enter_is_named(tmp_path, monkeypatch):
         pytest.skip("the check for the runs' own uid is root's (as another user, the runs are that user)")
     private = tmp_path / "venv"
     private.mkdir(mode=0o700)
-    monkeypatch.setattr(sandbox, "_python_folders", lambda: {private: "the Python environment"})
-    with pytest.raises(sandbox.Unreachable, match=re.escape(f"cannot enter {private} (the Python environment)")):
-        sandbox.check_reachable()
+    monkeypatch.setattr(bwrap_command, "_python_folders", lambda: {private: "the Python environment"})
+    with pytest.raises(bwrap_command.Unreachable, match=re.escape(f"cannot enter {private} (the Python environment)")):
+        bwrap_command.check_reachable()
 
 
 def test_a_folder_the_grader_cannot_reach_is_named(monkeypatch):
@@ -256,7 +256,7 @@ def test_a_folder_the_grader_cannot_reach_is_named(monkeypatch):
         pytest.skip("needs root, to look as nobody")
     top = pathlib.Path(tempfile.mkdtemp(prefix="psreach-"))  # not pytest's tmp_path: its parent is private
     top.chmod(0o755)
-    monkeypatch.setattr(sandbox, "_python_folders", lambda: {folder: "Python's installation"})
+    monkeypatch.setattr(bwrap_command, "_python_folders", lambda: {folder: "Python's installation"})
     (top / "private").mkdir(mode=0o700)
     folder = top / "private" / "python"
     folder.mkdir()
@@ -264,19 +264,19 @@ def test_a_folder_the_grader_cannot_reach_is_named(monkeypatch):
     child = os.fork()
     if child == 0:
         os.setgroups([])
-        os.setresgid(sandbox.NOBODY, sandbox.NOBODY, sandbox.NOBODY)
-        os.setresuid(sandbox.NOBODY, sandbox.NOBODY, sandbox.NOBODY)
+        os.setresgid(bwrap_command.NOBODY, bwrap_command.NOBODY, bwrap_command.NOBODY)
+        os.setresuid(bwrap_command.NOBODY, bwrap_command.NOBODY, bwrap_command.NOBODY)
         try:
-            sandbox.check_reachable()
+            bwrap_command.check_reachable()
             os.write(write, b"no error")
-        except sandbox.Unreachable as error:
+        except bwrap_command.Unreachable as error:
             os.write(write, str(error).encode())
         os._exit(0)
     os.close(write)
     message = os.read(read, 4096).decode()
     os.waitpid(child, 0)
     shutil.rmtree(top)
-    assert f"uid {sandbox.NOBODY}, which cannot reach {folder} (Python's installation)" in message, message
+    assert f"uid {bwrap_command.NOBODY}, which cannot reach {folder} (Python's installation)" in message, message
     assert f"{top / 'private'} is not open to it" in message and "chmod o+x" in message, message
 
 

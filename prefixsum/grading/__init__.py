@@ -7,9 +7,11 @@ The grader's own product, apart from the students' tools: it uses :mod:`prefixsu
   to its chapter, and the notebook that is graded (assembled from the instructor's cells and the
   submission's exercise cells);
 * :mod:`.allowlist`: what a submitted exercise may name and contain, decided by parsing it before
-  anything runs it (its tables in :mod:`.whitelist`, Python's name resolution in :mod:`.scopes`,
-  what a chapter's cells bind in :mod:`.bindings`);
-* :mod:`.sandbox`: the bubblewrap sandbox and the supervisor of every run's limits;
+  anything runs it (its walk of a cell in :mod:`.cell_walk`, its tables in :mod:`.whitelist`,
+  Python's name resolution in :mod:`.scopes`, what a chapter's cells bind in :mod:`.bindings`);
+* :mod:`.sandbox`: the bubblewrap sandbox and the supervisor of every run's limits (:mod:`.limits`);
+* :mod:`.bwrap_command`: the sandbox's command line, and whether one can be made here;
+* :mod:`.launcher`: the launcher of each run (its rlimits, its keyring), which execs bwrap;
 * :mod:`.seccomp_filter`: the system calls a sandboxed run may not make;
 * :mod:`.usage`: what a run uses (memory as the kernel counts it, threads, CPU);
 * :mod:`.trusted`: what runs inside a sandbox: the re-check, the PTX compile, nbval;
@@ -17,7 +19,8 @@ The grader's own product, apart from the students' tools: it uses :mod:`prefixsu
 * :mod:`.judge`: the grader's process that replays the checks on those observations: the verdicts;
 * :mod:`.results`: the sandboxes' and the judge's JSON read with a strict schema, the comparison
   with the stored output;
-* :mod:`.runner`: one notebook, nbval and the re-check, and the status of each exercise;
+* :mod:`.runner`: one notebook, nbval and the re-check;
+* :mod:`.statuses`: the status of each exercise, from nbval's report and every step's verdict;
 * :mod:`.report`: grades.csv, summary.csv, feedback pages;
 * :mod:`.batch`: a whole class in parallel, or on a Dask cluster;
 * :mod:`.recording`: the instructor's solutions recorded once for several batches (``--record``,
@@ -32,8 +35,8 @@ import importlib
 _WHERE = {"collect": "batch", "default_instructor_notebooks": "batch", "grade": "batch", "record": "batch",
           "Recording": "recording", "RecordingError": "recording",
           "Chapter": "chapters", "Exercise": "chapters", "InvalidSubmission": "chapters", "read_chapter": "chapters",
-          "STATUSES": "runner", "Options": "runner", "Row": "runner", "grade_notebook": "runner",
-          "Limits": "sandbox", "SandboxUnavailable": "sandbox", "limit_process": "sandbox"}
+          "STATUSES": "statuses", "Options": "runner", "Row": "runner", "grade_notebook": "runner",
+          "Limits": "limits", "SandboxUnavailable": "bwrap_command", "limit_process": "limits"}
 
 __all__ = sorted(_WHERE)
 

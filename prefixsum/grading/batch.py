@@ -288,7 +288,7 @@ def record(instructor=None, options=DEFAULT_OPTIONS, chapters=None, workers=None
     ------
     RuntimeError
         When an instructor's solution fails its own check (:func:`.runner.instructor_signatures`).
-    sandbox.SandboxUnavailable
+    bwrap_command.SandboxUnavailable
         When ``options.isolated`` and no sandbox can be made here.
     """
     if options.isolated:
@@ -346,7 +346,7 @@ def grade(submissions, out, *, instructor=None, workers=None, options=DEFAULT_OP
 
     Raises
     ------
-    sandbox.SandboxUnavailable
+    bwrap_command.SandboxUnavailable
         When ``options.isolated`` and no sandbox can be made here.
     RecordingError
         When ``recording`` was made with other options, another version of this package, or

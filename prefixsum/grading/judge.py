@@ -8,7 +8,7 @@ student's names as stand-ins and a :class:`.observations.Replayer` answering eve
 student's code. The references, the comparisons, the diagnoses and the verdict's text are all
 computed here, on inputs that the checks draw here. It runs on the classroom simulator (the
 reference trace of the feedback's picture needs it) and bounds its address space, CPU time and
-open files (:func:`.sandbox.limit_process`) before it reads anything. On its own::
+open files (:func:`.limits.limit_process`) before it reads anything. On its own::
 
     python -m prefixsum.grading.judge < REQUEST.json > VERDICTS.jsonl
 
@@ -24,10 +24,10 @@ import json
 import sys
 
 from ..classroom import cells
-from . import encoding, observations, results, sandbox
+from . import encoding, limits, observations, results
 
 MAX_REQUEST = 160 << 20
-"""Bytes of a request read at most (the sandbox's output is bounded below this, :class:`.sandbox.Limits`)."""
+"""Bytes of a request read at most (the sandbox's output is bounded below this, :class:`.limits.Limits`)."""
 MAX_LINE = 96 << 20
 # The judge's own limits: it parses what a sandbox wrote, so it is bounded as a sandboxed run is.
 ADDRESS_SPACE_MB = 6144
@@ -154,7 +154,7 @@ def judge(request, emit):
 
 
 def main():
-    sandbox.limit_process(address_space_mb=ADDRESS_SPACE_MB, cpu_s=CPU_S, open_files=OPEN_FILES)
+    limits.limit_process(address_space_mb=ADDRESS_SPACE_MB, cpu_s=CPU_S, open_files=OPEN_FILES)
     request = json.loads(sys.stdin.read(MAX_REQUEST))
     out = sys.stdout
     # What the checks print besides the verdicts (the package's notices) is not the judge's output.

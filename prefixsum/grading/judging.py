@@ -3,7 +3,7 @@
 A fresh Python for every verdict spent seconds importing numba and the package before it read a
 byte. :class:`Judges` keeps, for each thread of the grader, one server (``python -m
 prefixsum.grading.judging``) that has imported :mod:`.judge` and does nothing else:
-for each request it forks a child, which bounds itself (:func:`.sandbox.limit_process`, as
+for each request it forks a child, which bounds itself (:func:`.limits.limit_process`, as
 :func:`.judge.main` does), parses the request, judges and exits. The server never parses what it
 relays, so a hostile report can at worst end its own child; the next request gets a fresh fork.
 
@@ -21,7 +21,7 @@ import tempfile
 import threading
 import time
 
-from . import judge, sandbox
+from . import judge, limits
 
 MAX_OUTPUT = 96 << 20
 """Bytes of a child's verdicts relayed at most (a verdict's stepper traces are the largest part)."""
@@ -45,7 +45,7 @@ def _frame(data):
 def _judge_child(request, out, err):
     """In the forked child: bound this process, judge ``request`` (bytes), write the verdicts to fd ``out``."""
     os.dup2(err, 2)
-    sandbox.limit_process(address_space_mb=judge.ADDRESS_SPACE_MB, cpu_s=judge.CPU_S, open_files=judge.OPEN_FILES)
+    limits.limit_process(address_space_mb=judge.ADDRESS_SPACE_MB, cpu_s=judge.CPU_S, open_files=judge.OPEN_FILES)
     code = 0
     try:
         with os.fdopen(out, "w") as channel:
@@ -181,7 +181,7 @@ def main():
     from ..classroom import references, stepping  # noqa: F401
     from ..classroom.check import observed  # noqa: F401
 
-    sandbox.limit_process(address_space_mb=judge.ADDRESS_SPACE_MB, open_files=judge.OPEN_FILES)
+    limits.limit_process(address_space_mb=judge.ADDRESS_SPACE_MB, open_files=judge.OPEN_FILES)
     serve(sys.stdin.buffer, sys.stdout.buffer)
     return 0
 

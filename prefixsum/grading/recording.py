@@ -30,7 +30,8 @@ import re
 import sys
 import tempfile
 
-from . import results, sandbox
+from . import results
+from .limits import Limits
 from .runner import Options
 
 FORMAT = "prefixsum-grading-recording"
@@ -69,7 +70,7 @@ def options_dict(options):
 def _options(value):
     """:class:`.runner.Options` from :func:`options_dict`'s form, every field present and of its type."""
     fields = {f.name for f in dataclasses.fields(Options)}
-    limit_fields = {f.name for f in dataclasses.fields(sandbox.Limits)}
+    limit_fields = {f.name for f in dataclasses.fields(Limits)}
     if not isinstance(value, dict) or set(value) != fields:
         raise RecordingError(f"'options' must hold exactly {sorted(fields)}")
     limits = value["limits"]
@@ -78,7 +79,7 @@ def _options(value):
         raise RecordingError(f"'options.limits' must hold exactly {sorted(limit_fields)}, each a positive integer")
     if type(value["timeout"]) not in (int, float) or not value["timeout"] > 0 or type(value["isolated"]) is not bool:
         raise RecordingError("'options.timeout' must be a positive number and 'options.isolated' true or false")
-    return Options(timeout=value["timeout"], limits=sandbox.Limits(**limits), isolated=value["isolated"])
+    return Options(timeout=value["timeout"], limits=Limits(**limits), isolated=value["isolated"])
 
 
 def _entry(name, exercise_id, entry):

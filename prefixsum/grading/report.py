@@ -13,7 +13,7 @@ import os
 import pathlib
 import re
 
-from .runner import STATUSES
+from .statuses import STATUSES
 
 GRADE_COLUMNS = ("submission", "chapter", "notebook", "exercise", "score", "max_score", "status", "message", "sandbox")
 SUMMARY_COLUMNS = ("submission", "chapter", "score", "max_score", *STATUSES)
