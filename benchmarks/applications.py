@@ -25,6 +25,7 @@ one is not). CUB's rows are left out with a note where ``cuda.compute`` cannot r
 simulator; not installed: it comes with the ``bench`` extra). Writes ``applications.csv``
 (CUB's version in column ``cub``).
 """
+
 import os
 
 import numpy as np  # noqa: E402
@@ -62,19 +63,34 @@ def main(argv=None):
     rows = []
 
     def add(task, method, dtype, n, micros, correct, device_us=float("nan")):
-        rows.append({"task": task, "method": method, "dtype": dtype, "n": n, "median_us": round(micros, 1),
-                     "device_us": round(device_us, 1), "correct": bool(correct),
-                     "timing": "host clock, synchronised; device_us: CUPTI (torch.profiler), kernels and copies",
-                     **meta})
-        print(f"{task:<10} {method:<42} {dtype:<8} {n:>9} {micros:>12.1f} us  device {device_us:>10.1f} us"
-              f"{'' if correct else '  WRONG'}", flush=True)
+        rows.append(
+            {
+                "task": task,
+                "method": method,
+                "dtype": dtype,
+                "n": n,
+                "median_us": round(micros, 1),
+                "device_us": round(device_us, 1),
+                "correct": bool(correct),
+                "timing": "host clock, synchronised; device_us: CUPTI (torch.profiler), kernels and copies",
+                **meta,
+            }
+        )
+        print(
+            f"{task:<10} {method:<42} {dtype:<8} {n:>9} {micros:>12.1f} us  device {device_us:>10.1f} us"
+            f"{'' if correct else '  WRONG'}",
+            flush=True,
+        )
 
     try:
         run_tasks(cuda, torch, cupy, sizes, repeats, rng, add)
     finally:  # what was measured is kept even if a later task fails or the run is cut short
         write_csv(rows, os.path.join(args.out, "applications.csv"))
-    print_table(rows, ["task", "method", "dtype", "n", "median_us", "device_us", "correct"],
-                title="whole calls (median us) and their device time:")
+    print_table(
+        rows,
+        ["task", "method", "dtype", "n", "median_us", "device_us", "correct"],
+        title="whole calls (median us) and their device time:",
+    )
     return report_wrong(rows, lambda row: f"{row['task']} {row['method']} {row['dtype']} n={row['n']}")
 
 
@@ -102,15 +118,39 @@ def run_tasks(cuda, torch, cupy, sizes, repeats, rng, add):
         reference = scipy.interpolate.CubicSpline(knots, values, bc_type="natural")
         expected.append(reference(points))
     dpoints = cuda.to_device(points)
-    add("spline", "prefixsum cubic_spline (build)", "float64", n,
-        timed(lambda: apps.cubic_spline(knots, values), repeats=repeats), close(ours))
-    add("spline", "prefixsum evaluate (points)", "float64", m,
-        timed(lambda: (spline(dpoints), cuda.synchronize()), repeats=repeats), close(ours))
+    add(
+        "spline",
+        "prefixsum cubic_spline (build)",
+        "float64",
+        n,
+        timed(lambda: apps.cubic_spline(knots, values), repeats=repeats),
+        close(ours),
+    )
+    add(
+        "spline",
+        "prefixsum evaluate (points)",
+        "float64",
+        m,
+        timed(lambda: (spline(dpoints), cuda.synchronize()), repeats=repeats),
+        close(ours),
+    )
     if scipy:
-        add("spline", "scipy CubicSpline (build, CPU)", "float64", n,
-            timed(lambda: scipy.interpolate.CubicSpline(knots, values, bc_type="natural"), repeats=repeats), True)
-        add("spline", "scipy evaluate (points, CPU)", "float64", m, timed(lambda: reference(points), repeats=repeats),
-            True)
+        add(
+            "spline",
+            "scipy CubicSpline (build, CPU)",
+            "float64",
+            n,
+            timed(lambda: scipy.interpolate.CubicSpline(knots, values, bc_type="natural"), repeats=repeats),
+            True,
+        )
+        add(
+            "spline",
+            "scipy evaluate (points, CPU)",
+            "float64",
+            m,
+            timed(lambda: reference(points), repeats=repeats),
+            True,
+        )
     if cupy:
         try:
             from cupyx.scipy.interpolate import CubicSpline as CupySpline
@@ -120,11 +160,25 @@ def run_tasks(cuda, torch, cupy, sizes, repeats, rng, add):
             cknots, cvalues, cpoints = cupy.asarray(knots), cupy.asarray(values), cupy.asarray(points)
             theirs = CupySpline(cknots, cvalues, bc_type="natural")
             ok = close(cupy.asnumpy(theirs(cpoints)))
-            add("spline", "cupyx CubicSpline (build)", "float64", n,
-                timed(lambda: (CupySpline(cknots, cvalues, bc_type="natural"), cupy.cuda.Device().synchronize()),
-                        repeats=repeats), ok)
-            add("spline", "cupyx evaluate (points)", "float64", m,
-                timed(lambda: (theirs(cpoints), cupy.cuda.Device().synchronize()), repeats=repeats), ok)
+            add(
+                "spline",
+                "cupyx CubicSpline (build)",
+                "float64",
+                n,
+                timed(
+                    lambda: (CupySpline(cknots, cvalues, bc_type="natural"), cupy.cuda.Device().synchronize()),
+                    repeats=repeats,
+                ),
+                ok,
+            )
+            add(
+                "spline",
+                "cupyx evaluate (points)",
+                "float64",
+                m,
+                timed(lambda: (theirs(cpoints), cupy.cuda.Device().synchronize()), repeats=repeats),
+                ok,
+            )
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ synchronized), with :func:`prefixsum.cli.metadata.run_metadata`.
 Run: ``python benchmarks/blocks_gpu.py [--out DIR] [--quick]`` on a GPU (seconds);
 ``--quick`` runs tiny sizes, on the simulator too, to test the script.
 """
+
 import argparse
 import math
 import os
@@ -47,16 +48,24 @@ def bounded(kernel, hand_off):
     made patient: its waiting thread gives up after ``patience`` polls (and counts itself in
     ``gave_up``) instead of hanging. Both are the package's code with these edits, no copy."""
     patient = mutants.variant(
-        hand_off, f"patient_{hand_off.py_func.__name__}",
+        hand_off,
+        f"patient_{hand_off.py_func.__name__}",
         ("(prefixes, flags, b, total):", "(prefixes, flags, b, total, gave_up, patience):"),
         ("    if b > 0:\n", "    if b > 0:\n        polls = 0\n"),
-        ("            pass\n", "            polls += 1\n            if polls == patience:\n"
-                              "                cuda.atomic.add(gave_up, 0, 1)\n                break\n"),
-        device=True)
+        (
+            "            pass\n",
+            "            polls += 1\n            if polls == patience:\n"
+            "                cuda.atomic.add(gave_up, 0, 1)\n                break\n",
+        ),
+        device=True,
+    )
     return mutants.variant(
-        kernel, f"bounded_{kernel.py_func.__name__}",
-        ("counter, n):", "counter, n, gave_up, patience):"), ("rungs[t])", "rungs[t], gave_up, patience)"),
-        namespace={"hand_off": patient})
+        kernel,
+        f"bounded_{kernel.py_func.__name__}",
+        ("counter, n):", "counter, n, gave_up, patience):"),
+        ("rungs[t])", "rungs[t], gave_up, patience)"),
+        namespace={"hand_off": patient},
+    )
 
 
 BOUNDED = {
@@ -119,9 +128,21 @@ def main(argv=None):
             if bad.size:
                 wrong += 1
                 first_wrong = int(bad[0]) if first_wrong < 0 else first_wrong
-        rows.append({"kernel": name, "n": n, "blocks": math.ceil(n / BLOCK), "sms": sms, "launches": launches,
-                     "wrong_launches": wrong, "first_wrong_index": first_wrong, "gave_up": gave_up,
-                     "patience": patience, "median_ms": round(float(np.median(times)), 3), **meta})
+        rows.append(
+            {
+                "kernel": name,
+                "n": n,
+                "blocks": math.ceil(n / BLOCK),
+                "sms": sms,
+                "launches": launches,
+                "wrong_launches": wrong,
+                "first_wrong_index": first_wrong,
+                "gave_up": gave_up,
+                "patience": patience,
+                "median_ms": round(float(np.median(times)), 3),
+                **meta,
+            }
+        )
         print(f"done: {name}", file=sys.stderr)
     write_csv(rows, os.path.join(options.out, "blocks_gpu.csv"))
     print_table(rows, ["kernel", "blocks", "launches", "wrong_launches", "first_wrong_index", "gave_up", "median_ms"])

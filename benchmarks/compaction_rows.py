@@ -15,6 +15,7 @@ For every size and dtype, with half the flags set at random, inputs already on t
   ``apps.compact``, torch's and CuPy's ``x[mask]``, when torch is there; the kernels seen are
   printed, so that the log shows what each library launches.
 """
+
 import os
 import sys
 
@@ -57,13 +58,22 @@ def run_compaction(cuda, torch, cupy, quick, repeats, rng, add, timed):
             x = (rng.normal(size=n) * 1000).astype(dtype)
             expected = x[mask]
             dx = cuda.to_device(x)
-            calls = [("prefixsum apps.compact", lambda: apps.compact(dx, dmask),
-                      lambda got: got.copy_to_host()),
-                     ("prefixsum apps.compact (sync=False)", lambda: _waited(cuda, apps.compact(dx, dmask, sync=False)),
-                      lambda got: got[0][:int(got[1].copy_to_host()[0])].copy_to_host())]
+            calls = [
+                ("prefixsum apps.compact", lambda: apps.compact(dx, dmask), lambda got: got.copy_to_host()),
+                (
+                    "prefixsum apps.compact (sync=False)",
+                    lambda: _waited(cuda, apps.compact(dx, dmask, sync=False)),
+                    lambda got: got[0][: int(got[1].copy_to_host()[0])].copy_to_host(),
+                ),
+            ]
             if dtype == READABLE_AT[1] and (quick or n == READABLE_AT[0]):  # quick: its one size
-                calls.append(("prefixsum apps.compact_by_scan (readable)", lambda: apps.compact_by_scan(dx, dmask),
-                              lambda got: got.copy_to_host()))
+                calls.append(
+                    (
+                        "prefixsum apps.compact_by_scan (readable)",
+                        lambda: apps.compact_by_scan(dx, dmask),
+                        lambda got: got.copy_to_host(),
+                    )
+                )
             if torch:
                 tx = torch.from_numpy(x).cuda()
                 calls.append(("torch x[mask]", lambda: _waited_torch(torch, tx[tmask]), lambda got: got.cpu().numpy()))
@@ -74,9 +84,10 @@ def run_compaction(cuda, torch, cupy, quick, repeats, rng, add, timed):
             out, count = cuda.device_array(n, x.dtype), cuda.to_device(np.zeros(2, np.int64))
             select = cub_rows.attempt("select", lambda: cub_rows.select(dx, out, count, cub_rows.positive(dtype)))
             if select is not None:
+
                 def cub_call(select=select, out=out, count=count):
                     select()
-                    return out[:int(count.copy_to_host()[0])]
+                    return out[: int(count.copy_to_host()[0])]
 
                 calls.append((CUB_SELECT, cub_call, lambda got: got.copy_to_host()))
                 wanted[CUB_SELECT] = x[x > 0]
@@ -93,8 +104,13 @@ def run_compaction(cuda, torch, cupy, quick, repeats, rng, add, timed):
             ("prefixsum apps.compact_indices", lambda: apps.compact_indices(dmask), lambda got: got.copy_to_host())
         ]
         if torch:
-            calls.append(("torch nonzero", lambda: _waited_torch(torch, tmask.nonzero().squeeze(1)),
-                          lambda got: got.cpu().numpy()))
+            calls.append(
+                (
+                    "torch nonzero",
+                    lambda: _waited_torch(torch, tmask.nonzero().squeeze(1)),
+                    lambda got: got.cpu().numpy(),
+                )
+            )
         if cupy:
             calls.append(("cupy flatnonzero", lambda: _waited_cupy(cupy, cupy.flatnonzero(cmask)), cupy.asnumpy))
         for method, call, to_host in calls:

@@ -9,6 +9,7 @@ kernel alone (``sync=False`` calls queued behind a busy kernel, CUDA events:
 Chose the default :data:`prefixsum.apps.selection.ITEMS_PER_THREAD` and ``BLOCK_SIZE``. Writes
 ``compaction_tiles.csv``.
 """
+
 import os
 
 import numpy as np  # noqa: E402
@@ -49,24 +50,56 @@ def main(argv=None):
                 kernel = kernel_us(lambda: apps.compact(dx, dmask, sync=False), repeats=repeats)
                 whole = host_us(lambda: apps.compact(dx, dmask), repeats=repeats)
                 device = cupti_device_us(lambda: apps.compact(dx, dmask), repeats)[0] if torch else float("nan")
-                rows.append({"method": "prefixsum apps.compact", "block_size": shape[0], "items_per_thread": shape[1],
-                             "dtype": dtype, "n": n, "kernel_us": round(kernel.us, 1), "whole_us": round(whole, 1),
-                             "cupti_us": round(device, 1), "correct": ok, **meta})
-                print(rows[-1]["method"], shape, dtype, n, rows[-1]["kernel_us"], rows[-1]["whole_us"],
-                      rows[-1]["cupti_us"], ok, flush=True)
+                rows.append(
+                    {
+                        "method": "prefixsum apps.compact",
+                        "block_size": shape[0],
+                        "items_per_thread": shape[1],
+                        "dtype": dtype,
+                        "n": n,
+                        "kernel_us": round(kernel.us, 1),
+                        "whole_us": round(whole, 1),
+                        "cupti_us": round(device, 1),
+                        "correct": ok,
+                        **meta,
+                    }
+                )
+                print(
+                    rows[-1]["method"],
+                    shape,
+                    dtype,
+                    n,
+                    rows[-1]["kernel_us"],
+                    rows[-1]["whole_us"],
+                    rows[-1]["cupti_us"],
+                    ok,
+                    flush=True,
+                )
             selection.BLOCK_SIZE, selection.ITEMS_PER_THREAD = default
             if torch:
                 tx, tmask = torch.from_numpy(x).cuda(), torch.from_numpy(mask).cuda()
                 ok = np.array_equal(tx[tmask].cpu().numpy(), x[mask])
                 whole = host_us(lambda: (tx[tmask], torch.cuda.synchronize()), repeats=repeats)
                 device, kernels = cupti_device_us(lambda: tx[tmask], repeats)
-                rows.append({"method": "torch x[mask]", "block_size": 0, "items_per_thread": 0, "dtype": dtype, "n": n,
-                             "kernel_us": float("nan"), "whole_us": round(whole, 1), "cupti_us": round(device, 1),
-                             "correct": ok, **meta})
+                rows.append(
+                    {
+                        "method": "torch x[mask]",
+                        "block_size": 0,
+                        "items_per_thread": 0,
+                        "dtype": dtype,
+                        "n": n,
+                        "kernel_us": float("nan"),
+                        "whole_us": round(whole, 1),
+                        "cupti_us": round(device, 1),
+                        "correct": ok,
+                        **meta,
+                    }
+                )
                 print("torch x[mask]", dtype, n, whole, device, ok, kernels, flush=True)
     write_csv(rows, os.path.join(args.out, "compaction_tiles.csv"))
-    return report_wrong(rows, lambda row: f"{row['method']} {row['block_size']}x{row['items_per_thread']} "
-                                          f"{row['dtype']} n={row['n']}")
+    return report_wrong(
+        rows, lambda row: f"{row['method']} {row['block_size']}x{row['items_per_thread']} {row['dtype']} n={row['n']}"
+    )
 
 
 if __name__ == "__main__":

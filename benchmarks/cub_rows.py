@@ -19,6 +19,7 @@ the scripts build through :func:`attempt`.
 :func:`load` returns None where ``cuda.compute`` cannot run (not installed: it is in the
 ``bench`` extra only; the simulator), and the scripts then skip CUB's rows with a note.
 """
+
 import functools
 
 import numpy as np
@@ -86,14 +87,33 @@ def radix_sort(keys, out_keys, values=None, out_values=None):
     (CUB sorts through a buffer of its temporary storage, as ours does through scratch)."""
     compute = load()
     n = keys.shape[0]
-    built = compute.make_radix_sort(d_in_keys=keys, d_out_keys=out_keys, d_in_values=values,
-                                    d_out_values=out_values, order=compute.SortOrder.ASCENDING)
-    temp = _temp(built(temp_storage=None, d_in_keys=keys, d_out_keys=out_keys, d_in_values=values,
-                       d_out_values=out_values, num_items=n))
+    built = compute.make_radix_sort(
+        d_in_keys=keys,
+        d_out_keys=out_keys,
+        d_in_values=values,
+        d_out_values=out_values,
+        order=compute.SortOrder.ASCENDING,
+    )
+    temp = _temp(
+        built(
+            temp_storage=None,
+            d_in_keys=keys,
+            d_out_keys=out_keys,
+            d_in_values=values,
+            d_out_values=out_values,
+            num_items=n,
+        )
+    )
 
     def call():
-        built(temp_storage=temp, d_in_keys=keys, d_out_keys=out_keys, d_in_values=values,
-              d_out_values=out_values, num_items=n)
+        built(
+            temp_storage=temp,
+            d_in_keys=keys,
+            d_out_keys=out_keys,
+            d_in_values=values,
+            d_out_values=out_values,
+            num_items=n,
+        )
 
     return call
 
@@ -106,8 +126,9 @@ def cpp_op(name, source):
     from cuda.core import Device, Program, ProgramOptions
 
     major, minor = Device().compute_capability
-    options = ProgramOptions(arch=f"sm_{major}{minor}", relocatable_device_code=True, link_time_optimization=True,
-                             std="c++17")
+    options = ProgramOptions(
+        arch=f"sm_{major}{minor}", relocatable_device_code=True, link_time_optimization=True, std="c++17"
+    )
     return RawOp(ltoir=Program(source, "c++", options=options).compile("ltoir").code, name=name)
 
 
@@ -115,8 +136,10 @@ def positive(dtype):
     """The predicate ``x > 0`` on one element of ``dtype`` as a C++ ``RawOp`` (CUB's select's condition)."""
     ctype = {"float32": "float", "float64": "double", "int32": "int", "int64": "long long"}[np.dtype(dtype).name]
     name = f"positive_{np.dtype(dtype).name}"
-    source = (f'extern "C" __device__ void {name}(void* x, void* result) {{\n'
-              f'  *static_cast<unsigned char*>(result) = *static_cast<{ctype}*>(x) > 0;\n}}\n')
+    source = (
+        f'extern "C" __device__ void {name}(void* x, void* result) {{\n'
+        f"  *static_cast<unsigned char*>(result) = *static_cast<{ctype}*>(x) > 0;\n}}\n"
+    )
     return cpp_op(name, source)
 
 
@@ -143,10 +166,12 @@ def segmented_sum(x, out, starts, ends):
     plus = compute.OpKind.PLUS
     init = np.zeros(1, np.dtype(x.dtype))
     segments = out.shape[0]
-    built = compute.make_segmented_reduce(d_in=x, d_out=out, start_offsets_in=starts, end_offsets_in=ends, op=plus,
-                                          h_init=init)
-    arguments = dict(d_in=x, d_out=out, num_segments=segments, start_offsets_in=starts, end_offsets_in=ends, op=plus,
-                     h_init=init)
+    built = compute.make_segmented_reduce(
+        d_in=x, d_out=out, start_offsets_in=starts, end_offsets_in=ends, op=plus, h_init=init
+    )
+    arguments = dict(
+        d_in=x, d_out=out, num_segments=segments, start_offsets_in=starts, end_offsets_in=ends, op=plus, h_init=init
+    )
     temp = _temp(built(temp_storage=None, **arguments))
 
     def call():

@@ -21,6 +21,7 @@ ran, ``scan_tiles.csv`` (per element size and n, the fastest shape and its time)
 ``--profile``: one launch of each kernel Nsight Compute is asked to look at (stage
 ``cub_tuning``'s ncu command), nothing timed.
 """
+
 import argparse
 import functools
 import os
@@ -46,12 +47,20 @@ REPEATS = 15
 SCAN_SIZES = tuple(1 << k for k in (12, 16, 18, 20, 22, 24, 26, 28))
 SCAN_DTYPES = ("float32", "float64")
 SHAPES = ((128, 32), (128, 16), (256, 16), (128, 8), (256, 8))
-SORTS = [("uint32", None, 1 << 20), ("uint32", None, 1 << 24), ("uint32", None, 1 << 26),
-         ("uint64", None, 1 << 24), ("uint32", "uint32", 1 << 24)]
+SORTS = [
+    ("uint32", None, 1 << 20),
+    ("uint32", None, 1 << 24),
+    ("uint32", None, 1 << 26),
+    ("uint64", None, 1 << 24),
+    ("uint32", "uint32", 1 << 24),
+]
 SORT_VARIANTS = {"rank by ballots": {}, "rank by match_any_sync": {"rank": onesweep.warp_digit_rank}}
 PARTS = ("scan", "sort", "other")
-QUICK = {"scan_sizes": (1000, 5000), "sorts": [("uint32", None, 3000), ("uint64", "uint32", 2000)],
-         "shapes": ((32, 2), (64, 4))}
+QUICK = {
+    "scan_sizes": (1000, 5000),
+    "sorts": [("uint32", None, 3000), ("uint64", "uint32", 2000)],
+    "shapes": ((32, 2), (64, 4)),
+}
 
 
 def shape_name(block_size, items):
@@ -74,9 +83,19 @@ def scans(add, sizes, dtypes, shapes, repeats, rng):
                 correct[variant] = wrong_indices(out.copy_to_host(), expected, allowed).size == 0
 
             for block_size, items in shapes:
-                checked(shape_name(block_size, items),
-                        functools.partial(ps.ALGORITHMS["lookback"].run, source, out, "add", True, False,
-                                          block_size=block_size, items_per_thread=items))
+                checked(
+                    shape_name(block_size, items),
+                    functools.partial(
+                        ps.ALGORITHMS["lookback"].run,
+                        source,
+                        out,
+                        "add",
+                        True,
+                        False,
+                        block_size=block_size,
+                        items_per_thread=items,
+                    ),
+                )
             cub = cub_rows.attempt("inclusive sum", lambda: cub_rows.scan(source, out))
             if cub is not None:
                 checked("CUB inclusive sum", cub)
@@ -107,6 +126,7 @@ def sorts(add, cases, variants, repeats, rng):
 
         launches, correct = {}, {}
         for name, options in variants.items():
+
             def launch(options=options):
                 return onesweep.sort_device(dkeys, dvalues, **options)
 
@@ -138,14 +158,26 @@ def other_cub_calls(add, n, repeats, rng):
     expected, allowed = expected_scan(x, inclusive=False)
     call = cub_rows.scan(source, out, inclusive=False)
     call()
-    add("other", "CUB exclusive sum", "float32", n, kernel_us(call, repeats=repeats, method="cupti").us,
-        wrong_indices(out.copy_to_host(), expected, allowed).size == 0)
+    add(
+        "other",
+        "CUB exclusive sum",
+        "float32",
+        n,
+        kernel_us(call, repeats=repeats, method="cupti").us,
+        wrong_indices(out.copy_to_host(), expected, allowed).size == 0,
+    )
     count = cuda.to_device(np.zeros(2, np.int64))
     call = cub_rows.select(source, out, count, cub_rows.positive("float32"))
     call()
     kept = x[x > 0]
-    add("other", "CUB select x > 0", "float32", n, kernel_us(call, repeats=repeats, method="cupti").us,
-        count.copy_to_host()[0] == kept.size and np.array_equal(out.copy_to_host()[:kept.size], kept))
+    add(
+        "other",
+        "CUB select x > 0",
+        "float32",
+        n,
+        kernel_us(call, repeats=repeats, method="cupti").us,
+        count.copy_to_host()[0] == kept.size and np.array_equal(out.copy_to_host()[: kept.size], kept),
+    )
     starts = np.sort(rng.choice(n, 999, replace=False)).astype(np.int64)
     starts[0] = 0
     ends = np.append(starts[1:], n).astype(np.int64)
@@ -153,9 +185,14 @@ def other_cub_calls(add, n, repeats, rng):
     call = cub_rows.segmented_sum(source, sums, cuda.to_device(starts), cuda.to_device(ends))
     call()
     want = np.add.reduceat(x.astype(np.float64), starts)
-    add("other", "CUB segmented sum (1000 segments)", "float32", n,
+    add(
+        "other",
+        "CUB segmented sum (1000 segments)",
+        "float32",
+        n,
         kernel_us(call, repeats=repeats, method="cupti").us,
-        np.allclose(sums.copy_to_host(), want, rtol=1e-4, atol=1e-2))
+        np.allclose(sums.copy_to_host(), want, rtol=1e-4, atol=1e-2),
+    )
 
 
 def fastest_shapes(rows):
@@ -170,9 +207,18 @@ def fastest_shapes(rows):
     table = []
     for (itemsize, n), row in sorted(best.items()):
         options = dict(item.split("=") for item in row["variant"].split(":")[1].split(","))
-        table.append({"itemsize": itemsize, "n": n, "block_size": int(options["block_size"]),
-                      "items_per_thread": int(options["items_per_thread"]), "kernel_us": row["kernel_us"],
-                      "device": row["device"], "date": row["date"], "source": "cub_tuning.csv"})
+        table.append(
+            {
+                "itemsize": itemsize,
+                "n": n,
+                "block_size": int(options["block_size"]),
+                "items_per_thread": int(options["items_per_thread"]),
+                "kernel_us": row["kernel_us"],
+                "device": row["device"],
+                "date": row["date"],
+                "source": "cub_tuning.csv",
+            }
+        )
     return table
 
 
@@ -201,10 +247,12 @@ def main(argv=None):
     parser.add_argument("--out", default=os.environ.get("OUT", "benchmarks/out"))
     parser.add_argument("--quick", action="store_true", help="tiny sizes, 2 repeats: tests the script (simulator too)")
     parser.add_argument("--profile", action="store_true", help="one call of each kernel, for Nsight Compute")
-    parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)} (default: "
-                                                                 "all)")
-    parser.add_argument("--scan-dtype", action="append", choices=SCAN_DTYPES, help="the scan part's dtypes (default: "
-                                                                                   "both)")
+    parser.add_argument(
+        "--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)} (default: all)"
+    )
+    parser.add_argument(
+        "--scan-dtype", action="append", choices=SCAN_DTYPES, help="the scan part's dtypes (default: both)"
+    )
     args = parser.parse_args(argv)
     parts = args.parts.split(",")
     if set(parts) - set(PARTS):
@@ -218,16 +266,34 @@ def main(argv=None):
     rows = []
 
     def add(part, variant, dtype, n, micros, correct):
-        rows.append({"part": part, "variant": variant, "dtype": dtype, "n": n, "kernel_us": round(micros, 2),
-                     "correct": bool(correct), "timing": "cupti, kernels summed per call", **meta})
-        print(f"{part:<5} {variant:<48} {dtype:<14} n={n:<10} {micros:>10.2f} us{'' if correct else '  WRONG'}",
-              flush=True)
+        rows.append(
+            {
+                "part": part,
+                "variant": variant,
+                "dtype": dtype,
+                "n": n,
+                "kernel_us": round(micros, 2),
+                "correct": bool(correct),
+                "timing": "cupti, kernels summed per call",
+                **meta,
+            }
+        )
+        print(
+            f"{part:<5} {variant:<48} {dtype:<14} n={n:<10} {micros:>10.2f} us{'' if correct else '  WRONG'}",
+            flush=True,
+        )
 
     rng = np.random.default_rng(45)
     try:
         if "scan" in parts:
-            scans(add, QUICK["scan_sizes"] if args.quick else SCAN_SIZES, args.scan_dtype or SCAN_DTYPES,
-                  QUICK["shapes"] if args.quick else SHAPES, repeats, rng)
+            scans(
+                add,
+                QUICK["scan_sizes"] if args.quick else SCAN_SIZES,
+                args.scan_dtype or SCAN_DTYPES,
+                QUICK["shapes"] if args.quick else SHAPES,
+                repeats,
+                rng,
+            )
         if "sort" in parts:
             sorts(add, QUICK["sorts"] if args.quick else SORTS, SORT_VARIANTS, repeats, rng)
         if "other" in parts:
@@ -236,12 +302,27 @@ def main(argv=None):
         if rows:
             write_csv(rows, os.path.join(args.out, "cub_tuning.csv"))
         if "scan" in parts:
-            write_csv(fastest_shapes(rows) or [{"itemsize": "", "n": "", "block_size": "", "items_per_thread": "",
-                                                "kernel_us": "", "device": meta["device"], "date": meta["date"],
-                                                "source": "cub_tuning.csv"}],
-                      os.path.join(args.out, "scan_tiles.csv"))
-    print_table(ratios(rows), ["part", "dtype", "n", "ours_us", "best of ours", "cub_us", "vs CUB"],
-                title="best of ours against CUB (kernel time, CUPTI; vs CUB > 1: ours faster):")
+            write_csv(
+                fastest_shapes(rows)
+                or [
+                    {
+                        "itemsize": "",
+                        "n": "",
+                        "block_size": "",
+                        "items_per_thread": "",
+                        "kernel_us": "",
+                        "device": meta["device"],
+                        "date": meta["date"],
+                        "source": "cub_tuning.csv",
+                    }
+                ],
+                os.path.join(args.out, "scan_tiles.csv"),
+            )
+    print_table(
+        ratios(rows),
+        ["part", "dtype", "n", "ours_us", "best of ours", "cub_us", "vs CUB"],
+        title="best of ours against CUB (kernel time, CUPTI; vs CUB > 1: ours faster):",
+    )
     return report_wrong(rows, lambda row: f"{row['part']} {row['variant']} {row['dtype']} n={row['n']}")
 
 
@@ -250,8 +331,17 @@ def ratios(rows):
     found = {}
     for row in rows:
         key = (row["part"], row["dtype"], row["n"])
-        slot = found.setdefault(key, {"part": key[0], "dtype": key[1], "n": key[2], "ours_us": float("inf"),
-                                      "best of ours": "", "cub_us": float("nan")})
+        slot = found.setdefault(
+            key,
+            {
+                "part": key[0],
+                "dtype": key[1],
+                "n": key[2],
+                "ours_us": float("inf"),
+                "best of ours": "",
+                "cub_us": float("nan"),
+            },
+        )
         if row["variant"].startswith("CUB"):
             slot["cub_us"] = row["kernel_us"]
         elif row["kernel_us"] < slot["ours_us"]:

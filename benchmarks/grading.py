@@ -17,6 +17,7 @@ namespace they are reaped there, so that column does not compare the two arms.
     python benchmarks/grading.py [--timeout 20] [--repeat 1] [--scale 1] [--out benchmarks/grading.csv]
     python benchmarks/grading.py --quick     one right answer, one wrong, one corrupt file: tests the script
 """
+
 import argparse
 import collections
 import csv
@@ -125,8 +126,22 @@ class LoadSampler(threading.Thread):
 def grade_once(folder, expected, args, sandboxed):
     """Grade the class once; return the CSV row (statuses checked before the time counts)."""
     out = folder / ("grades-sandbox" if sandboxed else "grades-none")
-    command = [sys.executable, "-m", "prefixsum", "grade", str(folder / "submissions"), "--out", str(out),
-               "--instructor", str(LADDER), "--workers", str(args.workers), "--timeout", f"{args.timeout:g}", "--quiet"]
+    command = [
+        sys.executable,
+        "-m",
+        "prefixsum",
+        "grade",
+        str(folder / "submissions"),
+        "--out",
+        str(out),
+        "--instructor",
+        str(LADDER),
+        "--workers",
+        str(args.workers),
+        "--timeout",
+        f"{args.timeout:g}",
+        "--quiet",
+    ]
     if not sandboxed:
         command.append("--unsafe-no-sandbox")
     load_before = os.getloadavg()[0]
@@ -177,8 +192,12 @@ def main(argv=None):
     parser.add_argument("--timeout", type=float, default=20.0, help="the grader's --timeout (default 20)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=1, help="pairs of runs, in ABBA order (default 1)")
-    parser.add_argument("--scale", type=float, default=1.0,
-                        help="each kind of submission this many times its count (default 1: 40 submissions)")
+    parser.add_argument(
+        "--scale",
+        type=float,
+        default=1.0,
+        help="each kind of submission this many times its count (default 1: 40 submissions)",
+    )
     parser.add_argument("--quick", action="store_true", help=f"one submission of each of {', '.join(QUICK_KINDS)}")
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "grading.csv"))
     args = parser.parse_args(argv)
@@ -189,7 +208,7 @@ def main(argv=None):
         kinds = QUICK_KINDS if args.quick else tuple(MIX)
         expected = build(folder / "submissions", 0 if args.quick else args.scale, kinds)
         for pair in range(args.repeat):
-            for sandboxed in ((True, False) if pair % 2 == 0 else (False, True)):
+            for sandboxed in (True, False) if pair % 2 == 0 else (False, True):
                 table.append({"order": len(table) + 1, **grade_once(folder, expected, args, sandboxed), **meta})
     write_csv(table, args.out)
     print_table(

@@ -24,6 +24,7 @@ in turn (a call of each way per round, in an order shuffled each round):
 Writes ``host_copies.csv`` (size_mib, way, median_us, gbps, correct, the run's metadata); every
 way's device copy is checked element by element once before it is timed.
 """
+
 import concurrent.futures
 import shlex
 import sys
@@ -47,8 +48,9 @@ REPEATS = 15
 def main(argv=None):
     args = script_arguments(argv, "tiny sizes and few calls on the simulator, to test the script")
     torch = gpu_library("torch")
-    meta = run_metadata(("torch",), shlex.join(["python", "benchmarks/host_copies.py",
-                                                *(sys.argv[1:] if argv is None else argv)]))
+    meta = run_metadata(
+        ("torch",), shlex.join(["python", "benchmarks/host_copies.py", *(sys.argv[1:] if argv is None else argv)])
+    )
     pool = concurrent.futures.ThreadPoolExecutor(max(THREADS))
     stream = cuda.default_stream()
     rows = []
@@ -112,8 +114,10 @@ def main(argv=None):
             torch.cuda.synchronize()
 
         kept = []
-        ways = {"pageable copy": (lambda: (device.copy_to_device(source), cuda.synchronize()), sent),
-                "page-locked copy": (pinned_copy, sent)}
+        ways = {
+            "pageable copy": (lambda: (device.copy_to_device(source), cuda.synchronize()), sent),
+            "page-locked copy": (pinned_copy, sent),
+        }
         ways.update(
             {
                 f"copyto into page-locked memory, {t} threads (no copy to the device)": (lambda t=t: pack(t), packed)
@@ -121,19 +125,34 @@ def main(argv=None):
             }
         )
         ways[f"copyto on {max(THREADS)} threads, then a page-locked copy"] = (
-            lambda: (pack(max(THREADS)), pinned_copy()), sent)
+            lambda: (pack(max(THREADS)), pinned_copy()),
+            sent,
+        )
         for count in (2, 4):
             ways[f"{count} pieces, each packed on {max(THREADS)} threads then sent"] = (lambda c=count: pieces(c), sent)
-        ways["overlap.send_packed"] = (lambda: (overlap.send_packed(device, 0, [source.reshape(1, n)], stream),
-                                                stream.synchronize()), sent)
-        ways.update({f"pageable copies of {t} parts from {t} threads at once": (lambda t=t: pageable_parts(t), sent)
-                     for t in (2, 4, 8)})
-        ways.update({f"{share:.0%} pageable on the calling thread while {max(THREADS)} threads pack the rest, then "
-                     "its page-locked copy": (lambda share=share: split(share), sent) for share in (0.25, 0.4, 0.55)})
+        ways["overlap.send_packed"] = (
+            lambda: (overlap.send_packed(device, 0, [source.reshape(1, n)], stream), stream.synchronize()),
+            sent,
+        )
+        ways.update(
+            {
+                f"pageable copies of {t} parts from {t} threads at once": (lambda t=t: pageable_parts(t), sent)
+                for t in (2, 4, 8)
+            }
+        )
+        ways.update(
+            {
+                f"{share:.0%} pageable on the calling thread while {max(THREADS)} threads pack the rest, then "
+                "its page-locked copy": (lambda share=share: split(share), sent)
+                for share in (0.25, 0.4, 0.55)
+            }
+        )
         ways["registered in place (cuda.pinned), then copied"] = (registered, sent)
         if torch is not None:
             ways["torch.from_numpy(x).cuda() (pageable)"] = (
-                torch_copy, lambda: bool(np.array_equal(kept[0].cpu().numpy(), source)))
+                torch_copy,
+                lambda: bool(np.array_equal(kept[0].cpu().numpy(), source)),
+            )
         correct = {}
         for way, (call, check) in ways.items():
             device.copy_to_device(np.full(n, np.nan, np.float32))
@@ -141,15 +160,28 @@ def main(argv=None):
             call()
             correct[way] = check()
         pinned[:] = source  # the page-locked copy's source; the other ways overwrite it with the same
-        for way, us in host_us_in_turn({way: call for way, (call, _) in ways.items()},
-                                       repeats=QUICK_REPEATS if args.quick else REPEATS).items():
-            rows.append({"size_mib": mib, "way": way, "median_us": round(us, 1), "gbps": round(n * 4 / us / 1e3, 2),
-                         "correct": correct[way], "timing": "host clock, ways in a shuffled order", **meta})
+        for way, us in host_us_in_turn(
+            {way: call for way, (call, _) in ways.items()}, repeats=QUICK_REPEATS if args.quick else REPEATS
+        ).items():
+            rows.append(
+                {
+                    "size_mib": mib,
+                    "way": way,
+                    "median_us": round(us, 1),
+                    "gbps": round(n * 4 / us / 1e3, 2),
+                    "correct": correct[way],
+                    "timing": "host clock, ways in a shuffled order",
+                    **meta,
+                }
+            )
             print(f"{mib:>6} MiB  {way:<66} {us:>9.1f} us{'' if correct[way] else '  WRONG'}", flush=True)
     pool.shutdown()
     write_csv(rows, f"{args.out}/host_copies.csv")
-    print_table([{key: row[key] for key in ("size_mib", "way", "median_us", "gbps")} for row in rows],
-                ["size_mib", "way", "median_us", "gbps"], title="host -> device copies (GB/s of the array's bytes):")
+    print_table(
+        [{key: row[key] for key in ("size_mib", "way", "median_us", "gbps")} for row in rows],
+        ["size_mib", "way", "median_us", "gbps"],
+        title="host -> device copies (GB/s of the array's bytes):",
+    )
     return report_wrong(rows, lambda row: f"{row['way']} at {row['size_mib']} MiB")
 
 

@@ -21,6 +21,7 @@ writes ``householder_calls.csv``. Every result is checked first: its error relat
 most ``ERROR_EPS`` x n x eps (``correct``; the script exits with 1 if one is not). Writes
 ``householder.csv``.
 """
+
 import importlib
 import os
 import sys
@@ -90,31 +91,66 @@ def calls(args, rng):
             rhs = rng.normal(size=(batch, n)).astype(dtype)
             A_dev, rhs_dev = cuda.to_device(A), cuda.to_device(rhs)
             q, d, bands = reduction(A_dev)
-            e = bands[:batch * n].copy_to_host().reshape(batch, n)[:, 1:]
+            e = bands[: batch * n].copy_to_host().reshape(batch, n)[:, 1:]
             measured = kernel_us(lambda: reduction(A_dev), repeats=repeats)
             error = reduction_error(A, d.copy_to_host(), e, q.copy_to_host())
             timed = [("householder (reduction, events)", measured.us, error, measured.timing)]
             error = reduction_error(A, *(r.copy_to_host() for r in tridiag.householder(A_dev)))
-            timed.append(("householder (whole call, device arrays)",
-                          host_us(synchronized(lambda: tridiag.householder(A_dev)), repeats=repeats), error,
-                          "host clock"))
+            timed.append(
+                (
+                    "householder (whole call, device arrays)",
+                    host_us(synchronized(lambda: tridiag.householder(A_dev)), repeats=repeats),
+                    error,
+                    "host clock",
+                )
+            )
             error = reduction_error(A, *tridiag.householder(A))
-            timed.append(("householder (whole call, numpy)", host_us(lambda: tridiag.householder(A), repeats=repeats),
-                          error, "host clock"))
+            timed.append(
+                (
+                    "householder (whole call, numpy)",
+                    host_us(lambda: tridiag.householder(A), repeats=repeats),
+                    error,
+                    "host clock",
+                )
+            )
             error = solve_error(A, tridiag.solve_symmetric(A_dev, rhs_dev).copy_to_host(), rhs)
-            timed.append(("solve_symmetric (whole call, device arrays)",
-                          host_us(synchronized(lambda: tridiag.solve_symmetric(A_dev, rhs_dev)), repeats=repeats),
-                          error, "host clock"))
+            timed.append(
+                (
+                    "solve_symmetric (whole call, device arrays)",
+                    host_us(synchronized(lambda: tridiag.solve_symmetric(A_dev, rhs_dev)), repeats=repeats),
+                    error,
+                    "host clock",
+                )
+            )
             error = solve_error(A, tridiag.solve_symmetric(A, rhs), rhs)
-            timed.append(("solve_symmetric (whole call, numpy)",
-                          host_us(lambda: tridiag.solve_symmetric(A, rhs), repeats=repeats), error, "host clock"))
+            timed.append(
+                (
+                    "solve_symmetric (whole call, numpy)",
+                    host_us(lambda: tridiag.solve_symmetric(A, rhs), repeats=repeats),
+                    error,
+                    "host clock",
+                )
+            )
             for what, micros, error, timing in timed:
                 correct = bool(error <= ERROR_EPS * n * np.finfo(dtype).eps)
-                rows.append({"what": what, "dtype": np.dtype(dtype).name, "batch": batch, "n": n,
-                             "median_us": round(micros, 1), "check": f"{error:.1e}", "correct": correct,
-                             "timing": timing, **meta})
-                print(f"{what:<44} {np.dtype(dtype).name:<8} {batch:>6} x {n:<4} {micros:>12.1f} us  "
-                      f"check {error:.1e}  {timing}{'' if correct else '  WRONG'}", flush=True)
+                rows.append(
+                    {
+                        "what": what,
+                        "dtype": np.dtype(dtype).name,
+                        "batch": batch,
+                        "n": n,
+                        "median_us": round(micros, 1),
+                        "check": f"{error:.1e}",
+                        "correct": correct,
+                        "timing": timing,
+                        **meta,
+                    }
+                )
+                print(
+                    f"{what:<44} {np.dtype(dtype).name:<8} {batch:>6} x {n:<4} {micros:>12.1f} us  "
+                    f"check {error:.1e}  {timing}{'' if correct else '  WRONG'}",
+                    flush=True,
+                )
     write_csv(rows, os.path.join(args.out, "householder_calls.csv"))
     return report_wrong(rows, lambda row: f"{row['what']} {row['dtype']} {row['batch']} x {row['n']}")
 
@@ -137,25 +173,53 @@ def main(argv=None):
 
     def add(what, dtype, batch, n, micros, error, timing):
         correct = bool(error <= ERROR_EPS * n * np.finfo(dtype).eps)
-        rows.append({"what": what, "dtype": np.dtype(dtype).name, "batch": batch, "n": n, "median_us": round(micros, 1),
-                     "check": f"{error:.1e}", "correct": correct, "timing": timing, **meta})
-        print(f"{what:<34} {np.dtype(dtype).name:<8} {batch:>6} x {n:<4} {micros:>12.1f} us  check {error:.1e}  "
-              f"{timing}"
-              f"{'' if correct else '  WRONG'}", flush=True)
+        rows.append(
+            {
+                "what": what,
+                "dtype": np.dtype(dtype).name,
+                "batch": batch,
+                "n": n,
+                "median_us": round(micros, 1),
+                "check": f"{error:.1e}",
+                "correct": correct,
+                "timing": timing,
+                **meta,
+            }
+        )
+        print(
+            f"{what:<34} {np.dtype(dtype).name:<8} {batch:>6} x {n:<4} {micros:>12.1f} us  check {error:.1e}  "
+            f"{timing}"
+            f"{'' if correct else '  WRONG'}",
+            flush=True,
+        )
 
     for dtype in (np.float32, np.float64):
         for batch, n in QUICK_CASES if args.quick else CASES:
             A = spd(batch, n, dtype, rng)
             rhs = rng.normal(size=(batch, n)).astype(dtype)
             error = reduction_error(A, *tridiag.householder(A))
-            add("householder (whole call)", dtype, batch, n, host_us(lambda: tridiag.householder(A), repeats=repeats),
-                error, "host clock")
+            add(
+                "householder (whole call)",
+                dtype,
+                batch,
+                n,
+                host_us(lambda: tridiag.householder(A), repeats=repeats),
+                error,
+                "host clock",
+            )
             A_dev = cuda.to_device(A)
             q, d, bands = reduction(A_dev)
-            e = bands[:batch * n].copy_to_host().reshape(batch, n)[:, 1:]
+            e = bands[: batch * n].copy_to_host().reshape(batch, n)[:, 1:]
             measured = kernel_us(lambda: reduction(A_dev), repeats=repeats)
-            add("householder (reduction, events)", dtype, batch, n, measured.us,
-                reduction_error(A, d.copy_to_host(), e, q.copy_to_host()), measured.timing)
+            add(
+                "householder (reduction, events)",
+                dtype,
+                batch,
+                n,
+                measured.us,
+                reduction_error(A, d.copy_to_host(), e, q.copy_to_host()),
+                measured.timing,
+            )
             error = solve_error(A, tridiag.solve_symmetric(A, rhs), rhs)
             micros = host_us(lambda: tridiag.solve_symmetric(A, rhs), repeats=repeats)
             add("solve_symmetric (whole call)", dtype, batch, n, micros, error, "host clock")
@@ -165,8 +229,15 @@ def main(argv=None):
             w = torch.linalg.eigvalsh(At).cpu().numpy()
             ref = np.linalg.eigvalsh(A.astype(np.float64))
             measured = kernel_us(lambda: torch.linalg.eigh(At), stream=stream, warmup=1, repeats=repeats)
-            add("torch.linalg.eigh", dtype, batch, n, measured.us, float(np.max(np.abs(w - ref)) / np.max(np.abs(ref))),
-                measured.timing)
+            add(
+                "torch.linalg.eigh",
+                dtype,
+                batch,
+                n,
+                measured.us,
+                float(np.max(np.abs(w - ref)) / np.max(np.abs(ref))),
+                measured.timing,
+            )
             error = solve_error(A, torch.linalg.solve(At, bt).cpu().numpy(), rhs)
             measured = kernel_us(lambda: torch.linalg.solve(At, bt), stream=stream, warmup=1, repeats=repeats)
             add("torch.linalg.solve", dtype, batch, n, measured.us, error, measured.timing)
@@ -178,8 +249,11 @@ def main(argv=None):
             measured = kernel_us(cholesky_solve, stream=stream, warmup=1, repeats=repeats)
             add("torch cholesky_ex + cholesky_solve", dtype, batch, n, measured.us, error, measured.timing)
     write_csv(rows, os.path.join(args.out, "householder.csv"))
-    print_table([row for row in rows if row["dtype"] == "float64"],
-                ["what", "batch", "n", "median_us", "check", "correct", "timing"], title="float64 (median us):")
+    print_table(
+        [row for row in rows if row["dtype"] == "float64"],
+        ["what", "batch", "n", "median_us", "check", "correct", "timing"],
+        title="float64 (median us):",
+    )
     return report_wrong(rows, lambda row: f"{row['what']} {row['dtype']} {row['batch']} x {row['n']}")
 
 

@@ -28,6 +28,7 @@ simulator) CUB's rows are left out with a note, never made up. Kernel times are 
 host clock. Writes ``lookback.csv``: variant, part, dtype, n, median_us, gbps (2 n x itemsize /
 time), correct, method, timing and the run's metadata (CUB's version in column ``cub``).
 """
+
 import functools
 import shlex
 import sys
@@ -86,11 +87,25 @@ class Table:
     def add(self, variant, part, dtype, n, micros, correct, timing, method="host clock"):
         dtype = np.dtype(dtype)
         gbps = 2 * n * dtype.itemsize / micros / 1e3
-        self.rows.append({"variant": variant, "part": part, "dtype": dtype.name, "n": n, "median_us": round(micros, 3),
-                          "gbps": round(gbps, 2), "correct": bool(correct), "method": method, "timing": timing,
-                          **self.meta})
-        print(f"{part:<15} {variant:<46} {dtype.name:<8} n={n:<10} {micros:>10.1f} us {gbps:>8.1f} GB/s  {timing}"
-              f"{'' if correct else '  WRONG'}", flush=True)
+        self.rows.append(
+            {
+                "variant": variant,
+                "part": part,
+                "dtype": dtype.name,
+                "n": n,
+                "median_us": round(micros, 3),
+                "gbps": round(gbps, 2),
+                "correct": bool(correct),
+                "method": method,
+                "timing": timing,
+                **self.meta,
+            }
+        )
+        print(
+            f"{part:<15} {variant:<46} {dtype.name:<8} n={n:<10} {micros:>10.1f} us {gbps:>8.1f} GB/s  {timing}"
+            f"{'' if correct else '  WRONG'}",
+            flush=True,
+        )
 
 
 def kernels(table, torch, stream, sizes, dtypes, scans, repeats, rng, methods, exclusive_sizes):
@@ -118,16 +133,37 @@ def kernels(table, torch, stream, sizes, dtypes, scans, repeats, rng, methods, e
             for variant in scans:
                 name, options = parse(variant)
                 if name not in ONLY_FLOAT32 or dtype == np.float32:
-                    scan(variant, functools.partial(ps.ALGORITHMS[name].run, source, out, "add", True, False,
-                                                    **ps.ALGORITHMS[name].resolve_options(options)))
+                    scan(
+                        variant,
+                        functools.partial(
+                            ps.ALGORITHMS[name].run,
+                            source,
+                            out,
+                            "add",
+                            True,
+                            False,
+                            **ps.ALGORITHMS[name].resolve_options(options),
+                        ),
+                    )
             cub = cub_rows.attempt("inclusive sum", lambda: cub_rows.scan(source, out))
             if cub is not None:
                 scan("CUB inclusive sum", cub)
             if n in exclusive_sizes:
                 reference, reference_allowed = expected_scan(x, inclusive=False)
                 before = functools.partial(check, expected=reference, allowed=reference_allowed)
-                scan("lookback (exclusive)", functools.partial(ps.ALGORITHMS["lookback"].run, source, out, "add", False,
-                                                               False, **ps.ALGORITHMS["lookback"].options), want=before)
+                scan(
+                    "lookback (exclusive)",
+                    functools.partial(
+                        ps.ALGORITHMS["lookback"].run,
+                        source,
+                        out,
+                        "add",
+                        False,
+                        False,
+                        **ps.ALGORITHMS["lookback"].options,
+                    ),
+                    want=before,
+                )
                 cub = cub_rows.attempt("exclusive sum", lambda: cub_rows.scan(source, out, inclusive=False))
                 if cub is not None:
                     scan("CUB exclusive sum", cub, want=before)
@@ -135,13 +171,18 @@ def kernels(table, torch, stream, sizes, dtypes, scans, repeats, rng, methods, e
                 t = torch.from_numpy(x).cuda()
                 y = torch.empty_like(t)
                 scan("torch.cumsum", lambda: torch.cumsum(t, 0, out=y), read=lambda: y.cpu().numpy())
-                scan("torch copy", lambda: y.copy_(t), read=lambda: y.cpu().numpy(),  # a memcpy
-                     want=lambda got: np.array_equal(got, x))
+                scan(
+                    "torch copy",
+                    lambda: y.copy_(t),
+                    read=lambda: y.cpu().numpy(),  # a memcpy
+                    want=lambda got: np.array_equal(got, x),
+                )
                 streams = {"torch.cumsum": stream, "torch copy": stream}
             for method in methods:
                 timed = {v: launch for v, launch in launches.items() if method == "cupti" or not v.startswith("CUB")}
-                for variant, measured in kernel_us_each(timed, repeats=repeats, method=method, stream=streams,
-                                                        copies=("torch copy",), ran=True).items():
+                for variant, measured in kernel_us_each(
+                    timed, repeats=repeats, method=method, stream=streams, copies=("torch copy",), ran=True
+                ).items():
                     table.add(variant, "kernel", dtype, n, measured.us, correct[variant], measured.timing, method)
 
 
@@ -162,8 +203,9 @@ def calls_on_device(table, torch, stream, sizes, repeats, rng, methods, kernel_s
             correct[f"ps.scan({name})"] = check(ps.scan(source, algorithm=name).copy_to_host())
             calls[f"ps.scan({name})"] = lambda name=name: (ps.scan(source, algorithm=name), cuda.synchronize())
             out = cuda.device_array(n, dtype)
-            runs[name] = functools.partial(ps.ALGORITHMS[name].run, source, out, "add", True, False,
-                                           **ps.ALGORITHMS[name].options)
+            runs[name] = functools.partial(
+                ps.ALGORITHMS[name].run, source, out, "add", True, False, **ps.ALGORITHMS[name].options
+            )
             runs[name]()
             kernel_correct[name] = check(out.copy_to_host())
         for method in methods if n not in kernel_sizes else ():
@@ -203,8 +245,9 @@ def calls_on_numpy(table, torch, sizes, repeats, rng):
             calls["torch round trip"] = lambda: torch.cumsum(torch.from_numpy(x).cuda(), 0).cpu().numpy()
         correct = {variant: check(call()) for variant, call in calls.items()}
         for variant, micros in host_us_in_turn(calls, repeats=repeats).items():
-            table.add(variant, "call on numpy", dtype, n, micros, correct[variant], "host clock, calls in a shuffled "
-                                                                                    "order")
+            table.add(
+                variant, "call on numpy", dtype, n, micros, correct[variant], "host clock, calls in a shuffled order"
+            )
 
 
 def main(argv=None):
@@ -219,17 +262,36 @@ def main(argv=None):
         )
     )
     rng = np.random.default_rng(15)
-    kernels(table, torch, stream, QUICK_SIZES if args.quick else KERNEL_SIZES,
-            ("float32", "float64") if args.quick else KERNEL_DTYPES, SCANS, repeats, rng, args.method,
-            QUICK_SIZES[:1] if args.quick else EXCLUSIVE_SIZES)
-    calls_on_device(table, torch, stream, QUICK_SIZES if args.quick else CALL_SIZES, repeats, rng, args.method,
-                    QUICK_SIZES if args.quick else KERNEL_SIZES)
+    kernels(
+        table,
+        torch,
+        stream,
+        QUICK_SIZES if args.quick else KERNEL_SIZES,
+        ("float32", "float64") if args.quick else KERNEL_DTYPES,
+        SCANS,
+        repeats,
+        rng,
+        args.method,
+        QUICK_SIZES[:1] if args.quick else EXCLUSIVE_SIZES,
+    )
+    calls_on_device(
+        table,
+        torch,
+        stream,
+        QUICK_SIZES if args.quick else CALL_SIZES,
+        repeats,
+        rng,
+        args.method,
+        QUICK_SIZES if args.quick else KERNEL_SIZES,
+    )
     calls_on_numpy(table, torch, QUICK_SIZES if args.quick else NUMPY_SIZES, repeats, rng)
     write_csv(table.rows, f"{args.out}/lookback.csv")
-    print_table(ratios(table.rows), ["method", "dtype", "n", "lookback_us", "vs CUB", "vs torch.cumsum",
-                                     "of copy bandwidth"],
-                title="lookback's kernel against CUB's, torch.cumsum (time ratio, > 1: faster) and the copy "
-                      "(bandwidth fraction):")
+    print_table(
+        ratios(table.rows),
+        ["method", "dtype", "n", "lookback_us", "vs CUB", "vs torch.cumsum", "of copy bandwidth"],
+        title="lookback's kernel against CUB's, torch.cumsum (time ratio, > 1: faster) and the copy "
+        "(bandwidth fraction):",
+    )
     return report_wrong(table.rows, lambda row: f"{row['variant']} {row['part']} {row['dtype']} n={row['n']}")
 
 
@@ -240,10 +302,17 @@ def ratios(rows):
     found = []
     for (variant, method, dtype, n), us in times.items():
         if variant == "lookback" and ("copy", method, dtype, n) in times:
-            found.append({"method": method, "dtype": dtype, "n": n, "lookback_us": us,
-                          "vs CUB": round(times.get(("CUB inclusive sum", "cupti", dtype, n), float("nan")) / us, 3),
-                          "vs torch.cumsum": round(times.get(("torch.cumsum", method, dtype, n), float("nan")) / us, 3),
-                          "of copy bandwidth": round(times[("copy", method, dtype, n)] / us, 3)})
+            found.append(
+                {
+                    "method": method,
+                    "dtype": dtype,
+                    "n": n,
+                    "lookback_us": us,
+                    "vs CUB": round(times.get(("CUB inclusive sum", "cupti", dtype, n), float("nan")) / us, 3),
+                    "vs torch.cumsum": round(times.get(("torch.cumsum", method, dtype, n), float("nan")) / us, 3),
+                    "of copy bandwidth": round(times[("copy", method, dtype, n)] / us, 3),
+                }
+            )
     return found
 
 

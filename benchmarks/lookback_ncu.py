@@ -7,6 +7,7 @@ A profile, not a claim (issue 29 asks what limits the look-back scan at 2^24): e
 once at each dtype (numba compiles on the first launch, outside the kernel that ncu profiles).
 Every result is checked; exit 1 if one is wrong.
 """
+
 import argparse
 import sys
 from pathlib import Path

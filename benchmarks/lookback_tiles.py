@@ -12,6 +12,7 @@ items_per_thread, dtype, n, median_us, vs_torch: torch.cumsum's time over the sh
 timing, the run's metadata) and prints, per element size, the shape whose worst ratio over the
 sizes is best: the candidate for :data:`prefixsum.scans.lookback.TILE_SHAPES`.
 """
+
 import functools
 import shlex
 import sys
@@ -38,8 +39,9 @@ def main(argv=None):
     repeats = QUICK_REPEATS if args.quick else REPEATS
     torch = gpu_library("torch")
     stream = library_stream(torch) if torch is not None else None
-    meta = run_metadata(("torch",), shlex.join(["python", "benchmarks/lookback_tiles.py",
-                                                *(sys.argv[1:] if argv is None else argv)]))
+    meta = run_metadata(
+        ("torch",), shlex.join(["python", "benchmarks/lookback_tiles.py", *(sys.argv[1:] if argv is None else argv)])
+    )
     rng = np.random.default_rng(29)
     rows = []
     for dtype in map(np.dtype, DTYPES):
@@ -84,17 +86,35 @@ def main(argv=None):
                 for method in args.method:
                     measured = kernel_us(launch, repeats=repeats, method=method, ran=True)
                     ratio = cub.get(method, float("nan")) / measured.us
-                    rows.append({"variant": "lookback", "block_size": block_size, "items_per_thread": items,
-                                 "dtype": dtype.name, "n": n, "median_us": round(measured.us, 3),
-                                 "vs_torch": round(ratio, 3), "correct": correct, "method": method,
-                                 "timing": measured.timing, **meta})
-                    print(f"{dtype.name:<8} n={n:<10} {block_size:>4} x {items:<3} {measured.us:>9.1f} us  "
-                          f"{ratio:>6.3f}x torch  {method}{'' if correct else '  WRONG'}", flush=True)
+                    rows.append(
+                        {
+                            "variant": "lookback",
+                            "block_size": block_size,
+                            "items_per_thread": items,
+                            "dtype": dtype.name,
+                            "n": n,
+                            "median_us": round(measured.us, 3),
+                            "vs_torch": round(ratio, 3),
+                            "correct": correct,
+                            "method": method,
+                            "timing": measured.timing,
+                            **meta,
+                        }
+                    )
+                    print(
+                        f"{dtype.name:<8} n={n:<10} {block_size:>4} x {items:<3} {measured.us:>9.1f} us  "
+                        f"{ratio:>6.3f}x torch  {method}{'' if correct else '  WRONG'}",
+                        flush=True,
+                    )
     write_csv(rows, f"{args.out}/lookback_tiles.csv")
-    print_table(best(rows), ["method", "dtype", "block_size", "items_per_thread", "worst vs_torch", "ratios"],
-                title="per dtype and method, the shape whose worst ratio to torch.cumsum over the sizes is best:")
-    return report_wrong(rows, lambda row: f"{row['variant']} {row['block_size']}x{row['items_per_thread']} "
-                                          f"{row['dtype']} n={row['n']}")
+    print_table(
+        best(rows),
+        ["method", "dtype", "block_size", "items_per_thread", "worst vs_torch", "ratios"],
+        title="per dtype and method, the shape whose worst ratio to torch.cumsum over the sizes is best:",
+    )
+    return report_wrong(
+        rows, lambda row: f"{row['variant']} {row['block_size']}x{row['items_per_thread']} {row['dtype']} n={row['n']}"
+    )
 
 
 def best(rows):
@@ -103,14 +123,20 @@ def best(rows):
     for row in rows:
         if row["variant"] == "lookback":
             ratios.setdefault((row["method"], row["dtype"], row["block_size"], row["items_per_thread"]), []).append(
-                row["vs_torch"])
+                row["vs_torch"]
+            )
     found = {}
     for (method, dtype, block_size, items), values in ratios.items():
         worst = min(values)
         if (method, dtype) not in found or worst > found[method, dtype]["worst vs_torch"]:
-            found[method, dtype] = {"method": method, "dtype": dtype, "block_size": block_size,
-                                    "items_per_thread": items, "worst vs_torch": worst,
-                                    "ratios": " ".join(f"{v:.3f}" for v in values)}
+            found[method, dtype] = {
+                "method": method,
+                "dtype": dtype,
+                "block_size": block_size,
+                "items_per_thread": items,
+                "worst vs_torch": worst,
+                "ratios": " ".join(f"{v:.3f}" for v in values),
+            }
     return list(found.values())
 
 

@@ -10,6 +10,7 @@ exercises and checks ran and every check reported the missing exercise, as on th
 
 ``--quick`` runs :data:`QUICK_CHAPTER` alone (to test the script, on the simulator too).
 """
+
 import argparse
 import concurrent.futures
 import importlib.util
@@ -41,9 +42,19 @@ def run_nbval(paths, workers, junit, simulator=False):
     ``simulator=True`` runs the same notebooks on the simulator (``NUMBA_ENABLE_CUDASIM=1``), on
     the same host, for the times of the same cells beside the GPU's.
     """
-    command = [sys.executable, "-m", "pytest", "-p", "no:benchmark", "-q", f"--junitxml={junit}",
-               # twelve kernels starting at once on a busy host may take over nbval's 60 s to answer
-               "--nbval-cell-timeout=300", "--nbval-kernel-startup-timeout=300", *[str(p) for p in paths]]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:benchmark",
+        "-q",
+        f"--junitxml={junit}",
+        # twelve kernels starting at once on a busy host may take over nbval's 60 s to answer
+        "--nbval-cell-timeout=300",
+        "--nbval-kernel-startup-timeout=300",
+        *[str(p) for p in paths],
+    ]
     if workers > 1:
         command[3:3] = ["-n", str(workers), "--dist", "loadfile"]
     from prefixsum.core.device import undecided_environment  # the notebooks choose the device themselves
@@ -60,8 +71,9 @@ def device_is_the_simulator():
     from prefixsum.core.device import undecided_environment
 
     probe = "import prefixsum; print(prefixsum.device_info()['simulator'])"
-    found = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=undecided_environment(), capture_output=True,
-                           text=True)
+    found = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, env=undecided_environment(), capture_output=True, text=True
+    )
     return found.stdout.strip().splitlines()[-1:] == ["True"]
 
 
@@ -113,8 +125,9 @@ def students_version(path, folder):
     for attempt in range(2):
         notebook = nbformat.read(written, 4)
         try:
-            NotebookClient(notebook, timeout=600, kernel_name="python3",
-                           resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+            NotebookClient(
+                notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}
+            ).execute()
             error = ""
         except Exception as failure:  # a cell outside the exercises raised: the report names it
             error = f"{type(failure).__name__}: {str(failure).strip().splitlines()[-1][:160]}"
@@ -127,20 +140,26 @@ def students_version(path, folder):
     checks = [c for c in notebook.cells if "check" in c.metadata.get("tags", [])]
     # a check of an exercise left as its raise says NOT ATTEMPTED and quotes the exercise, as
     # tests/test_student.py expects
-    reported = sum("NOT ATTEMPTED" in text and "FAIL" not in text and "Exercise:" in text
-                   for text in ("".join(o.get("text", "") for o in c.get("outputs", [])) for c in checks))
+    reported = sum(
+        "NOT ATTEMPTED" in text and "FAIL" not in text and "Exercise:" in text
+        for text in ("".join(o.get("text", "") for o in c.get("outputs", [])) for c in checks)
+    )
     ran = sum(1 for c in notebook.cells if c.cell_type == "code" and c.get("execution_count"))
     code = sum(1 for c in notebook.cells if c.cell_type == "code")
     ok = not error and reported == len(checks)
-    return (f"{path.stem}: {ran}/{code} code cells ran, {reported}/{len(checks)} checks report the missing "
-            f"exercise, {time.perf_counter() - start:.1f} s{retried}{'' if ok else '  FAILED ' + error}"), ok
+    return (
+        f"{path.stem}: {ran}/{code} code cells ran, {reported}/{len(checks)} checks report the missing "
+        f"exercise, {time.perf_counter() - start:.1f} s{retried}{'' if ok else '  FAILED ' + error}"
+    ), ok
 
 
 def students_versions(paths, workers):
     """Each chapter's students' version, executed here, ``workers`` at a time: ``[(report line, ok)]``."""
     context = multiprocessing.get_context("spawn")
-    with tempfile.TemporaryDirectory() as folder, \
-            concurrent.futures.ProcessPoolExecutor(max(1, min(workers, len(paths))), mp_context=context) as pool:
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        concurrent.futures.ProcessPoolExecutor(max(1, min(workers, len(paths))), mp_context=context) as pool,
+    ):
         return list(pool.map(students_version, paths, [folder] * len(paths)))
 
 
@@ -149,8 +168,21 @@ def environment():
     from prefixsum.cli.metadata import run_metadata
 
     meta = run_metadata(libraries=("nbval", "ipykernel", "jupyter_client"), command="")
-    keys = ("device", "cc", "driver", "cuda", "cpu", "date", "python", "numpy", "numba", "numba_cuda", "nbval",
-            "ipykernel", "jupyter_client")
+    keys = (
+        "device",
+        "cc",
+        "driver",
+        "cuda",
+        "cpu",
+        "date",
+        "python",
+        "numpy",
+        "numba",
+        "numba_cuda",
+        "nbval",
+        "ipykernel",
+        "jupyter_client",
+    )
     return ", ".join(f"{key} {meta[key]}" for key in keys)
 
 
@@ -194,11 +226,16 @@ def main(argv=None):
     if on_simulator:
         lines.append("the same notebooks on the simulator: the run above (this host has no usable GPU)")
     else:
-        lines.append(f"the same notebooks on the simulator, same host: {len(simulated)} cells in "
-                     f"{seconds['simulator']:.0f} s, {simulator_failed} failed (pytest exit status {simulator_status})"
-                     + "".join(f"; {name} run again, its kernel having died at start" for name in simulator_rerun))
-    lines.append("the 10 slowest cells" + ("" if on_simulator else " on this device, beside the same cell on the "
-                                                                "simulator (same host)") + ":")
+        lines.append(
+            f"the same notebooks on the simulator, same host: {len(simulated)} cells in "
+            f"{seconds['simulator']:.0f} s, {simulator_failed} failed (pytest exit status {simulator_status})"
+            + "".join(f"; {name} run again, its kernel having died at start" for name in simulator_rerun)
+        )
+    lines.append(
+        "the 10 slowest cells"
+        + ("" if on_simulator else " on this device, beside the same cell on the simulator (same host)")
+        + ":"
+    )
     for name, time_, _, _ in sorted(cells, key=lambda c: -c[1])[:10]:
         there = simulated.get(name, (float("nan"), ""))[0]
         ratio = time_ / there if there else float("nan")
@@ -206,8 +243,12 @@ def main(argv=None):
         lines.append(f"  {time_:7.1f} s{beside}  {name}")
     lines.append("students' versions (python -m prefixsum student), executed on this device:")
     lines += [f"  {line}" for line, _ in students]
-    passed = (status == 0 and counts["failed"] + counts["error"] == 0 and simulator_status == 0
-              and all(ok for _, ok in students))
+    passed = (
+        status == 0
+        and counts["failed"] + counts["error"] == 0
+        and simulator_status == 0
+        and all(ok for _, ok in students)
+    )
     lines.append(f"verdict: {'every cell passed' if passed else 'FAILED'}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines) + "\n")

@@ -11,6 +11,7 @@ of a whole sort by CUPTI (:func:`compaction_rows.cupti_device_us`), the variants
 ``--profile``: one sort of 2^24 uint32 keys with the default shape, after a first call that compiles, for Nsight
 Compute; ``--host-profile``: where the host time of a whole call goes (cProfile). Writes ``onesweep_tiles.csv``.
 """
+
 import os
 import sys
 
@@ -74,27 +75,57 @@ def main(argv=None):
     rows = []
     for n in (3000,) if args.quick else SIZES:
         for dtype in ("uint32", "float32"):
-            keys = (rng.integers(0, 2**32, n, dtype=np.uint32) if dtype == "uint32"
-                    else rng.normal(size=n).astype(np.float32))
+            keys = (
+                rng.integers(0, 2**32, n, dtype=np.uint32)
+                if dtype == "uint32"
+                else rng.normal(size=n).astype(np.float32)
+            )
             expected = np.sort(keys, kind="stable")
             dkeys = cuda.to_device(keys)
-            calls = [("radix_sort (default)", (onesweep.BLOCK_SIZE, onesweep.tile_items(keys.dtype, None, 256),
-                                               onesweep.LOOKBACK_WINDOW, None), lambda: apps.radix_sort(dkeys))]
+            calls = [
+                (
+                    "radix_sort (default)",
+                    (onesweep.BLOCK_SIZE, onesweep.tile_items(keys.dtype, None, 256), onesweep.LOOKBACK_WINDOW, None),
+                    lambda: apps.radix_sort(dkeys),
+                )
+            ]
             # quick: the tile variants on uint32 keys, float keys by the default alone (their transform)
             for block, items, window, registers in () if args.quick and dtype != "uint32" else VARIANTS:
-                calls.append(("sort_device", (block, items, window, registers),
-                              lambda b=block, i=items, w=window, r=registers: onesweep.sort_device(
-                                  dkeys, block_size=b, items_per_thread=i, window=w, registers=r)[0]))
+                calls.append(
+                    (
+                        "sort_device",
+                        (block, items, window, registers),
+                        lambda b=block, i=items, w=window, r=registers: onesweep.sort_device(
+                            dkeys, block_size=b, items_per_thread=i, window=w, registers=r
+                        )[0],
+                    )
+                )
             for method, (block, items, window, registers), call in calls:
                 ok = np.array_equal(call().copy_to_host(), expected)
                 device = cupti_device_us(call, repeats)[0] if torch else float("nan")
-                rows.append({"method": method, "block_size": block, "items_per_thread": items, "window": window,
-                             "max_registers": registers or "", "dtype": dtype, "n": n, "cupti_us": round(device, 1),
-                             "correct": ok, **meta})
+                rows.append(
+                    {
+                        "method": method,
+                        "block_size": block,
+                        "items_per_thread": items,
+                        "window": window,
+                        "max_registers": registers or "",
+                        "dtype": dtype,
+                        "n": n,
+                        "cupti_us": round(device, 1),
+                        "correct": ok,
+                        **meta,
+                    }
+                )
                 print(method, block, items, window, registers, dtype, n, rows[-1]["cupti_us"], ok, flush=True)
     write_csv(rows, os.path.join(args.out, "onesweep_tiles.csv"))
-    return report_wrong(rows, lambda row: f"{row['method']} {row['block_size']}x{row['items_per_thread']} "
-                                          f"window {row['window']} {row['dtype']} n={row['n']}")
+    return report_wrong(
+        rows,
+        lambda row: (
+            f"{row['method']} {row['block_size']}x{row['items_per_thread']} "
+            f"window {row['window']} {row['dtype']} n={row['n']}"
+        ),
+    )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ call compiles) and prints each shape's path (:func:`~prefixsum.tridiag.pivoting.
 of a chunk, 0 for one thread per system; whether levels follow). No timing of its own:
 ``benchmarks/tridiag.py`` measures; this gives Nsight Compute or Nsight Systems the launches.
 """
+
 import argparse
 import sys
 
@@ -36,8 +37,10 @@ def main(argv=None):
         for _ in range(3):
             pivoting.run(*device, x, info)
         cuda.synchronize()
-        print(f"{batch} x {n} {np.dtype(dtype).name}: R = {pivoting.plan(batch, n, dtype)}, levels "
-              f"{pivoting.takes_levels(batch, n, dtype)}, flags {int(info.copy_to_host().max())}")
+        print(
+            f"{batch} x {n} {np.dtype(dtype).name}: R = {pivoting.plan(batch, n, dtype)}, levels "
+            f"{pivoting.takes_levels(batch, n, dtype)}, flags {int(info.copy_to_host().max())}"
+        )
     return 0
 
 

@@ -12,6 +12,7 @@ and the last tile's path), so compare them between versions of the kernel, not w
 Run ``NUMBA_ENABLE_CUDASIM=0 python benchmarks/ptx_counts.py [--reverse] [--dtype float32 ...]``
 (it sets the variable itself when missing) on any machine with numba-cuda's compiler.
 """
+
 import argparse
 import collections
 import os
@@ -38,7 +39,7 @@ def ptx_of(dtype, reverse):
     from numba import cuda
 
     block_size, items = lookback.tile_shape(np.dtype(dtype), 1 << 28, None, None)
-    (kernel, argtypes), = lookback.kernels("add", np.dtype(dtype), True, reverse, block_size, items)
+    ((kernel, argtypes),) = lookback.kernels("add", np.dtype(dtype), True, reverse, block_size, items)
     with compiling_for((9, 0)):
         ptx, _ = cuda.compile_ptx(kernel.py_func, argtypes, cc=(9, 0))
     return ptx
@@ -49,13 +50,23 @@ def ptx_counts(ptx):
     ops = collections.Counter(_INSTRUCTION.findall(ptx))
 
     def integer(width):
-        return sum(count for op, count in ops.items()
-                   if op.split(".")[0] in _INTEGER_OPS and op.split(".")[-1] in (f"s{width}", f"u{width}", f"b{width}"))
+        return sum(
+            count
+            for op, count in ops.items()
+            if op.split(".")[0] in _INTEGER_OPS and op.split(".")[-1] in (f"s{width}", f"u{width}", f"b{width}")
+        )
 
-    loads = {kind: sum(c for op, c in ops.items() if op.startswith(kind) and op.split(".")[-1][0] in "fsub")
-             for kind in ("ld.global", "st.global", "ld.shared", "st.shared")}
-    return {"all": sum(ops.values()), "int64": integer(64), "int32": integer(32),
-            "wraparound": len(_WRAPAROUND.findall(ptx)), **loads}
+    loads = {
+        kind: sum(c for op, c in ops.items() if op.startswith(kind) and op.split(".")[-1][0] in "fsub")
+        for kind in ("ld.global", "st.global", "ld.shared", "st.shared")
+    }
+    return {
+        "all": sum(ops.values()),
+        "int64": integer(64),
+        "int32": integer(32),
+        "wraparound": len(_WRAPAROUND.findall(ptx)),
+        **loads,
+    }
 
 
 def sass_counts(ptx):
@@ -72,8 +83,10 @@ def sass_counts(ptx):
             return {}
         sass = subprocess.run([nvdisasm, "-c", cubin], capture_output=True, text=True, check=True).stdout
     registers = re.search(r"Used (\d+) registers", assembled.stderr + assembled.stdout)
-    return {"sass": len(re.findall(r"^\s+/\*[0-9a-f]{4,}\*/", sass, re.M)),
-            "registers": int(registers.group(1)) if registers else None}
+    return {
+        "sass": len(re.findall(r"^\s+/\*[0-9a-f]{4,}\*/", sass, re.M)),
+        "registers": int(registers.group(1)) if registers else None,
+    }
 
 
 def main(argv=None):

@@ -9,6 +9,7 @@ only rows that timed CUB (``cuda.compute``); torch.cumsum and torch.sort call CU
 own dispatch and are named as what was timed. tests/test_readme_tables.py fails when either file differs
 from what this prints, so neither can drift from the measurements.
 """
+
 import pathlib
 import sys
 
@@ -21,9 +22,14 @@ BEGIN, END = "<!-- measured:begin (python benchmarks/readme_tables.py --write) -
 SIZES = (24, 26)
 SCANS = ("hierarchical", "blelloch", "blelloch:conflict_free=False", "ladder", "folding", "hillis_steele", "kstep")
 BASELINES = ("torch.cumsum", "cupy.cumsum", "torch copy", "copy")
-NAMES = {"torch.cumsum": "torch.cumsum", "torch copy": "device copy, torch `copy_`",
-         "copy": "device copy, numba kernel", "blelloch:conflict_free=False": "`blelloch`, no padding",
-         "hierarchical": "`hierarchical`", "kstep": "`kstep` (default L)"}
+NAMES = {
+    "torch.cumsum": "torch.cumsum",
+    "torch copy": "device copy, torch `copy_`",
+    "copy": "device copy, numba kernel",
+    "blelloch:conflict_free=False": "`blelloch`, no padding",
+    "hierarchical": "`hierarchical`",
+    "kstep": "`kstep` (default L)",
+}
 
 
 def _both(name, variant, column, fmt, dtype="float32"):
@@ -31,8 +37,10 @@ def _both(name, variant, column, fmt, dtype="float32"):
 
 
 def kernel_table():
-    lines = [f"| n = 2^{SIZES[0]} (2^{SIZES[1]}), float32 | kernel time | GB/s | vs torch.cumsum |",
-             "| --- | --- | --- | --- |"]
+    lines = [
+        f"| n = 2^{SIZES[0]} (2^{SIZES[1]}), float32 | kernel time | GB/s | vs torch.cumsum |",
+        "| --- | --- | --- | --- |",
+    ]
 
     def median_us(variant, k):
         return results.value("scan_throughput.csv", "median_us", variant=variant, dtype="float32", n=2**k)
@@ -40,9 +48,11 @@ def kernel_table():
     for variant in SCANS + BASELINES:
         name = NAMES.get(variant, f"`{variant}`")
         ratio = " (".join(f"{median_us('torch.cumsum', k) / median_us(variant, k):.2f}x" for k in SIZES) + ")"
-        lines.append(f"| {name} | {_both('scan_throughput.csv', variant, 'median_us', '{:.0f} us')} | "
-                     f"{_both('scan_throughput.csv', variant, 'gbps', '{:.0f}')} | "
-                     f"{ratio if variant != 'torch.cumsum' else '1'} |")
+        lines.append(
+            f"| {name} | {_both('scan_throughput.csv', variant, 'median_us', '{:.0f} us')} | "
+            f"{_both('scan_throughput.csv', variant, 'gbps', '{:.0f}')} | "
+            f"{ratio if variant != 'torch.cumsum' else '1'} |"
+        )
     return "\n".join(lines)
 
 
@@ -52,14 +62,22 @@ def large_and_calls():
     best = min(results.read(name, kind="ours", **at), key=lambda row: row["median_us"])
     cumsum = results.value(name, "median_us", variant="torch.cumsum", **at)
     copy = results.value(name, "median_us", variant="torch copy", **at)
-    calls = [(k, results.value(name, "median_us", variant="ps.scan(hierarchical) call", dtype="float32", n=2**k),
-              results.value(name, "median_us", variant="hierarchical", dtype="float32", n=2**k)) for k in (20, 24, 28)]
+    calls = [
+        (
+            k,
+            results.value(name, "median_us", variant="ps.scan(hierarchical) call", dtype="float32", n=2**k),
+            results.value(name, "median_us", variant="hierarchical", dtype="float32", n=2**k),
+        )
+        for k in (20, 24, 28)
+    ]
     device = results.value(name, "device", variant="torch.cumsum", **at)
-    return (f"At 2^28 the fastest `hierarchical` shape (`{best['variant']}`) takes {best['median_us']:.0f} us against "
-            f"torch.cumsum's {cumsum:.0f} us ({cumsum / best['median_us']:.2f}x) and a copy's {copy:.0f} us. A whole "
-            f"`ps.scan(device_array)` call, synchronized, on the host clock: "
-            + ", ".join(f"{call:.0f} us at 2^{k} (kernels {kernels:.0f} us)" for k, call, kernels in calls)
-            + f"; the difference is host work (Python, launches, allocating the output). All on one {device}.")
+    return (
+        f"At 2^28 the fastest `hierarchical` shape (`{best['variant']}`) takes {best['median_us']:.0f} us against "
+        f"torch.cumsum's {cumsum:.0f} us ({cumsum / best['median_us']:.2f}x) and a copy's {copy:.0f} us. A whole "
+        f"`ps.scan(device_array)` call, synchronized, on the host clock: "
+        + ", ".join(f"{call:.0f} us at 2^{k} (kernels {kernels:.0f} us)" for k, call, kernels in calls)
+        + f"; the difference is host work (Python, launches, allocating the output). All on one {device}."
+    )
 
 
 CUB_SCAN_SIZES = (12, 16, 18, 20, 22, 24, 26, 28)
@@ -81,8 +99,12 @@ def cub_scan_table(name="cub_tuning.csv"):
         cub = next(r for r in same if r["variant"] == "CUB inclusive sum")
         return ours["kernel_us"], cub["kernel_us"]
 
-    lines = ["| inclusive sum, kernel us (ours / CUB, CUB's time over ours) | "
-             + " | ".join(f"2^{k}" for k in CUB_SCAN_SIZES) + " |", "| --- |" + " --- |" * len(CUB_SCAN_SIZES)]
+    lines = [
+        "| inclusive sum, kernel us (ours / CUB, CUB's time over ours) | "
+        + " | ".join(f"2^{k}" for k in CUB_SCAN_SIZES)
+        + " |",
+        "| --- |" + " --- |" * len(CUB_SCAN_SIZES),
+    ]
     for dtype in ("float32", "float64"):
         cells = []
         for k in CUB_SCAN_SIZES:
@@ -103,11 +125,15 @@ def cub_sort_table(name="cub_tuning.csv"):
     def us(variant, dtype, k):
         return next(r["kernel_us"] for r in rows if r["variant"] == variant and r["dtype"] == dtype and r["n"] == 2**k)
 
-    lines = ["| radix sort, kernel us | onesweep (rank by ballots, the default) | onesweep (rank by `match_any_sync`) "
-             "| CUB `DeviceRadixSort` | CUB's time over ours |", "| --- | --- | --- | --- | --- |"]
+    lines = [
+        "| radix sort, kernel us | onesweep (rank by ballots, the default) | onesweep (rank by `match_any_sync`) "
+        "| CUB `DeviceRadixSort` | CUB's time over ours |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for dtype, k in SORT_CASES:
-        ours, lesson, cub = (us(v, dtype, k) for v in ("onesweep rank by ballots", "onesweep rank by match_any_sync",
-                                                       "CUB radix sort"))
+        ours, lesson, cub = (
+            us(v, dtype, k) for v in ("onesweep rank by ballots", "onesweep rank by match_any_sync", "CUB radix sort")
+        )
         label = "uint32 keys, uint32 values" if "+" in dtype else f"{dtype} keys"
         lines.append(f"| {label}, n = 2^{k} | {ours:.0f} | {lesson:.0f} | {cub:.0f} | {cub / ours:.2f}x |")
     return "\n".join(lines)
@@ -115,12 +141,14 @@ def cub_sort_table(name="cub_tuning.csv"):
 
 def cub_paragraph(name="cub_tuning.csv"):
     meta = _cub_run(name)[0]
-    return (f"Against NVIDIA's CUB itself: CUB {meta['cub']} built for the GPU by `cuda.compute` in the same process "
-            f"(`benchmarks/cub_rows.py`: built once, its temporary storage kept), kernel times by CUPTI (the kernels "
-            f"of a call summed, median of 15), every result checked first; one {meta['device']}, {meta['date']}, "
-            f"`benchmarks/cub_tuning.csv` (`python benchmarks/cub_tuning.py`). Ours is the tile the package chooses "
-            "for the element size and length (`benchmarks/scan_tiles.csv`: the fastest of five shapes); int32 and "
-            "int64 run the kernels of float32 and float64 with integer adds.")
+    return (
+        f"Against NVIDIA's CUB itself: CUB {meta['cub']} built for the GPU by `cuda.compute` in the same process "
+        f"(`benchmarks/cub_rows.py`: built once, its temporary storage kept), kernel times by CUPTI (the kernels "
+        f"of a call summed, median of 15), every result checked first; one {meta['device']}, {meta['date']}, "
+        f"`benchmarks/cub_tuning.csv` (`python benchmarks/cub_tuning.py`). Ours is the tile the package chooses "
+        "for the element size and length (`benchmarks/scan_tiles.csv`: the fastest of five shapes); int32 and "
+        "int64 run the kernels of float32 and float64 with integer adds."
+    )
 
 
 def lookback_table(name="lookback.csv"):
@@ -131,10 +159,12 @@ def lookback_table(name="lookback.csv"):
         return results.value(name, "median_us", variant=variant, part=part, dtype=dtype, n=n)
 
     timed_cub = bool(results.read(name, variant="CUB inclusive sum"))
-    lines = ["| kernel time, n = 2^24 / 2^26 / 2^28 | `lookback` (auto) | CUB (`cuda.compute`) | vs CUB | torch.cumsum "
-             "| "
-             "vs torch.cumsum | of torch `copy_` bandwidth | of numba copy bandwidth |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| kernel time, n = 2^24 / 2^26 / 2^28 | `lookback` (auto) | CUB (`cuda.compute`) | vs CUB | torch.cumsum "
+        "| "
+        "vs torch.cumsum | of torch `copy_` bandwidth | of numba copy bandwidth |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for dtype in ("float32", "int32", "float64", "int64"):
         sizes = [2**k for k in (24, 26, 28)]
         ours = [us("lookback", dtype, n) for n in sizes]
@@ -150,9 +180,13 @@ def lookback_table(name="lookback.csv"):
         lines.append(
             f"| {dtype} | {' / '.join(f'{v:.0f}' for v in ours)} us | {against_cub} | "
             f"{' / '.join(f'{v:.0f}' for v in cumsum)} us | "
-            + " / ".join(f"{c / o:.2f}x" for c, o in zip(cumsum, ours)) + " | "
-            + " / ".join(f"{c / o:.0%}" for c, o in zip(torch_copy, ours)) + " | "
-            + " / ".join(f"{c / o:.0%}" for c, o in zip(copy, ours)) + " |")
+            + " / ".join(f"{c / o:.2f}x" for c, o in zip(cumsum, ours))
+            + " | "
+            + " / ".join(f"{c / o:.0%}" for c, o in zip(torch_copy, ours))
+            + " | "
+            + " / ".join(f"{c / o:.0%}" for c, o in zip(copy, ours))
+            + " |"
+        )
     calls = []
     for k in (10, 16, 20):
         mine, theirs = (
@@ -173,49 +207,63 @@ def lookback_table(name="lookback.csv"):
             us("torch round trip", "float32", 2**k, "call on numpy"),
         )
         numpy_calls.append(f"{mine:.0f} us against {theirs:.0f} us at 2^{k} ({mine / theirs:.2f}x)")
-    return ("\n".join(lines) + "\n\nWhole calls, float32, host clock: `ps.scan(device_array)` plus a synchronize takes "
-            + ", ".join(calls) + " for `torch.cumsum` and a synchronize; `ps.scan(numpy_array)` takes "
-            + ", ".join(numpy_calls) + f" for torch's numpy -> GPU -> numpy round trip. From `benchmarks/{name}` "
-            f"(`python benchmarks/lookback.py`), one run on one {results.read(name)[0]['device']}; kernel times by "
-            f"{' and '.join(sorted({row['method'] for row in results.read(name, part='kernel')}))} "
-            "(cupti: the kernels' durations in torch.profiler's trace, summed per call). "
-            + ("The tile per element size and length comes from `benchmarks/scan_tiles.csv`." if timed_cub else
-               "That run predates CUB's rows and the tile chosen per length: its tile, 128 x 32 for every length, "
-               "came from `benchmarks/lookback_tiles.csv` (an H200)."))
+    return (
+        "\n".join(lines)
+        + "\n\nWhole calls, float32, host clock: `ps.scan(device_array)` plus a synchronize takes "
+        + ", ".join(calls)
+        + " for `torch.cumsum` and a synchronize; `ps.scan(numpy_array)` takes "
+        + ", ".join(numpy_calls)
+        + f" for torch's numpy -> GPU -> numpy round trip. From `benchmarks/{name}` "
+        f"(`python benchmarks/lookback.py`), one run on one {results.read(name)[0]['device']}; kernel times by "
+        f"{' and '.join(sorted({row['method'] for row in results.read(name, part='kernel')}))} "
+        "(cupti: the kernels' durations in torch.profiler's trace, summed per call). "
+        + (
+            "The tile per element size and length comes from `benchmarks/scan_tiles.csv`."
+            if timed_cub
+            else "That run predates CUB's rows and the tile chosen per length: its tile, 128 x 32 for every length, "
+            "came from `benchmarks/lookback_tiles.csv` (an H200)."
+        )
+    )
 
 
 def tables():
-    meta = results.read("scan_throughput.csv", variant="copy", dtype="float32", n=2**SIZES[0])[0]
-    return "\n\n".join([
-        f"One {meta['device']} (driver {meta['driver']}, numba-cuda {meta['numba_cuda']}, {meta['date']}); "
-        "kernel times with the launches queued behind a busy kernel, median of 25; GB/s = 2 n x 4 bytes / time; "
-        "from `benchmarks/scan_throughput.csv` and `benchmarks/hierarchical_bench.csv`.",
-        kernel_table(),
-        large_and_calls(),
-        cub_paragraph(),
-        cub_scan_table(),
-        cub_sort_table(),
-        "The single-pass scan with decoupled look-back, `lookback` (`\"auto\"` since issue 15), in a later run on the "
-        "same GPU, beside torch.cumsum, torch's `copy_` and a numba copy kernel measured in that run:",
-        lookback_table(),
-        "The same script on an H200:",
-        lookback_table("h200/lookback.csv"),
-    ])
+    meta = results.read("scan_throughput.csv", variant="copy", dtype="float32", n=2 ** SIZES[0])[0]
+    return "\n\n".join(
+        [
+            f"One {meta['device']} (driver {meta['driver']}, numba-cuda {meta['numba_cuda']}, {meta['date']}); "
+            "kernel times with the launches queued behind a busy kernel, median of 25; GB/s = 2 n x 4 bytes / time; "
+            "from `benchmarks/scan_throughput.csv` and `benchmarks/hierarchical_bench.csv`.",
+            kernel_table(),
+            large_and_calls(),
+            cub_paragraph(),
+            cub_scan_table(),
+            cub_sort_table(),
+            'The single-pass scan with decoupled look-back, `lookback` (`"auto"` since issue 15), in a later run on '
+            "the same GPU, beside torch.cumsum, torch's `copy_` and a numba copy kernel measured in that run:",
+            lookback_table(),
+            "The same script on an H200:",
+            lookback_table("h200/lookback.csv"),
+        ]
+    )
 
 
 def summary():
     """The README's paragraph: the default scan's kernel against torch.cumsum's, from lookback.csv
     and the H200's h200/lookback.csv (the same script)."""
+
     def card(name):
         meta = results.read(name, variant="lookback", part="kernel", dtype="float32", n=2**26)[0]
 
         def ratio(dtype, k):
             at = dict(part="kernel", dtype=dtype, n=2**k)
-            return (results.value(name, "median_us", variant="torch.cumsum", **at)
-                    / results.value(name, "median_us", variant="lookback", **at))
+            return results.value(name, "median_us", variant="torch.cumsum", **at) / results.value(
+                name, "median_us", variant="lookback", **at
+            )
 
-        speeds = "; ".join(f"{dtype} {' / '.join(f'{ratio(dtype, k):.2f}x' for k in (24, 26, 28))}"
-                           for dtype in ("float32", "int32", "float64", "int64"))
+        speeds = "; ".join(
+            f"{dtype} {' / '.join(f'{ratio(dtype, k):.2f}x' for k in (24, 26, 28))}"
+            for dtype in ("float32", "int32", "float64", "int64")
+        )
         return f"one {meta['device']} ({meta['date']}): {speeds}"
 
     rows = _cub_run()
@@ -226,22 +274,25 @@ def summary():
             for n in sorted({r["n"] for r in rows if r["part"] == part and r["dtype"] == dtype}):
                 same = [r for r in rows if r["part"] == part and r["dtype"] == dtype and r["n"] == n]
                 cub = next(r["kernel_us"] for r in same if r["variant"].startswith("CUB"))
-                ours = min(r["kernel_us"] for r in same if r["variant"].startswith(("lookback:", "onesweep rank by "
-                                                                                                 "ballots")))
+                ours = min(
+                    r["kernel_us"] for r in same if r["variant"].startswith(("lookback:", "onesweep rank by ballots"))
+                )
                 ratios.append(cub / ours)
         return f"{min(ratios):.2f}x to {max(ratios):.2f}x"
 
     meta = rows[0]
-    return ("Against NVIDIA's CUB itself (CUB " + meta["cub"].replace(" (", ", ").rstrip(")") + ", from Python through "
-            "`cuda.compute`, same process, kernels "
-            f"from CUPTI, one {meta['device']}, {meta['date']}), the default scan runs at "
-            f"{spread('scan', ('float32',))} CUB's speed for float32 and {spread('scan', ('float64',))} for float64 "
-            "at n = 2^12 to 2^28, and the onesweep radix sort at "
-            f"{spread('sort', ('uint32', 'uint64', 'uint32+uint32'))} CUB's `DeviceRadixSort` (2^20 to 2^26). "
-            "The default scan (`lookback`, one pass with decoupled look-back) runs at these multiples of "
-            f"torch.cumsum's speed at n = 2^24 / 2^26 / 2^28, kernels from CUPTI, on {card('lookback.csv')}; "
-            f"on {card('h200/lookback.csv')} (runs before the 8-byte states of issue 45). The full tables, beside "
-            "CuPy and a device copy: `docs/performance.md`.")
+    return (
+        "Against NVIDIA's CUB itself (CUB " + meta["cub"].replace(" (", ", ").rstrip(")") + ", from Python through "
+        "`cuda.compute`, same process, kernels "
+        f"from CUPTI, one {meta['device']}, {meta['date']}), the default scan runs at "
+        f"{spread('scan', ('float32',))} CUB's speed for float32 and {spread('scan', ('float64',))} for float64 "
+        "at n = 2^12 to 2^28, and the onesweep radix sort at "
+        f"{spread('sort', ('uint32', 'uint64', 'uint32+uint32'))} CUB's `DeviceRadixSort` (2^20 to 2^26). "
+        "The default scan (`lookback`, one pass with decoupled look-back) runs at these multiples of "
+        f"torch.cumsum's speed at n = 2^24 / 2^26 / 2^28, kernels from CUPTI, on {card('lookback.csv')}; "
+        f"on {card('h200/lookback.csv')} (runs before the 8-byte states of issue 45). The full tables, beside "
+        "CuPy and a device copy: `docs/performance.md`."
+    )
 
 
 def blocks():

@@ -10,6 +10,7 @@ next call; prints one line per algorithm and exits 1 on a wrong result. compute-
 summary (its error count) is the verdict on memory errors, races, barriers and uninitialised
 reads; ``run_gpu.sh sanitize`` runs the four tools and keeps their summaries.
 """
+
 import argparse
 import sys
 
@@ -42,13 +43,18 @@ def chunked(rng, quick):
                     for inclusive, reverse in DIRECTIONS:
                         x = random_input(n, op, dtype, rng)
                         expected, allowed = expected_scan(x, op, inclusive=inclusive, reverse=reverse)
-                        bad = wrong_indices(ps.scan(x, op, inclusive=inclusive, reverse=reverse, algorithm="lookback"),
-                                            expected, allowed)
+                        bad = wrong_indices(
+                            ps.scan(x, op, inclusive=inclusive, reverse=reverse, algorithm="lookback"),
+                            expected,
+                            allowed,
+                        )
                         calls += 1
                         if bad.size:
                             wrong += 1
-                            print(f"WRONG: lookback on numpy, chunked, {op} {dtype} n={n} inclusive={inclusive} "
-                                  f"reverse={reverse}: {bad.size} wrong, first at {bad[0]}")
+                            print(
+                                f"WRONG: lookback on numpy, chunked, {op} {dtype} n={n} inclusive={inclusive} "
+                                f"reverse={reverse}: {bad.size} wrong, first at {bad[0]}"
+                            )
     finally:
         transfers.MIN_BYTES, transfers.CHUNK_BYTES = kept
     print(f"lookback on numpy, chunked: {calls} calls checked", flush=True)
@@ -56,7 +62,7 @@ def chunked(rng, quick):
 
 
 def every_tile_shape(rng, quick):
-    """"lookback" in each tile shape its table may choose (:mod:`prefixsum.scans.tile_choice`;
+    """ "lookback" in each tile shape its table may choose (:mod:`prefixsum.scans.tile_choice`;
     the calls above get the shapes of their short lengths only): add, both directions, float32
     and float64, several tiles of each. Returns the wrong results."""
     from prefixsum.scans import tile_choice
@@ -68,13 +74,22 @@ def every_tile_shape(rng, quick):
                 block_size, items = 32, 2
             n = 3 * block_size * items + 17
             for inclusive, reverse in DIRECTIONS:
-                run = run_poisoned(ps.ALGORITHMS["lookback"].run, random_input(n, "add", dtype, rng), "add",
-                                   inclusive=inclusive, reverse=reverse, block_size=block_size, items_per_thread=items)
+                run = run_poisoned(
+                    ps.ALGORITHMS["lookback"].run,
+                    random_input(n, "add", dtype, rng),
+                    "add",
+                    inclusive=inclusive,
+                    reverse=reverse,
+                    block_size=block_size,
+                    items_per_thread=items,
+                )
                 calls += 1
                 if run.bad.size:
                     wrong += 1
-                    print(f"WRONG: lookback {block_size} x {items} {dtype} n={n} inclusive={inclusive} "
-                          f"reverse={reverse}: {run.bad.size} wrong, first at {run.bad[0]}")
+                    print(
+                        f"WRONG: lookback {block_size} x {items} {dtype} n={n} inclusive={inclusive} "
+                        f"reverse={reverse}: {run.bad.size} wrong, first at {run.bad[0]}"
+                    )
     print(f"lookback in every tile shape of its table: {calls} calls checked", flush=True)
     return wrong
 
@@ -82,8 +97,12 @@ def every_tile_shape(rng, quick):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help=f"sizes {QUICK_SIZES}; runs on the simulator too")
-    parser.add_argument("--algorithm", action="append", choices=list(ps.ALGORITHMS),
-                        help="only this registered scan (repeatable; default: every one)")
+    parser.add_argument(
+        "--algorithm",
+        action="append",
+        choices=list(ps.ALGORITHMS),
+        help="only this registered scan (repeatable; default: every one)",
+    )
     args = parser.parse_args(argv)
     if ps.device_info()["simulator"] and not args.quick:
         raise SystemExit("sanitize.py needs a CUDA GPU (compute-sanitizer); --quick runs it on the simulator")
@@ -99,13 +118,16 @@ def main(argv=None):
                         x = random_input(n, op, dtype, rng)
                         if op in ("max", "min") and n > 2:
                             x[n // 2] = np.nan  # the NaN-propagating combine is code too
-                        run = run_poisoned(algorithm.run, x, op, inclusive=inclusive, reverse=reverse,
-                                           **algorithm.options)
+                        run = run_poisoned(
+                            algorithm.run, x, op, inclusive=inclusive, reverse=reverse, **algorithm.options
+                        )
                         calls += 1
                         if run.bad.size:
                             wrong += 1
-                            print(f"WRONG: {name} {op} {dtype} n={n} inclusive={inclusive} reverse={reverse}: "
-                                  f"{run.bad.size} wrong, first at {run.bad[0]}")
+                            print(
+                                f"WRONG: {name} {op} {dtype} n={n} inclusive={inclusive} reverse={reverse}: "
+                                f"{run.bad.size} wrong, first at {run.bad[0]}"
+                            )
         print(f"{name}: {calls} calls checked", flush=True)
         if name == "lookback":
             wrong += every_tile_shape(rng, args.quick)

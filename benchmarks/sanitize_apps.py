@@ -15,6 +15,7 @@ numpy before the next call; one line per part, exit 1 on a wrong result. compute
 summary is the verdict on memory errors, races, barriers and uninitialised reads;
 ``run_gpu.sh sanitize_apps`` runs the four tools.
 """
+
 import argparse
 import sys
 
@@ -64,8 +65,9 @@ def user_operators(n, rng, wrong):
     for algorithm in [algo.name for algo in user_ops.carriers()]:
         for inclusive in (True, False):
             for reverse in (False, True):
-                A, B = ps.scan((a, b), affine, identity=(1.0, 0.0), algorithm=algorithm,
-                               inclusive=inclusive, reverse=reverse)
+                A, B = ps.scan(
+                    (a, b), affine, identity=(1.0, 0.0), algorithm=algorithm, inclusive=inclusive, reverse=reverse
+                )
                 calls += 1
                 wantA, wantB = affine_reference(a, b, inclusive, reverse)
                 if not (np.allclose(A, wantA, rtol=1e-9) and np.allclose(B, wantB, rtol=1e-9, atol=1e-9 * n)):
@@ -148,7 +150,7 @@ def applications(n, rng, wrong, with_sorts=True):
         wrong.append(f"compact_indices n={n}")
     x64 = rng.normal(size=n)
     buffer, count = apps.compact(cuda.to_device(x64), cuda.to_device(mask), sync=False)
-    kept = buffer[:int(count.copy_to_host()[0])]  # past the count the buffer is never written: initcheck
+    kept = buffer[: int(count.copy_to_host()[0])]  # past the count the buffer is never written: initcheck
     if not np.array_equal(kept.copy_to_host(), x64[mask]):
         wrong.append(f"compact sync=False float64 n={n}")
     calls += 3
@@ -185,8 +187,9 @@ def applications(n, rng, wrong, with_sorts=True):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help=f"sizes {QUICK_SIZES}; runs on the simulator too")
-    parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)} (default: "
-                                                                 "all)")
+    parser.add_argument(
+        "--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)} (default: all)"
+    )
     args = parser.parse_args(argv)
     parts = args.parts.split(",")
     if set(parts) - set(PARTS):
@@ -198,8 +201,12 @@ def main(argv=None):
     # A quick run with the part "sort" takes sorts() there alone: once takes its paths, and it is
     # half the run on the simulator.
     with_sorts = not (args.quick and "sort" in parts)
-    runs = {"user_ops": user_operators, "segmented": segmented_scans, "sort": sorts_alone,
-            "apps": lambda n, rng, wrong: applications(n, rng, wrong, with_sorts)}
+    runs = {
+        "user_ops": user_operators,
+        "segmented": segmented_scans,
+        "sort": sorts_alone,
+        "apps": lambda n, rng, wrong: applications(n, rng, wrong, with_sorts),
+    }
     for n in QUICK_SIZES if args.quick else SIZES:
         for part in parts:
             calls += runs[part](n, rng, wrong)

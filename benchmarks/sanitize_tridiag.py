@@ -32,6 +32,7 @@ Each result is checked before the next call; one line per part, exit 1 on
 a wrong result. compute-sanitizer's summary is the verdict on memory errors, races, barriers
 and uninitialised reads; ``run_gpu.sh sanitize_tridiag`` runs the four tools.
 """
+
 import argparse
 import functools
 import importlib
@@ -111,9 +112,11 @@ def chunked_numpy(rng, dtype, shapes, wrong):
                 calls += 1
                 unchanged = all(np.array_equal(u, v) for u, v in zip(before, system))
                 if not res <= 64 * np.finfo(dtype).eps or not unchanged:
-                    wrong.append(f"numpy {method} {np.dtype(dtype).name} {batch} x {n} in chunks "
-                                 f"(pageable={pageable}): "
-                                 f"residual {res:.2e}, inputs {'unchanged' if unchanged else 'MODIFIED'}")
+                    wrong.append(
+                        f"numpy {method} {np.dtype(dtype).name} {batch} x {n} in chunks "
+                        f"(pageable={pageable}): "
+                        f"residual {res:.2e}, inputs {'unchanged' if unchanged else 'MODIFIED'}"
+                    )
     finally:
         for name, value in kept.items():
             setattr(transfers, name, value)
@@ -155,8 +158,12 @@ def pivoting_calls(rng, dtype, shapes, auto_shapes, wrong):
 
     for batch, n in shapes:
         calls += solved([v.astype(dtype) for v in rng.uniform(-1, 1, (4, batch, n))], "pivoting", "indefinite")
-        tiny = [np.ones((batch, n), dtype), np.full((batch, n), 1e-10, dtype), np.ones((batch, n), dtype),
-                rng.uniform(-1, 1, (batch, n)).astype(dtype)]
+        tiny = [
+            np.ones((batch, n), dtype),
+            np.full((batch, n), 1e-10, dtype),
+            np.ones((batch, n), dtype),
+            rng.uniform(-1, 1, (batch, n)).astype(dtype),
+        ]
         calls += solved(tiny, "pivoting", "tridiag(1, 1e-10, 1)")
     kept = pivoting.PAIR_PAIRS
     try:  # every chunk length of the chunked kernels, rows and pairs, on a block's worth and on levels
@@ -169,8 +176,9 @@ def pivoting_calls(rng, dtype, shapes, auto_shapes, wrong):
                 calls += 1
                 error = backward_error(*system, x.copy_to_host())
                 if info.copy_to_host().any() or not error <= 16 * n * eps:
-                    wrong.append(f"pivoting:pairs={rows},pair_pairs={pairs} {name} {batch} x {n}: backward error "
-                                 f"{error:.2e}")
+                    wrong.append(
+                        f"pivoting:pairs={rows},pair_pairs={pairs} {name} {batch} x {n}: backward error {error:.2e}"
+                    )
     finally:
         pivoting.PAIR_PAIRS = kept
     for batch, n in auto_shapes:  # every other system indefinite: routed to the pivoting solver
@@ -183,10 +191,16 @@ def pivoting_calls(rng, dtype, shapes, auto_shapes, wrong):
     calls += 1
     x = x.copy_to_host()
     errors = [backward_error(*(v[[m]] for v in (a, b, c, d)), x[[m]]) for m in (0, 2)]
-    if list(info) != [0, ps.tridiag.SINGULAR, 0] or not np.isnan(x[1]).all() or not max(errors) <= 16 * 400 * eps \
-            or not (rcond[[0, 2]] > 0).all() or rcond[1] != 0:
-        wrong.append(f"solve_ex {name}: a singular system in a batch: info {list(info)}, backward errors {errors}, "
-                     f"rcond {rcond}")
+    if (
+        list(info) != [0, ps.tridiag.SINGULAR, 0]
+        or not np.isnan(x[1]).all()
+        or not max(errors) <= 16 * 400 * eps
+        or not (rcond[[0, 2]] > 0).all()
+        or rcond[1] != 0
+    ):
+        wrong.append(
+            f"solve_ex {name}: a singular system in a batch: info {list(info)}, backward errors {errors}, rcond {rcond}"
+        )
     try:
         ps.tridiag.solve(*(cuda.to_device(v) for v in (a, b, c, d)), method="pivoting")
         wrong.append(f"pivoting {name}: a singular system went unreported")
@@ -248,8 +262,11 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help=f"shapes {QUICK_SHAPES}; runs on the simulator too")
     parser.add_argument("--only-pivoting", action="store_true", help="only method='pivoting' (its kernels)")
-    parser.add_argument("--only-hybrid", action="store_true", help="only method='hybrid' (warp, block, partition, "
-                        "hybrid_shared) and its zero pivot")
+    parser.add_argument(
+        "--only-hybrid",
+        action="store_true",
+        help="only method='hybrid' (warp, block, partition, hybrid_shared) and its zero pivot",
+    )
     args = parser.parse_args(argv)
     if ps.device_info()["simulator"] and not args.quick:
         raise SystemExit("sanitize_tridiag.py needs a CUDA GPU (compute-sanitizer); --quick runs it on the simulator")
@@ -279,8 +296,13 @@ def main(argv=None):
             calls += 1
         if args.only_hybrid:
             continue
-        calls += pivoting_calls(rng, dtype, QUICK_PIVOTING_SHAPES if args.quick else PIVOTING_SHAPES,
-                                QUICK_AUTO_SHAPES if args.quick else AUTO_SHAPES, wrong)
+        calls += pivoting_calls(
+            rng,
+            dtype,
+            QUICK_PIVOTING_SHAPES if args.quick else PIVOTING_SHAPES,
+            QUICK_AUTO_SHAPES if args.quick else AUTO_SHAPES,
+            wrong,
+        )
         if args.only_pivoting:
             continue
         calls += householder_calls(rng, dtype, QUICK_MATRICES if args.quick else MATRICES, args.quick, wrong)

@@ -21,6 +21,7 @@ where no result was checked: an idle synchronize, the pieces of a call) and
 ``scan_calls_profile.txt``: cProfile's 25 costliest functions over 2000 calls of
 ``ps.scan(x)`` + ``cuda.synchronize()`` at 2^16.
 """
+
 import cProfile
 import io
 import pstats
@@ -47,12 +48,17 @@ PROFILED = 2000
 
 
 def main(argv=None):
-    args = script_arguments(argv, "tiny sizes and few calls on the simulator, to test the script",
-                            lambda parser: parser.add_argument("--parts", action="store_true",
-                                                               help="also time the pieces of a call (a GPU only)"))
+    args = script_arguments(
+        argv,
+        "tiny sizes and few calls on the simulator, to test the script",
+        lambda parser: parser.add_argument(
+            "--parts", action="store_true", help="also time the pieces of a call (a GPU only)"
+        ),
+    )
     torch = gpu_library("torch")
-    meta = run_metadata(("torch", "cub"), shlex.join(["python", "benchmarks/scan_calls.py",
-                                                *(sys.argv[1:] if argv is None else argv)]))
+    meta = run_metadata(
+        ("torch", "cub"), shlex.join(["python", "benchmarks/scan_calls.py", *(sys.argv[1:] if argv is None else argv)])
+    )
     repeats, warmup = (QUICK_REPEATS, HOST_WARMUP) if args.quick else (CALLS, WARMUP_CALLS)
     rng = np.random.default_rng(10)
     rows = []
@@ -60,8 +66,17 @@ def main(argv=None):
     def add(variant, n, call, correct=None):
         """A row of ``call``'s host time; ``correct``: the check of its result, None where none ran."""
         us = host_us(call, warmup=warmup, repeats=repeats)
-        rows.append({"variant": variant, "dtype": "float32", "n": n, "median_us": round(us, 2), "correct": correct,
-                     "timing": "host clock", **meta})
+        rows.append(
+            {
+                "variant": variant,
+                "dtype": "float32",
+                "n": n,
+                "median_us": round(us, 2),
+                "correct": correct,
+                "timing": "host clock",
+                **meta,
+            }
+        )
         print(f"{variant:<46} n={n:<9} {us:>9.2f} us{'  WRONG' if correct is False else ''}", flush=True)
 
     sync = torch.cuda.synchronize if torch is not None else cuda.synchronize
@@ -123,12 +138,17 @@ def main(argv=None):
     text = io.StringIO()
     pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(25)
     with open(f"{args.out}/scan_calls_profile.txt", "w") as handle:
-        handle.write(f"# cProfile of {PROFILED} calls of ps.scan(x) + cuda.synchronize(), n = {n}, float32; "
-                     f"{meta['device']}, {meta['date']}\n")
+        handle.write(
+            f"# cProfile of {PROFILED} calls of ps.scan(x) + cuda.synchronize(), n = {n}, float32; "
+            f"{meta['device']}, {meta['date']}\n"
+        )
         handle.write(text.getvalue())
     print(text.getvalue()[:3000])
-    print_table(ratios(rows), ["n", "ps.scan_us", "torch_us", "ratio"],
-                title="whole calls with a synchronize, ps.scan against torch.cumsum (< 1.1 is the target):")
+    print_table(
+        ratios(rows),
+        ["n", "ps.scan_us", "torch_us", "ratio"],
+        title="whole calls with a synchronize, ps.scan against torch.cumsum (< 1.1 is the target):",
+    )
     return report_wrong(rows, lambda row: f"{row['variant']} n={row['n']}")
 
 
@@ -158,9 +178,16 @@ def parts(add, n, source, kept):
 def ratios(rows):
     """ps.scan + cuda.synchronize over torch.cumsum + torch.cuda.synchronize, at each size."""
     times = {(r["variant"], r["n"]): r["median_us"] for r in rows}
-    return [{"n": n, "ps.scan_us": us, "torch_us": times.get(("torch.cumsum + torch.cuda.synchronize", n)),
-             "ratio": round(us / times.get(("torch.cumsum + torch.cuda.synchronize", n), float("nan")), 3)}
-            for (variant, n), us in times.items() if variant == "ps.scan + cuda.synchronize"]
+    return [
+        {
+            "n": n,
+            "ps.scan_us": us,
+            "torch_us": times.get(("torch.cumsum + torch.cuda.synchronize", n)),
+            "ratio": round(us / times.get(("torch.cumsum + torch.cuda.synchronize", n), float("nan")), 3),
+        }
+        for (variant, n), us in times.items()
+        if variant == "ps.scan + cuda.synchronize"
+    ]
 
 
 if __name__ == "__main__":

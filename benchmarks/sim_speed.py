@@ -15,6 +15,7 @@ Run: ``python benchmarks/sim_speed.py [--out DIR] [--quick] [--before PATH]`` on
 CPU only, the GPU is not used (about a minute on two cores, mostly the stock runs; ``--quick``:
 512 elements and a 32 x 32 transpose, seconds, to test the script).
 """
+
 import argparse
 import os
 import subprocess
@@ -128,12 +129,18 @@ def cases(n=N, side=SIDE):
     blocks = n // TPB
     yield "map (axpy)", axpy, (blocks, TPB), (np.float32(2), x, x + 1, np.zeros_like(x)), 3, 0, n
     yield "block scan (Hillis-Steele)", block_scan, (blocks, TPB), (x, np.zeros_like(x)), 1, 9, n
-    yield ("ladder scan (device function)", ladder_scan, (blocks, TPB), (x, np.zeros_like(x)),
-           1, 9, n)
+    yield ("ladder scan (device function)", ladder_scan, (blocks, TPB), (x, np.zeros_like(x)), 1, 9, n)
     yield "block reduce", block_reduce, (blocks, TPB), (x, np.zeros(blocks, np.float32)), 1, 9, n
     a = rng.random((side, side), dtype=np.float32)
-    yield ("transpose (2-D blocks)", transpose, ((side // 16, side // 16), (16, 16)),
-           (a, np.zeros_like(a)), 1, 1, a.size)
+    yield (
+        "transpose (2-D blocks)",
+        transpose,
+        ((side // 16, side // 16), (16, 16)),
+        (a, np.zeros_like(a)),
+        1,
+        1,
+        a.size,
+    )
 
 
 def timed(kernel, config, args, out_index, *, ours, switch=None):
@@ -175,8 +182,9 @@ def before(checkout, n, side, repeat):
     """:func:`ours_only` for the prefixsum.sim of ``checkout``, in a child process."""
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "before.npz")
-        command = [sys.executable, __file__, f"--package={checkout}", "--ours-only", path,
-                   "--repeat", str(repeat)] + (["--quick"] if (n, side) == (QUICK_N, QUICK_SIDE) else [])
+        command = [sys.executable, __file__, f"--package={checkout}", "--ours-only", path, "--repeat", str(repeat)] + (
+            ["--quick"] if (n, side) == (QUICK_N, QUICK_SIDE) else []
+        )
         subprocess.run(command, check=True)
         with np.load(path) as saved:
             return dict(saved)
@@ -185,11 +193,13 @@ def before(checkout, n, side, repeat):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs of prefixsum.sim per round (best kept)")
-    parser.add_argument("--rounds", type=int, default=3,
-                        help="with --before: rounds of timing the other checkout, then this one")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="with --before: rounds of timing the other checkout, then this one"
+    )
     parser.add_argument("--out", default=default_out())
-    parser.add_argument("--quick", action="store_true", help=f"{QUICK_N} elements, a {QUICK_SIDE} x {QUICK_SIDE} "
-                                                             "transpose")
+    parser.add_argument(
+        "--quick", action="store_true", help=f"{QUICK_N} elements, a {QUICK_SIDE} x {QUICK_SIDE} transpose"
+    )
     parser.add_argument("--before", metavar="PATH", help="another checkout whose prefixsum.sim to time as well")
     parser.add_argument("--package", help=argparse.SUPPRESS)  # read before the imports, above
     parser.add_argument("--ours-only", metavar="NPZ", help=argparse.SUPPRESS)
@@ -236,12 +246,14 @@ def main(argv=None):
         if earlier:
             before_cpu = min(float(saved[f"cpu{i}"]) for saved in earlier)
             ours_cpu = min(float(saved[f"cpu{i}"]) for saved in ours)
-            row.update({
-                "before_s": round(min(float(saved[f"seconds{i}"]) for saved in earlier), 4),
-                "before_cpu_s": round(before_cpu, 4),
-                "prefixsum_sim_cpu_s": round(ours_cpu, 4),
-                "now_vs_before_cpu": round(ours_cpu / before_cpu, 2),
-            })
+            row.update(
+                {
+                    "before_s": round(min(float(saved[f"seconds{i}"]) for saved in earlier), 4),
+                    "before_cpu_s": round(before_cpu, 4),
+                    "prefixsum_sim_cpu_s": round(ours_cpu, 4),
+                    "now_vs_before_cpu": round(ours_cpu / before_cpu, 2),
+                }
+            )
         rows.append({**row, **meta})
     write_csv(rows, os.path.join(options.out, "sim_speed.csv"))
     print_table(rows, [key for key in rows[0] if key not in meta])

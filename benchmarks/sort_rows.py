@@ -17,6 +17,7 @@ keys alone and keys with int32 values:
 Every result is checked against ``np.sort(kind="stable")`` and ``np.argsort(kind="stable")``
 before it is timed.
 """
+
 import cub_rows
 import numpy as np
 from compaction_rows import _waited, _waited_cupy, _waited_torch, cupti_device_us
@@ -41,8 +42,13 @@ def _keys(n, dtype, rng):
 def _calls(cuda, torch, cupy, dkeys, dvalues, keys, values, with_values, readable):
     """``(method, call, to_host)`` of every library for one input; ``to_host`` returns (keys, values or None)."""
     if with_values:
-        calls = [("onesweep", lambda: _waited(cuda, apps.radix_sort(dkeys, dvalues)),
-                  lambda got: (got[0].copy_to_host(), got[1].copy_to_host()))]
+        calls = [
+            (
+                "onesweep",
+                lambda: _waited(cuda, apps.radix_sort(dkeys, dvalues)),
+                lambda got: (got[0].copy_to_host(), got[1].copy_to_host()),
+            )
+        ]
     else:
         calls = [("onesweep", lambda: _waited(cuda, apps.radix_sort(dkeys)), lambda got: (got.copy_to_host(), None))]
         if readable:
@@ -67,18 +73,30 @@ def _calls(cuda, torch, cupy, dkeys, dvalues, keys, values, with_values, readabl
                     s = torch.sort(tkeys, stable=True)
                     return _waited_torch(torch, (s.values, tvalues[s.indices]))
 
-                calls.append(("torch.sort(stable=True)", torch_pairs,
-                              lambda got: (got[0].cpu().numpy(), got[1].cpu().numpy())))
+                calls.append(
+                    ("torch.sort(stable=True)", torch_pairs, lambda got: (got[0].cpu().numpy(), got[1].cpu().numpy()))
+                )
             else:
-                calls.append(("torch.sort(stable=True)", lambda: _waited_torch(torch, torch.sort(tkeys, stable=True)),
-                              lambda got: (got.values.cpu().numpy(), None)))
+                calls.append(
+                    (
+                        "torch.sort(stable=True)",
+                        lambda: _waited_torch(torch, torch.sort(tkeys, stable=True)),
+                        lambda got: (got.values.cpu().numpy(), None),
+                    )
+                )
     out_keys = cuda.device_array(keys.shape[0], keys.dtype)
     out_values = cuda.device_array(values.shape[0], values.dtype) if with_values else None
-    sort = cub_rows.attempt("radix sort", lambda: cub_rows.radix_sort(dkeys, out_keys, dvalues if with_values else None,
-                                                                      out_values))
+    sort = cub_rows.attempt(
+        "radix sort", lambda: cub_rows.radix_sort(dkeys, out_keys, dvalues if with_values else None, out_values)
+    )
     if sort is not None:
-        calls.append((CUB_SORT, lambda: _waited(cuda, (sort(), (out_keys, out_values))[1]),
-                      lambda got: (got[0].copy_to_host(), None if got[1] is None else got[1].copy_to_host())))
+        calls.append(
+            (
+                CUB_SORT,
+                lambda: _waited(cuda, (sort(), (out_keys, out_values))[1]),
+                lambda got: (got[0].copy_to_host(), None if got[1] is None else got[1].copy_to_host()),
+            )
+        )
     if cupy:
         ckeys = cupy.asarray(keys)
         if with_values:
@@ -113,11 +131,13 @@ def run_sorts(cuda, torch, cupy, quick, repeats, rng, add, timed):
                     continue
                 task = "sort pairs" if with_values else "sort"
                 readable = not with_values and dtype == READABLE_AT[1] and (quick or n == READABLE_AT[0])
-                for method, call, to_host in _calls(cuda, torch, cupy, dkeys, dvalues, keys, values, with_values,
-                                                    readable):
+                for method, call, to_host in _calls(
+                    cuda, torch, cupy, dkeys, dvalues, keys, values, with_values, readable
+                ):
                     got_keys, got_values = to_host(call())
                     ok = np.array_equal(got_keys, expected[0]) and (
-                        got_values is None or np.array_equal(got_values, expected[1]))
+                        got_values is None or np.array_equal(got_values, expected[1])
+                    )
                     device_us, kernels = float("nan"), ""
                     if torch and "readable" not in method:
                         device_us, kernels = cupti_device_us(call, repeats)

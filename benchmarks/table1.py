@@ -14,6 +14,7 @@ operator (float32), at every third size of Table 1. Every result is checked befo
 (``correct``); the script exits with 1 if any was wrong. Writes table1.csv, dtypes.csv and
 operators.csv.
 """
+
 import os
 import sys
 
@@ -27,17 +28,28 @@ from prefixsum.scans.testing import mismatches, poisoned, random_input
 
 # test no., n, CPU (i7-2600K), GTX 280, GTX 480: milliseconds, from the paper's Table 1
 PAPER = [
-    (1, 35, 0.004226, 0.081268, 0.039465), (2, 128, 0.000604, 0.076837, 0.03618),
-    (3, 256, 0.001509, 0.081471, 0.039502), (4, 260, 0.001207, 0.0786, 0.036823),
-    (5, 512, 0.002113, 0.081163, 0.036878), (6, 1000, 0.003924, 0.07973, 0.040742),
-    (7, 1024, 0.003622, 0.078468, 0.035371), (8, 1030, 0.004226, 0.239555, 0.095693),
-    (9, 32768, 0.108366, 0.249818, 0.107071), (10, 45555, 0.149117, 0.251118, 0.105261),
-    (11, 65536, 0.21462, 0.24536, 0.100109), (12, 131072, 0.428636, 0.274529, 0.118679),
-    (13, 262144, 0.85516, 0.285939, 0.140495), (14, 500111, 1.623384, 0.339683, 0.168711),
-    (15, 524288, 1.708206, 0.349859, 0.168474), (16, 1048555, 3.439655, 0.444213, 0.227186),
-    (17, 1048576, 3.44207, 0.42808, 0.224189), (18, 1048581, 3.45022, 0.597514, 0.285429),
-    (19, 2097152, 6.890177, 0.791959, 0.398717), (20, 2097999, 6.860897, 0.827059, 0.39679),
-    (21, 4194334, 13.701268, 1.127283, 0.626898), (22, 8388600, 27.653078, 1.814563, 1.076924),
+    (1, 35, 0.004226, 0.081268, 0.039465),
+    (2, 128, 0.000604, 0.076837, 0.03618),
+    (3, 256, 0.001509, 0.081471, 0.039502),
+    (4, 260, 0.001207, 0.0786, 0.036823),
+    (5, 512, 0.002113, 0.081163, 0.036878),
+    (6, 1000, 0.003924, 0.07973, 0.040742),
+    (7, 1024, 0.003622, 0.078468, 0.035371),
+    (8, 1030, 0.004226, 0.239555, 0.095693),
+    (9, 32768, 0.108366, 0.249818, 0.107071),
+    (10, 45555, 0.149117, 0.251118, 0.105261),
+    (11, 65536, 0.21462, 0.24536, 0.100109),
+    (12, 131072, 0.428636, 0.274529, 0.118679),
+    (13, 262144, 0.85516, 0.285939, 0.140495),
+    (14, 500111, 1.623384, 0.339683, 0.168711),
+    (15, 524288, 1.708206, 0.349859, 0.168474),
+    (16, 1048555, 3.439655, 0.444213, 0.227186),
+    (17, 1048576, 3.44207, 0.42808, 0.224189),
+    (18, 1048581, 3.45022, 0.597514, 0.285429),
+    (19, 2097152, 6.890177, 0.791959, 0.398717),
+    (20, 2097999, 6.860897, 0.827059, 0.39679),
+    (21, 4194334, 13.701268, 1.127283, 0.626898),
+    (22, 8388600, 27.653078, 1.814563, 1.076924),
 ]
 
 
@@ -64,10 +76,12 @@ def torch_times(torch, stream, x, repeats):
     t = torch.from_numpy(x).cuda()
     target = torch.from_numpy(poisoned(len(x), x.dtype)).cuda()
     target.copy_(t)
-    correct = (mismatches(torch.cumsum(t, 0).cpu().numpy(), x)[0].size == 0
-               and np.array_equal(target.cpu().numpy(), x))
-    return (correct, kernel_us(lambda: torch.cumsum(t, 0), stream=stream, repeats=repeats),
-            kernel_us(lambda: target.copy_(t), stream=stream, repeats=repeats))
+    correct = mismatches(torch.cumsum(t, 0).cpu().numpy(), x)[0].size == 0 and np.array_equal(target.cpu().numpy(), x)
+    return (
+        correct,
+        kernel_us(lambda: torch.cumsum(t, 0), stream=stream, repeats=repeats),
+        kernel_us(lambda: target.copy_(t), stream=stream, repeats=repeats),
+    )
 
 
 def ms(kernel):
@@ -127,18 +141,39 @@ def main(argv=None):
         for op, dtype in configs:
             for n in sizes:
                 correct, kernel = hierarchical_time(random_input(n, op, dtype, rng), op, repeats)
-                rows.append({"op": op, "dtype": dtype.name, "n": n, "hierarchical_kernel_ms": ms(kernel),
-                             "correct": correct, "timing": kernel.timing, **meta})
+                rows.append(
+                    {
+                        "op": op,
+                        "dtype": dtype.name,
+                        "n": n,
+                        "hierarchical_kernel_ms": ms(kernel),
+                        "correct": correct,
+                        "timing": kernel.timing,
+                        **meta,
+                    }
+                )
                 print(
                     f"{name}: {op} {dtype.name} n={n} {ms(kernel)} ms  {kernel.timing}{'' if correct else '  WRONG'}",
                     flush=True,
                 )
         write_csv(rows, os.path.join(args.out, name))
         sweep_rows += rows
-    print_table([row for row in table if row["n"] in sizes],
-                ["test", "n", "paper_gtx480_ms", "numpy_cumsum_ms", "hierarchical_kernel_ms", "ps_scan_call_ms",
-                 "torch_cumsum_ms", "torch_copy_ms", "correct", "kernels_queued"], title="Table 1 (ms), every third "
-                                                                                         "size:")
+    print_table(
+        [row for row in table if row["n"] in sizes],
+        [
+            "test",
+            "n",
+            "paper_gtx480_ms",
+            "numpy_cumsum_ms",
+            "hierarchical_kernel_ms",
+            "ps_scan_call_ms",
+            "torch_cumsum_ms",
+            "torch_copy_ms",
+            "correct",
+            "kernels_queued",
+        ],
+        title="Table 1 (ms), every third size:",
+    )
     return report_wrong(table + sweep_rows, str)
 
 

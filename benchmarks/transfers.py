@@ -38,6 +38,7 @@ residual is checked first (at most 64 eps), then the median of 51 calls on the h
 64 MiB of inputs on), the variants of a shape taken in turn, a call of each per round in an order shuffled each
 round.
 """
+
 import contextlib
 import functools
 import json
@@ -63,8 +64,13 @@ SIZES = tuple(1 << k for k in range(20, 29, 2))
 DTYPES = ("float32", "int32")
 QUICK_SIZES = (1000, 9000)
 TUNE_SIZES = (1 << 19, 1 << 20, 1 << 21, 1 << 22, 1 << 24)
-TUNE_CHUNKINGS = ((256 << 10, 4 << 20, 8), (512 << 10, 4 << 20, 8), (1 << 20, 4 << 20, 4), (1 << 20, 16 << 20, 4),
-                  (512 << 10, 2 << 20, 16))
+TUNE_CHUNKINGS = (
+    (256 << 10, 4 << 20, 8),
+    (512 << 10, 4 << 20, 8),
+    (1 << 20, 4 << 20, 4),
+    (1 << 20, 16 << 20, 4),
+    (512 << 10, 2 << 20, 16),
+)
 """(MIN_CHUNK_BYTES, CHUNK_BYTES, TARGET_CHUNKS) of :mod:`prefixsum.scans.transfers`, swept by ``--tune``."""
 TUNE_THREADS = (4, 8)
 TIMELINE_N = 1 << 24
@@ -155,9 +161,18 @@ def measure(calls, sizes, dtypes, quick, meta, rng):
             for name, call in calls.items():
                 correct = wrong_indices(call(x), expected, allowed).size == 0
                 us = host_us(lambda: call(x), repeats=repeats_for(n, quick))
-                rows.append({"variant": name, "dtype": dtype.name, "n": n, "median_us": round(us, 1),
-                             "gbps": round(2 * n * dtype.itemsize / us / 1e3, 2), "correct": correct,
-                             "timing": "host clock, numpy in and out", **meta})
+                rows.append(
+                    {
+                        "variant": name,
+                        "dtype": dtype.name,
+                        "n": n,
+                        "median_us": round(us, 1),
+                        "gbps": round(2 * n * dtype.itemsize / us / 1e3, 2),
+                        "correct": correct,
+                        "timing": "host clock, numpy in and out",
+                        **meta,
+                    }
+                )
                 print(f"{name:<18} {dtype.name:<8} n={n:<10} {us:>11.1f} us{'' if correct else '  WRONG'}", flush=True)
     return rows
 
@@ -182,8 +197,10 @@ def tune(torch, quick, meta, rng):
                     setattr(_owner(name), name, value)
                 overlap._pool.clear()  # a pool of the new size
                 variant = f"ps.scan chunks={target} of {low}..{high} bytes threads={threads}"
-                rows += [{**row, "variant": variant}
-                         for row in measure({"ps.scan": ps.scan}, sizes, ("float32",), quick, meta, rng)]
+                rows += [
+                    {**row, "variant": variant}
+                    for row in measure({"ps.scan": ps.scan}, sizes, ("float32",), quick, meta, rng)
+                ]
     finally:
         for name, value in defaults.items():
             setattr(_owner(name), name, value)
@@ -204,8 +221,10 @@ SEND_SETTINGS = ("PACK_PIECE_BYTES",)
 def tridiag_settings(**values):
     """The settings of :mod:`prefixsum.tridiag.transfers` and :data:`SEND_SETTINGS` changed for the
     calls inside, then restored."""
+
     def owner(name):
         return overlap if name in SEND_SETTINGS else tridiag_transfers
+
     kept = {name: getattr(owner(name), name) for name in values}
     for name, value in values.items():
         setattr(owner(name), name, value)
@@ -218,9 +237,11 @@ def tridiag_settings(**values):
 
 def with_settings(**values):
     """``tridiag.solve`` under :func:`tridiag_settings` ``(**values)``."""
+
     def call(a, b, c, d):
         with tridiag_settings(**values):
             return ps.tridiag.solve(a, b, c, d)
+
     return call
 
 
@@ -242,21 +263,26 @@ def cusparse_round_trip(torch, cupy):
             buffers[key] = torch.empty(max(sizer(handle, *args), 1), dtype=torch.uint8, device="cuda")
         solver(handle, *args, buffers[key].data_ptr())  # on the legacy default stream, torch's too
         return tensors[3].cpu().numpy()
+
     return call
 
 
 def tridiag_calls(torch, cupy):
     """name -> function of numpy a, b, c, d (batch, n) returning x as a numpy array."""
     plain, packed, pageable = dict(MIN_BYTES=1 << 62), dict(PACKED_FROM_BYTES=0), dict(PACKED_FROM_BYTES=1 << 62)
-    calls = {"tridiag.solve": ps.tridiag.solve,
-             "tridiag.solve, copies not overlapped, pageable in": with_settings(**plain, **pageable),
-             "tridiag.solve, copies not overlapped, packed in pieces": with_settings(**plain, **packed),
-             "tridiag.solve, copies not overlapped, packed in pieces of 8 MiB": with_settings(
-                 **plain, **packed, PACK_PIECE_BYTES=8 << 20)}
+    calls = {
+        "tridiag.solve": ps.tridiag.solve,
+        "tridiag.solve, copies not overlapped, pageable in": with_settings(**plain, **pageable),
+        "tridiag.solve, copies not overlapped, packed in pieces": with_settings(**plain, **packed),
+        "tridiag.solve, copies not overlapped, packed in pieces of 8 MiB": with_settings(
+            **plain, **packed, PACK_PIECE_BYTES=8 << 20
+        ),
+    }
     for target in TRIDIAG_CHUNKINGS:
         for way, setting in (("packed in pieces", packed), ("pageable in", pageable)):
             calls[f"tridiag.solve chunks={target}, {way}"] = with_settings(
-                MIN_BYTES=0, MIN_CHUNK_BYTES=0, CHUNK_BYTES=1 << 62, TARGET_CHUNKS=target, **setting)
+                MIN_BYTES=0, MIN_CHUNK_BYTES=0, CHUNK_BYTES=1 << 62, TARGET_CHUNKS=target, **setting
+            )
     if torch is not None and cupy is not None:
         calls[CUSPARSE] = cusparse_round_trip(torch, cupy)
     return calls
@@ -271,17 +297,35 @@ def measure_tridiag(calls, cases, quick, meta, rng):
     for dtype in map(np.dtype, ("float32", "float64")):
         for batch, n in cases:
             a, b, c, d = system(batch, n, dtype, rng)
-            shape_calls = {name: functools.partial(call, a, b, c, d) for name, call in calls.items()
-                           if batch > 1 or not name.startswith("tridiag.solve chunks")}  # one system is never cut
-            correct = {name: bool(residual(a, b, c, d, call()) <= RESIDUAL_EPS * np.finfo(dtype).eps)
-                       for name, call in shape_calls.items()}
+            shape_calls = {
+                name: functools.partial(call, a, b, c, d)
+                for name, call in calls.items()
+                if batch > 1 or not name.startswith("tridiag.solve chunks")
+            }  # one system is never cut
+            correct = {
+                name: bool(residual(a, b, c, d, call()) <= RESIDUAL_EPS * np.finfo(dtype).eps)
+                for name, call in shape_calls.items()
+            }
             repeats = QUICK_REPEATS if quick else TRIDIAG_REPEATS if 4 * a.nbytes < 64 << 20 else 9
             for name, us in host_us_in_turn(shape_calls, repeats=repeats).items():
-                rows.append({"variant": name, "dtype": dtype.name, "batch": batch, "n": n, "median_us": round(us, 1),
-                             "gbps": round(5 * batch * n * dtype.itemsize / us / 1e3, 2), "correct": correct[name],
-                             "timing": "host clock, numpy in and out, calls in a shuffled order", **meta})
-                print(f"{name:<60} {dtype.name:<8} {batch:>6} x {n:<8} {us:>10.1f} us"
-                      f"{'' if correct[name] else '  WRONG'}", flush=True)
+                rows.append(
+                    {
+                        "variant": name,
+                        "dtype": dtype.name,
+                        "batch": batch,
+                        "n": n,
+                        "median_us": round(us, 1),
+                        "gbps": round(5 * batch * n * dtype.itemsize / us / 1e3, 2),
+                        "correct": correct[name],
+                        "timing": "host clock, numpy in and out, calls in a shuffled order",
+                        **meta,
+                    }
+                )
+                print(
+                    f"{name:<60} {dtype.name:<8} {batch:>6} x {n:<8} {us:>10.1f} us"
+                    f"{'' if correct[name] else '  WRONG'}",
+                    flush=True,
+                )
     return rows
 
 
@@ -330,8 +374,17 @@ def timeline(torch, n, rng):
     rows = []
     for e in sorted(found, key=lambda e: e["ts"]):
         name = e["name"]
-        engine = ("host copy" if name == HOST_COPY else "copy in" if "HtoD" in name else
-                  "copy out" if "DtoH" in name else "SMs (scan)" if e["cat"] == "kernel" else "other copy")
+        engine = (
+            "host copy"
+            if name == HOST_COPY
+            else "copy in"
+            if "HtoD" in name
+            else "copy out"
+            if "DtoH" in name
+            else "SMs (scan)"
+            if e["cat"] == "kernel"
+            else "other copy"
+        )
         rows.append(
             {
                 "engine": engine,
@@ -346,28 +399,45 @@ def timeline(torch, n, rng):
 
 
 def main(argv=None):
-    args = script_arguments(argv, "tiny sizes and 2 repeats on the simulator, to test the script",
-                            lambda parser: (parser.add_argument("--tune", action="store_true"),
-                                            parser.add_argument("--timeline", action="store_true"),
-                                            parser.add_argument("--tridiag", action="store_true")))
+    args = script_arguments(
+        argv,
+        "tiny sizes and 2 repeats on the simulator, to test the script",
+        lambda parser: (
+            parser.add_argument("--tune", action="store_true"),
+            parser.add_argument("--timeline", action="store_true"),
+            parser.add_argument("--tridiag", action="store_true"),
+        ),
+    )
     torch, cupy = gpu_library("torch"), gpu_library("cupy")
-    meta = run_metadata(("torch", "cupy", "cub"), shlex.join(["python", "benchmarks/transfers.py",
-                                                       *(sys.argv[1:] if argv is None else argv)]))
+    meta = run_metadata(
+        ("torch", "cupy", "cub"),
+        shlex.join(["python", "benchmarks/transfers.py", *(sys.argv[1:] if argv is None else argv)]),
+    )
     rng = np.random.default_rng(29)
     if args.tune:
         rows = tune(torch, args.quick, meta, rng)
         write_csv(rows, f"{args.out}/transfers_tune.csv")
         return report_wrong(rows, lambda row: f"{row['variant']} n={row['n']}")
     if args.tridiag:
-        rows = measure_tridiag(tridiag_calls(torch, cupy), TRIDIAG_QUICK_CASES if args.quick else TRIDIAG_CASES,
-                               args.quick, meta, rng)
+        rows = measure_tridiag(
+            tridiag_calls(torch, cupy), TRIDIAG_QUICK_CASES if args.quick else TRIDIAG_CASES, args.quick, meta, rng
+        )
         write_csv(rows, f"{args.out}/transfers_tridiag.csv")
         times = {(r["variant"], r["dtype"], r["batch"], r["n"]): r["median_us"] for r in rows}
-        print_table([{"dtype": dtype, "batch x n": f"{batch} x {n}", "tridiag.solve_us": us,
-                      "of torch+cuSPARSE": round(us / times.get((CUSPARSE, dtype, batch, n), float("nan")), 3)}
-                     for (variant, dtype, batch, n), us in times.items() if variant == "tridiag.solve"],
-                    ["dtype", "batch x n", "tridiag.solve_us", "of torch+cuSPARSE"],
-                    title="tridiag.solve(numpy) against torch's round trip (time ratio, < 1: faster):")
+        print_table(
+            [
+                {
+                    "dtype": dtype,
+                    "batch x n": f"{batch} x {n}",
+                    "tridiag.solve_us": us,
+                    "of torch+cuSPARSE": round(us / times.get((CUSPARSE, dtype, batch, n), float("nan")), 3),
+                }
+                for (variant, dtype, batch, n), us in times.items()
+                if variant == "tridiag.solve"
+            ],
+            ["dtype", "batch x n", "tridiag.solve_us", "of torch+cuSPARSE"],
+            title="tridiag.solve(numpy) against torch's round trip (time ratio, < 1: faster):",
+        )
         return report_wrong(rows, lambda row: f"{row['variant']} {row['dtype']} {row['batch']} x {row['n']}")
     if args.timeline:
         if torch is None:
@@ -376,18 +446,28 @@ def main(argv=None):
         return 0
     rows = measure(round_trips(torch, cupy), QUICK_SIZES if args.quick else SIZES, DTYPES, args.quick, meta, rng)
     write_csv(rows, f"{args.out}/transfers.csv")
-    print_table(ratios(rows), ["dtype", "n", "ps.scan_us", "of torch", "of cupy"],
-                title="ps.scan(numpy) against the round trips (time ratio, < 1: faster):")
+    print_table(
+        ratios(rows),
+        ["dtype", "n", "ps.scan_us", "of torch", "of cupy"],
+        title="ps.scan(numpy) against the round trips (time ratio, < 1: faster):",
+    )
     return report_wrong(rows, lambda row: f"{row['variant']} {row['dtype']} n={row['n']}")
 
 
 def ratios(rows):
     """For each dtype and size: ps.scan's time, and its fraction of torch's and cupy's round trips."""
     times = {(r["variant"], r["dtype"], r["n"]): r["median_us"] for r in rows}
-    return [{"dtype": dtype, "n": n, "ps.scan_us": us,
-             "of torch": round(us / times.get(("torch round trip", dtype, n), float("nan")), 3),
-             "of cupy": round(us / times.get(("cupy round trip", dtype, n), float("nan")), 3)}
-            for (variant, dtype, n), us in times.items() if variant == "ps.scan"]
+    return [
+        {
+            "dtype": dtype,
+            "n": n,
+            "ps.scan_us": us,
+            "of torch": round(us / times.get(("torch round trip", dtype, n), float("nan")), 3),
+            "of cupy": round(us / times.get(("cupy round trip", dtype, n), float("nan")), 3),
+        }
+        for (variant, dtype, n), us in times.items()
+        if variant == "ps.scan"
+    ]
 
 
 if __name__ == "__main__":

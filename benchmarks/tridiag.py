@@ -44,6 +44,7 @@ says how each row was measured. Writes ``tridiag.csv``; prints, last, the hybrid
 ``gtsv2StridedBatch`` and ``"pivoting"`` and ``"auto"`` against the pivoting solver the issue names
 for each shape (:func:`tridiag_cusparse.against`).
 """
+
 import functools
 import os
 import shlex
@@ -89,15 +90,26 @@ THOMAS_MAX_ROWS = 1 << 16
 ONE_THREAD_MAX_ROWS = 8192
 """Longer systems skip ``pivoting:one_thread`` in the sweep, for the same reason."""
 QUICK_CASES = ((4, 32), (1, 2048))  # a batch in shared memory; one system with global PCR steps (and levels)
-PIVOTING_CASES = ((512, 512), (4096, 256), (16384, 64), (1000, 1000), (100, 1000), (64, 8192), (1, 1 << 16),
-                  (1, 1 << 20), (7, 100000))
+PIVOTING_CASES = (
+    (512, 512),
+    (4096, 256),
+    (16384, 64),
+    (1000, 1000),
+    (100, 1000),
+    (64, 8192),
+    (1, 1 << 16),
+    (1, 1 << 20),
+    (7, 100000),
+)
 """The shapes of issue 44: batches against cuSPARSE's interleaved LU and QR, long systems against gtsv2."""
 THOMAS_ROWS = hybrid.THOMAS_ROWS
 PARTITION_ROWS = dict(partition.ROWS_PER_THREAD), partition.ONE_LEVEL_ROWS
 BLOCK_ROWS = dict(block.TARGET_ROWS)
-RETIRED = {"auto (hybrid)": "2026-11-27: 'auto' named by the method it took then, the hybrid",
-           "pivoting:pairs=2": "2026-12-06: the pivoting solver's chunks of 2 pairs, slower but at one shape",
-           "pivoting:pair_pairs=2": "2026-12-06: its reduced systems' chunks of 2 pairs, slower everywhere"}
+RETIRED = {
+    "auto (hybrid)": "2026-11-27: 'auto' named by the method it took then, the hybrid",
+    "pivoting:pairs=2": "2026-12-06: the pivoting solver's chunks of 2 pairs, slower but at one shape",
+    "pivoting:pair_pairs=2": "2026-12-06: its reduced systems' chunks of 2 pairs, slower everywhere",
+}
 """Labels of the committed ``tridiag.csv`` that this script no longer writes, and why."""
 
 
@@ -128,14 +140,26 @@ def variants(method, shape, dtype, family="dominant", sweep=False, full=True):
         return own + (pivoting_sweep(shape, dtype) if family == "indefinite" and (sweep or full) else [])
     if method != "hybrid" or not full:
         return own
-    shared = [(f"hybrid_shared{'' if r == THOMAS_ROWS else f':thomas_rows={r}'}", hybrid.run_shared, r, None, None)
-              for r in (THOMAS_ROWS // 2, THOMAS_ROWS, 2 * THOMAS_ROWS)]
+    shared = [
+        (f"hybrid_shared{'' if r == THOMAS_ROWS else f':thomas_rows={r}'}", hybrid.run_shared, r, None, None)
+        for r in (THOMAS_ROWS // 2, THOMAS_ROWS, 2 * THOMAS_ROWS)
+    ]
     if n <= warp.MAX_ROWS:
         return own + shared
-    blocks = [(f"block:rows={r}", functools.partial(block.run, rows=r), THOMAS_ROWS, None, None)
-              for r in block.ROWS_PER_THREAD if n <= block.max_rows(dtype, r)]
-    chunks = [(f"hybrid:partition_rows={p}" + (f",block_rows={r}" if r else ""), hybrid.run, THOMAS_ROWS, p, r)
-              for p in (4, 8, 16) for r in (None, *block.ROWS_PER_THREAD)] if n > block.max_rows(dtype) else []
+    blocks = [
+        (f"block:rows={r}", functools.partial(block.run, rows=r), THOMAS_ROWS, None, None)
+        for r in block.ROWS_PER_THREAD
+        if n <= block.max_rows(dtype, r)
+    ]
+    chunks = (
+        [
+            (f"hybrid:partition_rows={p}" + (f",block_rows={r}" if r else ""), hybrid.run, THOMAS_ROWS, p, r)
+            for p in (4, 8, 16)
+            for r in (None, *block.ROWS_PER_THREAD)
+        ]
+        if n > block.max_rows(dtype)
+        else []
+    )
     return own + shared + blocks + chunks + [("hybrid:no_block", without_block, THOMAS_ROWS, None, None)]
 
 
@@ -229,32 +253,50 @@ def traced_together(launches, repeats):
     calls = cupti.per_call_us(traced.events())
     count = len(launches)
     if len(calls) != 2 * repeats * count or min(calls, default=0.0) <= 0.0:
-        raise RuntimeError(f"the trace held {len(calls)} calls for {2 * repeats * count} made, with kernel times "
-                           f"{calls[:5]}...: it did not see every kernel")
-    return {label: statistics.median(calls[2 * k + 1::2 * count]) for k, label in enumerate(launches)}
+        raise RuntimeError(
+            f"the trace held {len(calls)} calls for {2 * repeats * count} made, with kernel times "
+            f"{calls[:5]}...: it did not see every kernel"
+        )
+    return {label: statistics.median(calls[2 * k + 1 :: 2 * count]) for k, label in enumerate(launches)}
 
 
 def main(argv=None):
-    args = script_arguments(argv, f"cases {QUICK_CASES}, {QUICK_REPEATS} repeats; runs on the simulator too",
-                            lambda parser: (
-                                parser.add_argument("--case", action="append", help="BATCHxN (repeatable; "
-                                                    "default: every case of CASES)"),
-                                parser.add_argument("--only-pivoting", action="store_true",
-                                                    help="only the pivoting comparison (PIVOTING_CASES): the hybrid, "
-                                                         "'pivoting', 'auto' and cuSPARSE's five solvers"),
-                                parser.add_argument("--sweep", action="store_true",
-                                                    help="with --only-pivoting: the pivoting solver's paths forced"),
-                                parser.add_argument("--only-hybrid", action="store_true",
-                                                    help="only method='hybrid' (its variants) and cuSPARSE's "
-                                                         "gtsv2StridedBatch, no JAX"),
-                                parser.add_argument("--jax-kernels", action="store_true",
-                                                    help="only JAX: which cuSPARSE routine it runs per case, its "
-                                                         "kernels by CUPTI (tridiag_jax.csv)")))
-    cases = [tuple(map(int, case.split("x"))) for case in args.case] if args.case else (
-        QUICK_CASES if args.quick else PIVOTING_CASES if args.only_pivoting else CASES)
+    args = script_arguments(
+        argv,
+        f"cases {QUICK_CASES}, {QUICK_REPEATS} repeats; runs on the simulator too",
+        lambda parser: (
+            parser.add_argument("--case", action="append", help="BATCHxN (repeatable; default: every case of CASES)"),
+            parser.add_argument(
+                "--only-pivoting",
+                action="store_true",
+                help="only the pivoting comparison (PIVOTING_CASES): the hybrid, "
+                "'pivoting', 'auto' and cuSPARSE's five solvers",
+            ),
+            parser.add_argument(
+                "--sweep", action="store_true", help="with --only-pivoting: the pivoting solver's paths forced"
+            ),
+            parser.add_argument(
+                "--only-hybrid",
+                action="store_true",
+                help="only method='hybrid' (its variants) and cuSPARSE's gtsv2StridedBatch, no JAX",
+            ),
+            parser.add_argument(
+                "--jax-kernels",
+                action="store_true",
+                help="only JAX: which cuSPARSE routine it runs per case, its kernels by CUPTI (tridiag_jax.csv)",
+            ),
+        ),
+    )
+    cases = (
+        [tuple(map(int, case.split("x"))) for case in args.case]
+        if args.case
+        else (QUICK_CASES if args.quick else PIVOTING_CASES if args.only_pivoting else CASES)
+    )
     repeats = QUICK_REPEATS if args.quick else REPEATS
-    meta = run_metadata(["cupy", "jax", "torch"], shlex.join(["python", "benchmarks/tridiag.py",
-                                                               *(sys.argv[1:] if argv is None else argv)]))
+    meta = run_metadata(
+        ["cupy", "jax", "torch"],
+        shlex.join(["python", "benchmarks/tridiag.py", *(sys.argv[1:] if argv is None else argv)]),
+    )
     if args.jax_kernels:
         return jax_kernels(args, meta, cases)
     cupy, _ = queued_library("cupy")
@@ -272,15 +314,18 @@ def main(argv=None):
         ["measured_by", "dtype", "batch", "n", "hybrid_us", "cusparse_us", "vs cusparse"],
         title="the hybrid's kernels against cuSPARSE gtsv2StridedBatch, dominant systems (time ratio, > 1: faster):",
     )
-    print_table(pivoting_against_cusparse(rows), ["method", "family", "measured_by", "dtype", "batch", "n", "us",
-                                                  "routine", "cusparse_us", "vs cusparse"],
-                title="'pivoting' and 'auto' against cuSPARSE's pivoting solver for the shape (time ratio, > 1: "
-                      "faster):")
+    print_table(
+        pivoting_against_cusparse(rows),
+        ["method", "family", "measured_by", "dtype", "batch", "n", "us", "routine", "cusparse_us", "vs cusparse"],
+        title="'pivoting' and 'auto' against cuSPARSE's pivoting solver for the shape (time ratio, > 1: faster):",
+    )
     wrong = [row for row in rows if not row["correct"]]
     for row in wrong:
-        print(f"{'WRONG' if row['kind'] != 'library' else 'wrong (a baseline)'}: {row['method']} {row['kind']} "
-              f"{row['family']} {row['dtype']} {row['batch']} x {row['n']}: residual {row['relative_residual']}, "
-              f"backward error {row['backward_error']}")
+        print(
+            f"{'WRONG' if row['kind'] != 'library' else 'wrong (a baseline)'}: {row['method']} {row['kind']} "
+            f"{row['family']} {row['dtype']} {row['batch']} x {row['n']}: residual {row['relative_residual']}, "
+            f"backward error {row['backward_error']}"
+        )
     return 1 if any(row["kind"] != "library" for row in wrong) else 0
 
 
@@ -296,12 +341,28 @@ def case_rows(args, meta, cupy, jax, full, family, dtype, batch, n, repeats, rng
     def add(method, kind, micros, timing, x, measured_by="host clock"):
         res, error = residual(a, b, c, d, x), backward_error(a, b, c, d, x)
         correct = bool((res if family == "dominant" else error) <= RESIDUAL_EPS * eps)
-        rows.append({"method": method, "kind": kind, "family": family, "dtype": np.dtype(dtype).name, "batch": batch,
-                     "n": n, "median_us": round(micros, 2), "relative_residual": f"{res:.2e}",
-                     "backward_error": f"{error:.2e}", "correct": correct, "measured_by": measured_by,
-                     "timing": timing, **meta})
-        print(f"{method:<38} {kind:<18} {family:<10} {np.dtype(dtype).name:<8} {batch:>6} x {n:<8} {micros:>10.1f} us  "
-              f"residual {res:.1e}  backward error {error:.1e}  {timing}{'' if correct else '  WRONG'}", flush=True)
+        rows.append(
+            {
+                "method": method,
+                "kind": kind,
+                "family": family,
+                "dtype": np.dtype(dtype).name,
+                "batch": batch,
+                "n": n,
+                "median_us": round(micros, 2),
+                "relative_residual": f"{res:.2e}",
+                "backward_error": f"{error:.2e}",
+                "correct": correct,
+                "measured_by": measured_by,
+                "timing": timing,
+                **meta,
+            }
+        )
+        print(
+            f"{method:<38} {kind:<18} {family:<10} {np.dtype(dtype).name:<8} {batch:>6} x {n:<8} {micros:>10.1f} us  "
+            f"residual {res:.1e}  backward error {error:.1e}  {timing}{'' if correct else '  WRONG'}",
+            flush=True,
+        )
 
     if args.only_hybrid:
         methods = ["hybrid"]
@@ -313,18 +374,23 @@ def case_rows(args, meta, cupy, jax, full, family, dtype, batch, n, repeats, rng
     for method in methods:
         if method == "thomas" and n > THOMAS_MAX_ROWS:
             continue
-        for label, run, rows_per_thread, chunk_rows, block_rows in variants(method, (batch, n), dtype, family,
-                                                                             args.sweep, full):
+        for label, run, rows_per_thread, chunk_rows, block_rows in variants(
+            method, (batch, n), dtype, family, args.sweep, full
+        ):
             out, flags = cuda.device_array((batch, n), dtype), cuda.device_array(batch, np.int32)
 
             def launch(run=run, out=out, flags=flags, knobs=(rows_per_thread, chunk_rows, block_rows)):
                 configured(*knobs, dtype)
                 run(*device, out, flags)
+
             launch()
             results[label] = out
             launches[label] = launch
-    libraries = routines_for(batch, family) if cupy and not args.only_hybrid else (
-        ["cusparse gtsv2StridedBatch"] if cupy else [])
+    libraries = (
+        routines_for(batch, family)
+        if cupy and not args.only_hybrid
+        else (["cusparse gtsv2StridedBatch"] if cupy else [])
+    )
     for label in libraries:
         launch, _, solution = cusparse_solver(cupy, a, b, c, d, *BASELINES[label])
         launch()
@@ -337,8 +403,13 @@ def case_rows(args, meta, cupy, jax, full, family, dtype, batch, n, repeats, rng
     configured(None, None, None, dtype)
     for method in [m for m in methods if m != "thomas" or n <= THOMAS_MAX_ROWS] if full else ["auto", "pivoting"]:
         x = tridiag.solve(*device, method=method).copy_to_host()
-        add(method, "ours (whole call)", host_us(lambda: tridiag.solve(*device, method=method), repeats=repeats),
-            "host clock", x)
+        add(
+            method,
+            "ours (whole call)",
+            host_us(lambda: tridiag.solve(*device, method=method), repeats=repeats),
+            "host clock",
+            x,
+        )
     if full and family == "dominant":
         x = tridiag.solve(a, b, c, d)
         add(

@@ -7,6 +7,7 @@ come from ``benchmarks/tridiag.py``.
 
 Run: ``python benchmarks/tridiag_call_profile.py [--calls 200] [--quick]`` on a GPU.
 """
+
 import argparse
 import cProfile
 import pstats
@@ -103,8 +104,10 @@ def main(argv=None):
                 cuda.synchronize()
                 profile.disable()
                 times.append(time.perf_counter() - start)
-            print(f"\n=== float32 {batch} x {n}, {label}: median whole call {np.median(plain) * 1e6:.1f} us, "
-                  f"{np.median(times) * 1e6:.1f} us profiled ({calls} calls)")
+            print(
+                f"\n=== float32 {batch} x {n}, {label}: median whole call {np.median(plain) * 1e6:.1f} us, "
+                f"{np.median(times) * 1e6:.1f} us profiled ({calls} calls)"
+            )
             stats = pstats.Stats(profile)
             stats.sort_stats("tottime").print_stats(options.top)
 

@@ -16,13 +16,16 @@ Last, the comparisons benchmarks/tridiag.py prints from its rows: the hybrid aga
 (:func:`against_cusparse`) and the pivoting solver against the routines the issue names for the shape
 (:func:`pivoting_against_cusparse`).
 """
+
 import numpy as np
 
-BASELINES = {"cusparse gtsv2StridedBatch": ("gtsv2StridedBatch", None),
-             "cusparse gtsvInterleavedBatch (Thomas)": ("gtsvInterleavedBatch", 0),
-             "cusparse gtsvInterleavedBatch (LU)": ("gtsvInterleavedBatch", 1),
-             "cusparse gtsvInterleavedBatch (QR)": ("gtsvInterleavedBatch", 2),
-             "cusparse gtsv2": ("gtsv2", None)}
+BASELINES = {
+    "cusparse gtsv2StridedBatch": ("gtsv2StridedBatch", None),
+    "cusparse gtsvInterleavedBatch (Thomas)": ("gtsvInterleavedBatch", 0),
+    "cusparse gtsvInterleavedBatch (LU)": ("gtsvInterleavedBatch", 1),
+    "cusparse gtsvInterleavedBatch (QR)": ("gtsvInterleavedBatch", 2),
+    "cusparse gtsv2": ("gtsv2", None),
+}
 """Every baseline by its label in the CSV."""
 PIVOTING = ("cusparse gtsvInterleavedBatch (LU)", "cusparse gtsvInterleavedBatch (QR)", "cusparse gtsv2")
 """The baselines that pivot: the only ones timed on systems that need it."""
@@ -38,8 +41,12 @@ def routines_for(batch, family):
     the others on dominant systems only; ``gtsv2`` up to :data:`GTSV2_MAX_BATCH` systems, the
     interleaved ones from :data:`INTERLEAVED_MIN_BATCH` on."""
     labels = BASELINES if family == "dominant" else PIVOTING
-    return [label for label in labels if (label != "cusparse gtsv2" or batch <= GTSV2_MAX_BATCH)
-            and ("Interleaved" not in label or batch >= INTERLEAVED_MIN_BATCH)]
+    return [
+        label
+        for label in labels
+        if (label != "cusparse gtsv2" or batch <= GTSV2_MAX_BATCH)
+        and ("Interleaved" not in label or batch >= INTERLEAVED_MIN_BATCH)
+    ]
 
 
 def against(batch, n):
@@ -79,7 +86,7 @@ def cusparse_solver(cupy, a, b, c, d, routine, algo=1):
     buffer = cupy.empty(max(sizer(handle, *arguments[0]), 1), cupy.uint8)
 
     def refill():
-        for into, original in zip(restored, saved[-len(restored):]):
+        for into, original in zip(restored, saved[-len(restored) :]):
             into.data.copy_from_device_async(original.data, original.nbytes)
 
     def launch():
@@ -117,8 +124,17 @@ def against_cusparse(rows):
     for (method, family, how, dtype, batch, n), us in times.items():
         library = times.get(("cusparse gtsv2StridedBatch", family, how, dtype, batch, n))
         if method == "hybrid" and how != "host clock" and library:
-            found.append({"measured_by": how, "dtype": dtype, "batch": batch, "n": n, "hybrid_us": us,
-                          "cusparse_us": library, "vs cusparse": round(library / us, 3)})
+            found.append(
+                {
+                    "measured_by": how,
+                    "dtype": dtype,
+                    "batch": batch,
+                    "n": n,
+                    "hybrid_us": us,
+                    "cusparse_us": library,
+                    "vs cusparse": round(library / us, 3),
+                }
+            )
     return found
 
 
@@ -134,7 +150,18 @@ def pivoting_against_cusparse(rows):
         for routine in against(batch, n):
             library = times.get((routine, family, how, dtype, batch, n))
             if library:
-                found.append({"method": method, "family": family, "measured_by": how, "dtype": dtype, "batch": batch,
-                              "n": n, "us": us, "routine": routine.replace("cusparse ", ""), "cusparse_us": library,
-                              "vs cusparse": round(library / us, 3)})
+                found.append(
+                    {
+                        "method": method,
+                        "family": family,
+                        "measured_by": how,
+                        "dtype": dtype,
+                        "batch": batch,
+                        "n": n,
+                        "us": us,
+                        "routine": routine.replace("cusparse ", ""),
+                        "cusparse_us": library,
+                        "vs cusparse": round(library / us, 3),
+                    }
+                )
     return found

@@ -3,6 +3,7 @@
 (:func:`jax_kernels`): which cuSPARSE routine it runs per case, by kernel name, and its kernels by
 CUPTI, in ``tridiag_jax.csv``. benchmarks/tridiag.py turns JAX's x64 on before JAX is imported.
 """
+
 import os
 
 import numpy as np
@@ -58,13 +59,35 @@ def jax_kernels(args, meta, cases):
             x = np.asarray(solve(*operands))[..., 0]
             jax_us = kernel_us(call, repeats=REPEATS, method="cupti").us
             library_us = kernel_us(launches[routine], repeats=REPEATS, method="cupti").us if routine else float("nan")
-            rows.append({"dtype": np.dtype(dtype).name, "batch": batch, "n": n, "jax_computed_in": x.dtype.name,
-                         "cusparse_routine": routine or "none of " + "/".join(ROUTINES),
-                         "jax_kernels_us": round(jax_us, 2), "routine_kernels_us": round(library_us, 2),
-                         "jax_whole_call_us": round(host_us(call, repeats=REPEATS), 2),
-                         "relative_residual": f"{residual(a, b, c, d, x):.2e}",
-                         "jax_kernel_names": " | ".join(name[:60] for name in names), **meta})
-            print({k: rows[-1][k] for k in ("dtype", "batch", "n", "cusparse_routine", "jax_kernels_us",
-                                            "routine_kernels_us", "jax_whole_call_us")}, flush=True)
+            rows.append(
+                {
+                    "dtype": np.dtype(dtype).name,
+                    "batch": batch,
+                    "n": n,
+                    "jax_computed_in": x.dtype.name,
+                    "cusparse_routine": routine or "none of " + "/".join(ROUTINES),
+                    "jax_kernels_us": round(jax_us, 2),
+                    "routine_kernels_us": round(library_us, 2),
+                    "jax_whole_call_us": round(host_us(call, repeats=REPEATS), 2),
+                    "relative_residual": f"{residual(a, b, c, d, x):.2e}",
+                    "jax_kernel_names": " | ".join(name[:60] for name in names),
+                    **meta,
+                }
+            )
+            print(
+                {
+                    k: rows[-1][k]
+                    for k in (
+                        "dtype",
+                        "batch",
+                        "n",
+                        "cusparse_routine",
+                        "jax_kernels_us",
+                        "routine_kernels_us",
+                        "jax_whole_call_us",
+                    )
+                },
+                flush=True,
+            )
     write_csv(rows, os.path.join(args.out, "tridiag_jax.csv"))
     return 0

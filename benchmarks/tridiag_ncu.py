@@ -6,6 +6,7 @@
 A profile, not a claim (issue 16 asks what limits the hybrid): each solver runs twice (the first
 compiles and warms up) on one diagonally dominant batch, and the result is checked.
 """
+
 import argparse
 import sys
 from pathlib import Path
@@ -41,17 +42,28 @@ def main(argv=None):
     cuda.synchronize()
     import cupy
     from cupy_backends.cuda.libs import cusparse
+
     ga, gb, gc, gd = (cupy.asarray(v.ravel()) for v in host)
     handle = cupy.cuda.device.get_cusparse_handle()
     single = options.dtype == "float32"
     call = cusparse.sgtsv2StridedBatch if single else cusparse.dgtsv2StridedBatch
     size = (cusparse.sgtsv2StridedBatch_bufferSizeExt if single else cusparse.dgtsv2StridedBatch_bufferSizeExt)(
-        handle, options.n, ga.data.ptr, gb.data.ptr, gc.data.ptr, gd.data.ptr, options.batch, options.n)
+        handle, options.n, ga.data.ptr, gb.data.ptr, gc.data.ptr, gd.data.ptr, options.batch, options.n
+    )
     buffer = cupy.empty(size, cupy.uint8)
     for _ in range(2):
         work = gd.copy()
-        call(handle, options.n, ga.data.ptr, gb.data.ptr, gc.data.ptr, work.data.ptr, options.batch, options.n,
-             buffer.data.ptr)
+        call(
+            handle,
+            options.n,
+            ga.data.ptr,
+            gb.data.ptr,
+            gc.data.ptr,
+            work.data.ptr,
+            options.batch,
+            options.n,
+            buffer.data.ptr,
+        )
     cupy.cuda.Device().synchronize()
     same = np.allclose(x.copy_to_host().ravel(), cupy.asnumpy(work), rtol=1e-3, atol=1e-4)
     print(f"hybrid and cuSPARSE agree on {options.batch} x {options.n} {options.dtype}: {same}")

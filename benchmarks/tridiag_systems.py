@@ -6,6 +6,7 @@ every method is right) and ``indefinite`` (a, b and c uniform in [-1, 1]: only t
 are). A result is right if its relative residual (dominant) or normwise backward error (indefinite)
 is at most :data:`RESIDUAL_EPS` x eps.
 """
+
 import numpy as np
 
 FAMILIES = ("dominant", "indefinite")

@@ -10,6 +10,7 @@ package is chosen from measurements. A probe, not a claim: the claims come from
 
 Run: ``python benchmarks/tridiag_variants.py [--quick]`` on a GPU.
 """
+
 import sys
 from pathlib import Path
 
@@ -24,10 +25,15 @@ from numba import cuda  # noqa: E402
 from prefixsum.cli.timing import kernel_us, require_gpu, script_arguments  # noqa: E402
 from prefixsum.tridiag import hybrid  # noqa: E402
 
-VARIANTS = {"as shipped": {}, "fastmath": {"fastmath": True}, "max_registers=40": {"max_registers": 40},
-            "max_registers=48": {"max_registers": 48}, "max_registers=56": {"max_registers": 56},
-            "fastmath, max_registers=48": {"fastmath": True, "max_registers": 48},
-            "fastmath, max_registers=56": {"fastmath": True, "max_registers": 56}}
+VARIANTS = {
+    "as shipped": {},
+    "fastmath": {"fastmath": True},
+    "max_registers=40": {"max_registers": 40},
+    "max_registers=48": {"max_registers": 48},
+    "max_registers=56": {"max_registers": 56},
+    "fastmath, max_registers=48": {"fastmath": True, "max_registers": 48},
+    "fastmath, max_registers=56": {"fastmath": True, "max_registers": 56},
+}
 CASES = ((512, 512), (4096, 256), (16384, 64))
 
 
@@ -48,8 +54,10 @@ def main(argv=None):
             blocks, threads, shared, m, per_block, lanes = hybrid.plan(batch, n, 1, dtype)
             a64, b64, c64, d64 = (v.astype(np.float64) for v in host)
             for name, kernel in kernels.items():
+
                 def launch():
                     kernel[blocks, threads, 0, shared](*device, x, info, 1, m, per_block, lanes)
+
                 launch()
                 got = x.copy_to_host().astype(np.float64)
                 r = b64 * got - d64
@@ -58,8 +66,11 @@ def main(argv=None):
                 residual = np.abs(r).max() / np.abs(d64).max()
                 registers = 0 if args.quick else max(kernel.get_regs_per_thread().values())  # one overload per dtype
                 us = kernel_us(launch).us
-                print(f"{np.dtype(dtype).name} {batch:>5} x {n:<4} {name:<28} {us:8.2f} us  {registers:3d} registers  "
-                      f"residual {residual:.1e}", flush=True)
+                print(
+                    f"{np.dtype(dtype).name} {batch:>5} x {n:<4} {name:<28} {us:8.2f} us  {registers:3d} registers  "
+                    f"residual {residual:.1e}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

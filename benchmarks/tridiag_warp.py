@@ -13,6 +13,7 @@ is quoted in the changelog that README.md held before issue 32 (its git history)
 Run: ``python benchmarks/tridiag_warp.py [--quick]`` on a GPU (``--quick``: one tiny case, on the
 simulator too).
 """
+
 import sys
 from pathlib import Path
 
@@ -44,8 +45,11 @@ def main(argv=None):
             device = [cuda.to_device(v) for v in (a, b, c, d)]
             chosen = warp.plan(batch, n, dtype)[0]
             runs = [(f"hybrid (warp, R={chosen})", lambda x, info: hybrid.run(*device, x, info))]
-            runs += [(f"warp R={rows}", lambda x, info, rows=rows: warp.run(*device, x, info, rows=rows))
-                     for rows in warp.ROWS_PER_THREAD if rows != chosen and rows * 32 >= n]
+            runs += [
+                (f"warp R={rows}", lambda x, info, rows=rows: warp.run(*device, x, info, rows=rows))
+                for rows in warp.ROWS_PER_THREAD
+                if rows != chosen and rows * 32 >= n
+            ]
             runs.append(("hybrid_shared (run_shared)", lambda x, info: hybrid.run_shared(*device, x, info)))
             for label, run in runs:
                 x = cuda.to_device(np.full((batch, n), np.nan, dtype))
@@ -55,15 +59,22 @@ def main(argv=None):
                 bad = not res <= RESIDUAL_EPS * np.finfo(dtype).eps or info.copy_to_host().any()
                 wrong += bad
                 measured = kernel_us(lambda: run(x, info))
-                print(f"{np.dtype(dtype).name} {batch:>6} x {n:<4} {label:<28} {measured.us:8.2f} us  "
-                      f"residual {res:.1e}  {measured.timing}{'  WRONG' if bad else ''}", flush=True)
+                print(
+                    f"{np.dtype(dtype).name} {batch:>6} x {n:<4} {label:<28} {measured.us:8.2f} us  "
+                    f"residual {res:.1e}  {measured.timing}{'  WRONG' if bad else ''}",
+                    flush=True,
+                )
             if cupy is not None:
                 us, timing, x = cusparse_time(cupy, cupy_stream, a, b, c, d, 25)
-                print(f"{np.dtype(dtype).name} {batch:>6} x {n:<4} {'cusparse gtsv2StridedBatch':<28} {us:8.2f} us  "
-                      f"residual {residual(a, b, c, d, x):.1e}  {timing}", flush=True)
+                print(
+                    f"{np.dtype(dtype).name} {batch:>6} x {n:<4} {'cusparse gtsv2StridedBatch':<28} {us:8.2f} us  "
+                    f"residual {residual(a, b, c, d, x):.1e}  {timing}",
+                    flush=True,
+                )
     if not args.quick:
         for kernel, name in [(warp.KERNELS[rows], f"warp_solve R={rows}") for rows in warp.ROWS_PER_THREAD] + [
-                (hybrid.hybrid_shared, "hybrid_shared")]:
+            (hybrid.hybrid_shared, "hybrid_shared")
+        ]:
             registers = {str(signature[1].dtype): count for signature, count in kernel.get_regs_per_thread().items()}
             print(f"registers a thread, {name}: {registers}")
     return 1 if wrong else 0

@@ -6,6 +6,7 @@ The simulator tests (tests/test_user_ops.py) run small sizes; this runs 2^20 ele
 levels of tiles) through each algorithm that carries a user operator, on numba and CuPy device
 arrays, in both directions, and prints one line per case. Writes ``user_ops_gpu.txt``.
 """
+
 import os
 import sys
 
@@ -46,27 +47,44 @@ def main(argv=None):
     a = np.full(n, 0.999)
     b = rng.normal(size=n)
     recurrence = sequential(b)
-    fields = (np.ones(n, np.int32), rng.normal(size=n), rng.normal(size=n).astype(np.float32),
-              rng.choice([-1, 1], size=n).astype(np.int64))
+    fields = (
+        np.ones(n, np.int32),
+        rng.normal(size=n),
+        rng.normal(size=n).astype(np.float32),
+        rng.choice([-1, 1], size=n).astype(np.int64),
+    )
     cupy = gpu_library("cupy")
     for algorithm in [algo.name for algo in user_ops.carriers()] + ["auto"]:
         for reverse in (False, True):
             _, got = ps.scan((a, b), affine, identity=(1.0, 0.0), algorithm=algorithm, reverse=reverse)
             want = sequential(b[::-1])[::-1] if reverse else recurrence
             error = float(np.abs(got - want).max())
-            count, total, peak, sign = ps.scan(fields, four_fields, identity=(0, 0.0, -np.inf, 1), algorithm=algorithm,
-                                               inclusive=False, reverse=reverse)
+            count, total, peak, sign = ps.scan(
+                fields,
+                four_fields,
+                identity=(0, 0.0, -np.inf, 1),
+                algorithm=algorithm,
+                inclusive=False,
+                reverse=reverse,
+            )
             ordered = [f[::-1] if reverse else f for f in fields]
             exact = [np.concatenate(([e], np.cumsum(f)[:-1])) for e, f in ((0, ordered[0]), (0.0, ordered[1]))]
             expect_peak = np.concatenate(([-np.inf], np.maximum.accumulate(ordered[2])[:-1]))
             expect_sign = np.concatenate(([1], np.cumprod(ordered[3])[:-1]))
             if reverse:
                 exact, expect_peak, expect_sign = [e[::-1] for e in exact], expect_peak[::-1], expect_sign[::-1]
-            ok = (error < 1e-9 and np.array_equal(count, exact[0]) and np.allclose(total, exact[1], atol=1e-8 * n)
-                  and np.array_equal(peak, expect_peak) and np.array_equal(sign, expect_sign))
+            ok = (
+                error < 1e-9
+                and np.array_equal(count, exact[0])
+                and np.allclose(total, exact[1], atol=1e-8 * n)
+                and np.array_equal(peak, expect_peak)
+                and np.array_equal(sign, expect_sign)
+            )
             failures += not ok
-            lines.append(f"{'ok  ' if ok else 'FAIL'} {algorithm:<14} reverse={reverse!s:<5} n={n}: affine max error "
-                         f"{error:.1e}; four fields (int32, float64, float32, int64) exclusive")
+            lines.append(
+                f"{'ok  ' if ok else 'FAIL'} {algorithm:<14} reverse={reverse!s:<5} n={n}: affine max error "
+                f"{error:.1e}; four fields (int32, float64, float32, int64) exclusive"
+            )
             print(lines[-1], flush=True)
     if cupy:
         A, B = ps.scan((cupy.asarray(a), cupy.asarray(b)), affine, identity=(1.0, 0.0))

@@ -31,6 +31,7 @@ or with a C++ operator on a ``gpu_struct``, not written here.
 
 Writes ``user_ops_speed.csv``; exit status 1 if a result of ours is wrong.
 """
+
 import os
 import sys
 
@@ -81,11 +82,22 @@ def relative_error(got, want):
 
 
 def main(argv=None):
-    args = script_arguments(argv, f"n = {QUICK_SIZES}; no CUPTI; runs on the simulator too", more=lambda p: (
-        p.add_argument("--builtin-only", action="store_true", help="only the built-in rows (the code before issue 30 "
-                                                                   "has no more)"),
-        p.add_argument("--tree", default="this", help="the code measured, for the rows' column tree "
-                       "(this: the commit the CSV is committed with)")))
+    args = script_arguments(
+        argv,
+        f"n = {QUICK_SIZES}; no CUPTI; runs on the simulator too",
+        more=lambda p: (
+            p.add_argument(
+                "--builtin-only",
+                action="store_true",
+                help="only the built-in rows (the code before issue 30 has no more)",
+            ),
+            p.add_argument(
+                "--tree",
+                default="this",
+                help="the code measured, for the rows' column tree (this: the commit the CSV is committed with)",
+            ),
+        ),
+    )
     torch = gpu_library("torch")
     if torch is None and not args.quick:
         raise SystemExit("user_ops_speed.py compares with torch: install it on the GPU machine")
@@ -96,13 +108,26 @@ def main(argv=None):
     def add(task, method, dtype, n, call, correct, error=float("nan")):
         device = float("nan") if args.quick else cupti.cupti_us(call, warmup=2, repeats=repeats)
         whole = host_us(lambda: (call(), cuda.synchronize()), repeats=repeats)
-        rows.append({"task": task, "method": method, "dtype": dtype, "n": n, "device_us": round(device, 1),
-                     "whole_us": round(whole, 1), "max_rel_error": f"{error:.1e}", "correct": bool(correct),
-                     "tree": args.tree, "timing": "device: CUPTI, kernels summed, median; whole: host clock, "
-                                                  "synchronised",
-                     **meta})
-        print(f"{task:<10} {method:<48} {dtype:<8} {n:>9} device {device:>9.1f} us  whole {whole:>9.1f} us"
-              f"{'' if correct else '  WRONG'}", flush=True)
+        rows.append(
+            {
+                "task": task,
+                "method": method,
+                "dtype": dtype,
+                "n": n,
+                "device_us": round(device, 1),
+                "whole_us": round(whole, 1),
+                "max_rel_error": f"{error:.1e}",
+                "correct": bool(correct),
+                "tree": args.tree,
+                "timing": "device: CUPTI, kernels summed, median; whole: host clock, synchronised",
+                **meta,
+            }
+        )
+        print(
+            f"{task:<10} {method:<48} {dtype:<8} {n:>9} device {device:>9.1f} us  whole {whole:>9.1f} us"
+            f"{'' if correct else '  WRONG'}",
+            flush=True,
+        )
 
     device = (lambda a: torch.from_numpy(a).cuda()) if torch else cuda.to_device
 
@@ -116,16 +141,22 @@ def main(argv=None):
             x = (rng.integers(-100, 100, n) if dtype == "int32" else rng.normal(size=n)).astype(dtype)
             dx = device(x)
             got = to_host(ps.scan(dx))
-            ok = np.array_equal(got, np.cumsum(x, dtype=dtype)) if dtype == "int32" else \
-                np.allclose(got, np.cumsum(x, dtype=np.float64), atol=1e-5 * np.sqrt(n))
+            ok = (
+                np.array_equal(got, np.cumsum(x, dtype=dtype))
+                if dtype == "int32"
+                else np.allclose(got, np.cumsum(x, dtype=np.float64), atol=1e-5 * np.sqrt(n))
+            )
             add("builtin", f"ps.scan (auto: {lookup('auto', n).name})", dtype, n, lambda: ps.scan(dx), ok)
             target = torch.empty_like(dx) if torch else cuda.device_array(n, dtype)
             cub = cub_rows.attempt("inclusive sum", lambda: cub_rows.scan(dx, target))
             if cub is not None:
                 cub()
                 got = to_host(target)
-                ok = np.array_equal(got, np.cumsum(x, dtype=dtype)) if dtype == "int32" else \
-                    np.allclose(got, np.cumsum(x, dtype=np.float64), atol=1e-5 * np.sqrt(n))
+                ok = (
+                    np.array_equal(got, np.cumsum(x, dtype=dtype))
+                    if dtype == "int32"
+                    else np.allclose(got, np.cumsum(x, dtype=np.float64), atol=1e-5 * np.sqrt(n))
+                )
                 add("builtin", "CUB inclusive sum (cuda.compute)", dtype, n, cub, ok)
             if torch:
                 add("builtin", "torch.cumsum", dtype, n, lambda: torch.cumsum(dx, 0, dtype=dx.dtype), True)
@@ -135,8 +166,11 @@ def main(argv=None):
     finally:  # what was measured is kept even if a later part fails
         if rows:
             write_csv(rows, os.path.join(args.out, "user_ops_speed.csv"))
-    print_table(rows, ["task", "method", "dtype", "n", "device_us", "whole_us", "max_rel_error", "correct"],
-                title="device time (CUPTI) and whole calls, median us:")
+    print_table(
+        rows,
+        ["task", "method", "dtype", "n", "device_us", "whole_us", "max_rel_error", "correct"],
+        title="device time (CUPTI) and whole calls, median us:",
+    )
     return report_wrong(rows, lambda row: f"{row['task']} {row['method']} {row['dtype']} n={row['n']}")
 
 
@@ -150,15 +184,26 @@ def run_recurrences(torch, device, to_host, quick, rng, add):
             want = recurrence(a.astype(np.float64), b.astype(np.float64))
             da, db = device(a), device(b)
             for algorithm in ("lookback", "hierarchical", "blelloch"):
+
                 def call(algorithm=algorithm):
                     return ps.scan((da, db), affine, identity=(1.0, 0.0), algorithm=algorithm)
+
                 error = relative_error(to_host(call()[1]), want)
-                add("recurrence", f"ps.scan((a, b), affine) {algorithm}", dtype, n, call,
-                    error < (1e-3 if dtype == "float32" else 1e-9), error)
+                add(
+                    "recurrence",
+                    f"ps.scan((a, b), affine) {algorithm}",
+                    dtype,
+                    n,
+                    call,
+                    error < (1e-3 if dtype == "float32" else 1e-9),
+                    error,
+                )
             if torch:
+
                 def formulation():
                     product = torch.cumprod(da, 0)
                     return product * torch.cumsum(db / product, 0)
+
                 error = relative_error(to_host(formulation()), want)
                 add("recurrence", "torch: cumprod(a) * cumsum(b / cumprod(a))", dtype, n, formulation, True, error)
 
@@ -175,10 +220,17 @@ def run_segmented(torch, device, to_host, quick, rng, add):
         for dtype in ("float32", "int32"):
             x = (rng.integers(-5, 6, n) if dtype == "int32" else rng.normal(size=n)).astype(dtype)
             dx = device(x)
-            for op, inclusive, reverse in (("add", True, False), ("add", False, False), ("add", True, True),
-                                           ("add", False, True), ("max", True, False)):
+            for op, inclusive, reverse in (
+                ("add", True, False),
+                ("add", False, False),
+                ("add", True, True),
+                ("add", False, True),
+                ("max", True, False),
+            ):
+
                 def call(op=op, inclusive=inclusive, reverse=reverse):
                     return apps.segmented_scan(dx, dflags, op, inclusive=inclusive, reverse=reverse)
+
                 got = to_host(call())
                 if n <= 1 << 20:  # numpy segment by segment; at 2^24 the integer sums against the formulation below
                     want = segmented.reference(x, flags, op, inclusive=inclusive, reverse=reverse)
@@ -201,17 +253,37 @@ def run_segmented(torch, device, to_host, quick, rng, add):
                     start = heads[torch.cumsum(dflags, 0) - 1]
                     total = torch.cumsum(dx, 0, dtype=dx.dtype)
                     return total - total[start] + dx[start]
+
                 got, want = to_host(torch_segmented()), sum_by_formulation(x, flags)
                 # exact for integers; in floats the difference of running sums rounds like their magnitude
                 error = float(np.max(np.abs(got.astype(np.float64) - want)))
                 scale = float(np.max(np.abs(np.cumsum(x, dtype=np.float64))))
                 ok = error == 0 if dtype == "int32" else error <= 64 * np.finfo(np.float32).eps * max(scale, 1.0)
-                add("segmented", "torch: cumsum of flags, nonzero, gather, cumsum", dtype, n, torch_segmented, ok,
-                    error / max(scale, 1.0))
-                add("segmented", "torch.cumsum (unsegmented: a lower bound)", dtype, n,
-                    lambda: torch.cumsum(dx, 0, dtype=dx.dtype), True)
-                add("segmented", "torch.cummax (unsegmented: a lower bound)", dtype, n,
-                    lambda: torch.cummax(dx, 0).values, True)
+                add(
+                    "segmented",
+                    "torch: cumsum of flags, nonzero, gather, cumsum",
+                    dtype,
+                    n,
+                    torch_segmented,
+                    ok,
+                    error / max(scale, 1.0),
+                )
+                add(
+                    "segmented",
+                    "torch.cumsum (unsegmented: a lower bound)",
+                    dtype,
+                    n,
+                    lambda: torch.cumsum(dx, 0, dtype=dx.dtype),
+                    True,
+                )
+                add(
+                    "segmented",
+                    "torch.cummax (unsegmented: a lower bound)",
+                    dtype,
+                    n,
+                    lambda: torch.cummax(dx, 0).values,
+                    True,
+                )
             heads = np.flatnonzero(flags)
             starts, ends = device(heads.astype(np.int64)), device(np.append(heads[1:], n).astype(np.int64))
             totals = (
@@ -225,8 +297,14 @@ def run_segmented(torch, device, to_host, quick, rng, add):
                 want = np.add.reduceat(x.astype(np.float64), heads)
                 got = to_host(totals)
                 ok = np.array_equal(got, want.astype(dtype)) if dtype == "int32" else np.allclose(got, want, atol=1e-3)
-                add("segmented", "CUB segmented sum (DeviceSegmentedReduce: totals only, a lower bound)", dtype, n, cub,
-                    ok)
+                add(
+                    "segmented",
+                    "CUB segmented sum (DeviceSegmentedReduce: totals only, a lower bound)",
+                    dtype,
+                    n,
+                    cub,
+                    ok,
+                )
 
 
 if __name__ == "__main__":

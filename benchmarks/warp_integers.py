@@ -4,6 +4,7 @@
 (PTX's bit instructions; numba's 64-bit integer arithmetic, signed if either operand is).
 ``warp_semantics.py`` runs them with the warp-level cases and writes one file per device.
 """
+
 import sys
 from pathlib import Path
 
@@ -78,21 +79,50 @@ def integer_arithmetic(a, counts, u, v, out):
 
 # Integer operands: zero, one, all bits, the sign bit alone, patterns; and shift counts past the width.
 INT_VALUES = {
-    "int32": [0, 1, -1, 2 ** 31 - 1, -2 ** 31, 0x12345678, -5, 0x55555555],
-    "uint32": [0, 1, 2 ** 32 - 1, 2 ** 31, 0xAAAAAAAA, 0x12345678, 40, 0x0000FFFF],
-    "int64": [0, 1, -1, 2 ** 63 - 1, -2 ** 63, 0x123456789ABCDEF, -5, 2 ** 32],
-    "uint64": [0, 1, 2 ** 64 - 1, 2 ** 63, 0xAAAAAAAAAAAAAAAA, 0x123456789ABCDEF, 40, 2 ** 32],
+    "int32": [0, 1, -1, 2**31 - 1, -(2**31), 0x12345678, -5, 0x55555555],
+    "uint32": [0, 1, 2**32 - 1, 2**31, 0xAAAAAAAA, 0x12345678, 40, 0x0000FFFF],
+    "int64": [0, 1, -1, 2**63 - 1, -(2**63), 0x123456789ABCDEF, -5, 2**32],
+    "uint64": [0, 1, 2**64 - 1, 2**63, 0xAAAAAAAAAAAAAAAA, 0x123456789ABCDEF, 40, 2**32],
 }
 COUNTS = [0, 1, 5, 31, 32, 33, 63, 64]
 BIT_OPS = ("popc", "clz", "ffs", "brev")
-ARITHMETIC = ("int32 << int32", "int32 >> int32", "uint32 << uint32", "uint32 >> uint32", "int32 + int32",
-              "uint32 - uint32", "int32 * int32", "np.int32(int32 + int32)", "np.uint32(int32)", "~uint32",
-              "-uint32", "(uint32 << 32) | uint32", "int32 << 32", "uint32 >> 31", "np.int32(int32 << 31)")
-VOTE_PREDICATES = {"all": lambda lane: True, "none": lambda lane: False, "lane%3==0": lambda lane: lane % 3 == 0,
-                   "lane==31": lambda lane: lane == 31, "lane<5": lambda lane: lane < 5}
-VOTE_COLUMNS = ("ballot", "popc(ballot)", "clz(ballot)", "ffs(ballot)", "brev(ballot)", "ballot >> 31",
-                "popc(ballot & lanemask_lt)", "popc(ballot & ~lanemask_lt)", "31 - clz(match_any)",
-                "popc(match_any & lanemask_lt)", "popc(np.uint32(ballot))")
+ARITHMETIC = (
+    "int32 << int32",
+    "int32 >> int32",
+    "uint32 << uint32",
+    "uint32 >> uint32",
+    "int32 + int32",
+    "uint32 - uint32",
+    "int32 * int32",
+    "np.int32(int32 + int32)",
+    "np.uint32(int32)",
+    "~uint32",
+    "-uint32",
+    "(uint32 << 32) | uint32",
+    "int32 << 32",
+    "uint32 >> 31",
+    "np.int32(int32 << 31)",
+)
+VOTE_PREDICATES = {
+    "all": lambda lane: True,
+    "none": lambda lane: False,
+    "lane%3==0": lambda lane: lane % 3 == 0,
+    "lane==31": lambda lane: lane == 31,
+    "lane<5": lambda lane: lane < 5,
+}
+VOTE_COLUMNS = (
+    "ballot",
+    "popc(ballot)",
+    "clz(ballot)",
+    "ffs(ballot)",
+    "brev(ballot)",
+    "ballot >> 31",
+    "popc(ballot & lanemask_lt)",
+    "popc(ballot & ~lanemask_lt)",
+    "31 - clz(match_any)",
+    "popc(match_any & lanemask_lt)",
+    "popc(np.uint32(ballot))",
+)
 
 
 def _signed64(value):
@@ -129,8 +159,21 @@ def arithmetic_model(op, x, s, p, q):
     shifts = {0: lambda: x << s, 1: lambda: x >> s, 2: lambda: p << s, 3: lambda: p >> s}
     if op in shifts:
         return (_signed64(shifts[op]()), True) if s < 64 else (0, False)
-    return _signed64({4: x + x, 5: p - q, 6: x * x, 7: int32(x + x), 8: _bits(x, 32), 9: _bits(~p, 32),
-                      10: _bits(-p, 32), 11: (p << 32) | q, 12: x << 32, 13: p >> 31, 14: int32(x << 31)}[op]), True
+    return _signed64(
+        {
+            4: x + x,
+            5: p - q,
+            6: x * x,
+            7: int32(x + x),
+            8: _bits(x, 32),
+            9: _bits(~p, 32),
+            10: _bits(-p, 32),
+            11: (p << 32) | q,
+            12: x << 32,
+            13: p >> 31,
+            14: int32(x << 31),
+        }[op]
+    ), True
 
 
 def vote_bits_model(pattern, values):
@@ -141,10 +184,21 @@ def vote_bits_model(pattern, values):
         below = (1 << lane) - 1
         peers = sum(1 << k for k in range(32) if values[k] == values[lane])
         signed = ballot - (1 << 32) if ballot >> 31 else ballot
-        rows.append([signed, bin(ballot).count("1"), 32 - ballot.bit_length(), (ballot & -ballot).bit_length(),
-                     int(format(ballot, "032b")[::-1], 2), -1 if ballot >> 31 else 0, bin(ballot & below).count("1"),
-                     bin(ballot & ~below & 0xFFFFFFFF).count("1"), peers.bit_length() - 1,
-                     bin(peers & below).count("1"), bin(ballot).count("1")])
+        rows.append(
+            [
+                signed,
+                bin(ballot).count("1"),
+                32 - ballot.bit_length(),
+                (ballot & -ballot).bit_length(),
+                int(format(ballot, "032b")[::-1], 2),
+                -1 if ballot >> 31 else 0,
+                bin(ballot & below).count("1"),
+                bin(ballot & ~below & 0xFFFFFFFF).count("1"),
+                peers.bit_length() - 1,
+                bin(peers & below).count("1"),
+                bin(ballot).count("1"),
+            ]
+        )
     return rows
 
 
@@ -155,8 +209,11 @@ def integer_results():
     for dtype, values in INT_VALUES.items():
         for mode, op in enumerate(BIT_OPS):
             out = np.zeros(len(values), np.int64)
-            bit_counts[1, len(values)](np.array(values, dtype=np.uint64).astype(dtype) if dtype[0] == "u"
-                                       else np.array(values, dtype=dtype), mode, out)
+            bit_counts[1, len(values)](
+                np.array(values, dtype=np.uint64).astype(dtype) if dtype[0] == "u" else np.array(values, dtype=dtype),
+                mode,
+                out,
+            )
             expected = [_signed64(bit_model(op, dtype, v)) for v in values]
             cases.append((f"integer {op}({dtype}) of {values}", out, expected, np.ones(len(values))))
     for pattern in VOTE_PREDICATES:
@@ -171,7 +228,7 @@ def integer_results():
     a = np.repeat(np.array(INT_VALUES["int32"], np.int32), len(COUNTS))
     counts = np.tile(np.array(COUNTS, np.int32), len(INT_VALUES["int32"]))
     u = np.repeat(np.array(INT_VALUES["uint32"], np.uint32), len(COUNTS))
-    v = np.tile(np.array(INT_VALUES["uint32"], np.uint32), len(COUNTS))[:len(u)]
+    v = np.tile(np.array(INT_VALUES["uint32"], np.uint32), len(COUNTS))[: len(u)]
     out = np.zeros((len(a), len(ARITHMETIC)), np.int64)
     integer_arithmetic[1, len(a)](a, counts, u, v, out)
     for k, name in enumerate(ARITHMETIC):

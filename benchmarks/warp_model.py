@@ -3,6 +3,7 @@ the member masks and the lanes' values the kernels get, and what PTX's ``shfl.sy
 and ``match.sync`` return for them, in plain Python, with numba's clamps and its int32 results.
 A shuffle's lane that reads a source lane outside the mask is marked undefined.
 """
+
 import numpy as np
 
 MASKS = {"full": 0xFFFFFFFF, "low16": 0x0000FFFF, "odd": 0xAAAAAAAA, "mixed": 0x0F0F00FF, "one": 0x00000010}
@@ -13,7 +14,7 @@ def lane_values(dtype, threads):
     lane = np.arange(threads, dtype=np.int64)
     dt = np.dtype(dtype)
     if dt.kind == "f":
-        fraction = 2.0 ** -40 if dt.itemsize == 8 else 2.0 ** -10
+        fraction = 2.0**-40 if dt.itemsize == 8 else 2.0**-10
         return (lane * 1.25 - 20.0 + lane * fraction).astype(dt)
     if dt.itemsize == 4:
         bits = (lane * 0x01000193 + 0xF0001234) & 0xFFFFFFFF
@@ -27,7 +28,7 @@ def warp_masks(pattern, threads):
     masks = np.zeros(threads, np.int64)
     for first in range(0, threads, 32):
         lanes = min(32, threads - first)
-        masks[first:first + lanes] = MASKS[pattern] & ((1 << lanes) - 1)
+        masks[first : first + lanes] = MASKS[pattern] & ((1 << lanes) - 1)
     return masks
 
 
@@ -44,8 +45,9 @@ def shuffle_model(mode, values, masks, operands, seg):
         j = j[mode]
         in_range = {"shfl_up_sync": j >= 0, "shfl_down_sync": j <= 31}.get(mode, True)
         raw = int(operands[t])
-        guarded = seg < 32 and ((mode == "shfl_up_sync" and lane % seg < raw)
-                                or (mode == "shfl_down_sync" and lane % seg + raw >= seg))
+        guarded = seg < 32 and (
+            (mode == "shfl_up_sync" and lane % seg < raw) or (mode == "shfl_down_sync" and lane % seg + raw >= seg)
+        )
         if guarded or not in_range:
             continue  # own value
         if mask >> j & 1 and first + j < threads:

@@ -27,6 +27,7 @@ Usage::
 ``--compare`` diffs the defined results of two runs (e.g. the simulator's and a GPU's), prints
 every case that differs and a verdict, and exits with 1 when a defined result differs.
 """
+
 import argparse
 import functools
 import json
@@ -59,11 +60,21 @@ SHUFFLE_DTYPES = ("int32", "uint32", "int64", "uint64", "float32", "float64")
 MATCH_DTYPES = ("int32", "int64", "float32", "float64")
 PARTIAL_MASKS = ("low16", "odd", "mixed", "one")
 # The operands that also run with every partial mask.
-WITH_PARTIAL_MASKS = ("src=0", "src=31-lane", "src=lane+1 mod 32", "delta=1", "delta=2", "delta=16",
-                      "xor=1", "xor=3", "xor=16")
+WITH_PARTIAL_MASKS = (
+    "src=0",
+    "src=31-lane",
+    "src=lane+1 mod 32",
+    "delta=1",
+    "delta=2",
+    "delta=16",
+    "xor=1",
+    "xor=3",
+    "xor=16",
+)
 
 
 # The kernels. One block per case; ``mode`` picks the call, the same for every lane.
+
 
 @functools.lru_cache(maxsize=None)
 def shuffle_kernel(dtype):
@@ -173,10 +184,17 @@ def lane_masks(out):
 
 # The cases.
 
+
 def _case(name, dtype, got, expected, defined, status="defined"):
     """One case's record; ``model`` (the expected results) is checked, then left out of the file."""
-    return {"name": name, "dtype": str(dtype), "status": status, "values": _encode(got),
-            "defined": [int(d) for d in defined], "model": _encode(expected)}
+    return {
+        "name": name,
+        "dtype": str(dtype),
+        "status": status,
+        "values": _encode(got),
+        "defined": [int(d) for d in defined],
+        "model": _encode(expected),
+    }
 
 
 def _encode(values):
@@ -191,9 +209,13 @@ def shuffle_operands(mode, threads):
     lane = np.arange(threads) & 31
     if mode == "shfl_sync":
         return [
-            ("src=0", lane * 0, 32), ("src=31", lane * 0 + 31, 32), ("src=31-lane", 31 - lane, 32),
-            ("src=lane+1 mod 32", (lane + 1) % 32, 32), ("src=lane+33", lane + 33, 32),
-            ("src=-1", lane * 0 - 1, 32), ("width=8 src=segment start", lane & ~7, 32),
+            ("src=0", lane * 0, 32),
+            ("src=31", lane * 0 + 31, 32),
+            ("src=31-lane", 31 - lane, 32),
+            ("src=lane+1 mod 32", (lane + 1) % 32, 32),
+            ("src=lane+33", lane + 33, 32),
+            ("src=-1", lane * 0 - 1, 32),
+            ("width=8 src=segment start", lane & ~7, 32),
             ("width=16 src=segment rotate 3", (lane & ~15) | ((lane + 3) & 15), 32),
         ]
     if mode == "shfl_xor_sync":
@@ -212,8 +234,10 @@ def shuffle_cases(dtypes):
                 if label in WITH_PARTIAL_MASKS:
                     specs += [(f"{label} mask={p}", p, operand, seg, THREADS) for p in PARTIAL_MASKS]
             cases += _run_shuffles(dtype, mode, specs, THREADS)
-            partial = [(f"{label} mask=full threads={PARTIAL}", "full", operand, seg, PARTIAL)
-                       for label, operand, seg in shuffle_operands(mode, PARTIAL)[:3]]
+            partial = [
+                (f"{label} mask=full threads={PARTIAL}", "full", operand, seg, PARTIAL)
+                for label, operand, seg in shuffle_operands(mode, PARTIAL)[:3]
+            ]
             cases += _run_shuffles(dtype, mode, partial, PARTIAL)
     return cases
 
@@ -234,8 +258,13 @@ def _run_shuffles(dtype, mode, specs, threads):
 
 def vote_cases():
     lane = np.arange(THREADS)
-    predicates = {"lane%3==0": lane % 3 == 0, "all": lane >= 0, "none": lane < 0, "lane<5": (lane & 31) < 5,
-                  "odd": lane % 2 == 1}
+    predicates = {
+        "lane%3==0": lane % 3 == 0,
+        "all": lane >= 0,
+        "none": lane < 0,
+        "lane<5": (lane & 31) < 5,
+        "odd": lane % 2 == 1,
+    }
     specs = [(p, m) for p in predicates for m in MASKS]
     masks = np.array([warp_masks(m, THREADS) for _, m in specs])
     preds = np.array([predicates[p] for p, _ in specs], np.int64)
@@ -253,8 +282,7 @@ def match_cases():
     lane = np.arange(THREADS)
     cases = []
     for dtype in MATCH_DTYPES:
-        patterns = {"lane%3": lane % 3, "same": lane * 0 + 7, "distinct": lane,
-                    "lane<4": np.minimum(lane & 31, 4)}
+        patterns = {"lane%3": lane % 3, "same": lane * 0 + 7, "distinct": lane, "lane<4": np.minimum(lane & 31, 4)}
         specs = [(p, m) for p in patterns for m in ("full", "low16", "odd", "mixed")]
         values = np.array([patterns[p] for p, _ in specs]).astype(dtype)
         masks = np.array([warp_masks(m, THREADS) for _, m in specs])
@@ -262,8 +290,11 @@ def match_cases():
         matches[len(specs), THREADS](values, masks, out)
         for c, (p, m) in enumerate(specs):
             expected = match_model(values[c], masks[c])
-            cases.append(_case(f"match_any/all_sync {dtype} values={p} mask={m}", "int64", out[c], expected,
-                               np.ones(3 * THREADS)))
+            cases.append(
+                _case(
+                    f"match_any/all_sync {dtype} values={p} mask={m}", "int64", out[c], expected, np.ones(3 * THREADS)
+                )
+            )
     return cases
 
 
@@ -295,13 +326,15 @@ def lane_mask_cases():
         uniform = (1 << warp_lanes) - 1
         low10 = np.where(lane < 10, 0x3FF & uniform, -7)
         odd = np.where(lane % 2 == 1, 0xAAAAAAAA & uniform, -7)
-        for k, (name, expected, status) in enumerate((
+        for k, (name, expected, status) in enumerate(
+            (
                 ("activemask() in uniform code", uniform, "convergence"),
                 ("activemask() inside if lane < 10", low10, "convergence"),
                 ("activemask() inside if lane odd", odd, "convergence"),
-                ("lanemask_lt()", (1 << lane) - 1, "defined"))):
-            cases.append(_case(f"{name} threads={threads}", "int64", out[:, k], expected, np.ones(threads),
-                               status))
+                ("lanemask_lt()", (1 << lane) - 1, "defined"),
+            )
+        ):
+            cases.append(_case(f"{name} threads={threads}", "int64", out[:, k], expected, np.ones(threads), status))
     return cases
 
 
@@ -312,14 +345,23 @@ def integer_cases():
 
 def run_all(shuffle_dtypes=SHUFFLE_DTYPES):
     """Every case on the current device: a list of dicts (name, dtype, status, values, defined, model)."""
-    return (shuffle_cases(shuffle_dtypes) + vote_cases() + match_cases() + syncwarp_cases() + lane_mask_cases()
-            + integer_cases())
+    return (
+        shuffle_cases(shuffle_dtypes)
+        + vote_cases()
+        + match_cases()
+        + syncwarp_cases()
+        + lane_mask_cases()
+        + integer_cases()
+    )
 
 
 def model_disagreements(cases):
     """Names of the ``defined`` cases whose defined results differ from the model."""
-    return [c["name"] for c in cases
-            if c["status"] == "defined" and _differing(c["values"], c["model"], c["defined"], c["defined"])]
+    return [
+        c["name"]
+        for c in cases
+        if c["status"] == "defined" and _differing(c["values"], c["model"], c["defined"], c["defined"])
+    ]
 
 
 def _differing(a, b, defined_a, defined_b):
@@ -352,8 +394,11 @@ def compare(path_a, path_b, out=None):
     same = not failed and not only
     verdict = "SAME" if same else "DIFFERENT"
     both = len(set(cases_a) & set(cases_b))
-    print(f"VERDICT: {verdict}: {compared} defined results in {both} cases compared, {len(failed)} cases "
-          f"differ, {len(notes)} convergence notes, {len(only)} cases in one file only", file=out)
+    print(
+        f"VERDICT: {verdict}: {compared} defined results in {both} cases compared, {len(failed)} cases "
+        f"differ, {len(notes)} convergence notes, {len(only)} cases in one file only",
+        file=out,
+    )
     return same
 
 
@@ -369,8 +414,10 @@ def main(argv=None):
         warnings.filterwarnings("ignore", message=".*(Grid size|Host array used)")
         cases = run_all()
     # The harness's metadata, with the device described in full (--compare reads its name).
-    result = {**run_metadata(),
-              "device": {k: (list(v) if isinstance(v, tuple) else v) for k, v in ps.device_info().items()}}
+    result = {
+        **run_metadata(),
+        "device": {k: (list(v) if isinstance(v, tuple) else v) for k, v in ps.device_info().items()},
+    }
     wrong = model_disagreements(cases)
     for case in cases:
         del case["model"]
@@ -378,8 +425,7 @@ def main(argv=None):
     text = json.dumps(result)[:-1] + ', "cases": [\n' + ",\n".join(json.dumps(c) for c in cases) + "\n]}\n"
     Path(args.out).write_text(text)
     defined = sum(sum(c["defined"]) for c in cases)
-    print(f"{len(cases)} cases, {defined} defined results, on {result['device']['name']}; "
-          f"written to {args.out}")
+    print(f"{len(cases)} cases, {defined} defined results, on {result['device']['name']}; written to {args.out}")
     for name in wrong:
         print(f"differs from the PTX model: {name}")
     print(f"model check: {'all defined results agree' if not wrong else f'{len(wrong)} cases differ'}")

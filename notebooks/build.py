@@ -12,6 +12,7 @@ Needs jupytext and nbclient besides the package: ``pip install ".[dev]"``.
     python notebooks/build.py                         # every chapter
     python notebooks/build.py sources/01_ladder.py    # one chapter (or just 01_ladder.py)
 """
+
 import os
 import pathlib
 import sys
@@ -61,8 +62,12 @@ def coalesced(outputs):
     should not depend on that."""
     found = []
     for output in outputs:
-        if (output.get("output_type") == "stream" and found and found[-1].get("output_type") == "stream"
-                and found[-1].get("name") == output.get("name")):
+        if (
+            output.get("output_type") == "stream"
+            and found
+            and found[-1].get("output_type") == "stream"
+            and found[-1].get("name") == output.get("name")
+        ):
             found[-1]["text"] += output["text"]
         else:
             found.append(output)

@@ -10,6 +10,7 @@ The layers (ARCHITECTURE.md): :mod:`prefixsum.core` (device choice, limits, pois
 (simulator, tracer, checker, pictures, mutants, students' versions) and :mod:`prefixsum.cli`
 (the command line and the benchmark harness). This module only re-exports their public names.
 """
+
 import importlib
 import os
 import sys
@@ -36,8 +37,20 @@ from .scans.ops import DTYPES, OPS, identity  # noqa: E402
 from .scans.registry import ALGORITHMS, Algorithm, register  # noqa: E402
 
 __all__ = [
-    "ALGORITHMS", "Algorithm", "DTYPES", "OPS", "ScanPlan", "device_info", "exclusive_scan", "hint", "identity",
-    "plan_scan", "reference", "register", "scan", "size_for_device",
+    "ALGORITHMS",
+    "Algorithm",
+    "DTYPES",
+    "OPS",
+    "ScanPlan",
+    "device_info",
+    "exclusive_scan",
+    "hint",
+    "identity",
+    "plan_scan",
+    "reference",
+    "register",
+    "scan",
+    "size_for_device",
 ]
 __version__ = "0.3.0"
 

@@ -1,4 +1,5 @@
 """``python -m prefixsum``: see :mod:`prefixsum.cli.main`."""
+
 import sys
 
 from .cli.main import main

@@ -7,6 +7,7 @@ compiler, ``heavy`` here to the grader's product and whole-product runs (:func:`
 by the tests themselves; ``python -m pytest -m "not slow and not ptx and not heavy" -n auto tests``
 is the developer loop (README, "Develop").
 """
+
 import os
 
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
@@ -42,10 +43,16 @@ NOTEBOOKS = pathlib.Path(__file__).resolve().parent.parent / "notebooks"
 
 HEAVY_MODULES = {
     # the grader's own product: bubblewrap sandboxes, the judge's processes, batches, Dask
-    "test_grade", "test_grade_attacks", "test_grade_batch", "test_grade_judge", "test_grade_pieces", "test_sandbox",
+    "test_grade",
+    "test_grade_attacks",
+    "test_grade_batch",
+    "test_grade_judge",
+    "test_grade_pieces",
+    "test_sandbox",
     "test_renumbering",
     # students' versions of every chapter built and executed, notebooks built with their kernels
-    "test_student", "test_device",
+    "test_student",
+    "test_device",
     # benchmark stages run whole, quick, on the simulator
     "test_tridiag_stages",
     # a child process that simulates for a GPU process, per test
@@ -132,8 +139,10 @@ def require_ptx_compiler():
     try:
         importlib.import_module("cuda.bindings")
     except ImportError as exc:
-        pytest.fail(f"PTX compilation needs numba-cuda[cu13] (libNVVM, NVRTC), a dependency on "
-                    f"{sys.platform}, but cuda.bindings does not import ({exc}); pip install 'numba-cuda[cu13]'")
+        pytest.fail(
+            f"PTX compilation needs numba-cuda[cu13] (libNVVM, NVRTC), a dependency on "
+            f"{sys.platform}, but cuda.bindings does not import ({exc}); pip install 'numba-cuda[cu13]'"
+        )
 
 
 @pytest.fixture
@@ -220,8 +229,14 @@ class PtxWorker:
 
     def _start(self):
         env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
-        self.process = subprocess.Popen([sys.executable, str(PTX_WORKER)], env=env, text=True,
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr)
+        self.process = subprocess.Popen(
+            [sys.executable, str(PTX_WORKER)],
+            env=env,
+            text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+        )
 
     def run(self, source, timeout=1800):
         if self.process is None or self.process.poll() is not None:
@@ -234,7 +249,7 @@ class PtxWorker:
             self.process.stdin.flush()
             for line in self.process.stdout:
                 if MARK in line:  # after whatever the compiler wrote to the file descriptor itself
-                    answer = json.loads(line[line.index(MARK) + len(MARK):])
+                    answer = json.loads(line[line.index(MARK) + len(MARK) :])
                     return subprocess.CompletedProcess(
                         ["ptx_worker"], answer["returncode"], answer["stdout"], answer["stderr"]
                     )

@@ -1,5 +1,6 @@
 """Helpers of the grader's tests: the real notebooks, an exercise cell, and submissions built from
 the students' version with one exercise's source changed."""
+
 import pathlib
 
 import nbformat
@@ -37,14 +38,17 @@ def ladder(replacement):
 
 def reflector(body):
     """Notebook 08 with my_reflector's body (between the markers) replaced by ``body``."""
+
     def transform(source):
         head, rest = source.split("    ### BEGIN SOLUTION\n")
         return head + "".join(f"    {line}\n" for line in body.splitlines()) + rest.split("    ### END SOLUTION\n")[1]
+
     return with_exercise(transform, REFLECTOR, "09.householder-reflector")
 
 
 def extra_cells():
     notebook = ladder("rungs[t] += rungs[t - phase]")
-    notebook.cells.insert(0, nbformat.v4.new_code_cell("import prefixsum as ps\nps.check.tiled = lambda *a, **k: "
-                                                       f"{PASS_LINE!r}"))
+    notebook.cells.insert(
+        0, nbformat.v4.new_code_cell(f"import prefixsum as ps\nps.check.tiled = lambda *a, **k: {PASS_LINE!r}")
+    )
     return notebook

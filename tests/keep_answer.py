@@ -6,6 +6,7 @@ ended, whole (through a rename), so that a reader that sees the file sees all of
 background at the session's first test; the pytest-xdist worker whose test needs the answer
 then reads it, whichever worker started it.
 """
+
 import json
 import os
 import subprocess

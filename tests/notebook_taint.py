@@ -28,6 +28,7 @@ when its last statement is a tainted expression (Jupyter shows its value). It is
 proof: it does not follow the package's own functions, attributes of objects, or loops whose
 number of turns depends on the device.
 """
+
 import ast
 import re
 
@@ -35,19 +36,52 @@ import jupytext
 
 # Qualified names (and everything under them) whose values differ from device to device.
 SOURCES = (
-    "time.perf_counter", "time.perf_counter_ns", "time.time", "time.time_ns", "time.monotonic", "time.monotonic_ns",
-    "time.process_time", "timeit", "datetime.datetime.now", "datetime.datetime.today", "datetime.date.today",
-    "numba.cuda.get_current_device", "numba.cuda.current_context", "numba.cuda.gpus", "numba.cuda.detect",
-    "numba.cuda.is_available", "numba.cuda.list_devices", "numba.cuda.event", "numba.cuda.event_elapsed_time",
-    "torch.cuda", "cupy.cuda", "prefixsum.cli.bench", "prefixsum.cli.timing", "platform", "os.cpu_count",
+    "time.perf_counter",
+    "time.perf_counter_ns",
+    "time.time",
+    "time.time_ns",
+    "time.monotonic",
+    "time.monotonic_ns",
+    "time.process_time",
+    "timeit",
+    "datetime.datetime.now",
+    "datetime.datetime.today",
+    "datetime.date.today",
+    "numba.cuda.get_current_device",
+    "numba.cuda.current_context",
+    "numba.cuda.gpus",
+    "numba.cuda.detect",
+    "numba.cuda.is_available",
+    "numba.cuda.list_devices",
+    "numba.cuda.event",
+    "numba.cuda.event_elapsed_time",
+    "torch.cuda",
+    "cupy.cuda",
+    "prefixsum.cli.bench",
+    "prefixsum.cli.timing",
+    "platform",
+    "os.cpu_count",
     "socket.gethostname",
 )
 # The package's device queries, wherever it exports them from.
 PACKAGE_SOURCES = {"size_for_device", "device_info", "simulating", "classroom_simulator"}
-VERDICTS = {"numpy.array_equal", "numpy.array_equiv", "numpy.allclose", "math.isclose", "builtins.all", "builtins.any",
-            "builtins.isinstance"}
-OUTPUTS = {"builtins.print", "builtins.display", "IPython.display.display", "pprint.pprint", "sys.stdout.write",
-           "sys.stderr.write"}
+VERDICTS = {
+    "numpy.array_equal",
+    "numpy.array_equiv",
+    "numpy.allclose",
+    "math.isclose",
+    "builtins.all",
+    "builtins.any",
+    "builtins.isinstance",
+}
+OUTPUTS = {
+    "builtins.print",
+    "builtins.display",
+    "IPython.display.display",
+    "pprint.pprint",
+    "sys.stdout.write",
+    "sys.stderr.write",
+}
 IGNORED = {"NBVAL_IGNORE_OUTPUT", "PYTEST_VALIDATE_IGNORE_OUTPUT", "NBVAL_SKIP"}
 IGNORED_TAGS = {"nbval-ignore-output", "pytest-validate-ignore-output", "nbval-skip"}
 CELL_MARKER = re.compile(r"^# %%( |$)", re.MULTILINE)
@@ -77,8 +111,9 @@ class Function:
         stored = {n.id for n in body if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         self.reads = {n.id for n in body if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - params - stored
         self.source = next((analysis.source(n) for n in body if analysis.source(n)), None)
-        self.prints = any(isinstance(n, ast.Call) and (analysis.qualname(n.func) in OUTPUTS or analysis.prints(n.func))
-                          for n in body)
+        self.prints = any(
+            isinstance(n, ast.Call) and (analysis.qualname(n.func) in OUTPUTS or analysis.prints(n.func)) for n in body
+        )
 
 
 class Analysis:
@@ -117,7 +152,8 @@ class Analysis:
         if name is None or name.startswith("builtins."):
             return None
         if any(name == s or name.startswith(s + ".") for s in SOURCES) or (
-                name.startswith("prefixsum.") and name.rsplit(".", 1)[1] in PACKAGE_SOURCES):
+            name.startswith("prefixsum.") and name.rsplit(".", 1)[1] in PACKAGE_SOURCES
+        ):
             self.seen.add(name)
             return f"{ast.unparse(node)} at line {self.first_line + node.lineno - 1}"
         return None
@@ -152,8 +188,12 @@ class Analysis:
 
     def assign(self, target, value, env, control):
         """``target = value``, element by element where both are tuples of one length."""
-        if (isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List))
-                and len(target.elts) == len(value.elts) and not any(isinstance(e, ast.Starred) for e in target.elts)):
+        if (
+            isinstance(target, (ast.Tuple, ast.List))
+            and isinstance(value, (ast.Tuple, ast.List))
+            and len(target.elts) == len(value.elts)
+            and not any(isinstance(e, ast.Starred) for e in target.elts)
+        ):
             for t, v in zip(target.elts, value.elts):
                 self.assign(t, v, env, control)
         else:
@@ -180,8 +220,11 @@ class Analysis:
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
             return self.comprehension(node, env)
         if isinstance(node, ast.IfExp):
-            return (self.taint(node.test, env, verdicts=False) or self.taint(node.body, env, verdicts)
-                    or self.taint(node.orelse, env, verdicts))
+            return (
+                self.taint(node.test, env, verdicts=False)
+                or self.taint(node.body, env, verdicts)
+                or self.taint(node.orelse, env, verdicts)
+            )
         if isinstance(node, ast.NamedExpr):
             origin = self.taint(node.value, env, verdicts)
             self.bind(node.target, origin, env)
@@ -243,8 +286,9 @@ class Analysis:
         """Record ``text`` about ``node`` of the current cell, if the cell is checked."""
         if self.report:
             line = self.first_line + node.lineno - 1
-            self.problems.setdefault((self.cell, line, text),
-                                     f"{self.name}, cell {self.cell} (cell-{self.cell:03d}), line {line}: {text}")
+            self.problems.setdefault(
+                (self.cell, line, text), f"{self.name}, cell {self.cell} (cell-{self.cell:03d}), line {line}: {text}"
+            )
 
     def run(self, statements, env, control=None):
         for statement in statements:
@@ -279,8 +323,12 @@ class Analysis:
         elif isinstance(node, ast.Assign):
             for target in node.targets:
                 self.assign(target, node.value, env, control)
-            if (isinstance(node.value, ast.Call) and self.qualname(node.value.func) == "importlib.import_module"
-                    and isinstance(node.value.args[0], ast.Constant) and isinstance(node.targets[0], ast.Name)):
+            if (
+                isinstance(node.value, ast.Call)
+                and self.qualname(node.value.func) == "importlib.import_module"
+                and isinstance(node.value.args[0], ast.Constant)
+                and isinstance(node.targets[0], ast.Name)
+            ):
                 self.aliases[node.targets[0].id] = node.value.args[0].value
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None:
             extra = self.taint(node.target, env) if isinstance(node, ast.AugAssign) else None
@@ -345,8 +393,12 @@ class Analysis:
         tree = ast.parse(python_source(source))
         self.run(tree.body, env)
         last = tree.body[-1] if tree.body else None
-        if (report and isinstance(last, ast.Expr) and not source.rstrip().endswith(";")
-                and not (isinstance(last.value, ast.Call) and self.qualname(last.value.func) in OUTPUTS)):
+        if (
+            report
+            and isinstance(last, ast.Expr)
+            and not source.rstrip().endswith(";")
+            and not (isinstance(last.value, ast.Call) and self.qualname(last.value.func) in OUTPUTS)
+        ):
             shown = self.taint(last.value, env)
             if shown:
                 self.problem(last, f"the cell shows {ast.unparse(last.value)[:80]}, which depends on {shown}")
@@ -375,8 +427,9 @@ def analyse(text, name):
         if cell.cell_type == "code":
             body = text.index("\n", start) + 1  # the line after the marker
             offset = text.find(cell.source, body) if cell.source else -1
-            analysis.cell_code(number, cell.source, text.count("\n", 0, offset if offset >= 0 else body) + 1,
-                               checked(cell), env)
+            analysis.cell_code(
+                number, cell.source, text.count("\n", 0, offset if offset >= 0 else body) + 1, checked(cell), env
+            )
     return analysis
 
 
@@ -393,4 +446,3 @@ def problems(text, name="notebook.py"):
         the source it depends on.
     """
     return list(analyse(text, name).problems.values())
-

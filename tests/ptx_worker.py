@@ -11,6 +11,7 @@ stdout, ``MARK`` followed by JSON ``{"returncode", "stdout", "stderr"}``. What t
 through Python is captured; what a library writes to the file descriptor itself may precede the
 mark on its line, so the client looks for the mark anywhere in a line.
 """
+
 import contextlib
 import io
 import json

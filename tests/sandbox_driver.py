@@ -6,6 +6,7 @@
 Finished as a dict}}``. With a canary, a key ``prefixsum-canary`` holding it is first put in this
 process's session keyring, as a teacher's own keys would be in the grader's.
 """
+
 import ctypes
 import dataclasses
 import json
@@ -22,8 +23,10 @@ _KEY_SPEC_SESSION_KEYRING = -3
 def _add_canary(payload):
     libc = ctypes.CDLL(None, use_errno=True)
     data = payload.encode()
-    return _ADD_KEY is not None and libc.syscall(_ADD_KEY, b"user", b"prefixsum-canary", data, len(data),
-                                                 _KEY_SPEC_SESSION_KEYRING) > 0
+    return (
+        _ADD_KEY is not None
+        and libc.syscall(_ADD_KEY, b"user", b"prefixsum-canary", data, len(data), _KEY_SPEC_SESSION_KEYRING) > 0
+    )
 
 
 def main():

@@ -1,4 +1,5 @@
 """Kernels that several test files launch, defined once (tests/ is on sys.path, as for notebook_taint)."""
+
 import functools
 
 import numpy as np

@@ -4,6 +4,7 @@ opens, and its cost, linear in the cell's size.
 Fast: parsing only, plus one walk of the attribute graph from every name a submission can reach
 (each chapter's setup and instructor's cells run once, on the simulator).
 """
+
 import ast
 import collections
 import symtable
@@ -19,11 +20,17 @@ def refusals(book, exercise_id, source, earlier_submitted=()):
     """The allow-list's problems with ``source`` as the submission's cell of ``exercise_id``, as the grader asks."""
     chapter = book[exercise_id[:2]]
     ids = [e.id for e in chapter.exercises]
-    earlier = [e.source for e in chapter.exercises[:ids.index(exercise_id)]]
-    return allowlist.check(source, instructor_source=chapter.exercise(exercise_id).source, setup_sources=chapter.setup,
-                           earlier_sources=earlier, exercise_id=exercise_id,
-                           chapter_sources=[e.source for e in chapter.exercises], earlier_submitted=earlier_submitted,
-                           check_sources=[check for e in chapter.exercises for check, _ in e.checks])
+    earlier = [e.source for e in chapter.exercises[: ids.index(exercise_id)]]
+    return allowlist.check(
+        source,
+        instructor_source=chapter.exercise(exercise_id).source,
+        setup_sources=chapter.setup,
+        earlier_sources=earlier,
+        exercise_id=exercise_id,
+        chapter_sources=[e.source for e in chapter.exercises],
+        earlier_submitted=earlier_submitted,
+        check_sources=[check for e in chapter.exercises for check, _ in e.checks],
+    )
 
 
 LADDER_MAX = """from numba import cuda, int32
@@ -117,8 +124,9 @@ ALIASES = {
 # fmt: on
 def _carry(book, line):
     source = book["04"].exercise("04.blelloch-carry").source
-    return source.replace("    out = cuda.device_array(len(x), x.dtype)\n", "    out = cuda.device_array(len(x), "
-                                                                            f"x.dtype)\n    {line}\n")
+    return source.replace(
+        "    out = cuda.device_array(len(x), x.dtype)\n", f"    out = cuda.device_array(len(x), x.dtype)\n    {line}\n"
+    )
 
 
 @pytest.mark.parametrize("name", sorted(ALIASES))
@@ -128,7 +136,9 @@ def test_every_alias_and_escape_is_refused_naming_its_line(book, name):
         source = _carry(book, "s = ps.scans")
     elif name == "a workbook path, then a function's internals":
         source = _carry(book, "f = ps.scans.blelloch.blelloch_tile_kernel.py_func")
-    earlier = ["from numba import cuda, float32\nimport numba as K\n"] if name == "an alias from an earlier cell" else ()
+    earlier = (
+        ["from numba import cuda, float32\nimport numba as K\n"] if name == "an alias from an earlier cell" else ()
+    )
     problems = refusals(book, exercise_id, source, earlier)
     assert any(word in problem for problem in problems), problems
     assert all(problem.startswith(("line ", "syntax error at line ")) for problem in problems)
@@ -139,17 +149,24 @@ def test_a_module_a_setup_binds_by_assignment_is_no_name_of_an_exercise(book):
     cannot see by parsing. Such a name is given to no exercise that does not read it itself."""
     chapter = book["09"]
     setup = [*chapter.setup, 'import importlib\nhh = importlib.import_module("prefixsum.tridiag.householder")\n']
-    problems = allowlist.check("def my_reflector(x):\n    hh.cuda.utils.builtins.exec('1')\n",
-                               instructor_source=chapter.exercises[0].source, setup_sources=setup,
-                               exercise_id=chapter.exercises[0].id)
+    problems = allowlist.check(
+        "def my_reflector(x):\n    hh.cuda.utils.builtins.exec('1')\n",
+        instructor_source=chapter.exercises[0].source,
+        setup_sources=setup,
+        exercise_id=chapter.exercises[0].id,
+    )
     assert any("hh is a name of the chapter's setup" in p for p in problems), problems
 
 
 def test_a_module_imported_in_a_compound_statement_is_still_a_module(book):
     chapter = book["01"]
     setup = [*chapter.setup, "try:\n    import scipy as sp\nexcept ImportError:\n    sp = None\n"]
-    problems = allowlist.check("def my_partial_sums(x):\n    return sp.linalg\n", instructor_source=chapter.exercises[0].source,
-                               setup_sources=setup, exercise_id=chapter.exercises[0].id)
+    problems = allowlist.check(
+        "def my_partial_sums(x):\n    return sp.linalg\n",
+        instructor_source=chapter.exercises[0].source,
+        setup_sources=setup,
+        exercise_id=chapter.exercises[0].id,
+    )
     assert any("sp.linalg is not used by the exercise" in p for p in problems), problems
 
 
@@ -159,7 +176,11 @@ def test_no_setup_binds_a_module_but_by_an_import(book, setups):
     for number, chapter in book.items():
         namespace = setups[number]
         names = allowlist.chapter_names(tuple(chapter.setup), tuple(e.source for e in chapter.exercises))
-        modules = {name for name, kind in names.setup.items() if kind[0] == "hidden" and isinstance(namespace[name], types.ModuleType)}
+        modules = {
+            name
+            for name, kind in names.setup.items()
+            if kind[0] == "hidden" and isinstance(namespace[name], types.ModuleType)
+        }
         assert modules == set(), chapter.name
 
 
@@ -202,8 +223,11 @@ HONEST = {
 @pytest.mark.parametrize("name", sorted(HONEST))
 def test_honest_code_is_accepted(book, name):
     exercise_id, source = HONEST[name]
-    earlier = ["from numba import cuda\n\n\n@cuda.jit(device=True)\ndef bigger(a, b):\n    return max(a, b)\n"] \
-        if name == "a helper of an earlier own cell" else ()
+    earlier = (
+        ["from numba import cuda\n\n\n@cuda.jit(device=True)\ndef bigger(a, b):\n    return max(a, b)\n"]
+        if name == "a helper of an earlier own cell"
+        else ()
+    )
     assert refusals(book, exercise_id, source, earlier) == []
 
 
@@ -239,7 +263,11 @@ def test_scopes_resolve_names_as_python_does(source):
         mine[(frozenset(scope.bound - scope.declared_global), frozenset(reads))] += 1
     python = collections.Counter()
     for table in list(_symtable_scopes(symtable.symtable(source, "<cell>", "exec")))[1:]:
-        local = {s.get_name() for s in table.get_symbols() if s.is_local() and not s.is_global() and not s.get_name().startswith(".")}
+        local = {
+            s.get_name()
+            for s in table.get_symbols()
+            if s.is_local() and not s.is_global() and not s.get_name().startswith(".")
+        }
         read = {s.get_name() for s in table.get_symbols() if s.is_global() and s.is_referenced()}
         python[(frozenset(local), frozenset(read))] += 1
     assert mine == python

@@ -3,6 +3,7 @@
 Every bad input must raise before any kernel is launched: :func:`refused` runs the call under
 the tracer (:func:`prefixsum.trace.record`), which counts every launch, and checks the input.
 """
+
 import itertools
 import re
 import warnings
@@ -59,10 +60,20 @@ def refused(error, match, x, *args, **kwargs):
 ALLOWED_DTYPES = "allowed dtypes: int32, uint32, int64, uint64, float32, float64"
 
 
-@pytest.mark.parametrize("bad, name", [
-    (np.bool_, "bool"), (np.float16, "float16"), (np.complex64, "complex64"), (np.complex128, "complex128"),
-    (object, "object"), ("U3", "<U3"), (np.int8, "int8"), (np.uint16, "uint16"), ("M8[ns]", "datetime64[ns]"),
-])
+@pytest.mark.parametrize(
+    "bad, name",
+    [
+        (np.bool_, "bool"),
+        (np.float16, "float16"),
+        (np.complex64, "complex64"),
+        (np.complex128, "complex128"),
+        (object, "object"),
+        ("U3", "<U3"),
+        (np.int8, "int8"),
+        (np.uint16, "uint16"),
+        ("M8[ns]", "datetime64[ns]"),
+    ],
+)
 def test_unsupported_dtype_is_a_type_error_naming_it(bad, name):
     refused(TypeError, rf"^unsupported dtype {re.escape(repr(name))}; {ALLOWED_DTYPES}$", poison(bad))
 
@@ -82,23 +93,32 @@ def test_big_endian_input_is_scanned_in_native_byte_order():
 
 
 def test_a_device_array_in_the_other_byte_order_is_refused_saying_so():
-    refused(TypeError, r"unsupported byte order: dtype '>f8' is big-endian \(float64\)",
-            cuda.to_device(np.arange(5, dtype=">f8")))
+    refused(
+        TypeError,
+        r"unsupported byte order: dtype '>f8' is big-endian \(float64\)",
+        cuda.to_device(np.arange(5, dtype=">f8")),
+    )
     refused(TypeError, r"^unsupported dtype 'float16'", np.arange(5, dtype=">f2"))  # converted, then refused
 
 
-@pytest.mark.parametrize("x, shape", [
-    (np.ones((2, 3), np.float32), r"\(2, 3\) \(ndim=2\)"),
-    (np.float32(3), r"\(\) \(ndim=0\)"),
-    (cuda.to_device(np.ones((4, 2), np.int64)), r"\(4, 2\) \(ndim=2\)"),
-])
+@pytest.mark.parametrize(
+    "x, shape",
+    [
+        (np.ones((2, 3), np.float32), r"\(2, 3\) \(ndim=2\)"),
+        (np.float32(3), r"\(\) \(ndim=0\)"),
+        (cuda.to_device(np.ones((4, 2), np.int64)), r"\(4, 2\) \(ndim=2\)"),
+    ],
+)
 def test_input_not_one_dimensional(x, shape):
     refused(ValueError, r"x must be 1-D; got an array of shape " + shape, x)
 
 
 def test_a_non_contiguous_device_array():
-    refused(ValueError, r"a device array x must be contiguous; got strides \(16,\) for elements of 8 bytes",
-            cuda.to_device(np.arange(10.0))[::2])
+    refused(
+        ValueError,
+        r"a device array x must be contiguous; got strides \(16,\) for elements of 8 bytes",
+        cuda.to_device(np.arange(10.0))[::2],
+    )
 
 
 def test_unknown_op():
@@ -107,22 +127,42 @@ def test_unknown_op():
 
 
 def test_unknown_algorithm():
-    refused(ValueError, r"unknown algorithm 'quick'; allowed: auto, ladder, folding, hillis_steele, blelloch, kstep, "
-            r"hierarchical", poison(np.float32), algorithm="quick")
+    refused(
+        ValueError,
+        r"unknown algorithm 'quick'; allowed: auto, ladder, folding, hillis_steele, blelloch, kstep, "
+        r"hierarchical",
+        poison(np.float32),
+        algorithm="quick",
+    )
 
 
 @pytest.mark.parametrize("bad", (0, 48, 2048, 16, "256", True))
 def test_invalid_option_value(bad):
-    refused(ValueError, rf"option block_size={re.escape(repr(bad))} must be a power of two from 32 to 1024",
-            poison(np.float32), algorithm="ladder", block_size=bad)
+    refused(
+        ValueError,
+        rf"option block_size={re.escape(repr(bad))} must be a power of two from 32 to 1024",
+        poison(np.float32),
+        algorithm="ladder",
+        block_size=bad,
+    )
 
 
 def test_unknown_option():
-    refused(ValueError, r"unknown option 'L' for algorithm 'ladder'; allowed options: block_size",
-            poison(np.float32), algorithm="ladder", L=3)
-    refused(ValueError, r"unknown option 'block' for algorithm 'hierarchical'; allowed options: block_size, "
-                        r"items_per_thread",
-            poison(np.float32), algorithm="hierarchical", block=3)
+    refused(
+        ValueError,
+        r"unknown option 'L' for algorithm 'ladder'; allowed options: block_size",
+        poison(np.float32),
+        algorithm="ladder",
+        L=3,
+    )
+    refused(
+        ValueError,
+        r"unknown option 'block' for algorithm 'hierarchical'; allowed options: block_size, "
+        r"items_per_thread",
+        poison(np.float32),
+        algorithm="hierarchical",
+        block=3,
+    )
 
 
 def test_flags_must_be_bools():
@@ -148,11 +188,12 @@ def test_a_repeated_device_call_is_still_checked_and_scanned_afresh(rng):
     np.testing.assert_array_equal(ps.scan(view).copy_to_host(), np.cumsum(inputs[0], dtype=np.int32))
     x = cuda.to_device(inputs[1])
     for args, kwargs, match in (
-            ((wide[::2],), {}, r"a device array x must be contiguous; got strides \(8,\) for elements of 4 bytes"),
-            ((x,), {"inclusive": 1}, r"inclusive must be True or False; got 1"),
-            ((x, "sub"), {}, r"unknown op 'sub'"),
-            ((x,), {"identity": 0}, r"takes one array and no identity"),
-            ((cuda.to_device(inputs[2].reshape(10, 100)),), {}, r"x must be 1-D")):
+        ((wide[::2],), {}, r"a device array x must be contiguous; got strides \(8,\) for elements of 4 bytes"),
+        ((x,), {"inclusive": 1}, r"inclusive must be True or False; got 1"),
+        ((x, "sub"), {}, r"unknown op 'sub'"),
+        ((x,), {"identity": 0}, r"takes one array and no identity"),
+        ((cuda.to_device(inputs[2].reshape(10, 100)),), {}, r"x must be 1-D"),
+    ):
         with pytest.raises(ValueError, match=match):
             ps.scan(*args, **kwargs)
     np.testing.assert_array_equal(x.copy_to_host(), inputs[1])
@@ -170,8 +211,9 @@ def poison(dtype, n=37):
 @pytest.mark.parametrize("name", ps.ALGORITHMS)
 def test_a_good_input_is_never_modified(name):
     """Every algorithm, numpy and device arrays, every direction: the input keeps every byte."""
-    for dtype, (inclusive, reverse) in zip((np.float64, np.uint32, np.int64, np.float32),
-                                           itertools.product((True, False), (False, True))):
+    for dtype, (inclusive, reverse) in zip(
+        (np.float64, np.uint32, np.int64, np.float32), itertools.product((True, False), (False, True))
+    ):
         x = poison(dtype, 300)
         before = x.tobytes()
         x.flags.writeable = False  # a numpy input is only read
@@ -201,8 +243,10 @@ def test_a_long_simulation_is_announced_once_before_it_starts(monkeypatch):
             ps.scan(np.arange(100), algorithm="kstep")
     notices = [w for w in caught if "on the CUDA simulator" in str(w.message)]
     assert len(notices) == 1, [str(w.message) for w in caught]
-    assert re.match(r"prefixsum: scanning 100 elements with 'kstep' on the CUDA simulator will take about 0 s",
-                    str(notices[0].message))
+    assert re.match(
+        r"prefixsum: scanning 100 elements with 'kstep' on the CUDA simulator will take about 0 s",
+        str(notices[0].message),
+    )
     assert notices[0].filename == __file__  # it points at the caller's line
     # before the start: raised as an error, the warning stops the scan before any launch
     monkeypatch.setattr(api, "_announced_slow", False)

@@ -1,5 +1,6 @@
 """prefixsum.apps against numpy and scipy: compaction, radix sort, recurrences, segmented scans,
 the tridiagonal solve as a scan, cubic splines."""
+
 import textwrap
 
 import numpy as np
@@ -44,7 +45,7 @@ def _keys(n, dtype, rng):
     else:
         info = np.iinfo(dtype)
         keys = rng.integers(info.min, info.max, size=n, dtype=dtype, endpoint=True)
-    keys[n // 2:] = rng.choice(keys[: max(n // 2, 1)], size=n - n // 2)  # many equal keys: stability shows
+    keys[n // 2 :] = rng.choice(keys[: max(n // 2, 1)], size=n - n // 2)  # many equal keys: stability shows
     return keys
 
 
@@ -80,8 +81,11 @@ def test_one_split_moves_zeros_first_in_order():
 def test_the_one_bit_radix_sort_splits_only_by_the_bits_in_which_keys_differ(monkeypatch):
     splits = []
     split = apps.radix.split_by_bit
-    monkeypatch.setattr(apps.radix, "split_by_bit",
-                        lambda keys, bit, values, **where: splits.append(bit) or split(keys, bit, values, **where))
+    monkeypatch.setattr(
+        apps.radix,
+        "split_by_bit",
+        lambda keys, bit, values, **where: splits.append(bit) or split(keys, bit, values, **where),
+    )
     keys = np.array([0b1010, 0b0010, 0b1000, 0b1010] * 10, np.int64)
     np.testing.assert_array_equal(apps.radix_sort_one_bit(keys), np.sort(keys))
     assert splits == [1, 3]
@@ -105,8 +109,10 @@ def test_linear_recurrence_is_the_loop(n, dtype):
     np.testing.assert_allclose(apps.linear_recurrence(a, b, x0=0.5), expected, atol=tolerance, rtol=tolerance)
 
 
-@pytest.mark.parametrize("b, a", [([0.2], [1, -0.8]), ([0.1, 0.2, 0.1], [1, -1.2, 0.5]), ([1.0, 2.0], [2.0]),
-                                  ([0.5, 0.5], [2.0, -1.9, 0.95])])
+@pytest.mark.parametrize(
+    "b, a",
+    [([0.2], [1, -0.8]), ([0.1, 0.2, 0.1], [1, -1.2, 0.5]), ([1.0, 2.0], [2.0]), ([0.5, 0.5], [2.0, -1.9, 0.95])],
+)
 def test_lfilter_matches_scipy(b, a):
     x = np.random.default_rng(0).normal(size=700)
     np.testing.assert_allclose(apps.lfilter(b, a, x), scipy.signal.lfilter(b, a, x), atol=1e-11)
@@ -144,8 +150,10 @@ def test_tridiagonal_scan_agrees_with_pcr_and_scipy_on_small_systems_and_loses_a
         b, d = 3 + rng.random(n), rng.normal(size=n)
         banded = np.vstack([np.r_[0, c[:-1]], b, np.r_[a[1:], 0]])
         exact = scipy.linalg.solve_banded((1, 1), banded, d)
-        return (np.abs(apps.tridiagonal_scan(a, b, c, d) - exact).max(),
-                np.abs(ps.tridiag.solve(a, b, c, d) - exact).max())
+        return (
+            np.abs(apps.tridiagonal_scan(a, b, c, d) - exact).max(),
+            np.abs(ps.tridiag.solve(a, b, c, d) - exact).max(),
+        )
 
     scan_small, pcr_small = errors(8)
     assert scan_small < 1e-10 and pcr_small < 1e-13

@@ -1,5 +1,6 @@
 """The layers of ARCHITECTURE.md: no module imports a layer above its own, and its table names every
 module of each layer and nothing that is gone."""
+
 import ast
 import pathlib
 import re
@@ -86,19 +87,26 @@ def test_every_layer_is_known():
     assert layers == set(ALLOWED)
 
 
-@pytest.mark.parametrize("name, source, message", [
-    ("prefixsum.scans.ops", "from ..classroom import sim", "layer 'classroom'"),
-    ("prefixsum.tridiag.api", "from ..scans.api import scan", "layer 'scans'"),
-    ("prefixsum.core.device", "import prefixsum.scans.ops", "layer 'scans'"),
-    ("prefixsum.primitives.block", "from ..scans.tiles import scratch", "layer 'scans'"),
-    ("prefixsum.primitives.warp", "from ..tridiag import warp", "layer 'tridiag'"),
-    ("prefixsum.scans.api", "def f():\n    import prefixsum\n", "the facade"),
-    ("prefixsum.classroom.sim", "from ..scans import ops", "the simulator may import only"),
-    ("prefixsum.scans.api", "from ..apps import compact", "layer 'apps'"),
-    ("prefixsum.apps.radix", "from ..classroom import sim", "layer 'classroom'"),
-    ("prefixsum.classroom.mutation", "from ..grading.cells import compiled", "layer 'grading'"),
-    ("prefixsum.classroom.check.observed", "def f():\n    from ...grading import observations\n", "layer 'grading'"),
-])
+@pytest.mark.parametrize(
+    "name, source, message",
+    [
+        ("prefixsum.scans.ops", "from ..classroom import sim", "layer 'classroom'"),
+        ("prefixsum.tridiag.api", "from ..scans.api import scan", "layer 'scans'"),
+        ("prefixsum.core.device", "import prefixsum.scans.ops", "layer 'scans'"),
+        ("prefixsum.primitives.block", "from ..scans.tiles import scratch", "layer 'scans'"),
+        ("prefixsum.primitives.warp", "from ..tridiag import warp", "layer 'tridiag'"),
+        ("prefixsum.scans.api", "def f():\n    import prefixsum\n", "the facade"),
+        ("prefixsum.classroom.sim", "from ..scans import ops", "the simulator may import only"),
+        ("prefixsum.scans.api", "from ..apps import compact", "layer 'apps'"),
+        ("prefixsum.apps.radix", "from ..classroom import sim", "layer 'classroom'"),
+        ("prefixsum.classroom.mutation", "from ..grading.cells import compiled", "layer 'grading'"),
+        (
+            "prefixsum.classroom.check.observed",
+            "def f():\n    from ...grading import observations\n",
+            "layer 'grading'",
+        ),
+    ],
+)
 def test_an_upward_import_is_caught(name, source, message):
     assert any(message in v for v in violations(name, False, source))
 
@@ -152,32 +160,55 @@ def test_only_the_doors_assign_to_numba(path):
     if behind_a_door(module_name(path)):
         return
     lines = numba_assignments(path.read_text())
-    assert not lines, (f"{module_name(path)} assigns to numba's attributes at lines {lines}: only "
-                       f"{' and '.join(NUMBA_DOORS)} may (the one door on each side)")
+    assert not lines, (
+        f"{module_name(path)} assigns to numba's attributes at lines {lines}: only "
+        f"{' and '.join(NUMBA_DOORS)} may (the one door on each side)"
+    )
 
 
-@pytest.mark.parametrize("source", [
-    "from numba.cuda import dispatcher\ndispatcher.get_current_device = None\n",
-    "import numba.cuda.dispatcher\nnumba.cuda.dispatcher.get_current_device = None\n",
-    "from numba.cuda.simulator import kernel as fake\nfake.FakeCUDAKernel.__call__ = len\n",
-    "from numba import cuda\nsetattr(cuda, 'device_array', None)\n",
-    "def f():\n    from numba.cuda import dispatcher\n    dispatcher.x += 1\n",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from numba.cuda import dispatcher\ndispatcher.get_current_device = None\n",
+        "import numba.cuda.dispatcher\nnumba.cuda.dispatcher.get_current_device = None\n",
+        "from numba.cuda.simulator import kernel as fake\nfake.FakeCUDAKernel.__call__ = len\n",
+        "from numba import cuda\nsetattr(cuda, 'device_array', None)\n",
+        "def f():\n    from numba.cuda import dispatcher\n    dispatcher.x += 1\n",
+    ],
+)
 def test_an_assignment_to_numba_is_caught(source):
     assert numba_assignments(source)
 
 
 def test_other_assignments_pass():
-    assert numba_assignments("from numba import cuda\nimport types\ntypes.x = 1\nout = cuda.device_array(3)\nout[0] = "
-                             "1\n") == []
+    assert (
+        numba_assignments("from numba import cuda\nimport types\ntypes.x = 1\nout = cuda.device_array(3)\nout[0] = 1\n")
+        == []
+    )
 
 
 # Private numba names are read only behind the two doors (issue 46): an attribute numba does not
 # promise (``x._device``, ``kernel.fn``, ``kernel.dynshared_size``, ``dispatcher.targetoptions``,
 # ``array.gpu_data``, ``cuda.devicearray``, ...) or a ``gpu_data=`` keyword, anywhere else, fails.
-PRIVATE_NUMBA_NAMES = {"_device", "fn", "dynshared_size", "targetoptions", "gpu_data", "devicearray", "cudadrv",
-                       "_prepare_args", "_codelibrary", "_kernel_context", "_push_kernel_context", "_debug",
-                       "device_ctypes_pointer", "_cuda_memsize_", "_dummy"}
+PRIVATE_NUMBA_NAMES = {
+    "_device",
+    "fn",
+    "dynshared_size",
+    "targetoptions",
+    "gpu_data",
+    "devicearray",
+    "cudadrv",
+    "_prepare_args",
+    "_codelibrary",
+    "_kernel_context",
+    "_push_kernel_context",
+    "_debug",
+    "device_ctypes_pointer",
+    "_cuda_memsize_",
+    "_dummy",
+}
+
+
 def private_numba_reads(source):
     """``{name: [line, ...]}``: where ``source`` reads an attribute of :data:`PRIVATE_NUMBA_NAMES`
     or passes a ``gpu_data=`` keyword."""
@@ -196,16 +227,21 @@ def test_private_numba_names_are_read_only_behind_the_doors(path):
     if behind_a_door(name):
         return
     reads = private_numba_reads(path.read_text())
-    assert not reads, (f"{name} reads numba's private names {reads} (name: lines); only {' and '.join(NUMBA_DOORS)} "
-                       "may: add what it needs there")
+    assert not reads, (
+        f"{name} reads numba's private names {reads} (name: lines); only {' and '.join(NUMBA_DOORS)} "
+        "may: add what it needs there"
+    )
 
 
-@pytest.mark.parametrize("source, name", [
-    ("def f(op):\n    return op._device and op.fn\n", "_device"),
-    ("from numba import cuda\nx = cuda.devicearray.DeviceNDArray\n", "devicearray"),
-    ("def f(a, DeviceNDArray):\n    return DeviceNDArray((1,), (4,), a.dtype, gpu_data=a.gpu_data)\n", "gpu_data="),
-    ("def f(kernel):\n    return kernel.dynshared_size + len(kernel.targetoptions)\n", "targetoptions"),
-])
+@pytest.mark.parametrize(
+    "source, name",
+    [
+        ("def f(op):\n    return op._device and op.fn\n", "_device"),
+        ("from numba import cuda\nx = cuda.devicearray.DeviceNDArray\n", "devicearray"),
+        ("def f(a, DeviceNDArray):\n    return DeviceNDArray((1,), (4,), a.dtype, gpu_data=a.gpu_data)\n", "gpu_data="),
+        ("def f(kernel):\n    return kernel.dynshared_size + len(kernel.targetoptions)\n", "targetoptions"),
+    ],
+)
 def test_a_private_numba_read_is_caught(source, name):
     assert name in private_numba_reads(source)
 
@@ -249,8 +285,13 @@ def unlisted_and_stale(layer, row):
     named = set(NAMED.findall(row))
     modules = layer_modules(layer)
     unlisted = sorted(modules - {n.removesuffix(".py").rpartition("/")[2] or n for n in named} - named)
-    stale = sorted(n for n in named if n not in modules and n.removesuffix(".py").rpartition("/")[2] not in modules
-                   and n not in layer_identifiers(layer))
+    stale = sorted(
+        n
+        for n in named
+        if n not in modules
+        and n.removesuffix(".py").rpartition("/")[2] not in modules
+        and n not in layer_identifiers(layer)
+    )
     return unlisted, stale
 
 

@@ -6,6 +6,7 @@ every mistake fails with the words of its verdict and none of the advice that po
 it, within :data:`~prefixsum.classroom.attempts.SECONDS` of CPU time (a look-back that walks
 below tile 0 without end used to run to the CPU limit, 505 s).
 """
+
 import pathlib
 import resource
 

@@ -4,6 +4,7 @@ The timings themselves need a GPU; what is proven here is what they rest on: the
 comparison every result passes before it is timed, the queueing logic of ``kernel_us`` (against a
 model of a GPU), and that run_gpu.sh's stages exist and regenerate every committed result.
 """
+
 import contextlib
 import csv
 import importlib.util
@@ -29,8 +30,21 @@ RUN_GPU = (BENCHMARKS / "run_gpu.sh").read_text()
 
 def test_run_metadata_names_the_device_driver_versions_date_and_command():
     meta = metadata.run_metadata(["torch", "jax"], command="python -m prefixsum bench --quick")
-    assert list(meta) == ["device", "cc", "driver", "cuda", "cpu", "date", "python", "numpy", "numba", "numba_cuda",
-                          "torch", "jax", "command"]
+    assert list(meta) == [
+        "device",
+        "cc",
+        "driver",
+        "cuda",
+        "cpu",
+        "date",
+        "python",
+        "numpy",
+        "numba",
+        "numba_cuda",
+        "torch",
+        "jax",
+        "command",
+    ]
     assert meta["device"] == ps.device_info()["name"]
     assert re.fullmatch(r"\d{4}-\d\d-\d\d", meta["date"])
     assert meta["numpy"] == np.__version__
@@ -70,7 +84,9 @@ def test_parse_variant():
     assert bench.parse_variant("kstep:L=4") == ("kstep", {"L": 4})
     assert bench.parse_variant("blelloch:conflict_free=False") == ("blelloch", {"conflict_free": False})
     assert bench.parse_variant("hierarchical:block_size=512,items_per_thread=8") == (
-        "hierarchical", {"block_size": 512, "items_per_thread": 8})
+        "hierarchical",
+        {"block_size": 512, "items_per_thread": 8},
+    )
     assert bench.parse_variant("kstep:one_block=auto") == ("kstep", {"one_block": "auto"})
 
 
@@ -109,8 +125,13 @@ def _on_model(monkeypatch):
     gpu = _ModelGPU()
     monkeypatch.setattr(timing, "simulating", lambda: False)
     monkeypatch.setattr(timing, "_busy", lambda us, stream: gpu.queue(us / 1e6))
-    monkeypatch.setattr(timing, "cuda", types.SimpleNamespace(
-        default_stream=lambda: 0, synchronize=gpu.wait, event=gpu.event, defer_cleanup=contextlib.nullcontext))
+    monkeypatch.setattr(
+        timing,
+        "cuda",
+        types.SimpleNamespace(
+            default_stream=lambda: 0, synchronize=gpu.wait, event=gpu.event, defer_cleanup=contextlib.nullcontext
+        ),
+    )
     return gpu
 
 
@@ -150,10 +171,12 @@ def test_calls_in_turn_take_every_order_so_that_no_call_always_follows_the_same_
         def run():
             clock[0] += 100e-6 + (10e-6 if log and log[-1] == "slow" else 0)
             log.append(name)
+
         return run
+
     names = ["slow", "a", "b", "c"]
     times = timing.host_us_in_turn({name: call(name) for name in names}, warmup=0, repeats=40)
-    rounds = [log[k:k + 4] for k in range(0, len(log), 4)]
+    rounds = [log[k : k + 4] for k in range(0, len(log), 4)]
     assert len(rounds) == 40 and all(sorted(r) == sorted(names) for r in rounds)
     after_slow = {name: sum(1 for x, y in zip(log, log[1:]) if x == "slow" and y == name) for name in names[1:]}
     assert all(5 <= count <= 25 for count in after_slow.values()), after_slow  # 13 each, on average
@@ -251,10 +274,18 @@ def test_each_bench_stage_produces_every_committed_row(stage):
         name, options = bench.parse_variant(variant)
         ps.ALGORITHMS[name].resolve_options(options)
     first = args.variant[0]
-    names = ["copy", *args.variant, "torch.cumsum", "torch copy", "cupy.cumsum", f"ps.scan({first}) call",
-             f"ps.scan({first}) call on numpy"]
-    planned = {(name, dtype, 1 << k) for name in names for dtype in args.dtype
-               for k in range(args.min_log2, args.max_log2 + 1)}
+    names = [
+        "copy",
+        *args.variant,
+        "torch.cumsum",
+        "torch copy",
+        "cupy.cumsum",
+        f"ps.scan({first}) call",
+        f"ps.scan({first}) call on numpy",
+    ]
+    planned = {
+        (name, dtype, 1 << k) for name in names for dtype in args.dtype for k in range(args.min_log2, args.max_log2 + 1)
+    }
     committed = {(row["variant"], row["dtype"], int(row["n"])) for row in _rows(csv_name)}
     assert committed <= planned, sorted(committed - planned)[:5]
 
@@ -286,9 +317,14 @@ def test_the_tridiag_and_householder_stages_produce_every_committed_case(monkeyp
         assert cases == set(expected), name
     calls = {(int(row["batch"]), int(row["n"])) for row in _rows("householder_calls.csv")}
     assert calls == set(_script("householder").CALL_CASES)
-    labels = {variant[0] for method in script.KERNEL_METHODS for shape in script.CASES + script.PIVOTING_CASES
-              for dtype in ("float32", "float64") for family in families
-              for variant in script.variants(method, shape, dtype, family, sweep=True)}
+    labels = {
+        variant[0]
+        for method in script.KERNEL_METHODS
+        for shape in script.CASES + script.PIVOTING_CASES
+        for dtype in ("float32", "float64")
+        for family in families
+        for variant in script.variants(method, shape, dtype, family, sweep=True)
+    }
     rows = _rows("tridiag.csv")
     assert {row["family"] for row in rows} == set(families)
     methods = {row["method"] for row in rows} - set(script.RETIRED)  # rows of variants no longer run
@@ -307,7 +343,6 @@ def test_python_m_prefixsum_bench_is_still_a_command(capsys):
 def test_bench_refuses_the_simulator_without_quick():
     with pytest.raises(SystemExit, match="needs a CUDA GPU"):
         bench.main(["--max-log2", "10"])
-
 
 
 def test_cubs_version_is_read_from_the_headers_of_cuda_cccl(tmp_path, monkeypatch):

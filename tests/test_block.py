@@ -1,6 +1,7 @@
 """The block solver (prefixsum.tridiag.block: one system per block, the warp solver's method across
 a block) against the float64 reference, its failure reports, its plan, and its place in the
 hybrid's route (its kernels' PTX: tests/test_ptx.py)."""
+
 import os
 
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
@@ -83,7 +84,7 @@ def test_block_solver_zero_pivot_of_a_chunk_and_of_the_odd_even_step_within_and_
         if singular is None:
             b[0] = 0
         else:
-            b[singular:singular + 2] = 1
+            b[singular : singular + 2] = 1
             c[singular], a[singular + 1] = 1, 1
         _, info = block_solve([v[None] for v in (a, b, c, d)], rows=4)
         assert info.tolist() == [_common.ZERO_PIVOT], singular
@@ -150,8 +151,13 @@ def test_hybrid_takes_the_warp_then_the_block_then_the_partition_whose_reduced_s
     for n in (512, 513, largest, largest + 1):
         tridiag.solve(*(v.astype(np.float32) for v in dominant(rng, 2, n)), method="hybrid")
     # R = 8 at a level of 2 x 2049 rows (partition.rows_per_thread): 2 x 2 * 257 = 514 reduced rows
-    assert calls == [("warp", (2, 512)), ("block", (2, 513)), ("block", (2, largest)),
-                     ("partition", (2, largest + 1)), ("block", (2, 514))]
+    assert calls == [
+        ("warp", (2, 512)),
+        ("block", (2, 513)),
+        ("block", (2, largest)),
+        ("partition", (2, largest + 1)),
+        ("block", (2, 514)),
+    ]
     calls.clear()
     monkeypatch.setattr(hybrid, "BLOCK_ROWS", 0)  # the route before the block solver
     tridiag.solve(*dominant(rng, 2, 513), method="hybrid")

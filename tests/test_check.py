@@ -1,4 +1,5 @@
 """The checker against the mutant suite: every mistake gets its own diagnosis, correct kernels pass."""
+
 import numpy as np
 import pytest
 from numba import cuda
@@ -20,7 +21,13 @@ def test_each_mutant_gets_its_diagnosis(mutant):
 def test_the_mutant_suite_is_large_and_varied():
     assert len(mutants.MUTANTS) >= 12
     assert {m.diagnosis for m in mutants.MUTANTS} >= {
-        "race", "out-of-bounds", "uninitialized-read", "wrong-result", "barrier-divergence", "unwritten-output"}
+        "race",
+        "out-of-bounds",
+        "uninitialized-read",
+        "wrong-result",
+        "barrier-divergence",
+        "unwritten-output",
+    }
 
 
 def test_the_correct_tile_kernel_passes():
@@ -32,8 +39,14 @@ def test_the_correct_tile_kernel_passes():
 @pytest.mark.parametrize("name", tuple(ps.ALGORITHMS))
 def test_every_registered_algorithm_passes(name):
     for op, dtype, inclusive, reverse in (("add", np.float32, True, False), ("max", np.int32, False, True)):
-        result = check.scan(lambda x: ps.scan(x, op, inclusive=inclusive, reverse=reverse, algorithm=name),
-                            op=op, dtype=dtype, inclusive=inclusive, reverse=reverse, sizes=(1, 33, 257, 1000))
+        result = check.scan(
+            lambda x: ps.scan(x, op, inclusive=inclusive, reverse=reverse, algorithm=name),
+            op=op,
+            dtype=dtype,
+            inclusive=inclusive,
+            reverse=reverse,
+            sizes=(1, 33, 257, 1000),
+        )
         assert result.passed, str(result)
 
 
@@ -78,9 +91,11 @@ def test_a_blank_exercise_is_not_attempted_not_a_failure():
 
     result = check.scan(not_written_yet)
     assert not result and result.diagnosis == "not-attempted"
-    assert str(result) == ("NOT ATTEMPTED not_written_yet: not attempted yet: the exercise's cell still raises "
-                           "NotImplementedError (Exercise: write the phase update). Write your code in place of the "
-                           "raise, run that cell, then this check.")
+    assert str(result) == (
+        "NOT ATTEMPTED not_written_yet: not attempted yet: the exercise's cell still raises "
+        "NotImplementedError (Exercise: write the phase update). Write your code in place of the "
+        "raise, run that cell, then this check."
+    )
 
 
 def test_wrong_shape_is_reported():

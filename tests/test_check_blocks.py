@@ -1,5 +1,6 @@
 """The tracer and the checker on blocks that talk to each other: races between blocks, stale
 reads, plain-load polls and deadlocks each get their own diagnosis; correct communication passes."""
+
 import csv
 import importlib.util
 import pathlib

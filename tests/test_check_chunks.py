@@ -3,6 +3,7 @@
 The package's own pieces pass; a chunk left half eliminated, or a lane that keeps another
 group's row, gets a verdict that names the row or the lane.
 """
+
 import numpy as np
 import pytest
 from numba import cuda, float64
@@ -37,6 +38,7 @@ def chunks_kernel(partition):
         arrays = [cuda.to_device(v) for v in (a, b, c, d)]
         chunks[(1, b.shape[0]), (32, 1)](*arrays)
         return arrays
+
     return run
 
 
@@ -74,6 +76,7 @@ def exchange(keep_outside):
         out = cuda.device_array((6, 32))
         kernel[1, 32](cuda.to_device(rows), lanes, s, out)
         return out
+
     return run
 
 

@@ -1,4 +1,5 @@
 """prefixsum.check.reflector: a correct Householder reflector passes, typical mistakes fail."""
+
 import math
 
 import numpy as np
@@ -75,11 +76,14 @@ def test_the_wrong_sign_fails_and_says_so(dtype):
     assert "\n" not in str(result)
 
 
-@pytest.mark.parametrize("fn, words", [
-    (numpy_sign, "np.sign(0) is 0"),
-    (forgot_fg, "H must be |u|^2 / 2"),
-    (unchanged_u, "H must be |u|^2 / 2"),
-])
+@pytest.mark.parametrize(
+    "fn, words",
+    [
+        (numpy_sign, "np.sign(0) is 0"),
+        (forgot_fg, "H must be |u|^2 / 2"),
+        (unchanged_u, "H must be |u|^2 / 2"),
+    ],
+)
 def test_other_mistakes_fail_with_a_hint(fn, words):
     result = check.reflector(fn)
     assert not result.passed and result.diagnosis == "wrong-result"
@@ -89,9 +93,11 @@ def test_other_mistakes_fail_with_a_hint(fn, words):
 def test_a_blank_exercise_is_reported_not_attempted_with_its_message():
     result = check.reflector(not_written)
     assert not result.passed and result.diagnosis == "exception"
-    assert str(result) == ("NOT ATTEMPTED not_written: not attempted yet: the exercise's cell still raises "
-                           "NotImplementedError (Exercise: compute u and H). Write your code in place of the raise, "
-                           "run that cell, then this check.")
+    assert str(result) == (
+        "NOT ATTEMPTED not_written: not attempted yet: the exercise's cell still raises "
+        "NotImplementedError (Exercise: compute u and H). Write your code in place of the raise, "
+        "run that cell, then this check."
+    )
 
 
 def test_a_wrong_return_value_is_an_exception_diagnosis():

@@ -7,6 +7,7 @@ it does (a chained scan), not on how long it took. A wait counts polls, apart fr
 up to a limit of its own whose verdict names the tile that waits and the state it polls; and
 one batch graded with one worker and with two gets the same grades.csv.
 """
+
 import contextlib
 import csv
 import pathlib
@@ -111,8 +112,11 @@ def test_a_look_back_that_waits_for_a_prefix_stops_at_the_poll_limit_naming_the_
     with sim.resident_blocks(48):
         result = check.scan(lambda x: lessons.scan_with(x, namespace["my_look_back"]), sizes=(300,), polls=8)
     assert result.diagnosis == "poll-limit", str(result)
-    waiter = re.search(r"tile (\d+) \(block \d+\) polled status\[(\d+)\] \(line \d+\) 9 times and found (0x\w+) "
-                       r"\(flag (\d+)[:)].*? each time", result.hint)
+    waiter = re.search(
+        r"tile (\d+) \(block \d+\) polled status\[(\d+)\] \(line \d+\) 9 times and found (0x\w+) "
+        r"\(flag (\d+)[:)].*? each time",
+        result.hint,
+    )
     assert waiter, result.hint
     tile, polled, _, flag = map(lambda g: int(g, 0), waiter.groups())
     assert polled < tile and flag % 2 == namespace["AGGREGATE"]  # it found an AGGREGATE, and kept waiting

@@ -3,6 +3,7 @@
 Each kernel below is the PCR exercise of notebook 07 (one block per system, one thread per row,
 two shared buffers of rows), either right or with one classic mistake.
 """
+
 import numpy as np
 import pytest
 from numba import cuda, float64
@@ -12,8 +13,16 @@ from prefixsum import check, tridiag
 ROWS = 64  # one block holds one system of up to ROWS rows
 
 
-def pcr_kernel(*, next_stride=lambda s: 2 * s, barrier=True, ping_pong=True, guard_left=True,
-               identity_right=True, steps_while=lambda s, n: s < n, divide=True):
+def pcr_kernel(
+    *,
+    next_stride=lambda s: 2 * s,
+    barrier=True,
+    ping_pong=True,
+    guard_left=True,
+    identity_right=True,
+    steps_while=lambda s, n: s < n,
+    divide=True,
+):
     """The exercise's kernel, with one of its parts replaced (the defaults give the right one)."""
 
     @cuda.jit
@@ -123,8 +132,10 @@ def test_not_written_yet_is_not_attempted_with_the_exercise_message():
 
     result = check.tridiagonal(not_written_yet)
     assert not result and result.diagnosis == "not-attempted"
-    assert str(result).startswith("NOT ATTEMPTED not_written_yet: not attempted yet: the exercise's cell still raises "
-                                  "NotImplementedError (Exercise: write the row update).")
+    assert str(result).startswith(
+        "NOT ATTEMPTED not_written_yet: not attempted yet: the exercise's cell still raises "
+        "NotImplementedError (Exercise: write the row update)."
+    )
 
 
 def test_a_wrong_shape_is_reported():

@@ -6,6 +6,7 @@ chapter links to the book's references page, ``docs/references.md`` (``../docs/r
 ``notebooks/``, which resolves in Jupyter and in the book alike), and every anchor a chapter links to is a heading
 of that page (the book's build, ``sphinx -W``, fails on a missing one; this test says which).
 """
+
 import json
 import pathlib
 import re
@@ -21,8 +22,16 @@ INTERNAL = re.compile(r"\bseeds? 00\d|\.\./shared/|shared/seeds|\bspecs/\w+\.md"
 def readable_files():
     """Every file a reader of the repository reads: sources of the chapters, pages, the package, the
     benchmarks, the tests (not the changelog's old entries)."""
-    patterns = ("*.md", "notebooks/*.md", "notebooks/sources/*.py", "docs/*.md", "prefixsum/**/*.py",
-                "benchmarks/*.py", "benchmarks/README.md", "tests/*.py")
+    patterns = (
+        "*.md",
+        "notebooks/*.md",
+        "notebooks/sources/*.py",
+        "docs/*.md",
+        "prefixsum/**/*.py",
+        "benchmarks/*.py",
+        "benchmarks/README.md",
+        "tests/*.py",
+    )
     found = {path for pattern in patterns for path in ROOT.glob(pattern)}
     return sorted(found - {pathlib.Path(__file__), ROOT / "CHANGELOG.md"})  # the changelog keeps its history
 
@@ -34,16 +43,20 @@ def anchors():
 
 
 def test_no_file_cites_a_source_by_an_internal_number_or_a_path_outside_the_repository():
-    found = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
-             for path in readable_files() for number, line in enumerate(path.read_text().splitlines(), 1)
-             if INTERNAL.search(line)]
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in readable_files()
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if INTERNAL.search(line)
+    ]
     assert not found, "cite the source by what it is (docs/references.md):\n" + "\n".join(found)
 
 
 @pytest.mark.parametrize("path", CHAPTERS[1:], ids=[path.stem for path in CHAPTERS[1:]])
 def test_every_chapter_links_to_the_references_page_and_its_anchors_exist(path):
-    markdown = "".join("".join(cell["source"]) for cell in json.loads(path.read_text())["cells"]
-                       if cell["cell_type"] == "markdown")
+    markdown = "".join(
+        "".join(cell["source"]) for cell in json.loads(path.read_text())["cells"] if cell["cell_type"] == "markdown"
+    )
     links = re.findall(r"\]\(\.\./docs/references\.md(?:#([^)]*))?\)", markdown)
     assert links, f"{path.name} links to no entry of docs/references.md"
     missing = sorted({anchor for anchor in links if anchor and anchor not in anchors()})

@@ -4,6 +4,7 @@ Correctness over every size, op, dtype and direction comes from tests/test_scan.
 the registry; here: the source documents' worked examples, the lab sheet's 256-element exercise, the options,
 and the deliberately racy Hillis-Steele kernel.
 """
+
 import inspect
 import textwrap
 from pathlib import Path
@@ -47,22 +48,28 @@ def test_blelloch_256_random(dtype, rng):
     np.testing.assert_array_equal(x, before)
 
 
-@pytest.mark.parametrize("x, error", [
-    (np.zeros(255, np.int32), ValueError),
-    (np.zeros(257, np.int32), ValueError),
-    (np.zeros((16, 16), np.int32), ValueError),
-    (np.zeros(256, np.int64), TypeError),
-    (np.zeros(256, np.float64), TypeError),
-])
+@pytest.mark.parametrize(
+    "x, error",
+    [
+        (np.zeros(255, np.int32), ValueError),
+        (np.zeros(257, np.int32), ValueError),
+        (np.zeros((16, 16), np.int32), ValueError),
+        (np.zeros(256, np.int64), TypeError),
+        (np.zeros(256, np.float64), TypeError),
+    ],
+)
 def test_blelloch_256_rejects(x, error):
     with pytest.raises(error, match="blelloch_256 needs"):
         blelloch.blelloch_256(x)
 
 
-@pytest.mark.parametrize("op, dtype, inclusive, reverse", [
-    ("add", np.float32, True, False),
-    ("max", np.int64, False, True),
-])
+@pytest.mark.parametrize(
+    "op, dtype, inclusive, reverse",
+    [
+        ("add", np.float32, True, False),
+        ("max", np.int64, False, True),
+    ],
+)
 def test_blelloch_conflict_free_changes_nothing_but_the_layout(op, dtype, inclusive, reverse, rng):
     """The padding moves values in shared memory only: both layouts give bit-identical results."""
     x = random_input(300, op, dtype, rng)

@@ -9,6 +9,7 @@ registered scan, op and dtype at n = 1000, is the README's first command, typed 
 and CI's first stage (.ci/run), outside the checkout: it exits 1 when a row fails
 (tests/test_demo.py), which stops CI.
 """
+
 import argparse
 import pathlib
 import re
@@ -25,9 +26,7 @@ README = (ROOT / "README.md").read_text()
 
 
 def python_m_prefixsum(*args, timeout=600):
-    child = subprocess.run(
-        [sys.executable, "-m", "prefixsum", *args], capture_output=True, text=True, timeout=timeout
-    )
+    child = subprocess.run([sys.executable, "-m", "prefixsum", *args], capture_output=True, text=True, timeout=timeout)
     assert child.returncode == 0, (
         f"python -m prefixsum {' '.join(args)} exited {child.returncode}:\n{child.stdout[-3000:]}{child.stderr[-3000:]}"
     )

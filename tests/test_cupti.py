@@ -1,5 +1,6 @@
 """The CUPTI method of the benchmarks (prefixsum.cli.cupti): summing a trace's kernels per call,
 on synthetic profiler events (no GPU needed); and its marker kernel compiled to PTX."""
+
 import types
 
 import pytest
@@ -23,10 +24,13 @@ def _event(name, start, end, device="DeviceType.CUDA"):
 
 def test_kernels_between_markers_are_summed_per_call_in_time_order():
     events = [
-        _event("cub::DeviceScanKernel", 10, 14), _event("cub::DeviceScanInitKernel", 2, 3),
+        _event("cub::DeviceScanKernel", 10, 14),
+        _event("cub::DeviceScanInitKernel", 2, 3),
         _event(MARK, 20, 21),
-        _event("gtsv2_nopivot_kernel", 30, 37.5), _event("gtsv2_kernel_2", 40, 41),
-        _event("Memcpy DtoD (Device -> Device)", 41, 90), _event("Memset (Device)", 91, 92),
+        _event("gtsv2_nopivot_kernel", 30, 37.5),
+        _event("gtsv2_kernel_2", 40, 41),
+        _event("Memcpy DtoD (Device -> Device)", 41, 90),
+        _event("Memset (Device)", 91, 92),
         _event("cudaLaunchKernel", 25, 95, device="DeviceType.CPU"),
         _event(MARK, 100, 101),
         _event("left after the last marker", 110, 500),
@@ -66,8 +70,15 @@ def test_the_marker_kernel_compiles_for_a_gpu(ptx_compiler):
 
 
 def test_the_kernels_of_a_call_are_named_with_their_launches_per_call():
-    events = [_event("scan", 0, 1), _event("Memcpy DtoH", 1, 2), _event(MARK, 3, 4),
-              _event("scan", 5, 6), _event("reduce", 6, 7), _event("Memcpy DtoH", 7, 8), _event(MARK, 9, 10),
-              _event("cudaLaunchKernel", 0, 10, device="DeviceType.CPU")]
+    events = [
+        _event("scan", 0, 1),
+        _event("Memcpy DtoH", 1, 2),
+        _event(MARK, 3, 4),
+        _event("scan", 5, 6),
+        _event("reduce", 6, 7),
+        _event("Memcpy DtoH", 7, 8),
+        _event(MARK, 9, 10),
+        _event("cudaLaunchKernel", 0, 10, device="DeviceType.CPU"),
+    ]
     assert cupti.kernels_per_call(events, 2) == {"scan": 1.0, "reduce": 0.5}
     assert cupti.kernels_per_call(events, 2, copies=True) == {"scan": 1.0, "Memcpy DtoH": 1.0, "reduce": 0.5}

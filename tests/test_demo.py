@@ -1,4 +1,5 @@
 """``python -m prefixsum``: the table, its verdict, and the same rows whether worker processes share them."""
+
 import subprocess
 import sys
 
@@ -50,7 +51,11 @@ def test_a_wrong_algorithm_fails_the_command(monkeypatch):
 
 
 def test_the_command_line_exits_with_the_verdict():
-    child = subprocess.run([sys.executable, "-m", "prefixsum", "demo", "-n", "100", "--algorithm", "folding"],
-                           capture_output=True, text=True, timeout=300)
+    child = subprocess.run(
+        [sys.executable, "-m", "prefixsum", "demo", "-n", "100", "--algorithm", "folding"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert child.returncode == 0, child.stdout + child.stderr
     assert child.stdout.count(" PASS ") == 24

@@ -3,6 +3,7 @@
 The package sets NUMBA_ENABLE_CUDASIM itself when the user did not; child processes inherit it
 and must report the parent's reason, not "set by the user".
 """
+
 import pathlib
 import subprocess
 import sys
@@ -22,8 +23,13 @@ PARENT_AND_CHILD = (
 def run(code, **env):
     """Run ``code`` in a fresh interpreter whose environment has neither variable unless given."""
     base = undecided_environment()
-    child = subprocess.run([sys.executable, "-c", code], env={**base, "PYTHONPATH": ROOT, **env},
-                           capture_output=True, text=True, timeout=300)
+    child = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**base, "PYTHONPATH": ROOT, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert child.returncode == 0, child.stderr[-3000:]
     return [line.split("|") for line in child.stdout.splitlines()], child.stderr
 
@@ -47,9 +53,11 @@ def test_a_user_setting_that_contradicts_the_mark_is_the_users():
 
 
 def test_hand_down_gives_children_the_reason():
-    code = ("from prefixsum.core import device as _device; import subprocess, sys\n"
-            "_device.hand_down(True, 'the simulator, for a test')\n"
-            f"subprocess.run([sys.executable, '-c', {REPORT!r}], check=True)\n")
+    code = (
+        "from prefixsum.core import device as _device; import subprocess, sys\n"
+        "_device.hand_down(True, 'the simulator, for a test')\n"
+        f"subprocess.run([sys.executable, '-c', {REPORT!r}], check=True)\n"
+    )
     (report,), stderr = run(code)
     assert report == ["True", "the simulator, for a test"]
     assert "prefixsum: running on the CUDA simulator (the simulator, for a test)." in stderr
@@ -59,8 +67,10 @@ def test_the_notebook_build_gives_its_kernels_a_true_reason():
     """notebooks/build.py executes every notebook on the simulator; its kernels must not claim a
     user setting (the stored outputs are what students see)."""
     build = pathlib.Path(ROOT, "notebooks", "build.py")
-    code = (f"import runpy, subprocess, sys\nrunpy.run_path({str(build)!r})['simulate_in_kernels']()\n"
-            f"subprocess.run([sys.executable, '-c', {REPORT!r}], check=True)\n")
+    code = (
+        f"import runpy, subprocess, sys\nrunpy.run_path({str(build)!r})['simulate_in_kernels']()\n"
+        f"subprocess.run([sys.executable, '-c', {REPORT!r}], check=True)\n"
+    )
     (report,), _ = run(code)
     assert report[0] == "True"
     assert report[1] in ("no usable CUDA GPU found", "notebooks/build.py stores the simulator's outputs")

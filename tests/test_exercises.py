@@ -8,6 +8,7 @@ CI short it runs a fixed sample of :data:`SAMPLE` mutants per exercise; set
 the whole table). The sample's mutants that the table's notes argue equivalent
 (:data:`ARGUED_EQUIVALENT`) run the check alone, not the thorough check after it.
 """
+
 import hashlib
 import os
 import pathlib
@@ -49,14 +50,17 @@ def cells_digest(exercise):
 ARGUED_EQUIVALENT = {
     "04.packed-upsweep": ("1676b0c7d749ce9b", ("line 8:4 barrier: cuda.syncthreads() -> (removed)",)),
     "04.conflict-free": ("5749a9a4c0024528", ("line 1:21 constant: 5 -> 6",)),
-    "10.lookback-loop": ("f1fbbd854ac2c344", (
-        "line 3:4 bound: if lane == 0: publish(status, values, tile, published + (PREFIX if tile == 0 else "
-        "AGGREGATE), aggregate) -> if True: publish(status, values, tile, published + (PREFIX if tile == 0 else "
-        "AGGREGATE), aggregate)",
-        "line 3:7 comparison: lane == 0 -> lane != 0",
-        "line 20:4 bound: if lane == 0 and tile > 0: publish(status, values, tile, published + PREFIX, exclusive + "
-        "aggregate) -> if True: publish(status, values, tile, published + PREFIX, exclusive + aggregate)",
-    )),
+    "10.lookback-loop": (
+        "f1fbbd854ac2c344",
+        (
+            "line 3:4 bound: if lane == 0: publish(status, values, tile, published + (PREFIX if tile == 0 else "
+            "AGGREGATE), aggregate) -> if True: publish(status, values, tile, published + (PREFIX if tile == 0 else "
+            "AGGREGATE), aggregate)",
+            "line 3:7 comparison: lane == 0 -> lane != 0",
+            "line 20:4 bound: if lane == 0 and tile > 0: publish(status, values, tile, published + PREFIX, exclusive + "
+            "aggregate) -> if True: publish(status, values, tile, published + PREFIX, exclusive + aggregate)",
+        ),
+    ),
     "11.argmax-operator": ("defc64617b3df1d6", ("line 2:19 index: q[0] -> q[0 - 1]", "line 2:21 constant: 0 -> -1")),
 }
 
@@ -77,7 +81,7 @@ def solution_lines(exercise, shortest=12):
         c.source for c in student.student_version(nbformat.read(NOTEBOOKS_BY_NAME[exercise.notebook], 4)).cells
     )
     source = exercise.source
-    span = source[source.index(student.BEGIN):source.index(student.END)].splitlines()[1:]
+    span = source[source.index(student.BEGIN) : source.index(student.END)].splitlines()[1:]
     return [line.strip() for line in span if len(line.strip()) >= shortest and line.strip() not in given]
 
 
@@ -168,8 +172,10 @@ def test_hints_open_one_at_a_time():
 
 
 def test_mutants_cover_the_issues_kinds_of_mistake():
-    source = ("from numba import cuda\ndef k(a, n, t):\n    ### BEGIN SOLUTION\n    if t < n and t > 0:\n"
-              "        a[t] += a[t - 1] * 2\n    cuda.syncthreads()\n    ### END SOLUTION\n    return a\n")
+    source = (
+        "from numba import cuda\ndef k(a, n, t):\n    ### BEGIN SOLUTION\n    if t < n and t > 0:\n"
+        "        a[t] += a[t - 1] * 2\n    cuda.syncthreads()\n    ### END SOLUTION\n    return a\n"
+    )
     kinds = {m.description.split()[2].rstrip(":") for m in mutation.mutants(source)}
     assert kinds == {"operator", "comparison", "constant", "index", "barrier", "bound"}
     assert all("### BEGIN" not in m.source for m in mutation.mutants(source))
@@ -184,7 +190,8 @@ def test_mutants_that_make_one_program_are_judged_once(monkeypatch):
     report = mutation.kill_rate(mutation.Exercise("01.first", "01_x.ipynb", source, "", ""), check_seconds=0.0)
     assert len(mutation.mutants(source)) == report.mutants == report.killed == 4
     assert sorted(line.strip() for text in judged for line in text.splitlines() if "return" in line) == [
-        "return s[0 + 1]", "return s[0 - 1]"
+        "return s[0 + 1]",
+        "return s[0 - 1]",
     ]
 
 
@@ -237,7 +244,7 @@ def test_the_kill_rate_table_has_every_exercise_and_argues_every_equivalent_muta
     assert len(ids) == len(set(ids)) and set(ids) == {e.id for e in EXERCISES}, sorted(
         set(ids) ^ {e.id for e in EXERCISES}
     )
-    argued = text[text.index("The equivalent ones"):text.index("## Named mistakes")]
+    argued = text[text.index("The equivalent ones") : text.index("## Named mistakes")]
     for exercise, made, equivalent, killed, rate, survivors in rows:
         made, equivalent, killed = int(made), int(equivalent), int(killed)
         left = 0 if survivors == "none" else len(survivors.split("; "))
@@ -396,6 +403,7 @@ def _launching(kernel):
         out = cuda.device_array_like(x)
         kernel[(x.size + 31) // 32, 32](cuda.to_device(x), out)
         return out
+
     return squares
 
 
@@ -422,8 +430,12 @@ def test_function_with_a_budget_traces_kernels_and_rejects_serial_or_unwritten_r
 
 
 def test_every_exercise_of_every_chapter_has_a_hint_ladder():
-    ids = [cell.metadata["exercise_id"] for path in NOTEBOOKS for cell in nbformat.read(path, 4).cells
-           if "exercise" in cell.metadata.get("tags", [])]
+    ids = [
+        cell.metadata["exercise_id"]
+        for path in NOTEBOOKS
+        for cell in nbformat.read(path, 4).cells
+        if "exercise" in cell.metadata.get("tags", [])
+    ]
     assert len(ids) == len(set(ids))
     assert [i for i in ids if len(hints.HINTS.get(i, ())) < 2] == []
 
@@ -452,6 +464,7 @@ def test_one_thread_solving_the_system_passes_the_numbers_but_not_the_pcr_budget
     assert check.tridiagonal(serial_solve, n_values=(1, 2, 33)).passed
     result = check.tridiagonal(serial_solve, n_values=(1, 2, 33), budget=budget)
     assert result.diagnosis == "over-budget" and result.size == 33, str(result)
+
     def pcr(a, b, c, d):
         return ps.tridiag.solve(a, b, c, d, method="pcr")
 

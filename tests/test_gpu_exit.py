@@ -5,6 +5,7 @@ numpy calls' copy threads, tile states, the pivoting solver's scratch). Freed in
 at interpreter exit, such memory aborts the process after its work is done ("double free or
 corruption", status 134), which a script's caller sees as a failure. Skipped without a GPU.
 """
+
 import os
 import subprocess
 import sys

@@ -6,6 +6,7 @@ such a process and in a simulating one; every verdict, trace summary, error and 
 be the same. The cells are compiled under a file name that does not exist and registered in
 :mod:`linecache`, as IPython does, so the source lines quoted in errors must travel too.
 """
+
 import json
 import os
 import subprocess
@@ -123,7 +124,7 @@ CELLS = [
     ''',
 ]
 
-PROGRAM = '''
+PROGRAM = """
 import json, linecache, sys, textwrap, time
 import prefixsum  # first, so that it makes the device choice (or keeps the user's)
 namespace = {"__name__": "__main__"}
@@ -136,13 +137,19 @@ for number, cell in enumerate(json.loads(sys.argv[1])):
 from prefixsum.classroom import child
 print(json.dumps({"results": namespace["results"], "simulating": child.simulating(),
                   "seconds": time.perf_counter() - start, "worker_started": child._current is not None}))
-'''
+"""
 
 
 def run_cells(simulator):
     env = {**undecided_environment(), "NUMBA_ENABLE_CUDASIM": "1" if simulator else "0", "PYTHONPATH": ROOT}
-    child = subprocess.run([sys.executable, "-c", PROGRAM, json.dumps(CELLS)], env=env, capture_output=True,
-                           text=True, timeout=600, cwd=ROOT)
+    child = subprocess.run(
+        [sys.executable, "-c", PROGRAM, json.dumps(CELLS)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert child.returncode == 0, child.stdout[-3000:] + child.stderr[-3000:]
     *printed, last = child.stdout.strip().splitlines()
     return json.loads(last), printed, child.stderr
@@ -189,7 +196,7 @@ def test_what_the_simulated_run_prints_reaches_the_notebook(both):
 
 
 def test_one_worker_serves_every_call_and_a_dead_one_is_replaced():
-    code = textwrap.dedent('''
+    code = textwrap.dedent("""
         import os, numpy as np, prefixsum as ps
         from prefixsum.classroom import child
         pids = [child.on_simulator(os.getpid) for _ in range(3)]
@@ -200,7 +207,7 @@ def test_one_worker_serves_every_call_and_a_dead_one_is_replaced():
             print("died:", "ended" in str(error))
         pids.append(child.on_simulator(os.getpid))
         print(len(set(pids[:3])), pids[3] != pids[0], os.getpid() not in pids)
-    ''')
+    """)
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0", "PYTHONPATH": ROOT}
     child = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert child.returncode == 0, child.stderr[-3000:]

@@ -5,6 +5,7 @@ versions) and graded together by one run of the grader with two workers: each mu
 status and score, and every other grade must come out intact. The grader's pieces (the
 allow-list, the assembly, the reports) are tests/test_grade_pieces.py's.
 """
+
 import csv
 import linecache
 import subprocess
@@ -160,11 +161,25 @@ def reflector_recording(tmp_path_factory):
     teacher's recording made before any batch. The graded class reads it (``--recording``) and
     records chapter 01 itself, which it lacks."""
     path = tmp_path_factory.mktemp("recording") / "09.json"
-    command = [sys.executable, "-m", "prefixsum", "grade", "--record", str(path), "--timeout", "12", "--memory", "3072",
-               "--quiet", "--instructor", str(REFLECTOR)]
+    command = [
+        sys.executable,
+        "-m",
+        "prefixsum",
+        "grade",
+        "--record",
+        str(path),
+        "--timeout",
+        "12",
+        "--memory",
+        "3072",
+        "--quiet",
+        "--instructor",
+        str(REFLECTOR),
+    ]
     finished = subprocess.run(command, capture_output=True, text=True)
-    assert finished.returncode == 0 and f"recorded 1 chapters, 3 exercises: {path}" in finished.stdout, (
-        finished.stderr[-3000:])
+    assert finished.returncode == 0 and f"recorded 1 chapters, 3 exercises: {path}" in finished.stdout, finished.stderr[
+        -3000:
+    ]
     return path
 
 
@@ -192,9 +207,29 @@ def graded(tmp_path_factory, reflector_recording, class_recording):
         if data is None:
             data = nbformat.writes(student_version(instructor(NOTEBOOKS / filename), chapter="02_folding")).encode()
         (submissions / name / filename).write_bytes(data)
-    command = [sys.executable, "-m", "prefixsum", "grade", str(submissions), "--out", str(out), "--workers", "2",
-               "--timeout", "12", "--memory", "3072", "--quiet", "--instructor", str(LADDER), str(REFLECTOR),
-               "--recording", str(reflector_recording), "--record", str(folder / "recording.json")]
+    command = [
+        sys.executable,
+        "-m",
+        "prefixsum",
+        "grade",
+        str(submissions),
+        "--out",
+        str(out),
+        "--workers",
+        "2",
+        "--timeout",
+        "12",
+        "--memory",
+        "3072",
+        "--quiet",
+        "--instructor",
+        str(LADDER),
+        str(REFLECTOR),
+        "--recording",
+        str(reflector_recording),
+        "--record",
+        str(folder / "recording.json"),
+    ]
     finished = subprocess.run(command, capture_output=True, text=True, cwd=folder)
     assert finished.returncode == 0, finished.stderr[-3000:]
     class_recording["path"] = folder / "recording.json"
@@ -358,11 +393,20 @@ def test_grade_on_a_dask_cluster_of_two_workers(tmp_path, class_recording):
         (submissions / name).mkdir(parents=True)
         nbformat.write(notebook, submissions / name / "01_ladder.ipynb")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
-        rows = grading.grade([submissions], tmp_path / "out", instructor=[LADDER], scheduler=cluster.scheduler_address,
-                             options=options, progress=False, recording=recording)
+        rows = grading.grade(
+            [submissions],
+            tmp_path / "out",
+            instructor=[LADDER],
+            scheduler=cluster.scheduler_address,
+            options=options,
+            progress=False,
+            recording=recording,
+        )
     ladder_rows = {r.submission: r for r in rows if r.exercise == "01.ladder-step"}
     assert {(s, r.status, r.score == r.max_score > 0) for s, r in ladder_rows.items()} == {
-        ("solution", "pass", True), ("off_by_one", "fail", False)}
+        ("solution", "pass", True),
+        ("off_by_one", "fail", False),
+    }
     assert {r.status for r in rows if r.exercise != "01.ladder-step"} == {"not-attempted"}
     assert {r.sandbox for r in rows} == {"bwrap"}  # the workers graded in the same sandbox
     assert (tmp_path / "out" / "summary.csv").exists()

@@ -22,6 +22,7 @@ of the batch is left and nothing new listens, and nothing outside the sandboxes 
 instructor's notebooks, the classmates' folders, the environment, the package, ``--out`` but
 for the grader's own files, whose checksum holds).
 """
+
 import csv
 import hashlib
 import json
@@ -47,8 +48,12 @@ NOTEBOOKS = ROOT / "notebooks"
 ATTACKS = pathlib.Path(__file__).resolve().parent / "attacks"
 CHAPTERS = ("01_ladder", "09_householder", "11_applications")
 HONEST = ("ann", "bob")
-ODD_NAMES = {"not_utf8": os.fsdecode(b"student_\xff"), "formula": '=HYPERLINK("evil.example","x")',
-             "newline": "eve\n# Injected heading", "dot_folder": ".hidden_student"}
+ODD_NAMES = {
+    "not_utf8": os.fsdecode(b"student_\xff"),
+    "formula": '=HYPERLINK("evil.example","x")',
+    "newline": "eve\n# Injected heading",
+    "dot_folder": ".hidden_student",
+}
 MARK = "prefixsum-attack"
 # Two batches (as root, 50 submissions, and as nobody, 29: 97 s and about half as long on an idle
 # 2-core machine with a 30 s limit): CI runs them, the developer loop not.
@@ -159,8 +164,11 @@ def _tree_hash(path):
 
 def _listing(path):
     """Names, sizes and times of a large tree (the environment): a new or changed file shows."""
-    return {(str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in pathlib.Path(path).rglob("*")
-            if p.is_file() and "__pycache__" not in p.parts}
+    return {
+        (str(p), p.stat().st_size, p.stat().st_mtime_ns)
+        for p in pathlib.Path(path).rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
 
 
 def _listening():
@@ -264,21 +272,48 @@ def _run(folder, user, recording):
     else:
         reuse = [] if prefix else ["--record", str(recorded)]  # nobody may not write into the folder
     venv, package = pathlib.Path(sys.prefix), ROOT / "prefixsum"
-    before = {"instructor": _tree_hash(folder / "instructor"), "class": _tree_hash(students),
-              "package": _tree_hash(package), "venv": _listing(venv)}
+    before = {
+        "instructor": _tree_hash(folder / "instructor"),
+        "class": _tree_hash(students),
+        "package": _tree_hash(package),
+        "venv": _listing(venv),
+    }
     processes, listening = _processes(), _listening()
     temporary = _temporary()
-    command = [*prefix, sys.executable, str(ATTACKS / "grade_with_hole.py"), str(students), "--out", str(out),
-               "--instructor", *(str(folder / "instructor" / f"{c}.ipynb") for c in CHAPTERS), "--chapters", *CHAPTERS,
-               "--workers", "2", "--timeout", str(TIMEOUT_S), "--memory", "3072", "--max-size", "2", "--quiet", *reuse]
+    command = [
+        *prefix,
+        sys.executable,
+        str(ATTACKS / "grade_with_hole.py"),
+        str(students),
+        "--out",
+        str(out),
+        "--instructor",
+        *(str(folder / "instructor" / f"{c}.ipynb") for c in CHAPTERS),
+        "--chapters",
+        *CHAPTERS,
+        "--workers",
+        "2",
+        "--timeout",
+        str(TIMEOUT_S),
+        "--memory",
+        "3072",
+        "--max-size",
+        "2",
+        "--quiet",
+        *reuse,
+    ]
     start = time.perf_counter()
     finished = subprocess.run(
         command, capture_output=True, text=True, cwd="/", env={**os.environ, "PYTHONPATH": str(ROOT)}
     )
     seconds = time.perf_counter() - start
     time.sleep(2)  # a daemon that outlived the batch would now rewrite the grades
-    after = {"instructor": _tree_hash(folder / "instructor"), "class": _tree_hash(students),
-             "package": _tree_hash(package), "venv": _listing(venv)}
+    after = {
+        "instructor": _tree_hash(folder / "instructor"),
+        "class": _tree_hash(students),
+        "package": _tree_hash(package),
+        "venv": _listing(venv),
+    }
     left = {
         pid: line
         for pid, line in _processes().items()
@@ -291,9 +326,18 @@ def _run(folder, user, recording):
         with open(out / "grades.csv", newline="") as handle:
             rows = list(csv.DictReader(handle))
     print(f"\nthe attack batch as {user}: {seconds:.0f} s, {len({r['submission'] for r in rows})} submissions")
-    return {"finished": finished, "out": out, "rows": rows, "before": before, "after": after, "left": left,
-            "new_listening": _listening() - listening, "new_temporary": _temporary() - temporary,
-            "seconds": seconds, "everyone": everyone}
+    return {
+        "finished": finished,
+        "out": out,
+        "rows": rows,
+        "before": before,
+        "after": after,
+        "left": left,
+        "new_listening": _listening() - listening,
+        "new_temporary": _temporary() - temporary,
+        "seconds": seconds,
+        "everyone": everyone,
+    }
 
 
 def _rows(batch, submission):

@@ -6,6 +6,7 @@ never opens a path a trace names, nor builds a model without bound; the notebook
 the check's verdict, not the cell's output. No sandbox runs here: tests/test_grade_attacks.py grades
 the same attacks in a whole batch.
 """
+
 import contextlib
 import io
 import json
@@ -42,19 +43,23 @@ def _with_cell(cell):
 
 CODE = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": "x = 1"}
 MALFORMED = {
-    "exercise_id a list": (_with_cell({**CODE, "metadata": {"exercise_id": ["01.serial-scan"]}}), "exercise_id is of "
-                                                                                                  "type list"),
+    "exercise_id a list": (
+        _with_cell({**CODE, "metadata": {"exercise_id": ["01.serial-scan"]}}),
+        "exercise_id is of type list",
+    ),
     "source an int": (_with_cell({**CODE, "source": 5}), "source is of type int"),
     "tags an int": (_with_cell({**CODE, "metadata": {"tags": 5}}), "tags are of type int"),
     "tags of numbers": (_with_cell({**CODE, "metadata": {"tags": [1]}}), "not all text"),
     "a code cell without source": (_with_cell({k: v for k, v in CODE.items() if k != "source"}), "without a source"),
     "a cell that is a number": (_with_cell(7), "not a readable notebook"),
     "metadata a list": (_with_cell({**CODE, "metadata": []}), "not a readable notebook"),
-    "the stamp a list": (json.dumps({**json.loads(LADDER.read_text()), "metadata": {"prefixsum": []}}).encode(),
-                         "metadata is not an object"),
+    "the stamp a list": (
+        json.dumps({**json.loads(LADDER.read_text()), "metadata": {"prefixsum": []}}).encode(),
+        "metadata is not an object",
+    ),
     "cells a number": (b'{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": 5}', "not a readable notebook"),
     "a list": (b"[1, 2]", "not a readable notebook"),
-    "not JSON": (b"{\"cells\": [", "not a readable notebook"),
+    "not JSON": (b'{"cells": [', "not a readable notebook"),
     "not UTF-8": (b"\xff\xfe{}", "not a readable notebook"),
 }
 
@@ -143,7 +148,9 @@ def test_two_copies_of_a_chapter_are_graded_once_the_newest(ladder, tmp_path, mo
     assert "by the time its cells record" in skipped["b.ipynb"].message
     summary = report.summarize(rows)
     assert {key: (entry["score"], entry["max_score"]) for key, entry in summary.items() if key[1] == "01_ladder"} == {
-        ("ann", "01_ladder"): (5, 5), ("bob", "01_ladder"): (5, 5)}
+        ("ann", "01_ladder"): (5, 5),
+        ("bob", "01_ladder"): (5, 5),
+    }
 
 
 # -- the feedback's picture --------------------------------------------------------------------------

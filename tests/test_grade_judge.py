@@ -4,6 +4,7 @@ Fast: chapter 01's host exercise (01.serial-scan), a small traced run and a look
 :mod:`prefixsum.grading.trusted`'s ``check`` mode runs here as it does in a sandbox,
 and the judge draws the verdicts from its output; a forged or malformed report earns nothing.
 """
+
 import base64
 import contextlib
 import inspect
@@ -81,8 +82,9 @@ def test_a_forged_report_earns_nothing(chapter):
     # Outputs that the sandbox could forge without the inputs' right answer: the judge compares them.
     forged = json.loads(json.dumps(honest))
     forged["observations"][2]["result"] = encoding.encode_value(np.zeros(31, np.int32))
-    assert verdicts(chapter, json.dumps(forged))[EXERCISE]["message"].startswith("FAIL my_partial_sums: wrong-result "
-                                                                                 "at n=31")
+    assert verdicts(chapter, json.dumps(forged))[EXERCISE]["message"].startswith(
+        "FAIL my_partial_sums: wrong-result at n=31"
+    )
 
 
 def test_a_check_that_stops_on_what_only_the_trace_shows_is_replayed_run_for_run():
@@ -106,13 +108,21 @@ def _packed(data):
     return base64.b64encode(zlib.compress(data)).decode()
 
 
-@pytest.mark.parametrize("value", [
-    {"a": ["object", [1], _packed(b"x" * 8)]},  # no object arrays
-    {"a": ["float64", [2], _packed(b"\0" * 8)]},  # fewer bytes than the shape
-    {"a": ["uint8", [1 << 30], _packed(b"\0" * (1 << 20))]},  # a bomb: its size is checked before it inflates
-    {"n": ["float32", "not base64!"]},
-    {"x": 1}, {"i": 1, "f": "0x1p0"}, {"f": "nan?"}, {"o": "not a name"}, [1, 2], "text",
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": ["object", [1], _packed(b"x" * 8)]},  # no object arrays
+        {"a": ["float64", [2], _packed(b"\0" * 8)]},  # fewer bytes than the shape
+        {"a": ["uint8", [1 << 30], _packed(b"\0" * (1 << 20))]},  # a bomb: its size is checked before it inflates
+        {"n": ["float32", "not base64!"]},
+        {"x": 1},
+        {"i": 1, "f": "0x1p0"},
+        {"f": "nan?"},
+        {"o": "not a name"},
+        [1, 2],
+        "text",
+    ],
+)
 def test_observed_values_are_read_strictly(value):
     with pytest.raises(encoding.Malformed):
         encoding.Decoder().value(value)
@@ -144,14 +154,21 @@ def test_a_trace_survives_its_encoding():
 def test_the_graders_own_processes_are_bounded():
     """The judge and the batch's process bound themselves (limits.limit_process): a bomb in what they read ends in
     MemoryError."""
-    program = ("import resource, numpy as np\n"
-               "from prefixsum.grading import limits\n"
-               "limits.limit_process(address_space_mb=2048, open_files=64, cpu_s=30)\n"
-               "print(resource.getrlimit(resource.RLIMIT_AS)[0] >> 20, resource.getrlimit(resource.RLIMIT_NOFILE)[0],"
-               " resource.getrlimit(resource.RLIMIT_CPU)[0])\n"
-               "try:\n    np.ones(3 << 30, np.uint8)\nexcept MemoryError:\n    print('MemoryError')\n")
-    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True,
-                          env={**os.environ, "PYTHONPATH": str(LADDER.parents[1])})
+    program = (
+        "import resource, numpy as np\n"
+        "from prefixsum.grading import limits\n"
+        "limits.limit_process(address_space_mb=2048, open_files=64, cpu_s=30)\n"
+        "print(resource.getrlimit(resource.RLIMIT_AS)[0] >> 20, resource.getrlimit(resource.RLIMIT_NOFILE)[0],"
+        " resource.getrlimit(resource.RLIMIT_CPU)[0])\n"
+        "try:\n    np.ones(3 << 30, np.uint8)\nexcept MemoryError:\n    print('MemoryError')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(LADDER.parents[1])},
+    )
     assert done.stdout.split() == ["2048", "64", "30", "MemoryError"]
     assert "limits.limit_process(" in inspect.getsource(judge.main) and "limit_process(" in inspect.getsource(
         grade_command.main
@@ -182,12 +199,15 @@ def test_the_recheck_and_the_judge_start_without_nbformat():
     """The sandbox's re-check and the judge import what they use of the grading package, not the
     batch: nbformat brings jsonschema, whose optional IRI checker compiles its grammars at import
     (over a second of every sandboxed run)."""
-    program = ("import sys\n"
-               "import prefixsum.grading.observations, prefixsum.grading.judge, "
-               "prefixsum.grading.results\n"
-               "print(sorted(m for m in ('nbformat', 'jsonschema') if m in sys.modules))\n")
-    finished = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
-                              env={**os.environ, "NUMBA_ENABLE_CUDASIM": "1"})
+    program = (
+        "import sys\n"
+        "import prefixsum.grading.observations, prefixsum.grading.judge, "
+        "prefixsum.grading.results\n"
+        "print(sorted(m for m in ('nbformat', 'jsonschema') if m in sys.modules))\n"
+    )
+    finished = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, env={**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
+    )
     assert finished.returncode == 0, finished.stderr[-2000:]
     assert finished.stdout.strip() == "[]", finished.stdout
 

@@ -3,6 +3,7 @@ read back exactly and strictly, refused with other notebooks, options or version
 records only what its recording lacks. No sandbox runs here (the recording's entries are made up):
 tests/test_grade.py and tests/test_grade_attacks.py grade whole batches with real recordings.
 """
+
 import dataclasses
 import json
 import pathlib
@@ -27,9 +28,16 @@ def known():
 
 def _entries(chapter, ids=None):
     """Made-up records of ``chapter``'s exercises (``ids``, default all), shaped as a sandbox's."""
-    return {e.id: {"signatures": {"my_kernel": ["void(float32[::1])"]}, "launches": 1, "source": e.source,
-                   "checked": {"id": e.id, "status": "ran", "message": "", "lines": ["PASS\n"], "launches": 1}}
-            for e in chapter.exercises if ids is None or e.id in ids}
+    return {
+        e.id: {
+            "signatures": {"my_kernel": ["void(float32[::1])"]},
+            "launches": 1,
+            "source": e.source,
+            "checked": {"id": e.id, "status": "ran", "message": "", "lines": ["PASS\n"], "launches": 1},
+        }
+        for e in chapter.exercises
+        if ids is None or e.id in ids
+    }
 
 
 def _recording(chapter, ids=None, options=OPTIONS):
@@ -62,21 +70,40 @@ def test_a_recording_is_refused_with_other_options_material_or_version(known):
     assert "limits.memory_mb 4096 (now 3072)" in _refusal(recording, known, dataclasses.replace(OPTIONS, limits=limits))
     assert "isolated False (now True)" in _refusal(recording, known, runner.Options())
     first = ladder.exercises[0]
-    for changed in (dataclasses.replace(ladder, setup=(*ladder.setup, "x = 1")),
-                    dataclasses.replace(ladder, sanitize=ladder.sanitize + "\n[other]\nregex: a\nreplace: b\n"),
-                    dataclasses.replace(ladder, exercises=(dataclasses.replace(
-                        first, checks=tuple((check, "PASS other\n") for check, _ in first.checks)),
-                        *ladder.exercises[1:]))):
+    for changed in (
+        dataclasses.replace(ladder, setup=(*ladder.setup, "x = 1")),
+        dataclasses.replace(ladder, sanitize=ladder.sanitize + "\n[other]\nregex: a\nreplace: b\n"),
+        dataclasses.replace(
+            ladder,
+            exercises=(
+                dataclasses.replace(first, checks=tuple((check, "PASS other\n") for check, _ in first.checks)),
+                *ladder.exercises[1:],
+            ),
+        ),
+    ):
         message = _refusal(recording, {ladder.name: changed})
         assert "chapter 01_ladder was made from other instructor material" in message
     assert "made by prefixsum 0.0.1" in _refusal(dataclasses.replace(recording, package="0.0.1"), known)
     # Points and the students' todo text change no check: the recording still serves.
-    recording.check({ladder.name: dataclasses.replace(ladder, exercises=tuple(
-        dataclasses.replace(e, points=e.points + 1, todo="other") for e in ladder.exercises))}, OPTIONS)
+    recording.check(
+        {
+            ladder.name: dataclasses.replace(
+                ladder,
+                exercises=tuple(dataclasses.replace(e, points=e.points + 1, todo="other") for e in ladder.exercises),
+            )
+        },
+        OPTIONS,
+    )
     recording.check({"09_householder": known["09_householder"]}, OPTIONS)  # a chapter not graded is not used
-    forged = Recording(OPTIONS, {ladder.name: {"material": material_hash(ladder),
-                                               "exercises": {**_entries(ladder), "01.other": _entries(ladder)[
-                                                   first.id]}}})
+    forged = Recording(
+        OPTIONS,
+        {
+            ladder.name: {
+                "material": material_hash(ladder),
+                "exercises": {**_entries(ladder), "01.other": _entries(ladder)[first.id]},
+            }
+        },
+    )
     assert "records exercises it does not have (01.other)" in _refusal(forged, known)
     edited = _entries(ladder)
     edited[first.id] = {**edited[first.id], "source": "out[:] = 0"}
@@ -105,19 +132,30 @@ MALFORMED = {
     "no exercise": (lambda r: _edited(r, lambda v: v["chapters"]["01_ladder"].update(exercises={})), "'exercises'"),
     "an extra entry field": (
         lambda r: _edited(r, lambda v: v["chapters"]["01_ladder"]["exercises"][_FIRST].update(run="x")),
-        f"exercise {_FIRST}: must hold exactly"),
+        f"exercise {_FIRST}: must hold exactly",
+    ),
     "a verdict the sandbox may not give": (
-        lambda r: _edited(r, lambda v: v["chapters"]["01_ladder"]["exercises"][_FIRST]["checked"].update(
-            status="pass")), "'checked' is not a verdict"),
+        lambda r: _edited(
+            r, lambda v: v["chapters"]["01_ladder"]["exercises"][_FIRST]["checked"].update(status="pass")
+        ),
+        "'checked' is not a verdict",
+    ),
     "another exercise's verdict": (
-        lambda r: _edited(r, lambda v: v["chapters"]["01_ladder"]["exercises"][_FIRST]["checked"].update(
-            id="01.ladder-step")), "'checked' is not a verdict"),
+        lambda r: _edited(
+            r, lambda v: v["chapters"]["01_ladder"]["exercises"][_FIRST]["checked"].update(id="01.ladder-step")
+        ),
+        "'checked' is not a verdict",
+    ),
     "signatures not a list": (
-        lambda r: _edited(r, lambda v: v["chapters"]["01_ladder"]["exercises"][_FIRST].update(
-            signatures={"k": "void()"})), "'signatures'"),
+        lambda r: _edited(
+            r, lambda v: v["chapters"]["01_ladder"]["exercises"][_FIRST].update(signatures={"k": "void()"})
+        ),
+        "'signatures'",
+    ),
     "negative launches": (
         lambda r: _edited(r, lambda v: v["chapters"]["01_ladder"]["exercises"][_FIRST].update(launches=-1)),
-        "'launches'"),
+        "'launches'",
+    ),
     "deep nesting": (lambda r: "[" * 100000, "not JSON"),
 }
 
@@ -164,8 +202,9 @@ def _batch(tmp_path, monkeypatch, known, recording):
 
     monkeypatch.setattr(batch, "instructor_signatures", instructor_signatures)
     monkeypatch.setattr(batch, "grade_notebook", grade_notebook)
-    batch._grade_jobs(batch.collect([tmp_path / "class"]), known, 1, OPTIONS, None, False, 16, recording,
-                      tmp_path / "written.json")
+    batch._grade_jobs(
+        batch.collect([tmp_path / "class"]), known, 1, OPTIONS, None, False, 16, recording, tmp_path / "written.json"
+    )
     return recorded, given, Recording.read(tmp_path / "written.json")
 
 
@@ -183,9 +222,13 @@ def test_a_chapter_recorded_without_an_exercise_a_batch_needs_is_recorded_again(
     lacks an exercise some submission has the grader run is not patched, but made again."""
     ladder, reflector = known["01_ladder"], known["09_householder"]
     everything = {e.id for e in ladder.exercises}
-    recording = Recording(OPTIONS, {
-        ladder.name: {"material": material_hash(ladder), "exercises": _entries(ladder, {"01.ladder-step"})},
-        reflector.name: {"material": material_hash(reflector), "exercises": _entries(reflector)}})
+    recording = Recording(
+        OPTIONS,
+        {
+            ladder.name: {"material": material_hash(ladder), "exercises": _entries(ladder, {"01.ladder-step"})},
+            reflector.name: {"material": material_hash(reflector), "exercises": _entries(reflector)},
+        },
+    )
     recorded, given, written = _batch(tmp_path, monkeypatch, known, recording)
     assert recorded == [("01_ladder", everything)]
     assert set(given["ann"]) == everything and given["bob"] == recording.exercises("09_householder")
@@ -194,8 +237,14 @@ def test_a_chapter_recorded_without_an_exercise_a_batch_needs_is_recorded_again(
 
 def test_grade_refuses_a_recording_of_other_options_before_anything_runs(known, tmp_path):
     with pytest.raises(RecordingError, match="timeout 60.0 \\(now 30.0\\)"):
-        grading.grade([tmp_path], tmp_path / "out", instructor=[LADDER], progress=False,
-                      options=dataclasses.replace(OPTIONS, timeout=30.0), recording=_recording(known["01_ladder"]))
+        grading.grade(
+            [tmp_path],
+            tmp_path / "out",
+            instructor=[LADDER],
+            progress=False,
+            options=dataclasses.replace(OPTIONS, timeout=30.0),
+            recording=_recording(known["01_ladder"]),
+        )
     assert not (tmp_path / "out").exists()
 
 

@@ -5,6 +5,7 @@ one OS thread per CUDA thread, and the reduction is O(n^3) per matrix); the glob
 kernel is reached at small n by shrinking the shared-memory budget and the block size.
 The kernels' PTX is compiled by test_tridiag.py's PTX test, which walks tridiag.ptx_kernels().
 """
+
 import os
 import re
 
@@ -191,9 +192,15 @@ def test_rows_that_need_no_reflector(dtype, rng):
     np.testing.assert_allclose(np.abs(e), np.abs(np.diag(T, -1)), rtol=0, atol=64 * eps * np.abs(T).max())
 
 
-@pytest.mark.parametrize("dtype, factor", [
-    (np.float64, 1e160), (np.float64, 1e-160), (np.float32, 1e20), (np.float32, 1e-20),
-])
+@pytest.mark.parametrize(
+    "dtype, factor",
+    [
+        (np.float64, 1e160),
+        (np.float64, 1e-160),
+        (np.float32, 1e20),
+        (np.float32, 1e-20),
+    ],
+)
 def test_scaling_keeps_huge_and_tiny_matrices_accurate(dtype, factor):
     # |x|^2 would overflow (or fall to subnormals) without tred2's division by sum |x_k|.
     A, d, e, _ = reduced(16, 3, dtype)
@@ -292,8 +299,11 @@ def test_solve_symmetric_one_system_and_the_global_path(rng, monkeypatch):
 
 def test_a_singular_t_is_a_lin_alg_error_naming_the_system():
     A = np.stack([np.eye(4), np.diag([1.0, 0.0, 2.0, 3.0]), np.zeros((4, 4))])
-    with pytest.raises(np.linalg.LinAlgError, match=r"method='(pivoting|routed)'.*system 1 of 3 \(2 failed in all\): "
-                                                    r"the matrix is singular"):
+    with pytest.raises(
+        np.linalg.LinAlgError,
+        match=r"method='(pivoting|routed)'.*system 1 of 3 \(2 failed in all\): "
+        r"the matrix is singular",
+    ):
         tridiag.solve_symmetric(A, np.ones((3, 4)))
 
 
@@ -308,8 +318,10 @@ def test_a_non_symmetric_matrix_is_a_value_error_stating_the_tolerance(dtype, rn
         np.testing.assert_array_equal(got, expected)
     far = A.copy()
     far[1, 0, 3] += dtype(4 * tolerance)
-    message = (r"not symmetric: \|A - A\^T\| = .* at A\[1, 0, 3\] exceeds the tolerance "
-               rf"100 \* eps\({np.dtype(dtype).name}\) \* max\|A\|")
+    message = (
+        r"not symmetric: \|A - A\^T\| = .* at A\[1, 0, 3\] exceeds the tolerance "
+        rf"100 \* eps\({np.dtype(dtype).name}\) \* max\|A\|"
+    )
     with pytest.raises(ValueError, match=message):
         tridiag.householder(far)
     with pytest.raises(ValueError, match=message):

@@ -3,6 +3,7 @@
 tests/test_scan.py already runs "kstep" with its default options; here every L, the sizes
 around powers of L, and the launch-per-step and one-block paths each on their own.
 """
+
 import itertools
 
 import numpy as np
@@ -48,10 +49,19 @@ def test_levels_of_the_seed_figure():
     assert lv.length == 53
 
 
-@pytest.mark.parametrize("n, L, sizes", [
-    (1, 2, (1, 1)), (2, 2, (2, 1)), (3, 2, (3, 2)), (8, 8, (8, 1)), (9, 8, (9, 2)),
-    (64, 8, (64, 8)), (65, 8, (65, 9, 2)), (1024, 2, (1024, 512, 256, 128, 64, 32, 16, 8, 4, 2)),
-])
+@pytest.mark.parametrize(
+    "n, L, sizes",
+    [
+        (1, 2, (1, 1)),
+        (2, 2, (2, 1)),
+        (3, 2, (3, 2)),
+        (8, 8, (8, 1)),
+        (9, 8, (9, 2)),
+        (64, 8, (64, 8)),
+        (65, 8, (65, 9, 2)),
+        (1024, 2, (1024, 512, 256, 128, 64, 32, 16, 8, 4, 2)),
+    ],
+)
 def test_levels_stop_when_the_next_level_fits_one_thread(n, L, sizes):
     lv = kstep.levels(n, L)
     assert lv.sizes == sizes

@@ -6,6 +6,7 @@ than one window of 32), the look-back itself over states prepared by hand (the s
 blocks one after another, so there a predecessor has always published its prefix), the epochs,
 the tile counter, and the launcher.
 """
+
 import collections
 import re
 import textwrap
@@ -32,16 +33,24 @@ def test_many_small_tiles(dtype, rng):
     n = 32 * 70 + 5
     for k, (inclusive, reverse) in enumerate(((True, False), (False, True))):
         op = ps.OPS[(k + ps.DTYPES.index(dtype)) % 4]
-        run_and_check("lookback", random_input(n, op, dtype, rng), op, inclusive, reverse,
-                      block_size=32, items_per_thread=1)
+        run_and_check(
+            "lookback", random_input(n, op, dtype, rng), op, inclusive, reverse, block_size=32, items_per_thread=1
+        )
 
 
 @pytest.mark.parametrize("block_size, items_per_thread", [(64, 3), (32, 32), (1024, None)])
 def test_other_tile_shapes(block_size, items_per_thread, rng):
     tile = block_size * (items_per_thread or 4)
     for op, dtype, inclusive, reverse in (("add", "float32", True, False), ("min", "int64", False, True)):
-        run_and_check("lookback", random_input(3 * tile + 17, op, dtype, rng), op, inclusive, reverse,
-                      block_size=block_size, items_per_thread=items_per_thread)
+        run_and_check(
+            "lookback",
+            random_input(3 * tile + 17, op, dtype, rng),
+            op,
+            inclusive,
+            reverse,
+            block_size=block_size,
+            items_per_thread=items_per_thread,
+        )
 
 
 @pytest.mark.parametrize("op, dtype", [("add", "float32"), ("max", "int32"), ("add", "float64"), ("mul", "uint64")])
@@ -221,12 +230,15 @@ def test_a_tile_is_indexed_without_numbas_negative_index_guard(ptx_child):
         assert len(offset_loads) >= 31, (label, len(offset_loads))
 
 
-@pytest.mark.parametrize("options, message", [
-    ({"items_per_thread": 33}, "items_per_thread=33 must be None"),
-    ({"items_per_thread": 2.0}, "items_per_thread=2.0"),
-    ({"block_size": 48}, "block_size=48 must be a power of two"),
-    ({"block_size": 1024, "items_per_thread": 16}, "16384 elements per tile"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"items_per_thread": 33}, "items_per_thread=33 must be None"),
+        ({"items_per_thread": 2.0}, "items_per_thread=2.0"),
+        ({"block_size": 48}, "block_size=48 must be a power of two"),
+        ({"block_size": 1024, "items_per_thread": 16}, "16384 elements per tile"),
+    ],
+)
 def test_lookback_refuses_bad_options(options, message):
     with pytest.raises(ValueError, match=message):
         ps.scan(np.ones(4, np.float32), algorithm="lookback", **options)
@@ -235,6 +247,7 @@ def test_lookback_refuses_bad_options(options, message):
 def test_launcher_takes_arrays_and_integers_only():
     with pytest.raises(TypeError, match="C-contiguous arrays and integers"):
         Launcher(lookback.lookback_kernel("add", np.dtype("float32"), True, False, 32, 1), (types.float32,))
+
 
 def test_the_tile_is_the_fastest_measured_shape_at_the_nearest_length(monkeypatch):
     """Issue 45: with neither option, the tile per element size and length comes from scan_tiles.csv."""
@@ -268,8 +281,14 @@ def test_the_table_holds_the_fastest_shape_of_the_run_that_measured_it():
 
     folder = pathlib.Path(__file__).resolve().parent.parent / "benchmarks"
     with open(folder / "cub_tuning.csv", newline="") as handle:
-        timed = [r for r in csv.DictReader(handle) if r["part"] == "scan" and r["variant"].startswith("lookback:")
-                 and "[" not in r["variant"] and r["correct"] == "True"]
+        timed = [
+            r
+            for r in csv.DictReader(handle)
+            if r["part"] == "scan"
+            and r["variant"].startswith("lookback:")
+            and "[" not in r["variant"]
+            and r["correct"] == "True"
+        ]
     with open(folder / "scan_tiles.csv", newline="") as handle:
         table = list(csv.DictReader(handle))
     assert len(table) == 16

@@ -9,6 +9,7 @@ another shape) passes. Each runs as the grader's check runs it
 forked process); the grader's own path (the sandbox's observations, the judge, the PTX compile
 of device functions) is tested on the cases that only it shows.
 """
+
 import ast
 import contextlib
 import io
@@ -49,8 +50,14 @@ def test_slow_naive_and_other_right_answers_pass(answer):
 
 def _module_constants(source):
     """Names the cell binds at its top level by assignment (its constants, not its functions)."""
-    return {n.id for node in ast.parse(source).body if isinstance(node, ast.Assign)
-            for target in node.targets for n in ast.walk(target) if isinstance(n, ast.Name)}
+    return {
+        n.id
+        for node in ast.parse(source).body
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        for n in ast.walk(target)
+        if isinstance(n, ast.Name)
+    }
 
 
 def _host_functions(source):
@@ -59,7 +66,7 @@ def _host_functions(source):
     found = {}
     for node in ast.parse(source).body:
         if isinstance(node, ast.FunctionDef) and not node.decorator_list:
-            body = lines[node.lineno - 1:node.end_lineno]
+            body = lines[node.lineno - 1 : node.end_lineno]
             found[node.name] = any(line.strip().startswith("### BEGIN SOLUTION") for line in body)
     return found
 
@@ -118,6 +125,7 @@ def _launched(kernel, *extra, threads=64):
         out = cuda.device_array(len(x), x.dtype)
         kernel[max(1, -(-len(x) // threads)), threads](cuda.to_device(x), *extra, out, len(x))
         return out
+
     return scan
 
 
@@ -173,9 +181,11 @@ def _split_with(flag_kernel):
         flags = flags.copy_to_host()
         zeros_before = ps.exclusive_scan(flags)
         out = cuda.device_array(len(keys), keys.dtype)
-        split_scatter[max(1, -(-len(keys) // 64)), 64](cuda.to_device(keys), cuda.to_device(flags),
-                                                         cuda.to_device(zeros_before), out)
+        split_scatter[max(1, -(-len(keys) // 64)), 64](
+            cuda.to_device(keys), cuda.to_device(flags), cuda.to_device(zeros_before), out
+        )
         return out
+
     return split
 
 
@@ -206,15 +216,16 @@ def test_a_kernel_handed_the_answer_did_not_read_its_input():
 
 def test_counted_elements_add_as_their_dtype_and_count_every_operation():
     tally = counting.new_tally()
-    big = counting.Counted(np.int32(2 ** 31 - 1), tally)
+    big = counting.Counted(np.int32(2**31 - 1), tally)
     wrapped = big + 1
-    assert isinstance(wrapped, counting.Counted) and wrapped.value == np.int32(-2 ** 31)
-    assert int(3 - big) == int(np.int32(3) - np.int32(2 ** 31 - 1)) and tally[counting.ADDITIONS] == 2
+    assert isinstance(wrapped, counting.Counted) and wrapped.value == np.int32(-(2**31))
+    assert int(3 - big) == int(np.int32(3) - np.int32(2**31 - 1)) and tally[counting.ADDITIONS] == 2
     assert np.int32(5) + counting.Counted(np.int32(1), tally) == 6 and tally[counting.ADDITIONS] == 3
     assert counting.plain([counting.Counted(np.int32(4), tally), 0], np.int32).tolist() == [4, 0]
 
 
 # The grader's path: what the sandbox observes, the judge replays; the PTX stage compiles.
+
 
 def _sandbox(chapter, sources, record=False):
     """What trusted.py's ``check`` (or ``record``) mode writes for ``sources``, run in this process."""
@@ -254,9 +265,11 @@ def test_the_judge_keeps_the_setups_names_whatever_the_sandbox_reports(ladder):
 
 
 WARP_RANK = "11.warp-rank"
-LANE_MASKS = ("@cuda.jit(device=True)\ndef my_warp_rank(kept):\n    ### BEGIN SOLUTION\n"
-              "    ballot = np.uint32(cuda.ballot_sync(0xFFFFFFFF, kept))\n"
-              "    return cuda.popc(ballot & cuda.lanemask_lt()), cuda.popc(ballot)\n    ### END SOLUTION")
+LANE_MASKS = (
+    "@cuda.jit(device=True)\ndef my_warp_rank(kept):\n    ### BEGIN SOLUTION\n"
+    "    ballot = np.uint32(cuda.ballot_sync(0xFFFFFFFF, kept))\n"
+    "    return cuda.popc(ballot & cuda.lanemask_lt()), cuda.popc(ballot)\n    ### END SOLUTION"
+)
 
 
 def test_device_functions_are_compiled_to_ptx_like_kernels(ptx_compiler):
@@ -270,10 +283,12 @@ def test_device_functions_are_compiled_to_ptx_like_kernels(ptx_compiler):
     (recorded,) = map(json.loads, _sandbox(chapter, {WARP_RANK: solution}, record=True).splitlines())
     assert recorded["status"] == "ran", recorded
     assert recorded["signatures"]["my_warp_rank"] == ["(boolean,)"], recorded["signatures"]
-    with_list = solution.replace(LANE_MASKS, "BELOW = [(1 << k) - 1 for k in range(32)]\n\n\n" + LANE_MASKS.replace(
-        "cuda.lanemask_lt()", "BELOW[cuda.laneid]"))
-    request = {"chapter": _inside(chapter), "timeout": 60,
-               "signatures": {WARP_RANK: recorded["signatures"]}}
+    with_list = solution.replace(
+        LANE_MASKS,
+        "BELOW = [(1 << k) - 1 for k in range(32)]\n\n\n"
+        + LANE_MASKS.replace("cuda.lanemask_lt()", "BELOW[cuda.laneid]"),
+    )
+    request = {"chapter": _inside(chapter), "timeout": 60, "signatures": {WARP_RANK: recorded["signatures"]}}
     results = {}
     for label, source in (("solution", solution), ("list", with_list)):
         request["sources"] = {WARP_RANK: source}

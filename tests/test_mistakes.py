@@ -6,6 +6,7 @@ a chained scan for a look-back, ``np.cumsum`` for the loop), and right answers o
 solution. Each runs as the grader runs it (:func:`prefixsum.classroom.mutation.isolated_verdict`:
 the notebook's setup cells, the cell, its check, in a forked process).
 """
+
 import collections
 import pathlib
 

@@ -4,6 +4,7 @@ generic suite (tests/test_scan.py, unedited) and compiles to PTX, with no other 
 The new algorithm is built from the primitives alone (one element per thread, the block scan of
 :mod:`prefixsum.primitives.block`, tiles carried by :func:`prefixsum.scans.tiles.register_tiled`).
 """
+
 import os
 import pathlib
 import shutil
@@ -66,8 +67,9 @@ def copy_with_new_algorithm(tmp_path_factory):
 
 def run_in(root, args, **env):
     environment = {**os.environ, "PYTHONPATH": str(root), **env}
-    return subprocess.run([sys.executable, *args], cwd=root, env=environment, capture_output=True, text=True,
-                          timeout=600)
+    return subprocess.run(
+        [sys.executable, *args], cwd=root, env=environment, capture_output=True, text=True, timeout=600
+    )
 
 
 @pytest.mark.slow  # a copy of the package and the generic suite in a child process: about 25 s
@@ -77,8 +79,22 @@ def test_a_dropped_in_module_registers_and_passes_the_generic_suite(copy_with_ne
     assert child.returncode == 0, child.stderr[-3000:]
     assert child.stdout.startswith(str(root / "prefixsum")), child.stdout  # the copy, not the original
     assert "'block_primitives'" in child.stdout and "'lookback'" in child.stdout
-    suite = run_in(root, ["-m", "pytest", "-p", "no:nbval", "-p", "no:cacheprovider", "-q", "-x",
-                          "tests/test_scan.py", "-k", "block_primitives"])
+    suite = run_in(
+        root,
+        [
+            "-m",
+            "pytest",
+            "-p",
+            "no:nbval",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "-x",
+            "tests/test_scan.py",
+            "-k",
+            "block_primitives",
+        ],
+    )
     assert suite.returncode == 0, suite.stdout[-3000:] + suite.stderr[-3000:]
     assert "14 passed" in suite.stdout, suite.stdout[-500:]  # 10 sizes and 4 operators
 

@@ -7,6 +7,7 @@ are all cells, code and markdown.
 :data:`PENDING` names the chapters still over a limit while other work shortens them; each
 must still be over (a fixed one must leave the list).
 """
+
 import json
 import pathlib
 
@@ -34,8 +35,10 @@ def test_chapter_is_at_most_45_cells_and_5000_words(path):
     if path.stem in PENDING:
         assert over, f"{path.stem} is within the limits now ({cells} cells, {words} words): remove it from PENDING"
     else:
-        assert not over, (f"{path.stem} has {cells} cells (at most {MAX_CELLS}) and {words} words of prose "
-                          f"(at most {MAX_WORDS}): cut repetitions and benchmark narration, or fold lead-in cells")
+        assert not over, (
+            f"{path.stem} has {cells} cells (at most {MAX_CELLS}) and {words} words of prose "
+            f"(at most {MAX_WORDS}): cut repetitions and benchmark narration, or fold lead-in cells"
+        )
 
 
 def test_pending_chapters_exist():

@@ -12,6 +12,7 @@ saying what they mean.
 rewriting; each entry must still occur (a fixed one must leave the list), and nothing outside
 the list may appear.
 """
+
 import collections
 import json
 import pathlib
@@ -22,7 +23,8 @@ UNIT = r"(?:ns|us|µs|μs|ms|GB/s|GiB/s|TB/s)"
 MEASURED = re.compile(
     r"(?<![\w.^{])\d[\d,]*(?:\.\d+)?\s*" + UNIT + r"(?!\w)"  # a time or a bandwidth
     r"|(?<![\w.^{])\d+(?:\.\d+)?\s*[x×](?![\w\s]*\d)(?!\w)"  # a ratio, not "n × m"
-    r"|\b[Oo]n (?:the|an?) H[12]00\b")
+    r"|\b[Oo]n (?:the|an?) H[12]00\b"
+)
 
 # chapter -> figures still in its prose, each with the number of times it occurs. To be moved
 # into code output (issue 28, item 1): none at present.
@@ -42,8 +44,10 @@ def measured_figures():
 
 
 def test_the_pattern_finds_measurements_and_not_shapes():
-    text = ("folding 244 µs, 0.7 ms, 1632 GB/s, 1.17× torch, within 2x, on the H200; "
-            "a 512 × 512 batch, 10,000 × 64, a 5 × 5 matrix, $2^{24}$, exercise 09.parallel-norm")
+    text = (
+        "folding 244 µs, 0.7 ms, 1632 GB/s, 1.17× torch, within 2x, on the H200; "
+        "a 512 × 512 batch, 10,000 × 64, a 5 × 5 matrix, $2^{24}$, exercise 09.parallel-norm"
+    )
     assert [m.group(0) for m in MEASURED.finditer(text)] == [
         "244 µs",
         "0.7 ms",
@@ -56,13 +60,17 @@ def test_the_pattern_finds_measurements_and_not_shapes():
 
 def test_no_markdown_cell_states_a_measurement_that_no_cell_computed():
     found = measured_figures()
-    unexplained = {chapter: {figure: count for figure, count in figures.items()
-                             if count > PENDING.get(chapter, {}).get(figure, 0)}
-                   for chapter, figures in found.items()}
+    unexplained = {
+        chapter: {figure: count for figure, count in figures.items() if count > PENDING.get(chapter, {}).get(figure, 0)}
+        for chapter, figures in found.items()
+    }
     unexplained = {chapter: figures for chapter, figures in unexplained.items() if figures}
     assert not unexplained, (
-        f"measured figures typed into markdown (print them from the CSV in a code cell instead): {unexplained}")
-    gone = {chapter: sorted(figure for figure, count in figures.items() if found.get(chapter, {})[figure] < count)
-            for chapter, figures in PENDING.items()}
+        f"measured figures typed into markdown (print them from the CSV in a code cell instead): {unexplained}"
+    )
+    gone = {
+        chapter: sorted(figure for figure, count in figures.items() if found.get(chapter, {})[figure] < count)
+        for chapter, figures in PENDING.items()
+    }
     gone = {chapter: figures for chapter, figures in gone.items() if figures}
     assert not gone, f"fixed, so remove them from PENDING: {gone}"

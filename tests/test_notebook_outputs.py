@@ -3,6 +3,7 @@
 The analysis is :mod:`notebook_taint`'s; the tests below run it on every jupytext source, and on
 small notebooks that show what it reports and what it lets pass.
 """
+
 import pathlib
 import re
 import textwrap
@@ -16,8 +17,13 @@ NOTEBOOKS = sorted((pathlib.Path(__file__).resolve().parent.parent / "notebooks"
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_checked_cells_print_nothing_device_dependent(path):
     found = problems(path.read_text(), path.name)
-    assert not found, "\n".join(["checked cells print device-dependent values (move them to a cell marked "
-                                 "# NBVAL_IGNORE_OUTPUT, or print a verdict instead):"] + found)
+    assert not found, "\n".join(
+        [
+            "checked cells print device-dependent values (move them to a cell marked "
+            "# NBVAL_IGNORE_OUTPUT, or print a verdict instead):"
+        ]
+        + found
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
@@ -30,7 +36,7 @@ def test_every_device_query_of_the_notebooks_is_seen(path):
 
 
 # -- the analysis itself, on small notebooks ---------------------------------------------------------
-SETUP = '''
+SETUP = """
     # %% tags=["setup"]
     # NBVAL_IGNORE_OUTPUT
     import time
@@ -42,7 +48,7 @@ SETUP = '''
 
     n = ps.size_for_device(simulator=5000, gpu=2 ** 24)
     print(n, ps.device_info())
-'''
+"""
 
 
 def percent(*cells):
@@ -55,11 +61,14 @@ def reported_lines(*cells):
 
 
 def test_a_tainted_print_in_a_checked_cell_is_reported_with_notebook_cell_and_line():
-    found = problems(percent('''
+    found = problems(
+        percent("""
         # %%
         x = np.ones(n)
         print(f"n = {len(x)}")
-    '''), "demo.py")
+    """),
+        "demo.py",
+    )
     assert len(found) == 1
     assert found[0].startswith("demo.py, cell 1 (cell-001), line 15: print(")
     assert found[0].endswith("depends on ps.size_for_device at line 10")
@@ -79,40 +88,46 @@ def test_the_same_print_in_an_ignored_cell_is_not(marker):
 
 
 def test_untainted_prints_and_verdicts_are_not_reported():
-    assert reported_lines('''
+    assert (
+        reported_lines("""
         # %%
         x = np.random.default_rng(7).integers(-9, 9, n)
         print("equal to the reference:", np.array_equal(ps.scan(x), ps.reference.scan(x)))
         print("within 1e-9:", np.abs(ps.scan(x) - np.cumsum(x)).max() < 1e-9, all(v < n for v in x))
         print(np.random.default_rng(7).integers(-9, 9, 5), len("abc"), [k for k in range(3)])
-    ''') == []
+    """)
+        == []
+    )
 
 
 def test_taint_passes_through_tuple_unpacking_and_arithmetic():
-    assert reported_lines('''
+    assert reported_lines("""
         # %%
         a, b = ps.size_for_device(1, 2), 3
         m = a * 2
         print(b)
         print(m)
         print(a, 1)
-    ''') == [17, 18]
+    """) == [17, 18]
 
 
 def test_a_generator_that_drew_a_device_sized_count_taints_its_later_draws():
-    assert reported_lines('''
+    assert reported_lines(
+        """
         # %%
         rng = np.random.default_rng(0)
         values = rng.normal(size=n)
-    ''', '''
+    """,
+        """
         # %%
         print(np.random.default_rng(1).integers(0, 9, 3))
         print(rng.integers(0, 9, 3))
-    ''') == [19]
+    """,
+    ) == [19]
 
 
 def test_timings_and_device_queries_are_reported():
-    assert reported_lines('''
+    assert reported_lines("""
         # %%
         start = time.perf_counter()
         ps.scan(np.ones(10))
@@ -121,11 +136,12 @@ def test_timings_and_device_queries_are_reported():
         elapsed = []
         elapsed.append(time.time())
         print(elapsed)
-    ''') == [16, 17, 20]
+    """) == [16, 17, 20]
 
 
 def test_loops_comprehensions_and_functions_carry_the_taint():
-    assert reported_lines('''
+    assert reported_lines(
+        """
         # %%
         sizes = ps.size_for_device((5, 16), (32, 64))
         for k in sizes:
@@ -133,7 +149,8 @@ def test_loops_comprehensions_and_functions_carry_the_taint():
         for label, k in zip(("small", "large"), sizes):
             print(label)
         print([2 * k for k in sizes])
-    ''', '''
+    """,
+        """
         # %%
         def show(value):
             print("value:", value)
@@ -146,26 +163,28 @@ def test_loops_comprehensions_and_functions_carry_the_taint():
         show(3)
         show(n)
         print(twice())
-    ''') == [16, 19, 31, 32]
+    """,
+    ) == [16, 19, 31, 32]
 
 
 def test_a_condition_on_a_tainted_value_taints_what_it_assigns():
-    assert reported_lines('''
+    assert reported_lines("""
         # %%
         if n > 1000:
             label = "large"
         else:
             label = "small"
         print(label)
-    ''') == [18]
+    """) == [18]
 
 
 def test_a_tainted_last_expression_is_reported_unless_silenced():
-    assert reported_lines('# %%\nn * 2', '# %%\nn * 2;', '# %%\n_ = n * 2') == [14]
+    assert reported_lines("# %%\nn * 2", "# %%\nn * 2;", "# %%\n_ = n * 2") == [14]
 
 
 def test_a_name_rebound_to_something_clean_is_clean_again():
-    assert reported_lines('''
+    assert (
+        reported_lines("""
         # %%
         x = np.ones(n)
         try:
@@ -174,4 +193,6 @@ def test_a_name_rebound_to_something_clean_is_clean_again():
             print(x)
         x = np.ones(3)
         print(x, [n for n in range(3)])
-    ''') == []
+    """)
+        == []
+    )

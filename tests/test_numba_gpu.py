@@ -5,6 +5,7 @@ layout, a launch would read garbage with no error. numba's own ``_Kernel._prepar
 importable and runs without a GPU in a ``NUMBA_ENABLE_CUDASIM=0`` process, so the two lists are
 compared there for every argument kind the Launcher takes.
 """
+
 import json
 import os
 import subprocess
@@ -83,9 +84,18 @@ def test_the_launchers_marshalling_is_numbas_for_every_argument_kind_it_takes():
         assert in_block == numba_params, f"{argtype}: the parameter block"
     by_kind = {argtype: params for argtype, params, _, _ in cases}
     # what the comparison covers: numba's layout of a 2-D array and of an int64, spelled out
-    assert by_kind["array(float64, 2d, C)"] == [["int", 0], ["int", 0], ["int", 15], ["int", 8], ["int", 0x10000],
-                                                ["int", 5], ["int", 3], ["int", 24], ["int", 8]]
-    assert by_kind["int64"] == [["c_long", -(2 ** 40) - 3]]
+    assert by_kind["array(float64, 2d, C)"] == [
+        ["int", 0],
+        ["int", 0],
+        ["int", 15],
+        ["int", 8],
+        ["int", 0x10000],
+        ["int", 5],
+        ["int", 3],
+        ["int", 24],
+        ["int", 8],
+    ]
+    assert by_kind["int64"] == [["c_long", -(2**40) - 3]]
 
 
 @pytest.fixture
@@ -118,14 +128,24 @@ def test_a_missing_name_warns_once_and_the_launcher_uses_the_dispatcher(fresh_wa
 
 
 def test_compiling_for_puts_numbas_device_lookup_back():
-    child = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+    child = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent("""
         from numba.cuda import dispatcher
         from prefixsum.core.numba_gpu import compiling_for
         original = dispatcher.get_current_device
         with compiling_for((8, 6)):
             assert dispatcher.get_current_device().compute_capability == (8, 6)
         assert dispatcher.get_current_device is original
-    """)], env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}, capture_output=True, text=True, timeout=300)
+    """),
+        ],
+        env={**os.environ, "NUMBA_ENABLE_CUDASIM": "0"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert child.returncode == 0, child.stderr[-3000:]
 
 
@@ -140,6 +160,7 @@ def test_the_fallback_warning_is_once_per_process(fresh_warning):
 def test_launch_dimensions_beyond_a_c_int_are_refused_naming_them():
     """The driver's cuLaunchKernel is called without ctypes argtypes (numba_gpu.driver_launch): its
     dimensions go as C ints, so a grid of 2**31 or more is refused before any launch."""
+
     @cuda.jit
     def noop(x):
         pass

@@ -8,6 +8,7 @@ of the package's source requires every internal module it imports, and every att
 from one, to be in these tables, so a new use cannot slip past this test. After upgrading numba
 or numba-cuda, this test is the first to run (CONTRIBUTING.md, "A new numba or numba-cuda").
 """
+
 import ast
 import json
 import pathlib
@@ -21,27 +22,61 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 # Internal modules and the attributes of theirs the package uses ("Class.attr" for a class's).
 SIMULATOR = {
     "numba.cuda.simulator.kernel": [
-        "FakeCUDAKernel", "FakeCUDAKernel.__call__", "FakeCUDAArray", "ArgHint", "normalize_kernel_dimensions",
-        "_kernel_context", "_push_kernel_context", "__file__"],
-    "numba.cuda.simulator.kernelapi": ["FakeCUDAModule", "FakeCUDAAtomic", "FakeCUDALocal", "Dim3",
-                                       "swapped_cuda_module"],
+        "FakeCUDAKernel",
+        "FakeCUDAKernel.__call__",
+        "FakeCUDAArray",
+        "ArgHint",
+        "normalize_kernel_dimensions",
+        "_kernel_context",
+        "_push_kernel_context",
+        "__file__",
+    ],
+    "numba.cuda.simulator.kernelapi": [
+        "FakeCUDAModule",
+        "FakeCUDAAtomic",
+        "FakeCUDALocal",
+        "Dim3",
+        "swapped_cuda_module",
+    ],
     "numba.cuda.simulator.cudadrv.devicearray": ["FakeShape"],
     "numba.cuda.simulator": ["kernel", "kernelapi"],
 }
 REAL_TARGET = {
-    "numba.cuda.dispatcher": ["CUDADispatcher", "CUDADispatcher.compile", "_LaunchConfiguration", "_Kernel",
-                              "_Kernel.library", "_Kernel._prepare_args", "get_current_device"],
-    "numba.cuda.cudadrv.driver": ["MemoryPointer", "MemoryPointer.view", "MemoryPointer.device_ctypes_pointer",
-                                  "device_to_host", "get_version"],
+    "numba.cuda.dispatcher": [
+        "CUDADispatcher",
+        "CUDADispatcher.compile",
+        "_LaunchConfiguration",
+        "_Kernel",
+        "_Kernel.library",
+        "_Kernel._prepare_args",
+        "get_current_device",
+    ],
+    "numba.cuda.cudadrv.driver": [
+        "MemoryPointer",
+        "MemoryPointer.view",
+        "MemoryPointer.device_ctypes_pointer",
+        "device_to_host",
+        "get_version",
+    ],
     "numba.cuda.cudadrv.devicearray": ["DeviceNDArray", "DeviceNDArrayBase", "is_cuda_ndarray"],
     "numba.cuda.cudadrv": ["driver", "devicearray"],
     "numba.cuda": ["dispatcher", "libdevice"],
     "numba.cuda.extending": ["intrinsic"],
     "numba.cuda.codegen": ["CUDACodeLibrary.get_cufunc"],
     "cuda.bindings": ["driver"],
-    "cuda.bindings.driver": ["cuStreamCreate", "cuStreamDestroy", "CUstream_flags", "CUresult", "cuMemcpyHtoDAsync",
-                             "cuMemcpyDtoHAsync", "cuEventRecord", "cuStreamWaitEvent", "cuEventSynchronize",
-                             "cuStreamSynchronize", "cuMemsetD8Async"],
+    "cuda.bindings.driver": [
+        "cuStreamCreate",
+        "cuStreamDestroy",
+        "CUstream_flags",
+        "CUresult",
+        "cuMemcpyHtoDAsync",
+        "cuMemcpyDtoHAsync",
+        "cuEventRecord",
+        "cuStreamWaitEvent",
+        "cuEventSynchronize",
+        "cuStreamSynchronize",
+        "cuMemsetD8Async",
+    ],
     "numba.np.numpy_support": ["as_dtype"],
 }
 # Attributes of objects (not modules) that the package reads, looked up on real instances below.
@@ -55,7 +90,7 @@ INSTANCE_ATTRIBUTES = {
 # above; the property returns what its __init__ sets).
 PUBLIC = {"numba", "numba.cuda", "numba.types", "numba.core.config", "numba.config"}
 
-LOOKUP = '''
+LOOKUP = """
 import importlib, json, sys, types
 import prefixsum
 from numba import cuda, types as nt
@@ -93,13 +128,18 @@ for kind, names in json.loads(sys.argv[2]).items():
     if kind in instances:
         missing += [f"{kind}.{name}" for name in names if not hasattr(instances[kind], name)]
 print(json.dumps({"missing": missing, "kinds": sorted(instances)}))
-'''
+"""
 
 
 def look_up(tables, simulator):
     env = {**undecided_environment(), "NUMBA_ENABLE_CUDASIM": "1" if simulator else "0", "PYTHONPATH": str(ROOT)}
-    child = subprocess.run([sys.executable, "-c", LOOKUP, json.dumps(tables), json.dumps(INSTANCE_ATTRIBUTES)],
-                           env=env, capture_output=True, text=True, timeout=300)
+    child = subprocess.run(
+        [sys.executable, "-c", LOOKUP, json.dumps(tables), json.dumps(INSTANCE_ATTRIBUTES)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert child.returncode == 0, child.stderr[-3000:]
     return json.loads(child.stdout.strip().splitlines()[-1])
 
@@ -145,8 +185,10 @@ def test_every_internal_the_package_uses_is_named_here():
     tables = {**SIMULATOR}
     for module, names in REAL_TARGET.items():
         tables[module] = tables.get(module, []) + names
-    unnamed = {module: sorted(names - {name.split(".")[0] for name in tables.get(module, ())})
-               for module, names in internal_uses().items()}
+    unnamed = {
+        module: sorted(names - {name.split(".")[0] for name in tables.get(module, ())})
+        for module, names in internal_uses().items()
+    }
     assert {module: names for module, names in unnamed.items() if names} == {}
 
 
@@ -161,7 +203,8 @@ def test_the_scan_of_the_source_sees_the_known_uses():
 
 def test_only_the_doors_import_numbas_internals():
     """Every internal module is imported by numba_gpu (the GPU side) or numba_sim (the simulator's)."""
-    paths = [path for path in sorted((ROOT / "prefixsum").rglob("*.py"))
-             if not str(path.relative_to(ROOT)).startswith(DOORS)]
+    paths = [
+        path for path in sorted((ROOT / "prefixsum").rglob("*.py")) if not str(path.relative_to(ROOT)).startswith(DOORS)
+    ]
     outside = {str(path.relative_to(ROOT)): sorted(internal_uses([path])) for path in paths}
     assert {path: modules for path, modules in outside.items() if modules} == {}

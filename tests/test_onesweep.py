@@ -5,6 +5,7 @@ time goes by tiles x passes: most tests take tiles of one warp x 1 key (``SMALL`
 one and a few tiles, and the many-tile test 1-byte keys (one pass). The default tile (256 x 16)
 is run on one size across its boundary.
 """
+
 import collections
 import re
 import textwrap
@@ -28,11 +29,11 @@ def _keys(n, dtype, rng):
     if dtype.kind == "f":
         keys = (rng.normal(size=n) * 10.0 ** rng.integers(-3, 3, n)).astype(dtype)
         special = np.array([np.nan, -np.inf, np.inf, -0.0, 0.0, -np.nan, -1.0, 1.0], dtype)
-        keys[:min(n, 8)] = special[:min(n, 8)]
+        keys[: min(n, 8)] = special[: min(n, 8)]
     else:
         info = np.iinfo(dtype)
         keys = rng.integers(info.min, info.max, size=n, dtype=dtype, endpoint=True)
-    keys[n // 2:] = rng.permutation(np.resize(keys[:max(n // 2, 1)], n - n // 2))
+    keys[n // 2 :] = rng.permutation(np.resize(keys[: max(n // 2, 1)], n - n // 2))
     return rng.permutation(keys)
 
 
@@ -47,8 +48,9 @@ def _sorted_like_numpy(keys, values, got_keys, got_values):
 
 def _sort(keys, values=None, **shape):
     """``onesweep.sort_device`` of host arrays, back on the host."""
-    got, got_values = onesweep.sort_device(cuda.to_device(keys), None if values is None else cuda.to_device(values),
-                                           **shape)
+    got, got_values = onesweep.sort_device(
+        cuda.to_device(keys), None if values is None else cuda.to_device(values), **shape
+    )
     return got.copy_to_host(), None if got_values is None else got_values.copy_to_host()
 
 
@@ -131,9 +133,13 @@ def test_bad_input_is_refused_before_any_launch():
     _refused(TypeError, r"unsupported key dtype 'complex64'; allowed: int8, .* float64", keys.astype(np.complex64))
     _refused(TypeError, r"unsupported key dtype 'bool'", keys > 2)
     _refused(ValueError, r"keys and values must have one length; got 5 and 4", keys, np.arange(4))
-    _refused(TypeError, r"values of dtype 'complex128' \(16 bytes\) cannot be moved; allowed: any dtype of \(1, 2, 4, "
-                        r"8\)",
-             keys, keys.astype(np.complex128))
+    _refused(
+        TypeError,
+        r"values of dtype 'complex128' \(16 bytes\) cannot be moved; allowed: any dtype of \(1, 2, 4, "
+        r"8\)",
+        keys,
+        keys.astype(np.complex128),
+    )
     _refused(ValueError, r"keys must be 1-D; got an array of shape \(1, 5\) \(ndim=2\)", keys[None])
     _refused(TypeError, r"unsupported key dtype 'object'", np.array([3, None, 2], dtype=object))
 

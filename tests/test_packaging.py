@@ -1,5 +1,6 @@
 """The dependency lists: pyproject.toml names everything the package and the notebooks import, and
 environment.yml (conda, which installs the package with --no-deps) names everything pyproject does."""
+
 import ast
 import pathlib
 import re
@@ -76,8 +77,12 @@ GPU_ONLY_EXTRAS = {"bench"}
 
 
 def test_environment_yml_names_every_dependency_of_pyproject():
-    extras = {name_of(r) for extra, group in PROJECT["optional-dependencies"].items() if extra not in GPU_ONLY_EXTRAS
-              for r in group}
+    extras = {
+        name_of(r)
+        for extra, group in PROJECT["optional-dependencies"].items()
+        if extra not in GPU_ONLY_EXTRAS
+        for r in group
+    }
     missing = sorted((runtime() | extras) - conda_packages())
     assert not missing, f"environment.yml lacks {missing}, which pyproject.toml requires"
 
@@ -139,14 +144,16 @@ def test_every_upper_pin_says_why():
 
 
 def test_a_pin_without_a_reason_is_caught():
-    text = '''dependencies = [
+    text = """dependencies = [
     # upper bound: the private names of numba_sim.py were looked up on 0.68
     "numba>=0.68,<0.69",
     # a note that gives no reason
     "scipy<2",
     "numpy>=1.24",
     "llvmlite==0.45",  # upper bound: numba 0.68 needs this llvmlite exactly
-]'''
+]"""
     assert pinned_requirements(text) == [
-        ("numba>=0.68,<0.69", "the private names of numba_sim.py were looked up on 0.68"), ("scipy<2", None),
-        ("llvmlite==0.45", "numba 0.68 needs this llvmlite exactly")]
+        ("numba>=0.68,<0.69", "the private names of numba_sim.py were looked up on 0.68"),
+        ("scipy<2", None),
+        ("llvmlite==0.45", "numba 0.68 needs this llvmlite exactly"),
+    ]

@@ -6,6 +6,7 @@ The bound on every system's relative error is ``100 n eps kappa``: a backward-st
 the solution by about ``n eps kappa`` relative to its size. The kernels' PTX is compiled by
 test_tridiag.py's PTX test, which walks ``tridiag.ptx_kernels()``.
 """
+
 import os
 
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
@@ -90,8 +91,9 @@ def test_pivoting_writes_every_element_of_a_poisoned_output(dtype, rng):
 
 def test_systems_whose_first_pivots_are_zero_are_solved():
     # [[0, 1], [1, 1]] and tridiag(1, 0, 1): every non-pivoting method stops at the first pivot.
-    x = tridiag.solve(np.array([0.0, 1.0]), np.array([0.0, 1.0]), np.array([1.0, 0.0]), np.array([1.0, 3.0]),
-                      method="pivoting")
+    x = tridiag.solve(
+        np.array([0.0, 1.0]), np.array([0.0, 1.0]), np.array([1.0, 0.0]), np.array([1.0, 3.0]), method="pivoting"
+    )
     np.testing.assert_allclose(x, [2.0, 1.0], rtol=1e-15)
     n = 8
     a, b, c = np.ones(n), np.zeros(n), np.ones(n)
@@ -134,6 +136,7 @@ def spy_on_methods(monkeypatch):
     def solve(*args, method, **options):
         methods.append(method)
         return tridiag.solve(*args, method=method, **options)
+
     monkeypatch.setattr(hh, "solve", solve)
     return methods
 
@@ -163,6 +166,9 @@ def test_positive_definite_batches_keep_the_non_pivoting_hybrid(rng, monkeypatch
 
 def test_a_singular_matrix_is_a_lin_alg_error_naming_the_system():
     A = np.stack([np.eye(4), -np.eye(4), np.diag([1.0, 0.0, -2.0, 3.0])])
-    with pytest.raises(np.linalg.LinAlgError, match=r"method='(pivoting|routed)'.*system 2 of 3 \(1 failed in all\): "
-                                                    r"the matrix is singular"):
+    with pytest.raises(
+        np.linalg.LinAlgError,
+        match=r"method='(pivoting|routed)'.*system 2 of 3 \(1 failed in all\): "
+        r"the matrix is singular",
+    ):
         tridiag.solve_symmetric(A, np.ones((3, 4)))

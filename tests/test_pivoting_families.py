@@ -9,6 +9,7 @@ Each system's error must be within ``100 n eps kappa`` of LAPACK's solution, in 
 bound), or the system must be reported (``info``) and the others answered. The kernels' paths
 are forced one by one in test_pivoting_paths.py; here the public calls choose them.
 """
+
 import os
 
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")

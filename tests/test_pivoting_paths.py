@@ -10,6 +10,7 @@ is compiled by test_ptx.py (``tridiag.ptx_kernels()``), which also checks that t
 compute in float32 without local memory; tests/test_pivoting_families.py has the issue's
 families of systems through the public calls.
 """
+
 import os
 
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
@@ -82,8 +83,9 @@ def test_every_path_solves_general_systems_as_lapack_does(batch, n, pairs, dtype
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("kind", ("indefinite", "near", "tiny", "dominant"))
 @pytest.mark.parametrize("pairs, pair_pairs", ((4, 4), (8, 16), (16, 8)))
-def test_levels_on_indefinite_nearly_singular_tiny_diagonal_and_dominant_systems(kind, pairs, pair_pairs, dtype, rng,
-                                                                                   monkeypatch):
+def test_levels_on_indefinite_nearly_singular_tiny_diagonal_and_dominant_systems(
+    kind, pairs, pair_pairs, dtype, rng, monkeypatch
+):
     monkeypatch.setattr(pivoting, "PAIR_PAIRS", pair_pairs)
     system = systems(rng, 3, 601, dtype, kind)  # two levels at R = 4 (76, then 19 pairs), one at 8 and 16
     x, info = solved(system, pairs, dtype)

@@ -4,6 +4,7 @@ the applications, the one input check (prefixsum.core.inputs) and the registry's
 On the simulator every stream is accepted and ignored (kernels run at once); tests/test_streams_gpu.py
 proves the ordering on a GPU.
 """
+
 import re
 import textwrap
 import threading
@@ -65,8 +66,9 @@ def _finish(stream):
 
 # Every public call on one stream form is about 13 s on the simulator: the default stream stays in the
 # developer loop, the other forms (the same calls, a stream converted otherwise) are slow.
-@pytest.mark.parametrize("form", [pytest.param(form, marks=() if form == "default" else pytest.mark.slow)
-                                  for form in STREAMS])
+@pytest.mark.parametrize(
+    "form", [pytest.param(form, marks=() if form == "default" else pytest.mark.slow) for form in STREAMS]
+)
 def test_every_public_call_takes_a_stream_in_every_form(form, rng):
     stream = STREAMS[form]()
     n = 300
@@ -78,8 +80,9 @@ def test_every_public_call_takes_a_stream_in_every_form(form, rng):
     scanned = ps.scan(dx, stream=stream)
     _finish(stream)
     np.testing.assert_allclose(scanned.copy_to_host(), np.cumsum(x, dtype=np.float64), rtol=1e-5, atol=1e-3)
-    np.testing.assert_allclose(ps.exclusive_scan(x, stream=stream)[1:], np.cumsum(x[:-1], dtype=np.float64),
-                               rtol=1e-5, atol=1e-3)
+    np.testing.assert_allclose(
+        ps.exclusive_scan(x, stream=stream)[1:], np.cumsum(x[:-1], dtype=np.float64), rtol=1e-5, atol=1e-3
+    )
     np.testing.assert_array_equal(ps.plan_scan(np.int32, n)(keys, stream=stream), np.cumsum(keys, dtype=np.int32))
     np.testing.assert_array_equal(apps.compact(x, keep, stream=stream), x[keep])
     np.testing.assert_array_equal(apps.compact_indices(dkeep, stream=stream).copy_to_host(), np.flatnonzero(keep))
@@ -104,16 +107,20 @@ def test_every_public_call_takes_a_stream_in_every_form(form, rng):
     for i in range(n):
         expected[i] = a[i] * (expected[i - 1] if i else 1.0) + b[i]
     np.testing.assert_allclose(apps.linear_recurrence(a, b, x0=1.0, stream=stream), expected, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(apps.lfilter([0.5], [1.0, -0.5], b, stream=stream),
-                               apps.linear_recurrence(np.full(n, 0.5), 0.5 * b), rtol=1e-12)
+    np.testing.assert_allclose(
+        apps.lfilter([0.5], [1.0, -0.5], b, stream=stream), apps.linear_recurrence(np.full(n, 0.5), 0.5 * b), rtol=1e-12
+    )
     spline = apps.cubic_spline(np.arange(5.0), np.arange(5.0) ** 2)
     np.testing.assert_allclose(spline(np.array([1.0, 2.5]), stream=stream), spline(np.array([1.0, 2.5])))
 
 
 def test_anything_else_is_refused_as_a_stream_naming_the_forms():
     for bad in (0, "stream", object()):
-        with pytest.raises(TypeError, match=r"stream must be None, a numba stream, a PyTorch or CuPy stream, or an "
-                                            r"object with __cuda_stream__; got"):
+        with pytest.raises(
+            TypeError,
+            match=r"stream must be None, a numba stream, a PyTorch or CuPy stream, or an "
+            r"object with __cuda_stream__; got",
+        ):
             ps.scan(np.arange(4.0), stream=bad)
 
     class Broken:
@@ -278,8 +285,7 @@ def test_temporary_storage_of_the_callers_own(rng):
     temp = cuda.to_device(np.full(plan.temp_bytes, 0xA5, np.uint8))  # poisoned: the plan zeroes what must start at 0
     for _ in range(3):
         np.testing.assert_array_equal(plan(cuda.to_device(x), temp=temp).copy_to_host(), np.cumsum(x, dtype=np.int32))
-    user = ps.plan_scan((np.dtype(np.float64), np.dtype(np.float64)), n, apps.recurrences.affine,
-                        identity=(1.0, 0.0))
+    user = ps.plan_scan((np.dtype(np.float64), np.dtype(np.float64)), n, apps.recurrences.affine, identity=(1.0, 0.0))
     a, b = np.full(n, 0.5), rng.normal(size=n)
     kept = cuda.to_device(np.full(user.temp_bytes, 0x5A, np.uint8))
     np.testing.assert_allclose(user((a, b), temp=kept)[1], apps.linear_recurrence(a, b), atol=1e-12)
@@ -323,14 +329,19 @@ def test_a_mask_or_flags_of_bool_or_any_integer_type_on_the_device(mask_dtype, r
 def test_one_wording_for_every_call():
     two_d = np.ones((3, 4), np.float32)
     message = r"x must be 1-D; got an array of shape \(3, 4\) \(ndim=2\)"
-    for call in (lambda: ps.scan(two_d), lambda: apps.compact(two_d, np.ones(3, bool)),
-                 lambda: apps.segmented_scan(two_d, np.ones(3, bool))):
+    for call in (
+        lambda: ps.scan(two_d),
+        lambda: apps.compact(two_d, np.ones(3, bool)),
+        lambda: apps.segmented_scan(two_d, np.ones(3, bool)),
+    ):
         with pytest.raises(ValueError, match=message):
             call()
     with pytest.raises(ValueError, match=r"keys must be 1-D; got an array of shape \(3, 4\) \(ndim=2\)"):
         apps.radix_sort(two_d)
-    for call in (lambda: apps.compact(np.ones(3), np.ones(3, np.float32)),
-                 lambda: apps.segmented_scan(np.ones(3), np.ones(3, np.float32))):
+    for call in (
+        lambda: apps.compact(np.ones(3), np.ones(3, np.float32)),
+        lambda: apps.segmented_scan(np.ones(3), np.ones(3, np.float32)),
+    ):
         with pytest.raises(TypeError, match=r"(mask|flags) must be bool or integers; got dtype float32"):
             call()
     strided = cuda.to_device(np.arange(10.0))[::2]
@@ -342,13 +353,19 @@ def test_one_wording_for_every_call():
 def test_the_registry_chooses_from_measured_times_and_flags():
     measured = {"slow": 9.0, "fast": 2.0}
     registry = Registry("method", measured=lambda names, n, dtype: {k: measured[k] for k in names if k in measured})
-    for name, rank, flags in (("slow", 5, Capability.USER_OPERATOR), ("fast", 1, Capability.NONE),
-                              ("unmeasured", 9, Capability.USER_OPERATOR)):
+    for name, rank, flags in (
+        ("slow", 5, Capability.USER_OPERATOR),
+        ("fast", 1, Capability.NONE),
+        ("unmeasured", 9, Capability.USER_OPERATOR),
+    ):
         registry.register(Entry(name, flags, auto_rank=rank))
     assert registry.choose("auto", 100).name == "fast"
     assert registry.choose("auto", 100, needs=Capability.USER_OPERATOR).name == "slow"
-    with pytest.raises(ValueError, match=r"method 'fast' cannot carry a user operator; those that can: auto, slow, "
-                                         r"unmeasured"):
+    with pytest.raises(
+        ValueError,
+        match=r"method 'fast' cannot carry a user operator; those that can: auto, slow, "
+        r"unmeasured",
+    ):
         registry.choose("fast", needs=Capability.USER_OPERATOR)
     with pytest.raises(ValueError, match="already taken"):
         registry.register(Entry("fast"))

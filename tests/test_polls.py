@@ -7,6 +7,7 @@ the naive scan (one thread per output, O(n^2) reads) passes every default size, 
 that goes round the same cells, or round warp-level calls that read nothing, still stops at the
 step limit, and its verdict says which.
 """
+
 import numpy as np
 import pytest
 from numba import cuda, float32

@@ -6,6 +6,7 @@ conftest.py; it is also the command's smoke test), and small programs in the ses
 worker (``ptx_child``). Skipped on macOS only (no numba-cuda wheels); elsewhere a missing
 compiler fails the tests.
 """
+
 import collections
 import json
 import pathlib
@@ -27,11 +28,26 @@ def test_python_m_prefixsum_ptx_compiles_every_registered_kernel_for_sm75_and_sm
 def test_it_compiles_every_tridiagonal_kernel_for_sm75_and_sm90(ptx_command):
     """tridiag.ptx_kernels(), each for float32 and float64."""
     assert ptx_command.returncode == 0, ptx_command.stdout[-3000:] + ptx_command.stderr[-3000:]
-    per_rows = {"warp_solve": len(warp.ROWS_PER_THREAD), "block_solve": len(block.ROWS_PER_THREAD),
-                **dict.fromkeys(chunked.ROW_KERNELS, len(pivoting.ALL_ROW_PAIRS)),
-                **dict.fromkeys(chunked.PAIR_KERNELS, len(pivoting.ALL_PAIR_PAIRS))}
-    for name in ("pcr_shared", "pcr_global_step", "cr_shared", "thomas", "hybrid_shared", "pcr_window", "warp_solve",
-                 "block_solve", "gtsv_tiled", *chunked.ROW_KERNELS, *chunked.PAIR_KERNELS, "positive_definite"):
+    per_rows = {
+        "warp_solve": len(warp.ROWS_PER_THREAD),
+        "block_solve": len(block.ROWS_PER_THREAD),
+        **dict.fromkeys(chunked.ROW_KERNELS, len(pivoting.ALL_ROW_PAIRS)),
+        **dict.fromkeys(chunked.PAIR_KERNELS, len(pivoting.ALL_PAIR_PAIRS)),
+    }
+    for name in (
+        "pcr_shared",
+        "pcr_global_step",
+        "cr_shared",
+        "thomas",
+        "hybrid_shared",
+        "pcr_window",
+        "warp_solve",
+        "block_solve",
+        "gtsv_tiled",
+        *chunked.ROW_KERNELS,
+        *chunked.PAIR_KERNELS,
+        "positive_definite",
+    ):
         for cc in ("sm_75", "sm_90"):
             # a line per dtype; a kernel per R for the warp and block solvers and for the pivoting chunks
             expected = 2 * per_rows.get(name, 1)

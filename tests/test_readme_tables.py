@@ -1,5 +1,6 @@
 """The measured numbers of the README and of docs/performance.md are the ones
 benchmarks/readme_tables.py computes from the committed CSVs."""
+
 import importlib.util
 import pathlib
 import re
@@ -29,6 +30,6 @@ def test_the_readme_quotes_no_number_outside_its_generated_block():
     """A measured figure (us, GB/s, a ratio, a percentage) belongs between the markers, where the test above checks
     it."""
     readme = (ROOT / "README.md").read_text()
-    outside = readme[:readme.index(SCRIPT.BEGIN)] + readme[readme.index(SCRIPT.END):]
+    outside = readme[: readme.index(SCRIPT.BEGIN)] + readme[readme.index(SCRIPT.END) :]
     figures = re.findall(r"\b\d+(?:\.\d+)?\s*(?:us|ms|GB/s|x\b|%)", outside)
     assert not figures, f"measured figures outside the generated block of README.md: {figures}"

@@ -1,4 +1,5 @@
 """The reference: the vectorised scan gives the sequential loops' results, bit for bit."""
+
 import itertools
 
 import numpy as np
@@ -25,8 +26,10 @@ def test_vectorised_scan_equals_the_loop(op, dtype, rng):
         assert fast.dtype == loop.dtype == dtype, where
         assert fast.tobytes() == loop.tobytes(), f"{where}: {fast} != {loop}"  # bits: -0.0, NaN
         wide = ps.reference.scan_float64(x, op, inclusive=inclusive, reverse=reverse)
-        assert wide.tobytes() == ps.reference.scan_loop(x.astype(np.float64), op, inclusive=inclusive,
-                                                         reverse=reverse).tobytes(), where
+        assert (
+            wide.tobytes()
+            == ps.reference.scan_loop(x.astype(np.float64), op, inclusive=inclusive, reverse=reverse).tobytes()
+        ), where
 
 
 def test_a_sum_starting_at_negative_zero_is_positive_zero_in_both():

@@ -6,6 +6,7 @@ grader must grade each of its exercises as the exercise it now is, in the chapte
 it. The routing is tested here without a sandbox: the grader is stopped where it has matched the
 submission's cells to the chapter's exercises, and what it matched is compared.
 """
+
 import pathlib
 
 import nbformat
@@ -39,8 +40,12 @@ def old_notebook(old_name, current_name, stamped=True):
             cell.metadata["exercise_id"] = OLD_BY_NEW[cell.metadata["exercise_id"]]
     notebook.metadata.pop("prefixsum")
     if stamped:
-        notebook.metadata["prefixsum"] = {"chapter": old_name, "exercises": [
-            c.metadata["exercise_id"] for c in notebook.cells if "exercise" in c.metadata.get("tags", [])]}
+        notebook.metadata["prefixsum"] = {
+            "chapter": old_name,
+            "exercises": [
+                c.metadata["exercise_id"] for c in notebook.cells if "exercise" in c.metadata.get("tags", [])
+            ],
+        }
     return notebook
 
 
@@ -50,13 +55,15 @@ class Matched(Exception):
 
 def routed(notebook, filename, monkeypatch):
     """``(chapter name, {exercise id: source})`` as grade_notebook matched the submission."""
+
     def record(notebook, chapter):
         raise Matched(chapter.name, chapters.submitted_sources(notebook, chapter))
 
     monkeypatch.setattr(runner, "submitted_sources", record)
     with pytest.raises(Matched) as matched:
-        runner.grade_notebook("ann", filename, nbformat.writes(notebook).encode(), CHAPTERS, {},
-                              runner.Options(isolated=False))
+        runner.grade_notebook(
+            "ann", filename, nbformat.writes(notebook).encode(), CHAPTERS, {}, runner.Options(isolated=False)
+        )
     return matched.value.args
 
 
@@ -114,7 +121,8 @@ def test_an_old_notebook_passes_under_the_grader(tmp_path):
         progress=False,
     )
     assert {(r.chapter, r.exercise, r.status) for r in rows} == {
-        ("09_householder", e.id, "pass") for e in CHAPTERS["09_householder"].exercises}
+        ("09_householder", e.id, "pass") for e in CHAPTERS["09_householder"].exercises
+    }
 
 
 @pytest.mark.parametrize("stamped", [True, False], ids=["stamped", "unstamped"])

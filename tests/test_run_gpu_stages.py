@@ -8,6 +8,7 @@ fails a stage whose command fails or that leaves one of its files unwritten. A b
 ``correct`` only where a check ran: no row a stage writes is wrong, and a row without a check says
 so with an empty ``correct``.
 """
+
 import csv
 import os
 import pathlib
@@ -41,8 +42,7 @@ heavy tier, which CI runs."""
 def quick_stage(stage, out):
     """``QUICK=1 bash benchmarks/run_gpu.sh STAGE`` with this interpreter, on the simulator."""
     env = {**os.environ, "QUICK": "1", "OUT": str(out), "PYTHON": sys.executable, "NUMBA_ENABLE_CUDASIM": "1"}
-    return subprocess.run(["bash", str(SCRIPT), stage], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=1200)
+    return subprocess.run(["bash", str(SCRIPT), stage], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
 
 
 def test_the_stages_are_read_from_the_script():
@@ -72,12 +72,19 @@ def check_stage(stage, out):
 def stage_class(stage):
     """A test class of its own for ``stage``: CI's ``--dist loadscope`` spreads classes over the
     workers, where the parameters of one test function would all run on one worker in turn."""
+
     @(pytest.mark.heavy if stage in SLOW else pytest.mark.slow)
     def test_runs_quick_on_the_simulator(self, tmp_path):
         check_stage(stage, tmp_path)
 
-    return type(f"TestStage_{stage}", (), {"test_runs_quick_on_the_simulator": test_runs_quick_on_the_simulator,
-                                           "__doc__": f"run_gpu.sh's stage {stage}, quick, on the simulator."})
+    return type(
+        f"TestStage_{stage}",
+        (),
+        {
+            "test_runs_quick_on_the_simulator": test_runs_quick_on_the_simulator,
+            "__doc__": f"run_gpu.sh's stage {stage}, quick, on the simulator.",
+        },
+    )
 
 
 for _stage in stages():
@@ -88,8 +95,14 @@ for _stage in stages():
 def test_scan_calls_leaves_correct_empty_where_no_check_ran(tmp_path):
     """An idle synchronize and the pieces of a call check nothing: their ``correct`` is empty, where
     every row that times a scan says True (it was checked)."""
-    run = subprocess.run([sys.executable, "benchmarks/scan_calls.py", "--quick", "--out", str(tmp_path)], cwd=ROOT,
-                         env={**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}, capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [sys.executable, "benchmarks/scan_calls.py", "--quick", "--out", str(tmp_path)],
+        cwd=ROOT,
+        env={**os.environ, "NUMBA_ENABLE_CUDASIM": "1"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     with open(tmp_path / "scan_calls.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))
@@ -103,8 +116,12 @@ def test_scan_calls_leaves_correct_empty_where_no_check_ran(tmp_path):
 def test_a_row_without_a_check_is_neither_right_nor_wrong(capsys):
     from prefixsum.cli.results import report_wrong
 
-    rows = [{"v": "idle", "correct": None}, {"v": "read back", "correct": ""}, {"v": "ok", "correct": True},
-            {"v": "bad", "correct": False}]
+    rows = [
+        {"v": "idle", "correct": None},
+        {"v": "read back", "correct": ""},
+        {"v": "ok", "correct": True},
+        {"v": "bad", "correct": False},
+    ]
     assert report_wrong(rows, lambda row: row["v"]) == 1
     assert capsys.readouterr().out == "WRONG: bad\n"
     assert report_wrong(rows[:3], lambda row: row["v"]) == 0

@@ -8,6 +8,7 @@ of the run. Beside them: the seccomp filter's decisions, read by a small classic
 interpreter for both architectures; its system call numbers against the kernel's headers; the
 run's own session keyring; the cgroup of a run; the clear error where a run cannot reach Python.
 """
+
 import ctypes
 import errno
 import json
@@ -32,8 +33,10 @@ CANARY = "prefixsum-canary-7f3c9b"
 # CI runs them, the developer loop not; the filter's own tests below are fast.
 _SANDBOXES = pytest.mark.slow
 # What every run shows of itself: the uid, the filter, no privileges.
-_SELF = ("import json, os; s = dict(l.split(':', 1) for l in open('/proc/self/status')); "
-         "print(json.dumps({'uid': os.getuid(), 'seccomp': s['Seccomp'].strip(), 'caps': s['CapEff'].strip()}))")
+_SELF = (
+    "import json, os; s = dict(l.split(':', 1) for l in open('/proc/self/status')); "
+    "print(json.dumps({'uid': os.getuid(), 'seccomp': s['Seccomp'].strip(), 'caps': s['CapEff'].strip()}))"
+)
 
 
 def attacks():
@@ -47,8 +50,10 @@ def attacks():
 
 
 def _runs():
-    runs = [{"name": "self", "argv": ["-c", _SELF], "memory_mb": 1024},
-            {"name": "self again", "argv": ["-c", _SELF], "memory_mb": 1024}]
+    runs = [
+        {"name": "self", "argv": ["-c", _SELF], "memory_mb": 1024},
+        {"name": "self again", "argv": ["-c", _SELF], "memory_mb": 1024},
+    ]
     for name, (source, memory_mb) in attacks().items():
         if name == "user_keyring_left":
             runs += [
@@ -157,9 +162,10 @@ def test_the_launcher_joins_a_new_session_keyring():
 
 # A classic-BPF interpreter for the filter's few instructions (linux/filter.h), on struct seccomp_data.
 def _decide(program, nr, args=(), arch=None, machine="x86_64"):
-    data = struct.pack("=iIQ6Q", nr, arch if arch is not None else seccomp_filter._AUDIT_ARCH[machine], 0,
-                       *(list(args) + [0] * 6)[:6])
-    code = [struct.unpack("=HBBI", program[i:i + 8]) for i in range(0, len(program), 8)]
+    data = struct.pack(
+        "=iIQ6Q", nr, arch if arch is not None else seccomp_filter._AUDIT_ARCH[machine], 0, *(list(args) + [0] * 6)[:6]
+    )
+    code = [struct.unpack("=HBBI", program[i : i + 8]) for i in range(0, len(program), 8)]
     accumulator, pc = 0, 0
     while True:
         op, jt, jf, k = code[pc]
@@ -229,9 +235,14 @@ def _header_numbers(path):
     }
 
 
-@pytest.mark.parametrize("machine, header", [("x86_64", "/usr/include/x86_64-linux-gnu/asm/unistd_64.h"),
-                                             ("x86_64", "/usr/include/asm/unistd_64.h"),
-                                             ("aarch64", "/usr/include/asm-generic/unistd.h")])
+@pytest.mark.parametrize(
+    "machine, header",
+    [
+        ("x86_64", "/usr/include/x86_64-linux-gnu/asm/unistd_64.h"),
+        ("x86_64", "/usr/include/asm/unistd_64.h"),
+        ("aarch64", "/usr/include/asm-generic/unistd.h"),
+    ],
+)
 def test_the_system_call_numbers_are_the_kernels(machine, header):
     if not pathlib.Path(header).exists():
         pytest.skip(f"{header} is not installed (linux-libc-dev)")

@@ -4,6 +4,7 @@ The suite walks :data:`prefixsum.ALGORITHMS`, so a new algorithm is tested witho
 Outputs are poisoned before each launch and every element is checked; the sizes cover one
 element, one warp and its neighbours, one tile and its neighbours, and several tiles.
 """
+
 import itertools
 import zlib
 

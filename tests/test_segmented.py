@@ -1,4 +1,5 @@
 """apps.segmented_scan: inclusive and exclusive, forward and reverse, every op, in one pass."""
+
 import re
 import textwrap
 
@@ -28,17 +29,30 @@ def assert_matches(got, x, flags, op, inclusive, reverse):
         np.testing.assert_array_equal(got, expected)
         return
     # a float result may differ by the rounding of the sums of magnitudes along its segment
-    magnitude = segmented.reference(np.abs(x.astype(np.float64)), flags, "add" if op == "add" else "max",
-                                    inclusive=True, reverse=reverse)
+    magnitude = segmented.reference(
+        np.abs(x.astype(np.float64)), flags, "add" if op == "add" else "max", inclusive=True, reverse=reverse
+    )
     allowed = 16 * np.finfo(x.dtype).eps * np.maximum(magnitude, 1.0) * (4 if op == "mul" else 1)
     with np.errstate(invalid="ignore"):  # inf - inf at an exclusive max's identity
-        bad = ~((np.abs(got.astype(np.float64) - expected) <= allowed) | (got == expected)
-                | (np.isnan(got) & np.isnan(expected)))
+        bad = ~(
+            (np.abs(got.astype(np.float64) - expected) <= allowed)
+            | (got == expected)
+            | (np.isnan(got) & np.isnan(expected))
+        )
     assert not bad.any(), f"wrong at {np.flatnonzero(bad)[:5]}"
 
 
-@pytest.mark.parametrize("algorithm, op", [("lookback", "add"), ("lookback", "mul"), ("lookback", "max"),
-                                           ("lookback", "min"), ("hierarchical", "add"), ("hierarchical", "min")])
+@pytest.mark.parametrize(
+    "algorithm, op",
+    [
+        ("lookback", "add"),
+        ("lookback", "mul"),
+        ("lookback", "max"),
+        ("lookback", "min"),
+        ("hierarchical", "add"),
+        ("hierarchical", "min"),
+    ],
+)
 @pytest.mark.parametrize("inclusive, reverse", VARIANTS)
 def test_every_op_and_direction_against_numpy_segment_by_segment(algorithm, op, inclusive, reverse):
     for n in SIZES:
@@ -57,8 +71,9 @@ def test_every_op_and_direction_against_numpy_segment_by_segment(algorithm, op, 
 def test_no_flag_is_a_plain_scan_and_every_flag_is_the_identity_or_the_element(inclusive, reverse):
     x = np.arange(1, 201, dtype=np.int64)
     plain = ps.scan(x, inclusive=inclusive, reverse=reverse)
-    np.testing.assert_array_equal(apps.segmented_scan(x, np.zeros(200, bool), inclusive=inclusive, reverse=reverse,
-                                                      **SMALL), plain)
+    np.testing.assert_array_equal(
+        apps.segmented_scan(x, np.zeros(200, bool), inclusive=inclusive, reverse=reverse, **SMALL), plain
+    )
     every = apps.segmented_scan(x, np.ones(200, np.int8), inclusive=inclusive, reverse=reverse, **SMALL)
     np.testing.assert_array_equal(every, x if inclusive else np.zeros(200, np.int64))
 
@@ -89,18 +104,21 @@ def test_device_input_gives_device_output_and_an_empty_input_an_empty_result():
     assert empty.shape == (0,) and empty.dtype == np.float64
 
 
-@pytest.mark.parametrize("call, error, message", [
-    (lambda x, f: apps.segmented_scan(x, f.astype(np.float32)), TypeError, "bool or integers; got dtype float32"),
-    (lambda x, f: apps.segmented_scan(x, f.reshape(2, 4)), ValueError, "flags must be 1-D"),
-    (lambda x, f: apps.segmented_scan(x, f[:5]), ValueError, "one length; got 8 and 5"),
-    (lambda x, f: apps.segmented_scan(x, cuda.to_device(f)), ValueError, "both numpy arrays or both device arrays"),
-    (lambda x, f: apps.segmented_scan(x, f, "sub"), ValueError, "unknown op 'sub'"),
-    (lambda x, f: apps.segmented_scan(x.astype(np.float16), f), TypeError, "unsupported dtype 'float16'"),
-    (lambda x, f: apps.segmented_scan(x.reshape(2, 4), f), ValueError, "x must be 1-D"),
-    (lambda x, f: apps.segmented_scan(x, f, inclusive=None), ValueError, "inclusive must be True or False"),
-    (lambda x, f: apps.segmented_scan(x, f, algorithm="ladder"), ValueError, "cannot combine every element"),
-    (lambda x, f: apps.segmented_scan(x, f, block_size=48), ValueError, "block_size=48"),
-])
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda x, f: apps.segmented_scan(x, f.astype(np.float32)), TypeError, "bool or integers; got dtype float32"),
+        (lambda x, f: apps.segmented_scan(x, f.reshape(2, 4)), ValueError, "flags must be 1-D"),
+        (lambda x, f: apps.segmented_scan(x, f[:5]), ValueError, "one length; got 8 and 5"),
+        (lambda x, f: apps.segmented_scan(x, cuda.to_device(f)), ValueError, "both numpy arrays or both device arrays"),
+        (lambda x, f: apps.segmented_scan(x, f, "sub"), ValueError, "unknown op 'sub'"),
+        (lambda x, f: apps.segmented_scan(x.astype(np.float16), f), TypeError, "unsupported dtype 'float16'"),
+        (lambda x, f: apps.segmented_scan(x.reshape(2, 4), f), ValueError, "x must be 1-D"),
+        (lambda x, f: apps.segmented_scan(x, f, inclusive=None), ValueError, "inclusive must be True or False"),
+        (lambda x, f: apps.segmented_scan(x, f, algorithm="ladder"), ValueError, "cannot combine every element"),
+        (lambda x, f: apps.segmented_scan(x, f, block_size=48), ValueError, "block_size=48"),
+    ],
+)
 def test_bad_input_is_refused_before_a_launch(call, error, message):
     x, flags = np.arange(8.0), np.array([1, 0, 0, 1, 0, 0, 0, 1])
     run = ps.trace.record(call, x, flags)

@@ -4,6 +4,7 @@ Tiles of the default shape (2048 elements) for the sizes around one and a few ti
 elements (monkeypatched) for many tiles, so that look-backs cross several windows of 32 and, with
 resident blocks in turns, find predecessors that have published only their count or nothing.
 """
+
 import collections
 import os
 import subprocess
@@ -27,8 +28,11 @@ def small_tiles(monkeypatch):
 
 
 def _input(n, dtype, density, rng):
-    x = (rng.normal(size=n) * 1000).astype(dtype) if np.dtype(dtype).kind == "f" else \
-        rng.integers(0, 100, n).astype(dtype)
+    x = (
+        (rng.normal(size=n) * 1000).astype(dtype)
+        if np.dtype(dtype).kind == "f"
+        else rng.integers(0, 100, n).astype(dtype)
+    )
     return x, rng.random(n) < density
 
 
@@ -78,9 +82,9 @@ def test_device_output_with_and_without_waiting():
     buffer, count = apps.compact(dx, dmask, sync=False)
     assert buffer.shape == (3000,) and count.shape == (1,) and count.dtype == np.int64
     assert count.copy_to_host()[0] == mask.sum()
-    np.testing.assert_array_equal(buffer.copy_to_host()[:mask.sum()], x[mask])
+    np.testing.assert_array_equal(buffer.copy_to_host()[: mask.sum()], x[mask])
     indices, count = apps.compact_indices(dmask, sync=False)
-    np.testing.assert_array_equal(indices.copy_to_host()[:count.copy_to_host()[0]], np.flatnonzero(mask))
+    np.testing.assert_array_equal(indices.copy_to_host()[: count.copy_to_host()[0]], np.flatnonzero(mask))
     empty, count = apps.compact(dx[:0], dmask[:0], sync=False)
     assert empty.shape == (0,) and count.copy_to_host()[0] == 0
     assert apps.compact_indices(np.zeros(0, bool)).shape == (0,)
@@ -144,7 +148,12 @@ def test_the_one_pass_kernels_compile_to_ptx():
             print("ok", value)
     """
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "0"}
-    child = subprocess.run([sys.executable, "-W", "ignore", "-c", textwrap.dedent(code)], env=env,
-                           capture_output=True, text=True, timeout=600)
+    child = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", textwrap.dedent(code)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert child.returncode == 0, child.stderr[-3000:]
     assert child.stdout.count("ok") == 4

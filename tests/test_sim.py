@@ -1,6 +1,7 @@
 """The classroom simulator :mod:`prefixsum.sim`: every strictness rule and its errors, the
 switches, and identical results with numba's stock simulator on correct kernels (the hooks and the
 warp-level calls: tests/test_sim_hooks_and_warps.py)."""
+
 import os
 
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
@@ -35,6 +36,7 @@ def both(kernel, config, *arrays):
 
 
 # Correct kernels: the same results in both simulators.
+
 
 @cuda.jit
 def block_scan(x, out):
@@ -189,6 +191,7 @@ def test_structured_arrays_match_stock():
 
 # Poisoned, unaliased shared memory.
 
+
 @cuda.jit
 def read_unwritten_shared(out_f, out_i):
     f = cuda.shared.array(4, float32)
@@ -276,6 +279,7 @@ def test_more_than_48_kib_of_shared_memory_is_refused():
 
 # Negative indices.
 
+
 @cuda.jit
 def shift_right(x, out):
     i = cuda.grid(1)
@@ -351,6 +355,7 @@ def test_stock_behaviour_when_disabled():
 
 # Out-of-bounds indices and exceptions in device functions.
 
+
 @cuda.jit(device=True)
 def load(a, i):
     return a[i]
@@ -384,6 +389,7 @@ def test_exception_that_cannot_carry_context_becomes_kernel_error():
 
 
 # Barrier divergence.
+
 
 @cuda.jit
 def early_return(x, out):
@@ -425,6 +431,7 @@ def test_threads_at_different_barriers_is_an_error():
 
 
 # Launch limits, overflow, cleanup.
+
 
 @cuda.jit
 def noop(out):

@@ -1,5 +1,6 @@
 """Blocks that run at the same time in prefixsum.sim: the device model, what one block sees of
 another's stores, and deadlocks."""
+
 import re
 
 import numpy as np
@@ -40,8 +41,9 @@ def test_resident_blocks_take_turns_in_a_seeded_order():
     assert sim.DEFAULT_RESIDENT_BLOCKS == 4 and sim.DEFAULT_SEED == 0
 
 
-@pytest.mark.parametrize("bad, error", [(0, ValueError), (-2, ValueError), (2.5, TypeError),
-                                        ("4", TypeError), (True, TypeError)])
+@pytest.mark.parametrize(
+    "bad, error", [(0, ValueError), (-2, ValueError), (2.5, TypeError), ("4", TypeError), (True, TypeError)]
+)
 def test_resident_blocks_refuses_bad_counts(bad, error):
     with pytest.raises(error, match=re.escape(repr(bad)) if error is TypeError else str(bad)):
         sim.resident_blocks(bad)
@@ -185,8 +187,11 @@ def wait_for_a_barrier(flags):
 
 
 def test_polling_for_a_thread_held_at_a_barrier_is_a_deadlock():
-    with pytest.raises(sim.DeadlockError, match=r"(?s)block \(0, 0, 0\):.*poll flags\[0\].*"
-                                                r"threads \(1, 0, 0\)\.\.\(31, 0, 0\) \(31 threads\) wait"):
+    with pytest.raises(
+        sim.DeadlockError,
+        match=r"(?s)block \(0, 0, 0\):.*poll flags\[0\].*"
+        r"threads \(1, 0, 0\)\.\.\(31, 0, 0\) \(31 threads\) wait",
+    ):
         wait_for_a_barrier[1, 32](np.zeros(1, np.int32))
 
 

@@ -1,5 +1,6 @@
 """The classroom simulator :mod:`prefixsum.sim`: its access, launch, call and allocation hooks,
 the warp-level calls (shuffles, votes, matches, divergence) and views made by array methods."""
+
 import os
 
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
@@ -25,6 +26,7 @@ pytestmark = pytest.mark.usefixtures("strict_simulator")
 
 # The access hook.
 
+
 @cuda.jit
 def hooked(x, out):
     s = cuda.shared.array(2, float32)
@@ -46,16 +48,31 @@ def test_access_hook_records_every_access():
     assert len(records) == 10
     first = records[0]
     assert first == sim.Access(
-        "hooked", (0, 0, 0), (0, 0, 0), "x", "global", (0,), "read", np.float32(1), 0,
-        HERE, first.line, (2,), np.dtype(np.float32),
+        "hooked",
+        (0, 0, 0),
+        (0, 0, 0),
+        "x",
+        "global",
+        (0,),
+        "read",
+        np.float32(1),
+        0,
+        HERE,
+        first.line,
+        (2,),
+        np.dtype(np.float32),
     )
     seen = [(r.thread[0], r.array, r.space, r.index, r.kind, r.phase) for r in records]
     assert seen == [
-        (0, "x", "global", (0,), "read", 0), (0, "s", "shared", (0,), "write", 0),
-        (1, "x", "global", (1,), "read", 0), (1, "s", "shared", (1,), "write", 0),
-        (0, "s", "shared", (1,), "read", 1), (0, "out", "global", (0, 0), "write", 1),
+        (0, "x", "global", (0,), "read", 0),
+        (0, "s", "shared", (0,), "write", 0),
+        (1, "x", "global", (1,), "read", 0),
+        (1, "s", "shared", (1,), "write", 0),
+        (0, "s", "shared", (1,), "read", 1),
+        (0, "out", "global", (0, 0), "write", 1),
         (0, "x", "global", (0,), "atomic", 1),
-        (1, "s", "shared", (0,), "read", 1), (1, "out", "global", (1, 0), "write", 1),
+        (1, "s", "shared", (0,), "read", 1),
+        (1, "out", "global", (1, 0), "write", 1),
         (1, "x", "global", (0,), "atomic", 1),
     ]
     assert records[6].value == 2 and records[9].value == 3
@@ -74,6 +91,7 @@ def test_access_hooks_stack_and_leave_on_exit():
 
 
 # The launch, device-function call and allocation hooks.
+
 
 @cuda.jit
 def does_nothing(out):
@@ -99,7 +117,9 @@ def test_launch_hook_sees_each_launch_once_with_its_configuration():
         doubling[(1, 2), (8, 1, 1), 0, 64](np.zeros(10))
     doubling[1, 8](np.zeros(10))  # after the with: not seen
     assert [(i.kernel, i.grid, i.block, i.dynamic_shared_bytes) for i in launches] == [
-        ("doubling", (3, 1, 1), (4, 1, 1), 0), ("doubling", (1, 2, 1), (8, 1, 1), 64)]
+        ("doubling", (3, 1, 1), (4, 1, 1), 0),
+        ("doubling", (1, 2, 1), (8, 1, 1), 64),
+    ]
     assert launches[0].function is doubling.py_func
 
 
@@ -338,12 +358,24 @@ def not_in_mask(out):
 
 def test_warp_divergence_is_an_error_naming_the_lanes():
     cases = [
-        (exited_lane, 32, "its mask names lanes 20..31, which have returned from the kernel",
-         "threads (20, 0, 0)..(31, 0, 0) (12 threads) returned from the kernel"),
-        (full_mask, 20, "its mask names lanes 20..31, which this block of 20 threads does not have",
-         "threads (0, 0, 0)..(19, 0, 0) (20 threads) wait at shfl_up_sync() with mask 0xffffffff"),
-        (elsewhere, 32, "lanes 16..31, named in its mask, wait elsewhere",
-         "threads (16, 0, 0)..(31, 0, 0) (16 threads) wait at syncthreads()"),
+        (
+            exited_lane,
+            32,
+            "its mask names lanes 20..31, which have returned from the kernel",
+            "threads (20, 0, 0)..(31, 0, 0) (12 threads) returned from the kernel",
+        ),
+        (
+            full_mask,
+            20,
+            "its mask names lanes 20..31, which this block of 20 threads does not have",
+            "threads (0, 0, 0)..(19, 0, 0) (20 threads) wait at shfl_up_sync() with mask 0xffffffff",
+        ),
+        (
+            elsewhere,
+            32,
+            "lanes 16..31, named in its mask, wait elsewhere",
+            "threads (16, 0, 0)..(31, 0, 0) (16 threads) wait at syncthreads()",
+        ),
         (two_masks, 32, "lane 16 makes the same call with mask 0xffff0000", "shfl_xor_sync() with mask 0xffff0000"),
         (not_in_mask, 2, "the calling lane 1 is not in its mask 0x00000001", "in kernel 'not_in_mask'"),
     ]
@@ -420,8 +452,11 @@ def test_views_made_by_array_methods_stay_checked_and_traced():
 
 def _root_cell(view, root, index):
     """Where ``view[index]`` lies in ``root``, by numpy's own address arithmetic."""
-    offset = view[index:index + 1].__array_interface__["data"][0] if view.ndim == 1 else \
-        view[tuple(slice(i, i + 1) for i in index)].__array_interface__["data"][0]
+    offset = (
+        view[index : index + 1].__array_interface__["data"][0]
+        if view.ndim == 1
+        else view[tuple(slice(i, i + 1) for i in index)].__array_interface__["data"][0]
+    )
     order = "F" if root.flags.f_contiguous and not root.flags.c_contiguous else "C"
     cell = np.unravel_index((offset - root.__array_interface__["data"][0]) // root.itemsize, root.shape, order=order)
     return tuple(int(i) for i in cell)

@@ -7,6 +7,7 @@ expected values below are PTX's and numba's rules written out; the last tests co
 simulator with ``benchmarks/warp_integers.py``'s model of them and with every case of the
 recorded GPU run, ``benchmarks/warp_semantics_gpu.json``.
 """
+
 import importlib
 import json
 import pathlib
@@ -19,7 +20,7 @@ from numba import cuda, int32, uint32
 from prefixsum.classroom.sim import integers
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-INT32_MIN, UINT32_MAX = -2 ** 31, 2 ** 32 - 1
+INT32_MIN, UINT32_MAX = -(2**31), 2**32 - 1
 
 # (value, its numpy type) -> (popc, clz, ffs, brev), by PTX: bits of the operand's width, two's complement.
 BITS = [
@@ -30,7 +31,7 @@ BITS = [
     (np.uint32(UINT32_MAX), (32, 0, 1, 0xFFFFFFFF)),
     (np.uint32(0x80000000), (1, 0, 32, 1)),
     (np.int64(-1), (64, 0, 1, 0xFFFFFFFF)),  # brev of an int64: numba converts it to uint32 first
-    (np.uint64(2 ** 64 - 1), (64, 0, 1, 2 ** 64 - 1)),
+    (np.uint64(2**64 - 1), (64, 0, 1, 2**64 - 1)),
     (np.uint64(1 << 40), (1, 23, 41, 1 << 23)),
     (-1, (64, 0, 1, 0xFFFFFFFF)),  # a Python int is numba's int64
 ]

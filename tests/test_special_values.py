@@ -9,6 +9,7 @@ Sizes are kept small where the simulator is slow: each (algorithm, op) scans 1, 
 600 elements in all four directions, float32 and float64 in turn, and 4097 elements (three
 tiles of the largest tile, 2048) with a NaN on a tile boundary.
 """
+
 import itertools
 import warnings
 

@@ -1,4 +1,5 @@
 """ps.viz.step, the widget and its static fallback, and the grader's first-difference picture."""
+
 import base64
 import re
 
@@ -80,14 +81,16 @@ def test_a_failing_check_offers_the_stepper_on_its_run():
 
 def test_the_look_back_steps_by_publication():
     with ps.sim.resident_blocks(8):
-        run = trace.record(ps.scan, np.ones(32 * 12, dtype=np.float32), algorithm="lookback", block_size=32,
-                           items_per_thread=1)
+        run = trace.record(
+            ps.scan, np.ones(32 * 12, dtype=np.float32), algorithm="lookback", block_size=32, items_per_thread=1
+        )
     stepper = ps.viz.step(run, by="time")
     tiles = lookback_timeline.timeline(run)
     assert stepper._count() == sum(len(t.published) for t in tiles)
     last = stepper._board(stepper._count() - 1)
     assert re.findall(r'data-tile="(\d+)" data-published="(\d+)"', last) == [
-        (str(t.tile), str(sum(p <= stepper.times[-1] for p in t.published))) for t in tiles]
+        (str(t.tile), str(sum(p <= stepper.times[-1] for p in t.published))) for t in tiles
+    ]
     assert "look-back of 12 tiles" in repr(stepper)
     with pytest.raises(ValueError, match="by='time' shows one run"):
         ps.viz.step(run, run, by="time")

@@ -1,6 +1,7 @@
 """The stepper's model (prefixsum.classroom.stepping): every step's state is a replay of the trace,
 a broken trace is refused, the marks and the comparison find what the trace shows; a look-back's
 timeline (lookback_timeline), and the failing run kept beside its reference (references)."""
+
 import collections
 import math
 
@@ -82,8 +83,9 @@ def test_every_step_is_a_replay_of_the_trace(runs, name, by):
         assert all(v is None for cell, v in shown.items() if cell not in expected)  # cells never touched
         mine = [r for r in run.records if stepping._key(r, by) == step.key]
         assert step.active == {(r.block, r.thread) for r in mine}
-        assert {(s, i) for s, cells in step.written.items() for i in cells} == \
-               {(stepping._slot(r), r.index) for r in mine if r.write}
+        assert {(s, i) for s, cells in step.written.items() for i in cells} == {
+            (stepping._slot(r), r.index) for r in mine if r.write
+        }
         assert step.accesses == {(stepping._slot(r), r.index): (r.block, r.thread, r.write, r.line) for r in mine}
         launch = run.launches[step.key[0]]
         assert step.threads == math.prod(launch.grid) * math.prod(launch.block)
@@ -97,12 +99,13 @@ def test_the_ladder_phases_hold_its_partial_sums(runs):
         phase = step.key[1]
         (rungs,) = step.values.values()
         width = 1 << phase  # after phase p every aligned run of 2^p cells holds its own scan
-        expected = [int(padded[i & ~(width - 1): i + 1].sum()) for i in range(32)]
+        expected = [int(padded[i & ~(width - 1) : i + 1].sum()) for i in range(32)]
         assert rungs == expected, step.label
     first = model[1]  # phase 1: the odd lanes add their left neighbour
     (slot,) = first.values
-    assert {(a.source[1], a.target[1]) for a in first.arrows if a.source != a.target} == \
-           {(t - 1, t) for t in range(1, 32, 2)}
+    assert {(a.source[1], a.target[1]) for a in first.arrows if a.source != a.target} == {
+        (t - 1, t) for t in range(1, 32, 2)
+    }
     assert first.active == {(0, t) for t in range(1, 32, 2)}
     assert any("combine" in text for _, _, text in first.lines)
 

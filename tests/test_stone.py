@@ -6,6 +6,7 @@ is checked where the module docstring states it (well-conditioned systems) and m
 says it grows (``tridiag(-1, 2 + delta, -1)``). The shooting scan it replaces in chapter 11 is in
 ``test_apps.py``.
 """
+
 import textwrap
 
 import numpy as np
@@ -34,7 +35,7 @@ def positive_definite(rng, batch, n):
     beta, gamma = rng.uniform(1, 2, (batch, n)), rng.uniform(0.5, 1, (batch, n))
     gamma[:, 0] = 0
     off = gamma * np.roll(beta, 1, axis=1)  # T[i, i-1] = gamma_i beta_(i-1)
-    return off, beta ** 2 + gamma ** 2, np.roll(off, -1, axis=1), rng.normal(size=(batch, n))
+    return off, beta**2 + gamma**2, np.roll(off, -1, axis=1), rng.normal(size=(batch, n))
 
 
 def lapack(a, b, c, d):
@@ -103,8 +104,9 @@ def test_stone_solve_is_within_lapack_on_dominant_and_positive_definite_systems(
 
 
 @pytest.mark.slow  # the three scans of 2^16 rows take the simulator about 20 s a system on two cores
-@pytest.mark.parametrize("make, dtype, rows", [(dominant, np.float64, 1 << 14),
-                                               (positive_definite, np.float32, 1 << 16)])
+@pytest.mark.parametrize(
+    "make, dtype, rows", [(dominant, np.float64, 1 << 14), (positive_definite, np.float32, 1 << 16)]
+)
 def test_stone_solve_is_within_lapack_up_to_two_to_the_sixteen_rows(make, dtype, rows):
     """2^16 rows on the float32 positive definite systems (the smaller range of float32 leaves the
     unscaled minors' range soonest, and many of their rows are not dominant); 2^14 on the float64
@@ -132,8 +134,9 @@ def test_stone_solve_on_device_arrays_returns_a_device_array_of_the_batch():
     a, b, c, d = dominant(np.random.default_rng(2), 3, 40)
     x = apps.stone_solve(*(cuda.to_device(v) for v in (a, b, c, d)))
     assert hasattr(x, "copy_to_host") and x.shape == (3, 40)
-    np.testing.assert_allclose(x.copy_to_host(), np.array([lapack(*(v[k] for v in (a, b, c, d))) for k in range(3)]),
-                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        x.copy_to_host(), np.array([lapack(*(v[k] for v in (a, b, c, d))) for k in range(3)]), rtol=1e-12, atol=1e-12
+    )
     host_x = apps.stone_solve(a, b, cuda.to_device(c), d)  # d on the host: x on the host
     assert isinstance(host_x, np.ndarray)
 

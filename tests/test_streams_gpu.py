@@ -9,6 +9,7 @@ work that overwrites the input. The result is right only if the call ran after t
 before the last, on that stream: a call queued anywhere else would read the input unwritten or
 overwritten.
 """
+
 import numpy as np
 import pytest
 from numba import cuda
@@ -105,10 +106,14 @@ def test_the_applications_on_a_numba_stream(rng):
     scrub(x, stream)
     scrub(k, stream)
     stream.synchronize()
-    np.testing.assert_array_equal(kept.copy_to_host()[:count.copy_to_host()[0]], values[mask])
+    np.testing.assert_array_equal(kept.copy_to_host()[: count.copy_to_host()[0]], values[mask])
     np.testing.assert_array_equal(sorted_keys.copy_to_host(), np.sort(keys))
-    np.testing.assert_allclose(segments.copy_to_host(), segmented.reference(values.astype(np.float64), mask),
-                               rtol=1e-4, atol=1e-3 * np.abs(values).sum())
+    np.testing.assert_allclose(
+        segments.copy_to_host(),
+        segmented.reference(values.astype(np.float64), mask),
+        rtol=1e-4,
+        atol=1e-3 * np.abs(values).sum(),
+    )
 
 
 def test_out_and_temp_on_a_stream(rng):
@@ -168,8 +173,12 @@ def dominant_systems(rng, batch, n):
 
     a, c, d = rng.uniform(-1, 1, (3, batch, n))
     b = np.abs(a) + np.abs(c) + rng.uniform(0.5, 1.5, (batch, n))
-    x = np.stack([scipy.linalg.solve_banded((1, 1), np.stack([np.r_[0, c[k, :-1]], b[k], np.r_[a[k, 1:], 0]]), d[k])
-                  for k in range(batch)])
+    x = np.stack(
+        [
+            scipy.linalg.solve_banded((1, 1), np.stack([np.r_[0, c[k, :-1]], b[k], np.r_[a[k, 1:], 0]]), d[k])
+            for k in range(batch)
+        ]
+    )
     return [a, b, c, d], x
 
 
@@ -258,8 +267,9 @@ def test_a_solve_on_a_cupy_stream(rng):
     cupy.cuda.Device().synchronize()
     with stream:
         for band, v in zip(bands, system):
-            wait_then_copy[(v.size + 255) // 256, 256, cuda.external_stream(stream.ptr)](cupy.asarray(v.reshape(-1)),
-                                                                                        band, WAIT_ROUNDS)
+            wait_then_copy[(v.size + 255) // 256, 256, cuda.external_stream(stream.ptr)](
+                cupy.asarray(v.reshape(-1)), band, WAIT_ROUNDS
+            )
     x = tridiag.solve(*(band.reshape(v.shape) for band, v in zip(bands, system)), stream=stream)
     with stream:
         for band in bands:

@@ -7,6 +7,7 @@ exercise's answer. A chapter whose students' version is its instructor's code ce
 is not run again: CI's nbval stage runs that code; of it, the results it reads are looked up
 from outside the checkout.
 """
+
 import ast
 import difflib
 import fnmatch
@@ -42,8 +43,11 @@ def _code(cells):
 
 # Chapters whose students' version is the instructor's code, cell for cell (00: no exercise, no
 # instructor cell): CI's nbval stage runs that very code, so it is not run again here.
-AS_WRITTEN = [p for p in NOTEBOOKS if _code(student.student_version(nbformat.read(p, 4)).cells)
-              == _code(nbformat.read(p, 4).cells)]
+AS_WRITTEN = [
+    p
+    for p in NOTEBOOKS
+    if _code(student.student_version(nbformat.read(p, 4)).cells) == _code(nbformat.read(p, 4).cells)
+]
 
 
 def _setup_results():
@@ -146,8 +150,11 @@ def test_no_students_version_prints_an_exercise_answer(path):
     instructor's stored outputs of those cells, against each solution of the chapter."""
     instructor = nbformat.read(path, 4)
     solutions = _solutions(instructor)
-    kept = [c for c in instructor.cells if c.cell_type == "code" and not {"exercise", student.INSTRUCTOR}
-            & set(c.metadata.get("tags", []))]
+    kept = [
+        c
+        for c in instructor.cells
+        if c.cell_type == "code" and not {"exercise", student.INSTRUCTOR} & set(c.metadata.get("tags", []))
+    ]
     for cell in kept:
         for exercise, solution in solutions.items():
             assert _shown_share(solution, _printed(cell)) < _ANSWER_SHOWN, (exercise, cell.source[:200])
@@ -162,13 +169,15 @@ def test_the_answer_test_sees_an_answer_printed():
 
 def test_the_simulator_notice_is_no_error_in_a_notebook():
     """In a notebook's kernel (its stdout is ipykernel's) the import notice goes to stdout: stderr shows red."""
-    program = ("import io, sys\n"
-               "class OutStream(io.StringIO):\n"
-               "    pass\n"
-               "OutStream.__module__ = 'ipykernel.iostream'\n"
-               "sys.stdout = OutStream()\n"
-               "import prefixsum\n"
-               "sys.__stdout__.write(sys.stdout.getvalue())\n")
+    program = (
+        "import io, sys\n"
+        "class OutStream(io.StringIO):\n"
+        "    pass\n"
+        "OutStream.__module__ = 'ipykernel.iostream'\n"
+        "sys.stdout = OutStream()\n"
+        "import prefixsum\n"
+        "sys.__stdout__.write(sys.stdout.getvalue())\n"
+    )
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, env=env, check=True)
     assert "prefixsum: running on the CUDA simulator" in done.stdout
@@ -176,8 +185,11 @@ def test_the_simulator_notice_is_no_error_in_a_notebook():
 
 
 def test_every_result_a_chapter_quotes_goes_into_the_wheel():
-    quoted = {name for source in (ROOT / "notebooks" / "sources").glob("[0-9][0-9]_*.py")
-              for name in _QUOTED.findall(source.read_text())}
+    quoted = {
+        name
+        for source in (ROOT / "notebooks" / "sources").glob("[0-9][0-9]_*.py")
+        for name in _QUOTED.findall(source.read_text())
+    }
     assert quoted
     shipped = {name for name in quoted if any(fnmatch.fnmatch(name, pattern) for pattern in _setup_results())}
     assert shipped == quoted
@@ -198,13 +210,17 @@ def test_results_are_found_in_the_installed_package_outside_a_checkout(tmp_path,
 
 def test_a_lead_in_to_a_left_out_cell_goes_with_it():
     assert student.without_lead_in("Some prose.\n\nThe package's two loops, for comparison:") == "Some prose."
-    assert student.without_lead_in("A long paragraph that ends by pointing at\nthe package's code here:") == \
-        "A long paragraph that ends by pointing at\nthe package's code here."
-    notebook = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_markdown_cell("The package's loop, for comparison:"),
-        nbformat.v4.new_code_cell("print(1)", metadata={"tags": ["instructor"]}),
-        nbformat.v4.new_markdown_cell("Next section."),
-    ])
+    assert (
+        student.without_lead_in("A long paragraph that ends by pointing at\nthe package's code here:")
+        == "A long paragraph that ends by pointing at\nthe package's code here."
+    )
+    notebook = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell("The package's loop, for comparison:"),
+            nbformat.v4.new_code_cell("print(1)", metadata={"tags": ["instructor"]}),
+            nbformat.v4.new_markdown_cell("Next section."),
+        ]
+    )
     assert [c.source for c in student.student_version(notebook).cells] == ["Next section."]
 
 

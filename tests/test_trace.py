@@ -1,4 +1,5 @@
 """The tracer: what it records and what it finds in a trace."""
+
 import numpy as np
 from numba import cuda, float32, float64
 from numba.cuda.simulator.kernel import FakeCUDAKernel

@@ -4,6 +4,7 @@ Tiles of 32 elements and chunks of two tiles, so that small arrays cross many ch
 every element of every result is checked against the reference, the device buffers start
 poisoned and every input is fresh random data (a chunk left unscanned or uncopied shows).
 """
+
 import textwrap
 
 import numpy as np

@@ -8,6 +8,7 @@ The simulator runs one OS thread per CUDA thread, so sizes stay at a few hundred
 thousand threads per case; the global-memory path of PCR and CR is reached at small n by
 shrinking the shared-memory budget the solvers plan with.
 """
+
 import os
 
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
@@ -23,14 +24,30 @@ from prefixsum.core.registry import Capability  # noqa: E402
 from prefixsum.tridiag import _common, api, cr, pcr  # noqa: E402
 
 METHODS = tuple(tridiag.METHODS)
-NON_PIVOTING = tuple(name for name, method in tridiag.METHODS.items()  # tests/test_pivoting.py has those that pivot
-                     if Capability.NEEDS_DOMINANCE in method.capabilities)
+NON_PIVOTING = tuple(
+    name
+    for name, method in tridiag.METHODS.items()  # tests/test_pivoting.py has those that pivot
+    if Capability.NEEDS_DOMINANCE in method.capabilities
+)
 DTYPES = (np.float32, np.float64)
 # (n, batch): one element, tiny, the notes' 7 and 11, around a warp, not powers of two, several
 # blocks of small systems (7 x 37: 36 systems per block, then 1; 5 x 300: 6 blocks), one system
 # per block with several rows per thread (257; 1000, which float64 PCR first splits in global memory).
-SIZES = ((1, 3), (2, 5), (3, 4), (5, 300), (7, 37), (11, 9), (31, 2), (32, 3), (33, 2), (64, 2), (100, 2), (257, 1),
-         (1000, 1))
+SIZES = (
+    (1, 3),
+    (2, 5),
+    (3, 4),
+    (5, 300),
+    (7, 37),
+    (11, 9),
+    (31, 2),
+    (32, 3),
+    (33, 2),
+    (64, 2),
+    (100, 2),
+    (257, 1),
+    (1000, 1),
+)
 
 
 def dominant(rng, batch, n):
@@ -81,8 +98,9 @@ def check(x, system, dtype):
 
 def within(values, bounds, what):
     bad = [tuple(map(int, k)) for k in np.argwhere(~(values <= bounds))]
-    assert not bad, (f"{len(bad)} elements too far off; the first, (system, row) = {bad[0]}, "
-                     f"has {what} {values[bad[0]]:.3g}")
+    assert not bad, (
+        f"{len(bad)} elements too far off; the first, (system, row) = {bad[0]}, has {what} {values[bad[0]]:.3g}"
+    )
 
 
 def check_flagged(x, info, system, dtype, flagged):
@@ -170,11 +188,15 @@ def test_device_arrays_are_used_in_place_and_host_arrays_cross_once_each_way(rng
     array_type = type(device[0])
     for name in ("copy_to_device", "copy_to_host"):
         original = getattr(array_type, name)
-        monkeypatch.setattr(array_type, name, lambda self, *args, _f=original, _n=name, **kw:
-                            copies.append((_n, self.shape)) or _f(self, *args, **kw))
+        monkeypatch.setattr(
+            array_type,
+            name,
+            lambda self, *args, _f=original, _n=name, **kw: copies.append((_n, self.shape)) or _f(self, *args, **kw),
+        )
     to_device = cuda.to_device
-    monkeypatch.setattr(cuda, "to_device",
-                        lambda v, *args, **kw: copies.append(("to_device", np.shape(v))) or to_device(v, *args, **kw))
+    monkeypatch.setattr(
+        cuda, "to_device", lambda v, *args, **kw: copies.append(("to_device", np.shape(v))) or to_device(v, *args, **kw)
+    )
     x = tridiag.solve(*device, method="hybrid")
     # Device arrays: nothing crosses but the failure flags, 4 bytes a system.
     assert copies == [("copy_to_host", (3,))] and cuda.devicearray.is_cuda_ndarray(x)
@@ -263,12 +285,15 @@ def test_mixed_dtypes_are_a_type_error():
         tridiag.solve(np.ones(4), np.ones(4), np.ones(4, np.float32), np.ones(4))
 
 
-@pytest.mark.parametrize("shapes, message", [
-    (((4,), (4,), (4,), (5,)), r"one shape; got \(4,\), \(4,\), \(4,\), \(5,\)"),
-    (((2, 4), (2, 4), (2, 4), (4,)), r"\(2, 4\), \(2, 4\), \(2, 4\), \(4,\)"),
-    (((1, 2, 4),) * 4, r"a must be 1-D or 2-D; got an array of shape \(1, 2, 4\)"),  # core.inputs' one wording
-    (((3, 0),) * 4, r"n >= 1"),
-])
+@pytest.mark.parametrize(
+    "shapes, message",
+    [
+        (((4,), (4,), (4,), (5,)), r"one shape; got \(4,\), \(4,\), \(4,\), \(5,\)"),
+        (((2, 4), (2, 4), (2, 4), (4,)), r"\(2, 4\), \(2, 4\), \(2, 4\), \(4,\)"),
+        (((1, 2, 4),) * 4, r"a must be 1-D or 2-D; got an array of shape \(1, 2, 4\)"),  # core.inputs' one wording
+        (((3, 0),) * 4, r"n >= 1"),
+    ],
+)
 def test_bad_shapes_are_value_errors_naming_them(shapes, message):
     with pytest.raises(ValueError, match=message):
         tridiag.solve(*(np.ones(s) for s in shapes))

@@ -3,6 +3,7 @@ solver): its windows, its plan and its routes, the warp solver and the partition
 the float64 reference on every element of a poisoned output (tests/test_tridiag.py has the helpers
 and the public solve of every method).
 """
+
 import os
 
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
@@ -168,8 +169,9 @@ def partition_solve(system, monkeypatch, warp_rows=None):
         monkeypatch.setattr(hybrid, "WARP_ROWS", warp_rows)
         monkeypatch.setattr(partition, "MAX_ROWS", warp_rows)
     levels, level = [], partition.run
-    monkeypatch.setattr(partition, "run",
-                        lambda *args, **kwargs: levels.append(args[3].shape) or level(*args, **kwargs))
+    monkeypatch.setattr(
+        partition, "run", lambda *args, **kwargs: levels.append(args[3].shape) or level(*args, **kwargs)
+    )
     device = [cuda.to_device(v) for v in system]
     x = cuda.to_device(poison(np.empty(system[3].shape, system[3].dtype)))
     info = cuda.to_device(np.zeros(system[3].shape[0], np.int32))
@@ -180,8 +182,20 @@ def partition_solve(system, monkeypatch, warp_rows=None):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("n, batch, levels", ((513, 1, 1), (1003, 1, 1), (4097, 1, 2), (1024, 3, 1), (4096, 2, 2),
-                                               (1003, 3, 1), (513, 5, 1), (527, 2, 1), (4111, 2, 2)))
+@pytest.mark.parametrize(
+    "n, batch, levels",
+    (
+        (513, 1, 1),
+        (1003, 1, 1),
+        (4097, 1, 2),
+        (1024, 3, 1),
+        (4096, 2, 2),
+        (1003, 3, 1),
+        (513, 5, 1),
+        (527, 2, 1),
+        (4111, 2, 2),
+    ),
+)
 def test_partition_matches_the_float64_reference_on_every_element(n, batch, levels, dtype, rng, monkeypatch):
     # R = 8 at these sizes (partition.rows_per_thread; float64 4097 and 4111: 16). n = 513, 1003, 4097: one system, its
     # last chunk cut short; 1024 and 4096: batches, n a multiple of R; 1003, 513, 527, 4111:

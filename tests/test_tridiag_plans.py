@@ -4,6 +4,7 @@ out=, stream= and temp= on every public tridiagonal call, the one input check, a
 On the simulator every stream is accepted and ignored (kernels run at once); tests/test_streams_gpu.py
 proves the ordering on a GPU.
 """
+
 import ast
 import pathlib
 import re
@@ -69,8 +70,11 @@ def test_a_plan_refuses_what_it_was_not_made_for():
     with pytest.raises(ValueError, match="unknown method 'gauss'; allowed: auto, pcr"):
         tridiag.plan_solve(np.float64, 5, method="gauss")
     plan = tridiag.plan_solve(np.float64, (2, 5))
-    with pytest.raises(ValueError, match=r"this plan solves systems of shape \(2, 5\) in float64; "
-                                         r"got shape \(2, 6\) in float64"):
+    with pytest.raises(
+        ValueError,
+        match=r"this plan solves systems of shape \(2, 5\) in float64; "
+        r"got shape \(2, 6\) in float64",
+    ):
         plan(*np.ones((4, 2, 6)))
     with pytest.raises(ValueError, match=r"got shape \(2, 5\) in float32"):
         plan(*np.ones((4, 2, 5), np.float32))
@@ -78,9 +82,11 @@ def test_a_plan_refuses_what_it_was_not_made_for():
 
 def _out_calls():
     """``(name, call(system, out))`` of every public call that takes out=, on (3, 6) float64 systems."""
+
     def symmetric(system, out, **kw):
         A = np.stack([np.diag(b) + np.diag(a[1:], -1) + np.diag(a[1:], 1) for a, b in zip(system[0], system[1])])
         return tridiag.solve_symmetric(cuda.to_device(A) if is_device_array(system[3]) else A, system[3], out=out, **kw)
+
     return {
         "solve": lambda system, out, **kw: tridiag.solve(*system, out=out, **kw),
         "solve_ex": lambda system, out, **kw: tridiag.solve_ex(*system, out=out, **kw).x,
@@ -112,13 +118,16 @@ def test_out_is_written_and_returned_and_the_inputs_kept(name, on_device, rng):
         np.testing.assert_array_equal(v.copy_to_host() if on_device else v, kept)
 
 
-@pytest.mark.parametrize("out, error, message", [
-    (lambda d: np.empty((3, 5)), ValueError, r"out must have shape \(3, 6\); got \(3, 5\)"),
-    (lambda d: np.empty((3, 6), np.float32), TypeError, "out must have dtype float64; got float32"),
-    (lambda d: cuda.device_array((3, 6)), TypeError, "out must be a numpy array for a numpy input; got"),
-    (lambda d: d, ValueError, "out shares memory with the input"),
-    (lambda d: np.empty((3, 12))[:, ::2], ValueError, "out must be a contiguous, writeable numpy array"),
-])
+@pytest.mark.parametrize(
+    "out, error, message",
+    [
+        (lambda d: np.empty((3, 5)), ValueError, r"out must have shape \(3, 6\); got \(3, 5\)"),
+        (lambda d: np.empty((3, 6), np.float32), TypeError, "out must have dtype float64; got float32"),
+        (lambda d: cuda.device_array((3, 6)), TypeError, "out must be a numpy array for a numpy input; got"),
+        (lambda d: d, ValueError, "out shares memory with the input"),
+        (lambda d: np.empty((3, 12))[:, ::2], ValueError, "out must be a contiguous, writeable numpy array"),
+    ],
+)
 @pytest.mark.parametrize("name", list(_out_calls()))
 def test_a_wrong_out_is_refused_naming_the_value_before_a_launch(name, out, error, message, rng):
     system = _symmetric_dominant(rng)
@@ -163,14 +172,17 @@ def test_every_public_tridiagonal_call_takes_a_stream_in_every_form(form, rng):
     T = np.stack([np.diag(dk) + np.diag(ek, 1) + np.diag(ek, -1) for dk, ek in zip(d, e)])
     np.testing.assert_allclose(Q.transpose(0, 2, 1) @ A @ Q, T, atol=1e-9)
     knots = np.arange(6.0)
-    spline = apps.cubic_spline(knots, knots ** 2, stream=stream)
-    np.testing.assert_allclose(spline(knots), knots ** 2, atol=1e-12)
+    spline = apps.cubic_spline(knots, knots**2, stream=stream)
+    np.testing.assert_allclose(spline(knots), knots**2, atol=1e-12)
 
 
 def test_anything_else_is_refused_as_a_stream_before_a_launch(rng):
     system = dominant(rng, 2, 5)
-    for call in (lambda: tridiag.solve(*system, stream="stream"), lambda: apps.stone_solve(*system, stream=3),
-                 lambda: tridiag.householder(spd(rng, 1, 3), stream=object())):
+    for call in (
+        lambda: tridiag.solve(*system, stream="stream"),
+        lambda: apps.stone_solve(*system, stream=3),
+        lambda: tridiag.householder(spd(rng, 1, 3), stream=object()),
+    ):
         run = ps.trace.record(call)
         assert isinstance(run.error, TypeError) and "stream must be None, a numba stream" in str(run.error)
         assert run.launches == []
@@ -244,12 +256,20 @@ def test_no_method_is_named_in_code_outside_its_own_module():
     for path in PACKAGE.rglob("*.py"):
         module = "prefixsum." + ".".join(path.relative_to(PACKAGE).with_suffix("").parts)
         tree = ast.parse(path.read_text())
-        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
-                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and node.body
-                      and isinstance(node.body[0], ast.Expr)}
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef))
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+        }
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Constant) and node.value in names and id(node) not in docstrings
-                    and tridiag.METHODS[node.value].run.__module__ != module):
+            if (
+                isinstance(node, ast.Constant)
+                and node.value in names
+                and id(node) not in docstrings
+                and tridiag.METHODS[node.value].run.__module__ != module
+            ):
                 found.append(f"{module}:{node.lineno} {node.value!r}")
     assert owners and found == []
 

@@ -5,6 +5,7 @@ systems; the device buffers and the result start poisoned and every input is fre
 so a chunk left unsolved or uncopied shows. Each result is checked element by element against
 LAPACK in float64 and against the plain path.
 """
+
 import os
 
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
@@ -43,11 +44,14 @@ def chunked(monkeypatch):
 
     monkeypatch.setattr(transfers, "buffers", poisoned_buffers)
     monkeypatch.setattr(transfers, "pinned_result", poisoned_result)
+
     def spy(run):
         def spied(a, b, c, d, x, info, **options):
             solved.append(x.shape)
             return run(a, b, c, d, x, info, **options)
+
         return spied
+
     for name, method in api.METHODS.items():  # every method, spied, in plans made afresh
         monkeypatch.setitem(api.METHODS._items, name, dataclasses.replace(method, run=spy(method.run)))
     plans.PLANS.clear()
@@ -55,6 +59,7 @@ def chunked(monkeypatch):
     def cut(per, n, dtype):
         monkeypatch.setattr(transfers, "CHUNK_BYTES", per * 4 * n * np.dtype(dtype).itemsize)
         return solved
+
     yield cut
     plans.PLANS.clear()  # no plan keeps a spy
 
@@ -165,9 +170,15 @@ def test_the_plain_way_reads_x_and_the_flags_in_one_wait(rng, monkeypatch):
         def synchronize_stream(stream):
             waits.append(stream)
             real.synchronize_stream(stream)
+
     monkeypatch.setattr(transfers, "copies", lambda: Counted)
-    monkeypatch.setattr(transfers, "send", lambda device, offset, planes, stream, packed: [
-        device[p].copy_to_device(np.ascontiguousarray(v)) for p, v in enumerate(planes)])
+    monkeypatch.setattr(
+        transfers,
+        "send",
+        lambda device, offset, planes, stream, packed: [
+            device[p].copy_to_device(np.ascontiguousarray(v)) for p, v in enumerate(planes)
+        ],
+    )
     monkeypatch.setattr(api, "copy_to_host", lambda *args: pytest.fail("a second wait for the flags"))
     system = list(dominant(rng, 3, 20))
     check(tridiag.solve(*system), system, np.float64)
@@ -209,11 +220,14 @@ def test_the_plain_way_sends_every_element(rng, monkeypatch, tiny_parts, packed,
         check(tridiag.solve(*system), system, dtype)
 
 
-@pytest.mark.parametrize("shape, size, expected", [
-    ((3, 4), 8, [(2, 4, 0), (1, 4, 8)]),  # whole rows, a short last part
-    ((2, 10), 4, [(1, 4, 0), (1, 4, 4), (1, 2, 8), (1, 4, 10), (1, 4, 14), (1, 2, 18)]),  # pieces of a row
-    ((1, 5), 100, [(1, 5, 0)]),
-])
+@pytest.mark.parametrize(
+    "shape, size, expected",
+    [
+        ((3, 4), 8, [(2, 4, 0), (1, 4, 8)]),  # whole rows, a short last part
+        ((2, 10), 4, [(1, 4, 0), (1, 4, 4), (1, 2, 8), (1, 4, 10), (1, 4, 14), (1, 2, 18)]),  # pieces of a row
+        ((1, 5), 100, [(1, 5, 0)]),
+    ],
+)
 def test_parts_cover_each_plane_once_in_order(shape, size, expected):
     planes = [np.zeros(shape), np.ones(shape)]
     parts = [(block.shape[0], block.shape[1], start) for block, start in overlap._parts(planes, size)]
@@ -221,11 +235,14 @@ def test_parts_cover_each_plane_once_in_order(shape, size, expected):
     assert parts == expected + [(r, c, start + per_plane) for r, c, start in expected]
 
 
-@pytest.mark.parametrize("shape, size, expected", [
-    ((3, 4), 8, [(1, 0, 8), (1, 8, 4), (1, 12, 8), (1, 20, 4)]),  # a piece never holds more than size
-    ((2, 2), 8, [(2, 0, 8)]),  # whole planes together
-    ((1, 10), 4, [(1, 0, 4), (1, 4, 4), (1, 8, 2), (1, 10, 4), (1, 14, 4), (1, 18, 2)]),  # pieces of a row
-])
+@pytest.mark.parametrize(
+    "shape, size, expected",
+    [
+        ((3, 4), 8, [(1, 0, 8), (1, 8, 4), (1, 12, 8), (1, 20, 4)]),  # a piece never holds more than size
+        ((2, 2), 8, [(2, 0, 8)]),  # whole planes together
+        ((1, 10), 4, [(1, 0, 4), (1, 4, 4), (1, 8, 2), (1, 10, 4), (1, 14, 4), (1, 18, 2)]),  # pieces of a row
+    ],
+)
 def test_pieces_fill_slots_in_device_order(shape, size, expected):
     planes = [np.zeros(shape), np.ones(shape)]
     assert [(len(blocks), start, total) for blocks, start, total in overlap._pieces(planes, size)] == expected

@@ -1,4 +1,5 @@
 """User operators: ps.scan(x, op, identity=...) on one array or a tuple of arrays."""
+
 import re
 import textwrap
 
@@ -92,8 +93,12 @@ def test_one_array_and_a_one_tuple_every_dtype(dtype, n):
 @pytest.mark.parametrize("n", (1, 64, 1000))
 def test_four_fields_of_four_dtypes(n):
     rng = np.random.default_rng(n)
-    x = (np.ones(n, np.int32), rng.normal(size=n), rng.normal(size=n).astype(np.float32),
-         rng.choice([-1, 1], size=n).astype(np.int64))
+    x = (
+        np.ones(n, np.int32),
+        rng.normal(size=n),
+        rng.normal(size=n).astype(np.float32),
+        rng.choice([-1, 1], size=n).astype(np.int64),
+    )
     identity = (0, 0.0, -np.inf, 1)
     for inclusive, reverse in [(True, False), (False, True)]:
         check(x, four_fields, identity, inclusive=inclusive, reverse=reverse, algorithm="hillis_steele", block_size=64)
@@ -128,19 +133,22 @@ def test_exclusive_scan_passes_the_identity_on():
     np.testing.assert_array_equal(got, [0, 1, 3, 6])
 
 
-@pytest.mark.parametrize("call, error, message", [
-    (lambda a: ps.scan((a, a), affine), ValueError, "needs identity"),
-    (lambda a: ps.scan((a, a), affine, identity=(1.0,)), ValueError, "tuple of 2 values"),
-    (lambda a: ps.scan((a, a[:3]), affine, identity=(1.0, 0.0)), ValueError, "one length"),
-    (lambda a: ps.scan((a, a), lambda p, q: p, identity=(1.0, 0.0)), TypeError, "cuda.jit(device=True)"),
-    (lambda a: ps.scan((a, a), "add"), ValueError, "user operator"),
-    (lambda a: ps.scan(a, "add", identity=0.0), ValueError, "user operator"),
-    (lambda a: ps.scan((a, a), plus_one, identity=(1.0, 0.0)), ValueError, "tuple of 2 values"),
-    (lambda a: ps.scan((a, a), affine, identity=(1.0, 0.0), algorithm="kstep"), ValueError, "cannot carry"),
-    (lambda a: ps.scan((a, a.astype(np.float16)), affine, identity=(1.0, 0.0)), TypeError, "x[1]"),
-    (lambda a: ps.scan(a.astype(np.int32), plus, identity=0.5), ValueError, "cannot be represented"),
-    (lambda a: ps.scan((), affine, identity=()), ValueError, "empty tuple"),
-])
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda a: ps.scan((a, a), affine), ValueError, "needs identity"),
+        (lambda a: ps.scan((a, a), affine, identity=(1.0,)), ValueError, "tuple of 2 values"),
+        (lambda a: ps.scan((a, a[:3]), affine, identity=(1.0, 0.0)), ValueError, "one length"),
+        (lambda a: ps.scan((a, a), lambda p, q: p, identity=(1.0, 0.0)), TypeError, "cuda.jit(device=True)"),
+        (lambda a: ps.scan((a, a), "add"), ValueError, "user operator"),
+        (lambda a: ps.scan(a, "add", identity=0.0), ValueError, "user operator"),
+        (lambda a: ps.scan((a, a), plus_one, identity=(1.0, 0.0)), ValueError, "tuple of 2 values"),
+        (lambda a: ps.scan((a, a), affine, identity=(1.0, 0.0), algorithm="kstep"), ValueError, "cannot carry"),
+        (lambda a: ps.scan((a, a.astype(np.float16)), affine, identity=(1.0, 0.0)), TypeError, "x[1]"),
+        (lambda a: ps.scan(a.astype(np.int32), plus, identity=0.5), ValueError, "cannot be represented"),
+        (lambda a: ps.scan((), affine, identity=()), ValueError, "empty tuple"),
+    ],
+)
 def test_bad_input_is_refused_before_a_launch(call, error, message):
     with pytest.raises(error, match=re.escape(message)):
         call(np.ones(8))
@@ -162,8 +170,16 @@ def test_the_fast_scans_carry_a_non_commutative_pair_over_many_tiles(algorithm, 
     for n in MANY_TILES:
         rng = np.random.default_rng(n)
         x = (rng.uniform(0.5, 1.0, n), rng.normal(size=n).astype(np.float32))
-        check(x, affine, (1.0, 0.0), inclusive=inclusive, reverse=reverse, algorithm=algorithm, block_size=32,
-              items_per_thread=2)
+        check(
+            x,
+            affine,
+            (1.0, 0.0),
+            inclusive=inclusive,
+            reverse=reverse,
+            algorithm=algorithm,
+            block_size=32,
+            items_per_thread=2,
+        )
 
 
 @pytest.mark.parametrize("algorithm", CARRIERS)
@@ -175,13 +191,17 @@ def test_every_carrier_carries_one_field_and_three(algorithm, dtype):
         x = user_ops.random_fields(n, (dtype,), rng)[0]
         check(x, plus, 0, reverse=n % 2 == 1, algorithm=algorithm, **options)
         real = np.float32 if dtype == "float32" else np.float64  # b's rounding follows a's: one precision
-        maps = (np.ones(n, np.int64 if dtype == "int64" else np.int32), rng.uniform(0.5, 1.0, n).astype(real),
-                rng.normal(size=n).astype(real))
+        maps = (
+            np.ones(n, np.int64 if dtype == "int64" else np.int32),
+            rng.uniform(0.5, 1.0, n).astype(real),
+            rng.normal(size=n).astype(real),
+        )
         check(maps, counted_affine, (0, 1.0, 0.0), inclusive=n % 3 != 0, algorithm=algorithm, **options)
 
 
 def test_hierarchical_spine_of_several_tiles_keeps_a_user_operator_in_order():
     from prefixsum.scans import hierarchical
+
     operator = user_ops.operator_for(affine, (1.0, 0.0), [np.dtype("float64")] * 2, False)
     count = 32 * hierarchical.spine_items(32, operator.dtypes) * 2 + 7  # three tiles of the spine's one block
     rng = np.random.default_rng(5)
@@ -197,16 +217,19 @@ def test_the_look_back_of_a_tuple_is_the_look_back_rewritten_field_by_field():
 
     from prefixsum.primitives import tile_state
     from prefixsum.scans import lookback
+
     operator = user_ops.operator_for(affine, (1.0, 0.0), [np.dtype("float64"), np.dtype("int32")], False)
     kernel = lookback.lookback_kernel(operator, operator.dtypes, True, False, 32, 2)
     source = inspect.getsource(kernel.py_func if hasattr(kernel, "py_func") else kernel.fn)
-    assert source.startswith("def scan(x__0, x__1, out__0, out__1, status, values__0, values__1, counter, n, epoch, "
-                             "first)")
+    assert source.startswith(
+        "def scan(x__0, x__1, out__0, out__1, status, values__0, values__1, counter, n, epoch, first)"
+    )
     assert "staged__1 = cuda.shared.array(size, T__1)" in source
     publish, _ = tile_state.state_access(operator.dtypes)
     source = inspect.getsource(publish.py_func if hasattr(publish, "py_func") else publish.fn)
-    assert source.index("values__1, 2 * tile") < source.index("cuda.threadfence()") < source.index("(status, tile, "
-                                                                                                   "flag)")
+    assert (
+        source.index("values__1, 2 * tile") < source.index("cuda.threadfence()") < source.index("(status, tile, flag)")
+    )
 
 
 def test_the_checker_passes_a_monoid_and_catches_a_non_associative_operator():
@@ -216,8 +239,14 @@ def test_the_checker_passes_a_monoid_and_catches_a_non_associative_operator():
     assert ps.check.operator(affine, (0.0, 0.0), (np.float64, np.float64)).diagnosis == "wrong-identity"
     scanned = ps.check.scan(lambda x: ps.scan(x, saturating_add, identity=0.0), op=saturating_add, identity=0.0)
     assert scanned.diagnosis == "not-associative"
-    good = ps.check.scan(lambda x: ps.scan(x, affine, identity=(1.0, 0.0), reverse=True), op=affine,
-                         identity=(1.0, 0.0), reverse=True, dtype=(np.float64, np.float32), sizes=(1, 33, 300))
+    good = ps.check.scan(
+        lambda x: ps.scan(x, affine, identity=(1.0, 0.0), reverse=True),
+        op=affine,
+        identity=(1.0, 0.0),
+        reverse=True,
+        dtype=(np.float64, np.float32),
+        sizes=(1, 33, 300),
+    )
     assert good, str(good)
 
 
@@ -232,6 +261,7 @@ def test_a_classic_scan_of_tuples_is_its_readable_tile_kernel_rewritten_field_by
     import inspect
 
     from prefixsum.scans import blelloch, hillis_steele, ladder
+
     operator = user_ops.operator_for(affine, (1.0, 0.0), [np.dtype("float64"), np.dtype("int32")], False)
 
     def source(dispatcher):
@@ -243,15 +273,18 @@ def test_a_classic_scan_of_tuples_is_its_readable_tile_kernel_rewritten_field_by
     assert "result(rungs__0, rungs__1, t)" in rungs
     ping_pong = source(hillis_steele.hillis_steele_tile_kernel(operator, operator.dtypes, False, True, 32))
     assert "result(buffers__0[source], buffers__1[source], t)" in ping_pong  # a row of a 2-D array, per field
-    assert "upsweep(tree__0, tree__1, t)" in source(blelloch.blelloch_tile_kernel(operator, operator.dtypes,
-                                                                                   True, False, 32, True))
-    assert "tree__0[right], tree__1[right] = combine(" in source(blelloch.blelloch_upsweep(operator, operator.dtypes,
-                                                                                          64, True))
+    assert "upsweep(tree__0, tree__1, t)" in source(
+        blelloch.blelloch_tile_kernel(operator, operator.dtypes, True, False, 32, True)
+    )
+    assert "tree__0[right], tree__1[right] = combine(" in source(
+        blelloch.blelloch_upsweep(operator, operator.dtypes, 64, True)
+    )
 
 
 def test_a_row_of_an_element_array_is_refused_as_a_value():
     from prefixsum.primitives import fields
     from prefixsum.scans.ops import numba_type
+
     element = numba_type((np.dtype("float64"), np.dtype("int32")))
 
     def copies_a_row(x):

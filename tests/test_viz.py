@@ -1,4 +1,5 @@
 """The pictures: they draw what the trace says (arrows counted), and every plot function runs."""
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -41,8 +42,12 @@ def test_reads_before_a_barrier_feed_the_next_write():
     for row, p in enumerate((16, 8, 4, 2, 1), start=1):
         expected |= {((t, row - 1), (t, row)) for t in range(32)}
         expected |= {((t - p, row - 1), (t, row)) for t in range(p, 32)}
-    drawn = [tuple(map(tuple, segment.tolist())) for c in ax.collections if hasattr(c, "get_segments")
-             for segment in c.get_segments()]
+    drawn = [
+        tuple(map(tuple, segment.tolist()))
+        for c in ax.collections
+        if hasattr(c, "get_segments")
+        for segment in c.get_segments()
+    ]
     assert len(drawn) == len(expected) == 5 * 32 + 16 + 24 + 28 + 30 + 31
     assert set(drawn) == expected
     assert [t.get_text() for t in ax.get_yticklabels()] == ["load"] + [f"phase {2 * k}" for k in range(1, 6)]
@@ -59,8 +64,10 @@ def test_launches_and_bank_conflicts_and_throughput_draw(tmp_path):
 
 
 def test_taxonomy_places_traced_and_formula_networks():
-    points = {"a": {"depth": 7, "work": 192, "fan_out": 32, "measured": True},
-              "b": {"depth": 8, "work": 143, "fan_out": 16, "measured": False}}
+    points = {
+        "a": {"depth": 7, "work": 192, "fan_out": 32, "measured": True},
+        "b": {"depth": 8, "work": 143, "fan_out": 16, "measured": False},
+    }
     ax = viz.taxonomy(points)
     assert len(ax.collections) == 2 and len(ax.texts) == 2
     assert "fan-out 32" in ax.texts[0].get_text()

@@ -1,6 +1,7 @@
 """Warp scans (prefixsum.primitives.warp, run by prefixsum.classroom.lessons) alone, the race in Figure 1 of Lungu,
 Petroşanu and Pîrjan (2011), and the hierarchical scan's options; the generic suites (test_scan, test_ptx) cover
 "hierarchical" for every op and dtype."""
+
 import itertools
 import textwrap
 
@@ -132,8 +133,15 @@ def test_hierarchical_options(block_size, items_per_thread, rng):
     for inclusive, reverse in ((True, False), (False, True)):
         op = ps.OPS[(next(k) + items_per_thread) % 4]
         dtype = ps.DTYPES[(next(k) + block_size) % 6]
-        run_and_check("hierarchical", random_input(n, op, dtype, rng), op, inclusive, reverse,
-                      block_size=block_size, items_per_thread=items_per_thread)
+        run_and_check(
+            "hierarchical",
+            random_input(n, op, dtype, rng),
+            op,
+            inclusive,
+            reverse,
+            block_size=block_size,
+            items_per_thread=items_per_thread,
+        )
 
 
 def test_spine_scans_totals_a_tile_at_a_time(rng):
@@ -162,15 +170,18 @@ def test_hierarchical_moves_three_words_per_element_and_races_nowhere(rng):
     assert counts["global_writes"] == n + 2 * tiles
 
 
-@pytest.mark.parametrize("options, message", [
-    ({"items_per_thread": 0}, "items_per_thread=0 must be an integer from 1 to 16"),
-    ({"items_per_thread": 17}, "items_per_thread=17"),
-    ({"items_per_thread": 2.0}, "items_per_thread=2.0"),
-    ({"items_per_thread": True}, "items_per_thread=True"),
-    ({"block_size": 48}, "block_size=48 must be a power of two"),
-    ({"block_size": 1024, "items_per_thread": 8}, "8192 elements per tile"),
-    ({"tile": 4}, "unknown option 'tile'"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"items_per_thread": 0}, "items_per_thread=0 must be an integer from 1 to 16"),
+        ({"items_per_thread": 17}, "items_per_thread=17"),
+        ({"items_per_thread": 2.0}, "items_per_thread=2.0"),
+        ({"items_per_thread": True}, "items_per_thread=True"),
+        ({"block_size": 48}, "block_size=48 must be a power of two"),
+        ({"block_size": 1024, "items_per_thread": 8}, "8192 elements per tile"),
+        ({"tile": 4}, "unknown option 'tile'"),
+    ],
+)
 def test_hierarchical_refuses_bad_options(options, message):
     with pytest.raises(ValueError, match=message):
         ps.scan(np.ones(4, np.float32), algorithm="hierarchical", **options)

@@ -1,5 +1,6 @@
 """One workspace (prefixsum.core.workspace): what a thread keeps is its own, so two host threads
 that scan arrays of one length at once each get their own right result."""
+
 import gc
 import threading
 
@@ -80,7 +81,7 @@ def test_the_oldest_entry_goes_first_beyond_the_limit(monkeypatch):
             workspace.reused(key, object)
         return first is workspace.reused("a", object), workspace.reused("d", object) is workspace.reused("d", object)
 
-    (first_kept, last_kept), = in_threads(1, work)
+    ((first_kept, last_kept),) = in_threads(1, work)
     assert not first_kept and last_kept
 
 

@@ -25,6 +25,7 @@ the package's one plan cache (:mod:`prefixsum.core.plans`); :func:`plan_compact`
 :func:`plan_compact_indices`, :func:`plan_radix_sort` and :func:`plan_segmented_scan` hand the
 plan to a caller who calls in a loop (with ``temp=``, temporary storage of the caller's own).
 """
+
 from .compaction import compact_by_scan
 from .onesweep import SortPlan, plan_radix_sort, radix_sort
 from .radix import radix_sort_one_bit, split_by_bit
@@ -34,7 +35,25 @@ from .selection import SelectPlan, compact, compact_indices, plan_compact, plan_
 from .splines import PiecewisePolynomial, cubic_spline
 from .stone import stone_solve
 
-__all__ = ["PiecewisePolynomial", "SegmentedPlan", "SelectPlan", "SortPlan", "compact", "compact_by_scan",
-           "compact_indices", "cubic_spline", "lfilter", "linear_recurrence", "plan_compact", "plan_compact_indices",
-           "plan_radix_sort", "plan_segmented_scan", "radix_sort", "radix_sort_one_bit", "segmented_scan",
-           "split_by_bit", "stone_solve", "tridiagonal_scan"]
+__all__ = [
+    "PiecewisePolynomial",
+    "SegmentedPlan",
+    "SelectPlan",
+    "SortPlan",
+    "compact",
+    "compact_by_scan",
+    "compact_indices",
+    "cubic_spline",
+    "lfilter",
+    "linear_recurrence",
+    "plan_compact",
+    "plan_compact_indices",
+    "plan_radix_sort",
+    "plan_segmented_scan",
+    "radix_sort",
+    "radix_sort_one_bit",
+    "segmented_scan",
+    "split_by_bit",
+    "stone_solve",
+    "tridiagonal_scan",
+]

@@ -4,6 +4,7 @@ The inputs are checked by :func:`prefixsum.core.inputs.as_input` (one wording fo
 here a numpy input is copied to the device on the call's stream, and a result goes back as the
 caller gave its input.
 """
+
 import numpy as np
 from numba import cuda
 

@@ -8,6 +8,7 @@ Three launches from Python (flags, scan, scatter) and a read of the output's len
 them: chapter 11's first version. :func:`prefixsum.apps.compact` does the same in one pass
 (:mod:`.selection`).
 """
+
 import numpy as np
 from numba import cuda
 
@@ -69,8 +70,8 @@ def compact_by_scan(x, mask, *, stream=None):
     to_flags[blocks, threads, on](mask, flags)
     places = exclusive_scan(flags, stream=where)
     ends = np.empty(2, np.int32)
-    places[n - 1:].copy_to_host(ends[:1], stream=on)
-    flags[n - 1:].copy_to_host(ends[1:], stream=on)
+    places[n - 1 :].copy_to_host(ends[:1], stream=on)
+    flags[n - 1 :].copy_to_host(ends[1:], stream=on)
     where.synchronize()
     out = cuda.device_array(int(ends.sum()), x.dtype)
     scatter_kept[blocks, threads, on](x, flags, places, out)

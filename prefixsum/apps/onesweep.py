@@ -38,6 +38,7 @@ sort by the order-preserving map of chapter 10, with numpy's rules for NaN and -
 The kernels and their steps are in :mod:`.onesweep_kernels`; this module is the host side: the
 plan of a sort (:func:`plan_radix_sort`, kept by :func:`radix_sort`), its launches and its memory.
 """
+
 import functools
 from typing import NamedTuple
 
@@ -82,8 +83,10 @@ from .onesweep_kernels import (  # noqa: F401  (the kernels and their steps, by 
 from .ordered_keys import RADIX, RADIX_BITS, unsigned_of
 from .selection import count_dtype
 
-KEY_DTYPES = tuple(np.dtype(t) for t in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-                                         "float16", "float32", "float64"))
+KEY_DTYPES = tuple(
+    np.dtype(t)
+    for t in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16", "float32", "float64")
+)
 VALUE_SIZES = (1, 2, 4, 8)
 """Bytes of a value the sort moves (any dtype of these widths: its bits are moved)."""
 
@@ -105,8 +108,10 @@ def check_value_dtype(dtype):
     """``dtype`` if the sort can move values of it (any dtype of :data:`VALUE_SIZES` bytes), else TypeError."""
     dtype = np.dtype(dtype)
     if dtype.itemsize not in VALUE_SIZES:
-        raise TypeError(f"values of dtype {dtype.name!r} ({dtype.itemsize} bytes) cannot be moved; allowed: any "
-                        f"dtype of {VALUE_SIZES} bytes")
+        raise TypeError(
+            f"values of dtype {dtype.name!r} ({dtype.itemsize} bytes) cannot be moved; allowed: any "
+            f"dtype of {VALUE_SIZES} bytes"
+        )
     return dtype
 
 
@@ -148,8 +153,13 @@ def _passes(dtype, value_dtype, n, block_size=None, items_per_thread=None, rank=
     value_bits = None if value_dtype is None else unsigned_of(np.dtype(value_dtype).itemsize)
     moved = unsigned if value_bits is not None and value_bits.itemsize == dtype.itemsize else value_bits
     counts = count_dtype(n)
-    custom = (block_size is not None or items_per_thread is not None or rank is not RANK
-              or window is not None or registers is not None)
+    custom = (
+        block_size is not None
+        or items_per_thread is not None
+        or rank is not RANK
+        or window is not None
+        or registers is not None
+    )
     block_size = block_size or BLOCK_SIZE
     items = items_per_thread or tile_items(dtype, value_bits, block_size)
     clear_launch, histogram_launch, pass_launch = launchers(dtype, value_bits, counts)
@@ -162,8 +172,19 @@ def _passes(dtype, value_dtype, n, block_size=None, items_per_thread=None, rank=
             kernel[grid, block, launch_stream(stream)](*args)
 
     histogram_blocks = min(-(-n // (BLOCK_SIZE * HISTOGRAM_ITEMS)), HISTOGRAM_BLOCKS_PER_SM * _multiprocessors())
-    return _Passes(n, unsigned, moved, counts, passes(dtype), block_size, -(-n // (block_size * items)),
-                   max(histogram_blocks, 1), clear_launch, histogram_launch, pass_launch)
+    return _Passes(
+        n,
+        unsigned,
+        moved,
+        counts,
+        passes(dtype),
+        block_size,
+        -(-n // (block_size * items)),
+        max(histogram_blocks, 1),
+        clear_launch,
+        histogram_launch,
+        pass_launch,
+    )
 
 
 def _temp_parts(setup, values):
@@ -184,8 +205,10 @@ def _sort(setup, keys, values, out, out_values, stream, temp):
     n, unsigned, moved, tiles = setup.n, setup.unsigned, setup.moved, setup.tiles
     if temp is None:
         hist = scratch("onesweep histograms", setup.passes * RADIX, setup.counts, stream)
-        spare = (scratch("onesweep keys", n, unsigned, stream),
-                 None if values is None else scratch("onesweep values", n, moved, stream))
+        spare = (
+            scratch("onesweep keys", n, unsigned, stream),
+            None if values is None else scratch("onesweep values", n, moved, stream),
+        )
         kept_states = None
     else:
         hist, *rest = carve(temp, _temp_parts(setup, values is not None))
@@ -200,10 +223,26 @@ def _sort(setup, keys, values, out, out_values, stream, temp):
         last = (setup.passes - 1 - p) % 2 == 0
         dst = out.view(unsigned) if last else spare[0]
         dst_values = no_values if values is None else (out_values.view(moved) if last else spare[1])
-        status, state_values, counter, epoch = (states(setup.counts, tiles * RADIX, stream) if kept_states is None
-                                                else kept_states.next(tiles * RADIX))
-        setup.digit_pass(tiles, setup.block_size, src, dst, src_values, dst_values, hist, status, state_values,
-                         counter, n, epoch, p * RADIX_BITS, p, stream=stream)
+        status, state_values, counter, epoch = (
+            states(setup.counts, tiles * RADIX, stream) if kept_states is None else kept_states.next(tiles * RADIX)
+        )
+        setup.digit_pass(
+            tiles,
+            setup.block_size,
+            src,
+            dst,
+            src_values,
+            dst_values,
+            hist,
+            status,
+            state_values,
+            counter,
+            n,
+            epoch,
+            p * RADIX_BITS,
+            p,
+            stream=stream,
+        )
         src, src_values = dst, dst_values
 
 
@@ -238,9 +277,12 @@ class SortPlan(Plan):
         (keys, on_device), (values, _) = check_keys_and_values(keys, values)
         got = (np.dtype(keys.dtype), None if values is None else np.dtype(values.dtype), keys.shape[0])
         if got != (self.dtype, self.value_dtype, self.n):
-            raise ValueError(f"this plan sorts {self.n} keys of {self.dtype.name}"
-                             + ("" if self.value_dtype is None else f" with values of {self.value_dtype.name}")
-                             + f"; got {got[2]} of {got[0].name}" + ("" if got[1] is None else f" with {got[1].name}"))
+            raise ValueError(
+                f"this plan sorts {self.n} keys of {self.dtype.name}"
+                + ("" if self.value_dtype is None else f" with values of {self.value_dtype.name}")
+                + f"; got {got[2]} of {got[0].name}"
+                + ("" if got[1] is None else f" with {got[1].name}")
+            )
         return self.run(
             keys, values, on_device, out, as_stream(stream), None if temp is None else self.check_temp(temp)
         )
@@ -252,9 +294,10 @@ class SortPlan(Plan):
             given = (out,) if values is None else out
             if values is not None and not (isinstance(out, tuple) and len(out) == 2):
                 raise TypeError(f"out must be a pair (keys, values) when values are sorted; got {type(out).__name__}")
-            outs = tuple(check_out(o, self.n, a.dtype, on_device, a, name)
-                         for o, a, name in zip(given, (keys, values), ("out[0]", "out[1]") if values is not None
-                                               else ("out",))) + (None,)
+            outs = tuple(
+                check_out(o, self.n, a.dtype, on_device, a, name)
+                for o, a, name in zip(given, (keys, values), ("out[0]", "out[1]") if values is not None else ("out",))
+            ) + (None,)
         keys_dev, values_dev = device_copy(keys, on_device, stream), None
         if values is not None:
             values_dev = device_copy(values, on_device, stream)
@@ -337,12 +380,23 @@ def radix_sort(keys, values=None, *, out=None, stream=None):
     """
     (keys, on_device), (values, _) = check_keys_and_values(keys, values)
     dtype, value_dtype, n = np.dtype(keys.dtype), None if values is None else np.dtype(values.dtype), keys.shape[0]
-    return one_line_call(("radix_sort", dtype, n, value_dtype), SortPlan, (dtype, n, value_dtype), {},
-                         keys, values, on_device, out, as_stream(stream), None)
+    return one_line_call(
+        ("radix_sort", dtype, n, value_dtype),
+        SortPlan,
+        (dtype, n, value_dtype),
+        {},
+        keys,
+        values,
+        on_device,
+        out,
+        as_stream(stream),
+        None,
+    )
 
 
-def sort_device(keys, values=None, *, block_size=None, items_per_thread=None, rank=RANK, window=None,
-                registers=None, stream=None):
+def sort_device(
+    keys, values=None, *, block_size=None, items_per_thread=None, rank=RANK, window=None, registers=None, stream=None
+):
     """The sorted keys and values (or None) of device arrays ``keys`` and ``values``, as device arrays.
 
     ``block_size``, ``items_per_thread``, ``rank``, ``window`` and ``registers`` change the tiles of
@@ -356,8 +410,9 @@ def sort_device(keys, values=None, *, block_size=None, items_per_thread=None, ra
     out = result_maker(n, dtype)(where.key)
     out_values = None if values is None else result_maker(n, values.dtype)(where.key)
     if n:
-        setup = _passes(dtype, None if values is None else values.dtype, n, block_size, items_per_thread, rank, window,
-                        registers)
+        setup = _passes(
+            dtype, None if values is None else values.dtype, n, block_size, items_per_thread, rank, window, registers
+        )
         _sort(setup, keys, values, out, out_values, where, None)
     return out, out_values
 
@@ -383,6 +438,7 @@ def sort_with(keys, *, block_size=32, items_per_thread=2, rank=RANK):
     keys = np.asarray(keys)
     check_keys_and_values(keys, None)
     order = np.arange(len(keys), dtype=np.int32)
-    _, moved = sort_device(cuda.to_device(keys), cuda.to_device(order), block_size=block_size,
-                           items_per_thread=items_per_thread, rank=rank)
+    _, moved = sort_device(
+        cuda.to_device(keys), cuda.to_device(order), block_size=block_size, items_per_thread=items_per_thread, rank=rank
+    )
     return moved.copy_to_host()

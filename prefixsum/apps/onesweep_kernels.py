@@ -4,6 +4,7 @@ are device functions of their own (:func:`key_loader`, :func:`key_ranker`, :func
 
 What they do, and why: :mod:`prefixsum.apps.onesweep`, whose host side launches them.
 """
+
 import functools
 
 import numpy as np
@@ -35,6 +36,8 @@ HISTOGRAM_BLOCKS_PER_SM = 8
 """Blocks of the histogram pass per multiprocessor: each walks many tiles and adds its counts to
 the global histograms once, so that few global atomics meet; 8 fill a multiprocessor where 4
 left much of it idle and took longer (Nsight Compute, ``benchmarks/onesweep_profile.txt``)."""
+
+
 def passes(dtype):
     """Digit passes for keys of ``dtype``: one per byte."""
     return np.dtype(dtype).itemsize * 8 // RADIX_BITS
@@ -149,6 +152,7 @@ def _exchange(share):
     """Device functions ``(stash, fetch)`` of a tile's values in shared memory: in the keys' buffer
     when ``share`` (values of the keys' width, moved as the keys' unsigned type), else in their own."""
     if share:
+
         def stash(keys, values, i, v):
             keys[i] = v
 
@@ -326,8 +330,9 @@ def value_mover(key_dtype, value_dtype, block_size, items):
 
 
 @functools.lru_cache(maxsize=None)
-def digit_pass_kernel(key_dtype, value_dtype, counts, block_size=BLOCK_SIZE, items=None, rank=RANK,
-                      window=LOOKBACK_WINDOW, registers=None):
+def digit_pass_kernel(
+    key_dtype, value_dtype, counts, block_size=BLOCK_SIZE, items=None, rank=RANK, window=LOOKBACK_WINDOW, registers=None
+):
     """Kernel ``(src, dst, src_values, dst_values, hist, status, values, counter, n, epoch, shift, digit_pass)``.
 
     One pass of the sort: moves the keys (bits of ``key_dtype``, unsigned) of ``src`` to ``dst``
@@ -382,7 +387,7 @@ def digit_pass_kernel(key_dtype, value_dtype, counts, block_size=BLOCK_SIZE, ite
             warp_counts[warp * RADIX + j * 32 + lane] = 0
         load_keys(src, keys, n, first, valid)
         cuda.syncwarp()
-        rank_keys(keys, digits, places, warp_counts[warp * RADIX:(warp + 1) * RADIX], shift)
+        rank_keys(keys, digits, places, warp_counts[warp * RADIX : (warp + 1) * RADIX], shift)
         cuda.syncthreads()
         total = count_digits(warp_counts, mine, t)
         place_digits(hist, digit_pass, status, values, tile, mine, total, tile_start, base, epoch, t)
@@ -410,13 +415,27 @@ def pass_argtypes(key_dtype, value_dtype, counts):
     keys = _array(unsigned_of(np.dtype(key_dtype).itemsize))
     share = value_dtype is None or np.dtype(value_dtype).itemsize == np.dtype(key_dtype).itemsize
     values = keys if share else _array(unsigned_of(np.dtype(value_dtype).itemsize))
-    return (keys, keys, values, values, _array(counts), _array(np.uint64), _array(np.uint64),
-            _array(np.uint32), types.int64, types.int64, types.int64, types.int64)
+    return (
+        keys,
+        keys,
+        values,
+        values,
+        _array(counts),
+        _array(np.uint64),
+        _array(np.uint64),
+        _array(np.uint32),
+        types.int64,
+        types.int64,
+        types.int64,
+        types.int64,
+    )
 
 
 @functools.lru_cache(maxsize=None)
 def launchers(key_dtype, value_dtype, counts):
     """The :class:`~prefixsum.core.launch.Launcher` of the clearing, the histogram and the digit pass."""
-    return (Launcher(clear, (_array(counts),)),
-            Launcher(histogram_kernel(key_dtype, counts), histogram_argtypes(key_dtype, counts)),
-            Launcher(digit_pass_kernel(key_dtype, value_dtype, counts), pass_argtypes(key_dtype, value_dtype, counts)))
+    return (
+        Launcher(clear, (_array(counts),)),
+        Launcher(histogram_kernel(key_dtype, counts), histogram_argtypes(key_dtype, counts)),
+        Launcher(digit_pass_kernel(key_dtype, value_dtype, counts), pass_argtypes(key_dtype, value_dtype, counts)),
+    )

@@ -7,6 +7,7 @@ floats like their bit patterns, negative ones the other way round). Two more rul
 order: every NaN maps above +inf, all NaNs equal (numpy puts them last, in their order), and -0.0
 maps as +0.0 (numpy compares them equal, so a stable sort keeps their order).
 """
+
 import functools
 
 import numpy as np

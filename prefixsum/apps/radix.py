@@ -19,6 +19,7 @@ pass by a bit that all keys share moves nothing, so the sort first finds the bit
 differ (OR ^ AND of all keys: a scan of (or, and) pairs with a user operator) and splits by
 those only: small or clustered keys take fewer passes.
 """
+
 import numpy as np
 from numba import cuda
 
@@ -79,8 +80,8 @@ def differing_bits(bits, stream=None):
     ones = np.iinfo(bits.dtype).max
     ors, ands = scan((bits, bits), or_and, identity=(0, ones), stream=where)
     ends = np.empty(2, bits.dtype)
-    ors[n - 1:].copy_to_host(ends[:1], stream=launch_stream(where))
-    ands[n - 1:].copy_to_host(ends[1:], stream=launch_stream(where))
+    ors[n - 1 :].copy_to_host(ends[:1], stream=launch_stream(where))
+    ands[n - 1 :].copy_to_host(ends[1:], stream=launch_stream(where))
     where.synchronize()
     return int(ends[0]) ^ int(ends[1])
 
@@ -174,8 +175,9 @@ def radix_sort_one_bit(keys, values=None, *, stream=None):
 
 def _check_key_dtype(dtype):
     if np.dtype(dtype) not in KEY_DTYPES:
-        raise TypeError(f"unsupported key dtype {np.dtype(dtype).name!r}; allowed: "
-                        f"{', '.join(d.name for d in KEY_DTYPES)}")
+        raise TypeError(
+            f"unsupported key dtype {np.dtype(dtype).name!r}; allowed: {', '.join(d.name for d in KEY_DTYPES)}"
+        )
     return dtype
 
 

@@ -15,6 +15,7 @@ and the scan's numbers grow with it (see :func:`tridiagonal_scan`). Stone's meth
 
 Segmented scans, the same idea with (flag, value) pairs, are in :mod:`.segmented`.
 """
+
 import numpy as np
 from numba import cuda
 
@@ -38,9 +39,14 @@ def affine2(p, q):
 
     The result is ``(Mq Mp, Mq vp + vq)``: a product of 3x3 matrices ``[[M, v], [0, 1]]``.
     """
-    return (q[0] * p[0] + q[1] * p[2], q[0] * p[1] + q[1] * p[3],
-            q[2] * p[0] + q[3] * p[2], q[2] * p[1] + q[3] * p[3],
-            q[0] * p[4] + q[1] * p[5] + q[4], q[2] * p[4] + q[3] * p[5] + q[5])
+    return (
+        q[0] * p[0] + q[1] * p[2],
+        q[0] * p[1] + q[1] * p[3],
+        q[2] * p[0] + q[3] * p[2],
+        q[2] * p[1] + q[3] * p[3],
+        q[0] * p[4] + q[1] * p[5] + q[4],
+        q[2] * p[4] + q[3] * p[5] + q[5],
+    )
 
 
 AFFINE2_IDENTITY = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
@@ -49,8 +55,10 @@ AFFINE2_IDENTITY = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
 def _check_floats(*arrays, names):
     dtypes = {np.dtype(a.dtype) for a in arrays}
     if len(dtypes) != 1 or dtypes.pop() not in (np.dtype(np.float32), np.dtype(np.float64)):
-        raise TypeError(f"{', '.join(names)} must be float32 or float64, all of one dtype; "
-                        f"got {', '.join(np.dtype(a.dtype).name for a in arrays)}")
+        raise TypeError(
+            f"{', '.join(names)} must be float32 or float64, all of one dtype; "
+            f"got {', '.join(np.dtype(a.dtype).name for a in arrays)}"
+        )
 
 
 def linear_recurrence(a, b, x0=0.0, *, out=None, stream=None):
@@ -139,8 +147,7 @@ def lfilter(b, a, x, *, stream=None):
     if len(a) == 2:
         return linear_recurrence(np.full(n, -a[1], x.dtype), forward, stream=stream)
     zeros = np.zeros(n, x.dtype)
-    maps = (np.full(n, -a[1], x.dtype), np.full(n, -a[2], x.dtype), np.ones(n, x.dtype), zeros,
-            forward, zeros)
+    maps = (np.full(n, -a[1], x.dtype), np.full(n, -a[2], x.dtype), np.ones(n, x.dtype), zeros, forward, zeros)
     return scan(maps, affine2, identity=AFFINE2_IDENTITY, stream=stream)[4]
 
 
@@ -186,8 +193,14 @@ def tridiagonal_scan(a, b, c, d, *, stream=None):
     a[0] = 0  # x_(-1) does not exist
     dtype, rows = d.dtype, slice(0, n - 1)
     zeros = np.zeros(n - 1, dtype)
-    maps = ((-b[rows] / c[rows]).astype(dtype), (-a[rows] / c[rows]).astype(dtype), np.ones(n - 1, dtype), zeros,
-            (d[rows] / c[rows]).astype(dtype), zeros)
+    maps = (
+        (-b[rows] / c[rows]).astype(dtype),
+        (-a[rows] / c[rows]).astype(dtype),
+        np.ones(n - 1, dtype),
+        zeros,
+        (d[rows] / c[rows]).astype(dtype),
+        zeros,
+    )
     m00, _, m10, _, v0, v1 = scan(maps, affine2, identity=AFFINE2_IDENTITY, stream=stream)
     # The last prefix maps (x_0, 0) to (x_(n-1), x_(n-2)); the last row fixes x_0.
     x0 = (d[-1] - a[-1] * v1[-1] - b[-1] * v0[-1]) / (a[-1] * m10[-1] + b[-1] * m00[-1])

@@ -31,6 +31,7 @@ Every op of :data:`prefixsum.scans.ops.OPS` combines the values as :func:`prefix
 does (integers wrap as numpy's, max and min propagate NaN as numpy's ``maximum`` and
 ``minimum``).
 """
+
 import functools
 
 import numpy as np
@@ -57,6 +58,7 @@ result (its other fields are final); the identity."""
 def _forward_inclusive(combine, neutral):
     def segmented(p, q):
         return (p[0] | q[0], q[1] if q[0] else combine(p[1], q[1]))
+
     return segmented
 
 
@@ -76,6 +78,7 @@ def _forward_exclusive(combine, neutral):
         if q[0] & HEAD:
             return (np.int32(INTERIOR | HEAD), q[1], w)
         return (np.int32(p[0] & HEAD | INTERIOR), combine(p[1], q[1]), combine(p[1], w))
+
     return segmented
 
 
@@ -88,6 +91,7 @@ def _reverse_inclusive(combine, neutral):
         cut = (p[0] & HEAD) != 0 or (q[0] & INTERIOR) != 0  # a boundary between them, or inside q
         interior = INTERIOR if cut or (p[0] & INTERIOR) != 0 else 0
         return (np.int32(q[0] & HEAD | interior), q[1] if cut else combine(p[1], q[1]))
+
     return segmented
 
 
@@ -104,6 +108,7 @@ def _reverse_exclusive(combine, neutral):
         if p[0] & EMPTY:
             return seal(q)
         return seal(inclusive((p[0], p[1]), (q[0], q[1])))
+
     return segmented
 
 
@@ -151,8 +156,9 @@ class SegmentedPlan(Plan):
     numpy flags by numpy.
     """
 
-    def __init__(self, dtype, n, op="add", *, flags_dtype=np.int32, inclusive=True, reverse=False, algorithm="auto",
-                 **options):
+    def __init__(
+        self, dtype, n, op="add", *, flags_dtype=np.int32, inclusive=True, reverse=False, algorithm="auto", **options
+    ):
         check_op(op)
         for name, value in (("inclusive", inclusive), ("reverse", reverse)):
             if not isinstance(value, (bool, np.bool_)):
@@ -161,9 +167,17 @@ class SegmentedPlan(Plan):
         self.n, self.shape = int(n), (int(n),)
         operator_, self.field, scan_inclusive = operator(op, self.dtype, bool(inclusive), bool(reverse))
         self.arity = operator_.arity
-        self.scan = ScanPlan(operator_.dtypes, self.n, operator_.op, inclusive=scan_inclusive, reverse=bool(reverse),
-                             algorithm=algorithm, identity=operator_.identity,
-                             needs=Capability.COMBINES_EVERY_RESULT, **options)
+        self.scan = ScanPlan(
+            operator_.dtypes,
+            self.n,
+            operator_.op,
+            inclusive=scan_inclusive,
+            reverse=bool(reverse),
+            algorithm=algorithm,
+            identity=operator_.identity,
+            needs=Capability.COMBINES_EVERY_RESULT,
+            **options,
+        )
         self.algorithm, self.temp_bytes = self.scan.algorithm, self.scan.temp_bytes
         self._convert = None if self.flags_dtype == np.int32 else _flag_launcher(self.flags_dtype)
 
@@ -176,8 +190,10 @@ class SegmentedPlan(Plan):
         (x, on_device), (flags, _) = _checked(x, flags)
         got = (np.dtype(x.dtype), np.dtype(flags.dtype), x.shape[0])
         if got != (self.dtype, self.flags_dtype, self.n):
-            raise ValueError(f"this plan scans {self.n} elements of {self.dtype.name} with flags of "
-                             f"{self.flags_dtype.name}; got {got[2]} of {got[0].name} with {got[1].name}")
+            raise ValueError(
+                f"this plan scans {self.n} elements of {self.dtype.name} with flags of "
+                f"{self.flags_dtype.name}; got {got[2]} of {got[0].name} with {got[1].name}"
+            )
         return self.run(x, flags, on_device, out, as_stream(stream), None if temp is None else self.check_temp(temp))
 
     def run(self, x, flags, on_device, out, stream, temp):
@@ -210,8 +226,9 @@ def _checked(x, flags):
     return x, flags
 
 
-def plan_segmented_scan(dtype, n, op="add", *, flags_dtype=np.int32, inclusive=True, reverse=False, algorithm="auto",
-                        **options):
+def plan_segmented_scan(
+    dtype, n, op="add", *, flags_dtype=np.int32, inclusive=True, reverse=False, algorithm="auto", **options
+):
     """A plan of :func:`segmented_scan` for ``n`` elements of ``dtype`` and flags of ``flags_dtype``, to call in a loop.
 
     Parameters
@@ -230,12 +247,14 @@ def plan_segmented_scan(dtype, n, op="add", *, flags_dtype=np.int32, inclusive=T
     SegmentedPlan
         ``plan(x, flags, *, out=None, stream=None, temp=None)``.
     """
-    return SegmentedPlan(dtype, n, op, flags_dtype=flags_dtype, inclusive=inclusive, reverse=reverse,
-                         algorithm=algorithm, **options)
+    return SegmentedPlan(
+        dtype, n, op, flags_dtype=flags_dtype, inclusive=inclusive, reverse=reverse, algorithm=algorithm, **options
+    )
 
 
-def segmented_scan(x, flags, op="add", *, inclusive=True, reverse=False, algorithm="auto", out=None, stream=None,
-                   **options):
+def segmented_scan(
+    x, flags, op="add", *, inclusive=True, reverse=False, algorithm="auto", out=None, stream=None, **options
+):
     """Scan of ``x`` restarted at every flagged element, in one pass (the look-back scan).
 
     Parameters
@@ -286,11 +305,31 @@ def segmented_scan(x, flags, op="add", *, inclusive=True, reverse=False, algorit
     """
     (x, on_device), (flags, _) = _checked(x, flags)
     dtype, flags_dtype, n = np.dtype(x.dtype), np.dtype(flags.dtype), x.shape[0]
-    key = ("segmented_scan", dtype, n, flags_dtype, op, type(inclusive), inclusive, type(reverse), reverse, algorithm,
-           tuple((name, type(value), value) for name, value in options.items()))
-    return one_line_call(key, SegmentedPlan, (dtype, n, op), dict(flags_dtype=flags_dtype, inclusive=inclusive,
-                                                                  reverse=reverse, algorithm=algorithm, **options),
-                         x, flags, on_device, out, as_stream(stream), None)
+    key = (
+        "segmented_scan",
+        dtype,
+        n,
+        flags_dtype,
+        op,
+        type(inclusive),
+        inclusive,
+        type(reverse),
+        reverse,
+        algorithm,
+        tuple((name, type(value), value) for name, value in options.items()),
+    )
+    return one_line_call(
+        key,
+        SegmentedPlan,
+        (dtype, n, op),
+        dict(flags_dtype=flags_dtype, inclusive=inclusive, reverse=reverse, algorithm=algorithm, **options),
+        x,
+        flags,
+        on_device,
+        out,
+        as_stream(stream),
+        None,
+    )
 
 
 def reference(x, flags, op="add", *, inclusive=True, reverse=False):

@@ -39,6 +39,7 @@ per process. A call is a plan (:func:`plan_compact`, :func:`plan_compact_indices
 package's one plan cache; ``stream=`` queues it on the caller's stream, and ``sync=True`` then
 waits for that stream only.
 """
+
 import functools
 
 import numpy as np
@@ -161,13 +162,19 @@ def argtypes(value_dtype, mask_dtype, counts, indices):
 
     ``value_dtype`` is the output's (int64 for ``indices``, where ``x`` is the mask).
     """
+
     def array(dtype):
         return types.Array(from_dtype(np.dtype(dtype)), 1, "C")
 
     # the look-back kernel's state arrays, n and epoch; not its last argument, the first tile of a
     # chunk (a numpy scan's chunks), since one launch selects from every tile
-    return (array(mask_dtype if indices else value_dtype), array(mask_dtype), array(value_dtype), array(np.int64),
-            *lookback_argtypes(counts)[2:-1])
+    return (
+        array(mask_dtype if indices else value_dtype),
+        array(mask_dtype),
+        array(value_dtype),
+        array(np.int64),
+        *lookback_argtypes(counts)[2:-1],
+    )
 
 
 @functools.lru_cache(maxsize=None)
@@ -238,9 +245,10 @@ class SelectPlan(Plan):
         got, wanted = (mask.shape[0], np.dtype(mask.dtype), np.dtype(x.dtype)), (self.n, self.mask_dtype, self.dtype)
         if got[:2] != wanted[:2] or (not self.indices and got[2] != wanted[2]):
             what = "a mask" if self.indices else f"{self.dtype.name} values and a mask"
-            raise ValueError(f"this plan selects by {what} of {self.n} elements of {self.mask_dtype.name}; got "
-                             f"{got[0]} elements" + ("" if self.indices else f" of {got[2].name}")
-                             + f" and a mask of {got[1].name}")
+            raise ValueError(
+                f"this plan selects by {what} of {self.n} elements of {self.mask_dtype.name}; got "
+                f"{got[0]} elements" + ("" if self.indices else f" of {got[2].name}") + f" and a mask of {got[1].name}"
+            )
         return self.run(x, mask, on_device, as_stream(stream), None if temp is None else self.check_temp(temp))
 
     def run(self, x, mask, on_device, stream, temp):
@@ -354,8 +362,17 @@ def compact(x, mask, *, sync=True, stream=None):
     """
     (x, on_device), (mask, _) = _checked_pair(x, mask)
     dtype, mask_dtype, n = np.dtype(x.dtype), np.dtype(mask.dtype), x.shape[0]
-    return one_line_call(_key("compact", dtype, n, mask_dtype, sync), SelectPlan, (dtype, n, mask_dtype, False, sync),
-                         {}, x, mask, on_device, as_stream(stream), None)
+    return one_line_call(
+        _key("compact", dtype, n, mask_dtype, sync),
+        SelectPlan,
+        (dtype, n, mask_dtype, False, sync),
+        {},
+        x,
+        mask,
+        on_device,
+        as_stream(stream),
+        None,
+    )
 
 
 def compact_indices(mask, *, sync=True, stream=None):
@@ -381,8 +398,17 @@ def compact_indices(mask, *, sync=True, stream=None):
     """
     mask, on_device = _checked_mask(mask, "mask")
     mask_dtype, n = np.dtype(mask.dtype), mask.shape[0]
-    return one_line_call(_key("compact_indices", None, n, mask_dtype, sync), SelectPlan,
-                         (np.int64, n, mask_dtype, True, sync), {}, mask, mask, on_device, as_stream(stream), None)
+    return one_line_call(
+        _key("compact_indices", None, n, mask_dtype, sync),
+        SelectPlan,
+        (np.int64, n, mask_dtype, True, sync),
+        {},
+        mask,
+        mask,
+        on_device,
+        as_stream(stream),
+        None,
+    )
 
 
 def compact_with(x, mask, *, block_size=32, items_per_thread=1, rank=warp_rank):
@@ -414,7 +440,18 @@ def compact_with(x, mask, *, block_size=32, items_per_thread=1, rank=warp_rank):
         def launch(grid, block, *args, stream):
             kernel[grid, block, launch_stream(stream)](*args)
 
-        _launch(launch, device_copy(x, False, stream), device_copy(mask, False, stream), out, count, n, counts,
-                block_size, items_per_thread, stream, None)
+        _launch(
+            launch,
+            device_copy(x, False, stream),
+            device_copy(mask, False, stream),
+            out,
+            count,
+            n,
+            counts,
+            block_size,
+            items_per_thread,
+            stream,
+            None,
+        )
         stream.synchronize()
-    return out.copy_to_host()[:int(count[0]) if n else 0]
+    return out.copy_to_host()[: int(count[0]) if n else 0]

@@ -18,6 +18,7 @@ highest power first). Its antiderivative integrates every piece from its left en
 constant of piece i is the integral over all pieces before it: an exclusive scan (add) of the
 pieces' integrals, where CuPy's ``PPoly.antiderivative`` runs one thread along the pieces.
 """
+
 import numpy as np
 from numba import cuda
 
@@ -88,7 +89,8 @@ class PiecewisePolynomial:
         if points.shape[0]:
             on = launch_stream(where)
             evaluate_pieces[grid(points.shape[0]) + (on,)](
-                cuda.to_device(poly.x, stream=on), cuda.to_device(np.ascontiguousarray(poly.c), stream=on), points, out)
+                cuda.to_device(poly.x, stream=on), cuda.to_device(np.ascontiguousarray(poly.c), stream=on), points, out
+            )
         return back(out, on_device, where)
 
     def derivative(self):
@@ -109,7 +111,7 @@ class PiecewisePolynomial:
         powers = np.arange(k + 1, 0, -1)[:, None]
         integrated = self.c / powers
         h = np.diff(self.x)
-        piece_integrals = np.sum(integrated * h ** powers, axis=0)
+        piece_integrals = np.sum(integrated * h**powers, axis=0)
         constants = exclusive_scan(piece_integrals)
         return PiecewisePolynomial(self.x, np.vstack([integrated, constants]))
 

@@ -52,6 +52,7 @@ The *shooting* scan of :func:`.recurrences.tridiagonal_scan`, which runs the thr
 recurrence forward from ``x_0``, is the unstable scan-based solve: its error grows
 geometrically with n on these very systems (chapter 11).
 """
+
 import functools
 import math
 
@@ -267,8 +268,10 @@ def stone_solve(a, b, c, d, *, out=None, stream=None):
     if batch == 0:
         return out if out is not None else result_array(shape, dtype, where) if on_device[3] else np.empty(shape, dtype)
     size, on = batch * n, launch_stream(where)
-    a, b, c, d = (v.reshape(size) if dev else cuda.to_device(np.ascontiguousarray(v).reshape(size), stream=on)
-                  for v, dev in zip(arrays, on_device))
+    a, b, c, d = (
+        v.reshape(size) if dev else cuda.to_device(np.ascontiguousarray(v).reshape(size), stream=on)
+        for v, dev in zip(arrays, on_device)
+    )
     into = out.reshape(size) if out is not None and on_device[3] else None
     with quiet_arithmetic(divide="ignore"):  # a zero pivot divides by zero, as a GPU does, and is reported below
         blocks, threads = grid(size)
@@ -280,8 +283,14 @@ def stone_solve(a, b, c, d, *, out=None, stream=None):
         _, _, y = scan((start, lower, d), affine_segments, identity=SEGMENT_IDENTITY, stream=where)
         upper, scaled = cuda.device_array(size, dtype), cuda.device_array(size, dtype)
         upper_maps(dtype)[blocks, threads, on](c, y, pivots, n, start, upper, scaled)
-        _, _, x = scan((start, upper, scaled), affine_segments, identity=SEGMENT_IDENTITY, reverse=True,
-                       out=(None, None, into), stream=where)
+        _, _, x = scan(
+            (start, upper, scaled),
+            affine_segments,
+            identity=SEGMENT_IDENTITY,
+            reverse=True,
+            out=(None, None, into),
+            stream=where,
+        )
         failed = cuda.to_device(np.zeros(batch, np.int32), stream=on)
         flag_failures[blocks, threads, on](x, pivots, n, failed)
     flags = failed.copy_to_host(stream=on)
@@ -291,7 +300,8 @@ def stone_solve(a, b, c, d, *, out=None, stream=None):
         raise np.linalg.LinAlgError(
             f"Stone's solve failed in system {failures[0]} of {batch} ({failures.size} failed in all): a zero or "
             "non-finite pivot, or a non-finite x. It does not pivot: it is meant for diagonally dominant or symmetric "
-            "positive definite systems; tridiag.solve(..., method='pivoting') solves any nonsingular one")
+            "positive definite systems; tridiag.solve(..., method='pivoting') solves any nonsingular one"
+        )
     if on_device[3]:
         return out if out is not None else x.reshape(shape)
     host = x.copy_to_host(out.reshape(size) if out is not None else None, stream=on)

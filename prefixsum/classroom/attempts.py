@@ -13,6 +13,7 @@ prints them::
 
     python -m prefixsum.classroom.attempts notebooks/[01][0-9]_*.ipynb
 """
+
 import time
 
 from .mistakes import Mistake
@@ -105,8 +106,11 @@ def main(paths):
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         name = attempt.name.replace("|", "\\|")
-        print(f"| {attempt.exercise} | {name} | {_shown(output)} | {cpu:.0f} s "
-              f"({time.monotonic() - started:.0f} s wall) |", flush=True)
+        print(
+            f"| {attempt.exercise} | {name} | {_shown(output)} | {cpu:.0f} s "
+            f"({time.monotonic() - started:.0f} s wall) |",
+            flush=True,
+        )
 
 
 _SHOWN = 600  # characters of a verdict in the table: enough for the words that name the bug
@@ -118,7 +122,7 @@ def _shown(output):
     failed = next((line for line in lines if line.startswith("FAIL")), None)
     text = failed.split(": ", 1)[1] if failed else "; ".join(lines)
     text = text.replace("|", "\\|")
-    return text if len(text) <= _SHOWN else text[:_SHOWN - 3] + "..."
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
 
 
 __all__ = ["RIGHT", "SECONDS", "WRONG", "main"]

@@ -4,6 +4,7 @@ Each ``gap_*`` kernel has one mistake that numba's stock CUDA simulator lets thr
 right, or silently wrong) and that a GPU would punish; :mod:`prefixsum.sim` stops each one with
 an error that names the kernel, the block, the thread and the line.
 """
+
 import numpy as np
 from numba import cuda, float32
 

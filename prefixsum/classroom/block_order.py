@@ -5,6 +5,7 @@ which): :class:`Order` indexes a run's fences and atomics, :func:`race_between_b
 most telling unordered pair among the accesses of one global element. Kept apart from the
 recorder so that the memory model reads in one place.
 """
+
 import collections
 
 DESCRIPTIONS = {  # a race's kind -> what the blocks do, for its message
@@ -47,16 +48,19 @@ class Order:
         ``releases`` made after that release."""
         for released, flag in releases:
             for at, block, thread, phase in self.by_cell.get(flag, ()):
-                if (block == r.block and released < at < position
-                        and (thread == r.thread or phase < r.phase)):
+                if block == r.block and released < at < position and (thread == r.thread or phase < r.phase):
                     return True
         return False
 
     def raised_after(self, position, r):
         """``(position, flag)`` of every atomic of ``r``'s block after ``r`` (at ``position``)."""
-        return [(at, cell) for (launch, block, _), atomics in self.by_thread.items()
-                if launch == r.launch and block == r.block
-                for at, cell in atomics if at > position]
+        return [
+            (at, cell)
+            for (launch, block, _), atomics in self.by_thread.items()
+            if launch == r.launch and block == r.block
+            for at, cell in atomics
+            if at > position
+        ]
 
 
 def race_between_blocks(accesses, order):

@@ -6,6 +6,7 @@ its path too), :mod:`prefixsum.grading.judge` and :mod:`.mutation` run the chapt
 and the check cells the same way. This module imports nothing of the package and holds no cell:
 the cells come with each request, and no request to the sandbox holds a solution.
 """
+
 import contextlib
 import io
 import linecache

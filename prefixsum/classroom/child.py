@@ -19,6 +19,7 @@ exception it raises is raised here: the same type and message, with the worker's
 cause. The source of notebook cells (IPython keeps it in :mod:`linecache`, not in files) is sent
 along, so messages that quote a kernel's line quote it as they do on a laptop.
 """
+
 import atexit
 import contextlib
 import functools
@@ -71,6 +72,7 @@ def simulated(function):
     The decorated function travels by name (``functools.wraps`` gives it ``function``'s), so the
     worker runs its own module's.
     """
+
     @functools.wraps(function)
     def run_simulated(*args, **kwargs):
         if simulating():
@@ -151,11 +153,17 @@ class _Worker:
         # script again in the worker, all of it where it has no ``if __name__ == "__main__"`` guard
         requests, self._requests = os.pipe()
         self._replies, replies = os.pipe()
-        environment = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if isinstance(p, str)),
-                       **_device.device_environment(True, "a simulated run for a process on the GPU")}
+        environment = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(p for p in sys.path if isinstance(p, str)),
+            **_device.device_environment(True, "a simulated run for a process on the GPU"),
+        }
         self._process = subprocess.Popen(
             [sys.executable, "-c", _SERVE.format(requests=requests, replies=replies)],
-            pass_fds=(requests, replies), env=environment, stdin=subprocess.DEVNULL)
+            pass_fds=(requests, replies),
+            env=environment,
+            stdin=subprocess.DEVNULL,
+        )
         os.close(requests)
         os.close(replies)
         self._to = connection.Connection(self._requests, readable=False)
@@ -180,8 +188,9 @@ class _Worker:
                 reply = self._from.recv_bytes()
             except (EOFError, BrokenPipeError):
                 self.close()
-                raise RuntimeError(f"the simulating worker process ended (exit code {self._process.returncode}) "
-                                   "before it answered") from None
+                raise RuntimeError(
+                    f"the simulating worker process ended (exit code {self._process.returncode}) before it answered"
+                ) from None
             except BaseException:
                 # an interrupted or failed call leaves the worker in an unknown state: a new one serves the next
                 self.close()
@@ -196,8 +205,11 @@ class _Worker:
 
     def _new_lines(self):
         """linecache entries of sources that are not files (notebook cells) not sent yet."""
-        return {name: entry for name, entry in list(linecache.cache.items())
-                if name not in self._lines_sent and len(entry) == 4 and not os.path.exists(name)}
+        return {
+            name: entry
+            for name, entry in list(linecache.cache.items())
+            if name not in self._lines_sent and len(entry) == 4 and not os.path.exists(name)
+        }
 
     def close(self):
         self._to.close()

@@ -11,6 +11,7 @@ values seen; the checker (:mod:`prefixsum.classroom.check.diagnosis`) asks them 
 these arrays sums wrong, waits without end, or goes round a loop that reads nothing. A run whose
 hand-off shows nothing wrong gets None (the checker's own verdict stands).
 """
+
 import collections
 from typing import NamedTuple
 
@@ -91,8 +92,11 @@ def look(run):
     for p, r in records:
         word = int(r.value) & ((1 << 64) - 1)
         before = known.get(r.index)
-        publish = r.write and not r.atomic or (r.atomic and (word != before if before is not None
-                                                             else r.index == tiles[r.block]))
+        publish = (
+            r.write
+            and not r.atomic
+            or (r.atomic and (word != before if before is not None else r.index == tiles[r.block]))
+        )
         known[r.index] = word
         accesses.append(Access(p, r.block, r.thread, r.index, word, publish, r.line))
     return Look(launch, _published(run, launch, accesses), dict(tiles), accesses)
@@ -147,20 +151,28 @@ def idle(run, threshold):
     found = look(run)
     if found is None:
         return None
-    spinning = [(key, calls) for key, calls in run.idle.items() if key[0] == found.launch and calls[0] > threshold
-                and key[2] < WARP_SIZE]
+    spinning = [
+        (key, calls)
+        for key, calls in run.idle.items()
+        if key[0] == found.launch and calls[0] > threshold and key[2] < WARP_SIZE
+    ]
     if not spinning:
         return None
     (_, block, thread), (calls, _, _) = max(spinning, key=lambda item: item[1][0])
     tile = found.tiles.get(block)
     reads = [a for a in found.accesses if a.block == block and not a.publish]
-    last = (f"its last read was status[{reads[-1].index}] = {describe(reads[-1].word, found.published)}"
-            if reads else "it read no state at all")
+    last = (
+        f"its last read was status[{reads[-1].index}] = {describe(reads[-1].word, found.published)}"
+        if reads
+        else "it read no state at all"
+    )
     who = f"tile {tile} (block {block})" if tile is not None else f"block {block}"
-    return (f"{who} made {calls} warp-level calls in lane {thread} since it last touched a "
-            f"state, and {last}: its loop goes on without reading anything. Its window has moved below tile 0, "
-            "where there is no state to read, and no lane ever found a PREFIX there. The walk must end at tile 0: "
-            "positions below 0 count as a PREFIX of nothing (the identity), or the loop runs only while end > 0.")
+    return (
+        f"{who} made {calls} warp-level calls in lane {thread} since it last touched a "
+        f"state, and {last}: its loop goes on without reading anything. Its window has moved below tile 0, "
+        "where there is no state to read, and no lane ever found a PREFIX there. The walk must end at tile 0: "
+        "positions below 0 count as a PREFIX of nothing (the identity), or the loop runs only while end > 0."
+    )
 
 
 def _publishes(found):
@@ -182,28 +194,41 @@ def _words(found):
             continue
         shown = f"tile {a.index} published status[{a.index}] = {describe(a.word, p)} (line {a.line})"
         if low in flags:
-            return (f"{shown}: the flag {low} is in the low half and the value's bits ({high:#010x}, "
-                    f"{_float(high):.6g} as float32) in the high half. The flag goes in the high 32 bits, the value's "
-                    "bits in the low 32: (np.uint64(flag) << np.uint64(32)) | np.uint64(to_bits(value)).")
+            return (
+                f"{shown}: the flag {low} is in the low half and the value's bits ({high:#010x}, "
+                f"{_float(high):.6g} as float32) in the high half. The flag goes in the high 32 bits, the value's "
+                "bits in the low 32: (np.uint64(flag) << np.uint64(32)) | np.uint64(to_bits(value))."
+            )
         added = before is not None and ((a.word - before) % (1 << 64)) >> 32 in flags
         if added or p + 1 < high < 2 * p + 4:
-            was = f"the word before was {before:#018x}, and the new one is their sum" if added else \
-                "its flag is above this call's PREFIX, a sum of flags"
-            return (f"{shown}: {was}: the state was added to the old one (cuda.atomic.add), not put in its place. "
-                    "Publish with cuda.atomic.exch, which replaces the whole word at once.")
+            was = (
+                f"the word before was {before:#018x}, and the new one is their sum"
+                if added
+                else "its flag is above this call's PREFIX, a sum of flags"
+            )
+            return (
+                f"{shown}: {was}: the state was added to the old one (cuda.atomic.add), not put in its place. "
+                "Publish with cuda.atomic.exch, which replaces the whole word at once."
+            )
         if high in (AGGREGATE, PREFIX) and p >= 2 and any((b.word >> 32) == PREFIX for b in _publishes(found)):
-            return (f"{shown}: its flag is the bare {('AGGREGATE', 'PREFIX')[high]} ({high}), without the epoch: this "
-                    f"call's flags are 2 * epoch + AGGREGATE = {p} and 2 * epoch + PREFIX = {p + 1}, and a flag below "
-                    "2 * epoch is a state an earlier call left behind. Publish 2 * epoch + kind and compare flags "
-                    "with "
-                    "it, so that no call takes another call's states for its own.")
+            return (
+                f"{shown}: its flag is the bare {('AGGREGATE', 'PREFIX')[high]} ({high}), without the epoch: this "
+                f"call's flags are 2 * epoch + AGGREGATE = {p} and 2 * epoch + PREFIX = {p + 1}, and a flag below "
+                "2 * epoch is a state an earlier call left behind. Publish 2 * epoch + kind and compare flags "
+                "with "
+                "it, so that no call takes another call's states for its own."
+            )
         if high == 0:
-            return (f"{shown}: its high half, where the flag goes, is 0 although the value's bits are there: the flag "
-                    "was lost on the way into the word. A value of 32 bits shifted left by 32 is 0 "
-                    "(np.uint32(flag << 32), or a shift done in a 32-bit type); shift it as a 64-bit word: "
-                    "np.uint64(flag) << np.uint64(32).")
-        return (f"{shown}: every published flag is this call's AGGREGATE ({p}) or PREFIX ({p + 1}), in the high half "
-                "of the word, the value's bits in the low half.")
+            return (
+                f"{shown}: its high half, where the flag goes, is 0 although the value's bits are there: the flag "
+                "was lost on the way into the word. A value of 32 bits shifted left by 32 is 0 "
+                "(np.uint32(flag << 32), or a shift done in a 32-bit type); shift it as a 64-bit word: "
+                "np.uint64(flag) << np.uint64(32)."
+            )
+        return (
+            f"{shown}: every published flag is this call's AGGREGATE ({p}) or PREFIX ({p + 1}), in the high half "
+            "of the word, the value's bits in the low half."
+        )
     return None
 
 
@@ -216,10 +241,12 @@ def _tile_zero(found):
         return None
     a = waits[-1]
     polls = sum(1 for b in waits if b.block == a.block)
-    return (f"tile 0 never published a state in this call: tile {found.tiles[a.block]} (block {a.block}) read "
-            f"status[0] {polls} times and found {describe(a.word, found.published)}. Tile 0 has nothing before it: "
-            "it publishes its aggregate as its PREFIX at once (flag 2 * epoch + PREFIX), and every later tile's "
-            "walk can end there.")
+    return (
+        f"tile 0 never published a state in this call: tile {found.tiles[a.block]} (block {a.block}) read "
+        f"status[0] {polls} times and found {describe(a.word, found.published)}. Tile 0 has nothing before it: "
+        "it publishes its aggregate as its PREFIX at once (flag 2 * epoch + PREFIX), and every later tile's "
+        "walk can end there."
+    )
 
 
 def _first_state(found):
@@ -230,12 +257,14 @@ def _first_state(found):
             continue
         seen.add(a.index)
         if a.index > 0 and a.word >> 32 == p + PREFIX:
-            return (f"tile {a.index} published its first state as a PREFIX: status[{a.index}] = {describe(a.word, p)} "
-                    f"(line {a.line}), its own aggregate, before it had looked back. A later tile stops at a PREFIX "
-                    "and "
-                    "adds nothing before it, so the tiles before this one are lost. A tile's first state is its "
-                    "AGGREGATE (only tile 0's aggregate is a prefix); the PREFIX comes at the end, aggregate plus "
-                    "everything before.")
+            return (
+                f"tile {a.index} published its first state as a PREFIX: status[{a.index}] = {describe(a.word, p)} "
+                f"(line {a.line}), its own aggregate, before it had looked back. A later tile stops at a PREFIX "
+                "and "
+                "adds nothing before it, so the tiles before this one are lost. A tile's first state is its "
+                "AGGREGATE (only tile 0's aggregate is a prefix); the PREFIX comes at the end, aggregate plus "
+                "everything before."
+            )
     return None
 
 
@@ -256,12 +285,19 @@ def _window(found):
         if read != expected:
             extra = sorted(read - expected)
             missing = sorted(expected - read)
-            what = (f"its own state, status[{tile}]" if tile in read
-                    else f"status[{extra[0]}]" if extra else f"not status[{missing[-1]}]")
-            return (f"tile {tile} (block {block}) read first the states of tiles {min(read)} to {max(read)}, "
-                    f"{what}: the window before tile {tile} is tiles {max(0, tile - WARP_SIZE)} to {tile - 1}, lane l "
-                    f"reading tile end - {WARP_SIZE} + l with end = {tile} (lane 31 the tile just before). The window "
-                    "is off by one.")
+            what = (
+                f"its own state, status[{tile}]"
+                if tile in read
+                else f"status[{extra[0]}]"
+                if extra
+                else f"not status[{missing[-1]}]"
+            )
+            return (
+                f"tile {tile} (block {block}) read first the states of tiles {min(read)} to {max(read)}, "
+                f"{what}: the window before tile {tile} is tiles {max(0, tile - WARP_SIZE)} to {tile - 1}, lane l "
+                f"reading tile end - {WARP_SIZE} + l with end = {tile} (lane 31 the tile just before). The window "
+                "is off by one."
+            )
     return None
 
 
@@ -273,11 +309,13 @@ def _not_waited(found):
             last[(a.block, a.thread, a.index)] = a
     for (block, thread, index), a in sorted(last.items(), key=lambda item: item[1].position):
         if a.word >> 32 < found.published:
-            return (f"tile {found.tiles[block]} (block {block}, lane {thread}) read status[{index}] = "
-                    f"{describe(a.word, found.published)} (line {a.line}) and went on with it: tile {index} had not "
-                    "published in this call yet, and what it found is 0 or a state an earlier call left. A lane must "
-                    "read the state again while its flag is below 2 * epoch (an AGGREGATE or a PREFIX of this call "
-                    "lets it go on).")
+            return (
+                f"tile {found.tiles[block]} (block {block}, lane {thread}) read status[{index}] = "
+                f"{describe(a.word, found.published)} (line {a.line}) and went on with it: tile {index} had not "
+                "published in this call yet, and what it found is 0 or a state an earlier call left. A lane must "
+                "read the state again while its flag is below 2 * epoch (an AGGREGATE or a PREFIX of this call "
+                "lets it go on)."
+            )
     return None
 
 
@@ -294,11 +332,13 @@ def _chained_by_block_index(run):
         if tile is None or r.array not in ("flags", "prefixes") or r.write:
             continue
         if r.index != tile - 1 and r.index == r.block - 1 and tile != r.block:
-            return (f"block {r.block} drew tile {tile} from the counter but read {r.array}[{r.index}] (line {r.line}), "
-                    f"the state of tile blockIdx.x - 1 = {r.block - 1}, not of tile {tile - 1}, the one before its "
-                    "own. "
-                    "Blocks draw tile ids in the order they start, which is not blockIdx order: every index of the "
-                    "hand-off is the drawn tile's, b - 1 and b.")
+            return (
+                f"block {r.block} drew tile {tile} from the counter but read {r.array}[{r.index}] (line {r.line}), "
+                f"the state of tile blockIdx.x - 1 = {r.block - 1}, not of tile {tile - 1}, the one before its "
+                "own. "
+                "Blocks draw tile ids in the order they start, which is not blockIdx order: every index of the "
+                "hand-off is the drawn tile's, b - 1 and b."
+            )
     return None
 
 
@@ -316,9 +356,11 @@ def negative_index_verdict(run, text):
         return None
     launch, block = zero[-1]
     tile = drawn[(launch, block)]
-    return (f"block 0 drew tile {tile} from the counter, so it waits for tile {tile - 1}, but its hand-off read "
-            "index blockIdx.x - 1 = -1. Blocks draw tile ids in the order they start, which is not blockIdx order: "
-            "every index of the hand-off is the drawn tile's, b - 1 and b.")
+    return (
+        f"block 0 drew tile {tile} from the counter, so it waits for tile {tile - 1}, but its hand-off read "
+        "index blockIdx.x - 1 = -1. Blocks draw tile ids in the order they start, which is not blockIdx order: "
+        "every index of the hand-off is the drawn tile's, b - 1 and b."
+    )
 
 
 __all__ = ["Access", "Look", "STATES", "describe", "hang", "idle", "look", "negative_index_verdict", "wrong_sum"]

@@ -5,6 +5,7 @@ Every exercise (a cell tagged ``exercise`` with an ``exercise_id``, see
 answer, never the code itself. ``ps.hint("01.ladder-step")`` prints the next hint a student has
 not opened yet in this session; ``ps.hint("01.ladder-step", 2)`` opens hint 2 again.
 """
+
 import collections
 
 from . import renumbering

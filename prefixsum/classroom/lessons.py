@@ -24,6 +24,7 @@ run them, often under :mod:`prefixsum.classroom.trace`:
   Gems warns against (the registered scan, :mod:`prefixsum.scans.hillis_steele`, ping-pongs).
 * :func:`scan_with`: the look-back scan with a look-back of the student's own (chapter 10).
 """
+
 import functools
 import math
 
@@ -142,7 +143,6 @@ def warp_scan(x, variant="shfl", op="add", *, inclusive=True, threads=32):
     if len(x):
         warp_scan_kernel(variant, op, x.dtype, inclusive)[math.ceil(len(x) / threads), threads](x, out)
     return out
-
 
 
 @functools.lru_cache(maxsize=None)

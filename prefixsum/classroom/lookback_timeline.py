@@ -1,6 +1,7 @@
 """A decoupled look-back on a time axis, as plain data: for each tile, when it published its state
 and whose states it read (the stepper's ``by="time"``, :class:`prefixsum.classroom.viz.stepper.TimelineStepper`).
 """
+
 import collections
 from typing import NamedTuple
 
@@ -32,11 +33,15 @@ def timeline(trace, array="status", launch=None):
     list of Tile
         By tile.
     """
-    records = [(p, r) for p, r in enumerate(trace.records)
-               if r.array == array and r.space == "global" and (launch is None or r.launch == launch)]
+    records = [
+        (p, r)
+        for p, r in enumerate(trace.records)
+        if r.array == array and r.space == "global" and (launch is None or r.launch == launch)
+    ]
     if not records:
-        raise ValueError(f"the trace has no global array called {array!r}; arrays: "
-                         f"{sorted({r.array for r in trace.records})}")
+        raise ValueError(
+            f"the trace has no global array called {array!r}; arrays: {sorted({r.array for r in trace.records})}"
+        )
     launch = records[0][1].launch if launch is None else launch
     span, mine = collections.defaultdict(list), collections.defaultdict(list)
     for p, r in enumerate(trace.records):
@@ -50,9 +55,16 @@ def timeline(trace, array="status", launch=None):
         tile = max(r.index for _, r in accesses)  # atomics count as writes: a poll is one too
         reads = tuple((p, r.index) for p, r in accesses if r.index < tile)
         counts = collections.Counter(t for _, t in reads)
-        tiles.append(Tile(tile, min(span[block]), max(span[block]),
-                          tuple(p for p, r in accesses if r.write and r.index == tile), reads,
-                          tuple(sorted(t for t, c in counts.items() if c > 1))))
+        tiles.append(
+            Tile(
+                tile,
+                min(span[block]),
+                max(span[block]),
+                tuple(p for p, r in accesses if r.write and r.index == tile),
+                reads,
+                tuple(sorted(t for t, c in counts.items() if c > 1)),
+            )
+        )
     return sorted(tiles)
 
 

@@ -17,6 +17,7 @@ than the solution, that their checks must pass. ``tests/test_loopholes.py`` runs
 grader's check runs them; ``notebooks/exercise_checks.md`` lists every named mistake with the
 size or shape of its check that kills it.
 """
+
 import re
 
 from .mistakes import MISTAKES, Mistake
@@ -179,15 +180,18 @@ _FOUND_BY = {
     "not-associative": "the operator on random triples",
 }
 # Which part of a budget a verdict's hint shows, by its words.
-_BUDGET_PARTS = (("additions for", "the budget: additions counted on the elements"),
-                 ("additions in one execution", "the budget: additions in one execution of a line"),
-                 ("lines of its own code", "the lines of the function's own code"),
-                 ("memory accesses between two barriers", "the budget: accesses of one thread between two barriers"),
-                 ("barriers in one launch", "the budget: barriers"),
-                 ("global-memory accesses for", "the budget: global traffic per element"),
-                 ("passes of the shared-memory banks", "the budget: bank conflicts"),
-                 ("of the input's", "the budget: the kernels' reads of the input"),
-                 ("published", "the budget: the look-back's order"), ("serial walk", "the budget: the look-back's order"))
+_BUDGET_PARTS = (
+    ("additions for", "the budget: additions counted on the elements"),
+    ("additions in one execution", "the budget: additions in one execution of a line"),
+    ("lines of its own code", "the lines of the function's own code"),
+    ("memory accesses between two barriers", "the budget: accesses of one thread between two barriers"),
+    ("barriers in one launch", "the budget: barriers"),
+    ("global-memory accesses for", "the budget: global traffic per element"),
+    ("passes of the shared-memory banks", "the budget: bank conflicts"),
+    ("of the input's", "the budget: the kernels' reads of the input"),
+    ("published", "the budget: the look-back's order"),
+    ("serial walk", "the budget: the look-back's order"),
+)
 _VERDICT = re.compile(r"FAIL [^:]*: ([a-z-]+)(?: at (n=\d+|case \d+))?")
 
 
@@ -198,8 +202,10 @@ def kill_row(mistake, output):
     if found is None:
         return f"| {mistake.exercise} | {mistake.name} | (passes) | |"
     diagnosis, where = found.groups()
-    shown = next((what for words, what in _BUDGET_PARTS if diagnosis in ("over-budget", "library-call") and words in output),
-                  _FOUND_BY.get(diagnosis, diagnosis))
+    shown = next(
+        (what for words, what in _BUDGET_PARTS if diagnosis in ("over-budget", "library-call") and words in output),
+        _FOUND_BY.get(diagnosis, diagnosis),
+    )
     if where is None and diagnosis == "wrong-identity":
         shown = "the identity on both sides of random elements"
     return f"| {mistake.exercise} | {mistake.name} | {where or 'the operator alone'} | {diagnosis}: {shown} |"
@@ -215,7 +221,9 @@ def main(paths):
     from . import mutation
 
     exercises = {e.id: e for e in mutation.exercises(paths)}
-    for mistake in sorted(MISTAKES + LOOPHOLES, key=lambda m: list(exercises).index(m.exercise) if m.exercise in exercises else 0):
+    for mistake in sorted(
+        MISTAKES + LOOPHOLES, key=lambda m: list(exercises).index(m.exercise) if m.exercise in exercises else 0
+    ):
         exercise = exercises.get(mistake.exercise)
         if exercise is not None:
             _, output = mutation.isolated_verdict(exercise, mistake.source(exercise.source), timeout=20, wall=240)

@@ -10,6 +10,7 @@ with their verdicts as :func:`main` prints them::
 
     python -m prefixsum.classroom.mistakes notebooks/[01][0-9]_*.ipynb
 """
+
 from dataclasses import dataclass
 
 
@@ -66,7 +67,9 @@ def _m(exercise, name, verdict, *edits, avoid=()):
 def _each_instead_of(exercise, old, *rows):
     """Mistakes of one exercise that each write something else in place of the same text ``old``:
     one per row ``(name, verdict, new)`` or ``(name, verdict, new, avoid)``."""
-    return tuple(_m(exercise, name, verdict, (old, new), avoid=avoid[0] if avoid else ()) for name, verdict, new, *avoid in rows)
+    return tuple(
+        _m(exercise, name, verdict, (old, new), avoid=avoid[0] if avoid else ()) for name, verdict, new, *avoid in rows
+    )
 
 
 # A student's code as typed, one mistake a row (with its verdict): the formatter would spread each row over a dozen lines.
@@ -392,7 +395,7 @@ def table_row(mistake, output):
     line = next((line for line in output.splitlines() if line.startswith("FAIL")), output.strip() or "(no output)")
     verdict = line.split(": ", 1)[1] if line.startswith("FAIL") and ": " in line else line
     if len(verdict) > _SHOWN:
-        verdict = verdict[:_SHOWN - 3] + "..."
+        verdict = verdict[: _SHOWN - 3] + "..."
     return f"| {mistake.exercise} | {mistake.name} | {verdict} |"
 
 

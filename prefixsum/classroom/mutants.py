@@ -11,6 +11,7 @@ power-of-two input (the puzzle collections' check) would catch on numba's stock 
 
 All mutants compute an inclusive forward float32 sum with tiles of :data:`BLOCK` elements.
 """
+
 import functools
 import inspect
 import math
@@ -74,7 +75,7 @@ def variant(fn, name, *edits, device=False, namespace=None):
     """
     original = fn.py_func
     source = textwrap.dedent(inspect.getsource(original))
-    source = source[re.search(r"^def ", source, re.MULTILINE).start():]  # without the decorator
+    source = source[re.search(r"^def ", source, re.MULTILINE).start() :]  # without the decorator
     source = source.replace(f"def {original.__name__}(", f"def {name}(", 1)
     defined = fields.define(mistakes.edited(source, edits, name), name, {**original.__globals__, **(namespace or {})})
     return cuda.jit(device=device)(defined)
@@ -116,42 +117,69 @@ _STORE = "        out[i] = rungs[t]\n"
 
 missing_barrier_tile = _ladder_mutant(
     "missing_barrier_tile",
-    (_STEP_END, "        phase <<= 1  # no barrier: the next phase reads cells this one is still writing\n    "
-                "cuda.syncthreads()\n"))
+    (
+        _STEP_END,
+        "        phase <<= 1  # no barrier: the next phase reads cells this one is still writing\n    "
+        "cuda.syncthreads()\n",
+    ),
+)
 off_by_one_bound_tile = _ladder_mutant(
-    "off_by_one_bound_tile", ("x[i] if i < n else", "x[i] if i <= n else"), ("float32(0)\n", "float32(0)  # <= reads "
-                                                                                             "one past the end\n"))
+    "off_by_one_bound_tile",
+    ("x[i] if i < n else", "x[i] if i <= n else"),
+    ("float32(0)\n", "float32(0)  # <= reads one past the end\n"),
+)
 uninitialized_shared_tile = _ladder_mutant(
     "uninitialized_shared_tile",
-    ("    rungs[t] = x[i] if i < n else float32(0)\n", "    if i < n:  # lanes past n are left as whatever shared "
-                                                       "memory held\n        rungs[t] = x[i]\n"))
+    (
+        "    rungs[t] = x[i] if i < n else float32(0)\n",
+        "    if i < n:  # lanes past n are left as whatever shared memory held\n        rungs[t] = x[i]\n",
+    ),
+)
 barrier_in_branch_tile = _ladder_mutant(
     "barrier_in_branch_tile",
-    (_STEP_END, "            cuda.syncthreads()  # only the threads that worked wait here\n        phase <<= 1\n    "
-                "cuda.syncthreads()\n"))
+    (
+        _STEP_END,
+        "            cuda.syncthreads()  # only the threads that worked wait here\n        phase <<= 1\n    "
+        "cuda.syncthreads()\n",
+    ),
+)
 # A wrong answer seen in class, for the stepper: each element adds the first cell of its own run,
 # not the last cell of the run before.
 wrong_partner_ladder = variant(
-    ladder_in_shared, "wrong_partner_ladder", ("rungs[(t & ~(phase - 1)) - 1]", "rungs[t & ~(phase - 1)]  # the first "
-                                                                                "cell of its own run"),
-    device=True)
+    ladder_in_shared,
+    "wrong_partner_ladder",
+    ("rungs[(t & ~(phase - 1)) - 1]", "rungs[t & ~(phase - 1)]  # the first cell of its own run"),
+    device=True,
+)
 wrong_partner_tile = variant(correct_tile, "wrong_partner_tile", namespace={"ladder_in_shared": wrong_partner_ladder})
 negative_index_tile = variant(
-    correct_tile, "negative_index_tile", (_STORE, "        out[i] = rungs[t - 1]  # exclusive by shifting, but lane 0 "
-                                                  "reads rungs[-1]\n"))
-write_past_n_tile = variant(correct_tile, "write_past_n_tile", ("    if i < n:\n" + _STORE, "    out[i] = rungs[t]  # "
-                                                                                            "the last tile writes past "
-                                                                                            "n\n"))
+    correct_tile,
+    "negative_index_tile",
+    (_STORE, "        out[i] = rungs[t - 1]  # exclusive by shifting, but lane 0 reads rungs[-1]\n"),
+)
+write_past_n_tile = variant(
+    correct_tile,
+    "write_past_n_tile",
+    ("    if i < n:\n" + _STORE, "    out[i] = rungs[t]  # the last tile writes past n\n"),
+)
 unwritten_last_element_tile = variant(
-    correct_tile, "unwritten_last_element_tile", ("    if i < n:\n", "    if i < n - 1:  # off by one: the last "
-                                                                     "element is never stored\n"))
+    correct_tile,
+    "unwritten_last_element_tile",
+    ("    if i < n:\n", "    if i < n - 1:  # off by one: the last element is never stored\n"),
+)
 shared_total_tile = variant(
-    correct_tile, "shared_total_tile",
-    ("        totals[cuda.blockIdx.x]", "        totals[0] = rungs[t]  # every block writes the same cell\n        "
-                                        "totals[cuda.blockIdx.x]"))
+    correct_tile,
+    "shared_total_tile",
+    (
+        "        totals[cuda.blockIdx.x]",
+        "        totals[0] = rungs[t]  # every block writes the same cell\n        totals[cuda.blockIdx.x]",
+    ),
+)
 exclusive_wrong_identity_tile = variant(
-    correct_tile, "exclusive_wrong_identity_tile",
-    (_STORE, "        out[i] = rungs[t - 1] if t > 0 else float32(1)  # the identity of add is 0, not 1\n"))
+    correct_tile,
+    "exclusive_wrong_identity_tile",
+    (_STORE, "        out[i] = rungs[t - 1] if t > 0 else float32(1)  # the identity of add is 0, not 1\n"),
+)
 
 
 @cuda.jit
@@ -230,23 +258,36 @@ def chained_without_flags_tile(x, out, prefixes, flags, counter, n):
         out[i] = rungs[t] + before
 
 
-_RELEASE = ("    cuda.threadfence()  # the prefix reaches memory before the flag does\n"
-            "    cuda.atomic.add(flags, b, 1)  # release\n")
+_RELEASE = (
+    "    cuda.threadfence()  # the prefix reaches memory before the flag does\n"
+    "    cuda.atomic.add(flags, b, 1)  # release\n"
+)
 hand_off_without_fence = variant(
-    hand_off, "hand_off_without_fence", (_RELEASE, "    cuda.atomic.add(flags, b, 1)  # no threadfence: the flag may "
-                                                   "arrive before the prefix\n"),
-    device=True)
+    hand_off,
+    "hand_off_without_fence",
+    (_RELEASE, "    cuda.atomic.add(flags, b, 1)  # no threadfence: the flag may arrive before the prefix\n"),
+    device=True,
+)
 hand_off_plain_poll = variant(
-    hand_off, "hand_off_plain_poll",
-    ("while cuda.atomic.add(flags, b - 1, 0) == 0:  # acquire: an atomic read of the flag",
-     "while flags[b - 1] == 0:  # a plain load: compiled, it may be read once, and hang"), device=True)
+    hand_off,
+    "hand_off_plain_poll",
+    (
+        "while cuda.atomic.add(flags, b - 1, 0) == 0:  # acquire: an atomic read of the flag",
+        "while flags[b - 1] == 0:  # a plain load: compiled, it may be read once, and hang",
+    ),
+    device=True,
+)
 chained_without_fence_tile = chained_tile_with(hand_off_without_fence, "chained_without_fence_tile")
 chained_plain_poll_tile = chained_tile_with(hand_off_plain_poll, "chained_plain_poll_tile")
 chained_waits_for_later_block_tile = variant(
-    chained_tile, "chained_waits_for_later_block_tile",
-    ("    if t == 0:  # tiles in the order blocks start: a tile's predecessor has started already\n"
-     "        tile[0] = cuda.atomic.add(counter, 0, 1)\n    cuda.syncthreads()\n    b = tile[0]\n",
-     "    b = cuda.gridDim.x - 1 - cuda.blockIdx.x  # tile b - 1 belongs to a block dispatched later\n"))
+    chained_tile,
+    "chained_waits_for_later_block_tile",
+    (
+        "    if t == 0:  # tiles in the order blocks start: a tile's predecessor has started already\n"
+        "        tile[0] = cuda.atomic.add(counter, 0, 1)\n    cuda.syncthreads()\n    b = tile[0]\n",
+        "    b = cuda.gridDim.x - 1 - cuda.blockIdx.x  # tile b - 1 belongs to a block dispatched later\n",
+    ),
+)
 
 
 def chained_scan(kernel, x):

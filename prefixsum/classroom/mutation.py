@@ -29,6 +29,7 @@ imports and the helpers it gives), then the exercise, then its check.
 ``python -m prefixsum.classroom.mutation notebooks/01_ladder.ipynb ...`` prints the table of
 kill rates.
 """
+
 import ast
 import contextlib
 import copy
@@ -46,11 +47,21 @@ from . import check
 from .cells import compiled
 from .student import BEGIN, END, strip_solutions
 
-_BINARY = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Add, ast.Div: ast.Mult, ast.FloorDiv: ast.Mult,
-           ast.Mod: ast.FloorDiv, ast.BitAnd: ast.BitOr, ast.BitOr: ast.BitAnd, ast.BitXor: ast.BitOr,
-           ast.LShift: ast.RShift, ast.RShift: ast.LShift, ast.Pow: ast.Mult}
-_COMPARE = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
-            ast.NotEq: ast.Eq}
+_BINARY = {
+    ast.Add: ast.Sub,
+    ast.Sub: ast.Add,
+    ast.Mult: ast.Add,
+    ast.Div: ast.Mult,
+    ast.FloorDiv: ast.Mult,
+    ast.Mod: ast.FloorDiv,
+    ast.BitAnd: ast.BitOr,
+    ast.BitOr: ast.BitAnd,
+    ast.BitXor: ast.BitOr,
+    ast.LShift: ast.RShift,
+    ast.RShift: ast.LShift,
+    ast.Pow: ast.Mult,
+}
+_COMPARE = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq}
 
 
 @dataclass(frozen=True)
@@ -91,13 +102,26 @@ def exercises(paths):
             meta = cell.metadata
             if not meta.get("exercise_id"):
                 raise ValueError(f"{path.name}: exercise cell {number} has no exercise_id")
-            checks = [c for c in cells[number + 1:] if "check" in c.metadata.get("tags", [])
-                      and c.metadata.get("exercise_id") == meta["exercise_id"]]
+            checks = [
+                c
+                for c in cells[number + 1 :]
+                if "check" in c.metadata.get("tags", []) and c.metadata.get("exercise_id") == meta["exercise_id"]
+            ]
             if not checks:
                 raise ValueError(f"{path.name}: exercise {meta['exercise_id']} has no check cell of its id after it")
             setup = "\n\n".join(c.source for c in cells[:number] if "setup" in c.metadata.get("tags", []))
-            found.append(Exercise(meta["exercise_id"], path.name, cell.source, checks[0].source, meta.get("todo", ""),
-                                  int(meta.get("points", 1)), dict(meta.get("survivors", {})), setup))
+            found.append(
+                Exercise(
+                    meta["exercise_id"],
+                    path.name,
+                    cell.source,
+                    checks[0].source,
+                    meta.get("todo", ""),
+                    int(meta.get("points", 1)),
+                    dict(meta.get("survivors", {})),
+                    setup,
+                )
+            )
     return found
 
 
@@ -107,8 +131,12 @@ def _solution_lines(source):
     lines = source.splitlines()
     begins = [k + 1 for k, line in enumerate(lines) if line.strip().startswith(BEGIN)]
     ends = [k + 1 for k, line in enumerate(lines) if line.strip().startswith(END)]
-    if not begins or len(begins) != len(ends) or any(e <= b for b, e in zip(begins, ends)) \
-            or any(b <= e for b, e in zip(begins[1:], ends)):
+    if (
+        not begins
+        or len(begins) != len(ends)
+        or any(e <= b for b, e in zip(begins, ends))
+        or any(b <= e for b, e in zip(begins[1:], ends))
+    ):
         raise ValueError(f"an exercise must hold solution spans, each begun and ended once:\n{source[:200]}")
     return begins[0], {k for b, e in zip(begins, ends) for k in range(b + 1, e)}
 
@@ -297,7 +325,7 @@ def _judge(connection, exercise, source, thorough, timeout, runaway):
     """In a forked child: :func:`verdict` of ``source``, sent back through ``connection``."""
     _limit_memory(2 << 30)
     try:
-        with check.time_limit(timeout, runaway), (check.thorough() if thorough else contextlib.nullcontext()):
+        with check.time_limit(timeout, runaway), check.thorough() if thorough else contextlib.nullcontext():
             connection.send(verdict(exercise, source))
     except BaseException as error:  # noqa: BLE001  (out of memory, a hang stopped: the mutant is rejected)
         connection.send((False, f"{type(error).__name__}: {error}"))
@@ -315,8 +343,9 @@ def isolated_verdict(exercise, source, *, thorough=False, timeout=5.0, wall=300.
     set_up(exercise)  # here, once, for every child to inherit
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
-    child = context.Process(target=_judge, args=(sender, exercise, source, thorough, timeout, runaway or 2 * timeout),
-                            daemon=True)
+    child = context.Process(
+        target=_judge, args=(sender, exercise, source, thorough, timeout, runaway or 2 * timeout), daemon=True
+    )
     child.start()
     sender.close()
     try:
@@ -384,8 +413,9 @@ def kill_rate(exercise, *, sample=None, timeout=5.0, wall=300.0, check_seconds=N
     for mutant in every:
         program = programs[mutant.description]
         if program not in outcomes:
-            outcomes[program] = _outcome(exercise, mutant.source, timeout=timeout, wall=wall, runaway=runaway,
-                                         argued=program in argued_programs)
+            outcomes[program] = _outcome(
+                exercise, mutant.source, timeout=timeout, wall=wall, runaway=runaway, argued=program in argued_programs
+            )
         if outcomes[program] == "killed":
             killed += 1
         else:
@@ -412,11 +442,15 @@ def blank_fails(exercise):
 
 def table(reports):
     """A markdown table of :class:`Report` s: mutants, equivalent, killed, kill rate, survivors."""
-    lines = ["| exercise | mutants | equivalent | killed | kill rate | survivors |", "| --- | ---: | ---: | ---: | "
-                                                                                     "---: | --- |"]
+    lines = [
+        "| exercise | mutants | equivalent | killed | kill rate | survivors |",
+        "| --- | ---: | ---: | ---: | ---: | --- |",
+    ]
     for r in reports:
-        lines.append(f"| {r.exercise} | {r.mutants} | {len(r.equivalent)} | {r.killed} | {r.rate:.0%} | "
-                     f"{'; '.join(r.survivors) or 'none'} |")
+        lines.append(
+            f"| {r.exercise} | {r.mutants} | {len(r.equivalent)} | {r.killed} | {r.rate:.0%} | "
+            f"{'; '.join(r.survivors) or 'none'} |"
+        )
     return "\n".join(lines)
 
 

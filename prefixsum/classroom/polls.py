@@ -15,6 +15,7 @@ cannot go on touching cells it has not touched before, so each one pays for
 ``x[0..i]``: O(n^2) reads, every one of a cell new to its thread) keeps its step budget; a loop
 that goes round the same cells without end spends it.
 """
+
 import numpy as np
 
 PROGRESS_CREDIT = 4
@@ -57,8 +58,12 @@ class Polls:
         self.seen[cell] = _OWN_STORE if kind == "write" else access.value
         if first:
             return PROGRESS
-        if kind == "write" or before is _OWN_STORE or (cell[0], cell[3]) not in self.written \
-                or not _same(before, access.value):
+        if (
+            kind == "write"
+            or before is _OWN_STORE
+            or (cell[0], cell[3]) not in self.written
+            or not _same(before, access.value)
+        ):
             return STEP
         self.waits[cell] = polls = self.waits.get(cell, 0) + 1
         if self.limit is not None and polls > self.limit:
@@ -68,7 +73,8 @@ class Polls:
             raise PollLimitError(
                 f"block {block} thread {thread} of kernel '{kernel}' polled {array}[{index}] (line {access.line}) "
                 f"{polls} times, finding {shown(access.value)} each time: past the limit of {self.limit} polls of one "
-                "wait")
+                "wait"
+            )
         return POLL
 
 

@@ -6,6 +6,7 @@ simulator's launch, call, access, fence and wait hooks (:mod:`prefixsum.sim`) an
 steps (accesses that are no polls, barriers and warp-level calls, less what the run's progress
 paid for, :mod:`.polls`), the polls of one wait, and the CPU time.
 """
+
 import time
 
 import numpy as np
@@ -42,8 +43,11 @@ class Recorder:
     def start_launch(self, info):
         """A :func:`prefixsum.sim.launch_hook` callback: the accesses that follow are this launch's."""
         names = getattr(getattr(info.function, "__code__", None), "co_varnames", ())
-        scalars = tuple((name, value) for name, value in zip(names, info.arguments)
-                        if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool))
+        scalars = tuple(
+            (name, value)
+            for name, value in zip(names, info.arguments)
+            if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+        )
         self.launches.append([info.kernel, info.grid, info.block, 0])
         self.scalars.append(dict(scalars))
 
@@ -75,13 +79,35 @@ class Recorder:
         self.instances[key] = instance + 1
         itemsize = dtype.itemsize if isinstance(dtype, np.dtype) else _itemsize(access)
         # tuple.__new__ skips the Python-level __new__ that NamedTuple generates: every field is given.
-        self.records.append(_new_tuple(Record, (launch, b, t, array, space, flat, kind != "read", phase, line, instance,
-                                                itemsize, kind == "atomic", stale, value, file)))
+        self.records.append(
+            _new_tuple(
+                Record,
+                (
+                    launch,
+                    b,
+                    t,
+                    array,
+                    space,
+                    flat,
+                    kind != "read",
+                    phase,
+                    line,
+                    instance,
+                    itemsize,
+                    kind == "atomic",
+                    stale,
+                    value,
+                    file,
+                ),
+            )
+        )
 
     def _step(self):
         if self.steps is not None and self.counted >= self.steps + self.credit:
-            raise TimeoutError(f"the kernels ran past {self.steps} simulated steps (memory accesses, barriers and "
-                               "warp-level calls, besides those their progress paid for): an endless loop?")
+            raise TimeoutError(
+                f"the kernels ran past {self.steps} simulated steps (memory accesses, barriers and "
+                "warp-level calls, besides those their progress paid for): an endless loop?"
+            )
         self.counted += 1
 
     def wait(self, wait):
@@ -104,8 +130,16 @@ class Recorder:
         """A :func:`prefixsum.sim.fence_hook` callback: where the fence falls among the accesses."""
         launch = len(self.launches) - 1
         grid, block = self.launches[launch][1], self.launches[launch][2]
-        self.fences.append(FenceRecord(launch, _linear(fence.block, grid), _linear(fence.thread, block),
-                                       fence.phase, fence.line, len(self.records)))
+        self.fences.append(
+            FenceRecord(
+                launch,
+                _linear(fence.block, grid),
+                _linear(fence.thread, block),
+                fence.phase,
+                fence.line,
+                len(self.records),
+            )
+        )
 
     def launches_recorded(self):
         """The launches so far, as :class:`~.records.Launch` es."""

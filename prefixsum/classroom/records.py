@@ -1,4 +1,5 @@
 """What a trace is made of: its launches, its element accesses and its fences."""
+
 from typing import NamedTuple
 
 

@@ -7,6 +7,7 @@ registered scan whose steps access the same cells as the student's (:func:`liken
 when the check failed on more elements than the stepper draws, the smallest input on which the
 checked function fails too (:func:`small_failure`).
 """
+
 import itertools
 import math
 
@@ -98,8 +99,15 @@ def likeness(student, reference):
 def reference_run(x, failure, algorithm, options):
     """The traced ``prefixsum.scan`` of ``x`` with ``algorithm`` and ``options``, as ``failure`` (the kept
     failing check: its op and direction) scanned."""
-    return tracing.record(scan, x.copy(), failure["op"], inclusive=failure["inclusive"], reverse=failure["reverse"],
-                          algorithm=algorithm, **options)
+    return tracing.record(
+        scan,
+        x.copy(),
+        failure["op"],
+        inclusive=failure["inclusive"],
+        reverse=failure["reverse"],
+        algorithm=algorithm,
+        **options,
+    )
 
 
 def closest(student, x, failure, given):
@@ -166,9 +174,19 @@ def small_failure(failure):
             small = random_input(m, failure["op"], x.dtype, np.random.default_rng(m))
             attempt = tracing.record(fn, small.copy())
             result = attempt.result.copy_to_host() if hasattr(attempt.result, "copy_to_host") else attempt.result
-            wrong = attempt.error is not None or result is None or np.shape(result) != small.shape or \
-                mismatches(np.asarray(result).astype(x.dtype), small, failure["op"], inclusive=failure["inclusive"],
-                           reverse=failure["reverse"])[0].size > 0
+            wrong = (
+                attempt.error is not None
+                or result is None
+                or np.shape(result) != small.shape
+                or mismatches(
+                    np.asarray(result).astype(x.dtype),
+                    small,
+                    failure["op"],
+                    inclusive=failure["inclusive"],
+                    reverse=failure["reverse"],
+                )[0].size
+                > 0
+            )
             if wrong and attempt.records:
                 return attempt, small
     most = FAILING_SIZES
@@ -176,8 +194,18 @@ def small_failure(failure):
         f"the last check failed at n = {n}, and no input of {most} elements or fewer fails the same way: the stepper "
         f"draws at most {most} cells a row, so there is nothing small to step through. Trace the failing size "
         f"yourself (run = ps.trace.record(your_function, x) with len(x) = {n}) and look at the tiles where it goes "
-        "wrong: ps.viz.lookbacks(run) for a look-back, ps.viz.dataflow(run, array) for a tile.")
+        "wrong: ps.viz.lookbacks(run) for a look-back, ps.viz.dataflow(run, array) for a tile."
+    )
 
 
-__all__ = ["FAILING_SIZES", "STEPPABLE", "closest", "failure_hint", "forget_failure", "last_failure", "likeness",
-           "reference_run", "small_failure"]
+__all__ = [
+    "FAILING_SIZES",
+    "STEPPABLE",
+    "closest",
+    "failure_hint",
+    "forget_failure",
+    "last_failure",
+    "likeness",
+    "reference_run",
+    "small_failure",
+]

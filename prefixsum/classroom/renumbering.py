@@ -11,6 +11,7 @@ notebook with the current names; the grader and ``ps.hint`` go through it.
 An old id is never a current one (``tests/test_renumbering.py`` checks it), so translating the ids of
 a notebook that already uses the current names changes nothing.
 """
+
 import copy
 
 CHAPTERS = {"08_householder": "09_householder", "09_lookback": "10_lookback", "10_applications": "11_applications"}
@@ -42,7 +43,7 @@ def chapter_name(name):
     (``08_householder-ann`` -> ``09_householder-ann``); anything else unchanged."""
     for old, new in CHAPTERS.items():
         if name == old or name.startswith(old):
-            return new + name[len(old):]
+            return new + name[len(old) :]
     return name
 
 

@@ -25,6 +25,7 @@ that the phases of a launch are numbered as its barriers count them.
 **A broken trace is refused** (:class:`BrokenTrace`): a read that got a value the replay does not
 hold there (writes are missing). Stale reads (another block's store not yet published) are exempt.
 """
+
 import collections
 import linecache
 import math
@@ -144,8 +145,11 @@ def _empty_phases(trace, by):
     for r in trace.records:
         phases[r.launch].add(r.phase)
     nobody = () if by == "phase" else (_NOBODY, _NOBODY)
-    return [(launch, phase, *nobody) for launch, seen in sorted(phases.items())
-            for phase in sorted(set(range(min(seen), max(seen) + 1)) - seen)]
+    return [
+        (launch, phase, *nobody)
+        for launch, seen in sorted(phases.items())
+        for phase in sorted(set(range(min(seen), max(seen) + 1)) - seen)
+    ]
 
 
 def initial_values(trace):
@@ -163,9 +167,11 @@ def initial_values(trace):
         elif cell not in known:
             known[cell] = initial[cell] = value
         elif not r.stale and not same(known[cell], value):
-            raise BrokenTrace(f"record {position}: thread {r.thread} of block {r.block} read {value!r} from "
-                              f"{r.array}[{r.index}] in phase {r.phase} of launch {r.launch}, but the writes "
-                              f"before it left {known[cell]!r} there: writes are missing from the trace")
+            raise BrokenTrace(
+                f"record {position}: thread {r.thread} of block {r.block} read {value!r} from "
+                f"{r.array}[{r.index}] in phase {r.phase} of launch {r.launch}, but the writes "
+                f"before it left {known[cell]!r} there: writes are missing from the trace"
+            )
     return initial
 
 
@@ -178,17 +184,23 @@ def _marks(trace):
             races_between.add((race.launch, race.array, race.index))
         else:
             races_within.add((race.launch, race.block, race.array, race.index, race.phase))
-    conflicted = {(c["launch"], c["block"], c["warp"], c["array"], c["line"], c["instance"], c["write"])
-                  for c in trace.bank_conflicts() if c["ways"] > 1}
+    conflicted = {
+        (c["launch"], c["block"], c["warp"], c["array"], c["line"], c["instance"], c["write"])
+        for c in trace.bank_conflicts()
+        if c["ways"] > 1
+    }
     uninitialized = {id(r) for r in trace.uninitialized_reads()}
     for position, r in enumerate(trace.records):
-        if ((r.launch, r.block, r.array, r.index, r.phase) in races_within
-                or (r.space == "global" and (r.launch, r.array, r.index) in races_between)):
+        if (r.launch, r.block, r.array, r.index, r.phase) in races_within or (
+            r.space == "global" and (r.launch, r.array, r.index) in races_between
+        ):
             marks[position].add("race")
         if id(r) in uninitialized:
             marks[position].add("uninitialized")
-        if r.space == "shared" and (r.launch, r.block, r.thread // WARP_SIZE, r.array, r.line, r.instance,
-                                    r.write) in conflicted:
+        if (
+            r.space == "shared"
+            and (r.launch, r.block, r.thread // WARP_SIZE, r.array, r.line, r.instance, r.write) in conflicted
+        ):
             marks[position].add("conflict")
     return marks
 
@@ -223,14 +235,17 @@ class Model:
         if by not in GRANULARITIES:
             raise ValueError(f"by={by!r}: the stepper steps by one of {', '.join(GRANULARITIES)}")
         if not trace.records:
-            raise BrokenTrace(f"{trace!r} recorded no accesses: nothing to step through"
-                              + (f" (the run raised {trace.error!r})" if trace.error else ""))
+            raise BrokenTrace(
+                f"{trace!r} recorded no accesses: nothing to step through"
+                + (f" (the run raised {trace.error!r})" if trace.error else "")
+            )
         initial = initial_values(trace)
         if arrays is not None:
             unknown = set(arrays) - {r.array for r in trace.records}
             if unknown:
-                raise ValueError(f"arrays {sorted(unknown)} are not in the trace; it has "
-                                 f"{sorted({r.array for r in trace.records})}")
+                raise ValueError(
+                    f"arrays {sorted(unknown)} are not in the trace; it has {sorted({r.array for r in trace.records})}"
+                )
         self.trace, self.by, self.source = trace, by, source
         shown = [(p, r) for p, r in enumerate(trace.records) if arrays is None or r.array in arrays]
         sizes = collections.defaultdict(int)
@@ -247,8 +262,10 @@ class Model:
         steps = collections.Counter(key[0] for key in grouped)
         held = sum(size * steps[slot.launch] for slot, size in self.sizes.items())
         if held > max_cells:
-            raise BrokenTrace(f"the run's arrays hold {held:,} values over its steps, more than the {max_cells:,} "
-                              "the stepper keeps: too large to step through")
+            raise BrokenTrace(
+                f"the run's arrays hold {held:,} values over its steps, more than the {max_cells:,} "
+                "the stepper keeps: too large to step through"
+            )
         self.steps = []
         self._build(trace, grouped, initial, _marks(trace))
 
@@ -282,11 +299,23 @@ class Model:
             launch = trace.launches[key[0]]
             threads = math.prod(launch.grid) * math.prod(launch.block)
             label = _label(trace, key, self.by, empty=not grouped[key])
-            self.steps.append(Step(key, label, {s: list(v) for s, v in state.items()}, dict(read), dict(written),
-                                   tuple(dict.fromkeys(arrows)), frozenset(active), threads,
-                                   tuple((f, n, self.source(f, n)) for f, n in lines), accesses,
-                                   frozenset(flagged["race"]), frozenset(flagged["uninitialized"]),
-                                   frozenset(flagged["conflict"])))
+            self.steps.append(
+                Step(
+                    key,
+                    label,
+                    {s: list(v) for s, v in state.items()},
+                    dict(read),
+                    dict(written),
+                    tuple(dict.fromkeys(arrows)),
+                    frozenset(active),
+                    threads,
+                    tuple((f, n, self.source(f, n)) for f, n in lines),
+                    accesses,
+                    frozenset(flagged["race"]),
+                    frozenset(flagged["uninitialized"]),
+                    frozenset(flagged["conflict"]),
+                )
+            )
 
     def __len__(self):
         return len(self.steps)
@@ -328,6 +357,7 @@ def aligned(student, reference):
     reference's k-th. A step that writes nothing stands beside the reference step of the last
     write before it. A launch or a writing step the reference lacks stands beside nothing.
     """
+
     def writes_by_launch(model):
         found = collections.defaultdict(list)
         for k, step in enumerate(model):
@@ -380,5 +410,21 @@ def first_difference(student, reference):
     return next((k for k, cells in enumerate(differences(student, reference)) if cells), None)
 
 
-__all__ = ["Arrow", "BrokenTrace", "GRANULARITIES", "MAX_CELLS", "Model", "PICTURE_RECORDS", "Slot", "Step",
-           "aligned", "comparable", "differences", "first_difference", "initial_values", "model", "no_source", "same"]
+__all__ = [
+    "Arrow",
+    "BrokenTrace",
+    "GRANULARITIES",
+    "MAX_CELLS",
+    "Model",
+    "PICTURE_RECORDS",
+    "Slot",
+    "Step",
+    "aligned",
+    "comparable",
+    "differences",
+    "first_difference",
+    "initial_values",
+    "model",
+    "no_source",
+    "same",
+]

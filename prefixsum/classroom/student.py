@@ -12,6 +12,7 @@ by which ``python -m prefixsum grade`` matches a submission to its instructor's 
 (the package's own solution, shown for comparison after an exercise's check) are left out of the student's version, and
 so is the sentence that led in to them (a markdown cell ending with ':' right before one).
 """
+
 import pathlib
 import re
 
@@ -52,8 +53,11 @@ def student_version(notebook, chapter=None):
             if not kept[-1].source.strip():
                 kept.pop()
     student.cells = kept
-    exercises = [cell.metadata["exercise_id"] for cell in student.cells
-                 if "exercise" in cell.metadata.get("tags", []) and "exercise_id" in cell.metadata]
+    exercises = [
+        cell.metadata["exercise_id"]
+        for cell in student.cells
+        if "exercise" in cell.metadata.get("tags", []) and "exercise_id" in cell.metadata
+    ]
     stamp = {"exercises": exercises}
     if chapter is not None:
         stamp["chapter"] = chapter

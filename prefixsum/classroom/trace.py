@@ -39,6 +39,7 @@ On a machine with a GPU the notebook's own CUDA session must stay intact, so ``r
 ``fn`` in the simulating worker process (:mod:`.child`; ``fn`` and its arguments must be picklable
 by cloudpickle: functions of a module, lambdas, notebook functions and kernels are).
 """
+
 import collections
 import contextlib
 import signal
@@ -72,12 +73,16 @@ class Race(NamedTuple):
 
     def __str__(self):
         if not self.between_blocks:
-            return (f"race on {self.array}[{self.index}] in kernel '{self.kernel}' (launch {self.launch}, "
-                    f"phase {self.phase}): block {self.block} threads {', '.join(map(str, self.threads[:6]))} "
-                    "touch it, at least one writing")
+            return (
+                f"race on {self.array}[{self.index}] in kernel '{self.kernel}' (launch {self.launch}, "
+                f"phase {self.phase}): block {self.block} threads {', '.join(map(str, self.threads[:6]))} "
+                "touch it, at least one writing"
+            )
         what = block_order.DESCRIPTIONS[self.kind]
-        return (f"race on {self.array}[{self.index}] in kernel '{self.kernel}' (launch {self.launch}): "
-                f"blocks {', '.join(map(str, self.threads[:6]))} {what}")
+        return (
+            f"race on {self.array}[{self.index}] in kernel '{self.kernel}' (launch {self.launch}): "
+            f"blocks {', '.join(map(str, self.threads[:6]))} {what}"
+        )
 
 
 class Trace:
@@ -107,9 +112,14 @@ class Trace:
 
     def select(self, *, launch=None, array=None, space=None, block=None):
         """The records matching every given field."""
-        return [r for r in self.records
-                if (launch is None or r.launch == launch) and (array is None or r.array == array)
-                and (space is None or r.space == space) and (block is None or r.block == block)]
+        return [
+            r
+            for r in self.records
+            if (launch is None or r.launch == launch)
+            and (array is None or r.array == array)
+            and (space is None or r.space == space)
+            and (block is None or r.block == block)
+        ]
 
     def races(self):
         """Every :class:`Race`: within a block at most one per address and phase, between blocks
@@ -132,8 +142,7 @@ class Trace:
             race = block_order.race_between_blocks(accesses, order)
             if race is not None:
                 kind, blocks, line = race
-                found.append(Race(launch, self.kernel(launch), array, index, min(blocks), blocks, -1, True,
-                                  kind, line))
+                found.append(Race(launch, self.kernel(launch), array, index, min(blocks), blocks, -1, True, kind, line))
         return sorted(found, key=lambda race: (race.launch, race.array, race.index, race.phase))
 
     def stale_reads(self):
@@ -213,8 +222,19 @@ class Trace:
             ways = max(len(words) for words in words_per_bank.values())
             if rs[0].itemsize > bank_bytes:  # 8-byte words: the hardware serves half a warp per pass
                 ways = max(1, ways // (rs[0].itemsize // bank_bytes))
-            found.append({"launch": launch, "block": block, "warp": warp, "array": array, "line": line,
-                          "instance": instance, "write": write, "ways": ways, "threads": len(rs)})
+            found.append(
+                {
+                    "launch": launch,
+                    "block": block,
+                    "warp": warp,
+                    "array": array,
+                    "line": line,
+                    "instance": instance,
+                    "write": write,
+                    "ways": ways,
+                    "threads": len(rs),
+                }
+            )
         return found
 
     def conflict_summary(self, **kw):
@@ -222,8 +242,12 @@ class Trace:
         :meth:`bank_conflicts`)."""
         found = self.bank_conflicts(**kw)
         passes = sum(f["ways"] for f in found)
-        return {"instructions": len(found), "passes": passes, "extra_passes": passes - len(found),
-                "worst": max((f["ways"] for f in found), default=0)}
+        return {
+            "instructions": len(found),
+            "passes": passes,
+            "extra_passes": passes - len(found),
+            "worst": max((f["ways"] for f in found), default=0),
+        }
 
     def fan_out(self, space="shared"):
         """The most threads of one block that read one cell of ``space`` memory in one barrier phase.
@@ -294,9 +318,15 @@ def _record_here(fn, args, kwargs, timeout, steps=None, polls=None):
     recorder = Recorder(deadline, steps, polls)
     result = error = None
     try:
-        with (time_limit(timeout), sim.enabled(True), sim.launch_hook(recorder.start_launch),
-              sim.call_hook(recorder.count_call), sim.access_hook(recorder), sim.fence_hook(recorder.fence),
-              sim.wait_hook(recorder.wait)):
+        with (
+            time_limit(timeout),
+            sim.enabled(True),
+            sim.launch_hook(recorder.start_launch),
+            sim.call_hook(recorder.count_call),
+            sim.access_hook(recorder),
+            sim.fence_hook(recorder.fence),
+            sim.wait_hook(recorder.wait),
+        ):
             result = fn(*args, **kwargs)
     except Exception as exc:  # the trace up to the failure is the point
         error = exc

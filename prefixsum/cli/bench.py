@@ -12,6 +12,7 @@ and ``cupy.cumsum``. Throughput is 2 n x itemsize / time, the bytes a single-pas
 Every row carries :func:`~.metadata.run_metadata` (the GPU, driver, versions, date and command).
 The run exits with 1 when any result was wrong.
 """
+
 import argparse
 import functools
 import os
@@ -80,8 +81,11 @@ def _torch_rows(torch, stream, x, check, repeats, method):
     target = torch.from_numpy(poisoned(len(x), x.dtype)).cuda()
     target.copy_(t)
     correct = bool(np.array_equal(target.cpu().numpy(), x))
-    yield "torch copy", correct, kernel_us(lambda: target.copy_(t), stream=stream, repeats=repeats, method=method,
-                                           copies=True)  # a device-to-device memcpy, not a kernel
+    yield (
+        "torch copy",
+        correct,
+        kernel_us(lambda: target.copy_(t), stream=stream, repeats=repeats, method=method, copies=True),
+    )  # a device-to-device memcpy, not a kernel
 
 
 def _cupy_rows(cupy, stream, x, check, repeats, method):
@@ -130,11 +134,25 @@ def run(sizes, dtypes, variants, *, repeats=REPEATS, command=None, methods=("cup
                 return wrong_indices(result, expected, allowed).size == 0
 
             def add_row(variant, kind, micros, correct, timing, method="host clock"):
-                table.append({"variant": variant, "kind": kind, "dtype": dtype.name, "n": n,
-                              "median_us": round(micros, 3), "gbps": round(bytes_moved / micros / 1e3, 2),
-                              "correct": correct, "method": method, "timing": timing, **meta})
-                print(f"{variant:<34} {dtype.name:<8} n={n:<10} {micros:>10.1f} us "
-                      f"{bytes_moved / micros / 1e3:>8.1f} GB/s  {timing}{'' if correct else '  WRONG'}", flush=True)
+                table.append(
+                    {
+                        "variant": variant,
+                        "kind": kind,
+                        "dtype": dtype.name,
+                        "n": n,
+                        "median_us": round(micros, 3),
+                        "gbps": round(bytes_moved / micros / 1e3, 2),
+                        "correct": correct,
+                        "method": method,
+                        "timing": timing,
+                        **meta,
+                    }
+                )
+                print(
+                    f"{variant:<34} {dtype.name:<8} n={n:<10} {micros:>10.1f} us "
+                    f"{bytes_moved / micros / 1e3:>8.1f} GB/s  {timing}{'' if correct else '  WRONG'}",
+                    flush=True,
+                )
 
             def add_kernel_row(variant, kind, correct, measured):
                 add_row(variant, kind, measured.us, correct, measured.timing, measured.method)
@@ -148,8 +166,15 @@ def run(sizes, dtypes, variants, *, repeats=REPEATS, command=None, methods=("cup
                 add_kernel_row("copy", "baseline", copied, kernel_us(copy, repeats=repeats, method=method, ran=True))
             for variant in variants:
                 name, options = parse_variant(variant)
-                scan = functools.partial(ps.ALGORITHMS[name].run, source, out, "add", True, False,
-                                         **ps.ALGORITHMS[name].resolve_options(options))
+                scan = functools.partial(
+                    ps.ALGORITHMS[name].run,
+                    source,
+                    out,
+                    "add",
+                    True,
+                    False,
+                    **ps.ALGORITHMS[name].resolve_options(options),
+                )
                 out.copy_to_device(poisoned(n, dtype))
                 scan()
                 correct = check(out.copy_to_host())
@@ -177,8 +202,9 @@ def summary(rows):
         largest = max(row["n"] for row in rows if row["dtype"] == dtype)
         at = [row for row in rows if row["dtype"] == dtype and row["n"] == largest]
         cub = {row["method"]: row["median_us"] for row in at if row["variant"] == "torch.cumsum"}
-        shown += [{**row, "vs torch.cumsum": round(cub.get(row["method"], float("nan")) / row["median_us"], 2)}
-                  for row in at]
+        shown += [
+            {**row, "vs torch.cumsum": round(cub.get(row["method"], float("nan")) / row["median_us"], 2)} for row in at
+        ]
     return shown
 
 
@@ -188,14 +214,19 @@ def parser():
     command.add_argument("--min-log2", type=int, default=10)
     command.add_argument("--max-log2", type=int, default=26)
     command.add_argument("--dtype", action="append", help="float32 and int32 by default (repeatable)")
-    command.add_argument("--variant", action="append", help="NAME or NAME:opt=value,... (default: every registered "
-                                                            "algorithm)")
+    command.add_argument(
+        "--variant", action="append", help="NAME or NAME:opt=value,... (default: every registered algorithm)"
+    )
     command.add_argument("--repeats", type=int, default=REPEATS)
-    command.add_argument("--csv", default=None, help="the output (default: scan_throughput.csv in $OUT, else in "
-                                                     "benchmarks/out)")
-    command.add_argument("--quick", action="store_true",
-                         help=f"sizes {', '.join(map(str, QUICK_SIZES))} and {QUICK_REPEATS} repeats; "
-                              "runs on the simulator too (tests the script)")
+    command.add_argument(
+        "--csv", default=None, help="the output (default: scan_throughput.csv in $OUT, else in benchmarks/out)"
+    )
+    command.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"sizes {', '.join(map(str, QUICK_SIZES))} and {QUICK_REPEATS} repeats; "
+        "runs on the simulator too (tests the script)",
+    )
     add_method_option(command)
     return command
 
@@ -206,13 +237,20 @@ def main(argv=None):
     require_gpu(args.quick)
     variants = args.variant or list(ps.ALGORITHMS)
     sizes = list(QUICK_SIZES) if args.quick else [1 << k for k in range(args.min_log2, args.max_log2 + 1)]
-    rows = run(sizes, args.dtype or ["float32", "int32"], variants,
-               repeats=QUICK_REPEATS if args.quick else args.repeats,
-               command=shlex.join(["python", "-m", "prefixsum", "bench", *argv]),
-               methods=check_methods(args.method or ["cupti"]))
+    rows = run(
+        sizes,
+        args.dtype or ["float32", "int32"],
+        variants,
+        repeats=QUICK_REPEATS if args.quick else args.repeats,
+        command=shlex.join(["python", "-m", "prefixsum", "bench", *argv]),
+        methods=check_methods(args.method or ["cupti"]),
+    )
     write_csv(rows, args.csv or os.path.join(default_out(), "scan_throughput.csv"))
-    print_table(summary(rows), ["variant", "dtype", "n", "median_us", "gbps", "vs torch.cumsum", "correct", "method"],
-                title="the largest n of each dtype (median us; GB/s = 2 n x itemsize / time):")
+    print_table(
+        summary(rows),
+        ["variant", "dtype", "n", "median_us", "gbps", "vs torch.cumsum", "correct", "method"],
+        title="the largest n of each dtype (median us; GB/s = 2 n x itemsize / time):",
+    )
     return report_wrong(rows, lambda row: f"{row['variant']} {row['dtype']} n={row['n']}")
 
 

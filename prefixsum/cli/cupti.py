@@ -13,6 +13,7 @@ synchronised and :func:`call_boundary`, an empty kernel, is launched; in the tra
 between two markers are one call. Copies and memsets (``Memcpy ...``, ``Memset ...`` in the
 trace) are left out unless asked for (a baseline that is a copy, as torch's ``copy_``).
 """
+
 import importlib
 import statistics
 
@@ -134,8 +135,10 @@ def cupti_us(launch, *, warmup, repeats, copies=False, seen=None):
     if seen is not None:
         seen.update(kernels_per_call(traced.events(), repeats, copies=copies))
     if len(calls) != repeats or min(calls, default=0.0) <= 0.0:
-        raise RuntimeError(f"the profiler's trace held {len(calls)} calls for {repeats} made, "
-                           f"with kernel times {calls[:5]}...: it did not see every kernel")
+        raise RuntimeError(
+            f"the profiler's trace held {len(calls)} calls for {repeats} made, "
+            f"with kernel times {calls[:5]}...: it did not see every kernel"
+        )
     return statistics.median(calls)
 
 
@@ -170,10 +173,12 @@ def cupti_us_each(launches, *, warmup, repeats, copies=()):
     by_kind = {False: per_call_us(events), True: per_call_us(events, copies=True)}
     found = {}
     for k, name in enumerate(launches):
-        calls = by_kind[name in copies][k * repeats:(k + 1) * repeats]
+        calls = by_kind[name in copies][k * repeats : (k + 1) * repeats]
         if len(calls) != repeats or min(calls, default=0.0) <= 0.0:
-            raise RuntimeError(f"the profiler's trace held {len(calls)} calls of {name!r} for {repeats} made, "
-                               f"with kernel times {calls[:5]}...: it did not see every kernel")
+            raise RuntimeError(
+                f"the profiler's trace held {len(calls)} calls of {name!r} for {repeats} made, "
+                f"with kernel times {calls[:5]}...: it did not see every kernel"
+            )
         found[name] = statistics.median(calls)
     return found
 
@@ -202,6 +207,8 @@ def kernel_names(launch):
     with profile(activities=[ProfilerActivity.CUDA]) as traced:
         launch()
         cuda.synchronize()
-    ran = sorted((e for e in traced.events() if is_device_event(e) and not e.name.startswith(COPIES)),
-                 key=lambda e: e.time_range.start)
+    ran = sorted(
+        (e for e in traced.events() if is_device_event(e) and not e.name.startswith(COPIES)),
+        key=lambda e: e.time_range.start,
+    )
     return list(dict.fromkeys(e.name for e in ran))

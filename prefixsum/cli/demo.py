@@ -5,6 +5,7 @@ dtype: 144 rows), which is Python on one core. The rows are therefore shared amo
 processes, one per core up to :data:`GPU_WORKERS`, each with its own CUDA context; the table is
 printed in the same order either way. On the simulator the rows run here, one after another.
 """
+
 import itertools
 import multiprocessing
 import os
@@ -84,8 +85,10 @@ def main(n=None, algorithms=None, out=print, workers=None):
     failed = 0
     for (_, name, op, dtype), (_, passed, seconds, detail) in zip(rows, results):
         failed += not passed
-        out(f"{name:<14} {n:>9} {op:<4} {dtype.name:<8} {device[:22]:<22} {'PASS' if passed else 'FAIL':<6} "
-            f"{seconds * 1e3:>8.2f}ms {detail}".rstrip())
+        out(
+            f"{name:<14} {n:>9} {op:<4} {dtype.name:<8} {device[:22]:<22} {'PASS' if passed else 'FAIL':<6} "
+            f"{seconds * 1e3:>8.2f}ms {detail}".rstrip()
+        )
     suffix = f" ({workers} worker processes)" if workers > 1 else ""
     out(f"{'all passed' if not failed else f'{failed} FAILED'} on {device}{suffix}")
     return 1 if failed else 0

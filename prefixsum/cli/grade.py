@@ -1,4 +1,5 @@
 """``python -m prefixsum grade``: the command-line glue of :mod:`prefixsum.grading`."""
+
 import os
 import sys
 
@@ -11,49 +12,96 @@ GRADER_OPEN_FILES = 4096
 def add_parser(commands):
     """Add the ``grade`` sub-command to ``commands`` (an argparse sub-parsers object)."""
     grade = commands.add_parser(
-        "grade", help="grade students' notebooks: grades.csv, summary.csv and a feedback page per student",
+        "grade",
+        help="grade students' notebooks: grades.csv, summary.csv and a feedback page per student",
         description="Grade submitted notebooks against the instructor's: each exercise is run under nbval and "
-                    "re-checked by the grader itself, on the classroom simulator, each submission in fresh "
-                    "processes under time and resource limits. Exits 0 when every submission was graded, "
-                    "whatever the students scored.")
-    grade.add_argument("submissions", nargs="*", metavar="SUBMISSION",
-                       help="a notebook, or a folder: a folder of files is one student's submission (named after "
-                            "the folder), a folder of folders one submission per sub-folder (none: with --record, "
-                            "only record)")
-    grade.add_argument("--out", metavar="DIR", help="folder for grades.csv, summary.csv and feedback/ (needed with "
-                                                    "submissions)")
-    grade.add_argument("--instructor", nargs="+", metavar="PATH",
-                       help="the instructor's notebooks, with solutions and exercise metadata (default: the workbook's "
-                            "notebooks/NN_*.ipynb); a submission is matched to one by the metadata that "
-                            "'python -m prefixsum student' stamps, else by its exercise ids or its file name")
-    grade.add_argument("--workers", type=int, default=None, metavar="N",
-                       help="submissions graded at once (default: the number of cores)")
-    grade.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
-                       help="time limit of one exercise with its check (default 60); a whole notebook is killed "
-                            "after its exercises' limits and 90 s to start")
-    grade.add_argument("--memory", type=int, default=4096, metavar="MB",
-                       help="memory of a submission's run: the resident memory of all its processes together, and "
-                            "the address space of each, MiB (default 4096)")
-    grade.add_argument("--chapters", nargs="+", metavar="NAME",
-                       help="the chapters every student owes (01_ladder ...): summary.csv then counts a chapter not "
-                            "handed in against its full maximum")
-    grade.add_argument("--max-size", type=int, default=16, metavar="MB",
-                       help="a submitted file larger than this is not graded (default 16)")
-    grade.add_argument("--unsafe-no-sandbox", action="store_true",
-                       help="grade without the bubblewrap sandbox where none can be made (macOS, no user namespaces): "
-                            "a submission can then reach the grader, its files and its classmates; every row says so")
-    grade.add_argument("--scheduler", metavar="ADDRESS",
-                       help="grade on the workers of a Dask distributed scheduler (tcp://host:8786) instead of "
-                            "local processes; the workers need this package and dask[distributed]")
-    grade.add_argument("--record", metavar="FILE",
-                       help="write the recording of the instructor's solutions that this command checks to FILE "
-                            "(JSON), for later batches' --recording: without submissions, every exercise of every "
-                            "chapter (or of --chapters), and nothing is graded; with submissions, the exercises they "
-                            "need, with those of --recording")
-    grade.add_argument("--recording", metavar="FILE",
-                       help="a recording of --record: the chapters it holds with every exercise the submissions need "
-                            "are not recorded again; it is refused unless made with the same instructor notebooks, "
-                            "--timeout, --memory, sandbox and package version")
+        "re-checked by the grader itself, on the classroom simulator, each submission in fresh "
+        "processes under time and resource limits. Exits 0 when every submission was graded, "
+        "whatever the students scored.",
+    )
+    grade.add_argument(
+        "submissions",
+        nargs="*",
+        metavar="SUBMISSION",
+        help="a notebook, or a folder: a folder of files is one student's submission (named after "
+        "the folder), a folder of folders one submission per sub-folder (none: with --record, "
+        "only record)",
+    )
+    grade.add_argument(
+        "--out", metavar="DIR", help="folder for grades.csv, summary.csv and feedback/ (needed with submissions)"
+    )
+    grade.add_argument(
+        "--instructor",
+        nargs="+",
+        metavar="PATH",
+        help="the instructor's notebooks, with solutions and exercise metadata (default: the workbook's "
+        "notebooks/NN_*.ipynb); a submission is matched to one by the metadata that "
+        "'python -m prefixsum student' stamps, else by its exercise ids or its file name",
+    )
+    grade.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="submissions graded at once (default: the number of cores)",
+    )
+    grade.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="time limit of one exercise with its check (default 60); a whole notebook is killed "
+        "after its exercises' limits and 90 s to start",
+    )
+    grade.add_argument(
+        "--memory",
+        type=int,
+        default=4096,
+        metavar="MB",
+        help="memory of a submission's run: the resident memory of all its processes together, and "
+        "the address space of each, MiB (default 4096)",
+    )
+    grade.add_argument(
+        "--chapters",
+        nargs="+",
+        metavar="NAME",
+        help="the chapters every student owes (01_ladder ...): summary.csv then counts a chapter not "
+        "handed in against its full maximum",
+    )
+    grade.add_argument(
+        "--max-size",
+        type=int,
+        default=16,
+        metavar="MB",
+        help="a submitted file larger than this is not graded (default 16)",
+    )
+    grade.add_argument(
+        "--unsafe-no-sandbox",
+        action="store_true",
+        help="grade without the bubblewrap sandbox where none can be made (macOS, no user namespaces): "
+        "a submission can then reach the grader, its files and its classmates; every row says so",
+    )
+    grade.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="grade on the workers of a Dask distributed scheduler (tcp://host:8786) instead of "
+        "local processes; the workers need this package and dask[distributed]",
+    )
+    grade.add_argument(
+        "--record",
+        metavar="FILE",
+        help="write the recording of the instructor's solutions that this command checks to FILE "
+        "(JSON), for later batches' --recording: without submissions, every exercise of every "
+        "chapter (or of --chapters), and nothing is graded; with submissions, the exercises they "
+        "need, with those of --recording",
+    )
+    grade.add_argument(
+        "--recording",
+        metavar="FILE",
+        help="a recording of --record: the chapters it holds with every exercise the submissions need "
+        "are not recorded again; it is refused unless made with the same instructor notebooks, "
+        "--timeout, --memory, sandbox and package version",
+    )
     grade.add_argument("--quiet", action="store_true", help="no progress bar")
     return grade
 
@@ -86,10 +134,19 @@ def main(args):
             _record_only(args, grading, options)
             return 0
         recording = grading.Recording.read(args.recording) if args.recording else None
-        rows = grading.grade(args.submissions, args.out, instructor=args.instructor, workers=args.workers,
-                             options=options, scheduler=args.scheduler, progress=not args.quiet,
-                             chapters_named=args.chapters, max_notebook_mb=args.max_size, recording=recording,
-                             record_to=args.record)
+        rows = grading.grade(
+            args.submissions,
+            args.out,
+            instructor=args.instructor,
+            workers=args.workers,
+            options=options,
+            scheduler=args.scheduler,
+            progress=not args.quiet,
+            chapters_named=args.chapters,
+            max_notebook_mb=args.max_size,
+            recording=recording,
+            record_to=args.record,
+        )
     except grading.SandboxUnavailable as error:
         # The error says what to do: install bubblewrap, open a folder, or --unsafe-no-sandbox.
         print(f"grade: no sandbox can be made here, so nothing was graded: {error}", file=sys.stderr)
@@ -98,8 +155,10 @@ def main(args):
         print(f"grade: {error}", file=sys.stderr)
         return 2
     students = {r.submission for r in rows}
-    print(f"graded {len(students)} submissions, {len(rows)} rows: {args.out}/grades.csv, summary.csv, feedback/"
-          + (f"; the recording: {args.record}" if args.record else ""))
+    print(
+        f"graded {len(students)} submissions, {len(rows)} rows: {args.out}/grades.csv, summary.csv, feedback/"
+        + (f"; the recording: {args.record}" if args.record else "")
+    )
     return 0
 
 

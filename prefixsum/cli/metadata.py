@@ -1,4 +1,5 @@
 """What every benchmark CSV records beside its numbers: the GPU, driver, versions, date and command."""
+
 import datetime
 import importlib
 import os
@@ -17,8 +18,12 @@ from prefixsum.core import numba_gpu
 def _driver_version():
     """The NVIDIA driver's version (e.g. 580.95.05), from nvidia-smi or the kernel module."""
     try:
-        lines = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                               capture_output=True, text=True, timeout=60).stdout.split()
+        lines = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        ).stdout.split()
         if lines:
             return lines[0]
     except (OSError, subprocess.SubprocessError):

@@ -8,6 +8,7 @@ compute capabilities is the second level of proof. It needs numba-cuda's compile
 Run ``python -m prefixsum ptx`` (it sets the environment itself and starts this module as
 ``python -m prefixsum.cli.ptx``), or call :func:`compile_all`.
 """
+
 import itertools
 import json
 import os
@@ -88,8 +89,15 @@ def compile_all(capabilities=CAPABILITIES, out=sys.stdout, algorithms=None, keep
             if keep is not None:
                 name = f"{number:04d}.{target}.ptx"
                 (keep / name).write_text(ptx)
-                index.append({"label": label, "kernel": kernel.py_func.__name__,
-                              "argtypes": [str(argtype) for argtype in argtypes], "cc": target, "file": name})
+                index.append(
+                    {
+                        "label": label,
+                        "kernel": kernel.py_func.__name__,
+                        "argtypes": [str(argtype) for argtype in argtypes],
+                        "cc": target,
+                        "file": name,
+                    }
+                )
     if keep is not None:
         (keep / "index.json").write_text(json.dumps(index, indent=1))
     return failures
@@ -130,7 +138,7 @@ def compiles_in_child(kernel, signature, cc=(9, 0)):
     first = next(
         (k for k, line in enumerate(lines) if "Error:" in line and not line.startswith("File")), len(lines) - 1
     )
-    return False, " ".join(lines[first:first + 2])
+    return False, " ".join(lines[first : first + 2])
 
 
 def main(argv=None):

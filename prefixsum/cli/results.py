@@ -3,6 +3,7 @@
 The notebooks and the README quote measurements only through :func:`read` and :func:`value`, so
 every number in their prose comes from a CSV under ``benchmarks/`` that ``run_gpu.sh`` wrote.
 """
+
 import csv
 import os
 import pathlib
@@ -95,4 +96,3 @@ def value(name, column, **where):
     if len(rows) != 1:
         raise KeyError(f"{len(rows)} rows of {name} match {where}; expected exactly one")
     return rows[0][column]
-

@@ -16,6 +16,7 @@ Two times are measured, each the median of ``repeats`` samples after a warm-up:
 A baseline library that cannot run is skipped with a line saying why (:func:`gpu_library`); a
 script runs on the simulator only with ``--quick``, to test it (:func:`script_arguments`).
 """
+
 import argparse
 import functools
 import importlib
@@ -76,9 +77,13 @@ def script_arguments(argv, quick_help, more=None):
 
 def add_method_option(parser):
     """``--method``, repeatable: how device times are measured (:data:`METHODS`; cupti if none)."""
-    parser.add_argument("--method", action="append", choices=METHODS,
-                        help="how device time is measured: cupti (torch.profiler's kernel durations summed per call, "
-                             "the default) or events (CUDA events around queued launches); repeat for both")
+    parser.add_argument(
+        "--method",
+        action="append",
+        choices=METHODS,
+        help="how device time is measured: cupti (torch.profiler's kernel durations summed per call, "
+        "the default) or events (CUDA events around queued launches); repeat for both",
+    )
 
 
 def require_gpu(quick):
@@ -101,9 +106,11 @@ def gpu_library(name):
     except ImportError as error:
         print(f"{name}: skipped (not installed: {error})")
         return None
-    usable = {"torch": lambda: module.cuda.is_available(),
-              "cupy": lambda: module.cuda.runtime.getDeviceCount() > 0,
-              "jax": lambda: module.default_backend() == "gpu"}[name]
+    usable = {
+        "torch": lambda: module.cuda.is_available(),
+        "cupy": lambda: module.cuda.runtime.getDeviceCount() > 0,
+        "jax": lambda: module.default_backend() == "gpu",
+    }[name]
     try:
         if usable():
             return module
@@ -242,8 +249,12 @@ def kernel_us_each(launches, *, repeats=REPEATS, method="cupti", stream=None, co
     default; ``copies``: the launches whose device copies count; ``ran``: as :func:`kernel_us`'s).
     NaN on the simulator."""
     if simulating() or method != "cupti":
-        return {name: kernel_us(launch, stream=(stream or {}).get(name), repeats=repeats, method=method,
-                                copies=name in copies, ran=ran) for name, launch in launches.items()}
+        return {
+            name: kernel_us(
+                launch, stream=(stream or {}).get(name), repeats=repeats, method=method, copies=name in copies, ran=ran
+            )
+            for name, launch in launches.items()
+        }
     found = cupti.cupti_us_each(launches, warmup=WARMUP, repeats=repeats, copies=copies)
     return {name: KernelTime(us, True, method) for name, us in found.items()}
 
@@ -269,8 +280,10 @@ def library_stream(module):
     current.synchronize()
     waited_ms = (time.perf_counter() - clock) * 1e3
     if waited_ms < 10:
-        raise RuntimeError(f"{module.__name__}'s stream {handle} did not wait for a 20 ms kernel queued on it "
-                           f"(it waited {waited_ms:.1f} ms): its kernels would not be queued for timing")
+        raise RuntimeError(
+            f"{module.__name__}'s stream {handle} did not wait for a 20 ms kernel queued on it "
+            f"(it waited {waited_ms:.1f} ms): its kernels would not be queued for timing"
+        )
     return stream
 
 

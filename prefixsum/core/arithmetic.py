@@ -4,6 +4,7 @@ On the simulator the kernels' arithmetic is numpy's, and so is the reference's; 
 a GPU is silent: float overflow to inf, integer overflow (which wraps), and inf - inf or 0 * inf
 giving NaN ("invalid value encountered").
 """
+
 import numpy as np
 
 

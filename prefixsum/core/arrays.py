@@ -1,4 +1,5 @@
 """What counts as a device array, for every public function that takes one; result arrays."""
+
 import numpy as np
 from numba import cuda
 
@@ -44,9 +45,10 @@ def result_maker(shape, dtype):
     stream of ``stream_key``, with the layout (shape, strides, bytes) worked out once."""
     dtype = np.dtype(dtype)
     shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(map(int, shape))
-    strides = tuple(int(np.prod(shape[k + 1:], dtype=np.int64)) * dtype.itemsize for k in range(len(shape)))
+    strides = tuple(int(np.prod(shape[k + 1 :], dtype=np.int64)) * dtype.itemsize for k in range(len(shape)))
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     if not nbytes or simulating():
+
         def make(stream_key=0):
             return cuda.device_array(shape, dtype)
 

@@ -10,6 +10,7 @@ choice for the user's, the package marks its own setting in a second variable,
 A child finding both reports the parent's reason; a ``NUMBA_ENABLE_CUDASIM`` without a matching
 mark is the user's.
 """
+
 import ctypes
 import functools
 import os
@@ -100,7 +101,10 @@ def choose():
             warnings.warn(
                 "numba.cuda was imported before prefixsum, for a GPU, and no usable GPU was found: "
                 "kernels will fail. Import prefixsum first (it then chooses the simulator), or set "
-                f"{_ENV}=1 before importing numba.", RuntimeWarning, stacklevel=3)
+                f"{_ENV}=1 before importing numba.",
+                RuntimeWarning,
+                stacklevel=3,
+            )
         return bool(config.ENABLE_CUDASIM), "numba.cuda was imported before prefixsum"
     value = os.environ.get(_ENV)
     if value in ("0", "1"):
@@ -122,12 +126,15 @@ def device_specific(factory):
     device, the simulating worker of a process on a GPU, makes its own by calling the factory
     again rather than running code written for the GPU.
     """
+
     @functools.wraps(factory)
     def make(*args, **kwargs):
         made = factory(*args, **kwargs)
         for index, function in enumerate(made if isinstance(made, tuple) else (made,)):
-            _RECIPES[id(function)] = function, (make.__module__, make.__qualname__, args, kwargs,
-                                                index if isinstance(made, tuple) else None)
+            _RECIPES[id(function)] = (
+                function,
+                (make.__module__, make.__qualname__, args, kwargs, index if isinstance(made, tuple) else None),
+            )
         return made
 
     return make

@@ -18,6 +18,7 @@ one of these messages:
 * kind: anything with ``__cuda_array_interface__`` (CuPy, PyTorch, numba) is a device array;
   anything else goes through ``numpy.asarray`` (lists too).
 """
+
 import sys
 
 import numpy as np
@@ -72,15 +73,19 @@ def as_input(x, name="x", *, check=None, mask=False, ndim=1):
         check(dtype)
     if on_device and not dtype.isnative and dtype.itemsize > 1:
         order = "big" if dtype.byteorder == ">" else "little"
-        raise TypeError(f"unsupported byte order: dtype {dtype.str!r} is {order}-endian ({dtype.name}), but kernels "
-                        f"work in this machine's {sys.byteorder}-endian order; convert it first")
+        raise TypeError(
+            f"unsupported byte order: dtype {dtype.str!r} is {order}-endian ({dtype.name}), but kernels "
+            f"work in this machine's {sys.byteorder}-endian order; convert it first"
+        )
     allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
     if len(x.shape) not in allowed:
         dims = " or ".join(f"{k}-D" for k in allowed)
         raise ValueError(f"{name} must be {dims}; got an array of shape {tuple(x.shape)} (ndim={len(x.shape)})")
     if on_device and not x.is_c_contiguous():
-        raise ValueError(f"a device array {name} must be contiguous; got strides {tuple(x.strides)} for elements of "
-                         f"{dtype.itemsize} bytes; copy it first (e.g. cupy.ascontiguousarray)")
+        raise ValueError(
+            f"a device array {name} must be contiguous; got strides {tuple(x.strides)} for elements of "
+            f"{dtype.itemsize} bytes; copy it first (e.g. cupy.ascontiguousarray)"
+        )
     return x, on_device
 
 

@@ -23,6 +23,7 @@ process), a launcher launches through the dispatcher, as any kernel does. The co
 is kept for the GPU of the first call: a process that switches GPUs (``cuda.select_device``)
 must not reuse a launcher across them.
 """
+
 import threading
 
 from numba import cuda, types
@@ -67,8 +68,9 @@ class Launcher:
             if self._kernel is not None or not self._direct:
                 return  # another thread prepared it meanwhile
             try:
-                kernel, self._stream, self._launch, self._success = numba_gpu.launch_parts(self.dispatcher,
-                                                                                             self.argtypes)
+                kernel, self._stream, self._launch, self._success = numba_gpu.launch_parts(
+                    self.dispatcher, self.argtypes
+                )
             except (ImportError, AttributeError) as error:
                 numba_gpu.warn_fallback(error)
                 self._direct = False
@@ -93,11 +95,14 @@ class Launcher:
             params = self._block()
         dims = self._configs.get((grid, block, shared)) or self._dims(grid, block, shared)
         params.fill(args)
-        error = self._launch(self._kernel, *dims, self._stream if stream is None else stream.pointer, params.address,
-                             None)
+        error = self._launch(
+            self._kernel, *dims, self._stream if stream is None else stream.pointer, params.address, None
+        )
         if error != self._success:
-            raise RuntimeError(f"cuLaunchKernel of {self.dispatcher.py_func.__name__} with grid {grid}, block {block}, "
-                               f"{shared} bytes of shared memory failed: CUresult {error}")
+            raise RuntimeError(
+                f"cuLaunchKernel of {self.dispatcher.py_func.__name__} with grid {grid}, block {block}, "
+                f"{shared} bytes of shared memory failed: CUresult {error}"
+            )
 
     def _dims(self, grid, block, shared):
         """``(gx, gy, gz, bx, by, bz, shared)`` of a launch, kept per configuration."""
@@ -105,8 +110,10 @@ class Launcher:
         block3 = (tuple(block) + (1, 1))[:3] if isinstance(block, tuple) else (block, 1, 1)
         dims = (*map(int, grid3), *map(int, block3), int(shared))
         if not all(0 <= value < 1 << 31 for value in dims):  # the driver's call takes them as C ints
-            raise ValueError(f"a launch of {self.dispatcher.py_func.__name__} takes grid and block dimensions and "
-                             f"shared bytes from 0 to 2**31 - 1; got grid {grid}, block {block}, shared {shared}")
+            raise ValueError(
+                f"a launch of {self.dispatcher.py_func.__name__} takes grid and block dimensions and "
+                f"shared bytes from 0 to 2**31 - 1; got grid {grid}, block {block}, shared {shared}"
+            )
         if len(self._configs) > 256:
             self._configs.clear()
         self._configs[grid, block, shared] = dims

@@ -8,6 +8,7 @@ first read, so a layer may point at a layer above it (a lesson that moved to ``c
 ``scans``) without importing it: nothing below that layer runs it unless a user's old code asks.
 The paths go when the deprecated names do.
 """
+
 import importlib
 import warnings
 
@@ -28,12 +29,16 @@ def moved(module_name, targets):
         ``__getattr__(name)``: the moved object, after a DeprecationWarning; AttributeError for
         any other name.
     """
+
     def __getattr__(name):
         if name not in targets:
             raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
         where, _, new_name = targets[name].partition(":")
-        warnings.warn(f"{module_name}.{name} moved to {where}.{new_name}; the old name will be removed",
-                      DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            f"{module_name}.{name} moved to {where}.{new_name}; the old name will be removed",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return getattr(importlib.import_module(where), new_name)
 
     return __getattr__

@@ -8,6 +8,7 @@ on another side stream, ordered by events, while host threads fill the next chun
 slots (:func:`prefixsum.core.workspace.staging`); see :mod:`prefixsum.scans.transfers` for the
 timeline and what limits it.
 """
+
 import concurrent.futures
 import functools
 import os
@@ -69,7 +70,7 @@ def copy_parallel(target, source):
     pool = copy_pool("copies")
     bounds = np.linspace(0, target.shape[0], parts + 1).astype(np.int64)
     pending = [pool.submit(np.copyto, target[a:b], source[a:b]) for a, b in zip(bounds[1:-1], bounds[2:])]
-    np.copyto(target[:bounds[1]], source[:bounds[1]])
+    np.copyto(target[: bounds[1]], source[: bounds[1]])
     for job in pending:
         job.result()
 
@@ -102,7 +103,7 @@ def send_packed(device, offset, planes, stream):
         slot = state["cursor"] % PACK_SLOTS
         state["cursor"] = slot + 1
         ops.synchronize(sent[slot])
-        packed = ring[slot * slot_size:slot * slot_size + size]
+        packed = ring[slot * slot_size : slot * slot_size + size]
         _pack(packed, blocks)
         ops.copy_in(device, offset + start * dtype.itemsize, packed, stream)
         ops.record(sent[slot], stream)
@@ -125,7 +126,7 @@ def _ring(dtype, nbytes, ops):
             ops.synchronize(event)
         state["slot_bytes"] = want
     slot_bytes = state["slot_bytes"]
-    ring = staging("pack ring", PACK_SLOTS * slot_bytes)[:PACK_SLOTS * slot_bytes].view(dtype)
+    ring = staging("pack ring", PACK_SLOTS * slot_bytes)[: PACK_SLOTS * slot_bytes].view(dtype)
     return ring, slot_bytes // dtype.itemsize, sent, state
 
 
@@ -151,7 +152,7 @@ def _pack(packed, blocks):
     unit = max(MIN_PACK_BYTES, packed.nbytes // COPY_THREADS)
     jobs, at = [], 0
     for block in blocks:
-        target = packed[at:at + block.size].reshape(block.shape)
+        target = packed[at : at + block.size].reshape(block.shape)
         at += block.size
         count = max(1, -(-block.nbytes // unit))
         if block.shape[0] == 1:
@@ -177,11 +178,11 @@ def _parts(planes, size):
         base = p * rows * cols
         if per:
             for r in range(0, rows, per):
-                yield plane[r:r + per], base + r * cols
+                yield plane[r : r + per], base + r * cols
         else:
             for r in range(rows):
                 for c in range(0, cols, width):
-                    yield plane[r:r + 1, c:c + width], base + r * cols + c
+                    yield plane[r : r + 1, c : c + width], base + r * cols + c
 
 
 def host_copy(target, source):
@@ -197,12 +198,12 @@ class _NumbaCopies:
     @staticmethod
     def copy_in(device, offset, host, stream):
         start = offset // host.itemsize
-        _flat(device)[start:start + host.shape[0]].copy_to_device(host, stream=stream)
+        _flat(device)[start : start + host.shape[0]].copy_to_device(host, stream=stream)
 
     @staticmethod
     def copy_out(host, device, offset, stream):
         start = offset // host.itemsize
-        _flat(device)[start:start + host.shape[0]].copy_to_host(host, stream=stream)
+        _flat(device)[start : start + host.shape[0]].copy_to_host(host, stream=stream)
 
     @staticmethod
     def record(event, stream):

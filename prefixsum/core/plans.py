@@ -29,6 +29,7 @@ stream's workspace (or the caller's ``temp``). :data:`PLANS` is a dictionary rea
 (a lookup is atomic under the GIL) and written under one; two threads that make the same plan at
 once both make it, and one is kept.
 """
+
 import contextlib
 import threading
 
@@ -141,8 +142,10 @@ class Plan:
     def check_temp(self, temp):
         """``temp`` as numba's uint8 device array of at least :attr:`temp_bytes` bytes, or ValueError / TypeError."""
         if self.temp_bytes is None:
-            raise ValueError(f"this plan's algorithm {self.algorithm!r} keeps its temporary storage in the "
-                             f"package's workspace and takes no temp=; plans whose temp_bytes is an integer take one")
+            raise ValueError(
+                f"this plan's algorithm {self.algorithm!r} keeps its temporary storage in the "
+                f"package's workspace and takes no temp=; plans whose temp_bytes is an integer take one"
+            )
         array = device_bytes(temp, "temp")
         if array.size < self.temp_bytes:
             raise ValueError(f"temp holds {array.size} bytes; this plan needs temp_bytes = {self.temp_bytes}")
@@ -157,8 +160,9 @@ def device_bytes(array, name):
     from numba import cuda
 
     if not (numba_gpu.is_numba_array(array) or hasattr(array, "__cuda_array_interface__")):
-        raise TypeError(f"{name} must be a device array (numba's, or one with __cuda_array_interface__); "
-                        f"got {type(array).__name__}")
+        raise TypeError(
+            f"{name} must be a device array (numba's, or one with __cuda_array_interface__); got {type(array).__name__}"
+        )
     array = array if numba_gpu.is_numba_array(array) else cuda.as_cuda_array(array)
     if not array.is_c_contiguous():
         raise ValueError(f"{name} must be contiguous; got strides {tuple(array.strides)}")
@@ -224,6 +228,6 @@ def carve(memory, parts):
     arrays, offset = [], 0
     for count, dtype in parts:
         nbytes = count * np.dtype(dtype).itemsize
-        arrays.append(memory[offset:offset + nbytes].view(np.dtype(dtype)))
+        arrays.append(memory[offset : offset + nbytes].view(np.dtype(dtype)))
         offset += -(-nbytes // 16) * 16
     return arrays

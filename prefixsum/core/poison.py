@@ -7,6 +7,7 @@ and the tests (outputs) fill such memory with poison instead, so that the mistak
 floating-point types (it never compares equal), True for booleans, and :data:`POISON_BYTE` in
 every byte of anything else (``0x5A5A5A5A`` = 1515870810 for ``int32``).
 """
+
 import numpy as np
 
 POISON_BYTE = 0x5A

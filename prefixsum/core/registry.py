@@ -11,6 +11,7 @@ warp intrinsics is passed over where they are missing), the fastest measured at 
 nearest the call's (``measured``: the family's reading of its committed CSVs), else the highest
 ``auto_rank``.
 """
+
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -147,8 +148,11 @@ class Registry(Mapping):
     def able(self, needs=Capability.NONE):
         """The entries with every flag of ``needs`` that run on this device, in registration order."""
         warp = device.warp_intrinsics()
-        return [e for e in self._items.values()
-                if e.can(needs) and (warp or Capability.WARP_INTRINSICS not in e.capabilities)]
+        return [
+            e
+            for e in self._items.values()
+            if e.can(needs) and (warp or Capability.WARP_INTRINSICS not in e.capabilities)
+        ]
 
     def lookup(self, name, needs=Capability.NONE):
         """The entry called ``name``, or ValueError naming the allowed ones (and what ``needs`` asks)."""
@@ -159,8 +163,9 @@ class Registry(Mapping):
         if not entry.can(needs):
             missing = [words for flag, words in WORDS.items() if flag in needs and flag not in entry.capabilities]
             able = [e.name for e in self._items.values() if e.can(needs)]
-            raise ValueError(f"{self.kind} {name!r} cannot {' or '.join(missing)}; those that can: auto, "
-                             f"{', '.join(able)}")
+            raise ValueError(
+                f"{self.kind} {name!r} cannot {' or '.join(missing)}; those that can: auto, {', '.join(able)}"
+            )
         return entry
 
     def choose(self, name, n=0, dtype=None, needs=Capability.NONE):
@@ -171,8 +176,9 @@ class Registry(Mapping):
             return self.lookup(name, needs)
         able = [e for e in self.able(needs) if not isinstance(n, int) or n >= e.auto_min_n]
         if not able:
-            raise ValueError(f"no {self.kind} here can "
-                             f"{' and '.join(words for f, words in WORDS.items() if f in needs)}")
+            raise ValueError(
+                f"no {self.kind} here can {' and '.join(words for f, words in WORDS.items() if f in needs)}"
+            )
         times = self.measured(tuple(e.name for e in able), n, dtype)
         if times:
             return min((e for e in able if e.name in times), key=lambda e: (times[e.name], -e.auto_rank))

@@ -22,6 +22,7 @@ host data (a numpy result, a count read back), which waits for this stream only.
 On the simulator every kernel runs at once on the host, so a stream orders nothing: any of these
 forms is accepted (numba's simulated streams too) and the call runs as on the default stream.
 """
+
 from . import numba_gpu
 from .device import simulating
 from .plans import kept
@@ -86,8 +87,10 @@ def handle_of(stream):
         handle = getattr(stream, attribute, None)
         if isinstance(handle, int) and not isinstance(handle, bool):
             return handle
-    raise TypeError(f"stream must be None, a numba stream, a PyTorch or CuPy stream, or an object with "
-                    f"__cuda_stream__; got {type(stream).__name__}")
+    raise TypeError(
+        f"stream must be None, a numba stream, a PyTorch or CuPy stream, or an object with "
+        f"__cuda_stream__; got {type(stream).__name__}"
+    )
 
 
 def as_stream(stream):

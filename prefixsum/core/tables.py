@@ -6,13 +6,16 @@ repository commits. They ship with the package: read from the checkout's ``bench
 installed wheel, from ``prefixsum/data/`` (where ``setup.py`` copies the committed results). A
 copy that lacks both has no rows, and every choice falls back to its default.
 """
+
 import csv
 import functools
 import math
 import pathlib
 
-PLACES = (pathlib.Path(__file__).resolve().parents[2] / "benchmarks",  # a checkout
-          pathlib.Path(__file__).resolve().parents[1] / "data")  # an installed wheel
+PLACES = (
+    pathlib.Path(__file__).resolve().parents[2] / "benchmarks",  # a checkout
+    pathlib.Path(__file__).resolve().parents[1] / "data",
+)  # an installed wheel
 
 
 @functools.lru_cache(maxsize=None)

@@ -49,6 +49,7 @@ scan, a tridiagonal solve) therefore takes :func:`simulator_turn` for its whole 
 every simulated launch takes it too: on the simulator the calls of several threads run one after
 another, each whole. On a GPU it costs nothing.
 """
+
 import contextlib
 import functools
 import threading
@@ -231,8 +232,12 @@ class _Lease:
     """What a pinned result's numpy array is a view of: while it lives, the block is the caller's."""
 
     def __init__(self, block, n, dtype):
-        self.__array_interface__ = {"shape": (n,), "typestr": dtype.str, "data": (block.ctypes.data, False),
-                                    "version": 3}
+        self.__array_interface__ = {
+            "shape": (n,),
+            "typestr": dtype.str,
+            "data": (block.ctypes.data, False),
+            "version": 3,
+        }
 
 
 def pinned_result(n, dtype):

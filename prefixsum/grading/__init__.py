@@ -26,17 +26,32 @@ The grader's own product, apart from the students' tools: it uses :mod:`prefixsu
 * :mod:`.recording`: the instructor's solutions recorded once for several batches (``--record``,
   ``--recording``), its JSON read strictly and refused where the notebooks or options differ.
 """
+
 import importlib
 
 # The names below load their module on first use (PEP 562): the sandbox's re-check and the judge
 # import .observations, .encoding and .results through this package, and must not pay for what grading a
 # batch needs (nbformat imports jsonschema, whose optional IRI checker compiles some 35 Earley
 # grammars at import: over a second per process, jsonschema issue #1428).
-_WHERE = {"collect": "batch", "default_instructor_notebooks": "batch", "grade": "batch", "record": "batch",
-          "Recording": "recording", "RecordingError": "recording",
-          "Chapter": "chapters", "Exercise": "chapters", "InvalidSubmission": "chapters", "read_chapter": "chapters",
-          "STATUSES": "statuses", "Options": "runner", "Row": "runner", "grade_notebook": "runner",
-          "Limits": "limits", "SandboxUnavailable": "bwrap_command", "limit_process": "limits"}
+_WHERE = {
+    "collect": "batch",
+    "default_instructor_notebooks": "batch",
+    "grade": "batch",
+    "record": "batch",
+    "Recording": "recording",
+    "RecordingError": "recording",
+    "Chapter": "chapters",
+    "Exercise": "chapters",
+    "InvalidSubmission": "chapters",
+    "read_chapter": "chapters",
+    "STATUSES": "statuses",
+    "Options": "runner",
+    "Row": "runner",
+    "grade_notebook": "runner",
+    "Limits": "limits",
+    "SandboxUnavailable": "bwrap_command",
+    "limit_process": "limits",
+}
 
 __all__ = sorted(_WHERE)
 

@@ -52,6 +52,7 @@ guard (``safer_getattr``) refuses names that begin with ``_`` and ``str.format``
 let ``K.cuda.utils.builtins.exec`` through: the guard would need this whitelist anyway. A
 static whitelist holds in all three places at once, costs no run time, and names the line.
 """
+
 import ast
 
 from .bindings import ChapterNames, chapter_names, top_level_kinds
@@ -59,8 +60,17 @@ from .cell_walk import CellWalk
 from .whitelist import ALLOWED_MODULES, EXERCISE_FORBIDS, MAX_SOURCE, NAMES, SAFE_BUILTINS, VALUE_ATTRIBUTES
 
 
-def check(source, *, instructor_source, setup_sources, earlier_sources=(), exercise_id="", chapter_sources=None,
-          earlier_submitted=(), check_sources=()):
+def check(
+    source,
+    *,
+    instructor_source,
+    setup_sources,
+    earlier_sources=(),
+    exercise_id="",
+    chapter_sources=None,
+    earlier_submitted=(),
+    check_sources=(),
+):
     """Problems that keep ``source`` (a submitted exercise cell) out of every run.
 
     Parameters
@@ -101,8 +111,16 @@ def check(source, *, instructor_source, setup_sources, earlier_sources=(), exerc
         return [f"syntax error at line 1: the cell cannot be parsed ({type(error).__name__}: {str(error)[:100]})"]
     chapter = tuple(chapter_sources) if chapter_sources is not None else (*earlier_sources, instructor_source)
     try:
-        problems = CellWalk(source, tree, chapter_names(tuple(setup_sources), chapter), instructor_source,
-                            earlier_sources, earlier_submitted, exercise_id, check_sources).problems()
+        problems = CellWalk(
+            source,
+            tree,
+            chapter_names(tuple(setup_sources), chapter),
+            instructor_source,
+            earlier_sources,
+            earlier_submitted,
+            exercise_id,
+            check_sources,
+        ).problems()
     except RecursionError:
         return ["line 1: the cell is nested too deeply for the grader to read"]
     return [f"line {line}: {what}" for line, what in sorted(set(problems))]

@@ -1,4 +1,5 @@
 """Grade a class: find the submissions, grade them in parallel (or on a Dask cluster), write the reports."""
+
 import concurrent.futures
 import os
 import pathlib
@@ -56,9 +57,19 @@ def collect(paths):
             else:
                 for entry in entries:
                     if entry.is_symlink() or not entry.is_dir():
-                        found.append((printable(entry.name), "", None, "not a submission folder: "
-                                      + ("a symlink, refused, not followed" if entry.is_symlink() else "a file beside "
-                                                                                                       "the folders")))
+                        found.append(
+                            (
+                                printable(entry.name),
+                                "",
+                                None,
+                                "not a submission folder: "
+                                + (
+                                    "a symlink, refused, not followed"
+                                    if entry.is_symlink()
+                                    else "a file beside the folders"
+                                ),
+                            )
+                        )
                     else:
                         found.extend(_student(printable(entry.name), entry))
     return found
@@ -90,8 +101,10 @@ def _student(name, folder):
             )
             entries.append((path, problem))
     entries.sort(key=lambda entry: str(entry[0]))
-    return [(name, printable(path.relative_to(folder).as_posix()), None if problem else path, problem)
-            for path, problem in entries] or [(name, "", None, "the submission holds no file")]
+    return [
+        (name, printable(path.relative_to(folder).as_posix()), None if problem else path, problem)
+        for path, problem in entries
+    ] or [(name, "", None, "the submission holds no file")]
 
 
 def read_limited(path, limit_mb):
@@ -137,9 +150,18 @@ def _screen_file(student, filename, path, problem, chapters, max_notebook_mb, wh
     except InvalidSubmission as error:
         return None, [Row(student, filename, "", 0, 0, "invalid", str(error), sandbox=where)]
     except Exception as error:  # noqa: BLE001  (MemoryError, RecursionError, anything a file makes the reader meet)
-        return None, [Row(student, filename, "", 0, 0, "crashed", f"the grader could not read {filename}: "
-                                                                  f"{first_line(error)}",
-                          sandbox=where)]
+        return None, [
+            Row(
+                student,
+                filename,
+                "",
+                0,
+                0,
+                "crashed",
+                f"the grader could not read {filename}: {first_line(error)}",
+                sandbox=where,
+            )
+        ]
 
 
 def _screen_all(jobs, chapters, max_notebook_mb, where="bwrap"):
@@ -178,10 +200,21 @@ def _keep_newest(entries, where):
         how = "by the time its cells record having run" if recorded else "by the file's modification time"
         for entry in found:
             if entry is not newest:
-                entry.rows = [Row(student, entry.filename, "", 0, 0, "invalid",
-                                  f"not graded: {newest.filename} is a newer copy of chapter {chapter} in this "
-                                  "submission "
-                                  f"({how}), and a chapter is graded once", chapter=chapter, sandbox=where)]
+                entry.rows = [
+                    Row(
+                        student,
+                        entry.filename,
+                        "",
+                        0,
+                        0,
+                        "invalid",
+                        f"not graded: {newest.filename} is a newer copy of chapter {chapter} in this "
+                        "submission "
+                        f"({how}), and a chapter is graded once",
+                        chapter=chapter,
+                        sandbox=where,
+                    )
+                ]
                 entry.screened = None
 
 
@@ -200,9 +233,19 @@ def _grade_file(student, filename, screened, chapters, signatures, options):
     try:
         return grade_notebook(student, filename, None, chapters, signatures, options, screened=screened)
     except Exception as error:  # noqa: BLE001  (whatever one file makes the grader meet, the batch goes on)
-        return [Row(student, filename, "", 0, screened.chapter.max_score, "crashed",
-                    f"the grader failed on {filename}: {first_line(error)}", chapter=screened.chapter.name,
-                    sandbox="bwrap" if options.isolated else "none")]
+        return [
+            Row(
+                student,
+                filename,
+                "",
+                0,
+                screened.chapter.max_score,
+                "crashed",
+                f"the grader failed on {filename}: {first_line(error)}",
+                chapter=screened.chapter.name,
+                sandbox="bwrap" if options.isolated else "none",
+            )
+        ]
 
 
 class Progress:
@@ -221,8 +264,10 @@ class Progress:
         filled = int(width * self.done / max(self.total, 1))
         each = elapsed / self.done
         left = each * (self.total - self.done)
-        self.stream.write(f"\rgraded {self.done}/{self.total} [{'#' * filled}{'.' * (width - filled)}] "
-                          f"{each:.1f} s each, {left:.0f} s left {label[:30]:<30}")
+        self.stream.write(
+            f"\rgraded {self.done}/{self.total} [{'#' * filled}{'.' * (width - filled)}] "
+            f"{each:.1f} s each, {left:.0f} s left {label[:30]:<30}"
+        )
         if self.done == self.total:
             self.stream.write("\n")
         self.stream.flush()
@@ -249,8 +294,10 @@ def instructor_chapters(instructor=None, chapters_named=None):
         raise ValueError(f"none of the instructor notebooks has an exercise: {[str(p) for p in notebooks]}")
     unknown = sorted(set(chapters_named or ()) - set(chapters))
     if unknown:
-        raise ValueError(f"--chapters names {', '.join(unknown)}, which no instructor notebook holds; known: "
-                         f"{', '.join(sorted(chapters))}")
+        raise ValueError(
+            f"--chapters names {', '.join(unknown)}, which no instructor notebook holds; known: "
+            f"{', '.join(sorted(chapters))}"
+        )
     return chapters
 
 
@@ -258,8 +305,10 @@ def _record_chapters(chapters, options, workers, ids=None):
     """``{name: instructor_signatures(chapter, options, ids[name])}`` of ``chapters``, ``workers`` at once
     (``ids`` None: every exercise)."""
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
-        recorded = {name: pool.submit(instructor_signatures, chapter, options, None if ids is None else ids[name])
-                    for name, chapter in chapters.items()}
+        recorded = {
+            name: pool.submit(instructor_signatures, chapter, options, None if ids is None else ids[name])
+            for name, chapter in chapters.items()
+        }
         return {name: future.result() for name, future in recorded.items()}
 
 
@@ -299,12 +348,26 @@ def record(instructor=None, options=DEFAULT_OPTIONS, chapters=None, workers=None
         recorded = _record_chapters(chosen, options, workers)
     finally:
         close_judges()
-    return Recording(options, {name: {"material": material_hash(chosen[name]), "exercises": recorded[name]}
-                               for name in sorted(chosen)})
+    return Recording(
+        options,
+        {name: {"material": material_hash(chosen[name]), "exercises": recorded[name]} for name in sorted(chosen)},
+    )
 
 
-def grade(submissions, out, *, instructor=None, workers=None, options=DEFAULT_OPTIONS, scheduler=None, progress=True,
-          chapters_named=None, max_notebook_mb=16, recording=None, record_to=None):
+def grade(
+    submissions,
+    out,
+    *,
+    instructor=None,
+    workers=None,
+    options=DEFAULT_OPTIONS,
+    scheduler=None,
+    progress=True,
+    chapters_named=None,
+    max_notebook_mb=16,
+    recording=None,
+    record_to=None,
+):
     """Grade ``submissions`` against the instructor's notebooks; write the reports into ``out``.
 
     Parameters
@@ -359,8 +422,7 @@ def grade(submissions, out, *, instructor=None, workers=None, options=DEFAULT_OP
         recording.check(chapters, options)
     jobs = collect(submissions)
     try:
-        rows = _grade_jobs(jobs, chapters, workers, options, scheduler, progress, max_notebook_mb, recording,
-                           record_to)
+        rows = _grade_jobs(jobs, chapters, workers, options, scheduler, progress, max_notebook_mb, recording, record_to)
     finally:
         close_judges()
     runs = {(row.submission, row.exercise): row.traces for row in rows if row.traces}
@@ -368,8 +430,7 @@ def grade(submissions, out, *, instructor=None, workers=None, options=DEFAULT_OP
     return rows
 
 
-def _grade_jobs(jobs, chapters, workers, options, scheduler, progress, max_notebook_mb, recording=None,
-                record_to=None):
+def _grade_jobs(jobs, chapters, workers, options, scheduler, progress, max_notebook_mb, recording=None, record_to=None):
     """Every row of ``jobs`` (:func:`collect`): each file screened once, the instructor's solutions
     they need recorded (where ``recording`` lacks them; all written to ``record_to``), then each file graded."""
     entries = _screen_all(jobs, chapters, max_notebook_mb, "bwrap" if options.isolated else "none")
@@ -382,8 +443,14 @@ def _grade_jobs(jobs, chapters, workers, options, scheduler, progress, max_noteb
     missing = {name: needed.get(name, set()) for name in chapters if name not in signatures}
     signatures.update(_record_chapters({name: chapters[name] for name in missing}, options, workers, missing))
     if record_to is not None:
-        Recording(options, {name: {"material": material_hash(chapters[name]), "exercises": found}
-                            for name, found in sorted(signatures.items()) if found}).write(record_to)
+        Recording(
+            options,
+            {
+                name: {"material": material_hash(chapters[name]), "exercises": found}
+                for name, found in sorted(signatures.items())
+                if found
+            },
+        ).write(record_to)
     bar = Progress(len(entries), enabled=progress)
     results = [entry.rows for entry in entries]
     graded = [k for k, entry in enumerate(entries) if entry.screened is not None]

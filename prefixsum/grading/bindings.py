@@ -8,6 +8,7 @@ what a cell binds otherwise, or a listed name it imports; ``("hidden", None)``, 
 otherwise and no exercise cell of the chapter reads. The instructor's cells are parsed once per
 process (they are the same for every student).
 """
+
 import ast
 import functools
 from typing import NamedTuple

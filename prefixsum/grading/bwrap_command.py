@@ -6,6 +6,7 @@ own folder, a private ``/tmp``, accounts for root, nobody and the run, the secco
 run's uid (:func:`run_uid`). :func:`sandbox_prefix` is called by the launcher
 (:mod:`.launcher`), which loads this file by its path: it imports nothing of the package.
 """
+
 import functools
 import os
 import pathlib
@@ -56,11 +57,13 @@ def package_folder():
 
 def _python_folders():
     """``{folder: what it is}`` that Python needs, read-only: the interpreter's installation and the environment."""
-    folders = {pathlib.Path(sys.base_prefix): "Python's installation",
-               pathlib.Path(sys.prefix): "the Python environment",
-               # A Python that cannot read its own installation (a pyenv under /root, run as another
-               # user) falls back to another one's; its executable still names the real one.
-               pathlib.Path(os.path.realpath(sys.executable)).parent.parent: "Python's installation"}
+    folders = {
+        pathlib.Path(sys.base_prefix): "Python's installation",
+        pathlib.Path(sys.prefix): "the Python environment",
+        # A Python that cannot read its own installation (a pyenv under /root, run as another
+        # user) falls back to another one's; its executable still names the real one.
+        pathlib.Path(os.path.realpath(sys.executable)).parent.parent: "Python's installation",
+    }
     return {pathlib.Path(os.path.abspath(f)): what for f, what in folders.items() if f != pathlib.Path("/")}
 
 
@@ -84,22 +87,28 @@ def check_reachable():
     are made anew, open to all).
     """
     uid = os.getuid()
-    advice = ("Run the grader (and its tests) as a user who can reach that folder, or let every user traverse "
-              "the folders on the way (chmod o+x on each), or use a Python installed where every user can reach it")
+    advice = (
+        "Run the grader (and its tests) as a user who can reach that folder, or let every user traverse "
+        "the folders on the way (chmod o+x on each), or use a Python installed where every user can reach it"
+    )
     wanted = {**_python_folders(), package_folder(): "the prefixsum package"}
     for folder, what in sorted(wanted.items()):
         blocker = _blocking(folder)
         if blocker is not None:
-            raise Unreachable(f"the grader runs as uid {uid}, which cannot reach {folder} ({what}): {blocker} is not "
-                              "open "
-                              f"to it. {advice}")
+            raise Unreachable(
+                f"the grader runs as uid {uid}, which cannot reach {folder} ({what}): {blocker} is not "
+                "open "
+                f"to it. {advice}"
+            )
         try:
             mode = folder.stat().st_mode
         except FileNotFoundError:
             continue
         if uid == 0 and not mode & stat.S_IXOTH:
-            raise Unreachable(f"the sandboxed runs (a uid of their own) cannot enter {folder} ({what}): its mode is "
-                              f"{stat.filemode(mode)}. {advice}")
+            raise Unreachable(
+                f"the sandboxed runs (a uid of their own) cannot enter {folder} ({what}): its mode is "
+                f"{stat.filemode(mode)}. {advice}"
+            )
 
 
 def run_uid(launcher_pid):
@@ -127,8 +136,10 @@ def _data(content):
 def _accounts(uid):
     """``/etc/passwd`` and ``/etc/group`` inside: root, nobody and the run's own uid."""
     users = {0: "root", NOBODY: "nobody", uid: "student"}
-    passwd = "".join(f"{name}:x:{u}:{u}:{name}:{'/tmp/home' if u == uid else '/nonexistent'}:/usr/sbin/nologin\n"
-                     for u, name in users.items())
+    passwd = "".join(
+        f"{name}:x:{u}:{u}:{name}:{'/tmp/home' if u == uid else '/nonexistent'}:/usr/sbin/nologin\n"
+        for u, name in users.items()
+    )
     group = "".join(f"{name}:x:{u}:\n" for u, name in users.items())
     return passwd.encode(), group.encode()
 
@@ -140,8 +151,19 @@ def sandbox_prefix(limits, *, uid, root, disable_userns, seccomp):
     it and the run's accounts, inherited by bwrap: call it in the process that execs bwrap (the
     launcher, :func:`.launcher.main`).
     """
-    args = [bwrap_executable(), "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-            "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--ro-bind", "/usr", "/usr"]
+    args = [
+        bwrap_executable(),
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+    ]
     for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         path = pathlib.Path("/") / name
         if path.is_symlink():
@@ -153,13 +175,38 @@ def sandbox_prefix(limits, *, uid, root, disable_userns, seccomp):
         if (pathlib.Path("/etc") / name).exists():
             args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
     passwd, group = _accounts(uid)
-    args += ["--perms", "0644", "--ro-bind-data", _data(passwd), "/etc/passwd",
-             "--perms", "0644", "--ro-bind-data", _data(group), "/etc/group"]
+    args += [
+        "--perms",
+        "0644",
+        "--ro-bind-data",
+        _data(passwd),
+        "/etc/passwd",
+        "--perms",
+        "0644",
+        "--ro-bind-data",
+        _data(group),
+        "/etc/group",
+    ]
     # The private /tmp first: a virtual environment may live under the host's /tmp (CI's does), and
     # a bind made before the tmpfs would be hidden by it.
-    args += ["--proc", "/proc", "--dev", "/dev",
-             "--perms", "1777", "--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp",
-             "--perms", "1777", "--size", str(64 << 20), "--tmpfs", "/dev/shm"]
+    args += [
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--perms",
+        "1777",
+        "--size",
+        str(limits.tmp_mb << 20),
+        "--tmpfs",
+        "/tmp",
+        "--perms",
+        "1777",
+        "--size",
+        str(64 << 20),
+        "--tmpfs",
+        "/dev/shm",
+    ]
     for hidden in _HIDDEN:
         if os.path.exists(hidden):
             args += ["--ro-bind", "/dev/null", hidden]
@@ -169,7 +216,24 @@ def sandbox_prefix(limits, *, uid, root, disable_userns, seccomp):
     _bind(args, package_folder())
     args += ["--chdir", "/tmp", "--seccomp", _data(seccomp)]
     if root:
-        return args + ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs",
-                       "--bounding-set=-all", "--inh-caps=-all", "--"]
-    return args + ["--unshare-user", *(["--disable-userns"] if disable_userns else []),
-                   "--uid", str(uid), "--gid", str(uid), "--cap-drop", "ALL", "--"]
+        return args + [
+            "setpriv",
+            f"--reuid={uid}",
+            f"--regid={uid}",
+            "--clear-groups",
+            "--no-new-privs",
+            "--bounding-set=-all",
+            "--inh-caps=-all",
+            "--",
+        ]
+    return args + [
+        "--unshare-user",
+        *(["--disable-userns"] if disable_userns else []),
+        "--uid",
+        str(uid),
+        "--gid",
+        str(uid),
+        "--cap-drop",
+        "ALL",
+        "--",
+    ]

@@ -5,15 +5,30 @@ the cell and runs a :class:`CellWalk` on it. Names resolve through Python's scop
 (:mod:`.scopes`) to what the chapter binds (:mod:`.bindings`), and are checked against the tables
 of :mod:`.whitelist`.
 """
+
 import ast
 
 from .bindings import chain, merge, parsed, targets, top_level_kinds
 from .scopes import Resolution
 from .whitelist import BUILTIN_NAMES, EXERCISE_FORBIDS, IPYTHON_NAMES, NAMES, SAFE_BUILTINS, VALUE_ATTRIBUTES
 
-_FORBIDDEN_NODES = tuple(getattr(ast, name) for name in (
-    "Global", "Nonlocal", "ClassDef", "AsyncFunctionDef", "Await", "Yield", "YieldFrom", "AsyncFor", "AsyncWith",
-    "Match", "TypeAlias") if hasattr(ast, name))
+_FORBIDDEN_NODES = tuple(
+    getattr(ast, name)
+    for name in (
+        "Global",
+        "Nonlocal",
+        "ClassDef",
+        "AsyncFunctionDef",
+        "Await",
+        "Yield",
+        "YieldFrom",
+        "AsyncFor",
+        "AsyncWith",
+        "Match",
+        "TypeAlias",
+    )
+    if hasattr(ast, name)
+)
 _IMPORTABLE = ("numpy", "math", "numba", "numba.cuda")
 
 
@@ -30,9 +45,11 @@ def _import_problem(node):
     allowed = NAMES.get(node.module) if not node.level else None
     bad = [a.name for a in node.names if allowed is None or a.name not in allowed]
     if bad:
-        return (f"from {'.' * node.level}{node.module or ''} import {', '.join(bad)}: an exercise may import only the "
-                "names "
-                f"listed for {', '.join(sorted(NAMES))} (prefixsum.grading.allowlist.NAMES)")
+        return (
+            f"from {'.' * node.level}{node.module or ''} import {', '.join(bad)}: an exercise may import only the "
+            "names "
+            f"listed for {', '.join(sorted(NAMES))} (prefixsum.grading.allowlist.NAMES)"
+        )
     return None
 
 
@@ -77,8 +94,8 @@ class CellWalk:
 
     def _quote(self, node, width=60):
         """The statement's first line, shortened, in backquotes (for a message to the student)."""
-        text = self.lines[node.lineno - 1][node.col_offset:].strip() if node.lineno <= len(self.lines) else ""
-        return f"`{text if len(text) <= width else text[:width - 3] + '...'}`"
+        text = self.lines[node.lineno - 1][node.col_offset :].strip() if node.lineno <= len(self.lines) else ""
+        return f"`{text if len(text) <= width else text[: width - 3] + '...'}`"
 
     def problems(self):
         found = []
@@ -105,36 +122,57 @@ class CellWalk:
                 and all(isinstance(e, ast.Name) for e in t.elts)
                 for t in node.targets
             ) or not self._constant(node.value):
-                found.append((line, f"{self._quote(node)}: only constants may be assigned at the top of an exercise "
-                                    "(numbers, strings, tuples and arithmetic of them)"))
+                found.append(
+                    (
+                        line,
+                        f"{self._quote(node)}: only constants may be assigned at the top of an exercise "
+                        "(numbers, strings, tuples and arithmetic of them)",
+                    )
+                )
         elif not isinstance(node, ast.FunctionDef) and not (
             isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
         ):
-            found.append((line, f"{self._quote(node)} is not allowed at the top of an exercise: only imports of "
-                                "numba, numpy and math, constants and function definitions"))
+            found.append(
+                (
+                    line,
+                    f"{self._quote(node)} is not allowed at the top of an exercise: only imports of "
+                    "numba, numpy and math, constants and function definitions",
+                )
+            )
         hidden = []
         for name, kind in targets(node):
             if name.startswith("_"):
-                found.append((line, f"the name {name} is not allowed in an exercise (names beginning with _ are "
-                                    "Python's)"))
+                found.append(
+                    (line, f"the name {name} is not allowed in an exercise (names beginning with _ are Python's)")
+                )
             elif self._rebinds(name, kind):
                 hidden.append(name)
         if hidden:
-            found.append((line, f"the cell rebinds {', '.join(sorted(hidden))}, which the setup cells, an earlier "
-                                "exercise "
-                                "or Python define"))
+            found.append(
+                (
+                    line,
+                    f"the cell rebinds {', '.join(sorted(hidden))}, which the setup cells, an earlier "
+                    "exercise "
+                    "or Python define",
+                )
+            )
 
     def _rebinds(self, name, kind):
         """Whether a top-level binding of ``name`` to ``kind`` changes what Python, the setup or an
         earlier exercise bound it to, other than as the instructor's cell does (a constant may be
         bound again, a module's name only to the same module)."""
+
         def differ(old):
             return old is not None and old != kind and not old[0] == kind[0] == "value"
 
         if name in self.instructor:
             return differ(self.instructor[name])
-        return name in BUILTIN_NAMES or name in IPYTHON_NAMES or self.setup.get(name, kind) != kind \
+        return (
+            name in BUILTIN_NAMES
+            or name in IPYTHON_NAMES
+            or self.setup.get(name, kind) != kind
             or differ(self.earlier.get(name))
+        )
 
     def _constant(self, node):
         """What a top-level name or a default may be bound to: numbers, strings, values of the listed
@@ -172,8 +210,16 @@ class CellWalk:
             for default in [*arguments.defaults, *filter(None, arguments.kw_defaults)]:
                 if not self._constant(default):
                     found.append((default.lineno, f"a default argument of {name} must be a constant"))
-            annotated = [a for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
-                                     *filter(None, (arguments.vararg, arguments.kwarg))] if a.annotation is not None]
+            annotated = [
+                a
+                for a in [
+                    *arguments.posonlyargs,
+                    *arguments.args,
+                    *arguments.kwonlyargs,
+                    *filter(None, (arguments.vararg, arguments.kwarg)),
+                ]
+                if a.annotation is not None
+            ]
             if annotated or getattr(node, "returns", None) is not None:
                 found.append((line, f"annotations are not allowed in {name} (they run when it is defined)"))
         elif isinstance(node, ast.ExceptHandler) and node.name:
@@ -204,8 +250,9 @@ class CellWalk:
             if name not in SAFE_BUILTINS and (name.startswith("_") or name in BUILTIN_NAMES or name in IPYTHON_NAMES):
                 found.append((line, f"the name {name} is not allowed in an exercise"))
         elif kind[0] == "hidden":
-            found.append((line, f"{name} is a name of the chapter's setup or checks that no exercise of the chapter "
-                                "uses"))
+            found.append(
+                (line, f"{name} is a name of the chapter's setup or checks that no exercise of the chapter uses")
+            )
         elif kind[0] in ("module", "workbook") and not (isinstance(parent, ast.Attribute) and parent.value is node):
             if kind[0] == "workbook" and name in self.paths:
                 return
@@ -224,8 +271,9 @@ class CellWalk:
         if name.startswith("_") and name != "_":
             found.append((line, f"the name {name} is not allowed in an exercise (names beginning with _ are Python's)"))
         elif self.env.get(name, ("",))[0] in ("module", "workbook"):
-            found.append((line, f"{name} is bound here, hiding the module {name}: an exercise does not rebind a "
-                                "module's name"))
+            found.append(
+                (line, f"{name} is bound here, hiding the module {name}: an exercise does not rebind a module's name")
+            )
 
     def _path(self, node, found):
         """Check a maximal attribute path: a module's by :data:`NAMES`, a workbook module's by the
@@ -239,9 +287,14 @@ class CellWalk:
             where, spelled = kind[1], root.id
             while rest and where in NAMES:
                 if rest[0] not in NAMES[where]:
-                    found.append((node.lineno, f"{spelled}.{rest[0]} is not among the names an exercise may use from "
-                                               f"{where} "
-                                               "(prefixsum.grading.allowlist.NAMES)"))
+                    found.append(
+                        (
+                            node.lineno,
+                            f"{spelled}.{rest[0]} is not among the names an exercise may use from "
+                            f"{where} "
+                            "(prefixsum.grading.allowlist.NAMES)",
+                        )
+                    )
                     return
                 spelled, where, rest = f"{spelled}.{rest[0]}", f"{where}.{rest[0]}", rest[1:]
             if where in NAMES:
@@ -260,9 +313,14 @@ class CellWalk:
             rest = spelled[reach:]
         for attribute in rest:
             if attribute not in VALUE_ATTRIBUTES and not attribute.startswith("_"):
-                found.append((node.lineno, f"the attribute .{attribute} is not among those an exercise may read of a "
-                                           "value "
-                                           "(prefixsum.grading.allowlist.VALUE_ATTRIBUTES)"))
+                found.append(
+                    (
+                        node.lineno,
+                        f"the attribute .{attribute} is not among those an exercise may read of a "
+                        "value "
+                        "(prefixsum.grading.allowlist.VALUE_ATTRIBUTES)",
+                    )
+                )
 
     def _spelled(self, node):
         """The dotted path that a name or attribute path reaches (``numba.cuda.jit``), or None."""
@@ -276,8 +334,10 @@ class CellWalk:
         """``cuda.jit``, ``numba.cuda.jit`` (or an imported ``jit``), bare or called with literal arguments."""
         if self._spelled(node.func if isinstance(node, ast.Call) else node) != "numba.cuda.jit":
             return False
-        return not isinstance(node, ast.Call) or (all(map(_literal, [*node.args, *(k.value for k in node.keywords)]))
-                                                  and all(k.arg is not None for k in node.keywords))
+        return not isinstance(node, ast.Call) or (
+            all(map(_literal, [*node.args, *(k.value for k in node.keywords)]))
+            and all(k.arg is not None for k in node.keywords)
+        )
 
     def _exercise_problems(self):
         """``[(line, why)]``: the library calls that would do the exercise's work (:data:`EXERCISE_FORBIDS`)."""
@@ -295,13 +355,22 @@ class CellWalk:
             if used in names:
                 found.append((node.lineno, f"{used} is not allowed in {self.exercise_id}: {why}"))
             elif isinstance(node, ast.BinOp) and type(node.op) in operators:
-                found.append((node.lineno, f"the operator {type(node.op).__name__} is not allowed in "
-                                           f"{self.exercise_id}: {why}"))
-            elif ("index" in operators and isinstance(node, ast.Subscript) and id(node) not in in_kernels
-                  and not (isinstance(node.value, ast.Name) and node.value.id in launched)
-                  and not all(map(_literal, _index_parts(node.slice)))):
-                found.append((node.lineno, "an index by a variable outside a kernel is not allowed in "
-                                           f"{self.exercise_id}: {why}"))
+                found.append(
+                    (node.lineno, f"the operator {type(node.op).__name__} is not allowed in {self.exercise_id}: {why}")
+                )
+            elif (
+                "index" in operators
+                and isinstance(node, ast.Subscript)
+                and id(node) not in in_kernels
+                and not (isinstance(node.value, ast.Name) and node.value.id in launched)
+                and not all(map(_literal, _index_parts(node.slice)))
+            ):
+                found.append(
+                    (
+                        node.lineno,
+                        f"an index by a variable outside a kernel is not allowed in {self.exercise_id}: {why}",
+                    )
+                )
         return found
 
 

@@ -14,6 +14,7 @@ instructor's order, the submission's source of that exercise and the instructor'
 with their stored outputs. Nothing else of the submission is used: its check cells, stored
 outputs, extra and re-ordered cells change nothing.
 """
+
 import ast
 import dataclasses
 import datetime
@@ -108,7 +109,7 @@ def read_chapter(path):
         if EXERCISE in tags:
             exercise_id = meta.get("exercise_id")
             if not isinstance(exercise_id, str) or not exercise_id:
-                raise ValueError(f"{where}: an exercise cell needs the metadata exercise_id (\"NN.short-name\")")
+                raise ValueError(f'{where}: an exercise cell needs the metadata exercise_id ("NN.short-name")')
             if exercise_id in exercises:
                 raise ValueError(f"{where}: exercise_id {exercise_id!r} is used twice")
             points = meta.get("points", 1)
@@ -119,18 +120,22 @@ def read_chapter(path):
         elif CHECK in tags:
             exercise_id = meta.get("exercise_id")
             if exercise_id not in exercises:
-                raise ValueError(f"{where}: a check cell needs the exercise_id of an exercise above it; got "
-                                 f"{exercise_id!r}"
-                                 f" (exercises so far: {sorted(exercises)})")
+                raise ValueError(
+                    f"{where}: a check cell needs the exercise_id of an exercise above it; got "
+                    f"{exercise_id!r}"
+                    f" (exercises so far: {sorted(exercises)})"
+                )
             checks[exercise_id].append((cell.source, _text_output(cell)))
     for exercise_id, found in checks.items():
         if not found:
             raise ValueError(f"{path.name}: exercise {exercise_id!r} has no check cell")
     sanitize = path.parent / "sanitize.cfg"
     return Chapter(
-        name=path.stem, setup=tuple(setup),
+        name=path.stem,
+        setup=tuple(setup),
         exercises=tuple(Exercise(i, p, t, s, tuple(checks[i])) for i, (p, t, s) in exercises.items()),
-        sanitize=sanitize.read_text() if sanitize.exists() else "")
+        sanitize=sanitize.read_text() if sanitize.exists() else "",
+    )
 
 
 def read_submission(data, filename):
@@ -184,8 +189,11 @@ def _shape_problem(notebook):
         if "exercise_id" in metadata and not isinstance(metadata["exercise_id"], str):
             return f"{where}: its exercise_id is of type {type(metadata['exercise_id']).__name__}, not text"
         if cell["cell_type"] == "code" and not isinstance(cell.get("source"), str):
-            return f"{where} is a code cell without a source text" if "source" not in cell else \
-                f"{where}: its source is of type {type(cell['source']).__name__}, not text"
+            return (
+                f"{where} is a code cell without a source text"
+                if "source" not in cell
+                else f"{where}: its source is of type {type(cell['source']).__name__}, not text"
+            )
     return ""
 
 
@@ -214,8 +222,9 @@ def chapter_of(notebook, filename, chapters):
     if isinstance(named, str):
         if named in chapters:
             return chapters[named]
-        raise InvalidSubmission(f"the notebook is chapter {named}, which is not among the instructor's notebooks "
-                                f"({known})")
+        raise InvalidSubmission(
+            f"the notebook is chapter {named}, which is not among the instructor's notebooks ({known})"
+        )
     ids = {cell.metadata.get("exercise_id") for cell in notebook.cells} - {None}
     for chapter in chapters.values():
         if ids & {e.id for e in chapter.exercises}:
@@ -224,8 +233,9 @@ def chapter_of(notebook, filename, chapters):
     matches = [c for name, c in chapters.items() if stem.startswith(name)]
     if len(matches) == 1:
         return matches[0]
-    raise InvalidSubmission(f"{filename} matches none of the instructor's notebooks ({known}) by its metadata, "
-                            "exercise ids or file name")
+    raise InvalidSubmission(
+        f"{filename} matches none of the instructor's notebooks ({known}) by its metadata, exercise ids or file name"
+    )
 
 
 def submitted_sources(notebook, chapter):
@@ -328,8 +338,11 @@ def assemble(chapter, sources):
         kinds.append((SETUP, None))
     for exercise in chapter.exercises:
         source = sources.get(exercise.id)
-        cells.append(nbformat.v4.new_code_cell(exercise.blank if source is None else source,
-                                               metadata={"tags": ["nbval-ignore-output"]}))
+        cells.append(
+            nbformat.v4.new_code_cell(
+                exercise.blank if source is None else source, metadata={"tags": ["nbval-ignore-output"]}
+            )
+        )
         kinds.append((EXERCISE, exercise.id))
         for number, (check, expected) in enumerate(exercise.checks):
             run = f"_grading_check({check!r}, {f'<check {exercise.id} {number}>'!r})"

@@ -6,6 +6,7 @@ and nesting are bounded, compressed data is inflated with a bound (:class:`Decod
 unpickled and no code or class of the sandbox is rebuilt: an error comes back as a known
 exception type (or a new subclass of the nearest known one) with its message.
 """
+
 import base64
 import builtins
 import hashlib
@@ -16,8 +17,9 @@ import numpy as np
 
 from ..classroom import sim, trace as tracing
 
-DTYPES = frozenset("bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 float32 float64 complex64 "
-                   "complex128".split())
+DTYPES = frozenset(
+    "bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 float32 float64 complex64 complex128".split()
+)
 MAX_DEPTH = 16
 MAX_ITEMS = 1 << 16
 MAX_TEXT = 4096
@@ -28,17 +30,30 @@ MAX_BYTES = 256 << 20
 """Bytes that one submission's observations may inflate to, arrays and traces together."""
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,99}\Z")
 # The exception types an error may come back as; any other name becomes a subclass of the nearest of these.
-_KNOWN_ERRORS = {cls.__name__: cls for cls in (sim.NegativeIndexError, sim.WarpDivergenceError,
-                                               sim.BarrierDivergenceError, sim.DeadlockError, sim.LaunchError,
-                                               sim.KernelError, sim.PollLimitError)}
-_KNOWN_ERRORS.update({name: cls for name, cls in vars(builtins).items()
-                      if isinstance(cls, type) and issubclass(cls, Exception) and name not in _KNOWN_ERRORS})
+_KNOWN_ERRORS = {
+    cls.__name__: cls
+    for cls in (
+        sim.NegativeIndexError,
+        sim.WarpDivergenceError,
+        sim.BarrierDivergenceError,
+        sim.DeadlockError,
+        sim.LaunchError,
+        sim.KernelError,
+        sim.PollLimitError,
+    )
+}
+_KNOWN_ERRORS.update(
+    {
+        name: cls
+        for name, cls in vars(builtins).items()
+        if isinstance(cls, type) and issubclass(cls, Exception) and name not in _KNOWN_ERRORS
+    }
+)
 # Record's fields by column: integers, flags, strings (a table of each column's distinct values), and the value.
 _INTS = ("launch", "block", "thread", "index", "phase", "line", "instance", "itemsize")
 _FLAGS = ("write", "atomic", "stale")
 _STRINGS = ("array", "space", "file")
 _FENCE = ("launch", "block", "thread", "phase", "line", "position")
-
 
 
 class Malformed(ValueError):
@@ -147,10 +162,14 @@ def encode_trace(run):
             kinds.append(3), floats.append(float(v)), ints.append(0)
         else:
             kinds.append(0), floats.append(0.0), ints.append(0)
-    out["value"] = [_pack(np.array(kinds, np.uint8).tobytes()), _pack(np.array(floats, np.float64).tobytes()),
-                    _pack(np.array(ints, np.int64).tobytes())]
-    out["launches"] = [[launch.kernel[:200], list(launch.grid), list(launch.block), launch.combines]
-                       for launch in run.launches]
+    out["value"] = [
+        _pack(np.array(kinds, np.uint8).tobytes()),
+        _pack(np.array(floats, np.float64).tobytes()),
+        _pack(np.array(ints, np.int64).tobytes()),
+    ]
+    out["launches"] = [
+        [launch.kernel[:200], list(launch.grid), list(launch.block), launch.combines] for launch in run.launches
+    ]
     out["fences"] = [[getattr(f, name) for name in _FENCE] for f in run.fences]
     return out
 
@@ -184,7 +203,7 @@ class Decoder:
             return None
         if type(data) is not dict or len(data) != 1 or depth > MAX_DEPTH:
             raise Malformed("a value is a one-key object")
-        (tag, body), = data.items()
+        ((tag, body),) = data.items()
         if tag == "b" and type(body) is bool:
             return body
         if tag == "i" and type(body) is int:
@@ -199,8 +218,15 @@ class Decoder:
         if tag in ("t", "l") and type(body) is list and len(body) <= MAX_ITEMS:
             items = [self.value(v, depth + 1) for v in body]
             return tuple(items) if tag == "t" else items
-        if tag == "a" and type(body) is list and len(body) == 3 and body[0] in DTYPES and type(body[1]) is list \
-                and len(body[1]) <= 8 and all(type(d) is int and 0 <= d < 1 << 40 for d in body[1]):
+        if (
+            tag == "a"
+            and type(body) is list
+            and len(body) == 3
+            and body[0] in DTYPES
+            and type(body[1]) is list
+            and len(body[1]) <= 8
+            and all(type(d) is int and 0 <= d < 1 << 40 for d in body[1])
+        ):
             dtype, shape = np.dtype(body[0]), tuple(body[1])
             size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
             return np.frombuffer(self._inflate(body[2], size), dtype).reshape(shape).copy()
@@ -215,9 +241,14 @@ class Decoder:
         """The exception :func:`encode_error` encoded: a known type, or a subclass of the nearest one by its name."""
         if data is None:
             return None
-        if type(data) is not dict or set(data) != {"type", "like", "message"} \
-                or not all(type(v) is str for v in data.values()) or not IDENTIFIER.match(data["type"]) \
-                or data["like"] not in _KNOWN_ERRORS or len(data["message"]) > MAX_TEXT:
+        if (
+            type(data) is not dict
+            or set(data) != {"type", "like", "message"}
+            or not all(type(v) is str for v in data.values())
+            or not IDENTIFIER.match(data["type"])
+            or data["like"] not in _KNOWN_ERRORS
+            or len(data["message"]) > MAX_TEXT
+        ):
             raise Malformed("an error is {type, like, message}")
         base = _KNOWN_ERRORS[data["like"]]
         cls = _KNOWN_ERRORS.get(data["type"]) or type(data["type"], (base,), {"__module__": "submission"})
@@ -228,8 +259,12 @@ class Decoder:
     def trace(self, data):
         """The :class:`prefixsum.classroom.trace.Trace` :func:`encode_trace` encoded (without result and error)."""
         keys = {"n", "launches", "fences", "value", *_INTS, *_FLAGS, *_STRINGS}
-        if type(data) is not dict or set(data) != keys or type(data["n"]) is not int \
-                or not 0 <= data["n"] <= self.records_left:
+        if (
+            type(data) is not dict
+            or set(data) != keys
+            or type(data["n"]) is not int
+            or not 0 <= data["n"] <= self.records_left
+        ):
             raise Malformed(f"a trace has the columns of a Record, and at most {MAX_RECORDS} records in all")
         n = data["n"]
         self.records_left -= n
@@ -239,8 +274,13 @@ class Decoder:
         columns.update({name: (self._column(data[name], np.uint8, n) != 0).tolist() for name in _FLAGS})
         for name in _STRINGS:
             entry = data[name]
-            if type(entry) is not list or len(entry) != 2 or type(entry[0]) is not list or len(entry[0]) > max(n, 1) \
-                    or not all(type(s) is str and len(s) <= MAX_TEXT for s in entry[0]):
+            if (
+                type(entry) is not list
+                or len(entry) != 2
+                or type(entry[0]) is not list
+                or len(entry[0]) > max(n, 1)
+                or not all(type(s) is str and len(s) <= MAX_TEXT for s in entry[0])
+            ):
                 raise Malformed(f"trace column {name} is [table, indices]")
             where = self._column(entry[1], np.int32, n)
             if n and (where.min() < 0 or where.max() >= len(entry[0])):
@@ -257,8 +297,11 @@ class Decoder:
         launches = []
         for number, launch in enumerate(self._rows(data["launches"], 4)):
             kernel, grid, block, combines = launch
-            if type(kernel) is not str or not all(type(d) is list and len(d) == 3 and all(type(v) is int for v in d)
-                                                 for d in (grid, block)) or type(combines) is not int:
+            if (
+                type(kernel) is not str
+                or not all(type(d) is list and len(d) == 3 and all(type(v) is int for v in d) for d in (grid, block))
+                or type(combines) is not int
+            ):
                 raise Malformed("a launch is [kernel, grid, block, combines]")
             launches.append(tracing.Launch(number, kernel, tuple(grid), tuple(block), combines))
         fences = []
@@ -272,8 +315,11 @@ class Decoder:
 
     @staticmethod
     def _rows(rows, width):
-        if type(rows) is not list or len(rows) > MAX_ITEMS \
-                or not all(type(r) is list and len(r) == width for r in rows):
+        if (
+            type(rows) is not list
+            or len(rows) > MAX_ITEMS
+            or not all(type(r) is list and len(r) == width for r in rows)
+        ):
             raise Malformed(f"rows of {width}")
         return rows
 
@@ -282,8 +328,13 @@ class Decoder:
         required = {"kind", "inputs", "result", "error", "after"}
         kind = data.get("kind") if type(data) is dict else None
         allowed = required | ({"trace", "counter"} if kind == "record" else set())
-        if kind not in ("record", "call") or not required <= set(data) <= allowed or type(data["inputs"]) is not str \
-                or type(data["after"]) is not dict or (kind == "record" and "trace" not in data):
+        if (
+            kind not in ("record", "call")
+            or not required <= set(data) <= allowed
+            or type(data["inputs"]) is not str
+            or type(data["after"]) is not dict
+            or (kind == "record" and "trace" not in data)
+        ):
             raise Malformed("an observation is {kind, inputs, result, error, after[, trace, counter]}")
         after = {}
         for key, value in data["after"].items():
@@ -291,15 +342,31 @@ class Decoder:
                 raise Malformed("after's keys are argument positions")
             after[int(key)] = self.value(value)
         counter = data.get("counter")
-        if counter is not None and not (type(counter) is list and len(counter) <= MAX_COUNTS
-                                        and all(type(c) is int for c in counter)):
+        if counter is not None and not (
+            type(counter) is list and len(counter) <= MAX_COUNTS and all(type(c) is int for c in counter)
+        ):
             raise Malformed(f"a counter is a list of at most {MAX_COUNTS} integers")
-        found = {"kind": kind, "inputs": data["inputs"], "result": self.value(data["result"]),
-                 "error": self.error(data["error"]), "after": after, "counter": counter}
+        found = {
+            "kind": kind,
+            "inputs": data["inputs"],
+            "result": self.value(data["result"]),
+            "error": self.error(data["error"]),
+            "after": after,
+            "counter": counter,
+        }
         if kind == "record":
             found["trace"] = self.trace(data["trace"])
         return found
 
 
-__all__ = ["DTYPES", "IDENTIFIER", "Decoder", "Malformed", "arrays_in", "encode_error", "encode_trace", "encode_value",
-           "fingerprint"]
+__all__ = [
+    "DTYPES",
+    "IDENTIFIER",
+    "Decoder",
+    "Malformed",
+    "arrays_in",
+    "encode_error",
+    "encode_trace",
+    "encode_value",
+    "fingerprint",
+]

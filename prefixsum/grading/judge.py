@@ -19,6 +19,7 @@ sandbox's stdout, "ids": [...], "timeout": seconds}``. Each verdict is one JSON 
 of that run and the package's reference trace on the same input (computed here), for the
 feedback's picture of the first step where they differ.
 """
+
 import io
 import json
 import sys
@@ -44,10 +45,14 @@ def _entries(text, ids, record):
         allowed = {"id", "status", "stage", "error", "names", "observations", "launches"} | (
             {"signatures"} if record else set()
         )
-        if set(entry) - allowed or entry.get("status") not in ("ran", "error", "timeout") \
-                or entry.get("stage", "check") not in ("exercise", "check") or type(entry.get("launches")) is not int \
-                or type(entry.get("observations", [])) is not list \
-                or (record and not results.valid_signatures(entry.get("signatures"))):
+        if (
+            set(entry) - allowed
+            or entry.get("status") not in ("ran", "error", "timeout")
+            or entry.get("stage", "check") not in ("exercise", "check")
+            or type(entry.get("launches")) is not int
+            or type(entry.get("observations", [])) is not list
+            or (record and not results.valid_signatures(entry.get("signatures")))
+        ):
             continue
         found[entry["id"]] = entry
     return found
@@ -95,9 +100,11 @@ def verdict(exercise, entry, setup, timeout, decoder):
             try:
                 exec(cells.compiled(check, f"<check {exercise['id']}>"), scope)  # noqa: S102  (the instructor's check)
             except observations.Unreplayable as error:
-                return {"status": "tampered", "message": "the sandbox's observations do not answer the grader's "
-                                                         f"check: {error}",
-                        "lines": printed}
+                return {
+                    "status": "tampered",
+                    "message": f"the sandbox's observations do not answer the grader's check: {error}",
+                    "lines": printed,
+                }
             except Exception as error:  # noqa: BLE001  (a constant of the student's the check cannot use, say)
                 return {"status": "error", "message": f"the check failed: {cells.first_line(error)}", "lines": printed}
     failed = next((v for v in verdicts if not v.passed), None)

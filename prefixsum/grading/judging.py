@@ -11,6 +11,7 @@ Frames on the server's stdin and stdout: an 8-byte big-endian length, then the b
 is one frame (the JSON of :mod:`.judge`); a reply is two: ``{"returncode", "stderr"}`` (the
 child's exit status and the end of its stderr), then the child's stdout (the verdicts' lines).
 """
+
 import json
 import os
 import select
@@ -84,7 +85,7 @@ def serve(stdin, stdout):
             with os.fdopen(read_end, "rb") as verdicts:
                 for chunk in iter(lambda: verdicts.read(1 << 20), b""):
                     if len(output) < MAX_OUTPUT:
-                        output += chunk[:MAX_OUTPUT - len(output)]
+                        output += chunk[: MAX_OUTPUT - len(output)]
             status = os.waitpid(child, 0)[1]
             errors.seek(max(0, os.fstat(errors.fileno()).st_size - _STDERR_TAIL))
             tail = errors.read().decode(errors="replace")
@@ -109,8 +110,14 @@ class Judges:
         server = getattr(self._local, "server", None)
         if server is None or server.poll() is not None:
             os.makedirs(self._home, exist_ok=True)  # again after a close(), for the next batch
-            server = subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=subprocess.DEVNULL, env=self.env, start_new_session=True)
+            server = subprocess.Popen(
+                [sys.executable, "-m", __name__],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=self.env,
+                start_new_session=True,
+            )
             self._local.server = server
             with self._lock:
                 self._started.append(server)

@@ -6,6 +6,7 @@ the run (address space, CPU, file size, core dumps, a processes backstop: every 
 inherits them), enters the run's cgroup, joins a new session keyring, and execs bwrap with the
 sandbox's command line (:func:`.bwrap_command.sandbox_prefix`).
 """
+
 import errno
 import importlib.util
 import json
@@ -37,9 +38,13 @@ def _apply(fields, nproc):
     """Set this process's rlimits, soft and hard, from a run's limits (``fields``: :class:`.limits.Limits` as a dict);
     every process of the run inherits them."""
     mib = 1 << 20
-    for limit, value in ((resource.RLIMIT_CPU, fields["cpu_s"]), (resource.RLIMIT_AS, fields["memory_mb"] * mib),
-                         (resource.RLIMIT_FSIZE, fields["file_mb"] * mib), (resource.RLIMIT_NPROC, nproc),
-                         (resource.RLIMIT_CORE, 0)):
+    for limit, value in (
+        (resource.RLIMIT_CPU, fields["cpu_s"]),
+        (resource.RLIMIT_AS, fields["memory_mb"] * mib),
+        (resource.RLIMIT_FSIZE, fields["file_mb"] * mib),
+        (resource.RLIMIT_NPROC, nproc),
+        (resource.RLIMIT_CORE, 0),
+    ):
         hard = resource.getrlimit(limit)[1]
         value = value if hard == resource.RLIM_INFINITY else min(value, hard)
         resource.setrlimit(limit, (value, value))
@@ -73,9 +78,16 @@ def main(argv):
     if sandbox:
         _new_session_keyring()
         uid = bwrap_command.run_uid(os.getpid()) if sandbox["root"] else bwrap_command.NOBODY
-        command = bwrap_command.sandbox_prefix(limits.Limits(**spec["limits"]), uid=uid, root=sandbox["root"],
-                                               disable_userns=sandbox["disable_userns"],
-                                               seccomp=seccomp_filter.program()) + command
+        command = (
+            bwrap_command.sandbox_prefix(
+                limits.Limits(**spec["limits"]),
+                uid=uid,
+                root=sandbox["root"],
+                disable_userns=sandbox["disable_userns"],
+                seccomp=seccomp_filter.program(),
+            )
+            + command
+        )
     os.execvp(command[0], command)
 
 

@@ -3,6 +3,7 @@
 The supervisor (:mod:`.sandbox`) keeps a run's sums; the launcher (:mod:`.launcher`, which loads
 this file by its path) sets the rlimits of each of the run's processes from them.
 """
+
 import dataclasses
 import resource
 

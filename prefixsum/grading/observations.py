@@ -17,6 +17,7 @@ sandbox did not run what the grader asked.
 
 The JSON and its strict decoding are :mod:`.encoding`'s.
 """
+
 import json
 
 import numpy as np
@@ -54,9 +55,12 @@ class Recorder:
                 result, error, extra = run()
         finally:
             self._inside -= 1
-        entry.update(result=encode_value(result), error=encode_error(error), **extra,
-                     after={str(k): encode_value(a) for k, (a, b) in enumerate(zip(arrays, before))
-                            if a.tobytes() != b})
+        entry.update(
+            result=encode_value(result),
+            error=encode_error(error),
+            **extra,
+            after={str(k): encode_value(a) for k, (a, b) in enumerate(zip(arrays, before)) if a.tobytes() != b},
+        )
         self.observations.append(entry)
         try:
             # Through JSON, as the judge reads it: the decoded observation is the judge's, bit for bit.
@@ -66,6 +70,7 @@ class Recorder:
 
     def record(self, fn, args, kwargs, counter):
         """A traced run (:func:`prefixsum.classroom.check.observed.record`), handed back as the judge decodes it."""
+
         def run():
             trace = tracing.record(fn, *args, **kwargs)
             observed = {"trace": encode_trace(trace), "counter": list(counter) if counter else None}
@@ -180,12 +185,16 @@ def answer(entry, args, counter):
     """
     arrays = arrays_in(args)
     for position, value in entry["after"].items():
-        if position >= len(arrays) or not isinstance(value, np.ndarray) or value.shape != arrays[position].shape \
-                or value.dtype != arrays[position].dtype:
+        if (
+            position >= len(arrays)
+            or not isinstance(value, np.ndarray)
+            or value.shape != arrays[position].shape
+            or value.dtype != arrays[position].dtype
+        ):
             raise Unreplayable("the sandbox reported an argument changed into another shape or type")
         np.copyto(arrays[position], value)
     if counter is not None:
-        counted = list(entry["counter"] or ())[:len(counter)]  # the check's own tally keeps its length
+        counted = list(entry["counter"] or ())[: len(counter)]  # the check's own tally keeps its length
         counter[:] = counted + [0] * (len(counter) - len(counted))
     if entry["kind"] == "call":
         if entry["error"] is not None:
@@ -209,8 +218,9 @@ class Replayer:
         entry = self.observations[self.used]
         self.used += 1
         if entry["kind"] != kind or entry["inputs"] != fingerprint(args, kwargs):
-            raise Unreplayable(f"the sandbox reported run {self.used} (a {entry['kind']}) on other inputs than the "
-                               f"grader's {kind}")
+            raise Unreplayable(
+                f"the sandbox reported run {self.used} (a {entry['kind']}) on other inputs than the grader's {kind}"
+            )
         return answer(entry, args, counter)
 
     def record(self, fn, args, kwargs, counter):

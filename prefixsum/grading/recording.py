@@ -21,6 +21,7 @@ The file is JSON read strictly (:meth:`Recording.from_json`): nothing in it is e
 unpickled, every field is checked against its schema (the verdicts with the sandbox's own,
 :data:`.results.SCHEMAS`), and a malformed file is refused with the field that is wrong.
 """
+
 import dataclasses
 import hashlib
 import json
@@ -56,9 +57,14 @@ def material_hash(chapter):
     setup cells, sanitize rules and, in order, each exercise's id, solution and checks with their
     stored outputs. Points and the students' ``todo`` text are left out: they change a grade's
     arithmetic, not what the check observes."""
-    material = {"name": chapter.name, "setup": list(chapter.setup), "sanitize": chapter.sanitize,
-                "exercises": [{"id": e.id, "source": e.source, "checks": [list(check) for check in e.checks]}
-                              for e in chapter.exercises]}
+    material = {
+        "name": chapter.name,
+        "setup": list(chapter.setup),
+        "sanitize": chapter.sanitize,
+        "exercises": [
+            {"id": e.id, "source": e.source, "checks": [list(check) for check in e.checks]} for e in chapter.exercises
+        ],
+    }
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 
@@ -74,8 +80,11 @@ def _options(value):
     if not isinstance(value, dict) or set(value) != fields:
         raise RecordingError(f"'options' must hold exactly {sorted(fields)}")
     limits = value["limits"]
-    if not isinstance(limits, dict) or set(limits) != limit_fields or not all(
-            type(v) is int and v > 0 for v in limits.values()):
+    if (
+        not isinstance(limits, dict)
+        or set(limits) != limit_fields
+        or not all(type(v) is int and v > 0 for v in limits.values())
+    ):
         raise RecordingError(f"'options.limits' must hold exactly {sorted(limit_fields)}, each a positive integer")
     if type(value["timeout"]) not in (int, float) or not value["timeout"] > 0 or type(value["isolated"]) is not bool:
         raise RecordingError("'options.timeout' must be a positive number and 'options.isolated' true or false")
@@ -103,8 +112,10 @@ def _chapter(name, value):
         raise RecordingError(f"chapter {name}: 'material' must be a SHA-256 in hex")
     if not isinstance(value["exercises"], dict) or not value["exercises"]:
         raise RecordingError(f"chapter {name}: 'exercises' must map exercise ids to their records")
-    return {"material": value["material"],
-            "exercises": {i: _entry(name, i, entry) for i, entry in value["exercises"].items()}}
+    return {
+        "material": value["material"],
+        "exercises": {i: _entry(name, i, entry) for i, entry in value["exercises"].items()},
+    }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,8 +145,17 @@ class Recording:
 
     def to_json(self):
         """The recording as JSON text (:class:`Recording`'s docstring shows the form)."""
-        return json.dumps({"format": FORMAT, "version": FORMAT_VERSION, "package": self.package,
-                           "options": options_dict(self.options), "chapters": self.chapters}, indent=1, sort_keys=True)
+        return json.dumps(
+            {
+                "format": FORMAT,
+                "version": FORMAT_VERSION,
+                "package": self.package,
+                "options": options_dict(self.options),
+                "chapters": self.chapters,
+            },
+            indent=1,
+            sort_keys=True,
+        )
 
     @classmethod
     def from_json(cls, text):
@@ -156,12 +176,17 @@ class Recording:
         if set(value) != {"format", "version", "package", "options", "chapters"}:
             raise RecordingError("a recording holds exactly 'format', 'version', 'package', 'options' and 'chapters'")
         if value["version"] != FORMAT_VERSION:
-            raise RecordingError(f"a recording of format version {value['version']!r}; this grader reads version "
-                                 f"{FORMAT_VERSION}: record again")
+            raise RecordingError(
+                f"a recording of format version {value['version']!r}; this grader reads version "
+                f"{FORMAT_VERSION}: record again"
+            )
         if not isinstance(value["package"], str) or not isinstance(value["chapters"], dict):
             raise RecordingError("'package' must be a version and 'chapters' map chapter names to their records")
-        return cls(_options(value["options"]), {name: _chapter(name, chapter)
-                                                for name, chapter in value["chapters"].items()}, value["package"])
+        return cls(
+            _options(value["options"]),
+            {name: _chapter(name, chapter) for name, chapter in value["chapters"].items()},
+            value["package"],
+        )
 
     def write(self, path):
         """Write :meth:`to_json` to ``path``, readable by everyone (a batch may run as another user),
@@ -208,31 +233,43 @@ class Recording:
         """
         again = "record again with 'python -m prefixsum grade --record FILE'"
         if self.package != package_version():
-            raise RecordingError(f"the recording was made by prefixsum {self.package}, this is {package_version()}: "
-                                 f"{again}")
+            raise RecordingError(
+                f"the recording was made by prefixsum {self.package}, this is {package_version()}: {again}"
+            )
         made, now = options_dict(self.options), options_dict(options)
         differ = [f"{key} {made[key]!r} (now {now[key]!r})" for key in now if key != "limits" and made[key] != now[key]]
-        differ += [f"limits.{key} {made['limits'][key]!r} (now {value!r})" for key, value in now["limits"].items()
-                   if made["limits"][key] != value]
+        differ += [
+            f"limits.{key} {made['limits'][key]!r} (now {value!r})"
+            for key, value in now["limits"].items()
+            if made["limits"][key] != value
+        ]
         if differ:
-            raise RecordingError(f"the recording was made with other grading options: {', '.join(differ)}; grade with "
-                                 f"those, or {again}")
+            raise RecordingError(
+                f"the recording was made with other grading options: {', '.join(differ)}; grade with those, or {again}"
+            )
         for name in sorted(set(self.chapters) & set(chapters)):
             if self.chapters[name]["material"] != material_hash(chapters[name]):
-                raise RecordingError(f"the recording's chapter {name} was made from other instructor material (its "
-                                     "setup cells, solutions, checks, stored outputs or sanitize rules differ from "
-                                     f"those of the notebook given now): {again}")
+                raise RecordingError(
+                    f"the recording's chapter {name} was made from other instructor material (its "
+                    "setup cells, solutions, checks, stored outputs or sanitize rules differ from "
+                    f"those of the notebook given now): {again}"
+                )
             solutions = {e.id: e.source for e in chapters[name].exercises}
             unknown = set(self.chapters[name]["exercises"]) - set(solutions)
             if unknown:
-                raise RecordingError(f"the recording's chapter {name} records exercises it does not have "
-                                     f"({', '.join(sorted(unknown))}): {again}")
+                raise RecordingError(
+                    f"the recording's chapter {name} records exercises it does not have "
+                    f"({', '.join(sorted(unknown))}): {again}"
+                )
             # A submission of exactly the recorded sources takes the recorded verdicts: they must be the solutions.
-            edited = sorted(i for i, entry in self.chapters[name]["exercises"].items()
-                            if entry["source"] != solutions[i])
+            edited = sorted(
+                i for i, entry in self.chapters[name]["exercises"].items() if entry["source"] != solutions[i]
+            )
             if edited:
-                raise RecordingError(f"the recording's chapter {name} holds sources other than the solutions of "
-                                     f"{', '.join(edited)}: {again}")
+                raise RecordingError(
+                    f"the recording's chapter {name} holds sources other than the solutions of "
+                    f"{', '.join(edited)}: {again}"
+                )
 
     def exercises(self, name):
         """The record of chapter ``name`` (:func:`.runner.instructor_signatures` of the exercises it

@@ -6,6 +6,7 @@ SHA-256 of grades.csv: a later edit of the grades is visible. A cell that a spre
 read as a formula (``=``, ``+``, ``-``, ``@``, a tab or a carriage return first) is quoted with a
 leading ``'``; feedback pages escape Markdown in names and messages.
 """
+
 import csv
 import hashlib
 import io
@@ -110,8 +111,13 @@ def summarize(rows, owed=None):
 
 
 def summary_text(rows, grades, owed=None):
-    lines = [SUMMARY_COLUMNS, *([who, chapter, _number(e["score"]), _number(e["max_score"]), *(e[s] for s in STATUSES)]
-                                for (who, chapter), e in summarize(rows, owed).items())]
+    lines = [
+        SUMMARY_COLUMNS,
+        *(
+            [who, chapter, _number(e["score"]), _number(e["max_score"]), *(e[s] for s in STATUSES)]
+            for (who, chapter), e in summarize(rows, owed).items()
+        ),
+    ]
     return _csv(lines) + _csv([[CHECKSUM, hashlib.sha256(grades.encode("utf-8")).hexdigest()]])
 
 
@@ -142,9 +148,12 @@ def feedback(submission, rows, pictures=None):
     blank = [r for r in rows if r.status == "not-attempted"]
     for row in (r for r in rows if r.status != "not-attempted"):
         title = row.exercise or row.notebook
-        lines += [f"## {markdown(title)} ({markdown(row.chapter or row.notebook)})", "",
-                  f"- status: **{row.status}** ({_EXPLAINED[row.status]})",
-                  f"- score: {_number(row.score)} / {_number(row.max_score)}"]
+        lines += [
+            f"## {markdown(title)} ({markdown(row.chapter or row.notebook)})",
+            "",
+            f"- status: **{row.status}** ({_EXPLAINED[row.status]})",
+            f"- score: {_number(row.score)} / {_number(row.max_score)}",
+        ]
         if row.message:
             lines.append(f"- diagnosis: {markdown(row.message)}")
         if pictures and row.exercise in pictures:

@@ -9,6 +9,7 @@ is completed here, in the grader's process, which never runs submitted code: the
 judge's replay of the checks printed against the instructor's stored output (which never enters
 the sandbox), and a launch of the exercise's own kernel where the instructor's solution launches one.
 """
+
 import configparser
 import json
 import re
@@ -108,7 +109,11 @@ def check_verdict(exercise, entry, launches_needed, sanitize_config):
     if sanitize(printed, sanitize_config) != sanitize(expected, sanitize_config):
         return {"status": "fail", "message": entry.get("message") or f"the check printed {printed.strip()!r}"}
     if launches_needed and entry["launches"] == 0:
-        return {"status": "fail", "rule": True, "message": "the check's results came without a launch of the "
-                                                           "exercise's "
-                                                           "kernel: the exercise is to compute them with that kernel"}
+        return {
+            "status": "fail",
+            "rule": True,
+            "message": "the check's results came without a launch of the "
+            "exercise's "
+            "kernel: the exercise is to compute them with that kernel",
+        }
     return {"status": "pass", "message": ""}

@@ -17,6 +17,7 @@ No request holds an instructor's solution or a check's expected output, except `
 which runs the instructor's solutions alone. :func:`.statuses.combine` turns the four into one status
 per exercise.
 """
+
 import dataclasses
 import json
 import os
@@ -86,18 +87,32 @@ class Row:
 def _inside(chapter):
     """The chapter as the sandbox may see it: the setup cells and each exercise's id and check
     sources; no solution, no stored output."""
-    return json.dumps({"setup": list(chapter.setup), "exercises": [
-        {"id": e.id, "checks": [check for check, _ in e.checks]} for e in chapter.exercises]})
+    return json.dumps(
+        {
+            "setup": list(chapter.setup),
+            "exercises": [{"id": e.id, "checks": [check for check, _ in e.checks]} for e in chapter.exercises],
+        }
+    )
 
 
 def _sandboxed(mode, request, wall, options):
     """Run ``trusted.py mode`` in a sandbox with ``request`` on stdin; ``(stdout, Finished)``."""
-    env = sandbox.environment(device_environment(mode != "ptx", "the grader runs every submission on the classroom "
-                                                                "simulator"
-                                                 if mode != "ptx" else "the grader compiles the submitted kernels to "
-                                                                       "PTX"))
-    finished = sandbox.run([sys.executable, _TRUSTED, mode], limits=options.limits, timeout=wall, env=env,
-                           stdin=json.dumps(request).encode(), isolated=options.isolated)
+    env = sandbox.environment(
+        device_environment(
+            mode != "ptx",
+            "the grader runs every submission on the classroom simulator"
+            if mode != "ptx"
+            else "the grader compiles the submitted kernels to PTX",
+        )
+    )
+    finished = sandbox.run(
+        [sys.executable, _TRUSTED, mode],
+        limits=options.limits,
+        timeout=wall,
+        env=env,
+        stdin=json.dumps(request).encode(),
+        isolated=options.isolated,
+    )
     return finished.stdout, finished
 
 
@@ -186,14 +201,28 @@ def instructor_signatures(chapter, options=Options(), ids=None):
     if not sources:
         return {}
     found, finished = _trusted("record", chapter, sources, options)
-    verdicts = {e.id: results.check_verdict(e, found.get(e.id, {"status": "crashed", "message": "no result"}), False,
-                                            chapter.sanitize) for e in chapter.exercises if e.id in sources}
+    verdicts = {
+        e.id: results.check_verdict(
+            e, found.get(e.id, {"status": "crashed", "message": "no result"}), False, chapter.sanitize
+        )
+        for e in chapter.exercises
+        if e.id in sources
+    }
     broken = [f"{i}: {v['message'] or 'no result'}" for i, v in verdicts.items() if v["status"] != "pass"]
     if broken:
-        raise RuntimeError(f"the instructor's solutions of {chapter.name} do not pass the grader's own check "
-                           f"(are the needed cells tagged setup?): {'; '.join(broken)}; {finished.stderr[-2000:]}")
-    return {i: {"signatures": found[i]["signatures"], "launches": found[i]["launches"], "source": sources[i],
-                "checked": {k: v for k, v in found[i].items() if k != "signatures"}} for i in sources}
+        raise RuntimeError(
+            f"the instructor's solutions of {chapter.name} do not pass the grader's own check "
+            f"(are the needed cells tagged setup?): {'; '.join(broken)}; {finished.stderr[-2000:]}"
+        )
+    return {
+        i: {
+            "signatures": found[i]["signatures"],
+            "launches": found[i]["launches"],
+            "source": sources[i],
+            "checked": {k: v for k, v in found[i].items() if k != "signatures"},
+        }
+        for i in sources
+    }
 
 
 def _nbval(chapter, sources, options):
@@ -326,8 +355,10 @@ def grade_notebook(student, filename, data, chapters, signatures, options=Option
         else:
             ended = "timeout" if finished.timed_out or finished.over == "cpu" else "crashed"
             why = f", over its {finished.over} limit" if finished.over else ""
-            trusted[i] = {"status": ended, "message": f"the grader's own check ended (exit {finished.returncode}{why}) "
-                                                      "before this exercise"}
+            trusted[i] = {
+                "status": ended,
+                "message": f"the grader's own check ended (exit {finished.returncode}{why}) before this exercise",
+            }
     # nbval runs only what the allow-list accepted; a refused cell is the students' blank there.
     # Unsolved cells stay: they may define what later ones use.
     # Without an accepted exercise nbval could not pass anything: it is not run.
@@ -336,11 +367,29 @@ def grade_notebook(student, filename, data, chapters, signatures, options=Option
     rows = []
     for exercise in chapter.exercises:
         source = sources[exercise.id]
-        status, message = statuses.combine(exercise, source, problems[exercise.id], ptx.get(exercise.id, {}),
-                                  trusted.get(exercise.id, {}), nbval.get(exercise.id, ("crashed", "no result")))
-        rows.append(Row(student, filename, exercise.id, exercise.points if status == "pass" else 0, exercise.points,
-                        status, " ".join(message.split())[:500], source or "", chapter.name, where,
-                        trusted.get(exercise.id, {}).get("traces") if status == "fail" else None))
+        status, message = statuses.combine(
+            exercise,
+            source,
+            problems[exercise.id],
+            ptx.get(exercise.id, {}),
+            trusted.get(exercise.id, {}),
+            nbval.get(exercise.id, ("crashed", "no result")),
+        )
+        rows.append(
+            Row(
+                student,
+                filename,
+                exercise.id,
+                exercise.points if status == "pass" else 0,
+                exercise.points,
+                status,
+                " ".join(message.split())[:500],
+                source or "",
+                chapter.name,
+                where,
+                trusted.get(exercise.id, {}).get("traces") if status == "fail" else None,
+            )
+        )
     return rows
 
 

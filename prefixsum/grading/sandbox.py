@@ -34,6 +34,7 @@ The wall-clock limit kills the sandbox too. The limits themselves are :class:`.l
 Data goes in on stdin and comes back on stdout, both bounded: no folder of the grader is
 writable inside.
 """
+
 import dataclasses
 import functools
 import itertools
@@ -69,9 +70,11 @@ class Finished:
 
 
 # Run inside by check_available: what the sandbox must show a process (no root, the filter on).
-_PROBE = ("import json, os; status = dict(line.split(':', 1) for line in open('/proc/self/status')); "
-          "print(json.dumps({'uid': os.getuid(), 'seccomp': status['Seccomp'].strip(), "
-          "'no_new_privs': status['NoNewPrivs'].strip()}))")
+_PROBE = (
+    "import json, os; status = dict(line.split(':', 1) for line in open('/proc/self/status')); "
+    "print(json.dumps({'uid': os.getuid(), 'seccomp': status['Seccomp'].strip(), "
+    "'no_new_privs': status['NoNewPrivs'].strip()}))"
+)
 
 
 @functools.lru_cache(maxsize=None)
@@ -89,22 +92,35 @@ def check_available():
     except ValueError:
         seen = None
     if finished.returncode != 0 or not seen:
-        raise SandboxUnavailable(f"bwrap could not make a sandbox here, or Python could not start in it (are user "
-                                 f"namespaces enabled?): exit {finished.returncode}: {finished.stderr.strip()[-300:]}; "
-                                 f"{UNSAFE_ADVICE}")
+        raise SandboxUnavailable(
+            f"bwrap could not make a sandbox here, or Python could not start in it (are user "
+            f"namespaces enabled?): exit {finished.returncode}: {finished.stderr.strip()[-300:]}; "
+            f"{UNSAFE_ADVICE}"
+        )
     if seen["uid"] == 0 or seen["seccomp"] != "2" or seen["no_new_privs"] != "1":
-        raise SandboxUnavailable(f"the sandbox does not hold here (uid {seen['uid']}, seccomp mode {seen['seccomp']}, "
-                                 f"no_new_privs {seen['no_new_privs']}); {UNSAFE_ADVICE}")
+        raise SandboxUnavailable(
+            f"the sandbox does not hold here (uid {seen['uid']}, seccomp mode {seen['seccomp']}, "
+            f"no_new_privs {seen['no_new_privs']}); {UNSAFE_ADVICE}"
+        )
     return True
 
 
 def environment(extra):
     """The environment inside: no variable of the grader's own, only these and ``extra``."""
-    return {"PATH": f"{pathlib.Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8",
-            "HOME": "/tmp/home", "TMPDIR": "/tmp", "PYTHONPATH": str(bwrap_command.package_folder().parent),
-            "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1", "NUMBA_CACHE_DIR": "/tmp/numba",
-            "MPLBACKEND": "Agg", "MPLCONFIGDIR": "/tmp/home/.matplotlib", "JUPYTER_RUNTIME_DIR": "/tmp/home/.jupyter",
-            **extra}
+    return {
+        "PATH": f"{pathlib.Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "HOME": "/tmp/home",
+        "TMPDIR": "/tmp",
+        "PYTHONPATH": str(bwrap_command.package_folder().parent),
+        "PYTHONNOUSERSITE": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "NUMBA_CACHE_DIR": "/tmp/numba",
+        "MPLBACKEND": "Agg",
+        "MPLCONFIGDIR": "/tmp/home/.matplotlib",
+        "JUPYTER_RUNTIME_DIR": "/tmp/home/.jupyter",
+        **extra,
+    }
 
 
 def _kill(pids):
@@ -127,9 +143,9 @@ class _Reader(threading.Thread):
         while chunk := self.pipe.read1(1 << 16):
             if self.tail:
                 self.kept += chunk
-                del self.kept[:-self.limit]
+                del self.kept[: -self.limit]
             elif len(self.kept) < self.limit:
-                self.kept += chunk[:self.limit - len(self.kept)]
+                self.kept += chunk[: self.limit - len(self.kept)]
         self.pipe.close()
 
 
@@ -149,8 +165,12 @@ def _spec(limits, isolated, cgroup):
     # this only stops a fork bomb between two looks.
     nproc = 4 * limits.processes + (0 if root and isolated else usage.uid_threads(os.getuid()))
     sandbox = {"root": root, "disable_userns": bwrap_command.bwrap_version() >= (0, 8)} if isolated else None
-    return {"limits": dataclasses.asdict(limits), "nproc": nproc, "sandbox": sandbox,
-            "cgroup": str(cgroup.path) if cgroup else None}
+    return {
+        "limits": dataclasses.asdict(limits),
+        "nproc": nproc,
+        "sandbox": sandbox,
+        "cgroup": str(cgroup.path) if cgroup else None,
+    }
 
 
 def run(command, *, limits, timeout, env, stdin=b"", isolated=True):
@@ -194,15 +214,29 @@ def _memory(found, isolated, cgroup):
 
 def _supervise(wrapped, limits, timeout, env, stdin, isolated, cwd, cgroup):
     """Start ``wrapped``, feed it, read it, and kill it when a limit is passed (see :func:`run`)."""
-    child = subprocess.Popen(wrapped, cwd=cwd, env=env, stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    child = subprocess.Popen(
+        wrapped,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     out, err = _Reader(child.stdout, limits.output_mb << 20), _Reader(child.stderr, 64 << 10, tail=True)
     threading.Thread(target=_feed, args=(child.stdin, stdin), daemon=True).start()
     deadline, over, timed_out, pause = time.monotonic() + timeout, "", False, 0.05
     while child.poll() is None:
         found = usage.tree(child.pid)
-        over = ("memory" if _memory(found, isolated, cgroup) > limits.memory_mb << 20 else
-                "processes" if found.threads > limits.processes else "cpu" if found.cpu_s > limits.cpu_s else "")
+        over = (
+            "memory"
+            if _memory(found, isolated, cgroup) > limits.memory_mb << 20
+            else "processes"
+            if found.threads > limits.processes
+            else "cpu"
+            if found.cpu_s > limits.cpu_s
+            else ""
+        )
         timed_out = time.monotonic() > deadline
         if over or timed_out:
             # bwrap itself (the root) is left to reap its PID 1 and exit: killed first, it would
@@ -225,5 +259,6 @@ def _supervise(wrapped, limits, timeout, env, stdin, isolated, cwd, cgroup):
     err.join()
     if not over and cgroup and cgroup.killed_for_memory():
         over = "memory"
-    return Finished(child.returncode, timed_out, out.kept.decode("utf-8", "replace"),
-                    err.kept.decode("utf-8", "replace"), over)
+    return Finished(
+        child.returncode, timed_out, out.kept.decode("utf-8", "replace"), err.kept.decode("utf-8", "replace"), over
+    )

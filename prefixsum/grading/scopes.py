@@ -12,6 +12,7 @@ nearest enclosing function that binds it), and ``global`` / ``nonlocal`` declara
 :class:`Resolution` computes it in one pass over the syntax tree; ``tests/test_allowlist.py``
 compares it with :mod:`symtable`, CPython's own table of every scope's names.
 """
+
 import ast
 
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -127,8 +128,12 @@ class Resolution:
     def _function(self, node, scope, body):
         inner = self._new(node, scope)
         arguments = node.args
-        for argument in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
-                         *filter(None, (arguments.vararg, arguments.kwarg))]:
+        for argument in [
+            *arguments.posonlyargs,
+            *arguments.args,
+            *arguments.kwonlyargs,
+            *filter(None, (arguments.vararg, arguments.kwarg)),
+        ]:
             inner.bind(argument.arg)
         self._visit_body(body, inner)
 
@@ -142,7 +147,7 @@ class Resolution:
                 self._visit(generator.iter, inner)
             for condition in generator.ifs:
                 self._visit(condition, inner)
-        for part in ((node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,)):
+        for part in (node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,):
             self._visit(part, inner)
 
     # -- resolving ------------------------------------------------------------------------------
@@ -181,8 +186,16 @@ def _defaults(arguments):
 
 def _annotations(node):
     arguments = node.args
-    found = [a.annotation for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
-                                     *filter(None, (arguments.vararg, arguments.kwarg))] if a.annotation is not None]
+    found = [
+        a.annotation
+        for a in [
+            *arguments.posonlyargs,
+            *arguments.args,
+            *arguments.kwonlyargs,
+            *filter(None, (arguments.vararg, arguments.kwarg)),
+        ]
+        if a.annotation is not None
+    ]
     return found + ([node.returns] if node.returns is not None else [])
 
 

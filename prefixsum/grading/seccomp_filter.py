@@ -23,6 +23,7 @@ rather than killing, so that a library that probes a call (glibc's ``clone3``) f
 A call made for another architecture than the grader's (an i386 ``int 0x80`` on x86_64) kills
 the process: the numbers below would not mean the same calls. So do x32 calls on x86_64.
 """
+
 import errno
 import platform
 import struct
@@ -35,35 +36,116 @@ _X32_BIT = 0x40000000
 # Numbers from asm/unistd_64.h (x86_64) and asm-generic/unistd.h (aarch64); None where the
 # architecture has no such call. tests/test_sandbox.py compares them with the headers.
 SYSCALLS = {
-    "keyctl": (250, 219), "add_key": (248, 217), "request_key": (249, 218),
-    "unshare": (272, 97), "setns": (308, 268), "clone": (56, 220), "clone3": (435, 435),
-    "mount": (165, 40), "umount2": (166, 39), "pivot_root": (155, 41), "chroot": (161, 51),
-    "open_tree": (428, 428), "move_mount": (429, 429), "fsopen": (430, 430), "fsconfig": (431, 431),
-    "fsmount": (432, 432), "fspick": (433, 433), "mount_setattr": (442, 442),
-    "ptrace": (101, 117), "process_vm_readv": (310, 270), "process_vm_writev": (311, 271),
-    "pidfd_getfd": (438, 438), "process_madvise": (440, 440),
-    "perf_event_open": (298, 241), "bpf": (321, 280), "userfaultfd": (323, 282),
-    "io_uring_setup": (425, 425), "io_uring_enter": (426, 426), "io_uring_register": (427, 427),
-    "kexec_load": (246, 104), "kexec_file_load": (320, 294),
-    "init_module": (175, 105), "finit_module": (313, 273), "delete_module": (176, 106),
-    "mbind": (237, 235), "move_pages": (279, 239), "migrate_pages": (256, 238),
-    "set_mempolicy": (238, 237), "get_mempolicy": (239, 236), "set_mempolicy_home_node": (450, 450),
-    "syslog": (103, 116), "acct": (163, 89), "quotactl": (179, 60), "quotactl_fd": (443, 443),
-    "uselib": (134, None), "modify_ldt": (154, None), "lookup_dcookie": (212, 18),
-    "memfd_create": (319, 279), "memfd_secret": (447, 447), "shmget": (29, 194),
-    "personality": (135, 92), "ioctl": (16, 29), "socket": (41, 198),
+    "keyctl": (250, 219),
+    "add_key": (248, 217),
+    "request_key": (249, 218),
+    "unshare": (272, 97),
+    "setns": (308, 268),
+    "clone": (56, 220),
+    "clone3": (435, 435),
+    "mount": (165, 40),
+    "umount2": (166, 39),
+    "pivot_root": (155, 41),
+    "chroot": (161, 51),
+    "open_tree": (428, 428),
+    "move_mount": (429, 429),
+    "fsopen": (430, 430),
+    "fsconfig": (431, 431),
+    "fsmount": (432, 432),
+    "fspick": (433, 433),
+    "mount_setattr": (442, 442),
+    "ptrace": (101, 117),
+    "process_vm_readv": (310, 270),
+    "process_vm_writev": (311, 271),
+    "pidfd_getfd": (438, 438),
+    "process_madvise": (440, 440),
+    "perf_event_open": (298, 241),
+    "bpf": (321, 280),
+    "userfaultfd": (323, 282),
+    "io_uring_setup": (425, 425),
+    "io_uring_enter": (426, 426),
+    "io_uring_register": (427, 427),
+    "kexec_load": (246, 104),
+    "kexec_file_load": (320, 294),
+    "init_module": (175, 105),
+    "finit_module": (313, 273),
+    "delete_module": (176, 106),
+    "mbind": (237, 235),
+    "move_pages": (279, 239),
+    "migrate_pages": (256, 238),
+    "set_mempolicy": (238, 237),
+    "get_mempolicy": (239, 236),
+    "set_mempolicy_home_node": (450, 450),
+    "syslog": (103, 116),
+    "acct": (163, 89),
+    "quotactl": (179, 60),
+    "quotactl_fd": (443, 443),
+    "uselib": (134, None),
+    "modify_ldt": (154, None),
+    "lookup_dcookie": (212, 18),
+    "memfd_create": (319, 279),
+    "memfd_secret": (447, 447),
+    "shmget": (29, 194),
+    "personality": (135, 92),
+    "ioctl": (16, 29),
+    "socket": (41, 198),
 }
 
 DENIED = {
-    errno.EPERM: ("keyctl", "add_key", "request_key", "unshare", "setns", "mount", "umount2", "pivot_root",
-                  "chroot", "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "process_madvise",
-                  "perf_event_open", "bpf", "userfaultfd", "kexec_load", "kexec_file_load", "init_module",
-                  "finit_module", "delete_module", "mbind", "move_pages", "migrate_pages", "set_mempolicy",
-                  "get_mempolicy", "set_mempolicy_home_node", "syslog", "acct", "quotactl", "quotactl_fd",
-                  "uselib", "modify_ldt", "lookup_dcookie", "memfd_create", "memfd_secret", "shmget"),
+    errno.EPERM: (
+        "keyctl",
+        "add_key",
+        "request_key",
+        "unshare",
+        "setns",
+        "mount",
+        "umount2",
+        "pivot_root",
+        "chroot",
+        "ptrace",
+        "process_vm_readv",
+        "process_vm_writev",
+        "pidfd_getfd",
+        "process_madvise",
+        "perf_event_open",
+        "bpf",
+        "userfaultfd",
+        "kexec_load",
+        "kexec_file_load",
+        "init_module",
+        "finit_module",
+        "delete_module",
+        "mbind",
+        "move_pages",
+        "migrate_pages",
+        "set_mempolicy",
+        "get_mempolicy",
+        "set_mempolicy_home_node",
+        "syslog",
+        "acct",
+        "quotactl",
+        "quotactl_fd",
+        "uselib",
+        "modify_ldt",
+        "lookup_dcookie",
+        "memfd_create",
+        "memfd_secret",
+        "shmget",
+    ),
     # ENOSYS, as Flatpak: a caller falls back (glibc from clone3 to clone, whose flags are checked).
-    errno.ENOSYS: ("clone3", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount", "fspick",
-                   "mount_setattr", "io_uring_setup", "io_uring_enter", "io_uring_register"),
+    errno.ENOSYS: (
+        "clone3",
+        "open_tree",
+        "move_mount",
+        "fsopen",
+        "fsconfig",
+        "fsmount",
+        "fspick",
+        "mount_setattr",
+        "io_uring_setup",
+        "io_uring_enter",
+        "io_uring_register",
+    ),
 }
 """``{errno: names}`` of the calls denied whatever their arguments."""
 
@@ -95,9 +177,11 @@ def architecture(machine=None):
     machine = machine or platform.machine()
     name = {"amd64": "x86_64", "arm64": "aarch64"}.get(machine.lower(), machine.lower())
     if name not in _AUDIT_ARCH:
-        raise UnknownArchitecture(f"no seccomp filter for the architecture {machine!r} (only "
-                                  f"{', '.join(_AUDIT_ARCH)}): "
-                                  "grading refuses to run without one")
+        raise UnknownArchitecture(
+            f"no seccomp filter for the architecture {machine!r} (only "
+            f"{', '.join(_AUDIT_ARCH)}): "
+            "grading refuses to run without one"
+        )
     return name
 
 

@@ -5,6 +5,7 @@ refusals, the PTX compile, the grader's own check (drawn by the judge), and nbva
 assembled notebook, read here from its junit XML (:func:`nbval_verdicts`). :func:`combine` turns
 them into one of :data:`STATUSES`.
 """
+
 import re
 import xml.etree.ElementTree as ElementTree
 
@@ -55,8 +56,10 @@ def nbval_verdicts(kinds, report, finished, timeout):
         outcome, text = cells.get(number, (None, ""))
         if outcome is None:
             why = f", over its {finished.over} limit" if finished.over else ""
-            verdicts[exercise_id] = ("timeout" if finished.timed_out or finished.over == "cpu" else "crashed",
-                                     f"nbval ended (exit {finished.returncode}{why}) before this cell")
+            verdicts[exercise_id] = (
+                "timeout" if finished.timed_out or finished.over == "cpu" else "crashed",
+                f"nbval ended (exit {finished.returncode}{why}) before this cell",
+            )
         elif re.search(r"Timeout of [0-9.]+ seconds exceeded", text):
             verdicts[exercise_id] = ("timeout", f"stopped after {timeout:g} s")
         elif re.search(r"[Kk]ernel died|DeadKernelError|Kernel didn't respond", text):
@@ -103,8 +106,10 @@ def combine(exercise, source, problems, ptx, trusted, nbval):
     refused = "; ".join(problems) or (ptx.get("message") if ptx.get("status") == "rejected" else "")
     if refused:
         return "invalid", f"the grader refuses the exercise's code: {refused}"
-    trusted_status, message = trusted.get("status", "crashed"), trusted.get("message", "the grader's own check gave no "
-                                                                                       "result")
+    trusted_status, message = (
+        trusted.get("status", "crashed"),
+        trusted.get("message", "the grader's own check gave no result"),
+    )
     if "MemoryError" in f"{message} {nbval_text}" or "over its memory limit" in f"{message} {nbval_text}":
         return "crashed", "ran out of memory (a submission's processes together may hold --memory MiB)"
     for status in ("timeout", "crashed"):
@@ -120,9 +125,11 @@ def combine(exercise, source, problems, ptx, trusted, nbval):
         return "pass", ptx.get("message", "") if ptx.get("status") == "ok" else ""
     if trusted_status != "pass":
         if nbval_status == "pass":
-            return "tampered", ("nbval's run of the check in the notebook printed the stored verdict, but the grader's "
-                                "own "
-                                f"check of the same code found: {message}")
+            return "tampered", (
+                "nbval's run of the check in the notebook printed the stored verdict, but the grader's "
+                "own "
+                f"check of the same code found: {message}"
+            )
         return "fail", message
     return (
         "fail",

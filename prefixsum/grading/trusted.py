@@ -26,6 +26,7 @@ replays the checks on it.
 * ``nbval``: writes the assembled notebook into the sandbox's /tmp, runs ``pytest --nbval`` on
   it and returns nbval's junit XML.
 """
+
 import ast
 import contextlib
 import importlib.util
@@ -62,8 +63,9 @@ def _time_limit(seconds):
 def _load(path, name):
     """The module at ``path`` (a file of the package, loaded by its path: this script imports no package)."""
     package = path.name == "__init__.py"  # a package (numba_gpu) finds its own modules, relative to it
-    spec = importlib.util.spec_from_file_location(name, path,
-                                                  submodule_search_locations=[str(path.parent)] if package else None)
+    spec = importlib.util.spec_from_file_location(
+        name, path, submodule_search_locations=[str(path.parent)] if package else None
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
@@ -198,7 +200,8 @@ def _kernels(source, device=False):
         if isinstance(node, ast.FunctionDef):
             for decorator in node.decorator_list:
                 is_device = isinstance(decorator, ast.Call) and any(
-                    k.arg == "device" and getattr(k.value, "value", False) is True for k in decorator.keywords)
+                    k.arg == "device" and getattr(k.value, "value", False) is True for k in decorator.keywords
+                )
                 if is_device == device and (device or _jit_decorator(decorator)):
                     names.append(node.name)
     return names
@@ -240,7 +243,7 @@ def _observing_device_functions(namespace, source, devices):
     from prefixsum.classroom.sim import numba_sim
 
     replaced = {}
-    for name in (_kernels(source, device=True) if devices is not None else ()):
+    for name in _kernels(source, device=True) if devices is not None else ():
         function = namespace.get(name)
         original = numba_sim.python_function(function)
         if original is not None:
@@ -273,8 +276,11 @@ def _free_names(source):
     found, tables = set(), [symtable.symtable(source, "<cell>", "exec")]
     while tables:
         table = tables.pop()
-        found |= {s.get_name() for s in table.get_symbols() if s.is_referenced() and (s.is_global() or
-                                                                                   table.get_type() == "module")}
+        found |= {
+            s.get_name()
+            for s in table.get_symbols()
+            if s.is_referenced() and (s.is_global() or table.get_type() == "module")
+        }
         tables.extend(table.get_children())
     return found
 
@@ -317,12 +323,15 @@ def _compile_problem(kind, name, error):
     where = f" (line {line.group(1) or line.group(2)})" if line else ""
     held = re.search(r"global\((\w+): ([^\n]{0,60})", text)
     if held:
-        cause = (f"it reads the module-level {held.group(1)}, a Python object ({held.group(2).rstrip(')')}) that a GPU "
-                 "cannot hold: a list, dict or set lives in the host's memory. Make it a tuple, or a numpy array "
-                 "passed to the kernel")
+        cause = (
+            f"it reads the module-level {held.group(1)}, a Python object ({held.group(2).rstrip(')')}) that a GPU "
+            "cannot hold: a list, dict or set lives in the host's memory. Make it a tuple, or a numpy array "
+            "passed to the kernel"
+        )
     else:
-        informative = [line.strip() for line in text.splitlines()
-                       if line.strip() and not line.startswith(("Failed in", "During:"))]
+        informative = [
+            line.strip() for line in text.splitlines() if line.strip() and not line.startswith(("Failed in", "During:"))
+        ]
         cause = re.sub(r" at 0x[0-9a-f]+", "", informative[0] if informative else "")
     return f"{kind} {name} does not compile for a GPU{where}: {type(error).__name__}: {cause}"
 
@@ -349,9 +358,11 @@ def _ptx(request, emit):
             for name in _kernels(source):
                 # a helper kernel of the student's own: no launch of the instructor's gives its types
                 if name not in signatures:
-                    notes.append(f"kernel {name} is the submission's own (the instructor's solution does not launch "
-                                 "it): "
-                                 "it ran on the simulator, and was not compiled to PTX")
+                    notes.append(
+                        f"kernel {name} is the submission's own (the instructor's solution does not launch "
+                        "it): "
+                        "it ran on the simulator, and was not compiled to PTX"
+                    )
                 for signature in signatures.get(name, ()):
                     try:
                         cuda.compile_ptx(namespace[name].py_func, signature, cc=cc)
@@ -409,11 +420,23 @@ def _nbval(request, emit):
         command.append(f"--nbval-sanitize-with={folder / 'sanitize.cfg'}")
     # Only nbval's plugin: loading every installed plugin costs seconds per submission.
     env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    finished = subprocess.run(command, cwd=folder, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, check=False)
+    finished = subprocess.run(
+        command,
+        cwd=folder,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=False,
+    )
     report = folder / "junit.xml"
-    emit({"id": "nbval", "returncode": finished.returncode,
-          "junit": report.read_text(errors="replace")[:8 << 20] if report.exists() else ""})
+    emit(
+        {
+            "id": "nbval",
+            "returncode": finished.returncode,
+            "junit": report.read_text(errors="replace")[: 8 << 20] if report.exists() else "",
+        }
+    )
 
 
 def main(argv):

@@ -11,6 +11,7 @@ resident memory of every process of the run (anonymous, file and shared pages: `
 read through ``/proc/PID/root``). The seccomp filter (:mod:`.seccomp_filter`) denies the memory
 that neither counts: ``memfd_create``, ``memfd_secret`` and System V shared memory.
 """
+
 import dataclasses
 import functools
 import os
@@ -33,7 +34,7 @@ def processes():
                         text = handle.read()
                 except OSError:
                     continue
-                found[int(entry.name)] = text[text.rindex(b")") + 2:].split()
+                found[int(entry.name)] = text[text.rindex(b")") + 2 :].split()
     return found
 
 

@@ -13,4 +13,5 @@ Device functions only (and the storage of the look-back's states), no kernels of
 * :mod:`.chunk`: a thread's chunk of rows of tridiagonal systems: the loads into shared memory
   and registers, and the partition step on it.
 """
+
 from . import block, chunk, ops, tile_state, warp  # noqa: F401

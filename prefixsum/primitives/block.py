@@ -22,6 +22,7 @@ under the scans (and :func:`block_sum` under the Householder reduction); none is
   compiler puts into the address (``benchmarks/ptx_counts.py``: 3.4 times fewer instructions in
   the look-back kernel than with signed indices worked out per element).
 """
+
 import functools
 
 import numpy as np

@@ -10,6 +10,7 @@ solution back from there the same way. :func:`chunk_partition` is the partition 
 :func:`pcr_row` and :func:`pcr_lanes` solve the reduced system of the chunks' ends (Laszlo, Giles and Appleyard 2016):
 an odd-even step, then PCR, by shuffles within a warp.
 """
+
 import functools
 
 from numba import cuda
@@ -144,7 +145,7 @@ def chunk_loaders(rows):
         memory, with one slot of padding every ``rows`` rows (a thread's chunk starts at an odd
         stride: no bank conflicts when each thread reads its own)."""
         slots = cuda.blockDim.x * (rows + 1)
-        return shared[:slots], shared[slots:2 * slots], shared[2 * slots:3 * slots], shared[3 * slots:4 * slots]
+        return shared[:slots], shared[slots : 2 * slots], shared[2 * slots : 3 * slots], shared[3 * slots : 4 * slots]
 
     @cuda.jit(device=True)
     def load_chunks(a, b, c, d, sa, sb, sc, sd, padded, first):

@@ -24,6 +24,7 @@ tuple kernel is the scalar kernel, field by field where memory is touched: one s
 algorithm. The rewritten source is registered with :mod:`linecache`, so tracebacks, the tracer
 and ``inspect.getsource`` show it.
 """
+
 import ast
 import copy
 import functools
@@ -108,8 +109,9 @@ def user_combine(operator):
     casts = ", ".join(f"cast{k}(r[{k}])" for k in range(operator.arity))
     call = "(op(p[0], q[0]),)" if operator.bare else "op(p, q)"
     source = f"def combine_in_dtype(p, q):\n    r = {call}\n    return ({casts},)\n"
-    fn = define(source, "combine_in_dtype", {"op": operator.op,
-                                              **{f"cast{k}": dt.type for k, dt in enumerate(operator.dtypes)}})
+    fn = define(
+        source, "combine_in_dtype", {"op": operator.op, **{f"cast{k}": dt.type for k, dt in enumerate(operator.dtypes)}}
+    )
     return cuda.jit(device=True)(fn)
 
 
@@ -185,8 +187,10 @@ class _Rewriter:
             self.arrays.add(target.id)
             shape = node.value.args[0]
             self.dimensions[target.id] = len(shape.elts) if isinstance(shape, ast.Tuple) else 1
-            return [ast.Assign([ast.Name(name, ast.Store())], self.constructor(node.value, k))
-                    for k, name in enumerate(self.split(target.id))]
+            return [
+                ast.Assign([ast.Name(name, ast.Store())], self.constructor(node.value, k))
+                for k, name in enumerate(self.split(target.id))
+            ]
         if isinstance(node, ast.Expr) and self.calls_fieldwise(node.value):
             return [ast.Expr(self.field(copy.deepcopy(node.value), k)) for k in range(self.arity)]
         if isinstance(node, ast.Assign):
@@ -200,22 +204,35 @@ class _Rewriter:
 
     def constructs_element(self, node):
         """Whether ``node`` is ``cuda.shared.array(size, element)`` or ``cuda.local.array(...)`` of the element type."""
-        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "array"
-                and isinstance(node.func.value, ast.Attribute) and node.func.value.attr in _CONSTRUCTORS
-                and len(node.args) == 2 and isinstance(node.args[1], ast.Name)
-                and node.args[1].id in self.element_types)
+        return (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "array"
+            and isinstance(node.func.value, ast.Attribute)
+            and node.func.value.attr in _CONSTRUCTORS
+            and len(node.args) == 2
+            and isinstance(node.args[1], ast.Name)
+            and node.args[1].id in self.element_types
+        )
 
     def constructor(self, node, k):
         return ast.Call(node.func, [node.args[0], ast.Name(f"T__{k}", ast.Load())], [])
 
     def calls_fieldwise(self, node):
-        return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in self.fieldwise
-                   for n in ast.walk(node))
+        return any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in self.fieldwise
+            for n in ast.walk(node)
+        )
 
     def target(self, node):
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in self.arrays:
-            return ast.Tuple([ast.Subscript(ast.Name(name, ast.Load()), self.value(node.slice), ast.Store())
-                              for name in self.split(node.value.id)], ast.Store())
+            return ast.Tuple(
+                [
+                    ast.Subscript(ast.Name(name, ast.Load()), self.value(node.slice), ast.Store())
+                    for name in self.split(node.value.id)
+                ],
+                ast.Store(),
+            )
         if isinstance(node, ast.Tuple):
             node.elts = [self.target(t) for t in node.elts]
         return node
@@ -233,8 +250,10 @@ class _Rewriter:
             raise ValueError(f"row {ast.unparse(node)!r} of an element array is used as a value; pass it to a call")
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in self.arrays:
             index = self.value(node.slice)
-            return ast.Tuple([ast.Subscript(ast.Name(name, ast.Load()), index, ast.Load())
-                              for name in self.split(node.value.id)], ast.Load())
+            return ast.Tuple(
+                [ast.Subscript(ast.Name(name, ast.Load()), index, ast.Load()) for name in self.split(node.value.id)],
+                ast.Load(),
+            )
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in self.fieldwise:
             return ast.Tuple([self.field(copy.deepcopy(node), k) for k in range(self.arity)], ast.Load())
         if isinstance(node, ast.Call):
@@ -244,8 +263,10 @@ class _Rewriter:
                     args.extend(ast.Name(name, ast.Load()) for name in self.split(arg.id))
                 elif self.row(arg):
                     index = self.value(arg.slice)
-                    args.extend(ast.Subscript(ast.Name(name, ast.Load()), copy.deepcopy(index), ast.Load())
-                                for name in self.split(arg.value.id))
+                    args.extend(
+                        ast.Subscript(ast.Name(name, ast.Load()), copy.deepcopy(index), ast.Load())
+                        for name in self.split(arg.value.id)
+                    )
                 else:
                     args.append(self.value(arg))
             node.args = args
@@ -266,8 +287,11 @@ class _Rewriter:
             return ast.Name(f"{node.id}__{k}", ast.Load())
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in self.fieldwise:
             (arg,) = node.args
-            inner = self.field(arg, k) if _names(arg) & (self.arrays | self.fieldwise) else \
-                ast.Subscript(self.value(arg), ast.Constant(k), ast.Load())
+            inner = (
+                self.field(arg, k)
+                if _names(arg) & (self.arrays | self.fieldwise)
+                else ast.Subscript(self.value(arg), ast.Constant(k), ast.Load())
+            )
             return ast.Call(ast.Name(f"{node.func.id}__{k}", ast.Load()), [inner], [])
         for name, child in ast.iter_fields(node):
             if isinstance(child, ast.expr):

@@ -4,6 +4,7 @@ A scan needs an associative operator with an identity element e (``e op x == x``
 exclusive scan starts from e, and the padding of a partial tile is e, so that padded lanes
 never change a result.
 """
+
 import functools
 import sys
 

@@ -34,6 +34,7 @@ An element of several fields (a user operator's tuple, :mod:`prefixsum.primitive
 takes the two-word protocol: a flag word, and per field its own array of value slots, each
 field's bits widened to 64, all written before the fence and the flag.
 """
+
 import functools
 
 import numpy as np
@@ -81,14 +82,20 @@ def bit_carrier(dtype):
     dt = check_dtype(dtype)
     unsigned = np.dtype(f"u{dt.itemsize}").type
     if simulating():
-        return (cuda.jit(device=True)(lambda v: np.array(v, dt).view(unsigned)[()]),
-                cuda.jit(device=True)(lambda bits: np.array(bits, unsigned).view(dt)[()]))
+        return (
+            cuda.jit(device=True)(lambda v: np.array(v, dt).view(unsigned)[()]),
+            cuda.jit(device=True)(lambda bits: np.array(bits, unsigned).view(dt)[()]),
+        )
     if dt.kind == "f":
         if dt.itemsize == 4:
-            return (cuda.jit(device=True)(lambda v: unsigned(libdevice.float_as_int(v))),
-                    cuda.jit(device=True)(lambda bits: libdevice.int_as_float(np.int32(bits))))
-        return (cuda.jit(device=True)(lambda v: unsigned(libdevice.double_as_longlong(v))),
-                cuda.jit(device=True)(lambda bits: libdevice.longlong_as_double(np.int64(bits))))
+            return (
+                cuda.jit(device=True)(lambda v: unsigned(libdevice.float_as_int(v))),
+                cuda.jit(device=True)(lambda bits: libdevice.int_as_float(np.int32(bits))),
+            )
+        return (
+            cuda.jit(device=True)(lambda v: unsigned(libdevice.double_as_longlong(v))),
+            cuda.jit(device=True)(lambda bits: libdevice.longlong_as_double(np.int64(bits))),
+        )
     return cuda.jit(device=True)(lambda v: unsigned(v)), cuda.jit(device=True)(lambda bits: dt.type(bits))
 
 
@@ -99,8 +106,10 @@ def wide_bit_carrier(dtype):
     to_bits, from_bits = bit_carrier(dtype)
     if check_dtype(dtype).itemsize == 8:
         return to_bits, from_bits
-    return (cuda.jit(device=True)(lambda v: np.uint64(to_bits(v))),
-            cuda.jit(device=True)(lambda bits: from_bits(np.uint32(bits))))
+    return (
+        cuda.jit(device=True)(lambda v: np.uint64(to_bits(v))),
+        cuda.jit(device=True)(lambda bits: from_bits(np.uint32(bits))),
+    )
 
 
 def packed(dtype):
@@ -169,6 +178,7 @@ def word_access():
 
 def _relaxed_calls(load, store, load_pair, store_pair):
     """Python functions calling the four intrinsics, for ``cuda.jit(device=True)``."""
+
     def load_word(words, i):
         return load(words, i)
 
@@ -209,6 +219,7 @@ def state_access(dtype, relaxed=False):
     to_bits, from_bits = _bits(dtype)
     load, store, load_pair, store_pair = word_access()
     if packed(dtype) and relaxed:
+
         def publish(status, values, tile, flag, value):
             store(status, tile, (np.uint64(flag) << np.uint64(32)) | np.uint64(to_bits(value)))
 
@@ -216,6 +227,7 @@ def state_access(dtype, relaxed=False):
             word = load(status, tile)
             return np.uint32(word >> np.uint64(32)), from_bits(np.uint32(word & np.uint64(0xFFFFFFFF)))
     elif packed(dtype):
+
         def publish(status, values, tile, flag, value):
             cuda.atomic.exch(status, tile, (np.uint64(flag) << np.uint64(32)) | np.uint64(to_bits(value)))
 
@@ -223,6 +235,7 @@ def state_access(dtype, relaxed=False):
             word = cuda.atomic.or_(status, tile, np.uint64(0))
             return np.uint32(word >> np.uint64(32)), from_bits(np.uint32(word & np.uint64(0xFFFFFFFF)))
     elif paired(dtype):
+
         def publish(status, values, tile, flag, value):
             store_pair(status, 2 * tile, np.uint64(flag), to_bits(value))
 
@@ -230,6 +243,7 @@ def state_access(dtype, relaxed=False):
             flag, bits = load_pair(status, 2 * tile)
             return np.uint32(flag), from_bits(bits)
     else:
+
         def publish(status, values, tile, flag, value):
             cuda.atomic.exch(values, 2 * tile + (flag & 1), to_bits(value))
             cuda.threadfence()  # the value is visible everywhere before the flag that announces it
@@ -413,7 +427,7 @@ def caller_states(memory, dtype, tiles, stream):
         memory[:used].copy_to_device(np.zeros(used, np.uint8))
     else:
         numba_gpu.zero_bytes(memory, used, stream.pointer)
-    arrays = [memory[offset:offset + nbytes].view(part_dtype) for offset, nbytes, part_dtype in layout]
+    arrays = [memory[offset : offset + nbytes].view(part_dtype) for offset, nbytes, part_dtype in layout]
     found = _States(itemsize, fields)
     found.fixed, found.capacity = True, tiles
     found.counter, found.status = arrays[0], arrays[1]

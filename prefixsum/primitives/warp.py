@@ -22,6 +22,7 @@ as the paper writes it, on ``volatile`` memory and racy since Volta, is a lesson
 numba's shuffles move int32, int64, float32 and float64 only; uint32 and uint64 values travel as
 the signed integer of their width (same bits) and are converted back (:func:`carrier`).
 """
+
 import functools
 
 import numpy as np

@@ -10,6 +10,7 @@ The algorithms of the chapters are imported in the chapters' order (the registry
 tables follow); any other module of this package is imported after them, so that a new
 algorithm is one new file here and registers itself with no other file edited.
 """
+
 import importlib
 import pkgutil
 

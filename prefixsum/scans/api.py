@@ -9,6 +9,7 @@ types, the algorithm, the registry's version): a repeated call checks no argumen
 proves, and goes straight to the result's memory and the launch. A caller who scans arrays of
 one kind in a loop can hold the plan itself (:func:`plan_scan`).
 """
+
 import os
 import sys
 import warnings
@@ -40,8 +41,9 @@ PLANS_GET = PLANS.get  # the plan cache's lookup, as a module global: one name l
 
 
 @one_call_at_a_time
-def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", identity=None, out=None, stream=None,
-         **options):
+def scan(
+    x, op="add", *, inclusive=True, reverse=False, algorithm="auto", identity=None, out=None, stream=None, **options
+):
     """Scan (prefix sum) of a 1-D array with an associative operator, on the GPU or simulator.
 
     Parameters
@@ -123,8 +125,20 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", identi
     """
     if type(x) is _NUMBA_DEVICE_ARRAY and out is None and not options and identity is None:  # seen before?
         try:
-            plan = PLANS_GET(("scan", x.dtype, x.shape, op, type(inclusive), inclusive, type(reverse), reverse,
-                              algorithm, ALGORITHMS.version))
+            plan = PLANS_GET(
+                (
+                    "scan",
+                    x.dtype,
+                    x.shape,
+                    op,
+                    type(inclusive),
+                    inclusive,
+                    type(reverse),
+                    reverse,
+                    algorithm,
+                    ALGORITHMS.version,
+                )
+            )
         except TypeError:  # an unhashable op or flag: the checks below refuse it
             plan = None
         if plan is not None and x.is_c_contiguous():
@@ -137,9 +151,18 @@ def scan(x, op="add", *, inclusive=True, reverse=False, algorithm="auto", identi
         key += (identity, tuple((name, type(value), value) for name, value in options.items()))
     if simulating():
         key += (classroom_simulator(),)  # what "auto" may pick: numba's stock simulator lacks warp intrinsics
-    return one_line_call(key, ScanPlan, (dtypes, n, op), dict(inclusive=inclusive, reverse=reverse, algorithm=algorithm,
-                                                              identity=identity, **options),
-                         fields, bare, on_device, out, as_stream(stream), None)
+    return one_line_call(
+        key,
+        ScanPlan,
+        (dtypes, n, op),
+        dict(inclusive=inclusive, reverse=reverse, algorithm=algorithm, identity=identity, **options),
+        fields,
+        bare,
+        on_device,
+        out,
+        as_stream(stream),
+        None,
+    )
 
 
 def exclusive_scan(x, op="add", **kw):
@@ -183,8 +206,9 @@ def plan_scan(dtype, n, op="add", *, inclusive=True, reverse=False, algorithm="a
         dtype = tuple(np.dtype(d) for d in dtype)
     else:
         dtype = np.dtype(dtype)
-    return ScanPlan(dtype, n, op, inclusive=inclusive, reverse=reverse, algorithm=algorithm, identity=identity,
-                    **options)
+    return ScanPlan(
+        dtype, n, op, inclusive=inclusive, reverse=reverse, algorithm=algorithm, identity=identity, **options
+    )
 
 
 class ScanPlan(Plan):
@@ -212,8 +236,19 @@ class ScanPlan(Plan):
     ``COMBINES_EVERY_RESULT``).
     """
 
-    def __init__(self, dtype, n, op="add", *, inclusive=True, reverse=False, algorithm="auto", identity=None,
-                 needs=Capability.NONE, **options):
+    def __init__(
+        self,
+        dtype,
+        n,
+        op="add",
+        *,
+        inclusive=True,
+        reverse=False,
+        algorithm="auto",
+        identity=None,
+        needs=Capability.NONE,
+        **options,
+    ):
         for flag, value in (("inclusive", inclusive), ("reverse", reverse)):
             if not isinstance(value, (bool, np.bool_)):
                 raise ValueError(f"{flag} must be True or False; got {value!r}")
@@ -223,8 +258,10 @@ class ScanPlan(Plan):
         self.fields = isinstance(dtype, tuple)
         if self.fields or _user(op, identity):
             if isinstance(op, str):
-                raise ValueError(f"the built-in op {op!r} takes one array and no identity; a tuple x or an identity "
-                                 "needs a user operator (a @cuda.jit(device=True) function)")
+                raise ValueError(
+                    f"the built-in op {op!r} takes one array and no identity; a tuple x or an identity "
+                    "needs a user operator (a @cuda.jit(device=True) function)"
+                )
             dtypes = dtype if self.fields else (dtype,)
             for k, field_dtype in enumerate(dtypes):
                 try:
@@ -263,18 +300,28 @@ class ScanPlan(Plan):
     @one_call_at_a_time
     def __call__(self, x, out=None, *, stream=None, temp=None):
         where = as_stream(stream)
-        if (type(x) is _NUMBA_DEVICE_ARRAY and out is None and temp is None and not self.user
-                and x.shape == self.shape and x.dtype == self.dtype and x.is_c_contiguous()):
+        if (
+            type(x) is _NUMBA_DEVICE_ARRAY
+            and out is None
+            and temp is None
+            and not self.user
+            and x.shape == self.shape
+            and x.dtype == self.dtype
+            and x.is_c_contiguous()
+        ):
             return self.run_device(x, where)
         fields, bare, on_device = _accept(x, self.user)
         if self.bare != bare:
-            raise ValueError(f"this plan scans {'one array' if self.bare else 'a tuple of arrays'}; "
-                             f"got {'one array' if bare else 'a tuple'}")
+            raise ValueError(
+                f"this plan scans {'one array' if self.bare else 'a tuple of arrays'}; "
+                f"got {'one array' if bare else 'a tuple'}"
+            )
         dtypes = self.dtype if self.user else (self.dtype,)
         got = tuple(np.dtype(f.dtype) for f in fields)
         if got != dtypes or fields[0].shape[0] != self.n:
-            raise ValueError(f"this plan scans {self.n} elements of {_names(dtypes)}; got {fields[0].shape[0]} "
-                             f"of {_names(got)}")
+            raise ValueError(
+                f"this plan scans {self.n} elements of {_names(dtypes)}; got {fields[0].shape[0]} of {_names(got)}"
+            )
         return self.run(fields, bare, on_device, out, where, None if temp is None else self.check_temp(temp))
 
     def run(self, fields, bare, on_device, out, stream, temp):
@@ -288,8 +335,9 @@ class ScanPlan(Plan):
                 self._run(fields, results, stream, temp)
         else:
             chunks = None if self.user or not self.n else self._prepared.chunks
-            results = self._simulated(transfers.round_trip, fields, outs, stream, self._host_launch(stream, temp),
-                                      chunks, temp)
+            results = self._simulated(
+                transfers.round_trip, fields, outs, stream, self._host_launch(stream, temp), chunks, temp
+            )
         return results[0] if bare else tuple(results)
 
     def _host_launch(self, stream, temp):
@@ -341,12 +389,16 @@ def _accept(x, user):
         fields.append(array)
         kinds.append(on_device)
     if len(set(kinds)) > 1:
-        raise ValueError("the fields of x must be all numpy arrays or all device arrays; got "
-                         + ", ".join("device" if d else "host" for d in kinds))
+        raise ValueError(
+            "the fields of x must be all numpy arrays or all device arrays; got "
+            + ", ".join("device" if d else "host" for d in kinds)
+        )
     lengths = [f.shape[0] for f in fields]
     if len(set(lengths)) > 1:
-        raise ValueError(f"{' and '.join(f'x[{k}]' for k in range(len(fields)))} must have one length; got "
-                         f"{' and '.join(map(str, lengths))}")
+        raise ValueError(
+            f"{' and '.join(f'x[{k}]' for k in range(len(fields)))} must have one length; got "
+            f"{' and '.join(map(str, lengths))}"
+        )
     return fields, bare, kinds[0]
 
 
@@ -357,8 +409,10 @@ def _outs(out, fields, bare, on_device, n):
     given = [out] if bare else out
     if not bare and not (isinstance(out, tuple) and len(out) == len(fields)):
         raise TypeError(f"out must be a tuple of {len(fields)} arrays, one per array of x; got {type(out).__name__}")
-    return [None if o is None and not bare else check_out(o, n, f.dtype, on_device, f, "out" if bare else f"out[{k}]")
-            for k, (o, f) in enumerate(zip(given, fields))]
+    return [
+        None if o is None and not bare else check_out(o, n, f.dtype, on_device, f, "out" if bare else f"out[{k}]")
+        for k, (o, f) in enumerate(zip(given, fields))
+    ]
 
 
 def _names(dtypes):
@@ -431,5 +485,7 @@ def announce_slow_simulation(n, algorithm, *, threshold_s=None, stacklevel=1):
         f"prefixsum: scanning {n:,} elements with {algorithm!r} on the CUDA simulator will take about "
         f"{took} (a GPU takes milliseconds); for a quick run use a smaller n, e.g. "
         f"ps.size_for_device(simulator=1000, gpu={n}). This notice is shown once.",
-        UserWarning, stacklevel=stacklevel + 1)
+        UserWarning,
+        stacklevel=stacklevel + 1,
+    )
     return True

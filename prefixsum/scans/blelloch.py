@@ -27,6 +27,7 @@ Three versions:
   ``i + (i >> 5)`` shifts every run of 32 indices by one more bank, spreading those accesses
   over different banks. It changes where values live, never the result.
 """
+
 import functools
 
 import numpy as np
@@ -48,6 +49,7 @@ LOG_NUM_BANKS = 5
 
 
 # (a) The lab sheet's exercise: 256 elements, one block of 256 threads.
+
 
 @functools.lru_cache(maxsize=None)
 def blelloch_256_kernel(dtype):
@@ -119,6 +121,7 @@ def blelloch_256(x):
 
 
 # (b), (c) The general version: tiles of 2 * block_size elements, optional bank padding.
+
 
 @functools.lru_cache(maxsize=None)
 def tree_slot(conflict_free):
@@ -242,7 +245,9 @@ def check_options(block_size, conflict_free):
 
 
 ALGORITHM = register_tiled(
-    "blelloch", blelloch_tile_kernel, items_per_thread=2,
+    "blelloch",
+    blelloch_tile_kernel,
+    items_per_thread=2,
     options={"block_size": 256, "conflict_free": True},
     check_options=check_options,
     summary="Blelloch: up-sweep then down-sweep of a tree, 2 elements per thread; work 2n, depth 2 log n",

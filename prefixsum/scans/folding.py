@@ -28,6 +28,7 @@ writes, and waits again before the next phase reads.
 
 Work N log2(N) - (N - 1) combines, depth log2(N) phases of two barriers, per tile of N elements.
 """
+
 import functools
 
 from numba import cuda
@@ -69,10 +70,11 @@ def folding_tile_kernel(op, dtype, inclusive, reverse, block_size):
 
 
 ALGORITHM = register_tiled(
-    "folding", folding_tile_kernel,
+    "folding",
+    folding_tile_kernel,
     options={"block_size": 256},
     summary="the partial-sum notebook's folding: phases N/2 down to 1, cell i adds cell i + phase (suffix); work N log "
-            "N, depth log N",
+    "N, depth log N",
     source="a Python notebook of partial-sum experiments (partial_sum_folded)",
     simulator_us_per_element=(130, 4900),
 )

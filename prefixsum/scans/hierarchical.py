@@ -39,6 +39,7 @@ their results) plus 5 shuffle steps per thread; depth: 3 items_per_thread + O(lo
 Directions are handled by indexing (:func:`prefixsum.primitives.block.position`); an exclusive scan
 writes each element's prefix before combining it in.
 """
+
 import functools
 import math
 
@@ -60,15 +61,20 @@ MAX_ITEMS_PER_THREAD = 16
 def check_options(block_size, items_per_thread):
     """Raise ValueError unless the options make a tile that fits shared memory."""
     check_block_size("block_size", block_size)
-    if (not isinstance(items_per_thread, int) or isinstance(items_per_thread, bool)
-            or not 1 <= items_per_thread <= MAX_ITEMS_PER_THREAD):
+    if (
+        not isinstance(items_per_thread, int)
+        or isinstance(items_per_thread, bool)
+        or not 1 <= items_per_thread <= MAX_ITEMS_PER_THREAD
+    ):
         raise ValueError(
-            f"option items_per_thread={items_per_thread!r} must be an integer from 1 to {MAX_ITEMS_PER_THREAD}")
+            f"option items_per_thread={items_per_thread!r} must be an integer from 1 to {MAX_ITEMS_PER_THREAD}"
+        )
     if block_size * items_per_thread > MAX_TILE:
         raise ValueError(
             f"block_size * items_per_thread = {block_size * items_per_thread} elements per tile, but a tile "
             f"holds at most {MAX_TILE} (its float64 copy must fit {MAX_SHARED_BYTES_PER_BLOCK // 1024} KiB of "
-            "shared memory)")
+            "shared memory)"
+        )
 
 
 @functools.lru_cache(maxsize=None)
@@ -211,8 +217,9 @@ def run(x, out, op, inclusive, reverse, block_size, items_per_thread, *, stream=
     if tiles == 1:
         scan[1, block_size, on(stream)](*xs, *outs, *xs, n)  # one tile reads no carries: any arrays of the dtypes
         return
-    totals = tuple(scratch(f"hierarchical totals {k}", tiles, d, stream)
-                   for k, d in enumerate(dtype if fields else [dtype]))
+    totals = tuple(
+        scratch(f"hierarchical totals {k}", tiles, d, stream) for k, d in enumerate(dtype if fields else [dtype])
+    )
     reduce_kernel(op, dtype, reverse, block_size, items)[tiles, block_size, on(stream)](*xs, *totals, n)
     spine_kernel(op, dtype, block_size)[1, block_size, on(stream)](*totals, tiles)
     scan[tiles, block_size, on(stream)](*xs, *outs, *totals, n)
@@ -232,18 +239,22 @@ def kernels(op, dtype, inclusive, reverse, block_size, items_per_thread):
     yield spine_kernel(op, dtype, block_size), (array_type(dtype), types.int64)
 
 
-ALGORITHM = register(Algorithm(
-    name="hierarchical",
-    run=run,
-    kernels=kernels,
-    options={"block_size": 256, "items_per_thread": 8},
-    check_options=check_options,
-    summary=("Lungu, Petrosanu, Pirjan 2011: 8 elements per thread in registers, warp scans by shuffle, block scan of "
-             "warp totals, "
-             "reduce-then-scan across tiles (3n transfers); work ~3n combines plus O(log) warp steps per thread, "
-             "depth O(log n)"),
-    source="Lungu, Petrosanu, Pirjan 2011 (Figures 1 and 2, 8 elements per thread)",
-    simulator_us_per_element=(40, None),
-    auto_rank=2,
-    capabilities=Capability.WARP_INTRINSICS | Capability.USER_OPERATOR | Capability.COMBINES_EVERY_RESULT,
-))
+ALGORITHM = register(
+    Algorithm(
+        name="hierarchical",
+        run=run,
+        kernels=kernels,
+        options={"block_size": 256, "items_per_thread": 8},
+        check_options=check_options,
+        summary=(
+            "Lungu, Petrosanu, Pirjan 2011: 8 elements per thread in registers, warp scans by shuffle, block scan of "
+            "warp totals, "
+            "reduce-then-scan across tiles (3n transfers); work ~3n combines plus O(log) warp steps per thread, "
+            "depth O(log n)"
+        ),
+        source="Lungu, Petrosanu, Pirjan 2011 (Figures 1 and 2, 8 elements per thread)",
+        simulator_us_per_element=(40, None),
+        auto_rank=2,
+        capabilities=Capability.WARP_INTRINSICS | Capability.USER_OPERATOR | Capability.COMBINES_EVERY_RESULT,
+    )
+)

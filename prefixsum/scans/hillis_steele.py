@@ -14,6 +14,7 @@ Work N log2(N) - (N - 1) combines, depth log2(N) steps, per tile of N elements: 
 efficient (a sequential scan needs N - 1 combines), but half the depth of the work-efficient
 tree scan of :mod:`prefixsum.scans.blelloch`.
 """
+
 import functools
 
 from numba import cuda
@@ -59,7 +60,8 @@ def hillis_steele_tile_kernel(op, dtype, inclusive, reverse, block_size):
 
 
 ALGORITHM = register_tiled(
-    "hillis_steele", hillis_steele_tile_kernel,
+    "hillis_steele",
+    hillis_steele_tile_kernel,
     options={"block_size": 256},
     summary="Hillis-Steele: lane t adds lane t - stride for stride 1, 2, 4, ..., ping-pong; work N log N, depth log N",
     source="GPU Gems 3, ch. 39.2.1 (Harris, Sengupta, Owens)",
@@ -67,5 +69,6 @@ ALGORITHM = register_tiled(
     capabilities=Capability.USER_OPERATOR,
 )
 
-__getattr__ = moved(__name__, {
-    "hillis_steele_in_place_tile_kernel": "prefixsum.classroom.lessons:hillis_steele_in_place_tile_kernel"})
+__getattr__ = moved(
+    __name__, {"hillis_steele_in_place_tile_kernel": "prefixsum.classroom.lessons:hillis_steele_in_place_tile_kernel"}
+)

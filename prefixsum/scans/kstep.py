@@ -32,6 +32,7 @@ writes ``out``. An exclusive scan costs nothing more than an inclusive one: the 
 anyway because the buffer is longer than ``out``, reads element i - 1 instead of i. In global
 memory the launch path moves about 4n reads and 3n writes, against n and n for a copy.
 """
+
 import functools
 import itertools
 import math
@@ -119,7 +120,7 @@ def levels(n, L):
         raise ValueError(f"n={n!r} must be an integer >= 1")
     sizes = [0] * 64  # enough for any int64 n, since L >= 2
     top = _level_sizes(int(n), int(L), sizes)
-    sizes = tuple(sizes[:top + 2])
+    sizes = tuple(sizes[: top + 2])
     return Levels(sizes, (0, *itertools.accumulate(sizes[:-1])))
 
 
@@ -138,6 +139,7 @@ def check_options(L, one_block):
 
 # One thread's share of each step, shared by the launch-per-step kernels and the one-block
 # kernel so that both run the same formulas; ``buf`` is a global or a shared array.
+
 
 @functools.lru_cache(maxsize=None)
 def _reduce_run(op, dtype, L):
@@ -190,6 +192,7 @@ def _correct_run(op, dtype, L):
 
 
 # The launch-per-step path: one kernel launch per step, the launch boundary is the barrier.
+
 
 @functools.lru_cache(maxsize=None)
 def load_kernel(reverse):
@@ -272,12 +275,20 @@ def scan_launches(x, out, op, inclusive, reverse, L, stream=None):
         _launch(reduce_kernel(op, dtype, L), sizes[s + 1], stream, buf, offsets[s], offsets[s + 1], sizes[s])
     top_kernel(op, dtype)[1, 1, on(stream)](buf, offsets[-1], sizes[-1])
     for level in range(lv.top, -1, -1):  # correction step s = s* + 1 - level corrects this level
-        _launch(correct_kernel(op, dtype, L), sizes[level + 1], stream, buf, offsets[level + 1], offsets[level],
-                sizes[level])
+        _launch(
+            correct_kernel(op, dtype, L),
+            sizes[level + 1],
+            stream,
+            buf,
+            offsets[level + 1],
+            offsets[level],
+            sizes[level],
+        )
     _launch(store_kernel(op, dtype, inclusive, reverse), n, stream, buf, out, n)
 
 
 # The one-block path: the same steps in shared memory, a block barrier per step.
+
 
 @functools.lru_cache(maxsize=None)
 def one_block_kernel(op, dtype, inclusive, reverse, L):
@@ -368,15 +379,17 @@ def kernels(op, dtype, inclusive, reverse, L, one_block):
         yield store_kernel(op, dtype, inclusive, reverse), (arr, arr, index)
 
 
-ALGORITHM = register(Algorithm(
-    name="kstep",
-    run=run,
-    kernels=kernels,
-    options={"L": 32, "one_block": "auto"},
-    check_options=check_options,
-    summary="the L-ary scheme of the partial-sum lecture notes (reconstructed): reduce by L, correct back down; 2s*+3 "
-            "steps, work O(n), depth O(L log_L n)",
-    source="lecture notes 'Calculation of partial sums in parallel' (an online book on GPU programming); formulas "
-           "reconstructed",
-    simulator_us_per_element=(45, 180),
-))
+ALGORITHM = register(
+    Algorithm(
+        name="kstep",
+        run=run,
+        kernels=kernels,
+        options={"L": 32, "one_block": "auto"},
+        check_options=check_options,
+        summary="the L-ary scheme of the partial-sum lecture notes (reconstructed): reduce by L, correct back down; "
+        "2s*+3 steps, work O(n), depth O(L log_L n)",
+        source="lecture notes 'Calculation of partial sums in parallel' (an online book on GPU programming); formulas "
+        "reconstructed",
+        simulator_us_per_element=(45, 180),
+    )
+)

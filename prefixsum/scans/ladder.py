@@ -9,6 +9,7 @@ phase never reads what it writes: a barrier between phases is all the synchronis
 Work n/2 * log2(n) combines, depth log2(n) phases, n reads and n writes of global memory per
 tile pass (plus the carry pass when there are several tiles).
 """
+
 import functools
 
 from numba import cuda
@@ -49,10 +50,11 @@ def ladder_tile_kernel(op, dtype, inclusive, reverse, block_size):
 
 
 ALGORITHM = register_tiled(
-    "ladder", ladder_tile_kernel,
+    "ladder",
+    ladder_tile_kernel,
     options={"block_size": 256},
     summary="the partial-sum notebook's ladder: phase p adds the last element of the preceding aligned run; work n/2 "
-            "log n, depth log n",
+    "log n, depth log n",
     source="a Python notebook of partial-sum experiments (partial_sum_ladder)",
     simulator_us_per_element=(80, 4000),
     auto_rank=1,

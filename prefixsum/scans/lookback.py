@@ -65,6 +65,7 @@ does not commute needs. A tuple's tile shrinks with its bytes to fit shared memo
 Work: about 2n combines plus O(log) warp steps per thread and a look-back of a few 32-tile windows
 per tile; 2n element transfers in global memory, one launch.
 """
+
 import functools
 
 from numba import cuda, types
@@ -116,10 +117,15 @@ def check_options(block_size, items_per_thread):
         check_block_size("block_size", block_size)
     if items_per_thread is None:
         return
-    if (not isinstance(items_per_thread, int) or isinstance(items_per_thread, bool)
-            or not 1 <= items_per_thread <= MAX_ITEMS_PER_THREAD):
-        raise ValueError(f"option items_per_thread={items_per_thread!r} must be None (by dtype) or an integer "
-                         f"from 1 to {MAX_ITEMS_PER_THREAD}")
+    if (
+        not isinstance(items_per_thread, int)
+        or isinstance(items_per_thread, bool)
+        or not 1 <= items_per_thread <= MAX_ITEMS_PER_THREAD
+    ):
+        raise ValueError(
+            f"option items_per_thread={items_per_thread!r} must be None (by dtype) or an integer "
+            f"from 1 to {MAX_ITEMS_PER_THREAD}"
+        )
     if block_size * items_per_thread > 2 * MAX_TILE:
         raise ValueError(
             f"block_size * items_per_thread = {block_size * items_per_thread} elements per tile, but a tile "
@@ -140,8 +146,10 @@ def tile_items(dtype, block_size, items_per_thread):
     by_size = MAX_ITEMS_PER_THREAD if is_fields(dtype) else ITEMS_PER_THREAD[dtype.itemsize]
     items = items_per_thread or max(1, min(by_size, max_tile(dtype) // block_size))
     if block_size * items > max_tile(dtype):
-        raise ValueError(f"block_size * items_per_thread = {block_size * items} elements per tile, but a tile of "
-                         f"{dtype} holds at most {max_tile(dtype)}")
+        raise ValueError(
+            f"block_size * items_per_thread = {block_size * items} elements per tile, but a tile of "
+            f"{dtype} holds at most {max_tile(dtype)}"
+        )
     return items
 
 
@@ -237,10 +245,12 @@ def prepare(op, dtype, n, inclusive, reverse, block_size, items_per_thread):
         return (kept_states(*width, stream) if temp is None else caller_states(temp, dtype, tiles, stream)).next(tiles)
 
     if fields:
+
         def scan_into(x, out, stream, temp):
             status, values, counter, epoch = begin(stream, temp)
             launch(tiles, threads, *x, *out, status, *values, counter, n, epoch, 0, stream=stream)
     else:
+
         def scan_into(x, out, stream, temp):
             states = kept_states(*width, stream) if temp is None else caller_states(temp, dtype, tiles, stream)
             status, values, counter, epoch = states.next(tiles)
@@ -250,8 +260,12 @@ def prepare(op, dtype, n, inclusive, reverse, block_size, items_per_thread):
         status, values, counter, epoch = state
         launch(count, threads, x, out, status, values, counter, n, epoch, first, stream=stream)
 
-    return Prepared(scan_into, lambda: [(launch.dispatcher, launch.argtypes)], state_bytes(dtype, tiles),
-                    None if fields else Chunks(tile, begin, launch_tiles, reverse))
+    return Prepared(
+        scan_into,
+        lambda: [(launch.dispatcher, launch.argtypes)],
+        state_bytes(dtype, tiles),
+        None if fields else Chunks(tile, begin, launch_tiles, reverse),
+    )
 
 
 def argtypes(dtype):
@@ -265,8 +279,16 @@ def argtypes(dtype):
             + (types.Array(types.uint64, 1, "C"),) * len(dtype)
             + (types.Array(types.uint32, 1, "C"), types.int64, types.int64, types.int64)
         )
-    return (array_type(dtype), array_type(dtype), types.Array(types.uint64, 1, "C"), types.Array(types.uint64, 1, "C"),
-            types.Array(types.uint32, 1, "C"), types.int64, types.int64, types.int64)
+    return (
+        array_type(dtype),
+        array_type(dtype),
+        types.Array(types.uint64, 1, "C"),
+        types.Array(types.uint64, 1, "C"),
+        types.Array(types.uint32, 1, "C"),
+        types.int64,
+        types.int64,
+        types.int64,
+    )
 
 
 def kernels(op, dtype, inclusive, reverse, block_size, items_per_thread):
@@ -288,22 +310,31 @@ def kernels(op, dtype, inclusive, reverse, block_size, items_per_thread):
         yield lookback_kernel(op, dtype, inclusive, reverse, threads, items), argtypes(dtype)
 
 
-ALGORITHM = register(Algorithm(
-    name="lookback",
-    run=run,
-    kernels=kernels,
-    options={"block_size": None, "items_per_thread": None},
-    check_options=check_options,
-    summary=("single pass with decoupled look-back (Merrill and Garland 2016): tiles of 128-256 threads x 8-32 "
-             "elements, the fastest measured per element size and length, "
-             "ids from an atomic counter, aggregates and prefixes published, a warp looks back 32 tiles at a time; "
-             "one launch, 2n transfers; work ~2n combines, depth O(log n) plus the look-back"),
-    source="Merrill and Garland, Single-pass Parallel Prefix Scan with Decoupled Look-back (NVIDIA, 2016)",
-    simulator_us_per_element=(25, None),
-    auto_rank=3,
-    capabilities=(Capability.WARP_INTRINSICS | Capability.USER_OPERATOR | Capability.COMBINES_EVERY_RESULT
-                  | Capability.CHUNKED | Capability.CALLER_TEMP),
-    prepare=prepare,
-))
+ALGORITHM = register(
+    Algorithm(
+        name="lookback",
+        run=run,
+        kernels=kernels,
+        options={"block_size": None, "items_per_thread": None},
+        check_options=check_options,
+        summary=(
+            "single pass with decoupled look-back (Merrill and Garland 2016): tiles of 128-256 threads x 8-32 "
+            "elements, the fastest measured per element size and length, "
+            "ids from an atomic counter, aggregates and prefixes published, a warp looks back 32 tiles at a time; "
+            "one launch, 2n transfers; work ~2n combines, depth O(log n) plus the look-back"
+        ),
+        source="Merrill and Garland, Single-pass Parallel Prefix Scan with Decoupled Look-back (NVIDIA, 2016)",
+        simulator_us_per_element=(25, None),
+        auto_rank=3,
+        capabilities=(
+            Capability.WARP_INTRINSICS
+            | Capability.USER_OPERATOR
+            | Capability.COMBINES_EVERY_RESULT
+            | Capability.CHUNKED
+            | Capability.CALLER_TEMP
+        ),
+        prepare=prepare,
+    )
+)
 
 __getattr__ = moved(__name__, {"scan_with": "prefixsum.classroom.lessons:scan_with"})

@@ -4,6 +4,7 @@ The operators sit in the primitives layer, as CUB keeps its thread operators bel
 and device algorithms, because the block and warp primitives are built per operator; the
 scans, the checker and the notebooks import them from here as before.
 """
+
 from ..primitives.ops import (  # noqa: F401
     DTYPES,
     OPS,

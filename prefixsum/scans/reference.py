@@ -15,6 +15,7 @@ and inf + -inf is NaN, as in numpy; neither prints numpy's RuntimeWarning (a GPU
 Arrays in the other byte order are accepted (numpy's ``cumsum`` accepts them) and the result is
 in this machine's byte order, of the same kind and width.
 """
+
 import numpy as np
 
 from ..core.arithmetic import quiet_arithmetic

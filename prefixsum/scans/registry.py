@@ -7,6 +7,7 @@ new module needs no edits elsewhere. The registry has the shape of every family'
 (:class:`prefixsum.core.registry.Registry`): capabilities as flags, and ``"auto"`` chosen from the
 committed measurements (:func:`call_times`).
 """
+
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
 

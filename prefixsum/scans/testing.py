@@ -3,6 +3,7 @@
 Random inputs are chosen per operator so that a wrong kernel cannot pass by luck: no zeros-
 or-ones-only data, integer sums that wrap around, products that stay finite, maxima that move.
 """
+
 import time
 from typing import NamedTuple
 
@@ -61,8 +62,10 @@ def expected_scan(x, op="add", *, inclusive=True, reverse=False):
     """
     x = native(np.asarray(x))
     if x.dtype.kind == "f":
-        return (scan_float64(x, op, inclusive=inclusive, reverse=reverse),
-                tolerance(x, op, inclusive=inclusive, reverse=reverse))
+        return (
+            scan_float64(x, op, inclusive=inclusive, reverse=reverse),
+            tolerance(x, op, inclusive=inclusive, reverse=reverse),
+        )
     return scan(x, op, inclusive=inclusive, reverse=reverse), None
 
 

@@ -11,6 +11,7 @@ the table ``benchmarks/cub_tuning.py`` writes from its kernel times (CUPTI) of f
 The table ships with the package (:mod:`prefixsum.core.tables`); without it, every length gets
 :data:`DEFAULT_SHAPE`.
 """
+
 import functools
 
 from ..core import tables
@@ -28,7 +29,8 @@ def measured():
     for row in tables.rows(TABLE):
         if row["itemsize"]:
             shapes.setdefault(int(row["itemsize"]), []).append(
-                (int(row["n"]), int(row["block_size"]), int(row["items_per_thread"])))
+                (int(row["n"]), int(row["block_size"]), int(row["items_per_thread"]))
+            )
     return {itemsize: tuple(sorted(rows)) for itemsize, rows in shapes.items()}
 
 

@@ -14,6 +14,7 @@ A user operator's tuples run through the same tile kernels and carry, each compi
 array per field by :mod:`prefixsum.primitives.fields` (``register_tiled(...,
 capabilities=Capability.USER_OPERATOR)``).
 """
+
 import functools
 import math
 
@@ -166,13 +167,19 @@ def register_tiled(name, tile_kernel, *, items_per_thread=1, options=None, check
     Algorithm
         The registered algorithm; its ``run`` scans the tile totals recursively with itself.
     """
+
     def run(x, out, op, inclusive, reverse, *, stream=None, **chosen):
         block_size = chosen["block_size"]
         fields = isinstance(x, tuple)
         dtype = op.dtypes if fields else x.dtype
         (scan_field_tiles if fields else scan_tiles)(
-            x, out, tile_kernel(op, dtype, inclusive, reverse, **chosen),
-            tile=items_per_thread * block_size, threads=block_size, op=op, reverse=reverse,
+            x,
+            out,
+            tile_kernel(op, dtype, inclusive, reverse, **chosen),
+            tile=items_per_thread * block_size,
+            threads=block_size,
+            op=op,
+            reverse=reverse,
             scan_totals=lambda totals, carries: run(totals, carries, op, True, False, stream=stream, **chosen),
             stream=stream,
         )
@@ -184,8 +191,13 @@ def register_tiled(name, tile_kernel, *, items_per_thread=1, options=None, check
         for carry_reverse in dict.fromkeys([reverse, False]):
             yield carry_kernel(op, dtype, carry_reverse, tile), carry_argtypes(dtype)
 
-    return register(Algorithm(
-        name=name, run=run, kernels=kernels, options=options or {"block_size": 256},
-        check_options=check_options or (lambda block_size: check_block_size("block_size", block_size)),
-        **about,
-    ))
+    return register(
+        Algorithm(
+            name=name,
+            run=run,
+            kernels=kernels,
+            options=options or {"block_size": 256},
+            check_options=check_options or (lambda block_size: check_block_size("block_size", block_size)),
+            **about,
+        )
+    )

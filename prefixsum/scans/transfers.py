@@ -38,6 +38,7 @@ pageable copy in (the driver's own staging) and one copy out straight into a kep
 Registering the caller's array with the driver (``cuMemHostRegister``) instead of copying it was not tried: it pins
 every page of the caller's array on every call, and the array is not ours to keep registered.
 """
+
 import concurrent.futures
 
 import numpy as np

@@ -16,6 +16,7 @@ scans (``lookback``, ``hierarchical``) and the classic ones of chapters 01-04 (`
 :mod:`prefixsum.scans.tiles`); ``"auto"`` picks ``lookback``. This module checks the operator
 and its identity, says which algorithms carry one, and holds the sequential reference.
 """
+
 import numpy as np
 
 from ..core.arithmetic import quiet_arithmetic
@@ -75,8 +76,10 @@ def check_fields(fields):
         checked.append(array)
         kinds.append(on_device)
     if len(set(kinds)) > 1:
-        raise ValueError("the fields of x must be all numpy arrays or all device arrays; got "
-                         + ", ".join("device" if d else "host" for d in kinds))
+        raise ValueError(
+            "the fields of x must be all numpy arrays or all device arrays; got "
+            + ", ".join("device" if d else "host" for d in kinds)
+        )
     same_length(checked, [f"x[{k}]" for k in range(len(checked))])
     return checked, kinds[0]
 
@@ -84,8 +87,10 @@ def check_fields(fields):
 def _check_identity(identity, dtypes, bare):
     """The identity as a tuple of numpy scalars of the fields' dtypes, or a ValueError."""
     if identity is None:
-        raise ValueError("a user operator needs identity=...: the element e with op(e, x) == x == op(x, e) "
-                         "(a scalar for one array, a tuple with one value per array of x)")
+        raise ValueError(
+            "a user operator needs identity=...: the element e with op(e, x) == x == op(x, e) "
+            "(a scalar for one array, a tuple with one value per array of x)"
+        )
     values = (identity,) if bare else identity
     if not isinstance(values, tuple) or len(values) != len(dtypes):
         raise ValueError(f"identity must be a tuple of {len(dtypes)} values, one per array of x; got {identity!r}")
@@ -120,18 +125,23 @@ def _check_result_shape(operator):
         return
     if operator.bare:
         if isinstance(result, tuple):
-            raise ValueError("op takes and returns scalars when x is one array; op(identity, identity) returned "
-                             f"{result!r}")
+            raise ValueError(
+                f"op takes and returns scalars when x is one array; op(identity, identity) returned {result!r}"
+            )
     elif not isinstance(result, tuple) or len(result) != operator.arity:
-        raise ValueError(f"op must return a tuple of {operator.arity} values, one per array of x; "
-                         f"op(identity, identity) returned {result!r}")
+        raise ValueError(
+            f"op must return a tuple of {operator.arity} values, one per array of x; "
+            f"op(identity, identity) returned {result!r}"
+        )
 
 
 def operator_for(op, identity, dtypes, bare):
     """Check ``op`` and ``identity`` for fields of ``dtypes`` and return the :class:`Operator`."""
     if python_function(op) is None:
-        raise TypeError(f"op must be one of 'add', 'mul', 'max', 'min' or a numba CUDA device function "
-                        f"(decorated with @cuda.jit(device=True)); got {op!r}")
+        raise TypeError(
+            f"op must be one of 'add', 'mul', 'max', 'min' or a numba CUDA device function "
+            f"(decorated with @cuda.jit(device=True)); got {op!r}"
+        )
     operator = Operator(op, tuple(dtypes), _check_identity(identity, dtypes, bare), bare)
     _check_result_shape(operator)
     return operator
@@ -160,7 +170,7 @@ def reference(x, op, *, identity, inclusive=True, reverse=False):
     outs = [np.empty(n, a.dtype) for a in arrays]
     acc = operator.identity
     with quiet_arithmetic():
-        for i in (range(n - 1, -1, -1) if reverse else range(n)):
+        for i in range(n - 1, -1, -1) if reverse else range(n):
             element = tuple(a[i] for a in arrays)
             after = fn(acc[0], element[0]) if bare else fn(acc, element)
             after = tuple(dt.type(v) for dt, v in zip(operator.dtypes, (after,) if bare else after))

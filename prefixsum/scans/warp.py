@@ -3,12 +3,18 @@
 
 Every old name still resolves, with a DeprecationWarning naming its new place.
 """
+
 from ..core.moved import moved
 
 _PRIMITIVES = "prefixsum.primitives.warp"
 _LESSONS = "prefixsum.classroom.lessons"
-__getattr__ = moved(__name__, {
-    **{name: f"{_PRIMITIVES}:{name}"
-       for name in ("FULL_MASK", "carrier", "scan_syncwarp", "scan_shfl", "reduce_shfl", "lanes_mask")},
-    **{name: f"{_LESSONS}:{name}" for name in ("VARIANTS", "scan_volatile", "warp_scan_kernel", "warp_scan")},
-})
+__getattr__ = moved(
+    __name__,
+    {
+        **{
+            name: f"{_PRIMITIVES}:{name}"
+            for name in ("FULL_MASK", "carrier", "scan_syncwarp", "scan_shfl", "reduce_shfl", "lanes_mask")
+        },
+        **{name: f"{_LESSONS}:{name}" for name in ("VARIANTS", "scan_volatile", "warp_scan_kernel", "warp_scan")},
+    },
+)

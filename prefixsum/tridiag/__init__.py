@@ -26,6 +26,7 @@ ones to :mod:`.partition`), :mod:`.pcr`, :mod:`.cr`, :mod:`.thomas`; the host si
 outcomes) in :mod:`.api`, the checks of its arguments in :mod:`.checks`. :func:`householder` and
 :func:`solve_symmetric` reduce a symmetric matrix to tridiagonal form and solve with it.
 """
+
 # The methods' modules first, in the order they register in METHODS (:mod:`.registry`).
 from . import pcr, cr, thomas, hybrid, pivoting, auto  # noqa: I001, F401  (registered by their import)
 from . import block, chunked, partition, warp  # noqa: F401  (likewise)
@@ -36,9 +37,26 @@ from .checks import check_systems
 from .householder import householder, solve_symmetric
 from .registry import DTYPES, METHODS, Method
 
-__all__ = ["DTYPES", "METHODS", "Method", "NOT_FINITE", "REASONS", "SINGULAR", "SOLVED", "Solution", "SolvePlan",
-           "ZERO_PIVOT", "check_systems", "choose", "householder", "plan_solve", "ptx_kernels", "solve", "solve_ex",
-           "solve_symmetric"]
+__all__ = [
+    "DTYPES",
+    "METHODS",
+    "Method",
+    "NOT_FINITE",
+    "REASONS",
+    "SINGULAR",
+    "SOLVED",
+    "Solution",
+    "SolvePlan",
+    "ZERO_PIVOT",
+    "check_systems",
+    "choose",
+    "householder",
+    "plan_solve",
+    "ptx_kernels",
+    "solve",
+    "solve_ex",
+    "solve_symmetric",
+]
 
 
 def ptx_kernels():

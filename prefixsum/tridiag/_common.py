@@ -12,6 +12,7 @@ than threads). Subsystem ``g`` of a launch at stride ``s`` is the interleaved se
 systems themselves; after global PCR steps up to stride ``s`` they are the ``s`` independent
 subsystems that PCR has split each system into.
 """
+
 import functools
 import math
 
@@ -118,8 +119,16 @@ def load_row(a, b, c, d, buf, j, system, i, row, real, stride):
     ``stride``, or with the identity row if it is padding (``real`` False); see :func:`load`."""
     zero = b.dtype.type(0)
     if real:
-        put(buf, j, (a[system, i] if row > 0 else zero, b[system, i],
-                     c[system, i] if i + stride < b.shape[1] else zero, d[system, i]))
+        put(
+            buf,
+            j,
+            (
+                a[system, i] if row > 0 else zero,
+                b[system, i],
+                c[system, i] if i + stride < b.shape[1] else zero,
+                d[system, i],
+            ),
+        )
     else:
         put(buf, j, (zero, b.dtype.type(1), zero, zero))
 
@@ -160,9 +169,11 @@ def work_rows(batch, n, dtype, stream=None):
     """Two (4, batch, n) work arrays for global steps, each with its rows ``(a, b, c, d)`` as
     (batch, n) views: made once per thread, stream and shape (:func:`prefixsum.core.workspace.reused`),
     views included, since slicing a numba device array costs host time of the order of a launch."""
+
     def make():
         work = [cuda.device_array((4, batch, n), dtype) for _ in range(2)]
         return [(out, (out[A], out[B], out[C], out[D])) for out in work]
+
     return reused(("work", batch, n, dtype), make, stream)
 
 

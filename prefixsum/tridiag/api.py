@@ -9,6 +9,7 @@ for their dtype and shape and the method in the package's one plan cache
 by exactly what the plan was made for: a repeated call checks nothing the key proves. A caller
 who solves systems of one shape in a loop can hold the plan itself (:func:`plan_solve`).
 """
+
 from typing import NamedTuple, Optional
 
 import numpy as np
@@ -34,11 +35,16 @@ PLANS_GET = PLANS.get  # the plan cache's lookup, as a module global: one name l
 
 SOLVED = 0
 """``info`` of a system solved (the other codes: ``NOT_FINITE``, ``ZERO_PIVOT``, ``SINGULAR``)."""
-_NO_PIVOTING = ("The non-pivoting methods are meant for diagonally dominant or symmetric positive definite "
-                "systems; method='auto' or 'pivoting' solves any nonsingular one")
-REASONS = {SOLVED: "solved", NOT_FINITE: "a non-finite result (NaN or infinity)",
-           ZERO_PIVOT: f"a zero pivot. {_NO_PIVOTING}",
-           SINGULAR: "the matrix is singular (partial pivoting found a column with no nonzero pivot)"}
+_NO_PIVOTING = (
+    "The non-pivoting methods are meant for diagonally dominant or symmetric positive definite "
+    "systems; method='auto' or 'pivoting' solves any nonsingular one"
+)
+REASONS = {
+    SOLVED: "solved",
+    NOT_FINITE: "a non-finite result (NaN or infinity)",
+    ZERO_PIVOT: f"a zero pivot. {_NO_PIVOTING}",
+    SINGULAR: "the matrix is singular (partial pivoting found a column with no nonzero pivot)",
+}
 """What each ``info`` code means, as :func:`solve`'s error says it."""
 
 
@@ -145,9 +151,16 @@ def solve(a, b, c, d, *, method="auto", out=None, stream=None):
             plan = PLANS_GET(("tridiag.solve", d.dtype, d.shape, method, METHODS.version))
         except TypeError:  # an unhashable method: the checks below refuse it
             plan = None
-        if (plan is not None and type(b) is type(c) is _NUMBA_DEVICE_ARRAY and a.shape == b.shape == c.shape == d.shape
-                and a.dtype == b.dtype == c.dtype == d.dtype
-                and a.is_c_contiguous() and b.is_c_contiguous() and c.is_c_contiguous() and d.is_c_contiguous()):
+        if (
+            plan is not None
+            and type(b) is type(c) is _NUMBA_DEVICE_ARRAY
+            and a.shape == b.shape == c.shape == d.shape
+            and a.dtype == b.dtype == c.dtype == d.dtype
+            and a.is_c_contiguous()
+            and b.is_c_contiguous()
+            and c.is_c_contiguous()
+            and d.is_c_contiguous()
+        ):
             x, failed = plan.run((a, b, c, d), _ON_DEVICE, None, as_stream(stream), None)
             if failed is not None:
                 _report(failed)
@@ -279,8 +292,10 @@ class SolvePlan(Plan):
         arrays, on_device = check_systems(a, b, c, d)
         got = (tuple(arrays[3].shape), np.dtype(arrays[3].dtype))
         if got != (self.shape, self.dtype):
-            raise ValueError(f"this plan solves systems of shape {self.shape} in {self.dtype.name}; got shape "
-                             f"{got[0]} in {got[1].name}")
+            raise ValueError(
+                f"this plan solves systems of shape {self.shape} in {self.dtype.name}; got shape "
+                f"{got[0]} in {got[1].name}"
+            )
         memory = None if temp is None else self.check_temp(temp)
         x, failed = self.run(arrays, on_device, out, as_stream(stream), memory)
         if failed is not None:
@@ -309,6 +324,7 @@ class SolvePlan(Plan):
 
             def run(*args, stream=None):
                 self._run(*args, stream=stream, temp=scratch)
+
         result = None
         host_out = None if out is None or on_device[3] else out.reshape(-1)
         if not any(on_device) and transfers.overlapped(batch, n, dtype):  # copies overlap the solves, chunk by chunk
@@ -316,8 +332,11 @@ class SolvePlan(Plan):
         if result is None:
             if any(on_device):
                 rows = [_as_matrix(v, batch, n, dev, stream) for v, dev in zip(arrays, on_device)]
-                x = (out.reshape(batch, n) if out is not None and on_device[3]
-                     else result_array((batch, n), dtype, stream))
+                x = (
+                    out.reshape(batch, n)
+                    if out is not None and on_device[3]
+                    else result_array((batch, n), dtype, stream)
+                )
             else:
                 rows, x = _staged(arrays, batch, n, dtype, stream)
             run(*rows, x, info, stream=stream)
@@ -354,8 +373,9 @@ def _solve(a, b, c, d, method, out=None, stream=None):
     arrays, on_device = check_systems(a, b, c, d)
     shape, dtype = tuple(arrays[3].shape), arrays[3].dtype
     key = ("tridiag.solve", dtype, shape, method, METHODS.version)
-    return one_line_call(key, SolvePlan, (dtype, shape), {"method": method}, arrays, on_device, out,
-                         as_stream(stream), None)
+    return one_line_call(
+        key, SolvePlan, (dtype, shape), {"method": method}, arrays, on_device, out, as_stream(stream), None
+    )
 
 
 def _rcond(a, b, c, info):
@@ -377,8 +397,10 @@ def _flags(batch, stream):
     stream (:func:`prefixsum.core.workspace.reused`), all zero: the kernels write only where a
     system fails, and a call zeroes them again after a failure, so a call need not clear them
     before it launches."""
+
     def make():
         return cuda.to_device(np.zeros(batch, np.int32)), cuda.pinned_array(batch, np.int32)
+
     return reused(("flags", batch), make, stream)
 
 
@@ -410,9 +432,11 @@ def _staged(arrays, batch, n, dtype, stream):
     this shape on this thread and stream (:func:`prefixsum.core.workspace.reused`); beyond,
     keeping would hold on to much device memory, so they are made for the call.
     """
+
     def make():
         device = cuda.device_array((4, batch, n), dtype)
         return device, tuple(device[k] for k in range(4)), cuda.device_array((batch, n), dtype)
+
     kept = 4 * batch * n * dtype.itemsize <= STAGED_BYTES
     device, rows, x = reused(("staged", batch, n, dtype), make, stream) if kept else make()
     transfers.send(device, 0, [v.reshape(batch, n) for v in arrays], stream.numba, transfers.packs(batch, n, dtype))
@@ -432,4 +456,5 @@ def _report(info):
         first = int(failed[0])
         raise np.linalg.LinAlgError(
             f"tridiagonal solve failed in system {first} of {info.size} ({failed.size} failed in all): "
-            f"{REASONS[int(info[first])]}")
+            f"{REASONS[int(info[first])]}"
+        )

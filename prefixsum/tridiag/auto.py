@@ -28,6 +28,7 @@ Guarantee: a backward-stable x for every nonsingular system, float32 or float64,
 the hybrid's on dominant systems, :mod:`.pivoting`'s (Gaussian elimination with partial pivoting)
 on the others; ``SINGULAR`` for a singular one, with x NaN.
 """
+
 import numpy as np
 from numba import cuda
 
@@ -72,9 +73,16 @@ def method_kernels(dtype):
     yield from pivoting.kernels(dtype)
 
 
-METHOD = register(Method(
-    name="routed", run=run, kernels=method_kernels, auto_rank=2, measured_as="auto",
-    capabilities=Capability.PIVOTS | Capability.BATCHED,
-    summary="the hybrid with a dominance test on every row read, then the pivoting solver on the systems "
-            "that failed it",
-    source="Wilkinson (1961), Higham ch. 9: elimination without pivoting is backward stable on dominant systems"))
+METHOD = register(
+    Method(
+        name="routed",
+        run=run,
+        kernels=method_kernels,
+        auto_rank=2,
+        measured_as="auto",
+        capabilities=Capability.PIVOTS | Capability.BATCHED,
+        summary="the hybrid with a dominance test on every row read, then the pivoting solver on the systems "
+        "that failed it",
+        source="Wilkinson (1961), Higham ch. 9: elimination without pivoting is backward stable on dominant systems",
+    )
+)

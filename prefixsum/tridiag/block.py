@@ -52,6 +52,7 @@ chunk, the odd-even step, a PCR step) are reported as ``ZERO_PIVOT`` for the sys
 non-finite results as ``NOT_FINITE``; no pivoting: for diagonally dominant or symmetric
 positive definite systems (on others a chunk's pivots can vanish where Thomas's would not).
 """
+
 import functools
 
 import numpy as np
@@ -104,7 +105,7 @@ def _make(rows):
         span = lanes + (lanes >> 5)
         shared = cuda.shared.array(0, b.dtype)
         sa, sb, sc, sd = quarters(shared)
-        ends = shared[4 * slots:]
+        ends = shared[4 * slots :]
 
         # 1. Coalesced load (the system padded to the block's lanes * rows rows), 2. partition.
         load_block(a, b, c, d, sa, sb, sc, sd, lanes * rows)
@@ -131,15 +132,19 @@ def _make(rows):
         if i + 1 < lanes:
             n1 = skewed(i + 1)
             following = (ends[n1], ends[span + n1], ends[2 * span + n1])
-        ra, rc, rd, good = pcr_row((ends[3 * span + k], ends[4 * span + k], ends[5 * span + k]),
-                                   (ends[k], ends[span + k], ends[2 * span + k]), following, one)
+        ra, rc, rd, good = pcr_row(
+            (ends[3 * span + k], ends[4 * span + k], ends[5 * span + k]),
+            (ends[k], ends[span + k], ends[2 * span + k]),
+            following,
+            one,
+        )
         ok = ok and good
         # PCR steps at strides below `warps` through shared memory, in sa and sb by turns (every
         # lane has read its chunk: the barrier above), one barrier a step.
         s = 1
         turn = 0
         while s < warps:
-            buf = shared[turn * slots:turn * slots + 3 * span]
+            buf = shared[turn * slots : turn * slots + 3 * span]
             buf[k], buf[span + k], buf[2 * span + k] = ra, rc, rd
             cuda.syncthreads()
             up, down = (zero, zero, zero), (zero, zero, zero)
@@ -224,8 +229,10 @@ def plan(n, dtype, rows=None, batch=1):
     dtype = np.dtype(dtype)
     found = _plan(n, dtype, rows, batch * n >= LARGE, *_settings(dtype))
     if found is None:
-        raise ValueError(f"the block solver takes n <= {max_rows(dtype, rows)} in {dtype.name}"
-                         f"{f' with rows={rows}' if rows else ''}; got {n}")
+        raise ValueError(
+            f"the block solver takes n <= {max_rows(dtype, rows)} in {dtype.name}"
+            f"{f' with rows={rows}' if rows else ''}; got {n}"
+        )
     return found
 
 
@@ -259,8 +266,9 @@ def run(a, b, c, d, x, info, rows=None, route=None, call=0, stream=None):
     ``route`` and ``call``: the dominance test of :mod:`.auto` (:func:`._common.no_route`: none)."""
     batch, n = x.shape
     rows, lanes, shared = plan(n, x.dtype, rows, batch)
-    launchers(kernels, x.dtype)[_make(rows)](batch, lanes, a, b, c, d, x, info, no_route() if route is None else route,
-                                             call, shared=shared, stream=stream)
+    launchers(kernels, x.dtype)[_make(rows)](
+        batch, lanes, a, b, c, d, x, info, no_route() if route is None else route, call, shared=shared, stream=stream
+    )
 
 
 def kernels(dtype):

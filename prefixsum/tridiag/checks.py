@@ -5,6 +5,7 @@
 :mod:`.api`'s calls and plans, :mod:`.householder` and :mod:`prefixsum.apps.stone` check with
 these, on :func:`prefixsum.core.inputs.as_input` and :func:`prefixsum.core.plans.check_out`.
 """
+
 import numpy as np
 
 from ..core.inputs import as_input
@@ -59,8 +60,9 @@ def check_plan_shape(dtype, shape):
     if dtype not in DTYPES:
         raise TypeError(f"unsupported dtype {dtype.name!r}; the allowed dtypes are float32 and float64")
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-    if len(shape) not in (1, 2) or not all(isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k >= 0
-                                           for k in shape):
+    if len(shape) not in (1, 2) or not all(
+        isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k >= 0 for k in shape
+    ):
         raise ValueError(f"shape must be n, (n,) or (batch, n) of integers >= 0; got {shape!r}")
     shape = tuple(map(int, shape))
     if shape[-1] < 1:

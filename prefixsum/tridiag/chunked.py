@@ -28,6 +28,7 @@ Masks: with ``call`` not 0 a kernel solves only the systems whose ``route`` entr
 (:mod:`.auto` routes there the systems that are not diagonally dominant) and writes nothing for
 the others; a block with none of them returns at once.
 """
+
 import functools
 import math
 
@@ -184,13 +185,14 @@ def row_kernels(pairs):
         load_chunks(a, b, c, d, sa, sb, sc, sd, chunks * rows, first)
         base = tid * (rows + 1)
         last_k, last_l, ok = reduce_pass(shared, slots, base, pairs, zero, zero, False, zero, one)
-        area = shared[4 * slots:4 * slots + 10 * threads]
+        area = shared[4 * slots : 4 * slots + 10 * threads]
         upper, lower = reduced_pair(last_k, last_l)
         put_pair(area, threads, tid, upper, lower)
         if mine and not ok:
             cuda.atomic.max(pinfo, system, SINGULAR)
-        x_before, x_first, x_last, x_after = topped(area, threads, tid, k, chunks, system, mine, info, pinfo, zero,
-                                                    one, nan)
+        x_before, x_first, x_last, x_after = topped(
+            area, threads, tid, k, chunks, system, mine, info, pinfo, zero, one, nan
+        )
         solve_pass(shared, slots, base, pairs, x_before, x_first, True, zero, one)
         back_over_rows(shared, slots, base, pairs, x_first, x_last, x_after)
         cuda.syncthreads()
@@ -268,13 +270,14 @@ def pair_kernels(pairs):
         load_pairs(p, shared, slots, chunks * pairs, first)
         base = tid * (pairs + 1)
         last_k, last_l, ok = reduce_pass(shared, slots, base, pairs, zero, zero, False, zero, one)
-        area = shared[FIELDS * slots:FIELDS * slots + FIELDS * threads]
+        area = shared[FIELDS * slots : FIELDS * slots + FIELDS * threads]
         upper, lower = reduced_pair(last_k, last_l)
         put_pair(area, threads, tid, upper, lower)
         if mine and not ok:
             cuda.atomic.max(pinfo, system, SINGULAR)
-        x_before, x_first, x_last, x_after = topped(area, threads, tid, k, chunks, system, mine, info, pinfo, zero,
-                                                    one, nan)
+        x_before, x_first, x_last, x_after = topped(
+            area, threads, tid, k, chunks, system, mine, info, pinfo, zero, one, nan
+        )
         solve_pass(shared, slots, base, pairs, x_before, x_first, True, zero, one)
         back_over_pairs(shared, slots, base, pairs, x_first, x_last, x_after)
         cuda.syncthreads()
@@ -299,12 +302,14 @@ def argtypes(dtype):
     """Numba argument types, ``{kernel name: types}``, of the six kernels for ``dtype``."""
     t = types.float32 if np.dtype(dtype) == np.float32 else types.float64
     matrix, planes, flags, i64 = t[:, ::1], t[:, :, ::1], types.int32[::1], types.int64
-    return {"reduce_rows": (matrix,) * 4 + (planes, flags, flags, i64),
-            "substitute_rows": (matrix,) * 6 + (flags, flags, i64),
-            "block_rows": (matrix,) * 5 + (flags, flags, flags, i64, i64),
-            "reduce_pairs": (planes, planes, flags, flags, i64),
-            "substitute_pairs": (planes, matrix, matrix, flags, i64),
-            "block_pairs": (planes, matrix, flags, flags, flags, i64, i64)}
+    return {
+        "reduce_rows": (matrix,) * 4 + (planes, flags, flags, i64),
+        "substitute_rows": (matrix,) * 6 + (flags, flags, i64),
+        "block_rows": (matrix,) * 5 + (flags, flags, flags, i64, i64),
+        "reduce_pairs": (planes, planes, flags, flags, i64),
+        "substitute_pairs": (planes, matrix, matrix, flags, i64),
+        "block_pairs": (planes, matrix, flags, flags, flags, i64, i64),
+    }
 
 
 ROW_KERNELS = ("reduce_rows", "substitute_rows", "block_rows")

@@ -14,6 +14,7 @@ by ``solve`` (the pivoting solver, from :func:`.api.solve_ex`), O(n) work a syst
 ``A^T`` of ``tridiag(a, b, c)`` is ``tridiag(c shifted down, b, a shifted up)``: its
 sub-diagonal is ``c_{i-1}`` and its super-diagonal ``a_{i+1}``.
 """
+
 import numpy as np
 
 ITERATIONS = 4

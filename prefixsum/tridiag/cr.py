@@ -20,6 +20,7 @@ subsystems that fit a block (:func:`.pcr.split`); CR then solves those.
 
 No pivoting: for diagonally dominant or symmetric positive definite systems.
 """
+
 import numpy as np
 from numba import cuda, types
 
@@ -53,7 +54,7 @@ def cr_shared(a, b, c, d, x, info, stride, m, per_block):
     batch, n = x.shape
     subsystems = batch * stride
     rows = per_block * m
-    buf = cuda.shared.array(0, b.dtype)[:4 * rows].reshape((4, rows))
+    buf = cuda.shared.array(0, b.dtype)[: 4 * rows].reshape((4, rows))
     zero = b.dtype.type(0)
     identity = (zero, b.dtype.type(1), zero, zero)
     tid, threads = cuda.threadIdx.x, cuda.blockDim.x
@@ -108,9 +109,14 @@ def kernels(dtype):
     yield cr_shared, (matrix, matrix, matrix, matrix, matrix, info, i64, i64, i64)
 
 
-METHOD = register(Method(
-    name="cr", run=run, kernels=kernels,
-    capabilities=Capability.NEEDS_DOMINANCE | Capability.BATCHED,
-    summary="cyclic reduction: halve the system level by level, solve one row, substitute back; "
-            "work 2n, depth 2 log2 n",
-    source="Hockney (1965); Zhang, Cohen and Owens, PPoPP 2010"))
+METHOD = register(
+    Method(
+        name="cr",
+        run=run,
+        kernels=kernels,
+        capabilities=Capability.NEEDS_DOMINANCE | Capability.BATCHED,
+        summary="cyclic reduction: halve the system level by level, solve one row, substitute back; "
+        "work 2n, depth 2 log2 n",
+        source="Hockney (1965); Zhang, Cohen and Owens, PPoPP 2010",
+    )
+)

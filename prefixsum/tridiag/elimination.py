@@ -43,6 +43,7 @@ A row in the elimination is a 7-tuple ``(e0, e1, e2, e3, sm, s0, r)``: its entri
 column and the three after it, its *spikes* on columns ``-1`` and ``0`` (which the elimination
 never removes, and which only pair 0 starts with), and its right-hand side.
 """
+
 from numba import cuda
 
 
@@ -58,8 +59,10 @@ def larger_first(p, q):
 def opening(upper, lower, zero):
     """The two rows a chunk starts with, from its pair 0 (two 5-tuples): entries on columns 1
     and 2, spikes on columns -1 and 0."""
-    return ((upper[2], upper[3], zero, zero, upper[0], upper[1], upper[4]),
-            (lower[2], lower[3], zero, zero, lower[0], lower[1], lower[4]))
+    return (
+        (upper[2], upper[3], zero, zero, upper[0], upper[1], upper[4]),
+        (lower[2], lower[3], zero, zero, lower[0], lower[1], lower[4]),
+    )
 
 
 @cuda.jit(device=True)
@@ -112,8 +115,13 @@ def pair_step(k, l, upper, lower, zero, one):
     inverse = one / (q[0] if good else one)
     k, m = _minus6(k, q, inverse), _minus6(m, q, inverse)
     second = q[1] * inverse, q[2] * inverse, q[3] * inverse, q[4] * inverse, q[5] * inverse
-    return ((k[0], k[1], zero, zero, k[2], k[3], k[4]), (m[0], m[1], zero, zero, m[2], m[3], m[4]),
-            first, second, ok and good)
+    return (
+        (k[0], k[1], zero, zero, k[2], k[3], k[4]),
+        (m[0], m[1], zero, zero, m[2], m[3], m[4]),
+        first,
+        second,
+        ok and good,
+    )
 
 
 @cuda.jit(device=True)

@@ -12,6 +12,7 @@ pivoting, :mod:`.pivoting`), ``x = Q z``.
 The device functions that chapter 09 reads (``reflector``, ``update``, ``block_sum``, ...) are
 reachable from here as well, under the names the chapter uses.
 """
+
 import math
 
 import numpy as np
@@ -193,8 +194,11 @@ def solve_symmetric(A, rhs, *, out=None, stream=None):
             return out
         return cuda.device_array(shape, rhs.dtype) if rhs_on_device else np.empty(shape, rhs.dtype)
     q, d, bands = _tridiagonalize(A.reshape(batch, n, n), where)
-    v = (rhs.reshape(batch, n) if rhs_on_device
-         else cuda.to_device(np.ascontiguousarray(rhs.reshape(batch, n)), stream=on))
+    v = (
+        rhs.reshape(batch, n)
+        if rhs_on_device
+        else cuda.to_device(np.ascontiguousarray(rhs.reshape(batch, n)), stream=on)
+    )
     y = _multiply(q, v, True, where)
     # a_i = T[i, i-1] and c_i = T[i, i+1] = a_{i+1}: c is a one shifted view of the same
     # memory. Each system's last c reads the next one's a_0 (or the spare last element); PCR
@@ -249,7 +253,8 @@ def _check_matrices(A, stream):
             where = f"A[{m}, {i}, {j}]" if len(shape) == 3 else f"A[{i}, {j}]"
             raise ValueError(
                 f"A is not symmetric: |A - A^T| = {abs(M[i, j] - M[j, i]):.3g} at {where} exceeds the tolerance "
-                f"{SYMMETRY_TOLERANCE} * eps({np.dtype(A.dtype).name}) * max|A| = {bound:.3g}")
+                f"{SYMMETRY_TOLERANCE} * eps({np.dtype(A.dtype).name}) * max|A| = {bound:.3g}"
+            )
     return A, on_device
 
 
@@ -277,7 +282,7 @@ def _tridiagonalize(A, stream=None):
         return q, d, bands
     on = launch_stream(stream) if stream is not None and stream.key else 0  # 0: numba's default stream
     a = A if is_device_array(A) else cuda.to_device(np.ascontiguousarray(A), stream=on)
-    sub = bands[:batch * n].reshape(batch, n)
+    sub = bands[: batch * n].reshape(batch, n)
     if n <= max_shared_n(A.dtype):
         stride = slot_stride(n)
         per_block = max(1, min(_common.TARGET_ROWS // n, _common.SHARED_BYTES // (stride * A.dtype.itemsize), batch))

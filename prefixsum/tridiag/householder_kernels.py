@@ -50,6 +50,7 @@ symmetric within the tolerance, one number per matrix coming back to the host.
 
 The host side (checks, launches, :func:`.householder.solve_symmetric`) is :mod:`.householder`.
 """
+
 import math
 
 import numpy as np
@@ -260,10 +261,10 @@ def tridiagonalize_shared(a, q, d, sub, per_block, stride):
     slot = cuda.threadIdx.x // n
     matrix = cuda.blockIdx.x * per_block + slot
     size = n * (n + 2)
-    mine = cuda.shared.array(0, d.dtype)[slot * stride:slot * stride + size]
-    w = mine[:n * n].reshape((n, n))
+    mine = cuda.shared.array(0, d.dtype)[slot * stride : slot * stride + size]
+    w = mine[: n * n].reshape((n, n))
     first = tidx if matrix < batch else n  # a block's last slots may have no matrix
-    tridiagonalize(a, matrix, w, mine[n * n:n * n + n], mine[n * n + n:], d, sub, first, n, mine[:0])
+    tridiagonalize(a, matrix, w, mine[n * n : n * n + n], mine[n * n + n :], d, sub, first, n, mine[:0])
     if first < n:
         for k in range(n):
             q[matrix, k, tidx] = w[k, tidx]
@@ -276,9 +277,10 @@ def tridiagonalize_global(a, q, d, sub, scratch):
     ``blockDim.x`` is a power of two: the block's threads share the sums (:func:`prefixsum.primitives.block.block_sum`).
     """
     matrix = cuda.blockIdx.x
-    sums = cuda.shared.array(0, d.dtype)[:cuda.blockDim.x]
-    tridiagonalize(a, matrix, q[matrix], scratch[matrix, 0], scratch[matrix, 1], d, sub,
-                   cuda.threadIdx.x, cuda.blockDim.x, sums)
+    sums = cuda.shared.array(0, d.dtype)[: cuda.blockDim.x]
+    tridiagonalize(
+        a, matrix, q[matrix], scratch[matrix, 0], scratch[matrix, 1], d, sub, cuda.threadIdx.x, cuda.blockDim.x, sums
+    )
 
 
 @cuda.jit

@@ -30,6 +30,7 @@ of up to :func:`block_rows` (a block's worth: 2048 rows in float32, 1024 in floa
 
 No pivoting: for diagonally dominant or symmetric positive definite systems.
 """
+
 import numpy as np
 from numba import cuda, types
 
@@ -148,7 +149,7 @@ def hybrid_shared(a, b, c, d, x, info, stride, m, per_block, lanes):
     batch, n = x.shape
     subsystems = batch * stride
     rows = per_block * m
-    buf = cuda.shared.array(0, b.dtype)[:BUFFERS * 4 * rows].reshape((BUFFERS, 4, rows))
+    buf = cuda.shared.array(0, b.dtype)[: BUFFERS * 4 * rows].reshape((BUFFERS, 4, rows))
     tid, threads = cuda.threadIdx.x, cuda.blockDim.x
     piece, lane = tid // lanes, tid % lanes
     first = piece * m + lane
@@ -196,7 +197,7 @@ def pcr_window(a, b, c, d, out, info, stride, steps, width, reach):
     halo = (1 << steps) - 1
     window = reach + 2 * halo
     rows = width * window
-    buf = cuda.shared.array(0, b.dtype)[:BUFFERS * 4 * rows].reshape((BUFFERS, 4, rows))
+    buf = cuda.shared.array(0, b.dtype)[: BUFFERS * 4 * rows].reshape((BUFFERS, 4, rows))
     groups, chunks = stride // width, -(-m // reach)
     system = cuda.blockIdx.x // (groups * chunks)
     column0 = (cuda.blockIdx.x // chunks) % groups * width
@@ -207,8 +208,16 @@ def pcr_window(a, b, c, d, out, info, stride, steps, width, reach):
     for j in range(tid, rows, threads):
         row, i = row0 + j // width, column0 + j % width + (row0 + j // width) * stride
         if row >= 0 and i < n:
-            put(buf[0], j, (a[system, i] if row > 0 else zero, b[system, i],
-                            c[system, i] if i + stride < n else zero, d[system, i]))
+            put(
+                buf[0],
+                j,
+                (
+                    a[system, i] if row > 0 else zero,
+                    b[system, i],
+                    c[system, i] if i + stride < n else zero,
+                    d[system, i],
+                ),
+            )
         else:
             put(buf[0], j, identity)
     src = 0
@@ -251,8 +260,7 @@ def split_windows(a, b, c, d, info, limit, stream=None):
         blocks = batch * (stride // width) * -(-m // reach)
         shared = BUFFERS * 4 * width * window * b.dtype.itemsize
         out, out_rows = work[turn]
-        window_launch(blocks, MAX_THREADS, *rows, out, info, stride, steps, width, reach, shared=shared,
-                      stream=stream)
+        window_launch(blocks, MAX_THREADS, *rows, out, info, stride, steps, width, reach, shared=shared, stream=stream)
         rows, stride, turn = out_rows, stride << steps, 1 - turn
     return rows, stride
 
@@ -317,8 +325,9 @@ def run_shared(a, b, c, d, x, info, stream=None):
     limit = n if n <= max_block_rows(x.dtype) else min(SPLIT_ROWS, max_block_rows(x.dtype))
     rows, stride = split_windows(a, b, c, d, info, limit, stream)
     blocks, threads, shared, m, per_block, lanes = plan(*x.shape, stride, x.dtype)
-    launchers(kernels, x.dtype)[hybrid_shared](blocks, threads, *rows, x, info, stride, m, per_block, lanes,
-                                                shared=shared, stream=stream)
+    launchers(kernels, x.dtype)[hybrid_shared](
+        blocks, threads, *rows, x, info, stride, m, per_block, lanes, shared=shared, stream=stream
+    )
 
 
 def kernels(dtype):
@@ -336,9 +345,14 @@ def method_kernels(dtype):
         yield from module_kernels(dtype)
 
 
-METHOD = register(Method(
-    name="hybrid", run=run, kernels=method_kernels,
-    capabilities=Capability.NEEDS_DOMINANCE | Capability.BATCHED,
-    summary="PCR steps until each thread holds a few rows, then Thomas on them; a warp's or a block's "
-            "partition step in registers for short systems",
-    source="Laszlo, Giles and Appleyard, ACM TOMS 42(4) (2016); Wang's partition method (1981)"))
+METHOD = register(
+    Method(
+        name="hybrid",
+        run=run,
+        kernels=method_kernels,
+        capabilities=Capability.NEEDS_DOMINANCE | Capability.BATCHED,
+        summary="PCR steps until each thread holds a few rows, then Thomas on them; a warp's or a block's "
+        "partition step in registers for short systems",
+        source="Laszlo, Giles and Appleyard, ACM TOMS 42(4) (2016); Wang's partition method (1981)",
+    )
+)

@@ -8,6 +8,7 @@ interchange when ``|p| >= |below|``), writes row ``i`` of U, ``(head, upper, fil
 the next current row. U's rows are returned divided by their pivot, so that back substitution is
 ``x_i = y_i - upper_i x_{i+1} - fill_i x_{i+2}``: one division a row, in the forward sweep.
 """
+
 from numba import cuda
 
 

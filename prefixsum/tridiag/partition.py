@@ -33,6 +33,7 @@ belongs to; non-finite results by the stores. No pivoting: for diagonally domina
 symmetric positive definite systems (on others a chunk's pivots can vanish where Thomas's over
 the whole system would not).
 """
+
 import functools
 
 import numpy as np
@@ -142,8 +143,11 @@ def run(a, b, c, d, x, info, solve_reduced, rows=None, route=None, call=0, strea
     batch, n = x.shape
     rows = rows or rows_per_thread(x.dtype, n)
     size = 2 * -(-n // rows)
-    reduced = reused(("partition", batch, size, x.dtype),
-                     lambda: [cuda.device_array((batch, size), x.dtype) for _ in range(5)], stream)
+    reduced = reused(
+        ("partition", batch, size, x.dtype),
+        lambda: [cuda.device_array((batch, size), x.dtype) for _ in range(5)],
+        stream,
+    )
     threads = THREADS
     while threads > WARP_SIZE and 4 * threads * (rows + 1) * x.dtype.itemsize > _common.SHARED_BYTES:
         threads //= 2
@@ -151,8 +155,20 @@ def run(a, b, c, d, x, info, solve_reduced, rows=None, route=None, call=0, strea
     shared = 4 * threads * (rows + 1) * x.dtype.itemsize
     reduce_kernel, substitute_kernel = _make(rows)
     launch = launchers(kernels, x.dtype)
-    launch[reduce_kernel](blocks, threads, a, b, c, d, *reduced[:4], info, no_route() if route is None else route, call,
-                          shared=shared, stream=stream)
+    launch[reduce_kernel](
+        blocks,
+        threads,
+        a,
+        b,
+        c,
+        d,
+        *reduced[:4],
+        info,
+        no_route() if route is None else route,
+        call,
+        shared=shared,
+        stream=stream,
+    )
     solve_reduced(*reduced, info, stream=stream)
     launch[substitute_kernel](blocks, threads, a, b, c, d, reduced[4], x, info, shared=shared, stream=stream)
 

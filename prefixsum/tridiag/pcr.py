@@ -28,6 +28,7 @@ Two kernels:
 
 No pivoting: for diagonally dominant or symmetric positive definite systems.
 """
+
 import numpy as np
 from numba import cuda, types
 
@@ -78,7 +79,7 @@ def pcr_shared(a, b, c, d, x, info, stride, m, per_block):
     batch, n = x.shape
     subsystems = batch * stride
     rows = per_block * m
-    buf = cuda.shared.array(0, b.dtype)[:BUFFERS * 4 * rows].reshape((BUFFERS, 4, rows))
+    buf = cuda.shared.array(0, b.dtype)[: BUFFERS * 4 * rows].reshape((BUFFERS, 4, rows))
     tid, threads = cuda.threadIdx.x, cuda.blockDim.x
     for j in range(tid, rows, threads):
         load(a, b, c, d, buf[0], j, m, per_block, stride, n, subsystems)
@@ -164,9 +165,14 @@ def kernels(dtype):
     yield pcr_global_step, (matrix, matrix, matrix, matrix, t[:, :, ::1], info, i64)
 
 
-METHOD = register(Method(
-    name="pcr", run=run, kernels=kernels,
-    capabilities=Capability.NEEDS_DOMINANCE | Capability.BATCHED,
-    summary="parallel cyclic reduction: every row eliminates its neighbours at strides 1, 2, 4, ...; "
-            "work n log2 n, depth log2 n",
-    source="Hockney and Jesshope, Parallel Computers (1981); Zhang, Cohen and Owens, PPoPP 2010"))
+METHOD = register(
+    Method(
+        name="pcr",
+        run=run,
+        kernels=kernels,
+        capabilities=Capability.NEEDS_DOMINANCE | Capability.BATCHED,
+        summary="parallel cyclic reduction: every row eliminates its neighbours at strides 1, 2, 4, ...; "
+        "work n log2 n, depth log2 n",
+        source="Hockney and Jesshope, Parallel Computers (1981); Zhang, Cohen and Owens, PPoPP 2010",
+    )
+)

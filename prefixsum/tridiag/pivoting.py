@@ -51,6 +51,7 @@ elimination's worst cases reach and the matrices met in practice do not.
 
 Measured (``benchmarks/tridiag.csv``, CUPTI kernel time): see :func:`plan`.
 """
+
 import functools
 
 import numpy as np
@@ -110,8 +111,8 @@ def tiled_kernel(rows):
         span = rows + 1
         slots = threads * span
         shared = cuda.shared.array(0, b.dtype)
-        sa, sb = shared[:slots], shared[slots:2 * slots]
-        sc, sd = shared[2 * slots:3 * slots], shared[3 * slots:4 * slots]
+        sa, sb = shared[:slots], shared[slots : 2 * slots]
+        sc, sd = shared[2 * slots : 3 * slots], shared[3 * slots : 4 * slots]
         base = tid * span
         mine = routed(system, batch, route, call)
         if not cuda.syncthreads_or(np.int32(mine)):  # the same for every thread of the block
@@ -138,7 +139,8 @@ def tiled_kernel(rows):
                     p, q, r = sb[base], sc[base], sd[base]
                     continue
                 inverse, upper, fill, factor, swap, p, q, good = pivot(
-                    p, q, sa[base + k], sb[base + k], sc[base + k], zero, one)
+                    p, q, sa[base + k], sb[base + k], sc[base + k], zero, one
+                )
                 y, r = carry(swap, factor, r, sd[base + k])
                 u[0, i - 1, system], u[1, i - 1, system], u[2, i - 1, system] = upper, fill, y * inverse
                 if not good:
@@ -197,8 +199,6 @@ def positive_definite(d, sub, verdict):
         pivot = d[system, i] - sub[system, i] * sub[system, i] / pivot
     if not pivot > zero:
         cuda.atomic.max(verdict, 0, 1)
-
-
 
 
 def is_positive_definite(d, sub, stream=None):
@@ -297,16 +297,29 @@ def levels(a, b, c, d, x, info, route, call, pairs=None, stream=None):
     fits = threads_for(chunked.row_shared_bytes, row_pairs, dtype, block=True)
     if chunks <= fits:
         threads = fits // chunks * chunks
-        launch[block_rows](-(-batch // (fits // chunks)), threads, a, b, c, d, x, info, pinfo, route, call, chunks,
-                           shared=chunked.row_shared_bytes(threads, row_pairs, dtype, block=True), stream=stream)
+        launch[block_rows](
+            -(-batch // (fits // chunks)),
+            threads,
+            a,
+            b,
+            c,
+            d,
+            x,
+            info,
+            pinfo,
+            route,
+            call,
+            chunks,
+            shared=chunked.row_shared_bytes(threads, row_pairs, dtype, block=True),
+            stream=stream,
+        )
         return
     out, sol = _level(batch, chunks, dtype, stream)
     threads = threads_for(chunked.row_shared_bytes, row_pairs, dtype)
     blocks, shared = -(-batch * chunks // threads), chunked.row_shared_bytes(threads, row_pairs, dtype)
     launch[reduce_rows](blocks, threads, a, b, c, d, out, pinfo, route, call, shared=shared, stream=stream)
     solve_pairs(out, sol, info, pinfo, route, call, stream)
-    launch[substitute_rows](blocks, threads, a, b, c, d, sol, x, info, route, call, shared=shared,
-                            stream=stream)
+    launch[substitute_rows](blocks, threads, a, b, c, d, sol, x, info, route, call, shared=shared, stream=stream)
 
 
 def solve_pairs(p, sol, info, pinfo, route, call, stream=None):
@@ -320,8 +333,19 @@ def solve_pairs(p, sol, info, pinfo, route, call, stream=None):
     fits = threads_for(chunked.pair_shared_bytes, PAIR_PAIRS, dtype, block=True)
     if chunks <= fits:
         threads = fits // chunks * chunks
-        launch[block_pairs](-(-batch // (fits // chunks)), threads, p, sol, info, pinfo, route, call, chunks,
-                            shared=chunked.pair_shared_bytes(threads, PAIR_PAIRS, dtype, block=True), stream=stream)
+        launch[block_pairs](
+            -(-batch // (fits // chunks)),
+            threads,
+            p,
+            sol,
+            info,
+            pinfo,
+            route,
+            call,
+            chunks,
+            shared=chunked.pair_shared_bytes(threads, PAIR_PAIRS, dtype, block=True),
+            stream=stream,
+        )
         return
     out, next_sol = _level(batch, chunks, dtype, stream)
     threads = threads_for(chunked.pair_shared_bytes, PAIR_PAIRS, dtype)
@@ -333,9 +357,14 @@ def solve_pairs(p, sol, info, pinfo, route, call, stream=None):
 
 def _level(batch, chunks, dtype, stream=None):
     """A level's reduced pairs (10, batch, chunks) and their solution (batch, 2 chunks), kept."""
-    return reused(("pivoting level", batch, chunks, np.dtype(dtype)),
-                  lambda: (cuda.device_array((chunked.FIELDS, batch, chunks), dtype),
-                           cuda.device_array((batch, 2 * chunks), dtype)), stream)
+    return reused(
+        ("pivoting level", batch, chunks, np.dtype(dtype)),
+        lambda: (
+            cuda.device_array((chunked.FIELDS, batch, chunks), dtype),
+            cuda.device_array((batch, 2 * chunks), dtype),
+        ),
+        stream,
+    )
 
 
 def _flags(batch, stream=None):
@@ -352,9 +381,21 @@ def one_thread(a, b, c, d, x, info, route, call, stream=None):
     while threads > WARP_SIZE and 4 * threads * (rows + 1) * itemsize > _common.SHARED_BYTES:
         threads //= 2
     u = reused(("pivoting", batch, n, x.dtype), lambda: cuda.device_array((3, n, batch), x.dtype), stream)
-    launchers(kernels, x.dtype)[tiled_kernel(rows)](-(-batch // threads), threads, a, b, c, d, x, info, u, route,
-                                                    call, shared=4 * threads * (rows + 1) * itemsize,
-                                                    stream=stream)
+    launchers(kernels, x.dtype)[tiled_kernel(rows)](
+        -(-batch // threads),
+        threads,
+        a,
+        b,
+        c,
+        d,
+        x,
+        info,
+        u,
+        route,
+        call,
+        shared=4 * threads * (rows + 1) * itemsize,
+        stream=stream,
+    )
 
 
 def kernels(dtype):
@@ -367,9 +408,15 @@ def kernels(dtype):
     yield positive_definite, (matrix, matrix, flags)
 
 
-METHOD = register(Method(
-    name="pivoting", run=run, kernels=kernels, auto_rank=1,
-    capabilities=Capability.PIVOTS | Capability.BATCHED,
-    summary="Gaussian elimination with partial pivoting, as LAPACK's ?gtsv: a thread per short system, "
-            "chunks and levels of reduced systems for longer ones",
-    source="LAPACK ?gtsv; chunked elimination across the chunks' edges (this package)"))
+METHOD = register(
+    Method(
+        name="pivoting",
+        run=run,
+        kernels=kernels,
+        auto_rank=1,
+        capabilities=Capability.PIVOTS | Capability.BATCHED,
+        summary="Gaussian elimination with partial pivoting, as LAPACK's ?gtsv: a thread per short system, "
+        "chunks and levels of reduced systems for longer ones",
+        source="LAPACK ?gtsv; chunked elimination across the chunks' edges (this package)",
+    )
+)

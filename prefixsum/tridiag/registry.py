@@ -22,6 +22,7 @@ others), and ``"pivoting"`` where a few long systems make the routed indefinite 
 work (1 x 2^16 to 1 x 2^20, 7 x 100000, and 64 x 8192 in float64). Without the table (a copy that
 lacks it) the highest ``auto_rank`` wins: ``"routed"``.
 """
+
 import math
 from dataclasses import dataclass
 from typing import Callable
@@ -75,9 +76,15 @@ def measured_times(names, size, dtype):
     there, of its latest run where several measured it (module docstring); ``{}`` without rows."""
     batch, n = size
     labels = {(METHODS[name].measured_as or name): name for name in names}
-    rows = [row for row in tables.rows(TABLE) if row["kind"] == "ours (kernels)" and row["method"] in labels
-            and MEASURED_ON in row.get("device", "") and row["dtype"] == getattr(dtype, "name", None)
-            and row.get("correct") == "True"]
+    rows = [
+        row
+        for row in tables.rows(TABLE)
+        if row["kind"] == "ours (kernels)"
+        and row["method"] in labels
+        and MEASURED_ON in row.get("device", "")
+        and row["dtype"] == getattr(dtype, "name", None)
+        and row.get("correct") == "True"
+    ]
     shapes = {(int(row["batch"]), int(row["n"])) for row in rows}
     if not shapes:
         return {}

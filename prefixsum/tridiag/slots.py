@@ -13,6 +13,7 @@ chunk's first and last unknowns known, and :func:`keep_with_spike` for a system'
 first unknown is not), and a back substitution reads them back (``back_*``), leaving the
 unknowns where the store that follows takes them.
 """
+
 import functools
 
 from numba import cuda
@@ -27,16 +28,20 @@ FIELDS = 10
 def row_pair(buf, slots, base, j, zero):
     """Pair ``j`` of the chunk whose rows start at slot ``base`` of the four planes ``a, b, c, d``."""
     r = base + 2 * j
-    return ((buf[r], buf[slots + r], buf[2 * slots + r], zero, buf[3 * slots + r]),
-            (zero, buf[r + 1], buf[slots + r + 1], buf[2 * slots + r + 1], buf[3 * slots + r + 1]))
+    return (
+        (buf[r], buf[slots + r], buf[2 * slots + r], zero, buf[3 * slots + r]),
+        (zero, buf[r + 1], buf[slots + r + 1], buf[2 * slots + r + 1], buf[3 * slots + r + 1]),
+    )
 
 
 @cuda.jit(device=True)
 def pair_at(buf, slots, base, j, zero):
     """Pair ``j`` of the chunk whose pairs start at slot ``base`` of the :data:`FIELDS` planes."""
     s = base + j
-    return ((buf[s], buf[slots + s], buf[2 * slots + s], buf[3 * slots + s], buf[4 * slots + s]),
-            (buf[5 * slots + s], buf[6 * slots + s], buf[7 * slots + s], buf[8 * slots + s], buf[9 * slots + s]))
+    return (
+        (buf[s], buf[slots + s], buf[2 * slots + s], buf[3 * slots + s], buf[4 * slots + s]),
+        (buf[5 * slots + s], buf[6 * slots + s], buf[7 * slots + s], buf[8 * slots + s], buf[9 * slots + s]),
+    )
 
 
 @cuda.jit(device=True)
@@ -67,7 +72,12 @@ def keep_with_spike(buf, slots, base, j, first, second):
     u3, s0, r)`` over planes 0-4, ``(u1, u2, s0, r)`` over planes 5-8."""
     s = base + j
     buf[s], buf[slots + s], buf[2 * slots + s], buf[3 * slots + s], buf[4 * slots + s] = (
-        first[0], first[1], first[2], first[4], first[5])
+        first[0],
+        first[1],
+        first[2],
+        first[4],
+        first[5],
+    )
     buf[5 * slots + s], buf[6 * slots + s] = second[0], second[1]
     buf[7 * slots + s], buf[8 * slots + s] = second[3], second[4]
 
@@ -133,8 +143,13 @@ def back_with_spike(buf, slots, base, count, x_first, x_last, zero):
     for j in range(count - 1, 0, -1):
         s = base + j
         x0 = buf[8 * slots + s] - buf[5 * slots + s] * x1 - buf[6 * slots + s] * x2 - buf[7 * slots + s] * x_first
-        xm = (buf[4 * slots + s] - buf[s] * x0 - buf[slots + s] * x1 - buf[2 * slots + s] * x2
-              - buf[3 * slots + s] * x_first)
+        xm = (
+            buf[4 * slots + s]
+            - buf[s] * x0
+            - buf[slots + s] * x1
+            - buf[2 * slots + s] * x2
+            - buf[3 * slots + s] * x_first
+        )
         buf[s], buf[9 * slots + s - 1] = x0, xm
         x1, x2 = xm, x0
     buf[base], buf[9 * slots + base + count - 1] = x_first, x_last
@@ -207,5 +222,3 @@ def put_pair(buf, slots, s, upper, lower):
     """A pair into slot ``s`` of the :data:`FIELDS` planes."""
     buf[s], buf[slots + s], buf[2 * slots + s], buf[3 * slots + s], buf[4 * slots + s] = upper
     buf[5 * slots + s], buf[6 * slots + s], buf[7 * slots + s], buf[8 * slots + s], buf[9 * slots + s] = lower
-
-

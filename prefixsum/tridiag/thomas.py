@@ -11,6 +11,7 @@ it is left out so that every method takes the same arrays.
 
 No pivoting: for diagonally dominant or symmetric positive definite systems.
 """
+
 import numpy as np
 from numba import cuda, types
 
@@ -54,8 +55,7 @@ def run(a, b, c, d, x, info, stream=None, temp=None):
         scratch = temp[0].reshape(batch, n)
     else:
         scratch = reused(("thomas", batch, n, x.dtype), lambda: cuda.device_array_like(x), stream)
-    launchers(kernels, x.dtype)[thomas](-(-batch // THREADS), THREADS, a, b, c, d, x, info, scratch,
-                                      stream=stream)
+    launchers(kernels, x.dtype)[thomas](-(-batch // THREADS), THREADS, a, b, c, d, x, info, scratch, stream=stream)
 
 
 def temp_parts(batch, n, dtype):
@@ -70,8 +70,14 @@ def kernels(dtype):
     yield thomas, (matrix, matrix, matrix, matrix, matrix, types.int32[::1], matrix)
 
 
-METHOD = register(Method(
-    name="thomas", run=run, kernels=kernels, temp_parts=temp_parts,
-    capabilities=Capability.NEEDS_DOMINANCE | Capability.BATCHED | Capability.CALLER_TEMP,
-    summary="Gaussian elimination without pivoting, one thread per system: about 8n flops, 2n sequential steps",
-    source="L. H. Thomas (1949); the sequential baseline"))
+METHOD = register(
+    Method(
+        name="thomas",
+        run=run,
+        kernels=kernels,
+        temp_parts=temp_parts,
+        capabilities=Capability.NEEDS_DOMINANCE | Capability.BATCHED | Capability.CALLER_TEMP,
+        summary="Gaussian elimination without pivoting, one thread per system: about 8n flops, 2n sequential steps",
+        source="L. H. Thomas (1949); the sequential baseline",
+    )
+)

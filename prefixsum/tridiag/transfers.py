@@ -23,6 +23,7 @@ its solve but its own copies. Batches of fewer than :data:`MIN_BYTES` of inputs,
 result would not fit the thread's pinned budget, go the plain way (:mod:`.api`): the inputs sent
 by :func:`send`, the solve, x copied into a kept pinned result (:func:`to_host`).
 """
+
 import numpy as np
 from numba import cuda
 
@@ -81,15 +82,19 @@ def buffers(batch, n, dtype, per, info, stream=None):
     ``(4, rows, n)`` block at ``k * 4 * per * n``), x as 1-D, and for each chunk
     ``(k0, k1, (a, b, c, d), x, info)``, its device views. Kept per thread, stream and shape on a GPU
     (up to :data:`KEPT_BYTES`), fresh on the simulator."""
+
     def make():
         chunks = -(-batch // per)
         inputs, x = cuda.device_array(chunks * 4 * per * n, dtype), cuda.device_array(batch * n, dtype)
         views = []
         for k in range(chunks):
             k0, k1 = k * per, min(batch, (k + 1) * per)
-            block = inputs[k * 4 * per * n:(k * 4 * per + 4 * (k1 - k0)) * n].reshape(4, k1 - k0, n)
-            views.append((k0, k1, tuple(block[p] for p in range(4)), x[k0 * n:k1 * n].reshape(k1 - k0, n), info[k0:k1]))
+            block = inputs[k * 4 * per * n : (k * 4 * per + 4 * (k1 - k0)) * n].reshape(4, k1 - k0, n)
+            views.append(
+                (k0, k1, tuple(block[p] for p in range(4)), x[k0 * n : k1 * n].reshape(k1 - k0, n), info[k0:k1])
+            )
         return inputs, x, views, info  # info: held, so that its id in the key stays its own
+
     dtype = np.dtype(dtype)
     if simulating() or 4 * batch * n * dtype.itemsize > KEPT_BYTES:
         return make()[:3]
@@ -123,7 +128,7 @@ def solve(arrays, batch, n, dtype, run, info, stream=None, result=None):
         run(*planes, x_k, info_k, stream=stream)
         ops.record(solved, compute)
         ops.wait(solved, to_host)
-        ops.copy_out(result[k0 * n:k1 * n], x, k0 * n * dtype.itemsize, to_host)
+        ops.copy_out(result[k0 * n : k1 * n], x, k0 * n * dtype.itemsize, to_host)
     ops.synchronize_stream(to_host)
     return result
 

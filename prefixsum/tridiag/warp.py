@@ -62,6 +62,7 @@ Zero pivots anywhere (a forward sweep, the partition's first row, a PCR step) ar
 no pivoting: for diagonally dominant or symmetric positive definite systems (on others a chunk's
 pivots can vanish where Thomas's over the whole system would not).
 """
+
 import numpy as np
 from numba import cuda, types
 
@@ -131,8 +132,8 @@ def _make(rows):
         # runtime and keep the shape in local memory.
         slots = per_block * span
         shared = cuda.shared.array(0, b.dtype)
-        sa, sb = shared[:slots], shared[slots:2 * slots]
-        sc, sd = shared[2 * slots:3 * slots], shared[3 * slots:4 * slots]
+        sa, sb = shared[:slots], shared[slots : 2 * slots]
+        sc, sd = shared[2 * slots : 3 * slots], shared[3 * slots : 4 * slots]
 
         # 1. Coalesced copy in: row j of the block's systems end to end is (s, i) = divmod(j, n),
         # stepped by `threads` rows without a division per row. (Tried on the H100: a loop of
@@ -178,8 +179,9 @@ def _make(rows):
 
         # 2. The partition step, 3. the reduced system, 4. back substitution.
         ok = partition(la, lb, lc, ld, one)
-        x_last, good = reduced((la[0], lc[0], ld[0]), (la[rows - 1], lc[rows - 1], ld[rows - 1]),
-                               lane, lanes, zero, one)
+        x_last, good = reduced(
+            (la[0], lc[0], ld[0]), (la[rows - 1], lc[rows - 1], ld[rows - 1]), lane, lanes, zero, one
+        )
         ok = ok and good
         x_before = cuda.shfl_up_sync(FULL_MASK, x_last, 1)  # the previous chunk's last unknown
         if lane == 0:
@@ -228,9 +230,21 @@ def run(a, b, c, d, x, info, rows=None, route=None, call=0, stream=None):
     ``call``: the dominance test of :mod:`.auto`."""
     batch, n = x.shape
     rows, lanes, blocks, threads, shared = plan(batch, n, x.dtype, rows)
-    launchers(kernels, x.dtype)[KERNELS[rows]](blocks, threads, a, b, c, d, x, info, lanes.bit_length() - 1,
-                                               no_route() if route is None else route, call, shared=shared,
-                                               stream=stream)
+    launchers(kernels, x.dtype)[KERNELS[rows]](
+        blocks,
+        threads,
+        a,
+        b,
+        c,
+        d,
+        x,
+        info,
+        lanes.bit_length() - 1,
+        no_route() if route is None else route,
+        call,
+        shared=shared,
+        stream=stream,
+    )
 
 
 def _argtypes(dtype):

@@ -4,6 +4,7 @@ and one whose exercise cell is megabytes with 150 refused lines at its top (the 
 72 s on 4 MB of it, twice, outside every limit). ``tests/test_grade_attacks.py`` grades them with the
 rest of the class: each ends with its own row, and the batch with grades for everyone.
 """
+
 import copy
 import json
 
@@ -18,8 +19,10 @@ def _broken(notebook, change):
 def malformed(notebook):
     """``{name: (the file's bytes, a word of its row's message)}``: ``notebook`` (as JSON) broken one way each."""
     return {
-        "exercise_id_list": (_broken(notebook, lambda cell: cell["metadata"].update(exercise_id=["01.serial-scan"])),
-                             "exercise_id is of type list"),
+        "exercise_id_list": (
+            _broken(notebook, lambda cell: cell["metadata"].update(exercise_id=["01.serial-scan"])),
+            "exercise_id is of type list",
+        ),
         "source_int": (_broken(notebook, lambda cell: cell.update(source=5)), "source is of type int"),
         "tags_int": (_broken(notebook, lambda cell: cell["metadata"].update(tags=5)), "tags are of type int"),
         "code_without_source": (_broken(notebook, lambda cell: cell.pop("source")), "without a source"),

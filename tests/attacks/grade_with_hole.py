@@ -5,6 +5,7 @@ This driver lets the marked attacks through the allow-list (nothing else changes
 run inside the sandboxes of the grader's re-check and of nbval, where test_grade_attacks.py
 looks for what they could reach.
 """
+
 import sys
 
 from hole import let_through  # beside this script, its folder first on sys.path

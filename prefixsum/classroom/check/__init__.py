@@ -40,6 +40,7 @@ shows), :mod:`.scan_checks` (scans and tile kernels), :mod:`.operators` (user op
 :mod:`.chunks` (the warp solver's exchange of rows and the partition method's step) and
 :mod:`.host` (functions checked case by case, compaction, radix pass, stable sort).
 """
+
 from .chunks import neighbours, partition
 from .host import compaction, function, radix_pass, stable_sort
 from .linalg import dominant_systems, reflector, tridiagonal

@@ -16,6 +16,7 @@ couple only the chunk's two ends: every row ends with ``b = 1`` and
 names the first row that no longer holds, and what it still couples where that is a row the
 student did not eliminate (the row above, the row below).
 """
+
 import numpy as np
 
 from .. import child as _child
@@ -51,33 +52,48 @@ def _judge_chunk(rewritten, x, t, rows, tolerance):
 
     for i in range(first, last + 1):
         if b[i] != 1:
-            return i, (f"b of row {i - first} of chunk {t} is {b[i]:.6g}, not 1: divide every row of the chunk "
-                       "by its pivot, so that each x reads off its row.")
+            return i, (
+                f"b of row {i - first} of chunk {t} is {b[i]:.6g}, not 1: divide every row of the chunk "
+                "by its pivot, so that each x reads off its row."
+            )
     for i in range(last - 1, first, -1):  # as the sweep up leaves them: a wrong row spoils those above it
         k = i - first
         if holds(i, first, last):
             continue
         if k > 1 and (holds(i, i - 1, last) or holds(i, i - 1, i + 1)):
-            return i, (f"interior row {k} of chunk {t} still couples x_{k - 1} (the row above): the sweep down must "
-                       f"replace it by the chunk's first unknown, eliminating with row {k - 1} as that sweep left it.")
+            return i, (
+                f"interior row {k} of chunk {t} still couples x_{k - 1} (the row above): the sweep down must "
+                f"replace it by the chunk's first unknown, eliminating with row {k - 1} as that sweep left it."
+            )
         if holds(i, first, i + 1):
-            return i, (f"interior row {k} of chunk {t} still couples x_{k + 1} (the row below): the sweep back up "
-                       f"must replace it by the chunk's last unknown, with row {k + 1} as that sweep left it.")
-        return i, (f"interior row {k} of chunk {t} does not hold for the solution when it couples x_first, x_{k} and "
-                   "x_last: each elimination must subtract a multiple of a row that is already rewritten, and the "
-                   "pivot is what is left on the diagonal after it.")
+            return i, (
+                f"interior row {k} of chunk {t} still couples x_{k + 1} (the row below): the sweep back up "
+                f"must replace it by the chunk's last unknown, with row {k + 1} as that sweep left it."
+            )
+        return i, (
+            f"interior row {k} of chunk {t} does not hold for the solution when it couples x_first, x_{k} and "
+            "x_last: each elimination must subtract a multiple of a row that is already rewritten, and the "
+            "pivot is what is left on the diagonal after it."
+        )
     if not holds(last, first, last + 1):
         if holds(last, last - 1, last + 1):
-            return last, (f"the last row of chunk {t} still couples x_{rows - 2}: the sweep down must reach the last "
-                          "row.")
-        return last, (f"the last row of chunk {t} does not hold for the solution when it couples x_first, x_last and "
-                      "the next chunk's first unknown.")
+            return last, (
+                f"the last row of chunk {t} still couples x_{rows - 2}: the sweep down must reach the last row."
+            )
+        return last, (
+            f"the last row of chunk {t} does not hold for the solution when it couples x_first, x_last and "
+            "the next chunk's first unknown."
+        )
     if not holds(first, first - 1, last):
         if holds(first, first - 1, first + 1):
-            return first, (f"the first row of chunk {t} still couples x_1: put row 1 (which now reads off x_1 from "
-                           "x_first and x_last) into it, and divide by what is left on its diagonal.")
-        return first, (f"the first row of chunk {t} does not hold for the solution when it couples the previous "
-                       "chunk's last unknown, x_first and x_last.")
+            return first, (
+                f"the first row of chunk {t} still couples x_1: put row 1 (which now reads off x_1 from "
+                "x_first and x_last) into it, and divide by what is left on its diagonal."
+            )
+        return first, (
+            f"the first row of chunk {t} does not hold for the solution when it couples the previous "
+            "chunk's last unknown, x_first and x_last."
+        )
     return None
 
 
@@ -130,27 +146,50 @@ def partition(fn, *, rows=4, chunks=(1, 2, 3, 8), batch=3, timeout=20.0, name=No
         systems = dominant_systems(batch, n, np.random.default_rng(_SEED + n))
         solutions = _tridiagonal_reference(*systems)
         run = observed.record(with_poisoned_allocations, fn, *(v.copy() for v in systems), **limits(timeout))
-        found = _trace_diagnosis(run, cell=lambda array, index: f"element {index} of {array} (flat index)",
-                                 uninitialized_advice="rows outside the system are identity rows (0, 1, 0, 0).")
+        found = _trace_diagnosis(
+            run,
+            cell=lambda array, index: f"element {index} of {array} (flat index)",
+            uninitialized_advice="rows outside the system are identity rows (0, 1, 0, 0).",
+        )
         if found is not None:
             return CheckResult(False, found[0], name, sizes, n, found[1], found[2])
         result = run.result
         if not (isinstance(result, (tuple, list)) and len(result) == 4):
-            return CheckResult(False, "exception", name, sizes, n, None,
-                               "the function must return the four arrays (a, b, c, d); it returned "
-                               f"{type(result).__name__}")
+            return CheckResult(
+                False,
+                "exception",
+                name,
+                sizes,
+                n,
+                None,
+                f"the function must return the four arrays (a, b, c, d); it returned {type(result).__name__}",
+            )
         rewritten = [
             np.asarray(v.copy_to_host() if hasattr(v, "copy_to_host") else v, dtype=np.float64) for v in result
         ]
         if any(v.shape != (batch, n) for v in rewritten):
-            return CheckResult(False, "exception", name, sizes, n, None,
-                               f"each returned array must have shape {(batch, n)}; got {[v.shape for v in rewritten]}")
+            return CheckResult(
+                False,
+                "exception",
+                name,
+                sizes,
+                n,
+                None,
+                f"each returned array must have shape {(batch, n)}; got {[v.shape for v in rewritten]}",
+            )
         for system in range(batch):
             coefficients = [v[system] for v in rewritten]
             if np.isnan(coefficients).any():
                 row = int(np.argwhere(np.isnan(coefficients))[0][1])
-                return CheckResult(False, "unwritten-output", name, sizes, n, row,
-                                   f"System {system}: a coefficient of row {row} is NaN (never written?).")
+                return CheckResult(
+                    False,
+                    "unwritten-output",
+                    name,
+                    sizes,
+                    n,
+                    row,
+                    f"System {system}: a coefficient of row {row} is NaN (never written?).",
+                )
             for t in range(n // rows):
                 found = _judge_chunk(coefficients, solutions[system], t, rows, tolerance)
                 if found is not None:
@@ -188,10 +227,12 @@ def _judge_neighbours(got, expected, lanes, s):
     swapped = np.argwhere((got != expected) & (got == other_way) & (other_way != 0))
     if swapped.size:
         k, lane = map(int, swapped[0])
-        return (f"lane {lane} (lane {lane % lanes} of its group of {lanes}, s = {s}) got lane "
-                f"{int(got[k, lane] % _CODE)}'s "
-                f"{'acd'[k % 3]} as {_COEFFICIENTS[k]}: up and down are swapped. The row s lanes up is lane - s's "
-                "(shfl_up_sync), the row s lanes down lane + s's (shfl_down_sync).")
+        return (
+            f"lane {lane} (lane {lane % lanes} of its group of {lanes}, s = {s}) got lane "
+            f"{int(got[k, lane] % _CODE)}'s "
+            f"{'acd'[k % 3]} as {_COEFFICIENTS[k]}: up and down are swapped. The row s lanes up is lane - s's "
+            "(shfl_up_sync), the row s lanes down lane + s's (shfl_down_sync)."
+        )
     for lane in range(got.shape[1]):
         for k, label in enumerate(_COEFFICIENTS):
             want, have = expected[k, lane], got[k, lane]
@@ -204,8 +245,10 @@ def _judge_neighbours(got, expected, lanes, s):
                 else repr(float(have))
             )
             if want == 0:
-                return (f"{where} got {source} as {label}, from outside its group: a neighbour before the group's "
-                        "first lane or past its last is the identity row (0, 0, 0), all three values.")
+                return (
+                    f"{where} got {source} as {label}, from outside its group: a neighbour before the group's "
+                    "first lane or past its last is the identity row (0, 0, 0), all three values."
+                )
             return f"{where} got {source} as {label}, where lane {int(want % _CODE)}'s is its neighbour."
     return None
 
@@ -246,16 +289,26 @@ def neighbours(fn, *, cases=((4, 1), (2, 1), (1, 1), (4, 2), (8, 4), (32, 1), (3
     for lanes, s in cases:
         rows = _lane_rows(32)
         run = observed.record(with_poisoned_allocations, fn, rows.copy(), lanes, s, **limits(timeout))
-        found = _trace_diagnosis(run, cell=lambda array, index: f"element {index} of {array} (flat index)",
-                                 uninitialized_advice="every lane holds its row before the exchange.")
+        found = _trace_diagnosis(
+            run,
+            cell=lambda array, index: f"element {index} of {array} (flat index)",
+            uninitialized_advice="every lane holds its row before the exchange.",
+        )
         if found is not None:
             return CheckResult(False, found[0], name, sizes, lanes, found[1], found[2])
         got = run.result
         got = np.asarray(got.copy_to_host() if hasattr(got, "copy_to_host") else got, dtype=np.float64)
         expected = _expected_neighbours(rows, lanes, s)
         if got.shape != expected.shape:
-            return CheckResult(False, "exception", name, sizes, lanes, None,
-                               f"the function must return an array of shape {expected.shape}; it returned {got.shape}")
+            return CheckResult(
+                False,
+                "exception",
+                name,
+                sizes,
+                lanes,
+                None,
+                f"the function must return an array of shape {expected.shape}; it returned {got.shape}",
+            )
         hint = _judge_neighbours(got, expected, lanes, s)
         if hint is not None:
             return CheckResult(False, "wrong-result", name, sizes, lanes, None, hint)

@@ -12,6 +12,7 @@ library the student calls, and compute as the input's dtype does (an int32 sum w
 A :func:`counting` run fills a *tally*, a list of :data:`TALLY` integers that travels with the
 grader's observation of the run (:mod:`prefixsum.grading.observations`).
 """
+
 import operator
 import sys
 

@@ -1,5 +1,6 @@
 """What the trace of a run shows: errors, races within and between blocks (their advice is
 :mod:`prefixsum.classroom.check.race_diagnosis`'s), uninitialized reads."""
+
 import collections
 import os
 import re
@@ -28,18 +29,25 @@ def _hint_for_error(error, run=None):
         cause = None if run is None else (hand_offs.hang(run) or _polled(run))
         if cause is not None:
             return "deadlock", f"Every resident block waits: {cause}"
-        polls = [re.sub(r" \(\d+ threads?\) poll ", " polls ", line.strip())
-                 for line in str(error).splitlines() if " poll " in line]
+        polls = [
+            re.sub(r" \(\d+ threads?\) poll ", " polls ", line.strip())
+            for line in str(error).splitlines()
+            if " poll " in line
+        ]
         where = f" ({polls[0]})" if polls else ""
-        return "deadlock", (f"Every resident block waits{where}: a block waits for a block that is not running. "
-                            "Blocks start in blockIdx order, a few at a time: wait only for tiles taken earlier "
-                            "(take tile ids from an atomic counter) and never for a block that starts later.")
+        return "deadlock", (
+            f"Every resident block waits{where}: a block waits for a block that is not running. "
+            "Blocks start in blockIdx order, a few at a time: wait only for tiles taken earlier "
+            "(take tile ids from an atomic counter) and never for a block that starts later."
+        )
     if isinstance(error, sim.WarpDivergenceError):
         return "barrier-divergence", _warp_divergence_hint(str(error))
     if isinstance(error, sim.BarrierDivergenceError):
-        return "barrier-divergence", ("Not every thread reached the same cuda.syncthreads(): "
-                                      "a barrier inside an if, or threads returning early. Move the barrier out of the "
-                                      "branch.")
+        return "barrier-divergence", (
+            "Not every thread reached the same cuda.syncthreads(): "
+            "a barrier inside an if, or threads returning early. Move the barrier out of the "
+            "branch."
+        )
     if isinstance(error, IndexError):
         at = re.findall(r"\n\s+at [^\n]*:(\d+) in \w+", str(error))
         text += f" (line {at[-1]})" if at else ""
@@ -47,17 +55,23 @@ def _hint_for_error(error, run=None):
         if blocked is not None:
             return "out-of-bounds", f"{text} {blocked}"
         if _in_package(error):
-            return "out-of-bounds", (f"{text} This access is the package's, with an index computed from what your "
-                                     "function returned: check your function's value at the smallest lane and tile "
-                                     "(a rank counts the lanes before the caller, not the caller itself).")
+            return "out-of-bounds", (
+                f"{text} This access is the package's, with an index computed from what your "
+                "function returned: check your function's value at the smallest lane and tile "
+                "(a rank counts the lanes before the caller, not the caller itself)."
+            )
         if "negative index" in text:
-            return "out-of-bounds", (f"{text} An index computed below 0: check the partner's formula (t - 2^d, "
-                                     "t - phase, ...) at the smallest thread and level that use it.")
+            return "out-of-bounds", (
+                f"{text} An index computed below 0: check the partner's formula (t - 2^d, "
+                "t - phase, ...) at the smallest thread and level that use it."
+            )
         return "out-of-bounds", f"{text} Guard every access with i < n, and check each index at the largest thread."
     if isinstance(error, OverflowError):
-        return "exception", (f"OverflowError: {text}. A GPU never raises for an integer that does not fit: numba "
-                             "computes integers in 64 bits and keeps the low bits where a value is stored or cast to "
-                             "a narrower type. Which value does not fit its type here, and is that what you meant?")
+        return "exception", (
+            f"OverflowError: {text}. A GPU never raises for an integer that does not fit: numba "
+            "computes integers in 64 bits and keeps the low bits where a value is stored or cast to "
+            "a narrower type. Which value does not fit its type here, and is that what you meant?"
+        )
     return "exception", f"{type(error).__name__}: {text}"
 
 
@@ -90,9 +104,11 @@ def _warp_divergence_hint(text):
     """The hint of lanes of one mask at different warp-level calls, naming the calls and their lines."""
     waits = re.findall(r"wait at (\w+)\(\) with mask \w+\n\s+at [^:\n]*:(\d+)", text)
     where = "; ".join(f"{call} at line {line}" for call, line in waits) or "different calls"
-    return (f"The lanes of one warp wait at different warp-level calls ({where}): a shuffle inside an if, which "
-            "only some lanes reach. Every lane named in the mask must make each call: shuffle in every lane, "
-            "then choose what to keep.")
+    return (
+        f"The lanes of one warp wait at different warp-level calls ({where}): a shuffle inside an if, which "
+        "only some lanes reach. Every lane named in the mask must make each call: shuffle in every lane, "
+        "then choose what to keep."
+    )
 
 
 # A thread that made this many barriers and warp-level calls since its last memory access, when a
@@ -110,10 +126,12 @@ def _idle(run):
     if not spinning:
         return None
     (_, block, thread), (calls, kind, line) = max(spinning, key=lambda item: item[1][0])
-    return (f"thread {thread} of block {block} made {calls} barriers and warp-level calls ({kind} at line {line}) "
-            "since its last memory access: a loop that reads and writes nothing goes on as long as its bound does "
-            "not move. Does every loop advance (phase <<= 1, stride *= 2, end -= 32), and can its condition become "
-            "false?")
+    return (
+        f"thread {thread} of block {block} made {calls} barriers and warp-level calls ({kind} at line {line}) "
+        "since its last memory access: a loop that reads and writes nothing goes on as long as its bound does "
+        "not move. Does every loop advance (phase <<= 1, stride *= 2, end -= 32), and can its condition become "
+        "false?"
+    )
 
 
 def _polled(run):
@@ -148,12 +166,14 @@ def _polled(run):
             for r in reversed(last)
             if (r.launch, r.block, r.array, r.index) == (launch, block, array, index)
         )
-        return (f"block {block}{tile} polls {array}[{index}] (line {line}), {count} times in its last accesses, "
-                "finding "
-                f"{polls.shown(value)} each time, and the state it waits for never comes. Is it published on every "
-                "path "
-                "(an AGGREGATE first, the PREFIX at the end, by every tile), and by a block that is running? Blocks "
-                "start in blockIdx order: wait only for tiles taken earlier, from an atomic counter.")
+        return (
+            f"block {block}{tile} polls {array}[{index}] (line {line}), {count} times in its last accesses, "
+            "finding "
+            f"{polls.shown(value)} each time, and the state it waits for never comes. Is it published on every "
+            "path "
+            "(an AGGREGATE first, the PREFIX at the end, by every tile), and by a block that is running? Blocks "
+            "start in blockIdx order: wait only for tiles taken earlier, from an atomic counter."
+        )
     return None
 
 
@@ -161,8 +181,10 @@ def _plain(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
-_POLL_LIMIT = re.compile(r"block (\d+) thread \d+ of kernel '[^']*' polled (\w+)\[(\d+)\] \(line (\d+)\) (\d+) times, "
-                         r"finding (.*) each time: past the limit of (\d+) polls")
+_POLL_LIMIT = re.compile(
+    r"block (\d+) thread \d+ of kernel '[^']*' polled (\w+)\[(\d+)\] \(line (\d+)\) (\d+) times, "
+    r"finding (.*) each time: past the limit of (\d+) polls"
+)
 
 
 def _poll_limit_hint(text, run):
@@ -175,17 +197,22 @@ def _poll_limit_hint(text, run):
     # A tile reads only its predecessors' states: its own is the highest it touched, or, before
     # it published anything, above every state it read.
     own = max((r.index for r in run.records if r.block == block and r.array == array), default=index) if run else index
-    waiter = (f"tile {own} (block {block})" if own > index
-              else f"tile {index + 1} (block {block}, which has published no state of its own yet)")
+    waiter = (
+        f"tile {own} (block {block})"
+        if own > index
+        else f"tile {index + 1} (block {block}, which has published no state of its own yet)"
+    )
     looked = hand_offs.look(run) if run is not None and array == hand_offs.STATES else None
     if looked is not None:
         word = next((a.word for a in reversed(looked.accesses) if a.block == block and a.index == index), None)
         if word is not None:
             state = hand_offs.describe(word, looked.published)
-    return (f"{waiter} polled {array}[{index}] (line {line}) {count} times and found {state} each time: a wait longer "
-            f"than the {limit} polls the check allows, for a state that comes late or never. Is every state published "
-            "on every path (an AGGREGATE first, the PREFIX at the end, by every tile), and does the wait end at any "
-            "state of this call that lets the tile go on, an AGGREGATE as well as a PREFIX?")
+    return (
+        f"{waiter} polled {array}[{index}] (line {line}) {count} times and found {state} each time: a wait longer "
+        f"than the {limit} polls the check allows, for a state that comes late or never. Is every state published "
+        "on every path (an AGGREGATE first, the PREFIX at the end, by every tile), and does the wait end at any "
+        "state of this call that lets the tile go on, an AGGREGATE as well as a PREFIX?"
+    )
 
 
 def wrong_result_hint(run):
@@ -210,8 +237,11 @@ def _trace_diagnosis(run, *, cell, uninitialized_advice):
     uninitialized = run.uninitialized_reads()
     if uninitialized:
         r = uninitialized[0]
-        return "uninitialized-read", None, (f"{cell(r.array, r.index)} is read in block {r.block} before any thread "
-                                            f"wrote it: {uninitialized_advice}")
+        return (
+            "uninitialized-read",
+            None,
+            (f"{cell(r.array, r.index)} is read in block {r.block} before any thread wrote it: {uninitialized_advice}"),
+        )
     return None
 
 
@@ -240,20 +270,30 @@ def band_hint(run):
     if 4 not in shape or len(threads) == max(len(t) for t in readers.values()):
         return None
     axis = shape.index(4)
-    read = {np.unravel_index(r.index, shape)[axis] for r in run.records
-            if (r.launch, r.space, r.array, r.phase) == (launch, "shared", array, phase) and not r.write}
+    read = {
+        np.unravel_index(r.index, shape)[axis]
+        for r in run.records
+        if (r.launch, r.space, r.array, r.phase) == (launch, "shared", array, phase) and not r.write
+    }
     missing = [k for k in _BANDS if k not in read]
     if not missing:
         return None
     block, thread = min(threads)
-    lines = sorted({r.line for r in run.records if (r.launch, r.array, r.phase, r.block, r.thread) ==
-                    (launch, array, phase, block, thread)})
-    return (f"The rows that one thread solves alone (thread {thread} of block {block}, lines {lines[0]} to "
-            f"{lines[-1]}) "
-            f"never read their {', '.join(_BANDS[k] for k in missing)} ({array}[..., {missing[0]}, ...] along its axis "
-            "of coefficients): the sweep down must eliminate each row's lower band a_j x_(j - step) with the row "
-            "above, pivot = b_j - a_j c'_(j - step) and d'_j = (d_j - a_j d'_(j - step)) / pivot, and the sweep up "
-            "then sets x_j = d'_j - c'_j x_(j + step).")
+    lines = sorted(
+        {
+            r.line
+            for r in run.records
+            if (r.launch, r.array, r.phase, r.block, r.thread) == (launch, array, phase, block, thread)
+        }
+    )
+    return (
+        f"The rows that one thread solves alone (thread {thread} of block {block}, lines {lines[0]} to "
+        f"{lines[-1]}) "
+        f"never read their {', '.join(_BANDS[k] for k in missing)} ({array}[..., {missing[0]}, ...] along its axis "
+        "of coefficients): the sweep down must eliminate each row's lower band a_j x_(j - step) with the row "
+        "above, pivot = b_j - a_j c'_(j - step) and d'_j = (d_j - a_j d'_(j - step)) / pivot, and the sweep up "
+        "then sets x_j = d'_j - c'_j x_(j + step)."
+    )
 
 
 def written_nan(run, array, index):
@@ -265,9 +305,11 @@ def written_nan(run, array, index):
     if not written or not _not_finite(written[-1].value):
         return None
     first = next(r for r in run.records if r.write and _not_finite(r.value))
-    return (f"was written, as NaN (line {written[-1].line}): computed, not left unwritten. The run's first NaN or "
-            f"inf was stored to {first.array}[{first.index}] (line {first.line}, thread {first.thread} of block "
-            f"{first.block}): a division by zero, or 0 times inf, upstream.")
+    return (
+        f"was written, as NaN (line {written[-1].line}): computed, not left unwritten. The run's first NaN or "
+        f"inf was stored to {first.array}[{first.index}] (line {first.line}, thread {first.thread} of block "
+        f"{first.block}): a division by zero, or 0 times inf, upstream."
+    )
 
 
 def _not_finite(value):

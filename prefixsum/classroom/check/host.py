@@ -1,4 +1,5 @@
 """Host checks: a function case by case (:func:`function`), stream compaction, a radix pass, a stable sort."""
+
 import functools
 
 import numpy as np
@@ -57,8 +58,10 @@ def function(fn, reference, cases, *, name=None, timeout=20.0, budget=None):
         else:
             run = observed.record(with_poisoned_allocations, fn, *given, **limits(timeout))
             found = _trace_diagnosis(
-                run, cell=lambda array, index: f"{array}[{index}]",
-                uninitialized_advice="write every cell before a barrier, then read it.")
+                run,
+                cell=lambda array, index: f"{array}[{index}]",
+                uninitialized_advice="write every cell before a barrier, then read it.",
+            )
             if found is not None:
                 return fail(diagnosis=found[0], hint=found[2])
             got = run.result
@@ -70,14 +73,20 @@ def function(fn, reference, cases, *, name=None, timeout=20.0, budget=None):
             return fail(diagnosis="modified-input", hint=f"{_describe(case)}: {changed}")
         got = np.asarray(got.copy_to_host() if hasattr(got, "copy_to_host") else got)
         if got.shape != expected.shape:
-            return fail(diagnosis="wrong-result", hint=f"{_describe(case)}: expected shape {expected.shape}, got "
-                                                       f"{got.shape}")
-        same = (np.allclose(got, expected, rtol=1e-6, atol=0) if expected.dtype.kind in "fc"
-                else np.array_equal(got, expected))
+            return fail(
+                diagnosis="wrong-result", hint=f"{_describe(case)}: expected shape {expected.shape}, got {got.shape}"
+            )
+        same = (
+            np.allclose(got, expected, rtol=1e-6, atol=0)
+            if expected.dtype.kind in "fc"
+            else np.array_equal(got, expected)
+        )
         if not same:
             if expected.size <= 8:
-                return fail(diagnosis="wrong-result", hint=f"{_describe(case)}: expected {expected.tolist()}, got "
-                                                           f"{got.tolist()}")
+                return fail(
+                    diagnosis="wrong-result",
+                    hint=f"{_describe(case)}: expected {expected.tolist()}, got {got.tolist()}",
+                )
             first = np.unravel_index(
                 int(
                     np.flatnonzero(
@@ -88,8 +97,10 @@ def function(fn, reference, cases, *, name=None, timeout=20.0, budget=None):
                 ),
                 expected.shape,
             )
-            return fail(diagnosis="wrong-result", hint=f"{_describe(case)}: at {tuple(map(int, first))} expected "
-                                                        f"{expected[first]!r}, got {got[first]!r}")
+            return fail(
+                diagnosis="wrong-result",
+                hint=f"{_describe(case)}: at {tuple(map(int, first))} expected {expected[first]!r}, got {got[first]!r}",
+            )
         if budget is not None:
             overspent = budget.overspent(run, int(np.size(case[0])))
             if overspent is not None:
@@ -108,13 +119,18 @@ def _describe(case):
 def _changed_argument(given, case):
     """What the checked function changed in its numpy arguments ``given`` (copies of ``case``'s), else None."""
     for k, (got, original) in enumerate(zip(given, case)):
-        if isinstance(original, np.ndarray) and got.shape == original.shape \
-                and not np.array_equal(got, original, equal_nan=original.dtype.kind in "fc"):
+        if (
+            isinstance(original, np.ndarray)
+            and got.shape == original.shape
+            and not np.array_equal(got, original, equal_nan=original.dtype.kind in "fc")
+        ):
             first = tuple(int(i) for i in np.argwhere(got != original)[0])
-            return (f"the function changed its argument {k}: at {first[0] if len(first) == 1 else first} it was "
-                    f"{original[first].item()}, is now {got[first].item()}. Leave the arguments as they are (the "
-                    "caller still "
-                    "needs them) and build the result in a new array.")
+            return (
+                f"the function changed its argument {k}: at {first[0] if len(first) == 1 else first} it was "
+                f"{original[first].item()}, is now {got[first].item()}. Leave the arguments as they are (the "
+                "caller still "
+                "needs them) and build the result in a new array."
+            )
     return None
 
 
@@ -137,8 +153,10 @@ def _check_cases(fn, cases, name, timeout, wrong_hint, budget=None):
         sizes.append(n)
         run = observed.record(with_poisoned_allocations, fn, *[a.copy() for a in args], **limits(timeout))
         found = _trace_diagnosis(
-            run, cell=lambda array, index: f"{array}[{index}]",
-            uninitialized_advice="write every cell before the barrier.")
+            run,
+            cell=lambda array, index: f"{array}[{index}]",
+            uninitialized_advice="write every cell before the barrier.",
+        )
         if found is not None:
             return CheckResult(False, found[0], name, tuple(sizes), n, found[1], found[2])
         result = run.result.copy_to_host() if hasattr(run.result, "copy_to_host") else np.asarray(run.result)
@@ -146,13 +164,26 @@ def _check_cases(fn, cases, name, timeout, wrong_hint, budget=None):
         if undone is not None:
             return CheckResult(False, undone[0], name, tuple(sizes), n, undone[1], undone[2])
         if result.shape != expected.shape:
-            return CheckResult(False, "wrong-result", name, tuple(sizes), n, None,
-                               f"the result has {result.shape[0] if result.ndim else 0} elements, not "
-                               f"{expected.shape[0]}.")
+            return CheckResult(
+                False,
+                "wrong-result",
+                name,
+                tuple(sizes),
+                n,
+                None,
+                f"the result has {result.shape[0] if result.ndim else 0} elements, not {expected.shape[0]}.",
+            )
         unwritten = np.flatnonzero(_is_poison(result))
         if unwritten.size:
-            return CheckResult(False, "unwritten-output", name, tuple(sizes), n, int(unwritten[0]),
-                               "This element was never written: does every element reach its place?")
+            return CheckResult(
+                False,
+                "unwritten-output",
+                name,
+                tuple(sizes),
+                n,
+                int(unwritten[0]),
+                "This element was never written: does every element reach its place?",
+            )
         bad = np.flatnonzero(result != expected)
         if bad.size:
             return CheckResult(False, "wrong-result", name, tuple(sizes), n, int(bad[0]), wrong_hint)
@@ -170,6 +201,7 @@ def compaction(fn, *, sizes=DEFAULT_SIZES, timeout=20.0, name=None, budget=None)
     among the cases, at the smallest sizes). A ``budget`` (:class:`Budget`, usually naming the
     student's kernel in ``kernels``) fails a right result that spends more.
     """
+
     def cases():
         for n in sorted(sizes):
             rng = np.random.default_rng(_SEED + n)
@@ -177,10 +209,14 @@ def compaction(fn, *, sizes=DEFAULT_SIZES, timeout=20.0, name=None, budget=None)
             mask = rng.random(n) < (1.0 if n == 1 else 0.0 if n == 2 else 0.35)
             yield n, (x, mask), x[mask]
 
-    return _check_cases(fn, cases(), _name(fn, name, "compaction"), timeout,
-                        "The kept elements must keep their order: element i goes to the number of kept elements before "
-                        "it.",
-                        budget)
+    return _check_cases(
+        fn,
+        cases(),
+        _name(fn, name, "compaction"),
+        timeout,
+        "The kept elements must keep their order: element i goes to the number of kept elements before it.",
+        budget,
+    )
 
 
 @_child.simulated
@@ -190,6 +226,7 @@ def radix_pass(fn, *, bit=3, sizes=DEFAULT_SIZES, timeout=20.0, name=None, budge
     A ``budget`` (:class:`Budget`, usually naming the student's kernel in ``kernels``) fails a
     right result that spends more.
     """
+
     def cases():
         for n in sorted(sizes):
             keys = np.random.default_rng(_SEED + n).integers(0, 64, n).astype(np.uint32)
@@ -218,13 +255,20 @@ def stable_sort(fn, *, sizes=STABLE_SORT_SIZES, timeout=20.0, name=None, budget=
     makes two passes and the second must keep the first's order. A ``budget`` (:class:`Budget`)
     fails a right result that spends more.
     """
+
     def cases():
         for n in sorted(sizes):
             rng = np.random.default_rng(_SEED + n)
             keys = rng.integers(0, 1024, n).astype(np.uint16)
-            keys[n // 2:] = keys[rng.integers(0, max(n // 2, 1), n - n // 2)]
+            keys[n // 2 :] = keys[rng.integers(0, max(n // 2, 1), n - n // 2)]
             yield n, (keys,), np.argsort(keys, kind="stable")
 
-    return _check_cases(fn, cases(), _name(fn, name, "stable sort"), timeout,
-                        "Equal keys must keep their order: a key's rank counts the keys with its digit before it, "
-                        "in earlier steps and on lower lanes.", budget)
+    return _check_cases(
+        fn,
+        cases(),
+        _name(fn, name, "stable sort"),
+        timeout,
+        "Equal keys must keep their order: a key's rank counts the keys with its digit before it, "
+        "in earlier steps and on lower lanes.",
+        budget,
+    )

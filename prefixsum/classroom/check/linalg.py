@@ -1,5 +1,6 @@
 """Linear-algebra checks: a Householder reflector (:func:`reflector`), a batched tridiagonal solver
 (:func:`tridiagonal`)."""
+
 import numpy as np
 
 from .. import child as _child
@@ -8,9 +9,14 @@ from .diagnosis import _trace_diagnosis, band_hint, written_nan
 from .mode import _SEED, limits
 from .results import Budget, CheckResult, with_poisoned_allocations
 
-_REFLECTOR_CASES = ("a random x", "a random x with x[-1] > 0", "a random x with x[-1] < 0",
-                    "x close to +e (x[-1] > 0, the rest tiny)", "x close to -e (x[-1] < 0, the rest tiny)",
-                    "x with x[-1] = 0")
+_REFLECTOR_CASES = (
+    "a random x",
+    "a random x with x[-1] > 0",
+    "a random x with x[-1] < 0",
+    "x close to +e (x[-1] > 0, the rest tiny)",
+    "x close to -e (x[-1] < 0, the rest tiny)",
+    "x with x[-1] = 0",
+)
 
 
 def _reflector_inputs(n, dtype, rng):
@@ -42,11 +48,23 @@ def _judge_reflector(x, returned, dtype, magnitude=1.0):
         return "exception", None, f"u must have x's shape ({n},); it has shape {u.shape}"
     if not (np.isfinite(u).all() and np.isfinite(H)) or H == 0:
         if magnitude != 1:
-            return "wrong-result", None, (f"u or H is not finite, or H = 0, for entries of about {magnitude:g}: "
-                                          "|x| is a float64 there, but h = |x|^2 is not.")
-        return "wrong-result", None, ("u or H is not finite, or H = 0: with g = -sign(f) sqrt(h), "
-                                      "H = h - f g = h + |f| sqrt(h) is never 0 for x != 0 "
-                                      "(np.sign(0) is 0: take g = -sqrt(h) when f >= 0).")
+            return (
+                "wrong-result",
+                None,
+                (
+                    f"u or H is not finite, or H = 0, for entries of about {magnitude:g}: "
+                    "|x| is a float64 there, but h = |x|^2 is not."
+                ),
+            )
+        return (
+            "wrong-result",
+            None,
+            (
+                "u or H is not finite, or H = 0: with g = -sign(f) sqrt(h), "
+                "H = h - f g = h + |f| sqrt(h) is never 0 for x != 0 "
+                "(np.sign(0) is 0: take g = -sqrt(h) when f >= 0)."
+            ),
+        )
     eps = np.finfo(dtype).eps
     tolerance = 64 * n * eps
     P = np.eye(n) - np.outer(u, u) / H
@@ -57,22 +75,40 @@ def _judge_reflector(x, returned, dtype, magnitude=1.0):
     target[-1] = -norm if f >= 0 else norm
     if f != 0 and np.abs(image + target).max() <= 1e-2 * norm:
         # Checked first: with this sign, cancellation in f - g may also spoil P's orthogonality.
-        return "wrong-result", n - 1, ("P x = +sign(f) |x| e: g has the wrong sign. Take g = -sign(f) sqrt(h), so that "
-                                       "f - g adds two magnitudes instead of cancelling.")
+        return (
+            "wrong-result",
+            n - 1,
+            (
+                "P x = +sign(f) |x| e: g has the wrong sign. Take g = -sign(f) sqrt(h), so that "
+                "f - g adds two magnitudes instead of cancelling."
+            ),
+        )
     if np.abs(P.T @ P - np.eye(n)).max() > tolerance:
         if f == 0:
-            return "wrong-result", None, ("P = I - u u^T / H is not orthogonal. At f = 0, g must still be "
-                                          "-sqrt(h), not 0 (np.sign(0) is 0): take g = -sqrt(h) when f >= 0.")
-        return "wrong-result", None, ("P = I - u u^T / H is not orthogonal: H must be |u|^2 / 2, "
-                                      "which is h - f g for u = x - g e.")
+            return (
+                "wrong-result",
+                None,
+                (
+                    "P = I - u u^T / H is not orthogonal. At f = 0, g must still be "
+                    "-sqrt(h), not 0 (np.sign(0) is 0): take g = -sqrt(h) when f >= 0."
+                ),
+            )
+        return (
+            "wrong-result",
+            None,
+            ("P = I - u u^T / H is not orthogonal: H must be |u|^2 / 2, which is h - f g for u = x - g e."),
+        )
     if f == 0 and np.abs(image + target).max() <= tolerance * norm:
         return "pass", None, ""  # x[-1] = 0: both signs add magnitudes, either is right
     error = np.abs(image - target)
     if error.max() > tolerance * norm:
         index = int(np.flatnonzero(error > tolerance * norm)[0])
         if index < n - 1:
-            return "wrong-result", index, ("P x must be 0 above its last entry: u = x - g e differs from x only in its "
-                                           "last entry, f - g.")
+            return (
+                "wrong-result",
+                index,
+                ("P x must be 0 above its last entry: u = x - g e differs from x only in its last entry, f - g."),
+            )
         return "wrong-result", index, "the last entry of P x must be g = -sign(f) sqrt(h), h = |x|^2."
     return "pass", None, ""
 
@@ -133,8 +169,10 @@ def reflector(fn, *, sizes=(2, 3, 5, 8), dtype=np.float64, name=None, magnitude=
         raise ValueError(f"sizes must be at least 2 (a reflector of one entry does nothing); got {sizes}")
     info = np.finfo(dtype)
     if not (isinstance(magnitude, (int, float)) and info.tiny / info.eps <= magnitude <= info.max / 1e3):
-        raise ValueError(f"magnitude must be a number from {info.tiny / info.eps:g} to {info.max / 1e3:g} "
-                         f"(entries {np.dtype(dtype).name} holds); got {magnitude!r}")
+        raise ValueError(
+            f"magnitude must be a number from {info.tiny / info.eps:g} to {info.max / 1e3:g} "
+            f"(entries {np.dtype(dtype).name} holds); got {magnitude!r}"
+        )
     name = name or getattr(fn, "__name__", "reflector")
     if name == "<lambda>":
         name = "reflector"
@@ -200,11 +238,15 @@ def _chunk_hint(n, bad_rows, chunk):
     """The hint of a wrong x from a partition-method solver with chunks of ``chunk`` rows."""
     ends = [r for r in bad_rows if r % chunk in (0, chunk - 1)]
     if not ends:
-        return ("Every chunk's end is right and its interior is not: after the partition each interior row couples "
-                "its own x and the two solved ends of its chunk only, the first and the last, in that order.")
+        return (
+            "Every chunk's end is right and its interior is not: after the partition each interior row couples "
+            "its own x and the two solved ends of its chunk only, the first and the last, in that order."
+        )
     if len(ends) == len(bad_rows) and n > chunk:
-        return ("Only chunk ends are wrong: the reduced system holds chunk t's first row as row 2t and its last as "
-                "row 2t + 1, each with b = 1, and its solution gives the ends back in the same order.")
+        return (
+            "Only chunk ends are wrong: the reduced system holds chunk t's first row as row 2t and its last as "
+            "row 2t + 1, each with b = 1, and its solution gives the ends back in the same order."
+        )
     return (
         "The reduced system is wrong: chunk t's first row (coupling the previous chunk's last x and its own last "
         "x) "
@@ -218,23 +260,40 @@ def _tridiagonal_hint(n, bad_rows, passed_sizes, chunk=None):
     if n == 1:
         return "With n = 1 no step runs: x_0 = d_0 / b_0 (a_0 and c_0 lie outside the matrix)."
     if n == 2:
-        return ("With n = 2 one step at s = 1 removes each row's neighbour: row 1 subtracts k1 = a_1 / b_0 times "
-                "row 0, row 0 subtracts k2 = c_0 / b_1 times row 1 (each multiplier divides by the neighbour's "
-                "diagonal), and then x_i = d_i / b_i.")
+        return (
+            "With n = 2 one step at s = 1 removes each row's neighbour: row 1 subtracts k1 = a_1 / b_0 times "
+            "row 0, row 0 subtracts k2 = c_0 / b_1 times row 1 (each multiplier divides by the neighbour's "
+            "diagonal), and then x_i = d_i / b_i."
+        )
     if set(bad_rows) <= {0, n - 1}:
-        return ("Only the first or last row is wrong: check which rows row i combines at stride s (i - s and i + s "
-                "of the previous step), and that a neighbour outside the system acts as an identity row "
-                "(0, 1, 0, 0).")
+        return (
+            "Only the first or last row is wrong: check which rows row i combines at stride s (i - s and i + s "
+            "of the previous step), and that a neighbour outside the system acts as an identity row "
+            "(0, 1, 0, 0)."
+        )
     if n & (n - 1) and any(s >= 4 and s & (s - 1) == 0 for s in passed_sizes):
-        return ("Powers of two pass but this n does not: run the steps while s < n (ceil(log2 n) of them) and use "
-                "identity rows wherever i - s < 0 or i + s >= n.")
-    return ("Work one step through by hand on n = 3: k1 = a_i / b_(i-s), k2 = c_i / b_(i+s), and each step reads "
-            "the rows the previous step wrote, at stride s = 1, 2, 4, ...")
+        return (
+            "Powers of two pass but this n does not: run the steps while s < n (ceil(log2 n) of them) and use "
+            "identity rows wherever i - s < 0 or i + s >= n."
+        )
+    return (
+        "Work one step through by hand on n = 3: k1 = a_i / b_(i-s), k2 = c_i / b_(i+s), and each step reads "
+        "the rows the previous step wrote, at stride s = 1, 2, 4, ..."
+    )
 
 
 @_child.simulated
-def tridiagonal(fn, *, n_values=(1, 2, 3, 7, 11, 32, 33), batch=3, dtype=np.float64, timeout=20.0, name=None,
-                budget=None, chunk=None):
+def tridiagonal(
+    fn,
+    *,
+    n_values=(1, 2, 3, 7, 11, 32, 33),
+    batch=3,
+    dtype=np.float64,
+    timeout=20.0,
+    name=None,
+    budget=None,
+    chunk=None,
+):
     """Check ``fn``, a student's batched tridiagonal solver, against a float64 reference.
 
     ``fn(a, b, c, d)`` takes four numpy arrays of shape ``(batch, n)`` and ``dtype``, the rows
@@ -305,30 +364,45 @@ def tridiagonal(fn, *, n_values=(1, 2, 3, 7, 11, 32, 33), batch=3, dtype=np.floa
         expected = _tridiagonal_reference(a, b, c, d)
         run = observed.record(with_poisoned_allocations, fn, a.copy(), b.copy(), c.copy(), d.copy(), **limits(timeout))
         found = _trace_diagnosis(
-            run, cell=lambda array, index: f"element {index} of {array} (flat index)",
-            uninitialized_advice="rows outside the system are identity rows (0, 1, 0, 0), not reads past row n - 1.")
+            run,
+            cell=lambda array, index: f"element {index} of {array} (flat index)",
+            uninitialized_advice="rows outside the system are identity rows (0, 1, 0, 0), not reads past row n - 1.",
+        )
         if found is not None:
             return CheckResult(False, found[0], name, sizes, n, found[1], found[2])
         result = run.result
         if hasattr(result, "copy_to_host"):
             result = result.copy_to_host()
         if result is None or np.shape(result) != (batch, n):
-            return CheckResult(False, "exception", name, sizes, n, None,
-                               f"the function must return x of shape {(batch, n)}; it returned "
-                               f"{type(result).__name__} {np.shape(result)}")
+            return CheckResult(
+                False,
+                "exception",
+                name,
+                sizes,
+                n,
+                None,
+                f"the function must return x of shape {(batch, n)}; it returned "
+                f"{type(result).__name__} {np.shape(result)}",
+            )
         x = np.asarray(result, dtype=np.float64)
         unwritten = np.argwhere(np.isnan(x))
         if unwritten.size:
             system, row = map(int, unwritten[0])
             if chunk is not None:
-                hint = (f"x[{system}, {row}] is NaN: it was never written, or it came from a cell of the reduced "
-                        "system that was never written (each of its rows needs all four of a, b, c and d).")
+                hint = (
+                    f"x[{system}, {row}] is NaN: it was never written, or it came from a cell of the reduced "
+                    "system that was never written (each of its rows needs all four of a, b, c and d)."
+                )
             elif written_nan(run, "x", system * n + row):
-                hint = (f"x[{system}, {row}] {written_nan(run, 'x', system * n + row)} A row outside the system "
-                        "is the identity row (0, 1, 0, 0), never zeros: the multipliers divide by its b.")
+                hint = (
+                    f"x[{system}, {row}] {written_nan(run, 'x', system * n + row)} A row outside the system "
+                    "is the identity row (0, 1, 0, 0), never zeros: the multipliers divide by its b."
+                )
             else:
-                hint = (f"x[{system}, {row}] was never written (or is NaN): every row of every system "
-                        "needs its x_i = d_i / b_i at the end.")
+                hint = (
+                    f"x[{system}, {row}] was never written (or is NaN): every row of every system "
+                    "needs its x_i = d_i / b_i at the end."
+                )
             return CheckResult(False, "unwritten-output", name, sizes, n, row, hint)
         steps = max(1, int(np.ceil(np.log2(n + 1))))
         bound = 64 * np.finfo(dtype).eps * steps * np.abs(expected).max(axis=1, keepdims=True)

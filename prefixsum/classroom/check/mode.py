@@ -1,4 +1,5 @@
 """The checker's mode: default sizes, the seed, ``thorough()`` and ``time_limit()``."""
+
 import contextlib
 
 from .. import child as _child
@@ -68,8 +69,11 @@ def _sizes_and_seed(sizes):
     """The sizes and the seed of a check, widened inside :func:`thorough`."""
     if not _mode["thorough"]:
         return sizes, _SEED
-    every = sorted(set(sizes) | {s for s in _THOROUGH_SIZES if s <= max(sizes)}
-                   | (set(range(1, max(sizes) + 1)) if max(sizes) <= 64 else set()))
+    every = sorted(
+        set(sizes)
+        | {s for s in _THOROUGH_SIZES if s <= max(sizes)}
+        | (set(range(1, max(sizes) + 1)) if max(sizes) <= 64 else set())
+    )
     return tuple(every), _SEED + 7919
 
 
@@ -96,5 +100,8 @@ def limits(timeout, polls=None):
     """
     if _mode["timeout"] is not None:
         timeout = min(timeout, _mode["timeout"])
-    return {"steps": int(timeout * STEPS_PER_SECOND), "timeout": _mode["runaway"] or timeout * RUNAWAY,
-            "polls": POLLS if polls is None else polls}
+    return {
+        "steps": int(timeout * STEPS_PER_SECOND),
+        "timeout": _mode["runaway"] or timeout * RUNAWAY,
+        "polls": POLLS if polls is None else polls,
+    }

@@ -15,6 +15,7 @@ object the check was given). In a notebook both simply run. The grader splits th
 :func:`observer` installs either, for the current thread. A check calls :func:`record` where it
 would call :func:`prefixsum.classroom.trace.record` on the student's code.
 """
+
 import contextlib
 import threading
 

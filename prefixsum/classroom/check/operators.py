@@ -1,5 +1,6 @@
 """The check of a user operator (:func:`operator`: associative, with an identity) and the diagnosis of
 one run of a scan with one (:func:`diagnose_user_scan`), which :func:`.scan_checks.scan` gives."""
+
 import numpy as np
 
 from ...scans import user_ops
@@ -21,9 +22,11 @@ def _small_integers(n, dtypes, rng):
 
 def _combine_on_host(fn, bare, dtypes):
     """``combine(p, q)`` on tuples: the user's op by its Python function, each field cast to its dtype."""
+
     def combine(p, q):
         r = fn(p[0], q[0]) if bare else fn(p, q)
         return tuple(dt.type(v) for dt, v in zip(dtypes, (r,) if bare else r))
+
     return combine
 
 
@@ -72,6 +75,7 @@ def operator(op, identity, dtypes=np.float64, *, samples=200, name=None):
     checked = user_ops.operator_for(op, identity, dtypes, bare)
     name = name or getattr(user_ops.python_function(op), "__name__", "op")
     combine = _combine_on_host(user_ops.python_function(op), bare, dtypes)
+
     def show(element):
         values = tuple(v.item() for v in element)
         return repr(values[0] if bare else values)
@@ -91,25 +95,41 @@ def _judge_operator(combine, e, fields, samples, dtypes, name, show):
             a, b, c = (_element(fields, 3 * k + j) for j in range(3))
             for side, value in (("op(e, x)", combine(e, a)), ("op(x, e)", combine(a, e))):
                 if not _same(value, a, dtypes):
-                    return CheckResult(False, "wrong-identity", name, (samples,), hint=(
-                        f"With e = {show(e)} and x = {show(a)}, {side} = {show(value)}, not x. The identity must leave "
-                        "every element unchanged on both sides: the scan pads partial tiles and starts the exclusive "
-                        "scan with it."))
+                    return CheckResult(
+                        False,
+                        "wrong-identity",
+                        name,
+                        (samples,),
+                        hint=(
+                            f"With e = {show(e)} and x = {show(a)}, {side} = {show(value)}, not x. The identity must "
+                            "leave every element unchanged on both sides: the scan pads partial tiles and starts the "
+                            "exclusive scan with it."
+                        ),
+                    )
             left, right = combine(combine(a, b), c), combine(a, combine(b, c))
             if not _same(left, right, dtypes):
-                return CheckResult(False, "not-associative", name, (samples,), hint=(
-                    f"op(op(a, b), c) = {show(left)} but op(a, op(b, c)) = {show(right)} for a = {show(a)}, "
-                    f"b = {show(b)}, c = {show(c)}. A parallel scan regroups the combines, so the operator must be "
-                    "associative. Clamping, averaging and subtracting are not; carry more state in the element (a "
-                    "tuple) until the combine is, as an affine map x -> a x + b carries (a, b)."))
+                return CheckResult(
+                    False,
+                    "not-associative",
+                    name,
+                    (samples,),
+                    hint=(
+                        f"op(op(a, b), c) = {show(left)} but op(a, op(b, c)) = {show(right)} for a = {show(a)}, "
+                        f"b = {show(b)}, c = {show(c)}. A parallel scan regroups the combines, so the operator must be "
+                        "associative. Clamping, averaging and subtracting are not; carry more state in the element (a "
+                        "tuple) until the combine is, as an affine map x -> a x + b carries (a, b)."
+                    ),
+                )
     return CheckResult(True, "pass", name, (samples,))
 
 
 def diagnose_user_scan(run, x, op, identity, inclusive, reverse):
     """``(diagnosis, index, hint)`` for one traced run of a scan with a user operator."""
     found = _trace_diagnosis(
-        run, cell=lambda array, index: f"{array}[{index}]",
-        uninitialized_advice="fill every cell (with the identity past n) before the barrier.")
+        run,
+        cell=lambda array, index: f"{array}[{index}]",
+        uninitialized_advice="fill every cell (with the identity past n) before the barrier.",
+    )
     if found is not None:
         return found
     results = run.result if isinstance(run.result, tuple) else (run.result,)

@@ -1,4 +1,5 @@
 """Verdicts and budgets: :class:`CheckResult`, :class:`Budget`, poisoned allocations."""
+
 import collections
 import os
 import pathlib
@@ -104,24 +105,30 @@ class Budget:
                 (phase for (launch, _, _), phase in run.barriers_passed().items() if launch in launches), default=0
             )
             if passed > self.barriers:
-                return None, (f"a thread passed {passed} barriers in one launch; the algorithm needs at most "
-                              f"{self.barriers}. Is the loop bound right (log2 of the tile, not the tile)?")
+                return None, (
+                    f"a thread passed {passed} barriers in one launch; the algorithm needs at most "
+                    f"{self.barriers}. Is the loop bound right (log2 of the tile, not the tile)?"
+                )
         if self.accesses_per_step is not None:
             per_step = collections.Counter((r.launch, r.block, r.thread, r.phase) for r in records)
             if per_step:
                 (launch, block, thread, phase), most = per_step.most_common(1)[0]
                 if most > self.accesses_per_step:
-                    return None, (f"thread {thread} of block {block} made {most} memory accesses between two barriers "
-                                  f"(step {phase}); the parallel algorithm makes at most {self.accesses_per_step}. "
-                                  "Share the work: every thread does a few operations per step, a barrier between "
-                                  "steps.")
+                    return None, (
+                        f"thread {thread} of block {block} made {most} memory accesses between two barriers "
+                        f"(step {phase}); the parallel algorithm makes at most {self.accesses_per_step}. "
+                        "Share the work: every thread does a few operations per step, a barrier between "
+                        "steps."
+                    )
         if self.traffic_per_element is not None:
             traffic = sum(1 for r in records if r.space == "global")
             blocks = len({(r.launch, r.block) for r in records})
             if traffic > self.traffic_per_element * n + 2 * blocks:
-                return None, (f"{traffic} global-memory accesses for {n} elements in {blocks} blocks, more than the "
-                              f"{self.traffic_per_element:g} per element (and 2 per block) the algorithm needs: "
-                              "read each input once, keep the tile in shared memory.")
+                return None, (
+                    f"{traffic} global-memory accesses for {n} elements in {blocks} blocks, more than the "
+                    f"{self.traffic_per_element:g} per element (and 2 per block) the algorithm needs: "
+                    "read each input once, keep the tile in shared memory."
+                )
         if self.look_back is not None:
             found = _look_back_order([r for r in records if r.array == self.look_back], self.look_back)
             if found is not None:
@@ -130,10 +137,12 @@ class Budget:
             worst = [c for c in run.bank_conflicts() if c["launch"] in launches and c["ways"] > self.bank_conflict_ways]
             if worst:
                 c = max(worst, key=lambda c: c["ways"])
-                return None, (f"a warp's access to {c['array']} (source line {c['line']}) needs {c['ways']} passes of "
-                              "the "
-                              f"shared-memory banks; at most {self.bank_conflict_ways} allowed. Pad the index so that "
-                              "the threads of a warp hit different banks.")
+                return None, (
+                    f"a warp's access to {c['array']} (source line {c['line']}) needs {c['ways']} passes of "
+                    "the "
+                    f"shared-memory banks; at most {self.bank_conflict_ways} allowed. Pad the index so that "
+                    "the threads of a warp hit different banks."
+                )
         return None
 
 
@@ -190,13 +199,21 @@ def _device_work(run, launches, records, inputs, result, kernels):
                 best, written = (key, covered), int(covered.sum())
         if written < expected.size:
             first = 0 if best is None else int(np.flatnonzero(~best[1])[0])
-            how = (f"no thread of {named} stored anything to global memory" if best is None else
-                   f"the threads of {named} stored {written} of its {expected.size} elements, not element {first}")
-            return "unwritten-output", first, (
-                f"The result was not computed by the kernels launched: {how} (the check compares every element of the "
-                "result "
-                "with the last store to it by a thread of the exercise's kernels). Host code cannot stand in "
-                "for the kernel: the kernel must write every element of the result.")
+            how = (
+                f"no thread of {named} stored anything to global memory"
+                if best is None
+                else f"the threads of {named} stored {written} of its {expected.size} elements, not element {first}"
+            )
+            return (
+                "unwritten-output",
+                first,
+                (
+                    f"The result was not computed by the kernels launched: {how} (the check compares every element of "
+                    "the result "
+                    "with the last store to it by a thread of the exercise's kernels). Host code cannot stand in "
+                    "for the kernel: the kernel must write every element of the result."
+                ),
+            )
     if len(inputs):
         source = np.ravel(np.asarray(inputs[0]))
         read = collections.defaultdict(dict)
@@ -209,10 +226,16 @@ def _device_work(run, launches, records, inputs, result, kernels):
             same = _same_values([cells[k] for k in indices], source[indices]) if indices else np.zeros(0, bool)
             best = max(best, int(same.sum()))
         if best < source.size:
-            return "over-budget", None, (f"The threads of {named} read {best} of the input's {source.size} elements: "
-                                         "the "
-                                         "kernel must read its input and compute the result from it, not be handed "
-                                         "the answer.")
+            return (
+                "over-budget",
+                None,
+                (
+                    f"The threads of {named} read {best} of the input's {source.size} elements: "
+                    "the "
+                    "kernel must read its input and compute the result from it, not be handed "
+                    "the answer."
+                ),
+            )
     return None
 
 
@@ -234,13 +257,17 @@ def _look_back_order(states, array):
         publisher = next(r.thread for r in accesses if r.index == tile)
         first = next(r for r in accesses if r.thread == publisher)
         if first.index != tile:
-            return (f"tile {tile} (block {block}) read {array}[{first.index}] (line {first.line}) before it published "
-                    f"its own state {array}[{tile}]: a chained scan, each tile waiting for the one before. Publish the "
-                    "tile's AGGREGATE first, so that a later tile can add it and look further back instead of waiting.")
+            return (
+                f"tile {tile} (block {block}) read {array}[{first.index}] (line {first.line}) before it published "
+                f"its own state {array}[{tile}]: a chained scan, each tile waiting for the one before. Publish the "
+                "tile's AGGREGATE first, so that a later tile can add it and look further back instead of waiting."
+            )
         if sum(1 for r in accesses if r.index == tile) < 2:
-            return (f"tile {tile} (block {block}) published its state only once: a tile other than 0 publishes its "
-                    "AGGREGATE first and its inclusive PREFIX at the end, or every tile after it must look back "
-                    "past it, all the way to tile 0.")
+            return (
+                f"tile {tile} (block {block}) published its state only once: a tile other than 0 publishes its "
+                "AGGREGATE first and its inclusive PREFIX at the end, or every tile after it must look back "
+                "past it, all the way to tile 0."
+            )
         walked = collections.defaultdict(set)
         for r in accesses:
             if r.index < tile:
@@ -248,11 +275,13 @@ def _look_back_order(states, array):
         for thread, indices in sorted(walked.items()):
             seen = sorted(indices)
             if any(b - a < WARP_SIZE for a, b in zip(seen, seen[1:])):
-                return (f"thread {thread} of tile {tile} read the states of tiles "
-                        f"{', '.join(map(str, seen[-4:][::-1]))}"
-                        f"{', ...' if len(seen) > 4 else ''} one after another: a serial walk. Look back {WARP_SIZE} "
-                        f"predecessors at a time, lane l reading tile end - {WARP_SIZE} + l, and move the window back "
-                        "only when no lane saw a PREFIX.")
+                return (
+                    f"thread {thread} of tile {tile} read the states of tiles "
+                    f"{', '.join(map(str, seen[-4:][::-1]))}"
+                    f"{', ...' if len(seen) > 4 else ''} one after another: a serial walk. Look back {WARP_SIZE} "
+                    f"predecessors at a time, lane l reading tile end - {WARP_SIZE} + l, and move the window back "
+                    "only when no lane saw a PREFIX."
+                )
     return None
 
 
@@ -303,8 +332,10 @@ def _not_attempted(result):
 
 def not_attempted_hint(todo):
     """What a check says of a blank exercise whose ``NotImplementedError`` asks for ``todo``."""
-    return (f"not attempted yet: the exercise's cell still raises NotImplementedError ({todo}). Write your code in "
-            "place of the raise, run that cell, then this check.")
+    return (
+        f"not attempted yet: the exercise's cell still raises NotImplementedError ({todo}). Write your code in "
+        "place of the raise, run that cell, then this check."
+    )
 
 
 def _poison_fresh(array):

@@ -1,5 +1,6 @@
 """Scan checks: a student's scan (:func:`scan`, with a user operator checked by :mod:`.operators` first) and a
 tile kernel (:func:`tiled`)."""
+
 import dataclasses
 
 import numpy as np
@@ -18,8 +19,10 @@ from .results import Budget, CheckResult, _is_poison, with_poisoned_allocations
 def _diagnose(run, x, op, inclusive, reverse):
     """``(diagnosis, index, hint)`` for one traced run of the student's function."""
     found = _trace_diagnosis(
-        run, cell=lambda array, index: f"{array}[{index}]",
-        uninitialized_advice="fill every cell (with the identity past n) before the barrier.")
+        run,
+        cell=lambda array, index: f"{array}[{index}]",
+        uninitialized_advice="fill every cell (with the identity past n) before the barrier.",
+    )
     if found is not None:
         return found
     result = run.result
@@ -64,11 +67,19 @@ def _what_it_is(result, x, expected, op, inclusive, reverse):
     started from a value other than 0 (every element off by one constant).
     """
     named = ""
-    other = "the exclusive scan: every element shifted by one, missing its own x[i]" if inclusive else \
-        "the inclusive scan: every element includes its own x[i], where the exclusive scan stops before it"
-    for label, inc, rev in ((other, not inclusive, reverse),
-                            ("the scan in the other direction (a suffix scan where a prefix scan was asked, "
-                             "or the reverse)", inclusive, not reverse)):
+    other = (
+        "the exclusive scan: every element shifted by one, missing its own x[i]"
+        if inclusive
+        else "the inclusive scan: every element includes its own x[i], where the exclusive scan stops before it"
+    )
+    for label, inc, rev in (
+        (other, not inclusive, reverse),
+        (
+            "the scan in the other direction (a suffix scan where a prefix scan was asked, or the reverse)",
+            inclusive,
+            not reverse,
+        ),
+    ):
         if (len(x) > 1 or rev == reverse) and not mismatches(result, x, op, inclusive=inc, reverse=rev)[0].size:
             alone = " (or element 0 was never set)" if inclusive else " (or element 0 is not the identity)"
             named = f"This is {label}{alone if len(x) == 1 else ''}. "
@@ -76,8 +87,10 @@ def _what_it_is(result, x, expected, op, inclusive, reverse):
     if not named and op == "add" and len(x) > 2:
         off = result.astype(np.float64) - expected
         if np.isfinite(off).all() and off[0] != 0 and np.allclose(off, off[0], rtol=1e-5, atol=1e-3):
-            named = (f"Every element is off by {round(float(off[0]), 3)}: the sum started from that value, not from "
-                     "the identity of add (0). ")
+            named = (
+                f"Every element is off by {round(float(off[0]), 3)}: the sum started from that value, not from "
+                "the identity of add (0). "
+            )
     if len(x) <= _SHOWN:
         named += f"Expected {_values(expected.astype(x.dtype))}, got {_values(result)}. "
     return named.rstrip()
@@ -100,16 +113,30 @@ def _wrong_result_hint(index, n, passed_sizes, exclusive, shown=""):
         and index & (index - 1) == 0
         and index >= max(s for s in passed_sizes if s <= index) // 2
     ):
-        return (f"Right below index {index}, wrong from it on: index {index} starts a new block. "
-                "Is the carry (the total of the blocks before) missing?" + shown)
+        return (
+            f"Right below index {index}, wrong from it on: index {index} starts a new block. "
+            "Is the carry (the total of the blocks before) missing?" + shown
+        )
     if n & (n - 1) and any(s >= 128 and s & (s - 1) == 0 for s in passed_sizes):
         return "Powers of two pass but this size does not: pad the last tile with the identity and guard i < n." + shown
     return "Work this n through by hand and compare each step with the invariant the exercise states." + shown
 
 
 @_child.simulated
-def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes=None, timeout=20.0, name=None,
-         identity=None, budget=None, polls=None):
+def scan(
+    fn,
+    *,
+    op="add",
+    inclusive=True,
+    reverse=False,
+    dtype=np.float32,
+    sizes=None,
+    timeout=20.0,
+    name=None,
+    identity=None,
+    budget=None,
+    polls=None,
+):
     """Check ``fn``, a student's scan, against the reference.
 
     Parameters
@@ -212,8 +239,9 @@ def scan(fn, *, op="add", inclusive=True, reverse=False, dtype=np.float32, sizes
                 diagnosis, (index, hint) = "over-budget", overspent
         if diagnosis != "pass":
             # The stepper's call (issue 31); the grader's replayer runs no student code, so it keeps no function.
-            hint += references.failure_hint(diagnosis, run, x, op, inclusive, reverse,
-                                            fn=fn if observed.current() is None else None)
+            hint += references.failure_hint(
+                diagnosis, run, x, op, inclusive, reverse, fn=fn if observed.current() is None else None
+            )
             return CheckResult(False, diagnosis, name, shown, n, index, hint)
         passed_sizes.append(n)
     return CheckResult(True, "pass", name, shown)
@@ -260,12 +288,16 @@ def tiled(tile_kernel, *, block_size, threads=None, op="add", dtype=np.float32, 
     verdict = scan(run_tiles, op=op, dtype=dtype, sizes=sizes, name=name, budget=budget, **kw)
     if not verdict:
         if verdict.diagnosis == "out-of-bounds":  # a tile or a shared array of another size than the check's
-            return dataclasses.replace(verdict, hint=f"{verdict.hint} The check runs tiles of {block_size} elements on "
-                                                     f"{threads or block_size} threads, whatever the cell's constants "
-                                                     "say.")
+            return dataclasses.replace(
+                verdict,
+                hint=f"{verdict.hint} The check runs tiles of {block_size} elements on "
+                f"{threads or block_size} threads, whatever the cell's constants "
+                "say.",
+            )
         return verdict
-    return _padding_verdict(tile_kernel, block_size, threads or block_size, op, check_dtype(dtype), verdict,
-                            kw.get("timeout", 20.0))
+    return _padding_verdict(
+        tile_kernel, block_size, threads or block_size, op, check_dtype(dtype), verdict, kw.get("timeout", 20.0)
+    )
 
 
 def _padding_probes(n, op, dtype, rng):
@@ -296,8 +328,14 @@ def _padding_store(run, kernel, n, block_size, op, value):
     if op not in ("max", "min"):
         return ""
     for r in run.records:
-        if r.write and r.space == "shared" and r.thread >= n - r.block * block_size and r.value is not None \
-                and run.launches[r.launch].kernel == kernel and np.array(r.value).astype(np.float64) == float(value):
+        if (
+            r.write
+            and r.space == "shared"
+            and r.thread >= n - r.block * block_size
+            and r.value is not None
+            and run.launches[r.launch].kernel == kernel
+            and np.array(r.value).astype(np.float64) == float(value)
+        ):
             return f" (lane {r.thread} of tile {r.block}, past n, got it at line {r.line})"
     return ""
 
@@ -324,15 +362,24 @@ def _padding_verdict(tile_kernel, block_size, threads, op, dtype, verdict, timeo
                 diagnosis, hint = _hint_for_error(run.error)
                 return CheckResult(False, diagnosis, verdict.name, verdict.sizes, n, None, hint)
             for b, got in enumerate(run.result):
-                expected, allowed = expected_scan(x[b * block_size:(b + 1) * block_size], op)
+                expected, allowed = expected_scan(x[b * block_size : (b + 1) * block_size], op)
                 if wrong_indices(np.array([got]), expected[-1:], None if allowed is None else allowed[-1:]).size:
                     e = identity_of(op, dtype)
                     where = _padding_store(run, verdict.name, n, block_size, op, got)
-                    return CheckResult(False, "wrong-identity", verdict.name, verdict.sizes, n, n, (
-                        f"tile {b}'s total is {got.item()}, not {expected[-1].astype(dtype).item()}{where}: the lanes "
-                        f"past n must hold the identity of {op} ({e.item()} for {dtype.name}), the one value that "
-                        f"no {dtype.name} beats, so that it changes no total. The outputs cannot show it (lanes past "
-                        "n are not stored), the tile's total does."))
+                    return CheckResult(
+                        False,
+                        "wrong-identity",
+                        verdict.name,
+                        verdict.sizes,
+                        n,
+                        n,
+                        (
+                            f"tile {b}'s total is {got.item()}, not {expected[-1].astype(dtype).item()}{where}: the "
+                            f"lanes past n must hold the identity of {op} ({e.item()} for {dtype.name}), the one value "
+                            f"that no {dtype.name} beats, so that it changes no total. The outputs cannot show it "
+                            "(lanes past n are not stored), the tile's total does."
+                        ),
+                    )
     return verdict
 
 
@@ -346,32 +393,50 @@ def _host_work(name, budget, tally, n):
         tally[counting.ADDITIONS],
     )
     if budget.host_lines_per_element is not None and lines < budget.host_lines_per_element * n:
-        return "library-call", None, (
-            f"{name} ran {lines} lines of its own code for {n} elements: the exercise asks for the loop "
-            "itself, one step per element; a library call (np.cumsum, itertools.accumulate) does the work for you.")
+        return (
+            "library-call",
+            None,
+            (
+                f"{name} ran {lines} lines of its own code for {n} elements: the exercise asks for the loop "
+                "itself, one step per element; a library call (np.cumsum, itertools.accumulate) does the work for you."
+            ),
+        )
     if budget.additions_per_element is None:
         return None
     if total > budget.additions_per_element * n:
-        return "over-budget", None, (
-            f"{name} made {total} additions for {n} elements, {most} of them in one execution of line {line}: the "
-            f"scan needs n - 1 = {n - 1}, one per step of the loop. Adding up x[:i + 1] again for every i (or a "
-            "product with a triangular matrix) is O(n^2) work: carry the running sum, s[i] = s[i - 1] + x[i].")
+        return (
+            "over-budget",
+            None,
+            (
+                f"{name} made {total} additions for {n} elements, {most} of them in one execution of line {line}: the "
+                f"scan needs n - 1 = {n - 1}, one per step of the loop. Adding up x[:i + 1] again for every i (or a "
+                "product with a triangular matrix) is O(n^2) work: carry the running sum, s[i] = s[i - 1] + x[i]."
+            ),
+        )
     if most > counting.PER_LINE:
-        return "library-call", None, (
-            f"line {line} of {name} made {most} additions in one execution: a library call (np.cumsum, "
-            "np.add.accumulate, a sum over a slice) did the loop's work there. The exercise asks for the loop "
-            "itself, one addition per step.")
+        return (
+            "library-call",
+            None,
+            (
+                f"line {line} of {name} made {most} additions in one execution: a library call (np.cumsum, "
+                "np.add.accumulate, a sum over a slice) did the loop's work there. The exercise asks for the loop "
+                "itself, one addition per step."
+            ),
+        )
     return None
 
 
 def _changed_input(given, x):
     """``(index, hint)`` for the first element of the input ``given`` that the checked function changed, else None."""
     for got, original in zip(given if isinstance(given, tuple) else (given,), x if isinstance(x, tuple) else (x,)):
-        changed = np.flatnonzero(~((got == original) | (np.isnan(got) & np.isnan(original))
-                                   if got.dtype.kind == "f" else got == original))
+        changed = np.flatnonzero(
+            ~((got == original) | (np.isnan(got) & np.isnan(original)) if got.dtype.kind == "f" else got == original)
+        )
         if changed.size:
             i = int(changed[0])
-            return i, (f"the function changed its input: x[{i}] was {original[i].item()}, is now {got[i].item()}. "
-                       "Leave x as it "
-                       "is (the caller still needs it) and build the result in a new array.")
+            return i, (
+                f"the function changed its input: x[{i}] was {original[i].item()}, is now {got[i].item()}. "
+                "Leave x as it "
+                "is (the caller still needs it) and build the result in a new array."
+            )
     return None

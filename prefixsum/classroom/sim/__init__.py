@@ -33,6 +33,7 @@ Every rule names the kernel, the block and the thread that broke it. Where each 
 * :mod:`.numba_patches`: what ``install()`` changes in numba's simulator;
 * :mod:`.numba_sim`: the one door to numba's simulator internals.
 """
+
 from ...core.poison import POISON_BYTE, poison_value
 from .errors import (
     BarrierDivergenceError,
@@ -68,9 +69,33 @@ from .settings import (
 )
 
 __all__ = [
-    "Access", "BarrierDivergenceError", "DEFAULT_RESIDENT_BLOCKS", "DEFAULT_SEED", "DeadlockError",
-    "Fence", "KernelError", "LaunchError", "LaunchInfo", "NegativeIndexError", "POISON_BYTE",
-    "PollLimitError", "SimError", "Wait", "WarpDivergenceError", "access_hook", "allocation_hook",
-    "allow_negative_indices", "block_order_seed", "call_hook", "enabled", "fence_hook", "in_launch",
-    "install", "is_enabled", "launch_hook", "poison_value", "resident_blocks", "wait_hook",
+    "Access",
+    "BarrierDivergenceError",
+    "DEFAULT_RESIDENT_BLOCKS",
+    "DEFAULT_SEED",
+    "DeadlockError",
+    "Fence",
+    "KernelError",
+    "LaunchError",
+    "LaunchInfo",
+    "NegativeIndexError",
+    "POISON_BYTE",
+    "PollLimitError",
+    "SimError",
+    "Wait",
+    "WarpDivergenceError",
+    "access_hook",
+    "allocation_hook",
+    "allow_negative_indices",
+    "block_order_seed",
+    "call_hook",
+    "enabled",
+    "fence_hook",
+    "in_launch",
+    "install",
+    "is_enabled",
+    "launch_hook",
+    "poison_value",
+    "resident_blocks",
+    "wait_hook",
 ]

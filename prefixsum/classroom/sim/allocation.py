@@ -10,6 +10,7 @@
 * A block using more than 48 KiB of shared memory (:mod:`prefixsum.core.hardware`) raises
   :class:`LaunchError`, as a GPU refuses to compile or launch it.
 """
+
 import linecache
 import re
 import sys
@@ -37,10 +38,7 @@ def _site_name(frame, space):
     known = _site_names.get(site)
     if known is None:
         lineno = frame.f_lineno
-        nth = sum(
-            1 for (code, _), (line, _) in _site_names.items()
-            if code is frame.f_code and line == lineno
-        )
+        nth = sum(1 for (code, _), (line, _) in _site_names.items() if code is frame.f_code and line == lineno)
         text = linecache.getline(frame.f_code.co_filename, lineno)
         match = _ASSIGNMENT.match(text)
         targets = [t.strip() for t in match.group(1).split(",")] if match else []

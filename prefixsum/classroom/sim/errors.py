@@ -21,6 +21,7 @@ call that not every lane of its mask makes, and a deadlock (:class:`DeadlockErro
 resident blocks, and where each of their threads waits or polls). Every error of a launch of
 several blocks ends with the seed of the blocks' order (:func:`block_order`).
 """
+
 import contextlib
 import linecache
 import os
@@ -163,8 +164,9 @@ def deadlock(kernel, blocks, waiting, describe_poll):
         for (site, what), members in polling.items():
             code = site[0]
             at = _source(code.co_filename, members[0].line, code.co_name, "      ")
-            lines.append(f"    {_thread_ranges(members)} ({len(members)} thread"
-                         f"{'s' * (len(members) > 1)}) poll {what}{at}")
+            lines.append(
+                f"    {_thread_ranges(members)} ({len(members)} thread{'s' * (len(members) > 1)}) poll {what}{at}"
+            )
         waiters = [t for t in block.threads if t.greenlet.dead or t.site[2] != "poll"]
         if waiters:
             lines.extend("  " + line for text in _whereabouts(waiters) for line in text.splitlines())
@@ -200,9 +202,7 @@ def in_thread(exc, kernel, block, thread, note=""):
         if not frame.f_code.co_filename.startswith(_LIBRARY_FILES)
     ]
     context = (
-        f"  in kernel '{kernel}', block {dim(block)} thread {dim(thread)}"
-        + "".join(_source(*f) for f in frames)
-        + note
+        f"  in kernel '{kernel}', block {dim(block)} thread {dim(thread)}" + "".join(_source(*f) for f in frames) + note
     )
     message = f"{exc}\n{context}" if str(exc) else context
     new = None

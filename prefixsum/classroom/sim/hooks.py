@@ -62,6 +62,7 @@ on exit (or call its ``remove()``). Hooks stack: every registered callback is ca
 order they were registered. The hooks of a launch are those registered when it starts. An
 exception raised by a callback inside a launch aborts the launch like one raised by the kernel.
 """
+
 from typing import NamedTuple
 
 import numpy as np
@@ -192,7 +193,7 @@ class _Registration:
         """Unregister the callback (the last registration of it, when it was registered twice)."""
         callbacks = self._hooks.callbacks
         last = len(callbacks) - 1 - callbacks[::-1].index(self._callback)
-        self._hooks.callbacks = callbacks[:last] + callbacks[last + 1:]
+        self._hooks.callbacks = callbacks[:last] + callbacks[last + 1 :]
 
 
 def launch_hook(callback):

@@ -22,13 +22,28 @@ kernel; values that are not integers (floats, arrays, booleans) go through the o
 they are. ``tests/test_sim_integers.py`` compares them with PTX's semantics, and
 ``benchmarks/warp_semantics.py`` with a GPU.
 """
+
 import operator
 
 import numba
 import numpy as np
 
-_INTEGER_SCALARS = frozenset((np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
-                              np.intc, np.uintc, np.longlong, np.ulonglong))
+_INTEGER_SCALARS = frozenset(
+    (
+        np.int8,
+        np.int16,
+        np.int32,
+        np.int64,
+        np.uint8,
+        np.uint16,
+        np.uint32,
+        np.uint64,
+        np.intc,
+        np.uintc,
+        np.longlong,
+        np.ulonglong,
+    )
+)
 _MASK64 = (1 << 64) - 1
 
 
@@ -96,16 +111,26 @@ def _shift(op, otherwise=None):
     return apply
 
 
-add, sub, mul, floordiv, mod = (_arithmetic(op) for op in (operator.add, operator.sub, operator.mul,
-                                                           operator.floordiv, operator.mod))
+add, sub, mul, floordiv, mod = (
+    _arithmetic(op) for op in (operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod)
+)
 and_, or_, xor = (_arithmetic(op) for op in (operator.and_, operator.or_, operator.xor))
 lshift, rshift = _shift(operator.lshift), _shift(operator.rshift)
 # Augmented assignments: the same on integers, in place on anything else (an array stays the same object).
-iadd, isub, imul, ifloordiv, imod = (_arithmetic(op, inplace) for op, inplace in (
-    (operator.add, operator.iadd), (operator.sub, operator.isub), (operator.mul, operator.imul),
-    (operator.floordiv, operator.ifloordiv), (operator.mod, operator.imod)))
-iand, ior, ixor = (_arithmetic(op, inplace) for op, inplace in (
-    (operator.and_, operator.iand), (operator.or_, operator.ior), (operator.xor, operator.ixor)))
+iadd, isub, imul, ifloordiv, imod = (
+    _arithmetic(op, inplace)
+    for op, inplace in (
+        (operator.add, operator.iadd),
+        (operator.sub, operator.isub),
+        (operator.mul, operator.imul),
+        (operator.floordiv, operator.ifloordiv),
+        (operator.mod, operator.imod),
+    )
+)
+iand, ior, ixor = (
+    _arithmetic(op, inplace)
+    for op, inplace in ((operator.and_, operator.iand), (operator.or_, operator.ior), (operator.xor, operator.ixor))
+)
 ilshift, irshift = _shift(operator.lshift, operator.ilshift), _shift(operator.rshift, operator.irshift)
 
 
@@ -190,6 +215,32 @@ def brev(value):
     return np.uint64(reversed_bits) if width == 64 else np.uint32(reversed_bits)
 
 
-__all__ = ["add", "and_", "brev", "cast", "clz", "ffs", "floordiv", "iadd", "iand", "ifloordiv", "ilshift", "imod",
-           "imul", "inverted", "ior", "irshift", "isub", "ixor", "lshift", "mod", "mul", "negative", "or_", "popc",
-           "rshift", "sub", "xor"]
+__all__ = [
+    "add",
+    "and_",
+    "brev",
+    "cast",
+    "clz",
+    "ffs",
+    "floordiv",
+    "iadd",
+    "iand",
+    "ifloordiv",
+    "ilshift",
+    "imod",
+    "imul",
+    "inverted",
+    "ior",
+    "irshift",
+    "isub",
+    "ixor",
+    "lshift",
+    "mod",
+    "mul",
+    "negative",
+    "or_",
+    "popc",
+    "rshift",
+    "sub",
+    "xor",
+]

@@ -11,6 +11,7 @@ whole length as well, as ``cuda`` in a running kernel's modules is the simulated
 itself, so two threads of a user's own code that launch one kernel with different
 configurations at the same moment may swap them.)
 """
+
 import numpy as np
 
 from ...core.hardware import (
@@ -37,22 +38,26 @@ def run(kernel, args):
 
 
 def _run(kernel, args):
-    grid_dim, block_dim = numba_sim.normalize_kernel_dimensions(
-        kernel.grid_dim, kernel.block_dim
-    )
+    grid_dim, block_dim = numba_sim.normalize_kernel_dimensions(kernel.grid_dim, kernel.block_dim)
     function, shared_bytes = numba_sim.kernel_function(kernel), numba_sim.dynamic_shared_bytes(kernel)
-    hooks.launches(LaunchInfo(
-        function.__name__, function, tuple(grid_dim), tuple(block_dim), shared_bytes, tuple(args)
-    ))
+    hooks.launches(
+        LaunchInfo(function.__name__, function, tuple(grid_dim), tuple(block_dim), shared_bytes, tuple(args))
+    )
     _check_configuration(kernel, grid_dim, block_dim)
-    launch = Launch(kernel, grid_dim, block_dim, hooks.accesses.callbacks, hooks.calls.callbacks,
-                    hooks.fences.callbacks, hooks.waits.callbacks)
+    launch = Launch(
+        kernel,
+        grid_dim,
+        block_dim,
+        hooks.accesses.callbacks,
+        hooks.calls.callbacks,
+        hooks.fences.callbacks,
+        hooks.waits.callbacks,
+    )
     write_back = []
     code = function.__code__
     names = code.co_varnames[: code.co_argcount]
     kernel_args = [
-        _argument(kernel, arg, names[i] if i < len(names) else f"arg{i}", launch.global_class,
-                  write_back)
+        _argument(kernel, arg, names[i] if i < len(names) else f"arg{i}", launch.global_class, write_back)
         for i, arg in enumerate(args)
     ]
     launch.run(kernel_args)
@@ -85,22 +90,17 @@ def _check_configuration(kernel, grid_dim, block_dim):
     if min(block_dim) < 1 or min(grid_dim) < 1:
         problems.append("every grid and block dimension must be at least 1")
     if threads > MAX_THREADS_PER_BLOCK:
-        problems.append(
-            f"{threads} threads per block, but a block has at most {MAX_THREADS_PER_BLOCK}"
-        )
+        problems.append(f"{threads} threads per block, but a block has at most {MAX_THREADS_PER_BLOCK}")
     if any(d > m for d, m in zip(block_dim, MAX_BLOCK_DIM)):
         x, y, z = MAX_BLOCK_DIM
         problems.append(f"blockDim is limited to x <= {x}, y <= {y}, z <= {z}")
     if any(d > m for d, m in zip(grid_dim, MAX_GRID_DIM)):
         x, y, z = MAX_GRID_DIM
-        problems.append(
-            f"gridDim is limited to x <= 2**{x.bit_length()} - 1, y <= {y}, z <= {z}"
-        )
+        problems.append(f"gridDim is limited to x <= 2**{x.bit_length()} - 1, y <= {y}, z <= {z}")
     shared_bytes = numba_sim.dynamic_shared_bytes(kernel)
     if shared_bytes > MAX_SHARED_BYTES_PER_BLOCK:
         problems.append(
-            f"{shared_bytes} bytes of dynamic shared memory, but a block has at most "
-            f"{MAX_SHARED_BYTES_PER_BLOCK}"
+            f"{shared_bytes} bytes of dynamic shared memory, but a block has at most {MAX_SHARED_BYTES_PER_BLOCK}"
         )
     if problems:
         raise LaunchError(launch_refused(numba_sim.kernel_function(kernel).__name__, grid_dim, block_dim, problems))

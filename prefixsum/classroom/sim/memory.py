@@ -34,6 +34,7 @@ running at the same time (:mod:`.scheduler`) see of each other's stores:
 * Stores through slices (``out[a:b] = ...``) are published at once: only element stores are
   held back.
 """
+
 import sys
 
 import numpy as np
@@ -252,11 +253,25 @@ class TracedArray(Array):
         frame = kernel_frame(sys._getframe(1))  # the access the kernel made
         root = self._root_array()
         # tuple.__new__ skips the Python-level __new__ that NamedTuple generates: every field is given.
-        access = _new_tuple(Access, (
-            launch.name, launch.block, thread.index, self._name, self._space, self._cell(key),
-            kind, value, thread.phase, frame.f_code.co_filename, frame.f_lineno, root.shape,
-            root.dtype, stale,
-        ))
+        access = _new_tuple(
+            Access,
+            (
+                launch.name,
+                launch.block,
+                thread.index,
+                self._name,
+                self._space,
+                self._cell(key),
+                kind,
+                value,
+                thread.phase,
+                frame.f_code.co_filename,
+                frame.f_lineno,
+                root.shape,
+                root.dtype,
+                stale,
+            ),
+        )
         for callback in self._callbacks:
             callback(access)
 

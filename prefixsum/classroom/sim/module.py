@@ -8,6 +8,7 @@ that wait in the scheduler (:mod:`.scheduler`, :mod:`.warp`), checked and poison
 ``ffs`` and ``brev`` over the operand's own width (:mod:`.integers`). ``cuda.cg.this_grid().sync()`` in a grid of more
 than one block raises NotImplementedError (the simulator does not model a cooperative launch).
 """
+
 import sys
 
 import numpy as np

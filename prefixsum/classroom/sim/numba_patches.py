@@ -7,6 +7,7 @@ thread runs directly; and wraps ``cuda.device_array`` and ``cuda.device_array_li
 the allocation hooks (:mod:`.hooks`) see every fresh device array. Tools built on the simulator
 register hooks instead of patching numba themselves.
 """
+
 import functools
 
 import numba

@@ -9,6 +9,7 @@ one fails there, by name, not somewhere in a launch. This and
 attributes (``tests/test_architecture.py``, ``tests/test_numba_internals.py``);
 :mod:`.numba_patches` says when, through :func:`replace_kernel_call` and :func:`replace_allocator`.
 """
+
 import contextlib
 import os
 import sys

@@ -14,6 +14,7 @@ error and the stepper name the student's lines. Functions of this package are no
 (their arithmetic is written for both and checked on a GPU), nor are functions whose source
 cannot be read (then numpy's rules hold).
 """
+
 import ast
 import inspect
 import os
@@ -25,10 +26,36 @@ from . import integers
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 _HELPER = "__prefixsum_integers__"
-_CASTS = frozenset(("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "intp", "uintp",
-                    "intc", "uintc", "longlong", "ulonglong"))
-_BINARY = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.FloorDiv: "floordiv", ast.Mod: "mod",
-           ast.BitAnd: "and_", ast.BitOr: "or_", ast.BitXor: "xor", ast.LShift: "lshift", ast.RShift: "rshift"}
+_CASTS = frozenset(
+    (
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "intp",
+        "uintp",
+        "intc",
+        "uintc",
+        "longlong",
+        "ulonglong",
+    )
+)
+_BINARY = {
+    ast.Add: "add",
+    ast.Sub: "sub",
+    ast.Mult: "mul",
+    ast.FloorDiv: "floordiv",
+    ast.Mod: "mod",
+    ast.BitAnd: "and_",
+    ast.BitOr: "or_",
+    ast.BitXor: "xor",
+    ast.LShift: "lshift",
+    ast.RShift: "rshift",
+}
 _UNARY = {ast.USub: "negative", ast.Invert: "inverted"}
 _INPLACE = {name: "i" + name.rstrip("_") for name in _BINARY.values()}  # iadd, ..., iand, ior, ...
 
@@ -129,8 +156,13 @@ def _rewritten(function):
         inner = inner.replace(co_qualname=code.co_qualname)
     cells = dict(zip(code.co_freevars, function.__closure__ or ()))
     cells[_HELPER] = types.CellType(integers)
-    typed = types.FunctionType(inner, function.__globals__, function.__name__, function.__defaults__,
-                               tuple(cells[name] for name in inner.co_freevars))
+    typed = types.FunctionType(
+        inner,
+        function.__globals__,
+        function.__name__,
+        function.__defaults__,
+        tuple(cells[name] for name in inner.co_freevars),
+    )
     typed.__kwdefaults__ = function.__kwdefaults__
     return typed
 

@@ -32,6 +32,7 @@ GPU arithmetic does: numpy's RuntimeWarning is off inside simulated threads.
 
 One launch runs at a time, as in numba's simulator.
 """
+
 import contextlib
 import contextvars
 import gc
@@ -315,8 +316,7 @@ class Launch:
         t = self.thread
         block = self.current
         if self._fence_hooks:
-            fence = Fence(self.name, block.index, t.index, t.phase, frame.f_code.co_filename,
-                          frame.f_lineno)
+            fence = Fence(self.name, block.index, t.index, t.phase, frame.f_code.co_filename, frame.f_lineno)
             for hook in self._fence_hooks:
                 hook(fence)
         keep = [s for s in block.unpublished if s[2] != t.linear and s[3] >= t.phase]

@@ -13,6 +13,7 @@ exit, so that both uses work::
     with prefixsum.sim.block_order_seed(7):         # another interleaving of the resident blocks
         kernel[blocks, threads](x)
 """
+
 import numbers
 
 DEFAULT_RESIDENT_BLOCKS = 4

@@ -1,4 +1,5 @@
 """A simulated CUDA thread: a greenlet, where it waits or polls, and its synchronisation clock."""
+
 import greenlet
 
 from . import numba_sim
@@ -20,8 +21,18 @@ class Thread:
     """
 
     __slots__ = (
-        "greenlet", "index", "linear", "dim3", "phase", "site", "line", "value", "mask", "resume",
-        "spin", "cycling",
+        "greenlet",
+        "index",
+        "linear",
+        "dim3",
+        "phase",
+        "site",
+        "line",
+        "value",
+        "mask",
+        "resume",
+        "spin",
+        "cycling",
     )
 
     def __init__(self, run, parent, index, linear):

@@ -39,6 +39,7 @@ its bits as the signed type of its width). Warps are 32 consecutive threads in l
   of the access hook (:mod:`.hooks`). Shuffles and votes exchange registers only: they order no
   memory accesses, on a GPU either, and leave the phase alone.
 """
+
 import numpy as np
 
 from ...core.hardware import WARP_SIZE
@@ -78,9 +79,7 @@ def predicate_operand(kind, value):
     """``value`` as a bool, if it is a predicate numba's votes take."""
     if isinstance(value, (int, bool, np.integer, np.bool_)):
         return bool(value)
-    raise TypeError(
-        f"cuda.{kind}(): the predicate must be an integer or a boolean, not {type(value).__name__}"
-    )
+    raise TypeError(f"cuda.{kind}(): the predicate must be an integer or a boolean, not {type(value).__name__}")
 
 
 def _lane(thread):
@@ -178,7 +177,7 @@ class Rendezvous:
     def __init__(self, kernel, block, threads):
         self._kernel = kernel
         self._block = block
-        self._warps = [threads[w:w + WARP_SIZE] for w in range(0, len(threads), WARP_SIZE)]
+        self._warps = [threads[w : w + WARP_SIZE] for w in range(0, len(threads), WARP_SIZE)]
 
     def release(self, at_warp):
         """The threads of ``at_warp`` (all waiting at warp-level calls) that may run on now.
@@ -224,17 +223,17 @@ class Rendezvous:
         if absent:
             threads = sum(len(w) for w in self._warps)
             raise self._divergence(
-                t, f"its mask names lanes {runs(absent)}, which this block of {threads} threads "
-                "does not have (pass the mask of the lanes that exist)")
+                t,
+                f"its mask names lanes {runs(absent)}, which this block of {threads} threads "
+                "does not have (pass the mask of the lanes that exist)",
+            )
         named = [warp[lane] for lane in lanes]
         exited = [_lane(m) for m in named if m.greenlet.dead]
         if exited:
-            raise self._divergence(
-                t, f"its mask names lanes {runs(exited)}, which have returned from the kernel")
+            raise self._divergence(t, f"its mask names lanes {runs(exited)}, which have returned from the kernel")
         for m in named:
             if m.site == t.site and m.mask != t.mask:
-                raise self._divergence(
-                    t, f"lane {_lane(m)} makes the same call with mask 0x{m.mask:08x}")
+                raise self._divergence(t, f"lane {_lane(m)} makes the same call with mask 0x{m.mask:08x}")
         if any(m.site != t.site for m in named):
             return None
         return named
@@ -274,6 +273,4 @@ class Rendezvous:
         return self._warps[t.linear // WARP_SIZE]
 
     def _divergence(self, t, problem):
-        return WarpDivergenceError(
-            warp_divergence(self._kernel, self._block, t, problem, self._warp(t))
-        )
+        return WarpDivergenceError(warp_divergence(self._kernel, self._block, t, problem, self._warp(t)))

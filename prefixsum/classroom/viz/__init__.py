@@ -17,6 +17,7 @@
 
 Every function returns the matplotlib Axes (or Figure) it drew on, so a notebook can add to it.
 """
+
 from .apps import compaction, curves, radix_pass
 from .matrices import reflection, sparsity
 from .plots import shuffles, taxonomy, throughput
@@ -24,6 +25,22 @@ from .step_pictures import difference_png
 from .stepper import step, step_failure
 from .traces import WARP_COLOURS, bank_conflicts, dataflow, launches, lookbacks, steps
 
-__all__ = ["WARP_COLOURS", "bank_conflicts", "compaction", "curves", "dataflow", "launches", "lookbacks", "radix_pass",
-           "reflection", "shuffles", "sparsity", "step", "step_failure", "steps", "taxonomy", "throughput",
-           "difference_png"]
+__all__ = [
+    "WARP_COLOURS",
+    "bank_conflicts",
+    "compaction",
+    "curves",
+    "dataflow",
+    "launches",
+    "lookbacks",
+    "radix_pass",
+    "reflection",
+    "shuffles",
+    "sparsity",
+    "step",
+    "step_failure",
+    "steps",
+    "taxonomy",
+    "throughput",
+    "difference_png",
+]

@@ -1,4 +1,5 @@
 """Pictures of what scans build (chapter 11): compaction, a radix-sort pass, curves."""
+
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.collections import LineCollection

@@ -1,4 +1,5 @@
 """Pictures of linear algebra: a Householder reflection, matrices by magnitude."""
+
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -57,16 +58,38 @@ def reflection(x, u, *, titles=None, labels=("x[0]", "x[1]"), ax=None):
         axk.axvline(0, color="0.75", linewidth=0.8, zorder=0)
         angles = np.linspace(0, 2 * np.pi, 200)
         axk.plot(radius * np.cos(angles), radius * np.sin(angles), color="0.8", linestyle=":", linewidth=1)
-        axk.plot(*np.transpose([-reach * along, reach * along]), color="tab:green", linewidth=2, alpha=0.8,
-                 label="mirror (orthogonal to u)")
-        axk.plot(*np.transpose([image, xk]), color="tab:orange", linestyle="--", linewidth=1.5,
-                 label="u = x - P x (parallel to u)")
+        axk.plot(
+            *np.transpose([-reach * along, reach * along]),
+            color="tab:green",
+            linewidth=2,
+            alpha=0.8,
+            label="mirror (orthogonal to u)",
+        )
+        axk.plot(
+            *np.transpose([image, xk]),
+            color="tab:orange",
+            linestyle="--",
+            linewidth=1.5,
+            label="u = x - P x (parallel to u)",
+        )
         for vector, colour, name, side in ((xk, "tab:blue", "x", 1), (image, "tab:red", "P x", -1)):
-            axk.annotate("", xy=vector, xytext=(0, 0),
-                         arrowprops=dict(arrowstyle="-|>", color=colour, linewidth=2, shrinkA=0, shrinkB=0))
+            axk.annotate(
+                "",
+                xy=vector,
+                xytext=(0, 0),
+                arrowprops=dict(arrowstyle="-|>", color=colour, linewidth=2, shrinkA=0, shrinkB=0),
+            )
             # x's name to the right of its tip, P x's to the left, so that close tips stay readable
-            axk.annotate(name, xy=vector, xytext=(8 * side, 0), textcoords="offset points", color=colour,
-                         fontsize=11, ha="left" if side > 0 else "right", va="center")
+            axk.annotate(
+                name,
+                xy=vector,
+                xytext=(8 * side, 0),
+                textcoords="offset points",
+                color=colour,
+                fontsize=11,
+                ha="left" if side > 0 else "right",
+                va="center",
+            )
         axk.set_xlim(-reach, reach)
         axk.set_ylim(-reach, reach)
         axk.set_aspect("equal")
@@ -148,8 +171,15 @@ def sparsity(matrices, titles=None, *, zero=None, highlight=None, annotate=None,
             middle = (low + high) / 2
             for (i, j), v in np.ndenumerate(m):
                 if np.isfinite(s[i, j]):
-                    axk.text(j, i, f"{v:.2g}", ha="center", va="center", fontsize=6.5,
-                             color="white" if np.log10(s[i, j]) < middle else "black")
+                    axk.text(
+                        j,
+                        i,
+                        f"{v:.2g}",
+                        ha="center",
+                        va="center",
+                        fontsize=6.5,
+                        color="white" if np.log10(s[i, j]) < middle else "black",
+                    )
         if highlight is not None and k < len(highlight) and highlight[k] is not None:
             for i, j in np.argwhere(np.asarray(highlight[k], bool)):
                 axk.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="tab:red", linewidth=1.6))

@@ -1,4 +1,5 @@
 """Pictures of measurements and of warp shuffles."""
+
 import collections
 
 import matplotlib.pyplot as plt
@@ -74,10 +75,12 @@ def shuffles(deltas=(1, 2, 4, 8, 16), *, kind="up", sources=None, lanes=32, titl
     >>> ax = ps.viz.shuffles()                                # the warp scan's shfl_up_sync steps
     >>> ax = ps.viz.shuffles((16, 8, 4, 2, 1), kind="xor")    # a butterfly reduction
     """
-    rules = {"up": lambda lane, d: lane - d if lane - d >= 0 else lane,
-             "down": lambda lane, d: lane + d if lane + d <= 31 else lane,
-             "xor": lambda lane, d: lane ^ d,
-             "idx": lambda lane, d: d % 32}
+    rules = {
+        "up": lambda lane, d: lane - d if lane - d >= 0 else lane,
+        "down": lambda lane, d: lane + d if lane + d <= 31 else lane,
+        "xor": lambda lane, d: lane ^ d,
+        "idx": lambda lane, d: d % 32,
+    }
     if kind not in rules:
         raise ValueError(f"kind={kind!r}; allowed: {', '.join(rules)}")
     if not 1 <= lanes <= 32:
@@ -140,10 +143,23 @@ def taxonomy(points, *, ax=None, title=None):
     for number, (label, point) in enumerate(points.items()):
         colour = WARP_COLOURS(number % WARP_COLOURS.N)
         measured = point.get("measured", True)
-        ax.scatter([point["depth"]], [point["work"]], s=40 + 8 * point["fan_out"], marker="o",
-                   facecolors=colour if measured else "none", edgecolors=colour, linewidths=1.5, zorder=3)
-        ax.annotate(f"{label}\nfan-out {point['fan_out']}", (point["depth"], point["work"]),
-                    textcoords="offset points", xytext=(8, 4) if measured else (8, -24), fontsize=8)
+        ax.scatter(
+            [point["depth"]],
+            [point["work"]],
+            s=40 + 8 * point["fan_out"],
+            marker="o",
+            facecolors=colour if measured else "none",
+            edgecolors=colour,
+            linewidths=1.5,
+            zorder=3,
+        )
+        ax.annotate(
+            f"{label}\nfan-out {point['fan_out']}",
+            (point["depth"], point["work"]),
+            textcoords="offset points",
+            xytext=(8, 4) if measured else (8, -24),
+            fontsize=8,
+        )
     ax.set_xlabel("depth (steps between barriers)")
     ax.set_ylabel("work (combines)")
     ax.margins(0.25)

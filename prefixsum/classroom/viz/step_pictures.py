@@ -2,6 +2,7 @@
 widget, and the grader's picture of the first step where a student's run leaves the reference's
 (:func:`difference_png`, with :func:`difference_caption`, what it shows in words).
 """
+
 import base64
 import io
 
@@ -50,10 +51,25 @@ def draw_step(step, ax, *, differing=frozenset(), slots=None, title=None, first=
     for r, slot in enumerate(slots):
         for i, value in enumerate(step.values.get(slot, [])[first:stop], start=first):
             bad, cell = (slot, i) in differing, (slot, i)
-            fill = ("#f4a6a6" if bad or cell in step.races else "#ffcc80" if cell in step.uninitialized
-                    else "#fff3b0" if i in step.written.get(slot, ()) else "white")
-            ax.add_patch(plt.Rectangle((i, -r - 0.9), 0.95, 0.8, facecolor=fill, edgecolor="#d00000" if bad else "0.5",
-                                       linewidth=2 if bad else 0.8))
+            fill = (
+                "#f4a6a6"
+                if bad or cell in step.races
+                else "#ffcc80"
+                if cell in step.uninitialized
+                else "#fff3b0"
+                if i in step.written.get(slot, ())
+                else "white"
+            )
+            ax.add_patch(
+                plt.Rectangle(
+                    (i, -r - 0.9),
+                    0.95,
+                    0.8,
+                    facecolor=fill,
+                    edgecolor="#d00000" if bad else "0.5",
+                    linewidth=2 if bad else 0.8,
+                )
+            )
             text = f"{value:.3g}" if isinstance(value, float) else cell_text(value)
             ax.text(i + 0.47, -r - 0.5, text, ha="center", va="center", fontsize=7)
         ax.text(first - 0.3, -r - 0.5, slot.label, ha="right", va="center", fontsize=8)
@@ -61,8 +77,12 @@ def draw_step(step, ax, *, differing=frozenset(), slots=None, title=None, first=
     ax.set_xlim(first - 0.2, width + 0.2)
     ax.set_ylim(-len(slots) - 0.2, 0.2)
     ax.axis("off")
-    key = "yellow: written in this step" + (", red: raced on" if step.races else "") + (
-        ", orange: read uninitialized" if step.uninitialized else "") + (", outlined: differs" if differing else "")
+    key = (
+        "yellow: written in this step"
+        + (", red: raced on" if step.races else "")
+        + (", orange: read uninitialized" if step.uninitialized else "")
+        + (", outlined: differs" if differing else "")
+    )
     ax.set_title(f"{title or step.label} ({key})", fontsize=9, loc="left")
     return ax
 
@@ -70,8 +90,9 @@ def draw_step(step, ax, *, differing=frozenset(), slots=None, title=None, first=
 def cells_figure(rows):
     """A figure with one axes per row of ``rows`` (how many arrays each shows), sized for :data:`PICTURE_CELLS`
     cells."""
-    figure, axes = plt.subplots(len(rows), 1, figsize=(3 + 0.36 * PICTURE_CELLS, sum(0.5 + 0.45 * n for n in rows)),
-                                squeeze=False)
+    figure, axes = plt.subplots(
+        len(rows), 1, figsize=(3 + 0.36 * PICTURE_CELLS, sum(0.5 + 0.45 * n for n in rows)), squeeze=False
+    )
     return figure, axes[:, 0]
 
 
@@ -79,16 +100,22 @@ def difference_figure(student, reference, k):
     """Step ``k`` of ``student`` (two :class:`prefixsum.classroom.stepping.Model` s) over the reference's step beside
     it, the differing cells outlined, from a few cells before the first."""
     cells = stepping.differences(student, reference)[k]
-    slots = (sorted({slot for slot, _ in cells}, key=lambda s: (s.space, s.owner, s.array))[:4]
-             or shown_slots(student[k], 4))
+    slots = sorted({slot for slot, _ in cells}, key=lambda s: (s.space, s.owner, s.array))[:4] or shown_slots(
+        student[k], 4
+    )
     beside = stepping.aligned(student, reference)[k]
     mine, theirs = student[k], reference[beside if beside is not None else len(reference) - 1]
     by_name = {(s.launch, s.space, s.array, s.owner): s for s in theirs.values}
     first = max(0, min((i for _, i in cells), default=0) - 4)  # the first difference, and a few cells before it
     figure, axes = cells_figure([len(slots)] * 2)
     draw_step(mine, axes[0], differing=frozenset(cells), slots=slots, title=f"yours: {mine.label}", first=first)
-    draw_step(theirs, axes[1], slots=[by_name.get((s.launch, s.space, s.array, s.owner), s) for s in slots],
-              title=f"reference: {theirs.label}", first=first)
+    draw_step(
+        theirs,
+        axes[1],
+        slots=[by_name.get((s.launch, s.space, s.array, s.owner), s) for s in slots],
+        title=f"reference: {theirs.label}",
+        first=first,
+    )
     return figure
 
 
@@ -125,5 +152,15 @@ def difference_png(student_trace, reference_trace, path, *, by="phase"):
     return path
 
 
-__all__ = ["PICTURE_CELLS", "cell_text", "cells_figure", "difference_caption", "difference_figure", "difference_png",
-           "draw_step", "fallback_png", "figure_png", "shown_slots"]
+__all__ = [
+    "PICTURE_CELLS",
+    "cell_text",
+    "cells_figure",
+    "difference_caption",
+    "difference_figure",
+    "difference_png",
+    "draw_step",
+    "fallback_png",
+    "figure_png",
+    "shown_slots",
+]

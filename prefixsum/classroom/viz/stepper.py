@@ -15,6 +15,7 @@ static fallback: a PNG (the chapter's usual picture, or the selected step drawn 
 :mod:`prefixsum.classroom.viz.step_pictures`) and one deterministic text line. That module also
 draws a comparison's first differing step for the grader's feedback (``difference_png``).
 """
+
 import html
 import math
 import os
@@ -45,9 +46,11 @@ def svg(step, *, differing=frozenset(), max_cells=64, max_rows=12, max_arrows=40
     width = LEFT + CELL * min(max_cells, max((len(step.values[s]) for s in slots), default=1)) + 10
     height = 24 + len(slots) * (HEIGHT + GAP)
     top = {slot: 24 + i * (HEIGHT + GAP) + GAP - 8 for i, slot in enumerate(slots)}
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="monospace" '
-             'font-size="11"><defs><marker id="ps-head" viewBox="0 0 6 6" refX="5" refY="3" markerWidth="5" '
-             'markerHeight="5" orient="auto"><path d="M0,0 L6,3 L0,6 z" fill="#444"/></marker></defs>']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="monospace" '
+        'font-size="11"><defs><marker id="ps-head" viewBox="0 0 6 6" refX="5" refY="3" markerWidth="5" '
+        'markerHeight="5" orient="auto"><path d="M0,0 L6,3 L0,6 z" fill="#444"/></marker></defs>'
+    ]
     for slot in slots:
         y = top[slot]
         parts.append(f'<text x="4" y="{y + 15}">{html.escape(slot.label)}</text>')
@@ -67,8 +70,15 @@ def svg(step, *, differing=frozenset(), max_cells=64, max_rows=12, max_arrows=40
                 if value is None
                 else "white"
             )
-            stroke = ("#d00000" if cell in differing else "#7b1fa2" if cell in step.conflicts
-                      else "#222" if i in written else "#999")
+            stroke = (
+                "#d00000"
+                if cell in differing
+                else "#7b1fa2"
+                if cell in step.conflicts
+                else "#222"
+                if i in written
+                else "#999"
+            )
             wide = 3 if cell in differing or cell in step.conflicts else 1.5 if i in written else 0.7
             x = LEFT + i * CELL
             access = step.accesses.get(cell)
@@ -80,13 +90,15 @@ def svg(step, *, differing=frozenset(), max_cells=64, max_rows=12, max_arrows=40
                     f"{access[3]}"
                 )
             )
-            parts.append(f'<g class="ps-cell" data-array="{html.escape(slot.array)}" '
-                         f'data-owner="{",".join(map(str, slot.owner))}" '
-                         f'data-index="{i}" data-value="{html.escape(cell_text(value))}">'
-                         f'<title>{html.escape(tip)}</title>'
-                         f'<rect x="{x}" y="{y}" width="{CELL - 2}" height="{HEIGHT}" fill="{fill}" stroke="{stroke}" '
-                         f'stroke-width="{wide}"/><text x="{x + CELL / 2 - 1}" y="{y + 15}" text-anchor="middle">'
-                         f'{html.escape(cell_text(value))}</text></g>')
+            parts.append(
+                f'<g class="ps-cell" data-array="{html.escape(slot.array)}" '
+                f'data-owner="{",".join(map(str, slot.owner))}" '
+                f'data-index="{i}" data-value="{html.escape(cell_text(value))}">'
+                f"<title>{html.escape(tip)}</title>"
+                f'<rect x="{x}" y="{y}" width="{CELL - 2}" height="{HEIGHT}" fill="{fill}" stroke="{stroke}" '
+                f'stroke-width="{wide}"/><text x="{x + CELL / 2 - 1}" y="{y + 15}" text-anchor="middle">'
+                f"{html.escape(cell_text(value))}</text></g>"
+            )
     for arrow in step.arrows[:max_arrows]:
         (source, i), (target, j) = arrow.source, arrow.target
         if source not in row or target not in row or i >= max_cells or j >= max_cells:
@@ -101,8 +113,10 @@ def svg(step, *, differing=frozenset(), max_cells=64, max_rows=12, max_arrows=40
             y1 = top[source] + (HEIGHT if below else 0)
             y2 = top[target] + (0 if below else HEIGHT)
             path = f"M{x1},{y1} L{x2},{y2}"
-        parts.append(f'<path d="{path}" fill="none" stroke="{_colour(arrow.thread)}" stroke-width="1" opacity="0.8" '
-                     'marker-end="url(#ps-head)"/>')
+        parts.append(
+            f'<path d="{path}" fill="none" stroke="{_colour(arrow.thread)}" stroke-width="1" opacity="0.8" '
+            'marker-end="url(#ps-head)"/>'
+        )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -128,13 +142,19 @@ def threads_svg(step, block_size, max_threads=512):
 
 def describe(step):
     """A short HTML account of the step: label, active threads, marks, source lines."""
-    marks = [f"{len(step.races)} cells raced on" if step.races else "",
-             f"{len(step.uninitialized)} uninitialized reads" if step.uninitialized else "",
-             f"{len(step.conflicts)} cells in bank-conflicting accesses" if step.conflicts else ""]
-    lines = "".join(f"<div><code>{html.escape(os.path.basename(f))}:{n}  {html.escape(text)}</code></div>"
-                    for f, n, text in step.lines)
-    return (f'<div class="ps-step-label"><b>{html.escape(step.label)}</b>: {len(step.active)} of {step.threads} '
-            f'threads active. {"; ".join(m for m in marks if m)}</div>{lines}')
+    marks = [
+        f"{len(step.races)} cells raced on" if step.races else "",
+        f"{len(step.uninitialized)} uninitialized reads" if step.uninitialized else "",
+        f"{len(step.conflicts)} cells in bank-conflicting accesses" if step.conflicts else "",
+    ]
+    lines = "".join(
+        f"<div><code>{html.escape(os.path.basename(f))}:{n}  {html.escape(text)}</code></div>"
+        for f, n, text in step.lines
+    )
+    return (
+        f'<div class="ps-step-label"><b>{html.escape(step.label)}</b>: {len(step.active)} of {step.threads} '
+        f"threads active. {'; '.join(m for m in marks if m)}</div>{lines}"
+    )
 
 
 class Stepper:
@@ -154,18 +174,26 @@ class Stepper:
     def _board(self, k):
         step = self.model[k]
         block_size = math.prod(self.model.trace.launches[step.key[0]].block)
-        left = svg(step, differing=frozenset(self.differences[k]) if self.differences else frozenset(),
-                   max_cells=self.max_cells)
+        left = svg(
+            step,
+            differing=frozenset(self.differences[k]) if self.differences else frozenset(),
+            max_cells=self.max_cells,
+        )
         if self.reference is None:
             return (
                 f'<div class="ps-board" style="overflow-x:auto">{left}</div><div>{threads_svg(step, block_size)}</div>'
             )
         beside = self.beside[k]
-        right = ("no step of the reference stands beside this one" if beside is None
-                 else svg(self.reference[beside], max_cells=self.max_cells))
-        return ('<div style="display:flex;gap:24px;overflow-x:auto"><div class="ps-board ps-student"><b>yours</b><br>'
-                f'{left}</div><div class="ps-board ps-reference"><b>reference</b><br>{right}</div></div>'
-                f'<div>{threads_svg(step, block_size)}</div>')
+        right = (
+            "no step of the reference stands beside this one"
+            if beside is None
+            else svg(self.reference[beside], max_cells=self.max_cells)
+        )
+        return (
+            '<div style="display:flex;gap:24px;overflow-x:auto"><div class="ps-board ps-student"><b>yours</b><br>'
+            f'{left}</div><div class="ps-board ps-reference"><b>reference</b><br>{right}</div></div>'
+            f"<div>{threads_svg(step, block_size)}</div>"
+        )
 
     def _count(self):
         return len(self.model)
@@ -179,8 +207,14 @@ class Stepper:
             return self._box
         import ipywidgets as widgets
 
-        slider = widgets.IntSlider(value=self.start, min=0, max=self._count() - 1, description="step",
-                                   continuous_update=True, layout=widgets.Layout(width="420px"))
+        slider = widgets.IntSlider(
+            value=self.start,
+            min=0,
+            max=self._count() - 1,
+            description="step",
+            continuous_update=True,
+            layout=widgets.Layout(width="420px"),
+        )
         back, forward = widgets.Button(description="◀ previous"), widgets.Button(description="next ▶")
         board, notes = widgets.HTML(), widgets.HTML()
 
@@ -204,8 +238,11 @@ class Stepper:
         kernels = sorted({self.model.trace.kernel(s.key[0]) for s in self.model})
         text = f"<prefixsum stepper: {', '.join(kernels)}, {len(self.model)} steps by {self.model.by}"
         if self.reference is not None:
-            text += (", no difference from the reference" if self.first_difference is None
-                     else f", first difference from the reference at step {self.first_difference}")
+            text += (
+                ", no difference from the reference"
+                if self.first_difference is None
+                else f", first difference from the reference at step {self.first_difference}"
+            )
         return text + f"; {self.model[self.start].label}>"
 
     def png(self):
@@ -243,45 +280,57 @@ class TimelineStepper(Stepper):
     def _state(self, tile, now):
         published = sum(p <= now for p in tile.published)
         polled = [t for p, t in tile.reads if p <= now]
-        waiting = polled and published < len(tile.published) and max(p for p, _ in tile.reads if p <= now) > max(
-            [p for p in tile.published if p <= now], default=-1)
+        waiting = (
+            polled
+            and published < len(tile.published)
+            and max(p for p, _ in tile.reads if p <= now) > max([p for p in tile.published if p <= now], default=-1)
+        )
         return published, (polled[-1] if waiting else None)
 
     def _notes(self, k):
         now = self.times[k]
         tile = next(t for t in self.tiles if now in t.published)
-        return (f'<div class="ps-step-label"><b>time {now} of {self.end}</b>: tile {tile.tile} publishes '
-                f'({tile.published.index(now) + 1} of {len(tile.published)}); it waited for tiles '
-                f'{", ".join(map(str, tile.waited_for)) or "none"}</div>')
+        return (
+            f'<div class="ps-step-label"><b>time {now} of {self.end}</b>: tile {tile.tile} publishes '
+            f"({tile.published.index(now) + 1} of {len(tile.published)}); it waited for tiles "
+            f"{', '.join(map(str, tile.waited_for)) or 'none'}</div>"
+        )
 
     def _board(self, k):
         now, scale, rows = self.times[k], 560 / self.end, []
         for r, tile in enumerate(self.tiles):
             y = 6 + r * 14
             published, reading = self._state(tile, now)
-            rows.append(f'<g class="ps-tile" data-tile="{tile.tile}" data-published="{published}" '
-                        f'data-reading="{"" if reading is None else reading}">'
-                        f'<text x="0" y="{y + 9}">tile {tile.tile}</text>'
-                        f'<rect x="{60 + tile.start * scale}" y="{y + 3}" width="{(tile.end - tile.start) * scale}" '
-                        'height="4" fill="#ddd"/>')
+            rows.append(
+                f'<g class="ps-tile" data-tile="{tile.tile}" data-published="{published}" '
+                f'data-reading="{"" if reading is None else reading}">'
+                f'<text x="0" y="{y + 9}">tile {tile.tile}</text>'
+                f'<rect x="{60 + tile.start * scale}" y="{y + 3}" width="{(tile.end - tile.start) * scale}" '
+                'height="4" fill="#ddd"/>'
+            )
             for p, t in tile.reads:
                 colour = "black" if t in tile.waited_for else "#1f77b4"
                 rows.append(f'<circle cx="{60 + p * scale}" cy="{y + 5}" r="1.6" fill="{colour}"/>')
             for i, p in enumerate(tile.published):
-                rows.append(f'<rect x="{60 + p * scale - 1.5}" y="{y}" width="3" height="10" '
-                            f'fill="{"#2ca02c" if i == len(tile.published) - 1 else "#ff7f0e"}"/>')
+                rows.append(
+                    f'<rect x="{60 + p * scale - 1.5}" y="{y}" width="3" height="10" '
+                    f'fill="{"#2ca02c" if i == len(tile.published) - 1 else "#ff7f0e"}"/>'
+                )
             state = f"published {published}" + ("" if reading is None else f", reading tile {reading}")
             rows.append(f'<text x="630" y="{y + 9}">{state}</text></g>')
         height = 10 + 14 * len(self.tiles)
         cursor = f'<line x1="{60 + now * scale}" x2="{60 + now * scale}" y1="0" y2="{height}" stroke="#d00000"/>'
-        return (f'<svg xmlns="http://www.w3.org/2000/svg" width="800" height="{height}" font-family="monospace" '
-                f'font-size="10">{"".join(rows)}{cursor}</svg><div>orange: the tile publishes its aggregate, '
-                'green: its inclusive prefix (its last publication); dots: states of predecessors it read '
-                '(black: read again, it waited)</div>')
+        return (
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="800" height="{height}" font-family="monospace" '
+            f'font-size="10">{"".join(rows)}{cursor}</svg><div>orange: the tile publishes its aggregate, '
+            "green: its inclusive prefix (its last publication); dots: states of predecessors it read "
+            "(black: read again, it waited)</div>"
+        )
 
     def __repr__(self):
-        return (f"<prefixsum stepper: {self.kernel}, look-back of {len(self.tiles)} tiles, "
-                f"{len(self.times)} publications>")
+        return (
+            f"<prefixsum stepper: {self.kernel}, look-back of {len(self.tiles)} tiles, {len(self.times)} publications>"
+        )
 
     def png(self):
         if self._png is not None:
@@ -346,6 +395,9 @@ def step_failure(algorithm=None, *, by="phase", **options):
     than 64 elements is stepped through on a smaller input that fails too, or says why not)."""
     from ..child import on_simulator, simulating
 
-    student, reference = references.last_failure(algorithm, **options) if simulating() else \
-        on_simulator(references.last_failure, algorithm, **options)
+    student, reference = (
+        references.last_failure(algorithm, **options)
+        if simulating()
+        else on_simulator(references.last_failure, algorithm, **options)
+    )
     return step(student, reference, by=by)

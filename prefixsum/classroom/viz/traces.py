@@ -1,4 +1,5 @@
 """Pictures of traces: who reads whom, which block writes where, bank conflicts."""
+
 import collections
 
 import matplotlib.pyplot as plt
@@ -15,8 +16,10 @@ def _pick_launch(trace, array, launch):
     for r in trace.records:
         if r.array == array and r.write:
             return r.launch
-    raise ValueError(f"the trace has no writes to an array called {array!r}; arrays: "
-                     f"{', '.join(sorted({r.array for r in trace.records}))}")
+    raise ValueError(
+        f"the trace has no writes to an array called {array!r}; arrays: "
+        f"{', '.join(sorted({r.array for r in trace.records}))}"
+    )
 
 
 def _by_thread(records):
@@ -136,8 +139,19 @@ def launches(trace, *, ax=None, max_cells=512):
     return ax
 
 
-def steps(trace, array, *, block=None, offsets=None, labels=None, row_labels=None, runs=True, title=None,
-          ax=None, max_cells=128):
+def steps(
+    trace,
+    array,
+    *,
+    block=None,
+    offsets=None,
+    labels=None,
+    row_labels=None,
+    runs=True,
+    title=None,
+    ax=None,
+    max_cells=128,
+):
     """Draw who reads whom in ``array`` over a whole run, one row per step.
 
     A *step* is a launch, or a barrier phase within a launch, in which some thread writes
@@ -184,12 +198,15 @@ def steps(trace, array, *, block=None, offsets=None, labels=None, row_labels=Non
     >>> run = ps.trace.record(ps.scan, np.ones(35, np.int32), algorithm="kstep", L=3, one_block=False)
     >>> ax = ps.viz.steps(run, "buf", offsets=ps.kstep.levels(35, 3).offsets, labels=["x", "z0", "z1", "z2"])
     """
-    records = [r for r in trace.records
-               if r.array == array and r.index < max_cells and (block is None or r.block == block)]
+    records = [
+        r for r in trace.records if r.array == array and r.index < max_cells and (block is None or r.block == block)
+    ]
     keys = sorted({(r.launch, r.phase) for r in records if r.write})
     if not keys:
-        raise ValueError(f"the trace has no writes to an array called {array!r}; arrays: "
-                         f"{', '.join(sorted({r.array for r in trace.records}))}")
+        raise ValueError(
+            f"the trace has no writes to an array called {array!r}; arrays: "
+            f"{', '.join(sorted({r.array for r in trace.records}))}"
+        )
     rows = {key: row for row, key in enumerate(keys)}
     size = max(r.index for r in records) + 1
     if ax is None:
@@ -230,8 +247,15 @@ def steps(trace, array, *, block=None, offsets=None, labels=None, row_labels=Non
             if len(cells) > 1:
                 indices = [index for index, _ in cells]
                 row = rows[(launch, phase)]
-                ax.plot([min(indices), max(indices)], [row, row], color=cells[0][1], linewidth=4, alpha=0.35,
-                        solid_capstyle="round", zorder=2)
+                ax.plot(
+                    [min(indices), max(indices)],
+                    [row, row],
+                    color=cells[0][1],
+                    linewidth=4,
+                    alpha=0.35,
+                    solid_capstyle="round",
+                    zorder=2,
+                )
     ax.add_collection(LineCollection(segments, colors=colours, linewidths=0.9, alpha=0.8, zorder=2))
     cells = np.arange(size)
     for row, done in enumerate(written):
@@ -240,8 +264,10 @@ def steps(trace, array, *, block=None, offsets=None, labels=None, row_labels=Non
         ax.scatter(cells[~changed], np.full((~changed).sum(), row), s=6, c="lightgrey", zorder=3)
     if row_labels is None:
         phases = collections.Counter(launch for launch, _ in keys)
-        row_labels = [f"{launch}: {trace.kernel(launch)}" + (f", phase {phase}" if phases[launch] > 1 else "")
-                      for launch, phase in keys]
+        row_labels = [
+            f"{launch}: {trace.kernel(launch)}" + (f", phase {phase}" if phases[launch] > 1 else "")
+            for launch, phase in keys
+        ]
     ax.set_xlim(-1, size)
     ax.set_ylim(len(keys) - 0.5, -1.0 if labels is not None else -0.5)
     ax.set_yticks(range(len(keys)))

@@ -16,6 +16,7 @@ cuda-python's binding, a non-blocking stream (:func:`nonblocking_stream`). The s
 :mod:`prefixsum.classroom.sim.numba_sim`; nowhere else is an internal module of numba imported
 or an attribute of numba assigned (``tests/test_architecture.py``).
 """
+
 import contextlib
 import ctypes
 import threading
@@ -139,10 +140,20 @@ def _pointer_fields(base, nbytes):
     if len(_bases) >= 1024:
         _bases.clear()
     address = base.device_pointer
-    known = _bases[id(base)] = (weakref.ref(base), {
-        "context": base.context, "device_pointer": address, "handle": address,
-        "device_ctypes_pointer": ctypes.c_size_t(int(address)), "size": nbytes, "_cuda_memsize_": nbytes,
-        "is_managed": False, "refct": 1, "_owner": None})
+    known = _bases[id(base)] = (
+        weakref.ref(base),
+        {
+            "context": base.context,
+            "device_pointer": address,
+            "handle": address,
+            "device_ctypes_pointer": ctypes.c_size_t(int(address)),
+            "size": nbytes,
+            "_cuda_memsize_": nbytes,
+            "is_managed": False,
+            "refct": 1,
+            "_owner": None,
+        },
+    )
     return known
 
 
@@ -208,8 +219,11 @@ def pass_for_device_function(stand_in, device):
 
 def jit_options(kernel):
     """The ``cuda.jit`` options (``device``, ``fastmath``, ``debug``) a GPU dispatcher was made with, those set."""
-    return {name: kernel.targetoptions[name] for name in ("device", "fastmath", "debug")
-            if kernel.targetoptions.get(name) is not None}
+    return {
+        name: kernel.targetoptions[name]
+        for name in ("device", "fastmath", "debug")
+        if kernel.targetoptions.get(name) is not None
+    }
 
 
 def stream_pointer(stream):
@@ -224,7 +238,7 @@ def zero_bytes(array, nbytes, stream_handle):
     memset in its documented API."""
     from cuda.bindings import driver as binding
 
-    error, = binding.cuMemsetD8Async(array.device_ctypes_pointer.value, 0, nbytes, stream_handle.value or 0)
+    (error,) = binding.cuMemsetD8Async(array.device_ctypes_pointer.value, 0, nbytes, stream_handle.value or 0)
     if error != binding.CUresult.CUDA_SUCCESS:
         raise RuntimeError(f"cuMemsetD8Async of {nbytes} bytes failed: {error}")
 
@@ -316,8 +330,12 @@ def relaxed_words():
             check(words, index)
 
             def codegen(context, builder, signature, args):
-                asm = ir.InlineAsm(ir.FunctionType(word, [word.as_pointer()]),
-                                   "ld.relaxed.gpu.global.u64 $0, [$1];", "=l,l,~{memory}", side_effect=True)
+                asm = ir.InlineAsm(
+                    ir.FunctionType(word, [word.as_pointer()]),
+                    "ld.relaxed.gpu.global.u64 $0, [$1];",
+                    "=l,l,~{memory}",
+                    side_effect=True,
+                )
                 return builder.call(asm, [address(context, builder, signature, args)])
 
             return types.uint64(words, index), codegen
@@ -327,8 +345,12 @@ def relaxed_words():
             check(words, index)
 
             def codegen(context, builder, signature, args):
-                asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [word.as_pointer(), word]),
-                                   "st.relaxed.gpu.global.u64 [$0], $1;", "l,l,~{memory}", side_effect=True)
+                asm = ir.InlineAsm(
+                    ir.FunctionType(ir.VoidType(), [word.as_pointer(), word]),
+                    "st.relaxed.gpu.global.u64 [$0], $1;",
+                    "l,l,~{memory}",
+                    side_effect=True,
+                )
                 value = context.cast(builder, args[2], signature.args[2], types.uint64)
                 builder.call(asm, [address(context, builder, signature, args), value])
                 return context.get_dummy_value()
@@ -341,12 +363,16 @@ def relaxed_words():
             pair = types.UniTuple(types.uint64, 2)
 
             def codegen(context, builder, signature, args):
-                asm = ir.InlineAsm(ir.FunctionType(ir.LiteralStructType([word, word]), [word.as_pointer()]),
-                                   "ld.relaxed.gpu.global.v2.u64 {$0, $1}, [$2];", "=l,=l,l,~{memory}",
-                                   side_effect=True)
+                asm = ir.InlineAsm(
+                    ir.FunctionType(ir.LiteralStructType([word, word]), [word.as_pointer()]),
+                    "ld.relaxed.gpu.global.v2.u64 {$0, $1}, [$2];",
+                    "=l,=l,l,~{memory}",
+                    side_effect=True,
+                )
                 loaded = builder.call(asm, [address(context, builder, signature, args)])
-                return context.make_tuple(builder, pair, [builder.extract_value(loaded, 0),
-                                                          builder.extract_value(loaded, 1)])
+                return context.make_tuple(
+                    builder, pair, [builder.extract_value(loaded, 0), builder.extract_value(loaded, 1)]
+                )
 
             return pair(words, index), codegen
 
@@ -355,9 +381,12 @@ def relaxed_words():
             check(words, index)
 
             def codegen(context, builder, signature, args):
-                asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), [word.as_pointer(), word, word]),
-                                   "st.relaxed.gpu.global.v2.u64 [$0], {$1, $2};", "l,l,l,~{memory}",
-                                   side_effect=True)
+                asm = ir.InlineAsm(
+                    ir.FunctionType(ir.VoidType(), [word.as_pointer(), word, word]),
+                    "st.relaxed.gpu.global.v2.u64 [$0], {$1, $2};",
+                    "l,l,l,~{memory}",
+                    side_effect=True,
+                )
                 values = [context.cast(builder, args[k], signature.args[k], types.uint64) for k in (2, 3)]
                 builder.call(asm, [address(context, builder, signature, args), *values])
                 return context.get_dummy_value()
@@ -388,7 +417,10 @@ def warn_fallback(error):
     warnings.warn(
         f"prefixsum: this numba-cuda lacks what the fast kernel launch uses ({type(error).__name__}: {error}); "
         "kernels launch through numba's dispatcher instead (about 30 us more host time per launch). "
-        "tests/test_numba_internals.py names what changed.", RuntimeWarning, stacklevel=3)
+        "tests/test_numba_internals.py names what changed.",
+        RuntimeWarning,
+        stacklevel=3,
+    )
     return True
 
 
@@ -415,14 +447,22 @@ class DriverCopies:
 
     def copy_in(self, device, offset, host, stream):
         """Copy the host array ``host`` to ``offset`` bytes into the device array ``device``, queued on ``stream``."""
-        self._check(self._binding.cuMemcpyHtoDAsync(device.device_ctypes_pointer.value + offset, host.ctypes.data,
-                                                    host.nbytes, stream.handle), "cuMemcpyHtoDAsync")
+        self._check(
+            self._binding.cuMemcpyHtoDAsync(
+                device.device_ctypes_pointer.value + offset, host.ctypes.data, host.nbytes, stream.handle
+            ),
+            "cuMemcpyHtoDAsync",
+        )
 
     def copy_out(self, host, device, offset, stream):
         """Copy ``host.nbytes`` from ``offset`` bytes into the device array ``device`` into ``host``, queued on
         ``stream``."""
-        self._check(self._binding.cuMemcpyDtoHAsync(host.ctypes.data, device.device_ctypes_pointer.value + offset,
-                                                    host.nbytes, stream.handle), "cuMemcpyDtoHAsync")
+        self._check(
+            self._binding.cuMemcpyDtoHAsync(
+                host.ctypes.data, device.device_ctypes_pointer.value + offset, host.nbytes, stream.handle
+            ),
+            "cuMemcpyDtoHAsync",
+        )
 
     def record(self, event, stream):
         """Record numba's ``event`` on numba's ``stream``."""

@@ -4,6 +4,7 @@ parameters laid out as numba's ``_Kernel._prepare_args`` lays them out, in a kep
 ``tests/test_numba_gpu.py`` compares :func:`marshaller` and :class:`ParamBlock` with numba's own
 ``_prepare_args`` for every argument kind a :class:`~prefixsum.core.launch.Launcher` takes.
 """
+
 import ctypes
 import struct
 import sys
@@ -64,7 +65,8 @@ def flat_params(argtypes):
     is on the hot path.
     """
     itemsizes = tuple(  # an array's item size (numba's Boolean has no bitwidth); 0 for an integer
-        as_dtype(argtype.dtype).itemsize if isinstance(argtype, types.Array) else 0 for argtype in argtypes)
+        as_dtype(argtype.dtype).itemsize if isinstance(argtype, types.Array) else 0 for argtype in argtypes
+    )
 
     def params(args):
         flat = []
@@ -99,8 +101,16 @@ def marshaller(argtypes):
     return params
 
 
-_PACKED = {"int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I",
-           "int64": "q", "uint64": "Q"}
+_PACKED = {
+    "int8": "b",
+    "uint8": "B",
+    "int16": "h",
+    "uint16": "H",
+    "int32": "i",
+    "uint32": "I",
+    "int64": "q",
+    "uint64": "Q",
+}
 """struct's code of an integer argument of each numba type."""
 
 
@@ -150,11 +160,13 @@ def _filler(argtypes, pack_into, buffer):
             continue
         itemsize = as_dtype(argtype.dtype).itemsize  # numba's Boolean has no bitwidth
         if argtype.ndim == 1:
-            fields.append(f"0, 0, {name}.shape[0], {itemsize}, {name}.device_ctypes_pointer.value, "
-                          f"{name}.shape[0], {itemsize}")
+            fields.append(
+                f"0, 0, {name}.shape[0], {itemsize}, {name}.device_ctypes_pointer.value, {name}.shape[0], {itemsize}"
+            )
         else:
-            fields.append(f"0, 0, {name}.size, {itemsize}, {name}.device_ctypes_pointer.value, "
-                          f"*{name}.shape, *{name}.strides")
+            fields.append(
+                f"0, 0, {name}.size, {itemsize}, {name}.device_ctypes_pointer.value, *{name}.shape, *{name}.strides"
+            )
     unpack = f"    {', '.join(names)}, = args\n" if names else ""
     source = f"def fill(args):\n{unpack}    pack_into(buffer, 0, {', '.join(fields)})\n"
     namespace = {"pack_into": pack_into, "buffer": buffer}

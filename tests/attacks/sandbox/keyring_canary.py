@@ -10,7 +10,7 @@ key = libc.syscall(KEYCTL, KEYCTL_SEARCH, KEY_SPEC_SESSION_KEYRING, b"user", b"p
 if key > 0:
     payload = ctypes.create_string_buffer(256)
     size = libc.syscall(KEYCTL, KEYCTL_READ, key, payload, 256)
-    print("BREACHED: the canary key:", payload.raw[:max(size, 0)].decode(errors="replace"))
+    print("BREACHED: the canary key:", payload.raw[: max(size, 0)].decode(errors="replace"))
 print("keyctl search:", os.strerror(ctypes.get_errno()))
 try:
     with open("/proc/keys") as keys:
