@@ -177,10 +177,11 @@ ps.viz.step(shuffle_run, fallback=ps.viz.shuffles((1, 2, 4, 8, 16), kind="up", s
 
 # %% [markdown]
 # The classroom simulator's warp intrinsics were not only written to follow the PTX manual:
-# `benchmarks/warp_semantics.py` runs 822 small cases (every shuffle, vote and `syncwarp`, full
-# and partial masks, deltas past the warp, six dtypes) on the simulator and on a GPU (line B
-# below names it; stage `warp` of `bash benchmarks/run_gpu.sh`), and compares every result that is
-# defined on a GPU. Then the three warp scans side by side, as the tracer counts them (two
+# `benchmarks/warp_semantics.py` runs small cases (every shuffle, vote and `syncwarp`, full and
+# partial masks, deltas past the warp, six dtypes, and the integer operators and bit counts a
+# chapter uses) on the simulator and on a GPU (line B below names it; stage `warp` of
+# `bash benchmarks/run_gpu.sh`), and compares every result that is defined on a GPU; the VERDICT
+# line counts them. Then the three warp scans side by side, as the tracer counts them (two
 # warps, 64 values):
 
 # %%
