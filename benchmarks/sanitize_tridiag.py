@@ -40,6 +40,7 @@ import itertools
 import sys
 
 import numpy as np
+from tridiag_systems import backward_error
 
 import prefixsum as ps
 from prefixsum.core.poison import poison
@@ -84,13 +85,6 @@ def residual(a, b, c, d, x):
     r[:, 1:] += a[:, 1:] * x[:, :-1]
     r[:, :-1] += c[:, :-1] * x[:, 1:]
     return float(np.max(np.abs(r)) / np.max(np.abs(d)))
-
-
-def backward_error(a, b, c, d, x):
-    """``max |T x - d| / (max |T| max |x| + max |d|)`` in float64: small for a backward-stable
-    solve whatever T's condition; NaN (never small) if x has a poisoned element."""
-    scale = np.max(np.abs(a) + np.abs(b) + np.abs(c)) * np.max(np.abs(x)) + np.max(np.abs(d))
-    return residual(a, b, c, d, x) * np.max(np.abs(d)) / scale
 
 
 def chunked_numpy(rng, dtype, shapes, wrong):

@@ -3,7 +3,7 @@
 Every check is in float64 against float64 references. Sizes stay small (the simulator runs
 one OS thread per CUDA thread, and the reduction is O(n^3) per matrix); the global-memory
 kernel is reached at small n by shrinking the shared-memory budget and the block size.
-The kernels' PTX is compiled by test_tridiag.py's PTX test, which walks tridiag.ptx_kernels().
+The kernels' PTX is compiled by test_ptx.py's PTX test, which walks tridiag.ptx_kernels().
 """
 
 import os

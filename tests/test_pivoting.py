@@ -4,7 +4,7 @@ not positive definite, against LAPACK (``scipy.linalg.solve``) in float64.
 The bound on every system's relative error is ``100 n eps kappa``: a backward-stable solve
 (Householder, then partial pivoting, whose growth on a tridiagonal matrix is at most 2) moves
 the solution by about ``n eps kappa`` relative to its size. The kernels' PTX is compiled by
-test_tridiag.py's PTX test, which walks ``tridiag.ptx_kernels()``.
+test_ptx.py's PTX test, which walks ``tridiag.ptx_kernels()``.
 """
 
 import os
