@@ -15,13 +15,14 @@ from .registry import DTYPES
 _NAMES = "abcd"
 
 
-def _check_dtype(dtype, name):
+def check_float_dtype(dtype, name):
+    """``dtype`` if a tridiagonal solve takes it (float32, float64), else a TypeError naming ``name``."""
     if dtype not in DTYPES:
         raise TypeError(f"{name}: unsupported dtype {dtype.name!r}; the allowed dtypes are float32 and float64")
     return dtype
 
 
-_DTYPE_CHECKS = {name: (lambda dtype, name=name: _check_dtype(dtype, name)) for name in _NAMES}
+_DTYPE_CHECKS = {name: (lambda dtype, name=name: check_float_dtype(dtype, name)) for name in _NAMES}
 
 
 def check_systems(a, b, c, d):

@@ -25,7 +25,7 @@ from ..core.streams import as_stream, launch_stream
 from ..core.workspace import one_call_at_a_time
 from . import _common, pivoting
 from .api import solve
-from .checks import check_solution_out
+from .checks import check_float_dtype, check_solution_out
 from .householder_kernels import (  # noqa: F401  (the device functions chapter 09 reads through this module)
     CHECK_THREADS,
     accumulate,
@@ -48,7 +48,7 @@ from .householder_kernels import (  # noqa: F401  (the device functions chapter 
     tridiagonalize_shared,
     update,
 )
-from .registry import DTYPES, fastest
+from .registry import fastest
 
 SYMMETRY_TOLERANCE = 100
 """A is symmetric when ``|A - A^T| <= SYMMETRY_TOLERANCE * eps(dtype) * max|A|`` elementwise."""
@@ -227,7 +227,7 @@ def _check_matrices(A, stream):
     on the host; finiteness and symmetry on the device (:func:`check_matrices`, on ``stream``, a
     :class:`~prefixsum.core.streams.Stream`), which hands back one number per matrix.
     """
-    A, on_device = as_input(A, "A", check=_check_dtype, ndim=(2, 3))
+    A, on_device = as_input(A, "A", check=lambda dtype: check_float_dtype(dtype, "A"), ndim=(2, 3))
     shape = tuple(A.shape)
     if shape[-1] != shape[-2] or shape[-1] < 1:
         raise ValueError(f"A must be square, of shape (n, n) or (batch, n, n) with n >= 1; got {shape}")
@@ -256,12 +256,6 @@ def _check_matrices(A, stream):
                 f"{SYMMETRY_TOLERANCE} * eps({np.dtype(A.dtype).name}) * max|A| = {bound:.3g}"
             )
     return A, on_device
-
-
-def _check_dtype(dtype):
-    if dtype not in DTYPES:
-        raise TypeError(f"A: unsupported dtype {dtype.name!r}; the allowed dtypes are float32 and float64")
-    return dtype
 
 
 def _tridiagonalize(A, stream=None):
