@@ -101,7 +101,7 @@ def strict_simulator():
         yield
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # read once for the allow-list's two test modules
 def book():
     """``{chapter number: Chapter}`` of every instructor's notebook with exercises (the allow-list's tests)."""
     from prefixsum.grading import chapters
@@ -114,7 +114,7 @@ def book():
     return found
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def setups(book):
     """``{chapter number: the namespace its setup cells leave}`` (each chapter's setup run once, on the simulator)."""
     from prefixsum.classroom import cells
