@@ -193,13 +193,11 @@ def lookback_table(name="lookback.csv"):
             us("ps.scan(auto)", "float32", 2**k, "call on device"),
             us("torch.cumsum", "float32", 2**k, "call on device"),
         )
-        cub = (
-            f", CUB's call with its temporary storage kept "
-            f"{us('CUB call (temporary storage kept)', 'float32', 2**k, 'call on device'):.0f} us"
-            if timed_cub
-            else ""
-        )
-        calls.append(f"{mine:.0f} us against {theirs:.0f} us{cub} at 2^{k} ({mine / theirs:.2f}x torch's)")
+        against = [f"torch.cumsum and a synchronize {theirs:.0f} us, {mine / theirs:.2f}x its time"]
+        if timed_cub:
+            cub = us("CUB call (temporary storage kept)", "float32", 2**k, "call on device")
+            against.append(f"CUB's call with its temporary storage kept {cub:.0f} us, {mine / cub:.2f}x")
+        calls.append(f"{mine:.0f} us at 2^{k} ({'; '.join(against)})")
     numpy_calls = []
     for k in (20, 24):
         mine, theirs = (
@@ -211,7 +209,7 @@ def lookback_table(name="lookback.csv"):
         "\n".join(lines)
         + "\n\nWhole calls, float32, host clock: `ps.scan(device_array)` plus a synchronize takes "
         + ", ".join(calls)
-        + " for `torch.cumsum` and a synchronize; `ps.scan(numpy_array)` takes "
+        + "; `ps.scan(numpy_array)` takes "
         + ", ".join(numpy_calls)
         + f" for torch's numpy -> GPU -> numpy round trip. From `benchmarks/{name}` "
         f"(`python benchmarks/lookback.py`), one run on one {results.read(name)[0]['device']}; kernel times by "
@@ -264,7 +262,9 @@ def summary():
             f"{dtype} {' / '.join(f'{ratio(dtype, k):.2f}x' for k in (24, 26, 28))}"
             for dtype in ("float32", "int32", "float64", "int64")
         )
-        return f"one {meta['device']} ({meta['date']}): {speeds}"
+        # the 8-byte scans' one-word tile states (issue 45) landed on 2026-12-06: runs before it say so
+        before = ", a run before the 8-byte tile states of issue 45" if meta["date"] < "2026-12-06" else ""
+        return f"one {meta['device']} ({meta['date']}{before}): {speeds}"
 
     rows = _cub_run()
 
@@ -290,7 +290,7 @@ def summary():
         f"{spread('sort', ('uint32', 'uint64', 'uint32+uint32'))} CUB's `DeviceRadixSort` (2^20 to 2^26). "
         "The default scan (`lookback`, one pass with decoupled look-back) runs at these multiples of "
         f"torch.cumsum's speed at n = 2^24 / 2^26 / 2^28, kernels from CUPTI, on {card('lookback.csv')}; "
-        f"on {card('h200/lookback.csv')} (runs before the 8-byte states of issue 45). The full tables, beside "
+        f"on {card('h200/lookback.csv')}. The full tables, beside "
         "CuPy and a device copy: `docs/performance.md`."
     )
 

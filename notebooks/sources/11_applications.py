@@ -674,7 +674,10 @@ print(inspect.getsource(apps.onesweep.warp_digit_rank))  # the package's rank, w
 # (`torch.profiler`: every kernel, copy and memset summed). The ratio is the library's whole call
 # over ours: above 1, ours is faster. torch has no sort of uint32 on that version; "pairs" sorts
 # int32 values with the keys (torch: `torch.sort`, then the values gathered by its indices; CuPy:
-# `argsort`, then two gathers).
+# `argsort`, then two gathers). The last column is NVIDIA's CUB itself, called from Python through
+# `cuda.compute` (cuda-cccl) with its temporary storage allocated once and kept: `DeviceSelect`
+# with the predicate `x > 0` for the compaction (the same half of the elements kept), and
+# `DeviceRadixSort` for the sorts. torch and CuPy call CUB too, behind their own dispatch.
 
 # %%
 bench = results.read("applications.csv")
@@ -686,23 +689,25 @@ def row_of(task, method, dtype, n):
     return found[0] if found else None
 
 
-TASKS = [("compact", "prefixsum apps.compact", "torch x[mask]", "cupy x[mask]", ("float32", "int32", "float64")),
-         ("sort", "onesweep", "torch.sort(stable=True)", "cupy.sort", ("uint32", "float32")),
-         ("sort pairs", "onesweep", "torch.sort(stable=True)", "cupy.argsort + gathers", ("uint32", "float32"))]
+CUB_SELECT, CUB_SORT = "CUB select x > 0 (cuda.compute, temporary storage kept)", "CUB radix sort (cuda.compute, temporary storage kept)"
+TASKS = [("compact", "prefixsum apps.compact", "torch x[mask]", "cupy x[mask]", CUB_SELECT, ("float32", "int32", "float64")),
+         ("sort", "onesweep", "torch.sort(stable=True)", "cupy.sort", CUB_SORT, ("uint32", "float32")),
+         ("sort pairs", "onesweep", "torch.sort(stable=True)", "cupy.argsort + gathers", CUB_SORT, ("uint32", "float32"))]
+LIBRARIES = ("torch", "CuPy", "CUB")
 sizes = sorted({row["n"] for row in bench if row["task"] == "sort"})
 ratios = collections.defaultdict(list)
-print(f"{'task':<10} {'dtype':>7} {'n':>10} | {'ours, us (device)':>18} | {'torch':>18} | {'CuPy':>18} | "
-      f"{'torch/ours':>10} {'CuPy/ours':>9}")
-for task, ours_method, torch_method, cupy_method, dtypes in TASKS:
+print(f"{'task':<10} {'dtype':>7} {'n':>10} | {'ours, us (device)':>18} | {'torch':>18} | {'CuPy':>18} | {'CUB':>18} | "
+      + " ".join(f"{library + '/ours':>10}" for library in LIBRARIES))
+for task, *methods, dtypes in TASKS:
     for dtype in dtypes:
         for n in sizes:
-            cells = [row_of(task, method, dtype, n) for method in (ours_method, torch_method, cupy_method)]
+            cells = [row_of(task, method, dtype, n) for method in methods]
             shown = [f"{c['median_us']:>8.1f} ({c['device_us']:>7.1f})" if c else f"{'-':>18}" for c in cells]
             over = [f"{c['median_us'] / cells[0]['median_us']:.2f}" if c else "-" for c in cells[1:]]
-            for library, c in zip(("torch", "CuPy"), cells[1:]):
+            for library, c in zip(LIBRARIES, cells[1:]):
                 if c and dtype in ("float32", "uint32"):
                     ratios[f"{task} {dtype}: {library}/ours"].append(c["median_us"] / cells[0]["median_us"])
-            print(f"{task:<10} {dtype:>7} {n:>10,} | {shown[0]} | {shown[1]} | {shown[2]} | {over[0]:>10} {over[1]:>9}")
+            print(f"{task:<10} {dtype:>7} {n:>10,} | {' | '.join(shown)} | " + " ".join(f"{o:>10}" for o in over))
 one_bit = row_of("sort", "radix_sort_one_bit (readable, 1 bit/pass)", "uint32", 1 << 22)
 readable = row_of("compact", "prefixsum apps.compact_by_scan (readable)", "float32", 1 << 24)
 print(f"the readable versions: one bit per pass, 2^22 uint32, {one_bit['median_us'] / row_of('sort', 'onesweep', 'uint32', 1 << 22)['median_us']:.0f}"
