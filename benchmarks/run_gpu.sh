@@ -181,7 +181,7 @@ stage_sanitize() {
   sanitize sanitize benchmarks/sanitize.py
 }
 
-# GPU, about 2 minutes: the single-pass scan against CUB (cuda.compute), torch.cumsum and a copy,
+# GPU, about 3.5 minutes (H100, 2026-12-07): the single-pass scan against CUB (cuda.compute), torch.cumsum and a copy,
 # kernels at 2^16..2^28 in four dtypes and whole calls on device and numpy arrays
 # (benchmarks/lookback.py). CUB's rows need cuda-cccl (benchmarks/device_wheels.sh fetches its
 # wheel; carry .whl); without it they are left out with a note.
@@ -217,7 +217,7 @@ stage_sanitize_lookback() {
   sanitize sanitize_lookback benchmarks/sanitize.py --algorithm lookback
 }
 
-# GPU, about 3 minutes: chapter 11's compaction, radix sort and splines against CUB (cuda.compute),
+# GPU, about 6.5 minutes (H100, 2026-12-07: 372 s, cupyx's spline build alone 100 s): chapter 11's compaction, radix sort and splines against CUB (cuda.compute),
 # torch, CuPy and scipy (benchmarks/applications.py; applications_gpu.log keeps the console of the
 # committed run).
 stage_applications() {
