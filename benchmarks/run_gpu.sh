@@ -13,7 +13,7 @@ set -euo pipefail
 
 # Each stage and the files it writes under $out: every committed result in benchmarks/ is one of
 # these (tests/test_bench_harness.py checks both ways), and each stage must write all of its own.
-STAGES=(notebooks scans kstep hierarchical table1 tridiag tridiag_jax householder householder_calls warp sanitize sanitize_tridiag sanitize_block tridiag_ncu lookback cub_tuning lookback_tiles lookback_ncu sanitize_lookback sanitize_sort applications compaction_tiles onesweep_tiles user_ops user_ops_speed sanitize_apps sanitize_user_ops blocks sim_speed grading transfers transfers_tune transfers_timeline transfers_tridiag host_copies scan_calls)
+STAGES=(notebooks scans kstep hierarchical table1 tridiag tridiag_jax householder householder_calls warp sanitize sanitize_tridiag sanitize_block tridiag_ncu lookback cub_tuning lookback_tiles lookback_ncu sanitize_lookback sanitize_sort applications compaction_tiles onesweep_tiles user_ops user_ops_speed sanitize_apps sanitize_user_ops blocks sim_speed grading transfers transfers_tune transfers_timeline transfers_tridiag host_copies scan_calls sort_calls)
 declare -A OUTPUTS=(
   [notebooks]="nbval_gpu.txt"
   [scans]="scan_throughput.csv"
@@ -51,6 +51,7 @@ declare -A OUTPUTS=(
   [transfers_tridiag]="transfers_tridiag.csv"
   [host_copies]="host_copies.csv"
   [scan_calls]="scan_calls.csv scan_calls_profile.txt"
+  [sort_calls]="sort_call_profile.txt"
 )
 
 repo=$(pwd)
@@ -355,6 +356,12 @@ stage_host_copies() {
 # cProfile's view of a call (benchmarks/scan_calls.py).
 stage_scan_calls() {
   "$python" benchmarks/scan_calls.py $quick_flag --parts --out "$out"
+}
+
+# GPU, under a minute: whole apps.radix_sort calls on device arrays, keys alone and with values, and
+# cProfile's view of each (benchmarks/sort_call_profile.py): where a whole call's host time goes.
+stage_sort_calls() {
+  "$python" benchmarks/sort_call_profile.py $quick_flag > "$out/sort_call_profile.txt"
 }
 
 # GPU, about 10 seconds: the chained scans of prefixsum.mutants (blocks that talk to each other),

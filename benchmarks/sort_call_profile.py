@@ -8,7 +8,8 @@ synchronized) beside the device's idle synchronize, then the functions with the 
 their own under cProfile, per kind of call. Nothing is written: the claims come from
 ``benchmarks/applications.py``.
 
-Run: ``python benchmarks/sort_call_profile.py [--calls 100] [--quick]`` on a GPU.
+Run: ``python benchmarks/sort_call_profile.py [--calls 100] [--quick] > sort_call_profile.txt`` on a
+GPU (``run_gpu.sh sort_calls``).
 """
 
 import argparse
@@ -27,6 +28,7 @@ import numpy as np  # noqa: E402
 from numba import cuda  # noqa: E402
 
 from prefixsum import apps  # noqa: E402
+from prefixsum.cli.metadata import run_metadata  # noqa: E402
 from prefixsum.cli.timing import require_gpu  # noqa: E402
 
 
@@ -50,6 +52,10 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="tiny sizes; runs on the simulator too")
     options = parser.parse_args(argv)
     require_gpu(options.quick)
+    meta = run_metadata()
+    print(f"# {__doc__.splitlines()[0]}")
+    print("# " + ", ".join(f"{key} {value}" for key, value in meta.items() if key != "command"))
+    print(f"# command: {meta['command']}")
     sizes = [40] if options.quick else [1 << 20, 1 << 24]
     calls = 1 if options.quick else options.calls
     rng = np.random.default_rng(0)

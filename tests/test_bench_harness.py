@@ -372,12 +372,3 @@ def test_kernel_us_each_times_nothing_on_the_simulator_but_runs_every_launch():
     ran = []
     found = kernel_us_each({"a": lambda: ran.append("a"), "b": lambda: ran.append("b")}, repeats=3)
     assert ran == ["a", "b"] and set(found) == {"a", "b"} and all(np.isnan(t.us) for t in found.values())
-
-
-def test_the_sort_call_profile_runs_quick_on_the_simulator(capsys):
-    """benchmarks/sort_call_profile.py, a GPU script outside run_gpu.sh's stages, checks its sort and
-    profiles both kinds of call on the simulator, so that it cannot rot before its next GPU run."""
-    _script("sort_call_profile").main(["--quick", "--top", "3"])
-    printed = capsys.readouterr().out
-    assert "=== n = 40" in printed and "keys and values" in printed
-    assert printed.count("own time per function") == 2
