@@ -4,12 +4,11 @@ Chromium per notebook, and a screenshot of the page whenever a notebook's test f
 Not collected by a plain ``python -m pytest`` (``testpaths`` names ``tests`` and ``notebooks``):
 run it with ``python -m pytest browser_tests`` (CONTRIBUTING.md, "The notebooks in a browser").
 """
-import contextlib
-import pathlib
 
-import pytest
+import contextlib
 
 import labdriver
+import pytest
 
 NOTEBOOKS = sorted((labdriver.ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 STUDENT = labdriver.ROOT / "notebooks" / "01_ladder.ipynb"  # the student version the tests open
@@ -45,6 +44,7 @@ def screenshot_dir(tmp_path_factory):
 def on_failure(screenshot_dir):
     """``with on_failure(driver, name):`` saves a screenshot of the page if the block fails, and
     names it in the failure."""
+
     @contextlib.contextmanager
     def guard(driver, name):
         try:
@@ -54,6 +54,7 @@ def on_failure(screenshot_dir):
             if path:
                 _SCREENSHOTS.append(path)
             raise AssertionError(f"{exc}\nscreenshot of the page: {path}") from exc
+
     return guard
 
 

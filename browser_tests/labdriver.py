@@ -9,10 +9,11 @@ Three parts:
   Manager is never asked to download anything.
 - ``open_notebook``, ``run_all``, ``read_page``: the student's gestures (open the notebook's
   URL, Run > Run All Cells from the menu bar, type into a cell, Shift+Enter) and a snapshot of
-  what the page shows; ``problems`` compares a snapshot with what the instructor's ``.ipynb``
-  says the notebook should show, and returns one sentence per problem, naming the notebook and
-  the cell. Nothing here executes code through Jupyter's REST API.
+  what the page shows; ``page_problems`` compares a snapshot with what the instructor's ``.ipynb``
+  says the notebook should show (``page_checks``), one sentence per problem, naming the notebook
+  and the cell. Nothing here executes code through Jupyter's REST API.
 """
+
 import contextlib
 import json
 import os
@@ -27,6 +28,7 @@ import time
 import urllib.request
 
 import nbformat
+from page_checks import problems
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("PREFIXSUM_CHROMIUM", "/usr/bin/chromium")
@@ -68,12 +70,21 @@ class JupyterLab:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))  # the checkout's kernels
         env["JUPYTER_CONFIG_DIR"] = str(self.state / "config")  # nothing from the user's own ~/.jupyter
         env["JUPYTER_RUNTIME_DIR"] = str(self.state / "runtime")
-        command = [sys.executable, "-m", "jupyter", "lab", "--no-browser",
-                   "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
-                   f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}",
-                   "--ServerApp.allow_root=True",  # CI runs as root; harmless otherwise
-                   f"--LabApp.user_settings_dir={self.state / 'settings'}",
-                   f"--LabApp.workspaces_dir={self.state / 'workspaces'}"]
+        command = [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "lab",
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={self.root}",
+            "--ServerApp.allow_root=True",  # CI runs as root; harmless otherwise
+            f"--LabApp.user_settings_dir={self.state / 'settings'}",
+            f"--LabApp.workspaces_dir={self.state / 'workspaces'}",
+        ]
         with open(self.log, "wb") as log:
             self.process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=self.root)
         deadline = time.monotonic() + LOAD_TIMEOUT
@@ -88,7 +99,9 @@ class JupyterLab:
         raise RuntimeError(f"JupyterLab did not answer on {self.url} within {LOAD_TIMEOUT} s:\n{self.log_tail()}")
 
     def api(self, method, path):
-        request = urllib.request.Request(self.url + path, method=method, headers={"Authorization": f"token {self.token}"})
+        request = urllib.request.Request(
+            self.url + path, method=method, headers={"Authorization": f"token {self.token}"}
+        )
         with urllib.request.urlopen(request, timeout=10) as response:
             body = response.read()
         return json.loads(body) if body else {}
@@ -150,12 +163,21 @@ def chromium():
 
     for path in (CHROMIUM, CHROMEDRIVER):
         if not os.access(path, os.X_OK):
-            raise RuntimeError(f"{path} is missing: apt-get install -y chromium chromium-driver "
-                               f"(or point $PREFIXSUM_CHROMIUM / $PREFIXSUM_CHROMEDRIVER at them)")
+            raise RuntimeError(
+                f"{path} is missing: apt-get install -y chromium chromium-driver "
+                f"(or point $PREFIXSUM_CHROMIUM / $PREFIXSUM_CHROMEDRIVER at them)"
+            )
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM  # an explicit browser and driver: Selenium Manager downloads nothing
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000",
-                     "--disable-gpu", "--no-first-run", "--disable-extensions"):
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,1000",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-extensions",
+    ):
         options.add_argument(argument)
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
 
@@ -170,7 +192,10 @@ def wait(driver, condition, timeout, message):
         raise AssertionError(f"{message} (waited {timeout:.0f} s)") from None
 
 
-KERNEL_STATUS = "return document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator')?.getAttribute('data-status')"
+KERNEL_STATUS = (
+    "return document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator')"
+    "?.getAttribute('data-status')"
+)
 CELLS = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell"
 
 
@@ -178,27 +203,46 @@ def open_notebook(driver, lab, relpath, n_cells):
     """Open ``relpath`` (under the server's root) in JupyterLab, as its URL would, and wait for
     every cell to be on the page and the kernel to be idle."""
     driver.get(f"{lab.url}/lab/tree/{relpath}?token={lab.token}&reset")
-    wait(driver, lambda d: len(d.find_elements("css selector", CELLS)) == n_cells, LOAD_TIMEOUT,
-         f"{relpath}: the page did not show its {n_cells} cells")
-    wait(driver, lambda d: d.execute_script(KERNEL_STATUS) == "idle", LOAD_TIMEOUT,
-         f"{relpath}: the kernel did not start and go idle")
+    wait(
+        driver,
+        lambda d: len(d.find_elements("css selector", CELLS)) == n_cells,
+        LOAD_TIMEOUT,
+        f"{relpath}: the page did not show its {n_cells} cells",
+    )
+    wait(
+        driver,
+        lambda d: d.execute_script(KERNEL_STATUS) == "idle",
+        LOAD_TIMEOUT,
+        f"{relpath}: the kernel did not start and go idle",
+    )
 
 
 def click_menu(driver, menu, item):
     """Click ``menu`` in the menu bar, then ``item`` in it, by their labels."""
     driver.find_element("xpath", f"//li[contains(@class,'lm-MenuBar-item')][.//div[text()={menu!r}]]").click()
-    entry = wait(driver, lambda d: d.find_elements(
-        "xpath", f"//li[contains(@class,'lm-Menu-item')][.//div[@class='lm-Menu-itemLabel' and text()={item!r}]]"),
-        10, f"no {item!r} in the {menu!r} menu")
+    entry = wait(
+        driver,
+        lambda d: d.find_elements(
+            "xpath", f"//li[contains(@class,'lm-Menu-item')][.//div[@class='lm-Menu-itemLabel' and text()={item!r}]]"
+        ),
+        10,
+        f"no {item!r} in the {menu!r} menu",
+    )
     entry[0].click()
 
 
-PROMPTS = f"return [...document.querySelectorAll('{CELLS}')].map(c => c.querySelector('.jp-InputArea-prompt')?.textContent.trim() ?? null)"
+PROMPTS = (
+    f"return [...document.querySelectorAll('{CELLS}')]"
+    ".map(c => c.querySelector('.jp-InputArea-prompt')?.textContent.trim() ?? null)"
+)
 
 
 def settled(driver):
     """True when no cell is running or queued and the kernel is idle."""
-    return not any("*" in p for p in driver.execute_script(PROMPTS) if p) and driver.execute_script(KERNEL_STATUS) == "idle"
+    return (
+        not any("*" in p for p in driver.execute_script(PROMPTS) if p)
+        and driver.execute_script(KERNEL_STATUS) == "idle"
+    )
 
 
 def run_all(driver, relpath, timeout=NOTEBOOK_TIMEOUT):
@@ -211,7 +255,8 @@ def run_all(driver, relpath, timeout=NOTEBOOK_TIMEOUT):
 # one snapshot of the page: per cell, its kind, prompt, first source line, outputs (mime, text), images
 SNAPSHOT = f"""
 return [...document.querySelectorAll('{CELLS}')].map(cell => ({{
-  kind: cell.classList.contains('jp-CodeCell') ? 'code' : (cell.classList.contains('jp-MarkdownCell') ? 'markdown' : 'raw'),
+  kind: cell.classList.contains('jp-CodeCell') ? 'code'
+        : (cell.classList.contains('jp-MarkdownCell') ? 'markdown' : 'raw'),
   prompt: cell.querySelector('.jp-InputArea-prompt')?.textContent.trim() ?? '',
   first_line: cell.querySelector('.cm-line')?.textContent ?? '',
   outputs: [...cell.querySelectorAll('.jp-OutputArea-output')].map(o => ({{
@@ -228,8 +273,10 @@ def read_page(driver):
 
 def cell_source(driver, index):
     return driver.execute_script(
-        f"return [...document.querySelectorAll('{CELLS}')[arguments[0]].querySelectorAll('.cm-line')].map(l => l.textContent).join('\\n')",
-        index)
+        f"return [...document.querySelectorAll('{CELLS}')[arguments[0]].querySelectorAll('.cm-line')]"
+        ".map(l => l.textContent).join('\\n')",
+        index,
+    )
 
 
 def type_into_cell(driver, index, text):
@@ -244,14 +291,27 @@ def type_into_cell(driver, index, text):
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", cell)
     editor = cell.find_element("css selector", ".cm-content")
     editor.click()
-    wait(driver, lambda d: d.execute_script("return document.activeElement === arguments[0]", editor), 10,
-         f"cell {index}: its editor did not take the focus")
+    wait(
+        driver,
+        lambda d: d.execute_script("return document.activeElement === arguments[0]", editor),
+        10,
+        f"cell {index}: its editor did not take the focus",
+    )
     ActionChains(driver).key_down(Keys.CONTROL).send_keys("a").key_up(Keys.CONTROL).perform()
-    driver.execute_script("""
+    driver.execute_script(
+        """
         const data = new DataTransfer(); data.setData('text/plain', arguments[1]);
         arguments[0].dispatchEvent(new ClipboardEvent('paste', {clipboardData: data, bubbles: true, cancelable: true}));
-    """, editor, text)
-    wait(driver, lambda d: cell_source(d, index) == text.rstrip("\n"), 10, f"cell {index}: the pasted text did not arrive")
+    """,
+        editor,
+        text,
+    )
+    wait(
+        driver,
+        lambda d: cell_source(d, index) == text.rstrip("\n"),
+        10,
+        f"cell {index}: the pasted text did not arrive",
+    )
 
 
 def run_cell_and_next(driver, index, relpath, timeout=NOTEBOOK_TIMEOUT):
@@ -260,12 +320,12 @@ def run_cell_and_next(driver, index, relpath, timeout=NOTEBOOK_TIMEOUT):
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.keys import Keys
 
-    before = driver.execute_script(PROMPTS)[index:index + 2]
+    before = driver.execute_script(PROMPTS)[index : index + 2]
     for _ in range(2):
         ActionChains(driver).key_down(Keys.SHIFT).send_keys(Keys.ENTER).key_up(Keys.SHIFT).perform()
 
     def done(d):
-        now = d.execute_script(PROMPTS)[index:index + 2]
+        now = d.execute_script(PROMPTS)[index : index + 2]
         return settled(d) and all(re.fullmatch(r"\[\d+\]:", p) and p != b for p, b in zip(now, before))
 
     wait(driver, done, timeout, f"{relpath}: cells {index} and {index + 1} did not both run again")
@@ -279,101 +339,6 @@ def screenshot(driver, folder, name):
         driver.save_screenshot(str(path))
         return path
     return None
-
-
-# ---------------------------------------------------------------------------------------------
-# What the page should show, and what is wrong with it
-
-
-def expectations(instructor_ipynb):
-    """Per cell of the instructor's notebook: kind, tags, how many figures, how many PASS lines."""
-    notebook = nbformat.read(instructor_ipynb, as_version=4)
-    cells = []
-    for cell in notebook.cells:
-        outputs = cell.get("outputs", [])
-        text = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
-        steppers = sum(is_stepper(o) for o in outputs)
-        cells.append({
-            "kind": cell.cell_type,
-            "tags": list(cell.metadata.get("tags", [])),
-            "first_line": (cell.source.splitlines() or [""])[0],
-            "images": sum("image/png" in o.get("data", {}) for o in outputs) - steppers,
-            "steppers": steppers,
-            "passes": sum(line.startswith("PASS") for line in text.splitlines()),
-        })
-    return cells
-
-
-def is_stepper(output):
-    """A stored ``ps.viz.step`` output: its picture is the fallback, the live page shows the widget."""
-    return output.get("data", {}).get("text/plain", "").startswith("<prefixsum stepper")
-
-
-_TRACEBACK = re.compile(r"Traceback \(most recent call last\)|^\s*Cell In\[\d+\], line \d+", re.M)
-_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b(:.*)?$")
-
-
-def is_error(output):
-    """An error output: JupyterLab draws it with the stderr mime type, as a traceback ending in
-    the exception's line (a stderr stream, such as the simulator's notice, is neither)."""
-    if output["mime"] != "application/vnd.jupyter.stderr":
-        return False
-    lines = [line for line in output["text"].splitlines() if line.strip()]
-    return bool(_TRACEBACK.search(output["text"])) or bool(lines and _EXCEPTION_LINE.match(lines[-1].strip()))
-
-
-def expected_student_exception(text):
-    return "NotImplementedError" in text and "Exercise:" in text
-
-
-def reports_missing_exercise(text):
-    """Whether a check's output says, in the checker's words, that its exercise was left as given:
-    NOT ATTEMPTED with the exercise quoted, and no FAIL (as tests/test_student.py expects)."""
-    return "NOT ATTEMPTED" in text and "FAIL" not in text and "Exercise:" in text
-
-
-def problems(name, expected, page, student=False):
-    """Every way ``page`` (a ``read_page`` snapshot after Run All) differs from ``expected`` (the
-    instructor's ``expectations``), one sentence each, naming notebook and cell. A student
-    version may show the exercises' NotImplementedError, and its checks must report the exercise
-    as not attempted."""
-    def where(i):
-        cell = page[i] if i < len(page) else expected[i]
-        line = (cell.get("first_line") or expected[i]["first_line"]).strip()
-        return f"{name} cell {i} ({cell.get('prompt') or expected[i]['kind']} {line[:60]!r})"
-
-    found = []
-    if len(page) != len(expected):
-        return [f"{name}: the page shows {len(page)} cells, the notebook has {len(expected)}"]
-    not_run = [i for i, (cell, want) in enumerate(zip(page, expected))
-               if want["kind"] == "code" and not re.fullmatch(r"\[\d+\]:", cell["prompt"])]
-    if not_run:
-        found.append(f"{where(not_run[0])}: not run (prompt {page[not_run[0]]['prompt']!r})"
-                     + (f", and {len(not_run) - 1} code cells after it" if len(not_run) > 1 else ""))
-    for i, (cell, want) in enumerate(zip(page, expected)):
-        text = "".join(o["text"] for o in cell["outputs"])
-        for output in cell["outputs"]:
-            if is_error(output) and not (student and expected_student_exception(output["text"])):
-                last = [line for line in output["text"].splitlines() if line.strip()][-1:] or [""]
-                found.append(f"{where(i)}: shows an error: {last[0].strip()[:200]}")
-        if cell["images"] < want["images"]:
-            found.append(f"{where(i)}: should draw {want['images']} figure(s), the page shows {cell['images']} image(s)")
-        if cell.get("steppers", 0) < want.get("steppers", 0):
-            found.append(f"{where(i)}: should show {want['steppers']} stepper(s), the page shows {cell.get('steppers', 0)}")
-        if "check" in want["tags"]:
-            if student:
-                if not reports_missing_exercise(text):
-                    found.append(f"{where(i)}: a student's check should report the missing exercise "
-                                 f"(NOT ATTEMPTED ... Exercise: ...), shows {text.strip()[:300]!r}")
-            else:
-                passes = sum(line.startswith("PASS") for line in text.splitlines())
-                if passes < max(want["passes"], 1):
-                    found.append(f"{where(i)}: a check should show {max(want['passes'], 1)} PASS line(s), "
-                                 f"shows {text.strip()[:300]!r}")
-    total = sum(c["images"] for c in page)
-    if total < sum(c["images"] for c in expected) and not any("figure" in p for p in found):
-        found.append(f"{name}: {sum(c['images'] for c in expected)} figures expected, the page shows {total}")
-    return found
 
 
 def page_problems(driver, name, expected, student=False, grace=RENDER_GRACE):
@@ -396,7 +361,8 @@ if (!box) return null;
 const board = box.querySelector('.ps-student') || box.querySelector('.ps-board');
 return {
   label: box.querySelector('.ps-step-label')?.textContent ?? '',
-  cells: [...board.querySelectorAll('g.ps-cell')].map(g => [g.dataset.array, g.dataset.owner, +g.dataset.index, g.dataset.value]),
+  cells: [...board.querySelectorAll('g.ps-cell')]
+    .map(g => [g.dataset.array, g.dataset.owner, +g.dataset.index, g.dataset.value]),
   differing: board.querySelectorAll('rect[stroke="#d00000"]').length,
 };
 """
@@ -425,8 +391,12 @@ def move_slider(driver, index):
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", handle)
     handle.click()
     handle.send_keys(Keys.ARROW_RIGHT)
-    wait(driver, lambda d: (read_stepper(d, index) or {}).get("label") != before["label"], 30,
-         f"cell {index}: the stepper did not redraw after its slider moved")
+    wait(
+        driver,
+        lambda d: (read_stepper(d, index) or {}).get("label") != before["label"],
+        30,
+        f"cell {index}: the stepper did not redraw after its slider moved",
+    )
 
 
 def run_cell(driver, index, relpath, timeout=NOTEBOOK_TIMEOUT):

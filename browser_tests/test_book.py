@@ -5,6 +5,7 @@ built into a temporary folder (``pip install ".[docs]"``). It is served over HTT
 127.0.0.1, as a web server would, and read by the same headless Chromium as the notebooks.
 A figure that is on the page but whose file is missing must fail the same check.
 """
+
 import functools
 import http.server
 import os
@@ -15,9 +16,9 @@ import subprocess
 import sys
 import threading
 
-import pytest
-
 import labdriver
+import page_checks
+import pytest
 
 CHAPTERS = ("01_ladder", "07_tridiagonal_pcr")  # a scan chapter and a tridiagonal one, both with figures
 # An image that has loaded has a size; a missing file leaves an image of width 0.
@@ -31,8 +32,9 @@ def book(tmp_path_factory):
     if built:
         return pathlib.Path(built)
     out = tmp_path_factory.mktemp("book")
-    subprocess.run([sys.executable, "-m", "sphinx", "-W", "-q", "-b", "html", str(labdriver.ROOT / "docs"), str(out)],
-                   check=True)
+    subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "-q", "-b", "html", str(labdriver.ROOT / "docs"), str(out)], check=True
+    )
     return out
 
 
@@ -64,15 +66,19 @@ def browser():
 def figures(browser, url, chapter):
     """``[(src, loaded)]`` of the chapter page's output figures, after the page has loaded."""
     browser.get(f"{url}/notebooks/{chapter}.html")
-    labdriver.wait(browser, lambda d: d.execute_script("return document.readyState") == "complete",
-                   labdriver.LOAD_TIMEOUT, f"the book's page of {chapter} did not load")
+    labdriver.wait(
+        browser,
+        lambda d: d.execute_script("return document.readyState") == "complete",
+        labdriver.LOAD_TIMEOUT,
+        f"the book's page of {chapter} did not load",
+    )
     return browser.execute_script(FIGURES)
 
 
 def stored_figures(chapter):
     """The chapter's stored PNG outputs: its figures, and the pictures a stepper widget stores as its
     fallback (a static page shows those; JupyterLab shows the widget instead)."""
-    cells = labdriver.expectations(labdriver.ROOT / "notebooks" / f"{chapter}.ipynb")
+    cells = page_checks.expectations(labdriver.ROOT / "notebooks" / f"{chapter}.ipynb")
     return sum(cell["images"] + cell["steppers"] for cell in cells)
 
 
@@ -83,13 +89,15 @@ def test_a_chapters_page_shows_every_stored_figure(book, serve, browser, chapter
         shown = figures(browser, url, chapter)
         assert "prefixsum" in browser.title
         assert len(shown) == stored_figures(chapter) > 0, f"{chapter}: {len(shown)} figures on the page"
-        assert all(loaded for _, loaded in shown), f"{chapter}: figures that did not load: {[s for s, ok in shown if not ok]}"
+        assert all(loaded for _, loaded in shown), (
+            f"{chapter}: figures that did not load: {[s for s, ok in shown if not ok]}"
+        )
 
 
 def test_a_figure_whose_file_is_missing_fails_the_check(book, serve, browser, tmp_path):
     broken = shutil.copytree(book, tmp_path / "book")
     page = broken / "notebooks" / f"{CHAPTERS[0]}.html"
-    missing = re.search(r'<img [^>]*src="([^"]+)"', page.read_text()[page.read_text().index("cell_output"):]).group(1)
+    missing = re.search(r'<img [^>]*src="([^"]+)"', page.read_text()[page.read_text().index("cell_output") :]).group(1)
     (page.parent / missing).unlink()
     shown = figures(browser, serve(broken), CHAPTERS[0])
     assert len(shown) == stored_figures(CHAPTERS[0])

@@ -10,19 +10,21 @@ offers. The stepper (issue 31): chapter 01's stepper cell, its slider moved phas
 values drawn checked against the ladder's definition. Last, the tests of the tests: a notebook
 with a broken cell, and a stepper on a trace whose records of a phase were lost, fail them.
 """
+
 import re
 
+import labdriver
 import nbformat
+import page_checks
 import pytest
 
-import labdriver
 from conftest import NOTEBOOKS, STUDENT
 from prefixsum.classroom.student import student_version
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_instructor_notebook_runs_in_jupyterlab(path, lab, driver, on_failure):
-    expected = labdriver.expectations(path)
+    expected = page_checks.expectations(path)
     relpath = f"notebooks/{path.name}"
     with on_failure(driver, path.stem):
         labdriver.open_notebook(driver, lab, relpath, len(expected))
@@ -45,7 +47,7 @@ def test_student_path_in_jupyterlab(lab, driver, on_failure):
     # lead-in left with nothing to lead into: which cells, the package's own conversion says
     students_ids = {c.id for c in student_version(nbformat.read(STUDENT, as_version=4)).cells}
     kept = [c.id in students_ids for c in nbformat.read(STUDENT, as_version=4).cells]
-    expected = [e for e, keep in zip(labdriver.expectations(STUDENT), kept) if keep]
+    expected = [e for e, keep in zip(page_checks.expectations(STUDENT), kept) if keep]
     cells = [c for c, keep in zip(nbformat.read(STUDENT, as_version=4).cells, kept) if keep]
     exercise = next(i for i, c in enumerate(cells) if c.metadata.get("exercise_id") == "01.ladder-step")
     check = exercise + 1
@@ -58,15 +60,17 @@ def test_student_path_in_jupyterlab(lab, driver, on_failure):
         labdriver.run_all(driver, relpath)
         found = labdriver.page_problems(driver, name, expected, student=True)
         assert not found, "\n".join(found)
-        assert labdriver.reports_missing_exercise(check_text(driver, check))
+        assert page_checks.reports_missing_exercise(check_text(driver, check))
 
         # a correct solution, pasted into the exercise cell: Shift+Enter twice, PASS
         solution = solution_of(cells[exercise].source)
         labdriver.type_into_cell(driver, exercise, solution)
         labdriver.run_cell_and_next(driver, exercise, relpath)
         text = check_text(driver, check)
-        assert text.startswith("PASS") and "FAIL" not in text, f"{name} cell {check}: the correct solution should PASS, shows {text!r}"
-        assert not any(labdriver.is_error(o) for o in labdriver.read_page(driver)[exercise]["outputs"])
+        assert text.startswith("PASS") and "FAIL" not in text, (
+            f"{name} cell {check}: the correct solution should PASS, shows {text!r}"
+        )
+        assert not any(page_checks.is_error(o) for o in labdriver.read_page(driver)[exercise]["outputs"])
 
         # a wrong one (off by one: each element adds the first of its own run, not the last of
         # the run before): the checker's diagnosis, not PASS
@@ -75,8 +79,9 @@ def test_student_path_in_jupyterlab(lab, driver, on_failure):
         labdriver.type_into_cell(driver, exercise, wrong)
         labdriver.run_cell_and_next(driver, exercise, relpath)
         text = check_text(driver, check)
-        assert text.startswith("FAIL") and "PASS" not in text and "NotImplementedError" not in text, \
+        assert text.startswith("FAIL") and "PASS" not in text and "NotImplementedError" not in text, (
             f"{name} cell {check}: the wrong solution should get the checker's diagnosis, shows {text!r}"
+        )
         print(f"\nthe checker on the wrong solution: {text.strip()}")
 
         # the verdict's hint opens the stepper on that run, beside the package's scan, at the
@@ -84,8 +89,12 @@ def test_student_path_in_jupyterlab(lab, driver, on_failure):
         assert "ps.viz.step_failure()" in text, f"{name} cell {check}: the verdict should offer the stepper: {text!r}"
         labdriver.type_into_cell(driver, check, "ps.viz.step_failure(block_size=BLOCK)")
         labdriver.run_cell(driver, check, relpath)
-        shown = labdriver.wait(driver, lambda d: labdriver.read_stepper(d, check), 30,
-                               f"{name} cell {check}: ps.viz.step_failure() drew no stepper")
+        shown = labdriver.wait(
+            driver,
+            lambda d: labdriver.read_stepper(d, check),
+            30,
+            f"{name} cell {check}: ps.viz.step_failure() drew no stepper",
+        )
         assert "phase 1" in shown["label"] and shown["differing"] > 0, shown["label"]
 
 
@@ -100,7 +109,7 @@ def ladder_after(x, phase, width=32):
     of 2^phase cells holds the scan of its inputs (lanes past the input hold the identity, 0)."""
     cells = list(x) + [0] * (width - len(x))
     run = 1 << phase
-    return [sum(cells[i & ~(run - 1): i + 1]) for i in range(width)]
+    return [sum(cells[i & ~(run - 1) : i + 1]) for i in range(width)]
 
 
 def ladder_stepper_problems(driver, index, phases=3):
@@ -118,8 +127,10 @@ def ladder_stepper_problems(driver, index, phases=3):
             shown = labdriver.read_stepper(driver, index)
         rungs = labdriver.drawn_values(shown, "rungs")
         if f"phase {phase}" not in shown["label"] or rungs != ladder_after(x, phase):
-            found.append(f"cell {index} at slider step {phase}: the page shows {shown['label']!r} with rungs "
-                         f"{rungs}; the ladder's phase {phase} gives {ladder_after(x, phase)}")
+            found.append(
+                f"cell {index} at slider step {phase}: the page shows {shown['label']!r} with rungs "
+                f"{rungs}; the ladder's phase {phase} gives {ladder_after(x, phase)}"
+            )
     return found
 
 
@@ -146,8 +157,11 @@ def test_a_trace_with_a_phase_lost_fails_the_stepper_check(lab, driver, tmp_path
     """The records of phase 2 dropped: the stepper refuses the trace at the first read they fed."""
     notebook = nbformat.read(STUDENT, as_version=4)
     cell = next(c for c in notebook.cells if STEPPER_CELL in c.source)
-    cell.source = cell.source.replace(STEPPER_CELL, "seed_trace = ps.trace.Trace([r for r in seed_trace.records "
-                                      "if r.phase != 2], seed_trace.launches)  # broken on purpose\n" + STEPPER_CELL)
+    cell.source = cell.source.replace(
+        STEPPER_CELL,
+        "seed_trace = ps.trace.Trace([r for r in seed_trace.records "
+        "if r.phase != 2], seed_trace.launches)  # broken on purpose\n" + STEPPER_CELL,
+    )
     source = tmp_path / "broken_stepper.ipynb"
     nbformat.write(notebook, source)
     labdriver.lay_out(lab.root, notebooks=[source])
@@ -160,7 +174,9 @@ def test_the_stepper_check_reads_a_page():
     """``ladder_after`` and ``drawn_values`` without a browser: a drawing one phase ahead is wrong."""
     x = [2] * 30
     assert ladder_after(x, 1)[:4] == [2, 4, 2, 4] and ladder_after(x, 5)[29:] == [60, 60, 60]
-    cells = [["x", "", i, "2"] for i in range(30)] + [["rungs", "0", i, str(v)] for i, v in enumerate(ladder_after(x, 2))]
+    cells = [["x", "", i, "2"] for i in range(30)] + [
+        ["rungs", "0", i, str(v)] for i, v in enumerate(ladder_after(x, 2))
+    ]
     shown = {"label": "phase 1", "cells": cells, "differing": 0}
     assert labdriver.drawn_values(shown, "x") == x
     assert labdriver.drawn_values(shown, "rungs") != ladder_after(x, 1)
@@ -178,9 +194,12 @@ def raising_cell(notebook):
 
 def figure_not_drawn(notebook):
     """01 up to its first figure, whose cell computes the trace but draws nothing."""
-    first = next(i for i, c in enumerate(notebook.cells)
-                 if any("image/png" in o.get("data", {}) and not labdriver.is_stepper(o) for o in c.get("outputs", [])))
-    notebook.cells = notebook.cells[:first + 1]
+    first = next(
+        i
+        for i, c in enumerate(notebook.cells)
+        if any("image/png" in o.get("data", {}) and not page_checks.is_stepper(o) for o in c.get("outputs", []))
+    )
+    notebook.cells = notebook.cells[: first + 1]
     notebook.cells[first].source = notebook.cells[first].source.splitlines()[0]  # the trace, not the picture
     return notebook, first
 
@@ -191,7 +210,7 @@ def test_a_broken_notebook_fails_the_browser_check(breakage, lab, driver, tmp_pa
     source = tmp_path / f"broken_{breakage.__name__}.ipynb"
     nbformat.write(notebook, source)
     labdriver.lay_out(lab.root, notebooks=[source])
-    expected = labdriver.expectations(source)
+    expected = page_checks.expectations(source)
     relpath = f"notebooks/{source.name}"
     labdriver.open_notebook(driver, lab, relpath, len(expected))
     labdriver.run_all(driver, relpath)
@@ -209,22 +228,47 @@ def test_a_broken_notebook_fails_the_browser_check(breakage, lab, driver, tmp_pa
 
 def test_problems_reads_a_page():
     """``problems`` without a browser, on hand-made snapshots (the same checks, in milliseconds)."""
-    expected = [{"kind": "code", "tags": [], "first_line": "x = 1", "images": 1, "passes": 0},
-                {"kind": "code", "tags": ["check"], "first_line": "print(check())", "images": 0, "passes": 1}]
-    good = [{"kind": "code", "prompt": "[1]:", "first_line": "x = 1", "images": 1,
-             "outputs": [{"mime": "application/vnd.jupyter.stderr", "text": "prefixsum: running on the CUDA simulator"}]},
-            {"kind": "code", "prompt": "[2]:", "first_line": "print(check())", "images": 0,
-             "outputs": [{"mime": "application/vnd.jupyter.stdout", "text": "PASS f: 3 sizes\n"}]}]
-    assert labdriver.problems("nb", expected, good) == []
-    bad = [dict(good[0], images=0, outputs=[{"mime": "application/vnd.jupyter.stderr",
-                                              "text": "Traceback (most recent call last)\nValueError: no"}]),
-           dict(good[1], prompt="[ ]:", outputs=[])]
-    found = labdriver.problems("nb", expected, bad)
+    expected = [
+        {"kind": "code", "tags": [], "first_line": "x = 1", "images": 1, "passes": 0},
+        {"kind": "code", "tags": ["check"], "first_line": "print(check())", "images": 0, "passes": 1},
+    ]
+    good = [
+        {
+            "kind": "code",
+            "prompt": "[1]:",
+            "first_line": "x = 1",
+            "images": 1,
+            "outputs": [{"mime": "application/vnd.jupyter.stderr", "text": "prefixsum: running on the CUDA simulator"}],
+        },
+        {
+            "kind": "code",
+            "prompt": "[2]:",
+            "first_line": "print(check())",
+            "images": 0,
+            "outputs": [{"mime": "application/vnd.jupyter.stdout", "text": "PASS f: 3 sizes\n"}],
+        },
+    ]
+    assert page_checks.problems("nb", expected, good) == []
+    bad = [
+        dict(
+            good[0],
+            images=0,
+            outputs=[
+                {"mime": "application/vnd.jupyter.stderr", "text": "Traceback (most recent call last)\nValueError: no"}
+            ],
+        ),
+        dict(good[1], prompt="[ ]:", outputs=[]),
+    ]
+    found = page_checks.problems("nb", expected, bad)
     assert any("cell 0" in f and "ValueError: no" in f for f in found)
     assert any("cell 0" in f and "figure" in f for f in found)
     assert any("cell 1" in f and "not run" in f for f in found)
     assert any("cell 1" in f and "PASS" in f for f in found)
-    student = [good[0], dict(good[1], outputs=[{"mime": "application/vnd.jupyter.stdout",
-                                                "text": "NOT ATTEMPTED f: Exercise: write it"}])]
-    assert labdriver.problems("nb", expected, student, student=True) == []
-    assert labdriver.problems("nb", expected, student)  # an instructor's check must PASS
+    student = [
+        good[0],
+        dict(
+            good[1], outputs=[{"mime": "application/vnd.jupyter.stdout", "text": "NOT ATTEMPTED f: Exercise: write it"}]
+        ),
+    ]
+    assert page_checks.problems("nb", expected, student, student=True) == []
+    assert page_checks.problems("nb", expected, student)  # an instructor's check must PASS

@@ -98,8 +98,9 @@ def test_what_is_not_a_measurement_passes(source):
     assert measured_figures(source) == []
 
 
-LINTED = ("prefixsum", "tests", "benchmarks", "notebooks/build.py")
-"""What ruff checks and formats: the package, the tests, the benchmarks and the notebooks' builder."""
+LINTED = ("prefixsum", "tests", "browser_tests", "benchmarks", "notebooks/build.py")
+"""What ruff checks and formats: the package, the tests (the browser's too), the benchmarks and the
+notebooks' builder."""
 
 
 def test_ruff_check_passes():
@@ -127,13 +128,14 @@ def test_ruff_format_check_passes():
 
 
 MODULE_LINES = 500
-"""The most lines a module of the package, the tests or the benchmarks may have (one concern a module)."""
+"""The most lines a module of the package, the tests (the browser's too) or the benchmarks may have
+(one concern a module)."""
 
 
 def test_no_module_is_longer_than_the_house_allows():
     long = {
         str(path.relative_to(ROOT)): lines
-        for folder in ("prefixsum", "tests", "benchmarks")
+        for folder in ("prefixsum", "tests", "browser_tests", "benchmarks")
         for path in sorted((ROOT / folder).rglob("*.py"))
         if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MODULE_LINES
     }
