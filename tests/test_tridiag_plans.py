@@ -60,7 +60,8 @@ def test_a_plan_solves_in_a_loop_and_says_what_it_runs(method, rng):
 
 
 def test_a_plan_refuses_what_it_was_not_made_for():
-    with pytest.raises(TypeError, match="unsupported dtype 'int32'; the allowed dtypes are float32 and float64"):
+    refusal = "^dtype: unsupported dtype 'int32'; the allowed dtypes are float32 and float64$"
+    with pytest.raises(TypeError, match=refusal):
         tridiag.plan_solve(np.int32, 5)
     for shape in ((2, 3, 4), (-1, 4), (2.0, 4)):
         with pytest.raises(ValueError, match=re.escape(f"got {shape!r}")):

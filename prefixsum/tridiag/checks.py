@@ -57,9 +57,7 @@ def check_plan_shape(dtype, shape):
     """``(dtype, shape)`` of a :class:`.api.SolvePlan`: the numpy dtype, float32 or float64
     (else TypeError), and the shape as a tuple of ints, ``(n,)`` or ``(batch, n)`` from n, (n,) or
     (batch, n), with batch >= 0 and n >= 1 (else ValueError)."""
-    dtype = np.dtype(dtype)
-    if dtype not in DTYPES:
-        raise TypeError(f"unsupported dtype {dtype.name!r}; the allowed dtypes are float32 and float64")
+    dtype = check_float_dtype(np.dtype(dtype), "dtype")
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     if len(shape) not in (1, 2) or not all(
         isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k >= 0 for k in shape
