@@ -8,7 +8,7 @@
 # estimates for an H100 beside each, imports and compiling included); all GPU stages together take
 # about 17 minutes, so run them in three commands: "scans kstep" (5 min), "hierarchical table1"
 # (5 min), "tridiag householder warp" (7 min), each bringing back at most 5 files. sim_speed runs
-# on any CPU. See ../shared/specs/gpu.md for the GPU machine.
+# on any CPU. The GPU machine reaches no package index: benchmarks/device_wheels.sh fetches its wheels.
 set -euo pipefail
 
 # Each stage and the files it writes under $out: every committed result in benchmarks/ is one of
@@ -104,7 +104,7 @@ stage_hierarchical() {
     --csv "$out/hierarchical_bench.csv"
 }
 
-# GPU, about 1 minute: seed 001's Table 1 and its dtype and operator sweeps.
+# GPU, about 1 minute: Table 1 of Lungu, Petrosanu and Pirjan (2011) and its dtype and operator sweeps.
 stage_table1() {
   "$python" benchmarks/table1.py $quick_flag --out "$out"
 }

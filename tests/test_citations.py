@@ -29,6 +29,8 @@ def readable_files():
         "docs/*.md",
         "prefixsum/**/*.py",
         "benchmarks/*.py",
+        "benchmarks/*.sh",
+        ".ci/*",
         "benchmarks/README.md",
         "tests/*.py",
     )

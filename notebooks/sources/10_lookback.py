@@ -185,10 +185,14 @@ print(f"without the fence: {(no_fence != np.cumsum(chain_x)).sum()} of {len(chai
 # bytes, and CUB keeps them in one 16-byte word too (`ScanTileState` in
 # `single_pass_scan_operators.cuh`: written by one 16-byte vector store, `st.relaxed.gpu.v2.u64`,
 # read by one vector load), counting on the hardware to move an aligned 16-byte vector whole.
-# numba offers neither a 16-byte atomic nor an ordered 16-byte access, so for 8-byte values the
-# package takes the two-word protocol with the fence on both sides (and separate slots for the
-# aggregate and the prefix, so that a reader that saw AGGREGATE cannot read a prefix written
-# into the same slot later; exercise 10.publish, and the instructor's version prints the package's code here):
+# numba has no 16-byte atomic, but the package reaches the same relaxed 16-byte vector store and
+# load at gpu scope through its one door to numba's internals
+# (`prefixsum.core.numba_gpu.relaxed_words`), so an 8-byte value and its flag travel as CUB's do:
+# one pair, written by one store and read by one load, with no fence. Only a user operator's
+# tuple, which fits no word, takes the two-word protocol: a flag word, value slots written before
+# a fence, and separate slots for the aggregate and the prefix, so that a reader that saw
+# AGGREGATE cannot read a prefix written into the same slot later. (Exercise 10.publish writes
+# the 4-byte types' packed word.) The instructor's version prints the package's code here:
 
 # %% tags=["instructor"]
 print(inspect.getsource(lookback.state_access))
@@ -260,11 +264,11 @@ for size, dtypes in (("4-byte", ("float32", "int32")), ("8-byte", ("float64", "i
 # %% [markdown]
 # On this GPU, for 4-byte types the single pass is faster than `torch.cumsum` at every size,
 # reaches most of the bandwidth of torch's copy and beats a plain numba copy kernel (`copy`; the
-# ranges printed above); for 8-byte types it is faster too, by less, though each look-back step
-# is two atomics and a fence instead of one atomic. In that run every length used one tile,
-# 128 threads × 32 elements, chosen from a table of eight shapes at $2^{24}$, $2^{26}$ and $2^{28}$
-# (`benchmarks/lookback_tiles.csv`, from another card of the same generation, with faster memory);
-# the package now takes its tile per element size and length (below).
+# ranges printed above); for 8-byte types it is faster too, by less: each element moves twice
+# the bytes, and both kernels are bound by memory there. The run took, for each element size and
+# length, the tile the package takes (`benchmarks/scan_tiles.csv`, below); an earlier run, with
+# one tile of 128 threads × 32 elements for every length and the 8-byte states in two words with
+# a fence, took 6-9 % longer for 8-byte types at $2^{24}$ to $2^{28}$ on the same kind of GPU.
 # At $2^{24}$ the kernel was once bound by its instructions, not by memory: a profile by Nsight
 # Compute (`benchmarks/lookback_ncu.py`) found about 3.5 times the instructions per cycle of
 # `torch.cumsum`'s kernel and

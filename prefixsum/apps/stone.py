@@ -32,8 +32,8 @@ class a small pivot ruins it without an error, as it does every non-pivoting sol
 :mod:`prefixsum.tridiag`; only an exactly zero pivot or a non-finite result raises. Measured on
 the simulator against LAPACK (``scipy.linalg.solve_banded``; ``tests/test_stone.py``): on random
 diagonally dominant systems and random symmetric positive definite ones ``B B^T`` (``B`` lower
-bidiagonal, many rows not dominant), n from 1 to 2^16, float32 and float64 (the tests keep
-2^16 for float32 positive definite systems, 2^14 for float64 dominant ones), the normwise
+bidiagonal, many rows not dominant), n from 1 to 2^16, float32 and float64 (the tests run
+2^16 rows on float64 dominant systems and on float32 positive definite ones), the normwise
 backward error ``|A x - d|_inf / (|A|_inf |x|_inf + |d|_inf)`` stays below ``eps`` and the
 error below ``0.5 n eps kappa`` (below ``10^-4 n eps kappa`` from n = 1000 on). It is not
 as stable as the sequential elimination, though: the pivots come from products of many
