@@ -198,7 +198,8 @@ def my_hs_tile(x, out, totals, n):
 
 # %% tags=["check"] exercise_id="03.hs-step"
 print(ps.check.tiled(my_hs_tile, block_size=64,  # the check's tile, whatever BLOCK says
-                     budget=ps.check.Budget(barriers=7, accesses_per_step=4, traffic_per_element=2)))
+                     budget=ps.check.Budget(barriers=7, accesses_per_step=4, traffic_per_element=2),
+                     reference="hillis_steele"))  # a failure is stepped beside the package's hillis_steele tile
 
 # %% [markdown]
 # The package's kernel, for comparison (a $2 \times$ `lanes` array `buffers`, a factory for
@@ -320,7 +321,8 @@ def my_hs_one_buffer_tile(x, out, totals, n):
 
 # %% tags=["check"] exercise_id="03.hs-two-barriers"
 print(ps.check.tiled(my_hs_one_buffer_tile, block_size=64,
-                     budget=ps.check.Budget(barriers=13, accesses_per_step=4, traffic_per_element=2)))
+                     budget=ps.check.Budget(barriers=13, accesses_per_step=4, traffic_per_element=2),
+                     reference="hillis_steele"))  # a failure is stepped beside the package's hillis_steele tile
 
 # %% [markdown]
 # ## 4. Blelloch: up-sweep and down-sweep
@@ -517,7 +519,8 @@ def my_blelloch_tile(x, out, totals, n):
 
 # %% tags=["check"] exercise_id="03.blelloch-down-sweep"
 print(ps.check.tiled(my_blelloch_tile, block_size=64,
-                     budget=ps.check.Budget(barriers=14, accesses_per_step=5, traffic_per_element=2)))
+                     budget=ps.check.Budget(barriers=14, accesses_per_step=5, traffic_per_element=2),
+                     reference="blelloch"))  # a failure is stepped beside the package's blelloch tile
 
 # %% [markdown]
 # The package's `blelloch_256_kernel` of section 5, for comparison:

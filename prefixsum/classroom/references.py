@@ -24,19 +24,20 @@ STEPPABLE = ("wrong-result", "unwritten-output", "race", "uninitialized-read", "
 """The checker's diagnoses that stepping through the run shows."""
 
 
-def failure_hint(diagnosis, run, x, op, inclusive, reverse, fn=None):
+def failure_hint(diagnosis, run, x, op, inclusive, reverse, fn=None, reference=None):
     """The stepper's line in a failing check's hint: for a diagnosis of the data flow
     (:data:`STEPPABLE`) on at most :data:`FAILING_SIZES` elements, with one of the package's operators.
 
     Keeps the failing run, its input and the checked function ``fn`` (in the process that
     checked: the simulating worker on a GPU machine), for :func:`last_failure`, at any size: a
-    failure on more elements is stepped through on a smaller input that fails too.
+    failure on more elements is stepped through on a smaller input that fails too. ``reference``:
+    the registered scan the check named as its exercise's (None: the most alike).
     """
     n = len(x[0]) if isinstance(x, tuple) else len(x)
     if diagnosis not in STEPPABLE or not isinstance(op, str) or not run.records:
         return ""
     _last.clear()
-    _last.update(run=run, x=x, op=op, inclusive=inclusive, reverse=reverse, fn=fn)
+    _last.update(run=run, x=x, op=op, inclusive=inclusive, reverse=reverse, fn=fn, reference=reference)
     return " Step through it beside the package's scan: ps.viz.step_failure()" if n <= FAILING_SIZES else ""
 
 
@@ -52,7 +53,8 @@ def last_failure(algorithm=None, **options):
     """``(student trace, reference trace)`` of the last failing check that kept its run.
 
     The reference is ``prefixsum.scan`` on the same input: with ``algorithm`` (and ``options``) if given, else the
-    exercise's own algorithm (with the ``options`` it takes), found as the registered scan whose run agrees most alike
+    exercise's own algorithm (with the ``options`` it takes): the scan the check named (its ``reference=``), in the
+    tile most alike the student's run, or else found as the registered scan whose run agrees most alike
     the student's, step by step (:func:`likeness`: the cells each step reads and writes; then the latest first
     difference), each run with the student's block size where it takes one: a Hillis-Steele tile beside
     Hillis-Steele, a look-back beside the look-back. A check that failed on more than :data:`FAILING_SIZES`
@@ -71,7 +73,8 @@ def last_failure(algorithm=None, **options):
     if algorithm is not None:
         reference = reference_run(x, _last, algorithm, options)
     else:
-        reference = closest(student, x, _last, options)
+        named = _last.get("reference")
+        reference = closest(student, x, _last, options, names=None if named is None else (named,))
     return tuple(tracing.Trace(run.records, run.launches, fences=run.fences) for run in (student, reference))
 
 
@@ -110,13 +113,15 @@ def reference_run(x, failure, algorithm, options):
     )
 
 
-def closest(student, x, failure, given):
+def closest(student, x, failure, given, names=None):
     """The run of the registered scan most alike ``student`` (:func:`likeness`; ties: the first registered),
-    each with the ``given`` options it takes."""
+    each with the ``given`` options it takes; among ``names`` only when given (the scan a check named)."""
     threads = math.prod(student.launches[0].block) if student.launches else None
     mine = stepping.model(student)
     best, best_agreement = None, None
     for name, algorithm in ALGORITHMS.items():
+        if names is not None and name not in names:
+            continue
         for options in _options_like(algorithm, threads, given):
             run = reference_run(x, failure, name, options)
             if run.error is not None or not run.records:

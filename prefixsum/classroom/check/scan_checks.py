@@ -136,6 +136,7 @@ def scan(
     identity=None,
     budget=None,
     polls=None,
+    reference=None,
 ):
     """Check ``fn``, a student's scan, against the reference.
 
@@ -164,6 +165,10 @@ def scan(
         waits and the state it polls.
     name : str, optional
         Shown in the verdict (default: ``fn``'s name).
+    reference : str, optional
+        The registered scan the exercise writes (``"hillis_steele"``, ``"blelloch"``, ...): a failing
+        run is stepped beside it by :func:`prefixsum.viz.step_failure`, in the tile the student's
+        run takes. Default: the registered scan whose run is most alike the student's.
     budget : Budget, optional
         What the run may spend (barriers, accesses per step, traffic, bank conflicts, the
         look-back's order); a run with the right numbers that spends more fails as
@@ -191,6 +196,11 @@ def scan(
         dtype = check_dtype(dtype)
     if budget is not None and not isinstance(budget, Budget):
         raise TypeError(f"budget must be a prefixsum.check.Budget or None; got {type(budget).__name__}")
+    if reference is not None:
+        from ...scans.registry import ALGORITHMS
+
+        if reference not in ALGORITHMS:
+            raise ValueError(f"reference={reference!r} is no registered scan; they are {', '.join(ALGORITHMS)}")
     sizes = tuple(sorted(sizes or DEFAULT_SIZES))
     shown = sizes
     sizes, seed = _sizes_and_seed(sizes)
@@ -240,7 +250,14 @@ def scan(
         if diagnosis != "pass":
             # The stepper's call (issue 31); the grader's replayer runs no student code, so it keeps no function.
             hint += references.failure_hint(
-                diagnosis, run, x, op, inclusive, reverse, fn=fn if observed.current() is None else None
+                diagnosis,
+                run,
+                x,
+                op,
+                inclusive,
+                reverse,
+                fn=fn if observed.current() is None else None,
+                reference=reference,
             )
             return CheckResult(False, diagnosis, name, shown, n, index, hint)
         passed_sizes.append(n)
