@@ -9,6 +9,7 @@ from outside the checkout.
 """
 
 import ast
+import contextlib
 import difflib
 import fnmatch
 import inspect
@@ -129,7 +130,21 @@ def _solutions(notebook):
 
 
 def _printed(cell):
-    return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+    """What a cell shows as text: its printed streams, and the text of a displayed value (a cell
+    ending in ``inspect.getsource(f)`` shows the source without printing it, as a string's repr)."""
+    return "".join(
+        o.get("text", "") if o.get("output_type") == "stream" else _shown_value(o.get("data", {}).get("text/plain", ""))
+        for o in cell.get("outputs", [])
+    )
+
+
+def _shown_value(text):
+    """A displayed string's own text (its repr read back), any other value's repr as shown."""
+    with contextlib.suppress(ValueError, SyntaxError, MemoryError, RecursionError):
+        value = ast.literal_eval(text)
+        if isinstance(value, str):
+            return value
+    return text
 
 
 def _tokens(text):
@@ -165,6 +180,11 @@ def test_the_answer_test_sees_an_answer_printed():
     package = inspect.getsource(onesweep.warp_digit_rank)
     assert _shown_share(solution, package) > 0.8 > _ANSWER_SHOWN
     assert _shown_share(solution, inspect.getsource(onesweep.tile_items)) < 0.1
+    displayed = nbformat.v4.new_code_cell(
+        "inspect.getsource(apps.onesweep.warp_digit_rank)",
+        outputs=[nbformat.v4.new_output("execute_result", {"text/plain": repr(package)}, execution_count=1)],
+    )
+    assert _shown_share(solution, _printed(displayed)) > 0.8  # shown as the cell's value, not printed
 
 
 def test_the_simulator_notice_is_no_error_in_a_notebook():
