@@ -739,9 +739,10 @@ ax.axhline(0.5, color="grey", linewidth=0.8, linestyle=":")
 # look-back's reads of the L2 cache; DRAM is mostly idle. The dotted line
 # is half the library's speed. The readable versions of sections 4 and 5 are correct and simple,
 # and the last lines say what fusing their passes buys. One row we cannot explain yet: the sort
-# with values at 2^20 takes 484 us a whole call here, timed in turn with the libraries' calls,
-# but 150 us when timed in turn with the sort of keys alone (133 us), on the same kind of GPU
-# (`benchmarks/sort_call_profile.txt`, with the profile of its host time). Splines: building costs a PCR solve plus
+# with values at 2^20 takes about five times its device time a whole call here, timed in turn
+# with the libraries' calls, but little more than the sort of keys alone when the two are timed in
+# turn by themselves, on the same kind of GPU (`benchmarks/sort_call_profile.txt`, with the
+# profile of its host time). Splines: building costs a PCR solve plus
 # numpy arithmetic on the host; evaluation is one kernel (a binary search and Horner's rule per
 # point); CuPy's own build spends its time in `BSpline.design_matrix`, at Python's built-in `min`
 # over a CuPy array, which brings the elements to the host one comparison at a time.
