@@ -4,6 +4,7 @@ timeline (lookback_timeline), and the failing run kept beside its reference (ref
 
 import collections
 import math
+import pathlib
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ from numba import cuda, float32
 from shared_kernels import run_strided
 
 import prefixsum as ps
-from prefixsum.classroom import lookback_timeline, mutants, references, stepping, trace
+from prefixsum.classroom import cells, lookback_timeline, mistakes, mutants, mutation, references, stepping, trace
 
 
 def one_tile(kernel, x, threads):
@@ -255,50 +256,30 @@ def test_a_failing_tile_is_stepped_beside_its_own_algorithm_not_the_ladder():
     assert first is not None and first < len(stepping.model(student)) - 2  # in the steps, not at the store of out
 
 
-@cuda.jit
-def hs_one_buffer_without_the_barrier_after_the_store_tile(x, out, totals, n):
-    """03.hs-two-barriers' named mistake "no barrier after the store": the next stride reads cells
-    that other threads of the block may not have stored yet."""
-    cells = cuda.shared.array(BLOCK, float32)
-    t = cuda.threadIdx.x
-    i = cuda.blockIdx.x * BLOCK + t
-    cells[t] = x[i] if i < n else float32(0)
-    cuda.syncthreads()
-    stride = 1
-    while stride < BLOCK:
-        value = cells[t]
-        if t >= stride:
-            value += cells[t - stride]
-        cuda.syncthreads()
-        cells[t] = value
-        stride <<= 1
-    cuda.syncthreads()
-    if i < n:
-        out[i] = cells[t]
-    if t == BLOCK - 1:
-        totals[cuda.blockIdx.x] = cells[t]
-
-
 def test_a_check_that_names_its_exercises_scan_is_stepped_beside_it():
     """Issue 47: one buffer and two barriers a stride reads and writes as the ladder does, so the most
     alike registered scan is the ladder, whose first difference comes at the end; 03.hs-two-barriers'
-    check names Hillis-Steele (``reference=``), and the stepper takes it, in the student's tile."""
-    assert not ps.check.tiled(hs_one_buffer_without_the_barrier_after_the_store_tile, block_size=BLOCK)
+    check names Hillis-Steele (``reference=``), and the stepper takes it, in the student's tile. The
+    student's kernel is the named mistake "no barrier after the store", made in the notebook's cell."""
+    notebook = pathlib.Path(__file__).resolve().parents[1] / "notebooks" / "03_hillis_steele_blelloch.ipynb"
+    exercise = next(e for e in mutation.exercises([notebook]) if e.id == "03.hs-two-barriers")
+    mistake = next(m for m in mistakes.for_exercise(exercise.id) if m.name == "no barrier after the store")
+    wrong = mistake.source(exercise.source)
+    namespace = dict(mutation.set_up(exercise))
+    exec(cells.compiled(wrong, f"<{exercise.id}>"), namespace)  # noqa: S102  (the notebook's cell, as the grader runs it)
+    tile = namespace["my_hs_one_buffer_tile"]
+    assert not ps.check.tiled(tile, block_size=BLOCK)
     _, guessed = references.last_failure()
     assert [launch.kernel for launch in guessed.launches] == ["ladder_tile"]
-    verdict = ps.check.tiled(
-        hs_one_buffer_without_the_barrier_after_the_store_tile, block_size=BLOCK, reference="hillis_steele"
-    )
-    assert not verdict and "ps.viz.step_failure()" in verdict.hint
+    passed, output = mutation.verdict(exercise, wrong)  # the notebook's check cell, which names its scan
+    assert not passed and "ps.viz.step_failure()" in output
     student, named = references.last_failure()
     assert [launch.kernel for launch in named.launches] == ["hillis_steele_tile"]
     assert math.prod(named.launches[0].block) == BLOCK
     first = stepping.first_difference(stepping.model(student), stepping.model(named))
     assert first is not None and first <= 3  # at the stride whose store is not waited for, not at the end
     with pytest.raises(ValueError, match=r"reference='hillis-steele' is no registered scan; they are .*hillis_steele"):
-        ps.check.tiled(
-            hs_one_buffer_without_the_barrier_after_the_store_tile, block_size=BLOCK, reference="hillis-steele"
-        )
+        ps.check.tiled(tile, block_size=BLOCK, reference="hillis-steele")
 
 
 def test_a_check_that_failed_on_many_elements_is_stepped_on_a_small_input_or_says_why_not():
