@@ -3,10 +3,10 @@
 ``benchmarks/applications.csv`` (H100, 2026-12-07) shows the sort of keys with values taking
 200-500 us more per whole call than its kernels, where the sort of keys alone takes 60-80 us
 more: this script looks for the difference. It sorts uint32 keys alone and with int32 values,
-device arrays in and out, the two calls in turn, and prints the median whole call (host clock,
-synchronized) beside the device's idle synchronize, then the functions with the most time of
-their own under cProfile, per kind of call. Nothing is written: the claims come from
-``benchmarks/applications.py``.
+device arrays in and out, the two calls in turn (``prefixsum.cli.timing.host_us_in_turn``), and
+prints the median whole call (host clock, synchronized) beside the device's idle synchronize,
+then the functions with the most time of their own under cProfile, per kind of call. Nothing is
+written: the claims come from ``benchmarks/applications.py``.
 
 Run: ``python benchmarks/sort_call_profile.py [--calls 100] [--quick] > sort_call_profile.txt`` on a
 GPU (``run_gpu.sh sort_calls``).
@@ -16,7 +16,6 @@ import argparse
 import cProfile
 import pstats
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -29,20 +28,7 @@ from numba import cuda  # noqa: E402
 
 from prefixsum import apps  # noqa: E402
 from prefixsum.cli.metadata import run_metadata  # noqa: E402
-from prefixsum.cli.timing import require_gpu  # noqa: E402
-
-
-def whole_calls(calls, rounds):
-    """``{name: median us}`` of each ``calls[name]()`` plus a synchronize, the calls taken in turn."""
-    times = {name: [] for name in calls}
-    for _ in range(rounds):
-        for name, call in calls.items():
-            cuda.synchronize()
-            start = time.perf_counter()
-            call()
-            cuda.synchronize()
-            times[name].append(time.perf_counter() - start)
-    return {name: float(np.median(t)) * 1e6 for name, t in times.items()}
+from prefixsum.cli.timing import QUICK_REPEATS, host_us_in_turn, require_gpu  # noqa: E402
 
 
 def main(argv=None):
@@ -57,7 +43,7 @@ def main(argv=None):
     print("# " + ", ".join(f"{key} {value}" for key, value in meta.items() if key != "command"))
     print(f"# command: {meta['command']}")
     sizes = [40] if options.quick else [1 << 20, 1 << 24]
-    calls = 1 if options.quick else options.calls
+    calls = QUICK_REPEATS if options.quick else options.calls
     rng = np.random.default_rng(0)
     for n in sizes:
         host_keys = rng.integers(0, 1 << 32, n, dtype=np.uint32)
@@ -75,7 +61,7 @@ def main(argv=None):
             "keys and values": lambda: apps.radix_sort(keys, values),
             "synchronize (idle)": lambda: None,
         }
-        medians = whole_calls(kinds, calls)
+        medians = host_us_in_turn({name: _synchronized(call) for name, call in kinds.items()}, repeats=calls)
         print(f"\n=== n = {n}, uint32 keys, int32 values, device arrays ({calls} calls each, in turn):")
         for name, us in medians.items():
             print(f"  {name:20s} {us:9.1f} us")
@@ -88,6 +74,16 @@ def main(argv=None):
                 profile.disable()
             print(f"\n--- n = {n}, {name}: own time per function, {calls} calls")
             pstats.Stats(profile).sort_stats("tottime").print_stats(options.top)
+
+
+def _synchronized(call):
+    """``call`` followed by a synchronize: a whole call as a user waits for it."""
+
+    def whole():
+        call()
+        cuda.synchronize()
+
+    return whole
 
 
 if __name__ == "__main__":
