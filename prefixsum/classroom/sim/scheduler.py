@@ -157,6 +157,7 @@ class Launch:
         self._fence_hooks = fence_hooks
         self._wait_hooks = wait_hooks
         self._point = None  # points a function's ``cuda`` at self.module, while run() runs
+        self._typed = {}  # device function -> the function to run: pointed and rewritten once a launch
         self._main = None
         self._blocks = []  # the resident ones
         self._moved = False  # whether a round released, retired or resumed a thread not cycling
@@ -259,10 +260,15 @@ class Launch:
 
     def call(self, fn, args):
         """Call the device function ``fn`` from the running thread, with numba's integer typing."""
-        self._point(fn)
+        # A kernel calls its device functions millions of times a chapter: each is pointed at the
+        # launch's module and looked up among the rewritten functions once, not at every call.
+        typed = self._typed.get(fn)
+        if typed is None:
+            self._point(fn)
+            typed = self._typed[fn] = numba_typed(fn)
         for hook in self._call_hooks:
             hook(fn)
-        return numba_typed(fn)(*args)
+        return typed(*args)
 
     def wait(self, kind, value, mask, frame):
         """Called by a thread at a barrier or warp-level call: wait until it is released there."""
