@@ -13,7 +13,7 @@ set -euo pipefail
 
 # Each stage and the files it writes under $out: every committed result in benchmarks/ is one of
 # these (tests/test_bench_harness.py checks both ways), and each stage must write all of its own.
-STAGES=(notebooks scans kstep hierarchical table1 tridiag tridiag_jax householder householder_calls warp sanitize sanitize_tridiag sanitize_block tridiag_ncu lookback cub_tuning lookback_tiles lookback_ncu sanitize_lookback sanitize_sort applications compaction_tiles onesweep_tiles user_ops user_ops_speed sanitize_apps sanitize_user_ops blocks sim_speed grading transfers transfers_tune transfers_timeline transfers_tridiag host_copies scan_calls sort_calls)
+STAGES=(notebooks scans kstep hierarchical table1 tridiag tridiag_jax householder householder_calls warp sanitize sanitize_tridiag sanitize_block tridiag_ncu lookback cub_tuning lookback_tiles lookback_ncu sanitize_lookback sanitize_sort applications compaction_tiles onesweep_tiles user_ops user_ops_speed sanitize_apps sanitize_user_ops blocks sim_speed grading transfers transfers_tune transfers_timeline transfers_tridiag host_copies scan_calls sort_calls sort_sass)
 declare -A OUTPUTS=(
   [notebooks]="nbval_gpu.txt"
   [scans]="scan_throughput.csv"
@@ -52,6 +52,7 @@ declare -A OUTPUTS=(
   [host_copies]="host_copies.csv"
   [scan_calls]="scan_calls.csv scan_calls_profile.txt"
   [sort_calls]="sort_call_profile.txt"
+  [sort_sass]="sort_sass.txt"
 )
 
 repo=$(pwd)
@@ -259,6 +260,24 @@ stage_onesweep_tiles() {
     --section MemoryWorkloadAnalysis -k regex:'digit_pass|histogram' -c 3 \
     "$python" benchmarks/onesweep_tiles.py --profile > "$out/onesweep_profile.txt" 2>&1 &&
     "$python" benchmarks/onesweep_tiles.py --host-profile >> "$out/onesweep_profile.txt" 2>&1
+}
+
+# GPU, about a minute: Nsight Compute's source page (SASS) of one digit pass of our onesweep sort
+# and one of CUB's (uint32 keys, 2^24, cub_tuning.py --profile's calls), summarized by
+# benchmarks/sass_stalls.py: instructions per key, stall samples by opcode and where most fell
+# (issue 45: what bounds the sort). The raw pages (2 MB each) are not kept.
+stage_sort_sass() {
+  if [[ -n $quick_flag ]]; then
+    echo "quick: no Nsight Compute" > "$out/sort_sass.txt"
+    return
+  fi
+  local pages kernel
+  pages=$(mktemp -d)
+  for kernel in digit_pass Onesweep; do
+    ncu --clock-control none --kernel-name-base mangled -k regex:"$kernel" -c 1 --section SourceCounters \
+      --page source --print-source sass --csv "$python" benchmarks/cub_tuning.py --profile > "$pages/$kernel.csv" || return
+  done
+  "$python" benchmarks/sass_stalls.py --metadata --keys 16777216 "$pages/digit_pass.csv" "$pages/Onesweep.csv" > "$out/sort_sass.txt"
 }
 
 # GPU, about a minute: every algorithm that carries a user operator, at 2^20 elements, on numba

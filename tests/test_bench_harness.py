@@ -372,3 +372,42 @@ def test_kernel_us_each_times_nothing_on_the_simulator_but_runs_every_launch():
     ran = []
     found = kernel_us_each({"a": lambda: ran.append("a"), "b": lambda: ran.append("b")}, repeats=3)
     assert ran == ["a", "b"] and set(found) == {"a", "b"} and all(np.isnan(t.us) for t in found.values())
+
+
+SOURCE_PAGE = """==PROF== Connected to process 1
+"Kernel Name","digit_pass[abi:v1](Array<unsigned int>)"
+"Address","Source","Warp Stall Sampling (All Samples)","Instructions Executed"
+"0x10","LDG.E.64.STRONG.GPU R28, desc[UR6][R38.64]","3","400"
+"0x20","ISETP.LT.U32.AND P0, PT, R29, UR4, PT","90","400"
+"0x30","@P0 BRA 0x10","5","400"
+"0x40","VOTE.ANY R1, PT, P0","2","100"
+"0x50","LOP3.LUT R9, R9, 0x80000000, RZ, 0xc0, !PT","0","100"
+"0x60","STG.E [R2.64], R9","0","100"
+"0x70","EXIT","0","100"
+"Kernel Name","Onesweep(int)"
+"Address","Source","Warp Stall Sampling (All Samples)","Instructions Executed"
+"0x10","LDS R1, [R2]","1","1,000"
+"""
+
+
+def test_sass_stalls_finds_the_poll_loop_where_the_samples_fell(tmp_path, capsys):
+    """stage sort_sass's summary, on a made-up source page of two kernels: samples by opcode beside
+    their share of the instructions, instructions a key, and the instruction that ran four times a
+    warp (100 warps, the commonest count) named first with its runs."""
+    page = tmp_path / "page.csv"
+    page.write_text(SOURCE_PAGE)
+    stalls = _script("sass_stalls")
+    (name, rows), (other, _) = stalls.kernels(page.read_text())
+    assert (name, other, len(rows)) == ("digit_pass[abi:v1](Array<unsigned int>)", "Onesweep(int)", 7)
+    lines = stalls.summary(name, rows, keys=3200, top=2)
+    assert lines[0] == "## digit_pass" and "warp instructions executed: 1,600; stall samples: 100" in lines[1]
+    assert lines[2].endswith(": 16.0")  # 32 * 1600 warp instructions / 3200 keys
+    assert lines[4].split() == ["ISETP", "90.0", "%", "25.0", "%"]  # 400 of 1600 instructions
+    assert "taking 100 warps" in lines[6]
+    assert lines[7].split()[:4] == ["90.0", "%", "runs", "4.00"] and "ISETP.LT.U32" in lines[7]
+    assert stalls.opcode("@!P0 BRA 0x10") == "BRA"
+    assert stalls.main([str(page), "--keys", "3200", "--metadata"]) == 0
+    assert capsys.readouterr().out.startswith("# device ")
+    (tmp_path / "empty.csv").write_text("==PROF== nothing profiled\n")
+    with pytest.raises(SystemExit, match="no kernel in it"):
+        stalls.main([str(tmp_path / "empty.csv")])
