@@ -16,6 +16,7 @@ import sys
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 from prefixsum.cli import results  # noqa: E402
+from prefixsum.tridiag import registry  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BEGIN, END = "<!-- measured:begin (python benchmarks/readme_tables.py --write) -->", "<!-- measured:end -->"
@@ -224,6 +225,22 @@ def lookback_table(name="lookback.csv"):
     )
 
 
+def pivoting_table():
+    """``method="pivoting"`` against cuSPARSE's pivoting routines on indefinite systems (tridiag.csv)."""
+    lines = [
+        "| systems (batch x n) | dtype | `pivoting`, kernel us | cuSPARSE routine | its kernel us "
+        "| its time over ours |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in registry.against_cusparse("pivoting"):
+        for routine, us, ratio in row["library"]:
+            shape = f"{row['batch']} x {row['n']}"
+            lines.append(
+                f"| {shape} | {row['dtype']} | {_us(row['ours_us'])} | `{routine}` | {_us(us)} | {ratio:.2f}x |"
+            )
+    return "\n".join(lines)
+
+
 def tables():
     meta = results.read("scan_throughput.csv", variant="copy", dtype="float32", n=2 ** SIZES[0])[0]
     return "\n\n".join(
@@ -241,6 +258,11 @@ def tables():
             lookback_table(),
             "The same script on an H200:",
             lookback_table("h200/lookback.csv"),
+            'The tridiagonal solver that pivots, `method="pivoting"`, against cuSPARSE\'s routines that pivot, on '
+            "random indefinite systems (b uniform in [-1, 1]), kernel time by CUPTI, from the H100's rows of "
+            "`benchmarks/tridiag.csv` (`tridiag.py --only-pivoting --sweep`): `gtsv2` for systems of 2^16 rows "
+            "and more, `gtsvInterleavedBatch` with LU (algorithm 1) and QR (algorithm 2) for batches of shorter ones:",
+            pivoting_table(),
         ]
     )
 

@@ -249,9 +249,11 @@ def plan(batch, n, dtype, pairs=None):
     pairs, ``P`` forced with the system's chunks at that run's defaults): R = 8 for systems a
     block holds, in float64 too; R = 4 in float64 where levels follow; :data:`PAIR_PAIRS` 8. The
     same rows set cuSPARSE's pivoting solvers (the interleaved LU, its QR, ``gtsv2``) beside each
-    shape: ``docs/performance.md`` says where the chunks win and where they do not. The rows named
-    ``pivoting`` in that run were measured at its defaults, and first in each round of its trace,
-    with a cold L2 cache (``benchmarks/README.md``).
+    shape: ``docs/performance.md`` says where the chunks win and where they do not. The sweep of
+    2026-12-07 on the H100 (each call timed right after an untimed one of its own) found R = 8 the
+    fastest or close to it at most shapes; R = 16 was faster where a block holds systems of 1000
+    rows and at 4096 x 256 in float32, R = 4 at 1 x 2^16 and 64 x 8192 in float32: a choice per
+    shape not made yet.
     """
     if pairs and pairs not in ALL_ROW_PAIRS:
         raise ValueError(f"pairs={pairs}: the chunks have kernels for {', '.join(map(str, ALL_ROW_PAIRS))} pairs")

@@ -19,7 +19,8 @@ rows, measured beside the methods that pivot). In that table ``"routed"`` wins
 where the batch has many systems (it adds a dominance test and a launch of the pivoting solver
 that finds nothing to do on dominant systems, but saves more on them than it loses on the
 others), and ``"pivoting"`` where a few long systems make the routed indefinite systems twice the
-work (1 x 2^16 to 1 x 2^20, 7 x 100000, and 64 x 8192 in float64). Without the table (a copy that
+work (1 x 2^16 to 1 x 2^20, 7 x 100000, 64 x 8192) and where the systems are short (16384 x 64,
+and 4096 x 256 in float32). Without the table (a copy that
 lacks it) the highest ``auto_rank`` wins: ``"routed"``.
 """
 
@@ -99,6 +100,47 @@ def measured_times(names, size, dtype):
         if row.get("date", "") == latest[row["method"]]:
             times.setdefault(labels[row["method"]], []).append(float(row["median_us"]))
     return {name: sum(values) / len(values) for name, values in times.items()}
+
+
+LONG_ROWS = 1 << 16
+"""Systems of at least this many rows are set beside cuSPARSE's ``gtsv2`` (one system a call,
+pivoting), shorter ones beside ``gtsvInterleavedBatch``'s LU and QR: the pairing of issue 44 and
+of ``benchmarks/tridiag_cusparse.py``, which times only these there."""
+
+
+def against_cusparse(method, name=TABLE):
+    """The kernel time of ``method`` (a name of :data:`METHODS`) on indefinite systems beside
+    cuSPARSE's pivoting routines for the same shape, from the H100's rows of ``name``: a list of
+    dicts with ``dtype``, ``batch``, ``n``, ``ours_us`` and ``library``, per routine ``(routine,
+    its us, its us / ours)`` (above 1: ours is faster), in the table's order of shapes."""
+    label = METHODS[method].measured_as or method
+    found = {}
+    for row in tables.rows(name):
+        if row.get("family") != "indefinite" or MEASURED_ON not in row.get("device", ""):
+            continue
+        if row.get("correct") != "True" or row.get("measured_by") != "cupti":
+            continue
+        found[(row["dtype"], int(row["batch"]), int(row["n"]), row["method"])] = float(row["median_us"])
+    routines = {
+        True: ("cusparse gtsv2",),
+        False: ("cusparse gtsvInterleavedBatch (LU)", "cusparse gtsvInterleavedBatch (QR)"),
+    }
+    table = []
+    for dtype, batch, n, measured in found:
+        if measured != label:
+            continue
+        ours = found[(dtype, batch, n, label)]
+        library = [
+            (
+                routine.removeprefix("cusparse "),
+                found[(dtype, batch, n, routine)],
+                found[(dtype, batch, n, routine)] / ours,
+            )
+            for routine in routines[n >= LONG_ROWS]
+            if (dtype, batch, n, routine) in found
+        ]
+        table.append({"dtype": dtype, "batch": batch, "n": n, "ours_us": ours, "library": library})
+    return table
 
 
 METHODS = Registry("method", measured=measured_times)
