@@ -597,8 +597,8 @@ print("at least as fast as each routine named for its shape:",
 # GPU, and the library is closest there; on fewer, longer ones a thread's walk is long and few
 # threads run, where the chunks of `"pivoting"` put many threads on each system. `gtsv2` splits a
 # system into partitions as the chunks do, and pivots inside them; on seven systems of 100000
-# rows it is far behind, as it solves one system a call. The rows come from one H100; the same
-# comparison on an H200 is not measured yet.
+# rows it is far behind, as it solves one system a call. These rows come from one card, the
+# H100 of section 1; the H200's are not measured yet.
 
 # %% [markdown]
 # ## 3. What a call costs beyond its kernels
