@@ -477,8 +477,7 @@ print("PCR's kernels / the partition method's:", span(kernels["pcr", t, CASES[-1
 # ### 2.3 The hybrid against cuSPARSE and JAX
 #
 # Everything together, as `tridiag.solve(..., method="hybrid")` runs it (`"auto"` takes a method
-# that pivots, `"routed"`, the hybrid behind a dominance test per system, or `"pivoting"`, as
-# printed below): the kernels against cuSPARSE's device time, and the
+# that pivots, as printed below): the kernels against cuSPARSE's device time, and the
 # whole call on device arrays against JAX's whole call, from the same run. Then the hybrid's
 # kernels against cuSPARSE on both cards the course was measured on, the H100 above and an H200
 # (`benchmarks/h200/tridiag.csv`, the same script), on every shape of `benchmarks/tridiag.py`: the
@@ -560,27 +559,19 @@ _ = axes[0].legend(fontsize=7)
 
 
 # %% [markdown]
-# Plainly: the hybrid's kernels take less time than `gtsv2StridedBatch`'s on every shape measured, on both
-# cards (the ratios printed in section 2.3). Its whole call is shorter than JAX's on the batches; on the one
-# long system the host's part of its many launches decides it, one dtype at a time (the same
-# table, and section 3). The `of copy` column says how close to a copy of about as many bytes the kernels come,
-# float64 closer than float32 (the same work per row, twice the bytes). One run per case:
-# differences of some percent between runs are noise.
-
-# %% [markdown]
-# ### 2.4 Systems that need pivoting, against cuSPARSE's pivoting solvers
+# Plainly: the hybrid's kernels take less time than `gtsv2StridedBatch`'s on every shape measured,
+# on both cards. Its whole call is shorter than JAX's on the batches; on the one long system the
+# host's part of its many launches decides it (section 3). The `of copy` column: how near a copy
+# of as many bytes the kernels come, float64 nearer (twice the bytes).
 #
-# Everything above ran on diagonally dominant systems, where no method needs to pivot. On a
-# matrix such as chapter 07's `tridiag(1, 1e-10, 1)` the hybrid's answer is garbage and only a
-# solver that pivots is right (chapter 07, section 7). cuSPARSE has three: `gtsv2`, one system a
-# call (SPIKE partitions with diagonal pivoting, after Chang, Stratton, Hwu and Hwu 2012), and
-# `gtsvInterleavedBatch` with algorithm 1 (LU with partial pivoting) or 2 (QR by Givens
-# rotations) for batches. `method="pivoting"` (chunks eliminated with partial pivoting, coupled by
-# the system of their boundary rows; chapter 09 says more) is set beside them on random
-# indefinite systems ($b_i$ uniform in $[-1, 1]$): a few long systems beside `gtsv2`, batches of
-# many beside the interleaved LU and QR, kernel time by CUPTI, from the H100's rows of
-# `benchmarks/tridiag.csv` (`tridiag.py --only-pivoting`), with cuSPARSE's time over ours (above
-# 1: ours is faster):
+# ### 2.4 Systems that need pivoting
+#
+# On a matrix like chapter 07's `tridiag(1, 1e-10, 1)` only a pivoting solver is right.
+# cuSPARSE's are `gtsv2` (a system a call, SPIKE with diagonal pivoting: Chang, Stratton, Hwu and
+# Hwu 2012) and `gtsvInterleavedBatch`'s LU and QR, a thread per system. They meet
+# `method="pivoting"` (chapter 09) on random indefinite systems, the H100's rows of
+# `benchmarks/tridiag.csv`, as cuSPARSE's time over ours; the interleaved batch is closest on
+# short systems:
 
 # %%
 against = tridiag.registry.against_cusparse("pivoting")
@@ -591,14 +582,6 @@ for row in against:
 print("at least as fast as each routine named for its shape:",
       all(ratio >= 1 for row in against for _, _, ratio in row["library"]))
 
-# %% [markdown]
-# Read it with the method behind each routine. The interleaved batch gives each system one
-# thread, which walks its rows in turn: on many short systems (16384 of 64 rows) that suits the
-# GPU, and the library is closest there; on fewer, longer ones a thread's walk is long and few
-# threads run, where the chunks of `"pivoting"` put many threads on each system. `gtsv2` splits a
-# system into partitions as the chunks do, and pivots inside them; on seven systems of 100000
-# rows it is far behind, as it solves one system a call. These rows come from one card, the
-# H100 of section 1; the H200's are not measured yet.
 
 # %% [markdown]
 # ## 3. What a call costs beyond its kernels
