@@ -233,8 +233,8 @@ def pivoting_table():
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for row in registry.against_cusparse("pivoting"):
+        shape = f"{row['batch']} x {row['n']}"
         for routine, us, ratio in row["library"]:
-            shape = f"{row['batch']} x {row['n']}"
             lines.append(
                 f"| {shape} | {row['dtype']} | {_us(row['ours_us'])} | `{routine}` | {_us(us)} | {ratio:.2f}x |"
             )

@@ -42,7 +42,7 @@ measured) runs :data:`PIVOTING_CASES`: on dominant systems the hybrid, ``"pivoti
 cuSPARSE's pivoting solvers. Median of :data:`prefixsum.cli.timing.REPEATS`; the ``timing`` column
 says how each row was measured. Writes ``tridiag.csv``; prints, last, the hybrid against
 ``gtsv2StridedBatch`` and ``"pivoting"`` and ``"auto"`` against the pivoting solver the issue names
-for each shape (:func:`tridiag_cusparse.against`).
+for each shape (``prefixsum.tridiag.registry.pivoting_baselines``).
 """
 
 import functools

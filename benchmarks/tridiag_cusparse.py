@@ -19,6 +19,8 @@ Last, the comparisons benchmarks/tridiag.py prints from its rows: the hybrid aga
 
 import numpy as np
 
+from prefixsum.tridiag import registry
+
 BASELINES = {
     "cusparse gtsv2StridedBatch": ("gtsv2StridedBatch", None),
     "cusparse gtsvInterleavedBatch (Thomas)": ("gtsvInterleavedBatch", 0),
@@ -47,12 +49,6 @@ def routines_for(batch, family):
         if (label != "cusparse gtsv2" or batch <= GTSV2_MAX_BATCH)
         and ("Interleaved" not in label or batch >= INTERLEAVED_MIN_BATCH)
     ]
-
-
-def against(batch, n):
-    """The baselines that ``method="pivoting"`` is set against at (batch, n), as the issue names
-    them: ``gtsv2`` for the long systems (n of 2^16 or more), the interleaved LU and QR for batches."""
-    return ("cusparse gtsv2",) if n >= 1 << 16 else PIVOTING[:2]
 
 
 def cusparse_routine(cupy, routine, dtype):
@@ -140,14 +136,14 @@ def against_cusparse(rows):
 
 def pivoting_against_cusparse(rows):
     """Per kernel row of ``pivoting`` (and its forced paths) and ``auto``: its time, that of each
-    pivoting routine the issue names for the shape (:func:`against`), measured
+    pivoting routine the issue names for the shape (``prefixsum.tridiag.registry.pivoting_baselines``), measured
     the same way on the same family, and the routine's over ours."""
     times = {(r["method"], r["family"], r["measured_by"], r["dtype"], r["batch"], r["n"]): r["median_us"] for r in rows}
     found = []
     for (method, family, how, dtype, batch, n), us in times.items():
         if not method.startswith(("pivoting", "auto")) or how == "host clock":
             continue
-        for routine in against(batch, n):
+        for routine in registry.pivoting_baselines(n):
             library = times.get((routine, family, how, dtype, batch, n))
             if library:
                 found.append(

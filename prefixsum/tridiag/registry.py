@@ -104,15 +104,23 @@ def measured_times(names, size, dtype):
 
 LONG_ROWS = 1 << 16
 """Systems of at least this many rows are set beside cuSPARSE's ``gtsv2`` (one system a call,
-pivoting), shorter ones beside ``gtsvInterleavedBatch``'s LU and QR: the pairing of issue 44 and
-of ``benchmarks/tridiag_cusparse.py``, which times only these there."""
+pivoting), shorter ones beside ``gtsvInterleavedBatch``'s LU and QR (:func:`pivoting_baselines`)."""
+
+
+def pivoting_baselines(n):
+    """The labels in :data:`TABLE` of the cuSPARSE routines a pivoting solve of systems of ``n``
+    rows is set against (issue 44's pairing; ``benchmarks/tridiag_cusparse.py`` times these)."""
+    if n >= LONG_ROWS:
+        return ("cusparse gtsv2",)
+    return ("cusparse gtsvInterleavedBatch (LU)", "cusparse gtsvInterleavedBatch (QR)")
 
 
 def against_cusparse(method, name=TABLE):
     """The kernel time of ``method`` (a name of :data:`METHODS`) on indefinite systems beside
-    cuSPARSE's pivoting routines for the same shape, from the H100's rows of ``name``: a list of
-    dicts with ``dtype``, ``batch``, ``n``, ``ours_us`` and ``library``, per routine ``(routine,
-    its us, its us / ours)`` (above 1: ours is faster), in the table's order of shapes."""
+    cuSPARSE's pivoting routines for the same shape (:func:`pivoting_baselines`), from the H100's
+    rows of ``name``: a list of dicts with ``dtype``, ``batch``, ``n``, ``ours_us`` and ``library``,
+    per routine ``(routine, its us, its us / ours)`` (above 1: ours is faster), in the table's order
+    of shapes."""
     label = METHODS[method].measured_as or method
     found = {}
     for row in tables.rows(name):
@@ -121,24 +129,12 @@ def against_cusparse(method, name=TABLE):
         if row.get("correct") != "True" or row.get("measured_by") != "cupti":
             continue
         found[(row["dtype"], int(row["batch"]), int(row["n"]), row["method"])] = float(row["median_us"])
-    routines = {
-        True: ("cusparse gtsv2",),
-        False: ("cusparse gtsvInterleavedBatch (LU)", "cusparse gtsvInterleavedBatch (QR)"),
-    }
     table = []
-    for dtype, batch, n, measured in found:
+    for (dtype, batch, n, measured), ours in found.items():
         if measured != label:
             continue
-        ours = found[(dtype, batch, n, label)]
-        library = [
-            (
-                routine.removeprefix("cusparse "),
-                found[(dtype, batch, n, routine)],
-                found[(dtype, batch, n, routine)] / ours,
-            )
-            for routine in routines[n >= LONG_ROWS]
-            if (dtype, batch, n, routine) in found
-        ]
+        theirs = ((routine, found.get((dtype, batch, n, routine))) for routine in pivoting_baselines(n))
+        library = [(routine.removeprefix("cusparse "), us, us / ours) for routine, us in theirs if us is not None]
         table.append({"dtype": dtype, "batch": batch, "n": n, "ours_us": ours, "library": library})
     return table
 
