@@ -567,8 +567,8 @@ _ = axes[0].legend(fontsize=7)
 # ### 2.4 Systems that need pivoting
 #
 # On a matrix like chapter 07's `tridiag(1, 1e-10, 1)` only a pivoting solver is right.
-# cuSPARSE's are `gtsv2` (a system a call, SPIKE with diagonal pivoting: Chang, Stratton, Hwu and
-# Hwu 2012) and `gtsvInterleavedBatch`'s LU and QR, a thread per system. They meet
+# cuSPARSE's are `gtsv2` (a system a call, SPIKE with diagonal pivoting: [Chang, Stratton, Kim and
+# Hwu 2012](../docs/references.md#chang-stratton-kim-and-hwu-2012)) and `gtsvInterleavedBatch`'s LU and QR, a thread per system. They meet
 # `method="pivoting"` (chapter 09) on random indefinite systems, the H100's rows of
 # `benchmarks/tridiag.csv`, as cuSPARSE's time over ours; the interleaved batch is closest on
 # short systems:
