@@ -20,8 +20,9 @@ import pytest  # noqa: E402
 from numba import cuda  # noqa: E402
 from test_pivoting_families import within_lapack  # noqa: E402
 
+from prefixsum.core import tables  # noqa: E402
 from prefixsum.core.poison import poison  # noqa: E402
-from prefixsum.tridiag import chunked, pivoting  # noqa: E402
+from prefixsum.tridiag import chunked, pivoting, registry  # noqa: E402
 from prefixsum.tridiag._common import NOT_FINITE, SINGULAR  # noqa: E402
 
 DTYPES = (np.float32, np.float64)
@@ -101,9 +102,38 @@ def test_a_chunk_length_without_kernels_is_refused():
 def test_the_plan_takes_one_thread_for_short_systems_and_chunks_beyond(monkeypatch):
     monkeypatch.setattr(pivoting, "ONE_THREAD_ROWS", 32)
     assert pivoting.plan(100, 32, np.float32) == 0
-    assert pivoting.plan(1, 33, np.float32) == pivoting.ROW_PAIRS[4]
-    assert pivoting.plan(1, 33, np.float64) == pivoting.ROW_PAIRS[8]
+    assert pivoting.plan(1, 33, np.float32) in pivoting.ALL_ROW_PAIRS
     assert pivoting.plan(1, 1 << 20, np.float64, pairs=0) == 0 and pivoting.plan(1, 100, np.float32, pairs=4) == 4
+
+
+def sweep_times():
+    """``{(dtype, batch, n): {R: microseconds}}`` of the committed sweep's ``pivoting:pairs=R`` kernel rows."""
+    found = {}
+    for row in tables.rows(registry.TABLE):
+        if row["method"].startswith("pivoting:pairs=") and row["kind"] == "ours (kernels)" and row["correct"] == "True":
+            shape = (row["dtype"], int(row["batch"]), int(row["n"]))
+            found.setdefault(shape, {})[int(row["method"].rsplit("=", 1)[1])] = float(row["median_us"])
+    return found
+
+
+def test_the_plan_takes_the_chunks_the_sweep_found_fastest_at_each_measured_shape():
+    times = sweep_times()
+    assert len(times) >= 10 and {r for shape in times.values() for r in shape} == set(pivoting.ALL_ROW_PAIRS)
+    chosen = {shape: pivoting.plan(shape[1], shape[2], np.dtype(shape[0])) for shape in times}
+    assert chosen == {shape: min(t, key=t.get) for shape, t in times.items()}
+    assert len(set(chosen.values())) > 1  # no one R was the fastest everywhere: the choice is per shape
+    # between measured shapes, the nearest one's: 2000 systems of 900 rows are nearest 1000 x 1000
+    assert pivoting.plan(2000, 900, np.float32) == chosen[("float32", 1000, 1000)]
+
+
+def test_the_plan_falls_back_to_the_constants_without_the_table(monkeypatch):
+    monkeypatch.setattr(tables, "rows", lambda name: ())
+    pivoting.fastest_row_pairs.cache_clear()
+    try:
+        assert pivoting.plan(512, 512, np.float32) == pivoting.ROW_PAIRS[4]
+        assert pivoting.plan(1, 1 << 20, np.float64) == pivoting.LEVEL_ROW_PAIRS[8]
+    finally:
+        pivoting.fastest_row_pairs.cache_clear()
 
 
 def singular_in_a_batch(rng, batch, n, dtype, bad):

@@ -63,8 +63,10 @@ from . import _common, chunked
 from ._common import SINGULAR, launchers, no_route, reused, store
 from .chunked import routed
 from .lu import carry, pivot
-from .registry import Method, register
+from .registry import Method, register, times_at_nearest
 
+METHOD_NAME = "pivoting"
+"""This method's name in the registry, and in the ``method`` column of its rows in the tables."""
 THREADS = 128
 """Threads of a chunk kernel (fewer where the shared memory does not hold them)."""
 TILE_BYTES = 128
@@ -75,9 +77,9 @@ ONE_THREAD_ROWS = 32
 """Systems of at most this many rows take the one-thread path: too short to split."""
 ROW_PAIRS = {4: 8, 8: 8}
 """``R``, the pairs of a chunk of the system (``2R`` rows), by item size, for systems that a block
-holds whole (:func:`plan`)."""
+holds whole, where no sweep measured the chunks (:func:`plan`)."""
 LEVEL_ROW_PAIRS = {4: 8, 8: 4}
-"""``R`` by item size for systems that take levels."""
+"""``R`` by item size for systems that take levels, where no sweep measured the chunks."""
 PAIR_PAIRS = 8
 """The pairs of a chunk of a reduced system."""
 ALL_ROW_PAIRS = (4, 8, 16)
@@ -240,20 +242,8 @@ def run(a, b, c, d, x, info, route=None, call=0, pairs=None, stream=None):
 
 def plan(batch, n, dtype, pairs=None):
     """``R``, the pairs of a chunk, for (batch, n) systems of ``dtype``, or 0 for the one-thread
-    path (systems of at most :data:`ONE_THREAD_ROWS` rows): :data:`ROW_PAIRS`, or
-    :data:`LEVEL_ROW_PAIRS` where a block does not hold a system. ``pairs`` overrides the choice
-    (0: always one thread).
-
-    From the sweep of ``benchmarks/tridiag.csv`` (``tridiag.py --only-pivoting --sweep``, CUPTI
-    kernel time, random indefinite systems; ``R`` forced with the reduced systems' chunks at 4
-    pairs, ``P`` forced with the system's chunks at that run's defaults): R = 8 for systems a
-    block holds, in float64 too; R = 4 in float64 where levels follow; :data:`PAIR_PAIRS` 8. The
-    same rows set cuSPARSE's pivoting solvers (the interleaved LU, its QR, ``gtsv2``) beside each
-    shape: ``docs/performance.md`` says where the chunks win and where they do not. The sweep of
-    2026-12-07 on the H100 (each call timed right after an untimed one of its own) found R = 8 the
-    fastest or close to it at most shapes; R = 16 was faster where a block holds systems of 1000
-    rows and at 4096 x 256 in float32, R = 4 at 1 x 2^16 and 64 x 8192 in float32: a choice per
-    shape not made yet.
+    path (systems of at most :data:`ONE_THREAD_ROWS` rows): :func:`fastest_row_pairs`. ``pairs``
+    overrides the choice (0: always one thread).
     """
     if pairs and pairs not in ALL_ROW_PAIRS:
         raise ValueError(f"pairs={pairs}: the chunks have kernels for {', '.join(map(str, ALL_ROW_PAIRS))} pairs")
@@ -261,6 +251,26 @@ def plan(batch, n, dtype, pairs=None):
         return 0
     if pairs:
         return pairs
+    return fastest_row_pairs(batch, n, np.dtype(dtype).name)
+
+
+@functools.lru_cache(maxsize=256)
+def fastest_row_pairs(batch, n, dtype):
+    """``R`` of the fastest chunks measured at the shape nearest (batch, n) in ``dtype`` (a name).
+
+    The sweep of the committed ``benchmarks/tridiag.csv`` (``tridiag.py --only-pivoting
+    --sweep``, CUPTI kernel time, random indefinite systems, each call timed right after an untimed
+    one of its own) times the solver with each ``R`` of :data:`ALL_ROW_PAIRS` forced, rows
+    ``pivoting:pairs=R``; the nearest shape is chosen as ``"auto"`` chooses its method
+    (:func:`.registry.times_at_nearest`). No single ``R`` was the fastest everywhere: 16 where a
+    block holds systems of about 1000 rows, 4 for the longest systems, 8 between, and the
+    differences reach a fifth of the time. Without the table (a copy that lacks it):
+    :data:`ROW_PAIRS`, or :data:`LEVEL_ROW_PAIRS` where a block does not hold a system.
+    A pure function of the committed table, kept per shape (a solve asks on every call).
+    """
+    times = times_at_nearest({f"{METHOD_NAME}:pairs={r}" for r in ALL_ROW_PAIRS}, (batch, n), np.dtype(dtype))
+    if times:
+        return int(min(times, key=times.get).rsplit("=", 1)[1])
     itemsize = np.dtype(dtype).itemsize
     return LEVEL_ROW_PAIRS[itemsize] if _in_levels(n, dtype, ROW_PAIRS[itemsize]) else ROW_PAIRS[itemsize]
 
@@ -412,7 +422,7 @@ def kernels(dtype):
 
 METHOD = register(
     Method(
-        name="pivoting",
+        name=METHOD_NAME,
         run=run,
         kernels=kernels,
         auto_rank=1,

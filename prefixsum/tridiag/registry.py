@@ -75,8 +75,16 @@ def measured_times(names, size, dtype):
     """``{name: microseconds}`` of the methods ``names`` at the shape of :data:`TABLE` nearest
     ``size = (batch, n)``, in ``dtype``: the mean over the families of each method's kernel rows
     there, of its latest run where several measured it (module docstring); ``{}`` without rows."""
-    batch, n = size
     labels = {(METHODS[name].measured_as or name): name for name in names}
+    return {labels[label]: us for label, us in times_at_nearest(labels, size, dtype).items()}
+
+
+def times_at_nearest(labels, size, dtype):
+    """``{label: microseconds}`` of the kernel rows of :data:`TABLE` whose ``method`` is one of
+    ``labels``, at the shape nearest ``size = (batch, n)`` among theirs (in ``log2 batch`` and
+    ``log2 n``; a tie goes to the larger), in ``dtype``: the mean over the families of each
+    label's rows there, of its latest run where several measured it; ``{}`` without rows."""
+    batch, n = size
     rows = [
         row
         for row in tables.rows(TABLE)
@@ -93,13 +101,13 @@ def measured_times(names, size, dtype):
     nearest = min(shapes, key=lambda s: (math.dist(here, (math.log2(s[0]), math.log2(s[1]))), -s[0] * s[1]))
     here_rows = [row for row in rows if (int(row["batch"]), int(row["n"])) == nearest]
     latest = {}
-    for row in here_rows:  # a method measured by several runs: its latest run's rows
+    for row in here_rows:  # a label measured by several runs: its latest run's rows
         latest[row["method"]] = max(latest.get(row["method"], ""), row.get("date", ""))
     times = {}
     for row in here_rows:
         if row.get("date", "") == latest[row["method"]]:
-            times.setdefault(labels[row["method"]], []).append(float(row["median_us"]))
-    return {name: sum(values) / len(values) for name, values in times.items()}
+            times.setdefault(row["method"], []).append(float(row["median_us"]))
+    return {label: sum(values) / len(values) for label, values in times.items()}
 
 
 LONG_ROWS = 1 << 16
