@@ -219,9 +219,8 @@ stage_sanitize_lookback() {
   sanitize sanitize_lookback benchmarks/sanitize.py --algorithm lookback
 }
 
-# GPU, about 6.5 minutes (H100, 2026-12-07: 372 s, cupyx's spline build alone 100 s): chapter 11's compaction, radix sort and splines against CUB (cuda.compute),
-# torch, CuPy and scipy (benchmarks/applications.py; applications_gpu.log keeps the console of the
-# committed run).
+# GPU, about 6 minutes (H100, 2026-12-07: 340 s, cupyx's spline build alone 100 s): chapter 11's compaction, radix sort and splines against CUB (cuda.compute),
+# torch, CuPy and scipy (benchmarks/applications.py).
 stage_applications() {
   "$python" benchmarks/applications.py $quick_flag --out "$out"
 }

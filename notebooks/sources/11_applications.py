@@ -737,9 +737,11 @@ ax.axhline(0.5, color="grey", linewidth=0.8, linestyle=":")
 # holds (four blocks, by the registers of 16 keys, their ranks and digits per thread, and by the
 # shared tile), warps waiting on shared memory (the ranks, the counts per warp) and on the
 # look-back's reads of the L2 cache; DRAM is mostly idle. Its instructions beside CUB's pass
-# (`benchmarks/sort_sass.txt`, Nsight Compute's SASS page) say where the time goes: more than twice
-# CUB's instructions per key, and a look-back whose warps walk back twice as many tiles as CUB's
-# before they meet a published prefix. The dotted line
+# (`benchmarks/sort_sass.txt`, Nsight Compute's SASS page) say where the time goes: nearly twice
+# CUB's instructions per key (more than twice until the digit pass indexed its arrays with unsigned
+# integers, which spares numba's wraparound of negative indices, and tested the digit's bits in 32
+# bits), and a look-back whose warps walk back twice as many tiles as CUB's before they meet a
+# published prefix, now where most of the pass's warps wait. The dotted line
 # is half the library's speed. The readable versions of sections 4 and 5 are correct and simple,
 # and the last lines say what fusing their passes buys. One row we cannot explain yet: the sort
 # with values at 2^20 takes about five times its device time a whole call here, timed in turn
