@@ -140,6 +140,17 @@ def cub_sort_table(name="cub_tuning.csv"):
     return "\n".join(lines)
 
 
+def sort_against_cub(name="applications.csv", n=2**24):
+    """Our sort's and CUB's device time of ``n`` uint32 keys in ``name``, as a clause."""
+    device = {
+        row["method"]: float(row["device_us"])
+        for row in results.read(name, task="sort", dtype="uint32", n=n)
+        if row["method"] in ("onesweep", "CUB radix sort (cuda.compute, temporary storage kept)")
+    }
+    ours, cub = device["onesweep"], device["CUB radix sort (cuda.compute, temporary storage kept)"]
+    return f"{ours:.0f} us of device time against CUB's {cub:.0f} us (CUB's time over ours {cub / ours:.2f}x)"
+
+
 def cub_paragraph(name="cub_tuning.csv"):
     meta = _cub_run(name)[0]
     return (
@@ -253,6 +264,10 @@ def tables():
             cub_paragraph(),
             cub_scan_table(),
             cub_sort_table(),
+            "That run predates the digit pass's unsigned indices and 32-bit rank (issue 45); the later run of "
+            "`benchmarks/applications.csv` (same GPU, CUB beside it) times the sort of 2^24 uint32 keys at "
+            + sort_against_cub()
+            + ".",
             'The single-pass scan with decoupled look-back, `lookback` (`"auto"` since issue 15), in a later run on '
             "the same GPU, beside torch.cumsum, torch's `copy_` and a numba copy kernel measured in that run:",
             lookback_table(),
@@ -312,7 +327,9 @@ def summary():
         f"from CUPTI, one {meta['device']}, {meta['date']}), the default scan runs at "
         f"{spread('scan', ('float32',))} CUB's speed for float32 and {spread('scan', ('float64',))} for float64 "
         "at n = 2^12 to 2^28, and the onesweep radix sort at "
-        f"{spread('sort', ('uint32', 'uint64', 'uint32+uint32'))} CUB's `DeviceRadixSort` (2^20 to 2^26). "
+        f"{spread('sort', ('uint32', 'uint64', 'uint32+uint32'))} CUB's `DeviceRadixSort` (2^20 to 2^26; a run "
+        "before its digit pass's unsigned indices and 32-bit rank: a later one, `benchmarks/applications.csv`, "
+        "times 2^24 uint32 keys at " + sort_against_cub() + ") "
         "The default scan (`lookback`, one pass with decoupled look-back) runs at these multiples of "
         f"torch.cumsum's speed at n = 2^24 / 2^26 / 2^28, kernels from CUPTI, on {card('lookback.csv')}; "
         f"on {card('h200/lookback.csv')}. The full tables, beside "
