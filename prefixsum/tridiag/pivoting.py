@@ -268,9 +268,10 @@ def fastest_row_pairs(batch, n, dtype):
     :data:`ROW_PAIRS`, or :data:`LEVEL_ROW_PAIRS` where a block does not hold a system.
     A pure function of the committed table, kept per shape (a solve asks on every call).
     """
-    times = times_at_nearest({f"{METHOD_NAME}:pairs={r}" for r in ALL_ROW_PAIRS}, (batch, n), np.dtype(dtype))
+    labels = {f"{METHOD_NAME}:pairs={r}": r for r in ALL_ROW_PAIRS}
+    times = times_at_nearest(labels, (batch, n), np.dtype(dtype))
     if times:
-        return int(min(times, key=times.get).rsplit("=", 1)[1])
+        return labels[min(times, key=times.get)]
     itemsize = np.dtype(dtype).itemsize
     return LEVEL_ROW_PAIRS[itemsize] if _in_levels(n, dtype, ROW_PAIRS[itemsize]) else ROW_PAIRS[itemsize]
 
