@@ -18,6 +18,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 from prefixsum.cli import results  # noqa: E402
 from prefixsum.tridiag import registry  # noqa: E402
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # sort_rows, beside this script
+from sort_rows import CUB_SORT  # noqa: E402
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BEGIN, END = "<!-- measured:begin (python benchmarks/readme_tables.py --write) -->", "<!-- measured:end -->"
 SIZES = (24, 26)
@@ -145,9 +148,9 @@ def sort_against_cub(name="applications.csv", n=2**24):
     device = {
         row["method"]: float(row["device_us"])
         for row in results.read(name, task="sort", dtype="uint32", n=n)
-        if row["method"] in ("onesweep", "CUB radix sort (cuda.compute, temporary storage kept)")
+        if row["method"] in ("onesweep", CUB_SORT)
     }
-    ours, cub = device["onesweep"], device["CUB radix sort (cuda.compute, temporary storage kept)"]
+    ours, cub = device["onesweep"], device[CUB_SORT]
     return f"{ours:.0f} us of device time against CUB's {cub:.0f} us (CUB's time over ours {cub / ours:.2f}x)"
 
 
